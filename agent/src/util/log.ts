@@ -14,7 +14,6 @@ export const REDACT_PATHS = [
   "*.password",
   "authToken",
   "*.authToken",
-  "token",
   "headers.authorization",
   "*.headers.authorization",
 ];
