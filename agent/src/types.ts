@@ -11,12 +11,21 @@ export type NodeStatus = (typeof NODE_STATUSES)[number];
 export const REASON_SOURCES = ["gpu", "model", "probe", "engine", "agent"] as const;
 export type ReasonSource = (typeof REASON_SOURCES)[number];
 
+/**
+ * What a reason does to the node once it is acted on, worst first:
+ * `unreachable` / `unhealthy` take it out (HAProxy `down`), `loading` drains it,
+ * `unknown` (the checks themselves fail) drains it, `degraded` lowers its weight.
+ */
+export const REASON_EFFECTS = ["unreachable", "unhealthy", "loading", "unknown", "degraded"] as const;
+export type ReasonEffect = (typeof REASON_EFFECTS)[number];
+
 /** A machine-readable reason: `code` is a stable UPPER_SNAKE identifier, `detail` is for humans. */
 export interface Reason {
   readonly source: ReasonSource;
   readonly code: string;
   /** Hard faults act on the first result; soft faults need `fall` consecutive results. */
   readonly hard: boolean;
+  readonly effect: ReasonEffect;
   readonly detail?: string;
 }
 
@@ -33,6 +42,10 @@ export interface Decision {
   /** Share of the configured HAProxy weight, 0–100. */
   readonly weight: number;
   readonly reasons: readonly Reason[];
+  /** Soft faults seen but not yet `fall` times in a row: what the controller's blast-radius cap watches. */
+  readonly pending: readonly Reason[];
+  /** Soft faults the controller marked suspect (a shared cause): seen, reported, not acted on. */
+  readonly suppressed: readonly Reason[];
   /** Epoch ms when `status` last changed. */
   readonly since: number;
   /** Epoch ms of this decision. */
