@@ -1,0 +1,80 @@
+import { rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+
+/** The fake nvidia-smi executable; point `LLMHA_NVIDIA_SMI` at it and `FAKE_NVSMI_STATE` at a state file. */
+export const FAKE_NVIDIA_SMI_PATH = join(__dirname, "fake-nvidia-smi.cjs");
+
+/**
+ * What the fake nvidia-smi answers, read from the file named by `FAKE_NVSMI_STATE` on every call.
+ * A missing file means every default. Mirrors the JSDoc typedef in fake-nvidia-smi.cjs.
+ */
+export interface NvsmiState {
+  /** GPUs on the node. Default 8; slots 0..7 carry the UUIDs and bus ids of a real 8×H100 node. */
+  gpuCount?: number;
+  /** Which captured H100 row every GPU reports. Default `"idle"`. */
+  profile?: "idle" | "load";
+  /**
+   * Per physical slot (`"0"`..) or `"*"` for all: field name (or alias) → value, as nvidia-smi prints it
+   * with units (`"0 MiB"`) or bare (`"0"`); markers such as `"[N/A]"` print verbatim. Default none.
+   */
+  overrides?: Record<string, Record<string, string>>;
+  /** Print `stdout`/`stderr` and exit with this code instead of answering. Default none. */
+  exitCode?: number;
+  /** Text printed with `exitCode`. Default none. */
+  stdout?: string;
+  /** Text printed with `exitCode`. Default none. */
+  stderr?: string;
+  /** Sleep this long before answering, as nvidia-smi stuck in D state does. Default 0. */
+  hangMs?: number;
+  /** Print non-CSV junk and exit 0. Default false. */
+  garbage?: boolean;
+  /** Physical slots gone from the bus: absent from every listing; the rest are renumbered 0..n-1. Default none. */
+  missingGpus?: number[];
+}
+
+/** Real nvidia-smi error texts (see fixtures/README.md). */
+const DRIVER_NOT_LOADED =
+  "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\n";
+const GPU_LOST = "Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU\n";
+const DRIVER_MISMATCH = "Failed to initialize NVML: Driver/library version mismatch\n";
+
+/** The GPU slot that the single-GPU faults below hit. */
+export const FAULTED_GPU = 3;
+
+/** One state per fault the agent must recognise; write one with `writeNvsmiState`. */
+export const NVSMI_FAULTS = {
+  driverNotLoaded: { exitCode: 9, stderr: DRIVER_NOT_LOADED },
+  gpuLost: { exitCode: 15, stderr: GPU_LOST },
+  driverMismatch: { exitCode: 18, stderr: DRIVER_MISMATCH },
+  /** Far beyond any probe timeout: the agent must give up on it. */
+  hang: { hangMs: 600_000 },
+  garbage: { garbage: true },
+  eccUncorrected: { overrides: { [FAULTED_GPU]: { "ecc.errors.uncorrected.volatile.total": "2" } } },
+  rowRemapFailure: { overrides: { [FAULTED_GPU]: { "remapped_rows.failure": "Yes" } } },
+  rowRemapPending: { overrides: { [FAULTED_GPU]: { "remapped_rows.pending": "Yes" } } },
+  retiredPagesPending: { overrides: { [FAULTED_GPU]: { "retired_pages.pending": "Yes" } } },
+  recoveryAction: { overrides: { [FAULTED_GPU]: { gpu_recovery_action: "Reset" } } },
+  thermal: {
+    overrides: {
+      [FAULTED_GPU]: {
+        "clocks_event_reasons.hw_thermal_slowdown": "Active",
+        "clocks_event_reasons.active": "0x0000000000000040",
+      },
+    },
+  },
+  gpuMissing: { missingGpus: [FAULTED_GPU] },
+  /** Utilization is not reported for GPUs in MIG mode. */
+  migNA: { overrides: { "*": { "utilization.gpu": "[N/A]", "mig.mode.current": "Enabled" } } },
+  unknownError: { overrides: { [FAULTED_GPU]: { "temperature.gpu": "[Unknown Error]" } } },
+} satisfies Record<string, NvsmiState>;
+
+export type NvsmiFault = keyof typeof NVSMI_FAULTS;
+
+let tmpSeq = 0;
+
+/** Writes the state atomically (temp file + rename) so a concurrent nvidia-smi call never reads half a file. */
+export async function writeNvsmiState(path: string, state: NvsmiState): Promise<void> {
+  const tmp = `${path}.${process.pid}.${tmpSeq++}.tmp`;
+  await writeFile(tmp, JSON.stringify(state));
+  await rename(tmp, path);
+}
