@@ -1,0 +1,8 @@
+// Entry point named in Pulumi.yaml. The program lives in stack.ts so tests can run it
+// under Pulumi's mocks without this module's top-level exports.
+import { createStack } from "./stack";
+
+const out = createStack();
+
+export const clusterName = out.clusterName;
+export const kubeconfig = out.kubeconfig;

@@ -1,0 +1,124 @@
+/**
+ * Runs the Pulumi program in infra/ offline under Pulumi's mock monitor with one
+ * environment's stack file, and returns every resource it registered. Shared by the
+ * infra tests and the policy pack's tests (policies run over the captured resources).
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { parseStackYaml, type Yaml } from "./stack-yaml";
+
+export type Env = "dev" | "staging" | "prod";
+
+/** One resource as the engine would have received it. */
+export interface CapturedResource {
+  /** Pulumi type token, e.g. `aws:eks/nodeGroup:NodeGroup`, `kubernetes:apps/v1:Deployment`. */
+  type: string;
+  /** Logical name. */
+  name: string;
+  urn: string;
+  /** The inputs the program passed, resolved to plain values (Kubernetes: `{apiVersion, kind, metadata, spec}`). */
+  props: Record<string, unknown>;
+}
+
+export const PROJECT = "llm-ha";
+const ROOT = path.resolve(__dirname, "..", "..");
+/** Stands in for `pulumi config set --secret llm-ha:redisAuthToken`, which no stack file can carry in clear. */
+export const TEST_REDIS_TOKEN = "test-token-0123456789abcdef";
+
+/** The stack file's `config:` as the CLI hands it to the program: strings, structured values as JSON. */
+export function stackConfig(env: Env): Record<string, string> {
+  const doc = parseStackYaml(fs.readFileSync(path.join(ROOT, `Pulumi.${env}.yaml`), "utf8"));
+  const config = (doc as { config?: Record<string, Yaml> } | null)?.config ?? {};
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(config)) {
+    out[k] = typeof v === "string" ? v : JSON.stringify(v);
+  }
+  return out;
+}
+
+/** Outputs a real provider computes; the mock makes them up so dependent inputs resolve. */
+function fakeOutputs(type: string, name: string, inputs: Record<string, unknown>): Record<string, unknown> {
+  const arn = `arn:aws:${type.split(":")[1]?.split("/")[0] ?? "x"}:us-east-1:123456789012:${name}`;
+  const base: Record<string, unknown> = { ...inputs, arn, name: inputs.name ?? name };
+  switch (type) {
+    case "aws:eks/cluster:Cluster": {
+      const vpcConfig = (inputs.vpcConfig ?? {}) as Record<string, unknown>;
+      return {
+        ...base,
+        endpoint: `https://${name}.eks.example`,
+        certificateAuthority: { data: "Y2VydA==" },
+        identities: [{ oidcs: [{ issuer: `https://oidc.eks.us-east-1.amazonaws.com/id/${name}` }] }],
+        vpcConfig: { ...vpcConfig, clusterSecurityGroupId: `sg-${name}` },
+      };
+    }
+    case "aws:eks/nodeGroup:NodeGroup":
+      return { ...base, nodeGroupName: name, resources: [{ autoscalingGroups: [{ name: `eks-${name}-asg` }] }] };
+    case "aws:ec2/launchTemplate:LaunchTemplate":
+      return { ...base, latestVersion: 1 };
+    case "aws:elasticache/replicationGroup:ReplicationGroup":
+      return { ...base, primaryEndpointAddress: `master.${name}.cache.amazonaws.com`, readerEndpointAddress: `replica.${name}.cache.amazonaws.com` };
+    case "aws:msk/cluster:Cluster":
+      return { ...base, bootstrapBrokersSaslIam: `b-1.${name}.kafka.amazonaws.com:9098,b-2.${name}.kafka.amazonaws.com:9098` };
+    case "kubernetes:core/v1:Service": {
+      const spec = (inputs.spec ?? {}) as Record<string, unknown>;
+      if (spec.type !== "LoadBalancer") return inputs;
+      const meta = (inputs.metadata ?? {}) as Record<string, unknown>;
+      return { ...inputs, status: { loadBalancer: { ingress: [{ hostname: `${String(meta.name ?? name)}-0123.elb.us-east-1.amazonaws.com` }] } } };
+    }
+    default:
+      return type.startsWith("kubernetes:") ? inputs : base;
+  }
+}
+
+interface MonitorLike {
+  resources: Map<string, { urn: string }>;
+}
+
+/**
+ * Runs the program for `env` (its `Pulumi.<env>.yaml`, with `configOverrides` on top:
+ * full keys such as `llm-ha:standbyAz`; an empty string removes a key) and returns every
+ * resource registered. Rejects with the program's error, e.g. `InputPropertiesError`.
+ */
+export async function captureStack(env: Env, configOverrides: Record<string, string> = {}): Promise<CapturedResource[]> {
+  const seen: { type: string; name: string; props: Record<string, unknown> }[] = [];
+  await pulumi.runtime.setMocks(
+    {
+      newResource: (a) => {
+        const props = (a.inputs ?? {}) as Record<string, unknown>;
+        seen.push({ type: a.type, name: a.name, props });
+        return { id: `${a.name}-id`, state: fakeOutputs(a.type, a.name, props) };
+      },
+      call: (a) => (a.token === "aws:index/getCallerIdentity:getCallerIdentity" ? { accountId: "123456789012", arn: "arn:aws:iam::123456789012:root", userId: "x" } : {}),
+    },
+    PROJECT,
+    env,
+    false,
+  );
+  const monitor = pulumi.runtime.getMonitor() as unknown as MonitorLike;
+  const config: Record<string, string> = { "llm-ha:redisAuthToken": TEST_REDIS_TOKEN, ...stackConfig(env), ...configOverrides };
+  for (const [k, v] of Object.entries(config)) if (v === "") delete config[k];
+  pulumi.runtime.setAllConfig(config, ["llm-ha:redisAuthToken"]);
+
+  // Imported after setMocks, as the runtime requires; stack.ts has no top-level effects.
+  const { createStack } = await import("../../infra/stack.js");
+  const outputs = createStack();
+  // Resolve every output and drain every registration before reading the capture.
+  await Promise.all(Object.values(outputs as unknown as Record<string, pulumi.Output<unknown>>).map((o) => new Promise((resolve) => o.apply(resolve))));
+  await pulumi.runtime.disconnect();
+
+  const urns = [...monitor.resources.keys()];
+  return seen.map((r) => {
+    const urn = urns.find((u) => {
+      const [, , qualifiedType, name] = u.split("::");
+      return name === r.name && qualifiedType.split("$").pop() === r.type;
+    });
+    if (urn === undefined) throw new Error(`no URN registered for ${r.type} ${r.name}`);
+    return { ...r, urn };
+  });
+}
+
+/** Resources of one type. */
+export function ofType(resources: CapturedResource[], type: string): CapturedResource[] {
+  return resources.filter((r) => r.type === type);
+}
