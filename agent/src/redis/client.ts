@@ -1,0 +1,127 @@
+/**
+ * The one way llm-ha connects to Redis: `redis://` or `rediss://` (TLS), auth in the URL or
+ * given apart, reconnect with capped exponential backoff, every command with a timeout,
+ * commands failing at once while disconnected (the agent degrades instead of queueing),
+ * and the password never in a log line.
+ */
+import { Redis, type RedisOptions } from "ioredis";
+import type { ConnectionOptions } from "node:tls";
+import type { Logger } from "../util/log";
+import { safeUrl } from "../util/log";
+import { defineScripts } from "./scripts";
+
+export class RedisUrlError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RedisUrlError";
+  }
+}
+
+export interface RedisClientOptions {
+  /** Client name shown by `CLIENT LIST` (e.g. `llmha-agent-<node>`). */
+  name: string;
+  log: Logger;
+  /** TLS options; `rediss://` turns TLS on with `{}` when this is omitted. */
+  tls?: ConnectionOptions;
+  /** Overrides the password in the URL (ElastiCache auth token from a secret). */
+  password?: string;
+  /** ACL user name; overrides the URL's. */
+  username?: string;
+  /** Per-command timeout. Default 1000 ms. */
+  commandTimeoutMs?: number;
+  /** TCP/TLS connect timeout. Default 2000 ms. */
+  connectTimeoutMs?: number;
+  /** First reconnect delay; doubles up to `maxBackoffMs`. Default 100 ms. */
+  minBackoffMs?: number;
+  /** Default 2000 ms. */
+  maxBackoffMs?: number;
+}
+
+/** An ioredis client with llm-ha's Lua scripts defined, plus a connectivity flag. */
+export interface RedisClient {
+  readonly redis: Redis;
+  /** True while the connection is ready for commands. */
+  readonly connected: boolean;
+  /** `redis://host:port/db` with the password replaced, for logs and `/status`. */
+  readonly safeUrl: string;
+  /** QUIT with a timeout, then disconnect. */
+  close(): Promise<void>;
+}
+
+/** Capped exponential backoff for reconnects (exported for the tests). */
+export function reconnectDelay(attempt: number, minMs: number, maxMs: number): number {
+  return Math.min(maxMs, minMs * 2 ** Math.max(0, attempt - 1));
+}
+
+export function createRedisClient(url: string, opts: RedisClientOptions): RedisClient {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new RedisUrlError(`LLMHA_REDIS_URL is not a URL: ${safeUrl(url)}`);
+  }
+  if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") {
+    throw new RedisUrlError(`LLMHA_REDIS_URL must start with redis:// or rediss://, got ${parsed.protocol}//`);
+  }
+  const minMs = opts.minBackoffMs ?? 100;
+  const maxMs = opts.maxBackoffMs ?? 2000;
+  const shown = safeUrl(url);
+  const log = opts.log.child({ component: "redis", redis: shown, client: opts.name });
+  const db = parsed.pathname.length > 1 ? Number(parsed.pathname.slice(1)) : 0;
+  const options: RedisOptions = {
+    host: parsed.hostname,
+    port: parsed.port ? Number(parsed.port) : 6379,
+    db: Number.isInteger(db) ? db : 0,
+    username: opts.username ?? (parsed.username ? decodeURIComponent(parsed.username) : undefined),
+    password: opts.password ?? (parsed.password ? decodeURIComponent(parsed.password) : undefined),
+    tls: parsed.protocol === "rediss:" ? (opts.tls ?? {}) : opts.tls,
+    connectionName: opts.name,
+    commandTimeout: opts.commandTimeoutMs ?? 1000,
+    connectTimeout: opts.connectTimeoutMs ?? 2000,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    lazyConnect: false,
+    retryStrategy: (attempt: number) => reconnectDelay(attempt, minMs, maxMs),
+    // After a failover the old primary turns read-only: reconnect so we reach the new one.
+    reconnectOnError: (err: Error) => err.message.startsWith("READONLY"),
+  };
+  const redis = new Redis(options);
+  defineScripts(redis);
+
+  let ready = false;
+  let everReady = false;
+  let lastError = "";
+  redis.on("ready", () => {
+    ready = true;
+    log.info({ reconnected: everReady }, everReady ? "redis reconnected" : "redis connected");
+    everReady = true;
+    lastError = "";
+  });
+  redis.on("close", () => {
+    if (ready) log.warn("redis connection lost");
+    ready = false;
+  });
+  redis.on("error", (err: Error) => {
+    // ioredis repeats the same error on every reconnect attempt: log changes only.
+    if (err.message !== lastError) log.warn({ err: err.message }, "redis error");
+    lastError = err.message;
+  });
+
+  return {
+    redis,
+    get connected() {
+      return ready && redis.status === "ready";
+    },
+    safeUrl: shown,
+    async close() {
+      ready = false;
+      if (redis.status === "end") return;
+      try {
+        await Promise.race([redis.quit(), new Promise((r) => setTimeout(r, 500).unref())]);
+      } catch {
+        // already gone
+      }
+      redis.disconnect(false);
+    },
+  };
+}

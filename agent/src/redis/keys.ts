@@ -1,0 +1,75 @@
+/**
+ * Every Redis key llm-ha uses, built in one place (contracts in shared/DESIGN.md).
+ * All keys live under `llmha:<cluster>:`; the Lua scripts that must reach a key they
+ * cannot be handed up front (a node's hash while sweeping) get the prefix as an argument.
+ *
+ * | key                    | type   | written by            | what it holds |
+ * |------------------------|--------|-----------------------|---------------|
+ * | `node:<id>`            | hash   | each agent            | `az, status, weight, loadScore, gpus, model, updatedAt` + `gpusExpected, soft, hard, phase`; expires when heartbeats stop |
+ * | `az:<az>:available`    | zset   | agents; leader sweeps | node ids taking traffic, score = load score (lower is better) — what a gateway reads |
+ * | `az:<az>:state`        | hash   | leader (fenced)       | `state, healthyCapacity, totalCapacity, leader, token, updatedAt` — what `/az/health` answers |
+ * | `members`              | hash   | agents; leader sweeps | node id → `<az>|<gpusExpected>`: the capacity an AZ should have, kept while a node is dead, dropped on graceful removal or after the forget period |
+ * | `nodes`                | zset   | agents; leader sweeps | node id → epoch ms of its last heartbeat |
+ * | `expired`              | set    | leader (sweep)        | node ids whose hash expired (so the expiry event is written once) |
+ * | `azs`                  | set    | agents                | every AZ seen |
+ * | `leader`               | string | lease                 | `<holderId>:<token>`, `SET NX PX` |
+ * | `fence`                | string | lease                 | fencing token counter, `INCR` on every acquisition |
+ * | `fence:last`           | hash   | lease + fenced writes | `token, holder` of the highest token accepted; lower tokens are refused |
+ * | `tier`                 | hash   | leader (fenced)       | `level` (L0–L4), `reason, leader, token, updatedAt` |
+ * | `standby:wake`         | hash   | leader (fenced)       | desired state of the standby AZ: `wake` (1/0), `az, reason, leader, token, updatedAt` |
+ * | `suspect`              | hash   | leader (fenced)       | soft check code → epoch ms it was marked suspect (blast-radius cap) |
+ * | `events`               | stream | agents + leader       | every node status, AZ state, tier and standby transition, capped by `MAXLEN ~` |
+ */
+export class RedisKeys {
+  readonly prefix: string;
+
+  constructor(readonly cluster: string) {
+    if (!/^[A-Za-z0-9_.-]+$/.test(cluster)) {
+      throw new RangeError(`cluster name must match [A-Za-z0-9_.-]+, got ${JSON.stringify(cluster)}`);
+    }
+    this.prefix = `llmha:${cluster}:`;
+  }
+
+  node(id: string): string {
+    return `${this.prefix}node:${id}`;
+  }
+  azAvailable(az: string): string {
+    return `${this.prefix}az:${az}:available`;
+  }
+  azState(az: string): string {
+    return `${this.prefix}az:${az}:state`;
+  }
+  get members(): string {
+    return `${this.prefix}members`;
+  }
+  get nodes(): string {
+    return `${this.prefix}nodes`;
+  }
+  get expired(): string {
+    return `${this.prefix}expired`;
+  }
+  get azs(): string {
+    return `${this.prefix}azs`;
+  }
+  get leader(): string {
+    return `${this.prefix}leader`;
+  }
+  get fence(): string {
+    return `${this.prefix}fence`;
+  }
+  get fenceLast(): string {
+    return `${this.prefix}fence:last`;
+  }
+  get tier(): string {
+    return `${this.prefix}tier`;
+  }
+  get standbyWake(): string {
+    return `${this.prefix}standby:wake`;
+  }
+  get suspect(): string {
+    return `${this.prefix}suspect`;
+  }
+  get events(): string {
+    return `${this.prefix}events`;
+  }
+}

@@ -1,0 +1,55 @@
+--[[
+  One agent heartbeat: the node hash, its expiry, the AZ's available set and, on a
+  status change (or when the node comes back after its hash expired), an event.
+
+  Input:
+    KEYS[1] node:<id>            hash
+    KEYS[2] az:<az>:available    zset, score = load score
+    KEYS[3] events               stream
+    KEYS[4] nodes                zset id -> server time (ms) of the last heartbeat
+    KEYS[5] members              hash id -> "<az>|<gpusExpected>"
+    KEYS[6] azs                  set of AZ names
+    KEYS[7] expired              set of ids whose hash expired
+    KEYS[8] suspect              hash of soft check codes the leader marked suspect
+
+    ARGV[1]  node id            ARGV[2]  az               ARGV[3]  status
+    ARGV[4]  phase              ARGV[5]  weight           ARGV[6]  load score
+    ARGV[7]  healthy GPUs       ARGV[8]  expected GPUs    ARGV[9]  model ("" = none)
+    ARGV[10] updatedAt (epoch ms, the agent's decision time)
+    ARGV[11] hash TTL in ms     ARGV[12] "1" when the node takes traffic
+    ARGV[13] soft reason codes, comma separated
+    ARGV[14] hard reason codes, comma separated
+    ARGV[15] events MAXLEN      ARGV[16] key prefix (to leave a previous AZ's set)
+
+  Output:
+    {changed (1/0), {suspect check codes...}}
+]]
+local id = ARGV[1]
+local az = ARGV[2]
+local prev = redis.call("HMGET", KEYS[1], "status", "az")
+if prev[2] and prev[2] ~= az then
+  redis.call("ZREM", ARGV[16] .. "az:" .. prev[2] .. ":available", id)
+end
+redis.call("HSET", KEYS[1],
+  "az", az, "status", ARGV[3], "weight", ARGV[5], "loadScore", ARGV[6], "gpus", ARGV[7],
+  "model", ARGV[9], "updatedAt", ARGV[10], "gpusExpected", ARGV[8], "phase", ARGV[4],
+  "soft", ARGV[13], "hard", ARGV[14])
+redis.call("PEXPIRE", KEYS[1], ARGV[11])
+if ARGV[12] == "1" then
+  redis.call("ZADD", KEYS[2], ARGV[6], id)
+else
+  redis.call("ZREM", KEYS[2], id)
+end
+local t = redis.call("TIME")
+redis.call("ZADD", KEYS[4], t[1] * 1000 + math.floor(t[2] / 1000), id)
+redis.call("HSET", KEYS[5], id, az .. "|" .. ARGV[8])
+redis.call("SADD", KEYS[6], az)
+local back = redis.call("SREM", KEYS[7], id)
+local changed = 0
+if prev[1] ~= ARGV[3] or back == 1 then
+  changed = 1
+  redis.call("XADD", KEYS[3], "MAXLEN", "~", ARGV[15], "*",
+    "type", "node", "node", id, "az", az, "from", prev[1] or "", "status", ARGV[3],
+    "soft", ARGV[13], "hard", ARGV[14])
+end
+return {changed, redis.call("HKEYS", KEYS[8])}

@@ -1,0 +1,29 @@
+--[[
+  Graceful removal of a node (agent shutdown): it leaves every set at once and its
+  capacity stops counting toward its AZ.
+
+  Input:
+    KEYS[1] node:<id>   KEYS[2] events   KEYS[3] nodes   KEYS[4] members   KEYS[5] expired
+    ARGV[1] node id     ARGV[2] key prefix     ARGV[3] events MAXLEN
+
+  Output:
+    1 if the node was known, else 0
+]]
+local id = ARGV[1]
+local az = redis.call("HGET", KEYS[1], "az")
+local m = redis.call("HGET", KEYS[4], id)
+if not az and m then
+  az = string.match(m, "^(.*)|")
+end
+if az then
+  redis.call("ZREM", ARGV[2] .. "az:" .. az .. ":available", id)
+end
+local prev = redis.call("HGET", KEYS[1], "status")
+local known = redis.call("DEL", KEYS[1]) + redis.call("ZREM", KEYS[3], id) + redis.call("HDEL", KEYS[4], id)
+redis.call("SREM", KEYS[5], id)
+if known > 0 then
+  redis.call("XADD", KEYS[2], "MAXLEN", "~", ARGV[3], "*",
+    "type", "node", "node", id, "az", az or "", "from", prev or "", "status", "REMOVED")
+  return 1
+end
+return 0

@@ -1,0 +1,224 @@
+/**
+ * Loads the Lua scripts next to this file (`<name>-<numberOfKeys>.lua`, as bullmq does)
+ * with ioredis `defineCommand`, and gives each a typed wrapper. ioredis sends EVALSHA and
+ * falls back to EVAL on NOSCRIPT, so a restarted Redis (empty script cache) just works.
+ */
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import type { ChainableCommander, Redis } from "ioredis";
+
+export const SCRIPT_NAMES = ["acquire", "renew", "release", "fencedHset", "publish", "remove", "sweep"] as const;
+export type ScriptName = (typeof SCRIPT_NAMES)[number];
+
+export class ScriptLoadError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ScriptLoadError";
+  }
+}
+
+type Arg = string | number;
+type ScriptFn = (...args: Arg[]) => Promise<unknown>;
+type PipelineScriptFn = (...args: Arg[]) => ChainableCommander;
+
+interface LoadedScript {
+  readonly command: string;
+  readonly numberOfKeys: number;
+  readonly lua: string;
+}
+
+/** `fenced-hset-3.lua` → `fencedHset`. */
+function commandName(base: string): string {
+  return base.replace(/-([a-z])/g, (_m, c: string) => c.toUpperCase());
+}
+
+function scriptDir(): string {
+  // Under tsx the .lua files sit next to this module; after `tsc` they stay in the source tree.
+  const candidates = [__dirname, join(__dirname, "..", "..", "..", "..", "agent", "src", "redis")];
+  const found = candidates.find((d) => existsSync(join(d, "acquire-3.lua")));
+  if (!found) throw new ScriptLoadError(`Lua scripts not found in ${candidates.join(" or ")}`);
+  return found;
+}
+
+let cache: Map<string, LoadedScript> | null = null;
+
+function loadAll(): Map<string, LoadedScript> {
+  if (cache) return cache;
+  const dir = scriptDir();
+  const out = new Map<string, LoadedScript>();
+  for (const file of readdirSync(dir)) {
+    const m = /^([a-z-]+)-(\d+)\.lua$/.exec(file);
+    if (!m) continue;
+    const command = commandName(m[1]);
+    out.set(command, { command, numberOfKeys: Number(m[2]), lua: readFileSync(join(dir, file), "utf8") });
+  }
+  for (const name of SCRIPT_NAMES) {
+    if (!out.has(name)) throw new ScriptLoadError(`Lua script for ${name} is missing in ${dir}`);
+  }
+  cache = out;
+  return out;
+}
+
+/** Registers every script on a client (idempotent). Pipelines made from it get them too. */
+export function defineScripts(redis: Redis): void {
+  for (const s of loadAll().values()) {
+    if (typeof (redis as unknown as Record<string, unknown>)[s.command] === "function") continue;
+    redis.defineCommand(s.command, { numberOfKeys: s.numberOfKeys, lua: s.lua });
+  }
+}
+
+function fn(redis: Redis, name: ScriptName): ScriptFn {
+  const f = (redis as unknown as Record<string, ScriptFn | undefined>)[name];
+  if (typeof f !== "function") throw new ScriptLoadError(`script ${name} not defined on this client: call defineScripts()`);
+  return f.bind(redis);
+}
+
+function pfn(pipeline: ChainableCommander, name: ScriptName): PipelineScriptFn {
+  const f = (pipeline as unknown as Record<string, PipelineScriptFn | undefined>)[name];
+  if (typeof f !== "function") throw new ScriptLoadError(`script ${name} not defined on this pipeline's client`);
+  return f.bind(pipeline);
+}
+
+function num(v: unknown): number {
+  return typeof v === "number" ? v : Number(v);
+}
+
+// ---- lease ----------------------------------------------------------------------------
+
+export type AcquireResult = { acquired: true; token: number } | { acquired: false; holder: string };
+
+export async function acquireScript(
+  redis: Redis,
+  keys: { leader: string; fence: string; fenceLast: string },
+  holderId: string,
+  ttlMs: number,
+  floor: number,
+): Promise<AcquireResult> {
+  const r = (await fn(redis, "acquire")(keys.leader, keys.fence, keys.fenceLast, holderId, ttlMs, floor)) as [number, unknown];
+  return num(r[0]) === 1 ? { acquired: true, token: num(r[1]) } : { acquired: false, holder: String(r[1]) };
+}
+
+export async function renewScript(redis: Redis, leaderKey: string, value: string, ttlMs: number): Promise<boolean> {
+  return num(await fn(redis, "renew")(leaderKey, value, ttlMs)) === 1;
+}
+
+export async function releaseScript(redis: Redis, leaderKey: string, value: string): Promise<boolean> {
+  return num(await fn(redis, "release")(leaderKey, value)) === 1;
+}
+
+// ---- fenced leader writes -------------------------------------------------------------
+
+export interface FencedHsetArgs {
+  fenceLast: string;
+  target: string;
+  events: string;
+  token: number;
+  holder: string;
+  /** A transition of this field writes an event (omit for none). */
+  changeField?: string;
+  /** Event type; with no `changeField` every accepted write writes one. Omit for none. */
+  eventType?: string;
+  eventsMaxLen: number;
+  /** `replace` deletes the hash before writing the fields. Default `hset`. */
+  mode?: "hset" | "replace";
+  fields: Record<string, string | number>;
+}
+
+export type FencedResult =
+  | { accepted: true; previous: string | null; acceptedAtUs: number }
+  | { accepted: false; highestToken: number };
+
+export async function fencedHsetScript(redis: Redis, a: FencedHsetArgs): Promise<FencedResult> {
+  const argv: Arg[] = [a.token, a.holder, a.changeField ?? "", a.eventType ?? "", a.eventsMaxLen, a.mode ?? "hset"];
+  for (const [k, v] of Object.entries(a.fields)) argv.push(k, v);
+  const r = (await fn(redis, "fencedHset")(a.fenceLast, a.target, a.events, ...argv)) as [number, unknown, unknown];
+  if (num(r[0]) !== 1) return { accepted: false, highestToken: num(r[1]) };
+  const prev = String(r[1] ?? "");
+  return { accepted: true, previous: prev === "" ? null : prev, acceptedAtUs: num(r[2]) };
+}
+
+// ---- registry -------------------------------------------------------------------------
+
+export interface PublishKeys {
+  node: string;
+  available: string;
+  events: string;
+  nodes: string;
+  members: string;
+  azs: string;
+  expired: string;
+  suspect: string;
+}
+
+export interface PublishArgs {
+  nodeId: string;
+  az: string;
+  status: string;
+  phase: string;
+  weight: number;
+  loadScore: number;
+  gpus: number;
+  gpusExpected: number;
+  model: string;
+  updatedAt: number;
+  ttlMs: number;
+  takesTraffic: boolean;
+  soft: string;
+  hard: string;
+  eventsMaxLen: number;
+  prefix: string;
+}
+
+function publishArgv(k: PublishKeys, a: PublishArgs): Arg[] {
+  return [
+    k.node, k.available, k.events, k.nodes, k.members, k.azs, k.expired, k.suspect,
+    a.nodeId, a.az, a.status, a.phase, a.weight, a.loadScore, a.gpus, a.gpusExpected, a.model,
+    a.updatedAt, a.ttlMs, a.takesTraffic ? "1" : "0", a.soft, a.hard, a.eventsMaxLen, a.prefix,
+  ];
+}
+
+export interface PublishResult {
+  /** True when the status changed (or the node came back after expiring): an event was written. */
+  changed: boolean;
+  /** Soft check codes the leader marked suspect (blast-radius cap). */
+  suspect: string[];
+}
+
+export function parsePublishReply(r: unknown): PublishResult {
+  const [changed, suspect] = r as [number, unknown[]];
+  return { changed: num(changed) === 1, suspect: (suspect ?? []).map(String) };
+}
+
+export async function publishScript(redis: Redis, k: PublishKeys, a: PublishArgs): Promise<PublishResult> {
+  return parsePublishReply(await fn(redis, "publish")(...publishArgv(k, a)));
+}
+
+/** Queues one heartbeat on a pipeline (the bench's simulated fleet). */
+export function publishOnPipeline(p: ChainableCommander, k: PublishKeys, a: PublishArgs): ChainableCommander {
+  return pfn(p, "publish")(...publishArgv(k, a));
+}
+
+export async function removeScript(
+  redis: Redis,
+  k: { node: string; events: string; nodes: string; members: string; expired: string },
+  nodeId: string,
+  prefix: string,
+  eventsMaxLen: number,
+): Promise<boolean> {
+  return num(await fn(redis, "remove")(k.node, k.events, k.nodes, k.members, k.expired, nodeId, prefix, eventsMaxLen)) === 1;
+}
+
+export type SweepResult = { accepted: true; expired: number; forgotten: number } | { accepted: false; highestToken: number };
+
+export async function sweepScript(
+  redis: Redis,
+  k: { nodes: string; members: string; expired: string; events: string; fenceLast: string },
+  a: { prefix: string; token: number; holder: string; silentMs: number; forgetAfterMs: number; eventsMaxLen: number; limit: number },
+): Promise<SweepResult> {
+  const r = (await fn(redis, "sweep")(
+    k.nodes, k.members, k.expired, k.events, k.fenceLast,
+    a.prefix, a.token, a.holder, a.silentMs, a.forgetAfterMs, a.eventsMaxLen, a.limit,
+  )) as number[];
+  if (num(r[0]) !== 1) return { accepted: false, highestToken: num(r[1]) };
+  return { accepted: true, expired: num(r[1]), forgotten: num(r[2]) };
+}

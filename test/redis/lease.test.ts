@@ -1,0 +1,129 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startRedisServer, type RedisServerHandle } from "../../agent/src/engines/redis-server";
+import { acceptedInOrder, freshCluster, spawnHolder, type Holder } from "./helpers";
+
+// Fast settings: TTL 1.5 s, renew 0.5 s, contend 0.3 s, self-fence margin 0.3 s.
+const S = { ttlMs: 1500, renewMs: 500, contendMs: 300, marginMs: 300 };
+// Child processes start tsx on a busy 2-core machine: generous slack on every bound.
+const SLACK = 1500;
+
+let redis: RedisServerHandle;
+let holders: Holder[] = [];
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+});
+afterAll(async () => {
+  await redis?.stop();
+});
+afterEach(async () => {
+  await Promise.all(holders.map((h) => h.stop()));
+  holders = [];
+});
+
+function start(cluster: string, id: string): Holder {
+  const h = spawnHolder(redis.url, cluster, id, S);
+  holders.push(h);
+  return h;
+}
+
+function expectMonotonic(hs: Holder[]): void {
+  const acc = acceptedInOrder(hs);
+  for (let i = 1; i < acc.length; i++) expect(acc[i].token!).toBeGreaterThanOrEqual(acc[i - 1].token!);
+}
+
+describe("leader lease (child processes, real redis-server)", () => {
+  it("SIGKILL of the holder: a new leader within TTL + one contend period, with a higher token", async () => {
+    const c = freshCluster();
+    const a = start(c, "a");
+    const first = await a.waitEvent((e) => e.ev === "acquired", 15_000);
+    const b = start(c, "b");
+    // let b contend at least once so it is a warm standby
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(b.leads()).toBe(false);
+    const killedAt = Date.now();
+    a.child.kill("SIGKILL");
+    const got = await b.waitEvent((e) => e.ev === "acquired", S.ttlMs + S.contendMs + SLACK + 3000);
+    expect(got.t - killedAt).toBeLessThanOrEqual(S.ttlMs + S.contendMs + SLACK);
+    expect(got.token!).toBeGreaterThan(first.token!);
+    expectMonotonic([a, b]);
+  });
+
+  it("SIGSTOP past the TTL, then SIGCONT: its writes are refused by token and it steps down", async () => {
+    const c = freshCluster();
+    const a = start(c, "a");
+    const aTerm = await a.waitEvent((e) => e.ev === "acquired", 15_000);
+    await a.waitEvent((e) => e.ev === "write" && e.accepted === true, 5000);
+    const b = start(c, "b");
+    await new Promise((r) => setTimeout(r, 1500));
+    a.child.kill("SIGSTOP");
+    const bTerm = await b.waitEvent((e) => e.ev === "acquired", S.ttlMs + S.contendMs + SLACK + 3000);
+    expect(bTerm.token!).toBeGreaterThan(aTerm.token!);
+    await b.waitEvent((e) => e.ev === "write" && e.accepted === true, 5000);
+    const resumeIdx = a.events.length;
+    a.child.kill("SIGCONT");
+    // It acts on its stale belief first (check-then-act) and Redis refuses the write.
+    const refused = await a.waitEvent((e) => e.ev === "write" && e.accepted === false, 5000, resumeIdx);
+    expect(refused.highest!).toBeGreaterThanOrEqual(bTerm.token!);
+    await a.waitEvent((e) => e.ev === "lost", 5000, resumeIdx);
+    await new Promise((r) => setTimeout(r, 500));
+    const acceptedAfterResume = a.events.slice(resumeIdx).filter((e) => e.ev === "write" && e.accepted);
+    expect(acceptedAfterResume).toEqual([]);
+    expect(a.leads()).toBe(false);
+    expect(b.leads()).toBe(true);
+    expectMonotonic([a, b]);
+  });
+
+  it("Redis restart (lease key and counter lost): exactly one leader again, tokens keep increasing", async () => {
+    const c = freshCluster();
+    const a = start(c, "a");
+    const b = start(c, "b");
+    const first = await Promise.race([
+      a.waitEvent((e) => e.ev === "acquired", 15_000),
+      b.waitEvent((e) => e.ev === "acquired", 15_000),
+    ]);
+    await new Promise((r) => setTimeout(r, 1000));
+    const idxA = a.events.length;
+    const idxB = b.events.length;
+    await redis.restart();
+    const next = await waitAny(
+      [a, b],
+      (h) => h.events.slice(h === a ? idxA : idxB).find((e) => e.ev === "acquired"),
+      S.ttlMs * 2 + S.contendMs + SLACK + 5000,
+    );
+    expect(next.token!).toBeGreaterThan(first.token!);
+    // settle: over two TTLs exactly one of them leads at every sample
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setTimeout(r, 150));
+      expect([a, b].filter((h) => h.leads()).length).toBe(1);
+    }
+    expectMonotonic([a, b]);
+  });
+
+  it("graceful stop releases: the standby takes over within one contend period", async () => {
+    const c = freshCluster();
+    const a = start(c, "a");
+    await a.waitEvent((e) => e.ev === "acquired", 15_000);
+    const b = start(c, "b");
+    await new Promise((r) => setTimeout(r, 1500));
+    const stoppedAt = Date.now();
+    a.child.kill("SIGTERM");
+    const rel = await a.waitEvent((e) => e.ev === "released", 5000);
+    const got = await b.waitEvent((e) => e.ev === "acquired", S.contendMs + SLACK + 3000);
+    expect(got.t - rel.t).toBeLessThanOrEqual(S.contendMs + 250);
+    expect(got.t - stoppedAt).toBeLessThanOrEqual(S.contendMs + SLACK);
+    expectMonotonic([a, b]);
+  });
+});
+
+async function waitAny<T>(hs: Holder[], f: (h: Holder) => T | undefined, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const h of hs) {
+      const v = f(h);
+      if (v) return v;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
