@@ -1,0 +1,270 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { get as httpGet } from "node:http";
+import { resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  setFakeInferenceMode,
+  startFakeInference,
+  WRONG_MODEL_ID,
+  FakeInferenceAdminError,
+  type FakeInference,
+  type FakeInferenceOptions,
+} from "../../agent/src/sim/fake-inference";
+
+const MODEL = "meta-llama/Llama-3.1-8B-Instruct";
+const started: FakeInference[] = [];
+const children: ChildProcess[] = [];
+
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((f) => f.close()));
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null && c.pid) process.kill(c.pid, "SIGKILL");
+});
+
+async function fake(opts: FakeInferenceOptions): Promise<FakeInference> {
+  const f = await startFakeInference({ model: MODEL, ...opts });
+  started.push(f);
+  return f;
+}
+
+interface Answer {
+  status: number;
+  text: string;
+  ms: number;
+}
+
+async function call(url: string, path: string, body?: unknown, timeoutMs = 5000): Promise<Answer> {
+  const t = Date.now();
+  const res = await fetch(url + path, {
+    method: body === undefined ? "GET" : "POST",
+    headers: body === undefined ? undefined : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  return { status: res.status, text: await res.text(), ms: Date.now() - t };
+}
+
+/**
+ * How a request on a fresh connection fails (e.g. ECONNREFUSED), or "answered". A fresh connection, because
+ * fetch may reuse a kept-alive socket that the server has just dropped and report a socket error instead.
+ */
+function failure(url: string, path: string): Promise<string> {
+  return new Promise((done) => {
+    const req = httpGet(url + path, { agent: false, timeout: 5000 }, (res) => {
+      res.resume();
+      done("answered");
+    });
+    req.on("error", (err: NodeJS.ErrnoException) => done(err.code ?? err.name));
+  });
+}
+
+const completion = { model: MODEL, prompt: "Say ok", max_tokens: 2 };
+
+describe("fake inference: vLLM", () => {
+  it("answers health, models, completions, chat and metrics like vLLM", async () => {
+    const f = await fake({ kind: "vllm" });
+    expect(await call(f.url, "/health")).toMatchObject({ status: 200, text: "" });
+    const models = JSON.parse((await call(f.url, "/v1/models")).text);
+    expect(models).toMatchObject({ object: "list", data: [{ id: MODEL, object: "model", owned_by: "vllm", root: MODEL, parent: null }] });
+    expect(models.data[0].max_model_len).toBeGreaterThan(0);
+    const c = await call(f.url, "/v1/completions", completion);
+    expect(c.status).toBe(200);
+    const cj = JSON.parse(c.text);
+    expect(cj).toMatchObject({ object: "text_completion", model: MODEL, usage: { completion_tokens: 2 } });
+    expect(typeof cj.choices[0].text).toBe("string");
+    const chat = JSON.parse((await call(f.url, "/v1/chat/completions", { model: MODEL, messages: [{ role: "user", content: "hi" }], max_tokens: 1 })).text);
+    expect(chat.choices[0].message.role).toBe("assistant");
+    const metrics = (await call(f.url, "/metrics")).text;
+    expect(metrics).toContain(`vllm:num_requests_running{model_name="${MODEL}"} 0.0`);
+    expect(metrics).toContain(`vllm:num_requests_waiting{model_name="${MODEL}"} 0.0`);
+    expect(metrics).toContain(`vllm:kv_cache_usage_perc{model_name="${MODEL}"}`);
+    expect(metrics).toContain(`vllm:generation_tokens_total{model_name="${MODEL}"} 3.0`);
+    expect(metrics).toMatch(/vllm:prompt_tokens_total\{model_name=".*"\} \d/);
+    const other = await call(f.url, "/v1/completions", { ...completion, model: "other/model" });
+    expect(other.status).toBe(404);
+    expect(JSON.parse(other.text).error.message).toBe("The model `other/model` does not exist.");
+    expect(f.stats()).toMatchObject({ served: 2, failed: 1, inFlight: 0 });
+  });
+
+  it("refuses connections while loading or crashed, then serves again on the same port", async () => {
+    const f = await fake({ kind: "vllm", mode: "loading" });
+    expect(await failure(f.url, "/health")).toBe("ECONNREFUSED");
+    expect((await call(f.adminUrl, "/state")).status).toBe(200);
+    await f.setMode("ready");
+    expect((await call(f.url, "/health")).status).toBe(200);
+    await f.setMode("refused");
+    expect(await failure(f.url, "/v1/models")).toBe("ECONNREFUSED");
+    await f.setMode("ready");
+    expect((await call(f.url, "/v1/completions", completion)).status).toBe(200);
+  });
+
+  it("loading503, error5xx, wrong-model, unloaded and garbage answer as a broken vLLM does", async () => {
+    const f = await fake({ kind: "vllm" });
+    await f.setMode("loading503");
+    expect((await call(f.url, "/health")).status).toBe(503);
+    await f.setMode("error5xx");
+    expect((await call(f.url, "/health")).status).toBe(500);
+    expect((await call(f.url, "/v1/completions", completion)).status).toBe(500);
+    await f.setMode("wrong-model");
+    expect(JSON.parse((await call(f.url, "/v1/models")).text).data[0].id).toBe(WRONG_MODEL_ID);
+    expect((await call(f.url, "/v1/completions", completion)).status).toBe(404);
+    await f.setMode("unloaded");
+    expect((await call(f.url, "/health")).status).toBe(200);
+    expect(JSON.parse((await call(f.url, "/v1/models")).text).data).toEqual([]);
+    expect((await call(f.url, "/v1/completions", completion)).status).toBe(404);
+    await f.setMode("garbage");
+    const models = await call(f.url, "/v1/models");
+    expect(models.status).toBe(200);
+    expect(() => JSON.parse(models.text)).toThrow();
+    const c = await call(f.url, "/v1/completions", completion);
+    expect(c.status).toBe(200);
+    expect(JSON.parse(c.text).choices).not.toBeInstanceOf(Array);
+  });
+
+  it("slow completions take slowMs; latencyMs sets the base", async () => {
+    const f = await fake({ kind: "vllm", slowMs: 300, latencyMs: 0 });
+    expect((await call(f.url, "/v1/completions", completion)).ms).toBeLessThan(250);
+    await f.setMode("slow");
+    expect((await call(f.url, "/v1/completions", completion)).ms).toBeGreaterThanOrEqual(290);
+    await f.setMode({ mode: "ready", latencyMs: 150 });
+    expect((await call(f.url, "/v1/completions", completion)).ms).toBeGreaterThanOrEqual(140);
+  });
+
+  it("wedged: health and models fine, completions held, metrics show waiting and no token progress", async () => {
+    const f = await fake({ kind: "vllm" });
+    await call(f.url, "/v1/completions", completion);
+    await f.setMode("wedged");
+    expect((await call(f.url, "/health")).status).toBe(200);
+    expect((await call(f.url, "/v1/models")).status).toBe(200);
+    const held = call(f.url, "/v1/completions", completion, 400).catch((err: Error) => err.name);
+    await new Promise((r) => setTimeout(r, 100));
+    const metrics = (await call(f.url, "/metrics")).text;
+    expect(metrics).toContain(`vllm:num_requests_waiting{model_name="${MODEL}"} 1.0`);
+    expect(metrics).toContain(`vllm:generation_tokens_total{model_name="${MODEL}"} 2.0`);
+    expect(await held).toBe("TimeoutError");
+    await new Promise((r) => setTimeout(r, 50));
+    expect(f.stats()).toMatchObject({ inFlight: 0, waiting: 0, failed: 1, served: 1, generationTokens: 2 });
+  });
+});
+
+describe("fake inference: TGI", () => {
+  it("answers /health, /info, /generate and chat; refuses while loading", async () => {
+    const f = await fake({ kind: "tgi" });
+    expect(await call(f.url, "/health")).toMatchObject({ status: 200, text: "" });
+    const info = JSON.parse((await call(f.url, "/info")).text);
+    expect(info).toMatchObject({ model_id: MODEL, model_dtype: "torch.float16" });
+    expect(info.max_total_tokens).toBeGreaterThan(0);
+    expect(info.version).toMatch(/^2\./);
+    const g = await call(f.url, "/generate", { inputs: "Say ok", parameters: { max_new_tokens: 1 } });
+    expect(JSON.parse(g.text)).toEqual({ generated_text: " ok" });
+    expect((await call(f.url, "/v1/chat/completions", { messages: [{ role: "user", content: "hi" }], max_tokens: 1 })).status).toBe(200);
+    await f.setMode("loading503");
+    expect((await call(f.url, "/health")).status).toBe(503);
+    await f.setMode("wrong-model");
+    expect(JSON.parse((await call(f.url, "/info")).text).model_id).toBe(WRONG_MODEL_ID);
+    await f.setMode("loading");
+    expect(await failure(f.url, "/health")).toBe("ECONNREFUSED");
+  });
+});
+
+describe("fake inference: Triton", () => {
+  it("answers live/ready, per-model ready and metadata, and generate", async () => {
+    const f = await fake({ kind: "triton" });
+    const m = encodeURIComponent(MODEL);
+    expect((await call(f.url, "/v2/health/live")).status).toBe(200);
+    expect((await call(f.url, "/v2/health/ready")).status).toBe(200);
+    expect((await call(f.url, `/v2/models/${m}/ready`)).status).toBe(200);
+    expect((await call(f.url, "/v2/models/nope/ready")).status).toBe(400);
+    const meta = await call(f.url, "/v2/models/nope");
+    expect(meta.status).toBe(400);
+    expect(JSON.parse(meta.text).error).toContain("unknown model");
+    expect(JSON.parse((await call(f.url, `/v2/models/${m}`)).text).name).toBe(MODEL);
+    const g = JSON.parse((await call(f.url, `/v2/models/${m}/generate`, { text_input: "Say ok", max_tokens: 1 })).text);
+    expect(g).toMatchObject({ model_name: MODEL, text_output: " ok" });
+  });
+
+  it("is live but not ready while loading, and reports an unloaded model as not ready", async () => {
+    const f = await fake({ kind: "triton", mode: "loading" });
+    const m = encodeURIComponent(MODEL);
+    expect((await call(f.url, "/v2/health/live")).status).toBe(200);
+    expect((await call(f.url, "/v2/health/ready")).status).toBe(400);
+    expect((await call(f.url, `/v2/models/${m}/ready`)).status).toBe(400);
+    await f.setMode("unloaded");
+    expect((await call(f.url, `/v2/models/${m}/ready`)).status).toBe(400);
+    expect((await call(f.url, `/v2/models/${m}/generate`, { text_input: "x", max_tokens: 1 })).status).toBe(400);
+  });
+});
+
+describe("fake inference: llama.cpp", () => {
+  it("answers 503 Loading model while loading, then ok, models and both completion APIs", async () => {
+    const f = await fake({ kind: "llamacpp", mode: "loading" });
+    const loading = await call(f.url, "/health");
+    expect(loading.status).toBe(503);
+    expect(JSON.parse(loading.text)).toEqual({ error: { code: 503, message: "Loading model", type: "unavailable_error" } });
+    await f.setMode("ready");
+    expect(JSON.parse((await call(f.url, "/health")).text)).toEqual({ status: "ok" });
+    expect(JSON.parse((await call(f.url, "/v1/models")).text).data[0].id).toBe(MODEL);
+    expect(JSON.parse((await call(f.url, "/v1/completions", completion)).text).choices[0].text).toBe(" ok ok");
+    const native = JSON.parse((await call(f.url, "/completion", { prompt: "x", n_predict: 1 })).text);
+    expect(native).toMatchObject({ content: " ok", tokens_predicted: 1 });
+    expect((await call(f.url, "/metrics")).text).toContain("llamacpp:tokens_predicted_total 3.0");
+  });
+});
+
+describe("fake inference: generic OpenAI", () => {
+  it("has no /health, answers models and completions, refuses while loading", async () => {
+    const f = await fake({ kind: "openai" });
+    expect((await call(f.url, "/health")).status).toBe(404);
+    expect(JSON.parse((await call(f.url, "/v1/models")).text).data[0].id).toBe(MODEL);
+    expect((await call(f.url, "/v1/completions", completion)).status).toBe(200);
+    await f.setMode("loading");
+    expect(await failure(f.url, "/v1/models")).toBe("ECONNREFUSED");
+  });
+});
+
+describe("fake inference admin API", () => {
+  it("changes mode over HTTP, reports state and stats, and refuses bad changes", async () => {
+    const f = await fake({ kind: "vllm" });
+    expect(await failure(f.url, "/mode")).toBe("answered");
+    expect((await call(f.url, "/mode", { mode: "refused" })).status).toBe(404);
+    const state = await setFakeInferenceMode(f.adminUrl, { mode: "slow", latencyMs: 7, model: "x/y" });
+    expect(state).toMatchObject({ mode: "slow", latencyMs: 7, model: "x/y", kind: "vllm", port: f.port, listening: true });
+    expect(JSON.parse((await call(f.adminUrl, "/state")).text).mode).toBe("slow");
+    expect(JSON.parse((await call(f.adminUrl, "/stats")).text)).toMatchObject({ served: 0, failed: 0, inFlight: 0 });
+    await expect(setFakeInferenceMode(f.adminUrl, { mode: "melted" as never })).rejects.toBeInstanceOf(FakeInferenceAdminError);
+    expect((await call(f.adminUrl, "/mode", { latencyMs: -1 })).status).toBe(400);
+  });
+});
+
+describe("fake inference as a process", () => {
+  it("prints its ready line, serves, switches mode through the admin port, and dies on SIGKILL", async () => {
+    const entry = resolve(__dirname, "../../agent/src/sim/fake-inference.ts");
+    const child = spawn(process.execPath, ["--import", "tsx", entry, "--port", "0", "--kind", "vllm", "--model", MODEL, "--mode", "ready"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    children.push(child);
+    const [line] = (await once(createInterface({ input: child.stdout! }), "line")) as [string];
+    const ready = JSON.parse(line) as { ready: boolean; port: number; adminPort: number };
+    expect(ready.ready).toBe(true);
+    const url = `http://127.0.0.1:${ready.port}`;
+    expect((await call(url, "/health")).status).toBe(200);
+    await setFakeInferenceMode(`http://127.0.0.1:${ready.adminPort}`, { mode: "loading503" });
+    expect((await call(url, "/health")).status).toBe(503);
+    const exited = once(child, "exit");
+    process.kill(child.pid!, "SIGKILL");
+    expect((await exited)[1]).toBe("SIGKILL");
+    expect(await failure(url, "/health")).toBe("ECONNREFUSED");
+  });
+
+  it("exits 2 with a message on a bad argument", async () => {
+    const entry = resolve(__dirname, "../../agent/src/sim/fake-inference.ts");
+    const child = spawn(process.execPath, ["--import", "tsx", entry, "--kind", "sglang"], { stdio: ["ignore", "pipe", "pipe"] });
+    children.push(child);
+    let err = "";
+    child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    const [code] = (await once(child, "exit")) as [number];
+    expect(code).toBe(2);
+    expect(err).toContain("--kind must be one of");
+  });
+});
