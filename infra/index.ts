@@ -6,3 +6,8 @@ const out = createStack();
 
 export const clusterName = out.clusterName;
 export const kubeconfig = out.kubeconfig;
+export const serviceDnsName = out.serviceDnsName;
+export const nlbNames = out.nlbNames;
+export const nlbHostnames = out.nlbHostnames;
+export const redisEndpoint = out.redisEndpoint;
+export const kafkaBootstrapBrokers = out.kafkaBootstrapBrokers;

@@ -1,13 +1,27 @@
 import * as pulumi from "@pulumi/pulumi";
 import { Cluster } from "./cluster";
 import { loadConfig } from "./config";
+import { Dns } from "./dns";
 import { GpuNodeGroups } from "./gpu-node-groups";
+import { Kafka } from "./kafka";
 import { Network } from "./network";
+import { Redis } from "./redis";
+import { StandbySchedule } from "./standby-schedule";
+import { Workloads } from "./workloads";
 
 /** What `pulumi stack output` shows. */
 export interface StackOutputs {
   clusterName: pulumi.Output<string>;
+  /** Secret: `pulumi stack output kubeconfig --show-secrets > kubeconfig`. */
   kubeconfig: pulumi.Output<string>;
+  /** The name clients use (Route53 failover over the AZs). */
+  serviceDnsName: pulumi.Output<string>;
+  /** NLB name per AZ. */
+  nlbNames: pulumi.Output<Record<string, string>>;
+  /** NLB DNS name per AZ. */
+  nlbHostnames: pulumi.Output<Record<string, string>>;
+  redisEndpoint: pulumi.Output<string>;
+  kafkaBootstrapBrokers: pulumi.Output<string>;
 }
 
 /** Builds the whole stack from the validated stack configuration. */
@@ -24,7 +38,7 @@ export function createStack(): StackOutputs {
     systemDesiredSize: c.system.desiredSize,
     systemMaxSize: c.system.maxSize,
   });
-  new GpuNodeGroups(
+  const gpu = new GpuNodeGroups(
     "gpu",
     {
       clusterName: cluster.cluster.name,
@@ -35,5 +49,55 @@ export function createStack(): StackOutputs {
     },
     { dependsOn: [cluster] },
   );
-  return { clusterName: cluster.cluster.name, kubeconfig: cluster.kubeconfig };
+  if (c.schedule !== undefined) new StandbySchedule("standby", { groups: gpu.groups, schedule: c.schedule });
+
+  const redis = new Redis("redis", {
+    vpcId: network.vpc.id,
+    subnetIds: network.privateSubnetIds,
+    clientSecurityGroupId: cluster.nodeSecurityGroupId,
+    authToken: c.redis.authToken,
+    nodeType: c.redis.nodeType,
+    nodes: c.redis.replicas,
+  });
+  const kafka = new Kafka("kafka", {
+    vpcId: network.vpc.id,
+    subnetIds: network.privateSubnetIds,
+    clientSecurityGroupId: cluster.nodeSecurityGroupId,
+    brokersPerAz: c.kafka.brokersPerAz,
+    kafkaVersion: c.kafka.version,
+    instanceType: c.kafka.instanceType,
+    volumeSizeGb: c.kafka.volumeSizeGb,
+  });
+
+  const workloads = new Workloads("app", {
+    provider: cluster.provider,
+    clusterName: c.clusterName,
+    azs: network.subnets.map((s) => ({ az: s.az, publicSubnetId: s.publicSubnet.id })),
+    gpuClasses: c.gpuClasses,
+    inference: c.inference,
+    agentImage: c.agentImage,
+    redisUrl: redis.url,
+    vpcCidr: c.vpcCidr,
+    haproxyImage: c.haproxy.image,
+    haproxyReplicas: c.haproxy.replicas,
+    zonalShift: c.dns.zonalShift,
+  });
+
+  const dns = new Dns("dns", {
+    zoneId: c.dns.zoneId,
+    serviceName: c.dns.serviceName,
+    ttl: c.dns.ttl,
+    failureThreshold: c.dns.failureThreshold,
+    endpoints: c.azs.map((az) => ({ az, hostname: workloads.nlbHostnames[az] })),
+  });
+
+  return {
+    clusterName: cluster.cluster.name,
+    kubeconfig: cluster.kubeconfig,
+    serviceDnsName: pulumi.output(dns.fqdn),
+    nlbNames: pulumi.output(workloads.nlbNames),
+    nlbHostnames: pulumi.output(workloads.nlbHostnames),
+    redisEndpoint: redis.primaryEndpoint,
+    kafkaBootstrapBrokers: kafka.bootstrapBrokers,
+  };
 }

@@ -19,6 +19,8 @@ export interface CapturedResource {
   urn: string;
   /** The inputs the program passed, resolved to plain values (Kubernetes: `{apiVersion, kind, metadata, spec}`). */
   props: Record<string, unknown>;
+  /** Resource options the engine saw, which the mock's `newResource` does not get. */
+  opts: { parent?: string; ignoreChanges: string[]; dependsOn: string[] };
 }
 
 export const PROJECT = "llm-ha";
@@ -54,6 +56,8 @@ function fakeOutputs(type: string, name: string, inputs: Record<string, unknown>
     }
     case "aws:eks/nodeGroup:NodeGroup":
       return { ...base, nodeGroupName: name, resources: [{ autoscalingGroups: [{ name: `eks-${name}-asg` }] }] };
+    case "aws:msk/configuration:Configuration":
+      return { ...base, latestRevision: 1 };
     case "aws:ec2/launchTemplate:LaunchTemplate":
       return { ...base, latestVersion: 1 };
     case "aws:elasticache/replicationGroup:ReplicationGroup":
@@ -71,8 +75,26 @@ function fakeOutputs(type: string, name: string, inputs: Record<string, unknown>
   }
 }
 
+/** Secrets arrive wrapped in the RPC signature; policies and tests want the plain values. */
+export function unwrapSecrets(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(unwrapSecrets);
+  if (typeof v !== "object" || v === null) return v;
+  const o = v as Record<string, unknown>;
+  if (o[pulumi.runtime.specialSigKey] === pulumi.runtime.specialSecretSig) return unwrapSecrets(o.value);
+  return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, unwrapSecrets(x)]));
+}
+
+interface RegisterRequest {
+  getType(): string;
+  getName(): string;
+  getParent(): string;
+  getIgnorechangesList(): string[];
+  getDependenciesList(): string[];
+}
+
 interface MonitorLike {
   resources: Map<string, { urn: string }>;
+  registerResource(req: RegisterRequest, callback: unknown): Promise<void>;
 }
 
 /**
@@ -85,9 +107,9 @@ export async function captureStack(env: Env, configOverrides: Record<string, str
   await pulumi.runtime.setMocks(
     {
       newResource: (a) => {
-        const props = (a.inputs ?? {}) as Record<string, unknown>;
+        const props = unwrapSecrets(a.inputs ?? {}) as Record<string, unknown>;
         seen.push({ type: a.type, name: a.name, props });
-        return { id: `${a.name}-id`, state: fakeOutputs(a.type, a.name, props) };
+        return { id: `${a.name}-id`, state: fakeOutputs(a.type, a.name, (a.inputs ?? {}) as Record<string, unknown>) };
       },
       call: (a) => (a.token === "aws:index/getCallerIdentity:getCallerIdentity" ? { accountId: "123456789012", arn: "arn:aws:iam::123456789012:root", userId: "x" } : {}),
     },
@@ -96,6 +118,16 @@ export async function captureStack(env: Env, configOverrides: Record<string, str
     false,
   );
   const monitor = pulumi.runtime.getMonitor() as unknown as MonitorLike;
+  const options = new Map<string, CapturedResource["opts"]>();
+  const register = monitor.registerResource.bind(monitor);
+  monitor.registerResource = (req, callback) => {
+    options.set(`${req.getType()}::${req.getName()}`, {
+      parent: req.getParent() || undefined,
+      ignoreChanges: req.getIgnorechangesList(),
+      dependsOn: req.getDependenciesList(),
+    });
+    return register(req, callback);
+  };
   const config: Record<string, string> = { "llm-ha:redisAuthToken": TEST_REDIS_TOKEN, ...stackConfig(env), ...configOverrides };
   for (const [k, v] of Object.entries(config)) if (v === "") delete config[k];
   pulumi.runtime.setAllConfig(config, ["llm-ha:redisAuthToken"]);
@@ -114,7 +146,7 @@ export async function captureStack(env: Env, configOverrides: Record<string, str
       return name === r.name && qualifiedType.split("$").pop() === r.type;
     });
     if (urn === undefined) throw new Error(`no URN registered for ${r.type} ${r.name}`);
-    return { ...r, urn };
+    return { ...r, urn, opts: options.get(`${r.type}::${r.name}`) ?? { ignoreChanges: [], dependsOn: [] } };
   });
 }
 

@@ -1,0 +1,81 @@
+import * as aws from "@pulumi/aws";
+import * as pulumi from "@pulumi/pulumi";
+import { Problems } from "./problems";
+
+export interface KafkaArgs {
+  vpcId: pulumi.Input<string>;
+  /** Private subnets, one per AZ: MSK takes 2 or 3. Required. */
+  subnetIds: pulumi.Input<string>[];
+  /** The only security group allowed in: the nodes'. Required. */
+  clientSecurityGroupId: pulumi.Input<string>;
+  /** Brokers per AZ; total brokers = this × AZs, at least 3. Default 1. */
+  brokersPerAz?: number;
+  /** Default `3.6.0`. */
+  kafkaVersion?: string;
+  /** Default `kafka.m7g.large`. */
+  instanceType?: string;
+  /** EBS per broker, GiB. Default 100. */
+  volumeSizeGb?: number;
+}
+
+/** Broker settings that make the L4 queue durable through one broker's or AZ's loss. */
+export const KAFKA_SERVER_PROPERTIES = [
+  "default.replication.factor=3",
+  "min.insync.replicas=2",
+  "unclean.leader.election.enable=false",
+  "auto.create.topics.enable=false",
+].join("\n");
+
+/**
+ * MSK, the platform's durable queue for the L4 tier: brokers spread evenly over the AZs,
+ * TLS between clients and brokers and inside the cluster, IAM authentication only.
+ */
+export class Kafka extends pulumi.ComponentResource {
+  readonly cluster: aws.msk.Cluster;
+  /** Bootstrap brokers for IAM (SASL) over TLS. */
+  readonly bootstrapBrokers: pulumi.Output<string>;
+
+  constructor(name: string, args: KafkaArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("llm-ha:infra:Kafka", name, {}, opts);
+    this.cluster = createKafka(name, args, this);
+    this.bootstrapBrokers = this.cluster.bootstrapBrokersSaslIam;
+    this.registerOutputs({ bootstrapBrokers: this.bootstrapBrokers });
+  }
+}
+
+export function createKafka(name: string, args: KafkaArgs, parent: pulumi.Resource): aws.msk.Cluster {
+  const p = new Problems();
+  const azs = args.subnetIds.length;
+  const brokers = (args.brokersPerAz ?? 1) * azs;
+  if (azs < 2 || azs > 3) p.add("subnetIds", `MSK takes subnets in 2 or 3 AZs, got ${azs}`);
+  if (brokers < 3) p.add("brokersPerAz", `${brokers} brokers cannot hold replication factor 3`);
+  p.throwIfAny("Kafka arguments");
+  const opts = { parent };
+  const kafkaVersion = args.kafkaVersion ?? "3.6.0";
+
+  const sg = new aws.ec2.SecurityGroup(`${name}-sg`, { vpcId: args.vpcId, description: "MSK IAM/TLS from the EKS nodes only" }, opts);
+  new aws.vpc.SecurityGroupIngressRule(
+    `${name}-from-nodes`,
+    { securityGroupId: sg.id, referencedSecurityGroupId: args.clientSecurityGroupId, ipProtocol: "tcp", fromPort: 9098, toPort: 9098, description: "IAM over TLS" },
+    opts,
+  );
+  const configuration = new aws.msk.Configuration(`${name}-config`, { kafkaVersions: [kafkaVersion], serverProperties: KAFKA_SERVER_PROPERTIES }, opts);
+  const key = new aws.kms.Key(`${name}-kms`, { description: "llm-ha MSK at rest", enableKeyRotation: true }, opts);
+  return new aws.msk.Cluster(
+    `${name}-msk`,
+    {
+      kafkaVersion,
+      numberOfBrokerNodes: brokers,
+      brokerNodeGroupInfo: {
+        instanceType: args.instanceType ?? "kafka.m7g.large",
+        clientSubnets: args.subnetIds,
+        securityGroups: [sg.id],
+        storageInfo: { ebsStorageInfo: { volumeSize: args.volumeSizeGb ?? 100 } },
+      },
+      configurationInfo: { arn: configuration.arn, revision: configuration.latestRevision },
+      encryptionInfo: { encryptionAtRestKmsKeyArn: key.arn, encryptionInTransit: { clientBroker: "TLS", inCluster: true } },
+      clientAuthentication: { sasl: { iam: true }, unauthenticated: false },
+    },
+    opts,
+  );
+}

@@ -1,0 +1,46 @@
+import * as k8s from "@pulumi/kubernetes";
+import { GPU_TAINT, LABELS } from "../gpu-node-groups";
+
+export type Deployment = k8s.types.input.apps.v1.Deployment;
+export type DaemonSet = k8s.types.input.apps.v1.DaemonSet;
+export type Service = k8s.types.input.core.v1.Service;
+export type PodDisruptionBudget = k8s.types.input.policy.v1.PodDisruptionBudget;
+export type ConfigMap = k8s.types.input.core.v1.ConfigMap;
+
+/** Ports the agent and the inference server listen on, on the node's own IP (hostNetwork). */
+export const PORTS = Object.freeze({ inference: 8000, agentHttp: 9400, agentCheck: 9401, l1: 8080, l1Monitor: 8404 });
+
+/** `app.kubernetes.io/name` of each workload. */
+export const APP = Object.freeze({ inference: "inference", agent: "llm-ha-agent", l1: "l1-proxy", devicePlugin: "nvidia-device-plugin" });
+
+export const GPU_TOLERATION = Object.freeze({ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect });
+
+/** Labels of one workload instance in one AZ (and GPU class, for GPU workloads). */
+export function appLabels(app: string, az: string, gpuClass?: string): Record<string, string> {
+  return {
+    "app.kubernetes.io/name": app,
+    "app.kubernetes.io/part-of": "llm-ha",
+    [LABELS.az]: az,
+    ...(gpuClass ? { [LABELS.gpuClass]: gpuClass } : {}),
+  };
+}
+
+/** Node selector of one AZ's GPU node group of one class (the labels the node group sets). */
+export function gpuNodeSelector(az: string, gpuClass: string): Record<string, string> {
+  return { [LABELS.az]: az, [LABELS.gpuClass]: gpuClass };
+}
+
+/** A PDB that lets one pod of the selection go at a time (drains, AMI rolls). */
+export function onePodAtATime(name: string, namespace: string, matchLabels: Record<string, string>): PodDisruptionBudget {
+  return {
+    apiVersion: "policy/v1",
+    kind: "PodDisruptionBudget",
+    metadata: { name, namespace, labels: matchLabels },
+    spec: { maxUnavailable: 1, selector: { matchLabels } },
+  };
+}
+
+/** Kubernetes object names from AZ names (`us-east-1a` is already DNS-safe). */
+export function objectName(...parts: string[]): string {
+  return parts.join("-").toLowerCase().replace(/[^a-z0-9-]/g, "-").slice(0, 63).replace(/-+$/, "");
+}

@@ -1,0 +1,43 @@
+import { LABELS } from "../gpu-node-groups";
+import { APP, DaemonSet, GPU_TOLERATION } from "./common";
+
+/** Image of the NVIDIA device plugin, which the EKS NVIDIA AMI does not ship. */
+export const DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.17.1";
+
+/** The NVIDIA device plugin on every llm-ha GPU node: advertises `nvidia.com/gpu`. */
+export function devicePluginDaemonSet(image: string = DEVICE_PLUGIN_IMAGE): DaemonSet {
+  const labels = { "app.kubernetes.io/name": APP.devicePlugin, "app.kubernetes.io/part-of": "llm-ha" };
+  return {
+    apiVersion: "apps/v1",
+    kind: "DaemonSet",
+    metadata: { name: APP.devicePlugin, namespace: "kube-system", labels },
+    spec: {
+      selector: { matchLabels: labels },
+      updateStrategy: { type: "RollingUpdate" },
+      template: {
+        metadata: { labels },
+        spec: {
+          priorityClassName: "system-node-critical",
+          tolerations: [GPU_TOLERATION],
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [{ matchExpressions: [{ key: LABELS.gpuClass, operator: "Exists" }] }],
+              },
+            },
+          },
+          containers: [
+            {
+              name: "nvidia-device-plugin",
+              image,
+              env: [{ name: "FAIL_ON_INIT_ERROR", value: "false" }],
+              securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
+              volumeMounts: [{ name: "device-plugin", mountPath: "/var/lib/kubelet/device-plugins" }],
+            },
+          ],
+          volumes: [{ name: "device-plugin", hostPath: { path: "/var/lib/kubelet/device-plugins" } }],
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,154 @@
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { GpuClassConfig } from "../config";
+import { Problems } from "../problems";
+import { agentDaemonSet } from "./agent";
+import { APP, objectName, PORTS } from "./common";
+import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
+import { inferenceHeadlessService, inferenceManifests } from "./inference";
+import { l1ProxyManifests } from "./l1-proxy";
+
+export interface WorkloadsArgs {
+  /** Kubernetes provider of the cluster. Required. */
+  provider: k8s.Provider;
+  /** EKS cluster name: `LLMHA_CLUSTER` and the NLB names. Required. */
+  clusterName: string;
+  /** AZs with their public subnet (each AZ's NLB lives in its own only). Required, ≥ 2. */
+  azs: { az: string; publicSubnetId: pulumi.Input<string> }[];
+  /** GPU classes deployed in every AZ. Required. */
+  gpuClasses: GpuClassConfig[];
+  /** vLLM image, model, GPUs per pod (default: all of the node's), extra args. Required. */
+  inference: { image: string; model: string; gpusPerPod?: number; extraArgs?: string[] };
+  /** The agent image (agent/Dockerfile). Required. */
+  agentImage: string;
+  /** `rediss://:<token>@<host>:6379`, kept in a Secret. Required. */
+  redisUrl: pulumi.Input<string>;
+  /** VPC CIDR: the NLB's health checks come from inside it. Required. */
+  vpcCidr: string;
+  /** Namespace of everything but the device plugin. Default `llm-ha`. */
+  namespace?: string;
+  /** HAProxy image. Default `haproxy:2.8-alpine`. */
+  haproxyImage?: string;
+  /** HAProxy pods per AZ. Default 2. */
+  haproxyReplicas?: number;
+  /** Turn on ARC zonal shift on each NLB. Default false. */
+  zonalShift?: boolean;
+  /** NVIDIA device plugin image. Default `DEVICE_PLUGIN_IMAGE`. */
+  devicePluginImage?: string;
+}
+
+/** NLB name of one AZ: at most 32 characters, unique per cluster and AZ. */
+export function nlbName(clusterName: string, az: string): string {
+  return objectName("l1", az, clusterName).slice(0, 32).replace(/-+$/, "");
+}
+
+/**
+ * Everything that runs in the cluster: the NVIDIA device plugin, per (AZ, GPU class) an
+ * inference Deployment and an agent DaemonSet, per AZ a headless Service and the L1
+ * HAProxy tier behind its own NLB, and NetworkPolicies.
+ */
+export class Workloads extends pulumi.ComponentResource {
+  /** NLB name per AZ. */
+  readonly nlbNames: Record<string, string>;
+  /** NLB DNS name per AZ, as the load balancer controller reports it. */
+  readonly nlbHostnames: Record<string, pulumi.Output<string>>;
+
+  constructor(name: string, args: WorkloadsArgs, opts?: pulumi.ComponentResourceOptions) {
+    super("llm-ha:infra:Workloads", name, {}, opts);
+    const r = createWorkloads(name, args, this);
+    this.nlbNames = r.nlbNames;
+    this.nlbHostnames = r.nlbHostnames;
+    this.registerOutputs({ nlbNames: this.nlbNames, nlbHostnames: this.nlbHostnames });
+  }
+}
+
+function validate(args: WorkloadsArgs): void {
+  const p = new Problems();
+  if (args.azs.length < 2) p.add("azs", "needs at least 2 AZs: L2 backups come from the other AZs");
+  args.gpuClasses.forEach((c, i) => {
+    const gpus = args.inference.gpusPerPod ?? c.gpusPerNode;
+    if (gpus > c.gpusPerNode) p.add(`inference.gpusPerPod`, `${gpus} GPUs do not fit a ${c.name} node (${c.gpusPerNode}) [gpuClasses[${i}]]`);
+  });
+  if ((args.haproxyReplicas ?? 2) < 1) p.add("haproxyReplicas", "must be ≥ 1");
+  p.throwIfAny("Workloads arguments");
+}
+
+export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulumi.Resource) {
+  validate(args);
+  const opts = { parent, provider: args.provider };
+  const namespace = args.namespace ?? "llm-ha";
+  const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: namespace, labels: { "app.kubernetes.io/part-of": "llm-ha" } } }, opts);
+  const inNs = { ...opts, dependsOn: [ns] };
+
+  const redisSecret = new k8s.core.v1.Secret(
+    `${name}-redis`,
+    { metadata: { name: "llm-ha-redis", namespace }, type: "Opaque", stringData: { url: pulumi.secret(args.redisUrl) } },
+    inNs,
+  );
+  new k8s.apps.v1.DaemonSet(`${name}-device-plugin`, devicePluginDaemonSet(args.devicePluginImage ?? DEVICE_PLUGIN_IMAGE), opts);
+
+  const slots: Record<string, number> = {};
+  for (const { az } of args.azs) slots[az] = args.gpuClasses.reduce((n, c) => n + c.maxPerAz, 0);
+  const azNames = args.azs.map((a) => a.az);
+
+  const nlbNames: Record<string, string> = {};
+  const nlbHostnames: Record<string, pulumi.Output<string>> = {};
+  for (const { az, publicSubnetId } of args.azs) {
+    new k8s.core.v1.Service(`${name}-inference-${az}`, inferenceHeadlessService(namespace, az), inNs);
+    for (const gpuClass of args.gpuClasses) {
+      const id = `${name}-${az}-${gpuClass.name}`;
+      const inf = inferenceManifests({ namespace, az, gpuClass, ...args.inference });
+      new k8s.apps.v1.Deployment(`${id}-inference`, inf.deployment, inNs);
+      new k8s.policy.v1.PodDisruptionBudget(`${id}-inference`, inf.pdb, inNs);
+      new k8s.apps.v1.DaemonSet(
+        `${id}-agent`,
+        agentDaemonSet({ namespace, az, gpuClass, image: args.agentImage, clusterName: args.clusterName, model: args.inference.model, redisSecretName: "llm-ha-redis" }),
+        { ...opts, dependsOn: [ns, redisSecret] },
+      );
+    }
+    nlbNames[az] = nlbName(args.clusterName, az);
+    const l1 = l1ProxyManifests({
+      namespace,
+      az,
+      azs: azNames,
+      slots,
+      image: args.haproxyImage ?? "haproxy:2.8-alpine",
+      replicas: args.haproxyReplicas ?? 2,
+      publicSubnetId,
+      nlbName: nlbNames[az],
+      zonalShift: args.zonalShift ?? false,
+    });
+    const cm = new k8s.core.v1.ConfigMap(`${name}-l1-${az}`, l1.configMap, inNs);
+    new k8s.apps.v1.Deployment(`${name}-l1-${az}`, l1.deployment, { ...opts, dependsOn: [ns, cm] });
+    new k8s.policy.v1.PodDisruptionBudget(`${name}-l1-${az}`, l1.pdb, inNs);
+    const svc = new k8s.core.v1.Service(`${name}-l1-${az}-nlb`, l1.service, inNs);
+    nlbHostnames[az] = svc.status.loadBalancer.ingress.apply((i) => i?.[0]?.hostname ?? "");
+  }
+
+  // Only the L1 proxies take traffic from outside the namespace. The inference servers and
+  // agents run on the host network, which NetworkPolicy does not cover: the node security
+  // group fences ports 8000/9400/9401.
+  new k8s.networking.v1.NetworkPolicy(
+    `${name}-default-deny`,
+    { metadata: { name: "default-deny-ingress", namespace }, spec: { podSelector: {}, policyTypes: ["Ingress"] } },
+    inNs,
+  );
+  new k8s.networking.v1.NetworkPolicy(
+    `${name}-l1-ingress`,
+    {
+      metadata: { name: "l1-proxy-ingress", namespace },
+      spec: {
+        podSelector: { matchLabels: { "app.kubernetes.io/name": APP.l1 } },
+        policyTypes: ["Ingress"],
+        ingress: [
+          // Clients (client IP preserved through the NLB) and Route53 health checkers.
+          { ports: [{ protocol: "TCP", port: PORTS.l1 }] },
+          // The NLB's own target health checks, from its addresses in the VPC.
+          { from: [{ ipBlock: { cidr: args.vpcCidr } }], ports: [{ protocol: "TCP", port: PORTS.l1Monitor }] },
+        ],
+      },
+    },
+    inNs,
+  );
+  return { nlbNames, nlbHostnames };
+}
