@@ -1,0 +1,39 @@
+// Every policy of the pack, in the order violations are reported. Kept apart from
+// index.ts because constructing the PolicyPack starts a gRPC server.
+import type { Policies } from "@pulumi/policy";
+import { eksControlPlaneLogging } from "./cluster";
+import { mskHaEncrypted, redisHaEncrypted } from "./data";
+import { failoverRecordPairs, failoverRecordTtl, route53HealthCheckFast } from "./dns";
+import {
+  gpuInstanceTypesAllowed,
+  gpuLaunchTemplateImdsv2,
+  gpuNodeGroupSingleAz,
+  gpuNodeGroupTaintAndLabels,
+  gpuNodeGroupsMultiAz,
+} from "./gpu";
+import { agentDaemonSetOnGpuNodes, gpuDeploymentPdb, gpuDeploymentSpread } from "./k8s";
+import { noPublicHaPorts } from "./network";
+import { standbyScheduleRules } from "./schedule";
+import { requiredTags } from "./tags";
+
+export const PACK_NAME = "llm-ha";
+
+export const policies: Policies = [
+  gpuNodeGroupsMultiAz,
+  gpuNodeGroupSingleAz,
+  gpuNodeGroupTaintAndLabels,
+  gpuInstanceTypesAllowed,
+  gpuLaunchTemplateImdsv2,
+  gpuDeploymentSpread,
+  gpuDeploymentPdb,
+  agentDaemonSetOnGpuNodes,
+  failoverRecordPairs,
+  route53HealthCheckFast,
+  failoverRecordTtl,
+  redisHaEncrypted,
+  mskHaEncrypted,
+  standbyScheduleRules,
+  noPublicHaPorts,
+  requiredTags,
+  eksControlPlaneLogging,
+];

@@ -1,0 +1,236 @@
+// A small stack that satisfies every policy: each test starts from it and changes one
+// property (pulumi-policy-aws style), so a message asserted there is caused by that change.
+import type { Policies } from "@pulumi/policy";
+import { runPolicies, type CapturedResource, type PackConfig } from "../../policies/runner";
+
+function res(type: string, name: string, props: Record<string, unknown>): CapturedResource {
+  return { type, name, urn: `urn:pulumi:test::llm-ha::${type}::${name}`, props: { ...props } };
+}
+
+const TAGS = { Project: "llm-ha", Environment: "test" };
+
+function subnet(az: string): CapturedResource {
+  return res("aws:ec2/subnet:Subnet", `private-${az}`, { vpcId: "vpc-id", availabilityZone: az, cidrBlock: "10.0.0.0/20", tags: TAGS });
+}
+
+function launchTemplate(az: string): CapturedResource {
+  return res("aws:ec2/launchTemplate:LaunchTemplate", `gpu-${az}-lt`, {
+    metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: 2 },
+    tags: TAGS,
+  });
+}
+
+function nodeGroup(az: string, role: "active" | "standby"): CapturedResource {
+  return res("aws:eks/nodeGroup:NodeGroup", `gpu-${az}-h100`, {
+    clusterName: "llm",
+    nodeRoleArn: "arn:aws:iam::123456789012:role/node",
+    subnetIds: [`private-${az}-id`],
+    instanceTypes: ["p5.48xlarge"],
+    amiType: "AL2023_x86_64_NVIDIA",
+    launchTemplate: { id: `gpu-${az}-lt-id`, version: "1" },
+    labels: { "llm-ha.io/gpu-class": "h100", "llm-ha.io/az": az, "llm-ha.io/az-role": role },
+    taints: [{ key: "nvidia.com/gpu", value: "true", effect: "NO_SCHEDULE" }],
+    scalingConfig: { minSize: 0, desiredSize: 2, maxSize: 4 },
+    tags: TAGS,
+  });
+}
+
+const INFERENCE_LABELS = { "app.kubernetes.io/name": "inference", "llm-ha.io/az": "us-east-1a" };
+
+const inference = res("kubernetes:apps/v1:Deployment", "inference-us-east-1a", {
+  apiVersion: "apps/v1",
+  kind: "Deployment",
+  metadata: { name: "inference-us-east-1a", namespace: "llm-ha" },
+  spec: {
+    replicas: 2,
+    selector: { matchLabels: INFERENCE_LABELS },
+    template: {
+      metadata: { labels: INFERENCE_LABELS },
+      spec: {
+        affinity: {
+          podAntiAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: [
+              { labelSelector: { matchLabels: INFERENCE_LABELS }, topologyKey: "kubernetes.io/hostname" },
+            ],
+          },
+        },
+        topologySpreadConstraints: [
+          { maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: INFERENCE_LABELS } },
+        ],
+        tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
+        containers: [{ name: "vllm", image: "vllm/vllm-openai:v0.6.3", resources: { limits: { "nvidia.com/gpu": 8 } } }],
+      },
+    },
+  },
+});
+
+const pdb = res("kubernetes:policy/v1:PodDisruptionBudget", "inference-us-east-1a-pdb", {
+  apiVersion: "policy/v1",
+  kind: "PodDisruptionBudget",
+  metadata: { name: "inference-us-east-1a", namespace: "llm-ha" },
+  spec: { maxUnavailable: 1, selector: { matchLabels: INFERENCE_LABELS } },
+});
+
+const AGENT_LABELS = { "app.kubernetes.io/name": "llm-ha-agent" };
+
+const agent = res("kubernetes:apps/v1:DaemonSet", "agent", {
+  apiVersion: "apps/v1",
+  kind: "DaemonSet",
+  metadata: { name: "llm-ha-agent", namespace: "llm-ha" },
+  spec: {
+    selector: { matchLabels: AGENT_LABELS },
+    template: {
+      metadata: { labels: AGENT_LABELS },
+      spec: {
+        hostNetwork: true,
+        nodeSelector: { "llm-ha.io/gpu-class": "h100" },
+        tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
+        containers: [
+          {
+            name: "agent",
+            image: "llm-ha/agent:0.1.0",
+            livenessProbe: { httpGet: { path: "/livez", port: 9400 }, periodSeconds: 5 },
+            readinessProbe: { httpGet: { path: "/readyz", port: 9400 } },
+          },
+        ],
+      },
+    },
+  },
+});
+
+function record(az: string, failover: "PRIMARY" | "SECONDARY"): CapturedResource {
+  return res("aws:route53/record:Record", `api-${az}-${failover.toLowerCase()}`, {
+    zoneId: "Z123",
+    name: `${az}.api.example.com`,
+    type: "CNAME",
+    ttl: 30,
+    records: [`nlb-${az}.elb.amazonaws.com`],
+    setIdentifier: `${az}-${failover.toLowerCase()}`,
+    failoverRoutingPolicies: [{ type: failover }],
+    healthCheckId: `hc-${failover === "PRIMARY" ? "us-east-1a" : "us-east-1b"}-id`,
+  });
+}
+
+function healthCheck(az: string): CapturedResource {
+  return res("aws:route53/healthCheck:HealthCheck", `hc-${az}`, {
+    type: "HTTPS",
+    fqdn: `nlb-${az}.elb.amazonaws.com`,
+    port: 443,
+    resourcePath: "/az/health",
+    requestInterval: 10,
+    failureThreshold: 2,
+    tags: TAGS,
+  });
+}
+
+const redis = res("aws:elasticache/replicationGroup:ReplicationGroup", "registry", {
+  description: "llm-ha registry",
+  engine: "redis",
+  nodeType: "cache.r7g.large",
+  numCacheClusters: 3,
+  automaticFailoverEnabled: true,
+  multiAzEnabled: true,
+  transitEncryptionEnabled: true,
+  atRestEncryptionEnabled: true,
+  authToken: "0123456789abcdef0123",
+  tags: TAGS,
+});
+
+const msk = res("aws:msk/cluster:Cluster", "queue", {
+  kafkaVersion: "3.6.0",
+  numberOfBrokerNodes: 3,
+  brokerNodeGroupInfo: { instanceType: "kafka.m7g.large", clientSubnets: ["private-us-east-1a-id", "private-us-east-1b-id", "private-us-east-1c-id"] },
+  encryptionInfo: { encryptionInTransit: { clientBroker: "TLS", inCluster: true } },
+  clientAuthentication: { sasl: { iam: true }, unauthenticated: false },
+  tags: TAGS,
+});
+
+function schedule(name: string, size: number): CapturedResource {
+  return res("aws:autoscaling/schedule:Schedule", name, {
+    scheduledActionName: name,
+    autoscalingGroupName: "eks-gpu-us-east-1c-h100-asg",
+    minSize: 0,
+    maxSize: size === 0 ? 0 : 4,
+    desiredCapacity: size,
+    recurrence: size === 0 ? "0 20 * * 1-5" : "0 7 * * 1-5",
+    timeZone: "America/New_York",
+  });
+}
+
+const nodeSg = res("aws:ec2/securityGroup:SecurityGroup", "redis-sg", {
+  vpcId: "vpc-id",
+  description: "Redis from the nodes",
+  ingress: [{ protocol: "tcp", fromPort: 6379, toPort: 6379, cidrBlocks: ["10.0.0.0/16"] }],
+  egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }],
+  tags: TAGS,
+});
+
+const httpsIn = res("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "nlb-https", {
+  securityGroupId: "redis-sg-id",
+  ipProtocol: "tcp",
+  fromPort: 443,
+  toPort: 443,
+  cidrIpv4: "0.0.0.0/0",
+});
+
+const eks = res("aws:eks/cluster:Cluster", "eks", {
+  roleArn: "arn:aws:iam::123456789012:role/cluster",
+  vpcConfig: { subnetIds: ["private-us-east-1a-id", "private-us-east-1b-id", "private-us-east-1c-id"] },
+  enabledClusterLogTypes: ["api", "audit", "authenticator"],
+  tags: TAGS,
+});
+
+/** A fresh copy of the valid stack: three AZs, us-east-1c the standby. */
+export function happyStack(): CapturedResource[] {
+  const azs = ["us-east-1a", "us-east-1b", "us-east-1c"];
+  const resources = [
+    ...azs.map(subnet),
+    ...azs.map(launchTemplate),
+    ...azs.map((az) => nodeGroup(az, az === "us-east-1c" ? "standby" : "active")),
+    inference,
+    pdb,
+    agent,
+    record("us-east-1a", "PRIMARY"),
+    record("us-east-1a", "SECONDARY"),
+    healthCheck("us-east-1a"),
+    healthCheck("us-east-1b"),
+    redis,
+    msk,
+    schedule("standby-down", 0),
+    schedule("standby-up", 2),
+    nodeSg,
+    httpsIn,
+    eks,
+  ];
+  return structuredClone(resources);
+}
+
+/** The resource named `name` in `resources` (mutable: tests change one property of it). */
+export function find(resources: CapturedResource[], name: string): CapturedResource {
+  const r = resources.find((x) => x.name === name);
+  if (!r) throw new Error(`fixture has no resource ${name}`);
+  return r;
+}
+
+/** The valid stack with one change applied to resource `name`'s props. */
+export function changed(name: string, change: (props: Record<string, unknown>) => void): CapturedResource[] {
+  const resources = happyStack();
+  change(find(resources, name).props);
+  return resources;
+}
+
+/** Messages one policy reports over `resources`. */
+export async function messages(policy: Policies[number], resources: CapturedResource[], config?: PackConfig): Promise<string[]> {
+  const v = await runPolicies([policy], resources, { config });
+  return v.map((x) => x.message);
+}
+
+/** `obj.a.b.c`-style access for nested fixture edits. */
+export function at(obj: Record<string, unknown>, path: string): Record<string, unknown> {
+  let cur: unknown = obj;
+  for (const key of path.split(".")) {
+    cur = (cur as Record<string, unknown>)[key];
+    if (typeof cur !== "object" || cur === null) throw new Error(`fixture path ${path} broke at ${key}`);
+  }
+  return cur as Record<string, unknown>;
+}
