@@ -1,0 +1,3 @@
+import { describeStackPolicies } from "./stack-suite";
+
+describeStackPolicies("staging");

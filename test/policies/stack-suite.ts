@@ -1,0 +1,67 @@
+/**
+ * The pack over one environment's stack, as `pulumi preview --policy-pack policies` would
+ * run it: one test file per environment, because Pulumi's runtime state is process-global
+ * and vitest forks per file.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { policies } from "../../policies/all";
+import { mandatory, runPolicies, type Violation } from "../../policies/runner";
+import { captureStack, type CapturedResource, type Env } from "../infra/harness";
+
+// What the mandatory policies read; a stack without one of them would pass vacuously.
+const COVERED = [
+  "aws:eks/nodeGroup:NodeGroup",
+  "aws:ec2/launchTemplate:LaunchTemplate",
+  "aws:ec2/subnet:Subnet",
+  "kubernetes:apps/v1:Deployment",
+  "kubernetes:policy/v1:PodDisruptionBudget",
+  "kubernetes:apps/v1:DaemonSet",
+  "aws:route53/record:Record",
+  "aws:route53/healthCheck:HealthCheck",
+  "aws:elasticache/replicationGroup:ReplicationGroup",
+  "aws:msk/cluster:Cluster",
+  "aws:autoscaling/schedule:Schedule",
+  "aws:ec2/securityGroup:SecurityGroup",
+  "aws:eks/cluster:Cluster",
+];
+
+export function describeStackPolicies(env: Env): void {
+  describe(`policy pack over the ${env} stack`, () => {
+    let rs: CapturedResource[];
+    let violations: Violation[];
+
+    beforeAll(async () => {
+      rs = await captureStack(env);
+      violations = await runPolicies(policies, rs);
+    });
+
+    it("has every resource type the mandatory policies check", () => {
+      const types = new Set(rs.map((r) => r.type));
+      expect(COVERED.filter((t) => !types.has(t))).toEqual([]);
+    });
+
+    it("has zero mandatory violations", () => {
+      expect(mandatory(violations)).toEqual([]);
+    });
+
+    it("flags the stack once one of its health checks is slowed to threshold 3", async () => {
+      const broken = structuredClone(rs);
+      const hc = broken.find((r) => r.type === "aws:route53/healthCheck:HealthCheck");
+      if (!hc) throw new Error("no health check captured");
+      hc.props.failureThreshold = 3;
+      expect(mandatory(await runPolicies(policies, broken)).map((v) => [v.policy, v.urn, v.message])).toEqual([
+        ["route53-health-check-fast", hc.urn, `Health check ${hc.name} has failureThreshold 3; it must be at most 2.`],
+      ]);
+    });
+
+    it("flags the stack once a standby schedule targets an active group", async () => {
+      const broken = structuredClone(rs);
+      const active = broken.find((r) => r.type === "aws:eks/nodeGroup:NodeGroup" && (r.props.labels as Record<string, string> | undefined)?.["llm-ha.io/az-role"] === "active");
+      const down = broken.find((r) => r.type === "aws:autoscaling/schedule:Schedule" && r.props.desiredCapacity === 0);
+      if (!active || !down) throw new Error("no active group or scale-down schedule captured");
+      down.props.autoscalingGroupName = `eks-${active.name}-asg`;
+      const found = mandatory(await runPolicies(policies, broken)).map((v) => v.message);
+      expect(found).toContain(`Schedule ${down.name} targets active GPU node group ${active.name}; only standby groups may be scheduled.`);
+    });
+  });
+}
