@@ -1,0 +1,74 @@
+import * as pulumi from "@pulumi/pulumi";
+import { describe, expect, it } from "vitest";
+import { isCron } from "../../infra/config";
+import { captureStack } from "./harness";
+import { parseStackYaml } from "./stack-yaml";
+
+/** Runs dev with overrides and returns the one error it must fail with. */
+async function failure(overrides: Record<string, string>): Promise<pulumi.InputPropertiesError> {
+  const err: unknown = await captureStack("dev", overrides).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(pulumi.InputPropertiesError.isInstance(err), String(err)).toBe(true);
+  return err as pulumi.InputPropertiesError;
+}
+
+const paths = (e: pulumi.InputPropertiesError) => e.errors.map((x) => x.propertyPath);
+
+describe("stack configuration", () => {
+  it("names an unknown GPU class", async () => {
+    const e = await failure({ "llm-ha:gpuClasses": JSON.stringify([{ name: "v100", desiredPerAz: 1 }]) });
+    expect(paths(e)).toEqual(["llm-ha:gpuClasses[0].name"]);
+    expect(e.message).toMatch(/unknown GPU class "v100"; known: a100, h100/);
+  });
+
+  it("refuses a single AZ, and a standby AZ outside the list", async () => {
+    const e = await failure({ "llm-ha:azs": JSON.stringify(["us-east-1a"]) });
+    // Two brokers in one AZ cannot hold replication factor 3 either.
+    expect(paths(e)).toEqual(["llm-ha:azs", "llm-ha:standbyAz", "llm-ha:kafka.brokersPerAz"]);
+    expect(e.message).toMatch(/at least 2 availability zones/);
+  });
+
+  it("refuses a standby AZ not in llm-ha:azs", async () => {
+    const e = await failure({ "llm-ha:standbyAz": "us-east-1z" });
+    expect(paths(e)).toEqual(["llm-ha:standbyAz"]);
+  });
+
+  it("refuses a malformed cron and an unknown time zone", async () => {
+    const e = await failure({ "llm-ha:schedule": JSON.stringify({ timeZone: "Mars/Olympus", scaleDown: "every night", scaleUp: "0 7 * * 1-5" }) });
+    expect(paths(e)).toEqual(["llm-ha:schedule.timeZone", "llm-ha:schedule.scaleDown"]);
+  });
+
+  it("refuses a TTL over 30 s and a failure threshold over 2", async () => {
+    const e = await failure({ "llm-ha:dns": JSON.stringify({ zoneId: "Z1", serviceName: "infer.example.com", ttl: 60, failureThreshold: 3 }) });
+    expect(paths(e)).toEqual(["llm-ha:dns.ttl", "llm-ha:dns.failureThreshold"]);
+  });
+
+  it("reports every bad key at once in one error", async () => {
+    const e = await failure({
+      "llm-ha:azs": JSON.stringify(["us-east-1a"]),
+      "llm-ha:gpuClasses": JSON.stringify([{ name: "t4" }]),
+      "llm-ha:dns": JSON.stringify({ zoneId: "Z1", serviceName: "infer.example.com", ttl: 300 }),
+      "llm-ha:schedule": JSON.stringify({ timeZone: "UTC", scaleDown: "0 25 * * *", scaleUp: "0 7 * *" }),
+      "llm-ha:redisAuthToken": "",
+    });
+    const keys = ["llm-ha:azs", "llm-ha:standbyAz", "llm-ha:gpuClasses[0].name", "llm-ha:dns.ttl", "llm-ha:redisAuthToken", "llm-ha:schedule.scaleDown", "llm-ha:schedule.scaleUp", "llm-ha:kafka.brokersPerAz"];
+    expect(new Set(paths(e))).toEqual(new Set(keys));
+    for (const k of keys) expect(e.message).toContain(k);
+  });
+
+  it("accepts the cron forms Auto Scaling takes and rejects the rest", () => {
+    for (const ok of ["0 20 * * 1-5", "*/15 * * * *", "30 6 * * MON-FRI", "0 0 1,15 * *"]) expect(isCron(ok), ok).toBe(true);
+    for (const bad of ["", "0 20 * *", "60 * * * *", "0 24 * * *", "every night", "0 20 * * 1-5 2025"]) expect(isCron(bad), bad).toBe(false);
+  });
+});
+
+describe("stack file reader", () => {
+  it("reads nested maps, lists of maps, quoted strings and comments", () => {
+    const doc = parseStackYaml(
+      ["# c", "config:", "  a:b: x  # trailing", "  list:", "    - name: a100", "      n: 2", "    - h100", '  cron: "0 20 * * 1-5"', "  flag: true", "  flow: [a, 1]"].join("\n"),
+    );
+    expect(doc).toEqual({ config: { "a:b": "x", list: [{ name: "a100", n: 2 }, "h100"], cron: "0 20 * * 1-5", flag: true, flow: ["a", 1] } });
+  });
+});

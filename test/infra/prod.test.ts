@@ -1,0 +1,3 @@
+import { describeStack } from "./stack-suite";
+
+describeStack("prod", { resources: 124 });

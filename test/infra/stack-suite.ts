@@ -1,0 +1,216 @@
+/**
+ * The invariants every environment's stack must keep, run by one test file per
+ * environment (Pulumi's runtime state is process-global; vitest forks per file).
+ */
+import { DaemonSet, Deployment } from "kubernetes-models/apps/v1";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
+import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
+import { ConfigMap, Namespace, Secret, Service } from "kubernetes-models/v1";
+import { beforeAll, describe, expect, it } from "vitest";
+import { isCron } from "../../infra/config";
+import { l1HaproxyConfig } from "../../infra/workloads/l1-proxy";
+import { captureStack, ofType, stackConfig, TEST_REDIS_TOKEN, type CapturedResource, type Env } from "./harness";
+
+type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
+
+const KINDS: Record<string, (o: O) => { validate(): void }> = {
+  "kubernetes:apps/v1:Deployment": (o) => new Deployment(o),
+  "kubernetes:apps/v1:DaemonSet": (o) => new DaemonSet(o),
+  "kubernetes:core/v1:Service": (o) => new Service(o),
+  "kubernetes:core/v1:ConfigMap": (o) => new ConfigMap(o),
+  "kubernetes:core/v1:Secret": (o) => new Secret(o),
+  "kubernetes:core/v1:Namespace": (o) => new Namespace(o),
+  "kubernetes:policy/v1:PodDisruptionBudget": (o) => new PodDisruptionBudget(o),
+  "kubernetes:networking.k8s.io/v1:NetworkPolicy": (o) => new NetworkPolicy(o),
+};
+
+const matches = (selector: O, labels: O) => Object.entries(selector).every(([k, v]) => labels?.[k] === v);
+
+export function describeStack(env: Env, expected: { resources: number }): void {
+  describe(`${env} stack`, () => {
+    let rs: CapturedResource[];
+    const cfg = stackConfig(env);
+    const json = (k: string): O => JSON.parse(cfg[`llm-ha:${k}`]) as O;
+    const azs = json("azs") as unknown as string[];
+    const standbyAz = cfg["llm-ha:standbyAz"];
+    const classes = (json("gpuClasses") as unknown as O[]).map((c) => c.name as string);
+    const props = (type: string) => ofType(rs, type).map((r) => r.props as O);
+    const k8s = (kind: string) => rs.filter((r) => r.type.startsWith("kubernetes:") && (r.props as O).kind === kind).map((r) => r.props as O);
+
+    beforeAll(async () => {
+      rs = await captureStack(env);
+    });
+
+    it("registers every resource, each with a URN", () => {
+      expect(rs).toHaveLength(expected.resources);
+      for (const r of rs) expect(r.urn).toMatch(new RegExp(`^urn:pulumi:${env}::llm-ha::.*::${r.name}$`));
+    });
+
+    it("has a public and a private subnet per AZ and NAT per the environment", () => {
+      const subnets = props("aws:ec2/subnet:Subnet");
+      for (const az of azs) expect(subnets.filter((s) => s.availabilityZone === az)).toHaveLength(2);
+      const nat = json("network").natGateways;
+      expect(props("aws:ec2/natGateway:NatGateway")).toHaveLength(nat === "single" ? 1 : azs.length);
+    });
+
+    it("has one GPU node group per AZ and class, pinned by one subnet, tainted, labelled, IMDSv2 only", () => {
+      const groups = ofType(rs, "aws:eks/nodeGroup:NodeGroup").filter((g) => (g.props as O).amiType === "AL2023_x86_64_NVIDIA");
+      expect(groups).toHaveLength(azs.length * classes.length);
+      const lts = new Map(ofType(rs, "aws:ec2/launchTemplate:LaunchTemplate").map((r) => [`${r.name}-id`, r.props as O]));
+      for (const az of azs) {
+        for (const cls of classes) {
+          const g = groups.find((x) => (x.props as O).labels["llm-ha.io/az"] === az && (x.props as O).labels["llm-ha.io/gpu-class"] === cls);
+          expect(g, `${az} ${cls}`).toBeDefined();
+          const p = g!.props as O;
+          expect(p.subnetIds).toEqual([`net-private-${az}-id`]);
+          expect(p.labels["llm-ha.io/az-role"]).toBe(az === standbyAz ? "standby" : "active");
+          expect(p.taints).toContainEqual({ key: "nvidia.com/gpu", value: "true", effect: "NO_SCHEDULE" });
+          expect(p.scalingConfig.minSize).toBe(0);
+          expect(g!.opts.ignoreChanges).toContain("scalingConfig.desiredSize");
+          expect(lts.get(p.launchTemplate.id)?.metadataOptions.httpTokens).toBe("required");
+        }
+      }
+    });
+
+    it("puts one inference pod per node, spread over zones, on its AZ's GPU nodes, with a PDB", () => {
+      const deps = k8s("Deployment").filter((d) => d.metadata.labels["app.kubernetes.io/name"] === "inference");
+      expect(deps).toHaveLength(azs.length * classes.length);
+      const nodeLabels = props("aws:eks/nodeGroup:NodeGroup").map((g) => g.labels as O);
+      for (const d of deps) {
+        const pod = d.spec.template.spec;
+        expect(pod.hostNetwork).toBe(true);
+        const anti = pod.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution;
+        expect(anti).toContainEqual({ topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: { "app.kubernetes.io/name": "inference" } } });
+        expect(pod.topologySpreadConstraints.map((t: O) => t.topologyKey)).toContain("topology.kubernetes.io/zone");
+        expect(nodeLabels.some((l) => matches(pod.nodeSelector, l)), "nodeSelector matches a GPU node group").toBe(true);
+        expect(pod.tolerations).toContainEqual({ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" });
+        const c = pod.containers[0];
+        expect(Number(c.resources.limits["nvidia.com/gpu"])).toBeGreaterThan(0);
+        expect(c.readinessProbe.httpGet).toEqual({ path: "/health", port: 8000 });
+        expect(c.args).toContain(json("inference").model);
+      }
+    });
+
+    it("gives every Deployment a PodDisruptionBudget", () => {
+      const pdbs = k8s("PodDisruptionBudget");
+      for (const d of k8s("Deployment")) {
+        const pdb = pdbs.find((p) => p.metadata.namespace === d.metadata.namespace && matches(p.spec.selector.matchLabels, d.spec.template.metadata.labels));
+        expect(pdb, d.metadata.name).toBeDefined();
+      }
+    });
+
+    it("runs an agent on every GPU node with the contract's env and liveness only", () => {
+      const agents = k8s("DaemonSet").filter((d) => d.metadata.labels["app.kubernetes.io/name"] === "llm-ha-agent");
+      expect(agents).toHaveLength(azs.length * classes.length);
+      for (const a of agents) {
+        const pod = a.spec.template.spec;
+        const c = pod.containers[0];
+        const env = Object.fromEntries(c.env.map((e: O) => [e.name, e.value ?? e.valueFrom]));
+        expect(env.LLMHA_AZ).toBe(pod.nodeSelector["llm-ha.io/az"]);
+        expect(env.LLMHA_NODE_ID).toEqual({ fieldRef: { fieldPath: "spec.nodeName" } });
+        expect(env.LLMHA_REDIS_URL).toEqual({ secretKeyRef: { name: "llm-ha-redis", key: "url" } });
+        expect(env.LLMHA_MODEL).toBe(json("inference").model);
+        expect(pod.hostNetwork).toBe(true);
+        expect(pod.tolerations).toContainEqual({ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" });
+        expect(c.livenessProbe.httpGet).toEqual({ path: "/livez", port: 9400 });
+        expect(c.readinessProbe).toBeUndefined();
+        expect(pod.securityContext.runAsNonRoot).toBe(true);
+      }
+      const secret = k8s("Secret").find((s) => s.metadata.name === "llm-ha-redis");
+      expect(secret?.stringData.url).toMatch(new RegExp(`^rediss://:${TEST_REDIS_TOKEN}@.+:6379$`));
+      expect(k8s("DaemonSet").some((d) => d.metadata.name === "nvidia-device-plugin")).toBe(true);
+    });
+
+    it("renders each AZ's HAProxy from the generator: own nodes, other AZs as backup, behind its own NLB", () => {
+      const slots = Object.fromEntries(azs.map((az) => [az, (json("gpuClasses") as unknown as O[]).reduce((n, c) => n + (c.maxPerAz as number), 0)]));
+      for (const az of azs) {
+        const cfgText = k8s("ConfigMap").find((c) => c.metadata.name === `l1-${az}`)?.data["haproxy.cfg"] as string;
+        expect(cfgText).toBe(l1HaproxyConfig({ namespace: "llm-ha", az, azs, slots }));
+        const lines = cfgText.split("\n").filter((l) => l.includes("server-template") && l.includes(":8000"));
+        expect(lines.filter((l) => !l.endsWith(" backup"))).toEqual([expect.stringContaining(`inference-${az}.llm-ha.svc.cluster.local:8000`)]);
+        expect(lines.filter((l) => l.endsWith(" backup"))).toHaveLength(azs.length - 1);
+        expect(cfgText).toContain("use_backend inference_az_health if { path /az/health }");
+        const svc = k8s("Service").find((s) => s.metadata.name === `l1-${az}`)!;
+        expect(svc.spec.type).toBe("LoadBalancer");
+        expect(svc.metadata.annotations["service.beta.kubernetes.io/aws-load-balancer-subnets"]).toBe(`net-public-${az}-id`);
+        const headless = k8s("Service").find((s) => s.metadata.name === `inference-${az}`)!;
+        expect(headless.spec.clusterIP).toBe("None");
+      }
+      expect(k8s("NetworkPolicy").some((n) => n.metadata.name === "default-deny-ingress")).toBe(true);
+    });
+
+    it("validates every Kubernetes object against the Kubernetes schemas", () => {
+      const objs = rs.filter((r) => r.type.startsWith("kubernetes:"));
+      expect(objs.length).toBeGreaterThan(10);
+      for (const r of objs) {
+        const make = KINDS[r.type];
+        expect(make, `validator for ${r.type}`).toBeDefined();
+        expect(() => make(r.props as O).validate(), `${r.type} ${r.name}`).not.toThrow();
+      }
+    });
+
+    it("checks each AZ on /az/health every 10 s and fails over PRIMARY → SECONDARY with TTL ≤ 30", () => {
+      const checks = ofType(rs, "aws:route53/healthCheck:HealthCheck");
+      expect(checks).toHaveLength(azs.length);
+      for (const c of checks.map((x) => x.props as O)) {
+        expect(c).toMatchObject({ type: "HTTP", resourcePath: "/az/health", requestInterval: 10 });
+        expect(c.failureThreshold).toBeLessThanOrEqual(2);
+      }
+      const failover = props("aws:route53/record:Record").filter((r) => r.failoverRoutingPolicies);
+      for (const az of azs) {
+        const pair = failover.filter((r) => r.name.startsWith(`${az}.`));
+        expect(pair.map((r) => r.failoverRoutingPolicies[0].type).sort()).toEqual(["PRIMARY", "SECONDARY"]);
+        const [primary, secondary] = ["PRIMARY", "SECONDARY"].map((t) => pair.find((r) => r.failoverRoutingPolicies[0].type === t)!);
+        expect(primary.records[0]).toContain(`l1-${az}-`);
+        expect(primary.healthCheckId).toBe(`dns-hc-${az}-id`);
+        expect(secondary.records[0]).not.toContain(`l1-${az}-`);
+        for (const r of pair) expect(r.ttl).toBeLessThanOrEqual(30);
+      }
+    });
+
+    it("runs Redis Multi-AZ with failover, TLS required, KMS at rest, AUTH, reachable from the nodes only", () => {
+      const [rg] = props("aws:elasticache/replicationGroup:ReplicationGroup");
+      expect(rg).toMatchObject({ multiAzEnabled: true, automaticFailoverEnabled: true, transitEncryptionEnabled: true, transitEncryptionMode: "required", atRestEncryptionEnabled: true, authToken: TEST_REDIS_TOKEN });
+      expect(rg.kmsKeyId).toBeTruthy();
+      expect(rg.numCacheClusters).toBeGreaterThanOrEqual(2);
+      const rules = props("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule").filter((r) => r.fromPort === 6379);
+      expect(rules).toEqual([expect.objectContaining({ referencedSecurityGroupId: "sg-eks-eks" })]);
+      expect(rules[0].cidrIpv4).toBeUndefined();
+    });
+
+    it("runs MSK with brokers a multiple of the AZs, TLS everywhere, IAM auth only, RF 3 / min ISR 2", () => {
+      const [msk] = props("aws:msk/cluster:Cluster");
+      expect(msk.numberOfBrokerNodes % azs.length).toBe(0);
+      expect(msk.encryptionInfo.encryptionInTransit).toEqual({ clientBroker: "TLS", inCluster: true });
+      expect(msk.clientAuthentication).toEqual({ sasl: { iam: true }, unauthenticated: false });
+      const [conf] = props("aws:msk/configuration:Configuration");
+      expect(conf.serverProperties).toContain("default.replication.factor=3");
+      expect(conf.serverProperties).toContain("min.insync.replicas=2");
+    });
+
+    it("schedules scale-to-zero on the standby AZ's node groups only", () => {
+      const schedules = props("aws:autoscaling/schedule:Schedule");
+      const sched = json("schedule");
+      const perGroup = ["scaleDown", "scaleUp", "weekendDown"].filter((k) => sched[k] !== undefined).length;
+      expect(schedules).toHaveLength(classes.length * perGroup);
+      for (const s of schedules) {
+        expect(s.autoscalingGroupName).toMatch(new RegExp(`^eks-gpu-${standbyAz}-`));
+        expect(s.timeZone).toBe(sched.timeZone);
+        expect(isCron(s.recurrence)).toBe(true);
+        expect(s.minSize).toBe(0);
+      }
+      expect(schedules.some((s) => s.desiredCapacity === 0)).toBe(true);
+      expect(schedules.some((s) => s.desiredCapacity > 0)).toBe(true);
+    });
+
+    it("logs the control plane and keeps the node role to the EKS-managed worker policies", () => {
+      const [cluster] = props("aws:eks/cluster:Cluster");
+      expect(cluster.enabledClusterLogTypes).toEqual(expect.arrayContaining(["api", "audit", "authenticator"]));
+      expect(cluster.encryptionConfig.resources).toEqual(["secrets"]);
+      expect(cluster.vpcConfig.endpointPublicAccess).toBe(cfg["llm-ha:privateEndpointOnly"] !== "true");
+      const attached = props("aws:iam/rolePolicyAttachment:RolePolicyAttachment").map((a) => a.policyArn as string);
+      expect(attached.every((a) => /^arn:aws:iam::aws:policy\/(AmazonEKS|AmazonEC2ContainerRegistryReadOnly)/.test(a))).toBe(true);
+      expect(props("aws:iam/rolePolicy:RolePolicy")).toHaveLength(0);
+    });
+  });
+}

@@ -1,0 +1,3 @@
+import { describeStack } from "./stack-suite";
+
+describeStack("staging", { resources: 108 });
