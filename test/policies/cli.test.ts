@@ -1,0 +1,45 @@
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+
+const run = promisify(execFile);
+const ROOT = path.resolve(__dirname, "..", "..");
+const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
+
+async function policyCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(TSX, ["policies/cli.ts", ...args], { cwd: ROOT });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+describe("npm run policy", () => {
+  it("prints mandatory violations as a table and exits 1", async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "policy-cli-")), "config.json");
+    fs.writeFileSync(file, JSON.stringify({ "failover-record-ttl": { maxTtl: 10 }, "required-tags": "disabled" }));
+    const { code, stdout } = await policyCli(["--stack", "dev", "--policy-pack-config", file]);
+    expect(code).toBe(1);
+    const lines = stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^POLICY\s+LEVEL\s+RESOURCE\s+MESSAGE$/);
+    expect(lines[1]).toMatch(/^failover-record-ttl\s+mandatory\s+Record dns-\S+\s+Failover record dns-\S+ has ttl \d+; it must be at most 10\.$/);
+    expect(lines[lines.length - 1]).toMatch(/^dev: \d+ resources, 17 policies, [1-9]\d* mandatory and 0 advisory violations$/);
+  });
+
+  it("exits 0 on a clean stack", async () => {
+    const { code, stdout } = await policyCli(["--stack", "prod"]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/prod: \d+ resources, 17 policies, 0 mandatory and \d+ advisory violations/);
+  });
+
+  it("exits 2 with the usage on an unknown stack", async () => {
+    const { code, stderr } = await policyCli(["--stack", "qa"]);
+    expect(code).toBe(2);
+    expect(stderr).toContain("--stack must be one of dev, staging, prod (got qa)");
+  });
+});
