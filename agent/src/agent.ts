@@ -1,0 +1,259 @@
+import { EventEmitter } from "node:events";
+import type { AgentConfig } from "./config/spec";
+import { DEFAULT_WARMUP_STEPS, evaluate, initialState, type EvaluatorSettings, type EvaluatorState } from "./evaluator/evaluate";
+import type { AgentMetrics, SourceName } from "./reporters/metrics";
+import { GpuSource } from "./sources/gpu";
+import { ADAPTERS, readEngine, request, type InferenceAdapter } from "./sources/inference";
+import type { GpuInfo, ProbeObservation, Sample, Signals, XidEvent } from "./sources/signals";
+import { ConnectionWatch } from "./sources/watch";
+import { FATAL_XIDS, XidReader } from "./sources/xid";
+import type { Decision, Reason } from "./types";
+import type { Logger } from "./util/log";
+import { Loop } from "./util/loop";
+
+/**
+ * The node agent's runtime: sources on their own loops (one failing never stops the
+ * others), the pure evaluator run on every new result and every period, and the
+ * current decision for the reporters. Emits `decision` (Decision, changed) after each
+ * evaluation.
+ */
+export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
+  readonly signals: Signals = { fatalXids: [], probeLatencies: [], probeInFlightSince: null };
+  private state: EvaluatorState;
+  private readonly settings: EvaluatorSettings;
+  private readonly adapter: InferenceAdapter;
+  private readonly gpu: GpuSource;
+  private readonly xid: XidReader | null;
+  private readonly loops: Loop[] = [];
+  private readonly watch: ConnectionWatch;
+  private readonly modelLoop: Loop;
+  private seq = 0;
+  private draining = false;
+  private suspects: ReadonlySet<string> = new Set();
+  private probeAbort: AbortController | null = null;
+  private probeTimers: NodeJS.Timeout[] = [];
+  private servedModel: string | null = null;
+  private failingSince: number | null = null;
+  lastEvaluationAt = 0;
+
+  constructor(
+    readonly cfg: AgentConfig,
+    private readonly log: Logger,
+    private readonly metrics: AgentMetrics,
+    private readonly clock: () => number = Date.now,
+  ) {
+    super();
+    this.state = initialState(clock());
+    this.settings = {
+      gpuCount: cfg.gpuCount,
+      model: cfg.model,
+      probeLatencyMs: cfg.probeLatencyMs,
+      wedgeMs: cfg.wedgeMs,
+      fall: cfg.fall,
+      rise: cfg.rise,
+      warmupStepMs: cfg.warmupStepMs,
+      warmupSteps: DEFAULT_WARMUP_STEPS,
+      degradedWeight: cfg.degradedWeight,
+    };
+    this.adapter = ADAPTERS[cfg.inferenceKind];
+    this.gpu = new GpuSource(cfg.nvidiaSmi, cfg.gpuTimeoutMs);
+    this.xid = cfg.xidLog ? new XidReader(cfg.xidLog) : null;
+    const u = new URL(cfg.inferenceUrl);
+    const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
+    this.modelLoop = this.loop("model", () => this.checkModel());
+    this.watch = new ConnectionWatch(u.hostname, port, Math.min(cfg.intervalMs, 500), () => this.modelLoop.kick());
+  }
+
+  get decision(): Decision {
+    return this.state.decision;
+  }
+
+  get gpus(): GpuInfo[] {
+    const g = this.signals.gpu?.value;
+    return g?.kind === "ok" ? g.gpus : [];
+  }
+
+  get model(): string | null {
+    return this.servedModel;
+  }
+
+  get isDraining(): boolean {
+    return this.draining;
+  }
+
+  /** Soft-fault codes the controller marked suspect (blast-radius cap). */
+  setSuspects(codes: ReadonlySet<string>): void {
+    this.suspects = codes;
+  }
+
+  start(): void {
+    const i = this.cfg.intervalMs;
+    this.loops.push(this.loop("gpu", () => this.checkGpu()), this.modelLoop, this.loop("probe", () => this.runProbe()));
+    if (this.adapter.metricsPath) this.loops.push(this.loop("engine", () => this.checkEngine()));
+    if (this.xid) this.loops.push(this.loop("xid", async () => this.checkXid()));
+    this.loops.push(new Loop(i, async () => this.evaluateNow(), (e) => this.log.error({ err: e }, "evaluation failed")));
+    for (const l of this.loops) l.start();
+    this.watch.start();
+  }
+
+  /** SIGTERM: answer `drain` / 503 from now on. */
+  drain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    this.log.info({ event: "draining" }, "draining: HAProxy gets drain, /readyz 503");
+    this.evaluateNow();
+  }
+
+  stop(): void {
+    for (const l of this.loops) l.stop();
+    this.watch.stop();
+    this.probeAbort?.abort();
+    for (const t of this.probeTimers) clearTimeout(t);
+    this.xid?.close();
+  }
+
+  private loop(name: SourceName, task: () => Promise<void>): Loop {
+    return new Loop(this.cfg.intervalMs, task, (err) => {
+      this.metrics.source(name, 0, true);
+      this.log.error({ err, source: name }, "source failed unexpectedly");
+    });
+  }
+
+  private sample<T>(value: T): Sample<T> {
+    return { seq: ++this.seq, at: this.clock(), value };
+  }
+
+  private async checkGpu(): Promise<void> {
+    const t0 = performance.now();
+    const obs = await this.gpu.read();
+    this.metrics.source("gpu", performance.now() - t0, obs.kind !== "ok");
+    this.signals.gpu = this.sample(obs);
+    this.evaluateNow();
+  }
+
+  private async checkModel(): Promise<void> {
+    const t0 = performance.now();
+    const obs = await this.adapter.check(this.cfg.inferenceUrl, this.cfg.model, this.cfg.modelTimeoutMs);
+    this.metrics.source("model", performance.now() - t0, obs.kind !== "ready");
+    if (obs.kind === "ready") this.servedModel = this.cfg.model ?? obs.served[0] ?? null;
+    this.signals.model = this.sample(obs);
+    if (obs.kind !== "ready") this.resetProbe();
+    this.evaluateNow();
+  }
+
+  private async checkEngine(): Promise<void> {
+    const t0 = performance.now();
+    const e = await readEngine(this.adapter, this.cfg.inferenceUrl, this.cfg.modelTimeoutMs);
+    this.metrics.source("engine", performance.now() - t0, e === null);
+    this.signals.engine = this.sample(e);
+    this.evaluateNow();
+  }
+
+  private async checkXid(): Promise<void> {
+    let events: XidEvent[];
+    try {
+      events = this.xid ? this.xid.read() : [];
+    } catch (err) {
+      this.metrics.source("xid", 0, true);
+      this.log.warn({ err: (err as Error).message, path: this.cfg.xidLog }, "cannot read the kernel log for XIDs");
+      return;
+    }
+    for (const x of events) {
+      const fatal = FATAL_XIDS.has(x.code);
+      this.log.warn({ event: "xid", xid: x.code, busId: x.busId, fatal }, x.line);
+      if (fatal) this.signals.fatalXids = [...(this.signals.fatalXids ?? []), x];
+    }
+    if (events.length) this.evaluateNow();
+  }
+
+  private resetProbe(): void {
+    this.probeAbort?.abort();
+    this.probeAbort = null;
+    for (const t of this.probeTimers) clearTimeout(t);
+    this.probeTimers = [];
+    this.signals.probe = undefined;
+    this.signals.probeInFlightSince = null;
+  }
+
+  /** One probe at a time; a probe still running past the threshold is reported as over it. */
+  private async runProbe(): Promise<void> {
+    const since = this.signals.probeInFlightSince;
+    if (since != null) {
+      const elapsed = this.clock() - since;
+      if (elapsed >= this.cfg.probeLatencyMs) this.setProbe({ kind: "in-flight", elapsedMs: elapsed });
+      return;
+    }
+    if (this.signals.model?.value.kind !== "ready") return;
+    const req = this.adapter.probe(this.cfg.inferenceUrl, this.servedModel, this.cfg.probeMaxTokens);
+    if (!req) return;
+    const abort = new AbortController();
+    this.probeAbort = abort;
+    const started = this.clock();
+    this.signals.probeInFlightSince = started;
+    const at = (ms: number, fn: () => void): void => {
+      const t = setTimeout(fn, ms);
+      t.unref?.();
+      this.probeTimers.push(t);
+    };
+    // Act within one period of the threshold being passed, not when the probe returns.
+    at(this.cfg.probeLatencyMs, () => this.setProbe({ kind: "in-flight", elapsedMs: this.clock() - started }));
+    if (this.cfg.wedgeMs < this.cfg.probeLatencyMs) at(this.cfg.wedgeMs, () => this.evaluateNow());
+    void (async () => {
+      const r = await request(req.url, this.cfg.probeTimeoutMs, req.body, abort.signal);
+      if (abort.signal.aborted) return;
+      for (const t of this.probeTimers) clearTimeout(t);
+      this.probeTimers = [];
+      this.probeAbort = null;
+      this.signals.probeInFlightSince = null;
+      const elapsed = this.clock() - started;
+      let obs: ProbeObservation;
+      if ("kind" in r) obs = r.kind === "timeout" ? { kind: "timeout", elapsedMs: elapsed } : { kind: "failed", detail: r.detail };
+      else if (r.status !== 200) obs = { kind: "failed", detail: `probe answered ${r.status}` };
+      else if (!req.valid(r.text)) obs = { kind: "failed", detail: `probe answer is not a completion: ${JSON.stringify(r.text.slice(0, 80))}` };
+      else {
+        obs = { kind: "ok", latencyMs: elapsed };
+        this.metrics.probe(elapsed);
+        const lat = [...(this.signals.probeLatencies ?? []), elapsed];
+        this.signals.probeLatencies = lat.slice(-this.cfg.probeWindow);
+      }
+      this.metrics.source("probe", elapsed, obs.kind !== "ok");
+      this.setProbe(obs);
+    })();
+  }
+
+  private setProbe(obs: ProbeObservation): void {
+    this.signals.probe = this.sample(obs);
+    this.evaluateNow();
+  }
+
+  /** Runs the evaluator on the current signals; logs and counts only changes. */
+  evaluateNow(): void {
+    const now = this.clock();
+    const prev = this.state.decision;
+    let next = evaluate(this.signals, this.state, now, this.settings, this.suspects);
+    if (this.draining) {
+      const r: Reason = { source: "agent", code: "AGENT_DRAINING", hard: true, effect: "unknown", detail: "agent is shutting down" };
+      next = { ...next, decision: { ...next.decision, phase: "draining", weight: 0, reasons: [r, ...next.decision.reasons] } };
+    }
+    this.state = next;
+    this.lastEvaluationAt = now;
+    const d = next.decision;
+    const changed = d.status !== prev.status || d.phase !== prev.phase;
+    const anyFailing = d.pending.length > 0 || d.reasons.some((r) => r.source !== "agent");
+    if (anyFailing && this.failingSince === null) this.failingSince = now;
+    if (changed) {
+      const out = d.phase === "down" || d.phase === "loading";
+      if (out && this.failingSince !== null) this.metrics.lastDetection.set((now - this.failingSince) / 1000);
+      this.log.info(
+        { event: "transition", from: prev.status, to: d.status, phase: d.phase, weight: d.weight, reasons: d.reasons.map((r) => r.code), detail: d.reasons[0]?.detail },
+        `${prev.status} -> ${d.status} (${d.phase}${d.reasons.length ? ": " + d.reasons.map((r) => r.code).join(", ") : ""})`,
+      );
+    } else if (d.weight !== prev.weight) {
+      this.log.debug({ event: "weight", weight: d.weight }, `weight ${prev.weight}% -> ${d.weight}%`);
+    }
+    if (!anyFailing) this.failingSince = null;
+    this.metrics.decision(d, changed);
+    this.metrics.signals(this.signals, this.cfg.gpuCount);
+    this.emit("decision", d, changed);
+  }
+}

@@ -1,0 +1,81 @@
+import { ConfigError, helpText, loadConfig } from "./config/load";
+import { runAgent, StartupError } from "./main";
+
+const USAGE = `llm-ha — keeps LLM inference on GPUs answering when a GPU, a node, a zone or a dependency fails
+
+Usage:
+  llm-ha agent [flags]     run the health agent on a GPU node (llm-ha agent --help for every flag)
+  llm-ha drill [flags]     run the local drill: real Redis, HAProxy, PowerDNS and a fault matrix
+  llm-ha status [flags]    show the fleet from Redis
+  llm-ha help              this text
+`;
+
+async function agentCommand(argv: string[]): Promise<number> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(helpText());
+    return 0;
+  }
+  let cfg;
+  try {
+    cfg = await loadConfig(argv, process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`llm-ha agent: bad configuration: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  let running;
+  try {
+    running = await runAgent(cfg);
+  } catch (err) {
+    if (err instanceof StartupError) {
+      process.stderr.write(`llm-ha agent: cannot start: ${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  const stop = (sig: string): void => {
+    void running.shutdown(sig).then(() => process.exit(0));
+  };
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+  return -1; // keep running
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  switch (cmd) {
+    case "agent":
+      return agentCommand(rest);
+    case "drill": {
+      const { drillCommand } = await import("./drill/command.js");
+      return drillCommand(rest);
+    }
+    case "status": {
+      const { statusCommand } = await import("./status/command.js");
+      return statusCommand(rest);
+    }
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(USAGE);
+      return 0;
+    default:
+      process.stderr.write(`llm-ha: unknown command ${JSON.stringify(cmd)}\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      if (code >= 0) process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`llm-ha: ${(err as Error).stack ?? String(err)}\n`);
+      process.exit(1);
+    },
+  );
+}

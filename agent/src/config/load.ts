@@ -1,0 +1,196 @@
+import { hostname } from "node:os";
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { type AgentConfig, INFERENCE_KINDS, type InferenceKind, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
+
+/** A bad setting: names the variable and its flag. `llm-ha agent` exits 2 on it. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable} (${flagOf(variable)}): ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Raw values by variable name, from the environment overlaid with `--flags`. */
+export function rawSettings(argv: string[], env: NodeJS.ProcessEnv): Map<string, string> {
+  const options: Record<string, { type: "string" }> = {};
+  for (const s of OPTION_SPECS) options[flagOf(s.env).slice(2)] = { type: "string" };
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options, allowPositionals: false, strict: true });
+  } catch (err) {
+    throw new ConfigError("argv", (err as Error).message);
+  }
+  const raw = new Map<string, string>();
+  for (const s of OPTION_SPECS) {
+    const e = env[s.env];
+    if (e !== undefined && e !== "") raw.set(s.env, e);
+    const f = parsed.values[flagOf(s.env).slice(2)];
+    if (typeof f === "string") raw.set(s.env, f);
+  }
+  return raw;
+}
+
+function parseValue(spec: OptionSpec, v: string): string | number | boolean {
+  switch (spec.type) {
+    case "int": {
+      if (!/^\d+$/.test(v.trim())) throw new ConfigError(spec.env, `must be a whole number, got ${JSON.stringify(v)}`);
+      const n = Number(v);
+      if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) {
+        throw new ConfigError(spec.env, `must be between ${spec.min} and ${spec.max}, got ${n}`);
+      }
+      return n;
+    }
+    case "url": {
+      let u: URL;
+      try {
+        u = new URL(v);
+      } catch {
+        throw new ConfigError(spec.env, `must be an http(s) URL, got ${JSON.stringify(v)}`);
+      }
+      if (u.protocol !== "http:" && u.protocol !== "https:") throw new ConfigError(spec.env, `must be an http(s) URL, got ${JSON.stringify(v)}`);
+      return v.replace(/\/+$/, "");
+    }
+    case "redisUrl": {
+      let u: URL;
+      try {
+        u = new URL(v);
+      } catch {
+        // Never echo the value: it may hold the password.
+        throw new ConfigError(spec.env, "must be a redis:// or rediss:// URL");
+      }
+      if (u.protocol !== "redis:" && u.protocol !== "rediss:") throw new ConfigError(spec.env, `must be a redis:// or rediss:// URL, got scheme ${u.protocol}`);
+      return v;
+    }
+    case "kind": {
+      if (!(INFERENCE_KINDS as readonly string[]).includes(v)) {
+        throw new ConfigError(spec.env, `must be one of ${INFERENCE_KINDS.join(", ")}, got ${JSON.stringify(v)}`);
+      }
+      return v;
+    }
+    case "bool":
+      if (!["true", "false", "1", "0"].includes(v)) throw new ConfigError(spec.env, `must be true or false, got ${JSON.stringify(v)}`);
+      return v === "true" || v === "1";
+    case "string":
+    case "path":
+      if (v.trim() === "") throw new ConfigError(spec.env, "must not be empty");
+      return v;
+  }
+}
+
+const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
+  cluster: "default",
+  nvidiaSmi: "nvidia-smi",
+  gpuCount: null,
+  inferenceUrl: "http://127.0.0.1:8000",
+  inferenceKind: "vllm",
+  model: null,
+  intervalMs: 1000,
+  probeLatencyMs: 5000,
+  httpPort: 9400,
+  agentCheckPort: 9401,
+  redisUrl: null,
+  leaseTtlMs: 20_000,
+  leaseRenewMs: 7000,
+  leaseContendMs: 5000,
+  bindAddress: "0.0.0.0",
+  fall: 3,
+  rise: 2,
+  warmupStepMs: 5000,
+  degradedWeight: 50,
+  gpuTimeoutMs: 5000,
+  modelTimeoutMs: 2000,
+  probeTimeoutMs: 30_000,
+  probeWindow: 20,
+  probeMaxTokens: 1,
+  wedgeMs: 1500,
+  xidLog: null,
+  drainMs: 1500,
+  redisCaFile: null,
+  logLevel: "info",
+};
+
+/** Frozen defaults, for `--help` and tests. */
+export const CONFIG_DEFAULTS: Readonly<typeof DEFAULTS> = Object.freeze({ ...DEFAULTS });
+
+const CLUSTER_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * Parses and validates the whole configuration once. `az` may be resolved later from
+ * EC2 IMDSv2 (see `resolveAz`); everything else is final here.
+ */
+export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentConfig, "az"> & { az: string | null } {
+  const raw = rawSettings(argv, env);
+  const out: Record<string, unknown> = { ...DEFAULTS, nodeId: hostname(), az: null };
+  for (const spec of OPTION_SPECS) {
+    const v = raw.get(spec.env);
+    if (v !== undefined) out[spec.key] = parseValue(spec, v);
+  }
+  const cfg = out as Omit<AgentConfig, "az"> & { az: string | null };
+  if (!CLUSTER_RE.test(cfg.cluster)) throw new ConfigError("LLMHA_CLUSTER", "must be 1-64 letters, digits, '.', '_' or '-'");
+  if (!CLUSTER_RE.test(cfg.nodeId)) throw new ConfigError("LLMHA_NODE_ID", "must be 1-64 letters, digits, '.', '_' or '-'");
+  if (cfg.az !== null && !CLUSTER_RE.test(cfg.az)) throw new ConfigError("LLMHA_AZ", "must be 1-64 letters, digits, '.', '_' or '-'");
+  if (cfg.httpPort === cfg.agentCheckPort) throw new ConfigError("LLMHA_AGENT_CHECK_PORT", `must differ from LLMHA_HTTP_PORT (${cfg.httpPort})`);
+  if (cfg.leaseRenewMs >= cfg.leaseTtlMs) throw new ConfigError("LLMHA_LEASE_RENEW_MS", `must be below LLMHA_LEASE_TTL_MS (${cfg.leaseTtlMs})`);
+  if (cfg.probeTimeoutMs < cfg.probeLatencyMs) throw new ConfigError("LLMHA_PROBE_TIMEOUT_MS", `must be at least LLMHA_PROBE_LATENCY_MS (${cfg.probeLatencyMs})`);
+  if (cfg.redisCaFile) {
+    try {
+      readFileSync(cfg.redisCaFile);
+    } catch (err) {
+      throw new ConfigError("LLMHA_REDIS_CA_FILE", `cannot be read: ${(err as Error).message}`);
+    }
+  }
+  return cfg;
+}
+
+/** EC2 instance placement via IMDSv2, only when the DMI data says this is EC2 (no traffic elsewhere). */
+export async function imdsAvailabilityZone(timeoutMs = 1000): Promise<string | null> {
+  let vendor = "";
+  try {
+    vendor = readFileSync("/sys/devices/virtual/dmi/id/board_vendor", "utf8") + readFileSync("/sys/devices/virtual/dmi/id/sys_vendor", "utf8");
+  } catch {
+    return null;
+  }
+  if (!/amazon/i.test(vendor)) return null;
+  const base = "http://169.254.169.254";
+  try {
+    const tokenRes = await fetch(`${base}/latest/api/token`, {
+      method: "PUT",
+      headers: { "X-aws-ec2-metadata-token-ttl-seconds": "60" },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    if (!tokenRes.ok) return null;
+    const token = await tokenRes.text();
+    const az = await fetch(`${base}/latest/meta-data/placement/availability-zone`, {
+      headers: { "X-aws-ec2-metadata-token": token },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    return az.ok ? (await az.text()).trim() : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The full configuration, with `LLMHA_AZ` resolved from IMDSv2 when unset. */
+export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv, imds: () => Promise<string | null> = imdsAvailabilityZone): Promise<AgentConfig> {
+  const cfg = parseConfig(argv, env);
+  const az = cfg.az ?? (await imds());
+  if (!az) throw new ConfigError("LLMHA_AZ", "is required: not set, and no EC2 instance metadata to read the placement from");
+  return { ...cfg, az };
+}
+
+/** `--help` text: every option with its variable and default, from the spec table. */
+export function helpText(): string {
+  const lines = ["Usage: llm-ha agent [--flag value ...]", "", "Every flag is also an environment variable; flags win.", ""];
+  const width = Math.max(...OPTION_SPECS.map((s) => flagOf(s.env).length + s.env.length)) + 6;
+  for (const s of OPTION_SPECS) {
+    const left = `  ${flagOf(s.env)} / ${s.env}`;
+    lines.push(`${left.padEnd(width)}${s.description.replace(/`/g, "")} (default: ${s.defaultText})`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+export type { AgentConfig, InferenceKind };

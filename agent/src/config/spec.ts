@@ -1,0 +1,100 @@
+/**
+ * Every setting of `llm-ha agent`: its environment variable, its `--flag`, its default and
+ * what it means. This table is the single source for parsing, `--help` and the README's
+ * configuration reference (a test checks README against it). Contract: shared/DESIGN.md.
+ */
+
+export const INFERENCE_KINDS = ["vllm", "tgi", "triton", "llamacpp", "openai"] as const;
+export type InferenceKind = (typeof INFERENCE_KINDS)[number];
+
+export type OptionType = "string" | "int" | "url" | "kind" | "path" | "bool" | "redisUrl";
+
+export interface OptionSpec {
+  /** Key in `AgentConfig`. */
+  readonly key: keyof AgentConfig;
+  readonly env: string;
+  readonly type: OptionType;
+  /** Shown in `--help` and README; `undefined` means no default. */
+  readonly defaultText: string;
+  readonly description: string;
+  /** Inclusive bounds for `int`. */
+  readonly min?: number;
+  readonly max?: number;
+  /** Part of the external contract in DESIGN.md (tests outside the project drive it). */
+  readonly contract?: boolean;
+}
+
+export interface AgentConfig {
+  nodeId: string;
+  az: string;
+  cluster: string;
+  nvidiaSmi: string;
+  gpuCount: number | null;
+  inferenceUrl: string;
+  inferenceKind: InferenceKind;
+  model: string | null;
+  intervalMs: number;
+  probeLatencyMs: number;
+  httpPort: number;
+  agentCheckPort: number;
+  redisUrl: string | null;
+  leaseTtlMs: number;
+  leaseRenewMs: number;
+  leaseContendMs: number;
+  bindAddress: string;
+  fall: number;
+  rise: number;
+  warmupStepMs: number;
+  degradedWeight: number;
+  gpuTimeoutMs: number;
+  modelTimeoutMs: number;
+  probeTimeoutMs: number;
+  probeWindow: number;
+  probeMaxTokens: number;
+  wedgeMs: number;
+  xidLog: string | null;
+  drainMs: number;
+  redisCaFile: string | null;
+  logLevel: string;
+}
+
+const ms = (v: number): string => `${v}`;
+
+export const OPTION_SPECS: readonly OptionSpec[] = [
+  { key: "nodeId", env: "LLMHA_NODE_ID", type: "string", defaultText: "hostname", description: "node identity", contract: true },
+  { key: "az", env: "LLMHA_AZ", type: "string", defaultText: "EC2 IMDSv2 placement, else required", description: "availability zone", contract: true },
+  { key: "cluster", env: "LLMHA_CLUSTER", type: "string", defaultText: "default", description: "cluster/environment name; Redis key namespace", contract: true },
+  { key: "nvidiaSmi", env: "LLMHA_NVIDIA_SMI", type: "path", defaultText: "nvidia-smi", description: "path of nvidia-smi", contract: true },
+  { key: "gpuCount", env: "LLMHA_GPU_COUNT", type: "int", min: 1, max: 64, defaultText: "none", description: "expected GPUs on the node; fewer is a hard fault", contract: true },
+  { key: "inferenceUrl", env: "LLMHA_INFERENCE_URL", type: "url", defaultText: "http://127.0.0.1:8000", description: "inference server base URL", contract: true },
+  { key: "inferenceKind", env: "LLMHA_INFERENCE_KIND", type: "kind", defaultText: "vllm", description: "`vllm`, `tgi`, `triton`, `llamacpp`, `openai`", contract: true },
+  { key: "model", env: "LLMHA_MODEL", type: "string", defaultText: "none", description: "model id that must be served", contract: true },
+  { key: "intervalMs", env: "LLMHA_INTERVAL_MS", type: "int", min: 100, max: 600_000, defaultText: ms(1000), description: "check period", contract: true },
+  { key: "probeLatencyMs", env: "LLMHA_PROBE_LATENCY_MS", type: "int", min: 10, max: 600_000, defaultText: ms(5000), description: "probe latency above which the node is DEGRADED", contract: true },
+  { key: "httpPort", env: "LLMHA_HTTP_PORT", type: "int", min: 1, max: 65535, defaultText: "9400", description: "HTTP reporter", contract: true },
+  { key: "agentCheckPort", env: "LLMHA_AGENT_CHECK_PORT", type: "int", min: 1, max: 65535, defaultText: "9401", description: "HAProxy agent-check", contract: true },
+  { key: "redisUrl", env: "LLMHA_REDIS_URL", type: "redisUrl", defaultText: "none", description: "registry + election; without it the agent runs standalone (`redis://` or `rediss://` for TLS, password in the URL)", contract: true },
+  { key: "leaseTtlMs", env: "LLMHA_LEASE_TTL_MS", type: "int", min: 500, max: 600_000, defaultText: ms(20_000), description: "leader lease time to live", contract: true },
+  { key: "leaseRenewMs", env: "LLMHA_LEASE_RENEW_MS", type: "int", min: 100, max: 600_000, defaultText: ms(7000), description: "renew period, about a third of the TTL", contract: true },
+  { key: "leaseContendMs", env: "LLMHA_LEASE_CONTEND_MS", type: "int", min: 100, max: 600_000, defaultText: ms(5000), description: "how often a non-leader tries to acquire", contract: true },
+  { key: "bindAddress", env: "LLMHA_BIND_ADDRESS", type: "string", defaultText: "0.0.0.0", description: "address the HTTP and agent-check ports listen on" },
+  { key: "fall", env: "LLMHA_FALL", type: "int", min: 1, max: 100, defaultText: "3", description: "consecutive soft-fault results before acting" },
+  { key: "rise", env: "LLMHA_RISE", type: "int", min: 1, max: 100, defaultText: "2", description: "consecutive clean results before the warmup ramp starts" },
+  { key: "warmupStepMs", env: "LLMHA_WARMUP_STEP_MS", type: "int", min: 0, max: 3_600_000, defaultText: ms(5000), description: "length of each warmup step (25 → 50 → 75 → 100 %); 0 skips the ramp" },
+  { key: "degradedWeight", env: "LLMHA_DEGRADED_WEIGHT", type: "int", min: 1, max: 100, defaultText: "50", description: "weight share (%) of a DEGRADED node" },
+  { key: "gpuTimeoutMs", env: "LLMHA_GPU_TIMEOUT_MS", type: "int", min: 50, max: 600_000, defaultText: ms(5000), description: "nvidia-smi time limit (it can hang in D state)" },
+  { key: "modelTimeoutMs", env: "LLMHA_MODEL_TIMEOUT_MS", type: "int", min: 50, max: 600_000, defaultText: ms(2000), description: "time limit of readiness and metrics requests" },
+  { key: "probeTimeoutMs", env: "LLMHA_PROBE_TIMEOUT_MS", type: "int", min: 50, max: 600_000, defaultText: ms(30_000), description: "probe completion time limit" },
+  { key: "probeWindow", env: "LLMHA_PROBE_WINDOW", type: "int", min: 1, max: 1000, defaultText: "20", description: "probe latencies kept for p50/p95" },
+  { key: "probeMaxTokens", env: "LLMHA_PROBE_MAX_TOKENS", type: "int", min: 1, max: 4, defaultText: "1", description: "tokens the probe asks for" },
+  { key: "wedgeMs", env: "LLMHA_WEDGE_MS", type: "int", min: 100, max: 600_000, defaultText: ms(1500), description: "requests waiting with no token progress and the probe stuck this long: engine wedged" },
+  { key: "xidLog", env: "LLMHA_XID_LOG", type: "path", defaultText: "none", description: "kernel log to scan for `NVRM: Xid` lines (e.g. /dev/kmsg); none turns XID checks off" },
+  { key: "drainMs", env: "LLMHA_DRAIN_MS", type: "int", min: 0, max: 600_000, defaultText: ms(1500), description: "on SIGTERM, how long to answer `drain` / 503 before stopping" },
+  { key: "redisCaFile", env: "LLMHA_REDIS_CA_FILE", type: "path", defaultText: "none", description: "CA bundle for `rediss://` (system CAs otherwise)" },
+  { key: "logLevel", env: "LLMHA_LOG_LEVEL", type: "string", defaultText: "info", description: "pino level: `debug`, `info`, `warn`, `error`" },
+];
+
+/** `LLMHA_NODE_ID` → `--node-id`. */
+export function flagOf(env: string): string {
+  return "--" + env.replace(/^LLMHA_/, "").toLowerCase().replace(/_/g, "-");
+}

@@ -1,0 +1,119 @@
+import type { Server } from "node:net";
+import { Agent } from "./agent";
+import type { AgentConfig } from "./config/spec";
+import { AgentCheckResponder, startAgentCheckServer } from "./reporters/agent-check";
+import { startHttpServer, type AzHealthAnswer } from "./reporters/http";
+import { AgentMetrics } from "./reporters/metrics";
+import { takesTraffic } from "./types";
+import { createLogger, safeUrl, type Logger } from "./util/log";
+import { sleep } from "./util/net";
+
+/** Start-up failure that is not a bad setting (a port in use): exit 1 with this message. */
+export class StartupError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "StartupError";
+  }
+}
+
+export interface RunningAgent {
+  agent: Agent;
+  shutdown(reason: string): Promise<void>;
+}
+
+async function listen<T>(what: string, variable: string, port: number, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === "EADDRINUSE" ? "is already in use" : code === "EACCES" ? "needs privileges" : (err as Error).message;
+    throw new StartupError(`${what} port ${port} (${variable}) ${why}`);
+  }
+}
+
+function standaloneAzHealth(agent: Agent, az: string): AzHealthAnswer {
+  // Without Redis there is no fleet view: answer from this node, flagged stale, and never fail closed.
+  const gpus = agent.gpus.length;
+  const healthy = takesTraffic(agent.decision) ? gpus : 0;
+  return { code: 200, body: { az, state: healthy > 0 ? "OK" : "UNKNOWN", healthyCapacity: healthy, totalCapacity: gpus, leader: null, fencingToken: null, stale: true } };
+}
+
+/**
+ * The agent's `main`: sources → evaluator → reporters, wired in one place.
+ * Returns once everything listens; `shutdown` drains first, then stops.
+ */
+export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ level: cfg.logLevel })): Promise<RunningAgent> {
+  const metrics = new AgentMetrics(cfg.nodeId, cfg.az);
+  const agent = new Agent(cfg, log, metrics);
+  const probeView = (): ReturnType<Parameters<typeof startHttpServer>[2]["probe"]> => {
+    const lat = [...(agent.signals.probeLatencies ?? [])].sort((a, b) => a - b);
+    const q = (p: number): number | null => (lat.length ? Math.round(lat[Math.min(lat.length - 1, Math.floor(p * lat.length))]) : null);
+    const since = agent.signals.probeInFlightSince;
+    const last = agent.signals.probe?.value;
+    return {
+      lastLatencyMs: last?.kind === "ok" ? Math.round(last.latencyMs) : null,
+      p50Ms: q(0.5),
+      p95Ms: q(0.95),
+      inFlightMs: since != null ? Date.now() - since : null,
+      last: last?.kind ?? null,
+    };
+  };
+  const http = await listen("HTTP", "LLMHA_HTTP_PORT", cfg.httpPort, () =>
+    startHttpServer(cfg.bindAddress, cfg.httpPort, {
+      nodeId: cfg.nodeId,
+      az: cfg.az,
+      decision: () => agent.decision,
+      draining: () => agent.isDraining,
+      alive: () => Date.now() - agent.lastEvaluationAt < Math.max(3 * cfg.intervalMs, 5000),
+      gpus: () => agent.gpus,
+      model: () => agent.model,
+      probe: probeView,
+      azHealth: async () => standaloneAzHealth(agent, cfg.az),
+      metrics: metrics.registry,
+    }),
+  );
+  const responder = new AgentCheckResponder();
+  let agentCheck: Server;
+  try {
+    agentCheck = await listen("agent-check", "LLMHA_AGENT_CHECK_PORT", cfg.agentCheckPort, () =>
+      startAgentCheckServer(
+        cfg.bindAddress,
+        cfg.agentCheckPort,
+        () => responder.reply(agent.decision, agent.isDraining),
+        (line) => metrics.agentCheckReplies.inc({ reply: line.split(" ")[0] }),
+      ),
+    );
+  } catch (err) {
+    http.close();
+    throw err;
+  }
+  agent.start();
+  log.info(
+    {
+      event: "started",
+      nodeId: cfg.nodeId,
+      az: cfg.az,
+      cluster: cfg.cluster,
+      inference: `${cfg.inferenceKind} ${cfg.inferenceUrl}`,
+      model: cfg.model,
+      redis: cfg.redisUrl ? safeUrl(cfg.redisUrl) : null,
+      httpPort: cfg.httpPort,
+      agentCheckPort: cfg.agentCheckPort,
+    },
+    "llm-ha agent started",
+  );
+  let stopping: Promise<void> | null = null;
+  const shutdown = (reason: string): Promise<void> => {
+    stopping ??= (async () => {
+      log.info({ event: "shutdown", reason }, `shutting down (${reason}): draining for ${cfg.drainMs} ms`);
+      agent.drain();
+      await sleep(cfg.drainMs);
+      agent.stop();
+      await Promise.all([new Promise<void>((r) => http.close(() => r())), new Promise<void>((r) => agentCheck.close(() => r()))]);
+      http.closeAllConnections?.();
+      log.info({ event: "stopped" }, "llm-ha agent stopped");
+    })();
+    return stopping;
+  };
+  return { agent, shutdown };
+}

@@ -1,0 +1,59 @@
+import { createServer, type Server } from "node:net";
+import type { Decision } from "../types";
+
+/**
+ * How long after a `drain` (or the agent's start) `up` replies carry `ready`. HAProxy keeps
+ * `drain` as an administrative state that a plain `up N%` does not lift (seen on 2.6:
+ * `drain` then `up 100%` stays DRAIN); `ready` lifts it. Every HAProxy polls at
+ * `agent-inter` (500 ms), so a window of seconds reaches them all; after it the reply is
+ * the plain contract form `up N%`.
+ */
+export const READY_WINDOW_MS = 10_000;
+
+/**
+ * The HAProxy agent-check reply for a decision (one line, `\n`-terminated):
+ * `up N%` serving (N = share of `weight 100`), `drain` while loading, draining or
+ * UNKNOWN, `down #REASON` when UNHEALTHY/UNREACHABLE — with the space: HAProxy 2.6
+ * reads `down#reason` as an agent error and keeps the server UP.
+ */
+export class AgentCheckResponder {
+  private lastDrainAt: number;
+
+  constructor(private readonly clock: () => number = Date.now) {
+    // A previous agent on this node may have left HAProxy in drain (graceful stop).
+    this.lastDrainAt = clock();
+  }
+
+  reply(d: Decision, draining: boolean): string {
+    const now = this.clock();
+    if (draining || d.phase === "draining" || d.phase === "loading" || (d.phase === "down" && d.status === "UNKNOWN")) {
+      this.lastDrainAt = now;
+      return "drain";
+    }
+    if (d.phase === "down") return `down #${d.reasons[0]?.code ?? d.status}`;
+    const pct = `${Math.max(1, Math.min(100, Math.round(d.weight)))}%`;
+    return now - this.lastDrainAt < READY_WINDOW_MS ? `up ready ${pct}` : `up ${pct}`;
+  }
+}
+
+/** Serves one reply line per connection, then closes. Errors from HAProxy's resets are ignored. */
+export function startAgentCheckServer(host: string, port: number, reply: () => string, onReply?: (line: string) => void): Promise<Server> {
+  const server = createServer((sock) => {
+    sock.on("error", () => {
+      /* HAProxy resets the connection after reading: ECONNRESET is normal */
+    });
+    const line = reply();
+    onReply?.(line);
+    sock.end(line + "\n");
+  });
+  server.on("error", () => {
+    /* listen errors are reported through the promise below */
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve(server);
+    });
+  });
+}

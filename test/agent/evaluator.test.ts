@@ -1,0 +1,181 @@
+import { describe, expect, it } from "vitest";
+import { DEFAULT_WARMUP_STEPS, evaluate, initialState, type EvaluatorSettings, type EvaluatorState } from "../../agent/src/evaluator/evaluate";
+import type { GpuObservation, ModelObservation, ProbeObservation, Signals } from "../../agent/src/sources/signals";
+
+const S: EvaluatorSettings = {
+  gpuCount: 8,
+  model: "m",
+  probeLatencyMs: 1000,
+  wedgeMs: 1500,
+  fall: 3,
+  rise: 2,
+  warmupStepMs: 1000,
+  warmupSteps: DEFAULT_WARMUP_STEPS,
+  degradedWeight: 50,
+};
+
+const gpu = (n = 8): GpuObservation => ({
+  kind: "ok",
+  gpus: Array.from({ length: n }, (_, index) => ({
+    index,
+    uuid: `GPU-${index}`,
+    busId: null,
+    temperatureC: 40,
+    powerW: 70,
+    utilizationPct: 0,
+    memoryUsedMiB: 0,
+    memoryTotalMiB: 81559,
+    eccUncorrectedVolatile: 0,
+    remappedRowsPending: false,
+    remappedRowsFailure: false,
+    retiredPagesPending: false,
+    slowdowns: [],
+    recoveryAction: null,
+  })),
+});
+const ready: ModelObservation = { kind: "ready", served: ["m"] };
+
+/** Drives the evaluator like the agent does: each step is one new result per source. */
+class Driver {
+  state: EvaluatorState;
+  now = 1_000_000;
+  seq = 0;
+  signals: Signals = {};
+  constructor(readonly settings = S) {
+    this.state = initialState(this.now);
+  }
+  step(o: { gpu?: GpuObservation; model?: ModelObservation; probe?: ProbeObservation }, dt = 1000, suspects?: Set<string>): EvaluatorState {
+    this.now += dt;
+    const at = this.now;
+    this.signals = {
+      ...this.signals,
+      gpu: { seq: ++this.seq, at, value: o.gpu ?? gpu() },
+      model: { seq: ++this.seq, at, value: o.model ?? ready },
+      ...(o.probe ? { probe: { seq: ++this.seq, at, value: o.probe } } : {}),
+    };
+    this.state = evaluate(this.signals, this.state, this.now, this.settings, suspects);
+    return this.state;
+  }
+  healthy(): void {
+    for (let i = 0; i < 10; i++) this.step({});
+    expect(this.state.decision).toMatchObject({ status: "HEALTHY", phase: "serving", weight: 100 });
+  }
+}
+
+describe("evaluator", () => {
+  it("starts UNKNOWN, needs rise clean results, then ramps 25 → 50 → 75 → 100", () => {
+    const d = new Driver();
+    expect(d.state.decision.status).toBe("UNKNOWN");
+    expect(d.state.decision.reasons[0].code).toBe("AGENT_STARTING");
+    d.step({});
+    expect(d.state.decision.phase).toBe("down");
+    expect(d.state.decision.reasons[0].code).toBe("RECOVERING");
+    const weights: number[] = [];
+    for (let i = 0; i < 6; i++) weights.push(d.step({}).decision.weight);
+    expect(weights).toEqual([25, 50, 75, 100, 100, 100]);
+    expect(d.state.decision.status).toBe("HEALTHY");
+  });
+
+  it("acts on a hard fault at the first result, with a machine-readable reason", () => {
+    const d = new Driver();
+    d.healthy();
+    const s = d.step({ gpu: { kind: "gpu-lost", detail: "GPU is lost" } });
+    expect(s.decision).toMatchObject({ status: "UNHEALTHY", phase: "down", weight: 0 });
+    expect(s.decision.reasons).toEqual([{ source: "gpu", code: "GPU_LOST", hard: true, effect: "unhealthy", detail: "GPU is lost" }]);
+  });
+
+  it("needs `fall` results of a soft fault, and reports the ones before as pending", () => {
+    const d = new Driver();
+    d.healthy();
+    const err: ModelObservation = { kind: "error", detail: "500" };
+    expect(d.step({ model: err }).decision.status).toBe("HEALTHY");
+    expect(d.state.decision.pending.map((r) => r.code)).toEqual(["INFERENCE_ERROR"]);
+    expect(d.step({ model: err }).decision.status).toBe("HEALTHY");
+    expect(d.step({ model: err }).decision.status).toBe("UNHEALTHY");
+  });
+
+  it("counts results, not evaluations: re-evaluating the same result does not advance fall", () => {
+    const d = new Driver();
+    d.healthy();
+    d.step({ model: { kind: "timeout", detail: "t" } });
+    for (let i = 0; i < 5; i++) d.state = evaluate(d.signals, d.state, (d.now += 10), S);
+    expect(d.state.decision.status).toBe("HEALTHY");
+    expect(d.state.softCounts.INFERENCE_TIMEOUT).toBe(1);
+  });
+
+  it("a flapping soft fault never reaches fall", () => {
+    const d = new Driver();
+    d.healthy();
+    for (let i = 0; i < 20; i++) d.step({ probe: i % 2 ? { kind: "ok", latencyMs: 10 } : { kind: "failed", detail: "x" } });
+    expect(d.state.decision.status).toBe("HEALTHY");
+  });
+
+  it("connection refused before the server ever served is LOADING (drain), after it is a crash", () => {
+    const fresh = new Driver();
+    const s = fresh.step({ model: { kind: "refused", detail: "refused" } });
+    expect(s.decision).toMatchObject({ status: "UNHEALTHY", phase: "loading" });
+    expect(s.decision.reasons[0].code).toBe("MODEL_LOADING");
+    const d = new Driver();
+    d.healthy();
+    const c = d.step({ model: { kind: "refused", detail: "refused" } });
+    expect(c.decision).toMatchObject({ status: "UNREACHABLE", phase: "down" });
+    expect(c.decision.reasons[0].code).toBe("INFERENCE_DOWN");
+  });
+
+  it("a missing model or fewer GPUs than expected are hard faults", () => {
+    const d = new Driver();
+    d.healthy();
+    expect(d.step({ model: { kind: "ready", served: ["other"] } }).decision.reasons[0].code).toBe("MODEL_MISSING");
+    const e = new Driver();
+    e.healthy();
+    expect(e.step({ gpu: gpu(7) }).decision.reasons[0].code).toBe("GPU_MISSING");
+  });
+
+  it("slow probes make the node DEGRADED with a lower weight, still serving", () => {
+    const d = new Driver();
+    d.healthy();
+    for (let i = 0; i < 3; i++) d.step({ probe: { kind: "in-flight", elapsedMs: 1200 } });
+    expect(d.state.decision).toMatchObject({ status: "DEGRADED", phase: "serving", weight: 50 });
+    expect(d.state.decision.reasons[0].code).toBe("PROBE_SLOW");
+  });
+
+  it("soft faults the controller marked suspect are reported as suppressed, not acted on", () => {
+    const d = new Driver();
+    d.healthy();
+    for (let i = 0; i < 5; i++) d.step({ probe: { kind: "failed", detail: "x" } }, 1000, new Set(["PROBE_FAILED"]));
+    expect(d.state.decision.status).toBe("HEALTHY");
+    expect(d.state.decision.suppressed.map((r) => r.code)).toEqual(["PROBE_FAILED"]);
+  });
+
+  it("a wedged engine (waiting, no progress, probe stuck) is a hard fault although /health is fine", () => {
+    const d = new Driver();
+    d.healthy();
+    const engine = (tokens: number, waiting: number, at: number) => ({ seq: ++d.seq, at, value: { running: 1, waiting, kvCacheUsage: 0.1, tokensTotal: tokens } });
+    d.signals.engine = engine(100, 0, d.now);
+    d.step({});
+    d.signals.probeInFlightSince = d.now;
+    d.signals.engine = engine(100, 3, d.now + 500);
+    expect(d.step({}, 500).decision.status).toBe("HEALTHY");
+    d.signals.engine = engine(100, 3, d.now + 1000);
+    const s = d.step({}, 1000);
+    expect(s.decision.status).toBe("UNHEALTHY");
+    expect(s.decision.reasons[0].code).toBe("ENGINE_WEDGED");
+  });
+
+  it("recovery after a fault goes through rise and the ramp again", () => {
+    const d = new Driver();
+    d.healthy();
+    d.step({ gpu: { kind: "gpu-lost", detail: "x" } });
+    const w: number[] = [];
+    for (let i = 0; i < 6; i++) w.push(d.step({}).decision.weight);
+    expect(w).toEqual([0, 25, 50, 75, 100, 100]);
+  });
+
+  it("is pure: the same inputs give the same state", () => {
+    const d = new Driver();
+    d.healthy();
+    const a = evaluate(d.signals, d.state, d.now + 5, S);
+    const b = evaluate(d.signals, d.state, d.now + 5, S);
+    expect(a).toEqual(b);
+  });
+});
