@@ -130,6 +130,7 @@ export function loadConfig(): StackConfig {
   } else {
     azs = azsRaw as string[];
     if (azs.length < 2) p.add(key("azs"), `needs at least 2 availability zones for zone failover, got ${azs.length}`);
+    if (azs.length > 3) p.add(key("azs"), `MSK spreads brokers over 2 or 3 AZs, got ${azs.length}`);
     if (new Set(azs).size !== azs.length) p.add(key("azs"), "lists an availability zone twice");
     const foreign = azs.filter((a) => region && !(a.startsWith(region) && /^[a-z]$/.test(a.slice(region.length))));
     if (foreign.length) p.add(key("azs"), `${foreign.join(", ")} not in region ${region}`);
