@@ -44,6 +44,8 @@ export interface RedisClient {
   readonly connected: boolean;
   /** `redis://host:port/db` with the password replaced, for logs and `/status`. */
   readonly safeUrl: string;
+  /** Resolves true once connected, or false after `timeoutMs`. */
+  whenReady(timeoutMs: number): Promise<boolean>;
   /** QUIT with a timeout, then disconnect. */
   close(): Promise<void>;
 }
@@ -113,6 +115,19 @@ export function createRedisClient(url: string, opts: RedisClientOptions): RedisC
       return ready && redis.status === "ready";
     },
     safeUrl: shown,
+    whenReady(timeoutMs: number) {
+      if (ready && redis.status === "ready") return Promise.resolve(true);
+      return new Promise<boolean>((resolve) => {
+        const done = (ok: boolean): void => {
+          clearTimeout(t);
+          redis.off("ready", onReady);
+          resolve(ok);
+        };
+        const onReady = (): void => done(true);
+        const t = setTimeout(() => done(false), timeoutMs);
+        redis.on("ready", onReady);
+      });
+    },
     async close() {
       ready = false;
       if (redis.status === "end") return;

@@ -10,7 +10,7 @@
     KEYS[5] members              hash id -> "<az>|<gpusExpected>"
     KEYS[6] azs                  set of AZ names
     KEYS[7] expired              set of ids whose hash expired
-    KEYS[8] suspect              hash of soft check codes the leader marked suspect
+    KEYS[8] suspect              hash written by the leader; field `codes` = suspect soft check codes, comma separated
 
     ARGV[1]  node id            ARGV[2]  az               ARGV[3]  status
     ARGV[4]  phase              ARGV[5]  weight           ARGV[6]  load score
@@ -22,7 +22,7 @@
     ARGV[15] events MAXLEN      ARGV[16] key prefix (to leave a previous AZ's set)
 
   Output:
-    {changed (1/0), {suspect check codes...}}
+    {changed (1/0), suspect codes (comma separated, "" = none)}
 ]]
 local id = ARGV[1]
 local az = ARGV[2]
@@ -52,4 +52,4 @@ if prev[1] ~= ARGV[3] or back == 1 then
     "type", "node", "node", id, "az", az, "from", prev[1] or "", "status", ARGV[3],
     "soft", ARGV[13], "hard", ARGV[14])
 end
-return {changed, redis.call("HKEYS", KEYS[8])}
+return {changed, redis.call("HGET", KEYS[8], "codes") or ""}

@@ -17,7 +17,7 @@
  * | `fence:last`           | hash   | lease + fenced writes | `token, holder` of the highest token accepted; lower tokens are refused |
  * | `tier`                 | hash   | leader (fenced)       | `level` (L0–L4), `reason, leader, token, updatedAt` |
  * | `standby:wake`         | hash   | leader (fenced)       | desired state of the standby AZ: `wake` (1/0), `az, reason, leader, token, updatedAt` |
- * | `suspect`              | hash   | leader (fenced)       | soft check code → epoch ms it was marked suspect (blast-radius cap) |
+ * | `suspect`              | hash   | leader (fenced)       | `codes` (suspect soft check codes, comma separated; blast-radius cap) + `counts`, `leader, token, updatedAt` |
  * | `events`               | stream | agents + leader       | every node status, AZ state, tier and standby transition, capped by `MAXLEN ~` |
  */
 export class RedisKeys {

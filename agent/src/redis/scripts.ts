@@ -7,7 +7,7 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { ChainableCommander, Redis } from "ioredis";
 
-export const SCRIPT_NAMES = ["acquire", "renew", "release", "fencedHset", "publish", "remove", "sweep"] as const;
+export const SCRIPT_NAMES = ["acquire", "renew", "release", "fencedHset", "heartbeat", "remove", "sweep"] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
 export class ScriptLoadError extends Error {
@@ -59,12 +59,13 @@ function loadAll(): Map<string, LoadedScript> {
   return out;
 }
 
+const defined = new WeakSet<Redis>();
+
 /** Registers every script on a client (idempotent). Pipelines made from it get them too. */
 export function defineScripts(redis: Redis): void {
-  for (const s of loadAll().values()) {
-    if (typeof (redis as unknown as Record<string, unknown>)[s.command] === "function") continue;
-    redis.defineCommand(s.command, { numberOfKeys: s.numberOfKeys, lua: s.lua });
-  }
+  if (defined.has(redis)) return;
+  for (const s of loadAll().values()) redis.defineCommand(s.command, { numberOfKeys: s.numberOfKeys, lua: s.lua });
+  defined.add(redis);
 }
 
 function fn(redis: Redis, name: ScriptName): ScriptFn {
@@ -185,17 +186,18 @@ export interface PublishResult {
 }
 
 export function parsePublishReply(r: unknown): PublishResult {
-  const [changed, suspect] = r as [number, unknown[]];
-  return { changed: num(changed) === 1, suspect: (suspect ?? []).map(String) };
+  const [changed, suspect] = r as [number, unknown];
+  const codes = String(suspect ?? "");
+  return { changed: num(changed) === 1, suspect: codes === "" ? [] : codes.split(",") };
 }
 
 export async function publishScript(redis: Redis, k: PublishKeys, a: PublishArgs): Promise<PublishResult> {
-  return parsePublishReply(await fn(redis, "publish")(...publishArgv(k, a)));
+  return parsePublishReply(await fn(redis, "heartbeat")(...publishArgv(k, a)));
 }
 
 /** Queues one heartbeat on a pipeline (the bench's simulated fleet). */
 export function publishOnPipeline(p: ChainableCommander, k: PublishKeys, a: PublishArgs): ChainableCommander {
-  return pfn(p, "publish")(...publishArgv(k, a));
+  return pfn(p, "heartbeat")(...publishArgv(k, a));
 }
 
 export async function removeScript(

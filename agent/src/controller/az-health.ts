@@ -1,0 +1,86 @@
+/**
+ * What `GET /az/health` answers on every agent: the leader's published state of this node's
+ * AZ. Route53 (or PowerDNS `ifurlup`) pulls the zone from DNS on 503, so this fails OPEN:
+ * Redis unreachable, nothing published yet, or a state no leader refreshed lately all answer
+ * 200 with `stale: true` — losing Redis must never take a healthy zone out of DNS.
+ */
+import type { Redis } from "ioredis";
+import type { RedisKeys } from "../redis/keys";
+import { AZ_STATES, type AzState } from "./state";
+
+export interface AzHealthBody {
+  az: string;
+  state: AzState | "UNKNOWN";
+  healthyCapacity: number | null;
+  totalCapacity: number | null;
+  /** Holder id of the leader that published the state. */
+  leader: string | null;
+  fencingToken: number | null;
+  /** Epoch ms of the publication. */
+  updatedAt?: number;
+  /** Present (true) when the answer does not come from a fresh publication. */
+  stale?: true;
+  /** Why the answer is stale. */
+  staleReason?: "redis-unreachable" | "not-published" | "too-old";
+}
+
+export interface AzHealthResponse {
+  code: 200 | 503;
+  body: AzHealthBody;
+}
+
+class AzHealthTimeoutError extends Error {
+  constructor(ms: number) {
+    super(`az health read timed out after ${ms} ms`);
+    this.name = "AzHealthTimeoutError";
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let t: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<T>((_r, reject) => {
+      t = setTimeout(() => reject(new AzHealthTimeoutError(ms)), ms);
+    }),
+  ]).finally(() => clearTimeout(t));
+}
+
+export interface AzHealthOptions {
+  /** Skip Redis and fail open at once (the client knows it is disconnected). */
+  connected?: boolean;
+  /** Read timeout. Default 300 ms (a health checker must get an answer). */
+  timeoutMs?: number;
+  /** A publication older than this is stale. Default 30000 ms. */
+  staleAfterMs?: number;
+  now?: number;
+}
+
+export async function readAzHealth(redis: Redis, keys: RedisKeys, az: string, o: AzHealthOptions = {}): Promise<AzHealthResponse> {
+  const open = (staleReason: AzHealthBody["staleReason"]): AzHealthResponse => ({
+    code: 200,
+    body: { az, state: "UNKNOWN", healthyCapacity: null, totalCapacity: null, leader: null, fencingToken: null, stale: true, staleReason },
+  });
+  if (o.connected === false) return open("redis-unreachable");
+  let h: Record<string, string>;
+  try {
+    h = await withTimeout(redis.hgetall(keys.azState(az)), o.timeoutMs ?? 300);
+  } catch {
+    return open("redis-unreachable");
+  }
+  if (!h.state || !(AZ_STATES as readonly string[]).includes(h.state)) return open("not-published");
+  const body: AzHealthBody = {
+    az,
+    state: h.state as AzState,
+    healthyCapacity: Number(h.healthyCapacity),
+    totalCapacity: Number(h.totalCapacity),
+    leader: h.leader ?? null,
+    fencingToken: h.token ? Number(h.token) : null,
+    updatedAt: Number(h.updatedAt),
+  };
+  const age = (o.now ?? Date.now()) - body.updatedAt!;
+  if (!(age <= (o.staleAfterMs ?? 30_000))) {
+    return { code: 200, body: { ...body, stale: true, staleReason: "too-old" } };
+  }
+  return { code: body.state === "DOWN" ? 503 : 200, body };
+}

@@ -1,0 +1,207 @@
+/**
+ * The leader's duties (L2–L4): while the lease is held, every period it sweeps expired
+ * nodes out of the available sets, reads the registry, evaluates (pure, `state.ts`) and
+ * publishes AZ states, the tier, the suspect checks and the standby desired state — each
+ * a fenced write. A refused write means a newer leader exists: the lease steps down and
+ * this loop ends with the term's signal.
+ */
+import type { Redis } from "ioredis";
+import type { FencedWriter } from "../redis/fenced";
+import type { RedisKeys } from "../redis/keys";
+import type { LeaderLease } from "../redis/lease";
+import { readSnapshot } from "../redis/registry";
+import type { Logger } from "../util/log";
+import type { FleetMetrics } from "./metrics";
+import {
+  AZ_STATES,
+  emptyControllerMemory,
+  evaluate,
+  resolveControllerSettings,
+  TIER_LEVELS,
+  type AzState,
+  type ControllerMemory,
+  type ControllerSettings,
+  type Evaluation,
+} from "./state";
+
+export interface ControllerOptions {
+  redis: Redis;
+  keys: RedisKeys;
+  lease: LeaderLease;
+  writer: FencedWriter;
+  settings?: Partial<ControllerSettings>;
+  log: Logger;
+  metrics?: FleetMetrics;
+  /** Registry heartbeat TTL: nodes silent longer are checked for expiry by the sweep. */
+  heartbeatTtlMs?: number;
+}
+
+export class Controller {
+  readonly settings: Readonly<ControllerSettings>;
+  private readonly o: ControllerOptions;
+  private readonly log: Logger;
+  private closed = false;
+  private timer: NodeJS.Timeout | null = null;
+  private memory: ControllerMemory = emptyControllerMemory();
+  private last: Evaluation | null = null;
+  private lastAggregationMs: number | null = null;
+  private ticks = 0;
+  private readonly onAcquired = (token: number): void => {
+    const term = this.o.lease.current;
+    if (term && term.token === token) void this.runTerm(term.signal);
+  };
+
+  constructor(o: ControllerOptions) {
+    this.o = o;
+    this.settings = resolveControllerSettings(o.settings);
+    this.log = o.log.child({ component: "controller" });
+  }
+
+  /** The last evaluation this process published (null when it never led). */
+  get lastEvaluation(): Evaluation | null {
+    return this.last;
+  }
+  get lastAggregationTimeMs(): number | null {
+    return this.lastAggregationMs;
+  }
+  get tickCount(): number {
+    return this.ticks;
+  }
+
+  start(): void {
+    this.o.lease.on("acquired", this.onAcquired);
+    const term = this.o.lease.current;
+    if (term) void this.runTerm(term.signal);
+  }
+
+  stop(): void {
+    this.closed = true;
+    this.o.lease.off("acquired", this.onAcquired);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private async runTerm(signal: AbortSignal): Promise<void> {
+    try {
+      await this.seedMemory();
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, "could not read the published state; starting fresh");
+      this.memory = emptyControllerMemory();
+    }
+    const loop = (): void => {
+      if (this.closed || signal.aborted) return;
+      const started = performance.now();
+      this.tick()
+        .catch((err: unknown) => {
+          if (!signal.aborted) this.log.warn({ err: (err as Error).message }, "controller period failed");
+        })
+        .finally(() => {
+          if (this.closed || signal.aborted) return;
+          const wait = Math.max(0, this.settings.intervalMs - (performance.now() - started));
+          this.timer = setTimeout(loop, wait);
+        });
+    };
+    signal.addEventListener("abort", () => {
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = null;
+    }, { once: true });
+    loop();
+  }
+
+  /** A new leader continues from what the previous one published, so hysteresis does not restart. */
+  private async seedMemory(): Promise<void> {
+    const { redis, keys } = this.o;
+    const azs = await redis.smembers(keys.azs);
+    const mem = emptyControllerMemory();
+    const p = redis.pipeline();
+    for (const az of azs) p.hgetall(keys.azState(az));
+    p.hgetall(keys.standbyWake);
+    const rs = (await p.exec()) ?? [];
+    azs.forEach((az, i) => {
+      const h = (rs[i]?.[1] ?? {}) as Record<string, string>;
+      if ((AZ_STATES as readonly string[]).includes(h.state)) {
+        mem.az.set(az, { state: h.state as AzState, better: 0, since: Number(h.since ?? Date.now()) });
+      }
+    });
+    const sb = (rs[azs.length]?.[1] ?? {}) as Record<string, string>;
+    if (sb.wake === "1") mem.standby = { wake: true, lastTriggerAt: Number(sb.lastTriggerAt ?? Date.now()) };
+    this.memory = mem;
+  }
+
+  /** One period: sweep, read, evaluate, publish (all fenced). */
+  async tick(now = Date.now()): Promise<Evaluation | null> {
+    const { redis, keys, writer, metrics } = this.o;
+    if (!this.o.lease.current) return null;
+    const sweep = await writer.sweep({
+      silentMs: Math.min(this.settings.intervalMs, this.o.heartbeatTtlMs ?? this.settings.intervalMs),
+      forgetAfterMs: this.settings.forgetAfterMs,
+    });
+    if (!sweep.accepted) return null;
+    if (sweep.expired) this.log.info({ expired: sweep.expired }, "expired nodes swept from the available sets");
+    const t0 = performance.now();
+    const snap = await readSnapshot(redis, keys);
+    const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now);
+    const aggMs = performance.now() - t0;
+    this.lastAggregationMs = aggMs;
+    metrics?.controllerTick.observe(aggMs / 1000);
+
+    const writes: Promise<{ accepted: boolean }>[] = [];
+    for (const a of evaluation.azs) {
+      const since = memory.az.get(a.az)?.since ?? now;
+      writes.push(
+        writer.hset(keys.azState(a.az), {
+          state: a.state, healthyCapacity: a.healthyCapacity, totalCapacity: a.totalCapacity,
+          nodes: a.nodes, nodesIn: a.nodesIn, since, updatedAt: now,
+        }, { changeField: "state", eventType: "az" }),
+      );
+    }
+    writes.push(writer.hset(keys.tier, { level: evaluation.tier.level, reason: evaluation.tier.reason, updatedAt: now }, { changeField: "level", eventType: "tier" }));
+    writes.push(
+      writer.hset(keys.suspect, {
+        codes: evaluation.suspect.join(","),
+        counts: JSON.stringify(evaluation.suspectCounts),
+        updatedAt: now,
+      }, { changeField: "codes", eventType: "suspect", mode: "replace" }),
+    );
+    if (evaluation.standby.az) {
+      writes.push(
+        writer.hset(keys.standbyWake, {
+          az: evaluation.standby.az, wake: evaluation.standby.wake ? 1 : 0, reason: evaluation.standby.reason,
+          lastTriggerAt: memory.standby.lastTriggerAt ?? 0, updatedAt: now,
+        }, { changeField: "wake", eventType: "standby" }),
+      );
+    }
+    const results = await Promise.all(writes);
+    if (results.some((r) => !r.accepted)) return null;
+
+    this.logTransitions(evaluation);
+    this.memory = memory;
+    this.last = evaluation;
+    this.ticks += 1;
+    if (metrics) {
+      for (const a of evaluation.azs) metrics.setAz(a.az, a.state, a.healthyCapacity, a.totalCapacity);
+      metrics.setTier(evaluation.tier.level);
+      metrics.setSuspect(evaluation.suspect);
+      metrics.standbyWake.set(evaluation.standby.wake ? 1 : 0);
+    }
+    return evaluation;
+  }
+
+  private logTransitions(e: Evaluation): void {
+    const prev = this.last;
+    for (const a of e.azs) {
+      const before = prev?.azs.find((x) => x.az === a.az)?.state;
+      if (before !== a.state) this.log.warn({ az: a.az, from: before ?? null, to: a.state, healthy: a.healthyCapacity, total: a.totalCapacity }, "AZ state");
+    }
+    if (prev?.tier.level !== e.tier.level) {
+      const worse = TIER_LEVELS.indexOf(e.tier.level) > TIER_LEVELS.indexOf(prev?.tier.level ?? "L0");
+      this.log[worse ? "warn" : "info"]({ from: prev?.tier.level ?? null, to: e.tier.level, reason: e.tier.reason }, "tier");
+    }
+    if ((prev?.suspect.join(",") ?? "") !== e.suspect.join(",")) {
+      this.log.warn({ suspect: e.suspect, counts: e.suspectCounts }, "blast-radius cap: suspect checks changed");
+    }
+    if (prev?.standby.wake !== e.standby.wake && e.standby.az) {
+      this.log.warn({ az: e.standby.az, wake: e.standby.wake, reason: e.standby.reason }, "standby desired state");
+    }
+  }
+}

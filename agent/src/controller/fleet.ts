@@ -1,0 +1,187 @@
+/**
+ * The fleet layer in one object for the agent's `main`: the registry heartbeat (every node),
+ * the leader lease and the controller (whichever node leads), and `/az/health`.
+ *
+ *   const fleet = new Fleet({ redisUrl, cluster, nodeId, az, intervalMs, log, metrics });
+ *   fleet.start(() => report);     // after the first decision
+ *   ...GET /az/health → await fleet.azHealth(); GET /status → fleet.status()
+ *   await fleet.stop();            // SIGTERM: releases the lease, removes the node
+ */
+import type { Registry as PromRegistry } from "prom-client";
+import type { ConnectionOptions } from "node:tls";
+import { createRedisClient, type RedisClient } from "../redis/client";
+import { FencedWriter } from "../redis/fenced";
+import { RedisKeys } from "../redis/keys";
+import { LeaderLease, type LeaseSettings } from "../redis/lease";
+import { Registry, type NodeReport } from "../redis/registry";
+import type { Logger } from "../util/log";
+import { readAzHealth, type AzHealthResponse } from "./az-health";
+import { Controller } from "./controller";
+import { FleetMetrics } from "./metrics";
+import type { ControllerSettings, Evaluation, TierLevel } from "./state";
+
+export interface FleetOptions {
+  /** `redis://` or `rediss://` (`LLMHA_REDIS_URL`); may carry the password. */
+  redisUrl: string;
+  /** `LLMHA_CLUSTER`: the key namespace. */
+  cluster: string;
+  nodeId: string;
+  az: string;
+  /** Heartbeat period (`LLMHA_INTERVAL_MS`); the node hash expires after 3 of them. */
+  intervalMs: number;
+  lease?: Partial<LeaseSettings>;
+  /** Controller settings; `intervalMs` defaults to the heartbeat period. */
+  controller?: Partial<ControllerSettings>;
+  log: Logger;
+  /** The agent's Prometheus registry; the `llmha_…` fleet series are added to it. */
+  metrics: PromRegistry;
+  /** TLS options for `rediss://` (CA, servername). */
+  tls?: ConnectionOptions;
+  /** Auth token given apart from the URL. */
+  password?: string;
+  /** Lease holder id. Default `<nodeId>/<pid>`. */
+  holderId?: string;
+  /** Take part in the leader election. Default true. */
+  contend?: boolean;
+}
+
+export interface FleetStatus {
+  redis: { url: string; connected: boolean; errors: number; lastPublishedAt: number | null };
+  lease: { holderId: string; isLeader: boolean; leader: string | null; token: number | null; highestToken: number; acquisitions: number };
+  controller: { tier: TierLevel | null; suspect: string[]; azs: Evaluation["azs"]; lastAggregationMs: number | null } | null;
+}
+
+export class Fleet {
+  readonly keys: RedisKeys;
+  readonly client: RedisClient;
+  readonly registry: Registry;
+  readonly lease: LeaderLease;
+  readonly controller: Controller;
+  readonly metrics: FleetMetrics;
+  private readonly o: FleetOptions;
+  private readonly log: Logger;
+  private started = false;
+  private stopped = false;
+  private connTimer: NodeJS.Timeout | null = null;
+
+  constructor(o: FleetOptions) {
+    this.o = o;
+    this.log = o.log.child({ component: "fleet" });
+    this.keys = new RedisKeys(o.cluster);
+    this.metrics = new FleetMetrics(o.metrics, o.az);
+    const holderId = o.holderId ?? `${o.nodeId}/${process.pid}`;
+    this.client = createRedisClient(o.redisUrl, { name: `llmha-${holderId}`, log: o.log, tls: o.tls, password: o.password });
+    this.registry = new Registry({
+      client: this.client,
+      keys: this.keys,
+      settings: { intervalMs: o.intervalMs },
+      log: o.log,
+      onHeartbeat: (ok) => {
+        this.metrics.heartbeats.inc({ result: ok ? "ok" : "error" });
+        if (!ok) this.metrics.redisErrors.inc();
+        this.metrics.redisConnected.set(ok ? 1 : 0);
+      },
+    });
+    this.lease = new LeaderLease({ redis: this.client.redis, keys: this.keys, holderId, settings: o.lease, log: o.log });
+    const writer = new FencedWriter(this.client.redis, this.keys, this.lease);
+    writer.onRejected = () => this.metrics.staleWritesRejected.inc();
+    this.controller = new Controller({
+      redis: this.client.redis,
+      keys: this.keys,
+      lease: this.lease,
+      writer,
+      settings: { intervalMs: o.intervalMs, ...o.controller },
+      log: o.log,
+      metrics: this.metrics,
+      heartbeatTtlMs: this.registry.ttlMs,
+    });
+    this.lease.on("acquired", (token) => {
+      this.metrics.leader.set(1);
+      this.metrics.fencingToken.set(token);
+      this.metrics.leaseAcquisitions.inc();
+    });
+    this.lease.on("lost", (reason) => {
+      this.metrics.leader.set(0);
+      this.metrics.fencingToken.set(0);
+      this.metrics.leaseLosses.inc({ reason });
+    });
+  }
+
+  get isLeader(): boolean {
+    return this.lease.isLeader;
+  }
+
+  /** Soft checks the leader marked suspect: the evaluator should not take nodes out for them. */
+  get suspectChecks(): readonly string[] {
+    return this.registry.suspectChecks;
+  }
+
+  start(getReport: () => NodeReport): void {
+    if (this.started || this.stopped) return;
+    this.started = true;
+    this.registry.start(getReport);
+    this.controller.start();
+    // Contend once connected: a first attempt that fails would wait a whole contend period.
+    void this.client.whenReady(2000).then(() => {
+      if (!this.stopped && this.o.contend !== false) this.lease.start();
+    });
+    // the connected gauge also follows the socket between heartbeats
+    const watch = (): void => {
+      if (this.stopped) return;
+      if (!this.client.connected) this.metrics.redisConnected.set(0);
+      this.connTimer = setTimeout(watch, 1000);
+    };
+    watch();
+    this.log.info({ redis: this.client.safeUrl, cluster: this.o.cluster, az: this.o.az, holderId: this.lease.holderId }, "fleet started");
+  }
+
+  /** Ordered shutdown: stop leading (release), leave the registry, close the connection. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    if (this.connTimer) clearTimeout(this.connTimer);
+    this.controller.stop();
+    await this.lease.release();
+    try {
+      await this.registry.remove();
+    } catch (err) {
+      this.registry.stopLoop();
+      this.log.warn({ err: (err as Error).message }, "could not remove the node from the registry; it expires by TTL");
+    }
+    await this.client.close();
+    this.metrics.leader.set(0);
+    this.metrics.redisConnected.set(0);
+  }
+
+  /** `GET /az/health` for this node's AZ; fails open (200, stale) without Redis. */
+  async azHealth(): Promise<AzHealthResponse> {
+    return readAzHealth(this.client.redis, this.keys, this.o.az, {
+      connected: this.client.connected,
+      staleAfterMs: this.controller.settings.staleAfterMs,
+    });
+  }
+
+  /** The fleet part of `GET /status`. */
+  status(): FleetStatus {
+    const e = this.controller.lastEvaluation;
+    return {
+      redis: {
+        url: this.client.safeUrl,
+        connected: this.registry.connected,
+        errors: this.registry.errors,
+        lastPublishedAt: this.registry.lastPublishedAt,
+      },
+      lease: {
+        holderId: this.lease.holderId,
+        isLeader: this.lease.isLeader,
+        leader: this.lease.leaderId,
+        token: this.lease.token,
+        highestToken: this.lease.highestToken,
+        acquisitions: this.lease.acquisitionCount,
+      },
+      controller: this.lease.isLeader && e
+        ? { tier: e.tier.level, suspect: e.suspect, azs: e.azs, lastAggregationMs: this.controller.lastAggregationTimeMs }
+        : null,
+    };
+  }
+}

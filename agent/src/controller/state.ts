@@ -1,0 +1,288 @@
+/**
+ * The controller's decisions as pure functions of (registry snapshot, previous memory,
+ * settings, clock): AZ state with hysteresis, tier level L0–L4, the blast-radius cap and
+ * the standby wake-up. No I/O here; `controller.ts` reads Redis and publishes the result.
+ */
+import type { NodeView, RegistrySnapshot } from "../redis/registry";
+
+export const AZ_STATES = ["OK", "DEGRADED", "DOWN"] as const;
+export type AzState = (typeof AZ_STATES)[number];
+
+export const TIER_LEVELS = ["L0", "L1", "L2", "L3", "L4"] as const;
+export type TierLevel = (typeof TIER_LEVELS)[number];
+
+export interface ControllerSettings {
+  /** Evaluation and publication period. Default 1000 ms. */
+  intervalMs: number;
+  /** An AZ whose healthy/total GPU capacity falls below this is DEGRADED (traffic crosses zones, L2). Default 0.75. */
+  degradedBelow: number;
+  /** Below this it is DOWN (pulled from DNS, L3). Default 0.25; no healthy GPU at all is always DOWN. */
+  downBelow: number;
+  /** To improve, the ratio must clear the threshold by this much… Default 0.1. */
+  hysteresis: number;
+  /** …for this many consecutive evaluations. Worsening acts at once. Default 3. */
+  recoverPeriods: number;
+  /** Blast-radius cap: more than this share of live nodes failing one soft check makes it suspect. Default 0.5. */
+  blastFraction: number;
+  /** The cap needs at least this many live nodes. Default 3. */
+  blastMinNodes: number;
+  /** A node counts for a check if it reported it failing within this window. Default 30000 ms. */
+  blastWindowMs: number;
+  /** The AZ kept scaled to zero that the controller may wake; null = none. Default null. */
+  standbyAz: string | null;
+  /** Keep wanting the standby awake this long after the last trigger. Default 600000 ms. */
+  standbyHoldMs: number;
+  /** Nodes silent this long leave their AZ's total capacity. Default 600000 ms. */
+  forgetAfterMs: number;
+  /** `/az/health` flags a state older than this as stale and fails open. Default 30000 ms. */
+  staleAfterMs: number;
+}
+
+export const DEFAULT_CONTROLLER_SETTINGS: Readonly<ControllerSettings> = Object.freeze({
+  intervalMs: 1000,
+  degradedBelow: 0.75,
+  downBelow: 0.25,
+  hysteresis: 0.1,
+  recoverPeriods: 3,
+  blastFraction: 0.5,
+  blastMinNodes: 3,
+  blastWindowMs: 30_000,
+  standbyAz: null,
+  standbyHoldMs: 600_000,
+  forgetAfterMs: 600_000,
+  staleAfterMs: 30_000,
+});
+
+export class ControllerSettingsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ControllerSettingsError";
+  }
+}
+
+export function resolveControllerSettings(s: Partial<ControllerSettings> = {}): Readonly<ControllerSettings> {
+  const r = Object.freeze({ ...DEFAULT_CONTROLLER_SETTINGS, ...s });
+  if (!(r.downBelow >= 0 && r.downBelow <= r.degradedBelow && r.degradedBelow <= 1)) {
+    throw new ControllerSettingsError(`need 0 ≤ downBelow (${r.downBelow}) ≤ degradedBelow (${r.degradedBelow}) ≤ 1`);
+  }
+  if (r.hysteresis < 0 || r.recoverPeriods < 1 || r.intervalMs <= 0) {
+    throw new ControllerSettingsError("hysteresis must be ≥ 0, recoverPeriods ≥ 1, intervalMs > 0");
+  }
+  if (r.blastFraction <= 0 || r.blastFraction >= 1) throw new ControllerSettingsError("blastFraction must be in (0, 1)");
+  return r;
+}
+
+const RANK: Record<AzState, number> = { OK: 0, DEGRADED: 1, DOWN: 2 };
+
+export interface AzMemory {
+  state: AzState;
+  /** Consecutive evaluations that qualified for a better state. */
+  better: number;
+  /** Epoch ms the state was entered. */
+  since: number;
+}
+
+function stateFor(ratio: number, healthy: number, degradedBelow: number, downBelow: number): AzState {
+  if (healthy <= 0 || ratio < downBelow) return "DOWN";
+  if (ratio < degradedBelow) return "DEGRADED";
+  return "OK";
+}
+
+/** Next state of one AZ: worse at once, better only past threshold + hysteresis for `recoverPeriods` evaluations. */
+export function nextAzState(
+  prev: AzMemory | undefined,
+  healthy: number,
+  total: number,
+  s: Pick<ControllerSettings, "degradedBelow" | "downBelow" | "hysteresis" | "recoverPeriods">,
+  now: number,
+): AzMemory {
+  const ratio = total > 0 ? healthy / total : 0;
+  const raw = stateFor(ratio, healthy, s.degradedBelow, s.downBelow);
+  if (!prev) return { state: raw, better: 0, since: now };
+  if (RANK[raw] > RANK[prev.state]) return { state: raw, better: 0, since: now };
+  const up = stateFor(ratio, healthy, s.degradedBelow + s.hysteresis, s.downBelow + s.hysteresis);
+  if (RANK[up] < RANK[prev.state]) {
+    const better = prev.better + 1;
+    if (better >= s.recoverPeriods) return { state: up, better: 0, since: now };
+    return { ...prev, better };
+  }
+  return { ...prev, better: 0 };
+}
+
+export interface Tier {
+  level: TierLevel;
+  reason: string;
+}
+
+/** L4 every AZ down; L3 an AZ down (DNS); L2 an AZ degraded (cross-zone); L1 some node out; L0 all well. */
+export function tierLevel(azs: ReadonlyMap<string, AzState>, nodesOut: readonly string[]): Tier {
+  const list = [...azs.entries()].sort(([a], [b]) => a.localeCompare(b));
+  const down = list.filter(([, st]) => st === "DOWN").map(([az]) => az);
+  const degraded = list.filter(([, st]) => st === "DEGRADED").map(([az]) => az);
+  if (list.length > 0 && down.length === list.length) return { level: "L4", reason: `every AZ down: ${down.join(",")}` };
+  if (down.length) return { level: "L3", reason: `AZ down: ${down.join(",")}` };
+  if (degraded.length) return { level: "L2", reason: `AZ degraded: ${degraded.join(",")}` };
+  if (nodesOut.length) {
+    const shown = nodesOut.slice(0, 5).join(",") + (nodesOut.length > 5 ? `,+${nodesOut.length - 5}` : "");
+    return { level: "L1", reason: `nodes out: ${shown}` };
+  }
+  return { level: "L0", reason: list.length ? "all AZs OK" : "no nodes registered" };
+}
+
+export interface BlastMemory {
+  /** check code → node id → last epoch ms the node reported it failing. */
+  seen: Map<string, Map<string, number>>;
+  /** check code → epoch ms it became suspect. */
+  suspect: Map<string, number>;
+}
+
+export function emptyBlastMemory(): BlastMemory {
+  return { seen: new Map(), suspect: new Map() };
+}
+
+export interface BlastResult {
+  memory: BlastMemory;
+  /** Suspect soft check codes, sorted. */
+  suspect: string[];
+  /** Distinct live nodes failing each soft check within the window. */
+  counts: Record<string, number>;
+}
+
+/**
+ * Blast-radius cap: when more than `blastFraction` of the live nodes failed the same soft
+ * check within the window, the check (the probe, or a dependency they share) is the
+ * likelier fault: mark it suspect so the nodes are kept in instead of emptying the fleet.
+ */
+export function blastRadius(
+  prev: BlastMemory,
+  nodes: readonly NodeView[],
+  s: Pick<ControllerSettings, "blastFraction" | "blastMinNodes" | "blastWindowMs">,
+  now: number,
+): BlastResult {
+  const live = nodes.filter((n) => n.alive);
+  const liveIds = new Set(live.map((n) => n.nodeId));
+  const seen = new Map<string, Map<string, number>>();
+  for (const [code, m] of prev.seen) {
+    const kept = new Map([...m].filter(([id, t]) => liveIds.has(id) && now - t <= s.blastWindowMs));
+    if (kept.size) seen.set(code, kept);
+  }
+  for (const n of live) {
+    for (const code of n.soft) {
+      let m = seen.get(code);
+      if (!m) seen.set(code, (m = new Map()));
+      m.set(n.nodeId, now);
+    }
+  }
+  const counts: Record<string, number> = {};
+  const suspect = new Map<string, number>();
+  for (const [code, m] of seen) {
+    counts[code] = m.size;
+    if (live.length >= s.blastMinNodes && m.size / live.length > s.blastFraction) {
+      suspect.set(code, prev.suspect.get(code) ?? now);
+    }
+  }
+  return { memory: { seen, suspect }, suspect: [...suspect.keys()].sort(), counts };
+}
+
+export interface StandbyMemory {
+  wake: boolean;
+  lastTriggerAt: number | null;
+}
+
+export interface StandbyDecision {
+  az: string | null;
+  wake: boolean;
+  reason: string;
+}
+
+/** Desired state of the standby AZ: awake when an active AZ is degraded or down (L2+), held for `standbyHoldMs`. */
+export function standbyDecision(
+  prev: StandbyMemory,
+  azs: ReadonlyMap<string, AzState>,
+  s: Pick<ControllerSettings, "standbyAz" | "standbyHoldMs">,
+  now: number,
+): { memory: StandbyMemory; decision: StandbyDecision } {
+  if (!s.standbyAz) return { memory: prev, decision: { az: null, wake: false, reason: "no standby AZ" } };
+  const hurt = [...azs.entries()].filter(([az, st]) => az !== s.standbyAz && st !== "OK").map(([az, st]) => `${az}=${st}`);
+  if (hurt.length) {
+    return { memory: { wake: true, lastTriggerAt: now }, decision: { az: s.standbyAz, wake: true, reason: `capacity lost: ${hurt.join(",")}` } };
+  }
+  if (prev.wake && prev.lastTriggerAt !== null && now - prev.lastTriggerAt < s.standbyHoldMs) {
+    return { memory: prev, decision: { az: s.standbyAz, wake: true, reason: "holding after recovery" } };
+  }
+  return { memory: { wake: false, lastTriggerAt: prev.lastTriggerAt }, decision: { az: s.standbyAz, wake: false, reason: "active AZs OK" } };
+}
+
+export interface AzView {
+  az: string;
+  state: AzState;
+  healthyCapacity: number;
+  totalCapacity: number;
+  nodes: number;
+  nodesIn: number;
+}
+
+export interface ControllerMemory {
+  az: Map<string, AzMemory>;
+  blast: BlastMemory;
+  standby: StandbyMemory;
+}
+
+export function emptyControllerMemory(): ControllerMemory {
+  return { az: new Map(), blast: emptyBlastMemory(), standby: { wake: false, lastTriggerAt: null } };
+}
+
+export interface Evaluation {
+  azs: AzView[];
+  tier: Tier;
+  suspect: string[];
+  suspectCounts: Record<string, number>;
+  standby: StandbyDecision;
+  nodesOut: string[];
+}
+
+/**
+ * One controller period. A node counts as healthy capacity when it takes traffic, or when
+ * every reason it is out is a suspect soft check with no hard fault (blast-radius cap: keep
+ * them in). Total capacity counts every member, dead ones included, until forgotten.
+ */
+export function evaluate(
+  snap: RegistrySnapshot,
+  mem: ControllerMemory,
+  s: Readonly<ControllerSettings>,
+  now: number,
+): { evaluation: Evaluation; memory: ControllerMemory } {
+  const blast = blastRadius(mem.blast, snap.nodes, s, now);
+  const suspect = new Set(blast.suspect);
+  const byAz = new Map<string, { healthy: number; total: number; nodes: number; nodesIn: number }>();
+  const nodesOut: string[] = [];
+  for (const n of snap.nodes) {
+    const a = byAz.get(n.az) ?? { healthy: 0, total: 0, nodes: 0, nodesIn: 0 };
+    byAz.set(n.az, a);
+    a.total += n.gpusExpected;
+    a.nodes += 1;
+    const keptIn = n.alive && !n.takesTraffic && n.hard.length === 0 && n.soft.length > 0 && n.soft.every((c) => suspect.has(c));
+    if (n.takesTraffic || keptIn) {
+      a.healthy += Math.min(n.gpus, n.gpusExpected || n.gpus);
+      a.nodesIn += 1;
+    } else {
+      nodesOut.push(n.nodeId);
+    }
+  }
+  const azMem = new Map<string, AzMemory>();
+  const states = new Map<string, AzState>();
+  const azs: AzView[] = [];
+  for (const [az, a] of [...byAz.entries()].sort(([x], [y]) => x.localeCompare(y))) {
+    if (a.total <= 0) continue; // a standby AZ scaled to zero has no capacity to judge
+    const m = nextAzState(mem.az.get(az), a.healthy, a.total, s, now);
+    azMem.set(az, m);
+    states.set(az, m.state);
+    azs.push({ az, state: m.state, healthyCapacity: a.healthy, totalCapacity: a.total, nodes: a.nodes, nodesIn: a.nodesIn });
+  }
+  const tier = tierLevel(states, nodesOut.sort());
+  const sb = standbyDecision(mem.standby, states, s, now);
+  return {
+    evaluation: { azs, tier, suspect: blast.suspect, suspectCounts: blast.counts, standby: sb.decision, nodesOut },
+    memory: { az: azMem, blast: blast.memory, standby: sb.memory },
+  };
+}

@@ -1,0 +1,306 @@
+/**
+ * The node registry: every agent heartbeats its node hash and keeps its AZ's available set
+ * exact, atomically (`heartbeat-8.lua`). When Redis is unreachable the agent keeps its last
+ * report (its HTTP and agent-check reporters serve local state anyway), retries with capped
+ * backoff, and re-registers the moment the connection is ready again.
+ */
+import type { Redis } from "ioredis";
+import { NODE_STATUSES, takesTraffic, type Decision, type NodeStatus, type ServingPhase } from "../types";
+import type { Logger } from "../util/log";
+import type { RedisClient } from "./client";
+import type { RedisKeys } from "./keys";
+import { publishScript, removeScript, type PublishArgs, type PublishKeys, type PublishResult } from "./scripts";
+
+/** What an agent publishes every period. */
+export interface NodeReport {
+  nodeId: string;
+  az: string;
+  decision: Decision;
+  /** Healthy GPUs on the node. */
+  gpus: number;
+  /** GPUs the node should have (`LLMHA_GPU_COUNT`). */
+  gpusExpected: number;
+  /** Model id served, null when none. */
+  model: string | null;
+}
+
+export interface RegistrySettings {
+  /** Heartbeat period. Default 1000 ms (`LLMHA_INTERVAL_MS`). */
+  intervalMs: number;
+  /** The node hash expires after this many missed periods. Default 3. */
+  ttlPeriods: number;
+  /** Longest wait between retries while Redis is unreachable. Default 5000 ms. */
+  maxBackoffMs: number;
+  /** Approximate cap of the events stream. Default 10000. */
+  eventsMaxLen: number;
+}
+
+export const DEFAULT_REGISTRY_SETTINGS: Readonly<RegistrySettings> = Object.freeze({
+  intervalMs: 1000,
+  ttlPeriods: 3,
+  maxBackoffMs: 5000,
+  eventsMaxLen: 10_000,
+});
+
+export class RegistryReportError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RegistryReportError";
+  }
+}
+
+/** Keys and arguments of one heartbeat (shared with the bench's simulated fleet). */
+export function heartbeatArgs(keys: RedisKeys, r: NodeReport, ttlMs: number, eventsMaxLen: number): { k: PublishKeys; a: PublishArgs } {
+  const d = r.decision;
+  return {
+    k: {
+      node: keys.node(r.nodeId),
+      available: keys.azAvailable(r.az),
+      events: keys.events,
+      nodes: keys.nodes,
+      members: keys.members,
+      azs: keys.azs,
+      expired: keys.expired,
+      suspect: keys.suspect,
+    },
+    a: {
+      nodeId: r.nodeId,
+      az: r.az,
+      status: d.status,
+      phase: d.phase,
+      weight: d.weight,
+      loadScore: Number.isFinite(d.loadScore) ? d.loadScore : 0,
+      gpus: r.gpus,
+      gpusExpected: r.gpusExpected,
+      model: r.model ?? "",
+      updatedAt: d.checkedAt,
+      ttlMs,
+      takesTraffic: takesTraffic(d),
+      // Soft codes acted on, pending (not yet `fall` times) and suppressed (suspect): the
+      // blast-radius cap counts them all, so a suspect check stays suspect while suppressed.
+      soft: [...new Set([...d.reasons.filter((x) => !x.hard), ...d.pending, ...d.suppressed].map((x) => x.code))].join(","),
+      hard: d.reasons.filter((x) => x.hard).map((x) => x.code).join(","),
+      eventsMaxLen,
+      prefix: keys.prefix,
+    },
+  };
+}
+
+export interface RegistryOptions {
+  client: RedisClient;
+  keys: RedisKeys;
+  settings?: Partial<RegistrySettings>;
+  log: Logger;
+  /** Called after every heartbeat attempt (metrics). */
+  onHeartbeat?: (ok: boolean) => void;
+}
+
+export class Registry {
+  readonly settings: Readonly<RegistrySettings>;
+  private readonly client: RedisClient;
+  private readonly keys: RedisKeys;
+  private readonly log: Logger;
+  private readonly onHeartbeat: (ok: boolean) => void;
+  private closed = false;
+  private timer: NodeJS.Timeout | null = null;
+  private getReport: (() => NodeReport) | null = null;
+  private failures = 0;
+  private errorCount = 0;
+  private last: NodeReport | null = null;
+  private lastOkAt: number | null = null;
+  private suspect: readonly string[] = [];
+  private everRegistered = false;
+  private inFlight = false;
+  private readonly onReady = (): void => {
+    // Redis is back: re-register now instead of waiting out the backoff.
+    if (this.failures > 0 && !this.closed && this.getReport) this.arm(0);
+  };
+
+  constructor(opts: RegistryOptions) {
+    this.settings = Object.freeze({ ...DEFAULT_REGISTRY_SETTINGS, ...opts.settings });
+    this.client = opts.client;
+    this.keys = opts.keys;
+    this.log = opts.log.child({ component: "registry" });
+    this.onHeartbeat = opts.onHeartbeat ?? (() => undefined);
+  }
+
+  get ttlMs(): number {
+    return this.settings.intervalMs * this.settings.ttlPeriods;
+  }
+  /** True when the last heartbeat reached Redis and the connection is up. */
+  get connected(): boolean {
+    return this.failures === 0 && this.lastOkAt !== null && this.client.connected;
+  }
+  /** Failed heartbeats since start. */
+  get errors(): number {
+    return this.errorCount;
+  }
+  /** The last report handed to the registry (kept while Redis is down). */
+  get lastReport(): NodeReport | null {
+    return this.last;
+  }
+  /** Epoch ms of the last heartbeat Redis accepted. */
+  get lastPublishedAt(): number | null {
+    return this.lastOkAt;
+  }
+  /** Soft check codes the leader marked suspect (blast-radius cap), as of the last heartbeat. */
+  get suspectChecks(): readonly string[] {
+    return this.suspect;
+  }
+
+  /** One heartbeat; throws when Redis does not answer. */
+  async publish(report: NodeReport): Promise<PublishResult> {
+    if (!NODE_STATUSES.includes(report.decision.status)) {
+      throw new RegistryReportError(`unknown status ${String(report.decision.status)}`);
+    }
+    this.last = report;
+    const { k, a } = heartbeatArgs(this.keys, report, this.ttlMs, this.settings.eventsMaxLen);
+    const r = await publishScript(this.client.redis, k, a);
+    this.suspect = r.suspect;
+    this.lastOkAt = Date.now();
+    return r;
+  }
+
+  /** Heartbeats every period from `getReport()` until `stop()`; the first one once connected (or after 2 s). */
+  start(getReport: () => NodeReport): void {
+    if (this.getReport || this.closed) return;
+    this.getReport = getReport;
+    this.client.redis.on("ready", this.onReady);
+    void this.client.whenReady(2000).then(() => this.arm(0));
+  }
+
+  private arm(ms: number): void {
+    if (this.closed) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.beat();
+    }, ms);
+  }
+
+  private async beat(): Promise<void> {
+    if (this.closed || !this.getReport || this.inFlight) return;
+    this.inFlight = true;
+    let report: NodeReport;
+    try {
+      report = this.getReport();
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, "getReport failed; heartbeating the last report");
+      report = this.last as NodeReport;
+    }
+    try {
+      if (!report) throw new RegistryReportError("no report yet");
+      const r = await this.publish(report);
+      if (this.failures > 0 || !this.everRegistered) {
+        this.log.info({ nodeId: report.nodeId, az: report.az, afterFailures: this.failures }, this.everRegistered ? "re-registered" : "registered");
+      }
+      if (r.changed) this.log.info({ status: report.decision.status }, "status published");
+      this.everRegistered = true;
+      this.failures = 0;
+      this.onHeartbeat(true);
+      this.inFlight = false;
+      this.arm(this.settings.intervalMs);
+    } catch (err) {
+      this.errorCount += 1;
+      this.failures += 1;
+      this.onHeartbeat(false);
+      if (this.failures === 1) this.log.warn({ err: (err as Error).message }, "registry heartbeat failed; serving local state, retrying");
+      const backoff = Math.min(this.settings.maxBackoffMs, this.settings.intervalMs * 2 ** (this.failures - 1));
+      this.inFlight = false;
+      this.arm(backoff);
+    }
+  }
+
+  /** Stops heartbeating (does not remove the node: see `remove`). */
+  stopLoop(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.client.redis.off("ready", this.onReady);
+  }
+
+  /** Graceful shutdown: the node leaves every set at once. */
+  async remove(): Promise<boolean> {
+    this.stopLoop();
+    const id = this.last?.nodeId;
+    if (!id) return false;
+    const k = this.keys;
+    return removeScript(
+      this.client.redis,
+      { node: k.node(id), events: k.events, nodes: k.nodes, members: k.members, expired: k.expired },
+      id,
+      k.prefix,
+      this.settings.eventsMaxLen,
+    );
+  }
+}
+
+// ---- reading the registry (the controller) -------------------------------------------
+
+/** One node as the controller sees it. `alive` is false when its hash expired (a dead node still counts toward its AZ's total). */
+export interface NodeView {
+  nodeId: string;
+  az: string;
+  alive: boolean;
+  status: NodeStatus | "EXPIRED";
+  phase: ServingPhase | "down";
+  weight: number;
+  loadScore: number;
+  gpus: number;
+  gpusExpected: number;
+  model: string | null;
+  updatedAt: number;
+  soft: string[];
+  hard: string[];
+  takesTraffic: boolean;
+}
+
+export interface RegistrySnapshot {
+  nodes: NodeView[];
+}
+
+function csv(s: string | undefined): string[] {
+  return s ? s.split(",").filter(Boolean) : [];
+}
+
+/** Reads every member node in two round trips (members, then one pipeline of HGETALLs). */
+export async function readSnapshot(redis: Redis, keys: RedisKeys): Promise<RegistrySnapshot> {
+  const members = await redis.hgetall(keys.members);
+  const ids = Object.keys(members);
+  const p = redis.pipeline();
+  for (const id of ids) p.hgetall(keys.node(id));
+  const replies = ids.length ? ((await p.exec()) ?? []) : [];
+  const nodes: NodeView[] = ids.map((id, i) => {
+    const m = members[id] ?? "";
+    const bar = m.lastIndexOf("|");
+    const memberAz = bar > 0 ? m.slice(0, bar) : m;
+    const memberGpus = bar > 0 ? Number(m.slice(bar + 1)) : 0;
+    const [err, h] = replies[i] ?? [null, {}];
+    const hash = (err ? {} : (h as Record<string, string>)) ?? {};
+    if (!hash.status) {
+      return {
+        nodeId: id, az: memberAz, alive: false, status: "EXPIRED", phase: "down", weight: 0, loadScore: 0,
+        gpus: 0, gpusExpected: memberGpus, model: null, updatedAt: 0, soft: [], hard: [], takesTraffic: false,
+      };
+    }
+    const phase = (hash.phase ?? "down") as ServingPhase;
+    const weight = Number(hash.weight ?? 0);
+    return {
+      nodeId: id,
+      az: hash.az ?? memberAz,
+      alive: true,
+      status: hash.status as NodeStatus,
+      phase,
+      weight,
+      loadScore: Number(hash.loadScore ?? 0),
+      gpus: Number(hash.gpus ?? 0),
+      gpusExpected: Number(hash.gpusExpected ?? memberGpus),
+      model: hash.model ? hash.model : null,
+      updatedAt: Number(hash.updatedAt ?? 0),
+      soft: csv(hash.soft),
+      hard: csv(hash.hard),
+      takesTraffic: takesTraffic({ phase, weight }),
+    };
+  });
+  return { nodes };
+}

@@ -1,0 +1,168 @@
+import { describe, expect, it } from "vitest";
+import type { NodeView } from "../../agent/src/redis/registry";
+import {
+  blastRadius,
+  DEFAULT_CONTROLLER_SETTINGS,
+  emptyBlastMemory,
+  emptyControllerMemory,
+  evaluate,
+  nextAzState,
+  resolveControllerSettings,
+  ControllerSettingsError,
+  standbyDecision,
+  tierLevel,
+  type AzMemory,
+  type AzState,
+} from "../../agent/src/controller/state";
+
+const S = DEFAULT_CONTROLLER_SETTINGS;
+
+function node(id: string, az: string, o: Partial<NodeView> = {}): NodeView {
+  return {
+    nodeId: id, az, alive: true, status: "HEALTHY", phase: "serving", weight: 100, loadScore: 0,
+    gpus: 8, gpusExpected: 8, model: "m", updatedAt: 0, soft: [], hard: [], takesTraffic: true, ...o,
+  };
+}
+const out = (id: string, az: string, o: Partial<NodeView> = {}): NodeView =>
+  node(id, az, { status: "UNHEALTHY", phase: "down", weight: 0, takesTraffic: false, ...o });
+
+describe("AZ state with hysteresis", () => {
+  it("maps capacity ratios to OK / DEGRADED / DOWN", () => {
+    expect(nextAzState(undefined, 32, 32, S, 0).state).toBe("OK");
+    expect(nextAzState(undefined, 24, 32, S, 0).state).toBe("OK"); // one node of four out: still OK (L1)
+    expect(nextAzState(undefined, 16, 32, S, 0).state).toBe("DEGRADED");
+    expect(nextAzState(undefined, 7, 32, S, 0).state).toBe("DOWN");
+    expect(nextAzState(undefined, 0, 32, S, 0).state).toBe("DOWN");
+  });
+
+  it("worsens at once but recovers only past threshold + hysteresis for recoverPeriods evaluations", () => {
+    let m: AzMemory = nextAzState(undefined, 32, 32, S, 0);
+    m = nextAzState(m, 0, 32, S, 1);
+    expect(m.state).toBe("DOWN");
+    // 0.3 clears downBelow (0.25) but not downBelow + hysteresis (0.35): stays DOWN however long
+    for (let i = 0; i < 10; i++) m = nextAzState(m, 9.6, 32, S, 2 + i);
+    expect(m.state).toBe("DOWN");
+    // full capacity: needs 3 consecutive evaluations, then goes straight to OK
+    m = nextAzState(m, 32, 32, S, 20);
+    m = nextAzState(m, 32, 32, S, 21);
+    expect(m.state).toBe("DOWN");
+    m = nextAzState(m, 32, 32, S, 22);
+    expect(m.state).toBe("OK");
+    expect(m.since).toBe(22);
+  });
+
+  it("a flapping AZ does not flap its state", () => {
+    let m: AzMemory = nextAzState(undefined, 32, 32, S, 0);
+    const seen: AzState[] = [];
+    for (let i = 0; i < 20; i++) {
+      m = nextAzState(m, i % 2 ? 32 : 16, 32, S, i);
+      seen.push(m.state);
+    }
+    expect(new Set(seen.slice(1))).toEqual(new Set(["DEGRADED"]));
+  });
+
+  it("thresholds are configurable and validated", () => {
+    const s = resolveControllerSettings({ degradedBelow: 0.9, downBelow: 0.5 });
+    expect(nextAzState(undefined, 28, 32, s, 0).state).toBe("DEGRADED");
+    expect(() => resolveControllerSettings({ downBelow: 0.8, degradedBelow: 0.5 })).toThrow(ControllerSettingsError);
+  });
+});
+
+describe("tier level", () => {
+  const m = (o: Record<string, AzState>): Map<string, AzState> => new Map(Object.entries(o));
+  it("L0 all OK, L1 a node out, L2 an AZ degraded, L3 an AZ down, L4 every AZ down", () => {
+    expect(tierLevel(m({ a: "OK", b: "OK" }), []).level).toBe("L0");
+    expect(tierLevel(m({ a: "OK", b: "OK" }), ["n1"]).level).toBe("L1");
+    expect(tierLevel(m({ a: "DEGRADED", b: "OK" }), ["n1"]).level).toBe("L2");
+    expect(tierLevel(m({ a: "DOWN", b: "DEGRADED" }), []).level).toBe("L3");
+    expect(tierLevel(m({ a: "DOWN", b: "DOWN" }), []).level).toBe("L4");
+    expect(tierLevel(m({ a: "DOWN", b: "DOWN" }), []).reason).toBe("every AZ down: a,b");
+  });
+});
+
+describe("blast-radius cap", () => {
+  it("more than half the live nodes failing one soft check: suspect, and the nodes are kept in", () => {
+    const nodes = [
+      out("n1", "a", { soft: ["PROBE_LATENCY"] }),
+      out("n2", "a", { soft: ["PROBE_LATENCY"] }),
+      out("n3", "b", { soft: ["PROBE_LATENCY"] }),
+      node("n4", "b"),
+    ];
+    const r = evaluate({ nodes }, emptyControllerMemory(), S, 1000);
+    expect(r.evaluation.suspect).toEqual(["PROBE_LATENCY"]);
+    expect(r.evaluation.suspectCounts).toEqual({ PROBE_LATENCY: 3 });
+    // kept in: no AZ loses capacity, only node-level L1 at worst
+    expect(r.evaluation.azs.map((a) => a.state)).toEqual(["OK", "OK"]);
+    expect(r.evaluation.tier.level).toBe("L0");
+  });
+
+  it("half or fewer is a real fault: the nodes stay out", () => {
+    const nodes = [out("n1", "a", { soft: ["PROBE_LATENCY"] }), out("n2", "a", { soft: ["PROBE_LATENCY"] }), node("n3", "b"), node("n4", "b")];
+    const r = evaluate({ nodes }, emptyControllerMemory(), S, 1000);
+    expect(r.evaluation.suspect).toEqual([]);
+    expect(r.evaluation.azs.find((a) => a.az === "a")?.state).toBe("DOWN");
+    expect(r.evaluation.tier.level).toBe("L3");
+  });
+
+  it("hard faults are never capped; a node with a hard fault stays out", () => {
+    const nodes = [
+      out("n1", "a", { soft: ["PROBE_TIMEOUT"], hard: ["GPU_LOST"] }),
+      out("n2", "a", { soft: ["PROBE_TIMEOUT"] }),
+      out("n3", "a", { soft: ["PROBE_TIMEOUT"] }),
+    ];
+    const r = evaluate({ nodes }, emptyControllerMemory(), S, 0);
+    expect(r.evaluation.suspect).toEqual(["PROBE_TIMEOUT"]);
+    expect(r.evaluation.nodesOut).toEqual(["n1"]);
+  });
+
+  it("counts flapping nodes within the window and forgets them after it", () => {
+    const s = { ...S, blastWindowMs: 10_000 };
+    let mem = emptyBlastMemory();
+    const ids = ["n1", "n2", "n3", "n4"];
+    // each node fails the probe at a different moment: never more than one at once
+    ids.forEach((id, i) => {
+      const nodes = ids.map((x) => (x === id ? out(x, "a", { soft: ["PROBE_LATENCY"] }) : node(x, "a")));
+      mem = blastRadius(mem, nodes, s, i * 1000).memory;
+    });
+    const calm = ids.map((x) => node(x, "a"));
+    expect(blastRadius(mem, calm, s, 4000).suspect).toEqual(["PROBE_LATENCY"]);
+    expect(blastRadius(mem, calm, s, 20_000).suspect).toEqual([]);
+  });
+
+  it("needs blastMinNodes live nodes", () => {
+    const nodes = [out("n1", "a", { soft: ["X"] }), out("n2", "a", { soft: ["X"] })];
+    expect(blastRadius(emptyBlastMemory(), nodes, S, 0).suspect).toEqual([]);
+  });
+});
+
+describe("capacity and standby", () => {
+  it("dead (expired) members still count toward the total; degraded nodes that serve count as healthy", () => {
+    const nodes = [
+      node("n1", "a"),
+      node("n2", "a", { status: "DEGRADED", weight: 50 }),
+      { ...out("n3", "a"), alive: false, status: "EXPIRED" as const },
+      { ...out("n4", "a"), alive: false, status: "EXPIRED" as const },
+    ];
+    const r = evaluate({ nodes }, emptyControllerMemory(), S, 0);
+    expect(r.evaluation.azs[0]).toMatchObject({ az: "a", healthyCapacity: 16, totalCapacity: 32, state: "DEGRADED" });
+    expect(r.evaluation.tier.level).toBe("L2");
+    expect(r.evaluation.nodesOut).toEqual(["n3", "n4"]);
+  });
+
+  it("wants the standby AZ awake when an active AZ loses capacity, and holds it", () => {
+    const s = { standbyAz: "c", standbyHoldMs: 60_000 };
+    const hurt = new Map<string, AzState>([["a", "DEGRADED"], ["b", "OK"]]);
+    const fine = new Map<string, AzState>([["a", "OK"], ["b", "OK"]]);
+    const r1 = standbyDecision({ wake: false, lastTriggerAt: null }, hurt, s, 1000);
+    expect(r1.decision).toMatchObject({ az: "c", wake: true });
+    expect(standbyDecision(r1.memory, fine, s, 30_000).decision.wake).toBe(true);
+    expect(standbyDecision(r1.memory, fine, s, 70_000).decision.wake).toBe(false);
+    expect(standbyDecision({ wake: false, lastTriggerAt: null }, hurt, { standbyAz: null, standbyHoldMs: 0 }, 0).decision.wake).toBe(false);
+  });
+
+  it("a wake-up is decided in the same evaluation that sees the AZ degrade", () => {
+    const nodes = [out("n1", "a"), out("n2", "a"), node("n3", "a"), node("n4", "a"), node("n5", "b")];
+    const r = evaluate({ nodes }, emptyControllerMemory(), { ...S, standbyAz: "c" }, 0);
+    expect(r.evaluation.standby).toMatchObject({ az: "c", wake: true });
+  });
+});
