@@ -1,0 +1,61 @@
+import { createServer, type Server } from "node:http";
+import { afterAll, describe, expect, it } from "vitest";
+import { pdnsZoneText, startPdns, PdnsConfigError, type PdnsHandle } from "../../agent/src/engines/pdns";
+import { freePort, waitFor } from "../../agent/src/util/net";
+
+/** A stand-in AZ proxy answering /az/health on one loopback address; `healthy` flips its answer. */
+function azHealth(address: string, port: number): Promise<{ server: Server; set(ok: boolean): void }> {
+  let ok = true;
+  const server = createServer((req, res) => {
+    res.writeHead(req.url === "/az/health" && ok ? 200 : 503).end();
+  });
+  return new Promise((resolve) => server.listen(port, address, () => resolve({ server, set: (v) => (ok = v) })));
+}
+
+describe("PowerDNS LUA ifurlup (real pdns_server)", () => {
+  const closers: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const c of closers.reverse()) await c();
+  });
+
+  it("answers every healthy AZ address and drops an AZ whose /az/health fails", async () => {
+    const port = await freePort();
+    const a = await azHealth("127.0.0.2", port);
+    const b = await azHealth("127.0.0.3", port);
+    closers.push(() => a.server.close(), () => b.server.close());
+    const dns: PdnsHandle = await startPdns({ groups: [["127.0.0.2", "127.0.0.3"]], healthPort: port });
+    closers.push(() => dns.stop());
+    await waitFor("both AZs", async () => (await dns.query()).join() === "127.0.0.2,127.0.0.3", { timeoutMs: 5000, everyMs: 100 });
+    a.set(false);
+    const t0 = Date.now();
+    await waitFor("AZ 1 gone from the answer", async () => (await dns.query()).join() === "127.0.0.3", { timeoutMs: 8000, everyMs: 50 });
+    expect(Date.now() - t0).toBeLessThan(5000);
+    a.set(true);
+    await waitFor("AZ 1 back", async () => (await dns.query()).join() === "127.0.0.2,127.0.0.3", { timeoutMs: 8000, everyMs: 50 });
+  });
+
+  it("answers the standby group only when every active address is down", async () => {
+    const port = await freePort();
+    const a = await azHealth("127.0.0.2", port);
+    const s = await azHealth("127.0.0.4", port);
+    closers.push(() => a.server.close(), () => s.server.close());
+    const dns = await startPdns({ groups: [["127.0.0.2"], ["127.0.0.4"]], healthPort: port });
+    closers.push(() => dns.stop());
+    await waitFor("active only", async () => (await dns.query()).join() === "127.0.0.2", { timeoutMs: 5000, everyMs: 100 });
+    a.set(false);
+    await waitFor("standby answers", async () => (await dns.query()).join() === "127.0.0.4", { timeoutMs: 8000, everyMs: 50 });
+  });
+});
+
+describe("pdnsZoneText", () => {
+  it("writes the LUA ifurlup record over every group with selector all", () => {
+    const z = pdnsZoneText({ groups: [["127.0.0.2", "127.0.0.3"], ["127.0.0.4"]], healthPort: 18080 });
+    expect(z).toContain(
+      `inference 1 IN LUA A "ifurlup('http://inference.llmha.test:18080/az/health', {{'127.0.0.2', '127.0.0.3'}, {'127.0.0.4'}}, {selector='all'})"`,
+    );
+  });
+  it("refuses an address that is not IPv4 and an empty group", () => {
+    expect(() => pdnsZoneText({ groups: [["localhost"]], healthPort: 1 })).toThrow(PdnsConfigError);
+    expect(() => pdnsZoneText({ groups: [[]], healthPort: 1 })).toThrow(/at least one address/);
+  });
+});
