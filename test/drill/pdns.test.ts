@@ -22,7 +22,7 @@ describe("PowerDNS LUA ifurlup (real pdns_server)", () => {
     const port = await freePort();
     const a = await azHealth("127.0.0.2", port);
     const b = await azHealth("127.0.0.3", port);
-    closers.push(() => a.server.close(), () => b.server.close());
+    closers.push(() => void a.server.close(), () => void b.server.close());
     const dns: PdnsHandle = await startPdns({ groups: [["127.0.0.2", "127.0.0.3"]], healthPort: port });
     closers.push(() => dns.stop());
     await waitFor("both AZs", async () => (await dns.query()).join() === "127.0.0.2,127.0.0.3", { timeoutMs: 5000, everyMs: 100 });
@@ -38,7 +38,7 @@ describe("PowerDNS LUA ifurlup (real pdns_server)", () => {
     const port = await freePort();
     const a = await azHealth("127.0.0.2", port);
     const s = await azHealth("127.0.0.4", port);
-    closers.push(() => a.server.close(), () => s.server.close());
+    closers.push(() => void a.server.close(), () => void s.server.close());
     const dns = await startPdns({ groups: [["127.0.0.2"], ["127.0.0.4"]], healthPort: port });
     closers.push(() => dns.stop());
     await waitFor("active only", async () => (await dns.query()).join() === "127.0.0.2", { timeoutMs: 5000, everyMs: 100 });
