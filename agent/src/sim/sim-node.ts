@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { InferenceKind } from "../config/spec";
@@ -184,6 +185,28 @@ export class SimNode {
       },
       { timeoutMs: 20_000, everyMs: 50 },
     );
+  }
+
+  /** What HAProxy would read from the agent-check port: one line. */
+  agentCheck(timeoutMs = 2000): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const sock = connect({ host: "127.0.0.1", port: this.agentCheckPort });
+      let out = "";
+      const t = setTimeout(() => {
+        sock.destroy();
+        reject(new SimNodeError(`agent-check of ${this.id} did not answer in ${timeoutMs} ms`));
+      }, timeoutMs);
+      sock.setEncoding("utf8");
+      sock.on("data", (d: string) => (out += d));
+      sock.on("error", (e) => {
+        clearTimeout(t);
+        reject(e);
+      });
+      sock.on("close", () => {
+        clearTimeout(t);
+        resolve(out.trim());
+      });
+    });
   }
 
   /** GET a JSON endpoint of the agent. */

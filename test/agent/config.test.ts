@@ -1,0 +1,88 @@
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig, parseConfig, helpText } from "../../agent/src/config/load";
+import { OPTION_SPECS, flagOf } from "../../agent/src/config/spec";
+
+const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
+const base = { LLMHA_AZ: "az-a", LLMHA_NODE_ID: "n1" };
+
+function runCli(args: string[], env: Record<string, string>): { code: number | null; stderr: string; stdout: string } {
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("LLMHA_")));
+  const r = spawnSync(process.execPath, ["--import", "tsx", CLI, ...args], { env: { ...clean, ...env }, encoding: "utf8", timeout: 20_000 });
+  return { code: r.status, stderr: r.stderr, stdout: r.stdout };
+}
+
+describe("configuration", () => {
+  it("has the DESIGN.md defaults", () => {
+    const c = parseConfig([], base);
+    expect(c).toMatchObject({
+      cluster: "default",
+      nvidiaSmi: "nvidia-smi",
+      gpuCount: null,
+      inferenceUrl: "http://127.0.0.1:8000",
+      inferenceKind: "vllm",
+      model: null,
+      intervalMs: 1000,
+      probeLatencyMs: 5000,
+      httpPort: 9400,
+      agentCheckPort: 9401,
+      redisUrl: null,
+      leaseTtlMs: 20000,
+      leaseRenewMs: 7000,
+      leaseContendMs: 5000,
+    });
+  });
+
+  it("flags win over environment variables", () => {
+    expect(parseConfig(["--interval-ms", "250"], { ...base, LLMHA_INTERVAL_MS: "900" }).intervalMs).toBe(250);
+  });
+
+  it.each([
+    ["LLMHA_INTERVAL_MS", "abc", /LLMHA_INTERVAL_MS \(--interval-ms\): must be a whole number/],
+    ["LLMHA_INTERVAL_MS", "5", /between 100 and/],
+    ["LLMHA_INFERENCE_KIND", "sglang", /LLMHA_INFERENCE_KIND .*must be one of vllm, tgi, triton, llamacpp, openai/],
+    ["LLMHA_INFERENCE_URL", "ftp://x", /LLMHA_INFERENCE_URL .*http\(s\) URL/],
+    ["LLMHA_REDIS_URL", "http://x", /LLMHA_REDIS_URL .*redis:\/\/ or rediss:\/\//],
+    ["LLMHA_GPU_COUNT", "0", /LLMHA_GPU_COUNT/],
+    ["LLMHA_AGENT_CHECK_PORT", "9400", /must differ from LLMHA_HTTP_PORT/],
+    ["LLMHA_LEASE_RENEW_MS", "30000", /below LLMHA_LEASE_TTL_MS/],
+    ["LLMHA_CLUSTER", "a b", /LLMHA_CLUSTER/],
+  ])("%s=%s is refused with a message naming it", (k, v, re) => {
+    expect(() => parseConfig([], { ...base, [k]: v })).toThrow(re);
+  });
+
+  it("never echoes a Redis URL (it may hold the password)", () => {
+    try {
+      parseConfig([], { ...base, LLMHA_REDIS_URL: "not a url with s3cret" });
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      expect((e as Error).message).not.toContain("s3cret");
+    }
+  });
+
+  it("LLMHA_AZ falls back to IMDSv2 and is required without it", async () => {
+    expect((await loadConfig([], { LLMHA_NODE_ID: "n" }, async () => "us-east-1b")).az).toBe("us-east-1b");
+    await expect(loadConfig([], { LLMHA_NODE_ID: "n" }, async () => null)).rejects.toThrow(/LLMHA_AZ .*is required/);
+  });
+
+  it("`llm-ha agent` exits 2 on a bad value, naming the variable", () => {
+    const r = runCli(["agent"], { ...base, LLMHA_PROBE_LATENCY_MS: "fast" });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("LLMHA_PROBE_LATENCY_MS (--probe-latency-ms): must be a whole number");
+    const f = runCli(["agent", "--no-such-flag", "1"], base);
+    expect(f.code).toBe(2);
+    expect(f.stderr).toMatch(/no-such-flag/);
+  });
+
+  it("`llm-ha agent --help` lists every option with its default", () => {
+    const r = runCli(["agent", "--help"], {});
+    expect(r.code).toBe(0);
+    for (const s of OPTION_SPECS) {
+      expect(r.stdout).toContain(`${flagOf(s.env)} / ${s.env}`);
+      expect(r.stdout).toContain(`(default: ${s.defaultText})`);
+    }
+    expect(helpText()).toBe(r.stdout);
+  });
+});
