@@ -52,7 +52,7 @@ export function findReferenced(
   return resources.find((r) => {
     if (r.type !== type) return false;
     const p = r.props as Props;
-    return p.id === ref || p.arn === ref || p.name === ref || `${r.name}-id` === ref || r.name === ref;
+    return p.id === ref || p.arn === ref || p.name === ref || `${r.name}-id` === ref;
   });
 }
 
