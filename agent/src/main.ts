@@ -1,5 +1,8 @@
 import type { Server } from "node:net";
+import { readFileSync } from "node:fs";
 import { Agent } from "./agent";
+import { Fleet } from "./controller/fleet";
+import type { NodeReport } from "./redis/registry";
 import type { AgentConfig } from "./config/spec";
 import { AgentCheckResponder, startAgentCheckServer } from "./reporters/agent-check";
 import { startHttpServer, type AzHealthAnswer } from "./reporters/http";
@@ -35,7 +38,10 @@ function standaloneAzHealth(agent: Agent, az: string): AzHealthAnswer {
   // Without Redis there is no fleet view: answer from this node, flagged stale, and never fail closed.
   const gpus = agent.gpus.length;
   const healthy = takesTraffic(agent.decision) ? gpus : 0;
-  return { code: 200, body: { az, state: healthy > 0 ? "OK" : "UNKNOWN", healthyCapacity: healthy, totalCapacity: gpus, leader: null, fencingToken: null, stale: true } };
+  return {
+    code: 200,
+    body: { az, state: healthy > 0 ? "OK" : "UNKNOWN", healthyCapacity: healthy, totalCapacity: gpus, leader: null, fencingToken: null, stale: true, staleReason: "not-published" },
+  };
 }
 
 /**
@@ -45,6 +51,35 @@ function standaloneAzHealth(agent: Agent, az: string): AzHealthAnswer {
 export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ level: cfg.logLevel })): Promise<RunningAgent> {
   const metrics = new AgentMetrics(cfg.nodeId, cfg.az);
   const agent = new Agent(cfg, log, metrics);
+  const fleet = cfg.redisUrl
+    ? new Fleet({
+        redisUrl: cfg.redisUrl,
+        cluster: cfg.cluster,
+        nodeId: cfg.nodeId,
+        az: cfg.az,
+        intervalMs: cfg.intervalMs,
+        lease: { ttlMs: cfg.leaseTtlMs, renewMs: cfg.leaseRenewMs, contendMs: cfg.leaseContendMs, marginMs: Math.min(2000, Math.floor(cfg.leaseTtlMs / 5)) },
+        log,
+        metrics: metrics.registry,
+        tls: cfg.redisCaFile ? { ca: readFileSync(cfg.redisCaFile) } : undefined,
+      })
+    : null;
+  const report = (): NodeReport => ({
+    nodeId: cfg.nodeId,
+    az: cfg.az,
+    decision: agent.decision,
+    gpus: takesTraffic(agent.decision) ? agent.gpus.length : 0,
+    gpusExpected: cfg.gpuCount ?? agent.gpus.length,
+    model: agent.model,
+  });
+  if (fleet) {
+    agent.once("decision", () => fleet.start(report));
+    agent.on("decision", (_d, changed) => {
+      agent.setSuspects(new Set(fleet.suspectChecks));
+      // Publish a change at once rather than at the next heartbeat: the L2 tier reads it.
+      if (changed) fleet.registry.publish(report()).catch(() => undefined);
+    });
+  }
   const probeView = (): ReturnType<Parameters<typeof startHttpServer>[2]["probe"]> => {
     const lat = [...(agent.signals.probeLatencies ?? [])].sort((a, b) => a - b);
     const q = (p: number): number | null => (lat.length ? Math.round(lat[Math.min(lat.length - 1, Math.floor(p * lat.length))]) : null);
@@ -68,7 +103,8 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
       gpus: () => agent.gpus,
       model: () => agent.model,
       probe: probeView,
-      azHealth: async () => standaloneAzHealth(agent, cfg.az),
+      azHealth: async () => (fleet ? fleet.azHealth() : standaloneAzHealth(agent, cfg.az)),
+      extra: fleet ? () => ({ fleet: fleet.status() }) : undefined,
       metrics: metrics.registry,
     }),
   );
@@ -109,6 +145,7 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
       agent.drain();
       await sleep(cfg.drainMs);
       agent.stop();
+      await fleet?.stop().catch((err: unknown) => log.warn({ err: (err as Error).message }, "fleet stop failed"));
       await Promise.all([new Promise<void>((r) => http.close(() => r())), new Promise<void>((r) => agentCheck.close(() => r()))]);
       http.closeAllConnections?.();
       log.info({ event: "stopped" }, "llm-ha agent stopped");

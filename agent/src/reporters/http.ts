@@ -2,20 +2,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Registry } from "prom-client";
 import { takesTraffic, type Decision } from "../types";
 import type { GpuInfo } from "../sources/signals";
+import type { AzHealthResponse } from "../controller/az-health";
 
 /** What `GET /az/health` answers (contract in DESIGN.md). */
-export interface AzHealthAnswer {
-  code: 200 | 503;
-  body: {
-    az: string;
-    state: string;
-    healthyCapacity: number;
-    totalCapacity: number;
-    leader: string | null;
-    fencingToken: number | null;
-    stale?: boolean;
-  };
-}
+export type AzHealthAnswer = AzHealthResponse;
 
 export interface HttpView {
   nodeId: string;
