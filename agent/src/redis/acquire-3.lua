@@ -8,9 +8,11 @@
 
     ARGV[1] holder id
     ARGV[2] lease TTL in ms
-    ARGV[3] floor: the highest token this contender has seen (0 if none). Redis without
-            persistence forgets the counter on restart; the floor and fence:last keep
-            the next token above every token already issued.
+    ARGV[3] floor: the highest token this contender has seen (0 if none).
+
+  Tokens survive Redis losing its data (restart without persistence, failover before
+  replication): a missing counter is seeded from the server clock in ms, which is above
+  every token issued before (tokens grow by one per acquisition, far slower than the clock).
 
   Output:
     {1, token}         acquired; the token is recorded as the highest at once, so an
@@ -20,6 +22,10 @@
 local cur = redis.call("GET", KEYS[1])
 if cur then
   return {0, cur}
+end
+if redis.call("EXISTS", KEYS[2]) == 0 then
+  local t = redis.call("TIME")
+  redis.call("SET", KEYS[2], t[1] * 1000 + math.floor(t[2] / 1000))
 end
 local token = redis.call("INCR", KEYS[2])
 local last = tonumber(redis.call("HGET", KEYS[3], "token") or "0") or 0

@@ -3,7 +3,8 @@
 
   A token lower than fence:last is refused; an equal token is refused unless it comes
   from the holder that recorded it (after a Redis restart two holders could otherwise
-  share one token). The write records its token, so the check lives here, in Redis,
+  share one token); a missing fence:last (Redis lost its data) refuses every token issued
+  before the loss. The write records its token, so the check lives here, in Redis,
   and not in the client: a leader paused past its TTL that resumes and writes is
   refused because the new leader's acquisition already raised fence:last.
 
@@ -27,13 +28,16 @@
 local token = tonumber(ARGV[1])
 local last = redis.call("HMGET", KEYS[1], "token", "holder")
 local lastToken = tonumber(last[1])
-if lastToken then
-  if token < lastToken then
-    return {0, lastToken}
-  end
-  if token == lastToken and last[2] and last[2] ~= ARGV[2] then
-    return {0, lastToken}
-  end
+if not lastToken then
+  -- fence:last lost with Redis's data: every earlier term is void. Seed it from the clock
+  -- (as acquire-3 seeds the counter) so a holder from before the loss is refused.
+  local t = redis.call("TIME")
+  lastToken = t[1] * 1000 + math.floor(t[2] / 1000)
+  redis.call("HSET", KEYS[1], "token", lastToken, "holder", "")
+  last[2] = ""
+end
+if token < lastToken or (token == lastToken and last[2] ~= ARGV[2]) then
+  return {0, lastToken}
 end
 redis.call("HSET", KEYS[1], "token", token, "holder", ARGV[2])
 
