@@ -19,8 +19,8 @@ const S = DEFAULT_CONTROLLER_SETTINGS;
 
 function node(id: string, az: string, o: Partial<NodeView> = {}): NodeView {
   return {
-    nodeId: id, az, alive: true, status: "HEALTHY", phase: "serving", weight: 100, loadScore: 0,
-    gpus: 8, gpusExpected: 8, model: "m", updatedAt: 0, soft: [], hard: [], takesTraffic: true, ...o,
+    nodeId: id, az, alive: true, status: "HEALTHY", phase: "serving", weight: 100,
+    gpus: 8, gpusExpected: 8, soft: [], hard: [], takesTraffic: true, ...o,
   };
 }
 const out = (id: string, az: string, o: Partial<NodeView> = {}): NodeView =>

@@ -9,7 +9,15 @@ import { NODE_STATUSES, takesTraffic, type Decision, type NodeStatus, type Servi
 import type { Logger } from "../util/log";
 import type { RedisClient } from "./client";
 import type { RedisKeys } from "./keys";
-import { publishScript, removeScript, type PublishArgs, type PublishKeys, type PublishResult } from "./scripts";
+import {
+  publishScript,
+  readNodesScript,
+  removeScript,
+  type CompactNode,
+  type PublishArgs,
+  type PublishKeys,
+  type PublishResult,
+} from "./scripts";
 
 /** What an agent publishes every period. */
 export interface NodeReport {
@@ -245,11 +253,8 @@ export interface NodeView {
   status: NodeStatus | "EXPIRED";
   phase: ServingPhase | "down";
   weight: number;
-  loadScore: number;
   gpus: number;
   gpusExpected: number;
-  model: string | null;
-  updatedAt: number;
   soft: string[];
   hard: string[];
   takesTraffic: boolean;
@@ -259,47 +264,40 @@ export interface RegistrySnapshot {
   nodes: NodeView[];
 }
 
-function csv(s: string | undefined): string[] {
-  return s ? s.split(",").filter(Boolean) : [];
-}
-
-/** Reads every member node in two round trips (members, then one pipeline of HGETALLs). */
-export async function readSnapshot(redis: Redis, keys: RedisKeys): Promise<RegistrySnapshot> {
-  const members = await redis.hgetall(keys.members);
-  const ids = Object.keys(members);
-  const p = redis.pipeline();
-  for (const id of ids) p.hgetall(keys.node(id));
-  const replies = ids.length ? ((await p.exec()) ?? []) : [];
-  const nodes: NodeView[] = ids.map((id, i) => {
-    const m = members[id] ?? "";
+/** Reads every member node with its compact view, one HSCAN page per call (`read-nodes-1.lua`). */
+export async function readSnapshot(redis: Redis, keys: RedisKeys, pageSize = 1000): Promise<RegistrySnapshot> {
+  const seen = new Map<string, { member: string; view: CompactNode | null }>();
+  let cursor = "0";
+  do {
+    const page = await readNodesScript(redis, keys.members, keys.prefix, cursor, pageSize);
+    for (const e of page.entries) seen.set(e.id, e); // HSCAN may return an entry twice
+    cursor = page.cursor;
+  } while (cursor !== "0");
+  const ids = [...seen.keys()];
+  const nodes: NodeView[] = ids.map((id) => {
+    const { member: m, view: hash } = seen.get(id)!;
     const bar = m.lastIndexOf("|");
     const memberAz = bar > 0 ? m.slice(0, bar) : m;
     const memberGpus = bar > 0 ? Number(m.slice(bar + 1)) : 0;
-    const [err, h] = replies[i] ?? [null, {}];
-    const hash = (err ? {} : (h as Record<string, string>)) ?? {};
-    if (!hash.status) {
+    if (!hash) {
       return {
-        nodeId: id, az: memberAz, alive: false, status: "EXPIRED", phase: "down", weight: 0, loadScore: 0,
-        gpus: 0, gpusExpected: memberGpus, model: null, updatedAt: 0, soft: [], hard: [], takesTraffic: false,
+        nodeId: id, az: memberAz, alive: false, status: "EXPIRED", phase: "down", weight: 0,
+        gpus: 0, gpusExpected: memberGpus, soft: [], hard: [], takesTraffic: false,
       };
     }
-    const phase = (hash.phase ?? "down") as ServingPhase;
-    const weight = Number(hash.weight ?? 0);
+    const phase = hash.phase as ServingPhase;
     return {
       nodeId: id,
-      az: hash.az ?? memberAz,
+      az: hash.az,
       alive: true,
       status: hash.status as NodeStatus,
       phase,
-      weight,
-      loadScore: Number(hash.loadScore ?? 0),
-      gpus: Number(hash.gpus ?? 0),
-      gpusExpected: Number(hash.gpusExpected ?? memberGpus),
-      model: hash.model ? hash.model : null,
-      updatedAt: Number(hash.updatedAt ?? 0),
-      soft: csv(hash.soft),
-      hard: csv(hash.hard),
-      takesTraffic: takesTraffic({ phase, weight }),
+      weight: hash.weight,
+      gpus: hash.gpus,
+      gpusExpected: hash.gpusExpected,
+      soft: hash.soft,
+      hard: hash.hard,
+      takesTraffic: takesTraffic({ phase, weight: hash.weight }),
     };
   });
   return { nodes };

@@ -7,7 +7,7 @@ import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { ChainableCommander, Redis } from "ioredis";
 
-export const SCRIPT_NAMES = ["acquire", "renew", "release", "fencedHset", "heartbeat", "remove", "sweep"] as const;
+export const SCRIPT_NAMES = ["acquire", "renew", "release", "fencedHset", "heartbeat", "remove", "sweep", "readNodes"] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
 
 export class ScriptLoadError extends Error {
@@ -223,4 +223,52 @@ export async function sweepScript(
   )) as number[];
   if (num(r[0]) !== 1) return { accepted: false, highestToken: num(r[1]) };
   return { accepted: true, expired: num(r[1]), forgotten: num(r[2]) };
+}
+
+/** The controller's compact view of a node (field `c` of its hash). */
+export interface CompactNode {
+  az: string;
+  status: string;
+  phase: string;
+  weight: number;
+  gpus: number;
+  gpusExpected: number;
+  soft: string[];
+  hard: string[];
+}
+
+function codes(s: string | undefined): string[] {
+  return s ? s.split(";").filter(Boolean) : [];
+}
+
+export function parseCompactNode(v: unknown): CompactNode | null {
+  if (typeof v !== "string" || v === "") return null;
+  const p = v.split("|");
+  const t = p.length - 7; // az is first: split from the right so the rest always lines up
+  if (t < 1) return null;
+  return {
+    az: p.slice(0, t).join("|"),
+    status: p[t],
+    phase: p[t + 1],
+    weight: Number(p[t + 2]),
+    gpus: Number(p[t + 3]),
+    gpusExpected: Number(p[t + 4]),
+    soft: codes(p[t + 5]),
+    hard: codes(p[t + 6]),
+  };
+}
+
+export interface NodePage {
+  cursor: string;
+  entries: { id: string; member: string; view: CompactNode | null }[];
+}
+
+/** One HSCAN page of members with each node's compact view (`read-nodes-1.lua`). */
+export async function readNodesScript(redis: Redis, membersKey: string, prefix: string, cursor: string, count: number): Promise<NodePage> {
+  const flat = (await fn(redis, "readNodes")(membersKey, prefix, cursor, count)) as unknown[];
+  const entries: NodePage["entries"] = [];
+  for (let i = 1; i + 2 < flat.length; i += 3) {
+    entries.push({ id: String(flat[i]), member: String(flat[i + 1]), view: parseCompactNode(flat[i + 2]) });
+  }
+  return { cursor: String(flat[0]), entries };
 }
