@@ -86,3 +86,12 @@ describe("configuration", () => {
     expect(helpText()).toBe(r.stdout);
   });
 });
+
+describe("README", () => {
+  it("carries the configuration reference generated from the code", async () => {
+    const { readFileSync } = await import("node:fs");
+    const { configReferenceMarkdown } = await import("../../agent/src/config/reference");
+    const readme = readFileSync(join(__dirname, "..", "..", "README.md"), "utf8");
+    expect(readme).toContain(configReferenceMarkdown());
+  });
+});
