@@ -8,8 +8,9 @@ import { freePort, sleep } from "../util/net";
  * fault never depends on the inference port answering.
  */
 
-export const INFERENCE_KINDS = ["vllm", "tgi", "triton", "llamacpp", "openai"] as const;
-export type InferenceKind = (typeof INFERENCE_KINDS)[number];
+import { INFERENCE_KINDS, type InferenceKind } from "../config/spec";
+
+export { INFERENCE_KINDS, type InferenceKind };
 
 export const FAKE_INFERENCE_MODES = [
   "ready",
