@@ -11,6 +11,8 @@
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import type { Redis } from "ioredis";
 import pino from "pino";
 import { Controller } from "../agent/src/controller/controller";
 import { startRedisServer, type RedisServerHandle } from "../agent/src/engines/redis-server";
@@ -159,6 +161,13 @@ function procTicks(pid: number): number {
   return Number(f[11]) + Number(f[12]); // utime + stime, in clock ticks (USER_HZ = 100)
 }
 
+/** EVALSHA calls and their total server-side µs (`INFO commandstats`). */
+async function evalStats(redis: Redis): Promise<{ calls: number; usec: number }> {
+  const info = await redis.info("commandstats");
+  const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(info);
+  return m ? { calls: Number(m[1]), usec: Number(m[2]) } : { calls: 0, usec: 0 };
+}
+
 function runWorker(url: string, cluster: string, from: number, to: number, durationMs: number): Promise<{ lat: number[]; errors: number }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", __filename, "--worker", url, cluster, String(from), String(to), String(durationMs)], {
@@ -192,6 +201,8 @@ async function registryBench(srv: RedisServerHandle, nodes: number, durationMs: 
   const workers = [runWorker(srv.url, cluster, 0, half, durationMs + warm), runWorker(srv.url, cluster, half, nodes, durationMs + warm)];
   await sleep(warm);
   const cpu0 = procTicks(srv.pid);
+  const ev0 = await evalStats(client.redis);
+  const load0 = loadavg()[0];
   const w0 = performance.now();
   const agg: number[] = [];
   const tickMs: number[] = [];
@@ -205,6 +216,7 @@ async function registryBench(srv: RedisServerHandle, nodes: number, durationMs: 
     await sleep(Math.max(0, 1000 - (performance.now() - t)));
   }
   const cpuSeconds = (procTicks(srv.pid) - cpu0) / 100;
+  const ev1 = await evalStats(client.redis);
   const wallSeconds = (performance.now() - w0) / 1000;
   const results = await Promise.all(workers);
   const lat = results.flatMap((r) => r.lat);
@@ -218,8 +230,15 @@ async function registryBench(srv: RedisServerHandle, nodes: number, durationMs: 
     heartbeatPeriodMs: 1000,
     workers: 2,
     durationS: r1(durationMs / 1000),
-    heartbeat: { ...hb, errors: results.reduce((s, r) => s + r.errors, 0), perSecond: Math.round(lat.length / ((durationMs + warm) / 1000)) },
-    aggregation: { ...ag, note: "read every member (HGETALL pipeline) + evaluate" },
+    heartbeat: {
+      ...hb,
+      errors: results.reduce((s, r) => s + r.errors, 0),
+      perSecond: Math.round(lat.length / ((durationMs + warm) / 1000)),
+      note: "client-observed: includes the worker's own event-loop delay on a shared CPU",
+    },
+    redisUsecPerScriptCall: ev1.calls > ev0.calls ? r1((ev1.usec - ev0.usec) / (ev1.calls - ev0.calls)) : null,
+    machine: { cpus: cpus().length, loadAvg1mStart: r1(load0), loadAvg1mEnd: r1(loadavg()[0]) },
+    aggregation: { ...ag, note: "read every member (paged read-nodes-1.lua) + evaluate" },
     controllerPeriodMs: { p50: r1(pct(tickMs, 50)), max: r1(Math.max(...tickMs)), note: "sweep + aggregation + fenced publications" },
     redisCpuPercent: r1((cpuSeconds / wallSeconds) * 100),
     targets: { heartbeatP99Ms: 5, aggregationMs: 100 },

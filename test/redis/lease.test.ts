@@ -1,6 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServerHandle } from "../../agent/src/engines/redis-server";
-import { acceptedInOrder, freshCluster, spawnHolder, type Holder } from "./helpers";
+import { createRedisClient } from "../../agent/src/redis/client";
+import { RedisKeys } from "../../agent/src/redis/keys";
+import { LeaderLease, LeaseSettingsError, resolveLeaseSettings } from "../../agent/src/redis/lease";
+import { waitFor } from "../../agent/src/util/net";
+import { acceptedInOrder, freshCluster, spawnHolder, testLogger, type Holder } from "./helpers";
 
 // Fast settings: TTL 1.5 s, renew 0.5 s, contend 0.3 s, self-fence margin 0.3 s.
 const S = { ttlMs: 1500, renewMs: 500, contendMs: 300, marginMs: 300 };
@@ -113,6 +117,33 @@ describe("leader lease (child processes, real redis-server)", () => {
     expect(got.t - rel.t).toBeLessThanOrEqual(S.contendMs + 250);
     expect(got.t - stoppedAt).toBeLessThanOrEqual(S.contendMs + SLACK);
     expectMonotonic([a, b]);
+  });
+});
+
+describe("leader lease (in-process)", () => {
+  it("after acquiring, waits for a replica (WAIT 1) when one is connected", async () => {
+    const replica = await startRedisServer({ args: ["--replicaof", "127.0.0.1", String(redis.port)] });
+    const log = testLogger();
+    const c = createRedisClient(redis.url, { name: "wait-test", log });
+    try {
+      await waitFor("replica linked", async () => /connected_slaves:1/.test(await c.redis.info("replication")), { timeoutMs: 10_000 });
+      await c.redis.config("RESETSTAT");
+      const lease = new LeaderLease({ redis: c.redis, keys: new RedisKeys(freshCluster()), holderId: "w", settings: S, log });
+      lease.start();
+      await waitFor("leader", () => lease.isLeader, { timeoutMs: 5000 });
+      expect(await c.redis.info("commandstats")).toMatch(/cmdstat_wait:calls=1,/);
+      await lease.release();
+      expect(lease.isLeader).toBe(false);
+    } finally {
+      await c.close();
+      await replica.stop();
+    }
+  });
+
+  it("settings are Partial over frozen defaults and validated", () => {
+    expect(resolveLeaseSettings()).toMatchObject({ ttlMs: 20_000, renewMs: 7_000, contendMs: 5_000 });
+    expect(Object.isFrozen(resolveLeaseSettings({ ttlMs: 3000, renewMs: 1000, marginMs: 500 }))).toBe(true);
+    expect(() => resolveLeaseSettings({ ttlMs: 3000 })).toThrow(LeaseSettingsError); // renew 7 s ≥ TTL − margin
   });
 });
 
