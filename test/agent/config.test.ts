@@ -1,8 +1,10 @@
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, parseConfig, helpText } from "../../agent/src/config/load";
 import { OPTION_SPECS, flagOf } from "../../agent/src/config/spec";
+import { configReferenceMarkdown } from "../../agent/src/config/reference";
 
 const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
 const base = { LLMHA_AZ: "az-a", LLMHA_NODE_ID: "n1" };
@@ -89,8 +91,6 @@ describe("configuration", () => {
 
 describe("README", () => {
   it("carries the configuration reference generated from the code", async () => {
-    const { readFileSync } = await import("node:fs");
-    const { configReferenceMarkdown } = await import("../../agent/src/config/reference");
     const readme = readFileSync(join(__dirname, "..", "..", "README.md"), "utf8");
     expect(readme).toContain(configReferenceMarkdown());
   });
