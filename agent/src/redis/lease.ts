@@ -114,6 +114,7 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
   private readonly keys: RedisKeys;
   private readonly log: Logger;
   private closed = false;
+  private abandoned = false;
   private started = false;
   private timer: NodeJS.Timeout | null = null;
   private fenceTimer: NodeJS.Timeout | null = null;
@@ -197,6 +198,7 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
   /** Stops every timer without touching Redis (a crash, for tests and the bench). */
   abandon(): void {
     this.closed = true;
+    this.abandoned = true;
     this.clearTimers();
     if (this.term) {
       this.term.ctrl.abort(new LeaseLostError("self-fence"));
@@ -240,7 +242,7 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
       this.schedule(this.contendDelay(), () => this.contend());
       return;
     }
-    if (this.closed) return;
+    if (this.closed && !r.acquired) return;
     if (!r.acquired) {
       const seen = parseLeaseValue(r.holder);
       if (seen) {
@@ -253,8 +255,12 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
     this.observeToken(r.token);
     const deadline = sentAt + this.settings.ttlMs - this.settings.marginMs;
     const value = `${this.holderId}:${r.token}`;
-    await this.waitForReplica();
-    if (this.closed) return;
+    if (!this.closed) await this.waitForReplica();
+    if (this.closed) {
+      // released while the acquisition was in flight: hand it back, or a standby waits out the TTL
+      if (!this.abandoned) await releaseScript(this.redis, this.keys.leader, value).catch(() => false);
+      return;
+    }
     if (performance.now() >= deadline) {
       this.log.warn({ token: r.token }, "lease acquired too late to act on; contending again");
       this.schedule(this.contendDelay(), () => this.contend());

@@ -119,6 +119,7 @@ export class Registry {
   private suspect: readonly string[] = [];
   private everRegistered = false;
   private inFlight = false;
+  private current: Promise<void> | null = null;
   private readonly onReady = (): void => {
     // Redis is back: re-register now instead of waiting out the backoff.
     if (this.failures > 0 && !this.closed && this.getReport) this.arm(0);
@@ -182,7 +183,7 @@ export class Registry {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
-      void this.beat();
+      this.current = this.beat();
     }, ms);
   }
 
@@ -230,6 +231,7 @@ export class Registry {
   /** Graceful shutdown: the node leaves every set at once. */
   async remove(): Promise<boolean> {
     this.stopLoop();
+    await this.current; // a heartbeat landing after the removal would register the node again
     const id = this.last?.nodeId;
     if (!id) return false;
     const k = this.keys;
