@@ -1,0 +1,179 @@
+/**
+ * From runs to verdicts and text: per scenario a summary (p50/max when it repeats), the
+ * target check, and the table on stdout. Pure; the JSON report is these objects.
+ */
+import { p50max } from "./timeline";
+import type { RunResult } from "./run-scenario";
+import type { ScenarioSpec, Targets } from "./scenarios";
+
+export interface ScenarioSummary {
+  name: string;
+  tier: string;
+  title: string;
+  runs: number;
+  targets: Targets;
+  /** true met, false missed, null not measured. */
+  pass: boolean | null;
+  misses: string[];
+  notMeasured?: string;
+  detect: Figure;
+  l1: Figure;
+  dns: Figure;
+  cross: Figure;
+  leader: Figure;
+  recovery: Figure;
+  baselineDefault: Figure;
+  baselineTuned: Figure;
+  failed: number;
+  failedBaseline: { default: number; tuned: number };
+  falseFailovers: number;
+  staleWrites: number | null;
+}
+
+/** p50/max over runs; `never` counts runs where it never happened. */
+export interface Figure {
+  p50: number | null;
+  max: number | null;
+  never: number;
+  runs: number;
+}
+
+export function figure(values: readonly (number | null)[]): Figure {
+  const pm = p50max(values);
+  return { p50: pm?.p50 ?? null, max: pm?.max ?? null, never: values.filter((v) => v === null).length, runs: values.length };
+}
+
+const TIME_TARGETS: [keyof Targets, keyof RunResult | "extra.azHealthAfterStateMs", string][] = [
+  ["l1Ms", "l1Ms", "L1"],
+  ["crossMs", "crossMs", "cross-zone"],
+  ["dnsMs", "dnsMs", "DNS"],
+  ["leaderMs", "leaderMs", "new leader"],
+  ["azHealthAfterStateMs", "extra.azHealthAfterStateMs", "/az/health after AZ state"],
+];
+
+function valueOf(r: RunResult, key: string): number | null {
+  if (key.startsWith("extra.")) {
+    const v = r.extra[key.slice(6)];
+    return typeof v === "number" ? v : null;
+  }
+  const v = r[key as keyof RunResult];
+  return typeof v === "number" ? v : null;
+}
+
+/** Checks every target of a scenario over its runs; a target whose figure was never measured is a miss. */
+export function checkTargets(targets: Targets, runs: readonly RunResult[]): { pass: boolean; misses: string[] } {
+  const misses: string[] = [];
+  for (const [tk, rk, label] of TIME_TARGETS) {
+    const t = targets[tk];
+    if (t === undefined) continue;
+    const vals = runs.map((r) => valueOf(r, rk));
+    const never = vals.filter((v) => v === null).length;
+    if (never) misses.push(`${label}: not seen in ${never} of ${vals.length} run(s) (target ≤ ${fmtS(t)})`);
+    const max = Math.max(...vals.filter((v): v is number => v !== null));
+    if (vals.some((v) => v !== null && v > t)) misses.push(`${label}: max ${fmtS(max)} > ${fmtS(t)}`);
+  }
+  if (targets.l1P50Ms !== undefined) {
+    const pm = p50max(runs.map((r) => r.l1Ms));
+    if (pm && pm.p50 > targets.l1P50Ms) misses.push(`L1: p50 ${fmtS(pm.p50)} > ${fmtS(targets.l1P50Ms)}`);
+  }
+  const sum = (f: (r: RunResult) => number): number => runs.reduce((a, r) => a + f(r), 0);
+  if (targets.failed !== undefined && sum((r) => r.failed) > targets.failed) misses.push(`failed requests: ${sum((r) => r.failed)} > ${targets.failed}`);
+  if (targets.falseFailovers !== undefined && sum((r) => r.falseFailovers) > targets.falseFailovers) {
+    misses.push(`false failovers: ${sum((r) => r.falseFailovers)} > ${targets.falseFailovers}`);
+  }
+  if (targets.staleWrites !== undefined) {
+    if (runs.some((r) => r.staleWrites === null)) misses.push("stale writes: not measured");
+    else if (sum((r) => r.staleWrites ?? 0) > targets.staleWrites) misses.push(`stale writes: ${sum((r) => r.staleWrites ?? 0)} > ${targets.staleWrites}`);
+  }
+  return { pass: misses.length === 0, misses };
+}
+
+export function summarize(spec: ScenarioSpec, runs: readonly RunResult[]): ScenarioSummary {
+  const nm = runs.find((r) => r.notMeasured)?.notMeasured;
+  const checked = nm ? { pass: null, misses: [`not measured: ${nm}`] } : checkTargets(spec.targets, runs);
+  const sum = (f: (r: RunResult) => number): number => runs.reduce((a, r) => a + f(r), 0);
+  return {
+    name: spec.name,
+    tier: spec.tier,
+    title: spec.title,
+    runs: runs.length,
+    targets: spec.targets,
+    pass: checked.pass,
+    misses: checked.misses,
+    ...(nm ? { notMeasured: nm } : {}),
+    detect: figure(runs.map((r) => r.detectMs)),
+    l1: figure(runs.map((r) => r.l1Ms)),
+    dns: figure(runs.map((r) => r.dnsMs)),
+    cross: figure(runs.map((r) => r.crossMs)),
+    leader: figure(runs.map((r) => r.leaderMs)),
+    recovery: figure(runs.map((r) => r.recoveryMs)),
+    baselineDefault: figure(runs.map((r) => r.baselineMs.default)),
+    baselineTuned: figure(runs.map((r) => r.baselineMs.tuned)),
+    failed: sum((r) => r.failed),
+    failedBaseline: { default: sum((r) => r.failedBaseline.default), tuned: sum((r) => r.failedBaseline.tuned) },
+    falseFailovers: sum((r) => r.falseFailovers),
+    staleWrites: runs.some((r) => r.staleWrites !== null) ? sum((r) => r.staleWrites ?? 0) : null,
+  };
+}
+
+export function fmtS(ms: number): string {
+  return `${(ms / 1000).toFixed(2)}s`;
+}
+
+/** `0.41s`, `0.41/0.52s` (p50/max), `never`, `-` (not applicable). */
+export function fmtFigure(f: Figure, applicable = true): string {
+  if (!applicable || f.runs === 0) return "-";
+  if (f.p50 === null) return "never";
+  const base = f.runs > 1 && f.max !== f.p50 ? `${(f.p50 / 1000).toFixed(2)}/${fmtS(f.max!)}` : fmtS(f.max!);
+  return f.never ? `${base} (${f.never}× never)` : base;
+}
+
+function targetText(t: Targets): string {
+  const parts: string[] = [];
+  if (t.l1P50Ms !== undefined) parts.push(`L1 p50≤${t.l1P50Ms / 1000}s`);
+  if (t.l1Ms !== undefined) parts.push(`L1${t.l1P50Ms !== undefined ? " max" : ""}≤${t.l1Ms / 1000}s`);
+  if (t.crossMs !== undefined) parts.push(`cross≤${t.crossMs / 1000}s`);
+  if (t.azHealthAfterStateMs !== undefined) parts.push(`/az/health≤${t.azHealthAfterStateMs / 1000}s after state`);
+  if (t.dnsMs !== undefined) parts.push(`DNS≤${t.dnsMs / 1000}s`);
+  if (t.leaderMs !== undefined) parts.push(`leader≤${t.leaderMs / 1000}s`);
+  if (t.failed !== undefined) parts.push(`failed=${t.failed}`);
+  if (t.falseFailovers !== undefined) parts.push(`false fo=${t.falseFailovers}`);
+  if (t.staleWrites !== undefined) parts.push(`stale=${t.staleWrites}`);
+  return parts.join(", ");
+}
+
+/** Left-aligned columns, two spaces apart. */
+export function renderColumns(rows: readonly string[][]): string {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd()).join("\n") + "\n";
+}
+
+export const TABLE_HEADER = ["scenario", "runs", "detect", "L1", "DNS", "cross/leader", "recovery", "failed", "false fo", "base 2s×3", "base 0.5s×2", "target", "result"];
+
+export function renderTable(summaries: readonly ScenarioSummary[]): string {
+  const rows: string[][] = [TABLE_HEADER];
+  for (const s of summaries) {
+    if (s.notMeasured) {
+      rows.push([s.name, "0", "-", "-", "-", "-", "-", "-", "-", "-", "-", targetText(s.targets), "NOT MEASURED"]);
+      continue;
+    }
+    const l1Applies = s.tier === "L1" || s.tier === "L2";
+    const crossOrLeader = s.tier === "L2" ? fmtFigure(s.cross) : s.targets.leaderMs !== undefined || s.leader.p50 !== null ? fmtFigure(s.leader) : "-";
+    rows.push([
+      s.name,
+      String(s.runs),
+      fmtFigure(s.detect, s.tier !== "fleet" || s.name === "flap"),
+      fmtFigure(s.l1, l1Applies),
+      fmtFigure(s.dns, s.tier === "L2" || s.tier === "L3"),
+      crossOrLeader,
+      fmtFigure(s.recovery),
+      `${s.failed} (${s.failedBaseline.default}/${s.failedBaseline.tuned})`,
+      String(s.falseFailovers),
+      fmtFigure(s.baselineDefault, l1Applies),
+      fmtFigure(s.baselineTuned, l1Applies),
+      targetText(s.targets),
+      s.pass ? "ok" : "MISS",
+    ]);
+  }
+  return renderColumns(rows);
+}

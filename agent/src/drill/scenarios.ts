@@ -1,0 +1,120 @@
+/**
+ * The fault matrix: one row per scenario with its tier, whether `--quick` runs it, how
+ * often it repeats, and its targets (DESIGN.md's failure-tier table and issue 4). Pure
+ * data and selection; the injectors live in `run-scenario.ts`.
+ */
+import { DRILL_TIMING } from "./settings";
+
+export type ScenarioTier = "L1" | "L2" | "L3" | "fleet";
+
+/** Targets a scenario must meet (ms, counts); absent = not a target of this scenario. */
+export interface Targets {
+  /** Every run's time to L1 removal. */
+  l1Ms?: number;
+  /** p50 of L1 removal over the runs. */
+  l1P50Ms?: number;
+  /** Traffic of the faulty AZ served by other AZs' nodes. */
+  crossMs?: number;
+  /** DNS answer without the lost AZ. */
+  dnsMs?: number;
+  /** `/az/health` 503 after the AZ state changed. */
+  azHealthAfterStateMs?: number;
+  /** A new leader holds the lease. */
+  leaderMs?: number;
+  /** Failed client requests through llm-ha over all runs. */
+  failed?: number;
+  /** Servers that left rotation (or DNS changes) nobody asked for. */
+  falseFailovers?: number;
+  /** Fenced writes by a deposed leader that Redis accepted. */
+  staleWrites?: number;
+}
+
+export interface ScenarioSpec {
+  name: string;
+  tier: ScenarioTier;
+  title: string;
+  /** Part of `--quick` (CI). */
+  quick: boolean;
+  /** Runs in full and quick mode (p50/max need several). */
+  repeat: { full: number; quick: number };
+  /** Needs the fleet layer (registry, leader, controller) in the agents. */
+  needsFleet: boolean;
+  targets: Targets;
+}
+
+export const SCENARIOS: readonly ScenarioSpec[] = [
+  {
+    name: "crash",
+    tier: "L1",
+    title: "inference process crash (SIGKILL)",
+    quick: true,
+    repeat: { full: 5, quick: 3 },
+    needsFleet: false,
+    targets: { l1P50Ms: 700, l1Ms: 1200, failed: 0 },
+  },
+  { name: "gpu-lost", tier: "L1", title: "GPU fallen off the bus (nvidia-smi exit 15)", quick: true, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { l1Ms: 2000 } },
+  { name: "xid", tier: "L1", title: "fatal XID 79 in the kernel log (heal: agent restart, as a reboot)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { l1Ms: 2000 } },
+  { name: "ecc", tier: "L1", title: "uncorrectable ECC error", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { l1Ms: 2000 } },
+  { name: "model-unloaded", tier: "L1", title: "model unloaded (gone from /v1/models)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { l1Ms: 2000 } },
+  { name: "wedged", tier: "L1", title: "wedged engine (/health 200, completions hang)", quick: true, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { l1Ms: 4000 } },
+  {
+    name: "latency-creep",
+    tier: "L1",
+    title: `latency creep (completions 900 ms > threshold ${DRILL_TIMING.probeLatencyMs} ms)`,
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { l1Ms: 5000 },
+  },
+  {
+    name: "az-gpu-loss",
+    tier: "L2",
+    title: "every GPU node of one AZ lost, its HAProxy alive",
+    quick: true,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { crossMs: 3000, azHealthAfterStateMs: 2000 },
+  },
+  { name: "az-loss", tier: "L3", title: "whole AZ lost, HAProxy included", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { dnsMs: 5000 } },
+  {
+    name: "leader-kill",
+    tier: "fleet",
+    title: "leader agent killed (SIGKILL)",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    targets: { leaderMs: DRILL_TIMING.leaseTtlMs + DRILL_TIMING.leaseContendMs, falseFailovers: 0 },
+  },
+  { name: "leader-pause", tier: "fleet", title: "leader paused past its TTL (SIGSTOP)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: true, targets: { staleWrites: 0 } },
+  { name: "redis-restart", tier: "fleet", title: "Redis restart (every key lost)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: true, targets: { falseFailovers: 0, failed: 0 } },
+  { name: "flap", tier: "fleet", title: "one flapping probe (slow one period in three)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { falseFailovers: 0 } },
+  {
+    name: "mass-probe",
+    tier: "fleet",
+    title: "every node's probe failing at once (blast-radius cap)",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    targets: { falseFailovers: 0 },
+  },
+];
+
+export class UnknownScenarioError extends Error {
+  constructor(name: string) {
+    super(`unknown scenario ${JSON.stringify(name)}; one of: ${SCENARIOS.map((s) => s.name).join(", ")}`);
+    this.name = "UnknownScenarioError";
+  }
+}
+
+/** The scenarios to run: one by name, the quick subset, or all; with how many runs each. */
+export function selectScenarios(o: { scenario?: string; quick: boolean }): { spec: ScenarioSpec; runs: number }[] {
+  if (o.scenario) {
+    const names = o.scenario.split(",");
+    return names.map((n) => {
+      const spec = SCENARIOS.find((s) => s.name === n);
+      if (!spec) throw new UnknownScenarioError(n);
+      return { spec, runs: o.quick ? spec.repeat.quick : spec.repeat.full };
+    });
+  }
+  return SCENARIOS.filter((s) => !o.quick || s.quick).map((spec) => ({ spec, runs: o.quick ? spec.repeat.quick : spec.repeat.full }));
+}
