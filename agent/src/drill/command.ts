@@ -137,6 +137,8 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   const tl = emptyTimeline();
+  // Every pid seen, written after clean-up so a test can check that none is left running.
+  const pids = new Set<number>();
   try {
     progress(`plan: ${plan.map((p) => `${p.spec.name}${p.runs > 1 ? `×${p.runs}` : ""}`).join(", ")}; logs in ${outDir}`);
     stack = await startStack({ nodes: args.nodes, dir: outDir, progress, track: (s) => void stops.push(s) });
@@ -174,6 +176,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
         { name: BASELINE_TUNED, workers: 1, target: () => `http://127.0.0.1:${st.baselinePorts.tuned}` },
       ],
     });
+    for (const p of st.pids()) pids.add(p);
     const ctx: ScenarioContext = { stack: st, tl, observer, now, progress, fleetWired };
     const summaries: DrillReport["scenarios"] = [];
     for (const { spec, runs } of plan) {
@@ -182,6 +185,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
         progress(`${spec.name}${runs > 1 ? ` ${i}/${runs}` : ""}: ${spec.title}`);
         const r = await runScenario(ctx, spec, i);
         results.push(r);
+        for (const p of st.pids()) pids.add(p);
         const f = (v: number | null): string => (v === null ? "never" : `${(v / 1000).toFixed(2)}s`);
         progress(
           r.notMeasured
@@ -228,6 +232,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   } finally {
     progress("stopping everything");
     await cleanup();
+    writeFileSync(join(outDir, "pids.json"), JSON.stringify([...pids]));
     process.removeListener("SIGINT", onSignal);
     process.removeListener("SIGTERM", onSignal);
   }

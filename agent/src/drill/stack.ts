@@ -47,6 +47,8 @@ export interface DrillStack {
   /** Port every AZ proxy listens on (its address differs). */
   readonly port: number;
   azOf(node: SimNode): DrillAz;
+  /** Pids of every process running now (nodes, proxies, Redis, PowerDNS). */
+  pids(): number[];
   /** SIGKILL an AZ's HAProxy (whole-zone loss). */
   killAzProxy(az: DrillAz): void;
   /** Starts an AZ's HAProxy again with the same configuration. */
@@ -93,19 +95,38 @@ export function baselineProxies(ports: { default: number; tuned: number }, nodes
   ];
 }
 
-/** Runs `fn` over `items` with at most `limit` at a time (two cores: don't start 12 Node processes at once). */
-async function pool<T, R>(items: readonly T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
+/**
+ * Runs `fn` over `items` with at most `limit` at a time (two cores: don't start 12 Node
+ * processes at once). Waits for every started item even when one fails, so nothing
+ * starts after the caller has begun cleaning up; then throws the first error.
+ */
+async function pool<T>(items: readonly T[], limit: number, fn: (t: T) => Promise<void>): Promise<void> {
   let next = 0;
+  let failure: unknown = null;
   await Promise.all(
     Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
+      while (next < items.length && failure === null) {
         const i = next++;
-        out[i] = await fn(items[i]);
+        try {
+          await fn(items[i]);
+        } catch (err) {
+          failure ??= err;
+        }
       }
     }),
   );
-  return out;
+  if (failure !== null) throw failure;
+}
+
+/** Another process can take a port between `freePort()` and the bind: try a node's start a few times. */
+async function startNodeWithRetry(start: () => Promise<SimNode>, tries = 3): Promise<SimNode> {
+  for (let i = 1; ; i++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (i >= tries) throw err;
+    }
+  }
 }
 
 export async function startStack(o: StackOptions): Promise<DrillStack> {
@@ -123,13 +144,15 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     // Reserve the id before the await so two starts in the same AZ never share it.
     const seq = reserved.get(az) ?? 0;
     reserved.set(az, seq + 1);
-    const node = await SimNode.start({
-      id: `gpu-${az.slice(3)}${seq + 1}`,
-      az,
-      dir: join(o.dir, "nodes"),
-      model: DRILL_MODEL,
-      env: { ...DRILL_AGENT_ENV, LLMHA_REDIS_URL: redis.url, LLMHA_CLUSTER: cluster },
-    });
+    const node = await startNodeWithRetry(() =>
+      SimNode.start({
+        id: `gpu-${az.slice(3)}${seq + 1}`,
+        az,
+        dir: join(o.dir, "nodes"),
+        model: DRILL_MODEL,
+        env: { ...DRILL_AGENT_ENV, LLMHA_REDIS_URL: redis.url, LLMHA_CLUSTER: cluster },
+      }),
+    );
     nodes.push(node);
     o.track(() => node.stop());
     o.progress(`  node ${node.id} (${az}) up`);
@@ -168,6 +191,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     dns,
     port,
     azOf: (n) => azs.find((a) => a.name === n.az)!,
+    pids: () =>
+      [redis.pid, dns.pid, baseline.pid, ...azs.map((a) => a.haproxy?.pid ?? -1), ...nodes.flatMap((n) => [n.agentPid ?? -1, n.inferencePid ?? -1])].filter((p) => p > 0),
     killAzProxy: (az) => {
       az.haproxy?.kill("SIGKILL");
       const h = az.haproxy;

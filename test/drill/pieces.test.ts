@@ -1,0 +1,166 @@
+import { spawnSync } from "node:child_process";
+import { describe, expect, it } from "vitest";
+import { parseDrillArgs, DrillUsageError } from "../../agent/src/drill/command";
+import { checkTargets, fmtFigure, figure, renderTable, summarize } from "../../agent/src/drill/report";
+import { staleWrites, type RunResult } from "../../agent/src/drill/run-scenario";
+import { SCENARIOS, selectScenarios, UnknownScenarioError } from "../../agent/src/drill/scenarios";
+import { renderTimelineSvg, runsOf } from "../../agent/src/drill/svg";
+import { dnsChanges, emptyTimeline, firstAfter, l1Removed, p50max, removedBetween, type Sample } from "../../agent/src/drill/timeline";
+import { missingSystemPackages } from "../../agent/src/engines/system-deps";
+
+function run(over: Partial<RunResult> = {}): RunResult {
+  return {
+    scenario: "crash",
+    run: 1,
+    victims: ["gpu-a1"],
+    injectAt: 1000,
+    healAt: 5000,
+    endAt: 9000,
+    detectMs: 80,
+    l1Ms: 300,
+    dnsMs: null,
+    crossMs: null,
+    leaderMs: null,
+    recoveryMs: 3000,
+    failed: 0,
+    failedBaseline: { default: 2, tuned: 1 },
+    falseFailovers: 0,
+    staleWrites: null,
+    baselineMs: { default: 5200, tuned: 900 },
+    extra: {},
+    notes: [],
+    ...over,
+  };
+}
+
+describe("scenario table", () => {
+  it("holds the whole fault matrix of issue 4 and a quick subset with crash, GPU lost, wedged and AZ GPU loss", () => {
+    expect(SCENARIOS.map((s) => s.name)).toEqual([
+      "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "az-loss",
+      "leader-kill", "leader-pause", "redis-restart", "flap", "mass-probe",
+    ]);
+    const quick = selectScenarios({ quick: true });
+    expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss"]);
+    expect(selectScenarios({ quick: false }).find((p) => p.spec.name === "crash")?.runs).toBe(5);
+  });
+  it("selects by name and refuses an unknown one", () => {
+    expect(selectScenarios({ scenario: "wedged,az-loss", quick: false }).map((p) => p.spec.name)).toEqual(["wedged", "az-loss"]);
+    expect(() => selectScenarios({ scenario: "meteor", quick: false })).toThrow(UnknownScenarioError);
+  });
+  it("carries DESIGN.md's L1 targets", () => {
+    const t = (n: string) => SCENARIOS.find((s) => s.name === n)!.targets;
+    expect(t("crash")).toMatchObject({ l1P50Ms: 700, l1Ms: 1200, failed: 0 });
+    expect(t("gpu-lost").l1Ms).toBe(2000);
+    expect(t("wedged").l1Ms).toBe(4000);
+    expect(t("az-gpu-loss").crossMs).toBe(3000);
+    expect(t("az-loss").dnsMs).toBe(5000);
+    expect(t("leader-pause").staleWrites).toBe(0);
+  });
+});
+
+describe("target checks", () => {
+  const crash = SCENARIOS[0];
+  it("passes runs within the targets", () => {
+    expect(checkTargets(crash.targets, [run(), run({ l1Ms: 650 }), run({ l1Ms: 1100 })])).toEqual({ pass: true, misses: [] });
+  });
+  it("names each miss: p50, max, never seen, failed requests", () => {
+    const c = checkTargets(crash.targets, [run({ l1Ms: 800 }), run({ l1Ms: 1300, failed: 2 }), run({ l1Ms: null })]);
+    expect(c.pass).toBe(false);
+    expect(c.misses).toEqual(["L1: not seen in 1 of 3 run(s) (target ≤ 1.20s)", "L1: max 1.30s > 1.20s", "L1: p50 0.80s > 0.70s", "failed requests: 2 > 0"]);
+  });
+  it("reports a scenario that could not run as not measured, never as passed", () => {
+    const s = summarize(SCENARIOS.find((x) => x.name === "leader-kill")!, [run({ notMeasured: "no leader in Redis" })]);
+    expect(s.pass).toBeNull();
+    expect(renderTable([s])).toContain("NOT MEASURED");
+  });
+  it("counts a deposed leader's accepted write as stale", () => {
+    const f = (t: number, tokens: Record<string, number>, leaderToken: number) => ({ t, azState: {}, tier: null, tokens, standbyWake: false, suspect: "", leader: "x", leaderToken });
+    expect(staleWrites([f(0, { tier: 3 }, 3), f(1, { tier: 4 }, 4), f(2, { tier: 4 }, 4)], 0)).toBe(0);
+    expect(staleWrites([f(0, { tier: 3 }, 3), f(1, { tier: 3 }, 4), f(2, { tier: 4 }, 4), f(3, { tier: 3 }, 4)], 0)).toBe(1);
+  });
+});
+
+describe("report formatting", () => {
+  it("shows p50/max over runs, a single value, never, and not applicable", () => {
+    expect(fmtFigure(figure([300, 500, 700]))).toBe("0.50/0.70s");
+    expect(fmtFigure(figure([1234]))).toBe("1.23s");
+    expect(fmtFigure(figure([null]))).toBe("never");
+    expect(fmtFigure(figure([200, null]))).toBe("0.20s (1× never)");
+    expect(fmtFigure(figure([1]), false)).toBe("-");
+    expect(p50max([3, 1, 2, null])).toEqual({ p50: 2, max: 3, n: 3 });
+  });
+  it("renders one aligned row per scenario with the baselines beside llm-ha", () => {
+    const table = renderTable([summarize(SCENARIOS[0], [run(), run({ l1Ms: 500 })])]);
+    const [head, row] = table.trimEnd().split("\n");
+    expect(head).toMatch(/^scenario\s+runs\s+detect\s+L1\s+DNS/);
+    expect(row).toMatch(/^crash\s+2\s+0\.08s\s+0\.30\/0\.50s\s+-/);
+    expect(row).toContain("0 (4/2)");
+    expect(row).toContain("5.20s");
+    expect(row).toMatch(/ok$/);
+    expect(head.indexOf("L1")).toBe(row.indexOf("0.30/0.50s"));
+  });
+});
+
+describe("timeline questions", () => {
+  const s = (t: number, status: string, dns: string[] | null = ["127.0.0.2"]): Sample => ({ t, nodes: {}, l1: { "p/a": { status, weight: status === "UP" ? 100 : 0, total: 0 } }, dns });
+  const tl = emptyTimeline();
+  tl.samples.push(s(0, "UP"), s(100, "UP"), s(200, "DOWN", ["127.0.0.3"]), s(300, "UP", null), s(400, "UP", ["127.0.0.2"]));
+  it("finds the first sample after a time and the servers that left rotation", () => {
+    expect(firstAfter(tl.samples, 50, (x) => l1Removed(x.l1["p/a"]))).toBe(150);
+    expect(firstAfter(tl.samples, 250, (x) => l1Removed(x.l1["p/a"]))).toBeNull();
+    expect(removedBetween(tl, ["p/a"], 0, 150)).toEqual([]);
+    expect(removedBetween(tl, ["p/a"], 0, 250)).toEqual(["p/a"]);
+    expect(l1Removed({ status: "DRAIN", weight: 100, total: 0 })).toBe(true);
+    expect(l1Removed({ status: "UP", weight: 0, total: 0 })).toBe(true);
+  });
+  it("counts DNS answer changes, ignoring failed queries", () => {
+    expect(dnsChanges(tl, 0, 1000)).toBe(2);
+  });
+});
+
+describe("SVG timeline", () => {
+  it("merges equal samples into runs", () => {
+    expect(runsOf([{ t: 0, v: "A" }, { t: 10, v: "A" }, { t: 20, v: "B" }], 30)).toEqual([
+      { from: 0, to: 20, v: "A" },
+      { from: 20, to: 30, v: "B" },
+    ]);
+  });
+  it("writes well-formed SVG with a lane per node, per AZ, the tier, failures and fault marks", () => {
+    const tl = emptyTimeline();
+    for (let t = 0; t <= 4000; t += 100) {
+      tl.samples.push({
+        t,
+        nodes: { "gpu-a1": { status: t > 1000 && t < 2000 ? "UNREACHABLE" : "HEALTHY", weight: 100 } },
+        l1: { "az_a_servers/gpu-a1": { status: t > 1100 && t < 2500 ? "DOWN" : "UP", weight: 100, total: t } },
+        dns: ["127.0.0.2"],
+      });
+      tl.fleet.push({ t, azState: { "az-a": "OK" }, tier: "L0", tokens: {}, standbyWake: false, suspect: "" });
+    }
+    tl.sent = { "llm-ha": 100 };
+    tl.failures.push({ t: 1050, client: "llm-ha", why: "timeout" });
+    tl.marks.push({ t: 1000, kind: "inject", label: "crash gpu-a1 <&>" }, { t: 2000, kind: "heal", label: "heal" });
+    const svg = renderTimelineSvg(tl, { title: "t", nodes: [{ id: "gpu-a1", az: "az-a", proxy: "az_a_servers" }], azs: [{ name: "az-a", address: "127.0.0.2", standby: false }] });
+    expect(svg.startsWith("<svg")).toBe(true);
+    expect(svg).toContain("gpu-a1 (az-a)");
+    expect(svg).toContain("az-a DNS");
+    expect(svg).toContain("tier level");
+    expect(svg).toContain("llm-ha (1 of 100)");
+    expect(svg).toContain("crash gpu-a1 &lt;&amp;&gt;");
+    expect(svg).toContain('fill="#801818"'); // UNREACHABLE lane segment
+    const py = spawnSync("python3", ["-c", "import sys,xml.dom.minidom as m; m.parseString(sys.stdin.read())"], { input: svg });
+    if (!py.error) expect(py.status, py.stderr?.toString()).toBe(0);
+  });
+});
+
+describe("command line and system deps", () => {
+  it("parses the flags and refuses bad ones", () => {
+    expect(parseDrillArgs(["--quick", "--check", "--json", "r.json", "--nodes=8", "--out", "d"])).toEqual({ quick: true, check: true, json: "r.json", nodes: 8, out: "d", help: false });
+    expect(() => parseDrillArgs(["--nodes", "2"])).toThrow(DrillUsageError);
+    expect(() => parseDrillArgs(["--json"])).toThrow(/needs a value/);
+    expect(() => parseDrillArgs(["--fast"])).toThrow(/unknown flag/);
+  });
+  it("names the Debian packages that are missing", () => {
+    expect(missingSystemPackages({ onPath: () => true, bindBackend: () => true })).toEqual([]);
+    expect(missingSystemPackages({ onPath: (b) => b !== "haproxy", bindBackend: () => false })).toEqual(["haproxy", "pdns-backend-bind"]);
+  });
+});

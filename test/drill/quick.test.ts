@@ -1,0 +1,52 @@
+/**
+ * `llm-ha drill --quick --check` end to end: real redis-server, HAProxy, PowerDNS, six
+ * simulated GPU nodes with real agents. The drill's own exit code is the verdict; the
+ * test also checks the report and that nothing it started is left running.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import type { DrillReport } from "../../agent/src/drill/command";
+
+const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe("llm-ha drill --quick --check", () => {
+  it("meets the L1 and L2 targets against the baselines and leaves nothing running", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "llmha-drill-test-"));
+    const json = join(dir, "report.json");
+    const child = spawn(process.execPath, ["--import", "tsx", CLI, "drill", "--quick", "--check", "--json", json, "--out", join(dir, "out")], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+    expect(code, `${out}\n${err}`).toBe(0);
+    const report = JSON.parse(readFileSync(json, "utf8")) as DrillReport;
+    expect(report.scenarios.map((s) => s.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss"]);
+    expect(report.scenarios.every((s) => s.pass === true)).toBe(true);
+    const crash = report.scenarios[0];
+    expect(crash.runs).toBe(3);
+    expect(crash.l1.max!).toBeLessThanOrEqual(1200);
+    expect(crash.failed).toBe(0);
+    // The baselines are measured in the same run: the default one is slower than llm-ha on a crash,
+    // and neither sees a wedged engine.
+    expect(crash.baselineDefault.p50 === null || crash.baselineDefault.p50 > crash.l1.p50!).toBe(true);
+    expect(report.scenarios[2].baselineDefault.p50).toBeNull();
+    expect(out).toMatch(/^scenario\s+runs\s+detect\s+L1/m);
+    expect(readFileSync(join(dir, "out", "timeline.svg"), "utf8")).toMatch(/^<svg/);
+    const pids = JSON.parse(readFileSync(join(dir, "out", "pids.json"), "utf8")) as number[];
+    expect(pids.length).toBeGreaterThanOrEqual(6 * 2 + 5);
+    expect(pids.filter(alive)).toEqual([]);
+  }, 290_000);
+});
