@@ -151,8 +151,10 @@ async function worker(url: string, cluster: string, from: number, to: number, du
     if (inflight.length > 5000) await Promise.all(inflight.splice(0));
   }
   await Promise.all(inflight);
-  process.stdout.write(JSON.stringify({ lat, errors, elapsedMs: performance.now() - t0 }) + "\n");
   await client.close();
+  const line = JSON.stringify({ lat: lat.map((x) => Math.round(x * 100) / 100), errors, elapsedMs: performance.now() - t0 }) + "\n";
+  // a pipe is written asynchronously: exit only once the result is out
+  await new Promise<void>((resolve) => process.stdout.write(line, () => resolve()));
 }
 
 function procTicks(pid: number): number {
