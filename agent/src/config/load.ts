@@ -148,7 +148,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
 
 /** EC2 instance placement via IMDSv2, only when the DMI data says this is EC2 (no traffic elsewhere). */
 export async function imdsAvailabilityZone(timeoutMs = 1000): Promise<string | null> {
-  let vendor = "";
+  let vendor: string;
   try {
     vendor = readFileSync("/sys/devices/virtual/dmi/id/board_vendor", "utf8") + readFileSync("/sys/devices/virtual/dmi/id/sys_vendor", "utf8");
   } catch {
