@@ -118,6 +118,8 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   const outDir = resolve(args.out ?? mkdtempSync(join(tmpdir(), "llmha-drill-")));
   mkdirSync(outDir, { recursive: true });
   const stops: (() => Promise<void>)[] = [];
+  // Every pid seen, written after clean-up so a test can check that none is left running.
+  const pids = new Set<number>();
   let traffic: Traffic | null = null;
   let observer: Observer | null = null;
   let stack: DrillStack | null = null;
@@ -132,17 +134,19 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
     })());
   const onSignal = (sig: NodeJS.Signals): void => {
     progress(`${sig}: stopping every process the drill started`);
-    void cleanup().then(() => process.exit(130));
+    void cleanup().then(() => {
+      writeFileSync(join(outDir, "pids.json"), JSON.stringify([...pids]));
+      process.exit(130);
+    });
   };
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
   const tl = emptyTimeline();
-  // Every pid seen, written after clean-up so a test can check that none is left running.
-  const pids = new Set<number>();
   try {
     progress(`plan: ${plan.map((p) => `${p.spec.name}${p.runs > 1 ? `×${p.runs}` : ""}`).join(", ")}; logs in ${outDir}`);
     stack = await startStack({ nodes: args.nodes, dir: outDir, progress, track: (s) => void stops.push(s) });
     const st = stack;
+    for (const p of st.pids()) pids.add(p);
     observer = startObserver(st, tl, now, DRILL_TIMING);
     progress(`waiting for a leader in Redis (fleet layer)`);
     const fleetWired = await detectFleet(st.redis.url, new RedisKeys(st.cluster).leader, 3 * DRILL_TIMING.leaseTtlMs);

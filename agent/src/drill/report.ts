@@ -166,7 +166,8 @@ export function renderTable(summaries: readonly ScenarioSummary[]): string {
       fmtFigure(s.l1, l1Applies),
       fmtFigure(s.dns, s.tier === "L2" || s.tier === "L3"),
       crossOrLeader,
-      fmtFigure(s.recovery),
+      // A fault that took nothing out of rotation (Redis restart) has no recovery to show.
+      fmtFigure(s.recovery, s.recovery.never < s.recovery.runs || s.tier !== "fleet"),
       `${s.failed} (${s.failedBaseline.default}/${s.failedBaseline.tuned})`,
       String(s.falseFailovers),
       fmtFigure(s.baselineDefault, l1Applies),

@@ -257,6 +257,7 @@ async function runAzGpuLoss(ctx: ScenarioContext, spec: ScenarioSpec, run: numbe
   r.extra.azHealthMs = h === null ? null : h - r.injectAt;
   const stMs = r.extra.azStateMs;
   r.extra.azHealthAfterStateMs = h !== null && typeof stMs === "number" ? h - r.injectAt - stMs : null;
+  if (r.extra.wakeMs === null) r.notes.push("standby wake-up not measured: no agent setting names the standby AZ to the controller");
   if (!ctx.fleetWired) r.notes.push("fleet layer not in the agents: no AZ state, /az/health stays 200 (stale), DNS keeps the AZ");
   return r;
 }
@@ -388,6 +389,7 @@ async function runFlap(ctx: ScenarioContext, spec: ScenarioSpec, run: number): P
   }
   r.healAt = mark(ctx, "heal", `steady ${n.id}`);
   await until(ctx, 15_000, (s) => healthy(ctx, s, n));
+  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, (s) => healthy(ctx, s, n));
   r.endAt = ctx.now();
   finish(ctx, r, [], l1Removed);
   r.victims = [n.id];
@@ -407,6 +409,7 @@ async function runMassProbe(ctx: ScenarioContext, spec: ScenarioSpec, run: numbe
   r.healAt = mark(ctx, "heal", "probes pass");
   await Promise.all(nodes.map((n) => n.setMode("ready")));
   await until(ctx, 30_000, (s) => nodes.every((x) => healthy(ctx, s, x)));
+  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, (s) => nodes.every((x) => healthy(ctx, s, x)));
   r.endAt = ctx.now();
   finish(ctx, r, [], l1Removed);
   r.victims = nodes.map((n) => n.id);
