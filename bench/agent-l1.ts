@@ -89,7 +89,11 @@ async function inject(n: SimNode, f: FaultKind): Promise<void> {
 
 async function heal(n: SimNode, f: FaultKind): Promise<void> {
   if (f === "crash") await n.startInference("ready");
-  else if (f === "wedged" || f === "slow") await n.setMode("ready");
+  else if (f === "wedged") {
+    // A wedged engine is healed by restarting it, which also drops the requests it holds.
+    await n.crashInference();
+    await n.startInference("ready");
+  } else if (f === "slow") await n.setMode("ready");
   else await n.gpuFault(null);
 }
 
