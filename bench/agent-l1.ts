@@ -9,8 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startHaproxy, type HaproxyHandle } from "../agent/src/engines/haproxy";
 import type { HaproxyStaticServer } from "../agent/src/l1/haproxy-config";
+import { emptyTimeline, l1Removed, type Timeline } from "../agent/src/drill/timeline";
+import { startTraffic, type Traffic } from "../agent/src/drill/traffic";
 import { SimNode } from "../agent/src/sim/sim-node";
 import { freePort, sleep, waitFor } from "../agent/src/util/net";
+import { measured, quantile } from "../agent/src/util/stats";
 
 type FaultKind = "crash" | "gpuLost" | "eccUncorrected" | "wedged" | "slow";
 const PROXIES = ["inference", "baseline_default", "baseline_tuned"] as const;
@@ -30,54 +33,29 @@ export interface Percentiles {
 }
 
 function pct(values: (number | null)[]): Percentiles {
-  const seen = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
-  const at = (p: number): number | null => (seen.length ? Math.round(seen[Math.min(seen.length - 1, Math.ceil(p * seen.length) - 1)]) : null);
+  const seen = measured(values);
+  const at = (p: number): number | null => {
+    const q = quantile(seen, p);
+    return q === null ? null : Math.round(q);
+  };
   return { n: values.length, p50: at(0.5), p99: at(0.99), max: seen.length ? Math.round(seen[seen.length - 1]) : null, never: values.length - seen.length };
 }
 
-class Traffic {
-  failed: Record<ProxyName, number> = { inference: 0, baseline_default: 0, baseline_tuned: 0 };
-  sent: Record<ProxyName, number> = { inference: 0, baseline_default: 0, baseline_tuned: 0 };
-  private closed = false;
-  private loops: Promise<void>[] = [];
-  constructor(private readonly binds: Record<ProxyName, string>) {}
-  start(perSecond: number): void {
-    for (const p of PROXIES) {
-      this.loops.push(
-        (async () => {
-          while (!this.closed) {
-            this.sent[p]++;
-            try {
-              const r = await fetch(`http://${this.binds[p]}/v1/completions`, {
-                method: "POST",
-                headers: { "content-type": "application/json" },
-                body: JSON.stringify({ model: "llm-ha/test-model", prompt: "hi", max_tokens: 1 }),
-                signal: AbortSignal.timeout(5000),
-              });
-              await r.arrayBuffer();
-              if (r.status !== 200) this.failed[p]++;
-            } catch {
-              this.failed[p]++;
-            }
-            await sleep(1000 / perSecond);
-          }
-        })(),
-      );
-    }
-  }
-  reset(): void {
-    for (const p of PROXIES) this.failed[p] = this.sent[p] = 0;
-  }
-  async stop(): Promise<void> {
-    this.closed = true;
-    await Promise.all(this.loops);
-  }
-}
-
-/** Out of rotation (DOWN/DRAIN/weight 0), or — for a slow engine, which stays in — weight lowered. */
+/** Out of rotation (the drill's definition), or — for a slow engine, which stays in — weight lowered. */
 async function serverOut(hp: HaproxyHandle, proxy: ProxyName, server: string, lowered = false): Promise<boolean> {
   const row = (await hp.stats()).find((s) => s.proxy === `${proxy}_servers` && s.server === server);
-  return !!row && (/DOWN|DRAIN|MAINT/.test(row.status) || row.weight === 0 || (lowered && row.weight < 100));
+  return !!row && (l1Removed(row) || (lowered && row.weight < 100));
+}
+
+/** Failed and sent requests of each proxy's client since `from` (ms on the traffic clock). */
+function counts(timeline: Timeline, sentBefore: Record<string, number>, from: number): { failed: Record<ProxyName, number>; sent: Record<ProxyName, number> } {
+  const failed = {} as Record<ProxyName, number>;
+  const sent = {} as Record<ProxyName, number>;
+  for (const p of PROXIES) {
+    failed[p] = timeline.failures.filter((x) => x.client === p && x.t >= from).length;
+    sent[p] = (timeline.sent[p] ?? 0) - (sentBefore[p] ?? 0);
+  }
+  return { failed, sent };
 }
 
 async function inject(n: SimNode, f: FaultKind): Promise<void> {
@@ -112,6 +90,9 @@ export async function runL1Bench(o: L1Options = {}): Promise<Record<string, unkn
   const nodes: SimNode[] = [];
   let hp: HaproxyHandle | null = null;
   let traffic: Traffic | null = null;
+  const timeline = emptyTimeline();
+  const clockZero = performance.now();
+  const clock = (): number => performance.now() - clockZero;
   try {
     const [a, b] = await Promise.all([
       SimNode.start({ id: "gpu-a", az: "az-a", dir, env: AGENT_ENV }),
@@ -136,13 +117,21 @@ export async function runL1Bench(o: L1Options = {}): Promise<Record<string, unkn
       return (await a.agentGet("/readyz")).status === 200;
     };
     await waitFor("gpu-a up everywhere", allUp, { timeoutMs: 30_000, everyMs: 100 });
-    traffic = new Traffic(binds);
-    traffic.start(20);
+    // 20 requests/s through each proxy, the drill's traffic generator.
+    traffic = startTraffic({
+      clients: PROXIES.map((p) => ({ name: p, target: () => `http://${binds[p]}`, workers: 1 })),
+      timeline,
+      now: clock,
+      model: "llm-ha/test-model",
+      gapMs: 50,
+      timeoutMs: 5000,
+    });
     const results: Record<string, unknown> = {};
     for (const f of faults) {
       const readyz: (number | null)[] = [];
       const out: Record<ProxyName, (number | null)[]> = { inference: [], baseline_default: [], baseline_tuned: [] };
-      traffic.reset();
+      const from = clock();
+      const sentBefore = { ...timeline.sent };
       for (let t = 0; t < trials; t++) {
         await sleep(300 + Math.random() * 700); // de-phase from the check periods
         const t0 = performance.now();
@@ -165,14 +154,15 @@ export async function runL1Bench(o: L1Options = {}): Promise<Record<string, unkn
         await heal(a, f);
         await waitFor("gpu-a back everywhere", allUp, { timeoutMs: 60_000, everyMs: 100 });
       }
+      const c = counts(timeline, sentBefore, from);
       results[f] = {
         /** Fault → agent /readyz 503 (slow: → /status not HEALTHY). */
         detectMs: pct(readyz),
         haproxyOutMs: { agent: pct(out.inference), baselineDefault: pct(out.baseline_default), baselineTuned: pct(out.baseline_tuned) },
-        failedRequests: { agent: traffic.failed.inference, baselineDefault: traffic.failed.baseline_default, baselineTuned: traffic.failed.baseline_tuned },
-        requestsSent: { ...traffic.sent },
+        failedRequests: { agent: c.failed.inference, baselineDefault: c.failed.baseline_default, baselineTuned: c.failed.baseline_tuned },
+        requestsSent: c.sent,
       };
-      log(`l1 ${f}: readyz p50 ${pct(readyz).p50} ms, HAProxy out p50 ${pct(out.inference).p50} ms (baseline tuned ${pct(out.baseline_tuned).p50 ?? "never"}), failed ${traffic.failed.inference}/${traffic.failed.baseline_default}/${traffic.failed.baseline_tuned}`);
+      log(`l1 ${f}: readyz p50 ${pct(readyz).p50} ms, HAProxy out p50 ${pct(out.inference).p50} ms (baseline tuned ${pct(out.baseline_tuned).p50 ?? "never"}), failed ${c.failed.inference}/${c.failed.baseline_default}/${c.failed.baseline_tuned}`);
     }
     await traffic.stop();
     traffic = null;

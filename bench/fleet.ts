@@ -25,6 +25,7 @@ import { publishScript } from "../agent/src/redis/scripts";
 import type { Decision } from "../agent/src/types";
 import { createLogger } from "../agent/src/util/log";
 import { sleep } from "../agent/src/util/net";
+import { measured, quantile } from "../agent/src/util/stats";
 
 const log = createLogger({ level: process.env.LLMHA_BENCH_LOG ?? "silent", destination: pino.destination({ fd: 2, sync: true }) });
 
@@ -32,9 +33,7 @@ const SEED: LeaseSettings = { ttlMs: 20_000, renewMs: 7_000, contendMs: 5_000, m
 const FAST: LeaseSettings = { ttlMs: 3_000, renewMs: 1_000, contendMs: 1_000, marginMs: 500, replicaWaitMs: 500 };
 
 function pct(xs: number[], p: number): number {
-  if (!xs.length) return NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+  return quantile(measured(xs), p / 100) ?? NaN;
 }
 const r1 = (x: number): number => Math.round(x * 10) / 10;
 

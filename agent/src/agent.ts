@@ -128,6 +128,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     const obs = await this.gpu.read();
     this.metrics.source("gpu", performance.now() - t0, obs.kind !== "ok");
     this.signals.gpu = this.sample(obs);
+    this.metrics.signals(this.signals, this.cfg.gpuCount);
     this.evaluateNow();
   }
 
@@ -146,6 +147,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     const e = await readEngine(this.adapter, this.cfg.inferenceUrl, this.cfg.modelTimeoutMs);
     this.metrics.source("engine", performance.now() - t0, e === null);
     this.signals.engine = this.sample(e);
+    this.metrics.signals(this.signals, this.cfg.gpuCount);
     this.evaluateNow();
   }
 
@@ -253,7 +255,6 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     }
     if (!anyFailing) this.failingSince = null;
     this.metrics.decision(d, changed);
-    this.metrics.signals(this.signals, this.cfg.gpuCount);
     this.emit("decision", d, changed);
   }
 }

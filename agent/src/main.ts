@@ -5,11 +5,13 @@ import { Fleet } from "./controller/fleet";
 import type { NodeReport } from "./redis/registry";
 import type { AgentConfig } from "./config/spec";
 import { AgentCheckResponder, startAgentCheckServer } from "./reporters/agent-check";
-import { startHttpServer, type AzHealthAnswer } from "./reporters/http";
+import { startHttpServer } from "./reporters/http";
+import type { AzHealthResponse } from "./controller/az-health";
 import { AgentMetrics } from "./reporters/metrics";
 import { takesTraffic } from "./types";
 import { createLogger, safeUrl, type Logger } from "./util/log";
 import { sleep } from "./util/net";
+import { measured, quantile } from "./util/stats";
 
 /** Start-up failure that is not a bad setting (a port in use): exit 1 with this message. */
 export class StartupError extends Error {
@@ -34,7 +36,7 @@ async function listen<T>(what: string, variable: string, port: number, start: ()
   }
 }
 
-function standaloneAzHealth(agent: Agent, az: string): AzHealthAnswer {
+function standaloneAzHealth(agent: Agent, az: string): AzHealthResponse {
   // Without Redis there is no fleet view: answer from this node, flagged stale, and never fail closed.
   const gpus = agent.gpus.length;
   const healthy = takesTraffic(agent.decision) ? gpus : 0;
@@ -81,8 +83,11 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
     });
   }
   const probeView = (): ReturnType<Parameters<typeof startHttpServer>[2]["probe"]> => {
-    const lat = [...(agent.signals.probeLatencies ?? [])].sort((a, b) => a - b);
-    const q = (p: number): number | null => (lat.length ? Math.round(lat[Math.min(lat.length - 1, Math.floor(p * lat.length))]) : null);
+    const lat = measured(agent.signals.probeLatencies ?? []);
+    const q = (p: number): number | null => {
+      const v = quantile(lat, p);
+      return v === null ? null : Math.round(v);
+    };
     const since = agent.signals.probeInFlightSince;
     const last = agent.signals.probe?.value;
     return {

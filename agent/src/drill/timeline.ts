@@ -3,6 +3,8 @@
  * ("when did this server leave L1 after t?"). No I/O here: the tests build timelines by hand.
  */
 
+import { measured, quantile } from "../util/stats";
+
 /** One node as its agent answered `/readyz` (`ERR` when the agent did not answer). */
 export interface NodeSample {
   status: string;
@@ -127,7 +129,7 @@ export function dnsChanges(tl: Timeline, from: number, until: number): number {
 
 /** p50 and max of the measured values (nulls left out); null when none was measured. */
 export function p50max(values: readonly (number | null)[]): { p50: number; max: number; n: number } | null {
-  const v = values.filter((x): x is number => x !== null).sort((a, b) => a - b);
-  if (v.length === 0) return null;
-  return { p50: v[Math.floor((v.length - 1) / 2)], max: v[v.length - 1], n: v.length };
+  const v = measured(values);
+  const p50 = quantile(v, 0.5);
+  return p50 === null ? null : { p50, max: v[v.length - 1], n: v.length };
 }

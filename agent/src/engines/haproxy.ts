@@ -4,15 +4,15 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { renderHaproxyConfig, type HaproxyConfigArgs } from "../l1/haproxy-config";
-import { sleep } from "../util/net";
+import { sleep, socketExchange } from "../util/net";
+import { EngineMissingError, stopChild } from "./child";
 
-export class HaproxyMissingError extends Error {
+export class HaproxyMissingError extends EngineMissingError {
   constructor(bin: string) {
-    super(`${bin} not found: install it with \`apt-get install -y haproxy\``);
+    super(bin, "haproxy");
     this.name = "HaproxyMissingError";
   }
 }
@@ -73,25 +73,7 @@ export function checkHaproxyConfig(text: string, bin = haproxyBinary()): string 
 }
 
 function socketCommand(path: string, cmd: string, timeoutMs = 2000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s = createConnection(path);
-    let out = "";
-    const t = setTimeout(() => {
-      s.destroy();
-      reject(new HaproxyStartError(`stats socket ${path} did not answer ${JSON.stringify(cmd)} in ${timeoutMs} ms`));
-    }, timeoutMs);
-    s.setEncoding("utf8");
-    s.on("connect", () => s.write(cmd + "\n"));
-    s.on("data", (d: string) => (out += d));
-    s.on("error", (e) => {
-      clearTimeout(t);
-      reject(e);
-    });
-    s.on("end", () => {
-      clearTimeout(t);
-      resolve(out);
-    });
-  });
+  return socketExchange({ path }, cmd + "\n", timeoutMs, `stats socket ${path} (${JSON.stringify(cmd)})`);
 }
 
 /** Parses `show stat` CSV into server rows. */
@@ -170,13 +152,7 @@ export async function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket">,
     },
     stop: () =>
       (stopped ??= (async () => {
-        if (!exited) {
-          const gone = new Promise<void>((r) => child.once("exit", () => r()));
-          child.kill("SIGTERM");
-          const t = setTimeout(() => child.kill("SIGKILL"), 3000);
-          await gone;
-          clearTimeout(t);
-        }
+        if (!exited) await stopChild(child);
         rmSync(dir, { recursive: true, force: true });
       })()),
   };

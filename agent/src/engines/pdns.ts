@@ -10,10 +10,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, sleep } from "../util/net";
+import { EngineMissingError, stopChild } from "./child";
 
-export class PdnsMissingError extends Error {
+export class PdnsMissingError extends EngineMissingError {
   constructor(what: string) {
-    super(`${what} not found: install it with \`apt-get install -y pdns-server pdns-backend-bind\``);
+    super(what, "pdns-server pdns-backend-bind");
     this.name = "PdnsMissingError";
   }
 }
@@ -187,13 +188,7 @@ export async function startPdns(args: PdnsArgs): Promise<PdnsHandle> {
     query,
     stop: () =>
       (stopped ??= (async () => {
-        if (!exited) {
-          const gone = new Promise<void>((r) => child.once("exit", () => r()));
-          child.kill("SIGTERM");
-          const t = setTimeout(() => child.kill("SIGKILL"), 3000);
-          await gone;
-          clearTimeout(t);
-        }
+        if (!exited) await stopChild(child);
         rmSync(dir, { recursive: true, force: true });
       })()),
   };

@@ -9,10 +9,11 @@ import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, sleep } from "../util/net";
+import { EngineMissingError, stopChild } from "./child";
 
-export class RedisServerMissingError extends Error {
+export class RedisServerMissingError extends EngineMissingError {
   constructor(bin: string) {
-    super(`${bin} not found: install it with \`apt-get install -y redis-server\``);
+    super(bin, "redis-server");
     this.name = "RedisServerMissingError";
   }
 }
@@ -85,11 +86,6 @@ function ping(port: number, password: string | undefined, timeoutMs: number): Pr
   });
 }
 
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once("exit", () => resolve()));
-}
-
 /** Starts a real redis-server on 127.0.0.1 and waits until it answers PING. */
 export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServerHandle> {
   const bin = opts.bin ?? process.env.LLMHA_REDIS_SERVER ?? "redis-server";
@@ -127,13 +123,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
   };
 
   const halt = async (): Promise<void> => {
-    const c = child;
-    if (!c || c.exitCode !== null || c.signalCode !== null) return;
-    c.kill("SIGCONT"); // a paused server cannot act on SIGTERM
-    c.kill("SIGTERM");
-    const t = setTimeout(() => c.kill("SIGKILL"), 3000);
-    await exited(c);
-    clearTimeout(t);
+    if (child) await stopChild(child);
   };
 
   await launch();

@@ -1,5 +1,6 @@
 import { REASON_EFFECTS, type Decision, type NodeStatus, type Reason, type ReasonEffect, type ServingPhase } from "../types";
 import type { Signals } from "../sources/signals";
+import { measured, quantile } from "../util/stats";
 import { engineReasons, gpuReasons, modelReasons, probeReasons, xidReasons, type RuleSettings } from "./rules";
 
 /**
@@ -82,10 +83,8 @@ function statusOf(effect: ReasonEffect): NodeStatus {
 function loadScore(signals: Signals): number {
   const e = signals.engine?.value;
   if (e) return Math.round((e.running + 2 * e.waiting + 10 * (e.kvCacheUsage ?? 0)) * 100) / 100;
-  const lat = signals.probeLatencies ?? [];
-  if (lat.length === 0) return 0;
-  const sorted = [...lat].sort((a, b) => a - b);
-  return Math.round(sorted[Math.floor(sorted.length / 2)]) / 1000;
+  const p50 = quantile(measured(signals.probeLatencies ?? []), 0.5);
+  return p50 === null ? 0 : Math.round(p50) / 1000;
 }
 
 export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s: EvaluatorSettings, suspects: ReadonlySet<string> = new Set()): EvaluatorState {

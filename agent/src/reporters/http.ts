@@ -4,9 +4,6 @@ import { takesTraffic, type Decision } from "../types";
 import type { GpuInfo } from "../sources/signals";
 import type { AzHealthResponse } from "../controller/az-health";
 
-/** What `GET /az/health` answers (contract in DESIGN.md). */
-export type AzHealthAnswer = AzHealthResponse;
-
 export interface HttpView {
   nodeId: string;
   az: string;
@@ -16,7 +13,8 @@ export interface HttpView {
   gpus(): GpuInfo[];
   model(): string | null;
   probe(): { lastLatencyMs: number | null; p50Ms: number | null; p95Ms: number | null; inFlightMs: number | null; last: string | null };
-  azHealth(): Promise<AzHealthAnswer>;
+  /** What `GET /az/health` answers (contract in DESIGN.md). */
+  azHealth(): Promise<AzHealthResponse>;
   /** Extra `/status` fields (fleet: leader, Redis). */
   extra?(): Record<string, unknown>;
   metrics: Registry;

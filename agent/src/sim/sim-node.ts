@@ -5,11 +5,11 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
-import { connect } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { InferenceKind } from "../config/spec";
-import { freePort, sleep, waitFor } from "../util/net";
+import { stopChild } from "../engines/child";
+import { freePort, sleep, socketExchange, waitFor } from "../util/net";
 import { FAKE_NVIDIA_SMI_PATH, NVSMI_FAULTS, writeNvsmiState, type NvsmiFault, type NvsmiState } from "./nvsmi-state";
 import { setFakeInferenceMode, type FakeInferenceMode, type FakeInferenceSettings } from "./fake-inference";
 
@@ -57,11 +57,7 @@ function start(cmd: string, args: string[], env: NodeJS.ProcessEnv, log: WriteSt
 }
 
 async function end(p: Proc | null, signal: NodeJS.Signals = "SIGTERM", graceMs = 5000): Promise<void> {
-  if (!p || p.child.exitCode !== null || p.child.signalCode !== null) return;
-  p.child.kill(signal);
-  const t = setTimeout(() => p.child.kill("SIGKILL"), graceMs);
-  await p.exited;
-  clearTimeout(t);
+  if (p) await stopChild(p.child, { signal, graceMs });
 }
 
 export class SimNode {
@@ -188,25 +184,8 @@ export class SimNode {
   }
 
   /** What HAProxy would read from the agent-check port: one line. */
-  agentCheck(timeoutMs = 2000): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const sock = connect({ host: "127.0.0.1", port: this.agentCheckPort });
-      let out = "";
-      const t = setTimeout(() => {
-        sock.destroy();
-        reject(new SimNodeError(`agent-check of ${this.id} did not answer in ${timeoutMs} ms`));
-      }, timeoutMs);
-      sock.setEncoding("utf8");
-      sock.on("data", (d: string) => (out += d));
-      sock.on("error", (e) => {
-        clearTimeout(t);
-        reject(e);
-      });
-      sock.on("close", () => {
-        clearTimeout(t);
-        resolve(out.trim());
-      });
-    });
+  async agentCheck(timeoutMs = 2000): Promise<string> {
+    return (await socketExchange({ host: "127.0.0.1", port: this.agentCheckPort }, null, timeoutMs, `agent-check of ${this.id}`)).trim();
   }
 
   /** GET a JSON endpoint of the agent. */
@@ -259,7 +238,6 @@ export class SimNode {
   }
 
   async stop(): Promise<void> {
-    this.agent?.child.kill("SIGCONT");
     await Promise.all([end(this.agent, "SIGTERM"), end(this.inference, "SIGTERM")]);
     this.agent = null;
     this.inference = null;

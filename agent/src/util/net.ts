@@ -1,4 +1,4 @@
-import { createServer } from "node:net";
+import { connect, createServer, type NetConnectOpts } from "node:net";
 
 /** A free TCP port on 127.0.0.1, chosen by the kernel. */
 export async function freePort(): Promise<number> {
@@ -51,4 +51,38 @@ export async function waitFor<T>(
     }
     await sleep(everyMs);
   }
+}
+
+/** Thrown when a socket exchange does not finish in time. */
+export class SocketTimeoutError extends Error {
+  constructor(what: string, ms: number) {
+    super(`${what} did not answer in ${ms} ms`);
+    this.name = "SocketTimeoutError";
+  }
+}
+
+/**
+ * Connects (TCP or Unix socket), writes `payload` if any, and resolves with everything the
+ * peer sent until it closed: an HAProxy agent-check reply, an admin-socket command.
+ */
+export function socketExchange(target: NetConnectOpts, payload: string | null, timeoutMs: number, what = "socket"): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(target);
+    let out = "";
+    const t = setTimeout(() => {
+      sock.destroy();
+      reject(new SocketTimeoutError(what, timeoutMs));
+    }, timeoutMs);
+    sock.setEncoding("utf8");
+    if (payload !== null) sock.on("connect", () => sock.write(payload));
+    sock.on("data", (d: string) => (out += d));
+    sock.on("error", (e) => {
+      clearTimeout(t);
+      reject(e);
+    });
+    sock.on("close", () => {
+      clearTimeout(t);
+      resolve(out);
+    });
+  });
 }
