@@ -112,9 +112,12 @@ export async function runL1Bench(o: L1Options = {}): Promise<Record<string, unkn
       })),
     });
     const h = hp;
+    // Every trial starts from full service: HEALTHY at full weight everywhere (not still
+    // DEGRADED or ramping from the previous trial, which a slow-engine trial would count).
     const allUp = async (): Promise<boolean> => {
-      for (const p of PROXIES) if (await serverOut(h, p, "gpu-a")) return false;
-      return (await a.agentGet("/readyz")).status === 200;
+      for (const p of PROXIES) if (await serverOut(h, p, "gpu-a", p === "inference")) return false;
+      const st = await a.agentGet("/status");
+      return st.body.status === "HEALTHY" && st.body.weight === 100;
     };
     await waitFor("gpu-a up everywhere", allUp, { timeoutMs: 30_000, everyMs: 100 });
     // 20 requests/s through each proxy, the drill's traffic generator.
