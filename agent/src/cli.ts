@@ -6,7 +6,8 @@ const USAGE = `llm-ha — keeps LLM inference on GPUs answering when a GPU, a no
 Usage:
   llm-ha agent [flags]     run the health agent on a GPU node (llm-ha agent --help for every flag)
   llm-ha drill [flags]     run the local drill: real Redis, HAProxy, PowerDNS and a fault matrix
-  llm-ha status [flags]    show the fleet from Redis
+  llm-ha status [flags]    show the fleet from Redis (--watch, --json)
+  llm-ha cost --stack ENV  GPU hours and money per month, with and without the standby schedule
   llm-ha help              this text
 `;
 
@@ -55,6 +56,10 @@ export async function main(argv: string[]): Promise<number> {
     case "status": {
       const { statusCommand } = await import("./status/command.js");
       return statusCommand(rest);
+    }
+    case "cost": {
+      const { costCommand } = await import("./cost/command.js");
+      return costCommand(rest);
     }
     case undefined:
     case "help":

@@ -1,0 +1,60 @@
+/**
+ * What the leader may do to the world beyond Redis: wake the standby AZ's GPU groups,
+ * hand them back to their schedule, and shift a zone's load-balancer traffic away (ARC
+ * zonal shift) and back. One interface, three implementations:
+ *
+ * - `aws.ts`     — AWS SDK v3 (Auto Scaling, ARC zonal shift), for the real cluster;
+ * - `local.ts`   — the drill's simulated standby nodes and HAProxy servers;
+ * - `dry-run.ts` — logs and records the decision, calls nothing.
+ *
+ * Every action is desired state and idempotent: asking twice for what already holds makes
+ * no change (`outcome: "already"`). Every call is stamped with the caller's fencing token;
+ * `FencedActuator` (gate.ts) refuses a stale token before the implementation is reached,
+ * and writes each call and its result to the `events` stream and to metrics.
+ */
+
+export const ACTIONS = ["standby.wake", "standby.release", "shift.start", "shift.cancel"] as const;
+export type ActionName = (typeof ACTIONS)[number];
+
+export const OUTCOMES = ["applied", "already", "dry-run", "refused-stale", "failed"] as const;
+export type ActionOutcome = (typeof OUTCOMES)[number];
+
+export interface ActionContext {
+  /** Fencing token of the leader term asking. */
+  token: number;
+  /** Why (the controller's reason: "capacity lost: us-east-1a=DOWN"). */
+  reason: string;
+}
+
+export interface ShiftContext extends ActionContext {
+  /** The shift ends by itself after this long unless renewed (ARC needs an expiry). */
+  expiresInMs: number;
+}
+
+export interface ActionResult {
+  action: ActionName;
+  /** The AZ acted on. */
+  az: string;
+  outcome: ActionOutcome;
+  /** Provider API calls made, reads included (0 for dry-run and refused-stale). */
+  calls: number;
+  /** Human detail: what changed ("asg-a min 0→2 max 0→4 desired 0→2"), or the error. */
+  detail: string;
+  /** Wall time of the action. */
+  durationMs: number;
+}
+
+export interface Actuator {
+  /** `aws`, `local`, `dry-run` (shown in events, metrics and `llm-ha status`). */
+  readonly kind: string;
+  /** Raise the standby AZ's groups to their wake size now, whatever the schedule says (also when it set max to 0). */
+  wakeStandby(az: string, ctx: ActionContext): Promise<ActionResult>;
+  /** Incident over: give the groups back to the scale-to-zero schedule. */
+  releaseStandby(az: string, ctx: ActionContext): Promise<ActionResult>;
+  /** Shift traffic away from `az` on the zone's load balancers, with an expiry (renewing an active shift is `already` or extends it). */
+  startZonalShift(az: string, ctx: ShiftContext): Promise<ActionResult>;
+  /** Cancel our shift away from `az`. */
+  cancelZonalShift(az: string, ctx: ActionContext): Promise<ActionResult>;
+  /** Release clients and timers. */
+  close?(): Promise<void>;
+}
