@@ -24,6 +24,8 @@ export class FleetMetrics {
   readonly blastSuspect: Gauge<"check">;
   readonly blastSuspectChecks: Gauge;
   readonly standbyWake: Gauge;
+  readonly standbyHealthy: Gauge;
+  readonly zonalShift: Gauge<"az">;
   readonly controllerTick: Histogram;
   private readonly knownAzs = new Set<string>();
   private readonly suspectShown = new Set<string>();
@@ -54,13 +56,19 @@ export class FleetMetrics {
     });
     this.blastSuspectChecks = new Gauge({ name: "llmha_blast_radius_suspect_checks", help: "How many soft checks are suspect", registers });
     this.standbyWake = new Gauge({ name: "llmha_standby_wake", help: "1 while the leader wants the standby AZ awake", registers });
+    this.standbyHealthy = new Gauge({
+      name: "llmha_standby_healthy_capacity",
+      help: "Healthy GPUs in the standby AZ (leader view; 0 while it is scaled to zero)",
+      registers,
+    });
+    this.zonalShift = new Gauge({ name: "llmha_zonal_shift_active", help: "1 while the leader holds a zonal shift away from the AZ", labelNames: ["az"], registers });
     this.controllerTick = new Histogram({
       name: "llmha_controller_aggregation_seconds",
       help: "Time to read the registry and evaluate AZ states",
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     });
-    for (const g of [this.redisConnected, this.leader, this.fencingToken, this.tierLevel, this.blastSuspectChecks, this.standbyWake]) g.set(0);
+    for (const g of [this.redisConnected, this.leader, this.fencingToken, this.tierLevel, this.blastSuspectChecks, this.standbyWake, this.standbyHealthy]) g.set(0);
     for (const c of [this.redisErrors, this.leaseAcquisitions, this.staleWritesRejected]) c.inc(0);
     for (const r of ["ok", "error"]) this.heartbeats.inc({ result: r }, 0);
     for (const r of LOST_REASONS) this.leaseLosses.inc({ reason: r }, 0);
@@ -73,6 +81,7 @@ export class FleetMetrics {
     for (const st of AZ_STATES) this.azState.set({ az, state: st }, 0);
     this.azHealthy.set({ az }, 0);
     this.azTotal.set({ az }, 0);
+    this.zonalShift.set({ az }, 0);
   }
 
   setAz(az: string, state: AzState, healthy: number, total: number): void {
