@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import { cronProblem } from "./cron";
 import { Problems } from "./problems";
 
 /** GPU classes llm-ha knows, with the instance type and GPU count of each. */
@@ -59,19 +60,9 @@ export interface StackConfig {
 
 type Obj = Record<string, unknown>;
 
-const CRON_FIELD = /^(\*|\?|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(\/[0-9]+)?(,(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(\/[0-9]+)?)*$/;
-const CRON_MAX = [59, 23, 31, 12, 7];
-
-/** True for a 5-field cron expression as EC2 Auto Scaling accepts it (numbers in range). */
+/** True for a 5-field cron expression as EC2 Auto Scaling accepts it (see `cron.ts`). */
 export function isCron(expr: string): boolean {
-  const fields = expr.trim().split(/\s+/);
-  if (fields.length !== 5) return false;
-  return fields.every((f, i) => {
-    if (!CRON_FIELD.test(f)) return false;
-    const nums = f.match(/\d+/g) ?? [];
-    // Step values (`*/15`) may exceed the field's range only as steps; check the others.
-    return f.includes("/") || nums.every((n) => Number(n) <= CRON_MAX[i]);
-  });
+  return cronProblem(expr) === undefined;
 }
 
 function isTimeZone(tz: string): boolean {
@@ -86,12 +77,27 @@ function isTimeZone(tz: string): boolean {
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
 const isPosInt = (v: unknown): v is number => Number.isInteger(v) && (v as number) > 0;
 
-/**
- * Reads and validates the whole stack configuration. Every bad key is named in one
- * `InputPropertiesError`, so a user fixes the stack file in one pass.
- */
+/** Where the stack configuration comes from: Pulumi's, or a stack file read offline (`llm-ha cost`). */
+export interface ConfigSources {
+  /** The project's namespace (`llm-ha:`). */
+  project: pulumi.Config;
+  /** The `aws:` namespace (region). */
+  aws: pulumi.Config;
+  /** Stack name; the default cluster name is derived from it. */
+  stack: string;
+}
+
+/** The program's configuration: `resolveConfig` over the running stack's config. */
 export function loadConfig(): StackConfig {
-  const cfg = new pulumi.Config();
+  return resolveConfig({ project: new pulumi.Config(), aws: new pulumi.Config("aws"), stack: pulumi.getStack() });
+}
+
+/**
+ * Reads and validates the whole stack configuration and fills in the defaults. Every bad
+ * key is named in one `InputPropertiesError`, so a user fixes the stack file in one pass.
+ */
+export function resolveConfig(src: ConfigSources): StackConfig {
+  const cfg = src.project;
   const p = new Problems();
   const key = (k: string) => `${cfg.name}:${k}`;
   const obj = (k: string): Obj => {
@@ -120,7 +126,7 @@ export function loadConfig(): StackConfig {
     return v as number;
   };
 
-  const region = new pulumi.Config("aws").get("region") ?? "";
+  const region = src.aws.get("region") ?? "";
   if (!region) p.add("aws:region", "is required");
 
   const azsRaw = cfg.getObject<unknown>("azs");
@@ -207,8 +213,9 @@ export function loadConfig(): StackConfig {
       const cron = (k: string, required: boolean): string | undefined => {
         const v = sched[k];
         if (v === undefined && !required) return undefined;
-        if (typeof v !== "string" || !isCron(v)) {
-          p.add(key(`schedule.${k}`), `${JSON.stringify(v)} is not a 5-field cron expression`);
+        const why = typeof v === "string" ? cronProblem(v) : "not a string";
+        if (typeof v !== "string" || why !== undefined) {
+          p.add(key(`schedule.${k}`), `${JSON.stringify(v)} is not a 5-field cron expression: ${why}`);
           return undefined;
         }
         return v;
@@ -219,7 +226,7 @@ export function loadConfig(): StackConfig {
   }
 
   const c: StackConfig = {
-    clusterName: cfg.get("clusterName") ?? `llm-ha-${pulumi.getStack()}`,
+    clusterName: cfg.get("clusterName") ?? `llm-ha-${src.stack}`,
     region,
     azs,
     standbyAz,

@@ -6,7 +6,7 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { parseStackYaml, type Yaml } from "./stack-yaml";
+import { stackConfigValues } from "../../infra/stack-yaml";
 
 export type Env = "dev" | "staging" | "prod";
 
@@ -30,13 +30,7 @@ export const TEST_REDIS_TOKEN = "test-token-0123456789abcdef";
 
 /** The stack file's `config:` as the CLI hands it to the program: strings, structured values as JSON. */
 export function stackConfig(env: Env): Record<string, string> {
-  const doc = parseStackYaml(fs.readFileSync(path.join(ROOT, `Pulumi.${env}.yaml`), "utf8"));
-  const config = (doc as { config?: Record<string, Yaml> } | null)?.config ?? {};
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(config)) {
-    out[k] = typeof v === "string" ? v : JSON.stringify(v);
-  }
-  return out;
+  return stackConfigValues(fs.readFileSync(path.join(ROOT, `Pulumi.${env}.yaml`), "utf8"));
 }
 
 /** Outputs a real provider computes; the mock makes them up so dependent inputs resolve. */
