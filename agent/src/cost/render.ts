@@ -1,0 +1,72 @@
+import type { CostReport, Totals } from "./estimate";
+
+const num = (x: number): string => x.toLocaleString("en-US", { maximumFractionDigits: 2 });
+const usd = (x: number): string => `$${x.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+const pct = (x: number): string => `${x.toFixed(1)} %`;
+
+/** Columns left-aligned for text, right-aligned for numbers, two spaces apart. */
+function table(rows: string[][], rightFrom: number): string {
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => (r[c] ?? "").length)));
+  return rows.map((r) => r.map((cell, c) => (c >= rightFrom ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join("  ").trimEnd()).join("\n");
+}
+
+/** The report as the table `llm-ha cost` prints. */
+export function renderCost(r: CostReport): string {
+  const head = ["AZ", "role", "class", "instance", "nodes", "GPUs", "GPU-h always-on", "GPU-h scheduled", "$/month always-on", "$/month scheduled", "saved"];
+  const totalRow = (label: string, t: Totals): string[] => [
+    label,
+    "",
+    "",
+    "",
+    String(t.nodes),
+    String(t.gpus),
+    num(t.gpuHoursAlwaysOn),
+    num(t.gpuHoursScheduled),
+    usd(t.usdAlwaysOn),
+    usd(t.usdScheduled),
+    pct(t.savedPct),
+  ];
+  const rows = [
+    head,
+    ...r.groups.map((g) => [
+      g.az,
+      g.role,
+      g.gpuClass,
+      g.instanceType,
+      String(g.nodes),
+      String(g.gpus),
+      num(g.gpuHoursAlwaysOn),
+      num(g.gpuHoursScheduled),
+      usd(g.usdAlwaysOn),
+      usd(g.usdScheduled),
+      pct(g.savedPct),
+    ]),
+  ];
+  if (r.standby) rows.push(totalRow("standby AZ", r.standby));
+  rows.push(totalRow("total", r.total));
+
+  const out = [`llm-ha cost: stack ${r.stack} (${r.file}), ${r.region}, ${r.month}: ${r.hours} h (UTC month), On-Demand prices`, "", table(rows, 4), ""];
+  const s = r.schedule;
+  if (s) {
+    const crons = [`down "${s.scaleDown}"`, ...(s.weekendDown ? [`weekend down "${s.weekendDown}"`] : []), `up "${s.scaleUp}"`].join(", ");
+    out.push(
+      `Standby schedule on ${r.standbyAz} (${s.timeZone}): ${crons}.`,
+      `  Up ${num(s.hoursUp)} h, at zero ${num(s.hoursDown)} h of ${r.hours} h (${pct((100 * s.hoursDown) / r.hours)} of the month); ` +
+        `${s.scaleDowns} scale-down(s), ${s.scaleUps} scale-up(s); the month starts ${s.startsUp ? "up" : "at zero"}.`,
+      `  It acts on the standby AZ only: saves ${usd(r.total.usdSaved)} a month, ${pct(r.standby?.savedPct ?? 0)} of that AZ's GPU cost, ` +
+        `${pct(r.total.savedPct)} of the environment's.`,
+    );
+  } else {
+    out.push("No standby schedule in this stack: every group runs all month, nothing is saved.");
+  }
+  out.push("", "Prices (USD per instance-hour):");
+  for (const p of r.prices) {
+    out.push(`  ${p.instanceType} ${p.region}: ${p.usdPerHour} as of ${p.asOf}, ${p.source}${p.confirmed ? "" : " (not confirmed on AWS's pricing page)"}`);
+  }
+  out.push(
+    "",
+    "Not counted: the controller waking the standby AZ early, scaling above the desired size, boot and drain",
+    "time, EBS volumes, system nodes, EKS, Redis, MSK, NAT, load balancers and data transfer.",
+  );
+  return out.join("\n") + "\n";
+}

@@ -1,0 +1,121 @@
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import type { CostReport } from "../../agent/src/cost/estimate";
+
+const run = promisify(execFile);
+const ROOT = path.resolve(__dirname, "..", "..");
+const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
+
+async function cost(args: string[], cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(TSX, [path.join(ROOT, "agent/src/cli.ts"), "cost", ...args], { cwd });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+/** A copy of dev's stack file with `edit` applied, as its own project folder. */
+function devVariant(edit: (yaml: string) => string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "llmha-cost-"));
+  fs.copyFileSync(path.join(ROOT, "Pulumi.yaml"), path.join(dir, "Pulumi.yaml"));
+  const file = path.join(dir, "Pulumi.qa.yaml");
+  fs.writeFileSync(file, edit(fs.readFileSync(path.join(ROOT, "Pulumi.dev.yaml"), "utf8")));
+  return file;
+}
+
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+describe("llm-ha cost", () => {
+  for (const stack of ["dev", "staging", "prod"]) {
+    it(`${stack}: JSON whose rows and totals agree, scheduled never above always-on`, async () => {
+      const { code, stdout, stderr } = await cost(["--stack", stack, "--month", "2026-02", "--json"]);
+      expect(code, stderr).toBe(0);
+      const r = JSON.parse(stdout) as CostReport;
+      expect(r).toMatchObject({ stack, region: "us-east-1", month: "2026-02", hours: 672 });
+      expect(r.groups.length).toBeGreaterThan(0);
+      for (const g of r.groups) {
+        expect(g.gpuHoursScheduled).toBeLessThanOrEqual(g.gpuHoursAlwaysOn);
+        expect(g.usdScheduled).toBeLessThanOrEqual(g.usdAlwaysOn);
+        expect(g.gpuHoursAlwaysOn).toBe(g.gpus * 672);
+        expect(g.usdAlwaysOn).toBeCloseTo(g.usdPerHour * g.nodes * 672, 2);
+        expect(g.usdSaved).toBeCloseTo(g.usdAlwaysOn - g.usdScheduled, 2);
+        // Only the standby AZ is ever scheduled.
+        if (g.role === "active") expect(g.usdSaved).toBe(0);
+        else expect(g.hoursUp).toBe(r.schedule?.hoursUp);
+      }
+      const t = r.total;
+      expect(t.gpus).toBe(sum(r.groups.map((g) => g.gpus)));
+      expect(t.gpuHoursAlwaysOn).toBeCloseTo(sum(r.groups.map((g) => g.gpuHoursAlwaysOn)), 2);
+      expect(t.gpuHoursScheduled).toBeCloseTo(sum(r.groups.map((g) => g.gpuHoursScheduled)), 2);
+      expect(t.usdAlwaysOn).toBeCloseTo(sum(r.groups.map((g) => g.usdAlwaysOn)), 2);
+      expect(t.usdScheduled).toBeCloseTo(sum(r.groups.map((g) => g.usdScheduled)), 2);
+      expect(t.usdSaved).toBeCloseTo(t.usdAlwaysOn - t.usdScheduled, 2);
+      expect(r.standby?.usdSaved).toBe(t.usdSaved);
+      expect(r.schedule!.hoursUp + r.schedule!.hoursDown).toBe(672);
+      for (const p of r.prices) expect(p).toMatchObject({ region: "us-east-1", asOf: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), source: expect.stringMatching(/^https:\/\//) });
+    });
+  }
+
+  it("prints prod as a table with one row per AZ and class, the standby subtotal and the total", async () => {
+    const { code, stdout } = await cost(["--stack", "prod", "--month", "2026-02"]);
+    expect(code).toBe(0);
+    const lines = stdout.split("\n");
+    expect(lines[2]).toMatch(/^AZ\s+role\s+class\s+instance\s+nodes\s+GPUs\s+GPU-h always-on\s+GPU-h scheduled\s+\$\/month always-on\s+\$\/month scheduled\s+saved$/);
+    expect(lines.filter((l) => /^us-east-1[abc]\s+(active|standby)\s+(a100|h100)\s+p[45]/.test(l))).toHaveLength(6);
+    // 220 of 672 hours at zero on the standby AZ: 32.7 % of that AZ's cost.
+    expect(stdout).toMatch(/^us-east-1c\s+standby\s+h100\s+p5\.48xlarge\s+2\s+16\s+10,752\s+7,232\s+\$73,973\.76\s+\$49,756\.16\s+32\.7 %$/m);
+    expect(stdout).toMatch(/^standby AZ\s+6\s+48\s+.*32\.7 %$/m);
+    expect(stdout).toMatch(/^total\s+18\s+144\s+96,768\s+86,208\s+.*10\.9 %$/m);
+    expect(stdout).toContain("Up 452 h, at zero 220 h of 672 h");
+  });
+
+  it("takes a path to a stack file and a --price override", async () => {
+    const file = devVariant((y) => y);
+    const { code, stdout, stderr } = await cost(["--stack", file, "--month", "2026-02", "--price", "p4d.24xlarge=10", "--json"], os.tmpdir());
+    expect(code, stderr).toBe(0);
+    const r = JSON.parse(stdout) as CostReport;
+    expect(r.stack).toBe("qa");
+    expect(r.prices).toEqual([expect.objectContaining({ instanceType: "p4d.24xlarge", usdPerHour: 10, source: "--price", confirmed: false })]);
+    expect(r.total.usdAlwaysOn).toBe(2 * 10 * 672);
+  });
+
+  it("exits 2 on an unknown stack, listing the stacks found", async () => {
+    const { code, stderr } = await cost(["--stack", "qa"]);
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/^llm-ha cost: no stack "qa" in \S+; stacks found: dev, prod, staging$/m);
+  });
+
+  it("exits 2 on a bad cron, naming the config key", async () => {
+    const file = devVariant((y) => y.replace('scaleDown: "0 20 * * 1-5"', 'scaleDown: "0 25 * * 1-5"'));
+    const { code, stderr } = await cost(["--stack", file]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('llm-ha:schedule.scaleDown: "0 25 * * 1-5" is not a 5-field cron expression: hour 25 is out of range 0-23');
+  });
+
+  it("exits 2 on an instance type with no price, naming it, the region and the key", async () => {
+    const file = devVariant((y) => y.replace("maxPerAz: 2", "maxPerAz: 2\n      instanceType: g6e.48xlarge"));
+    const { code, stderr } = await cost(["--stack", file]);
+    expect(code).toBe(2);
+    expect(stderr).toBe(
+      "llm-ha cost: no On-Demand price for g6e.48xlarge in us-east-1 (llm-ha:gpuClasses[0], class a100); " +
+        "add it to agent/src/cost/prices.json or pass --price g6e.48xlarge=USD_PER_HOUR\n",
+    );
+  });
+
+  it("exits 2 on bad arguments and 0 on --help", async () => {
+    expect((await cost(["--stack", "prod", "--month", "2026-2"])).stderr).toMatch(/--month "2026-2": expected YYYY-MM/);
+    const unknown = await cost(["--stack", "prod", "--verbose"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown argument "--verbose"/);
+    expect((await cost([])).stderr).toMatch(/--stack is required/);
+    const help = await cost(["--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: llm-ha cost --stack ENV/);
+  });
+});
