@@ -1,0 +1,207 @@
+/**
+ * The status view as terminal lines. Pure: view in, lines out. Every line fits `width`
+ * columns (100 by default; long reasons and event texts end in "…"); ANSI colours only
+ * when asked (`color`: the command passes true on a TTY without NO_COLOR). Red is out or
+ * down, yellow degraded or unknown, green healthy.
+ */
+import type { AzRow, EventTone, FleetView, NodeRow } from "./view";
+
+export const STATUS_WIDTH = 100;
+
+/** SGR codes used by the view (the SVG picture maps the same codes). */
+export const SGR = { bold: "1", dim: "2", red: "31", green: "32", yellow: "33", cyan: "36", inverse: "7" } as const;
+export type Style = keyof typeof SGR | `${keyof typeof SGR}+${keyof typeof SGR}`;
+
+interface Seg {
+  t: string;
+  s?: Style;
+}
+type Line = Seg[];
+
+export interface RenderOptions {
+  /** ANSI colours. Default false. */
+  color?: boolean;
+  /** Columns. Default 100. */
+  width?: number;
+}
+
+const TONE_STYLE: Record<EventTone, Style | undefined> = { ok: "green", warn: "yellow", bad: "red", info: undefined };
+
+/** Colour of a status word: node status, AZ state or tier level. */
+export function styleOf(word: string): Style | undefined {
+  if (["HEALTHY", "OK", "L0"].includes(word)) return "green";
+  if (["DEGRADED", "UNKNOWN", "L1", "L2"].includes(word)) return "yellow";
+  if (["UNHEALTHY", "UNREACHABLE", "EXPIRED", "DOWN", "L3", "L4"].includes(word)) return "red";
+  return undefined;
+}
+
+/** "0s ago", "42s ago", "3m ago", "5h ago", "2d ago". */
+export function formatAge(ms: number | null): string {
+  if (ms === null) return "-";
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 120) return `${s}s ago`;
+  if (s < 7200) return `${Math.floor(s / 60)}m ago`;
+  if (s < 172_800) return `${Math.floor(s / 3600)}h ago`;
+  return `${Math.floor(s / 86_400)}d ago`;
+}
+
+function paint(seg: Seg, color: boolean): string {
+  if (!color || !seg.s || seg.t === "") return seg.t;
+  const codes = seg.s.split("+").map((k) => SGR[k as keyof typeof SGR]).join(";");
+  return `\x1b[${codes}m${seg.t}\x1b[0m`;
+}
+
+/** Cuts a line to `width` visible characters, ending in "…" when cut. */
+function fit(line: Line, width: number): Line {
+  const out: Line = [];
+  let used = 0;
+  for (const seg of line) {
+    const chars = [...seg.t];
+    if (used + chars.length <= width) {
+      out.push(seg);
+      used += chars.length;
+      continue;
+    }
+    out.push({ t: chars.slice(0, Math.max(0, width - used - 1)).join("") + "…", s: seg.s });
+    break;
+  }
+  // no trailing blanks: a redraw in place overwrites with \x1b[K anyway
+  while (out.length && out[out.length - 1].t.trim() === "") out.pop();
+  const last = out[out.length - 1];
+  if (last) out[out.length - 1] = { ...last, t: last.t.replace(/\s+$/, "") };
+  return out;
+}
+
+const pad = (s: string, n: number): string => s + " ".repeat(Math.max(0, n - [...s].length));
+const padL = (s: string, n: number): string => " ".repeat(Math.max(0, n - [...s].length)) + s;
+
+function leaderLine(v: FleetView): Line {
+  const l = v.leader;
+  const label = { t: pad("leader", 9), s: "bold" } as Seg;
+  if (!l.holder) {
+    const highest = l.highestToken !== null ? `  highest accepted token ${l.highestToken}` : "";
+    return [label, { t: "none: lease free, AZ states and tier not refreshed", s: "red" }, { t: highest, s: "dim" }];
+  }
+  const line: Line = [label, { t: l.holder, s: "cyan" }, { t: `  token ${l.token}` }];
+  if (l.highestToken !== null && l.token !== null && l.token < l.highestToken) {
+    line.push({ t: `  below the highest accepted token ${l.highestToken} (${l.highestHolder ?? "?"}): its writes are refused`, s: "yellow" });
+  } else if (l.highestToken !== null) {
+    line.push({ t: `  highest accepted ${l.highestToken}`, s: "dim" });
+  }
+  if (l.ttlMs !== null) line.push({ t: `  lease ${(l.ttlMs / 1000).toFixed(1)}s left`, s: "dim" });
+  return line;
+}
+
+function tierLine(v: FleetView): Line {
+  const label = { t: pad("tier", 9), s: "bold" } as Seg;
+  const t = v.tier;
+  if (!t) return [label, { t: "not published yet", s: "dim" }];
+  const line: Line = [label, { t: t.level, s: styleOf(t.level) }, { t: `  ${t.reason}` }, { t: `  (refreshed ${formatAge(t.ageMs)})`, s: "dim" }];
+  if (t.stale) line.push({ t: "  stale: no leader refreshed it", s: "yellow" });
+  return line;
+}
+
+function standbyLine(v: FleetView): Line {
+  const label = { t: pad("standby", 9), s: "bold" } as Seg;
+  const s = v.standby;
+  if (!s) return [label, { t: "none configured", s: "dim" }];
+  return [
+    label,
+    { t: s.az, s: "cyan" },
+    { t: s.wake ? "  WAKE" : "  asleep (on schedule)", s: s.wake ? "yellow" : "green" },
+    { t: `  ${s.reason}` },
+    { t: `  (refreshed ${formatAge(s.ageMs)})`, s: "dim" },
+  ];
+}
+
+function suspectLine(v: FleetView): Line {
+  const label = { t: pad("suspect", 9), s: "bold" } as Seg;
+  const s = v.suspect;
+  if (!s || s.codes.length === 0) return [label, { t: "none", s: "dim" }];
+  const shown = s.codes.map((c) => (s.counts[c] !== undefined ? `${c} (${s.counts[c]} nodes)` : c)).join(", ");
+  return [label, { t: shown, s: "yellow" }, { t: "  blast-radius cap: nodes failing only these stay in", s: "dim" }];
+}
+
+function azHeader(a: AzRow, now: number): Line {
+  const line: Line = [{ t: a.az, s: "bold" }];
+  if (a.standby) line.push({ t: " (standby)", s: "dim" });
+  const p = a.published;
+  if (!p) {
+    line.push({ t: a.nodes.length ? "  state not published (no leader yet)" : "  no nodes (scaled to zero)", s: "dim" });
+    return line;
+  }
+  line.push(
+    { t: `  ${p.state}`, s: styleOf(p.state) },
+    { t: `  ${p.healthyCapacity}/${p.totalCapacity} GPUs healthy  ${p.nodesIn}/${p.nodes} nodes in` },
+    { t: `  since ${formatAge(p.since === null ? null : now - p.since)}`, s: "dim" },
+  );
+  if (p.stale) line.push({ t: `  stale: published ${formatAge(p.ageMs)}`, s: "yellow" });
+  return line;
+}
+
+function nodeLine(n: NodeRow, idW: number, suspect: ReadonlySet<string>): Line {
+  const dead = !n.alive;
+  const line: Line = [
+    { t: "  " + pad(n.id, idW) + "  " },
+    { t: pad(n.status, 11), s: styleOf(n.status) },
+    { t: "  " + padL(dead ? "-" : String(n.weight), 6) },
+    { t: "  " + padL(n.loadScore === null ? "-" : n.loadScore.toFixed(2), 6) },
+    { t: "  " + padL(`${dead ? "-" : n.gpus}/${n.gpusExpected}`, 5), s: !dead && n.gpus < n.gpusExpected ? "red" : undefined },
+    { t: "  " + padL(formatAge(n.heartbeatAgeMs), 9), s: dead ? "red" : "dim" },
+    { t: "  " },
+  ];
+  if (n.hard.length) line.push({ t: `hard ${n.hard.join(",")} `, s: "red" });
+  if (n.soft.length) {
+    const sus = n.soft.filter((c) => suspect.has(c));
+    const own = n.soft.filter((c) => !suspect.has(c));
+    if (own.length) line.push({ t: `soft ${own.join(",")} `, s: "yellow" });
+    if (sus.length) line.push({ t: `suspect ${sus.join(",")} `, s: "dim" });
+  }
+  if (n.phase === "warmup" || n.phase === "loading" || n.phase === "draining") line.push({ t: n.phase, s: "cyan" });
+  if (dead) line.push({ t: "no heartbeat; capacity still counted", s: "dim" });
+  return line;
+}
+
+/** The whole view as lines (no trailing newline). */
+export function renderFleetView(v: FleetView, o: RenderOptions = {}): string[] {
+  const width = o.width ?? STATUS_WIDTH;
+  const color = o.color ?? false;
+  const lines: Line[] = [];
+  const stamp = new Date(v.now).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+  lines.push([{ t: "llm-ha status", s: "bold" }, { t: `  cluster ${v.cluster}` }, { t: `  ${v.redis}  ${stamp}`, s: "dim" }]);
+  lines.push([]);
+  lines.push(leaderLine(v), tierLine(v), standbyLine(v), suspectLine(v));
+
+  const all = v.azs.flatMap((a) => a.nodes);
+  const idW = Math.min(24, Math.max(4, ...all.map((n) => [...n.id].length)));
+  const suspect = new Set(v.suspect?.codes ?? []);
+  for (const a of v.azs) {
+    lines.push([], azHeader(a, v.now));
+    if (!a.nodes.length) continue;
+    lines.push([
+      { t: "  " + pad("NODE", idW) + "  " + pad("STATUS", 11) + "  " + padL("WEIGHT", 6) + "  " + padL("LOAD", 6) + "  " + padL("GPUS", 5) + "  " + padL("HEARTBEAT", 9) + "  REASONS", s: "dim" },
+    ]);
+    for (const n of a.nodes) lines.push(nodeLine(n, idW, suspect));
+  }
+
+  lines.push([], [{ t: `events`, s: "bold" }, { t: `  last ${v.events.length}, newest first; tokens shown when not the current leader's`, s: "dim" }]);
+  if (!v.events.length) lines.push([{ t: "  none", s: "dim" }]);
+  for (const e of v.events) {
+    // The current term's token is on the leader line; an event from another term says which.
+    const term = e.token !== null && e.token !== v.leader.token ? `  token ${e.token}` : "";
+    lines.push([{ t: "  " + padL(formatAge(e.ageMs), 8) + "  ", s: "dim" }, { t: e.summary, s: TONE_STYLE[e.tone] }, { t: term, s: "dim" }]);
+  }
+  return lines.map((l) => fit(l, width).map((s) => paint(s, color)).join(""));
+}
+
+/** A one-line banner (Redis unreachable under `--watch`). */
+export function renderBanner(text: string, o: RenderOptions = {}): string {
+  const width = o.width ?? STATUS_WIDTH;
+  return fit([{ t: ` ${text} `, s: "red+inverse" }], width).map((s) => paint(s, o.color ?? false)).join("");
+}
+
+/** Removes ANSI SGR sequences (tests, widths). */
+export function stripAnsi(s: string): string {
+  // eslint-disable-next-line no-control-regex
+  return s.replace(/\x1b\[[0-9;]*m/g, "");
+}

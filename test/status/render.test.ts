@@ -1,0 +1,111 @@
+import { describe, expect, it } from "vitest";
+import { RedisKeys } from "../../agent/src/redis/keys";
+import { ansiSpans, terminalSvg } from "../../agent/src/status/picture";
+import { formatAge, renderFleetView, stripAnsi } from "../../agent/src/status/render";
+import { eventRow, type FleetView, type NodeRow } from "../../agent/src/status/view";
+
+const NOW = 1_800_000_000_000;
+const keys = new RedisKeys("prod");
+
+function node(id: string, over: Partial<NodeRow> = {}): NodeRow {
+  return {
+    id, az: "us-east-1a", status: "HEALTHY", phase: "serving", weight: 100, loadScore: 0.5, gpus: 8, gpusExpected: 8,
+    soft: [], hard: [], model: "m", alive: true, takesTraffic: true, lastHeartbeatAt: NOW - 400, heartbeatAgeMs: 400, ...over,
+  };
+}
+
+function view(over: Partial<FleetView> = {}): FleetView {
+  return {
+    version: 1, cluster: "prod", redis: "redis://redis:6379", now: NOW,
+    leader: { holder: "a1/7", token: 42, ttlMs: 15_500, highestToken: 42, highestHolder: "a1/7" },
+    tier: { level: "L1", reason: "nodes out: a3", token: 42, updatedAt: NOW - 1000, ageMs: 1000, stale: false },
+    standby: null,
+    suspect: { codes: ["PROBE_SLOW"], counts: { PROBE_SLOW: 3 }, updatedAt: NOW, ageMs: 0 },
+    azs: [{
+      az: "us-east-1a", standby: false,
+      published: { state: "OK", healthyCapacity: 16, totalCapacity: 24, nodes: 3, nodesIn: 2, since: NOW - 95_000, updatedAt: NOW, ageMs: 0, token: 42, stale: false },
+      nodes: [
+        node("a1", { soft: ["PROBE_SLOW"] }),
+        node("a2", { status: "DEGRADED", weight: 50, soft: ["ENGINE_QUEUE_" + "X".repeat(90)] }),
+        node("a3", { status: "UNHEALTHY", weight: 0, gpus: 7, hard: ["GPU_MISSING"], takesTraffic: false }),
+      ],
+    }],
+    events: [
+      eventRow(`${NOW - 3000}-0`, ["type", "node", "node", "a3", "az", "us-east-1a", "from", "HEALTHY", "status", "UNHEALTHY", "soft", "", "hard", "GPU_MISSING"], NOW, keys),
+      eventRow(`${NOW - 60_000}-0`, ["type", "tier", "key", "llmha:prod:tier", "from", "L0", "level", "L1", "reason", "nodes out: a3", "token", "41", "leader", "b1/9"], NOW, keys),
+    ],
+    empty: false,
+    ...over,
+  };
+}
+
+describe("status renderer", () => {
+  it("colours by severity only when asked: DOWN-like red, DEGRADED yellow, healthy green", () => {
+    const plain = renderFleetView(view()).join("\n");
+    expect(plain).not.toContain("\x1b[");
+    const lines = renderFleetView(view(), { color: true });
+    const row = (id: string) => lines.find((l) => stripAnsi(l).startsWith(`  ${id} `))!;
+    expect(row("a1")).toContain("\x1b[32mHEALTHY");
+    expect(row("a2")).toContain("\x1b[33mDEGRADED");
+    expect(row("a3")).toContain("\x1b[31mUNHEALTHY");
+    expect(row("a3")).toContain("\x1b[31mhard GPU_MISSING");
+    expect(lines.map(stripAnsi)).toEqual(renderFleetView(view()));
+  });
+
+  it("fits 100 columns, marks suspect codes, shows other terms' tokens on events", () => {
+    const lines = renderFleetView(view());
+    for (const l of lines) expect([...l].length).toBeLessThanOrEqual(100);
+    expect(lines.find((l) => l.startsWith("  a2 "))).toMatch(/soft ENGINE_QUEUE_X+…$/);
+    expect(lines.find((l) => l.startsWith("  a1 "))).toMatch(/suspect PROBE_SLOW$/);
+    expect(lines).toContain("suspect  PROBE_SLOW (3 nodes)  blast-radius cap: nodes failing only these stay in");
+    expect(lines).toContain("us-east-1a  OK  16/24 GPUs healthy  2/3 nodes in  since 95s ago");
+    expect(lines).toContain("    3s ago  node a3 (us-east-1a) HEALTHY → UNHEALTHY hard GPU_MISSING");
+    expect(lines).toContain("   60s ago  tier L0 → L1: nodes out: a3  token 41");
+  });
+
+  it("says what is missing: no leader, a leader fenced out, a stale tier", () => {
+    const none = renderFleetView(view({ leader: { holder: null, token: null, ttlMs: null, highestToken: 42, highestHolder: "a1/7" } }));
+    expect(none).toContain("leader   none: lease free, AZ states and tier not refreshed  highest accepted token 42");
+    const fenced = renderFleetView(view({ leader: { holder: "b1/9", token: 41, ttlMs: 900, highestToken: 42, highestHolder: "a1/7" } }));
+    expect(fenced[2]).toMatch(/token 41 +below the highest accepted token 42 \(a1\/7\): its writes are refused/);
+    const stale = renderFleetView(view({ tier: { level: "L0", reason: "all AZs OK", token: 40, updatedAt: NOW - 45_000, ageMs: 45_000, stale: true } }));
+    expect(stale[3]).toBe("tier     L0  all AZs OK  (refreshed 45s ago)  stale: no leader refreshed it");
+  });
+
+  it("ages read as a person says them", () => {
+    expect([0, 999, 3000, 119_000, 120_000, 7_199_000, 7_200_000, 172_800_000].map(formatAge)).toEqual(
+      ["0s ago", "0s ago", "3s ago", "119s ago", "2m ago", "119m ago", "2h ago", "2d ago"],
+    );
+  });
+
+  it("events by type: action, suspect, standby, an unknown type as key=value", () => {
+    const ev = (fields: string[]) => eventRow(`${NOW}-0`, fields, NOW, keys);
+    expect(ev(["type", "action", "action", "shift.start", "az", "b", "actuator", "aws", "outcome", "failed", "detail", "throttled"])).toMatchObject({
+      summary: "action shift.start b failed (aws): throttled", tone: "bad",
+    });
+    expect(ev(["type", "suspect", "from", "", "codes", "PROBE_SLOW"]).summary).toBe("suspect checks: PROBE_SLOW (nodes failing only these kept in)");
+    expect(ev(["type", "suspect", "from", "PROBE_SLOW", "codes", ""])).toMatchObject({ summary: "suspect checks cleared (were PROBE_SLOW)", tone: "ok" });
+    expect(ev(["type", "standby", "from", "1", "az", "c", "wake", "0", "reason", "active AZs OK"]).summary).toBe("standby c back to schedule: active AZs OK");
+    expect(ev(["type", "shift", "from", "", "shiftAz", "a", "shiftReason", "AZ a DOWN"])).toMatchObject({ summary: "zonal shift away from a: AZ a DOWN", tone: "bad" });
+    expect(ev(["type", "shift", "from", "a", "shiftAz", "", "shiftReason", "AZ a OK"]).summary).toBe("zonal shift away from a ended: AZ a OK");
+    expect(ev(["type", "future", "x", "1"]).summary).toBe("type=future x=1");
+  });
+});
+
+describe("status picture", () => {
+  it("maps ANSI colours to SVG fills at the right columns", () => {
+    const spans = ansiSpans("  a3    \x1b[31mUNHEALTHY  \x1b[0m  \x1b[1;7mX\x1b[0m");
+    expect(spans.map((s) => [s.col, s.text, s.bold, s.inverse])).toEqual([
+      [0, "  a3    ", false, false],
+      [8, "UNHEALTHY  ", false, false],
+      [19, "  ", false, false],
+      [21, "X", true, true],
+    ]);
+    expect(spans[1].fill).not.toBe(spans[0].fill);
+    const svg = terminalSvg(renderFleetView(view(), { color: true }), { command: "llm-ha status" });
+    expect(svg).toMatch(/^<svg [^>]*width="812"/);
+    expect(svg).toContain(">UNHEALTHY  </text>");
+    expect(svg).toContain("→ UNHEALTHY hard GPU_MISSING</text>");
+    expect(svg).not.toContain("\x1b");
+  });
+});
