@@ -1,6 +1,7 @@
 import type { Server } from "node:net";
 import { readFileSync } from "node:fs";
 import { Agent } from "./agent";
+import { createActuator } from "./actuators/index";
 import { Fleet } from "./controller/fleet";
 import type { NodeReport } from "./redis/registry";
 import type { AgentConfig } from "./config/spec";
@@ -61,11 +62,17 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
         az: cfg.az,
         intervalMs: cfg.intervalMs,
         lease: { ttlMs: cfg.leaseTtlMs, renewMs: cfg.leaseRenewMs, contendMs: cfg.leaseContendMs, marginMs: Math.min(2000, Math.floor(cfg.leaseTtlMs / 5)) },
+        controller: { standbyAz: cfg.standbyAz, standbyHoldMs: cfg.standbyHoldMs, zonalShift: cfg.zonalShift },
         log,
         metrics: metrics.registry,
         tls: cfg.redisCaFile ? { ca: readFileSync(cfg.redisCaFile) } : undefined,
       })
     : null;
+  // Only the leader acts: every call goes through the fencing gate with its term's token.
+  if (fleet) fleet.attachActuator(await createActuator(cfg, fleet.actuatorDeps()), {
+    shiftExpiryMs: cfg.shiftExpiryMs,
+    reassertMs: Math.min(30_000, Math.floor(cfg.shiftExpiryMs / 3)),
+  });
   const report = (): NodeReport => ({
     nodeId: cfg.nodeId,
     az: cfg.az,

@@ -9,7 +9,9 @@ import {
   nextAzState,
   resolveControllerSettings,
   ControllerSettingsError,
+  shiftDecision,
   standbyDecision,
+  type ShiftMemory,
   tierLevel,
   type AzMemory,
   type AzState,
@@ -164,5 +166,91 @@ describe("capacity and standby", () => {
     const nodes = [out("n1", "a"), out("n2", "a"), node("n3", "a"), node("n4", "a"), node("n5", "b")];
     const r = evaluate({ nodes }, emptyControllerMemory(), { ...S, standbyAz: "c" }, 0);
     expect(r.evaluation.standby).toMatchObject({ az: "c", wake: true });
+  });
+});
+
+describe("standby AZ and the tier", () => {
+  const s = { ...S, standbyAz: "c", standbyHoldMs: 10_000 };
+  const dead = (id: string, az: string): NodeView => ({ ...out(id, az), alive: false, status: "EXPIRED" as const });
+
+  it("a standby AZ not wanted awake does not count toward the tier, dead members included", () => {
+    // the schedule just stopped c's nodes (SIGKILL-like: members kept until forgotten)
+    const nodes = [node("a1", "a"), node("b1", "b"), dead("c1", "c"), dead("c2", "c")];
+    const r = evaluate({ nodes }, emptyControllerMemory(), s, 0);
+    expect(r.evaluation.azs.find((a) => a.az === "c")?.state).toBe("DOWN"); // still published as it is
+    expect(r.evaluation.tier).toMatchObject({ level: "L0" });
+    expect(r.evaluation.nodesOut).toEqual([]);
+    expect(r.evaluation.standbyHealthy).toBe(0);
+  });
+
+  it("while it is wanted awake it counts, and its healthy capacity is reported", () => {
+    const nodes = [out("a1", "a"), node("b1", "b"), node("c1", "c"), out("c2", "c", { status: "UNHEALTHY", phase: "loading" })];
+    const r = evaluate({ nodes }, emptyControllerMemory(), s, 0);
+    expect(r.evaluation.standby.wake).toBe(true);
+    expect(r.evaluation.standbyHealthy).toBe(8);
+    expect(r.evaluation.nodesOut).toEqual(["a1", "c2"]);
+    expect(r.evaluation.tier.level).toBe("L3");
+    // every active AZ down but the standby serving: L3, not L4
+    const all = evaluate({ nodes: [out("a1", "a"), out("b1", "b"), node("c1", "c")] }, emptyControllerMemory(), s, 0);
+    expect(all.evaluation.tier).toMatchObject({ level: "L3", reason: "AZ down: a,b" });
+  });
+});
+
+describe("zonal shift decision", () => {
+  const s = { zonalShift: true, standbyAz: "c", shiftRecoverMs: 5000 };
+  const none: ShiftMemory = { az: null, since: null, okSince: null };
+  const m = (o: Record<string, AzState>): Map<string, AzState> => new Map(Object.entries(o));
+
+  it("shifts away from a DOWN active AZ while another active AZ is OK; off by default", () => {
+    const r = shiftDecision(none, m({ a: "DOWN", b: "OK", c: "DOWN" }), s, 1000);
+    expect(r.decision).toEqual({ az: "a", reason: "a=DOWN, serving from b" });
+    expect(r.memory).toEqual({ az: "a", since: 1000, okSince: null });
+    expect(shiftDecision(none, m({ a: "DOWN", b: "OK" }), { ...s, zonalShift: false }, 0).decision.az).toBeNull();
+    expect(shiftDecision(none, m({ a: "DEGRADED", b: "OK" }), s, 0).decision.az).toBeNull();
+    // the standby AZ is never shifted
+    expect(shiftDecision(none, m({ a: "OK", b: "OK", c: "DOWN" }), s, 0).decision.az).toBeNull();
+  });
+
+  it("one zone at a time: a second AZ going down does not move or add a shift", () => {
+    const three = m({ a: "DOWN", b: "OK", d: "OK" });
+    const r1 = shiftDecision(none, three, s, 0);
+    const r2 = shiftDecision(r1.memory, m({ a: "DOWN", b: "OK", d: "DOWN" }), s, 1000);
+    expect(r2.decision.az).toBe("a");
+    expect(r2.memory.since).toBe(0);
+  });
+
+  it("never at L4: no shift when no active AZ is OK, and an existing one is cancelled", () => {
+    expect(shiftDecision(none, m({ a: "DOWN", b: "DOWN" }), s, 0).decision).toEqual({ az: null, reason: "no active AZ OK: no shift" });
+    expect(shiftDecision(none, m({ a: "DOWN", b: "DEGRADED" }), s, 0).decision.az).toBeNull();
+    const on = shiftDecision(none, m({ a: "DOWN", b: "OK" }), s, 0).memory;
+    expect(shiftDecision(on, m({ a: "DOWN", b: "DOWN" }), s, 1000).decision.az).toBeNull();
+  });
+
+  it("cancels only after the AZ has been OK for shiftRecoverMs; a relapse restarts the clock", () => {
+    let mem = shiftDecision(none, m({ a: "DOWN", b: "OK" }), s, 0).memory;
+    let r = shiftDecision(mem, m({ a: "OK", b: "OK" }), s, 10_000);
+    expect(r.decision.az).toBe("a");
+    mem = r.memory;
+    r = shiftDecision(mem, m({ a: "DEGRADED", b: "OK" }), s, 13_000);
+    expect(r.memory.okSince).toBeNull();
+    mem = shiftDecision(r.memory, m({ a: "OK", b: "OK" }), s, 14_000).memory;
+    expect(shiftDecision(mem, m({ a: "OK", b: "OK" }), s, 18_999).decision.az).toBe("a");
+    r = shiftDecision(mem, m({ a: "OK", b: "OK" }), s, 19_000);
+    expect(r.decision).toEqual({ az: null, reason: "a OK for 5 s: shift cancelled" });
+  });
+
+  it("evaluate carries the shift and its memory; recovery waits for the AZ state hysteresis first", () => {
+    const st = { ...S, zonalShift: true, shiftRecoverMs: 0, recoverPeriods: 2 };
+    let mem = emptyControllerMemory();
+    const down = [out("a1", "a"), node("b1", "b")];
+    let r = evaluate({ nodes: down }, mem, st, 0);
+    expect(r.evaluation.shift.az).toBe("a");
+    mem = r.memory;
+    const up = [node("a1", "a"), node("b1", "b")];
+    r = evaluate({ nodes: up }, mem, st, 1000); // a still DOWN (hysteresis: 1 of 2)
+    expect(r.evaluation.shift.az).toBe("a");
+    r = evaluate({ nodes: up }, r.memory, st, 2000); // a OK now, recover hold 0
+    expect(r.evaluation.azs[0].state).toBe("OK");
+    expect(r.evaluation.shift.az).toBeNull();
   });
 });

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { parseDrillArgs, DrillUsageError } from "../../agent/src/drill/command";
-import { checkTargets, fmtFigure, figure, renderTable, summarize } from "../../agent/src/drill/report";
+import { checkTargets, fmtFigure, figure, renderTable, standbyLine, summarize } from "../../agent/src/drill/report";
 import { staleWrites, type RunResult } from "../../agent/src/drill/run-scenario";
 import { SCENARIOS, selectScenarios, UnknownScenarioError } from "../../agent/src/drill/scenarios";
 import { renderTimelineSvg, runsOf } from "../../agent/src/drill/svg";
@@ -36,11 +36,11 @@ function run(over: Partial<RunResult> = {}): RunResult {
 describe("scenario table", () => {
   it("holds the whole fault matrix of issue 4 and a quick subset with crash, GPU lost, wedged and AZ GPU loss", () => {
     expect(SCENARIOS.map((s) => s.name)).toEqual([
-      "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "az-loss",
+      "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
       "leader-kill", "leader-pause", "redis-restart", "flap", "mass-probe",
     ]);
     const quick = selectScenarios({ quick: true });
-    expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss"]);
+    expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);
     expect(selectScenarios({ quick: false }).find((p) => p.spec.name === "crash")?.runs).toBe(5);
   });
   it("selects by name and refuses an unknown one", () => {
@@ -55,6 +55,17 @@ describe("scenario table", () => {
     expect(t("az-gpu-loss").crossMs).toBe(3000);
     expect(t("az-loss").dnsMs).toBe(5000);
     expect(t("leader-pause").staleWrites).toBe(0);
+    expect(t("standby-wake").wakeDecisionMs).toBe(10_000); // DESIGN: L2 wake-up decided ≤ 10 s
+  });
+  it("checks the standby wake-up decision and prints its figures", () => {
+    const r = run({ scenario: "standby-wake", extra: { wakeDecisionMs: 900, wakeCallMs: 950, firstStandbyMs: 4200, failedUntilStandby: 0, releaseAfterHealMs: 5100, wakeToken: 3 } });
+    expect(checkTargets({ wakeDecisionMs: 10_000 }, [r]).pass).toBe(true);
+    expect(checkTargets({ wakeDecisionMs: 800 }, [r]).misses).toEqual(["standby wake decided: max 0.90s > 0.80s"]);
+    expect(checkTargets({ wakeDecisionMs: 10_000 }, [run({ extra: { wakeDecisionMs: null } })]).pass).toBe(false);
+    expect(standbyLine(r)).toBe(
+      "standby-wake: wake decided 0.90s, wake call 0.95s, first standby node serving 4.20s after the fault; failed requests meanwhile 0; released 5.10s after the heal (fencing token 3)",
+    );
+    expect(standbyLine(run())).toBeNull();
   });
 });
 

@@ -33,7 +33,7 @@ describe("llm-ha drill --quick --check", () => {
     const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
     expect(code, `${out}\n${err}`).toBe(0);
     const report = JSON.parse(readFileSync(json, "utf8")) as DrillReport;
-    expect(report.scenarios.map((s) => s.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss"]);
+    expect(report.scenarios.map((s) => s.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);
     expect(report.scenarios.every((s) => s.pass === true)).toBe(true);
     const crash = report.scenarios[0];
     expect(crash.runs).toBe(3);
@@ -44,6 +44,11 @@ describe("llm-ha drill --quick --check", () => {
     expect(crash.baselineDefault.p50 === null || crash.baselineDefault.p50 > crash.l1.p50!).toBe(true);
     expect(report.scenarios[2].baselineDefault.p50).toBeNull();
     expect(out).toMatch(/^scenario\s+runs\s+detect\s+L1/m);
+    // the standby AZ starts at zero; the leader wakes it through the local cloud within DESIGN's 10 s
+    const wake = report.scenarios[4].runs_detail[0].extra;
+    expect(wake.wakeDecisionMs).toBeLessThanOrEqual(10_000);
+    expect(typeof wake.firstStandbyMs).toBe("number");
+    expect(out).toMatch(/^standby-wake: wake decided /m);
     expect(readFileSync(join(dir, "out", "timeline.svg"), "utf8")).toMatch(/^<svg/);
     const pids = JSON.parse(readFileSync(join(dir, "out", "pids.json"), "utf8")) as number[];
     expect(pids.length).toBeGreaterThanOrEqual(6 * 2 + 5);

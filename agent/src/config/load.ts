@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { type AgentConfig, INFERENCE_KINDS, type InferenceKind, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
+import { ACTUATOR_KINDS, type AgentConfig, INFERENCE_KINDS, type InferenceKind, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
 
 /** A bad setting: names the variable and its flag. `llm-ha agent` exits 2 on it. */
 export class ConfigError extends Error {
@@ -34,7 +34,7 @@ export function rawSettings(argv: string[], env: NodeJS.ProcessEnv): Map<string,
   return raw;
 }
 
-function parseValue(spec: OptionSpec, v: string): string | number | boolean {
+function parseValue(spec: OptionSpec, v: string): string | number | boolean | string[] {
   switch (spec.type) {
     case "int": {
       if (!/^\d+$/.test(v.trim())) throw new ConfigError(spec.env, `must be a whole number, got ${JSON.stringify(v)}`);
@@ -70,6 +70,16 @@ function parseValue(spec: OptionSpec, v: string): string | number | boolean {
         throw new ConfigError(spec.env, `must be one of ${INFERENCE_KINDS.join(", ")}, got ${JSON.stringify(v)}`);
       }
       return v;
+    }
+    case "actuator":
+      if (!(ACTUATOR_KINDS as readonly string[]).includes(v)) {
+        throw new ConfigError(spec.env, `must be one of ${ACTUATOR_KINDS.join(", ")}, got ${JSON.stringify(v)}`);
+      }
+      return v;
+    case "list": {
+      const items = v.split(",").map((x) => x.trim()).filter((x) => x !== "");
+      if (items.length === 0) throw new ConfigError(spec.env, "must list at least one value, comma separated");
+      return items;
     }
     case "bool":
       if (!["true", "false", "1", "0"].includes(v)) throw new ConfigError(spec.env, `must be true or false, got ${JSON.stringify(v)}`);
@@ -111,6 +121,16 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   drainMs: 1500,
   redisCaFile: null,
   logLevel: "info",
+  standbyAz: null,
+  standbyHoldMs: 600_000,
+  actuator: "none",
+  zonalShift: false,
+  shiftExpiryMs: 1_800_000,
+  awsRegion: null,
+  standbyAsgs: null,
+  shiftResources: [],
+  azIds: null,
+  localCloudUrl: null,
 };
 
 /** Frozen defaults, for `--help` and tests. */
@@ -136,6 +156,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
   if (cfg.httpPort === cfg.agentCheckPort) throw new ConfigError("LLMHA_AGENT_CHECK_PORT", `must differ from LLMHA_HTTP_PORT (${cfg.httpPort})`);
   if (cfg.leaseRenewMs >= cfg.leaseTtlMs) throw new ConfigError("LLMHA_LEASE_RENEW_MS", `must be below LLMHA_LEASE_TTL_MS (${cfg.leaseTtlMs})`);
   if (cfg.probeTimeoutMs < cfg.probeLatencyMs) throw new ConfigError("LLMHA_PROBE_TIMEOUT_MS", `must be at least LLMHA_PROBE_LATENCY_MS (${cfg.probeLatencyMs})`);
+  checkActuation(cfg);
   if (cfg.redisCaFile) {
     try {
       readFileSync(cfg.redisCaFile);
@@ -144,6 +165,53 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
     }
   }
   return cfg;
+}
+
+/**
+ * The actuator settings that only make sense together. Only the leader acts, so any actuator
+ * needs Redis; `aws` needs something to act on; `local` needs the drill's endpoint.
+ */
+function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): void {
+  if (cfg.standbyAz !== null && !CLUSTER_RE.test(cfg.standbyAz)) throw new ConfigError("LLMHA_STANDBY_AZ", "must be 1-64 letters, digits, '.', '_' or '-'");
+  if (cfg.actuator === "none") return;
+  if (!cfg.redisUrl) throw new ConfigError("LLMHA_ACTUATOR", `${cfg.actuator} needs LLMHA_REDIS_URL: only the elected leader acts`);
+  if (!cfg.standbyAz && !cfg.zonalShift) throw new ConfigError("LLMHA_STANDBY_AZ", `LLMHA_ACTUATOR=${cfg.actuator} has nothing to do: set LLMHA_STANDBY_AZ or LLMHA_ZONAL_SHIFT=true`);
+  if (cfg.actuator === "local" && !cfg.localCloudUrl) throw new ConfigError("LLMHA_LOCAL_CLOUD_URL", "is required with LLMHA_ACTUATOR=local");
+  if (cfg.actuator !== "aws") return;
+  if (!cfg.standbyAsgs && cfg.shiftResources.length === 0) {
+    throw new ConfigError("LLMHA_STANDBY_ASGS", "LLMHA_ACTUATOR=aws needs the standby Auto Scaling groups (LLMHA_STANDBY_ASGS) or load balancers to shift (LLMHA_SHIFT_RESOURCES)");
+  }
+  if (cfg.standbyAsgs && !cfg.standbyAz) throw new ConfigError("LLMHA_STANDBY_AZ", "is required with LLMHA_STANDBY_ASGS (which AZ the groups are in)");
+  if (cfg.zonalShift && cfg.shiftResources.length === 0) throw new ConfigError("LLMHA_SHIFT_RESOURCES", "is required with LLMHA_ACTUATOR=aws and LLMHA_ZONAL_SHIFT=true");
+  if (cfg.zonalShift && !cfg.azIds) throw new ConfigError("LLMHA_AZ_IDS", "is required with LLMHA_ZONAL_SHIFT=true (ARC names zones by AZ id)");
+}
+
+/** `LLMHA_AWS_REGION`, else `AWS_REGION`, else the AZ name less its letter (`us-east-1a` → `us-east-1`). */
+export function resolveAwsRegion(cfg: Pick<AgentConfig, "awsRegion" | "az">, env: NodeJS.ProcessEnv): string {
+  const region = cfg.awsRegion ?? (env.AWS_REGION || null) ?? (/^[a-z]{2}(-[a-z]+)+-\d+[a-z]$/.test(cfg.az) ? cfg.az.slice(0, -1) : null);
+  if (!region) throw new ConfigError("LLMHA_AWS_REGION", `is required: no AWS_REGION, and LLMHA_AZ (${cfg.az}) is not an AWS zone name`);
+  return region;
+}
+
+/** The `aws` formats, checked with the actuator's own parsers (loaded only when `aws` is chosen). */
+async function checkAwsFormats(cfg: AgentConfig): Promise<void> {
+  const { parseStandbyGroups, parseAzIds, checkShiftResources } = await import("../actuators/aws.js");
+  const check = (variable: string, value: string | null, parse: (v: string) => unknown): void => {
+    if (value === null) return;
+    try {
+      parse(value);
+    } catch (err) {
+      throw new ConfigError(variable, (err as Error).message);
+    }
+  };
+  check("LLMHA_STANDBY_ASGS", cfg.standbyAsgs, parseStandbyGroups);
+  check("LLMHA_AZ_IDS", cfg.azIds, parseAzIds);
+  check("LLMHA_SHIFT_RESOURCES", cfg.shiftResources.length ? "" : null, () => checkShiftResources(cfg.shiftResources));
+  if (cfg.zonalShift && cfg.azIds) {
+    const ids = parseAzIds(cfg.azIds);
+    const missing = [cfg.az, cfg.standbyAz].filter((az): az is string => az !== null && !(az in ids));
+    if (missing.length) throw new ConfigError("LLMHA_AZ_IDS", `has no AZ id for ${missing.join(", ")}`);
+  }
 }
 
 /** EC2 instance placement via IMDSv2, only when the DMI data says this is EC2 (no traffic elsewhere). */
@@ -179,7 +247,12 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv, imds: (
   const cfg = parseConfig(argv, env);
   const az = cfg.az ?? (await imds());
   if (!az) throw new ConfigError("LLMHA_AZ", "is required: not set, and no EC2 instance metadata to read the placement from");
-  return { ...cfg, az };
+  const full: AgentConfig = { ...cfg, az };
+  if (full.actuator === "aws") {
+    full.awsRegion = resolveAwsRegion(full, env);
+    await checkAwsFormats(full);
+  }
+  return full;
 }
 
 /** `--help` text: every option with its variable and default, from the spec table. */

@@ -7,7 +7,11 @@
 export const INFERENCE_KINDS = ["vllm", "tgi", "triton", "llamacpp", "openai"] as const;
 export type InferenceKind = (typeof INFERENCE_KINDS)[number];
 
-export type OptionType = "string" | "int" | "url" | "kind" | "path" | "bool" | "redisUrl";
+/** How the leader acts beyond Redis (`LLMHA_ACTUATOR`). */
+export const ACTUATOR_KINDS = ["none", "dry-run", "aws", "local"] as const;
+export type ActuatorKind = (typeof ACTUATOR_KINDS)[number];
+
+export type OptionType = "string" | "int" | "url" | "kind" | "actuator" | "path" | "bool" | "redisUrl" | "list";
 
 export interface OptionSpec {
   /** Key in `AgentConfig`. */
@@ -56,6 +60,16 @@ export interface AgentConfig {
   drainMs: number;
   redisCaFile: string | null;
   logLevel: string;
+  standbyAz: string | null;
+  standbyHoldMs: number;
+  actuator: ActuatorKind;
+  zonalShift: boolean;
+  shiftExpiryMs: number;
+  awsRegion: string | null;
+  standbyAsgs: string | null;
+  shiftResources: string[];
+  azIds: string | null;
+  localCloudUrl: string | null;
 }
 
 const ms = (v: number): string => `${v}`;
@@ -92,6 +106,16 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "drainMs", env: "LLMHA_DRAIN_MS", type: "int", min: 0, max: 600_000, defaultText: ms(1500), description: "on SIGTERM, how long to answer `drain` / 503 before stopping" },
   { key: "redisCaFile", env: "LLMHA_REDIS_CA_FILE", type: "path", defaultText: "none", description: "CA bundle for `rediss://` (system CAs otherwise)" },
   { key: "logLevel", env: "LLMHA_LOG_LEVEL", type: "string", defaultText: "info", description: "pino level: `debug`, `info`, `warn`, `error`" },
+  { key: "standbyAz", env: "LLMHA_STANDBY_AZ", type: "string", defaultText: "none", description: "the AZ kept scaled to zero that the leader wakes when an active AZ degrades; while not wanted awake its nodes do not count toward the tier" },
+  { key: "standbyHoldMs", env: "LLMHA_STANDBY_HOLD_MS", type: "int", min: 0, max: 86_400_000, defaultText: ms(600_000), description: "keep the standby AZ awake this long after the active AZs are OK again, then hand it back to its schedule" },
+  { key: "actuator", env: "LLMHA_ACTUATOR", type: "actuator", defaultText: "none", description: "how the leader acts: `none` (publish desired state only), `dry-run` (log and record, no calls), `aws` (Auto Scaling, ARC zonal shift), `local` (the drill's local cloud)" },
+  { key: "zonalShift", env: "LLMHA_ZONAL_SHIFT", type: "bool", defaultText: "false", description: "shift load-balancer traffic away from a DOWN AZ while another active AZ is OK (one AZ at a time)" },
+  { key: "shiftExpiryMs", env: "LLMHA_SHIFT_EXPIRY_MS", type: "int", min: 10_000, max: 259_200_000, defaultText: ms(1_800_000), description: "a zonal shift ends by itself after this long unless the leader renews it" },
+  { key: "awsRegion", env: "LLMHA_AWS_REGION", type: "string", defaultText: "`AWS_REGION`, else from `LLMHA_AZ`", description: "`aws`: region of the Auto Scaling groups and load balancers" },
+  { key: "standbyAsgs", env: "LLMHA_STANDBY_ASGS", type: "string", defaultText: "none", description: "`aws`: the standby AZ's Auto Scaling groups and the size to wake each to, `asg=wakeSize,…`" },
+  { key: "shiftResources", env: "LLMHA_SHIFT_RESOURCES", type: "list", defaultText: "none", description: "`aws`: ARNs of the load balancers to zonal-shift, comma separated" },
+  { key: "azIds", env: "LLMHA_AZ_IDS", type: "string", defaultText: "none", description: "`aws`: AZ name to AZ id (ARC names zones by id), `us-east-1a=use1-az1,…`" },
+  { key: "localCloudUrl", env: "LLMHA_LOCAL_CLOUD_URL", type: "url", defaultText: "none", description: "`local`: the drill's local cloud (starts and stops the standby nodes, shifts in HAProxy)" },
 ];
 
 /** `LLMHA_NODE_ID` → `--node-id`. */

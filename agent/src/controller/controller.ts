@@ -1,9 +1,10 @@
 /**
  * The leader's duties (L2–L4): while the lease is held, every period it sweeps expired
  * nodes out of the available sets, reads the registry, evaluates (pure, `state.ts`) and
- * publishes AZ states, the tier, the suspect checks and the standby desired state — each
- * a fenced write. A refused write means a newer leader exists: the lease steps down and
- * this loop ends with the term's signal.
+ * publishes AZ states, the tier, the suspect checks, the standby and zonal-shift desired
+ * state — each a fenced write. A refused write means a newer leader exists: the lease steps
+ * down and this loop ends with the term's signal. After each published period `onPublished`
+ * hands the evaluation to the reconciler, which acts on it in the background.
  */
 import type { Redis } from "ioredis";
 import type { FencedWriter } from "../redis/fenced";
@@ -34,6 +35,8 @@ export interface ControllerOptions {
   metrics?: FleetMetrics;
   /** Registry heartbeat TTL: nodes silent longer are checked for expiry by the sweep. */
   heartbeatTtlMs?: number;
+  /** Called after every published period with the term's token; must not block (the reconciler). */
+  onPublished?: (evaluation: Evaluation, token: number) => void;
 }
 
 export class Controller {
@@ -116,6 +119,7 @@ export class Controller {
     const p = redis.pipeline();
     for (const az of azs) p.hgetall(keys.azState(az));
     p.hgetall(keys.standbyWake);
+    p.hgetall(keys.actuation);
     const rs = (await p.exec()) ?? [];
     azs.forEach((az, i) => {
       const h = (rs[i]?.[1] ?? {}) as Record<string, string>;
@@ -125,13 +129,17 @@ export class Controller {
     });
     const sb = (rs[azs.length]?.[1] ?? {}) as Record<string, string>;
     if (sb.wake === "1") mem.standby = { wake: true, lastTriggerAt: Number(sb.lastTriggerAt ?? Date.now()) };
+    // A shift the previous leader started is kept (and cancelled in time) rather than forgotten until it expires.
+    const act = (rs[azs.length + 1]?.[1] ?? {}) as Record<string, string>;
+    if (act.shiftAz) mem.shift = { az: act.shiftAz, since: Number(act.shiftSince ?? Date.now()), okSince: null };
     this.memory = mem;
   }
 
   /** One period: sweep, read, evaluate, publish (all fenced). */
   async tick(now = Date.now()): Promise<Evaluation | null> {
     const { redis, keys, writer, metrics } = this.o;
-    if (!this.o.lease.current) return null;
+    const term = this.o.lease.current;
+    if (!term) return null;
     const sweep = await writer.sweep({
       silentMs: Math.min(this.settings.intervalMs, this.o.heartbeatTtlMs ?? this.settings.intervalMs),
       forgetAfterMs: this.settings.forgetAfterMs,
@@ -171,6 +179,13 @@ export class Controller {
         }, { changeField: "wake", eventType: "standby" }),
       );
     }
+    if (this.settings.zonalShift) {
+      writes.push(
+        writer.hset(keys.actuation, {
+          shiftAz: evaluation.shift.az ?? "", shiftSince: memory.shift.since ?? 0, shiftReason: evaluation.shift.reason, updatedAt: now,
+        }, { changeField: "shiftAz", eventType: "shift" }),
+      );
+    }
     const results = await Promise.all(writes);
     if (results.some((r) => !r.accepted)) return null;
 
@@ -183,7 +198,9 @@ export class Controller {
       metrics.setTier(evaluation.tier.level);
       metrics.setSuspect(evaluation.suspect);
       metrics.standbyWake.set(evaluation.standby.wake ? 1 : 0);
+      metrics.standbyHealthy.set(evaluation.standbyHealthy);
     }
+    this.o.onPublished?.(evaluation, term.token);
     return evaluation;
   }
 
@@ -202,6 +219,9 @@ export class Controller {
     }
     if (prev?.standby.wake !== e.standby.wake && e.standby.az) {
       this.log.warn({ az: e.standby.az, wake: e.standby.wake, reason: e.standby.reason }, "standby desired state");
+    }
+    if ((prev?.shift.az ?? null) !== e.shift.az && this.settings.zonalShift) {
+      this.log.warn({ az: e.shift.az, from: prev?.shift.az ?? null, reason: e.shift.reason }, "zonal shift desired state");
     }
   }
 }

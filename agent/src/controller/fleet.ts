@@ -3,18 +3,23 @@
  * the leader lease and the controller (whichever node leads), and `/az/health`.
  *
  *   const fleet = new Fleet({ redisUrl, cluster, nodeId, az, intervalMs, log, metrics });
+ *   fleet.attachActuator(await createActuator(cfg, fleet.actuatorDeps()));   // optional
  *   fleet.start(() => report);     // after the first decision
  *   ...GET /az/health → await fleet.azHealth(); GET /status → fleet.status()
  *   await fleet.stop();            // SIGTERM: releases the lease, removes the node
  */
 import type { Registry as PromRegistry } from "prom-client";
 import type { ConnectionOptions } from "node:tls";
+import type { FencedActuator } from "../actuators/gate";
+import type { ActuatorDeps } from "../actuators/index";
+import { Reconciler, type ReconcilerSettings } from "../actuators/reconciler";
 import { createRedisClient, type RedisClient } from "../redis/client";
 import { FencedWriter } from "../redis/fenced";
 import { RedisKeys } from "../redis/keys";
 import { LeaderLease, type LeaseSettings } from "../redis/lease";
 import { Registry, type NodeReport } from "../redis/registry";
 import type { Logger } from "../util/log";
+import { sleep } from "../util/net";
 import { readAzHealth, type AzHealthResponse } from "./az-health";
 import { Controller } from "./controller";
 import { FleetMetrics } from "./metrics";
@@ -49,6 +54,8 @@ export interface FleetStatus {
   redis: { url: string; connected: boolean; errors: number; lastPublishedAt: number | null };
   lease: { holderId: string; isLeader: boolean; leader: string | null; token: number | null; highestToken: number; acquisitions: number };
   controller: { tier: TierLevel | null; suspect: string[]; azs: Evaluation["azs"]; lastAggregationMs: number | null } | null;
+  /** Kind of the attached actuator, null when the leader acts on nothing. */
+  actuator: string | null;
 }
 
 export class Fleet {
@@ -63,6 +70,9 @@ export class Fleet {
   private started = false;
   private stopped = false;
   private connTimer: NodeJS.Timeout | null = null;
+  private readonly writer: FencedWriter;
+  private actuator: FencedActuator | null = null;
+  private reconciler: Reconciler | null = null;
 
   constructor(o: FleetOptions) {
     this.o = o;
@@ -84,6 +94,7 @@ export class Fleet {
     });
     this.lease = new LeaderLease({ redis: this.client.redis, keys: this.keys, holderId, settings: o.lease, log: o.log });
     const writer = new FencedWriter(this.client.redis, this.keys, this.lease);
+    this.writer = writer;
     writer.onRejected = () => this.metrics.staleWritesRejected.inc();
     this.controller = new Controller({
       redis: this.client.redis,
@@ -94,6 +105,7 @@ export class Fleet {
       log: o.log,
       metrics: this.metrics,
       heartbeatTtlMs: this.registry.ttlMs,
+      onPublished: (e, token) => this.reconciler?.onEvaluation(e, token),
     });
     this.lease.on("acquired", (token) => {
       this.metrics.leader.set(1);
@@ -104,7 +116,30 @@ export class Fleet {
       this.metrics.leader.set(0);
       this.metrics.fencingToken.set(0);
       this.metrics.leaseLosses.inc({ reason });
+      this.reconciler?.endTerm();
     });
+  }
+
+  /** What `createActuator` needs from the fleet: its Redis, keys, and the lease as the token check. */
+  actuatorDeps(): ActuatorDeps {
+    return { redis: this.client.redis, keys: this.keys, lease: { currentToken: () => this.lease.current?.token ?? null }, log: this.o.log, metrics: this.o.metrics, holder: this.lease.holderId };
+  }
+
+  /** Lets the leader act beyond Redis (before `start`): the reconciler follows each published period. */
+  attachActuator(actuator: FencedActuator | null, settings: Partial<ReconcilerSettings> = {}): void {
+    if (!actuator || this.started) return;
+    this.actuator = actuator;
+    this.reconciler = new Reconciler({
+      actuator,
+      redis: this.client.redis,
+      keys: this.keys,
+      writer: this.writer,
+      currentToken: () => this.lease.current?.token ?? null,
+      log: this.o.log,
+      metrics: this.metrics,
+      settings: { retryBaseMs: this.controller.settings.intervalMs, ...settings },
+    });
+    this.log.info({ actuator: actuator.kind, standbyAz: this.controller.settings.standbyAz, zonalShift: this.controller.settings.zonalShift }, "leader actuator attached");
   }
 
   get isLeader(): boolean {
@@ -141,6 +176,10 @@ export class Fleet {
     this.stopped = true;
     if (this.connTimer) clearTimeout(this.connTimer);
     this.controller.stop();
+    this.reconciler?.endTerm();
+    // A call in flight finishes (or not) on its own; shutdown waits for it a little only.
+    if (this.reconciler) await Promise.race([this.reconciler.idle(), sleep(3000)]);
+    await this.actuator?.close();
     await this.lease.release();
     try {
       await this.registry.remove();
@@ -182,6 +221,7 @@ export class Fleet {
       controller: this.lease.isLeader && e
         ? { tier: e.tier.level, suspect: e.suspect, azs: e.azs, lastAggregationMs: this.controller.lastAggregationTimeMs }
         : null,
+      actuator: this.actuator?.kind ?? null,
     };
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The controller's decisions as pure functions of (registry snapshot, previous memory,
- * settings, clock): AZ state with hysteresis, tier level L0–L4, the blast-radius cap and
- * the standby wake-up. No I/O here; `controller.ts` reads Redis and publishes the result.
+ * settings, clock): AZ state with hysteresis, tier level L0–L4, the blast-radius cap, the
+ * standby wake-up and the zonal shift. No I/O here; `controller.ts` reads Redis and
+ * publishes the result, `actuators/reconciler.ts` drives the world toward it.
  */
 import type { NodeView, RegistrySnapshot } from "../redis/registry";
 
@@ -32,6 +33,10 @@ export interface ControllerSettings {
   standbyAz: string | null;
   /** Keep wanting the standby awake this long after the last trigger. Default 600000 ms. */
   standbyHoldMs: number;
+  /** Decide zonal shifts away from a DOWN AZ (the actuator carries them out). Default false. */
+  zonalShift: boolean;
+  /** A shifted AZ must be OK this long before the shift is cancelled. Default 60000 ms. */
+  shiftRecoverMs: number;
   /** Nodes silent this long leave their AZ's total capacity. Default 600000 ms. */
   forgetAfterMs: number;
   /** `/az/health` flags a state older than this as stale and fails open. Default 30000 ms. */
@@ -49,6 +54,8 @@ export const DEFAULT_CONTROLLER_SETTINGS: Readonly<ControllerSettings> = Object.
   blastWindowMs: 30_000,
   standbyAz: null,
   standbyHoldMs: 600_000,
+  zonalShift: false,
+  shiftRecoverMs: 60_000,
   forgetAfterMs: 600_000,
   staleAfterMs: 30_000,
 });
@@ -69,6 +76,7 @@ export function resolveControllerSettings(s: Partial<ControllerSettings> = {}): 
     throw new ControllerSettingsError("hysteresis must be ≥ 0, recoverPeriods ≥ 1, intervalMs > 0");
   }
   if (r.blastFraction <= 0 || r.blastFraction >= 1) throw new ControllerSettingsError("blastFraction must be in (0, 1)");
+  if (r.standbyHoldMs < 0 || r.shiftRecoverMs < 0) throw new ControllerSettingsError("standbyHoldMs and shiftRecoverMs must be ≥ 0");
   return r;
 }
 
@@ -213,6 +221,54 @@ export function standbyDecision(
   return { memory: { wake: false, lastTriggerAt: prev.lastTriggerAt }, decision: { az: s.standbyAz, wake: false, reason: "active AZs OK" } };
 }
 
+export interface ShiftMemory {
+  /** The AZ traffic is shifted away from, null when none. */
+  az: string | null;
+  /** Epoch ms the shift was decided. */
+  since: number | null;
+  /** Epoch ms the shifted AZ was first seen OK again (recovery clock), null while it is not. */
+  okSince: number | null;
+}
+
+export interface ShiftDecision {
+  /** Shift traffic away from this AZ; null = no shift wanted. */
+  az: string | null;
+  reason: string;
+}
+
+/**
+ * Desired zonal shift (ARC on AWS): away from an active AZ that is DOWN while another active
+ * AZ is OK — one zone at a time, never when no active AZ is OK (that is L4 territory:
+ * shifting would only move traffic between dead zones, so an existing shift is cancelled).
+ * Cancelled once the AZ has been OK for `shiftRecoverMs` (its state already needed
+ * threshold + hysteresis for `recoverPeriods` to become OK). The standby AZ is never shifted.
+ */
+export function shiftDecision(
+  prev: ShiftMemory,
+  azs: ReadonlyMap<string, AzState>,
+  s: Pick<ControllerSettings, "zonalShift" | "standbyAz" | "shiftRecoverMs">,
+  now: number,
+): { memory: ShiftMemory; decision: ShiftDecision } {
+  const none = (reason: string): { memory: ShiftMemory; decision: ShiftDecision } => ({ memory: { az: null, since: null, okSince: null }, decision: { az: null, reason } });
+  if (!s.zonalShift) return none("zonal shift off");
+  const active = [...azs.entries()].filter(([az]) => az !== s.standbyAz).sort(([a], [b]) => a.localeCompare(b));
+  const ok = active.filter(([, st]) => st === "OK").map(([az]) => az);
+  if (prev.az !== null) {
+    const st = azs.get(prev.az);
+    if (ok.every((az) => az === prev.az)) return none(`no other active AZ OK: shift away from ${prev.az} cancelled`);
+    if (st === "OK") {
+      const okSince = prev.okSince ?? now;
+      if (now - okSince >= s.shiftRecoverMs) return none(`${prev.az} OK for ${Math.round((now - okSince) / 1000)} s: shift cancelled`);
+      return { memory: { ...prev, okSince }, decision: { az: prev.az, reason: `${prev.az} OK again, shift held ${s.shiftRecoverMs} ms` } };
+    }
+    return { memory: { ...prev, okSince: null }, decision: { az: prev.az, reason: `${prev.az}=${st ?? "no capacity"}` } };
+  }
+  const down = active.filter(([, st]) => st === "DOWN").map(([az]) => az);
+  if (down.length === 0) return none("no active AZ down");
+  if (ok.length === 0) return none("no active AZ OK: no shift");
+  return { memory: { az: down[0], since: now, okSince: null }, decision: { az: down[0], reason: `${down[0]}=DOWN, serving from ${ok.join(",")}` } };
+}
+
 export interface AzView {
   az: string;
   state: AzState;
@@ -226,10 +282,11 @@ export interface ControllerMemory {
   az: Map<string, AzMemory>;
   blast: BlastMemory;
   standby: StandbyMemory;
+  shift: ShiftMemory;
 }
 
 export function emptyControllerMemory(): ControllerMemory {
-  return { az: new Map(), blast: emptyBlastMemory(), standby: { wake: false, lastTriggerAt: null } };
+  return { az: new Map(), blast: emptyBlastMemory(), standby: { wake: false, lastTriggerAt: null }, shift: { az: null, since: null, okSince: null } };
 }
 
 export interface Evaluation {
@@ -238,13 +295,20 @@ export interface Evaluation {
   suspect: string[];
   suspectCounts: Record<string, number>;
   standby: StandbyDecision;
+  shift: ShiftDecision;
   nodesOut: string[];
+  /** Healthy GPUs of the standby AZ now (0 while it is scaled to zero or when there is none). */
+  standbyHealthy: number;
 }
 
 /**
  * One controller period. A node counts as healthy capacity when it takes traffic, or when
  * every reason it is out is a suspect soft check with no hard fault (blast-radius cap: keep
  * them in). Total capacity counts every member, dead ones included, until forgotten.
+ *
+ * The standby AZ is judged and published like any AZ, but while it is not wanted awake it
+ * is scaled to zero on purpose: its state and its nodes (dead members of a group the
+ * schedule just stopped) do not count toward the tier level.
  */
 export function evaluate(
   snap: RegistrySnapshot,
@@ -256,6 +320,7 @@ export function evaluate(
   const suspect = new Set(blast.suspect);
   const byAz = new Map<string, { healthy: number; total: number; nodes: number; nodesIn: number }>();
   const nodesOut: string[] = [];
+  const standbyOut: string[] = [];
   for (const n of snap.nodes) {
     const a = byAz.get(n.az) ?? { healthy: 0, total: 0, nodes: 0, nodesIn: 0 };
     byAz.set(n.az, a);
@@ -266,7 +331,7 @@ export function evaluate(
       a.healthy += Math.min(n.gpus, n.gpusExpected || n.gpus);
       a.nodesIn += 1;
     } else {
-      nodesOut.push(n.nodeId);
+      (n.az === s.standbyAz ? standbyOut : nodesOut).push(n.nodeId);
     }
   }
   const azMem = new Map<string, AzMemory>();
@@ -279,10 +344,15 @@ export function evaluate(
     states.set(az, m.state);
     azs.push({ az, state: m.state, healthyCapacity: a.healthy, totalCapacity: a.total, nodes: a.nodes, nodesIn: a.nodesIn });
   }
-  const tier = tierLevel(states, nodesOut.sort());
   const sb = standbyDecision(mem.standby, states, s, now);
+  const shift = shiftDecision(mem.shift, states, s, now);
+  const tierStates = new Map(states);
+  if (s.standbyAz && !sb.decision.wake) tierStates.delete(s.standbyAz);
+  else nodesOut.push(...standbyOut);
+  const tier = tierLevel(tierStates, nodesOut.sort());
+  const standbyHealthy = s.standbyAz ? (byAz.get(s.standbyAz)?.healthy ?? 0) : 0;
   return {
-    evaluation: { azs, tier, suspect: blast.suspect, suspectCounts: blast.counts, standby: sb.decision, nodesOut },
-    memory: { az: azMem, blast: blast.memory, standby: sb.memory },
+    evaluation: { azs, tier, suspect: blast.suspect, suspectCounts: blast.counts, standby: sb.decision, shift: shift.decision, nodesOut, standbyHealthy },
+    memory: { az: azMem, blast: blast.memory, standby: sb.memory, shift: shift.memory },
   };
 }

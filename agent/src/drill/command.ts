@@ -10,7 +10,7 @@ import { join, resolve } from "node:path";
 import { ensureSystemDeps, SystemDepsError } from "../engines/system-deps";
 import { RedisKeys } from "../redis/keys";
 import { startObserver, type Observer } from "./observer";
-import { renderTable, summarize, type ScenarioSummary } from "./report";
+import { renderTable, standbyLine, summarize, type ScenarioSummary } from "./report";
 import { detectFleet, MAIN_CLIENT, runScenario, type RunResult, type ScenarioContext } from "./run-scenario";
 import { selectScenarios, UnknownScenarioError } from "./scenarios";
 import { CLIENT_TIMEOUT_MS, DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_TIMING, DRILL_TUNED_BASELINE } from "./settings";
@@ -27,7 +27,7 @@ Runs the local drill: real redis-server, HAProxy (one per AZ + baselines) and Po
 ifurlup), N simulated GPU nodes with real agents, steady client traffic, and a fault matrix.
 
   --scenario NAME[,NAME]  run only these scenarios (see the list below)
-  --quick                 the short CI subset (crash ×3, gpu-lost, wedged, az-gpu-loss)
+  --quick                 the short CI subset (crash ×3, gpu-lost, wedged, az-gpu-loss, standby-wake)
   --check                 exit 1 when a scenario misses its target (or cannot be measured)
   --json FILE             write every figure as JSON
   --out DIR               logs and timeline.svg (default: a new folder under the system tmp)
@@ -144,7 +144,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   const tl = emptyTimeline();
   try {
     progress(`plan: ${plan.map((p) => `${p.spec.name}${p.runs > 1 ? `×${p.runs}` : ""}`).join(", ")}; logs in ${outDir}`);
-    stack = await startStack({ nodes: args.nodes, dir: outDir, progress, track: (s) => void stops.push(s) });
+    stack = await startStack({ nodes: args.nodes, dir: outDir, progress, now, track: (s) => void stops.push(s) });
     const st = stack;
     for (const p of st.pids()) pids.add(p);
     observer = startObserver(st, tl, now, DRILL_TIMING);
@@ -231,6 +231,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
     io.out(`\nfailed column: llm-ha (baseline 2s×3 / baseline 0.5s×2); times p50/max over runs; "never" = not within the hold\n`);
     io.out(`requests: ${Object.entries(tl.sent).map(([c, n]) => `${c} ${failed[c] ?? 0} failed of ${n}`).join("; ")}\n`);
     for (const s of summaries) for (const m of s.misses) io.out(`  ${s.name}: ${m}\n`);
+    for (const line of summaries.flatMap((s) => s.runs_detail.map(standbyLine))) if (line) io.out(`${line}\n`);
     io.out(`timeline: ${join(outDir, "timeline.svg")}${args.json ? `; json: ${args.json}` : ""}\n`);
     return args.check && !pass ? 1 : 0;
   } finally {

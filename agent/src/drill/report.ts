@@ -43,12 +43,13 @@ export function figure(values: readonly (number | null)[]): Figure {
   return { p50: pm?.p50 ?? null, max: pm?.max ?? null, never: values.filter((v) => v === null).length, runs: values.length };
 }
 
-const TIME_TARGETS: [keyof Targets, keyof RunResult | "extra.azHealthAfterStateMs", string][] = [
+const TIME_TARGETS: [keyof Targets, keyof RunResult | `extra.${string}`, string][] = [
   ["l1Ms", "l1Ms", "L1"],
   ["crossMs", "crossMs", "cross-zone"],
   ["dnsMs", "dnsMs", "DNS"],
   ["leaderMs", "leaderMs", "new leader"],
   ["azHealthAfterStateMs", "extra.azHealthAfterStateMs", "/az/health after AZ state"],
+  ["wakeDecisionMs", "extra.wakeDecisionMs", "standby wake decided"],
 ];
 
 function valueOf(r: RunResult, key: string): number | null {
@@ -135,6 +136,7 @@ function targetText(t: Targets): string {
   if (t.crossMs !== undefined) parts.push(`cross≤${t.crossMs / 1000}s`);
   if (t.azHealthAfterStateMs !== undefined) parts.push(`/az/health≤${t.azHealthAfterStateMs / 1000}s after state`);
   if (t.dnsMs !== undefined) parts.push(`DNS≤${t.dnsMs / 1000}s`);
+  if (t.wakeDecisionMs !== undefined) parts.push(`wake decided≤${t.wakeDecisionMs / 1000}s`);
   if (t.leaderMs !== undefined) parts.push(`leader≤${t.leaderMs / 1000}s`);
   if (t.failed !== undefined) parts.push(`failed=${t.failed}`);
   if (t.falseFailovers !== undefined) parts.push(`false fo=${t.falseFailovers}`);
@@ -158,7 +160,7 @@ export function renderTable(summaries: readonly ScenarioSummary[]): string {
       continue;
     }
     const l1Applies = s.tier === "L1" || s.tier === "L2";
-    const crossOrLeader = s.tier === "L2" ? fmtFigure(s.cross) : s.targets.leaderMs !== undefined || s.leader.p50 !== null ? fmtFigure(s.leader) : "-";
+    const crossOrLeader = s.tier === "L2" ? fmtFigure(s.cross, s.targets.crossMs !== undefined || s.cross.p50 !== null) : s.targets.leaderMs !== undefined || s.leader.p50 !== null ? fmtFigure(s.leader) : "-";
     rows.push([
       s.name,
       String(s.runs),
@@ -177,4 +179,16 @@ export function renderTable(summaries: readonly ScenarioSummary[]): string {
     ]);
   }
   return renderColumns(rows);
+}
+
+/** The standby wake-up figures of a run, one line (null when the run has none). */
+export function standbyLine(r: RunResult): string | null {
+  const x = r.extra;
+  if (!("wakeDecisionMs" in x)) return null;
+  const f = (v: unknown): string => (typeof v === "number" ? fmtS(v) : "never");
+  return (
+    `${r.scenario}: wake decided ${f(x.wakeDecisionMs)}, wake call ${f(x.wakeCallMs)}, first standby node serving ${f(x.firstStandbyMs)} ` +
+    `after the fault; failed requests meanwhile ${x.failedUntilStandby ?? "-"}; released ${f(x.releaseAfterHealMs)} after the heal` +
+    (x.wakeToken !== null && x.wakeToken !== undefined ? ` (fencing token ${x.wakeToken})` : "")
+  );
 }

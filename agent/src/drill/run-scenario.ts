@@ -4,11 +4,13 @@
  * full weight, and reads its figures from the timeline.
  */
 import { Redis } from "ioredis";
+import { RedisKeys } from "../redis/keys";
 import type { SimNode } from "../sim/sim-node";
 import { sleep } from "../util/net";
 import type { Observer } from "./observer";
 import type { ScenarioSpec } from "./scenarios";
 import { DRILL_TIMING } from "./settings";
+import type { CloudAction } from "./local-cloud";
 import { backendOf, BASELINE_DEFAULT, BASELINE_TUNED, type DrillAz, type DrillStack } from "./stack";
 import {
   dnsChanges,
@@ -87,7 +89,8 @@ function blank(scenario: string, run: number): RunResult {
 }
 
 const rowOf = (ctx: ScenarioContext, n: SimNode): string => `${ctx.stack.azOf(n).proxy}/${n.id}`;
-const localRows = (ctx: ScenarioContext): string[] => ctx.stack.nodes.map((n) => rowOf(ctx, n));
+/** Rows of the active AZs' nodes: a standby node scaled to zero is out of rotation on purpose. */
+const localRows = (ctx: ScenarioContext): string[] => ctx.stack.nodes.filter((n) => !ctx.stack.azOf(n).standby).map((n) => rowOf(ctx, n));
 
 /** Waits, sample by sample, until `pred` holds or `ms` pass; returns whether it held. */
 async function until(ctx: ScenarioContext, ms: number, pred: (s: Sample) => boolean): Promise<boolean> {
@@ -104,14 +107,25 @@ function healthy(ctx: ScenarioContext, s: Sample, n: SimNode): boolean {
   return a?.status === "HEALTHY" && a.weight === 100 && l1Full(s.l1[rowOf(ctx, n)]);
 }
 
-/** Every node healthy at full weight in its AZ's proxy, every AZ in the DNS answer, baselines UP. */
+/** Standby AZ back at zero: every standby node stopped, none booting or stopping. */
+function standbyAtZero(ctx: ScenarioContext): boolean {
+  const { cloud, standby } = ctx.stack;
+  return !cloud || !standby || ctx.stack.nodes.filter((n) => n.az === standby.name).every((n) => cloud.powerOf(n.id) === "stopped");
+}
+
+/**
+ * Every running node healthy at full weight in its AZ's proxy, every active AZ in the DNS
+ * answer, baselines UP, and the standby AZ back at zero (a scenario that woke it waits out
+ * the hold and the release, so the next one starts from the scaled-to-zero fleet).
+ */
 async function steady(ctx: ScenarioContext, timeoutMs = 15_000): Promise<boolean> {
   const active = ctx.stack.azs.filter((a) => !a.standby).map((a) => a.address);
   return until(
     ctx,
-    timeoutMs,
+    timeoutMs + (ctx.stack.standby ? DRILL_TIMING.standbyHoldMs : 0),
     (s) =>
-      ctx.stack.nodes.every((n) => healthy(ctx, s, n) && s.l1[`${backendOf(BASELINE_DEFAULT)}/${n.id}`]?.status === "UP" && s.l1[`${backendOf(BASELINE_TUNED)}/${n.id}`]?.status === "UP") &&
+      standbyAtZero(ctx) &&
+      ctx.stack.running().every((n) => healthy(ctx, s, n) && s.l1[`${backendOf(BASELINE_DEFAULT)}/${n.id}`]?.status === "UP" && s.l1[`${backendOf(BASELINE_TUNED)}/${n.id}`]?.status === "UP") &&
       s.dns !== null &&
       active.every((a) => s.dns!.includes(a)),
   );
@@ -257,7 +271,7 @@ async function runAzGpuLoss(ctx: ScenarioContext, spec: ScenarioSpec, run: numbe
   r.extra.azHealthMs = h === null ? null : h - r.injectAt;
   const stMs = r.extra.azStateMs;
   r.extra.azHealthAfterStateMs = h !== null && typeof stMs === "number" ? h - r.injectAt - stMs : null;
-  if (r.extra.wakeMs === null) r.notes.push("standby wake-up not measured: no agent setting names the standby AZ to the controller");
+  if (r.extra.wakeMs === null && ctx.stack.standby) r.notes.push("standby wake-up not decided while the AZ was out");
   if (!ctx.fleetWired) r.notes.push("fleet layer not in the agents: no AZ state, /az/health stays 200 (stale), DNS keeps the AZ");
   return r;
 }
@@ -402,7 +416,7 @@ async function runFlap(ctx: ScenarioContext, spec: ScenarioSpec, run: number): P
 async function runMassProbe(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   const r = blank(spec.name, run);
   if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
-  const nodes = ctx.stack.nodes;
+  const nodes = ctx.stack.running();
   r.injectAt = mark(ctx, "inject", "every probe failing");
   await Promise.all(nodes.map((n) => n.setMode({ mode: "slow", slowMs: DRILL_TIMING.probeTimeoutMs + 700 })));
   await sleep(8000);
@@ -423,6 +437,77 @@ async function runMassProbe(ctx: ScenarioContext, spec: ScenarioSpec, run: numbe
   return r;
 }
 
+/** Leader events (`type=standby`, `type=action`…) written since `fromT` (drill clock), with their Redis time on the drill clock. */
+async function eventsSince(ctx: ScenarioContext, fromT: number): Promise<{ t: number; f: Record<string, string> }[]> {
+  const offset = Date.now() - ctx.now();
+  const redis = new Redis(ctx.stack.redis.url, { maxRetriesPerRequest: 1, connectTimeout: 1000 });
+  redis.on("error", () => undefined);
+  try {
+    const rows = await redis.xrange(new RedisKeys(ctx.stack.cluster).events, String(Math.floor(fromT + offset)), "+");
+    return rows.map(([id, kv]) => {
+      const f: Record<string, string> = {};
+      for (let i = 0; i + 1 < kv.length; i += 2) f[kv[i]] = kv[i + 1];
+      return { t: Number(id.split("-")[0]) - offset, f };
+    });
+  } catch {
+    return [];
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/**
+ * L2 with the standby at zero: every GPU of one active AZ lost → the leader decides the
+ * wake-up (fenced `standby:wake` = 1) → its `local` actuator asks the local cloud → the
+ * standby nodes boot → the first one is HEALTHY and UP in the hurt AZ's proxy (as a backup
+ * server). Heal; after the hold the leader releases the standby and the cloud stops it.
+ */
+async function runStandbyWake(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  const { standby, cloud } = ctx.stack;
+  if (!standby || !cloud) {
+    r.notMeasured = "no standby AZ (needs 3 AZs: --nodes 5 or more)";
+    return r;
+  }
+  if (!(await steady(ctx))) r.notes.push("fleet not steady (or standby not at zero) before injection");
+  const az = ctx.stack.azs[0];
+  const victims = ctx.stack.nodes.filter((n) => n.az === az.name);
+  const spares = ctx.stack.nodes.filter((n) => n.az === standby.name);
+  const serving = (s: Sample, n: SimNode): boolean => s.nodes[n.id]?.status === "HEALTHY" && (s.l1[`${az.proxy}/${n.id}`]?.status ?? "").startsWith("UP");
+  const firstSpare = (s: Sample): boolean => spares.some((n) => serving(s, n));
+  const seen = cloud.actions.length;
+  r.injectAt = mark(ctx, "inject", `${spec.name} ${az.name}`);
+  await Promise.all(victims.map((n) => n.gpuFault("gpuLost")));
+  const up = await until(ctx, 30_000, firstSpare);
+  if (!up) r.notes.push(`no standby node of ${standby.name} served within 30 s`);
+  await sleep(300);
+  r.healAt = mark(ctx, "heal", `heal ${az.name}`);
+  await Promise.all(victims.map((n) => n.gpuFault(null)));
+  const back = (s: Sample): boolean => victims.every((n) => healthy(ctx, s, n));
+  if (!(await until(ctx, 30_000, back))) r.notes.push(`${az.name} did not recover in 30 s`);
+  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
+  // The controller's recovery hysteresis, then the hold, then the release and the stops.
+  if (!(await until(ctx, DRILL_TIMING.standbyHoldMs + 15_000, () => standbyAtZero(ctx)))) r.notes.push(`${standby.name} not back at zero ${DRILL_TIMING.standbyHoldMs / 1000} s + 15 s after recovery`);
+  r.endAt = ctx.now();
+  finish(ctx, r, victims, l1Removed);
+  const actions: CloudAction[] = cloud.actions.slice(seen);
+  const events = await eventsSince(ctx, r.injectAt);
+  const decided = events.find((e) => e.f.type === "standby" && e.f.wake === "1");
+  const wake = actions.find((a) => a.action === "standby.wake" && a.outcome === "applied");
+  const release = actions.find((a) => a.action === "standby.release" && a.outcome === "applied");
+  const spareMs = firstAfter(ctx.tl.samples, r.injectAt, firstSpare, r.healAt);
+  r.dnsMs = firstAfter(ctx.tl.samples, r.injectAt, (s) => s.dns !== null && !s.dns.includes(az.address), r.healAt);
+  r.extra.wakeDecisionMs = decided ? decided.t - r.injectAt : firstAfter(ctx.tl.fleet, r.injectAt, (f) => f.standbyWake, r.healAt);
+  r.extra.wakeCallMs = wake ? wake.t - r.injectAt : null;
+  r.extra.firstStandbyMs = spareMs;
+  r.extra.failedUntilStandby = spareMs === null ? null : failuresBetween(ctx.tl, MAIN_CLIENT, r.injectAt, r.injectAt + spareMs);
+  r.extra.releaseAfterHealMs = release ? release.t - r.healAt : null;
+  r.extra.wakeToken = wake?.token ?? null;
+  r.extra.actionEvents = events.filter((e) => e.f.type === "action").map((e) => `${e.f.action}:${e.f.outcome}`).join(",");
+  r.victims = [...victims.map((n) => n.id), ...spares.map((n) => `${n.id} (standby)`)];
+  return r;
+}
+
 /** Runs one run of one scenario. */
 export async function runScenario(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   if (spec.needsFleet && !ctx.fleetWired) {
@@ -435,6 +520,8 @@ export async function runScenario(ctx: ScenarioContext, spec: ScenarioSpec, run:
   switch (spec.name) {
     case "az-gpu-loss":
       return runAzGpuLoss(ctx, spec, run);
+    case "standby-wake":
+      return runStandbyWake(ctx, spec, run);
     case "az-loss":
       return runAzLoss(ctx, spec, run);
     case "leader-kill":

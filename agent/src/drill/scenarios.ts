@@ -25,6 +25,8 @@ export interface Targets {
   failed?: number;
   /** Servers that left rotation (or DNS changes) nobody asked for. */
   falseFailovers?: number;
+  /** Standby wake-up decided (`standby:wake` = 1 published) after the fault. */
+  wakeDecisionMs?: number;
   /** Fenced writes by a deposed leader that Redis accepted. */
   staleWrites?: number;
 }
@@ -74,6 +76,15 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     repeat: { full: 1, quick: 1 },
     needsFleet: false,
     targets: { crossMs: 3000, azHealthAfterStateMs: 2000 },
+  },
+  {
+    name: "standby-wake",
+    tier: "L2",
+    title: "standby AZ at zero, every GPU of one active AZ lost: the leader wakes the standby",
+    quick: true,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    targets: { wakeDecisionMs: 10_000 },
   },
   { name: "az-loss", tier: "L3", title: "whole AZ lost, HAProxy included", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { dnsMs: 5000 } },
   {

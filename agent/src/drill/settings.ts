@@ -23,6 +23,16 @@ export const DRILL_AGENT_ENV: Readonly<Record<string, string>> = Object.freeze({
   LLMHA_LOG_LEVEL: "info",
 });
 
+/**
+ * With a standby AZ, every agent may act as leader through the drill's local cloud; the
+ * standby is handed back 3 s after the active AZs are OK again (production: 10 min), so a
+ * scenario ends with it at zero.
+ */
+export const DRILL_STANDBY_ENV: Readonly<Record<string, string>> = Object.freeze({
+  LLMHA_ACTUATOR: "local",
+  LLMHA_STANDBY_HOLD_MS: "3000",
+});
+
 /** Numbers the scenarios and targets read from the settings above. */
 export const DRILL_TIMING = Object.freeze({
   intervalMs: Number(DRILL_AGENT_ENV.LLMHA_INTERVAL_MS),
@@ -30,6 +40,7 @@ export const DRILL_TIMING = Object.freeze({
   probeTimeoutMs: Number(DRILL_AGENT_ENV.LLMHA_PROBE_TIMEOUT_MS),
   leaseTtlMs: Number(DRILL_AGENT_ENV.LLMHA_LEASE_TTL_MS),
   leaseContendMs: Number(DRILL_AGENT_ENV.LLMHA_LEASE_CONTEND_MS),
+  standbyHoldMs: Number(DRILL_STANDBY_ENV.LLMHA_STANDBY_HOLD_MS),
   /** How often the observer polls every agent, proxy and the DNS answer. */
   sampleMs: 50,
   /** How often it reads the fleet keys in Redis. */

@@ -3,7 +3,9 @@
  * nvidia-smi + fake inference server + real agent) over 2–3 AZs, one HAProxy per AZ
  * listening on that AZ's own loopback address (local nodes + the other AZs' as backup),
  * one HAProxy carrying the two baselines over the same servers, and PowerDNS answering
- * the service name with the AZ addresses whose `/az/health` passes.
+ * the service name with the AZ addresses whose `/az/health` passes. With a standby AZ, its
+ * nodes start stopped (scaled to zero) and the agents act through the local cloud
+ * (`LLMHA_ACTUATOR=local`), which boots them when the leader wakes the standby.
  * Every process started is registered for `stop()` as soon as it exists.
  */
 import { randomBytes } from "node:crypto";
@@ -14,7 +16,8 @@ import { startRedisServer, type RedisServerHandle } from "../engines/redis-serve
 import type { HaproxyProxy, HaproxyStaticServer } from "../l1/haproxy-config";
 import { SimNode } from "../sim/sim-node";
 import { freePort } from "../util/net";
-import { DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_TUNED_BASELINE } from "./settings";
+import { LocalCloud } from "./local-cloud";
+import { DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_STANDBY_ENV, DRILL_TUNED_BASELINE } from "./settings";
 
 export const DRILL_MODEL = "llm-ha/drill-model";
 export const BASELINE_DEFAULT = "baseline_default";
@@ -46,6 +49,12 @@ export interface DrillStack {
   readonly dns: PdnsHandle;
   /** Port every AZ proxy listens on (its address differs). */
   readonly port: number;
+  /** The standby AZ (scaled to zero at start), null with 2 AZs. */
+  readonly standby: DrillAz | null;
+  /** Powers the standby nodes and shifts zones for the agents' `local` actuator; null without a standby AZ. */
+  readonly cloud: LocalCloud | null;
+  /** Nodes whose processes run now (a standby node at zero does not). */
+  running(): SimNode[];
   azOf(node: SimNode): DrillAz;
   /** Pids of every process running now (nodes, proxies, Redis, PowerDNS). */
   pids(): number[];
@@ -64,6 +73,8 @@ export interface StackOptions {
   progress(line: string): void;
   /** Registers a stop function at once (for Ctrl-C during start-up). */
   track(stop: () => Promise<void>): void;
+  /** Drill clock (the local cloud's action log). */
+  now?(): number;
 }
 
 /** Which AZ each of `n` nodes lands in: round-robin over the AZ names. */
@@ -139,7 +150,20 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const nodes: SimNode[] = [];
   const placement = placeNodes(o.nodes, names);
   const reserved = new Map<string, number>();
-  o.progress(`starting ${o.nodes} simulated GPU nodes over ${azCount} AZs (fake nvidia-smi + fake inference + real agent)`);
+  const standbyName = azCount > 2 ? names[azCount - 1] : null;
+  let cloud: LocalCloud | null = null;
+  let fleetEnv: Record<string, string> = {};
+  if (standbyName) {
+    const c = new LocalCloud({ now: o.now ?? Date.now, log: o.progress });
+    await c.listen();
+    o.track(() => c.stop());
+    cloud = c;
+    fleetEnv = { ...DRILL_STANDBY_ENV, LLMHA_STANDBY_AZ: standbyName, LLMHA_LOCAL_CLOUD_URL: c.url };
+  }
+  o.progress(
+    `starting ${o.nodes} simulated GPU nodes over ${azCount} AZs (fake nvidia-smi + fake inference + real agent)` +
+      (standbyName ? `; ${standbyName} is the standby, scaled to zero` : ""),
+  );
   await pool(placement, 3, async (az) => {
     // Reserve the id before the await so two starts in the same AZ never share it.
     const seq = reserved.get(az) ?? 0;
@@ -150,14 +174,18 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
         az,
         dir: join(o.dir, "nodes"),
         model: DRILL_MODEL,
-        env: { ...DRILL_AGENT_ENV, LLMHA_REDIS_URL: redis.url, LLMHA_CLUSTER: cluster },
+        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: redis.url, LLMHA_CLUSTER: cluster },
+        stopped: az === standbyName,
       }),
     );
     nodes.push(node);
     o.track(() => node.stop());
-    o.progress(`  node ${node.id} (${az}) up`);
+    o.progress(`  node ${node.id} (${az}) ${node.running ? "up" : "stopped (standby)"}`);
   });
   nodes.sort((a, b) => a.id.localeCompare(b.id));
+  // Stopped before the nodes (last tracked, first stopped): no boot starts behind the clean-up.
+  const started = cloud;
+  if (started) o.track(() => started.stop());
   const port = await freePort();
   const azs: DrillAz[] = names.map((name, i) => ({ name, address: `127.0.0.${i + 2}`, standby: i === azCount - 1 && azCount > 2, haproxy: null, proxy: "" }));
   const configs = new Map<DrillAz, HaproxyProxy>();
@@ -176,6 +204,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const baselinePorts = { default: await freePort(), tuned: await freePort() };
   const baseline = await startHaproxy({ proxies: baselineProxies(baselinePorts, nodes) });
   o.track(() => baseline.stop());
+  cloud?.attach(nodes, () => azs);
   o.progress(`starting PowerDNS (LUA ifurlup over /az/health)`);
   const active = azs.filter((a) => !a.standby).map((a) => a.address);
   const standby = azs.filter((a) => a.standby).map((a) => a.address);
@@ -190,6 +219,9 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     baselinePorts,
     dns,
     port,
+    standby: azs.find((a) => a.standby) ?? null,
+    cloud,
+    running: () => nodes.filter((n) => n.running),
     azOf: (n) => azs.find((a) => a.name === n.az)!,
     pids: () =>
       [redis.pid, dns.pid, baseline.pid, ...azs.map((a) => a.haproxy?.pid ?? -1), ...nodes.flatMap((n) => [n.agentPid ?? -1, n.inferencePid ?? -1])].filter((p) => p > 0),
@@ -201,6 +233,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     },
     startAzProxy,
     stop: async () => {
+      await cloud?.stop();
       await Promise.allSettled([dns.stop(), baseline.stop(), ...azs.map((a) => a.haproxy?.stop())]);
       await Promise.allSettled(nodes.map((n) => n.stop()));
       await redis.stop();

@@ -17,6 +17,7 @@
  * | `fence:last`           | hash   | lease + fenced writes | `token, holder` of the highest token accepted; lower tokens are refused |
  * | `tier`                 | hash   | leader (fenced)       | `level` (L0–L4), `reason, leader, token, updatedAt` |
  * | `standby:wake`         | hash   | leader (fenced)       | desired state of the standby AZ: `wake` (1/0), `az, reason, leader, token, updatedAt` |
+ * | `actuation`            | hash   | leader (fenced)       | what the leader asked of the world beyond Redis: `actuator` (kind), desired `shiftAz, shiftSince, shiftReason`, and per kind (`standby`, `shift`) the last action: `<kind>.action, .az, .outcome, .detail, .at, .token` (+ `shift.expiresAt`); `leader, token, updatedAt` — what `llm-ha status` shows |
  * | `suspect`              | hash   | leader (fenced)       | `codes` (suspect soft check codes, comma separated; blast-radius cap) + `counts`, `leader, token, updatedAt` |
  * | `events`               | stream | agents + leader       | every node status, AZ state, tier and standby transition, capped by `MAXLEN ~` |
  */
@@ -65,6 +66,9 @@ export class RedisKeys {
   }
   get standbyWake(): string {
     return `${this.prefix}standby:wake`;
+  }
+  get actuation(): string {
+    return `${this.prefix}actuation`;
   }
   get suspect(): string {
     return `${this.prefix}suspect`;

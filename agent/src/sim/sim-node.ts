@@ -34,6 +34,8 @@ export interface SimNodeOptions {
   noAgent?: boolean;
   /** Initial inference mode. Default `ready`. */
   mode?: FakeInferenceMode;
+  /** Allocate ports and files but start no process: a standby node scaled to zero (`boot()` wakes it). */
+  stopped?: boolean;
 }
 
 export class SimNodeError extends Error {
@@ -91,8 +93,7 @@ export class SimNode {
       const { appendFile } = await import("node:fs/promises");
       await appendFile(n.xidLogPath, "");
       [n.inferencePort, n.adminPort, n.httpPort, n.agentCheckPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-      await n.startInference(opts.mode ?? "ready");
-      if (!opts.noAgent) await n.startAgent();
+      if (!opts.stopped) await n.boot();
     } catch (e) {
       await n.stop();
       throw e;
@@ -114,6 +115,23 @@ export class SimNode {
   }
   get inferencePid(): number | null {
     return this.inference?.child.pid ?? null;
+  }
+  /** True while its inference server or agent process runs. */
+  get running(): boolean {
+    return this.inference !== null || this.agent !== null;
+  }
+
+  /** Starts the node's processes (a new instance of the group booting): inference server, then agent. */
+  async boot(): Promise<void> {
+    await this.startInference(this.opts.mode ?? "ready");
+    if (!this.opts.noAgent) await this.startAgent();
+  }
+
+  /** Stops its processes as a scale-in would (SIGTERM: the agent drains and leaves the registry); keeps its log open. */
+  async halt(): Promise<void> {
+    await Promise.all([end(this.agent, "SIGTERM", 10_000), end(this.inference, "SIGTERM")]);
+    this.agent = null;
+    this.inference = null;
   }
 
   /** Starts the fake inference server process and waits for its ready line. */
