@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { cronProblem } from "./cron";
+import { LOAD_BALANCER_ARN } from "../agent/src/actuators/arn";
 import { Problems } from "./problems";
 
 /** GPU classes llm-ha knows, with the instance type and GPU count of each. */
@@ -52,7 +53,8 @@ export interface StackConfig {
   inference: { image: string; model: string; gpusPerPod?: number; extraArgs: string[] };
   agentImage: string;
   haproxy: { image: string; replicas: number };
-  dns: { zoneId: string; serviceName: string; ttl: number; failureThreshold: number; zonalShift: boolean };
+  /** `zonalShiftResources`: ARNs of the L1 NLBs the agent may zonal-shift (made by the load balancer controller, so not outputs). */
+  dns: { zoneId: string; serviceName: string; ttl: number; failureThreshold: number; zonalShift: boolean; zonalShiftResources: string[] };
   redis: { nodeType: string; replicas: number; authToken: pulumi.Output<string> };
   kafka: { version: string; brokersPerAz: number; instanceType: string; volumeSizeGb: number };
   schedule?: ScheduleConfig;
@@ -193,6 +195,12 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   if (ttl > 30) p.add(key("dns.ttl"), `${ttl} s is over 30 s: DNS failover would miss the 60 s zone target`);
   const failureThreshold = int(dns, "failureThreshold", key("dns.failureThreshold"), 2);
   if (failureThreshold > 2) p.add(key("dns.failureThreshold"), `${failureThreshold} is over 2: 10 s × threshold + TTL must stay ≤ 60 s`);
+  const shiftArns = dns.zonalShiftResources ?? [];
+  if (!Array.isArray(shiftArns) || !shiftArns.every((a) => typeof a === "string" && LOAD_BALANCER_ARN.test(a))) {
+    p.add(key("dns.zonalShiftResources"), "must be a list of load balancer ARNs (arn:aws:elasticloadbalancing:<region>:<account>:loadbalancer/net/<name>/<id>)");
+  } else if (shiftArns.length > 0 && dns.zonalShift !== true) {
+    p.add(key("dns.zonalShiftResources"), "needs llm-ha:dns.zonalShift: true (ARC shifts only NLBs with zonal shift turned on)");
+  }
   const serviceName = str(dns, "serviceName", key("dns.serviceName"));
   if (serviceName && !/^([a-z0-9-]+\.)+[a-z]{2,}$/.test(serviceName)) p.add(key("dns.serviceName"), "must be a lower-case DNS name");
 
@@ -248,7 +256,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     },
     agentImage: cfg.get("agentImage") ?? "",
     haproxy: { image: str(hap, "image", key("haproxy.image"), "haproxy:2.8-alpine"), replicas: int(hap, "replicas", key("haproxy.replicas"), 2) },
-    dns: { zoneId: str(dns, "zoneId", key("dns.zoneId")), serviceName, ttl, failureThreshold, zonalShift: dns.zonalShift === true },
+    dns: { zoneId: str(dns, "zoneId", key("dns.zoneId")), serviceName, ttl, failureThreshold, zonalShift: dns.zonalShift === true, zonalShiftResources: Array.isArray(shiftArns) ? (shiftArns as string[]) : [] },
     redis: { nodeType: str(redis, "nodeType", key("redis.nodeType"), "cache.r7g.large"), replicas: redisReplicas, authToken: authToken ?? pulumi.secret("") },
     kafka: {
       version: str(kafka, "version", key("kafka.version"), "3.6.0"),

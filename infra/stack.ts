@@ -1,4 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
+import { AgentIam, azIdsSetting } from "./agent-iam";
 import { Cluster } from "./cluster";
 import { loadConfig } from "./config";
 import { Dns } from "./dns";
@@ -7,7 +8,8 @@ import { Kafka } from "./kafka";
 import { Network } from "./network";
 import { Redis } from "./redis";
 import { StandbySchedule } from "./standby-schedule";
-import { Workloads } from "./workloads";
+import { Workloads, WORKLOADS_NAMESPACE, type WorkloadsArgs } from "./workloads";
+import { AGENT_SERVICE_ACCOUNT } from "./workloads/agent";
 
 /** What `pulumi stack output` shows. */
 export interface StackOutputs {
@@ -69,6 +71,33 @@ export function createStack(): StackOutputs {
     volumeSizeGb: c.kafka.volumeSizeGb,
   });
 
+  // The leader's AWS actuator: wakes the standby groups, shifts the configured NLBs (IRSA).
+  const standby = gpu.groups.filter((g) => g.role === "standby");
+  const shiftResources = c.dns.zonalShift ? c.dns.zonalShiftResources : [];
+  let agentActuator: WorkloadsArgs["agentActuator"];
+  if (standby.length > 0 || shiftResources.length > 0) {
+    const iam = new AgentIam("agent", {
+      clusterName: c.clusterName,
+      region: c.region,
+      oidcProviderArn: cluster.oidcProvider.arn,
+      oidcProviderUrl: cluster.oidcProvider.url,
+      namespace: WORKLOADS_NAMESPACE,
+      serviceAccountName: AGENT_SERVICE_ACCOUNT,
+      standbyAsgNames: standby.map((g) => g.asgName),
+      shiftResources,
+    });
+    agentActuator = {
+      roleArn: iam.roleArn,
+      region: c.region,
+      azIds: azIdsSetting(c.azs),
+      // A standby group wakes to its daytime size, at least one node.
+      standbyAsgs: standby.length
+        ? pulumi.all(standby.map((g) => g.asgName)).apply((names) => names.map((n, i) => `${n}=${Math.max(1, standby[i].gpuClass.desiredPerAz)}`).join(","))
+        : undefined,
+      shiftResources,
+    };
+  }
+
   const workloads = new Workloads("app", {
     provider: cluster.provider,
     clusterName: c.clusterName,
@@ -81,6 +110,8 @@ export function createStack(): StackOutputs {
     haproxyImage: c.haproxy.image,
     haproxyReplicas: c.haproxy.replicas,
     zonalShift: c.dns.zonalShift,
+    standbyAz: c.standbyAz,
+    agentActuator,
   });
 
   const dns = new Dns("dns", {

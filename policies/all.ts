@@ -3,6 +3,7 @@
 import type { Policies } from "@pulumi/policy";
 import { eksControlPlaneLogging } from "./cluster";
 import { mskHaEncrypted, redisHaEncrypted } from "./data";
+import { agentRoleLeastPrivilege } from "./iam";
 import { failoverRecordPairs, failoverRecordTtl, route53HealthCheckFast } from "./dns";
 import {
   gpuInstanceTypesAllowed,
@@ -34,6 +35,7 @@ export const policies: Policies = [
   mskHaEncrypted,
   standbyScheduleRules,
   noPublicHaPorts,
+  agentRoleLeastPrivilege,
   requiredTags,
   eksControlPlaneLogging,
 ];

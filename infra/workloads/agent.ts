@@ -1,5 +1,21 @@
+import type * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig } from "../config";
 import { APP, appLabels, DaemonSet, GPU_TOLERATION, gpuNodeSelector, objectName, PORTS } from "./common";
+
+/** The agents' ServiceAccount: IRSA binds the actuator's IAM role to it. */
+export const AGENT_SERVICE_ACCOUNT = "llm-ha-agent";
+
+/** What the elected leader may do in AWS (agent/src/actuators/aws.ts); the settings `LLMHA_ACTUATOR=aws` reads. */
+export interface AgentActuatorEnv {
+  /** `LLMHA_AWS_REGION`. */
+  region: string;
+  /** `LLMHA_AZ_IDS`: `us-east-1a=use1-az1,…` (ARC names zones by id). */
+  azIds: pulumi.Input<string>;
+  /** `LLMHA_STANDBY_ASGS`: `asg=wakeSize,…`; absent when there is no standby AZ. */
+  standbyAsgs?: pulumi.Input<string>;
+  /** `LLMHA_SHIFT_RESOURCES` (and `LLMHA_ZONAL_SHIFT=true` when non-empty). */
+  shiftResources: string[];
+}
 
 export interface AgentSpec {
   namespace: string;
@@ -13,6 +29,23 @@ export interface AgentSpec {
   model: string;
   /** Secret holding `url` = `rediss://:<token>@<primary>:6379`. */
   redisSecretName: string;
+  /** `LLMHA_STANDBY_AZ`: the AZ the schedule scales to zero. Default none. */
+  standbyAz?: string;
+  /** The AWS actuator's settings; the pods then run as `AGENT_SERVICE_ACCOUNT`. Default none (the leader acts on nothing). */
+  actuator?: AgentActuatorEnv;
+}
+
+function actuatorEnv(a: AgentActuatorEnv): { name: string; value: pulumi.Input<string> }[] {
+  const env = [
+    { name: "LLMHA_ACTUATOR", value: "aws" },
+    { name: "LLMHA_AWS_REGION", value: a.region },
+    { name: "LLMHA_AZ_IDS", value: a.azIds },
+  ];
+  if (a.standbyAsgs !== undefined) env.push({ name: "LLMHA_STANDBY_ASGS", value: a.standbyAsgs });
+  if (a.shiftResources.length > 0) {
+    env.push({ name: "LLMHA_SHIFT_RESOURCES", value: a.shiftResources.join(",") }, { name: "LLMHA_ZONAL_SHIFT", value: "true" });
+  }
+  return env;
 }
 
 /**
@@ -43,7 +76,9 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
           nodeSelector: gpuNodeSelector(s.az, s.gpuClass.name),
           tolerations: [GPU_TOLERATION],
           terminationGracePeriodSeconds: 15,
-          securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
+          ...(s.actuator ? { serviceAccountName: AGENT_SERVICE_ACCOUNT } : {}),
+          // fsGroup: the projected IRSA token must be readable by the non-root user.
+          securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
           containers: [
             {
               name: "agent",
@@ -60,6 +95,8 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
                 env("LLMHA_HTTP_PORT", String(PORTS.agentHttp)),
                 env("LLMHA_AGENT_CHECK_PORT", String(PORTS.agentCheck)),
                 { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "url" } } },
+                ...(s.standbyAz ? [env("LLMHA_STANDBY_AZ", s.standbyAz)] : []),
+                ...(s.actuator ? actuatorEnv(s.actuator) : []),
                 // The NVIDIA runtime mounts nvidia-smi and every GPU for reading without the
                 // pod requesting `nvidia.com/gpu` (which would take GPUs from inference).
                 env("NVIDIA_VISIBLE_DEVICES", "all"),

@@ -2,7 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig } from "../config";
 import { Problems } from "../problems";
-import { agentDaemonSet } from "./agent";
+import { AGENT_SERVICE_ACCOUNT, agentDaemonSet, type AgentActuatorEnv } from "./agent";
 import { APP, objectName, PORTS } from "./common";
 import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
 import { inferenceHeadlessService, inferenceManifests } from "./inference";
@@ -35,7 +35,14 @@ export interface WorkloadsArgs {
   zonalShift?: boolean;
   /** NVIDIA device plugin image. Default `DEVICE_PLUGIN_IMAGE`. */
   devicePluginImage?: string;
+  /** The AZ the schedule scales to zero (`LLMHA_STANDBY_AZ`). Default none. */
+  standbyAz?: string;
+  /** The agents' AWS actuator: the IRSA role for their ServiceAccount and its settings. Default none. */
+  agentActuator?: AgentActuatorEnv & { roleArn: pulumi.Input<string> };
 }
+
+/** Namespace of everything but the device plugin, unless `namespace` says otherwise. */
+export const WORKLOADS_NAMESPACE = "llm-ha";
 
 /** NLB name of one AZ: at most 32 characters, unique per cluster and AZ. */
 export function nlbName(clusterName: string, az: string): string {
@@ -76,7 +83,7 @@ function validate(args: WorkloadsArgs): void {
 export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulumi.Resource) {
   validate(args);
   const opts = { parent, provider: args.provider };
-  const namespace = args.namespace ?? "llm-ha";
+  const namespace = args.namespace ?? WORKLOADS_NAMESPACE;
   const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: namespace, labels: { "app.kubernetes.io/part-of": "llm-ha" } } }, opts);
   const inNs = { ...opts, dependsOn: [ns] };
 
@@ -85,6 +92,23 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     { metadata: { name: "llm-ha-redis", namespace }, type: "Opaque", stringData: { url: pulumi.secret(args.redisUrl) } },
     inNs,
   );
+  const agentDeps: pulumi.Resource[] = [ns, redisSecret];
+  if (args.agentActuator) {
+    agentDeps.push(
+      new k8s.core.v1.ServiceAccount(
+        `${name}-agent`,
+        {
+          metadata: {
+            name: AGENT_SERVICE_ACCOUNT,
+            namespace,
+            labels: { "app.kubernetes.io/name": APP.agent, "app.kubernetes.io/part-of": "llm-ha" },
+            annotations: { "eks.amazonaws.com/role-arn": args.agentActuator.roleArn },
+          },
+        },
+        inNs,
+      ),
+    );
+  }
   new k8s.apps.v1.DaemonSet(`${name}-device-plugin`, devicePluginDaemonSet(args.devicePluginImage ?? DEVICE_PLUGIN_IMAGE), opts);
 
   const slots: Record<string, number> = {};
@@ -102,8 +126,18 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       new k8s.policy.v1.PodDisruptionBudget(`${id}-inference`, inf.pdb, inNs);
       new k8s.apps.v1.DaemonSet(
         `${id}-agent`,
-        agentDaemonSet({ namespace, az, gpuClass, image: args.agentImage, clusterName: args.clusterName, model: args.inference.model, redisSecretName: "llm-ha-redis" }),
-        { ...opts, dependsOn: [ns, redisSecret] },
+        agentDaemonSet({
+          namespace,
+          az,
+          gpuClass,
+          image: args.agentImage,
+          clusterName: args.clusterName,
+          model: args.inference.model,
+          redisSecretName: "llm-ha-redis",
+          standbyAz: args.standbyAz,
+          actuator: args.agentActuator,
+        }),
+        { ...opts, dependsOn: agentDeps },
       );
     }
     nlbNames[az] = nlbName(args.clusterName, az);

@@ -17,6 +17,30 @@ async function failure(overrides: Record<string, string>): Promise<pulumi.InputP
 const paths = (e: pulumi.InputPropertiesError) => e.errors.map((x) => x.propertyPath);
 
 describe("stack configuration", () => {
+  it("takes the NLBs to zonal-shift from dns.zonalShiftResources and grants shifts on exactly those", async () => {
+    const nlb = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/l1-us-east-1a/0123456789abcdef";
+    const dns = { zoneId: "Z1", serviceName: "infer.dev.example.com", zonalShift: true, zonalShiftResources: [nlb] };
+    const rs = await captureStack("dev", { "llm-ha:dns": JSON.stringify(dns) });
+    const policy = JSON.parse(String(rs.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy")?.props.policy));
+    expect(policy.Statement[2]).toEqual({
+      Sid: "ShiftZoneLoadBalancers",
+      Effect: "Allow",
+      Action: ["arc-zonal-shift:StartZonalShift", "arc-zonal-shift:UpdateZonalShift", "arc-zonal-shift:CancelZonalShift", "arc-zonal-shift:GetManagedResource"],
+      Resource: [nlb],
+    });
+    const agent = rs.find((r) => r.type === "kubernetes:apps/v1:DaemonSet" && String(r.name).endsWith("-agent"));
+    const env = (agent?.props as { spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } } }).spec.template.spec.containers[0].env;
+    expect(env.filter((e) => ["LLMHA_SHIFT_RESOURCES", "LLMHA_ZONAL_SHIFT"].includes(e.name))).toEqual([
+      { name: "LLMHA_SHIFT_RESOURCES", value: nlb },
+      { name: "LLMHA_ZONAL_SHIFT", value: "true" },
+    ]);
+
+    const bad = await failure({ "llm-ha:dns": JSON.stringify({ ...dns, zonalShiftResources: ["my-nlb"] }) });
+    expect(paths(bad)).toEqual(["llm-ha:dns.zonalShiftResources"]);
+    const off = await failure({ "llm-ha:dns": JSON.stringify({ ...dns, zonalShift: false }) });
+    expect(off.message).toContain("llm-ha:dns.zonalShiftResources: needs llm-ha:dns.zonalShift: true");
+  });
+
   it("names an unknown GPU class", async () => {
     const e = await failure({ "llm-ha:gpuClasses": JSON.stringify([{ name: "v100", desiredPerAz: 1 }]) });
     expect(paths(e)).toEqual(["llm-ha:gpuClasses[0].name"]);

@@ -33,6 +33,15 @@ export function stackConfig(env: Env): Record<string, string> {
   return stackConfigValues(fs.readFileSync(path.join(ROOT, `Pulumi.${env}.yaml`), "utf8"));
 }
 
+/** What the mocked invokes answer (AZ names map to ids differently in every account). */
+const INVOKES: Record<string, Record<string, unknown>> = {
+  "aws:index/getCallerIdentity:getCallerIdentity": { accountId: "123456789012", arn: "arn:aws:iam::123456789012:root", userId: "x" },
+  "aws:index/getAvailabilityZones:getAvailabilityZones": {
+    names: ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"],
+    zoneIds: ["use1-az4", "use1-az6", "use1-az1", "use1-az2"],
+  },
+};
+
 /** Outputs a real provider computes; the mock makes them up so dependent inputs resolve. */
 function fakeOutputs(type: string, name: string, inputs: Record<string, unknown>): Record<string, unknown> {
   const arn = `arn:aws:${type.split(":")[1]?.split("/")[0] ?? "x"}:us-east-1:123456789012:${name}`;
@@ -105,7 +114,7 @@ export async function captureStack(env: Env, configOverrides: Record<string, str
         seen.push({ type: a.type, name: a.name, props });
         return { id: `${a.name}-id`, state: fakeOutputs(a.type, a.name, (a.inputs ?? {}) as Record<string, unknown>) };
       },
-      call: (a) => (a.token === "aws:index/getCallerIdentity:getCallerIdentity" ? { accountId: "123456789012", arn: "arn:aws:iam::123456789012:root", userId: "x" } : {}),
+      call: (a) => INVOKES[a.token] ?? {},
     },
     PROJECT,
     env,

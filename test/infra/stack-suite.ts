@@ -5,7 +5,7 @@
 import { DaemonSet, Deployment } from "kubernetes-models/apps/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
-import { ConfigMap, Namespace, Secret, Service } from "kubernetes-models/v1";
+import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { beforeAll, describe, expect, it } from "vitest";
 import { isCron } from "../../infra/config";
 import { l1HaproxyConfig } from "../../infra/workloads/l1-proxy";
@@ -20,6 +20,7 @@ const KINDS: Record<string, (o: O) => { validate(): void }> = {
   "kubernetes:core/v1:ConfigMap": (o) => new ConfigMap(o),
   "kubernetes:core/v1:Secret": (o) => new Secret(o),
   "kubernetes:core/v1:Namespace": (o) => new Namespace(o),
+  "kubernetes:core/v1:ServiceAccount": (o) => new ServiceAccount(o),
   "kubernetes:policy/v1:PodDisruptionBudget": (o) => new PodDisruptionBudget(o),
   "kubernetes:networking.k8s.io/v1:NetworkPolicy": (o) => new NetworkPolicy(o),
 };
@@ -210,7 +211,49 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       expect(cluster.vpcConfig.endpointPublicAccess).toBe(cfg["llm-ha:privateEndpointOnly"] !== "true");
       const attached = props("aws:iam/rolePolicyAttachment:RolePolicyAttachment").map((a) => a.policyArn as string);
       expect(attached.every((a) => /^arn:aws:iam::aws:policy\/(AmazonEKS|AmazonEC2ContainerRegistryReadOnly)/.test(a))).toBe(true);
-      expect(props("aws:iam/rolePolicy:RolePolicy")).toHaveLength(0);
+      // The only inline policy is the agent's (IRSA), checked below.
+      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name)).toEqual(["agent-actuator"]);
+    });
+
+    it("lets only the agents' ServiceAccount act, and only on the standby groups (IRSA, least privilege)", () => {
+      const role = ofType(rs, "aws:iam/role:Role").find((r) => r.name === "agent-role")!.props as O;
+      const trust = JSON.parse(role.assumeRolePolicy).Statement[0];
+      const issuer = "oidc.eks.us-east-1.amazonaws.com/id/eks-eks";
+      expect(trust).toEqual({
+        Effect: "Allow",
+        Principal: { Federated: "arn:aws:iam:us-east-1:123456789012:eks-oidc" },
+        Action: "sts:AssumeRoleWithWebIdentity",
+        Condition: { StringEquals: { [`${issuer}:sub`]: "system:serviceaccount:llm-ha:llm-ha-agent", [`${issuer}:aud`]: "sts.amazonaws.com" } },
+      });
+      const policy = JSON.parse((ofType(rs, "aws:iam/rolePolicy:RolePolicy")[0].props as O).policy);
+      const asgs = classes.map((c) => `arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/eks-gpu-${standbyAz}-${c}-asg`);
+      const shift = json("dns").zonalShiftResources as unknown as string[] | undefined;
+      expect(policy.Statement).toEqual([
+        { Sid: "ReadState", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingGroups", "arc-zonal-shift:ListZonalShifts"], Resource: "*" },
+        {
+          Sid: "WakeStandbyGroups",
+          Effect: "Allow",
+          Action: ["autoscaling:UpdateAutoScalingGroup", "autoscaling:SuspendProcesses", "autoscaling:ResumeProcesses", "autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"],
+          Resource: asgs,
+        },
+        ...(shift?.length ? [expect.objectContaining({ Sid: "ShiftZoneLoadBalancers", Resource: shift })] : []),
+      ]);
+      const [sa] = k8s("ServiceAccount");
+      expect(sa.metadata).toMatchObject({ name: "llm-ha-agent", namespace: "llm-ha", annotations: { "eks.amazonaws.com/role-arn": "arn:aws:iam:us-east-1:123456789012:agent-role" } });
+      const ids: Record<string, string> = { "us-east-1a": "use1-az4", "us-east-1b": "use1-az6", "us-east-1c": "use1-az1" };
+      for (const a of k8s("DaemonSet").filter((d) => d.metadata.labels["app.kubernetes.io/name"] === "llm-ha-agent")) {
+        const pod = a.spec.template.spec;
+        expect(pod.serviceAccountName).toBe("llm-ha-agent");
+        const env = Object.fromEntries(pod.containers[0].env.map((e: O) => [e.name, e.value ?? e.valueFrom]));
+        expect(env).toMatchObject({
+          LLMHA_ACTUATOR: "aws",
+          LLMHA_AWS_REGION: "us-east-1",
+          LLMHA_STANDBY_AZ: standbyAz,
+          LLMHA_AZ_IDS: azs.map((az) => `${az}=${ids[az]}`).join(","),
+          LLMHA_STANDBY_ASGS: (json("gpuClasses") as unknown as O[]).map((c) => `eks-gpu-${standbyAz}-${c.name}-asg=${Math.max(1, c.desiredPerAz as number)}`).join(","),
+        });
+        expect(env.LLMHA_SHIFT_RESOURCES).toBe(shift?.length ? shift.join(",") : undefined);
+      }
     });
   });
 }

@@ -173,6 +173,34 @@ const httpsIn = res("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
   cidrIpv4: "0.0.0.0/0",
 });
 
+const agentRole = res("aws:iam/role:Role", "agent-role", {
+  name: "llm-agent",
+  assumeRolePolicy: JSON.stringify({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: { Federated: "arn:aws:iam::123456789012:oidc-provider/x" }, Action: "sts:AssumeRoleWithWebIdentity" }] }),
+  tags: { ...TAGS, "llm-ha.io/identity": "agent" },
+});
+
+const agentPolicy = res("aws:iam/rolePolicy:RolePolicy", "agent-actuator", {
+  role: "llm-agent",
+  policy: JSON.stringify({
+    Version: "2012-10-17",
+    Statement: [
+      { Sid: "ReadState", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingGroups", "arc-zonal-shift:ListZonalShifts"], Resource: "*" },
+      {
+        Sid: "WakeStandbyGroups",
+        Effect: "Allow",
+        Action: ["autoscaling:UpdateAutoScalingGroup", "autoscaling:SuspendProcesses", "autoscaling:ResumeProcesses", "autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"],
+        Resource: ["arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/eks-gpu-us-east-1c-h100-asg"],
+      },
+      {
+        Sid: "ShiftZoneLoadBalancers",
+        Effect: "Allow",
+        Action: ["arc-zonal-shift:StartZonalShift", "arc-zonal-shift:UpdateZonalShift", "arc-zonal-shift:CancelZonalShift", "arc-zonal-shift:GetManagedResource"],
+        Resource: ["arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/l1-us-east-1a/0123456789abcdef"],
+      },
+    ],
+  }),
+});
+
 const eks = res("aws:eks/cluster:Cluster", "eks", {
   roleArn: "arn:aws:iam::123456789012:role/cluster",
   vpcConfig: { subnetIds: ["private-us-east-1a-id", "private-us-east-1b-id", "private-us-east-1c-id"] },
@@ -201,6 +229,8 @@ export function happyStack(): CapturedResource[] {
     nodeSg,
     httpsIn,
     eks,
+    agentRole,
+    agentPolicy,
   ];
   return structuredClone(resources);
 }

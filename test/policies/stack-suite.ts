@@ -23,6 +23,7 @@ const COVERED = [
   "aws:autoscaling/schedule:Schedule",
   "aws:ec2/securityGroup:SecurityGroup",
   "aws:eks/cluster:Cluster",
+  "aws:iam/rolePolicy:RolePolicy",
 ];
 
 export function describeStackPolicies(env: Env): void {
@@ -51,6 +52,22 @@ export function describeStackPolicies(env: Env): void {
       hc.props.failureThreshold = 3;
       expect(mandatory(await runPolicies(policies, broken)).map((v) => [v.policy, v.urn, v.message])).toEqual([
         ["route53-health-check-fast", hc.urn, `Health check ${hc.name} has failureThreshold 3; it must be at most 2.`],
+      ]);
+    });
+
+    it("flags the stack once the agent's role may scale any group", async () => {
+      const broken = structuredClone(rs);
+      const rp = broken.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy");
+      if (!rp) throw new Error("no agent role policy captured");
+      const doc = JSON.parse(String(rp.props.policy)) as { Statement: { Resource: unknown }[] };
+      doc.Statement[1].Resource = "*";
+      rp.props.policy = JSON.stringify(doc);
+      expect(mandatory(await runPolicies(policies, broken)).map((v) => [v.policy, v.urn, v.message])).toEqual([
+        [
+          "agent-role-least-privilege",
+          rp.urn,
+          `Agent role policy ${rp.name} allows autoscaling:UpdateAutoScalingGroup, autoscaling:SuspendProcesses, autoscaling:ResumeProcesses, autoscaling:CreateOrUpdateTags and autoscaling:DeleteTags on Resource "*"; name the standby groups and load balancers.`,
+        ],
       ]);
     });
 

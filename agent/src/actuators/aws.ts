@@ -32,6 +32,7 @@ import {
   UpdateZonalShiftCommand,
   type ZonalShiftSummary,
 } from "./arc-zonal-shift";
+import { LOAD_BALANCER_ARN } from "./arn";
 import { classifyError, errorName, withRetry, type RetrySettings } from "./retry";
 import type { ActionContext, ActionName, ActionOutcome, ActionResult, Actuator, ShiftContext } from "./types";
 
@@ -102,7 +103,6 @@ export class MissingIdentifierError extends Error {
 const ASG_NAME = /^[^,=\s][^,=]{0,254}$/;
 const AZ_NAME = /^[a-z]{2}(-[a-z]+)+-\d+[a-z]$/;
 const AZ_ID = /^[a-z]{2,}\d*-az\d+$/;
-const LB_ARN = /^arn:aws[a-z-]*:elasticloadbalancing:[a-z0-9-]+:\d{12}:loadbalancer\/(net|app)\/[A-Za-z0-9-]+\/[0-9a-f]+$/;
 
 function entries(variable: string, value: string, what: string): [string, string][] {
   const parts = value.split(",").map((s) => s.trim()).filter((s) => s !== "");
@@ -143,7 +143,7 @@ export function parseAzIds(value: string, variable = "LLMHA_AZ_IDS"): Record<str
 /** `LLMHA_SHIFT_RESOURCES` entries must be load balancer ARNs (ARC shifts ALBs and NLBs). */
 export function checkShiftResources(arns: readonly string[], variable = "LLMHA_SHIFT_RESOURCES"): void {
   for (const a of arns) {
-    if (!LB_ARN.test(a)) throw new ActuatorSettingError(variable, `${JSON.stringify(a)} is not a load balancer ARN (arn:aws:elasticloadbalancing:<region>:<account>:loadbalancer/net/<name>/<id>)`);
+    if (!LOAD_BALANCER_ARN.test(a)) throw new ActuatorSettingError(variable, `${JSON.stringify(a)} is not a load balancer ARN (arn:aws:elasticloadbalancing:<region>:<account>:loadbalancer/net/<name>/<id>)`);
   }
 }
 

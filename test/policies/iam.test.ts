@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import { agentRoleLeastPrivilege } from "../../policies/iam";
+import { changed, find, happyStack, messages } from "./fixtures";
+
+type Doc = { Statement: Record<string, unknown>[] };
+
+/** The valid stack with one change to the agent's policy document. */
+function withPolicy(change: (doc: Doc) => void) {
+  return changed("agent-actuator", (p) => {
+    const doc = JSON.parse(String(p.policy)) as Doc;
+    change(doc);
+    p.policy = JSON.stringify(doc);
+  });
+}
+
+describe("agent-role-least-privilege", () => {
+  it("passes the actuator's actions scoped to the groups and load balancers", async () => {
+    expect(await messages(agentRoleLeastPrivilege, happyStack())).toEqual([]);
+  });
+
+  it("fails a write action on Resource *", async () => {
+    const rs = withPolicy((d) => (d.Statement[2].Resource = "*"));
+    expect(await messages(agentRoleLeastPrivilege, rs)).toEqual([
+      'Agent role policy agent-actuator allows arc-zonal-shift:StartZonalShift, arc-zonal-shift:UpdateZonalShift, arc-zonal-shift:CancelZonalShift and arc-zonal-shift:GetManagedResource on Resource "*"; name the standby groups and load balancers.',
+    ]);
+  });
+
+  it("fails an action beyond the list, wildcards included", async () => {
+    const rs = withPolicy((d) => (d.Statement[1].Action = ["autoscaling:*", "ec2:TerminateInstances"]));
+    expect(await messages(agentRoleLeastPrivilege, rs)).toEqual([
+      "Agent role policy agent-actuator allows autoscaling:* and ec2:TerminateInstances, beyond the actuator's actions.",
+    ]);
+  });
+
+  it("fails NotAction", async () => {
+    const rs = withPolicy((d) => {
+      delete d.Statement[0].Action;
+      d.Statement[0].NotAction = "iam:*";
+    });
+    expect(await messages(agentRoleLeastPrivilege, rs)).toEqual([
+      "Agent role policy agent-actuator uses NotAction; list the actions and resources it allows.",
+    ]);
+  });
+
+  it("ignores other roles' policies and Deny statements", async () => {
+    const rs = withPolicy((d) => d.Statement.push({ Effect: "Deny", Action: "*", Resource: "*" }));
+    const other = find(rs, "agent-role");
+    other.props.tags = { Project: "llm-ha", Environment: "test" };
+    const broad = withPolicy((d) => (d.Statement[1].Resource = "*"));
+    find(broad, "agent-role").props.tags = {};
+    expect(await messages(agentRoleLeastPrivilege, rs)).toEqual([]);
+    expect(await messages(agentRoleLeastPrivilege, broad)).toEqual([]);
+  });
+});
