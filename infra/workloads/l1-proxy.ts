@@ -22,6 +22,11 @@ export interface L1ProxySpec {
   zonalShift: boolean;
 }
 
+/** Frontend name of the L1 proxy; HAProxy's exporter labels its backend `proxy="inference_servers"`. */
+export const L1_PROXY_NAME = "inference";
+/** The backend whose responses the L1 alerts and dashboard count. */
+export const L1_BACKEND = `${L1_PROXY_NAME}_servers`;
+
 /** A headless Service's group of servers in HAProxy's `server-template`. */
 export function dnsGroup(namespace: string, az: string, slots: number): HaproxyDnsGroup {
   return {
@@ -38,10 +43,11 @@ export function dnsGroup(namespace: string, az: string, slots: number): HaproxyD
 export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" | "slots">): string {
   return renderHaproxyConfig({
     monitorBind: `:${PORTS.l1Monitor}`,
+    prometheusExporter: true,
     statsSocket: "/var/run/haproxy/admin.sock",
     proxies: [
       {
-        name: "inference",
+        name: L1_PROXY_NAME,
         bind: `:${PORTS.l1}`,
         health: "agent",
         forwardAzHealth: true,

@@ -89,6 +89,8 @@ export interface HaproxyConfigArgs {
   statsSocket?: string;
   /** `address:port` of the HTTP stats page and `/healthz` of the proxy itself. */
   monitorBind?: string;
+  /** Serve HAProxy's built-in Prometheus exporter at `/metrics` on `monitorBind`. Default false. */
+  prometheusExporter?: boolean;
   /** DNS servers for `dns` servers; omitted means `parse-resolv-conf`. */
   nameservers?: string[];
   /** Run in the foreground as the current user (the drill); in a container HAProxy runs as PID 1 anyway. */
@@ -209,6 +211,10 @@ export function renderHaproxyConfig(args: HaproxyConfigArgs): string {
   }
   if (args.monitorBind) {
     out.push("", "frontend monitor", `  bind ${args.monitorBind}`, "  monitor-uri /healthz", "  stats enable", "  stats uri /stats", "  stats refresh 5s");
+    // Built into Debian's and the official images' HAProxy (USE_PROMEX): failed requests at L1.
+    if (args.prometheusExporter) out.push("  http-request use-service prometheus-exporter if { path /metrics }");
+  } else if (args.prometheusExporter) {
+    throw new HaproxyConfigError("prometheusExporter needs monitorBind");
   }
   const names = new Set<string>();
   for (const p of args.proxies) {
