@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { cronProblem } from "./cron";
+import { DEFAULT_ALERT_THRESHOLDS, thresholdProblems, type AlertThresholds } from "./observability/alerts";
 import { LOAD_BALANCER_ARN } from "../agent/src/actuators/arn";
 import { Problems } from "./problems";
 
@@ -58,6 +59,21 @@ export interface StackConfig {
   redis: { nodeType: string; replicas: number; authToken: pulumi.Output<string> };
   kafka: { version: string; brokersPerAz: number; instanceType: string; volumeSizeGb: number };
   schedule?: ScheduleConfig;
+  observability: ObservabilityConfig;
+}
+
+/** Alerts, dashboard and scrape monitors (`llm-ha:observability`). */
+export interface ObservabilityConfig {
+  /** Ship them at all. Default true. */
+  enabled: boolean;
+  /** PrometheusRule + PodMonitors (prometheus-operator CRDs must exist). Default true. */
+  prometheusOperator: boolean;
+  /** Namespace of the dashboard ConfigMap. Default: the workloads' (`llm-ha`). */
+  grafanaNamespace?: string;
+  /** Labels the Prometheus' rule/monitor selectors need, e.g. `release: kube-prometheus-stack`. Default none. */
+  selectorLabels: Record<string, string>;
+  /** Alert thresholds that differ from the defaults. */
+  thresholds: Partial<AlertThresholds>;
 }
 
 type Obj = Record<string, unknown>;
@@ -211,6 +227,21 @@ export function resolveConfig(src: ConfigSources): StackConfig {
 
   const kafka = obj("kafka");
 
+  const obs = obj("observability");
+  const thresholds: Partial<AlertThresholds> = {};
+  for (const k of Object.keys(DEFAULT_ALERT_THRESHOLDS) as (keyof AlertThresholds)[]) {
+    if (obs[k] !== undefined) Object.assign(thresholds, { [k]: obs[k] });
+  }
+  for (const [k, why] of thresholdProblems({ ...DEFAULT_ALERT_THRESHOLDS, ...thresholds })) p.add(key(`observability.${k}`), why);
+  const selectorLabels = obs.selectorLabels ?? {};
+  if (!isObj(selectorLabels) || !Object.values(selectorLabels).every((v) => typeof v === "string")) {
+    p.add(key("observability.selectorLabels"), "must be a map of strings");
+  }
+  const grafanaNamespace = obs.grafanaNamespace;
+  if (grafanaNamespace !== undefined && (typeof grafanaNamespace !== "string" || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(grafanaNamespace))) {
+    p.add(key("observability.grafanaNamespace"), "must be a Kubernetes namespace name");
+  }
+
   let schedule: ScheduleConfig | undefined;
   const sched = cfg.getObject<unknown>("schedule");
   if (sched !== undefined) {
@@ -265,6 +296,13 @@ export function resolveConfig(src: ConfigSources): StackConfig {
       volumeSizeGb: int(kafka, "volumeSizeGb", key("kafka.volumeSizeGb"), 100),
     },
     schedule,
+    observability: {
+      enabled: obs.enabled !== false,
+      prometheusOperator: obs.prometheusOperator !== false,
+      grafanaNamespace: typeof grafanaNamespace === "string" ? grafanaNamespace : undefined,
+      selectorLabels: isObj(selectorLabels) ? (selectorLabels as Record<string, string>) : {},
+      thresholds,
+    },
   };
   if (!c.agentImage) p.add(key("agentImage"), "is required (the image built from agent/Dockerfile)");
   if (c.system.maxSize < c.system.desiredSize) p.add(key("systemNodes.maxSize"), "must be ≥ desiredSize");

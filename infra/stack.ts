@@ -6,6 +6,7 @@ import { Dns } from "./dns";
 import { GpuNodeGroups } from "./gpu-node-groups";
 import { Kafka } from "./kafka";
 import { Network } from "./network";
+import { Observability } from "./observability";
 import { Redis } from "./redis";
 import { StandbySchedule } from "./standby-schedule";
 import { Workloads, WORKLOADS_NAMESPACE, type WorkloadsArgs } from "./workloads";
@@ -113,6 +114,22 @@ export function createStack(): StackOutputs {
     standbyAz: c.standbyAz,
     agentActuator,
   });
+
+  if (c.observability.enabled) {
+    new Observability(
+      "obs",
+      {
+        provider: cluster.provider,
+        clusterName: c.clusterName,
+        grafanaNamespace: c.observability.grafanaNamespace,
+        prometheusOperator: c.observability.prometheusOperator,
+        selectorLabels: c.observability.selectorLabels,
+        thresholds: c.observability.thresholds,
+      },
+      // The namespace comes from the workloads.
+      { dependsOn: [workloads] },
+    );
+  }
 
   const dns = new Dns("dns", {
     zoneId: c.dns.zoneId,

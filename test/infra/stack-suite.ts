@@ -9,6 +9,7 @@ import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from "kubernete
 import { beforeAll, describe, expect, it } from "vitest";
 import { isCron } from "../../infra/config";
 import { l1HaproxyConfig } from "../../infra/workloads/l1-proxy";
+import { expectObservability, operatorObject } from "../observability/stack-checks";
 import { captureStack, ofType, stackConfig, TEST_REDIS_TOKEN, type CapturedResource, type Env } from "./harness";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
@@ -23,6 +24,8 @@ const KINDS: Record<string, (o: O) => { validate(): void }> = {
   "kubernetes:core/v1:ServiceAccount": (o) => new ServiceAccount(o),
   "kubernetes:policy/v1:PodDisruptionBudget": (o) => new PodDisruptionBudget(o),
   "kubernetes:networking.k8s.io/v1:NetworkPolicy": (o) => new NetworkPolicy(o),
+  "kubernetes:monitoring.coreos.com/v1:PrometheusRule": operatorObject,
+  "kubernetes:monitoring.coreos.com/v1:PodMonitor": operatorObject,
 };
 
 const matches = (selector: O, labels: O) => Object.entries(selector).every(([k, v]) => labels?.[k] === v);
@@ -148,6 +151,10 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(make, `validator for ${r.type}`).toBeDefined();
         expect(() => make(r.props as O).validate(), `${r.type} ${r.name}`).not.toThrow();
       }
+    });
+
+    it("ships the alert rules, the Grafana dashboard and the scrape monitors", () => {
+      expectObservability(rs, cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`);
     });
 
     it("checks each AZ on /az/health every 10 s and fails over PRIMARY → SECONDARY with TTL ≤ 30", () => {

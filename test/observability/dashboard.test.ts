@@ -1,0 +1,85 @@
+/**
+ * The Grafana dashboard: the panels an on-call SRE needs, a layout Grafana accepts, every
+ * query valid PromQL for the real `promtool`, and the committed copies in `observability/`
+ * equal to what the code generates.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { observabilityFiles } from "../../infra/observability/cli";
+import { buildDashboard, dashboardExprs, type DashboardPanel } from "../../infra/observability/dashboard";
+import { havePromtool, promtool } from "./promql";
+
+const d = buildDashboard();
+const rows = d.panels.filter((p) => p.type === "row");
+const panels = d.panels.filter((p) => p.type !== "row");
+const dir = mkdtempSync(join(tmpdir(), "llmha-dash-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Panels under the row titled `row`. */
+function inRow(row: string): DashboardPanel[] {
+  const start = d.panels.findIndex((p) => p.type === "row" && p.title === row);
+  expect(start, row).toBeGreaterThanOrEqual(0);
+  const next = d.panels.findIndex((p, i) => i > start && p.type === "row");
+  return d.panels.slice(start + 1, next < 0 ? undefined : next);
+}
+
+describe("Grafana dashboard", () => {
+  it("has the rows and panels the issue asks for", () => {
+    expect(rows.map((r) => r.title)).toEqual(["Fleet at a glance", "Nodes and AZs", "Detection and failover", "Probe and engine", "GPUs", "L1 proxy (HAProxy)", "Alerts"]);
+    const titles = (row: string) => inRow(row).map((p) => p.title);
+    expect(titles("Fleet at a glance")).toEqual(expect.arrayContaining(["Failure tier", "Leader", "Fencing token"]));
+    expect(titles("Nodes and AZs")).toEqual(expect.arrayContaining(["Nodes by AZ and status", "AZ healthy capacity", "AZ state"]));
+    expect(titles("Detection and failover")).toEqual(expect.arrayContaining(["Detection time, last fault", "Controller action time P95"]));
+    expect(titles("Probe and engine")).toEqual(expect.arrayContaining(["Probe latency P95"]));
+    expect(titles("GPUs")).toEqual(expect.arrayContaining(["GPU temperature", "GPU power", "Uncorrected ECC errors"]));
+    expect(titles("L1 proxy (HAProxy)")).toEqual(expect.arrayContaining(["Failed requests", "Error ratio"]));
+  });
+
+  it("templates the data source, cluster and AZ, and every query follows cluster", () => {
+    expect(d.templating.list.map((v) => v.name)).toEqual(["datasource", "cluster", "az"]);
+    for (const p of panels) {
+      expect(p.targets?.length, p.title).toBeGreaterThan(0);
+      for (const t of p.targets ?? []) {
+        expect(t.datasource.uid).toBe("${datasource}");
+        expect(t.expr, p.title).toContain('cluster=~"$cluster"');
+      }
+    }
+  });
+
+  it("lays panels out on Grafana's 24-column grid without overlaps, ids unique", () => {
+    expect(new Set(d.panels.map((p) => p.id)).size).toBe(d.panels.length);
+    const cells = new Set<string>();
+    for (const p of d.panels) {
+      const g = p.gridPos;
+      expect(g.x + g.w, p.title).toBeLessThanOrEqual(24);
+      for (let x = g.x; x < g.x + g.w; x++) {
+        for (let y = g.y; y < g.y + g.h; y++) {
+          const k = `${x},${y}`;
+          expect(cells.has(k), `${p.title} overlaps at ${k}`).toBe(false);
+          cells.add(k);
+        }
+      }
+    }
+  });
+
+  it.skipIf(!havePromtool())("every query is PromQL promtool accepts", () => {
+    // Grafana's variables as Prometheus would see them after substitution.
+    const exprs = dashboardExprs(d).map((e) => e.replaceAll("$__rate_interval", "1m").replaceAll("$cluster", ".*").replaceAll("$az", ".*"));
+    const file = { groups: [{ name: "dashboard", rules: exprs.map((expr, i) => ({ record: `dashboard:query_${i}`, expr })) }] };
+    writeFileSync(join(dir, "dashboard.rules.yml"), JSON.stringify(file));
+    const r = promtool(["check", "rules", "dashboard.rules.yml"], dir);
+    expect(r.out).toContain(`SUCCESS: ${exprs.length} rules found`);
+  });
+});
+
+describe("observability/ in the repository", () => {
+  it("holds what `npm run observability` writes (run it after changing alerts or panels)", () => {
+    const files = observabilityFiles({ cluster: "default", namespace: "llm-ha" });
+    for (const [name, text] of Object.entries(files)) {
+      const committed = readFileSync(resolve(__dirname, "..", "..", "observability", name), "utf8");
+      expect(committed === text, `observability/${name} is stale: npm run observability`).toBe(true);
+    }
+  });
+});
