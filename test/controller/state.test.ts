@@ -163,14 +163,40 @@ describe("capacity and standby", () => {
   });
 
   it("a wake-up is decided in the same evaluation that sees the AZ degrade", () => {
+    const s = { ...S, standbyAz: "c" };
+    const well = evaluate({ nodes: [node("n1", "a"), node("n2", "a"), node("n3", "a"), node("n4", "a"), node("n5", "b")] }, emptyControllerMemory(), s, 0);
+    expect(well.evaluation.standby.wake).toBe(false);
     const nodes = [out("n1", "a"), out("n2", "a"), node("n3", "a"), node("n4", "a"), node("n5", "b")];
-    const r = evaluate({ nodes }, emptyControllerMemory(), { ...S, standbyAz: "c" }, 0);
+    const r = evaluate({ nodes }, well.memory, s, 1000);
     expect(r.evaluation.standby).toMatchObject({ az: "c", wake: true });
+  });
+
+  it("a cold start is not a capacity loss: an AZ never OK wakes the standby only after the grace", () => {
+    const s = { ...S, standbyAz: "c", coldStartGraceMs: 60_000 };
+    const loading = [out("n1", "a", { status: "LOADING", phase: "loading" }), out("n2", "a", { status: "LOADING", phase: "loading" }), node("n5", "b")];
+    let r = evaluate({ nodes: loading }, emptyControllerMemory(), s, 0);
+    expect(r.evaluation.azs.find((a) => a.az === "a")?.state).toBe("DOWN");
+    expect(r.evaluation.standby).toMatchObject({ wake: false, reason: "starting, not failing: a never OK yet" });
+    r = evaluate({ nodes: loading }, r.memory, s, 59_000);
+    expect(r.evaluation.standby.wake).toBe(false);
+    // never came up within the grace: that is a capacity loss after all
+    r = evaluate({ nodes: loading }, r.memory, s, 60_000);
+    expect(r.evaluation.standby).toMatchObject({ wake: true, reason: "capacity lost: a=DOWN" });
+  });
+
+  it("once an AZ has been OK, losing it wakes the standby at once, and the memory says so", () => {
+    const s = { ...S, standbyAz: "c", coldStartGraceMs: 60_000 };
+    let m: AzMemory = nextAzState(undefined, 0, 32, s, 0);
+    expect(m).toMatchObject({ state: "DOWN", everOk: false, firstSeen: 0 });
+    for (let t = 1; t <= 3; t++) m = nextAzState(m, 32, 32, s, t);
+    expect(m).toMatchObject({ state: "OK", everOk: true, firstSeen: 0 });
+    m = nextAzState(m, 0, 32, s, 10);
+    expect(m).toMatchObject({ state: "DOWN", everOk: true });
   });
 });
 
 describe("standby AZ and the tier", () => {
-  const s = { ...S, standbyAz: "c", standbyHoldMs: 10_000 };
+  const s = { ...S, standbyAz: "c", standbyHoldMs: 10_000, coldStartGraceMs: 0 };
   const dead = (id: string, az: string): NodeView => ({ ...out(id, az), alive: false, status: "EXPIRED" as const });
 
   it("a standby AZ not wanted awake does not count toward the tier, dead members included", () => {

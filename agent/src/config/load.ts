@@ -123,6 +123,7 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   logLevel: "info",
   standbyAz: null,
   standbyHoldMs: 600_000,
+  coldStartGraceMs: 900_000,
   actuator: "none",
   zonalShift: false,
   shiftExpiryMs: 1_800_000,

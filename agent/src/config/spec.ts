@@ -62,6 +62,7 @@ export interface AgentConfig {
   logLevel: string;
   standbyAz: string | null;
   standbyHoldMs: number;
+  coldStartGraceMs: number;
   actuator: ActuatorKind;
   zonalShift: boolean;
   shiftExpiryMs: number;
@@ -108,6 +109,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "logLevel", env: "LLMHA_LOG_LEVEL", type: "string", defaultText: "info", description: "pino level: `debug`, `info`, `warn`, `error`" },
   { key: "standbyAz", env: "LLMHA_STANDBY_AZ", type: "string", defaultText: "none", description: "the AZ kept scaled to zero that the leader wakes when an active AZ degrades; while not wanted awake its nodes do not count toward the tier" },
   { key: "standbyHoldMs", env: "LLMHA_STANDBY_HOLD_MS", type: "int", min: 0, max: 86_400_000, defaultText: ms(600_000), description: "keep the standby AZ awake this long after the active AZs are OK again, then hand it back to its schedule" },
+  { key: "coldStartGraceMs", env: "LLMHA_COLD_START_GRACE_MS", type: "int", min: 0, max: 86_400_000, defaultText: ms(900_000), description: "an AZ never yet OK (nodes still loading their model) wakes the standby only after this long: a cold start is not a capacity loss" },
   { key: "actuator", env: "LLMHA_ACTUATOR", type: "actuator", defaultText: "none", description: "how the leader acts: `none` (publish desired state only), `dry-run` (log and record, no calls), `aws` (Auto Scaling, ARC zonal shift), `local` (the drill's local cloud)" },
   { key: "zonalShift", env: "LLMHA_ZONAL_SHIFT", type: "bool", defaultText: "false", description: "shift load-balancer traffic away from a DOWN AZ while another active AZ is OK (one AZ at a time)" },
   { key: "shiftExpiryMs", env: "LLMHA_SHIFT_EXPIRY_MS", type: "int", min: 10_000, max: 259_200_000, defaultText: ms(1_800_000), description: "a zonal shift ends by itself after this long unless the leader renews it" },

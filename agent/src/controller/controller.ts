@@ -124,7 +124,9 @@ export class Controller {
     azs.forEach((az, i) => {
       const h = (rs[i]?.[1] ?? {}) as Record<string, string>;
       if ((AZ_STATES as readonly string[]).includes(h.state)) {
-        mem.az.set(az, { state: h.state as AzState, better: 0, since: Number(h.since ?? Date.now()) });
+        const since = Number(h.since ?? Date.now());
+        // States published before `firstSeen`/`everOk` existed: an OK state proves it was OK once.
+        mem.az.set(az, { state: h.state as AzState, better: 0, since, firstSeen: Number(h.firstSeen ?? since), everOk: h.everOk === "1" || h.state === "OK" });
       }
     });
     const sb = (rs[azs.length]?.[1] ?? {}) as Record<string, string>;
@@ -155,11 +157,11 @@ export class Controller {
 
     const writes: Promise<{ accepted: boolean }>[] = [];
     for (const a of evaluation.azs) {
-      const since = memory.az.get(a.az)?.since ?? now;
+      const m = memory.az.get(a.az);
       writes.push(
         writer.hset(keys.azState(a.az), {
           state: a.state, healthyCapacity: a.healthyCapacity, totalCapacity: a.totalCapacity,
-          nodes: a.nodes, nodesIn: a.nodesIn, since, updatedAt: now,
+          nodes: a.nodes, nodesIn: a.nodesIn, since: m?.since ?? now, firstSeen: m?.firstSeen ?? now, everOk: m?.everOk ? 1 : 0, updatedAt: now,
         }, { changeField: "state", eventType: "az" }),
       );
     }

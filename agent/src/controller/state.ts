@@ -33,6 +33,12 @@ export interface ControllerSettings {
   standbyAz: string | null;
   /** Keep wanting the standby awake this long after the last trigger. Default 600000 ms. */
   standbyHoldMs: number;
+  /**
+   * An AZ never yet OK (a cluster coming up: nodes loading their model) does not wake the
+   * standby until it has been known this long — a cold start is not a capacity loss, but an
+   * AZ that never comes up is. Default 900000 ms (15 min: big models take minutes to load).
+   */
+  coldStartGraceMs: number;
   /** Decide zonal shifts away from a DOWN AZ (the actuator carries them out). Default false. */
   zonalShift: boolean;
   /** A shifted AZ must be OK this long before the shift is cancelled. Default 60000 ms. */
@@ -54,6 +60,7 @@ export const DEFAULT_CONTROLLER_SETTINGS: Readonly<ControllerSettings> = Object.
   blastWindowMs: 30_000,
   standbyAz: null,
   standbyHoldMs: 600_000,
+  coldStartGraceMs: 900_000,
   zonalShift: false,
   shiftRecoverMs: 60_000,
   forgetAfterMs: 600_000,
@@ -76,7 +83,9 @@ export function resolveControllerSettings(s: Partial<ControllerSettings> = {}): 
     throw new ControllerSettingsError("hysteresis must be ≥ 0, recoverPeriods ≥ 1, intervalMs > 0");
   }
   if (r.blastFraction <= 0 || r.blastFraction >= 1) throw new ControllerSettingsError("blastFraction must be in (0, 1)");
-  if (r.standbyHoldMs < 0 || r.shiftRecoverMs < 0) throw new ControllerSettingsError("standbyHoldMs and shiftRecoverMs must be ≥ 0");
+  if (r.standbyHoldMs < 0 || r.shiftRecoverMs < 0 || r.coldStartGraceMs < 0) {
+    throw new ControllerSettingsError("standbyHoldMs, shiftRecoverMs and coldStartGraceMs must be ≥ 0");
+  }
   return r;
 }
 
@@ -88,6 +97,10 @@ export interface AzMemory {
   better: number;
   /** Epoch ms the state was entered. */
   since: number;
+  /** Epoch ms the AZ was first judged (kept across leaders in its state hash). Default: the first evaluation. */
+  firstSeen?: number;
+  /** Whether the AZ has ever been OK: before that it is starting, not failing. */
+  everOk?: boolean;
 }
 
 function stateFor(ratio: number, healthy: number, degradedBelow: number, downBelow: number): AzState {
@@ -98,6 +111,23 @@ function stateFor(ratio: number, healthy: number, degradedBelow: number, downBel
 
 /** Next state of one AZ: worse at once, better only past threshold + hysteresis for `recoverPeriods` evaluations. */
 export function nextAzState(
+  prev: AzMemory | undefined,
+  healthy: number,
+  total: number,
+  s: Pick<ControllerSettings, "degradedBelow" | "downBelow" | "hysteresis" | "recoverPeriods">,
+  now: number,
+): AzMemory {
+  const m = nextState(prev, healthy, total, s, now);
+  return { ...m, firstSeen: prev?.firstSeen ?? now, everOk: (prev?.everOk ?? false) || m.state === "OK" };
+}
+
+/** An AZ that has never been OK and was first seen less than `coldStartGraceMs` ago is still starting. */
+export function isStarting(m: AzMemory | undefined, s: Pick<ControllerSettings, "coldStartGraceMs">, now: number): boolean {
+  if (!m || m.everOk) return false;
+  return now - (m.firstSeen ?? now) < s.coldStartGraceMs;
+}
+
+function nextState(
   prev: AzMemory | undefined,
   healthy: number,
   total: number,
@@ -203,22 +233,29 @@ export interface StandbyDecision {
   reason: string;
 }
 
-/** Desired state of the standby AZ: awake when an active AZ is degraded or down (L2+), held for `standbyHoldMs`. */
+/**
+ * Desired state of the standby AZ: awake when an active AZ is degraded or down (L2+), held
+ * for `standbyHoldMs`. AZs in `starting` (never OK yet, within the cold-start grace) are not
+ * a capacity loss.
+ */
 export function standbyDecision(
   prev: StandbyMemory,
   azs: ReadonlyMap<string, AzState>,
   s: Pick<ControllerSettings, "standbyAz" | "standbyHoldMs">,
   now: number,
+  starting: ReadonlySet<string> = new Set(),
 ): { memory: StandbyMemory; decision: StandbyDecision } {
   if (!s.standbyAz) return { memory: prev, decision: { az: null, wake: false, reason: "no standby AZ" } };
-  const hurt = [...azs.entries()].filter(([az, st]) => az !== s.standbyAz && st !== "OK").map(([az, st]) => `${az}=${st}`);
+  const hurt = [...azs.entries()].filter(([az, st]) => az !== s.standbyAz && st !== "OK" && !starting.has(az)).map(([az, st]) => `${az}=${st}`);
   if (hurt.length) {
     return { memory: { wake: true, lastTriggerAt: now }, decision: { az: s.standbyAz, wake: true, reason: `capacity lost: ${hurt.join(",")}` } };
   }
   if (prev.wake && prev.lastTriggerAt !== null && now - prev.lastTriggerAt < s.standbyHoldMs) {
     return { memory: prev, decision: { az: s.standbyAz, wake: true, reason: "holding after recovery" } };
   }
-  return { memory: { wake: false, lastTriggerAt: prev.lastTriggerAt }, decision: { az: s.standbyAz, wake: false, reason: "active AZs OK" } };
+  const cold = [...starting].filter((az) => az !== s.standbyAz && azs.get(az) !== "OK").sort();
+  const reason = cold.length ? `starting, not failing: ${cold.join(",")} never OK yet` : "active AZs OK";
+  return { memory: { wake: false, lastTriggerAt: prev.lastTriggerAt }, decision: { az: s.standbyAz, wake: false, reason } };
 }
 
 export interface ShiftMemory {
@@ -344,7 +381,8 @@ export function evaluate(
     states.set(az, m.state);
     azs.push({ az, state: m.state, healthyCapacity: a.healthy, totalCapacity: a.total, nodes: a.nodes, nodesIn: a.nodesIn });
   }
-  const sb = standbyDecision(mem.standby, states, s, now);
+  const starting = new Set([...azMem].filter(([, m]) => isStarting(m, s, now)).map(([az]) => az));
+  const sb = standbyDecision(mem.standby, states, s, now, starting);
   const shift = shiftDecision(mem.shift, states, s, now);
   const tierStates = new Map(states);
   if (s.standbyAz && !sb.decision.wake) tierStates.delete(s.standbyAz);
