@@ -173,7 +173,7 @@ describe("capacity and standby", () => {
 
   it("a cold start is not a capacity loss: an AZ never OK wakes the standby only after the grace", () => {
     const s = { ...S, standbyAz: "c", coldStartGraceMs: 60_000 };
-    const loading = [out("n1", "a", { status: "LOADING", phase: "loading" }), out("n2", "a", { status: "LOADING", phase: "loading" }), node("n5", "b")];
+    const loading = [out("n1", "a", { status: "UNHEALTHY", phase: "loading" }), out("n2", "a", { status: "UNHEALTHY", phase: "loading" }), node("n5", "b")];
     let r = evaluate({ nodes: loading }, emptyControllerMemory(), s, 0);
     expect(r.evaluation.azs.find((a) => a.az === "a")?.state).toBe("DOWN");
     expect(r.evaluation.standby).toMatchObject({ wake: false, reason: "starting, not failing: a never OK yet" });

@@ -20,6 +20,7 @@ function view(over: Partial<FleetView> = {}): FleetView {
     leader: { holder: "a1/7", token: 42, ttlMs: 15_500, highestToken: 42, highestHolder: "a1/7" },
     tier: { level: "L1", reason: "nodes out: a3", token: 42, updatedAt: NOW - 1000, ageMs: 1000, stale: false },
     standby: null,
+    actuation: null,
     suspect: { codes: ["PROBE_SLOW"], counts: { PROBE_SLOW: 3 }, updatedAt: NOW, ageMs: 0 },
     azs: [{
       az: "us-east-1a", standby: false,
@@ -107,5 +108,22 @@ describe("status picture", () => {
     expect(svg).toContain(">UNHEALTHY  </text>");
     expect(svg).toContain("→ UNHEALTHY hard GPU_MISSING</text>");
     expect(svg).not.toContain("\x1b");
+  });
+});
+
+describe("the leader's actions", () => {
+  it("shows the last standby and shift actions, failures in full", () => {
+    const lines = renderFleetView(view({
+      actuation: {
+        actuator: "aws",
+        standby: { action: "standby.wake", az: "us-east-1c", outcome: "applied", detail: "asg-c min 0→2", reason: "capacity lost", token: 42, at: NOW - 5000, ageMs: 5000 },
+        shift: { action: "shift.start", az: "us-east-1a", outcome: "failed", detail: "AccessDeniedException", reason: "a DOWN", token: 42, at: NOW - 1000, ageMs: 1000, expiresAt: null },
+        shiftAz: "us-east-1a",
+      },
+    })).map(stripAnsi);
+    const actions = lines.filter((l) => l.includes("standby.wake") || l.includes("shift.start"));
+    expect(actions[0]).toMatch(/^actions\s+aws standby\.wake us-east-1c\s+applied\s+5s ago\s+asg-c min 0→2/);
+    expect(actions[1]).toMatch(/aws shift\.start us-east-1a\s+failed\s+1s ago\s+AccessDeniedException/);
+    expect(renderFleetView(view()).map(stripAnsi).some((l) => /^actions\s+none yet/.test(l))).toBe(true);
   });
 });

@@ -107,6 +107,11 @@ export async function startDemoFleet(o: DemoOptions): Promise<DemoFleet> {
       controller: { standbyAz: DEMO_AZS.standby, recoverPeriods: 2 },
     });
     const n: DemoNode = { id, az, mode: "up", fleet };
+    // the leader's wake-up goes through the real reconciler and fencing gate; only the cloud is a stand-in
+    fleet.attachActuator(new FencedActuator(standInCloud, {
+      redis: fleet.client.redis, keys, log: o.log, holder: fleet.lease.holderId,
+      lease: { currentToken: () => fleet.lease.current?.token ?? null },
+    }));
     fleet.start((): NodeReport => ({ nodeId: id, az, decision: demoDecision(n.mode, load), gpus: n.mode === "gpu-missing" ? 7 : 8, gpusExpected: 8, model: "llama-3.1-70b" }));
     return n;
   });
@@ -146,14 +151,7 @@ export async function startDemoFleet(o: DemoOptions): Promise<DemoFleet> {
       const h = await redis.hget(keys.standbyWake, "wake");
       return h === "1" && leader().fleet.status().controller?.tier === "L2";
     }, { timeoutMs: 10_000 });
-    // the leader's wake-up call through the fencing gate, written to the events stream as `type=action`
-    await pace();
-    const l = leader();
-    const gate = new FencedActuator(standInCloud, {
-      redis: l.fleet.client.redis, keys, log: o.log, holder: l.fleet.lease.holderId,
-      lease: { currentToken: () => l.fleet.lease.token },
-    });
-    await gate.wakeStandby(DEMO_AZS.standby, { token: l.fleet.lease.token ?? 0, reason: `capacity lost: ${DEMO_AZS.a}=DEGRADED` });
+    await waitFor("the leader's wake-up call recorded", async () => (await redis.hget(keys.actuation, "standby.outcome")) === "applied", { timeoutMs: 10_000 });
     return { cluster: o.cluster, nodes, leader, set, stop };
   } catch (err) {
     await stop();

@@ -114,6 +114,30 @@ function standbyLine(v: FleetView): Line {
   ];
 }
 
+const OUTCOME_STYLE: Record<string, Style> = { applied: "green", already: "green", "dry-run": "cyan", "refused-stale": "red", failed: "red" };
+
+/** What the leader last asked of the cloud: one line per slot that has acted. */
+function actionLines(v: FleetView): Line[] {
+  const label = { t: pad("actions", 9), s: "bold" } as Seg;
+  const a = v.actuation;
+  if (!a) return [[label, { t: "none yet", s: "dim" }]];
+  const lines: Line[] = [];
+  for (const x of [a.standby, a.shift]) {
+    if (!x) continue;
+    const line: Line = [
+      lines.length ? { t: pad("", 9) } : label,
+      { t: `${a.actuator} ` , s: "dim" },
+      { t: `${x.action} ${x.az}` },
+      { t: `  ${x.outcome}`, s: OUTCOME_STYLE[x.outcome] },
+      { t: `  ${formatAge(x.ageMs)}`, s: "dim" },
+    ];
+    if (x.outcome === "failed" || x.outcome === "refused-stale") line.push({ t: `  ${x.detail}`, s: "red" });
+    else if (x.detail) line.push({ t: `  ${x.detail}`, s: "dim" });
+    lines.push(line);
+  }
+  return lines.length ? lines : [[label, { t: "none yet", s: "dim" }]];
+}
+
 function suspectLine(v: FleetView): Line {
   const label = { t: pad("suspect", 9), s: "bold" } as Seg;
   const s = v.suspect;
@@ -170,7 +194,7 @@ export function renderFleetView(v: FleetView, o: RenderOptions = {}): string[] {
   const stamp = new Date(v.now).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
   lines.push([{ t: "llm-ha status", s: "bold" }, { t: `  cluster ${v.cluster}` }, { t: `  ${v.redis}  ${stamp}`, s: "dim" }]);
   lines.push([]);
-  lines.push(leaderLine(v), tierLine(v), standbyLine(v), suspectLine(v));
+  lines.push(leaderLine(v), tierLine(v), standbyLine(v), ...actionLines(v), suspectLine(v));
 
   const all = v.azs.flatMap((a) => a.nodes);
   const idW = Math.min(24, Math.max(4, ...all.map((n) => [...n.id].length)));

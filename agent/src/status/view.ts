@@ -104,6 +104,30 @@ export interface StandbyView {
   ageMs: number | null;
 }
 
+export interface ActionView {
+  /** `standby.wake`, `standby.release`, `shift.start`, `shift.cancel`. */
+  action: string;
+  az: string;
+  /** `applied`, `already`, `dry-run`, `refused-stale`, `failed`. */
+  outcome: string;
+  detail: string;
+  reason: string;
+  token: number | null;
+  at: number | null;
+  ageMs: number | null;
+}
+
+export interface ActuationView {
+  /** `aws`, `local`, `dry-run`: what the leader acts through. */
+  actuator: string;
+  /** The last standby action (wake / release). */
+  standby: ActionView | null;
+  /** The last zonal-shift action, and when the shift ends unless renewed. */
+  shift: (ActionView & { expiresAt: number | null }) | null;
+  /** The AZ the leader wants traffic shifted away from, if any. */
+  shiftAz: string | null;
+}
+
 export interface SuspectView {
   /** Soft checks the blast-radius cap marked suspect: nodes failing only these are kept in. */
   codes: string[];
@@ -143,6 +167,8 @@ export interface FleetView {
   leader: LeaderView;
   tier: TierView | null;
   standby: StandbyView | null;
+  /** What the leader last asked of the cloud (the `actuation` hash); null when it never acted. */
+  actuation: ActuationView | null;
   suspect: SuspectView | null;
   azs: AzRow[];
   events: EventRow[];
@@ -188,6 +214,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     .smembers(keys.azs)
     .xrevrange(keys.events, "+", "-", "COUNT", o.events ?? 10)
     .exists(keys.members, keys.azs, keys.leader, keys.tier, keys.events, keys.fenceLast)
+    .hgetall(keys.actuation)
     .exec();
   if (!first) throw new StatusReadError("the status read was aborted");
   for (const [err] of first) if (err) throw err;
@@ -294,6 +321,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     standby: standbyH.az
       ? { az: standbyH.az, wake: standbyH.wake === "1", reason: standbyH.reason ?? "", token: num(standbyH.token), updatedAt: standbyAt, ageMs: ageOf(now, standbyAt) }
       : null,
+    actuation: actuationView(r[10] as Record<string, string>, now),
     suspect: suspectH.updatedAt
       ? { codes: suspectH.codes ? suspectH.codes.split(",") : [], counts: parseCounts(suspectH.counts), updatedAt: suspectAt, ageMs: ageOf(now, suspectAt) }
       : null,
@@ -335,6 +363,33 @@ function azOfKey(key: string | undefined, keys: RedisKeys): string {
 }
 
 /** One stream entry as a line a person reads, by type. Exported for the tests. */
+function actionOf(h: Record<string, string>, slot: "standby" | "shift", now: number): ActionView | null {
+  const action = h[`${slot}.action`];
+  if (!action) return null;
+  const at = num(h[`${slot}.at`]);
+  return {
+    action,
+    az: h[`${slot}.az`] ?? "",
+    outcome: h[`${slot}.outcome`] ?? "",
+    detail: h[`${slot}.detail`] ?? "",
+    reason: h[`${slot}.reason`] ?? "",
+    token: num(h[`${slot}.token`]),
+    at,
+    ageMs: ageOf(now, at),
+  };
+}
+
+function actuationView(h: Record<string, string>, now: number): ActuationView | null {
+  if (!h.actuator) return null;
+  const shift = actionOf(h, "shift", now);
+  return {
+    actuator: h.actuator,
+    standby: actionOf(h, "standby", now),
+    shift: shift ? { ...shift, expiresAt: num(h["shift.expiresAt"]) } : null,
+    shiftAz: h.shiftAz || null,
+  };
+}
+
 export function eventRow(id: string, flat: string[], now: number, keys: RedisKeys): EventRow {
   const f: Record<string, string> = {};
   for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i]] = flat[i + 1];
