@@ -80,6 +80,8 @@ export function createRedisClient(url: string, opts: RedisClientOptions): RedisC
     connectionName: opts.name,
     commandTimeout: opts.commandTimeoutMs ?? 1000,
     connectTimeout: opts.connectTimeoutMs ?? 2000,
+    // A close while a reconnect is under way waits this long for the socket (ioredis default 2 s): shutdown must not stall on a dead Redis.
+    disconnectTimeout: 200,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     lazyConnect: false,
