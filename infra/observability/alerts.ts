@@ -294,6 +294,17 @@ export function alertRuleGroups(overrides: Partial<AlertThresholds> = {}): RuleG
           },
         },
         {
+          alert: "LlmHaAgentStalled",
+          expr: "max by (cluster, az, node) (llmha_evaluation_age_seconds) > 30",
+          for: "2m",
+          labels: { severity: "warning" },
+          annotations: {
+            summary: "The llm-ha agent on {{ $labels.node }} answers scrapes but has not evaluated its node for over 30 s",
+            description: "Its status, agent-check reply and heartbeat are frozen at the last decision: a fault on the node now goes unseen.",
+            runbook: "kubectl logs the agent pod (event loop blocked? nvidia-smi hung in D state?); restart the pod if it does not recover.",
+          },
+        },
+        {
           alert: "LlmHaAgentsMissing",
           expr: `absent(up{job="${t.agentJob}"})`,
           for: "10m",

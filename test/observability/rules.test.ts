@@ -261,6 +261,18 @@ const TESTS: TestGroup[] = [
     ],
   },
   {
+    name: "agents: a loop stuck past 30 s for 2 minutes fires; a slow evaluation does not",
+    interval: "15s",
+    input_series: [
+      s("llmha_evaluation_age_seconds", node("n1", "a"), "1 2 1 0+15x20"),
+      s("llmha_evaluation_age_seconds", node("n2", "a"), "1 45 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1"),
+    ],
+    alert_rule_test: [
+      at("1m", "LlmHaAgentStalled"),
+      at("5m", "LlmHaAgentStalled", fires("LlmHaAgentStalled", node("n1", "a"))),
+    ],
+  },
+  {
     name: "agents: no agent target at all for 10 minutes fires",
     interval: "1m",
     input_series: [s("up", { job: "node-exporter", instance: "x" }, "1x15")],

@@ -65,6 +65,8 @@ export class AgentMetrics {
   readonly agentCheckReplies: Counter;
   readonly lastDetection: Gauge;
   readonly loopLag: Gauge;
+  /** Epoch ms of the last decision, for `llmha_evaluation_age_seconds`. */
+  private lastDecisionAt: number | null = null;
 
   constructor(nodeId: string, az: string, registry = new Registry()) {
     this.registry = registry;
@@ -106,7 +108,16 @@ export class AgentMetrics {
       help: "Time from the first failing result to the node leaving service, last fault",
       registers: r,
     });
-    this.loopLag = new Gauge({ name: "llmha_evaluation_age_seconds", help: "Age of the last evaluation", registers: r });
+    const lastAt = (): number | null => this.lastDecisionAt;
+    this.loopLag = new Gauge({
+      name: "llmha_evaluation_age_seconds",
+      help: "Age of the last evaluation at scrape time (grows when the agent's loop is stuck)",
+      registers: r,
+      collect() {
+        const at = lastAt();
+        if (at !== null) this.set((Date.now() - at) / 1000);
+      },
+    });
     for (const s of NODE_STATUSES) this.status.set({ status: s }, s === "UNKNOWN" ? 1 : 0);
     for (const c of REASON_CODES) {
       this.reason.set({ code: c }, 0);
@@ -127,6 +138,7 @@ export class AgentMetrics {
   }
 
   decision(d: Decision, changed: boolean): void {
+    this.lastDecisionAt = Date.now();
     for (const s of NODE_STATUSES) this.status.set({ status: s }, s === d.status ? 1 : 0);
     if (changed) this.transitions.inc({ to: d.status });
     this.weight.set(d.weight);
