@@ -124,7 +124,7 @@ export function createStack(): StackOutputs {
         grafanaNamespace: c.observability.grafanaNamespace,
         prometheusOperator: c.observability.prometheusOperator,
         selectorLabels: c.observability.selectorLabels,
-        thresholds: c.observability.thresholds,
+        thresholds: { standbyAz: c.standbyAz ?? null, ...c.observability.thresholds },
       },
       // The namespace comes from the workloads.
       { dependsOn: [workloads] },

@@ -51,6 +51,12 @@ export interface AlertThresholds {
   standbyWakeFor: string;
   /** `job` label of the agents' scrape. Default `llm-ha-agent` (the PodMonitor's). */
   agentJob: string;
+  /**
+   * The standby AZ (the stack's `llm-ha:standbyAz`), left out of the AZ capacity alert: the
+   * schedule scales it to zero on purpose and a woken one is booting, not failing
+   * (`LlmHaStandbyNotWaking` watches it). Default none.
+   */
+  standbyAz: string | null;
 }
 
 export const DEFAULT_ALERT_THRESHOLDS: Readonly<AlertThresholds> = Object.freeze({
@@ -60,6 +66,7 @@ export const DEFAULT_ALERT_THRESHOLDS: Readonly<AlertThresholds> = Object.freeze
   leaderChurnPer10m: 3,
   standbyWakeFor: "15m",
   agentJob: "llm-ha-agent",
+  standbyAz: null,
 });
 
 type ReasonCode = (typeof REASON_CODES)[number];
@@ -101,6 +108,7 @@ export function thresholdProblems(t: AlertThresholds): [keyof AlertThresholds, s
   if (!(Number.isInteger(t.leaderChurnPer10m) && t.leaderChurnPer10m >= 1)) bad.push(["leaderChurnPer10m", "must be an integer ≥ 1"]);
   if (!DURATION.test(t.standbyWakeFor)) bad.push(["standbyWakeFor", "must be a Prometheus duration such as 15m"]);
   if (!/^[A-Za-z0-9_./-]+$/.test(t.agentJob)) bad.push(["agentJob", "must be a plain job name"]);
+  if (t.standbyAz !== null && !/^[A-Za-z0-9_.-]+$/.test(t.standbyAz)) bad.push(["standbyAz", "must be an AZ name"]);
   return bad;
 }
 
@@ -112,6 +120,7 @@ export function alertRuleGroups(overrides: Partial<AlertThresholds> = {}): RuleG
   const bad = thresholdProblems(t);
   if (bad.length) throw new AlertThresholdError(bad.map(([k, why]) => `${k} ${JSON.stringify(t[k])} ${why}`).join("; "));
   const tier = `max by (cluster) ${fromLeader("llmha_tier_level")}`;
+  const notStandby = t.standbyAz ? `{az!="${t.standbyAz}"}` : "";
   const l1 = (code?: string) =>
     `sum by (cluster, az) (rate(haproxy_backend_http_responses_total{proxy="${L1_BACKEND}"${code ? `, code="${code}"` : ""}}[5m]))`;
   return [
@@ -188,8 +197,8 @@ export function alertRuleGroups(overrides: Partial<AlertThresholds> = {}): RuleG
         {
           alert: "LlmHaAzCapacityLow",
           expr:
-            `max by (cluster, az) ${fromLeader("llmha_az_healthy_capacity")}` +
-            ` / max by (cluster, az) ${fromLeader("(llmha_az_total_capacity > 0)")} < ${t.azCapacityRatio}`,
+            `max by (cluster, az) ${fromLeader(`llmha_az_healthy_capacity${notStandby}`)}` +
+            ` / max by (cluster, az) ${fromLeader(`(llmha_az_total_capacity${notStandby} > 0)`)} < ${t.azCapacityRatio}`,
           for: "2m",
           labels: { severity: "warning" },
           annotations: {

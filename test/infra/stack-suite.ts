@@ -154,7 +154,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
     });
 
     it("ships the alert rules, the Grafana dashboard and the scrape monitors", () => {
-      expectObservability(rs, cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`);
+      expectObservability(rs, cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`, cfg["llm-ha:standbyAz"] ?? null);
     });
 
     it("checks each AZ on /az/health every 10 s and fails over PRIMARY → SECONDARY with TTL ≤ 30", () => {

@@ -31,7 +31,8 @@ describe("observability in the stack", () => {
     const cm = (name: string) => rs.find((r) => (r.props as P).metadata?.name === name)!.props as P;
     expect(cm("llm-ha-dashboard").metadata.namespace).toBe("monitoring");
     const rules = JSON.parse(cm("llm-ha-alert-rules").data["alerts.rules.yml"] as string) as { groups: unknown };
-    expect(rules.groups).toEqual(alertRuleGroups({ probeLatencyP95Seconds: 3 }));
+    expect(rules.groups).toEqual(alertRuleGroups({ probeLatencyP95Seconds: 3, standbyAz: "us-east-1b" }));
+    expect(JSON.stringify(rules)).toContain('llmha_az_healthy_capacity{az!=\\"us-east-1b\\"}');
     expect(JSON.stringify(rules)).toContain("le) (rate(llmha_probe_latency_seconds_bucket[5m]))) > 3");
 
     const labelled = await captureStack("dev", { [OBS]: JSON.stringify({ selectorLabels: { release: "kube-prometheus-stack" } }) });
