@@ -73,8 +73,9 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
+/** Runs the CLI as a process: exit code from `main`, -1 keeps running (the agent). */
+export function run(argv: string[]): void {
+  main(argv).then(
     (code) => {
       if (code >= 0) process.exitCode = code;
     },
@@ -84,3 +85,5 @@ if (require.main === module) {
     },
   );
 }
+
+if (require.main === module) run(process.argv.slice(2));
