@@ -8,7 +8,7 @@ import { Problems } from "./problems";
  */
 export const AGENT_ACTIONS = Object.freeze({
   /** Reads; Auto Scaling has no resource-level permission for Describe, and ARC none for List. */
-  anyResource: ["autoscaling:DescribeAutoScalingGroups", "arc-zonal-shift:ListZonalShifts"],
+  anyResource: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "arc-zonal-shift:ListZonalShifts"],
   /** Writes on the standby AZ's groups only. */
   standbyGroups: [
     "autoscaling:UpdateAutoScalingGroup",

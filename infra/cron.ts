@@ -9,6 +9,8 @@
  * standby schedule minute by minute, so both agree on what a recurrence means.
  */
 
+const MINUTE_MS = 60_000;
+
 export class CronError extends Error {
   constructor(message: string) {
     super(message);
@@ -137,4 +139,50 @@ export function cronMatches(cron: Cron, t: WallTime): boolean {
   const dom = cron.days.has(t.day);
   const dow = cron.weekdays.has(t.weekday);
   return cron.anyDay || cron.anyWeekday ? dom && dow : dom || dow;
+}
+
+/** Wall-clock time in one IANA zone, with the UTC offset cached per quarter hour (zones change offset only on those). */
+export class Zone {
+  private readonly fmt: Intl.DateTimeFormat;
+  private readonly offsets = new Map<number, number>();
+
+  constructor(timeZone: string) {
+    this.fmt = new Intl.DateTimeFormat("en-US", {
+      timeZone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+    });
+  }
+
+  private offset(t: number): number {
+    const block = Math.floor(t / (15 * MINUTE_MS));
+    let off = this.offsets.get(block);
+    if (off === undefined) {
+      const at = block * 15 * MINUTE_MS;
+      const parts = Object.fromEntries(this.fmt.formatToParts(new Date(at)).map((p) => [p.type, p.value]));
+      off = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute)) - at;
+      this.offsets.set(block, off);
+    }
+    return off;
+  }
+
+  wall(t: number): WallTime {
+    const d = new Date(t + this.offset(t));
+    return { minute: d.getUTCMinutes(), hour: d.getUTCHours(), day: d.getUTCDate(), month: d.getUTCMonth() + 1, weekday: d.getUTCDay() };
+  }
+}
+
+/**
+ * The last minute at or before `now` (epoch ms) at which `cron` fired in `zone`, looking
+ * back at most `lookbackMs` (default 8 days: every weekly schedule fires within it); null
+ * when it did not fire in that window.
+ */
+export function lastFiring(cron: Cron, zone: Zone, now: number, lookbackMs = 8 * 1440 * MINUTE_MS): number | null {
+  const from = Math.floor(now / MINUTE_MS) * MINUTE_MS;
+  for (let t = from; t >= now - lookbackMs; t -= MINUTE_MS) if (cronMatches(cron, zone.wall(t))) return t;
+  return null;
 }

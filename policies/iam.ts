@@ -48,6 +48,7 @@ export const agentRoleLeastPrivilege: StackValidationPolicy = {
         items: { type: "string" },
         default: [
           "autoscaling:DescribeAutoScalingGroups",
+          "autoscaling:DescribeScheduledActions",
           "autoscaling:UpdateAutoScalingGroup",
           "autoscaling:SuspendProcesses",
           "autoscaling:ResumeProcesses",
@@ -64,7 +65,7 @@ export const agentRoleLeastPrivilege: StackValidationPolicy = {
       readOnlyActions: {
         type: "array",
         items: { type: "string" },
-        default: ["autoscaling:DescribeAutoScalingGroups", "arc-zonal-shift:ListZonalShifts"],
+        default: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "arc-zonal-shift:ListZonalShifts"],
         description: "Actions that may be allowed on Resource \"*\" (IAM cannot scope them by resource).",
       },
     },

@@ -61,7 +61,7 @@ describe("wakeStandby", () => {
     expect(r.detail).toContain(`${ASG} min 0→2 max 0→2 desired 0→2, scheduled actions suspended`);
     expect(sent(asgMock)).toEqual([
       ["DescribeAutoScalingGroupsCommand", { AutoScalingGroupNames: [ASG] }],
-      ["CreateOrUpdateTagsCommand", { Tags: [{ ResourceId: ASG, ResourceType: "auto-scaling-group", Key: "llm-ha:pre-wake", Value: "0/0/0", PropagateAtLaunch: false }] }],
+      ["CreateOrUpdateTagsCommand", { Tags: [{ ResourceId: ASG, ResourceType: "auto-scaling-group", Key: "llm-ha:pre-wake", Value: `0/0/0@${T0}`, PropagateAtLaunch: false }] }],
       ["SuspendProcessesCommand", { AutoScalingGroupName: ASG, ScalingProcesses: ["ScheduledActions"] }],
       ["UpdateAutoScalingGroupCommand", { AutoScalingGroupName: ASG, MinSize: 2, MaxSize: 2, DesiredCapacity: 2 }],
     ]);
@@ -75,7 +75,7 @@ describe("wakeStandby", () => {
       { AutoScalingGroupName: ASG, MinSize: 2, MaxSize: 4, DesiredCapacity: 2 },
       { AutoScalingGroupName: "day", MinSize: 2, MaxSize: 4, DesiredCapacity: 3 },
     ]);
-    expect(fake.group("day").tags["llm-ha:pre-wake"]).toBe("1/4/3");
+    expect(fake.group("day").tags["llm-ha:pre-wake"]).toBe(`1/4/3@${T0}`);
   });
 
   it("is `already` on a repeat, with one read and no write", async () => {
@@ -144,16 +144,48 @@ describe("releaseStandby", () => {
     await a.wakeStandby("us-east-1c", CTX);
     asgMock.resetHistory();
     const r = await a.releaseStandby("us-east-1c", CTX);
-    expect(r).toMatchObject({ outcome: "applied", calls: 4 });
+    expect(r).toMatchObject({ outcome: "applied", calls: 5 });
     expect(sent(asgMock)).toEqual([
       ["DescribeAutoScalingGroupsCommand", { AutoScalingGroupNames: [ASG] }],
+      ["DescribeScheduledActionsCommand", { AutoScalingGroupName: ASG }],
       ["UpdateAutoScalingGroupCommand", { AutoScalingGroupName: ASG, MinSize: 0, MaxSize: 4, DesiredCapacity: 0 }],
       ["ResumeProcessesCommand", { AutoScalingGroupName: ASG, ScalingProcesses: ["ScheduledActions"] }],
-      ["DeleteTagsCommand", { Tags: [{ ResourceId: ASG, ResourceType: "auto-scaling-group", Key: "llm-ha:pre-wake", Value: "0/4/0" }] }],
+      ["DeleteTagsCommand", { Tags: [{ ResourceId: ASG, ResourceType: "auto-scaling-group", Key: "llm-ha:pre-wake", Value: `0/4/0@${T0}` }] }],
     ]);
-    expect(fake.group(ASG)).toEqual({ min: 0, max: 4, desired: 0, suspended: [], tags: {} });
+    expect(fake.group(ASG)).toEqual({ min: 0, max: 4, desired: 0, suspended: [], tags: {}, schedule: [] });
     asgMock.resetHistory();
     expect(await a.releaseStandby("us-east-1c", CTX)).toMatchObject({ outcome: "already", calls: 1 });
+  });
+
+  it("hands back to the schedule: an action that came due while woken sets the sizes, else the pre-wake ones", async () => {
+    // the standby schedule in UTC: weekday evenings to zero, mornings back to 2 (T0 is Monday 03:00 UTC, at night)
+    const schedule = [
+      { ScheduledActionName: "llm-ha-standby-a100-down", Recurrence: "0 20 * * 1-5", TimeZone: "Etc/UTC", MinSize: 0, MaxSize: 4, DesiredCapacity: 0 },
+      { ScheduledActionName: "llm-ha-standby-a100-up", Recurrence: "0 7 * * 1-5", TimeZone: "Etc/UTC", MinSize: 0, MaxSize: 4, DesiredCapacity: 2 },
+      { ScheduledActionName: "a one-off", StartTime: new Date(T0 + 3_600_000), MinSize: 9, MaxSize: 9, DesiredCapacity: 9 },
+    ];
+    const night = new FakeAutoScaling().add(ASG, { min: 0, max: 4, desired: 0, schedule });
+    const a = actuator({ standbyGroups: [{ name: ASG, wakeSize: 3 }] });
+    await a.wakeStandby("us-east-1c", CTX);
+    expect(night.group(ASG)).toMatchObject({ min: 3, max: 4, desired: 3 });
+
+    now = T0 + 2 * 3_600_000; // 05:00: still night, nothing came due → the pre-wake sizes
+    let r = await a.releaseStandby("us-east-1c", CTX);
+    expect(r).toMatchObject({ outcome: "applied", detail: expect.stringContaining("min 3→0 desired 3→0, scheduled actions resumed") });
+    expect(night.group(ASG)).toMatchObject({ min: 0, max: 4, desired: 0, suspended: [], tags: {} });
+
+    now = T0;
+    await a.wakeStandby("us-east-1c", CTX);
+    now = T0 + 6 * 3_600_000; // 09:00: the morning scale-up came due while the group was held
+    r = await a.releaseStandby("us-east-1c", CTX);
+    expect(r.detail).toContain("min 3→0 desired 3→2 (as llm-ha-standby-a100-up, due 2026-11-30T07:00:00.000Z while woken, set them)");
+    expect(night.group(ASG)).toMatchObject({ min: 0, max: 4, desired: 2, suspended: [], tags: {} });
+  });
+
+  it("reads a pre-wake tag written before the wake time was recorded", async () => {
+    const fake = new FakeAutoScaling().add(ASG, { min: 2, max: 4, desired: 2, suspended: ["ScheduledActions"], tags: { "llm-ha:pre-wake": "0/0/0" } });
+    expect(await actuator().releaseStandby("us-east-1c", CTX)).toMatchObject({ outcome: "applied", calls: 4 });
+    expect(fake.group(ASG)).toMatchObject({ min: 0, max: 0, desired: 0, suspended: [], tags: {} });
   });
 
   it("leaves a group llm-ha did not wake alone, even with scheduled actions suspended by someone else", async () => {

@@ -11,10 +11,12 @@ import {
   CreateOrUpdateTagsCommand,
   DeleteTagsCommand,
   DescribeAutoScalingGroupsCommand,
+  DescribeScheduledActionsCommand,
   ResumeProcessesCommand,
   SuspendProcessesCommand,
   UpdateAutoScalingGroupCommand,
   type AutoScalingGroup,
+  type ScheduledUpdateGroupAction,
 } from "@aws-sdk/client-auto-scaling";
 import { mockClient } from "aws-sdk-client-mock";
 import {
@@ -58,6 +60,8 @@ export interface FakeGroup {
   desired: number;
   suspended: string[];
   tags: Record<string, string>;
+  /** Its scheduled actions (the standby schedule), as DescribeScheduledActions lists them. */
+  schedule: ScheduledUpdateGroupAction[];
 }
 
 /** An in-memory Auto Scaling service behind `asgMock`. */
@@ -87,6 +91,10 @@ export class FakeAutoScaling {
       g.suspended = g.suspended.filter((p) => !input.ScalingProcesses.includes(p));
       return { $metadata: {} };
     });
+    asgMock.on(DescribeScheduledActionsCommand).callsFake((input: { AutoScalingGroupName: string }) => ({
+      ScheduledUpdateGroupActions: this.group(input.AutoScalingGroupName).schedule.map((a) => ({ AutoScalingGroupName: input.AutoScalingGroupName, ...a })),
+      $metadata: {},
+    }));
     asgMock.on(UpdateAutoScalingGroupCommand).callsFake((input: { AutoScalingGroupName: string; MinSize: number; MaxSize: number; DesiredCapacity: number }) => {
       Object.assign(this.group(input.AutoScalingGroupName), { min: input.MinSize, max: input.MaxSize, desired: input.DesiredCapacity });
       return { $metadata: {} };
@@ -94,7 +102,7 @@ export class FakeAutoScaling {
   }
 
   add(name: string, g: Partial<FakeGroup> & Pick<FakeGroup, "min" | "max" | "desired">): this {
-    this.groups.set(name, { suspended: [], tags: {}, ...g });
+    this.groups.set(name, { suspended: [], tags: {}, schedule: [], ...g });
     return this;
   }
 

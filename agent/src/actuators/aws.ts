@@ -14,12 +14,14 @@ import {
   CreateOrUpdateTagsCommand,
   DeleteTagsCommand,
   DescribeAutoScalingGroupsCommand,
+  DescribeScheduledActionsCommand,
   ResumeProcessesCommand,
   SuspendProcessesCommand,
   UpdateAutoScalingGroupCommand,
   type AutoScalingGroup,
 } from "@aws-sdk/client-auto-scaling";
 import { Counter, type Registry as PromRegistry } from "prom-client";
+import { CronError, lastFiring, parseCron, Zone } from "../../../infra/cron";
 import type { Logger } from "../util/log";
 // To use the official client once the registry carries it, change only this line to
 // `from "@aws-sdk/client-arc-zonal-shift"` (same class, command and field names).
@@ -36,7 +38,7 @@ import { LOAD_BALANCER_ARN } from "./arn";
 import { classifyError, errorName, withRetry, type RetrySettings } from "./retry";
 import type { ActionContext, ActionName, ActionOutcome, ActionResult, Actuator, ShiftContext } from "./types";
 
-/** ASG tag holding `min/max/desired` from before the wake, for whichever leader releases. */
+/** ASG tag holding `min/max/desired@<wake epoch ms>` from before the wake, for whichever leader releases. */
 export const PRE_WAKE_TAG = "llm-ha:pre-wake";
 /** The Auto Scaling process the standby schedule runs through. */
 export const SCHEDULED_ACTIONS = "ScheduledActions";
@@ -54,6 +56,7 @@ export const AWS_OPERATIONS = [
   "UpdateAutoScalingGroup",
   "ResumeProcesses",
   "DeleteTags",
+  "DescribeScheduledActions",
   "GetManagedResource",
   "ListZonalShifts",
   "StartZonalShift",
@@ -196,9 +199,17 @@ interface GroupState {
 type Sizes = Pick<GroupState, "min" | "max" | "desired">;
 const fmtSizes = (s: Sizes) => `${s.min}/${s.max}/${s.desired}`;
 
-function parseSizes(v: string): Sizes | null {
-  const m = /^(\d+)\/(\d+)\/(\d+)$/.exec(v);
-  return m ? { min: Number(m[1]), max: Number(m[2]), desired: Number(m[3]) } : null;
+/** The pre-wake tag: sizes, and (since the schedule-aware hand-back) when the wake happened. */
+function parsePreWake(v: string): (Sizes & { wokenAt: number | null }) | null {
+  const m = /^(\d+)\/(\d+)\/(\d+)(?:@(\d+))?$/.exec(v);
+  return m ? { min: Number(m[1]), max: Number(m[2]), desired: Number(m[3]), wokenAt: m[4] === undefined ? null : Number(m[4]) } : null;
+}
+
+/** The schedule's say on a group's sizes now: its scheduled action that fired last. */
+interface ScheduleSay {
+  name: string;
+  firedAt: number;
+  sizes: Partial<Sizes>;
 }
 
 function groupState(g: AutoScalingGroup): GroupState {
@@ -274,7 +285,7 @@ export class AwsActuator implements Actuator {
           await this.call(trace, "CreateOrUpdateTags", () =>
             this.asg.send(
               new CreateOrUpdateTagsCommand({
-                Tags: [{ ResourceId: g.name, ResourceType: "auto-scaling-group", Key: PRE_WAKE_TAG, Value: fmtSizes(cur), PropagateAtLaunch: false }],
+                Tags: [{ ResourceId: g.name, ResourceType: "auto-scaling-group", Key: PRE_WAKE_TAG, Value: `${fmtSizes(cur)}@${this.now()}`, PropagateAtLaunch: false }],
               }),
             ),
           );
@@ -304,8 +315,13 @@ export class AwsActuator implements Actuator {
       for (const g of groups) {
         const cur = states.get(g.name)!;
         if (cur.preWake === undefined) continue; // not woken by llm-ha (or already handed back)
-        const before = parseSizes(cur.preWake);
-        if (!before) throw new ActuatorSettingError(PRE_WAKE_TAG, `${g.name} has an unreadable ${PRE_WAKE_TAG} tag ${JSON.stringify(cur.preWake)}; expected min/max/desired`);
+        const pre = parsePreWake(cur.preWake);
+        if (!pre) throw new ActuatorSettingError(PRE_WAKE_TAG, `${g.name} has an unreadable ${PRE_WAKE_TAG} tag ${JSON.stringify(cur.preWake)}; expected min/max/desired@ms`);
+        // Hand back to the schedule: the sizes from before the wake, unless a scheduled
+        // action came due while the group was held (e.g. the morning scale-up during a
+        // night incident) — then the sizes that action sets, as if it had run.
+        const say = pre.wokenAt === null ? null : await this.scheduleSay(trace, g.name, pre.wokenAt);
+        const before: Sizes = say ? { min: say.sizes.min ?? pre.min, max: say.sizes.max ?? pre.max, desired: say.sizes.desired ?? pre.desired } : pre;
         const resize = sizeChange(cur, before);
         if (resize) {
           await this.call(trace, "UpdateAutoScalingGroup", () =>
@@ -321,7 +337,8 @@ export class AwsActuator implements Actuator {
         await this.call(trace, "DeleteTags", () =>
           this.asg.send(new DeleteTagsCommand({ Tags: [{ ResourceId: g.name, ResourceType: "auto-scaling-group", Key: PRE_WAKE_TAG, Value: cur.preWake }] })),
         );
-        changes.push(`${g.name} ${resize || "sizes kept"}${cur.scheduleSuspended ? ", scheduled actions resumed" : ""}`);
+        const source = say ? ` (as ${say.name}, due ${new Date(say.firedAt).toISOString()} while woken, set them)` : "";
+        changes.push(`${g.name} ${resize || "sizes kept"}${source}${cur.scheduleSuspended ? ", scheduled actions resumed" : ""}`);
       }
       if (changes.length === 0) return { outcome: "already", detail: `no ${PRE_WAKE_TAG} tag on ${groups.map((g) => g.name).join(", ")}: with the schedule` };
       return { outcome: "applied", detail: changes.join("; ") };
@@ -463,6 +480,42 @@ export class AwsActuator implements Actuator {
     const missing = groups.filter((g) => !states.has(g.name)).map((g) => g.name);
     if (missing.length) throw new MissingIdentifierError(`Auto Scaling group${missing.length > 1 ? "s" : ""} ${missing.join(", ")} not found in ${this.o.region}`);
     return states;
+  }
+
+  /**
+   * The group's recurring scheduled action that fired last, if that was after `since` (the
+   * wake). Actions with a cron this parser does not take are skipped, with a log line.
+   */
+  private async scheduleSay(trace: CallTrace, group: string, since: number): Promise<ScheduleSay | null> {
+    const now = this.now();
+    let best: ScheduleSay | null = null;
+    let NextToken: string | undefined;
+    do {
+      const page = await this.call(trace, "DescribeScheduledActions", () =>
+        this.asg.send(new DescribeScheduledActionsCommand({ AutoScalingGroupName: group, ...(NextToken ? { NextToken } : {}) })),
+      );
+      for (const a of page?.ScheduledUpdateGroupActions ?? []) {
+        if (!a.Recurrence) continue;
+        if (a.StartTime && a.StartTime.getTime() > now) continue;
+        if (a.EndTime && a.EndTime.getTime() < since) continue;
+        let firedAt: number | null;
+        try {
+          firedAt = lastFiring(parseCron(a.Recurrence), new Zone(a.TimeZone ?? "UTC"), now, now - since);
+        } catch (err) {
+          if (!(err instanceof CronError || err instanceof RangeError)) throw err;
+          this.log.warn({ group, action: a.ScheduledActionName, recurrence: a.Recurrence, err: err.message }, "scheduled action not understood; ignored for the hand-back");
+          continue;
+        }
+        if (firedAt === null || firedAt < since || (best && firedAt <= best.firedAt)) continue;
+        const sizes: Partial<Sizes> = {};
+        if (a.MinSize !== undefined) sizes.min = a.MinSize;
+        if (a.MaxSize !== undefined) sizes.max = a.MaxSize;
+        if (a.DesiredCapacity !== undefined) sizes.desired = a.DesiredCapacity;
+        best = { name: a.ScheduledActionName ?? "a scheduled action", firedAt, sizes };
+      }
+      NextToken = page?.NextToken;
+    } while (NextToken);
+    return best;
   }
 
   /** The configured load balancers deployed in `azId` (ARC's `appliedWeights` keys). */

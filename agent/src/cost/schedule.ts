@@ -1,4 +1,4 @@
-import { type Cron, cronMatches, parseCron, type WallTime } from "../../../infra/cron";
+import { type Cron, cronMatches, parseCron, Zone } from "../../../infra/cron";
 import type { ScheduleConfig } from "../../../infra/config";
 
 const MINUTE = 60_000;
@@ -66,41 +66,6 @@ function actions(s: ScheduleConfig): Action[] {
   ];
   if (s.weekendDown !== undefined) list.push({ key: "weekendDown", cron: parseCron(s.weekendDown), up: false });
   return list;
-}
-
-/** Wall-clock time in one IANA zone, with the UTC offset cached per quarter hour (zones change offset only on those). */
-class Zone {
-  private readonly fmt: Intl.DateTimeFormat;
-  private readonly offsets = new Map<number, number>();
-
-  constructor(timeZone: string) {
-    this.fmt = new Intl.DateTimeFormat("en-US", {
-      timeZone,
-      hourCycle: "h23",
-      year: "numeric",
-      month: "numeric",
-      day: "numeric",
-      hour: "numeric",
-      minute: "numeric",
-    });
-  }
-
-  private offset(t: number): number {
-    const block = Math.floor(t / (15 * MINUTE));
-    let off = this.offsets.get(block);
-    if (off === undefined) {
-      const at = block * 15 * MINUTE;
-      const parts = Object.fromEntries(this.fmt.formatToParts(new Date(at)).map((p) => [p.type, p.value]));
-      off = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute)) - at;
-      this.offsets.set(block, off);
-    }
-    return off;
-  }
-
-  wall(t: number): WallTime {
-    const d = new Date(t + this.offset(t));
-    return { minute: d.getUTCMinutes(), hour: d.getUTCHours(), day: d.getUTCDate(), month: d.getUTCMonth() + 1, weekday: d.getUTCDay() };
-  }
 }
 
 /**
