@@ -167,10 +167,14 @@ function renderAzHealthBackend(p: HaproxyProxy): string[] {
     "  mode http",
     "  balance roundrobin",
     "  option httpchk GET /livez",
-    "  retries 2",
+    // The checker (Route53: a status within 2 s of connecting; PowerDNS ifurlup: 2 s) must get
+    // an answer even when one agent is frozen (SIGSTOP, a stuck event loop): each try gets
+    // 800 ms (an agent answers in ≤ 300 ms, failing open on a slow Redis), then one other agent.
+    "  retries 1",
     "  option redispatch 1",
     "  retry-on conn-failure empty-response response-timeout",
-    "  timeout server 2s",
+    "  timeout server 800ms",
+    "  timeout check 500ms",
   ];
   const s = p.servers;
   if (s.kind === "static") {
