@@ -171,6 +171,23 @@ describe("capacity and standby", () => {
     expect(r.evaluation.standby).toMatchObject({ az: "c", wake: true });
   });
 
+  it("a scale-out is not a capacity loss: nodes that never served are left out while others in the AZ have", () => {
+    const s = { ...S, standbyAz: "c" };
+    const joining = (id: string, az: string) => out(id, az, { status: "UNKNOWN", phase: "loading", served: false });
+    const nodes = [node("a1", "a"), node("a2", "a"), joining("a3", "a"), joining("a4", "a"), joining("a5", "a"), node("b1", "b")];
+    const r = evaluate({ nodes }, emptyControllerMemory(), s, 0);
+    expect(r.evaluation.azs.find((a) => a.az === "a")).toMatchObject({ state: "OK", healthyCapacity: 16, totalCapacity: 16 });
+    expect(r.evaluation.tier.level).toBe("L0");
+    expect(r.evaluation.standby.wake).toBe(false);
+    // a node that served and is now down (crashed, restarting) is lost capacity
+    const r2 = evaluate({ nodes: [...nodes.slice(0, 1), out("a2", "a", { phase: "loading" }), ...nodes.slice(2)] }, r.memory, s, 1000);
+    expect(r2.evaluation.azs.find((a) => a.az === "a")).toMatchObject({ state: "DEGRADED", healthyCapacity: 8, totalCapacity: 16 });
+    expect(r2.evaluation.standby.wake).toBe(true);
+    // a cold start (no node of the AZ ever served) counts them all: DOWN, left to the cold-start grace
+    const cold = evaluate({ nodes: [joining("a3", "a"), joining("a4", "a"), node("b1", "b")] }, emptyControllerMemory(), s, 0);
+    expect(cold.evaluation.azs.find((a) => a.az === "a")).toMatchObject({ state: "DOWN", totalCapacity: 16 });
+  });
+
   it("a cold start is not a capacity loss: an AZ never OK wakes the standby only after the grace", () => {
     const s = { ...S, standbyAz: "c", coldStartGraceMs: 60_000 };
     const loading = [out("n1", "a", { status: "UNHEALTHY", phase: "loading" }), out("n2", "a", { status: "UNHEALTHY", phase: "loading" }), node("n5", "b")];

@@ -9,7 +9,7 @@ import { Fleet } from "../../agent/src/controller/fleet";
 import { startRedisServer, type RedisServerHandle } from "../../agent/src/engines/redis-server";
 import { createRedisClient, reconnectDelay } from "../../agent/src/redis/client";
 import { RedisKeys } from "../../agent/src/redis/keys";
-import { Registry, type NodeReport } from "../../agent/src/redis/registry";
+import { readSnapshot, Registry, type NodeReport } from "../../agent/src/redis/registry";
 import { takesTraffic, type Decision } from "../../agent/src/types";
 import { createLogger } from "../../agent/src/util/log";
 import { freePort, sleep, waitFor } from "../../agent/src/util/net";
@@ -65,6 +65,32 @@ describe("registry heartbeat (publish-8.lua)", () => {
       expect(await c.redis.exists(keys.node("n1"), keys.azAvailable("b"))).toBe(0);
       expect(await c.redis.hlen(keys.members)).toBe(0);
     } finally {
+      await c.close();
+    }
+  });
+});
+
+describe("members: a joining node is not lost capacity", () => {
+  it("marks a member served once it took traffic, keeps the mark while it is a member, and the snapshot carries it", async () => {
+    const c = createRedisClient(redis.url, { name: "t", log });
+    const keys = new RedisKeys(freshCluster());
+    const reg = new Registry({ client: c, keys, settings: { intervalMs: 1000 }, log });
+    try {
+      await waitFor("ready", () => c.connected);
+      const loading: NodeReport = { ...report("n1", "a", false), decision: { ...decision(false), status: "UNKNOWN", phase: "loading", reasons: [] } };
+      await reg.publish(loading);
+      expect(await c.redis.hget(keys.members, "n1")).toBe("a|8|0");
+      expect((await readSnapshot(c.redis, keys)).nodes[0]).toMatchObject({ nodeId: "n1", served: false, takesTraffic: false });
+      await reg.publish(report("n1", "a", true));
+      expect(await c.redis.hget(keys.members, "n1")).toBe("a|8|1");
+      await reg.publish(report("n1", "a", false)); // crashed and restarting: lost capacity now
+      expect(await c.redis.hget(keys.members, "n1")).toBe("a|8|1");
+      expect((await readSnapshot(c.redis, keys)).nodes[0]).toMatchObject({ served: true, takesTraffic: false });
+      // an entry from before the flag existed counts as served
+      await c.redis.hset(keys.members, "old", "a|8");
+      expect((await readSnapshot(c.redis, keys)).nodes.find((n) => n.nodeId === "old")).toMatchObject({ alive: false, az: "a", gpusExpected: 8, served: true });
+    } finally {
+      await reg.remove();
       await c.close();
     }
   });

@@ -341,7 +341,8 @@ export interface Evaluation {
 /**
  * One controller period. A node counts as healthy capacity when it takes traffic, or when
  * every reason it is out is a suspect soft check with no hard fault (blast-radius cap: keep
- * them in). Total capacity counts every member, dead ones included, until forgotten.
+ * them in). Total capacity counts every member, dead ones included, until forgotten — except
+ * a node joining its AZ (it never served yet) while others there have.
  *
  * The standby AZ is judged and published like any AZ, but while it is not wanted awake it
  * is scaled to zero on purpose: its state and its nodes (dead members of a group the
@@ -358,7 +359,12 @@ export function evaluate(
   const byAz = new Map<string, { healthy: number; total: number; nodes: number; nodesIn: number }>();
   const nodesOut: string[] = [];
   const standbyOut: string[] = [];
+  // A node that has not served since it joined (a scale-out, a replacement still loading its
+  // model) is not capacity its AZ lost — unless no node of the AZ ever served: a cold start,
+  // judged as DOWN and left to the cold-start grace.
+  const servedAzs = new Set(snap.nodes.filter((n) => n.served !== false).map((n) => n.az));
   for (const n of snap.nodes) {
+    if (n.served === false && !n.takesTraffic && servedAzs.has(n.az)) continue;
     const a = byAz.get(n.az) ?? { healthy: 0, total: 0, nodes: 0, nodesIn: 0 };
     byAz.set(n.az, a);
     a.total += n.gpusExpected;

@@ -7,7 +7,9 @@
     KEYS[2] az:<az>:available    zset, score = load score
     KEYS[3] events               stream
     KEYS[4] nodes                zset id -> server time (ms) of the last heartbeat
-    KEYS[5] members              hash id -> "<az>|<gpusExpected>"
+    KEYS[5] members              hash id -> "<az>|<gpusExpected>|<served>" (served: "1" once the node
+                                 took traffic, sticky while it is a member; a new node loading its
+                                 model is "0" and is not yet capacity its AZ has lost)
     KEYS[6] azs                  set of AZ names
     KEYS[7] expired              set of ids whose hash expired
     KEYS[8] suspect              hash written by the leader; field `codes` = suspect soft check codes, comma separated
@@ -48,7 +50,10 @@ else
 end
 local t = redis.call("TIME")
 redis.call("ZADD", KEYS[4], t[1] * 1000 + math.floor(t[2] / 1000), id)
-redis.call("HSET", KEYS[5], id, az .. "|" .. ARGV[8])
+local member = redis.call("HGET", KEYS[5], id)
+local served = "0"
+if ARGV[12] == "1" or (member and string.sub(member, -2) == "|1") then served = "1" end
+redis.call("HSET", KEYS[5], id, az .. "|" .. ARGV[8] .. "|" .. served)
 redis.call("SADD", KEYS[6], az)
 local back = redis.call("SREM", KEYS[7], id)
 local changed = 0

@@ -8,7 +8,7 @@
  * | `node:<id>`            | hash   | each agent            | `az, status, weight, loadScore, gpus, model, updatedAt` + `gpusExpected, soft, hard, phase` and `c` (compact controller view); expires when heartbeats stop |
  * | `az:<az>:available`    | zset   | agents; leader sweeps | node ids taking traffic, score = load score (lower is better) — what a gateway reads |
  * | `az:<az>:state`        | hash   | leader (fenced)       | `state, healthyCapacity, totalCapacity, nodes, nodesIn, since, firstSeen, everOk, leader, token, updatedAt` — what `/az/health` answers |
- * | `members`              | hash   | agents; leader sweeps | node id → `<az>|<gpusExpected>`: the capacity an AZ should have, kept while a node is dead, dropped on graceful removal or after the forget period |
+ * | `members`              | hash   | agents; leader sweeps | node id → `<az>|<gpusExpected>|<served>`: the capacity an AZ should have (`served` 1 once the node took traffic: a new node still loading is not yet counted), kept while a node is dead, dropped on graceful removal or after the forget period |
  * | `nodes`                | zset   | agents; leader sweeps | node id → epoch ms of its last heartbeat |
  * | `expired`              | set    | leader (sweep)        | node ids whose hash expired (so the expiry event is written once) |
  * | `azs`                  | set    | agents                | every AZ seen |

@@ -5,7 +5,7 @@
   being blocked for long; no ids travel from the client.
 
   Input:
-    KEYS[1] members   hash id -> "<az>|<gpusExpected>"
+    KEYS[1] members   hash id -> "<az>|<gpusExpected>|<served>"
     ARGV[1] key prefix
     ARGV[2] HSCAN cursor ("0" to start)
     ARGV[3] HSCAN COUNT hint

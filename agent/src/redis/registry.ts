@@ -260,6 +260,11 @@ export interface NodeView {
   soft: string[];
   hard: string[];
   takesTraffic: boolean;
+  /**
+   * The node has taken traffic since it joined (sticky in its `members` entry). False: a new
+   * node still loading its model — not capacity its AZ lost. Absent (older entries): true.
+   */
+  served?: boolean;
 }
 
 export interface RegistrySnapshot {
@@ -278,16 +283,18 @@ export async function readSnapshot(redis: Redis, keys: RedisKeys, pageSize = 100
   const ids = [...seen.keys()];
   const nodes: NodeView[] = ids.map((id) => {
     const { member: m, view: hash } = seen.get(id)!;
-    const bar = m.lastIndexOf("|");
-    const memberAz = bar > 0 ? m.slice(0, bar) : m;
-    const memberGpus = bar > 0 ? Number(m.slice(bar + 1)) : 0;
+    // `<az>|<gpusExpected>|<served>`; entries written before `served` existed have two fields.
+    const [memberAz, gpusText, servedFlag] = m.split("|");
+    const memberGpus = Number(gpusText ?? 0) || 0;
+    const served = servedFlag !== "0";
     if (!hash) {
       return {
         nodeId: id, az: memberAz, alive: false, status: "EXPIRED", phase: "down", weight: 0,
-        gpus: 0, gpusExpected: memberGpus, soft: [], hard: [], takesTraffic: false,
+        gpus: 0, gpusExpected: memberGpus, soft: [], hard: [], takesTraffic: false, served,
       };
     }
     const phase = hash.phase as ServingPhase;
+    const traffic = takesTraffic({ phase, weight: hash.weight });
     return {
       nodeId: id,
       az: hash.az,
@@ -299,7 +306,8 @@ export async function readSnapshot(redis: Redis, keys: RedisKeys, pageSize = 100
       gpusExpected: hash.gpusExpected,
       soft: hash.soft,
       hard: hash.hard,
-      takesTraffic: takesTraffic({ phase, weight: hash.weight }),
+      takesTraffic: traffic,
+      served: served || traffic,
     };
   });
   return { nodes };

@@ -5,7 +5,7 @@
 
   Input:
     KEYS[1] nodes     zset id -> server ms of the last heartbeat
-    KEYS[2] members   hash id -> "<az>|<gpusExpected>"
+    KEYS[2] members   hash id -> "<az>|<gpusExpected>|<served>"
     KEYS[3] expired   set
     KEYS[4] events    stream
     KEYS[5] fence:last
@@ -43,7 +43,7 @@ for i = 1, #cands, 2 do
   local seen = tonumber(cands[i + 1])
   if redis.call("EXISTS", prefix .. "node:" .. id) == 0 then
     local m = redis.call("HGET", KEYS[2], id)
-    local az = m and string.match(m, "^(.*)|") or ""
+    local az = m and string.match(m, "^([^|]*)|") or ""
     if az ~= "" then
       redis.call("ZREM", prefix .. "az:" .. az .. ":available", id)
     end
