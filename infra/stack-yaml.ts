@@ -19,16 +19,22 @@ interface Line {
   no: number;
 }
 
-function stripComment(s: string): string {
+/** Index of the first character outside quotes for which `hit` holds, or -1. */
+function outsideQuotes(s: string, hit: (ch: string, i: number) => boolean): number {
   let quote = "";
   for (let i = 0; i < s.length; i++) {
     const ch = s[i];
     if (quote) {
       if (ch === quote) quote = "";
     } else if (ch === '"' || ch === "'") quote = ch;
-    else if (ch === "#" && (i === 0 || /\s/.test(s[i - 1]))) return s.slice(0, i);
+    else if (hit(ch, i)) return i;
   }
-  return s;
+  return -1;
+}
+
+function stripComment(s: string): string {
+  const at = outsideQuotes(s, (ch, i) => ch === "#" && (i === 0 || /\s/.test(s[i - 1])));
+  return at < 0 ? s : s.slice(0, at);
 }
 
 function scalar(raw: string): Yaml {
@@ -47,15 +53,7 @@ function scalar(raw: string): Yaml {
 
 /** Index of the `:` that separates a key from its value, outside quotes. */
 function keyColon(s: string): number {
-  let quote = "";
-  for (let i = 0; i < s.length; i++) {
-    const ch = s[i];
-    if (quote) {
-      if (ch === quote) quote = "";
-    } else if (ch === '"' || ch === "'") quote = ch;
-    else if (ch === ":" && (i === s.length - 1 || s[i + 1] === " ")) return i;
-  }
-  return -1;
+  return outsideQuotes(s, (ch, i) => ch === ":" && (i === s.length - 1 || s[i + 1] === " "));
 }
 
 function parseBlock(lines: Line[], start: number, indent: number): [Yaml, number] {
