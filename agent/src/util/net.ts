@@ -1,17 +1,35 @@
 import { connect, createServer, type NetConnectOpts } from "node:net";
 
 /** A free TCP port on 127.0.0.1, chosen by the kernel. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * Ports handed out below Linux's ephemeral range (32768–60999 by default): a port the kernel
+ * picks for `listen(0)` is also what it picks for outgoing connections, so between our probe
+ * and the real bind a client socket (thousands in a drill) could take it.
+ */
+const PORT_LOW = 20_000;
+const PORT_HIGH = 32_767;
+const handedOut = new Set<number>();
+
+function canBind(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const srv = createServer();
     srv.unref();
-    srv.on("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const addr = srv.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      srv.close(() => (port ? resolve(port) : reject(new Error("no port assigned"))));
-    });
+    srv.once("error", () => resolve(false));
+    srv.listen(port, "127.0.0.1", () => srv.close(() => resolve(true)));
   });
+}
+
+/** A loopback TCP port nothing listens on now, not handed out before by this process. */
+export async function freePort(): Promise<number> {
+  for (let tries = 0; tries < 200; tries++) {
+    const port = PORT_LOW + Math.floor(Math.random() * (PORT_HIGH - PORT_LOW + 1));
+    if (handedOut.has(port)) continue;
+    if (await canBind(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error(`no free loopback port in ${PORT_LOW}-${PORT_HIGH} after 200 tries`);
 }
 
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
