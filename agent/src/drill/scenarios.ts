@@ -82,7 +82,7 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     tier: "L2",
     title: "standby AZ at zero, every GPU of one active AZ lost: the leader wakes the standby",
     quick: true,
-    repeat: { full: 1, quick: 1 },
+    repeat: { full: 3, quick: 1 },
     needsFleet: true,
     targets: { wakeDecisionMs: 10_000 },
   },
