@@ -85,4 +85,30 @@ describe("HAProxy agent-check with a real HAProxy", () => {
     expect(r.status).toBe(200);
     expect(await r.json()).toMatchObject({ az: "az-a" });
   });
+
+  it("replays a request a server refused with 404 (model unloaded) or 503 (loading) on another server", async () => {
+    // A second proxy over the same two servers whose agents it cannot reach (counts for nothing):
+    // both stay in rotation, so the refusing server keeps getting requests — as in the ~0.3 s
+    // before an agent takes it out.
+    const noAgent = await freePort();
+    const quiet = (n: SimNode): HaproxyStaticServer => ({ ...srv(n), agentPort: noAgent });
+    const bind2 = `127.0.0.1:${await freePort()}`;
+    const hp2 = await startHaproxy({ proxies: [{ name: "raw", bind: bind2, health: "agent", servers: { kind: "static", local: [quiet(a), quiet(b)], backup: [] } }] });
+    const complete = async (model = "llm-ha/test-model") =>
+      (await fetch(`http://${bind2}/v1/completions`, { method: "POST", body: JSON.stringify({ model, prompt: "x", max_tokens: 1 }) })).status;
+    try {
+      await waitFor("both UP", async () => (await hp2.stats()).filter((r) => r.proxy === "raw_servers" && r.status === "UP").length === 2, { timeoutMs: 15_000, everyMs: 100 });
+      for (const mode of ["unloaded", "loading503"] as const) {
+        await a.setMode(mode);
+        const codes = await Promise.all(Array.from({ length: 16 }, () => complete()));
+        expect(codes.filter((c) => c !== 200), mode).toEqual([]);
+        await a.setMode("ready");
+      }
+      // a model no server has: the client gets the 404 (after the retries)
+      expect(await complete("no-such-model")).toBe(404);
+    } finally {
+      await a.setMode("ready");
+      await hp2.stop();
+    }
+  });
 });

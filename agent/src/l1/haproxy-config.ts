@@ -235,7 +235,11 @@ export function renderHaproxyConfig(args: HaproxyConfigArgs): string {
     out.push(`  retries ${t.retries}`, "  option redispatch 1");
     if (p.health === "agent") {
       // Replays a request whose server died under it (crash mid-request): zero failed requests.
-      out.push("  retry-on conn-failure empty-response junk-response 0rtt-rejected", "  option http-buffer-request");
+      // 404 and 503 too: a server whose model was unloaded (404 "model not found") or that is
+      // loading (503) did not serve the request; another server can, in the agent's ~0.3 s
+      // before the node leaves rotation. A client asking for a model no server has gets its
+      // 404 after the retries (each a cheap refusal).
+      out.push("  retry-on conn-failure empty-response junk-response 0rtt-rejected 404 503", "  option http-buffer-request");
     } else {
       out.push("  option httpchk GET /health");
     }
