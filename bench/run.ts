@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every measured figure as one JSON document on stdout (progress on
- * stderr). `--quick` runs few trials; `--only l1|fleet`; `--out FILE` also writes it.
+ * stderr). `--quick` runs few trials; `--only l1|fleet|standby`; `--out FILE` also writes it.
  * Builds the agent first so the overhead figure is the compiled agent the image runs.
  */
 import { execFileSync } from "node:child_process";
@@ -25,6 +25,11 @@ async function main(): Promise<void> {
     log("fleet: takeover times and registry scale");
     const { runFleetBench } = (await import("./fleet.js")) as { runFleetBench: (o: { quick?: boolean }) => Promise<Record<string, unknown>> };
     result.fleet = await runFleetBench({ quick });
+  }
+  if (!only || only === "standby") {
+    log("standby: wake-up of the standby AZ on the drill's real pieces");
+    const { runStandbyBench } = await import("./standby.js");
+    result.standby = await runStandbyBench({ runs: quick ? 2 : 5, log });
   }
   result.finishedAt = new Date().toISOString();
   const text = JSON.stringify(result, null, 2) + "\n";

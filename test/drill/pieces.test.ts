@@ -46,6 +46,7 @@ describe("scenario table", () => {
   it("selects by name and refuses an unknown one", () => {
     expect(selectScenarios({ scenario: "wedged,az-loss", quick: false }).map((p) => p.spec.name)).toEqual(["wedged", "az-loss"]);
     expect(() => selectScenarios({ scenario: "meteor", quick: false })).toThrow(UnknownScenarioError);
+    expect(selectScenarios({ scenario: "standby-wake", quick: false, runs: 7 })[0].runs).toBe(7);
   });
   it("carries DESIGN.md's L1 targets", () => {
     const t = (n: string) => SCENARIOS.find((s) => s.name === n)!.targets;

@@ -32,6 +32,7 @@ ifurlup), N simulated GPU nodes with real agents, steady client traffic, and a f
   --json FILE             write every figure as JSON
   --out DIR               logs and timeline.svg (default: a new folder under the system tmp)
   --nodes N               simulated GPU nodes (default 6; at least 4)
+  --runs N                runs of each selected scenario (default: its own count, e.g. crash ×5)
   --help                  this text
 `;
 
@@ -49,6 +50,8 @@ export interface DrillArgs {
   json?: string;
   out?: string;
   nodes: number;
+  /** Runs of each selected scenario instead of its own count. */
+  runs?: number;
   help: boolean;
 }
 
@@ -84,6 +87,12 @@ export function parseDrillArgs(argv: readonly string[]): DrillArgs {
         a.nodes = n;
         break;
       }
+      case "--runs": {
+        const n = Number(value());
+        if (!Number.isInteger(n) || n < 1 || n > 50) throw new DrillUsageError("--runs must be an integer from 1 to 50");
+        a.runs = n;
+        break;
+      }
       case "--help":
       case "-h":
         a.help = true;
@@ -114,7 +123,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   const t0 = Date.now();
   const now = (): number => Date.now() - t0;
   const progress = (line: string): void => io.err(`[drill ${(now() / 1000).toFixed(1).padStart(6)}s] ${line}\n`);
-  const plan = selectScenarios({ scenario: args.scenario, quick: args.quick });
+  const plan = selectScenarios({ scenario: args.scenario, quick: args.quick, runs: args.runs });
   const outDir = resolve(args.out ?? mkdtempSync(join(tmpdir(), "llmha-drill-")));
   mkdirSync(outDir, { recursive: true });
   const stops: (() => Promise<void>)[] = [];
