@@ -1,3 +1,5 @@
+import * as http from "node:http";
+import * as https from "node:https";
 import type { InferenceKind } from "../config/spec";
 import type { EngineObservation, ModelObservation } from "./signals";
 
@@ -24,24 +26,57 @@ export async function request(url: string, timeoutMs: number, body?: unknown, si
   return first;
 }
 
-async function requestOnce(url: string, timeoutMs: number, body?: unknown, signal?: AbortSignal): Promise<HttpAnswer | Fail> {
-  const signals = [AbortSignal.timeout(timeoutMs)];
-  if (signal) signals.push(signal);
-  try {
-    const res = await fetch(url, {
-      method: body === undefined ? "GET" : "POST",
-      headers: body === undefined ? undefined : { "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.any(signals),
+/**
+ * Pooled keep-alive connections through `node:http` rather than `fetch`: the agent sends a
+ * few requests every period for the life of the node, and undici's machinery costs more
+ * CPU and memory per request than this does (agent overhead budget).
+ */
+const POOLS = {
+  "http:": new http.Agent({ keepAlive: true, maxSockets: 8, maxFreeSockets: 4 }),
+  "https:": new https.Agent({ keepAlive: true, maxSockets: 8, maxFreeSockets: 4 }),
+} as const;
+
+function requestOnce(url: string, timeoutMs: number, body?: unknown, signal?: AbortSignal): Promise<HttpAnswer | Fail> {
+  return new Promise((resolve) => {
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      resolve({ kind: "error", detail: `${url}: not a URL` });
+      return;
+    }
+    const pool = u.protocol === "https:" ? POOLS["https:"] : POOLS["http:"];
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    let req: http.ClientRequest | null = null;
+    let settled = false;
+    const finish = (a: HttpAnswer | Fail): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve(a);
+    };
+    const giveUp = (): void => {
+      finish({ kind: "timeout", detail: `no answer from ${url} within ${timeoutMs} ms` });
+      req?.destroy();
+    };
+    const onAbort = (): void => giveUp();
+    const timer = setTimeout(giveUp, timeoutMs);
+    if (signal?.aborted) return giveUp();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    const headers: http.OutgoingHttpHeaders = payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
+    req = (u.protocol === "https:" ? https : http).request(u, { method: payload === undefined ? "GET" : "POST", agent: pool, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => finish({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+      res.on("error", (e: NodeJS.ErrnoException) => finish({ kind: "error", detail: `${url}: ${e.code ?? e.message}` }));
     });
-    return { status: res.status, text: await res.text() };
-  } catch (e) {
-    const err = e as Error & { cause?: { code?: string; message?: string } };
-    if (err.name === "TimeoutError" || err.name === "AbortError") return { kind: "timeout", detail: `no answer from ${url} within ${timeoutMs} ms` };
-    const code = err.cause?.code;
-    if (code === "ECONNREFUSED") return { kind: "refused", detail: `connection refused: ${url}` };
-    return { kind: "error", detail: `${url}: ${code ?? err.cause?.message ?? err.message}` };
-  }
+    req.on("error", (e: NodeJS.ErrnoException) => {
+      if (e.code === "ECONNREFUSED") finish({ kind: "refused", detail: `connection refused: ${url}` });
+      else finish({ kind: "error", detail: `${url}: ${e.code ?? e.message}` });
+    });
+    req.end(payload);
+  });
 }
 
 function isFail(a: HttpAnswer | Fail): a is Fail {
