@@ -135,6 +135,7 @@ export async function runL1Bench(o: L1Options = {}): Promise<Record<string, unkn
       const out: Record<ProxyName, (number | null)[]> = { inference: [], baseline_default: [], baseline_tuned: [] };
       const from = clock();
       const sentBefore = { ...timeline.sent };
+      const afterThreshold: (number | null)[] = [];
       for (let t = 0; t < trials; t++) {
         await sleep(300 + Math.random() * 700); // de-phase from the check periods
         const t0 = performance.now();
@@ -144,7 +145,12 @@ export async function runL1Bench(o: L1Options = {}): Promise<Record<string, unkn
           if (seen.readyz === null) {
             // A slow engine is DEGRADED (serves at lower weight): detection is the status change.
             const r = f === "slow" ? await a.agentGet("/status").catch(() => null) : await a.agentGet("/readyz").catch(() => null);
-            if (r && (f === "slow" ? r.body.status !== "HEALTHY" : r.status === 503)) seen.readyz = performance.now() - t0;
+            if (r && (f === "slow" ? r.body.status !== "HEALTHY" : r.status === 503)) {
+              seen.readyz = performance.now() - t0;
+              // The probe that tripped it, as the agent saw it: how long past the threshold it had run.
+              const inFlight = (r.body as { probe?: { inFlightMs?: number | null } }).probe?.inFlightMs;
+              if (f === "slow") afterThreshold.push(typeof inFlight === "number" ? inFlight - Number(AGENT_ENV.LLMHA_PROBE_LATENCY_MS) : null);
+            }
           }
           for (const p of PROXIES) if (seen[p] === null && (await serverOut(h, p, "gpu-a", f === "slow"))) seen[p] = performance.now() - t0;
           const baselinesCanSee = f === "crash";
@@ -161,11 +167,12 @@ export async function runL1Bench(o: L1Options = {}): Promise<Record<string, unkn
       results[f] = {
         /** Fault → agent /readyz 503 (slow: → /status not HEALTHY). */
         detectMs: pct(readyz),
+        ...(f === "slow" ? { detectAfterThresholdMs: pct(afterThreshold) } : {}),
         haproxyOutMs: { agent: pct(out.inference), baselineDefault: pct(out.baseline_default), baselineTuned: pct(out.baseline_tuned) },
         failedRequests: { agent: c.failed.inference, baselineDefault: c.failed.baseline_default, baselineTuned: c.failed.baseline_tuned },
         requestsSent: c.sent,
       };
-      log(`l1 ${f}: readyz p50 ${pct(readyz).p50} ms, HAProxy out p50 ${pct(out.inference).p50} ms (baseline tuned ${pct(out.baseline_tuned).p50 ?? "never"}), failed ${c.failed.inference}/${c.failed.baseline_default}/${c.failed.baseline_tuned}`);
+      log(`l1 ${f}: readyz p50 ${pct(readyz).p50} ms${f === "slow" ? ` (${pct(afterThreshold).p50} ms after the probe passed the threshold)` : ""}, HAProxy out p50 ${pct(out.inference).p50} ms (baseline tuned ${pct(out.baseline_tuned).p50 ?? "never"}), failed ${c.failed.inference}/${c.failed.baseline_default}/${c.failed.baseline_tuned}`);
     }
     await traffic.stop();
     traffic = null;

@@ -177,14 +177,13 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     this.signals.probeInFlightSince = null;
   }
 
-  /** One probe at a time; a probe still running past the threshold is reported as over it. */
+  /**
+   * One probe at a time; a probe still running past the threshold is reported as over it —
+   * at the threshold and then every `period / fall` while it runs, so `fall` results are in
+   * within one period after the threshold is passed (latency creep acts within one period).
+   */
   private async runProbe(): Promise<void> {
-    const since = this.signals.probeInFlightSince;
-    if (since != null) {
-      const elapsed = this.clock() - since;
-      if (elapsed >= this.cfg.probeLatencyMs) this.setProbe({ kind: "in-flight", elapsedMs: elapsed });
-      return;
-    }
+    if (this.signals.probeInFlightSince != null) return;
     if (this.signals.model?.value.kind !== "ready") return;
     const req = this.adapter.probe(this.cfg.inferenceUrl, this.servedModel, this.cfg.probeMaxTokens);
     if (!req) return;
@@ -198,7 +197,12 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
       this.probeTimers.push(t);
     };
     // Act within one period of the threshold being passed, not when the probe returns.
-    at(this.cfg.probeLatencyMs, () => this.setProbe({ kind: "in-flight", elapsedMs: this.clock() - started }));
+    const step = Math.max(50, Math.floor(this.cfg.intervalMs / this.cfg.fall));
+    const overdue = (): void => {
+      this.setProbe({ kind: "in-flight", elapsedMs: this.clock() - started });
+      at(step, overdue);
+    };
+    at(this.cfg.probeLatencyMs, overdue);
     if (this.cfg.wedgeMs < this.cfg.probeLatencyMs) at(this.cfg.wedgeMs, () => this.evaluateNow());
     void (async () => {
       const r = await request(req.url, this.cfg.probeTimeoutMs, req.body, abort.signal);

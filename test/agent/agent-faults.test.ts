@@ -131,12 +131,23 @@ describe("agent process: faults → /readyz and agent-check → recovery through
     await recovered();
   });
 
-  it("a slow engine (latency creep) → DEGRADED", async () => {
+  it("a slow engine (latency creep) → DEGRADED within one period of the probe passing the threshold", async () => {
     await node.setMode({ mode: "slow", slowMs: 1500 });
+    let pastThresholdMs: number | null = null;
     await waitFor("DEGRADED by PROBE_SLOW", async () => {
+      const st = await node.agentGet("/status");
+      if (st.body.status === "DEGRADED" && pastThresholdMs === null) {
+        // the probe that tripped it, as the agent saw it: how long past the threshold it had run
+        const inFlight = (st.body as { probe?: { inFlightMs?: number | null } }).probe?.inFlightMs;
+        pastThresholdMs = typeof inFlight === "number" ? inFlight - Number(FAST.LLMHA_PROBE_LATENCY_MS) : -1;
+      }
       const s = await look();
       return s.status === "DEGRADED" && s.codes.includes("PROBE_SLOW") && /^up (ready )?50%$/.test(s.reply);
-    }, { timeoutMs: 15_000 });
+    }, { timeoutMs: 15_000, everyMs: 20 });
+    // fall (2) results within one period (250 ms) of the threshold; the poll adds up to ~20 ms (generous bound)
+    expect(pastThresholdMs).not.toBeNull();
+    expect(pastThresholdMs!).toBeGreaterThanOrEqual(0);
+    expect(pastThresholdMs!).toBeLessThan(Number(FAST.LLMHA_INTERVAL_MS) + 150);
     await node.setMode("ready");
     await recovered();
   });
