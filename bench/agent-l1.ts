@@ -94,9 +94,9 @@ export async function runL1Bench(o: L1Options = {}): Promise<Record<string, unkn
   const clockZero = performance.now();
   const clock = (): number => performance.now() - clockZero;
   try {
-    const [a, b] = await Promise.all([
-      SimNode.start({ id: "gpu-a", az: "az-a", dir, env: AGENT_ENV }),
-      SimNode.start({ id: "gpu-b", az: "az-a", dir, env: AGENT_ENV }),
+    const [a, b] = await SimNode.startAll([
+      { id: "gpu-a", az: "az-a", dir, env: AGENT_ENV },
+      { id: "gpu-b", az: "az-a", dir, env: AGENT_ENV },
     ]);
     nodes.push(a, b);
     const srv = (n: SimNode): HaproxyStaticServer => ({ name: n.id, address: "127.0.0.1", port: n.inferencePort, agentPort: n.agentCheckPort, httpPort: n.httpPort });

@@ -24,9 +24,9 @@ let cloud: LocalCloud;
 const ctx = { token: 7, reason: "capacity lost: az-a=DOWN" };
 
 beforeAll(async () => {
-  [active, spare] = await Promise.all([
-    SimNode.start({ id: "gpu-a1", az: "az-a", dir, env: { ...DRILL_AGENT_ENV } }),
-    SimNode.start({ id: "gpu-c1", az: "az-c", dir, env: { ...DRILL_AGENT_ENV }, stopped: true }),
+  [active, spare] = await SimNode.startAll([
+    { id: "gpu-a1", az: "az-a", dir, env: { ...DRILL_AGENT_ENV } },
+    { id: "gpu-c1", az: "az-c", dir, env: { ...DRILL_AGENT_ENV }, stopped: true },
   ]);
   const p = azProxy({ name: "az-a", address: "127.0.0.1" }, await freePort(), [active, spare]);
   backend = backendOf(p.name);

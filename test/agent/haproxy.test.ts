@@ -18,9 +18,9 @@ let bind = "";
 const srv = (n: SimNode): HaproxyStaticServer => ({ name: n.id, address: "127.0.0.1", port: n.inferencePort, agentPort: n.agentCheckPort, httpPort: n.httpPort });
 
 beforeAll(async () => {
-  [a, b] = await Promise.all([
-    SimNode.start({ id: "gpu-a", az: "az-a", dir, env: FAST }),
-    SimNode.start({ id: "gpu-b", az: "az-a", dir, env: FAST }),
+  [a, b] = await SimNode.startAll([
+    { id: "gpu-a", az: "az-a", dir, env: FAST },
+    { id: "gpu-b", az: "az-a", dir, env: FAST },
   ]);
   bind = `127.0.0.1:${await freePort()}`;
   hp = await startHaproxy({ proxies: [{ name: "inference", bind, health: "agent", forwardAzHealth: true, servers: { kind: "static", local: [srv(a), srv(b)], backup: [] } }] });

@@ -86,6 +86,18 @@ export class SimNode {
     this.nvsmi = { gpuCount: opts.gpuCount ?? 8 };
   }
 
+  /** Starts several nodes at once; when one fails, the ones that started are stopped before the error is thrown. */
+  static async startAll(list: readonly SimNodeOptions[]): Promise<SimNode[]> {
+    const settled = await Promise.allSettled(list.map((o) => SimNode.start(o)));
+    const up = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) {
+      await Promise.all(up.map((n) => n.stop()));
+      throw failed.reason;
+    }
+    return up;
+  }
+
   static async start(opts: SimNodeOptions): Promise<SimNode> {
     const n = new SimNode(opts);
     try {
