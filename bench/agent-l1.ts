@@ -32,7 +32,8 @@ export interface Percentiles {
   never: number;
 }
 
-function pct(values: (number | null)[]): Percentiles {
+/** n, p50, p99 and max (rounded ms) of the measured values, and how many never happened. */
+export function pct(values: (number | null)[]): Percentiles {
   const seen = measured(values);
   const at = (p: number): number | null => {
     const q = quantile(seen, p);

@@ -10,7 +10,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runDrill, type DrillReport } from "../agent/src/drill/command";
-import { measured, quantile } from "../agent/src/util/stats";
+import { measured } from "../agent/src/util/stats";
+import { pct } from "./agent-l1";
 
 export async function runStandbyBench(o: { runs: number; log: (l: string) => void }): Promise<Record<string, unknown>> {
   const dir = mkdtempSync(join(tmpdir(), "llmha-bench-standby-"));
@@ -22,11 +23,9 @@ export async function runStandbyBench(o: { runs: number; log: (l: string) => voi
     );
     const report = JSON.parse(readFileSync(json, "utf8")) as DrillReport;
     const runs = report.scenarios.flatMap((s) => s.runs_detail);
-    const pick = (k: string): number[] => measured(runs.map((r) => (typeof r.extra[k] === "number" ? (r.extra[k] as number) : null)));
-    const summary = (k: string) => {
-      const v = pick(k);
-      return { p50: quantile(v, 0.5), max: v.length ? v[v.length - 1] : null, values: v, notMeasured: runs.length - v.length };
-    };
+    const extra = (k: string): (number | null)[] => runs.map((r) => (typeof r.extra[k] === "number" ? (r.extra[k] as number) : null));
+    // The shared summary (n, p50, p99, max, never) plus each run's value, for the docs' table.
+    const summary = (k: string) => ({ ...pct(extra(k)), values: measured(extra(k)) });
     return {
       drillExitCode: code,
       runs: runs.length,

@@ -109,7 +109,10 @@ function stateFor(ratio: number, healthy: number, degradedBelow: number, downBel
   return "OK";
 }
 
-/** Next state of one AZ: worse at once, better only past threshold + hysteresis for `recoverPeriods` evaluations. */
+/**
+ * Next state of one AZ: worse at once, better only past threshold + hysteresis for
+ * `recoverPeriods` evaluations; `firstSeen` and `everOk` carried along (cold start).
+ */
 export function nextAzState(
   prev: AzMemory | undefined,
   healthy: number,
@@ -117,7 +120,19 @@ export function nextAzState(
   s: Pick<ControllerSettings, "degradedBelow" | "downBelow" | "hysteresis" | "recoverPeriods">,
   now: number,
 ): AzMemory {
-  const m = nextState(prev, healthy, total, s, now);
+  const m = ((): AzMemory => {
+    const ratio = total > 0 ? healthy / total : 0;
+    const raw = stateFor(ratio, healthy, s.degradedBelow, s.downBelow);
+    if (!prev) return { state: raw, better: 0, since: now };
+    if (RANK[raw] > RANK[prev.state]) return { state: raw, better: 0, since: now };
+    const up = stateFor(ratio, healthy, s.degradedBelow + s.hysteresis, s.downBelow + s.hysteresis);
+    if (RANK[up] < RANK[prev.state]) {
+      const better = prev.better + 1;
+      if (better >= s.recoverPeriods) return { state: up, better: 0, since: now };
+      return { ...prev, better };
+    }
+    return { ...prev, better: 0 };
+  })();
   return { ...m, firstSeen: prev?.firstSeen ?? now, everOk: (prev?.everOk ?? false) || m.state === "OK" };
 }
 
@@ -125,26 +140,6 @@ export function nextAzState(
 export function isStarting(m: AzMemory | undefined, s: Pick<ControllerSettings, "coldStartGraceMs">, now: number): boolean {
   if (!m || m.everOk) return false;
   return now - (m.firstSeen ?? now) < s.coldStartGraceMs;
-}
-
-function nextState(
-  prev: AzMemory | undefined,
-  healthy: number,
-  total: number,
-  s: Pick<ControllerSettings, "degradedBelow" | "downBelow" | "hysteresis" | "recoverPeriods">,
-  now: number,
-): AzMemory {
-  const ratio = total > 0 ? healthy / total : 0;
-  const raw = stateFor(ratio, healthy, s.degradedBelow, s.downBelow);
-  if (!prev) return { state: raw, better: 0, since: now };
-  if (RANK[raw] > RANK[prev.state]) return { state: raw, better: 0, since: now };
-  const up = stateFor(ratio, healthy, s.degradedBelow + s.hysteresis, s.downBelow + s.hysteresis);
-  if (RANK[up] < RANK[prev.state]) {
-    const better = prev.better + 1;
-    if (better >= s.recoverPeriods) return { state: up, better: 0, since: now };
-    return { ...prev, better };
-  }
-  return { ...prev, better: 0 };
 }
 
 export interface Tier {
