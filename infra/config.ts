@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
-import { cronProblem } from "./cron";
-import { DEFAULT_ALERT_THRESHOLDS, thresholdProblems, type AlertThresholds } from "./observability/alerts";
-import { LOAD_BALANCER_ARN } from "../agent/src/actuators/arn";
+import { cronProblem } from "../contracts/cron";
+import { DEFAULT_ALERT_THRESHOLDS, thresholdProblems, type AlertThresholds } from "./observability/thresholds";
+import { LOAD_BALANCER_ARN } from "../contracts/arn";
 import { Problems } from "./problems";
 
 /** GPU classes llm-ha knows, with the instance type and GPU count of each. */

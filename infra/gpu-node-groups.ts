@@ -1,18 +1,10 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig } from "./config";
+import { GPU_TAINT, LABELS } from "./names";
 import { Problems } from "./problems";
 
-/** Node labels the workloads select on. */
-export const LABELS = Object.freeze({
-  gpuClass: "llm-ha.io/gpu-class",
-  az: "llm-ha.io/az",
-  azRole: "llm-ha.io/az-role",
-  zone: "topology.kubernetes.io/zone",
-});
 
-/** The taint that keeps everything but GPU workloads off GPU nodes. */
-export const GPU_TAINT = Object.freeze({ key: "nvidia.com/gpu", value: "true", effect: "NoSchedule" });
 
 export interface GpuNodeGroupsArgs {
   /** EKS cluster name. Required. */

@@ -9,8 +9,9 @@ import { Network } from "./network";
 import { Observability } from "./observability";
 import { Redis } from "./redis";
 import { StandbySchedule } from "./standby-schedule";
-import { Workloads, WORKLOADS_NAMESPACE, type WorkloadsArgs } from "./workloads";
+import { Workloads, type WorkloadsArgs } from "./workloads";
 import { AGENT_SERVICE_ACCOUNT } from "./workloads/agent";
+import { WORKLOADS_NAMESPACE } from "./names";
 
 /** What `pulumi stack output` shows. */
 export interface StackOutputs {

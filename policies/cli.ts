@@ -4,7 +4,7 @@
 // is mandatory, as `pulumi preview --policy-pack policies` would fail.
 import * as fs from "node:fs";
 import { parseArgs } from "node:util";
-import { captureStack, type Env } from "../test/infra/harness";
+import { captureStack, type Env } from "../infra/capture";
 import { policies } from "./all";
 import { PolicyConfigError, runPolicies, type PackConfig, type Violation } from "./runner";
 

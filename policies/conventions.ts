@@ -37,7 +37,7 @@ export function azRole(props: Props): AzRole | undefined {
 /**
  * The resource of `type` that `ref` (an id, ARN or name another resource was given) points at.
  * The engine records property dependencies, which settle it; Pulumi's mocks record none, and
- * the infra harness (test/infra/harness.ts) hands out ids as `<name>-id`, so those match too.
+ * the infra harness (infra/capture.ts) hands out ids as `<name>-id`, so those match too.
  */
 export function findReferenced(
   resources: readonly PolicyResource[],

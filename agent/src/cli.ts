@@ -1,13 +1,11 @@
 import { ConfigError, helpText, loadConfig } from "./config/load";
 import { runAgent, StartupError } from "./main";
 
-const USAGE = `llm-ha — keeps LLM inference on GPUs answering when a GPU, a node, a zone or a dependency fails
+export const USAGE = `llm-ha — keeps LLM inference on GPUs answering when a GPU, a node, a zone or a dependency fails
 
 Usage:
   llm-ha agent [flags]     run the health agent on a GPU node (llm-ha agent --help for every flag)
-  llm-ha drill [flags]     run the local drill: real Redis, HAProxy, PowerDNS and a fault matrix
   llm-ha status [flags]    show the fleet from Redis (--watch, --json)
-  llm-ha cost --stack ENV  GPU hours and money per month, with and without the standby schedule
   llm-ha help              this text
 `;
 
@@ -44,38 +42,31 @@ async function agentCommand(argv: string[]): Promise<number> {
   return -1; // keep running
 }
 
-export async function main(argv: string[]): Promise<number> {
+/** The image's commands; a checkout's `lab/cli.ts` adds the drill and the operator tools. */
+export async function main(argv: string[], usage = USAGE): Promise<number> {
   const [cmd, ...rest] = argv;
   switch (cmd) {
     case "agent":
       return agentCommand(rest);
-    case "drill": {
-      const { drillCommand } = await import("./drill/command.js");
-      return drillCommand(rest);
-    }
     case "status": {
       const { statusCommand } = await import("./status/command.js");
       return statusCommand(rest);
-    }
-    case "cost": {
-      const { costCommand } = await import("./cost/command.js");
-      return costCommand(rest);
     }
     case undefined:
     case "help":
     case "--help":
     case "-h":
-      process.stdout.write(USAGE);
+      process.stdout.write(usage);
       return 0;
     default:
-      process.stderr.write(`llm-ha: unknown command ${JSON.stringify(cmd)}\n\n${USAGE}`);
+      process.stderr.write(`llm-ha: unknown command ${JSON.stringify(cmd)}\n\n${usage}`);
       return 2;
   }
 }
 
 /** Runs the CLI as a process: exit code from `main`, -1 keeps running (the agent). */
-export function run(argv: string[]): void {
-  main(argv).then(
+export function run(argv: string[], entry: (argv: string[]) => Promise<number> = main): void {
+  entry(argv).then(
     (code) => {
       if (code >= 0) process.exitCode = code;
     },

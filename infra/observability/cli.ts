@@ -7,12 +7,14 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { WORKLOADS_NAMESPACE } from "../workloads";
 import { alertRuleGroups } from "./alerts";
 import { buildDashboard } from "./dashboard";
 import { DASHBOARD_FILE, dashboardConfigMap, dashboardText, podMonitors, prometheusRule, RULES_FILE, rulesConfigMap, rulesFileText } from "./manifests";
+import { WORKLOADS_NAMESPACE } from "../names";
 
 export const KUBERNETES_FILE = "kubernetes.json";
+/** Where the repository keeps the files for the defaults (a test keeps them current). */
+export const GENERATED_DIR = join(__dirname, "generated");
 
 export interface ObservabilityFiles {
   [RULES_FILE]: string;
@@ -20,7 +22,7 @@ export interface ObservabilityFiles {
   [KUBERNETES_FILE]: string;
 }
 
-/** The files' contents; `observability/` in the repository holds them for the defaults. */
+/** The files' contents; `infra/observability/generated/` holds them for the defaults. */
 export function observabilityFiles(o: { cluster: string; namespace: string }): ObservabilityFiles {
   const groups = alertRuleGroups();
   const dashboard = buildDashboard();
@@ -45,10 +47,10 @@ function main(argv: string[]): number {
     return 2;
   }
   if (values.help) {
-    process.stdout.write("usage: npm run observability -- [--out DIR (default observability)] [--cluster NAME (default default)] [--namespace NS (default llm-ha)]\n");
+    process.stdout.write("usage: npm run observability -- [--out DIR (default infra/observability/generated)] [--cluster NAME (default default)] [--namespace NS (default llm-ha)]\n");
     return 0;
   }
-  const out = resolve(values.out ?? "observability");
+  const out = values.out === undefined ? GENERATED_DIR : resolve(values.out);
   mkdirSync(out, { recursive: true });
   const files = observabilityFiles({ cluster: values.cluster ?? "default", namespace: values.namespace ?? WORKLOADS_NAMESPACE });
   for (const [name, text] of Object.entries(files)) {

@@ -3,8 +3,8 @@
  * in code from the agent's and HAProxy's real series (a test scrapes both and checks every
  * name), rows top to bottom from "is anything wrong" to per-GPU detail.
  */
-import { DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from "./alerts";
 import { DS, dashboardRows, type PanelSpec } from "./panels";
+import { DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from "./thresholds";
 
 export interface DashboardTarget {
   refId: string;

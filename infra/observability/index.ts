@@ -1,10 +1,11 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { Problems } from "../problems";
-import { WORKLOADS_NAMESPACE } from "../workloads";
-import { alertNames, alertRuleGroups, thresholdProblems, DEFAULT_ALERT_THRESHOLDS, type AlertThresholds } from "./alerts";
+import { alertNames, alertRuleGroups } from "./alerts";
 import { buildDashboard } from "./dashboard";
 import { dashboardConfigMap, podMonitors, prometheusRule, rulesConfigMap } from "./manifests";
+import { DEFAULT_ALERT_THRESHOLDS, thresholdProblems, type AlertThresholds } from "./thresholds";
+import { WORKLOADS_NAMESPACE } from "../names";
 
 export interface ObservabilityArgs {
   /** Kubernetes provider of the cluster. Required. */

@@ -3,10 +3,10 @@
  * the agents and the L1 proxies, the alert rules (PrometheusRule and a plain ConfigMap)
  * and the Grafana dashboard ConfigMap the Grafana sidecar picks up.
  */
-import { LABELS } from "../gpu-node-groups";
-import { APP, type ConfigMap } from "../workloads/common";
+import { type ConfigMap } from "../workloads/common";
 import { type RuleGroup } from "./alerts";
 import { DASHBOARD_UID, type Dashboard } from "./dashboard";
+import { APP, LABELS } from "../names";
 
 /** Label Grafana's dashboard sidecar watches (kube-prometheus-stack's default). */
 export const GRAFANA_DASHBOARD_LABEL = Object.freeze({ grafana_dashboard: "1" });

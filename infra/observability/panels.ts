@@ -3,8 +3,9 @@
  * HAProxy's real series (a test scrapes both and checks every name). `dashboard.ts`
  * lays the rows out and adds the variables.
  */
-import { L1_BACKEND } from "../workloads/l1-proxy";
-import { fromLeader, type AlertThresholds } from "./alerts";
+import { fromLeader } from "./alerts";
+import { type AlertThresholds } from "./thresholds";
+import { L1_BACKEND } from "../../contracts/names";
 
 /** The data source variable every panel and query uses. */
 export const DS = { type: "prometheus" as const, uid: "${datasource}" };

@@ -1,6 +1,8 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig } from "../config";
-import { APP, appLabels, DaemonSet, GPU_TOLERATION, gpuNodeSelector, objectName, PORTS } from "./common";
+import { appLabels, DaemonSet, GPU_TOLERATION, gpuNodeSelector, objectName } from "./common";
+import { PORTS } from "../../contracts/names";
+import { APP } from "../names";
 
 /** The agents' ServiceAccount: IRSA binds the actuator's IAM role to it. */
 export const AGENT_SERVICE_ACCOUNT = "llm-ha-agent";

@@ -1,5 +1,5 @@
 import * as k8s from "@pulumi/kubernetes";
-import { GPU_TAINT, LABELS } from "../gpu-node-groups";
+import { GPU_TAINT, LABELS } from "../names";
 
 export type Deployment = k8s.types.input.apps.v1.Deployment;
 export type DaemonSet = k8s.types.input.apps.v1.DaemonSet;
@@ -7,11 +7,7 @@ export type Service = k8s.types.input.core.v1.Service;
 export type PodDisruptionBudget = k8s.types.input.policy.v1.PodDisruptionBudget;
 export type ConfigMap = k8s.types.input.core.v1.ConfigMap;
 
-/** Ports the agent and the inference server listen on, on the node's own IP (hostNetwork). */
-export const PORTS = Object.freeze({ inference: 8000, agentHttp: 9400, agentCheck: 9401, l1: 8080, l1Monitor: 8404 });
 
-/** `app.kubernetes.io/name` of each workload. */
-export const APP = Object.freeze({ inference: "inference", agent: "llm-ha-agent", l1: "l1-proxy", devicePlugin: "nvidia-device-plugin" });
 
 export const GPU_TOLERATION = Object.freeze({ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect });
 

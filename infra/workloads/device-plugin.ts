@@ -1,5 +1,5 @@
-import { LABELS } from "../gpu-node-groups";
-import { APP, DaemonSet, GPU_TOLERATION } from "./common";
+import { DaemonSet, GPU_TOLERATION } from "./common";
+import { APP, LABELS } from "../names";
 
 /** Image of the NVIDIA device plugin, which the EKS NVIDIA AMI does not ship. */
 export const DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.17.1";

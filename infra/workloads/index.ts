@@ -1,12 +1,15 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig } from "../config";
+import { WORKLOADS_NAMESPACE } from "../names";
 import { Problems } from "../problems";
 import { AGENT_SERVICE_ACCOUNT, agentDaemonSet, type AgentActuatorEnv } from "./agent";
-import { APP, objectName, PORTS } from "./common";
+import { objectName } from "./common";
 import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
 import { inferenceHeadlessService, inferenceManifests } from "./inference";
 import { l1ProxyManifests } from "./l1-proxy";
+import { PORTS } from "../../contracts/names";
+import { APP } from "../names";
 
 export interface WorkloadsArgs {
   /** Kubernetes provider of the cluster. Required. */
@@ -41,8 +44,6 @@ export interface WorkloadsArgs {
   agentActuator?: AgentActuatorEnv & { roleArn: pulumi.Input<string> };
 }
 
-/** Namespace of everything but the device plugin, unless `namespace` says otherwise. */
-export const WORKLOADS_NAMESPACE = "llm-ha";
 
 /** NLB name of one AZ: at most 32 characters, unique per cluster and AZ. */
 export function nlbName(clusterName: string, az: string): string {

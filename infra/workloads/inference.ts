@@ -1,6 +1,7 @@
 import { GpuClassConfig } from "../config";
-import { LABELS } from "../gpu-node-groups";
-import { APP, appLabels, Deployment, GPU_TOLERATION, gpuNodeSelector, objectName, onePodAtATime, PodDisruptionBudget, PORTS, Service } from "./common";
+import { appLabels, Deployment, GPU_TOLERATION, gpuNodeSelector, objectName, onePodAtATime, PodDisruptionBudget, Service } from "./common";
+import { PORTS } from "../../contracts/names";
+import { APP, LABELS } from "../names";
 
 export interface InferenceSpec {
   namespace: string;

@@ -1,8 +1,9 @@
 import * as crypto from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
-import { HaproxyDnsGroup, renderHaproxyConfig } from "../../agent/src/l1/haproxy-config";
-import { LABELS } from "../gpu-node-groups";
-import { APP, appLabels, ConfigMap, Deployment, objectName, onePodAtATime, PodDisruptionBudget, PORTS, Service } from "./common";
+import { HaproxyDnsGroup, renderHaproxyConfig } from "../../contracts/haproxy-config";
+import { appLabels, ConfigMap, Deployment, objectName, onePodAtATime, PodDisruptionBudget, Service } from "./common";
+import { L1_PROXY_NAME, PORTS } from "../../contracts/names";
+import { APP, LABELS } from "../names";
 
 export interface L1ProxySpec {
   namespace: string;
@@ -22,10 +23,6 @@ export interface L1ProxySpec {
   zonalShift: boolean;
 }
 
-/** Frontend name of the L1 proxy; HAProxy's exporter labels its backend `proxy="inference_servers"`. */
-export const L1_PROXY_NAME = "inference";
-/** The backend whose responses the L1 alerts and dashboard count. */
-export const L1_BACKEND = `${L1_PROXY_NAME}_servers`;
 
 /** A headless Service's group of servers in HAProxy's `server-template`. */
 export function dnsGroup(namespace: string, az: string, slots: number): HaproxyDnsGroup {

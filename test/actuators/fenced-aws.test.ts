@@ -5,7 +5,7 @@ import { Registry } from "prom-client";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { AwsActuator } from "../../agent/src/actuators/aws";
 import { ActuatorMetrics, FencedActuator } from "../../agent/src/actuators/gate";
-import { startRedisServer, type RedisServerHandle } from "../../agent/src/engines/redis-server";
+import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
 import { RedisKeys } from "../../agent/src/redis/keys";
 import { LeaderLease } from "../../agent/src/redis/lease";

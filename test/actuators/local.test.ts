@@ -8,11 +8,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalActuator } from "../../agent/src/actuators/local";
-import { LocalCloud } from "../../agent/src/drill/local-cloud";
-import { DRILL_AGENT_ENV } from "../../agent/src/drill/settings";
-import { azProxy, backendOf } from "../../agent/src/drill/stack";
-import { startHaproxy, type HaproxyHandle } from "../../agent/src/engines/haproxy";
-import { SimNode } from "../../agent/src/sim/sim-node";
+import { LocalCloud } from "../../lab/drill/local-cloud";
+import { DRILL_AGENT_ENV } from "../../lab/drill/settings";
+import { azProxy, backendOf } from "../../lab/drill/stack";
+import { startHaproxy, type HaproxyHandle } from "../../lab/engines/haproxy";
+import { SimNode } from "../../lab/sim/sim-node";
 import { freePort, waitFor } from "../../agent/src/util/net";
 
 const dir = mkdtempSync(join(tmpdir(), "llmha-local-actuator-"));

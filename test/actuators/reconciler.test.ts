@@ -10,7 +10,7 @@ import { Reconciler } from "../../agent/src/actuators/reconciler";
 import type { ActionContext, ActionName, ActionResult, Actuator, ShiftContext } from "../../agent/src/actuators/types";
 import { FleetMetrics } from "../../agent/src/controller/metrics";
 import type { Evaluation } from "../../agent/src/controller/state";
-import { startRedisServer, type RedisServerHandle } from "../../agent/src/engines/redis-server";
+import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
 import { FencedWriter } from "../../agent/src/redis/fenced";
 import { RedisKeys } from "../../agent/src/redis/keys";

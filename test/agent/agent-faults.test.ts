@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SimNode } from "../../agent/src/sim/sim-node";
-import type { NvsmiFault } from "../../agent/src/sim/nvsmi-state";
-import type { FakeInferenceMode } from "../../agent/src/sim/fake-inference";
+import { SimNode } from "../../lab/sim/sim-node";
+import type { NvsmiFault } from "../../lab/sim/nvsmi-state";
+import type { FakeInferenceMode } from "../../lab/sim/fake-inference";
 import { waitFor } from "../../agent/src/util/net";
 
 /**

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { GPU_FIELDS, GpuSource, parseGpuCsv } from "../../agent/src/sources/gpu";
 import { parseXidLine, XidReader, FATAL_XIDS } from "../../agent/src/sources/xid";
-import { FAKE_NVIDIA_SMI_PATH, NVSMI_FAULTS, writeNvsmiState, type NvsmiFault } from "../../agent/src/sim/nvsmi-state";
+import { FAKE_NVIDIA_SMI_PATH, NVSMI_FAULTS, writeNvsmiState, type NvsmiFault } from "../../lab/sim/nvsmi-state";
 
 const dir = mkdtempSync(join(tmpdir(), "llmha-gpu-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkHaproxyConfig, startHaproxy, type HaproxyHandle, type HaproxyServerStat } from "../../agent/src/engines/haproxy";
-import { renderHaproxyConfig, type HaproxyStaticServer } from "../../agent/src/l1/haproxy-config";
-import { SimNode } from "../../agent/src/sim/sim-node";
+import { checkHaproxyConfig, startHaproxy, type HaproxyHandle, type HaproxyServerStat } from "../../lab/engines/haproxy";
+import { renderHaproxyConfig, type HaproxyStaticServer } from "../../contracts/haproxy-config";
+import { SimNode } from "../../lab/sim/sim-node";
 import { freePort, waitFor } from "../../agent/src/util/net";
 
 /** A real HAProxy with `agent-check agent-inter 500ms` in front of two real agents. */

@@ -1,7 +1,7 @@
 import { Registry as PromRegistry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Fleet } from "../../agent/src/controller/fleet";
-import { startRedisServer, type RedisServerHandle } from "../../agent/src/engines/redis-server";
+import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import type { NodeReport } from "../../agent/src/redis/registry";
 import type { Decision, Reason } from "../../agent/src/types";
 import { waitFor } from "../../agent/src/util/net";

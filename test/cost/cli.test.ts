@@ -4,7 +4,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import type { CostReport } from "../../agent/src/cost/estimate";
+import type { CostReport } from "../../infra/cost/estimate";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "..", "..");
@@ -12,7 +12,7 @@ const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
 
 async function cost(args: string[], cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(TSX, [path.join(ROOT, "agent/src/cli.ts"), "cost", ...args], { cwd });
+    const { stdout, stderr } = await run(TSX, [path.join(ROOT, "lab/cli.ts"), "cost", ...args], { cwd });
     return { code: 0, stdout, stderr };
   } catch (e) {
     const err = e as { code: number; stdout: string; stderr: string };
@@ -104,7 +104,7 @@ describe("llm-ha cost", () => {
     expect(code).toBe(2);
     expect(stderr).toBe(
       "llm-ha cost: no On-Demand price for g6e.48xlarge in us-east-1 (llm-ha:gpuClasses[0], class a100); " +
-        "add it to agent/src/cost/prices.json or pass --price g6e.48xlarge=USD_PER_HOUR\n",
+        "add it to infra/cost/prices.json or pass --price g6e.48xlarge=USD_PER_HOUR\n",
     );
   });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { cronMatches, cronProblem, parseCron } from "../../infra/cron";
+import { cronMatches, cronProblem, parseCron } from "../../contracts/cron";
 import { isCron } from "../../infra/config";
-import { monthOf, standbyHours } from "../../agent/src/cost/schedule";
+import { monthOf, standbyHours } from "../../infra/cost/schedule";
 
 const at = (minute: number, hour: number, day: number, month: number, weekday: number) => ({ minute, hour, day, month, weekday });
 

@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 import { afterAll, describe, expect, it } from "vitest";
-import { pdnsZoneText, startPdns, PdnsConfigError, type PdnsHandle } from "../../agent/src/engines/pdns";
+import { pdnsZoneText, startPdns, PdnsConfigError, type PdnsHandle } from "../../lab/engines/pdns";
 import { freePort, waitFor } from "../../agent/src/util/net";
 
 /** A stand-in AZ proxy answering /az/health on one loopback address; `healthy` flips its answer. */

@@ -1,12 +1,12 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { parseDrillArgs, DrillUsageError } from "../../agent/src/drill/command";
-import { checkTargets, fmtFigure, figure, renderTable, standbyLine, summarize } from "../../agent/src/drill/report";
-import { staleWrites, type RunResult } from "../../agent/src/drill/run-scenario";
-import { SCENARIOS, selectScenarios, UnknownScenarioError } from "../../agent/src/drill/scenarios";
-import { renderTimelineSvg, runsOf } from "../../agent/src/drill/svg";
-import { dnsChanges, emptyTimeline, firstAfter, l1Removed, p50max, removedBetween, type Sample } from "../../agent/src/drill/timeline";
-import { missingSystemPackages } from "../../agent/src/engines/system-deps";
+import { parseDrillArgs, DrillUsageError } from "../../lab/drill/command";
+import { checkTargets, fmtFigure, figure, renderTable, standbyLine, summarize } from "../../lab/drill/report";
+import { staleWrites, type RunResult } from "../../lab/drill/run-scenario";
+import { SCENARIOS, selectScenarios, UnknownScenarioError } from "../../lab/drill/scenarios";
+import { renderTimelineSvg, runsOf } from "../../lab/drill/svg";
+import { dnsChanges, emptyTimeline, firstAfter, l1Removed, p50max, removedBetween, type Sample } from "../../lab/drill/timeline";
+import { missingSystemPackages } from "../../lab/engines/system-deps";
 
 function run(over: Partial<RunResult> = {}): RunResult {
   return {

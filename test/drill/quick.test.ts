@@ -8,9 +8,9 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { DrillReport } from "../../agent/src/drill/command";
+import type { DrillReport } from "../../lab/drill/command";
 
-const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
+const CLI = join(__dirname, "..", "..", "lab", "cli.ts");
 
 function alive(pid: number): boolean {
   try {

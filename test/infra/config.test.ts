@@ -1,7 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { describe, expect, it } from "vitest";
 import { isCron } from "../../infra/config";
-import { captureStack } from "./harness";
+import { captureStack } from "../../infra/capture";
 import { parseStackYaml } from "./stack-yaml";
 
 /** Runs dev with overrides and returns the one error it must fail with. */

@@ -10,7 +10,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { isCron } from "../../infra/config";
 import { l1HaproxyConfig } from "../../infra/workloads/l1-proxy";
 import { expectObservability, operatorObject } from "../observability/stack-checks";
-import { captureStack, ofType, stackConfig, TEST_REDIS_TOKEN, type CapturedResource, type Env } from "./harness";
+import { captureStack, ofType, stackConfig, TEST_REDIS_TOKEN, type CapturedResource, type Env } from "../../infra/capture";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
 

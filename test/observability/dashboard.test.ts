@@ -5,9 +5,9 @@
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { observabilityFiles } from "../../infra/observability/cli";
+import { GENERATED_DIR, observabilityFiles } from "../../infra/observability/cli";
 import { buildDashboard, dashboardExprs, type DashboardPanel } from "../../infra/observability/dashboard";
 import { havePromtool, promtool } from "./promql";
 
@@ -74,12 +74,12 @@ describe("Grafana dashboard", () => {
   });
 });
 
-describe("observability/ in the repository", () => {
+describe("infra/observability/generated/ in the repository", () => {
   it("holds what `npm run observability` writes (run it after changing alerts or panels)", () => {
     const files = observabilityFiles({ cluster: "default", namespace: "llm-ha" });
     for (const [name, text] of Object.entries(files)) {
-      const committed = readFileSync(resolve(__dirname, "..", "..", "observability", name), "utf8");
-      expect(committed === text, `observability/${name} is stale: npm run observability`).toBe(true);
+      const committed = readFileSync(join(GENERATED_DIR, name), "utf8");
+      expect(committed === text, `infra/observability/generated/${name} is stale: npm run observability`).toBe(true);
     }
   });
 });

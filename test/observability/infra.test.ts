@@ -7,7 +7,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { describe, expect, it } from "vitest";
 import { alertRuleGroups } from "../../infra/observability/alerts";
-import { captureStack, type CapturedResource } from "../infra/harness";
+import { captureStack, type CapturedResource } from "../../infra/capture";
 
 type P = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
 

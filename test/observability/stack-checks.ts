@@ -7,7 +7,7 @@ import { expect } from "vitest";
 import { alertRuleGroups } from "../../infra/observability/alerts";
 import { DASHBOARD_UID } from "../../infra/observability/dashboard";
 import { RULES_FILE, rulesFileText } from "../../infra/observability/manifests";
-import type { CapturedResource } from "../infra/harness";
+import type { CapturedResource } from "../../infra/capture";
 
 type O = Record<string, unknown>;
 const isObj = (v: unknown): v is O => typeof v === "object" && v !== null && !Array.isArray(v);

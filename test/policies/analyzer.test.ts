@@ -11,7 +11,7 @@ import * as analyzerPb from "@pulumi/pulumi/proto/analyzer_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { policies } from "../../policies/all";
 import { resolvePolicyConfig, runPolicies, type CapturedResource } from "../../policies/runner";
-import { captureStack } from "../infra/harness";
+import { captureStack } from "../../infra/capture";
 import { at, find, happyStack } from "./fixtures";
 
 // grpc-js and google-protobuf are @pulumi/pulumi's own dependencies: load the copies its

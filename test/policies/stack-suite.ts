@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { policies } from "../../policies/all";
 import { mandatory, runPolicies, type Violation } from "../../policies/runner";
-import { captureStack, type CapturedResource, type Env } from "../infra/harness";
+import { captureStack, type CapturedResource, type Env } from "../../infra/capture";
 
 // What the mandatory policies read; a stack without one of them would pass vacuously.
 const COVERED = [

@@ -6,7 +6,7 @@ import { Writable } from "node:stream";
 import { Registry as PromRegistry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Fleet } from "../../agent/src/controller/fleet";
-import { startRedisServer, type RedisServerHandle } from "../../agent/src/engines/redis-server";
+import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { createRedisClient, reconnectDelay } from "../../agent/src/redis/client";
 import { RedisKeys } from "../../agent/src/redis/keys";
 import { readSnapshot, Registry, type NodeReport } from "../../agent/src/redis/registry";

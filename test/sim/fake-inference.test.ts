@@ -11,7 +11,7 @@ import {
   FakeInferenceAdminError,
   type FakeInference,
   type FakeInferenceOptions,
-} from "../../agent/src/sim/fake-inference";
+} from "../../lab/sim/fake-inference";
 
 const MODEL = "meta-llama/Llama-3.1-8B-Instruct";
 const started: FakeInference[] = [];
@@ -239,7 +239,7 @@ describe("fake inference admin API", () => {
 
 describe("fake inference as a process", () => {
   it("prints its ready line, serves, switches mode through the admin port, and dies on SIGKILL", async () => {
-    const entry = resolve(__dirname, "../../agent/src/sim/fake-inference.ts");
+    const entry = resolve(__dirname, "../../lab/sim/fake-inference.ts");
     const child = spawn(process.execPath, ["--import", "tsx", entry, "--port", "0", "--kind", "vllm", "--model", MODEL, "--mode", "ready"], {
       stdio: ["ignore", "pipe", "inherit"],
     });
@@ -258,7 +258,7 @@ describe("fake inference as a process", () => {
   });
 
   it("exits 2 with a message on a bad argument", async () => {
-    const entry = resolve(__dirname, "../../agent/src/sim/fake-inference.ts");
+    const entry = resolve(__dirname, "../../lab/sim/fake-inference.ts");
     const child = spawn(process.execPath, ["--import", "tsx", entry, "--kind", "sglang"], { stdio: ["ignore", "pipe", "pipe"] });
     children.push(child);
     let err = "";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { RedisKeys } from "../../agent/src/redis/keys";
-import { ansiSpans, terminalSvg } from "../../agent/src/status/picture";
+import { ansiSpans, terminalSvg } from "../../lab/status/picture";
 import { formatAge, renderFleetView, stripAnsi } from "../../agent/src/status/render";
 import { eventRow, type FleetView, type NodeRow } from "../../agent/src/status/view";
 

@@ -1,11 +1,11 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startRedisServer, type RedisServerHandle } from "../../agent/src/engines/redis-server";
+import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { createRedisClient } from "../../agent/src/redis/client";
 import { RedisKeys } from "../../agent/src/redis/keys";
 import { Registry } from "../../agent/src/redis/registry";
-import { DEMO_AZS, demoDecision, startDemoFleet, type DemoFleet } from "../../agent/src/status/demo";
+import { DEMO_AZS, demoDecision, startDemoFleet, type DemoFleet } from "../../lab/status/demo";
 import type { FleetView } from "../../agent/src/status/view";
 import { freePort, waitFor } from "../../agent/src/util/net";
 import { freshCluster, testLogger } from "../redis/helpers";

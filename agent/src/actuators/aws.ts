@@ -21,7 +21,7 @@ import {
   type AutoScalingGroup,
 } from "@aws-sdk/client-auto-scaling";
 import { Counter, type Registry as PromRegistry } from "prom-client";
-import { CronError, lastFiring, parseCron, Zone } from "../../../infra/cron";
+import { CronError, lastFiring, parseCron, Zone } from "../../../contracts/cron";
 import type { Logger } from "../util/log";
 // To use the official client once the registry carries it, change only this line to
 // `from "@aws-sdk/client-arc-zonal-shift"` (same class, command and field names).
@@ -34,7 +34,7 @@ import {
   UpdateZonalShiftCommand,
   type ZonalShiftSummary,
 } from "./arc-zonal-shift";
-import { LOAD_BALANCER_ARN } from "./arn";
+import { LOAD_BALANCER_ARN } from "../../../contracts/arn";
 import { classifyError, errorName, withRetry, type RetrySettings } from "./retry";
 import type { ActionContext, ActionName, ActionOutcome, ActionResult, Actuator, ShiftContext } from "./types";
 

@@ -6,66 +6,8 @@
  */
 import type { NodeView, RegistrySnapshot } from "../redis/registry";
 
-export const AZ_STATES = ["OK", "DEGRADED", "DOWN"] as const;
-export type AzState = (typeof AZ_STATES)[number];
-
-export const TIER_LEVELS = ["L0", "L1", "L2", "L3", "L4"] as const;
-export type TierLevel = (typeof TIER_LEVELS)[number];
-
-export interface ControllerSettings {
-  /** Evaluation and publication period. Default 1000 ms. */
-  intervalMs: number;
-  /** An AZ whose healthy/total GPU capacity falls below this is DEGRADED (traffic crosses zones, L2). Default 0.75. */
-  degradedBelow: number;
-  /** Below this it is DOWN (pulled from DNS, L3). Default 0.25; no healthy GPU at all is always DOWN. */
-  downBelow: number;
-  /** To improve, the ratio must clear the threshold by this much… Default 0.1. */
-  hysteresis: number;
-  /** …for this many consecutive evaluations. Worsening acts at once. Default 3. */
-  recoverPeriods: number;
-  /** Blast-radius cap: more than this share of live nodes failing one soft check makes it suspect. Default 0.5. */
-  blastFraction: number;
-  /** The cap needs at least this many live nodes. Default 3. */
-  blastMinNodes: number;
-  /** A node counts for a check if it reported it failing within this window. Default 30000 ms. */
-  blastWindowMs: number;
-  /** The AZ kept scaled to zero that the controller may wake; null = none. Default null. */
-  standbyAz: string | null;
-  /** Keep wanting the standby awake this long after the last trigger. Default 600000 ms. */
-  standbyHoldMs: number;
-  /**
-   * An AZ never yet OK (a cluster coming up: nodes loading their model) does not wake the
-   * standby until it has been known this long — a cold start is not a capacity loss, but an
-   * AZ that never comes up is. Default 900000 ms (15 min: big models take minutes to load).
-   */
-  coldStartGraceMs: number;
-  /** Decide zonal shifts away from a DOWN AZ (the actuator carries them out). Default false. */
-  zonalShift: boolean;
-  /** A shifted AZ must be OK this long before the shift is cancelled. Default 60000 ms. */
-  shiftRecoverMs: number;
-  /** Nodes silent this long leave their AZ's total capacity. Default 600000 ms. */
-  forgetAfterMs: number;
-  /** `/az/health` flags a state older than this as stale and fails open. Default 30000 ms. */
-  staleAfterMs: number;
-}
-
-export const DEFAULT_CONTROLLER_SETTINGS: Readonly<ControllerSettings> = Object.freeze({
-  intervalMs: 1000,
-  degradedBelow: 0.75,
-  downBelow: 0.25,
-  hysteresis: 0.1,
-  recoverPeriods: 3,
-  blastFraction: 0.5,
-  blastMinNodes: 3,
-  blastWindowMs: 30_000,
-  standbyAz: null,
-  standbyHoldMs: 600_000,
-  coldStartGraceMs: 900_000,
-  zonalShift: false,
-  shiftRecoverMs: 60_000,
-  forgetAfterMs: 600_000,
-  staleAfterMs: 30_000,
-});
+export { AZ_STATES, DEFAULT_CONTROLLER_SETTINGS, TIER_LEVELS, type AzState, type ControllerSettings, type TierLevel } from "../../../contracts/controller";
+import { DEFAULT_CONTROLLER_SETTINGS, type AzState, type ControllerSettings, type TierLevel } from "../../../contracts/controller";
 
 export class ControllerSettingsError extends Error {
   constructor(message: string) {

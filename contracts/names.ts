@@ -1,0 +1,12 @@
+/**
+ * Names and ports both sides rely on: the agent listens on them, the infrastructure wires
+ * Services, probes and HAProxy to them, the alerts and the dashboard select on them.
+ */
+
+/** Ports the agent and the inference server listen on, on the node's own IP (hostNetwork). */
+export const PORTS = Object.freeze({ inference: 8000, agentHttp: 9400, agentCheck: 9401, l1: 8080, l1Monitor: 8404 });
+
+/** Frontend name of the L1 proxy; HAProxy's exporter labels its backend `proxy="inference_servers"`. */
+export const L1_PROXY_NAME = "inference";
+/** The backend whose responses the L1 alerts and dashboard count. */
+export const L1_BACKEND = `${L1_PROXY_NAME}_servers`;

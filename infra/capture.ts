@@ -1,0 +1,159 @@
+/**
+ * Runs the Pulumi program in infra/ offline under Pulumi's mock monitor with one
+ * environment's stack file, and returns every resource it registered. Shared by the
+ * infra tests and the policy pack's tests (policies run over the captured resources).
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { stackConfigValues } from "./stack-yaml";
+
+export type Env = "dev" | "staging" | "prod";
+
+/** One resource as the engine would have received it. */
+export interface CapturedResource {
+  /** Pulumi type token, e.g. `aws:eks/nodeGroup:NodeGroup`, `kubernetes:apps/v1:Deployment`. */
+  type: string;
+  /** Logical name. */
+  name: string;
+  urn: string;
+  /** The inputs the program passed, resolved to plain values (Kubernetes: `{apiVersion, kind, metadata, spec}`). */
+  props: Record<string, unknown>;
+  /** Resource options the engine saw, which the mock's `newResource` does not get. */
+  opts: { parent?: string; ignoreChanges: string[]; dependsOn: string[] };
+}
+
+export const PROJECT = "llm-ha";
+const ROOT = path.resolve(__dirname, "..");
+/** Stands in for `pulumi config set --secret llm-ha:redisAuthToken`, which no stack file can carry in clear. */
+export const TEST_REDIS_TOKEN = "test-token-0123456789abcdef";
+
+/** The stack file's `config:` as the CLI hands it to the program: strings, structured values as JSON. */
+export function stackConfig(env: Env): Record<string, string> {
+  return stackConfigValues(fs.readFileSync(path.join(ROOT, `Pulumi.${env}.yaml`), "utf8"));
+}
+
+/** What the mocked invokes answer (AZ names map to ids differently in every account). */
+const INVOKES: Record<string, Record<string, unknown>> = {
+  "aws:index/getCallerIdentity:getCallerIdentity": { accountId: "123456789012", arn: "arn:aws:iam::123456789012:root", userId: "x" },
+  "aws:index/getAvailabilityZones:getAvailabilityZones": {
+    names: ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"],
+    zoneIds: ["use1-az4", "use1-az6", "use1-az1", "use1-az2"],
+  },
+};
+
+/** Outputs a real provider computes; the mock makes them up so dependent inputs resolve. */
+function fakeOutputs(type: string, name: string, inputs: Record<string, unknown>): Record<string, unknown> {
+  const arn = `arn:aws:${type.split(":")[1]?.split("/")[0] ?? "x"}:us-east-1:123456789012:${name}`;
+  const base: Record<string, unknown> = { ...inputs, arn, name: inputs.name ?? name };
+  switch (type) {
+    case "aws:eks/cluster:Cluster": {
+      const vpcConfig = (inputs.vpcConfig ?? {}) as Record<string, unknown>;
+      return {
+        ...base,
+        endpoint: `https://${name}.eks.example`,
+        certificateAuthority: { data: "Y2VydA==" },
+        identities: [{ oidcs: [{ issuer: `https://oidc.eks.us-east-1.amazonaws.com/id/${name}` }] }],
+        vpcConfig: { ...vpcConfig, clusterSecurityGroupId: `sg-${name}` },
+      };
+    }
+    case "aws:eks/nodeGroup:NodeGroup":
+      return { ...base, nodeGroupName: name, resources: [{ autoscalingGroups: [{ name: `eks-${name}-asg` }] }] };
+    case "aws:msk/configuration:Configuration":
+      return { ...base, latestRevision: 1 };
+    case "aws:ec2/launchTemplate:LaunchTemplate":
+      return { ...base, latestVersion: 1 };
+    case "aws:elasticache/replicationGroup:ReplicationGroup":
+      return { ...base, primaryEndpointAddress: `master.${name}.cache.amazonaws.com`, readerEndpointAddress: `replica.${name}.cache.amazonaws.com` };
+    case "aws:msk/cluster:Cluster":
+      return { ...base, bootstrapBrokersSaslIam: `b-1.${name}.kafka.amazonaws.com:9098,b-2.${name}.kafka.amazonaws.com:9098` };
+    case "kubernetes:core/v1:Service": {
+      const spec = (inputs.spec ?? {}) as Record<string, unknown>;
+      if (spec.type !== "LoadBalancer") return inputs;
+      const meta = (inputs.metadata ?? {}) as Record<string, unknown>;
+      return { ...inputs, status: { loadBalancer: { ingress: [{ hostname: `${String(meta.name ?? name)}-0123.elb.us-east-1.amazonaws.com` }] } } };
+    }
+    default:
+      return type.startsWith("kubernetes:") ? inputs : base;
+  }
+}
+
+/** Secrets arrive wrapped in the RPC signature; policies and tests want the plain values. */
+export function unwrapSecrets(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(unwrapSecrets);
+  if (typeof v !== "object" || v === null) return v;
+  const o = v as Record<string, unknown>;
+  if (o[pulumi.runtime.specialSigKey] === pulumi.runtime.specialSecretSig) return unwrapSecrets(o.value);
+  return Object.fromEntries(Object.entries(o).map(([k, x]) => [k, unwrapSecrets(x)]));
+}
+
+interface RegisterRequest {
+  getType(): string;
+  getName(): string;
+  getParent(): string;
+  getIgnorechangesList(): string[];
+  getDependenciesList(): string[];
+}
+
+interface MonitorLike {
+  resources: Map<string, { urn: string }>;
+  registerResource(req: RegisterRequest, callback: unknown): Promise<void>;
+}
+
+/**
+ * Runs the program for `env` (its `Pulumi.<env>.yaml`, with `configOverrides` on top:
+ * full keys such as `llm-ha:standbyAz`; an empty string removes a key) and returns every
+ * resource registered. Rejects with the program's error, e.g. `InputPropertiesError`.
+ */
+export async function captureStack(env: Env, configOverrides: Record<string, string> = {}): Promise<CapturedResource[]> {
+  const seen: { type: string; name: string; props: Record<string, unknown> }[] = [];
+  await pulumi.runtime.setMocks(
+    {
+      newResource: (a) => {
+        const props = unwrapSecrets(a.inputs ?? {}) as Record<string, unknown>;
+        seen.push({ type: a.type, name: a.name, props });
+        return { id: `${a.name}-id`, state: fakeOutputs(a.type, a.name, (a.inputs ?? {}) as Record<string, unknown>) };
+      },
+      call: (a) => INVOKES[a.token] ?? {},
+    },
+    PROJECT,
+    env,
+    false,
+  );
+  const monitor = pulumi.runtime.getMonitor() as unknown as MonitorLike;
+  const options = new Map<string, CapturedResource["opts"]>();
+  const register = monitor.registerResource.bind(monitor);
+  monitor.registerResource = (req, callback) => {
+    options.set(`${req.getType()}::${req.getName()}`, {
+      parent: req.getParent() || undefined,
+      ignoreChanges: req.getIgnorechangesList(),
+      dependsOn: req.getDependenciesList(),
+    });
+    return register(req, callback);
+  };
+  const config: Record<string, string> = { "llm-ha:redisAuthToken": TEST_REDIS_TOKEN, ...stackConfig(env), ...configOverrides };
+  for (const [k, v] of Object.entries(config)) if (v === "") delete config[k];
+  pulumi.runtime.setAllConfig(config, ["llm-ha:redisAuthToken"]);
+
+  // Imported after setMocks, as the runtime requires; stack.ts has no top-level effects.
+  const { createStack } = await import("./stack.js");
+  const outputs = createStack();
+  // Resolve every output and drain every registration before reading the capture.
+  await Promise.all(Object.values(outputs as unknown as Record<string, pulumi.Output<unknown>>).map((o) => new Promise((resolve) => o.apply(resolve))));
+  await pulumi.runtime.disconnect();
+
+  const urns = [...monitor.resources.keys()];
+  return seen.map((r) => {
+    const urn = urns.find((u) => {
+      const [, , qualifiedType, name] = u.split("::");
+      return name === r.name && qualifiedType.split("$").pop() === r.type;
+    });
+    if (urn === undefined) throw new Error(`no URN registered for ${r.type} ${r.name}`);
+    return { ...r, urn, opts: options.get(`${r.type}::${r.name}`) ?? { ignoreChanges: [], dependsOn: [] } };
+  });
+}
+
+/** Resources of one type. */
+export function ofType(resources: CapturedResource[], type: string): CapturedResource[] {
+  return resources.filter((r) => r.type === type);
+}

@@ -1,0 +1,43 @@
+/**
+ * `npm run bench`: every measured figure as one JSON document on stdout (progress on
+ * stderr). `--quick` runs few trials; `--only l1|fleet|standby`; `--out FILE` also writes it.
+ * Builds the agent first so the overhead figure is the compiled agent the image runs.
+ */
+import { execFileSync } from "node:child_process";
+import { writeFileSync, existsSync } from "node:fs";
+import { join } from "node:path";
+import { runL1Bench } from "./agent-l1";
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const quick = argv.includes("--quick");
+  const only = argv.includes("--only") ? argv[argv.indexOf("--only") + 1] : null;
+  const outFile = argv.includes("--out") ? argv[argv.indexOf("--out") + 1] : null;
+  const log = (l: string): void => void process.stderr.write(`[bench] ${l}\n`);
+  log("building the agent (npm run build)");
+  execFileSync("npm", ["run", "-s", "build"], { cwd: join(__dirname, "..", ".."), stdio: "inherit" });
+  const result: Record<string, unknown> = { startedAt: new Date().toISOString(), quick, machine: { cpus: (await import("node:os")).cpus().length, node: process.version } };
+  if (!only || only === "l1") {
+    log("L1: fault → /readyz and HAProxy, against httpchk baselines");
+    result.l1 = await runL1Bench(quick ? { trials: 3, overheadSeconds: 15, log } : { trials: 20, overheadSeconds: 60, log });
+  }
+  if ((!only || only === "fleet") && existsSync(join(__dirname, "fleet.ts"))) {
+    log("fleet: takeover times and registry scale");
+    const { runFleetBench } = (await import("./fleet.js")) as { runFleetBench: (o: { quick?: boolean }) => Promise<Record<string, unknown>> };
+    result.fleet = await runFleetBench({ quick });
+  }
+  if (!only || only === "standby") {
+    log("standby: wake-up of the standby AZ on the drill's real pieces");
+    const { runStandbyBench } = await import("./standby.js");
+    result.standby = await runStandbyBench({ runs: quick ? 2 : 5, log });
+  }
+  result.finishedAt = new Date().toISOString();
+  const text = JSON.stringify(result, null, 2) + "\n";
+  if (outFile) writeFileSync(outFile, text);
+  process.stdout.write(text);
+}
+
+main().catch((e: unknown) => {
+  process.stderr.write(`bench failed: ${(e as Error).stack ?? String(e)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,282 @@
+/**
+ * `llm-ha drill`: checks the engines, starts the local fleet (real Redis, HAProxy,
+ * PowerDNS, simulated GPU nodes with real agents), sends steady traffic, runs the fault
+ * matrix, and reports a table (stdout), JSON (`--json`), logs and a timeline SVG (`--out`).
+ * Everything it starts is stopped on exit, on Ctrl-C and on error.
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { ensureSystemDeps, SystemDepsError } from "../engines/system-deps";
+import { RedisKeys } from "../../agent/src/redis/keys";
+import { startObserver, type Observer } from "./observer";
+import { renderTable, standbyLine, summarize, type ScenarioSummary } from "./report";
+import { detectFleet, MAIN_CLIENT, runScenario, type RunResult, type ScenarioContext } from "./run-scenario";
+import { selectScenarios, UnknownScenarioError } from "./scenarios";
+import { CLIENT_TIMEOUT_MS, DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_TIMING, DRILL_TUNED_BASELINE } from "./settings";
+import { BASELINE_DEFAULT, BASELINE_TUNED, DRILL_MODEL, startStack, type DrillStack } from "./stack";
+import { renderTimelineSvg } from "./svg";
+import { emptyTimeline } from "./timeline";
+import { startTraffic, type Traffic } from "./traffic";
+
+const REPO = join(__dirname, "..", "..");
+
+export const DRILL_USAGE = `Usage: llm-ha drill [flags]
+
+Runs the local drill: real redis-server, HAProxy (one per AZ + baselines) and PowerDNS (LUA
+ifurlup), N simulated GPU nodes with real agents, steady client traffic, and a fault matrix.
+
+  --scenario NAME[,NAME]  run only these scenarios (see the list below)
+  --quick                 the short CI subset (crash ×3, gpu-lost, wedged, az-gpu-loss, standby-wake)
+  --check                 exit 1 when a scenario misses its target (or cannot be measured)
+  --json FILE             write every figure as JSON
+  --out DIR               logs and timeline.svg (default: a new folder under the system tmp)
+  --nodes N               simulated GPU nodes (default 6; at least 4)
+  --runs N                runs of each selected scenario (default: its own count, e.g. crash ×5)
+  --help                  this text
+`;
+
+export class DrillUsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "DrillUsageError";
+  }
+}
+
+export interface DrillArgs {
+  scenario?: string;
+  quick: boolean;
+  check: boolean;
+  json?: string;
+  out?: string;
+  nodes: number;
+  /** Runs of each selected scenario instead of its own count. */
+  runs?: number;
+  help: boolean;
+}
+
+export function parseDrillArgs(argv: readonly string[]): DrillArgs {
+  const a: DrillArgs = { quick: false, check: false, nodes: 6, help: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const [flag, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    const value = (): string => {
+      const v = inline ?? argv[++i];
+      if (v === undefined || v.startsWith("--")) throw new DrillUsageError(`${flag} needs a value`);
+      return v;
+    };
+    switch (flag) {
+      case "--scenario":
+        a.scenario = value();
+        break;
+      case "--quick":
+        a.quick = true;
+        break;
+      case "--check":
+        a.check = true;
+        break;
+      case "--json":
+        a.json = value();
+        break;
+      case "--out":
+        a.out = value();
+        break;
+      case "--nodes": {
+        const n = Number(value());
+        if (!Number.isInteger(n) || n < 4 || n > 24) throw new DrillUsageError("--nodes must be an integer from 4 to 24");
+        a.nodes = n;
+        break;
+      }
+      case "--runs": {
+        const n = Number(value());
+        if (!Number.isInteger(n) || n < 1 || n > 50) throw new DrillUsageError("--runs must be an integer from 1 to 50");
+        a.runs = n;
+        break;
+      }
+      case "--help":
+      case "-h":
+        a.help = true;
+        break;
+      default:
+        throw new DrillUsageError(`unknown flag ${JSON.stringify(arg)}`);
+    }
+  }
+  return a;
+}
+
+export interface DrillReport {
+  command: string;
+  startedAt: string;
+  durationMs: number;
+  nodes: number;
+  azs: { name: string; address: string; standby: boolean }[];
+  fleetWired: boolean;
+  settings: { agent: Record<string, string>; haproxy: object; baselineTuned: object; clientTimeoutMs: number };
+  traffic: { sent: Record<string, number>; failed: Record<string, number> };
+  pass: boolean;
+  scenarios: (ScenarioSummary & { runs_detail: RunResult[] })[];
+  outDir: string;
+}
+
+/** Runs the drill; returns the exit code. Stops everything it started before it returns. */
+export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; err: (s: string) => void } = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) }): Promise<number> {
+  const t0 = Date.now();
+  const now = (): number => Date.now() - t0;
+  const progress = (line: string): void => io.err(`[drill ${(now() / 1000).toFixed(1).padStart(6)}s] ${line}\n`);
+  const plan = selectScenarios({ scenario: args.scenario, quick: args.quick, runs: args.runs });
+  const outDir = resolve(args.out ?? mkdtempSync(join(tmpdir(), "llmha-drill-")));
+  mkdirSync(outDir, { recursive: true });
+  const stops: (() => Promise<void>)[] = [];
+  // Every pid seen, written after clean-up so a test can check that none is left running.
+  const pids = new Set<number>();
+  let traffic: Traffic | null = null;
+  let observer: Observer | null = null;
+  let stack: DrillStack | null = null;
+  let cleaning: Promise<void> | null = null;
+  const cleanup = (): Promise<void> =>
+    (cleaning ??= (async () => {
+      await traffic?.stop();
+      await observer?.stop();
+      // Last started, first stopped; each stop is idempotent.
+      for (const s of stops.reverse()) await s().catch(() => undefined);
+      await stack?.stop().catch(() => undefined);
+    })());
+  const onSignal = (sig: NodeJS.Signals): void => {
+    progress(`${sig}: stopping every process the drill started`);
+    void cleanup().then(() => {
+      writeFileSync(join(outDir, "pids.json"), JSON.stringify([...pids]));
+      process.exit(130);
+    });
+  };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  const tl = emptyTimeline();
+  try {
+    progress(`plan: ${plan.map((p) => `${p.spec.name}${p.runs > 1 ? `×${p.runs}` : ""}`).join(", ")}; logs in ${outDir}`);
+    stack = await startStack({ nodes: args.nodes, dir: outDir, progress, now, track: (s) => void stops.push(s) });
+    const st = stack;
+    for (const p of st.pids()) pids.add(p);
+    observer = startObserver(st, tl, now, DRILL_TIMING);
+    progress(`waiting for a leader in Redis (fleet layer)`);
+    const fleetWired = await detectFleet(st.redis.url, new RedisKeys(st.cluster).leader, 3 * DRILL_TIMING.leaseTtlMs);
+    progress(fleetWired ? "fleet layer running: leader elected" : "no leader in Redis: fleet scenarios (L2 state, DNS by AZ state, leader, Redis, blast radius) will be reported as not measured");
+    const dnsAnswer: { v: string[] } = { v: [] };
+    let rr = 0;
+    let dnsClosed = false;
+    const dnsLoop = (async () => {
+      // The client resolves the service name like a resolver honouring the 1 s TTL would, a little more often.
+      while (!dnsClosed) {
+        try {
+          dnsAnswer.v = await st.dns.query();
+        } catch {
+          // keep the last answer, as a resolver would
+        }
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    })();
+    stops.push(async () => {
+      dnsClosed = true;
+      await dnsLoop;
+    });
+    traffic = startTraffic({
+      timeline: tl,
+      now,
+      model: DRILL_MODEL,
+      timeoutMs: CLIENT_TIMEOUT_MS,
+      clients: [
+        { name: MAIN_CLIENT, workers: 3, target: () => (dnsAnswer.v.length ? `http://${dnsAnswer.v[rr++ % dnsAnswer.v.length]}:${st.port}` : null) },
+        { name: BASELINE_DEFAULT, workers: 1, target: () => `http://127.0.0.1:${st.baselinePorts.default}` },
+        { name: BASELINE_TUNED, workers: 1, target: () => `http://127.0.0.1:${st.baselinePorts.tuned}` },
+      ],
+    });
+    for (const p of st.pids()) pids.add(p);
+    const ctx: ScenarioContext = { stack: st, tl, observer, now, progress, fleetWired };
+    const summaries: DrillReport["scenarios"] = [];
+    for (const { spec, runs } of plan) {
+      const results: RunResult[] = [];
+      for (let i = 1; i <= runs; i++) {
+        progress(`${spec.name}${runs > 1 ? ` ${i}/${runs}` : ""}: ${spec.title}`);
+        const r = await runScenario(ctx, spec, i);
+        results.push(r);
+        for (const p of st.pids()) pids.add(p);
+        const f = (v: number | null): string => (v === null ? "never" : `${(v / 1000).toFixed(2)}s`);
+        progress(
+          r.notMeasured
+            ? `  not measured: ${r.notMeasured}`
+            : `  ${r.victims.join(",")}: detect ${f(r.detectMs)} L1 ${f(r.l1Ms)}${r.dnsMs !== null ? ` DNS ${f(r.dnsMs)}` : ""}${r.crossMs !== null ? ` cross ${f(r.crossMs)}` : ""}${r.leaderMs !== null ? ` leader ${f(r.leaderMs)}` : ""} recovery ${f(r.recoveryMs)} failed ${r.failed} (baselines ${r.failedBaseline.default}/${r.failedBaseline.tuned}) false-fo ${r.falseFailovers}; baselines ${f(r.baselineMs.default)}/${f(r.baselineMs.tuned)}${r.notes.length ? `; ${r.notes.join("; ")}` : ""}`,
+        );
+        if (r.notMeasured) break;
+      }
+      summaries.push({ ...summarize(spec, results), runs_detail: results });
+    }
+    await traffic.stop();
+    traffic = null;
+    await observer.stop();
+    const failed: Record<string, number> = {};
+    for (const f of tl.failures) failed[f.client] = (failed[f.client] ?? 0) + 1;
+    const pass = summaries.every((s) => s.pass === true);
+    const report: DrillReport = {
+      command: `llm-ha drill ${process.argv.slice(3).join(" ")}`.trim(),
+      startedAt: new Date(t0).toISOString(),
+      durationMs: now(),
+      nodes: args.nodes,
+      azs: st.azs.map((a) => ({ name: a.name, address: a.address, standby: a.standby })),
+      fleetWired,
+      settings: { agent: { ...DRILL_AGENT_ENV }, haproxy: DRILL_AGENT_TUNING, baselineTuned: DRILL_TUNED_BASELINE, clientTimeoutMs: CLIENT_TIMEOUT_MS },
+      traffic: { sent: tl.sent, failed },
+      pass,
+      scenarios: summaries,
+      outDir,
+    };
+    const svg = renderTimelineSvg(tl, {
+      title: `llm-ha drill ${report.startedAt} — ${args.nodes} nodes, ${st.azs.length} AZs${args.quick ? " (quick)" : ""}`,
+      nodes: st.nodes.map((n) => ({ id: n.id, az: n.az, proxy: st.azOf(n).proxy })),
+      azs: report.azs,
+    });
+    writeFileSync(join(outDir, "timeline.svg"), svg);
+    writeFileSync(join(outDir, "timeline.json"), JSON.stringify(tl));
+    if (args.json) writeFileSync(args.json, JSON.stringify(report, null, 2) + "\n");
+    io.out(renderTable(summaries));
+    io.out(`\nfailed column: llm-ha (baseline 2s×3 / baseline 0.5s×2); times p50/max over runs; "never" = not within the hold\n`);
+    io.out(`requests: ${Object.entries(tl.sent).map(([c, n]) => `${c} ${failed[c] ?? 0} failed of ${n}`).join("; ")}\n`);
+    for (const s of summaries) for (const m of s.misses) io.out(`  ${s.name}: ${m}\n`);
+    for (const line of summaries.flatMap((s) => s.runs_detail.map(standbyLine))) if (line) io.out(`${line}\n`);
+    io.out(`timeline: ${join(outDir, "timeline.svg")}${args.json ? `; json: ${args.json}` : ""}\n`);
+    return args.check && !pass ? 1 : 0;
+  } finally {
+    progress("stopping everything");
+    await cleanup();
+    writeFileSync(join(outDir, "pids.json"), JSON.stringify([...pids]));
+    process.removeListener("SIGINT", onSignal);
+    process.removeListener("SIGTERM", onSignal);
+  }
+}
+
+/** `llm-ha drill`. */
+export async function drillCommand(argv: string[]): Promise<number> {
+  let args: DrillArgs;
+  try {
+    args = parseDrillArgs(argv);
+    selectScenarios({ scenario: args.scenario, quick: args.quick });
+  } catch (err) {
+    if (err instanceof DrillUsageError || err instanceof UnknownScenarioError) {
+      process.stderr.write(`llm-ha drill: ${err.message}\n\n${DRILL_USAGE}`);
+      return 2;
+    }
+    throw err;
+  }
+  if (args.help) {
+    process.stdout.write(DRILL_USAGE + `\nScenarios: ${selectScenarios({ quick: false }).map((p) => p.spec.name).join(", ")}\n`);
+    return 0;
+  }
+  try {
+    ensureSystemDeps({ repoRoot: REPO });
+  } catch (err) {
+    if (err instanceof SystemDepsError) {
+      process.stderr.write(`llm-ha drill: ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  return runDrill(args);
+}

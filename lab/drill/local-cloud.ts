@@ -1,0 +1,246 @@
+/**
+ * The drill's stand-in for the cloud APIs the leader calls (`LLMHA_ACTUATOR=local`), on
+ * loopback HTTP. The drill process owns the simulated nodes and the AZ proxies; the agents
+ * are child processes, so their actuator reaches them here:
+ *
+ * | request                          | what it does                                                   | AWS equivalent |
+ * |----------------------------------|----------------------------------------------------------------|----------------|
+ * | `POST /standby/wake {az}`        | boots the AZ's stopped nodes (inference server + agent)        | Auto Scaling min/desired raised |
+ * | `POST /standby/release {az}`     | stops its running nodes (SIGTERM: agents drain, leave Redis)   | group handed back to the scale-to-zero schedule |
+ * | `POST /shift/start {az, expiresInMs}` | every AZ proxy puts the AZ's servers in MAINT (`set server … state maint`); lifted by itself at expiry | ARC zonal shift on the NLBs |
+ * | `POST /shift/cancel {az}`        | those servers back to `ready`                                  | cancel the zonal shift |
+ *
+ * Desired state: asking for what already holds answers `already`. Answers come at once (the
+ * boot goes on in the background), as a cloud API's do. The token and reason in the body are
+ * logged, never checked: fencing happened in the agent's `FencedActuator`.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { LocalCloudReply } from "../../agent/src/actuators/local";
+import type { ActionName } from "../../agent/src/actuators/types";
+import type { HaproxyHandle } from "../engines/haproxy";
+import type { SimNode } from "../sim/sim-node";
+
+export type NodePower = "stopped" | "starting" | "running" | "stopping";
+
+/** Every action the cloud received, with its answer (the drill's report reads these). */
+export interface CloudAction {
+  /** On the drill's clock. */
+  t: number;
+  action: ActionName;
+  az: string;
+  token: number;
+  reason: string;
+  outcome: LocalCloudReply["outcome"] | "error";
+  detail: string;
+}
+
+/** An AZ proxy as the cloud needs it: its HAProxy (null while dead) and its backend name. */
+export interface CloudProxy {
+  haproxy: HaproxyHandle | null;
+  proxy: string;
+}
+
+export interface LocalCloudOptions {
+  /** Drill clock for the action log. */
+  now(): number;
+  /** Progress lines. */
+  log?(line: string): void;
+}
+
+export class LocalCloudRequestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "LocalCloudRequestError";
+  }
+}
+
+export class LocalCloud {
+  readonly actions: CloudAction[] = [];
+  private server: Server | null = null;
+  private nodes: SimNode[] = [];
+  private proxies: () => CloudProxy[] = () => [];
+  private readonly power = new Map<string, NodePower>();
+  /** One operation at a time per node: a release waits for the boot it follows. */
+  private readonly chain = new Map<string, Promise<void>>();
+  private readonly shifts = new Map<string, { expiresAt: number; timer: NodeJS.Timeout }>();
+  private port = 0;
+
+  constructor(private readonly o: LocalCloudOptions) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** Listens on a free loopback port (before the nodes exist: their agents need the URL). */
+  async listen(): Promise<void> {
+    const server = createServer((req, res) => void this.handle(req, res));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => resolve());
+    });
+    this.server = server;
+    this.port = (server.address() as AddressInfo).port;
+  }
+
+  /** The nodes it powers (stopped ones are `stopped`) and the AZ proxies a shift acts on. */
+  attach(nodes: SimNode[], proxies: () => CloudProxy[]): void {
+    this.nodes = nodes;
+    this.proxies = proxies;
+    for (const n of nodes) this.power.set(n.id, n.running ? "running" : "stopped");
+  }
+
+  powerOf(id: string): NodePower {
+    return this.power.get(id) ?? "stopped";
+  }
+
+  /** Resolves when no node of the AZ is booting or stopping. */
+  async settled(az: string): Promise<void> {
+    await Promise.all(this.nodes.filter((n) => n.az === az).map((n) => this.chain.get(n.id)));
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.shifts.values()) clearTimeout(s.timer);
+    this.shifts.clear();
+    const server = this.server;
+    this.server = null;
+    if (server) await new Promise<void>((r) => server.close(() => r()));
+    await Promise.allSettled([...this.chain.values()]);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const send = (code: number, body: object): void => {
+      res.writeHead(code, { "content-type": "application/json" }).end(JSON.stringify(body));
+    };
+    const routes: Record<string, ActionName> = {
+      "/standby/wake": "standby.wake",
+      "/standby/release": "standby.release",
+      "/shift/start": "shift.start",
+      "/shift/cancel": "shift.cancel",
+    };
+    const action = req.method === "POST" ? routes[req.url ?? ""] : undefined;
+    if (!action) return send(404, { error: "POST /standby/wake, /standby/release, /shift/start or /shift/cancel" });
+    let body: { az?: unknown; token?: unknown; reason?: unknown; expiresInMs?: unknown };
+    try {
+      let raw = "";
+      for await (const chunk of req) raw += String(chunk);
+      body = JSON.parse(raw) as typeof body;
+    } catch {
+      return send(400, { error: "body must be JSON" });
+    }
+    const az = typeof body.az === "string" ? body.az : "";
+    const rec: CloudAction = {
+      t: this.o.now(), action, az, token: Number(body.token ?? 0), reason: String(body.reason ?? ""), outcome: "error", detail: "",
+    };
+    try {
+      // Agents can act before the drill has started every node: a 503 is a failed call, retried.
+      if (this.nodes.length === 0) throw new Error("local cloud not ready: the drill is still starting its nodes");
+      if (!this.nodes.some((n) => n.az === az)) throw new LocalCloudRequestError(`no nodes in AZ ${JSON.stringify(az)}`);
+      let reply: LocalCloudReply;
+      switch (action) {
+        case "standby.wake":
+          reply = this.wake(az);
+          break;
+        case "standby.release":
+          reply = this.release(az);
+          break;
+        case "shift.start":
+          reply = await this.shiftStart(az, Number(body.expiresInMs));
+          break;
+        case "shift.cancel":
+          reply = await this.shiftCancel(az);
+          break;
+      }
+      rec.outcome = reply.outcome;
+      rec.detail = reply.detail;
+      send(200, reply);
+    } catch (err) {
+      rec.detail = (err as Error).message;
+      send(err instanceof LocalCloudRequestError ? 400 : 500, { error: rec.detail });
+    } finally {
+      this.actions.push(rec);
+      if (rec.outcome !== "already") this.o.log?.(`local cloud: ${action} ${az} → ${rec.outcome} (${rec.detail}; token ${rec.token})`);
+    }
+  }
+
+  private enqueue(n: SimNode, op: () => Promise<void>): void {
+    const next = (this.chain.get(n.id) ?? Promise.resolve()).then(op);
+    this.chain.set(n.id, next.catch(() => undefined));
+  }
+
+  private wake(az: string): LocalCloudReply {
+    const off = this.nodes.filter((n) => n.az === az && (this.powerOf(n.id) === "stopped" || this.powerOf(n.id) === "stopping"));
+    if (off.length === 0) return { outcome: "already", detail: `${az}: every node running or starting` };
+    for (const n of off) {
+      this.power.set(n.id, "starting");
+      this.enqueue(n, async () => {
+        try {
+          await n.boot();
+          if (this.power.get(n.id) === "starting") this.power.set(n.id, "running");
+        } catch (err) {
+          // A failed boot leaves the node stopped: the leader's next re-assertion starts it again.
+          this.o.log?.(`local cloud: ${n.id} failed to boot: ${(err as Error).message}`);
+          await n.halt();
+          this.power.set(n.id, "stopped");
+        }
+      });
+    }
+    return { outcome: "applied", detail: `${az}: booting ${off.map((n) => n.id).join(",")}` };
+  }
+
+  private release(az: string): LocalCloudReply {
+    const on = this.nodes.filter((n) => n.az === az && (this.powerOf(n.id) === "running" || this.powerOf(n.id) === "starting"));
+    if (on.length === 0) return { outcome: "already", detail: `${az}: every node stopped` };
+    for (const n of on) {
+      this.power.set(n.id, "stopping");
+      this.enqueue(n, async () => {
+        await n.halt();
+        if (this.power.get(n.id) === "stopping") this.power.set(n.id, "stopped");
+      });
+    }
+    return { outcome: "applied", detail: `${az}: stopping ${on.map((n) => n.id).join(",")}` };
+  }
+
+  /** `set server <backend>/<node> state <state>` for the AZ's nodes in every live AZ proxy. */
+  private async setServers(az: string, state: "maint" | "ready"): Promise<number> {
+    const ids = this.nodes.filter((n) => n.az === az).map((n) => n.id);
+    let rows = 0;
+    for (const p of this.proxies()) {
+      if (!p.haproxy) continue;
+      for (const id of ids) {
+        const out = await p.haproxy.command(`set server ${p.proxy}/${id} state ${state}`);
+        if (out.trim() !== "") throw new Error(`haproxy: set server ${p.proxy}/${id} state ${state}: ${out.trim()}`);
+        rows++;
+      }
+    }
+    return rows;
+  }
+
+  private async shiftStart(az: string, expiresInMs: number): Promise<LocalCloudReply> {
+    if (!(expiresInMs > 0)) throw new LocalCloudRequestError("expiresInMs must be > 0");
+    const held = this.shifts.get(az);
+    if (held) clearTimeout(held.timer);
+    const rows = held ? 0 : await this.setServers(az, "maint");
+    const expiresAt = Date.now() + expiresInMs;
+    const timer = setTimeout(() => {
+      // ARC lifts an expired shift by itself.
+      this.shifts.delete(az);
+      void this.setServers(az, "ready").catch((err: unknown) => this.o.log?.(`local cloud: shift expiry ${az}: ${(err as Error).message}`));
+    }, expiresInMs);
+    timer.unref();
+    this.shifts.set(az, { expiresAt, timer });
+    const until = new Date(expiresAt).toISOString();
+    return held
+      ? { outcome: "already", detail: `${az}: shift renewed until ${until}` }
+      : { outcome: "applied", detail: `${az}: ${rows} server rows in MAINT until ${until}` };
+  }
+
+  private async shiftCancel(az: string): Promise<LocalCloudReply> {
+    const held = this.shifts.get(az);
+    if (!held) return { outcome: "already", detail: `${az}: no shift` };
+    clearTimeout(held.timer);
+    this.shifts.delete(az);
+    const rows = await this.setServers(az, "ready");
+    return { outcome: "applied", detail: `${az}: ${rows} server rows ready` };
+  }
+}

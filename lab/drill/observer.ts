@@ -1,0 +1,113 @@
+/**
+ * The drill's eyes: every `sampleMs` it asks each agent's `/readyz`, each HAProxy's
+ * `show stat` and PowerDNS for the service name; every `redisSampleMs` it reads the
+ * fleet's keys (AZ states, tier, leader, fencing tokens). Each read has a short time
+ * limit; a read that fails is recorded as such, never thrown.
+ */
+import { Redis } from "ioredis";
+import { parseLeaseValue } from "../../agent/src/redis/lease";
+import { RedisKeys } from "../../agent/src/redis/keys";
+import { Loop } from "../../agent/src/util/loop";
+import type { DrillStack } from "./stack";
+import type { FleetSample, L1Sample, NodeSample, Sample, Timeline } from "./timeline";
+
+export interface Observer {
+  /** Resolves after the next complete sample (a scenario waits on it). */
+  tick(): Promise<Sample>;
+  latest(): Sample | null;
+  latestFleet(): FleetSample | null;
+  stop(): Promise<void>;
+}
+
+async function readyz(url: string): Promise<NodeSample> {
+  try {
+    const r = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(400) });
+    const b = (await r.json()) as { status?: string; weight?: number };
+    return { status: b.status ?? "ERR", weight: typeof b.weight === "number" ? b.weight : 0 };
+  } catch {
+    return { status: "ERR", weight: 0 };
+  }
+}
+
+export function startObserver(stack: DrillStack, tl: Timeline, now: () => number, periods: { sampleMs: number; redisSampleMs: number }): Observer {
+  let latest: Sample | null = null;
+  let latestFleet: FleetSample | null = null;
+  let waiters: ((s: Sample) => void)[] = [];
+  const sampleLoop = new Loop(
+    periods.sampleMs,
+    async () => {
+      const t = now();
+      const nodes: Record<string, NodeSample> = {};
+      const l1: Record<string, L1Sample> = {};
+      const proxies = [...stack.azs.map((a) => a.haproxy), stack.baseline];
+      const [nodeRows, statRows, dns] = await Promise.all([
+        Promise.all(stack.nodes.map(async (n) => [n.id, await readyz(n.agentUrl)] as const)),
+        Promise.all(proxies.map((h) => (h ? h.stats().catch(() => []) : Promise.resolve([])))),
+        stack.dns.query().catch(() => null),
+      ]);
+      for (const [id, s] of nodeRows) nodes[id] = s;
+      for (const rows of statRows) for (const r of rows) l1[`${r.proxy}/${r.server}`] = { status: r.status, weight: r.weight, total: r.total };
+      const s: Sample = { t, nodes, l1, dns };
+      tl.samples.push(s);
+      latest = s;
+      const w = waiters;
+      waiters = [];
+      for (const f of w) f(s);
+    },
+    () => undefined,
+  );
+  const keys = new RedisKeys(stack.cluster);
+  const redis = new Redis(stack.redis.url, { lazyConnect: false, maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 500, retryStrategy: () => 200 });
+  redis.on("error", () => undefined);
+  const fleetLoop = new Loop(
+    periods.redisSampleMs,
+    async () => {
+      const t = now();
+      const f: FleetSample = { t, azState: {}, tier: null, tokens: {}, standbyWake: false, suspect: "" };
+      try {
+        const p = redis.pipeline();
+        for (const az of stack.azs) p.hgetall(keys.azState(az.name));
+        p.hgetall(keys.tier);
+        p.get(keys.leader);
+        p.hgetall(keys.standbyWake);
+        p.hgetall(keys.suspect);
+        const res = (await Promise.race([p.exec(), new Promise<null>((r) => setTimeout(() => r(null), 400))])) ?? [];
+        const val = (i: number): unknown => res[i]?.[1];
+        stack.azs.forEach((az, i) => {
+          const h = (val(i) ?? {}) as Record<string, string>;
+          if (h.state) f.azState[az.name] = h.state;
+          if (h.token) f.tokens[`az:${az.name}`] = Number(h.token);
+        });
+        const n = stack.azs.length;
+        const tier = (val(n) ?? {}) as Record<string, string>;
+        f.tier = tier.level ?? null;
+        if (tier.token) f.tokens.tier = Number(tier.token);
+        if (res.length > n + 1) {
+          const lease = val(n + 1);
+          const parsed = typeof lease === "string" ? parseLeaseValue(lease) : null;
+          f.leader = typeof lease === "string" ? (parsed?.holder ?? lease) : null;
+          f.leaderToken = parsed?.token ?? null;
+        }
+        f.standbyWake = ((val(n + 2) ?? {}) as Record<string, string>).wake === "1";
+        f.suspect = ((val(n + 3) ?? {}) as Record<string, string>).codes ?? "";
+      } catch {
+        // Redis down (the restart scenario): leader stays undefined = unknown.
+      }
+      tl.fleet.push(f);
+      latestFleet = f;
+    },
+    () => undefined,
+  );
+  sampleLoop.start();
+  fleetLoop.start();
+  return {
+    tick: () => new Promise((r) => waiters.push(r)),
+    latest: () => latest,
+    latestFleet: () => latestFleet,
+    async stop() {
+      sampleLoop.stop();
+      fleetLoop.stop();
+      redis.disconnect();
+    },
+  };
+}

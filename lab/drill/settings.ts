@@ -1,0 +1,69 @@
+/**
+ * The drill's fast settings: the agent's `LLMHA_*` values, the HAProxy tuning of the
+ * llm-ha proxies, and the sampling periods. Fast, so that a full drill fits in minutes
+ * on two cores; the baselines keep HAProxy's own figures (they are what we compare to).
+ */
+import type { HaproxyTuning } from "../../contracts/haproxy-config";
+
+/** Agent settings every simulated node gets. */
+export const DRILL_AGENT_ENV: Readonly<Record<string, string>> = Object.freeze({
+  LLMHA_INTERVAL_MS: "500",
+  LLMHA_FALL: "2",
+  LLMHA_RISE: "2",
+  LLMHA_WARMUP_STEP_MS: "250",
+  LLMHA_PROBE_LATENCY_MS: "400",
+  LLMHA_PROBE_TIMEOUT_MS: "1500",
+  LLMHA_WEDGE_MS: "1000",
+  LLMHA_GPU_TIMEOUT_MS: "1000",
+  LLMHA_MODEL_TIMEOUT_MS: "500",
+  LLMHA_DRAIN_MS: "300",
+  LLMHA_LEASE_TTL_MS: "3000",
+  LLMHA_LEASE_RENEW_MS: "1000",
+  LLMHA_LEASE_CONTEND_MS: "500",
+  LLMHA_LOG_LEVEL: "info",
+});
+
+/**
+ * With a standby AZ, every agent may act as leader through the drill's local cloud; the
+ * standby is handed back 3 s after the active AZs are OK again (production: 10 min), so a
+ * scenario ends with it at zero.
+ */
+export const DRILL_STANDBY_ENV: Readonly<Record<string, string>> = Object.freeze({
+  LLMHA_ACTUATOR: "local",
+  LLMHA_STANDBY_HOLD_MS: "3000",
+});
+
+/** Numbers the scenarios and targets read from the settings above. */
+export const DRILL_TIMING = Object.freeze({
+  intervalMs: Number(DRILL_AGENT_ENV.LLMHA_INTERVAL_MS),
+  probeLatencyMs: Number(DRILL_AGENT_ENV.LLMHA_PROBE_LATENCY_MS),
+  probeTimeoutMs: Number(DRILL_AGENT_ENV.LLMHA_PROBE_TIMEOUT_MS),
+  leaseTtlMs: Number(DRILL_AGENT_ENV.LLMHA_LEASE_TTL_MS),
+  leaseContendMs: Number(DRILL_AGENT_ENV.LLMHA_LEASE_CONTEND_MS),
+  standbyHoldMs: Number(DRILL_STANDBY_ENV.LLMHA_STANDBY_HOLD_MS),
+  /** How often the observer polls every agent, proxy and the DNS answer. */
+  sampleMs: 50,
+  /** How often it reads the fleet keys in Redis. */
+  redisSampleMs: 200,
+});
+
+/** HAProxy tuning of the llm-ha (`agent`) proxies in the drill: DESIGN's L1 figures, a short slowstart. */
+export const DRILL_AGENT_TUNING: Partial<HaproxyTuning> = Object.freeze({
+  checkInterMs: 500,
+  fall: 2,
+  rise: 2,
+  agentInterMs: 500,
+  slowstartMs: 1000,
+  timeoutServerMs: 10_000,
+});
+
+/** The tuned baseline: `httpchk` inter 500 ms fall 2 (the default baseline is HAProxy's inter 2 s fall 3). */
+export const DRILL_TUNED_BASELINE: Partial<HaproxyTuning> = Object.freeze({
+  checkInterMs: 500,
+  fall: 2,
+  rise: 2,
+  timeoutServerMs: 10_000,
+});
+
+/** Client request time limit: a request unanswered this long counts as failed. */
+export const CLIENT_TIMEOUT_MS = 5000;

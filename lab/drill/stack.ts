@@ -1,0 +1,242 @@
+/**
+ * The drill's world on loopback: a real redis-server, N simulated GPU nodes (fake
+ * nvidia-smi + fake inference server + real agent) over 2–3 AZs, one HAProxy per AZ
+ * listening on that AZ's own loopback address (local nodes + the other AZs' as backup),
+ * one HAProxy carrying the two baselines over the same servers, and PowerDNS answering
+ * the service name with the AZ addresses whose `/az/health` passes. With a standby AZ, its
+ * nodes start stopped (scaled to zero) and the agents act through the local cloud
+ * (`LLMHA_ACTUATOR=local`), which boots them when the leader wakes the standby.
+ * Every process started is registered for `stop()` as soon as it exists.
+ */
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { startHaproxy, type HaproxyHandle } from "../engines/haproxy";
+import { startPdns, type PdnsHandle } from "../engines/pdns";
+import { startRedisServer, type RedisServerHandle } from "../engines/redis-server";
+import type { HaproxyProxy, HaproxyStaticServer } from "../../contracts/haproxy-config";
+import { SimNode } from "../sim/sim-node";
+import { freePort } from "../../agent/src/util/net";
+import { LocalCloud } from "./local-cloud";
+import { DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_STANDBY_ENV, DRILL_TUNED_BASELINE } from "./settings";
+
+export const DRILL_MODEL = "llm-ha/drill-model";
+export const BASELINE_DEFAULT = "baseline_default";
+export const BASELINE_TUNED = "baseline_tuned";
+
+/** The generator names a proxy's backend `<name>_servers`: where `show stat` lists its server rows. */
+export function backendOf(proxy: string): string {
+  return `${proxy}_servers`;
+}
+
+export interface DrillAz {
+  name: string;
+  /** Loopback address its HAProxy listens on (and DNS answers). */
+  address: string;
+  standby: boolean;
+  /** Null while the AZ's HAProxy is down (L3 scenario). */
+  haproxy: HaproxyHandle | null;
+  /** Backend name of its proxy in `show stat` (the server rows). */
+  proxy: string;
+}
+
+export interface DrillStack {
+  readonly cluster: string;
+  readonly redis: RedisServerHandle;
+  readonly azs: DrillAz[];
+  readonly nodes: SimNode[];
+  readonly baseline: HaproxyHandle;
+  readonly baselinePorts: { default: number; tuned: number };
+  readonly dns: PdnsHandle;
+  /** Port every AZ proxy listens on (its address differs). */
+  readonly port: number;
+  /** The standby AZ (scaled to zero at start), null with 2 AZs. */
+  readonly standby: DrillAz | null;
+  /** Powers the standby nodes and shifts zones for the agents' `local` actuator; null without a standby AZ. */
+  readonly cloud: LocalCloud | null;
+  /** Nodes whose processes run now (a standby node at zero does not). */
+  running(): SimNode[];
+  azOf(node: SimNode): DrillAz;
+  /** Pids of every process running now (nodes, proxies, Redis, PowerDNS). */
+  pids(): number[];
+  /** SIGKILL an AZ's HAProxy (whole-zone loss). */
+  killAzProxy(az: DrillAz): void;
+  /** Starts an AZ's HAProxy again with the same configuration. */
+  startAzProxy(az: DrillAz): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface StackOptions {
+  nodes: number;
+  /** AZ count, 2 or 3; the last is the standby. Default 3 when nodes ≥ 5, else 2. */
+  azs?: number;
+  dir: string;
+  progress(line: string): void;
+  /** Registers a stop function at once (for Ctrl-C during start-up). */
+  track(stop: () => Promise<void>): void;
+  /** Drill clock (the local cloud's action log). */
+  now?(): number;
+}
+
+/** Which AZ each of `n` nodes lands in: round-robin over the AZ names. */
+export function placeNodes(n: number, azNames: readonly string[]): string[] {
+  return Array.from({ length: n }, (_, i) => azNames[i % azNames.length]);
+}
+
+function staticServer(n: SimNode): HaproxyStaticServer {
+  return { name: n.id, address: "127.0.0.1", port: n.inferencePort, agentPort: n.agentCheckPort, httpPort: n.httpPort };
+}
+
+/** The proxy of one AZ: its nodes local, every other node backup; `/az/health` forwarded to its agents. */
+export function azProxy(az: { name: string; address: string }, port: number, nodes: readonly SimNode[]): HaproxyProxy {
+  return {
+    name: `az_${az.name.replace(/[^A-Za-z0-9]/g, "_")}`,
+    bind: `${az.address}:${port}`,
+    health: "agent",
+    forwardAzHealth: true,
+    tuning: DRILL_AGENT_TUNING,
+    servers: { kind: "static", local: nodes.filter((n) => n.az === az.name).map(staticServer), backup: nodes.filter((n) => n.az !== az.name).map(staticServer) },
+  };
+}
+
+export function baselineProxies(ports: { default: number; tuned: number }, nodes: readonly SimNode[]): HaproxyProxy[] {
+  const servers = { kind: "static" as const, local: nodes.map(staticServer), backup: [] };
+  return [
+    { name: BASELINE_DEFAULT, bind: `127.0.0.1:${ports.default}`, health: "httpchk-default", servers },
+    { name: BASELINE_TUNED, bind: `127.0.0.1:${ports.tuned}`, health: "httpchk-tuned", tuning: DRILL_TUNED_BASELINE, servers },
+  ];
+}
+
+/**
+ * Runs `fn` over `items` with at most `limit` at a time (two cores: don't start 12 Node
+ * processes at once). Waits for every started item even when one fails, so nothing
+ * starts after the caller has begun cleaning up; then throws the first error.
+ */
+async function pool<T>(items: readonly T[], limit: number, fn: (t: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failure: unknown = null;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length && failure === null) {
+        const i = next++;
+        try {
+          await fn(items[i]);
+        } catch (err) {
+          failure ??= err;
+        }
+      }
+    }),
+  );
+  if (failure !== null) throw failure;
+}
+
+/** Another process can take a port between `freePort()` and the bind: try a node's start a few times. */
+async function startNodeWithRetry(start: () => Promise<SimNode>, tries = 3): Promise<SimNode> {
+  for (let i = 1; ; i++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (i >= tries) throw err;
+    }
+  }
+}
+
+export async function startStack(o: StackOptions): Promise<DrillStack> {
+  const azCount = o.azs ?? (o.nodes >= 5 ? 3 : 2);
+  const names = Array.from({ length: azCount }, (_, i) => `az-${String.fromCharCode(97 + i)}`);
+  const cluster = `drill-${randomBytes(3).toString("hex")}`;
+  o.progress(`starting redis-server`);
+  const redis = await startRedisServer();
+  o.track(() => redis.stop());
+  const nodes: SimNode[] = [];
+  const placement = placeNodes(o.nodes, names);
+  const reserved = new Map<string, number>();
+  const standbyName = azCount > 2 ? names[azCount - 1] : null;
+  let cloud: LocalCloud | null = null;
+  let fleetEnv: Record<string, string> = {};
+  if (standbyName) {
+    const c = new LocalCloud({ now: o.now ?? Date.now, log: o.progress });
+    await c.listen();
+    o.track(() => c.stop());
+    cloud = c;
+    fleetEnv = { ...DRILL_STANDBY_ENV, LLMHA_STANDBY_AZ: standbyName, LLMHA_LOCAL_CLOUD_URL: c.url };
+  }
+  o.progress(
+    `starting ${o.nodes} simulated GPU nodes over ${azCount} AZs (fake nvidia-smi + fake inference + real agent)` +
+      (standbyName ? `; ${standbyName} is the standby, scaled to zero` : ""),
+  );
+  await pool(placement, 3, async (az) => {
+    // Reserve the id before the await so two starts in the same AZ never share it.
+    const seq = reserved.get(az) ?? 0;
+    reserved.set(az, seq + 1);
+    const node = await startNodeWithRetry(() =>
+      SimNode.start({
+        id: `gpu-${az.slice(3)}${seq + 1}`,
+        az,
+        dir: join(o.dir, "nodes"),
+        model: DRILL_MODEL,
+        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: redis.url, LLMHA_CLUSTER: cluster },
+        stopped: az === standbyName,
+      }),
+    );
+    nodes.push(node);
+    o.track(() => node.stop());
+    o.progress(`  node ${node.id} (${az}) ${node.running ? "up" : "stopped (standby)"}`);
+  });
+  nodes.sort((a, b) => a.id.localeCompare(b.id));
+  // Stopped before the nodes (last tracked, first stopped): no boot starts behind the clean-up.
+  const started = cloud;
+  if (started) o.track(() => started.stop());
+  const port = await freePort();
+  const azs: DrillAz[] = names.map((name, i) => ({ name, address: `127.0.0.${i + 2}`, standby: i === azCount - 1 && azCount > 2, haproxy: null, proxy: "" }));
+  const configs = new Map<DrillAz, HaproxyProxy>();
+  for (const az of azs) {
+    const p = azProxy(az, port, nodes);
+    az.proxy = backendOf(p.name);
+    configs.set(az, p);
+  }
+  const startAzProxy = async (az: DrillAz): Promise<void> => {
+    const h = await startHaproxy({ proxies: [configs.get(az)!] });
+    az.haproxy = h;
+    o.track(() => h.stop());
+  };
+  o.progress(`starting ${azCount} HAProxy (one per AZ, on ${azs.map((a) => a.address).join(", ")}:${port}) and the baselines`);
+  for (const az of azs) await startAzProxy(az);
+  const baselinePorts = { default: await freePort(), tuned: await freePort() };
+  const baseline = await startHaproxy({ proxies: baselineProxies(baselinePorts, nodes) });
+  o.track(() => baseline.stop());
+  cloud?.attach(nodes, () => azs);
+  o.progress(`starting PowerDNS (LUA ifurlup over /az/health)`);
+  const active = azs.filter((a) => !a.standby).map((a) => a.address);
+  const standby = azs.filter((a) => a.standby).map((a) => a.address);
+  const dns = await startPdns({ groups: standby.length ? [active, standby] : [active], healthPort: port });
+  o.track(() => dns.stop());
+  return {
+    cluster,
+    redis,
+    azs,
+    nodes,
+    baseline,
+    baselinePorts,
+    dns,
+    port,
+    standby: azs.find((a) => a.standby) ?? null,
+    cloud,
+    running: () => nodes.filter((n) => n.running),
+    azOf: (n) => azs.find((a) => a.name === n.az)!,
+    pids: () =>
+      [redis.pid, dns.pid, baseline.pid, ...azs.map((a) => a.haproxy?.pid ?? -1), ...nodes.flatMap((n) => [n.agentPid ?? -1, n.inferencePid ?? -1])].filter((p) => p > 0),
+    killAzProxy: (az) => {
+      az.haproxy?.kill("SIGKILL");
+      const h = az.haproxy;
+      az.haproxy = null;
+      void h?.stop();
+    },
+    startAzProxy,
+    stop: async () => {
+      await cloud?.stop();
+      await Promise.allSettled([dns.stop(), baseline.stop(), ...azs.map((a) => a.haproxy?.stop())]);
+      await Promise.allSettled(nodes.map((n) => n.stop()));
+      await redis.stop();
+    },
+  };
+}

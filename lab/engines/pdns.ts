@@ -1,0 +1,195 @@
+/**
+ * A real PowerDNS authoritative server on loopback standing in for Route53 failover
+ * records (L3): a bind zone whose service name is a LUA `ifurlup` record over every
+ * AZ's `/az/health`, checked once a second on each AZ's own loopback address. The
+ * configuration is generated here; `pdnsZoneText` and `pdnsConfigText` are pure.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { Resolver } from "node:dns/promises";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort, sleep } from "../../agent/src/util/net";
+import { EngineMissingError, stopChild } from "./child";
+
+export class PdnsMissingError extends EngineMissingError {
+  constructor(what: string) {
+    super(what, "pdns-server pdns-backend-bind");
+    this.name = "PdnsMissingError";
+  }
+}
+
+export class PdnsStartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PdnsStartError";
+  }
+}
+
+export class PdnsConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "PdnsConfigError";
+  }
+}
+
+export interface PdnsZoneArgs {
+  /** Zone apex. Default `llmha.test`. */
+  zone?: string;
+  /** Label of the service name inside the zone. Default `inference`. */
+  service?: string;
+  /**
+   * Address groups in failover order: PowerDNS answers the healthy addresses of the first group that has
+   * any (a group per role: the active AZs, then the standby AZ). Every address is one AZ's proxy.
+   */
+  groups: string[][];
+  /** Port every AZ's proxy listens on for `/az/health`. */
+  healthPort: number;
+  /** Path checked. Default `/az/health`. */
+  healthPath?: string;
+  /** TTL of the answer in seconds. Default 1 (Route53 would be ≤ 30). */
+  ttl?: number;
+}
+
+export interface PdnsArgs extends PdnsZoneArgs {
+  /** UDP/TCP port on 127.0.0.1. Default: a free port. */
+  port?: number;
+  /** Path of the binary. Default `pdns_server` (or `$LLMHA_PDNS_SERVER`). */
+  bin?: string;
+  /** Seconds between `ifurlup` checks. Default 1. */
+  checkIntervalS?: number;
+  /** Start-up wait. Default 10000 ms. */
+  startTimeoutMs?: number;
+}
+
+export interface PdnsHandle {
+  readonly pid: number;
+  readonly port: number;
+  /** Fully qualified service name, e.g. `inference.llmha.test`. */
+  readonly name: string;
+  /** A records of the service name, sorted; throws on a DNS error. */
+  query(name?: string): Promise<string[]>;
+  /** SIGTERM (then SIGKILL) and remove the folder. Idempotent. */
+  stop(): Promise<void>;
+}
+
+const IPV4_RE = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+const LABEL_RE = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+
+function resolved(a: PdnsZoneArgs): Required<Omit<PdnsZoneArgs, "groups">> & { groups: string[][] } {
+  return { zone: a.zone ?? "llmha.test", service: a.service ?? "inference", groups: a.groups, healthPort: a.healthPort, healthPath: a.healthPath ?? "/az/health", ttl: a.ttl ?? 1 };
+}
+
+/** The bind zone file: SOA, NS, and the LUA record. Throws `PdnsConfigError` on input PowerDNS would refuse. */
+export function pdnsZoneText(args: PdnsZoneArgs): string {
+  const a = resolved(args);
+  for (const l of [...a.zone.split("."), a.service]) if (!LABEL_RE.test(l)) throw new PdnsConfigError(`bad DNS label ${JSON.stringify(l)}`);
+  const all = a.groups.flat();
+  if (all.length === 0 || a.groups.some((g) => g.length === 0)) throw new PdnsConfigError("every address group needs at least one address");
+  for (const ip of all) if (!IPV4_RE.test(ip)) throw new PdnsConfigError(`not an IPv4 address: ${JSON.stringify(ip)}`);
+  if (!Number.isInteger(a.healthPort) || a.healthPort < 1 || a.healthPort > 65535) throw new PdnsConfigError(`bad health port ${a.healthPort}`);
+  if (!a.healthPath.startsWith("/") || /['"\s\\]/.test(a.healthPath)) throw new PdnsConfigError(`bad health path ${JSON.stringify(a.healthPath)}`);
+  const fqdn = `${a.service}.${a.zone}`;
+  const sets = a.groups.map((g) => `{${g.map((ip) => `'${ip}'`).join(", ")}}`).join(", ");
+  const lua = `ifurlup('http://${fqdn}:${a.healthPort}${a.healthPath}', {${sets}}, {selector='all'})`;
+  return [
+    `$ORIGIN ${a.zone}.`,
+    `$TTL ${a.ttl}`,
+    `@ IN SOA ns1.${a.zone}. hostmaster.${a.zone}. 1 60 60 3600 ${a.ttl}`,
+    `@ IN NS ns1.${a.zone}.`,
+    `ns1 IN A 127.0.0.1`,
+    `${a.service} ${a.ttl} IN LUA A "${lua}"`,
+    "",
+  ].join("\n");
+}
+
+/** `pdns.conf` for a foreground, unprivileged server with the bind backend and LUA records. */
+export function pdnsConfigText(o: { dir: string; port: number; checkIntervalS?: number }): string {
+  return [
+    "launch=bind",
+    `bind-config=${join(o.dir, "named.conf")}`,
+    "enable-lua-records=yes",
+    `lua-health-checks-interval=${o.checkIntervalS ?? 1}`,
+    "security-poll-suffix=",
+    "daemon=no",
+    "guardian=no",
+    "local-address=127.0.0.1",
+    `local-port=${o.port}`,
+    `socket-dir=${o.dir}`,
+    "disable-syslog=yes",
+    "loglevel=4",
+    "webserver=no",
+    "",
+  ].join("\n");
+}
+
+function exists(bin: string): boolean {
+  return !spawnSync(bin, ["--version"], { stdio: "ignore", timeout: 5000 }).error;
+}
+
+/** Starts pdns_server and waits until the service name answers. */
+export async function startPdns(args: PdnsArgs): Promise<PdnsHandle> {
+  const bin = args.bin ?? process.env.LLMHA_PDNS_SERVER ?? "pdns_server";
+  if (!exists(bin)) throw new PdnsMissingError(bin);
+  const a = resolved(args);
+  const zoneText = pdnsZoneText(args);
+  const dir = mkdtempSync(join(tmpdir(), "llmha-pdns-"));
+  const port = args.port ?? (await freePort());
+  writeFileSync(join(dir, "zone.db"), zoneText);
+  writeFileSync(join(dir, "named.conf"), `zone "${a.zone}" { type master; file "${join(dir, "zone.db")}"; };\n`);
+  writeFileSync(join(dir, "pdns.conf"), pdnsConfigText({ dir, port, checkIntervalS: args.checkIntervalS }));
+  let child: ChildProcess;
+  let out = "";
+  let exited = false;
+  try {
+    child = spawn(bin, [`--config-dir=${dir}`], { stdio: ["ignore", "pipe", "pipe"] });
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+    throw new PdnsMissingError(bin);
+  }
+  const keep = (d: Buffer): void => {
+    if (out.length < 20_000) out += d.toString("utf8");
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  child.once("exit", () => (exited = true));
+  const name = `${a.service}.${a.zone}`;
+  const resolver = (): Resolver => {
+    const r = new Resolver({ timeout: 500, tries: 1 });
+    r.setServers([`127.0.0.1:${port}`]);
+    return r;
+  };
+  const query = async (n = name): Promise<string[]> => (await resolver().resolve4(n)).sort();
+  const deadline = Date.now() + (args.startTimeoutMs ?? 10_000);
+  for (;;) {
+    if (exited) {
+      rmSync(dir, { recursive: true, force: true });
+      const noBind = /bind.*(not found|Unable to load)/i.test(out);
+      if (noBind) throw new PdnsMissingError("pdns bind backend (libbindbackend.so)");
+      throw new PdnsStartError(`pdns_server exited at start-up:\n${out}`);
+    }
+    try {
+      await query();
+      break;
+    } catch {
+      if (Date.now() > deadline) {
+        child.kill("SIGKILL");
+        rmSync(dir, { recursive: true, force: true });
+        throw new PdnsStartError(`pdns_server did not answer ${name} on port ${port}:\n${out}`);
+      }
+      await sleep(50);
+    }
+  }
+  let stopped: Promise<void> | null = null;
+  return {
+    pid: child.pid ?? -1,
+    port,
+    name,
+    query,
+    stop: () =>
+      (stopped ??= (async () => {
+        if (!exited) await stopChild(child);
+        rmSync(dir, { recursive: true, force: true });
+      })()),
+  };
+}

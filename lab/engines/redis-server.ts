@@ -1,0 +1,157 @@
+/**
+ * A real `redis-server` on loopback, for the tests, the drill and the bench. Persistence
+ * is off (`--save '' --appendonly no`): a restart loses every key, which is exactly the
+ * "Redis restarted, lease key lost" fault the lease must survive.
+ */
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createConnection } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { freePort, sleep } from "../../agent/src/util/net";
+import { EngineMissingError, stopChild } from "./child";
+
+export class RedisServerMissingError extends EngineMissingError {
+  constructor(bin: string) {
+    super(bin, "redis-server");
+    this.name = "RedisServerMissingError";
+  }
+}
+
+export class RedisServerStartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RedisServerStartError";
+  }
+}
+
+export interface RedisServerOptions {
+  /** TCP port on 127.0.0.1. Default: a free port chosen by the kernel. */
+  port?: number;
+  /** Extra arguments, e.g. `["--requirepass", "s3cret"]`. Default none. */
+  args?: string[];
+  /** Working directory of the server. Default: a fresh temporary folder, removed on `stop()`. */
+  dir?: string;
+  /** Path of the binary. Default `redis-server` (or `$LLMHA_REDIS_SERVER`). */
+  bin?: string;
+  /** How long to wait for PING to answer. Default 10000 ms. */
+  startTimeoutMs?: number;
+  /** Password for the readiness PING when `args` sets `--requirepass`. Default none. */
+  password?: string;
+}
+
+export interface RedisServerHandle {
+  /** `redis://127.0.0.1:<port>` (no password in it). */
+  readonly url: string;
+  readonly port: number;
+  /** Pid of the running server; changes on `restart()`. */
+  readonly pid: number;
+  /** SIGTERM, then SIGKILL after 3 s; removes the temporary folder. Idempotent. */
+  stop(): Promise<void>;
+  /** Sends a signal to the server without waiting. */
+  kill(signal: NodeJS.Signals): void;
+  /** Stops and starts again on the same port; every key is lost. */
+  restart(): Promise<void>;
+  /** SIGSTOP: the server stops answering, connections stay open. */
+  pause(): void;
+  /** SIGCONT. */
+  resume(): void;
+}
+
+function binaryExists(bin: string): boolean {
+  const r = spawnSync(bin, ["--version"], { stdio: "ignore", timeout: 5000 });
+  return !r.error;
+}
+
+/** One PING over a raw socket; resolves true on `+PONG`. */
+function ping(port: number, password: string | undefined, timeoutMs: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = createConnection({ host: "127.0.0.1", port });
+    let buf = "";
+    const done = (ok: boolean): void => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(ok);
+    };
+    const timer = setTimeout(() => done(false), timeoutMs);
+    sock.on("error", () => done(false));
+    sock.on("connect", () => {
+      sock.write(password ? `AUTH ${password}\r\nPING\r\n` : "PING\r\n");
+    });
+    sock.on("data", (d) => {
+      buf += d.toString("utf8");
+      if (buf.includes("+PONG")) done(true);
+      else if (buf.includes("-")) done(false);
+    });
+  });
+}
+
+/** Starts a real redis-server on 127.0.0.1 and waits until it answers PING. */
+export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServerHandle> {
+  const bin = opts.bin ?? process.env.LLMHA_REDIS_SERVER ?? "redis-server";
+  if (!binaryExists(bin)) throw new RedisServerMissingError(bin);
+  const port = opts.port ?? (await freePort());
+  const ownDir = opts.dir === undefined;
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "llmha-redis-"));
+  const startTimeoutMs = opts.startTimeoutMs ?? 10_000;
+  let child: ChildProcess | null = null;
+  let stderr = "";
+
+  const launch = async (): Promise<void> => {
+    stderr = "";
+    const args = [
+      "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+      "--dir", dir, "--daemonize", "no", "--loglevel", "warning", ...(opts.args ?? []),
+    ];
+    const c = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
+    child = c;
+    c.stderr?.on("data", (d: Buffer) => {
+      if (stderr.length < 4000) stderr += d.toString("utf8");
+    });
+    const deadline = performance.now() + startTimeoutMs;
+    for (;;) {
+      if (c.exitCode !== null) {
+        throw new RedisServerStartError(`redis-server exited with code ${c.exitCode} on port ${port}: ${stderr.trim()}`);
+      }
+      if (await ping(port, opts.password, 500)) return;
+      if (performance.now() > deadline) {
+        c.kill("SIGKILL");
+        throw new RedisServerStartError(`redis-server on port ${port} did not answer PING within ${startTimeoutMs} ms`);
+      }
+      await sleep(20);
+    }
+  };
+
+  const halt = async (): Promise<void> => {
+    if (child) await stopChild(child);
+  };
+
+  await launch();
+  let stopped = false;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    get pid(): number {
+      return child?.pid ?? -1;
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await halt();
+      if (ownDir) rmSync(dir, { recursive: true, force: true });
+    },
+    kill(signal) {
+      child?.kill(signal);
+    },
+    async restart() {
+      await halt();
+      await launch();
+    },
+    pause() {
+      child?.kill("SIGSTOP");
+    },
+    resume() {
+      child?.kill("SIGCONT");
+    },
+  };
+}

@@ -1,0 +1,276 @@
+/**
+ * One simulated GPU node: a fake nvidia-smi driven by a state file, a fake inference
+ * server process, and a REAL `llm-ha agent` process watching them. The tests, the drill
+ * and the bench build fleets from these.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import type { InferenceKind } from "../../agent/src/config/spec";
+import { stopChild } from "../engines/child";
+import { freePort, sleep, socketExchange, waitFor } from "../../agent/src/util/net";
+import { FAKE_NVIDIA_SMI_PATH, NVSMI_FAULTS, writeNvsmiState, type NvsmiFault, type NvsmiState } from "./nvsmi-state";
+import { setFakeInferenceMode, type FakeInferenceMode, type FakeInferenceSettings } from "./fake-inference";
+
+const REPO = join(__dirname, "..", "..");
+const CLI = join(REPO, "agent", "src", "cli.ts");
+const FAKE_INFERENCE = join(__dirname, "fake-inference.ts");
+const BUILT_CLI = join(REPO, "dist", "agent", "src", "cli.js");
+
+export interface SimNodeOptions {
+  id: string;
+  az: string;
+  /** Folder for the state file and logs. */
+  dir: string;
+  kind?: InferenceKind;
+  model?: string;
+  gpuCount?: number;
+  /** Extra `LLMHA_*` settings for the agent. */
+  env?: Record<string, string>;
+  /** Start the agent from `dist/` (after `npm run build`) instead of the TypeScript sources. */
+  built?: boolean;
+  /** Don't start the agent (a node whose inference server a baseline checks alone). */
+  noAgent?: boolean;
+  /** Initial inference mode. Default `ready`. */
+  mode?: FakeInferenceMode;
+  /** Allocate ports and files but start no process: a standby node scaled to zero (`boot()` wakes it). */
+  stopped?: boolean;
+}
+
+export class SimNodeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "SimNodeError";
+  }
+}
+
+interface Proc {
+  child: ChildProcess;
+  exited: Promise<void>;
+}
+
+function start(cmd: string, args: string[], env: NodeJS.ProcessEnv, log: WriteStream): Proc {
+  const child = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  child.stdout?.pipe(log, { end: false });
+  child.stderr?.pipe(log, { end: false });
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  return { child, exited };
+}
+
+async function end(p: Proc | null, signal: NodeJS.Signals = "SIGTERM", graceMs = 5000): Promise<void> {
+  if (p) await stopChild(p.child, { signal, graceMs });
+}
+
+export class SimNode {
+  readonly id: string;
+  readonly az: string;
+  readonly statePath: string;
+  readonly xidLogPath: string;
+  inferencePort = 0;
+  adminPort = 0;
+  httpPort = 0;
+  agentCheckPort = 0;
+  private inference: Proc | null = null;
+  private agent: Proc | null = null;
+  private readonly log: WriteStream;
+  private nvsmi: NvsmiState;
+
+  private constructor(readonly opts: SimNodeOptions) {
+    this.id = opts.id;
+    this.az = opts.az;
+    mkdirSync(opts.dir, { recursive: true });
+    this.statePath = join(opts.dir, `${opts.id}.nvsmi.json`);
+    this.xidLogPath = join(opts.dir, `${opts.id}.kmsg`);
+    this.log = createWriteStream(join(opts.dir, `${opts.id}.log`), { flags: "a" });
+    this.nvsmi = { gpuCount: opts.gpuCount ?? 8 };
+  }
+
+  /** Starts several nodes at once; when one fails, the ones that started are stopped before the error is thrown. */
+  static async startAll(list: readonly SimNodeOptions[]): Promise<SimNode[]> {
+    const settled = await Promise.allSettled(list.map((o) => SimNode.start(o)));
+    const up = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) {
+      await Promise.all(up.map((n) => n.stop()));
+      throw failed.reason;
+    }
+    return up;
+  }
+
+  static async start(opts: SimNodeOptions): Promise<SimNode> {
+    const n = new SimNode(opts);
+    try {
+      await writeNvsmiState(n.statePath, n.nvsmi);
+      const { appendFile } = await import("node:fs/promises");
+      await appendFile(n.xidLogPath, "");
+      [n.inferencePort, n.adminPort, n.httpPort, n.agentCheckPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+      if (!opts.stopped) await n.boot();
+    } catch (e) {
+      await n.stop();
+      throw e;
+    }
+    return n;
+  }
+
+  get inferenceUrl(): string {
+    return `http://127.0.0.1:${this.inferencePort}`;
+  }
+  get agentUrl(): string {
+    return `http://127.0.0.1:${this.httpPort}`;
+  }
+  get adminUrl(): string {
+    return `http://127.0.0.1:${this.adminPort}`;
+  }
+  get agentPid(): number | null {
+    return this.agent?.child.pid ?? null;
+  }
+  get inferencePid(): number | null {
+    return this.inference?.child.pid ?? null;
+  }
+  /** True while its inference server or agent process runs. */
+  get running(): boolean {
+    return this.inference !== null || this.agent !== null;
+  }
+
+  /** Starts the node's processes (a new instance of the group booting): inference server, then agent. */
+  async boot(): Promise<void> {
+    await this.startInference(this.opts.mode ?? "ready");
+    if (!this.opts.noAgent) await this.startAgent();
+  }
+
+  /** Stops its processes as a scale-in would (SIGTERM: the agent drains and leaves the registry); keeps its log open. */
+  async halt(): Promise<void> {
+    await Promise.all([end(this.agent, "SIGTERM", 10_000), end(this.inference, "SIGTERM")]);
+    this.agent = null;
+    this.inference = null;
+  }
+
+  /** Starts the fake inference server process and waits for its ready line. */
+  async startInference(mode: FakeInferenceMode = "ready"): Promise<void> {
+    const args = [
+      "--import",
+      "tsx",
+      FAKE_INFERENCE,
+      "--port",
+      String(this.inferencePort),
+      "--admin-port",
+      String(this.adminPort),
+      "--kind",
+      this.opts.kind ?? "vllm",
+      "--model",
+      this.opts.model ?? "llm-ha/test-model",
+      "--mode",
+      mode,
+    ];
+    const p = start(process.execPath, args, { ...process.env }, this.log);
+    this.inference = p;
+    const rl = createInterface({ input: p.child.stdout! });
+    const ready = new Promise<void>((resolve, reject) => {
+      rl.on("line", (l) => {
+        if (l.includes('"ready":true')) resolve();
+      });
+      p.exited.then(() => reject(new SimNodeError(`fake inference server of ${this.id} exited at start-up (see ${this.opts.dir}/${this.id}.log)`)));
+    });
+    await Promise.race([ready, sleep(15_000).then(() => Promise.reject(new SimNodeError(`fake inference server of ${this.id} did not start`)))]);
+    rl.close();
+  }
+
+  agentEnv(): NodeJS.ProcessEnv {
+    return {
+      ...process.env,
+      FAKE_NVSMI_STATE: this.statePath,
+      LLMHA_NODE_ID: this.id,
+      LLMHA_AZ: this.az,
+      LLMHA_NVIDIA_SMI: FAKE_NVIDIA_SMI_PATH,
+      LLMHA_GPU_COUNT: String(this.opts.gpuCount ?? 8),
+      LLMHA_INFERENCE_URL: this.inferenceUrl,
+      LLMHA_INFERENCE_KIND: this.opts.kind ?? "vllm",
+      LLMHA_MODEL: this.opts.model ?? "llm-ha/test-model",
+      LLMHA_HTTP_PORT: String(this.httpPort),
+      LLMHA_AGENT_CHECK_PORT: String(this.agentCheckPort),
+      LLMHA_BIND_ADDRESS: "127.0.0.1",
+      LLMHA_XID_LOG: this.xidLogPath,
+      ...this.opts.env,
+    };
+  }
+
+  /** Starts the real agent process and waits until it answers `/livez`. */
+  async startAgent(): Promise<void> {
+    const args = this.opts.built ? [BUILT_CLI, "agent"] : ["--import", "tsx", CLI, "agent"];
+    this.agent = start(process.execPath, args, this.agentEnv(), this.log);
+    const a = this.agent;
+    let gone = false;
+    void a.exited.then(() => (gone = true));
+    await waitFor(
+      `agent ${this.id} /livez`,
+      async () => {
+        if (gone) throw new SimNodeError(`agent ${this.id} exited at start-up (see ${this.opts.dir}/${this.id}.log)`);
+        const r = await fetch(`${this.agentUrl}/livez`, { signal: AbortSignal.timeout(500) });
+        return r.ok;
+      },
+      { timeoutMs: 20_000, everyMs: 50 },
+    );
+  }
+
+  /** What HAProxy would read from the agent-check port: one line. */
+  async agentCheck(timeoutMs = 2000): Promise<string> {
+    return (await socketExchange({ host: "127.0.0.1", port: this.agentCheckPort }, null, timeoutMs, `agent-check of ${this.id}`)).trim();
+  }
+
+  /** GET a JSON endpoint of the agent. */
+  async agentGet(path: string): Promise<{ status: number; body: Record<string, unknown> }> {
+    const r = await fetch(`${this.agentUrl}${path}`, { signal: AbortSignal.timeout(2000) });
+    return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+  }
+
+  async setGpu(state: NvsmiState): Promise<void> {
+    this.nvsmi = { gpuCount: this.opts.gpuCount ?? 8, ...state };
+    await writeNvsmiState(this.statePath, this.nvsmi);
+  }
+
+  async gpuFault(fault: NvsmiFault | null): Promise<void> {
+    await this.setGpu(fault ? NVSMI_FAULTS[fault] : {});
+  }
+
+  async setMode(change: FakeInferenceMode | Partial<FakeInferenceSettings>): Promise<void> {
+    await setFakeInferenceMode(this.adminUrl, typeof change === "string" ? { mode: change } : change);
+  }
+
+  /** Appends a kernel log line the agent reads for XIDs. */
+  async xid(code: number): Promise<void> {
+    const { appendFile } = await import("node:fs/promises");
+    await appendFile(this.xidLogPath, `[12345.678901] NVRM: Xid (PCI:0000:53:00): ${code}, pid=4242, name=python3, Ch 00000001\n`);
+  }
+
+  /** SIGKILL the inference server: a crash. */
+  async crashInference(): Promise<void> {
+    await end(this.inference, "SIGKILL");
+    this.inference = null;
+  }
+
+  async killAgent(signal: NodeJS.Signals = "SIGKILL"): Promise<void> {
+    await end(this.agent, signal);
+    this.agent = null;
+  }
+
+  /** Graceful agent stop (SIGTERM: drains first). */
+  async stopAgent(): Promise<void> {
+    await end(this.agent, "SIGTERM", 10_000);
+    this.agent = null;
+  }
+
+  pauseAgent(): void {
+    this.agent?.child.kill("SIGSTOP");
+  }
+  resumeAgent(): void {
+    this.agent?.child.kill("SIGCONT");
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([end(this.agent, "SIGTERM"), end(this.inference, "SIGTERM")]);
+    this.agent = null;
+    this.inference = null;
+    this.log.end();
+  }
+}
