@@ -86,7 +86,7 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
     agent.on("decision", (_d, changed) => {
       agent.setSuspects(new Set(fleet.suspectChecks));
       // Publish a change at once rather than at the next heartbeat: the L2 tier reads it.
-      if (changed) fleet.registry.publish(report()).catch(() => undefined);
+      if (changed) fleet.registry.heartbeat(report()).catch(() => undefined);
     });
   }
   const probeView = (): ReturnType<Parameters<typeof startHttpServer>[2]["probe"]> => {

@@ -21,7 +21,7 @@ import { FencedWriter } from "../../agent/src/redis/fenced";
 import { RedisKeys } from "../../agent/src/redis/keys";
 import { LeaderLease, type LeaseSettings } from "../../agent/src/redis/lease";
 import { heartbeatArgs, type NodeReport } from "../../agent/src/redis/registry";
-import { publishScript } from "../../agent/src/redis/scripts";
+import { heartbeatScript } from "../../agent/src/redis/scripts";
 import type { Decision } from "../../agent/src/types";
 import { createLogger } from "../../agent/src/util/log";
 import { sleep } from "../../agent/src/util/net";
@@ -141,7 +141,7 @@ async function worker(url: string, cluster: string, from: number, to: number, du
       const { k, a } = heartbeatArgs(keys, report, 3000, 10_000);
       const s = performance.now();
       inflight.push(
-        publishScript(client.redis, k, a).then(
+        heartbeatScript(client.redis, k, a).then(
           () => void lat.push(performance.now() - s),
           () => void (errors += 1),
         ),

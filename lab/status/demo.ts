@@ -9,13 +9,13 @@
  *   us-east-1b: b1, b2 healthy, b3 warming up, b4 expired (crashed)              → AZ OK
  *   us-east-1c: standby, no nodes; the leader wants it awake.
  */
-import { Registry as PromRegistry } from "prom-client";
+import { Registry } from "prom-client";
 import { FencedActuator } from "../../agent/src/actuators/gate";
 import type { ActionResult, Actuator } from "../../agent/src/actuators/types";
 import { Fleet } from "../../agent/src/controller/fleet";
 import { createRedisClient } from "../../agent/src/redis/client";
 import { RedisKeys } from "../../agent/src/redis/keys";
-import { Registry, type NodeReport } from "../../agent/src/redis/registry";
+import { NodeRegistry, type NodeReport } from "../../agent/src/redis/registry";
 import type { Decision, Reason } from "../../agent/src/types";
 import type { Logger } from "../../agent/src/util/log";
 import { sleep, waitFor } from "../../agent/src/util/net";
@@ -102,7 +102,7 @@ export async function startDemoFleet(o: DemoOptions): Promise<DemoFleet> {
   ];
   const nodes: DemoNode[] = spec.map(([id, az, load]) => {
     const fleet = new Fleet({
-      redisUrl: o.redisUrl, cluster: o.cluster, nodeId: id, az, intervalMs, log: o.log, metrics: new PromRegistry(),
+      redisUrl: o.redisUrl, cluster: o.cluster, nodeId: id, az, intervalMs, log: o.log, metrics: new Registry(),
       lease: LEASE, holderId: `${id}/${1000 + spec.findIndex((s) => s[0] === id)}`,
       controller: { standbyAz: DEMO_AZS.standby, recoverPeriods: 2 },
     });
@@ -123,8 +123,8 @@ export async function startDemoFleet(o: DemoOptions): Promise<DemoFleet> {
     const crashed = createRedisClient(o.redisUrl, { name: "llmha-demo-b4", log: o.log });
     try {
       await crashed.whenReady(5000);
-      const reg = new Registry({ client: crashed, keys, settings: { intervalMs }, log: o.log });
-      await reg.publish({ nodeId: "b4", az: DEMO_AZS.b, decision: demoDecision("up", 0.5), gpus: 8, gpusExpected: 8, model: "llama-3.1-70b" });
+      const reg = new NodeRegistry({ client: crashed, keys, settings: { intervalMs }, log: o.log });
+      await reg.heartbeat({ nodeId: "b4", az: DEMO_AZS.b, decision: demoDecision("up", 0.5), gpus: 8, gpusExpected: 8, model: "llama-3.1-70b" });
     } finally {
       await crashed.close();
     }

@@ -3,7 +3,7 @@
  * the only stand-in is the cloud: a recording actuator with desired-state semantics.
  */
 import type { Redis } from "ioredis";
-import { Registry as PromRegistry } from "prom-client";
+import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ActuatorMetrics, FencedActuator } from "../../agent/src/actuators/gate";
 import { Reconciler } from "../../agent/src/actuators/reconciler";
@@ -110,7 +110,7 @@ async function setup(cluster = freshCluster(), holder = "leader-1") {
   lease.start();
   await waitFor("leader", () => lease.isLeader, { timeoutMs: 5000 });
   const cloud = new RecordingActuator();
-  const prom = new PromRegistry();
+  const prom = new Registry();
   const metrics = new FleetMetrics(prom);
   const currentToken = (): number | null => lease.current?.token ?? null;
   const gate = new FencedActuator(cloud, { redis, keys, lease: { currentToken }, log, metrics: new ActuatorMetrics(prom, cloud.kind), holder });

@@ -1,4 +1,4 @@
-import { Registry as PromRegistry } from "prom-client";
+import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Fleet } from "../../agent/src/controller/fleet";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
@@ -33,11 +33,11 @@ function decision(mode: Mode): Decision {
 interface Sim {
   fleet: Fleet;
   mode: Mode;
-  prom: PromRegistry;
+  prom: Registry;
 }
 
 function sim(cluster: string, nodeId: string, az: string, extra: Partial<ConstructorParameters<typeof Fleet>[0]> = {}): Sim {
-  const prom = new PromRegistry();
+  const prom = new Registry();
   const fleet = new Fleet({
     redisUrl: redis.url, cluster, nodeId, az, intervalMs: I, log, metrics: prom, lease: LEASE,
     controller: { recoverPeriods: 2 }, ...extra,
@@ -47,7 +47,7 @@ function sim(cluster: string, nodeId: string, az: string, extra: Partial<Constru
   return s;
 }
 
-async function metric(prom: PromRegistry, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
+async function metric(prom: Registry, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
   const m = (await prom.getMetricsAsJSON()).find((x) => x.name === name);
   const v = (m?.values as { value: number; labels: Record<string, string | number> }[] | undefined)?.find((x) =>
     Object.entries(labels).every(([k, val]) => String(x.labels[k]) === val),
@@ -124,7 +124,7 @@ describe("Fleet: controller + /az/health against a real redis-server", () => {
 
   it("/az/health fails open: nothing published yet, and Redis unreachable", async () => {
     const own = await startRedisServer();
-    const prom = new PromRegistry();
+    const prom = new Registry();
     const fleet = new Fleet({ redisUrl: own.url, cluster: freshCluster(), nodeId: "x", az: "a", intervalMs: I, log, metrics: prom, contend: false });
     fleet.start(() => ({ nodeId: "x", az: "a", decision: decision("up"), gpus: 8, gpusExpected: 8, model: "m" }));
     try {
@@ -145,7 +145,7 @@ describe("Fleet: controller + /az/health against a real redis-server", () => {
   });
 
   it("pre-creates its series at zero", async () => {
-    const prom = new PromRegistry();
+    const prom = new Registry();
     const fleet = new Fleet({ redisUrl: redis.url, cluster: freshCluster(), nodeId: "x", az: "a", intervalMs: I, log, metrics: prom });
     const text = await prom.metrics();
     for (const line of [

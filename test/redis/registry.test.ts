@@ -3,13 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { Registry as PromRegistry } from "prom-client";
+import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Fleet } from "../../agent/src/controller/fleet";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { createRedisClient, reconnectDelay } from "../../agent/src/redis/client";
 import { RedisKeys } from "../../agent/src/redis/keys";
-import { readSnapshot, Registry, type NodeReport } from "../../agent/src/redis/registry";
+import { readSnapshot, NodeRegistry, type NodeReport } from "../../agent/src/redis/registry";
 import { takesTraffic, type Decision } from "../../agent/src/types";
 import { createLogger } from "../../agent/src/util/log";
 import { freePort, sleep, waitFor } from "../../agent/src/util/net";
@@ -38,10 +38,10 @@ describe("registry heartbeat (publish-8.lua)", () => {
   it("writes the node hash with its expiry, keeps the available set exact, and writes events only on a change", async () => {
     const c = createRedisClient(redis.url, { name: "t", log });
     const keys = new RedisKeys(freshCluster());
-    const reg = new Registry({ client: c, keys, settings: { intervalMs: 1000 }, log });
+    const reg = new NodeRegistry({ client: c, keys, settings: { intervalMs: 1000 }, log });
     try {
       await waitFor("ready", () => c.connected);
-      expect((await reg.publish(report("n1", "a", true, 3))).changed).toBe(true);
+      expect((await reg.heartbeat(report("n1", "a", true, 3))).changed).toBe(true);
       const h = await c.redis.hgetall(keys.node("n1"));
       expect(h).toMatchObject({ az: "a", status: "HEALTHY", weight: "100", loadScore: "3", gpus: "8", model: "m" });
       expect(Number(h.updatedAt)).toBeGreaterThan(0);
@@ -49,14 +49,14 @@ describe("registry heartbeat (publish-8.lua)", () => {
       expect(ttl).toBeGreaterThan(2500);
       expect(ttl).toBeLessThanOrEqual(3000);
       expect(await c.redis.zrange(keys.azAvailable("a"), "0", "-1", "WITHSCORES")).toEqual(["n1", "3"]);
-      expect((await reg.publish(report("n1", "a", true, 2))).changed).toBe(false);
+      expect((await reg.heartbeat(report("n1", "a", true, 2))).changed).toBe(false);
       expect(await c.redis.zscore(keys.azAvailable("a"), "n1")).toBe("2");
-      expect((await reg.publish(report("n1", "a", false))).changed).toBe(true);
+      expect((await reg.heartbeat(report("n1", "a", false))).changed).toBe(true);
       expect(await c.redis.zcard(keys.azAvailable("a"))).toBe(0);
       expect(await c.redis.hget(keys.node("n1"), "model")).toBe("");
       // moving AZ leaves the old set
-      await reg.publish(report("n1", "a", true));
-      await reg.publish(report("n1", "b", true));
+      await reg.heartbeat(report("n1", "a", true));
+      await reg.heartbeat(report("n1", "b", true));
       expect(await c.redis.zcard(keys.azAvailable("a"))).toBe(0);
       expect(await c.redis.zrange(keys.azAvailable("b"), "0", "-1")).toEqual(["n1"]);
       const ev = await c.redis.xrange(keys.events, "-", "+");
@@ -74,16 +74,16 @@ describe("members: a joining node is not lost capacity", () => {
   it("marks a member served once it took traffic, keeps the mark while it is a member, and the snapshot carries it", async () => {
     const c = createRedisClient(redis.url, { name: "t", log });
     const keys = new RedisKeys(freshCluster());
-    const reg = new Registry({ client: c, keys, settings: { intervalMs: 1000 }, log });
+    const reg = new NodeRegistry({ client: c, keys, settings: { intervalMs: 1000 }, log });
     try {
       await waitFor("ready", () => c.connected);
       const loading: NodeReport = { ...report("n1", "a", false), decision: { ...decision(false), status: "UNKNOWN", phase: "loading", reasons: [] } };
-      await reg.publish(loading);
+      await reg.heartbeat(loading);
       expect(await c.redis.hget(keys.members, "n1")).toBe("a|8|0");
       expect((await readSnapshot(c.redis, keys)).nodes[0]).toMatchObject({ nodeId: "n1", served: false, takesTraffic: false });
-      await reg.publish(report("n1", "a", true));
+      await reg.heartbeat(report("n1", "a", true));
       expect(await c.redis.hget(keys.members, "n1")).toBe("a|8|1");
-      await reg.publish(report("n1", "a", false)); // crashed and restarting: lost capacity now
+      await reg.heartbeat(report("n1", "a", false)); // crashed and restarting: lost capacity now
       expect(await c.redis.hget(keys.members, "n1")).toBe("a|8|1");
       expect((await readSnapshot(c.redis, keys)).nodes[0]).toMatchObject({ served: true, takesTraffic: false });
       // an entry from before the flag existed counts as served
@@ -134,7 +134,7 @@ describe("registry under node faults (child processes + a leader sweeping)", () 
     const keys = new RedisKeys(cluster);
     const I = 200; // heartbeat period: hash TTL 600 ms
     const fleet = new Fleet({
-      redisUrl: redis.url, cluster, nodeId: "leader", az: "a", intervalMs: I, log, metrics: new PromRegistry(),
+      redisUrl: redis.url, cluster, nodeId: "leader", az: "a", intervalMs: I, log, metrics: new Registry(),
       lease: { ttlMs: 1500, renewMs: 500, contendMs: 300, marginMs: 300 },
     });
     fleet.start(() => report("leader", "a"));
@@ -203,7 +203,7 @@ describe("Redis unreachable", () => {
     const own = await startRedisServer();
     const c = createRedisClient(own.url, { name: "n1", log, maxBackoffMs: 300 });
     const keys = new RedisKeys(freshCluster());
-    const reg = new Registry({ client: c, keys, settings: { intervalMs: 200, maxBackoffMs: 800 }, log });
+    const reg = new NodeRegistry({ client: c, keys, settings: { intervalMs: 200, maxBackoffMs: 800 }, log });
     try {
       reg.start(() => report("n1", "a"));
       await waitFor("registered", () => reg.connected, { timeoutMs: 5000 });

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { createRedisClient } from "../../agent/src/redis/client";
 import { RedisKeys } from "../../agent/src/redis/keys";
-import { Registry } from "../../agent/src/redis/registry";
+import { NodeRegistry } from "../../agent/src/redis/registry";
 import { DEMO_AZS, demoDecision, startDemoFleet, type DemoFleet } from "../../lab/status/demo";
 import type { FleetView } from "../../agent/src/status/view";
 import { freePort, waitFor } from "../../agent/src/util/net";
@@ -192,8 +192,8 @@ describe("llm-ha status against a real redis-server and a real fleet", () => {
     try {
       await client.whenReady(5000);
       // one real heartbeat that outlives the test (TTL = 3 periods)
-      const reg = new Registry({ client, keys: new RedisKeys(c), settings: { intervalMs: 60_000 }, log: testLogger() });
-      await reg.publish({ nodeId: "x1", az: "az-x", decision: demoDecision("up", 0.1), gpus: 4, gpusExpected: 4, model: null });
+      const reg = new NodeRegistry({ client, keys: new RedisKeys(c), settings: { intervalMs: 60_000 }, log: testLogger() });
+      await reg.heartbeat({ nodeId: "x1", az: "az-x", decision: demoDecision("up", 0.1), gpus: 4, gpusExpected: 4, model: null });
       const w = watch(["--redis-url", other.url, "--cluster", c, "--interval", "200"]);
       try {
         const since = (from: number, pred: (l: string) => boolean) => () => w.lines.slice(from).some(pred);

@@ -20,7 +20,7 @@ import {
   UpdateAutoScalingGroupCommand,
   type AutoScalingGroup,
 } from "@aws-sdk/client-auto-scaling";
-import { Counter, type Registry as PromRegistry } from "prom-client";
+import { Counter, type Registry } from "prom-client";
 import { CronError, lastFiring, parseCron, Zone } from "../../../contracts/cron";
 import type { Logger } from "../util/log";
 // To use the official client once the registry carries it, change only this line to
@@ -181,7 +181,7 @@ export interface AwsActuatorOptions {
   /** Default `DEFAULT_RETRY` (4 attempts, 200 ms base, 5 s cap). */
   retry?: Partial<RetrySettings>;
   /** Registry for `llmha_actuator_aws_calls_total`. Default none. */
-  registry?: PromRegistry;
+  registry?: Registry;
   /** Wall clock, for shift expiries. Default `Date.now`. */
   now?: () => number;
 }

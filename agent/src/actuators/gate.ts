@@ -8,7 +8,7 @@
  * 3. the call and its result go to the `events` stream (`type=action`) and to metrics.
  */
 import type { Redis } from "ioredis";
-import { Counter, Histogram, type Registry as PromRegistry } from "prom-client";
+import { Counter, Histogram, type Registry } from "prom-client";
 import type { RedisKeys } from "../redis/keys";
 import type { Logger } from "../util/log";
 import { ACTIONS, OUTCOMES, type ActionContext, type ActionName, type ActionResult, type Actuator, type ShiftContext } from "./types";
@@ -17,7 +17,7 @@ export class ActuatorMetrics {
   readonly calls: Counter<"action" | "outcome" | "kind">;
   readonly duration: Histogram<"action" | "kind">;
 
-  constructor(registry: PromRegistry, kind: string) {
+  constructor(registry: Registry, kind: string) {
     const registers = [registry];
     this.calls = new Counter({
       name: "llmha_actuator_actions_total",

@@ -3,7 +3,7 @@
  * only when chosen; `none` gives null (the leader publishes desired state and acts on nothing).
  */
 import type { Redis } from "ioredis";
-import type { Registry as PromRegistry } from "prom-client";
+import type { Registry } from "prom-client";
 import type { AgentConfig } from "../config/spec";
 import type { RedisKeys } from "../redis/keys";
 import type { Logger } from "../util/log";
@@ -19,13 +19,13 @@ export interface ActuatorDeps {
   lease: TokenCheck;
   log: Logger;
   /** The agent's registry: `llmha_actuator_*` series go there. */
-  metrics: PromRegistry;
+  metrics: Registry;
   /** Lease holder id, written with each action event. */
   holder: string;
 }
 
 /** The implementation alone (no fencing). The settings were validated by `loadConfig`. */
-export async function createActuatorImpl(cfg: ActuatorConfig, log: Logger, metrics?: PromRegistry): Promise<Actuator | null> {
+export async function createActuatorImpl(cfg: ActuatorConfig, log: Logger, metrics?: Registry): Promise<Actuator | null> {
   if (cfg.actuator === "none") return null;
   if (cfg.actuator === "local") return new LocalActuator({ url: cfg.localCloudUrl! });
   const { parseStandbyGroups, parseAzIds } = await import("./aws.js");

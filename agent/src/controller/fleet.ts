@@ -8,7 +8,7 @@
  *   ...GET /az/health → await fleet.azHealth(); GET /status → fleet.status()
  *   await fleet.stop();            // SIGTERM: releases the lease, removes the node
  */
-import type { Registry as PromRegistry } from "prom-client";
+import type { Registry } from "prom-client";
 import type { ConnectionOptions } from "node:tls";
 import type { FencedActuator } from "../actuators/gate";
 import type { ActuatorDeps } from "../actuators/index";
@@ -17,7 +17,7 @@ import { createRedisClient, type RedisClient } from "../redis/client";
 import { FencedWriter } from "../redis/fenced";
 import { RedisKeys } from "../redis/keys";
 import { LeaderLease, type LeaseSettings } from "../redis/lease";
-import { Registry, type NodeReport } from "../redis/registry";
+import { NodeRegistry, type NodeReport } from "../redis/registry";
 import type { Logger } from "../util/log";
 import { sleep } from "../util/net";
 import { readAzHealth, type AzHealthResponse } from "./az-health";
@@ -39,7 +39,7 @@ export interface FleetOptions {
   controller?: Partial<ControllerSettings>;
   log: Logger;
   /** The agent's Prometheus registry; the `llmha_…` fleet series are added to it. */
-  metrics: PromRegistry;
+  metrics: Registry;
   /** TLS options for `rediss://` (CA, servername). */
   tls?: ConnectionOptions;
   /** Auth token given apart from the URL. */
@@ -51,7 +51,7 @@ export interface FleetOptions {
 }
 
 export interface FleetStatus {
-  redis: { url: string; connected: boolean; errors: number; lastPublishedAt: number | null };
+  redis: { url: string; connected: boolean; errors: number; lastHeartbeatAt: number | null };
   lease: { holderId: string; isLeader: boolean; leader: string | null; token: number | null; highestToken: number; acquisitions: number };
   controller: { tier: TierLevel | null; suspect: string[]; azs: Evaluation["azs"]; lastAggregationMs: number | null } | null;
   /** Kind of the attached actuator, null when the leader acts on nothing. */
@@ -61,7 +61,7 @@ export interface FleetStatus {
 export class Fleet {
   readonly keys: RedisKeys;
   readonly client: RedisClient;
-  readonly registry: Registry;
+  readonly registry: NodeRegistry;
   readonly lease: LeaderLease;
   readonly controller: Controller;
   readonly metrics: FleetMetrics;
@@ -81,7 +81,7 @@ export class Fleet {
     this.metrics = new FleetMetrics(o.metrics, o.az);
     const holderId = o.holderId ?? `${o.nodeId}/${process.pid}`;
     this.client = createRedisClient(o.redisUrl, { name: `llmha-${holderId}`, log: o.log, tls: o.tls, password: o.password });
-    this.registry = new Registry({
+    this.registry = new NodeRegistry({
       client: this.client,
       keys: this.keys,
       settings: { intervalMs: o.intervalMs },
@@ -208,7 +208,7 @@ export class Fleet {
         url: this.client.safeUrl,
         connected: this.registry.connected,
         errors: this.registry.errors,
-        lastPublishedAt: this.registry.lastPublishedAt,
+        lastHeartbeatAt: this.registry.lastHeartbeatAt,
       },
       lease: {
         holderId: this.lease.holderId,

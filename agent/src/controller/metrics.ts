@@ -2,7 +2,7 @@
  * The fleet layer's Prometheus series, on the registry the agent owns. Every series with a
  * known label set starts at zero, so a dashboard sees "0" rather than "no data".
  */
-import { Counter, Gauge, Histogram, type Registry as PromRegistry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { LostReason } from "../redis/lease";
 import { AZ_STATES, TIER_LEVELS, type AzState, type TierLevel } from "./state";
 
@@ -30,7 +30,7 @@ export class FleetMetrics {
   private readonly knownAzs = new Set<string>();
   private readonly suspectShown = new Set<string>();
 
-  constructor(registry: PromRegistry, ownAz?: string) {
+  constructor(registry: Registry, ownAz?: string) {
     const registers = [registry];
     this.redisConnected = new Gauge({ name: "llmha_redis_connected", help: "1 while the last registry heartbeat reached Redis", registers });
     this.redisErrors = new Counter({ name: "llmha_redis_errors_total", help: "Registry heartbeats that failed", registers });

@@ -10,13 +10,13 @@ import type { Logger } from "../util/log";
 import type { RedisClient } from "./client";
 import type { RedisKeys } from "./keys";
 import {
-  publishScript,
+  heartbeatScript,
   readNodesScript,
   removeScript,
   type CompactNode,
-  type PublishArgs,
-  type PublishKeys,
-  type PublishResult,
+  type HeartbeatArgs,
+  type HeartbeatKeys,
+  type HeartbeatResult,
 } from "./scripts";
 
 /** What an agent publishes every period. */
@@ -58,7 +58,7 @@ export class RegistryReportError extends Error {
 }
 
 /** Keys and arguments of one heartbeat (shared with the bench's simulated fleet). */
-export function heartbeatArgs(keys: RedisKeys, r: NodeReport, ttlMs: number, eventsMaxLen: number): { k: PublishKeys; a: PublishArgs } {
+export function heartbeatArgs(keys: RedisKeys, r: NodeReport, ttlMs: number, eventsMaxLen: number): { k: HeartbeatKeys; a: HeartbeatArgs } {
   const d = r.decision;
   return {
     k: {
@@ -94,7 +94,7 @@ export function heartbeatArgs(keys: RedisKeys, r: NodeReport, ttlMs: number, eve
   };
 }
 
-export interface RegistryOptions {
+export interface NodeRegistryOptions {
   client: RedisClient;
   keys: RedisKeys;
   settings?: Partial<RegistrySettings>;
@@ -103,7 +103,7 @@ export interface RegistryOptions {
   onHeartbeat?: (ok: boolean) => void;
 }
 
-export class Registry {
+export class NodeRegistry {
   readonly settings: Readonly<RegistrySettings>;
   private readonly client: RedisClient;
   private readonly keys: RedisKeys;
@@ -125,7 +125,7 @@ export class Registry {
     if (this.failures > 0 && !this.closed && this.getReport) this.arm(0);
   };
 
-  constructor(opts: RegistryOptions) {
+  constructor(opts: NodeRegistryOptions) {
     this.settings = Object.freeze({ ...DEFAULT_REGISTRY_SETTINGS, ...opts.settings });
     this.client = opts.client;
     this.keys = opts.keys;
@@ -149,7 +149,7 @@ export class Registry {
     return this.last;
   }
   /** Epoch ms of the last heartbeat Redis accepted. */
-  get lastPublishedAt(): number | null {
+  get lastHeartbeatAt(): number | null {
     return this.lastOkAt;
   }
   /** Soft check codes the leader marked suspect (blast-radius cap), as of the last heartbeat. */
@@ -158,13 +158,13 @@ export class Registry {
   }
 
   /** One heartbeat; throws when Redis does not answer. */
-  async publish(report: NodeReport): Promise<PublishResult> {
+  async heartbeat(report: NodeReport): Promise<HeartbeatResult> {
     if (!NODE_STATUSES.includes(report.decision.status)) {
       throw new RegistryReportError(`unknown status ${String(report.decision.status)}`);
     }
     this.last = report;
     const { k, a } = heartbeatArgs(this.keys, report, this.ttlMs, this.settings.eventsMaxLen);
-    const r = await publishScript(this.client.redis, k, a);
+    const r = await heartbeatScript(this.client.redis, k, a);
     this.suspect = r.suspect;
     this.lastOkAt = Date.now();
     return r;
@@ -199,7 +199,7 @@ export class Registry {
     }
     try {
       if (!report) throw new RegistryReportError("no report yet");
-      const r = await this.publish(report);
+      const r = await this.heartbeat(report);
       if (this.failures > 0 || !this.everRegistered) {
         this.log.info({ nodeId: report.nodeId, az: report.az, afterFailures: this.failures }, this.everRegistered ? "re-registered" : "registered");
       }

@@ -140,7 +140,7 @@ export async function fencedHsetScript(redis: Redis, a: FencedHsetArgs): Promise
 
 // ---- registry -------------------------------------------------------------------------
 
-export interface PublishKeys {
+export interface HeartbeatKeys {
   node: string;
   available: string;
   events: string;
@@ -151,7 +151,7 @@ export interface PublishKeys {
   suspect: string;
 }
 
-export interface PublishArgs {
+export interface HeartbeatArgs {
   nodeId: string;
   az: string;
   status: string;
@@ -170,7 +170,7 @@ export interface PublishArgs {
   prefix: string;
 }
 
-function publishArgv(k: PublishKeys, a: PublishArgs): Arg[] {
+function heartbeatArgv(k: HeartbeatKeys, a: HeartbeatArgs): Arg[] {
   return [
     k.node, k.available, k.events, k.nodes, k.members, k.azs, k.expired, k.suspect,
     a.nodeId, a.az, a.status, a.phase, a.weight, a.loadScore, a.gpus, a.gpusExpected, a.model,
@@ -178,26 +178,26 @@ function publishArgv(k: PublishKeys, a: PublishArgs): Arg[] {
   ];
 }
 
-export interface PublishResult {
+export interface HeartbeatResult {
   /** True when the status changed (or the node came back after expiring): an event was written. */
   changed: boolean;
   /** Soft check codes the leader marked suspect (blast-radius cap). */
   suspect: string[];
 }
 
-export function parsePublishReply(r: unknown): PublishResult {
+export function parseHeartbeatReply(r: unknown): HeartbeatResult {
   const [changed, suspect] = r as [number, unknown];
   const codes = String(suspect ?? "");
   return { changed: num(changed) === 1, suspect: codes === "" ? [] : codes.split(",") };
 }
 
-export async function publishScript(redis: Redis, k: PublishKeys, a: PublishArgs): Promise<PublishResult> {
-  return parsePublishReply(await fn(redis, "heartbeat")(...publishArgv(k, a)));
+export async function heartbeatScript(redis: Redis, k: HeartbeatKeys, a: HeartbeatArgs): Promise<HeartbeatResult> {
+  return parseHeartbeatReply(await fn(redis, "heartbeat")(...heartbeatArgv(k, a)));
 }
 
 /** Queues one heartbeat on a pipeline (the bench's simulated fleet). */
-export function publishOnPipeline(p: ChainableCommander, k: PublishKeys, a: PublishArgs): ChainableCommander {
-  return pfn(p, "heartbeat")(...publishArgv(k, a));
+export function heartbeatOnPipeline(p: ChainableCommander, k: HeartbeatKeys, a: HeartbeatArgs): ChainableCommander {
+  return pfn(p, "heartbeat")(...heartbeatArgv(k, a));
 }
 
 export async function removeScript(
