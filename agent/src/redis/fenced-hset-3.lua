@@ -1,12 +1,8 @@
 --[[
   A leader write, applied only if its fencing token is the highest seen.
 
-  A token lower than fence:last is refused; an equal token is refused unless it comes
-  from the holder that recorded it (after a Redis restart two holders could otherwise
-  share one token); a missing fence:last (Redis lost its data) refuses every token issued
-  before the loss. The write records its token, so the check lives here, in Redis,
-  and not in the client: a leader paused past its TTL that resumes and writes is
-  refused because the new leader's acquisition already raised fence:last.
+  The check is fence.inc.lua's (shared with sweep-5): a lower token, an equal token from
+  another holder, or any token from before Redis lost fence:last is refused.
 
   Input:
     KEYS[1] fence:last       (hash: token, holder)
@@ -25,21 +21,12 @@
     {1, previous value of the change field or "", server time in µs}   applied
     {0, highest token}                                                  refused
 ]]
-local token = tonumber(ARGV[1])
-local last = redis.call("HMGET", KEYS[1], "token", "holder")
-local lastToken = tonumber(last[1])
-if not lastToken then
-  -- fence:last lost with Redis's data: every earlier term is void. Seed it from the clock
-  -- (as acquire-3 seeds the counter) so a holder from before the loss is refused.
-  local t = redis.call("TIME")
-  lastToken = t[1] * 1000 + math.floor(t[2] / 1000)
-  redis.call("HSET", KEYS[1], "token", lastToken, "holder", "")
-  last[2] = ""
+--- @include "fence"
+
+local refused = fenceAdmit(KEYS[1], tonumber(ARGV[1]), ARGV[2])
+if refused then
+  return {0, refused}
 end
-if token < lastToken or (token == lastToken and last[2] ~= ARGV[2]) then
-  return {0, lastToken}
-end
-redis.call("HSET", KEYS[1], "token", token, "holder", ARGV[2])
 
 local changeField = ARGV[3]
 local prev = false

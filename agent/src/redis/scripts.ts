@@ -1,6 +1,8 @@
 /**
  * Loads the Lua scripts next to this file (`<name>-<numberOfKeys>.lua`, as bullmq does)
- * with ioredis `defineCommand`, and gives each a typed wrapper. ioredis sends EVALSHA and
+ * with ioredis `defineCommand`, and gives each a typed wrapper. A line `--- @include "x"`
+ * is replaced by `x.inc.lua` from the same folder (bullmq's includes), so logic two
+ * scripts need — the fencing check — is written once. ioredis sends EVALSHA and
  * falls back to EVAL on NOSCRIPT, so a restarted Redis (empty script cache) just works.
  */
 import { existsSync, readFileSync, readdirSync } from "node:fs";
@@ -40,6 +42,17 @@ function scriptDir(): string {
   return found;
 }
 
+const INCLUDE = /^--- @include "([a-z-]+)"$/gm;
+
+/** The script's text with each `--- @include "x"` line replaced by `x.inc.lua` (one level: includes include nothing). */
+function withIncludes(dir: string, file: string): string {
+  return readFileSync(join(dir, file), "utf8").replace(INCLUDE, (_line, name: string) => {
+    const inc = join(dir, `${name}.inc.lua`);
+    if (!existsSync(inc)) throw new ScriptLoadError(`${file} includes "${name}", but ${inc} is missing`);
+    return readFileSync(inc, "utf8").trimEnd();
+  });
+}
+
 let cache: Map<string, LoadedScript> | null = null;
 
 function loadAll(): Map<string, LoadedScript> {
@@ -50,7 +63,7 @@ function loadAll(): Map<string, LoadedScript> {
     const m = /^([a-z-]+)-(\d+)\.lua$/.exec(file);
     if (!m) continue;
     const command = commandName(m[1]);
-    out.set(command, { command, numberOfKeys: Number(m[2]), lua: readFileSync(join(dir, file), "utf8") });
+    out.set(command, { command, numberOfKeys: Number(m[2]), lua: withIncludes(dir, file) });
   }
   for (const name of SCRIPT_NAMES) {
     if (!out.has(name)) throw new ScriptLoadError(`Lua script for ${name} is missing in ${dir}`);

@@ -18,20 +18,12 @@
     {1, expired now, forgotten now}   applied
     {0, highest token}                refused (stale leader)
 ]]
-local token = tonumber(ARGV[2])
-local last = redis.call("HMGET", KEYS[5], "token", "holder")
-local lastToken = tonumber(last[1])
-if not lastToken then
-  -- fence:last lost with Redis's data: refuse every term from before the loss (see fenced-hset-3)
-  local t0 = redis.call("TIME")
-  lastToken = t0[1] * 1000 + math.floor(t0[2] / 1000)
-  redis.call("HSET", KEYS[5], "token", lastToken, "holder", "")
-  last[2] = ""
+--- @include "fence"
+
+local refused = fenceAdmit(KEYS[5], tonumber(ARGV[2]), ARGV[3])
+if refused then
+  return {0, refused}
 end
-if token < lastToken or (token == lastToken and last[2] ~= ARGV[3]) then
-  return {0, lastToken}
-end
-redis.call("HSET", KEYS[5], "token", token, "holder", ARGV[3])
 
 local t = redis.call("TIME")
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
