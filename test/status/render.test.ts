@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { RedisKeys } from "../../agent/src/redis/keys";
 import { ansiSpans, terminalSvg } from "../../lab/status/picture";
 import { formatAge, renderFleetView, stripAnsi } from "../../agent/src/status/render";
-import { eventRow, type FleetView, type NodeRow } from "../../agent/src/status/view";
+import type { FleetView, NodeRow } from "../../agent/src/status/types";
+import { eventRow } from "../../agent/src/status/events";
 
 const NOW = 1_800_000_000_000;
 const keys = new RedisKeys("prod");

@@ -6,9 +6,9 @@ import { createRedisClient } from "../../agent/src/redis/client";
 import { RedisKeys } from "../../agent/src/redis/keys";
 import { NodeRegistry } from "../../agent/src/redis/registry";
 import { DEMO_AZS, demoDecision, startDemoFleet, type DemoFleet } from "../../lab/status/demo";
-import type { FleetView } from "../../agent/src/status/view";
 import { freePort, waitFor } from "../../agent/src/util/net";
 import { freshCluster, testLogger } from "../redis/helpers";
+import type { FleetView } from "../../agent/src/status/types";
 
 const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
 

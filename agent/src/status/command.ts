@@ -13,7 +13,8 @@ import { createRedisClient, RedisUrlError, type RedisClient } from "../redis/cli
 import { RedisKeys } from "../redis/keys";
 import { createLogger, safeUrl } from "../util/log";
 import { formatAge, renderBanner, renderFleetView } from "./render";
-import { findClusters, readFleetView, STATUS_JSON_VERSION, StatusReadError, type FleetView } from "./view";
+import { findClusters, readFleetView, StatusReadError } from "./view";
+import { STATUS_JSON_VERSION, type FleetView } from "./types";
 
 export const STATUS_USAGE = `Usage: llm-ha status [flags]
 

@@ -4,7 +4,7 @@
  * when asked (`color`: the command passes true on a TTY without NO_COLOR). Red is out or
  * down, yellow degraded or unknown, green healthy.
  */
-import type { AzRow, EventTone, FleetView, NodeRow } from "./view";
+import type { AzRow, EventTone, FleetView, NodeRow } from "./types";
 
 export const STATUS_WIDTH = 100;
 

@@ -13,9 +13,9 @@ import type { Redis } from "ioredis";
 import { DEFAULT_CONTROLLER_SETTINGS, AZ_STATES, TIER_LEVELS, type AzState, type TierLevel } from "../controller/state";
 import type { RedisKeys } from "../redis/keys";
 import { parseLeaseValue } from "../redis/lease";
-import { readSnapshot, type NodeView } from "../redis/registry";
-
-export const STATUS_JSON_VERSION = 1;
+import { readSnapshot } from "../redis/registry";
+import { eventRow, num } from "./events";
+import { STATUS_JSON_VERSION, type ActionView, type ActuationView, type AzPublished, type AzRow, type FleetView, type NodeRow, type ReadFleetViewOptions } from "./types";
 
 /** Redis answered the read with an error (or aborted it). */
 export class StatusReadError extends Error {
@@ -25,171 +25,6 @@ export class StatusReadError extends Error {
   }
 }
 
-export interface LeaderView {
-  /** Holder id of the lease (`<nodeId>/<pid>`), null when no one leads. */
-  holder: string | null;
-  /** Fencing token of the current lease. */
-  token: number | null;
-  /** Milliseconds before the lease expires unless renewed. */
-  ttlMs: number | null;
-  /** Highest token Redis has accepted a write from (`fence:last`): lower ones are refused. */
-  highestToken: number | null;
-  highestHolder: string | null;
-}
-
-export interface TierView {
-  level: TierLevel;
-  reason: string;
-  token: number | null;
-  updatedAt: number | null;
-  ageMs: number | null;
-  /** Not refreshed by a leader for longer than the controller's stale limit (30 s). */
-  stale: boolean;
-}
-
-export interface AzPublished {
-  state: AzState;
-  healthyCapacity: number;
-  totalCapacity: number;
-  nodes: number;
-  nodesIn: number;
-  /** Epoch ms the AZ entered this state. */
-  since: number | null;
-  updatedAt: number | null;
-  ageMs: number | null;
-  token: number | null;
-  stale: boolean;
-}
-
-export interface NodeRow {
-  id: string;
-  az: string;
-  /** `EXPIRED`: the node stopped heartbeating (its capacity still counts toward the AZ until forgotten). */
-  status: NodeView["status"];
-  phase: NodeView["phase"];
-  /** Share of the HAProxy weight, 0–100. */
-  weight: number;
-  /** Lower is better (the `az:<az>:available` score); null when expired. */
-  loadScore: number | null;
-  gpus: number;
-  gpusExpected: number;
-  /** Soft reason codes: acted on, pending `fall`, or suppressed as suspect. */
-  soft: string[];
-  /** Hard reason codes: act at once. */
-  hard: string[];
-  model: string | null;
-  alive: boolean;
-  takesTraffic: boolean;
-  /** Redis time (epoch ms) of the last heartbeat, null when unknown. */
-  lastHeartbeatAt: number | null;
-  heartbeatAgeMs: number | null;
-}
-
-export interface AzRow {
-  az: string;
-  /** The leader's publication (`az:<az>:state`); null when none (no leader yet, or a standby AZ scaled to zero). */
-  published: AzPublished | null;
-  /** This AZ is the standby AZ the leader may wake. */
-  standby: boolean;
-  nodes: NodeRow[];
-}
-
-export interface StandbyView {
-  az: string;
-  /** The leader's desired state: true = keep the standby AZ awake. */
-  wake: boolean;
-  reason: string;
-  token: number | null;
-  updatedAt: number | null;
-  ageMs: number | null;
-}
-
-export interface ActionView {
-  /** `standby.wake`, `standby.release`, `shift.start`, `shift.cancel`. */
-  action: string;
-  az: string;
-  /** `applied`, `already`, `dry-run`, `refused-stale`, `failed`. */
-  outcome: string;
-  detail: string;
-  reason: string;
-  token: number | null;
-  at: number | null;
-  ageMs: number | null;
-}
-
-export interface ActuationView {
-  /** `aws`, `local`, `dry-run`: what the leader acts through. */
-  actuator: string;
-  /** The last standby action (wake / release). */
-  standby: ActionView | null;
-  /** The last zonal-shift action, and when the shift ends unless renewed. */
-  shift: (ActionView & { expiresAt: number | null }) | null;
-  /** The AZ the leader wants traffic shifted away from, if any. */
-  shiftAz: string | null;
-}
-
-export interface SuspectView {
-  /** Soft checks the blast-radius cap marked suspect: nodes failing only these are kept in. */
-  codes: string[];
-  /** Live nodes failing each soft check within the window. */
-  counts: Record<string, number>;
-  updatedAt: number | null;
-  ageMs: number | null;
-}
-
-export const EVENT_TONES = ["ok", "warn", "bad", "info"] as const;
-export type EventTone = (typeof EVENT_TONES)[number];
-
-export interface EventRow {
-  /** Stream id (`<ms>-<seq>`). */
-  id: string;
-  at: number;
-  ageMs: number;
-  /** `node`, `az`, `tier`, `standby`, `suspect`, `shift`, `action`, or whatever a newer writer uses. */
-  type: string;
-  /** One line for a person. */
-  summary: string;
-  /** ok = something recovered, warn = degraded, bad = out or down, info = neither. */
-  tone: EventTone;
-  /** Fencing token the leader wrote it with, if any. */
-  token: number | null;
-  /** Every field as written. */
-  fields: Record<string, string>;
-}
-
-export interface FleetView {
-  version: typeof STATUS_JSON_VERSION;
-  cluster: string;
-  /** The Redis URL with the password replaced. */
-  redis: string;
-  /** Redis time of the read (epoch ms); every age is measured from it. */
-  now: number;
-  leader: LeaderView;
-  tier: TierView | null;
-  standby: StandbyView | null;
-  /** What the leader last asked of the cloud (the `actuation` hash); null when it never acted. */
-  actuation: ActuationView | null;
-  suspect: SuspectView | null;
-  azs: AzRow[];
-  events: EventRow[];
-  /** Nothing of this cluster is in Redis (no members, AZs, lease, tier or events). */
-  empty: boolean;
-}
-
-export interface ReadFleetViewOptions {
-  /** How many of the newest events. Default 10. */
-  events?: number;
-  /** Shown as `redis` (pass it through `safeUrl`). Default "". */
-  url?: string;
-  /** Published states older than this are flagged stale. Default the controller's 30000 ms. */
-  staleAfterMs?: number;
-}
-
-function num(v: string | null | undefined): number | null {
-  if (v === null || v === undefined || v === "") return null;
-  const n = Number(v);
-  return Number.isFinite(n) ? n : null;
-}
 
 function ageOf(now: number, t: number | null): number | null {
   return t === null ? null : Math.max(0, now - t);
@@ -341,28 +176,7 @@ function parseCounts(s: string | undefined): Record<string, number> {
   }
 }
 
-const BAD = new Set(["UNHEALTHY", "UNREACHABLE", "EXPIRED", "DOWN", "L3", "L4", "failed", "refused-stale"]);
-const WARN = new Set(["DEGRADED", "UNKNOWN", "L1", "L2"]);
-const GOOD = new Set(["HEALTHY", "OK", "L0"]);
-
-function toneOf(word: string): EventTone {
-  if (BAD.has(word)) return "bad";
-  if (WARN.has(word)) return "warn";
-  if (GOOD.has(word)) return "ok";
-  return "info";
-}
-
-function arrow(from: string | undefined, to: string): string {
-  return from ? `${from} → ${to}` : to;
-}
-
-/** The AZ named by a leader event's key (`llmha:<cluster>:az:<az>:state`). */
-function azOfKey(key: string | undefined, keys: RedisKeys): string {
-  const m = /^az:(.*):state$/.exec((key ?? "").slice(keys.prefix.length));
-  return m ? m[1] : (key ?? "?");
-}
-
-/** One stream entry as a line a person reads, by type. Exported for the tests. */
+/** The leader's last action of one kind, from the `actuation` hash. */
 function actionOf(h: Record<string, string>, slot: "standby" | "shift", now: number): ActionView | null {
   const action = h[`${slot}.action`];
   if (!action) return null;
@@ -390,55 +204,6 @@ function actuationView(h: Record<string, string>, now: number): ActuationView | 
   };
 }
 
-export function eventRow(id: string, flat: string[], now: number, keys: RedisKeys): EventRow {
-  const f: Record<string, string> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) f[flat[i]] = flat[i + 1];
-  const at = Number(id.split("-")[0]);
-  const codes = (label: string, s: string | undefined): string => (s ? ` ${label} ${s.split(/[,;]/).filter(Boolean).join(",")}` : "");
-  let summary: string;
-  let tone: EventTone;
-  switch (f.type) {
-    case "node": {
-      const where = f.az ? ` (${f.az})` : "";
-      if (f.status === "EXPIRED") summary = `node ${f.node}${where} expired: no heartbeat`;
-      else if (f.status === "FORGOTTEN") summary = `node ${f.node}${where} forgotten: capacity no longer counted`;
-      else if (f.status === "REMOVED") summary = `node ${f.node}${where} left (graceful shutdown)`;
-      else summary = `node ${f.node}${where} ${arrow(f.from, f.status)}${codes("hard", f.hard)}${codes("soft", f.soft)}`;
-      tone = f.status === "REMOVED" || f.status === "FORGOTTEN" ? "info" : toneOf(f.status);
-      break;
-    }
-    case "az": {
-      const cap = f.totalCapacity ? ` (${f.healthyCapacity}/${f.totalCapacity} GPUs)` : "";
-      summary = `AZ ${azOfKey(f.key, keys)} ${arrow(f.from, f.state)}${cap}`;
-      tone = toneOf(f.state);
-      break;
-    }
-    case "tier":
-      summary = `tier ${arrow(f.from, f.level)}: ${f.reason ?? ""}`;
-      tone = toneOf(f.level);
-      break;
-    case "standby":
-      summary = `standby ${f.az} ${f.wake === "1" ? "wake" : f.from === "1" ? "back to schedule" : "asleep"}: ${f.reason ?? ""}`;
-      tone = f.wake === "1" ? "warn" : f.from === "1" ? "ok" : "info";
-      break;
-    case "suspect":
-      summary = f.codes ? `suspect checks: ${f.codes} (nodes failing only these kept in)` : f.from ? `suspect checks cleared (were ${f.from})` : "suspect checks: none";
-      tone = f.codes ? "warn" : f.from ? "ok" : "info";
-      break;
-    case "shift":
-      summary = f.shiftAz ? `zonal shift away from ${f.shiftAz}: ${f.shiftReason ?? ""}` : `zonal shift away from ${f.from || "?"} ended: ${f.shiftReason ?? ""}`;
-      tone = f.shiftAz ? "bad" : "ok";
-      break;
-    case "action":
-      summary = `action ${f.action} ${f.az} ${f.outcome} (${f.actuator})${f.detail ? `: ${f.detail}` : ""}`;
-      tone = f.outcome === "failed" || f.outcome === "refused-stale" ? "bad" : "info";
-      break;
-    default:
-      summary = Object.entries(f).map(([k, v]) => `${k}=${v}`).join(" ");
-      tone = "info";
-  }
-  return { id, at, ageMs: Math.max(0, now - at), type: f.type ?? "?", summary, tone, token: num(f.token), fields: f };
-}
 
 /**
  * Other llm-ha clusters in this Redis (from their key names), for the "empty cluster"
