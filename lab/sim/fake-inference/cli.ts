@@ -1,0 +1,50 @@
+/**
+ * The fake inference server as a process (what simulated nodes spawn): its command-line options,
+ * the ready line on stdout that tells the parent which ports it got, and a clean stop on SIGTERM
+ * or SIGINT. A bad argument exits 2 with a message on stderr.
+ */
+import { startFakeInference } from "./server";
+import { FakeInferenceSettingsError, INFERENCE_KINDS, parseSettingsChange, type FakeInference, type FakeInferenceOptions, type InferenceKind } from "./settings";
+
+/** `--port P --admin-port Q --kind K --model M --mode X --latency-ms N --jitter-ms N --slow-ms N`. */
+export function parseFakeInferenceArgs(argv: string[]): FakeInferenceOptions {
+  const opts: Record<string, unknown> = {};
+  const numeric = new Set(["port", "adminPort", "latencyMs", "jitterMs", "slowMs"]);
+  for (let i = 0; i < argv.length; i++) {
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]);
+    if (!m) throw new FakeInferenceSettingsError(`unexpected argument ${argv[i]}`);
+    const key = m[1].replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+    const value = m[2] ?? argv[++i];
+    if (value === undefined) throw new FakeInferenceSettingsError(`--${m[1]} needs a value`);
+    if (!["kind", "model", "mode", ...numeric].includes(key)) throw new FakeInferenceSettingsError(`unknown option --${m[1]}`);
+    if (numeric.has(key)) {
+      const n = Number(value);
+      if (!Number.isInteger(n) || n < 0) throw new FakeInferenceSettingsError(`--${m[1]} must be an integer >= 0`);
+      opts[key] = n;
+    } else {
+      opts[key] = value;
+    }
+  }
+  const { kind, port, adminPort, ...rest } = opts;
+  if (kind !== undefined && !INFERENCE_KINDS.includes(kind as InferenceKind)) {
+    throw new FakeInferenceSettingsError(`--kind must be one of ${INFERENCE_KINDS.join(", ")}`);
+  }
+  return { ...parseSettingsChange(rest), kind: kind as InferenceKind | undefined, port: port as number | undefined, adminPort: adminPort as number | undefined };
+}
+
+/** Runs the fake until SIGTERM or SIGINT; the parent waits for the JSON ready line before using the ports. */
+export async function runFakeInferenceCli(argv: string[]): Promise<void> {
+  let fake: FakeInference;
+  try {
+    fake = await startFakeInference(parseFakeInferenceArgs(argv));
+  } catch (err) {
+    process.stderr.write(`fake-inference: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(2);
+  }
+  process.stdout.write(`${JSON.stringify({ ready: true, port: fake.port, adminPort: fake.adminPort })}\n`);
+  const stop = (): void => {
+    void fake.close().then(() => process.exit(0));
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+}

@@ -1,0 +1,69 @@
+/**
+ * The OpenAI-compatible surface several kinds share: the model list, completions and chat
+ * completions with their success bodies, and the OpenAI error object with the error replies of
+ * vLLM's OpenAI server, which generic OpenAI-compatible servers copy. vLLM, llama.cpp, TGI (chat
+ * only) and the generic kind build their routes from these.
+ */
+import type { ServerResponse } from "node:http";
+import { str, wantedTokens, type Body, type Engine } from "./kind";
+import { garbageJson, json, type Reply } from "./wire";
+
+/** `{"error": {message, type, param, code}}`, the shape the OpenAI API and vLLM answer errors with. */
+export function openaiError(code: number, message: string, type: string, param: string | null = null): Reply {
+  return json(code, { error: { message, type, param, code } });
+}
+
+/** vLLM's error replies, which generic OpenAI-compatible servers copy (llama.cpp takes some of them). */
+export const OPENAI_REPLIES = {
+  unavailable: (): Reply => openaiError(503, "Service Unavailable", "ServiceUnavailableError"),
+  // 404 with an OpenAI error object naming the `model` parameter.
+  modelNotFound: (model: string): Reply => openaiError(404, `The model \`${model}\` does not exist.`, "NotFoundError", "model"),
+  internalError: (): Reply => openaiError(500, "EngineCore encountered an issue.", "InternalServerError"),
+  badRequest: (message: string): Reply => openaiError(400, message, "BadRequestError"),
+};
+
+/** `GET /v1/models`: `{"object":"list","data":[entry]}`, with an empty list once the model is unloaded. */
+export function listModels(e: Engine, entry: (id: string) => unknown): Reply {
+  if (e.notReady()) return e.unavailable();
+  if (e.settings.mode === "garbage") return garbageJson();
+  const id = e.servedModel();
+  return json(200, { object: "list", data: id ? [entry(id)] : [] });
+}
+
+/** A model-list entry as servers other than vLLM write it. */
+export function modelEntry(e: Engine, id: string, owner: string): unknown {
+  return { id, object: "model", created: e.created, owned_by: owner };
+}
+
+/** `POST /v1/completions`. */
+export function completions(e: Engine, body: Body, res: ServerResponse): Promise<Reply | undefined> {
+  return e.infer(res, {
+    model: str(body.model) || undefined,
+    prompt: str(body.prompt),
+    maxTokens: wantedTokens(body.max_tokens),
+    ok: (text, tokens, prompt) => openaiBody(e, "text_completion", { index: 0, text, logprobs: null, finish_reason: "length", stop_reason: null }, tokens, prompt),
+  });
+}
+
+/** `POST /v1/chat/completions`: the prompt is every message's content, one a line. */
+export function chatCompletions(e: Engine, body: Body, res: ServerResponse): Promise<Reply | undefined> {
+  return e.infer(res, {
+    model: str(body.model) || undefined,
+    prompt: Array.isArray(body.messages) ? body.messages.map((m: unknown) => str((m as Body | null)?.content)).join("\n") : "",
+    maxTokens: wantedTokens(body.max_completion_tokens ?? body.max_tokens),
+    ok: (text, tokens, prompt) =>
+      openaiBody(e, "chat.completion", { index: 0, message: { role: "assistant", content: text }, logprobs: null, finish_reason: "length" }, tokens, prompt),
+  });
+}
+
+function openaiBody(e: Engine, object: string, choice: unknown, tokens: number, prompt: number): unknown {
+  const prefix = object === "chat.completion" ? "chatcmpl" : "cmpl";
+  return {
+    id: `${prefix}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`,
+    object,
+    created: Math.floor(Date.now() / 1000),
+    model: e.servedModel() ?? "",
+    choices: [choice],
+    usage: { prompt_tokens: prompt, total_tokens: prompt + tokens, completion_tokens: tokens },
+  };
+}

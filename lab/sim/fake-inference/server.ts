@@ -1,0 +1,225 @@
+/**
+ * The fake inference server itself, whatever kind it imitates: its lifecycle (both ports, opening
+ * and closing the inference listener as the mode asks), its counters, and the fault modes' effect
+ * on completions (`infer`). Each kind's endpoints and error bodies come from that kind's file.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { freePort, sleep } from "../../../agent/src/util/net";
+import { handleAdmin } from "./admin";
+import type { Body, Completion, Engine, KindApi } from "./kind";
+import { LLAMACPP } from "./llamacpp";
+import { OPENAI } from "./openai";
+import {
+  DEFAULT_SETTINGS,
+  FakeInferenceSettingsError,
+  INFERENCE_KINDS,
+  parseSettingsChange,
+  WRONG_MODEL_ID,
+  type FakeInference,
+  type FakeInferenceMode,
+  type FakeInferenceOptions,
+  type FakeInferenceSettings,
+  type FakeInferenceState,
+  type FakeInferenceStats,
+  type InferenceKind,
+} from "./settings";
+import { TGI } from "./tgi";
+import { TRITON } from "./triton";
+import { VLLM } from "./vllm";
+import { json, listen, readBody, send, shut, type Reply } from "./wire";
+
+const KINDS: Readonly<Record<InferenceKind, KindApi>> = { vllm: VLLM, tgi: TGI, triton: TRITON, llamacpp: LLAMACPP, openai: OPENAI };
+
+/** About four characters a token, as for English text with a BPE tokenizer. */
+const promptTokens = (text: string): number => Math.max(1, Math.ceil(text.length / 4));
+const generated = (n: number): string => " ok".repeat(n);
+
+/** Callers hold it as a `FakeInference`; its kind's handlers see it as an `Engine`. */
+class FakeInferenceServer implements FakeInference, Engine {
+  readonly url: string;
+  readonly adminUrl: string;
+  readonly created = Math.floor(Date.now() / 1000);
+  private current: FakeInferenceSettings;
+  private readonly api: KindApi;
+  private readonly counters: FakeInferenceStats = {
+    requests: 0,
+    served: 0,
+    failed: 0,
+    inFlight: 0,
+    waiting: 0,
+    generationTokens: 0,
+    promptTokens: 0,
+  };
+  private readonly inference: Server;
+  private readonly admin: Server;
+  private listening = false;
+  private closed = false;
+  /** Mode changes run one at a time, since opening and closing the listener takes a turn of the loop. */
+  private changes: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly kind: InferenceKind,
+    readonly port: number,
+    readonly adminPort: number,
+    settings: FakeInferenceSettings,
+  ) {
+    this.current = settings;
+    this.api = KINDS[kind];
+    this.url = `http://127.0.0.1:${port}`;
+    this.adminUrl = `http://127.0.0.1:${adminPort}`;
+    this.inference = createServer((req, res) => void this.onInference(req, res));
+    this.admin = createServer((req, res) => void handleAdmin(this, req, res));
+  }
+
+  get settings(): Readonly<FakeInferenceSettings> {
+    return this.current;
+  }
+
+  async start(): Promise<void> {
+    await listen(this.admin, this.adminPort);
+    await this.applyListener();
+  }
+
+  setMode(change: FakeInferenceMode | Partial<FakeInferenceSettings>): Promise<FakeInferenceState> {
+    const patch = parseSettingsChange(typeof change === "string" ? { mode: change } : change);
+    const next = this.changes.then(async () => {
+      this.current = { ...this.current, ...patch };
+      await this.applyListener();
+      return this.state();
+    });
+    this.changes = next.catch(() => undefined);
+    return next;
+  }
+
+  state(): FakeInferenceState {
+    return { ...this.current, kind: this.kind, port: this.port, adminPort: this.adminPort, listening: this.listening };
+  }
+
+  stats(): FakeInferenceStats {
+    return { ...this.counters };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.changes;
+    await Promise.all([shut(this.inference), shut(this.admin)]);
+    this.listening = false;
+  }
+
+  servedModel(): string | undefined {
+    if (this.current.mode === "unloaded") return undefined;
+    return this.current.mode === "wrong-model" ? WRONG_MODEL_ID : this.current.model;
+  }
+
+  notReady(): boolean {
+    return this.current.mode === "loading" || this.current.mode === "loading503";
+  }
+
+  unavailable(): Reply {
+    return this.api.unavailable(this);
+  }
+
+  modelNotFound(model: string): Reply {
+    return this.api.modelNotFound(model);
+  }
+
+  notFound(): Reply {
+    return this.api.notFound();
+  }
+
+  /**
+   * One completion through the current mode: refused by model or mode, held forever when wedged, or
+   * answered after the mode's latency. Counts it in the stats and the token counters.
+   */
+  async infer(res: ServerResponse, c: Completion): Promise<Reply | undefined> {
+    const { mode } = this.current;
+    let reply: Reply | undefined;
+    if (this.notReady()) reply = this.unavailable();
+    else if (mode === "unloaded" || (c.model !== undefined && c.model !== this.servedModel())) reply = this.modelNotFound(c.model ?? this.current.model);
+    else if (mode === "error5xx") reply = this.api.internalError();
+    if (reply) {
+      this.counters.failed++;
+      return reply;
+    }
+    this.counters.inFlight++;
+    let answered = false;
+    let gone = false;
+    res.on("close", () => {
+      if (answered) return;
+      gone = true;
+      this.counters.inFlight--;
+      this.counters.failed++;
+      if (mode === "wedged") this.counters.waiting--;
+    });
+    if (mode === "wedged") {
+      // A wedged engine accepts the request and never schedules it: hold it until the client gives up.
+      this.counters.waiting++;
+      return undefined;
+    }
+    const base = mode === "slow" ? this.current.slowMs : this.current.latencyMs;
+    await sleep(base + Math.random() * this.current.jitterMs);
+    if (gone) return undefined;
+    answered = true;
+    this.counters.inFlight--;
+    this.counters.served++;
+    if (mode === "garbage") {
+      send(res, json(200, { result: "ok", choices: "none" }));
+      return undefined;
+    }
+    const prompt = promptTokens(c.prompt);
+    this.counters.generationTokens += c.maxTokens;
+    this.counters.promptTokens += prompt;
+    send(res, json(200, c.ok(generated(c.maxTokens), c.maxTokens, prompt)));
+    return undefined;
+  }
+
+  /** Closed for a crashed process, and while a kind that opens its port only once loaded is still loading. */
+  private shouldListen(): boolean {
+    const { mode } = this.current;
+    if (this.closed || mode === "refused") return false;
+    return !(mode === "loading" && this.api.closedWhileLoading);
+  }
+
+  private async applyListener(): Promise<void> {
+    const want = this.shouldListen();
+    if (want === this.listening) return;
+    if (want) await listen(this.inference, this.port);
+    else await shut(this.inference);
+    this.listening = want;
+  }
+
+  private async onInference(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    this.counters.requests++;
+    const path = (req.url ?? "/").split("?")[0];
+    let body: Body = {};
+    try {
+      if (req.method === "POST") {
+        const parsed: unknown = JSON.parse((await readBody(req)) || "{}");
+        if (typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) body = parsed as Body;
+      }
+    } catch {
+      send(res, this.api.badRequest("request body is not valid JSON"));
+      return;
+    }
+    try {
+      const reply = await this.api.route(this, req.method ?? "GET", path, body, res);
+      if (reply) send(res, reply);
+    } catch (err) {
+      // A bug in the fake must show as a 500, not as a crash that a test would read as an inference crash.
+      send(res, json(500, { error: err instanceof Error ? err.message : String(err) }));
+    }
+  }
+}
+
+/** Starts a fake inference server on loopback. */
+export async function startFakeInference(opts: FakeInferenceOptions = {}): Promise<FakeInference> {
+  const kind = opts.kind ?? "vllm";
+  if (!INFERENCE_KINDS.includes(kind)) throw new FakeInferenceSettingsError(`kind must be one of ${INFERENCE_KINDS.join(", ")}`);
+  const { kind: _k, port: _p, adminPort: _a, ...rest } = opts;
+  const settings = { ...DEFAULT_SETTINGS, ...parseSettingsChange(rest) };
+  const port = opts.port || (await freePort());
+  const adminPort = opts.adminPort || (await freePort());
+  const server = new FakeInferenceServer(kind, port, adminPort, settings);
+  await server.start();
+  return server;
+}

@@ -1,0 +1,149 @@
+/**
+ * The fake inference server's public vocabulary: its fault modes, settings, options, stats and
+ * state, the `FakeInference` handle a caller gets, its named errors, and the check every settings
+ * change (from a caller, the admin API or the command line) goes through before it is applied.
+ */
+import { INFERENCE_KINDS, type InferenceKind } from "../../../agent/src/config/spec";
+
+export { INFERENCE_KINDS, type InferenceKind };
+
+export const FAKE_INFERENCE_MODES = [
+  "ready",
+  "loading",
+  "refused",
+  "loading503",
+  "wrong-model",
+  "slow",
+  "wedged",
+  "error5xx",
+  "garbage",
+  "unloaded",
+] as const;
+/**
+ * - `ready`: everything answers.
+ * - `loading`: vLLM, TGI and generic servers do not listen yet (connection refused); llama.cpp answers 503
+ *   "Loading model"; Triton is live but not ready (400).
+ * - `refused`: the inference port is closed (a crashed process); the admin port stays up.
+ * - `loading503`: listening, but health answers the kind's not-ready code.
+ * - `wrong-model`: serves `WRONG_MODEL_ID` instead of the configured model.
+ * - `slow`: completions take `slowMs`.
+ * - `wedged`: health and model list fine, completions never answer; metrics show them waiting, no token progress.
+ * - `error5xx`: completions answer 500 (and vLLM's `/health` too).
+ * - `garbage`: JSON endpoints answer 200 with malformed JSON or the wrong shape.
+ * - `unloaded`: the model is gone from the model list; completions answer "model not found".
+ */
+export type FakeInferenceMode = (typeof FAKE_INFERENCE_MODES)[number];
+
+/** vLLM's own default model: what a server started without the right `--model` serves. */
+export const WRONG_MODEL_ID = "facebook/opt-125m";
+
+export interface FakeInferenceSettings {
+  /** Fault mode. Default `"ready"`. */
+  mode: FakeInferenceMode;
+  /** Model id served when healthy. Default `"meta-llama/Llama-3.1-8B-Instruct"`. */
+  model: string;
+  /** Base completion latency in ms. Default 5. */
+  latencyMs: number;
+  /** Random extra latency, uniform in [0, jitterMs). Default 0. */
+  jitterMs: number;
+  /** Completion latency in `slow` mode, in ms. Default 3000. */
+  slowMs: number;
+}
+
+export interface FakeInferenceOptions extends Partial<FakeInferenceSettings> {
+  /** Server kind whose API is imitated. Default `"vllm"`. */
+  kind?: InferenceKind;
+  /** Inference port on 127.0.0.1. Default: a free port. */
+  port?: number;
+  /** Admin port on 127.0.0.1. Default: a free port. */
+  adminPort?: number;
+}
+
+export interface FakeInferenceStats {
+  /** Every HTTP request on the inference port. */
+  requests: number;
+  /** Completions answered successfully. */
+  served: number;
+  /** Completions answered with an error, or abandoned by the client. */
+  failed: number;
+  /** Completions not answered yet (including wedged ones). */
+  inFlight: number;
+  /** Completions held by a wedged engine. */
+  waiting: number;
+  generationTokens: number;
+  promptTokens: number;
+}
+
+export interface FakeInferenceState extends FakeInferenceSettings {
+  kind: InferenceKind;
+  port: number;
+  adminPort: number;
+  /** Whether the inference port accepts connections. */
+  listening: boolean;
+}
+
+export interface FakeInference {
+  readonly kind: InferenceKind;
+  readonly port: number;
+  readonly adminPort: number;
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  /** `http://127.0.0.1:<adminPort>` */
+  readonly adminUrl: string;
+  /** Applies a new mode, or a partial change of settings; resolves once the listener is open or closed. */
+  setMode(change: FakeInferenceMode | Partial<FakeInferenceSettings>): Promise<FakeInferenceState>;
+  state(): FakeInferenceState;
+  stats(): FakeInferenceStats;
+  /** Closes both ports and drops every connection, held completions included. */
+  close(): Promise<void>;
+}
+
+/** A bad mode, kind or setting, from a caller or the command line. */
+export class FakeInferenceSettingsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "FakeInferenceSettingsError";
+  }
+}
+
+/** The admin API refused a change or could not be reached. */
+export class FakeInferenceAdminError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "FakeInferenceAdminError";
+  }
+}
+
+export const DEFAULT_SETTINGS: Readonly<FakeInferenceSettings> = Object.freeze({
+  mode: "ready",
+  model: "meta-llama/Llama-3.1-8B-Instruct",
+  latencyMs: 5,
+  jitterMs: 0,
+  slowMs: 3000,
+});
+
+/** Checks a settings change before anything is applied, naming the first bad field. */
+export function parseSettingsChange(raw: unknown): Partial<FakeInferenceSettings> {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+    throw new FakeInferenceSettingsError("settings change must be a JSON object");
+  }
+  const r = raw as Record<string, unknown>;
+  const out: Partial<FakeInferenceSettings> = {};
+  if (r.mode !== undefined) {
+    if (!FAKE_INFERENCE_MODES.includes(r.mode as FakeInferenceMode)) {
+      throw new FakeInferenceSettingsError(`mode must be one of ${FAKE_INFERENCE_MODES.join(", ")}; got ${JSON.stringify(r.mode)}`);
+    }
+    out.mode = r.mode as FakeInferenceMode;
+  }
+  if (r.model !== undefined) {
+    if (typeof r.model !== "string" || r.model === "") throw new FakeInferenceSettingsError("model must be a non-empty string");
+    out.model = r.model;
+  }
+  for (const k of ["latencyMs", "jitterMs", "slowMs"] as const) {
+    const v = r[k];
+    if (v === undefined) continue;
+    if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new FakeInferenceSettingsError(`${k} must be a number >= 0`);
+    out[k] = v;
+  }
+  return out;
+}

@@ -1,0 +1,59 @@
+/**
+ * NVIDIA Triton as the fake imitates it: `/v2/health/live` and `/v2/health/ready`, the per-model
+ * ready, metadata and generate endpoints under `/v2/models/`, its 400s for unknown or unready
+ * models, and the port listening (live, not ready) while the model loads.
+ */
+import type { ServerResponse } from "node:http";
+import { str, wantedTokens, type Body, type Engine, type KindApi } from "./kind";
+import { empty, garbageJson, json, type Reply } from "./wire";
+
+export const TRITON: KindApi = {
+  closedWhileLoading: false,
+  async route(e, method, path, body, res) {
+    // Triton: live as soon as the HTTP endpoint is up, even while models load.
+    if (method === "GET" && path === "/v2/health/live") return empty(200);
+    // Triton: 200 when the server and its models are ready, 400 (empty body) otherwise.
+    if (method === "GET" && path === "/v2/health/ready") return empty(e.notReady() ? 400 : 200);
+    if (path.startsWith("/v2/models/")) return model(e, method, path, body, res);
+    return e.notFound();
+  },
+  unavailable: (e) => json(400, { error: `Request for unknown model: '${e.settings.model}' is not ready` }),
+  modelNotFound: (model) => json(400, { error: `Request for unknown model: '${model}' is not found` }),
+  internalError: () => json(500, { error: "in ensemble 'ensemble', Encountered error for requestId 1: CUDA error" }),
+  badRequest: (message) => json(400, { error: message }),
+  notFound: () => empty(404),
+};
+
+/** Triton's per-model endpoints: ready, metadata, generate. Unknown or unready models answer 400. */
+async function model(e: Engine, method: string, path: string, body: Body, res: ServerResponse): Promise<Reply | undefined> {
+  const m = /^\/v2\/models\/([^/]+)(?:\/versions\/[^/]+)?(\/ready|\/generate)?$/.exec(path);
+  if (!m) return e.notFound();
+  const name = decodeURIComponent(m[1]);
+  const known = name === e.servedModel();
+  if (method === "GET" && m[2] === "/ready") return empty(known && !e.notReady() ? 200 : 400);
+  if (e.notReady()) return e.unavailable();
+  if (method === "GET" && m[2] === undefined) {
+    if (!known) return e.modelNotFound(name);
+    if (e.settings.mode === "garbage") return garbageJson();
+    return json(200, {
+      name,
+      versions: ["1"],
+      platform: "ensemble",
+      inputs: [
+        { name: "text_input", datatype: "BYTES", shape: [-1] },
+        { name: "max_tokens", datatype: "INT32", shape: [-1] },
+      ],
+      outputs: [{ name: "text_output", datatype: "BYTES", shape: [-1] }],
+    });
+  }
+  if (method === "POST" && m[2] === "/generate") {
+    // Triton generate extension: {"text_input": "...", "max_tokens": n} → {"model_name", "model_version", "text_output"}.
+    return e.infer(res, {
+      model: name,
+      prompt: str(body.text_input),
+      maxTokens: wantedTokens(body.max_tokens),
+      ok: (text) => ({ model_name: name, model_version: "1", text_output: text }),
+    });
+  }
+  return e.notFound();
+}
