@@ -36,16 +36,39 @@ export class AgentCheckResponder {
   }
 }
 
-/** Serves one reply line per connection, then closes. Errors from HAProxy's resets are ignored. */
-export function startAgentCheckServer(host: string, port: number, reply: () => string, onReply?: (line: string) => void): Promise<Server> {
+export interface AgentCheckServerOptions {
+  /** Connections served at once; more are refused by the kernel backlog, not queued in the agent. Default 512. */
+  maxConnections?: number;
+  /** A connection silent this long after the reply is destroyed. Default 2000 ms (HAProxy reads the line within its `agent-inter`). */
+  idleTimeoutMs?: number;
+}
+
+/**
+ * Serves one reply line per connection, then closes. Whatever the client sends (HAProxy's
+ * `agent-send`, an HTTP request, garbage) is read and discarded: an unread byte kept the
+ * socket's read side open forever, one descriptor leaked per client until the agent hit its
+ * `ulimit -n` and every port and nvidia-smi spawn failed (EMFILE). A client that never closes
+ * its side is cut off after `idleTimeoutMs`. Errors from HAProxy's resets are ignored.
+ */
+export function startAgentCheckServer(
+  host: string,
+  port: number,
+  reply: () => string,
+  onReply?: (line: string) => void,
+  opts: AgentCheckServerOptions = {},
+): Promise<Server> {
+  const idleTimeoutMs = opts.idleTimeoutMs ?? 2000;
   const server = createServer((sock) => {
     sock.on("error", () => {
       /* HAProxy resets the connection after reading: ECONNRESET is normal */
     });
+    sock.setTimeout(idleTimeoutMs, () => sock.destroy());
+    sock.resume(); // discard input, so the client's FIN is seen and the socket closes
     const line = reply();
     onReply?.(line);
     sock.end(line + "\n");
   });
+  server.maxConnections = opts.maxConnections ?? 512;
   server.on("error", () => {
     /* listen errors are reported through the promise below */
   });

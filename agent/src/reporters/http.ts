@@ -75,14 +75,36 @@ async function route(v: HttpView, req: IncomingMessage, res: ServerResponse): Pr
   }
 }
 
-export function startHttpServer(host: string, port: number, view: HttpView): Promise<Server> {
-  const server = createServer((req, res) => {
-    route(view, req, res).catch((err: unknown) => {
-      if (!res.headersSent) send(res, 500, { error: (err as Error).message });
-      else res.destroy();
-    });
-  });
-  server.keepAliveTimeout = 5000;
+export interface HttpServerOptions {
+  /** Connections served at once (scrapers, load balancers, `/az/health` checkers). Default 256. */
+  maxConnections?: number;
+  /** A client must send its whole request head within this. Default 5000 ms (slowloris). */
+  headersTimeoutMs?: number;
+  /** …and its whole request within this. Default 10000 ms. */
+  requestTimeoutMs?: number;
+  /** A connection idle this long is destroyed. Default 30000 ms. */
+  idleTimeoutMs?: number;
+}
+
+export function startHttpServer(host: string, port: number, view: HttpView, opts: HttpServerOptions = {}): Promise<Server> {
+  const headersTimeout = opts.headersTimeoutMs ?? 5000;
+  const server = createServer(
+    {
+      headersTimeout,
+      requestTimeout: Math.max(headersTimeout, opts.requestTimeoutMs ?? 10_000),
+      keepAliveTimeout: 5000,
+      // Node checks the two timeouts above only this often (default 30 s).
+      connectionsCheckingInterval: Math.min(1000, headersTimeout),
+    },
+    (req, res) => {
+      route(view, req, res).catch((err: unknown) => {
+        if (!res.headersSent) send(res, 500, { error: (err as Error).message });
+        else res.destroy();
+      });
+    },
+  );
+  server.maxConnections = opts.maxConnections ?? 256;
+  server.timeout = opts.idleTimeoutMs ?? 30_000;
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {
