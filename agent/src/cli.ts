@@ -1,4 +1,4 @@
-import { ConfigError, helpText, loadConfig } from "./config/load";
+import { ConfigError, helpText, loadConfig, unknownSettings } from "./config/load";
 import { runAgent, StartupError } from "./main";
 
 export const USAGE = `llm-ha — keeps LLM inference on GPUs answering when a GPU, a node, a zone or a dependency fails
@@ -13,6 +13,9 @@ async function agentCommand(argv: string[]): Promise<number> {
   if (argv.includes("--help") || argv.includes("-h")) {
     process.stdout.write(helpText());
     return 0;
+  }
+  for (const u of unknownSettings(process.env)) {
+    process.stderr.write(`llm-ha agent: warning: ${u.name} is not a setting and is ignored${u.suggestion ? ` (did you mean ${u.suggestion}?)` : ""}\n`);
   }
   let cfg;
   try {

@@ -142,7 +142,7 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
       nodeId: cfg.nodeId,
       az: cfg.az,
       cluster: cfg.cluster,
-      inference: `${cfg.inferenceKind} ${cfg.inferenceUrl}`,
+      inference: `${cfg.inferenceKind} ${safeUrl(cfg.inferenceUrl)}`,
       model: cfg.model,
       redis: cfg.redisUrl ? safeUrl(cfg.redisUrl) : null,
       httpPort: cfg.httpPort,

@@ -1,7 +1,9 @@
+import { isIP } from "node:net";
 import { hostname } from "node:os";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { ACTUATOR_KINDS, type AgentConfig, INFERENCE_KINDS, type InferenceKind, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
+import { maskUserinfo, safeUrl } from "../util/log";
+import { ACTUATOR_KINDS, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
 
 /** A bad setting: names the variable and its flag. `llm-ha agent` exits 2 on it. */
 export class ConfigError extends Error {
@@ -27,7 +29,9 @@ export function rawSettings(argv: string[], env: NodeJS.ProcessEnv): Map<string,
   const raw = new Map<string, string>();
   for (const s of OPTION_SPECS) {
     const e = env[s.env];
-    if (e !== undefined && e !== "") raw.set(s.env, e);
+    // Set but empty is a mistake (a template that rendered nothing), not "use the default".
+    if (e === "") throw new ConfigError(s.env, `is set but empty; unset it to use the default${s.defaultText ? ` (${s.defaultText})` : ""}`);
+    if (e !== undefined) raw.set(s.env, e);
     const f = parsed.values[flagOf(s.env).slice(2)];
     if (typeof f === "string") raw.set(s.env, f);
   }
@@ -49,9 +53,9 @@ function parseValue(spec: OptionSpec, v: string): string | number | boolean | st
       try {
         u = new URL(v);
       } catch {
-        throw new ConfigError(spec.env, `must be an http(s) URL, got ${JSON.stringify(v)}`);
+        throw new ConfigError(spec.env, `must be an http(s) URL, got ${JSON.stringify(maskUserinfo(v))}`);
       }
-      if (u.protocol !== "http:" && u.protocol !== "https:") throw new ConfigError(spec.env, `must be an http(s) URL, got ${JSON.stringify(v)}`);
+      if (u.protocol !== "http:" && u.protocol !== "https:") throw new ConfigError(spec.env, `must be an http(s) URL, got ${JSON.stringify(safeUrl(v))}`);
       return v.replace(/\/+$/, "");
     }
     case "redisUrl": {
@@ -84,6 +88,12 @@ function parseValue(spec: OptionSpec, v: string): string | number | boolean | st
     case "bool":
       if (!["true", "false", "1", "0"].includes(v)) throw new ConfigError(spec.env, `must be true or false, got ${JSON.stringify(v)}`);
       return v === "true" || v === "1";
+    case "ip":
+      if (isIP(v) === 0) throw new ConfigError(spec.env, `must be an IPv4 or IPv6 address to listen on (0.0.0.0 for all), got ${JSON.stringify(v)}`);
+      return v;
+    case "logLevel":
+      if (!(LOG_LEVELS as readonly string[]).includes(v)) throw new ConfigError(spec.env, `must be one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(v)}`);
+      return v;
     case "string":
     case "path":
       if (v.trim() === "") throw new ConfigError(spec.env, "must not be empty");
@@ -138,6 +148,33 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
 export const CONFIG_DEFAULTS: Readonly<typeof DEFAULTS> = Object.freeze({ ...DEFAULTS });
 
 const CLUSTER_RE = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** Edit distance, for "did you mean" on a misspelt variable name. */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length];
+}
+
+/**
+ * `LLMHA_*` variables in the environment that no setting reads (a typo such as
+ * `LLMHA_INTERVALMS` would otherwise be ignored in silence), each with the closest real
+ * name when one is near. `llm-ha agent` warns about them at start.
+ */
+export function unknownSettings(env: NodeJS.ProcessEnv): { name: string; suggestion: string | null }[] {
+  const known = OPTION_SPECS.map((s) => s.env);
+  return Object.keys(env)
+    .filter((n) => n.startsWith("LLMHA_") && !known.includes(n))
+    .sort()
+    .map((name) => {
+      const best = known.map((k) => ({ k, d: distance(name, k) })).sort((a, b) => a.d - b.d)[0];
+      return { name, suggestion: best && best.d <= 3 ? best.k : null };
+    });
+}
 
 /**
  * Parses and validates the whole configuration once. `az` may be resolved later from

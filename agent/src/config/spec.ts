@@ -11,7 +11,10 @@ export type InferenceKind = (typeof INFERENCE_KINDS)[number];
 export const ACTUATOR_KINDS = ["none", "dry-run", "aws", "local"] as const;
 export type ActuatorKind = (typeof ACTUATOR_KINDS)[number];
 
-export type OptionType = "string" | "int" | "url" | "kind" | "actuator" | "path" | "bool" | "redisUrl" | "list";
+export type OptionType = "string" | "int" | "url" | "kind" | "actuator" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel";
+
+/** pino levels `LLMHA_LOG_LEVEL` takes. */
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 
 export interface OptionSpec {
   /** Key in `AgentConfig`. */
@@ -92,7 +95,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "leaseTtlMs", env: "LLMHA_LEASE_TTL_MS", type: "int", min: 500, max: 600_000, defaultText: ms(20_000), description: "leader lease time to live", contract: true },
   { key: "leaseRenewMs", env: "LLMHA_LEASE_RENEW_MS", type: "int", min: 100, max: 600_000, defaultText: ms(7000), description: "renew period, about a third of the TTL", contract: true },
   { key: "leaseContendMs", env: "LLMHA_LEASE_CONTEND_MS", type: "int", min: 100, max: 600_000, defaultText: ms(5000), description: "how often a non-leader tries to acquire", contract: true },
-  { key: "bindAddress", env: "LLMHA_BIND_ADDRESS", type: "string", defaultText: "0.0.0.0", description: "address the HTTP and agent-check ports listen on" },
+  { key: "bindAddress", env: "LLMHA_BIND_ADDRESS", type: "ip", defaultText: "0.0.0.0", description: "address the HTTP and agent-check ports listen on" },
   { key: "fall", env: "LLMHA_FALL", type: "int", min: 1, max: 100, defaultText: "3", description: "consecutive soft-fault results before acting" },
   { key: "rise", env: "LLMHA_RISE", type: "int", min: 1, max: 100, defaultText: "2", description: "consecutive clean results before the warmup ramp starts" },
   { key: "warmupStepMs", env: "LLMHA_WARMUP_STEP_MS", type: "int", min: 0, max: 3_600_000, defaultText: ms(5000), description: "length of each warmup step (25 → 50 → 75 → 100 %); 0 skips the ramp" },
@@ -106,7 +109,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "xidLog", env: "LLMHA_XID_LOG", type: "path", defaultText: "none", description: "kernel log to scan for `NVRM: Xid` lines (e.g. /dev/kmsg); none turns XID checks off" },
   { key: "drainMs", env: "LLMHA_DRAIN_MS", type: "int", min: 0, max: 600_000, defaultText: ms(1500), description: "on SIGTERM, how long to answer `drain` / 503 before stopping" },
   { key: "redisCaFile", env: "LLMHA_REDIS_CA_FILE", type: "path", defaultText: "none", description: "CA bundle for `rediss://` (system CAs otherwise)" },
-  { key: "logLevel", env: "LLMHA_LOG_LEVEL", type: "string", defaultText: "info", description: "pino level: `debug`, `info`, `warn`, `error`" },
+  { key: "logLevel", env: "LLMHA_LOG_LEVEL", type: "logLevel", defaultText: "info", description: "pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`" },
   { key: "standbyAz", env: "LLMHA_STANDBY_AZ", type: "string", defaultText: "none", description: "the AZ kept scaled to zero that the leader wakes when an active AZ degrades; while not wanted awake its nodes do not count toward the tier" },
   { key: "standbyHoldMs", env: "LLMHA_STANDBY_HOLD_MS", type: "int", min: 0, max: 86_400_000, defaultText: ms(600_000), description: "keep the standby AZ awake this long after the active AZs are OK again, then hand it back to its schedule" },
   { key: "coldStartGraceMs", env: "LLMHA_COLD_START_GRACE_MS", type: "int", min: 0, max: 86_400_000, defaultText: ms(900_000), description: "an AZ never yet OK (nodes still loading their model) wakes the standby only after this long: a cold start is not a capacity loss" },

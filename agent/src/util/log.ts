@@ -32,13 +32,24 @@ export function createLogger(opts: { level?: string; name?: string; destination?
   );
 }
 
-/** Removes the password from a Redis URL so it can be shown to a person. */
+/**
+ * A URL as it may be shown to a person or logged: the password replaced, and a user part
+ * with no password replaced too — `redis://TOKEN@host` (redis-cli takes the password
+ * there) and `http://TOKEN@host` carry the secret in the user name. `user:pass@` keeps the
+ * user name, which is not a secret and tells which account is used.
+ */
 export function safeUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = "redacted";
+    else if (u.username) u.username = "redacted";
     return u.toString();
   } catch {
-    return "<unparseable url>";
+    return maskUserinfo(url);
   }
+}
+
+/** Text with anything between `//` and `@` (a URL's user part) masked: for values that are not URLs yet. */
+export function maskUserinfo(text: string): string {
+  return text.replace(/\/\/[^/@\s]*@/g, "//redacted@");
 }
