@@ -24,6 +24,8 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
   private readonly adapter: InferenceAdapter;
   private readonly gpu: GpuSource;
   private readonly xid: XidReader | null;
+  /** The last error reading the kernel log (null: readable), so it is logged once, not every period. */
+  private xidError: string | null = null;
   private readonly loops: Loop[] = [];
   private readonly watch: ConnectionWatch;
   private readonly modelLoop: Loop;
@@ -157,9 +159,14 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
       events = this.xid ? this.xid.read() : [];
     } catch (err) {
       this.metrics.source("xid", 0, true);
-      this.log.warn({ err: (err as Error).message, path: this.cfg.xidLog }, "cannot read the kernel log for XIDs");
+      // Once per distinct error, not every period: a missing log stays missing.
+      const msg = (err as Error).message;
+      if (msg !== this.xidError) this.log.warn({ err: msg, path: this.cfg.xidLog }, "cannot read the kernel log for XIDs; XID checks are off until it can");
+      this.xidError = msg;
       return;
     }
+    if (this.xidError !== null) this.log.info({ path: this.cfg.xidLog }, "kernel log readable again; XID checks are on");
+    this.xidError = null;
     for (const x of events) {
       const fatal = FATAL_XIDS.has(x.code);
       this.log.warn({ event: "xid", xid: x.code, busId: x.busId, fatal }, x.line);
