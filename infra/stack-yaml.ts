@@ -1,9 +1,11 @@
 /**
- * Reads the YAML subset the `Pulumi.<stack>.yaml` files use (block maps and lists,
- * plain / quoted scalars, `#` comments, flow lists of scalars), so the tests run the
- * program, and `llm-ha cost` resolves it, with exactly the configuration `pulumi up`
- * would, without a YAML dependency.
+ * Reads the `Pulumi.<stack>.yaml` files with the `yaml` package, so the tests run the
+ * program, and `llm-ha cost` resolves it, with the configuration `pulumi up` would: anchors
+ * and aliases, `<<` merge keys (the CLI's Go YAML reader takes them), block scalars, flow
+ * maps such as `{secure: …}`. Errors name the line and column.
  */
+import { isAlias, isMap, isScalar, LineCounter, parseDocument, visit, type Document, type YAMLError } from "yaml";
+
 export type Yaml = string | number | boolean | null | Yaml[] | { [k: string]: Yaml };
 
 export class StackYamlError extends Error {
@@ -13,125 +15,82 @@ export class StackYamlError extends Error {
   }
 }
 
-interface Line {
-  indent: number;
-  text: string;
-  no: number;
+/** `line L, column C: what` for the source offset `pos`. */
+function at(lines: LineCounter, pos: number, what: string): string {
+  const { line, col } = lines.linePos(pos);
+  return `line ${line}, column ${col}: ${what}`;
 }
 
-/** Index of the first character outside quotes for which `hit` holds, or -1. */
-function outsideQuotes(s: string, hit: (ch: string, i: number) => boolean): number {
-  let quote = "";
-  for (let i = 0; i < s.length; i++) {
-    const ch = s[i];
-    if (quote) {
-      if (ch === quote) quote = "";
-    } else if (ch === '"' || ch === "'") quote = ch;
-    else if (hit(ch, i)) return i;
-  }
-  return -1;
+/** The first error, where it is; later ones mostly follow from it, so they are only counted. */
+function problem(lines: LineCounter, errors: readonly YAMLError[]): StackYamlError {
+  const [first] = errors;
+  const more = errors.length > 1 ? ` (and ${errors.length - 1} more problem${errors.length > 2 ? "s" : ""})` : "";
+  return new StackYamlError(at(lines, first.pos[0], first.message) + more);
 }
 
-function stripComment(s: string): string {
-  const at = outsideQuotes(s, (ch, i) => ch === "#" && (i === 0 || /\s/.test(s[i - 1])));
-  return at < 0 ? s : s.slice(0, at);
-}
-
-function scalar(raw: string): Yaml {
-  const s = raw.trim();
-  if (s.startsWith('"')) return JSON.parse(s) as string;
-  if (s.startsWith("'")) return s.slice(1, -1).replace(/''/g, "'");
-  if (s.startsWith("[")) {
-    const inner = s.slice(1, -1).trim();
-    return inner ? inner.split(",").map((x) => scalar(x)) : [];
-  }
-  if (s === "true" || s === "false") return s === "true";
-  if (s === "null" || s === "~" || s === "") return null;
-  if (/^-?\d+(\.\d+)?$/.test(s)) return Number(s);
-  return s;
-}
-
-/** Index of the `:` that separates a key from its value, outside quotes. */
-function keyColon(s: string): number {
-  return outsideQuotes(s, (ch, i) => ch === ":" && (i === s.length - 1 || s[i + 1] === " "));
-}
-
-function parseBlock(lines: Line[], start: number, indent: number): [Yaml, number] {
-  const first = lines[start];
-  if (first.text.startsWith("- ") || first.text === "-") {
-    const list: Yaml[] = [];
-    let i = start;
-    while (i < lines.length && lines[i].indent === indent && (lines[i].text.startsWith("- ") || lines[i].text === "-")) {
-      const rest = lines[i].text.slice(1).trimStart();
-      if (rest === "") {
-        const [v, next] = parseBlock(lines, i + 1, lines[i + 1].indent);
-        list.push(v);
-        i = next;
-      } else if (keyColon(rest) > 0) {
-        // `- key: v` starts a map whose further keys sit at the dash's indent + 2.
-        const childIndent = indent + (lines[i].text.length - rest.length);
-        const sub: Line[] = [{ indent: childIndent, text: rest, no: lines[i].no }];
-        let j = i + 1;
-        while (j < lines.length && lines[j].indent >= childIndent) sub.push(lines[j++]);
-        list.push(parseBlock(sub, 0, childIndent)[0]);
-        i = j;
-      } else {
-        list.push(scalar(rest));
-        i++;
-      }
-    }
-    return [list, i];
-  }
-  const map: { [k: string]: Yaml } = {};
-  let i = start;
-  while (i < lines.length && lines[i].indent === indent) {
-    const { text, no } = lines[i];
-    const c = keyColon(text);
-    if (c <= 0) throw new StackYamlError(`line ${no}: expected "key: value"`);
-    const k = scalar(text.slice(0, c));
-    const rest = text.slice(c + 1).trim();
-    if (rest !== "") {
-      map[String(k)] = scalar(rest);
-      i++;
-    } else if (i + 1 < lines.length && lines[i + 1].indent > indent) {
-      const [v, next] = parseBlock(lines, i + 1, lines[i + 1].indent);
-      map[String(k)] = v;
-      i = next;
-    } else if (i + 1 < lines.length && lines[i + 1].indent === indent && lines[i + 1].text.startsWith("- ")) {
-      const [v, next] = parseBlock(lines, i + 1, indent);
-      map[String(k)] = v;
-      i = next;
-    } else {
-      map[String(k)] = null;
-      i++;
-    }
-  }
-  if (i < lines.length && lines[i].indent > indent) throw new StackYamlError(`line ${lines[i].no}: unexpected indentation`);
-  return [map, i];
-}
-
-/** Parses the YAML subset described above. */
-export function parseStackYaml(text: string): Yaml {
-  const lines: Line[] = [];
-  text.split(/\r?\n/).forEach((raw, idx) => {
-    if (raw.includes("\t")) throw new StackYamlError(`line ${idx + 1}: tabs are not YAML indentation`);
-    const body = stripComment(raw).trimEnd();
-    if (body.trim() === "" || body.trim() === "---") return;
-    lines.push({ indent: body.length - body.trimStart().length, text: body.trimStart(), no: idx + 1 });
+/**
+ * `toJS` throws a bare ReferenceError, without a position, for an alias whose anchor is not
+ * set before it; finding it first lets the error name its line.
+ */
+function checkAliases(doc: Document, lines: LineCounter): void {
+  visit(doc, {
+    Alias(_, node) {
+      if (node.resolve(doc) === undefined) throw new StackYamlError(at(lines, node.range?.[0] ?? 0, `alias *${node.source} has no anchor &${node.source} before it`));
+    },
   });
-  if (lines.length === 0) return null;
-  const [v, end] = parseBlock(lines, 0, lines[0].indent);
-  if (end !== lines.length) throw new StackYamlError(`line ${lines[end].no}: unexpected indentation`);
-  return v;
 }
 
-/** A stack file's `config:` as the Pulumi CLI hands it to the program: strings, structured values as JSON. */
+/** The checked document of `text` and its plain value. */
+function read(text: string): { doc: Document; value: Yaml } {
+  const lines = new LineCounter();
+  // `prettyErrors: false`: the message alone; `at` adds the position once, on one line.
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, merge: true });
+  if (doc.errors.length > 0) throw problem(lines, doc.errors);
+  // Warnings (an unknown `!tag`) keep the plain value under the tag; they do not stop the read.
+  checkAliases(doc, lines);
+  try {
+    return { doc, value: doc.toJS() as Yaml };
+  } catch (err) {
+    // What is left is the alias-count guard against a "billion laughs" file.
+    if (err instanceof ReferenceError) throw new StackYamlError(err.message);
+    throw err;
+  }
+}
+
+/** Parses one stack (or project) file; throws a `StackYamlError` that names the line. */
+export function parseStackYaml(text: string): Yaml {
+  return read(text).value;
+}
+
+/**
+ * How the file writes each top-level config value that YAML reads as a number or boolean.
+ * The CLI reads a top-level value into a string, so `1.10` reaches the program as "1.10",
+ * not "1.1", and `0x10` as "0x10"; inside a structured value it is JSON, as typed here.
+ */
+function writtenScalars(doc: Document): Map<string, string> {
+  const out = new Map<string, string>();
+  const config = doc.get("config", true);
+  if (!isMap(config)) return out;
+  for (const { key, value } of config.items) {
+    const node = isAlias(value) ? value.resolve(doc) : value;
+    if (!isScalar(key) || !isScalar(node) || node.source === undefined) continue;
+    if (typeof node.value === "number" || typeof node.value === "boolean") out.set(String(key.value), node.source);
+  }
+  return out;
+}
+
+/**
+ * A stack file's `config:` as the Pulumi CLI hands it to the program: strings, structured
+ * values as JSON. A `secure:` value stays the object the file holds (`{"secure":"<ciphertext>"}`
+ * as JSON, also inside a structured value): nothing here decrypts it or reads it as clear text.
+ */
 export function stackConfigValues(text: string): Record<string, string> {
-  const doc = parseStackYaml(text);
-  const config = (doc as { config?: Record<string, Yaml> } | null)?.config ?? {};
+  const { doc, value } = read(text);
+  const config = (value as { config?: Record<string, Yaml> } | null)?.config ?? {};
+  const written = writtenScalars(doc);
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(config)) {
-    out[k] = typeof v === "string" ? v : JSON.stringify(v);
+    out[k] = typeof v === "string" ? v : (written.get(k) ?? JSON.stringify(v));
   }
   return out;
 }

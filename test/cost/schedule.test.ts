@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cronMatches, cronProblem, parseCron } from "../../contracts/cron";
+import { cronMatches, cronProblem, lastFiring, parseCron, Zone } from "../../contracts/cron";
 import { isCron } from "../../infra/config";
 import { monthOf, standbyHours } from "../../infra/cost/schedule";
 
@@ -35,6 +35,39 @@ describe("cron expressions", () => {
     expect(cronProblem("? 7 * * *")).toBe('minute: "?" is allowed in the day fields only');
     expect(cronProblem("*/0 7 * * *")).toBe("minute: step must be at least 1");
     expect(cronProblem("0 20 * * 1-5")).toBeUndefined();
+  });
+
+  it("refuses what croner reads but Auto Scaling does not take, naming the field", () => {
+    expect(cronProblem("0 0 20 * * 1-5")).toBe("needs 5 fields (minute hour day-of-month month day-of-week), got 6");
+    expect(cronProblem("@daily")).toBe("needs 5 fields (minute hour day-of-month month day-of-week), got 1");
+    expect(cronProblem("0 0 L * *")).toBe('day of month: unknown value "L"');
+    expect(cronProblem("0 0 15W * *")).toBe('day of month: unknown value "15W"');
+    expect(cronProblem("0 0 * * 5L")).toMatch(/^day of week: unknown value "5L"/);
+    expect(cronProblem("0 0 * * FRI#2")).toBe('day of week: cannot read "FRI#2"');
+    expect(cronProblem("0 0 * * +MON")).toBe('day of week: cannot read "+MON"');
+    expect(cronProblem("0 ? * * *")).toBe('hour: "?" is allowed in the day fields only');
+  });
+
+  it("keeps cron's reading where croner differs: weekday 7 and long steps", () => {
+    // croner reads `-SUN` as 7 and would make SUN-SUN every day; `7/1` reaches only Sunday.
+    expect([...parseCron("0 0 * * SUN-SUN").weekdays]).toEqual([0]);
+    expect([...parseCron("0 0 * * 7/1").weekdays]).toEqual([0]);
+    expect([...parseCron("0 0 * * 5-7").weekdays]).toEqual([0, 5, 6]);
+    // croner refuses a step longer than the field; cron matches the start value alone.
+    expect([...parseCron("*/61 * * * *").minutes]).toEqual([0]);
+    expect([...parseCron("0 0 */40 * *").days]).toEqual([1]);
+    expect(cronProblem("0 7 * * SAT-SUN")).toBe("day of week: range SAT-SUN runs backwards");
+  });
+
+  it("fires on wall-clock minutes across daylight-saving changes, as llm-ha cost counts them", () => {
+    const c = parseCron("30 2 * * *");
+    const berlin = new Zone("Europe/Berlin");
+    // 29 March 2026 has no 02:30 in Berlin: the last firing by 04:00 CEST is the day before.
+    expect(lastFiring(c, berlin, Date.parse("2026-03-29T02:00:00Z"))).toBe(Date.parse("2026-03-28T01:30:00Z"));
+    // 25 October 2026 has 02:30 twice: by 03:00 CET the last firing is the second one.
+    expect(lastFiring(c, berlin, Date.parse("2026-10-25T02:00:00Z"))).toBe(Date.parse("2026-10-25T01:30:00Z"));
+    expect(lastFiring(c, berlin, Date.parse("2026-10-25T01:00:00Z"))).toBe(Date.parse("2026-10-25T00:30:00Z"));
+    expect(lastFiring(c, berlin, Date.parse("2026-10-25T01:00:00Z"), 20 * 60_000)).toBeNull();
   });
 
   it("is the parser the stack validation uses", () => {
