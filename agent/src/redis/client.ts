@@ -50,6 +50,19 @@ export interface RedisClient {
   close(): Promise<void>;
 }
 
+/**
+ * An ioredis error as a person should read it. A port that answers something other than
+ * RESP (an HTTP server, an SSH banner, a wrong service) makes the parser throw
+ * `Unknown RESP type 117 "u". Please report this.` — that is not a bug to report but the
+ * wrong endpoint.
+ */
+export function describeRedisError(message: string): string {
+  if (/Unknown RESP type|Protocol error|Parser? error/i.test(message)) {
+    return `the server does not speak the Redis protocol (wrong host or port?): ${message.replace(/\s*Please report this\.?/, "")}`;
+  }
+  return message;
+}
+
 /** Capped exponential backoff for reconnects (exported for the tests). */
 export function reconnectDelay(attempt: number, minMs: number, maxMs: number): number {
   return Math.min(maxMs, minMs * 2 ** Math.max(0, attempt - 1));
@@ -107,7 +120,7 @@ export function createRedisClient(url: string, opts: RedisClientOptions): RedisC
   });
   redis.on("error", (err: Error) => {
     // ioredis repeats the same error on every reconnect attempt: log changes only.
-    if (err.message !== lastError) log.warn({ err: err.message }, "redis error");
+    if (err.message !== lastError) log.warn({ err: describeRedisError(err.message) }, "redis error");
     lastError = err.message;
   });
 

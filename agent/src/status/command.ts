@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import type { ConnectionOptions } from "node:tls";
 import { parseArgs } from "node:util";
-import { createRedisClient, RedisUrlError, type RedisClient } from "../redis/client";
+import { createRedisClient, describeRedisError, RedisUrlError, type RedisClient } from "../redis/client";
 import { RedisKeys } from "../redis/keys";
 import { createLogger, safeUrl } from "../util/log";
 import { formatAge, renderBanner, renderFleetView } from "./render";
@@ -103,7 +103,7 @@ function firstContact(client: RedisClient, timeoutMs: number): Promise<string | 
       resolve(err);
     };
     const onReady = (): void => done(null);
-    const onError = (e: Error): void => done(e.message || e.name);
+    const onError = (e: Error): void => done(describeRedisError(e.message || e.name));
     const t = setTimeout(() => done(`no answer within ${timeoutMs} ms`), timeoutMs);
     client.redis.on("ready", onReady);
     client.redis.on("error", onError);
@@ -216,7 +216,7 @@ function watch(client: RedisClient, keys: RedisKeys, a: StatusArgs, shown: strin
   let lastError = "connecting";
   let first = true;
   client.redis.on("error", (e: Error) => {
-    lastError = e.message || e.name;
+    lastError = describeRedisError(e.message || e.name);
   });
   process.stdout.on("error", () => stop()); // a closed pipe (`| head`) ends the watch
   const write = (lines: string[]): void => {
