@@ -3,10 +3,12 @@
  * environment's stack file, and returns every resource it registered. Shared by the
  * infra tests and the policy pack's tests (policies run over the captured resources).
  */
-import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
-import { stackConfigValues } from "./stack-yaml";
+import { readStackFile } from "./stack-yaml";
+
+/** A stack file that cannot be read or parsed (named, with the line); the offline tools exit 2 on it. */
+export { StackYamlError } from "./stack-yaml";
 
 export type Env = "dev" | "staging" | "prod";
 
@@ -30,7 +32,12 @@ export const TEST_REDIS_TOKEN = "test-token-0123456789abcdef";
 
 /** The stack file's `config:` as the CLI hands it to the program: strings, structured values as JSON. */
 export function stackConfig(env: Env): Record<string, string> {
-  return stackConfigValues(fs.readFileSync(path.join(ROOT, `Pulumi.${env}.yaml`), "utf8"));
+  return readStackFile(stackFile(env));
+}
+
+/** The repository's stack file of `env`. */
+export function stackFile(env: Env): string {
+  return path.join(ROOT, `Pulumi.${env}.yaml`);
 }
 
 /** What the mocked invokes answer (AZ names map to ids differently in every account). */
@@ -105,7 +112,13 @@ interface MonitorLike {
  * full keys such as `llm-ha:standbyAz`; an empty string removes a key) and returns every
  * resource registered. Rejects with the program's error, e.g. `InputPropertiesError`.
  */
-export async function captureStack(env: Env, configOverrides: Record<string, string> = {}): Promise<CapturedResource[]> {
+/**
+ * Every resource the program registers for one stack. `file` reads the config from another
+ * `Pulumi.<stack>.yaml` than the repository's one of `env` (the policy CLI's `--stack PATH`).
+ */
+export async function captureStack(env: Env | string, configOverrides: Record<string, string> = {}, file?: string): Promise<CapturedResource[]> {
+  // Read before the mocks are set: a bad file stops here, naming itself.
+  const fileConfig = file === undefined ? stackConfig(env as Env) : readStackFile(file);
   const seen: { type: string; name: string; props: Record<string, unknown> }[] = [];
   await pulumi.runtime.setMocks(
     {
@@ -131,7 +144,7 @@ export async function captureStack(env: Env, configOverrides: Record<string, str
     });
     return register(req, callback);
   };
-  const config: Record<string, string> = { "llm-ha:redisAuthToken": TEST_REDIS_TOKEN, ...stackConfig(env), ...configOverrides };
+  const config: Record<string, string> = { "llm-ha:redisAuthToken": TEST_REDIS_TOKEN, ...fileConfig, ...configOverrides };
   for (const [k, v] of Object.entries(config)) if (v === "") delete config[k];
   pulumi.runtime.setAllConfig(config, ["llm-ha:redisAuthToken"]);
 

@@ -4,6 +4,7 @@
  * and aliases, `<<` merge keys (the CLI's Go YAML reader takes them), block scalars, flow
  * maps such as `{secure: …}`. Errors name the line and column.
  */
+import { readFileSync } from "node:fs";
 import { isAlias, isMap, isScalar, LineCounter, parseDocument, visit, type Document, type YAMLError } from "yaml";
 
 export type Yaml = string | number | boolean | null | Yaml[] | { [k: string]: Yaml };
@@ -93,4 +94,20 @@ export function stackConfigValues(text: string): Record<string, string> {
     out[k] = typeof v === "string" ? v : (written.get(k) ?? JSON.stringify(v));
   }
   return out;
+}
+
+/** `stackConfigValues` of the file at `file`; a `StackYamlError` names the file as well as the line. */
+export function readStackFile(file: string): Record<string, string> {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (err) {
+    throw new StackYamlError(`${file}: cannot be read: ${(err as Error).message}`);
+  }
+  try {
+    return stackConfigValues(text);
+  } catch (err) {
+    if (err instanceof StackYamlError) throw new StackYamlError(`${file}: ${err.message}`);
+    throw err;
+  }
 }

@@ -4,13 +4,18 @@
 // is mandatory, as `pulumi preview --policy-pack policies` would fail.
 import * as fs from "node:fs";
 import { parseArgs } from "node:util";
-import { captureStack, type Env } from "../infra/capture";
+import * as path from "node:path";
+import * as pulumi from "@pulumi/pulumi";
+import { captureStack, StackYamlError, type Env } from "../infra/capture";
 import { policies } from "./all";
 import { PolicyConfigError, runPolicies, type PackConfig, type Violation } from "./runner";
 
 const ENVS: readonly Env[] = ["dev", "staging", "prod"];
 
-const USAGE = `usage: npm run policy -- --stack <dev|staging|prod> [--policy-pack-config <file.json>]`;
+const USAGE = `usage: npm run policy -- --stack <dev|staging|prod|path/to/Pulumi.<stack>.yaml> [--policy-pack-config <file.json>]
+
+exit codes: 0 no mandatory violation, 1 mandatory violations, 2 bad input (flags, a stack file that
+cannot be read or parsed, or stack settings the program refuses)`;
 
 /** Bad command-line input: printed with the usage, exit code 2. */
 export class PolicyCliError extends Error {
@@ -21,7 +26,10 @@ export class PolicyCliError extends Error {
 }
 
 interface CliArgs {
-  env: Env;
+  /** The stack's name: an environment of this repository, or the `<stack>` of a file's name. */
+  env: string;
+  /** A stack file other than the repository's `Pulumi.<env>.yaml`. */
+  file?: string;
   config?: PackConfig;
 }
 
@@ -36,12 +44,19 @@ export function parseCli(argv: string[]): CliArgs {
   } catch (e) {
     throw new PolicyCliError((e as Error).message);
   }
-  const env = values.stack as Env | undefined;
-  if (env === undefined || !ENVS.includes(env)) {
-    throw new PolicyCliError(`--stack must be one of ${ENVS.join(", ")}${env === undefined ? "" : ` (got ${env})`}`);
+  const stack = values.stack;
+  let target: { env: string; file?: string };
+  if (stack !== undefined && (stack.includes("/") || stack.endsWith(".yaml"))) {
+    const m = /^Pulumi\.(.+)\.yaml$/.exec(path.basename(stack));
+    if (!m) throw new PolicyCliError(`--stack ${stack}: a stack file is named Pulumi.<stack>.yaml`);
+    target = { env: m[1], file: stack };
+  } else if (stack !== undefined && ENVS.includes(stack as Env)) {
+    target = { env: stack };
+  } else {
+    throw new PolicyCliError(`--stack must be one of ${ENVS.join(", ")} or a path to a Pulumi.<stack>.yaml${stack === undefined ? "" : ` (got ${stack})`}`);
   }
   const file = values["policy-pack-config"];
-  if (file === undefined) return { env };
+  if (file === undefined) return target;
   let config: unknown;
   try {
     config = JSON.parse(fs.readFileSync(file, "utf8"));
@@ -51,7 +66,7 @@ export function parseCli(argv: string[]): CliArgs {
   if (typeof config !== "object" || config === null || Array.isArray(config)) {
     throw new PolicyCliError(`--policy-pack-config ${file}: expected a JSON object keyed by policy name`);
   }
-  return { env, config: config as PackConfig };
+  return { ...target, config: config as PackConfig };
 }
 
 /** `<Type> <name>` from a URN such as `urn:pulumi:prod::llm-ha::…$aws:route53/healthCheck:HealthCheck::dns-hc-a`. */
@@ -83,7 +98,17 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`${e.message}\n${USAGE}`);
     return 2;
   }
-  const resources = await captureStack(args.env);
+  let resources;
+  try {
+    resources = await captureStack(args.env, {}, args.file);
+  } catch (e) {
+    // A stack that cannot be evaluated is bad input, not "violations found" (exit 1).
+    if (e instanceof StackYamlError || pulumi.InputPropertiesError.isInstance(e)) {
+      console.error(`${args.file ?? `Pulumi.${args.env}.yaml`}: ${e.message}`);
+      return 2;
+    }
+    throw e;
+  }
   let violations: Violation[];
   try {
     violations = await runPolicies(policies, resources, { config: args.config });

@@ -2,7 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { resolveConfig } from "../config";
-import { parseStackYaml, StackYamlError, stackConfigValues } from "../stack-yaml";
+import { parseStackYaml, readStackFile, StackYamlError } from "../stack-yaml";
 import { estimateCost } from "./estimate";
 import { priceOverride, PriceError, priceTable } from "./prices";
 import { renderCost } from "./render";
@@ -124,7 +124,7 @@ export async function costCommand(argv: string[]): Promise<number> {
     }
     const month = monthOf(args.month);
     const sf = findStack(args.stack);
-    const values = stackConfigValues(fs.readFileSync(sf.file, "utf8"));
+    const values = readStackFile(sf.file);
     const secretKey = `${sf.project}:redisAuthToken`;
     values[secretKey] ??= SECRET_STAND_IN;
     // The program's own resolution, over Pulumi's own Config reading these values.

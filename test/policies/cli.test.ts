@@ -40,6 +40,25 @@ describe("npm run policy", () => {
   it("exits 2 with the usage on an unknown stack", async () => {
     const { code, stderr } = await policyCli(["--stack", "qa"]);
     expect(code).toBe(2);
-    expect(stderr).toContain("--stack must be one of dev, staging, prod (got qa)");
+    expect(stderr).toContain("--stack must be one of dev, staging, prod or a path to a Pulumi.<stack>.yaml (got qa)");
+  });
+
+  it("exits 2, naming the file and the line, for a stack file that does not parse (not 1: that means violations)", async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "policy-cli-")), "Pulumi.broken.yaml");
+    fs.writeFileSync(file, "config:\n  llm-ha:region: us-east-1\n  llm-ha:azs: [a, b\n  aws:region: us-east-1\n");
+    const { code, stderr } = await policyCli(["--stack", file]);
+    expect(code).toBe(2);
+    expect(stderr).toContain(file);
+    expect(stderr).toMatch(/line \d+/);
+  });
+
+  it("exits 2 for stack settings the program refuses", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "policy-cli-"));
+    const file = path.join(dir, "Pulumi.dev.yaml");
+    const dev = fs.readFileSync(path.join(ROOT, "Pulumi.dev.yaml"), "utf8");
+    fs.writeFileSync(file, dev.replace("llm-ha:standbyAz: us-east-1b", "llm-ha:standbyAz: us-east-1z"));
+    const { code, stderr } = await policyCli(["--stack", file]);
+    expect(code, stderr).toBe(2);
+    expect(stderr).toContain("Pulumi.dev.yaml");
   });
 });
