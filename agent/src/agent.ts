@@ -7,7 +7,7 @@ import { ADAPTERS, readEngine, request, type InferenceAdapter } from "./sources/
 import type { GpuInfo, ProbeObservation, Sample, Signals, XidEvent } from "./sources/signals";
 import { ConnectionWatch } from "./sources/watch";
 import { FATAL_XIDS, XidReader } from "./sources/xid";
-import type { Decision, Reason } from "./types";
+import { takesTraffic, type Decision, type Reason } from "./types";
 import type { Logger } from "./util/log";
 import { Loop } from "./util/loop";
 
@@ -24,6 +24,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
   private readonly adapter: InferenceAdapter;
   private readonly gpu: GpuSource;
   private readonly xid: XidReader | null;
+  private lastGoodGpus: GpuInfo[] = [];
   /** The last error reading the kernel log (null: readable), so it is logged once, not every period. */
   private xidError: string | null = null;
   private readonly loops: Loop[] = [];
@@ -70,9 +71,15 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     return this.state.decision;
   }
 
+  /**
+   * The node's GPUs as last seen. While a failed query has not yet been acted on (the node
+   * still takes traffic), the last good list stands: the heartbeat must not tell the
+   * controller "0 GPUs" while agent-check still tells HAProxy `up`.
+   */
   get gpus(): GpuInfo[] {
     const g = this.signals.gpu?.value;
-    return g?.kind === "ok" ? g.gpus : [];
+    if (g?.kind === "ok") return g.gpus;
+    return takesTraffic(this.state.decision) ? this.lastGoodGpus : [];
   }
 
   get model(): string | null {
@@ -128,6 +135,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
   private async checkGpu(): Promise<void> {
     const t0 = performance.now();
     const obs = await this.gpu.read();
+    if (obs.kind === "ok") this.lastGoodGpus = obs.gpus;
     this.metrics.source("gpu", performance.now() - t0, obs.kind !== "ok");
     this.signals.gpu = this.sample(obs);
     this.metrics.signals(this.signals, this.cfg.gpuCount);

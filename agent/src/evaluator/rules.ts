@@ -28,7 +28,10 @@ export function gpuReasons(obs: GpuObservation, s: RuleSettings): Reason[] {
     case "failed":
       return [r("gpu", "GPU_QUERY_FAILED", false, "unknown", obs.detail)];
     case "timeout":
-      return [r("gpu", "GPU_QUERY_TIMEOUT", false, "unknown", obs.detail)];
+      // Acts on the first result: one timed-out query already spans the whole GPU timeout
+      // (5 s, five periods), as long as `fall` quick failures; waiting for `fall` of them
+      // drained a node with a hung nvidia-smi only after 10-15 s.
+      return [r("gpu", "GPU_QUERY_TIMEOUT", true, "unknown", obs.detail)];
     case "garbage":
       return [r("gpu", "GPU_QUERY_GARBAGE", false, "unknown", obs.detail)];
     case "ok":
