@@ -1,0 +1,150 @@
+/**
+ * Fleet scenarios (the control plane and its damping): leader killed or paused past its
+ * lease, Redis restarted with every key lost, one flapping probe, and every probe failing at
+ * once (the blast-radius cap). Also the stale-write count a paused leader is judged by.
+ */
+import type { SimNode } from "../../sim/sim-node";
+import { sleep } from "../../../agent/src/util/net";
+import type { ScenarioSpec } from "../scenarios";
+import { DRILL_TIMING } from "../settings";
+import { dnsChanges, firstAfter, l1Removed, removedBetween, type FleetSample } from "../timeline";
+import { blank, finish, healthy, localRows, mark, nextVictim, steady, until, type RunResult, type ScenarioContext } from "./runner";
+
+/** The node whose agent holds the lease (the holder id starts with the node id; the longest match wins). */
+function leaderNode(ctx: ScenarioContext): SimNode | null {
+  const holder = ctx.observer.latestFleet()?.leader;
+  if (!holder) return null;
+  const matches = ctx.stack.nodes.filter((n) => holder === n.id || holder.startsWith(n.id));
+  return matches.sort((a, b) => b.id.length - a.id.length)[0] ?? null;
+}
+
+/**
+ * Fenced writes a deposed leader got through: a published hash (AZ state, tier) that changed
+ * after a higher token was already in the lease, carrying a lower token.
+ */
+export function staleWrites(fleet: readonly FleetSample[], from: number): number {
+  let highest = 0;
+  let stale = 0;
+  let prev: Record<string, number> = {};
+  for (const f of fleet) {
+    for (const [k, tok] of Object.entries(f.tokens)) {
+      if (f.t >= from && prev[k] !== undefined && tok !== prev[k] && tok < highest) stale++;
+    }
+    prev = { ...prev, ...f.tokens };
+    if (f.leaderToken !== undefined && f.leaderToken !== null) highest = Math.max(highest, f.leaderToken);
+  }
+  return stale;
+}
+
+/** The leader killed (a new one must take the lease) or paused past its TTL (its late writes must be fenced). */
+export async function runLeader(ctx: ScenarioContext, spec: ScenarioSpec, run: number, how: "kill" | "pause"): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const n = leaderNode(ctx);
+  if (!n) {
+    r.notMeasured = "no leader in Redis";
+    return r;
+  }
+  const old = ctx.observer.latestFleet()?.leader ?? null;
+  const newLeader = (f: FleetSample): boolean => typeof f.leader === "string" && f.leader !== old;
+  const limit = DRILL_TIMING.leaseTtlMs + DRILL_TIMING.leaseContendMs + 5000;
+  r.injectAt = mark(ctx, "inject", `${spec.name} ${n.id}`);
+  if (how === "kill") {
+    await n.killAgent("SIGKILL");
+    await until(ctx, limit, () => ctx.tl.fleet.some((f) => f.t >= r.injectAt && newLeader(f)));
+  } else {
+    n.pauseAgent();
+    await sleep(DRILL_TIMING.leaseTtlMs + 1500);
+    n.resumeAgent();
+    await sleep(3000);
+  }
+  r.healAt = mark(ctx, "heal", `heal ${n.id}`);
+  if (how === "kill") await n.startAgent();
+  if (!(await until(ctx, 30_000, (s) => healthy(ctx, s, n)))) r.notes.push(`${n.id} did not recover in 30 s`);
+  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, (s) => healthy(ctx, s, n));
+  await sleep(300);
+  r.endAt = ctx.now();
+  r.leaderMs = firstAfter(ctx.tl.fleet, r.injectAt, newLeader, r.healAt);
+  r.extra.newLeader = ctx.tl.fleet.find((f) => f.t >= r.injectAt && newLeader(f))?.leader ?? null;
+  finish(ctx, r, [], l1Removed);
+  r.victims = [`${n.id} (leader)`];
+  if (how === "pause") r.staleWrites = staleWrites(ctx.tl.fleet, r.injectAt);
+  r.falseFailovers += dnsChanges(ctx.tl, r.injectAt, r.endAt);
+  return r;
+}
+
+/** Redis restarted empty: a leader and the published AZ states must come back without touching rotation or DNS. */
+export async function runRedisRestart(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  r.injectAt = mark(ctx, "inject", "redis restart");
+  await ctx.stack.redis.restart();
+  const restartedAt = ctx.now();
+  const leaderBack = (f: FleetSample): boolean => typeof f.leader === "string";
+  const published = (f: FleetSample): boolean => ctx.stack.azs.every((a) => f.azState[a.name] !== undefined);
+  await until(ctx, 15_000, () => ctx.tl.fleet.some((f) => f.t > restartedAt && leaderBack(f) && published(f)));
+  await sleep(1000);
+  r.healAt = mark(ctx, "heal", "redis back");
+  r.endAt = ctx.now();
+  r.leaderMs = firstAfter(ctx.tl.fleet, restartedAt + 1, leaderBack);
+  r.extra.republishedMs = firstAfter(ctx.tl.fleet, restartedAt + 1, published);
+  r.extra.restartMs = restartedAt - r.injectAt;
+  finish(ctx, r, [], l1Removed);
+  r.falseFailovers += dnsChanges(ctx.tl, r.injectAt, r.endAt);
+  return r;
+}
+
+/** One node slow one period in three: hysteresis must keep it in rotation, so any removal is a false failover. */
+export async function runFlap(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const n = nextVictim(ctx);
+  const period = DRILL_TIMING.intervalMs;
+  r.injectAt = mark(ctx, "inject", `flap ${n.id}`);
+  const end = ctx.now() + 8000;
+  while (ctx.now() < end) {
+    await n.setMode({ mode: "slow", slowMs: 900 });
+    await sleep(period);
+    await n.setMode("ready");
+    await sleep(2 * period);
+  }
+  r.healAt = mark(ctx, "heal", `steady ${n.id}`);
+  await until(ctx, 15_000, (s) => healthy(ctx, s, n));
+  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, (s) => healthy(ctx, s, n));
+  r.endAt = ctx.now();
+  finish(ctx, r, [], l1Removed);
+  r.victims = [n.id];
+  r.falseFailovers = removedBetween(ctx.tl, localRows(ctx), r.injectAt, r.endAt).length + dnsChanges(ctx.tl, r.injectAt, r.endAt);
+  r.detectMs = firstAfter(ctx.tl.samples, r.injectAt, (s) => s.nodes[n.id]?.status !== "HEALTHY", r.healAt);
+  r.extra.degradedSamples = ctx.tl.samples.filter((s) => s.t >= r.injectAt && s.t <= r.healAt && s.nodes[n.id]?.status === "DEGRADED").length;
+  return r;
+}
+
+/**
+ * Every probe failing at once is more likely the probes than the fleet: the blast-radius cap
+ * should keep the nodes in rotation, so any removal counts as a false failover; `emptied` says
+ * whether an AZ was left with no node all the same.
+ */
+export async function runMassProbe(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const nodes = ctx.stack.running();
+  r.injectAt = mark(ctx, "inject", "every probe failing");
+  await Promise.all(nodes.map((n) => n.setMode({ mode: "slow", slowMs: DRILL_TIMING.probeTimeoutMs + 700 })));
+  await sleep(8000);
+  r.healAt = mark(ctx, "heal", "probes pass");
+  await Promise.all(nodes.map((n) => n.setMode("ready")));
+  await until(ctx, 30_000, (s) => nodes.every((x) => healthy(ctx, s, x)));
+  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, (s) => nodes.every((x) => healthy(ctx, s, x)));
+  r.endAt = ctx.now();
+  finish(ctx, r, [], l1Removed);
+  r.victims = nodes.map((n) => n.id);
+  r.falseFailovers = removedBetween(ctx.tl, localRows(ctx), r.injectAt, r.healAt).length + dnsChanges(ctx.tl, r.injectAt, r.endAt);
+  r.extra.suspect = ctx.tl.fleet.find((f) => f.t >= r.injectAt && f.t <= r.healAt && f.suspect !== "")?.suspect ?? null;
+  r.extra.emptied = ctx.stack.azs.some((az) =>
+    ctx.tl.samples.some((s) => s.t >= r.injectAt && s.t <= r.healAt && nodes.filter((n) => n.az === az.name).every((n) => l1Removed(s.l1[`${az.proxy}/${n.id}`]))),
+  )
+    ? "yes"
+    : "no";
+  return r;
+}

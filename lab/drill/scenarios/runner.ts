@@ -1,0 +1,155 @@
+/**
+ * The shared runner of every scenario family: the result and context types, the wait for a
+ * steady fleet before injection, the sample-by-sample wait, the inject/heal marks, victim
+ * selection, and the figures common to every run (detection, L1, baselines, failed requests,
+ * false failovers). The families under this folder build their runs from these pieces, so
+ * every scenario is measured the same way.
+ */
+import type { SimNode } from "../../sim/sim-node";
+import type { Observer } from "../observer";
+import { DRILL_TIMING } from "../settings";
+import { backendOf, BASELINE_DEFAULT, BASELINE_TUNED, type DrillStack } from "../stack";
+import { failuresBetween, firstAfter, l1Full, l1Removed, removedBetween, type L1Sample, type Sample, type Timeline } from "../timeline";
+
+/** The traffic client that goes through llm-ha's proxies; the baseline clients are measured beside it. */
+export const MAIN_CLIENT = "llm-ha";
+
+/** Every figure of one run of one scenario; times in ms from injection (recovery: from heal). */
+export interface RunResult {
+  scenario: string;
+  run: number;
+  victims: string[];
+  injectAt: number;
+  healAt: number;
+  endAt: number;
+  detectMs: number | null;
+  l1Ms: number | null;
+  dnsMs: number | null;
+  crossMs: number | null;
+  leaderMs: number | null;
+  recoveryMs: number | null;
+  failed: number;
+  failedBaseline: { default: number; tuned: number };
+  falseFailovers: number;
+  staleWrites: number | null;
+  baselineMs: { default: number | null; tuned: number | null };
+  /** Scenario-specific figures (AZ state, `/az/health`, wake-up, tier…). */
+  extra: Record<string, number | string | null>;
+  /** Set when the scenario could not be measured, with why. */
+  notMeasured?: string;
+  notes: string[];
+}
+
+export interface ScenarioContext {
+  stack: DrillStack;
+  tl: Timeline;
+  observer: Observer;
+  now(): number;
+  progress(line: string): void;
+  /** A leader was seen in Redis at start-up: the fleet layer is running in the agents. */
+  fleetWired: boolean;
+}
+
+/** A result with nothing measured yet; a run fills in what it saw. */
+export function blank(scenario: string, run: number): RunResult {
+  return {
+    scenario,
+    run,
+    victims: [],
+    injectAt: 0,
+    healAt: 0,
+    endAt: 0,
+    detectMs: null,
+    l1Ms: null,
+    dnsMs: null,
+    crossMs: null,
+    leaderMs: null,
+    recoveryMs: null,
+    failed: 0,
+    failedBaseline: { default: 0, tuned: 0 },
+    falseFailovers: 0,
+    staleWrites: null,
+    baselineMs: { default: null, tuned: null },
+    extra: {},
+    notes: [],
+  };
+}
+
+/** A node's row in its own AZ's proxy stats (`proxy/node`). */
+export const rowOf = (ctx: ScenarioContext, n: SimNode): string => `${ctx.stack.azOf(n).proxy}/${n.id}`;
+/** Rows of the active AZs' nodes: a standby node scaled to zero is out of rotation on purpose. */
+export const localRows = (ctx: ScenarioContext): string[] => ctx.stack.nodes.filter((n) => !ctx.stack.azOf(n).standby).map((n) => rowOf(ctx, n));
+
+/** Waits, sample by sample, until `pred` holds or `ms` pass; returns whether it held. */
+export async function until(ctx: ScenarioContext, ms: number, pred: (s: Sample) => boolean): Promise<boolean> {
+  const end = ctx.now() + ms;
+  while (ctx.now() < end) {
+    const s = await ctx.observer.tick();
+    if (pred(s)) return true;
+  }
+  return false;
+}
+
+/** Back to normal: HEALTHY for the agent, full weight, and fully up in its AZ's proxy. */
+export function healthy(ctx: ScenarioContext, s: Sample, n: SimNode): boolean {
+  const a = s.nodes[n.id];
+  return a?.status === "HEALTHY" && a.weight === 100 && l1Full(s.l1[rowOf(ctx, n)]);
+}
+
+/** Standby AZ back at zero: every standby node stopped, none booting or stopping. */
+export function standbyAtZero(ctx: ScenarioContext): boolean {
+  const { cloud, standby } = ctx.stack;
+  return !cloud || !standby || ctx.stack.nodes.filter((n) => n.az === standby.name).every((n) => cloud.powerOf(n.id) === "stopped");
+}
+
+/**
+ * Every running node healthy at full weight in its AZ's proxy, every active AZ in the DNS
+ * answer, baselines UP, and the standby AZ back at zero (a scenario that woke it waits out
+ * the hold and the release, so the next one starts from the scaled-to-zero fleet).
+ */
+export async function steady(ctx: ScenarioContext, timeoutMs = 15_000): Promise<boolean> {
+  const active = ctx.stack.azs.filter((a) => !a.standby).map((a) => a.address);
+  return until(
+    ctx,
+    timeoutMs + (ctx.stack.standby ? DRILL_TIMING.standbyHoldMs : 0),
+    (s) =>
+      standbyAtZero(ctx) &&
+      ctx.stack.running().every((n) => healthy(ctx, s, n) && s.l1[`${backendOf(BASELINE_DEFAULT)}/${n.id}`]?.status === "UP" && s.l1[`${backendOf(BASELINE_TUNED)}/${n.id}`]?.status === "UP") &&
+      s.dns !== null &&
+      active.every((a) => s.dns!.includes(a)),
+  );
+}
+
+/** Records an inject or heal mark on the timeline (the report draws them) and returns its time. */
+export function mark(ctx: ScenarioContext, kind: "inject" | "heal", label: string): number {
+  const t = ctx.now();
+  ctx.tl.marks.push({ t, kind, label });
+  return t;
+}
+
+/** Common figures once `injectAt`, `healAt`, `endAt` and the victims are known. */
+export function finish(ctx: ScenarioContext, r: RunResult, victims: SimNode[], removedPred: (x: L1Sample | undefined) => boolean): void {
+  const { tl } = ctx;
+  const firstNot = (n: SimNode): number | null => firstAfter(tl.samples, r.injectAt, (s) => s.nodes[n.id]?.status !== "HEALTHY", r.healAt);
+  const maxOf = (xs: (number | null)[]): number | null => (xs.length === 0 || xs.some((x) => x === null) ? null : Math.max(...(xs as number[])));
+  if (victims.length) {
+    r.detectMs = maxOf(victims.map(firstNot));
+    r.l1Ms ??= firstAfter(tl.samples, r.injectAt, (s) => victims.every((n) => removedPred(s.l1[rowOf(ctx, n)])), r.healAt);
+    const base = (proxy: string): number | null => firstAfter(tl.samples, r.injectAt, (s) => victims.every((n) => l1Removed(s.l1[`${proxy}/${n.id}`])), r.healAt);
+    r.baselineMs = { default: base(backendOf(BASELINE_DEFAULT)), tuned: base(backendOf(BASELINE_TUNED)) };
+  }
+  r.failed = failuresBetween(tl, MAIN_CLIENT, r.injectAt, r.endAt);
+  r.failedBaseline = { default: failuresBetween(tl, BASELINE_DEFAULT, r.injectAt, r.endAt), tuned: failuresBetween(tl, BASELINE_TUNED, r.injectAt, r.endAt) };
+  const vk = new Set(victims.map((n) => rowOf(ctx, n)));
+  r.falseFailovers += removedBetween(tl, localRows(ctx).filter((k) => !vk.has(k)), r.injectAt, r.healAt).length;
+  r.victims = victims.map((n) => n.id);
+}
+
+// One counter for the whole drill, shared by every family that picks a single victim (node
+// faults and the flap), so successive runs keep rotating through the active nodes as before.
+let victimSeq = 0;
+/** The next victim from the active AZs, in turn. */
+export function nextVictim(ctx: ScenarioContext): SimNode {
+  const active = ctx.stack.nodes.filter((n) => !ctx.stack.azOf(n).standby);
+  return active[victimSeq++ % active.length];
+}
