@@ -68,6 +68,14 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
         tls: cfg.redisCaFile ? { ca: readFileSync(cfg.redisCaFile) } : undefined,
       })
     : null;
+  // One live agent per node id: a second one (a copied manifest, a typo) would take turns
+  // with the first in Redis and, on stopping, remove the live node (seen: a brief L4).
+  const held = fleet ? await fleet.registry.nodeIdConflict(cfg.nodeId) : null;
+  if (fleet && held) {
+    await fleet.stop();
+    const ago = held.lastHeartbeatAgoMs === null ? "" : `, last heartbeat ${held.lastHeartbeatAgoMs} ms ago`;
+    throw new StartupError(`LLMHA_NODE_ID ${cfg.nodeId} is in use by another live agent (instance ${held.heldBy}${ago}): give each agent its own node id`);
+  }
   // Only the leader acts: every call goes through the fencing gate with its term's token.
   if (fleet) fleet.attachActuator(await createActuator(cfg, fleet.actuatorDeps()), {
     shiftExpiryMs: cfg.shiftExpiryMs,

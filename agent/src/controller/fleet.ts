@@ -51,7 +51,8 @@ export interface FleetOptions {
 }
 
 export interface FleetStatus {
-  redis: { url: string; connected: boolean; errors: number; lastHeartbeatAt: number | null };
+  /** `instance`: this agent's id in its node hash; `nodeIdHeldBy`: another live agent's, while it holds this node id (this one is then not registered). */
+  redis: { url: string; connected: boolean; errors: number; lastHeartbeatAt: number | null; instance: string; nodeIdHeldBy: string | null };
   lease: { holderId: string; isLeader: boolean; leader: string | null; token: number | null; highestToken: number; acquisitions: number };
   controller: { tier: TierLevel | null; suspect: string[]; azs: Evaluation["azs"]; lastAggregationMs: number | null } | null;
   /** Kind of the attached actuator, null when the leader acts on nothing. */
@@ -209,6 +210,8 @@ export class Fleet {
         connected: this.registry.connected,
         errors: this.registry.errors,
         lastHeartbeatAt: this.registry.lastHeartbeatAt,
+        instance: this.registry.instance,
+        nodeIdHeldBy: this.registry.heldBy,
       },
       lease: {
         holderId: this.lease.holderId,

@@ -22,24 +22,33 @@
     ARGV[13] soft reason codes, comma separated
     ARGV[14] hard reason codes, comma separated
     ARGV[15] events MAXLEN      ARGV[16] key prefix (to leave a previous AZ's set)
+    ARGV[17] instance: this agent process's random id ("" = no claim, the bench's fleet).
+             The hash records it; a hash another instance wrote is not overwritten: two
+             live agents with one node id would otherwise take turns, and the one that
+             stops would remove the other's node. A dead instance's hash expires with its
+             heartbeats (TTL), then the id is free.
 
   The hash also gets `c`, the controller's compact view (one HGET per node when 5,000 are
   read every second): az|status|phase|weight|gpus|gpusExpected|soft|hard, soft and hard
   with ";" between codes.
 
   Output:
-    {changed (1/0), suspect codes (comma separated, "" = none)}
+    {changed (1/0), suspect codes (comma separated, "" = none), ""}   written
+    {0, "", instance that holds the id}                                another live agent has it
 ]]
 local id = ARGV[1]
 local az = ARGV[2]
-local prev = redis.call("HMGET", KEYS[1], "status", "az")
+local prev = redis.call("HMGET", KEYS[1], "status", "az", "instance")
+if ARGV[17] ~= "" and prev[3] and prev[3] ~= "" and prev[3] ~= ARGV[17] then
+  return {0, "", prev[3]}
+end
 if prev[2] and prev[2] ~= az then
   redis.call("ZREM", ARGV[16] .. "az:" .. prev[2] .. ":available", id)
 end
 redis.call("HSET", KEYS[1],
   "az", az, "status", ARGV[3], "weight", ARGV[5], "loadScore", ARGV[6], "gpus", ARGV[7],
   "model", ARGV[9], "updatedAt", ARGV[10], "gpusExpected", ARGV[8], "phase", ARGV[4],
-  "soft", ARGV[13], "hard", ARGV[14],
+  "soft", ARGV[13], "hard", ARGV[14], "instance", ARGV[17],
   "c", table.concat({az, ARGV[3], ARGV[4], ARGV[5], ARGV[7], ARGV[8],
     (string.gsub(ARGV[13], ",", ";")), (string.gsub(ARGV[14], ",", ";"))}, "|"))
 redis.call("PEXPIRE", KEYS[1], ARGV[11])
@@ -65,4 +74,4 @@ if prev[1] ~= ARGV[3] or back == 1 then
   "c", table.concat({az, ARGV[3], ARGV[4], ARGV[5], ARGV[7], ARGV[8],
     (string.gsub(ARGV[13], ",", ";")), (string.gsub(ARGV[14], ",", ";"))}, "|"))
 end
-return {changed, redis.call("HGET", KEYS[8], "codes") or ""}
+return {changed, redis.call("HGET", KEYS[8], "codes") or "", ""}

@@ -5,7 +5,7 @@
  *
  * | key                    | type   | written by            | what it holds |
  * |------------------------|--------|-----------------------|---------------|
- * | `node:<id>`            | hash   | each agent            | `az, status, weight, loadScore, gpus, model, updatedAt` + `gpusExpected, soft, hard, phase` and `c` (compact controller view); expires when heartbeats stop |
+ * | `node:<id>`            | hash   | each agent            | `az, status, weight, loadScore, gpus, model, updatedAt` + `gpusExpected, soft, hard, phase`, `instance` (the writing agent process: another live instance with the same id is refused) and `c` (compact controller view); expires when heartbeats stop |
  * | `az:<az>:available`    | zset   | agents; leader sweeps | node ids taking traffic, score = load score (lower is better) — what a gateway reads |
  * | `az:<az>:state`        | hash   | leader (fenced)       | `state, healthyCapacity, totalCapacity, nodes, nodesIn, since, firstSeen, everOk, leader, token, updatedAt` — what `/az/health` answers |
  * | `members`              | hash   | agents; leader sweeps | node id → `<az>|<gpusExpected>|<served>`: the capacity an AZ should have (`served` 1 once the node took traffic: a new node still loading is not yet counted), kept while a node is dead, dropped on graceful removal or after the forget period |

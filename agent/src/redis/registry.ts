@@ -4,6 +4,7 @@
  * report (its HTTP and agent-check reporters serve local state anyway), retries with capped
  * backoff, and re-registers the moment the connection is ready again.
  */
+import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { NODE_STATUSES, takesTraffic, type Decision, type NodeStatus, type ServingPhase } from "../types";
 import type { Logger } from "../util/log";
@@ -58,7 +59,7 @@ export class RegistryReportError extends Error {
 }
 
 /** Keys and arguments of one heartbeat (shared with the bench's simulated fleet). */
-export function heartbeatArgs(keys: RedisKeys, r: NodeReport, ttlMs: number, eventsMaxLen: number): { k: HeartbeatKeys; a: HeartbeatArgs } {
+export function heartbeatArgs(keys: RedisKeys, r: NodeReport, ttlMs: number, eventsMaxLen: number, instance = ""): { k: HeartbeatKeys; a: HeartbeatArgs } {
   const d = r.decision;
   return {
     k: {
@@ -90,6 +91,7 @@ export function heartbeatArgs(keys: RedisKeys, r: NodeReport, ttlMs: number, eve
       hard: d.reasons.filter((x) => x.hard).map((x) => x.code).join(","),
       eventsMaxLen,
       prefix: keys.prefix,
+      instance,
     },
   };
 }
@@ -101,6 +103,16 @@ export interface NodeRegistryOptions {
   log: Logger;
   /** Called after every heartbeat attempt (metrics). */
   onHeartbeat?: (ok: boolean) => void;
+  /** This agent process's id in the node hash (one live agent per node id). Default: random. */
+  instance?: string;
+}
+
+/** Another live agent holds this node id. */
+export interface NodeIdConflict {
+  /** Its instance id. */
+  heldBy: string;
+  /** How long ago it last heartbeat (ms, Redis clock), null when unknown. */
+  lastHeartbeatAgoMs: number | null;
 }
 
 export class NodeRegistry {
@@ -120,6 +132,9 @@ export class NodeRegistry {
   private everRegistered = false;
   private inFlight = false;
   private current: Promise<void> | null = null;
+  /** Set while another live agent holds this node id (the heartbeat was refused). */
+  private conflict: string | null = null;
+  readonly instance: string;
   private readonly onReady = (): void => {
     // Redis is back: re-register now instead of waiting out the backoff.
     if (this.failures > 0 && !this.closed && this.getReport) this.arm(0);
@@ -131,6 +146,45 @@ export class NodeRegistry {
     this.keys = opts.keys;
     this.log = opts.log.child({ component: "registry" });
     this.onHeartbeat = opts.onHeartbeat ?? (() => undefined);
+    this.instance = opts.instance ?? randomBytes(8).toString("hex");
+  }
+
+  /** The instance that holds this node id in Redis instead of this agent, while one does. */
+  get heldBy(): string | null {
+    return this.conflict;
+  }
+
+  /**
+   * Before start: does another live agent hold `nodeId`? A hash left by a dead instance
+   * (crash, SIGKILL) expires within one TTL, so it is watched that long: if its heartbeat
+   * time moves, the holder is alive. Resolves null when the id is free (or Redis does not
+   * answer: the heartbeat's own check still refuses to overwrite a live holder).
+   */
+  async nodeIdConflict(nodeId: string, opts: { readyTimeoutMs?: number } = {}): Promise<NodeIdConflict | null> {
+    if (!(await this.client.whenReady(opts.readyTimeoutMs ?? 2000))) return null;
+    const key = this.keys.node(nodeId);
+    const read = async (): Promise<{ instance: string | null; updatedAt: string | null }> => {
+      const [instance, updatedAt] = await this.client.redis.hmget(key, "instance", "updatedAt");
+      return { instance, updatedAt };
+    };
+    try {
+      const first = await read();
+      if (!first.instance || first.instance === this.instance) return null;
+      const deadline = Date.now() + this.ttlMs + this.settings.intervalMs;
+      while (Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, Math.min(this.settings.intervalMs, 500)));
+        const now = await read();
+        if (!now.instance || now.instance === this.instance) return null;
+        if (now.updatedAt !== first.updatedAt || now.instance !== first.instance) {
+          const [sec, usec] = await this.client.redis.time();
+          const ago = now.updatedAt ? Number(sec) * 1000 + Math.floor(Number(usec) / 1000) - Number(now.updatedAt) : null;
+          return { heldBy: now.instance, lastHeartbeatAgoMs: ago !== null && Number.isFinite(ago) ? Math.max(0, ago) : null };
+        }
+      }
+      return null;
+    } catch {
+      return null;
+    }
   }
 
   get ttlMs(): number {
@@ -163,8 +217,20 @@ export class NodeRegistry {
       throw new RegistryReportError(`unknown status ${String(report.decision.status)}`);
     }
     this.last = report;
-    const { k, a } = heartbeatArgs(this.keys, report, this.ttlMs, this.settings.eventsMaxLen);
+    const { k, a } = heartbeatArgs(this.keys, report, this.ttlMs, this.settings.eventsMaxLen, this.instance);
     const r = await heartbeatScript(this.client.redis, k, a);
+    if (r.heldBy !== null) {
+      if (this.conflict !== r.heldBy) {
+        this.log.error(
+          { nodeId: report.nodeId, heldBy: r.heldBy, instance: this.instance },
+          `node id ${report.nodeId} is held by another live agent (instance ${r.heldBy}); not registering until it stops or its heartbeat expires — give each agent its own LLMHA_NODE_ID`,
+        );
+      }
+      this.conflict = r.heldBy;
+      return r;
+    }
+    if (this.conflict !== null) this.log.info({ nodeId: report.nodeId, instance: this.instance }, "node id free again; registering");
+    this.conflict = null;
     this.suspect = r.suspect;
     this.lastOkAt = Date.now();
     return r;
@@ -200,6 +266,14 @@ export class NodeRegistry {
     try {
       if (!report) throw new RegistryReportError("no report yet");
       const r = await this.heartbeat(report);
+      if (r.heldBy !== null) {
+        // Not an error of Redis: retry every period until the holder stops or expires.
+        this.failures = 0;
+        this.onHeartbeat(false);
+        this.inFlight = false;
+        this.arm(this.settings.intervalMs);
+        return;
+      }
       if (this.failures > 0 || !this.everRegistered) {
         this.log.info({ nodeId: report.nodeId, az: report.az, afterFailures: this.failures }, this.everRegistered ? "re-registered" : "registered");
       }
@@ -228,20 +302,23 @@ export class NodeRegistry {
     this.client.redis.off("ready", this.onReady);
   }
 
-  /** Graceful shutdown: the node leaves every set at once. */
+  /** Graceful shutdown: the node leaves every set at once — unless another live agent holds its id (then nothing is touched). */
   async remove(): Promise<boolean> {
     this.stopLoop();
     await this.current; // a heartbeat landing after the removal would register the node again
     const id = this.last?.nodeId;
     if (!id) return false;
     const k = this.keys;
-    return removeScript(
+    const r = await removeScript(
       this.client.redis,
       { node: k.node(id), events: k.events, nodes: k.nodes, members: k.members, expired: k.expired },
       id,
       k.prefix,
       this.settings.eventsMaxLen,
+      this.instance,
     );
+    if (r === "held") this.log.warn({ nodeId: id, instance: this.instance }, `node ${id} left in Redis: another live agent holds its id`);
+    return r === "removed";
   }
 }
 

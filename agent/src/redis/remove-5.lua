@@ -5,11 +5,16 @@
   Input:
     KEYS[1] node:<id>   KEYS[2] events   KEYS[3] nodes   KEYS[4] members   KEYS[5] expired
     ARGV[1] node id     ARGV[2] key prefix     ARGV[3] events MAXLEN
+    ARGV[4] instance of the agent leaving ("" = any): a hash another live instance holds is left alone
 
   Output:
-    1 if the node was known, else 0
+    1 if the node was known, 0 if not, -1 if another instance holds it (nothing removed)
 ]]
 local id = ARGV[1]
+local holder = redis.call("HGET", KEYS[1], "instance")
+if ARGV[4] ~= "" and holder and holder ~= "" and holder ~= ARGV[4] then
+  return -1
+end
 local az = redis.call("HGET", KEYS[1], "az")
 local m = redis.call("HGET", KEYS[4], id)
 if not az and m then

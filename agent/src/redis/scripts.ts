@@ -181,13 +181,15 @@ export interface HeartbeatArgs {
   hard: string;
   eventsMaxLen: number;
   prefix: string;
+  /** This agent process's random id ("" = no claim). */
+  instance: string;
 }
 
 function heartbeatArgv(k: HeartbeatKeys, a: HeartbeatArgs): Arg[] {
   return [
     k.node, k.available, k.events, k.nodes, k.members, k.azs, k.expired, k.suspect,
     a.nodeId, a.az, a.status, a.phase, a.weight, a.loadScore, a.gpus, a.gpusExpected, a.model,
-    a.updatedAt, a.ttlMs, a.takesTraffic ? "1" : "0", a.soft, a.hard, a.eventsMaxLen, a.prefix,
+    a.updatedAt, a.ttlMs, a.takesTraffic ? "1" : "0", a.soft, a.hard, a.eventsMaxLen, a.prefix, a.instance,
   ];
 }
 
@@ -196,12 +198,15 @@ export interface HeartbeatResult {
   changed: boolean;
   /** Soft check codes the leader marked suspect (blast-radius cap). */
   suspect: string[];
+  /** Another live agent's instance that holds this node id (nothing was written); null when written. */
+  heldBy: string | null;
 }
 
 export function parseHeartbeatReply(r: unknown): HeartbeatResult {
-  const [changed, suspect] = r as [number, unknown];
+  const [changed, suspect, heldBy] = r as [number, unknown, unknown];
   const codes = String(suspect ?? "");
-  return { changed: num(changed) === 1, suspect: codes === "" ? [] : codes.split(",") };
+  const holder = String(heldBy ?? "");
+  return { changed: num(changed) === 1, suspect: codes === "" ? [] : codes.split(","), heldBy: holder === "" ? null : holder };
 }
 
 export async function heartbeatScript(redis: Redis, k: HeartbeatKeys, a: HeartbeatArgs): Promise<HeartbeatResult> {
@@ -213,14 +218,19 @@ export function heartbeatOnPipeline(p: ChainableCommander, k: HeartbeatKeys, a: 
   return pfn(p, "heartbeat")(...heartbeatArgv(k, a));
 }
 
+/** `removed`: the node left; `unknown`: nothing to remove; `held`: another live instance holds the id (left alone). */
+export type RemoveResult = "removed" | "unknown" | "held";
+
 export async function removeScript(
   redis: Redis,
   k: { node: string; events: string; nodes: string; members: string; expired: string },
   nodeId: string,
   prefix: string,
   eventsMaxLen: number,
-): Promise<boolean> {
-  return num(await fn(redis, "remove")(k.node, k.events, k.nodes, k.members, k.expired, nodeId, prefix, eventsMaxLen)) === 1;
+  instance = "",
+): Promise<RemoveResult> {
+  const r = num(await fn(redis, "remove")(k.node, k.events, k.nodes, k.members, k.expired, nodeId, prefix, eventsMaxLen, instance));
+  return r === 1 ? "removed" : r === -1 ? "held" : "unknown";
 }
 
 export type SweepResult = { accepted: true; expired: number; forgotten: number } | { accepted: false; highestToken: number };
