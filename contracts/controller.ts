@@ -43,6 +43,14 @@ export interface ControllerSettings {
   forgetAfterMs: number;
   /** `/az/health` flags a state older than this as stale and fails open. Default 30000 ms. */
   staleAfterMs: number;
+  /**
+   * After Redis trouble this process saw (a failed read or write, a lost connection: writes
+   * refused, a failover to a replica that missed the last heartbeats), node hashes that
+   * expired meanwhile are silence Redis explains, not dead nodes: for this long after the
+   * last trouble an AZ is not made worse by them while the nodes heartbeat again, and the
+   * sweep waits. Default 10000 ms (heartbeat TTL 3 s + the agents' retry backoff up to 5 s + margin).
+   */
+  silenceGraceMs: number;
 }
 
 export const DEFAULT_CONTROLLER_SETTINGS: Readonly<ControllerSettings> = Object.freeze({
@@ -61,4 +69,5 @@ export const DEFAULT_CONTROLLER_SETTINGS: Readonly<ControllerSettings> = Object.
   shiftRecoverMs: 60_000,
   forgetAfterMs: 600_000,
   staleAfterMs: 30_000,
+  silenceGraceMs: 10_000,
 });

@@ -8,7 +8,7 @@
 import { Redis } from "ioredis";
 import { sleep } from "../../agent/src/util/net";
 import type { ScenarioSpec } from "./scenarios";
-import { runFlap, runLeader, runMassProbe, runRedisRestart } from "./scenarios/fleet";
+import { runFlap, runLeader, runMassProbe, runRedisReadonly, runRedisRestart } from "./scenarios/fleet";
 import { NODE_FAULTS, runNodeFault } from "./scenarios/node";
 import { blank, type RunResult, type ScenarioContext } from "./scenarios/runner";
 import { runAzGpuLoss, runAzLoss, runStandbyWake } from "./scenarios/zone";
@@ -28,6 +28,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["leader-kill", (ctx, spec, run) => runLeader(ctx, spec, run, "kill")],
   ["leader-pause", (ctx, spec, run) => runLeader(ctx, spec, run, "pause")],
   ["redis-restart", runRedisRestart],
+  ["redis-readonly", runRedisReadonly],
   ["flap", runFlap],
   ["mass-probe", runMassProbe],
 ]);

@@ -98,6 +98,15 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
   },
   { name: "leader-pause", tier: "fleet", title: "leader paused past its TTL (SIGSTOP)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: true, targets: { staleWrites: 0 } },
   { name: "redis-restart", tier: "fleet", title: "Redis restart (every key lost)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: true, targets: { falseFailovers: 0, failed: 0 } },
+  {
+    name: "redis-readonly",
+    tier: "fleet",
+    title: "Redis refuses writes for 20 s (maxmemory 1, noeviction)",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    targets: { falseFailovers: 0, failed: 0 },
+  },
   { name: "flap", tier: "fleet", title: "one flapping probe (slow one period in three)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { falseFailovers: 0 } },
   {
     name: "mass-probe",

@@ -97,6 +97,7 @@ function evaluation(o: { wake?: boolean; shift?: string | null } = {}): Evaluati
     suspectCounts: {},
     standby: { az: "c", wake: o.wake ?? false, reason: o.wake ? "capacity lost: a=DOWN" : "active AZs OK" },
     shift: { az: o.shift ?? null, reason: o.shift ? `${o.shift}=DOWN` : "no active AZ down" },
+    silenceExplained: null,
     nodesOut: [],
     standbyHealthy: 0,
   };

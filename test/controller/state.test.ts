@@ -297,3 +297,33 @@ describe("zonal shift decision", () => {
     expect(r.evaluation.shift.az).toBeNull();
   });
 });
+
+describe("silence Redis explains (issue 18: writes refused, a failover that lost heartbeats)", () => {
+  const snap = (nodes: NodeView[]) => ({ nodes, azs: [...new Set(nodes.map((n) => n.az))] }) as unknown as Parameters<typeof evaluate>[0];
+  const settled = (): ReturnType<typeof emptyControllerMemory> => {
+    let mem = emptyControllerMemory();
+    for (let i = 0; i < 3; i++) mem = evaluate(snap([node("a1", "a"), node("a2", "a"), node("b1", "b")]), mem, S, i).memory;
+    return mem;
+  };
+
+  it("expired nodes do not make their AZ worse while Redis trouble explains their silence, and say so", () => {
+    const expired = snap([node("a1", "a", { alive: false, status: "EXPIRED", takesTraffic: false }), node("a2", "a", { alive: false, status: "EXPIRED", takesTraffic: false }), node("b1", "b")]);
+    const held = evaluate(expired, settled(), S, 10, { silenceExplained: "Redis trouble 2 s ago" }).evaluation;
+    expect(held.azs.find((a) => a.az === "a")).toMatchObject({ state: "OK", held: true });
+    expect(held.tier.level).toBe("L0");
+    expect(held.tier.reason).toContain("held: a");
+    expect(held.nodesOut).toEqual([]);
+    expect(held.silenceExplained).toBe("Redis trouble 2 s ago");
+    // The same snapshot without the explanation is a dead AZ, as before.
+    const dead = evaluate(expired, settled(), S, 10).evaluation;
+    expect(dead.azs.find((a) => a.az === "a")?.state).toBe("DOWN");
+    expect(dead.tier.level).toBe("L3");
+  });
+
+  it("a node that reports a real fault still counts during the grace", () => {
+    const hurt = snap([out("a1", "a"), out("a2", "a"), node("b1", "b")]);
+    const e = evaluate(hurt, settled(), S, 10, { silenceExplained: "Redis trouble 1 s ago" }).evaluation;
+    expect(e.azs.find((a) => a.az === "a")?.state).toBe("DOWN");
+    expect(e.azs.find((a) => a.az === "a")?.held).toBeUndefined();
+  });
+});

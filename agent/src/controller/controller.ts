@@ -37,6 +37,12 @@ export interface ControllerOptions {
   heartbeatTtlMs?: number;
   /** Called after every published period with the term's token; must not block (the reconciler). */
   onPublished?: (evaluation: Evaluation, token: number) => void;
+  /**
+   * Epoch ms of the last Redis trouble this process saw outside the controller (its own
+   * heartbeat failing, the connection lost), null when none: with the controller's own
+   * failed periods it starts the silence grace (`silenceGraceMs`).
+   */
+  redisTroubleAt?: () => number | null;
 }
 
 export class Controller {
@@ -49,6 +55,8 @@ export class Controller {
   private last: Evaluation | null = null;
   private lastAggregationMs: number | null = null;
   private ticks = 0;
+  /** Epoch ms of this controller's last failed period (a Redis error), null when none. */
+  private failedAt: number | null = null;
   private readonly onAcquired = (token: number): void => {
     const term = this.o.lease.current;
     if (term && term.token === token) void this.runTerm(term.signal);
@@ -96,6 +104,7 @@ export class Controller {
       const started = performance.now();
       this.tick()
         .catch((err: unknown) => {
+          this.failedAt = Date.now();
           if (!signal.aborted) this.log.warn({ err: (err as Error).message }, "controller period failed");
         })
         .finally(() => {
@@ -137,20 +146,34 @@ export class Controller {
     this.memory = mem;
   }
 
+  /**
+   * Why missing heartbeats are not to be acted on now, or null: Redis trouble (ours or the
+   * process's) within `silenceGraceMs` explains node hashes that expired meanwhile.
+   */
+  silenceExplained(now = Date.now()): string | null {
+    const at = Math.max(this.failedAt ?? 0, this.o.redisTroubleAt?.() ?? 0);
+    if (at === 0 || now - at >= this.settings.silenceGraceMs) return null;
+    return `Redis trouble ${Math.round((now - at) / 1000)} s ago`;
+  }
+
   /** One period: sweep, read, evaluate, publish (all fenced). */
   async tick(now = Date.now()): Promise<Evaluation | null> {
     const { redis, keys, writer, metrics } = this.o;
     const term = this.o.lease.current;
     if (!term) return null;
-    const sweep = await writer.sweep({
-      silentMs: Math.min(this.settings.intervalMs, this.o.heartbeatTtlMs ?? this.settings.intervalMs),
-      forgetAfterMs: this.settings.forgetAfterMs,
-    });
-    if (!sweep.accepted) return null;
-    if (sweep.expired) this.log.info({ expired: sweep.expired }, "expired nodes swept from the available sets");
+    const explained = this.silenceExplained(now);
+    // The sweep marks expired nodes and takes them out of the sets: not while their silence is Redis's.
+    if (explained === null) {
+      const sweep = await writer.sweep({
+        silentMs: Math.min(this.settings.intervalMs, this.o.heartbeatTtlMs ?? this.settings.intervalMs),
+        forgetAfterMs: this.settings.forgetAfterMs,
+      });
+      if (!sweep.accepted) return null;
+      if (sweep.expired) this.log.info({ expired: sweep.expired }, "expired nodes swept from the available sets");
+    }
     const t0 = performance.now();
     const snap = await readSnapshot(redis, keys);
-    const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now);
+    const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now, { silenceExplained: explained });
     const aggMs = performance.now() - t0;
     this.lastAggregationMs = aggMs;
     metrics?.controllerTick.observe(aggMs / 1000);

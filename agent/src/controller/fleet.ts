@@ -54,12 +54,15 @@ export interface FleetStatus {
   /** `instance`: this agent's id in its node hash; `nodeIdHeldBy`: another live agent's, while it holds this node id (this one is then not registered). */
   redis: { url: string; connected: boolean; errors: number; lastHeartbeatAt: number | null; instance: string; nodeIdHeldBy: string | null };
   lease: { holderId: string; isLeader: boolean; leader: string | null; token: number | null; highestToken: number; acquisitions: number };
-  controller: { tier: TierLevel | null; suspect: string[]; azs: Evaluation["azs"]; lastAggregationMs: number | null } | null;
+  /** `silenceExplained`: why missing heartbeats are not acted on now (Redis trouble), null when they are. */
+  controller: { tier: TierLevel | null; suspect: string[]; azs: Evaluation["azs"]; lastAggregationMs: number | null; silenceExplained: string | null } | null;
   /** Kind of the attached actuator, null when the leader acts on nothing. */
   actuator: string | null;
 }
 
 export class Fleet {
+  /** Epoch ms of the last Redis trouble this agent saw (a failed heartbeat, an error, a reconnect); the controller's silence grace. */
+  private redisTroubleAt: number | null = null;
   readonly keys: RedisKeys;
   readonly client: RedisClient;
   readonly registry: NodeRegistry;
@@ -88,6 +91,7 @@ export class Fleet {
       settings: { intervalMs: o.intervalMs },
       log: o.log,
       onHeartbeat: (ok) => {
+        if (!ok) this.redisTroubleAt = Date.now();
         this.metrics.heartbeats.inc({ result: ok ? "ok" : "error" });
         if (!ok) this.metrics.redisErrors.inc();
         this.metrics.redisConnected.set(ok ? 1 : 0);
@@ -106,8 +110,11 @@ export class Fleet {
       log: o.log,
       metrics: this.metrics,
       heartbeatTtlMs: this.registry.ttlMs,
+      redisTroubleAt: () => this.redisTroubleAt,
       onPublished: (e, token) => this.reconciler?.onEvaluation(e, token),
     });
+    // A lost connection (a failover moving the endpoint, a restart) is Redis trouble too.
+    for (const ev of ["error", "reconnecting"] as const) this.client.redis.on(ev, () => (this.redisTroubleAt = Date.now()));
     this.lease.on("acquired", (token) => {
       this.metrics.leader.set(1);
       this.metrics.fencingToken.set(token);
@@ -222,7 +229,7 @@ export class Fleet {
         acquisitions: this.lease.acquisitionCount,
       },
       controller: this.lease.isLeader && e
-        ? { tier: e.tier.level, suspect: e.suspect, azs: e.azs, lastAggregationMs: this.controller.lastAggregationTimeMs }
+        ? { tier: e.tier.level, suspect: e.suspect, azs: e.azs, lastAggregationMs: this.controller.lastAggregationTimeMs, silenceExplained: e.silenceExplained }
         : null,
       actuator: this.actuator?.kind ?? null,
     };

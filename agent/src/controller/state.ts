@@ -246,6 +246,8 @@ export function shiftDecision(
 export interface AzView {
   az: string;
   state: AzState;
+  /** Kept at its previous state although nodes' heartbeats are missing: Redis trouble explains their silence. */
+  held?: boolean;
   healthyCapacity: number;
   totalCapacity: number;
   nodes: number;
@@ -273,6 +275,16 @@ export interface Evaluation {
   nodesOut: string[];
   /** Healthy GPUs of the standby AZ now (0 while it is scaled to zero or when there is none). */
   standbyHealthy: number;
+  /** Why missing heartbeats are not acted on now (Redis trouble), null when they are. */
+  silenceExplained: string | null;
+}
+
+export interface EvaluateOptions {
+  /**
+   * Set while Redis trouble explains missing heartbeats (the reason, for status): expired
+   * nodes are silent, not dead — they do not make their AZ worse and are not "out".
+   */
+  silenceExplained?: string | null;
 }
 
 /**
@@ -290,10 +302,12 @@ export function evaluate(
   mem: ControllerMemory,
   s: Readonly<ControllerSettings>,
   now: number,
+  o: EvaluateOptions = {},
 ): { evaluation: Evaluation; memory: ControllerMemory } {
+  const silenceExplained = o.silenceExplained ?? null;
   const blast = blastRadius(mem.blast, snap.nodes, s, now);
   const suspect = new Set(blast.suspect);
-  const byAz = new Map<string, { healthy: number; total: number; nodes: number; nodesIn: number }>();
+  const byAz = new Map<string, { healthy: number; total: number; nodes: number; nodesIn: number; silent: number }>();
   const nodesOut: string[] = [];
   const standbyOut: string[] = [];
   // A node that has not served since it joined (a scale-out, a replacement still loading its
@@ -302,10 +316,14 @@ export function evaluate(
   const servedAzs = new Set(snap.nodes.filter((n) => n.served !== false).map((n) => n.az));
   for (const n of snap.nodes) {
     if (n.served === false && !n.takesTraffic && servedAzs.has(n.az)) continue;
-    const a = byAz.get(n.az) ?? { healthy: 0, total: 0, nodes: 0, nodesIn: 0 };
+    const a = byAz.get(n.az) ?? { healthy: 0, total: 0, nodes: 0, nodesIn: 0, silent: 0 };
     byAz.set(n.az, a);
     a.total += n.gpusExpected;
     a.nodes += 1;
+    if (silenceExplained !== null && !n.alive) {
+      a.silent += n.gpusExpected;
+      continue;
+    }
     const keptIn = n.alive && !n.takesTraffic && n.hard.length === 0 && n.soft.length > 0 && n.soft.every((c) => suspect.has(c));
     if (n.takesTraffic || keptIn) {
       a.healthy += Math.min(n.gpus, n.gpusExpected || n.gpus);
@@ -319,10 +337,14 @@ export function evaluate(
   const azs: AzView[] = [];
   for (const [az, a] of [...byAz.entries()].sort(([x], [y]) => x.localeCompare(y))) {
     if (a.total <= 0) continue; // a standby AZ scaled to zero has no capacity to judge
-    const m = nextAzState(mem.az.get(az), a.healthy, a.total, s, now);
+    const prev = mem.az.get(az);
+    let m = nextAzState(prev, a.healthy, a.total, s, now);
+    // Silent nodes would only make the AZ worse than it was: hold it until they heartbeat again.
+    const held = a.silent > 0 && prev !== undefined && RANK[m.state] > RANK[prev.state] && RANK[nextAzState(prev, a.healthy + a.silent, a.total, s, now).state] <= RANK[prev.state];
+    if (held) m = { ...prev, better: 0 };
     azMem.set(az, m);
     states.set(az, m.state);
-    azs.push({ az, state: m.state, healthyCapacity: a.healthy, totalCapacity: a.total, nodes: a.nodes, nodesIn: a.nodesIn });
+    azs.push({ az, state: m.state, healthyCapacity: a.healthy, totalCapacity: a.total, nodes: a.nodes, nodesIn: a.nodesIn, ...(held ? { held: true } : {}) });
   }
   const starting = new Set([...azMem].filter(([, m]) => isStarting(m, s, now)).map(([az]) => az));
   const sb = standbyDecision(mem.standby, states, s, now, starting);
@@ -331,9 +353,11 @@ export function evaluate(
   if (s.standbyAz && !sb.decision.wake) tierStates.delete(s.standbyAz);
   else nodesOut.push(...standbyOut);
   const tier = tierLevel(tierStates, nodesOut.sort());
+  const heldAzs = azs.filter((a) => a.held).map((a) => a.az);
+  if (heldAzs.length) tier.reason += ` (held: ${heldAzs.join(",")} — ${silenceExplained}; waiting for heartbeats)`;
   const standbyHealthy = s.standbyAz ? (byAz.get(s.standbyAz)?.healthy ?? 0) : 0;
   return {
-    evaluation: { azs, tier, suspect: blast.suspect, suspectCounts: blast.counts, standby: sb.decision, shift: shift.decision, nodesOut, standbyHealthy },
+    evaluation: { azs, tier, suspect: blast.suspect, suspectCounts: blast.counts, standby: sb.decision, shift: shift.decision, nodesOut, standbyHealthy, silenceExplained },
     memory: { az: azMem, blast: blast.memory, standby: sb.memory, shift: shift.memory },
   };
 }

@@ -269,7 +269,6 @@ export class NodeRegistry {
       if (r.heldBy !== null) {
         // Not an error of Redis: retry every period until the holder stops or expires.
         this.failures = 0;
-        this.onHeartbeat(false);
         this.inFlight = false;
         this.arm(this.settings.intervalMs);
         return;

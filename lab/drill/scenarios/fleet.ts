@@ -3,6 +3,7 @@
  * lease, Redis restarted with every key lost, one flapping probe, and every probe failing at
  * once (the blast-radius cap). Also the stale-write count a paused leader is judged by.
  */
+import { Redis } from "ioredis";
 import type { SimNode } from "../../sim/sim-node";
 import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
@@ -91,6 +92,60 @@ export async function runRedisRestart(ctx: ScenarioContext, spec: ScenarioSpec, 
   r.extra.restartMs = restartedAt - r.injectAt;
   finish(ctx, r, [], l1Removed);
   r.falseFailovers += dnsChanges(ctx.tl, r.injectAt, r.endAt);
+  return r;
+}
+
+/** AZ states that got worse than they were when `from` began (an OK AZ published DEGRADED or DOWN), counted per transition. */
+export function azWorsenings(fleet: readonly FleetSample[], from: number, until: number): { count: number; seen: string[] } {
+  const rank: Record<string, number> = { OK: 0, DEGRADED: 1, DOWN: 2 };
+  const last: Record<string, string> = {};
+  const seen: string[] = [];
+  for (const f of fleet) {
+    if (f.t > until) break;
+    for (const [az, st] of Object.entries(f.azState)) {
+      const prev = last[az];
+      if (f.t >= from && prev !== undefined && (rank[st] ?? 0) > (rank[prev] ?? 0)) seen.push(`${az} ${prev}→${st}`);
+      last[az] = st;
+    }
+  }
+  return { count: seen.length, seen };
+}
+
+/**
+ * Redis refuses every write for 20 s (`maxmemory 1` with `noeviction`: heartbeats, lease
+ * renewals and the leader's writes fail while reads still work), then takes writes again.
+ * The node hashes expire meanwhile; the nodes never stopped serving, so an AZ published
+ * DEGRADED or DOWN, a tier at L3/L4 or a DNS change is a false failover.
+ */
+export async function runRedisReadonly(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const admin = new Redis(ctx.stack.redis.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  try {
+    await admin.connect();
+    const [, policy] = (await admin.config("GET", "maxmemory-policy")) as [string, string];
+    r.injectAt = mark(ctx, "inject", "redis refuses writes (maxmemory 1, noeviction)");
+    await admin.config("SET", "maxmemory-policy", "noeviction");
+    await admin.config("SET", "maxmemory", "1");
+    await sleep(20_000);
+    await admin.config("SET", "maxmemory", "0");
+    await admin.config("SET", "maxmemory-policy", policy);
+    r.healAt = mark(ctx, "heal", "redis takes writes again");
+  } finally {
+    admin.disconnect();
+  }
+  const settled = (f: FleetSample): boolean => typeof f.leader === "string" && (f.tier === "L0" || f.tier === "L1");
+  await until(ctx, 20_000, () => ctx.tl.fleet.some((f) => f.t > r.healAt && settled(f)));
+  // The false DOWN came 4-5 s after Redis took writes again: watch well past it.
+  await sleep(8000);
+  r.endAt = ctx.now();
+  r.leaderMs = firstAfter(ctx.tl.fleet, r.healAt, settled);
+  finish(ctx, r, [], l1Removed);
+  const worse = azWorsenings(ctx.tl.fleet, r.injectAt, r.endAt);
+  const tiers = ctx.tl.fleet.filter((f) => f.t >= r.injectAt && f.t <= r.endAt).map((f) => f.tier ?? "");
+  r.extra.azWorsened = worse.seen.join(", ") || "none";
+  r.extra.worstTier = tiers.sort().at(-1) ?? null;
+  r.falseFailovers += dnsChanges(ctx.tl, r.injectAt, r.endAt) + worse.count;
   return r;
 }
 
