@@ -37,7 +37,7 @@ describe("scenario table", () => {
   it("holds the whole fault matrix of issue 4 and a quick subset with crash, GPU lost, wedged and AZ GPU loss", () => {
     expect(SCENARIOS.map((s) => s.name)).toEqual([
       "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
-      "leader-kill", "leader-pause", "redis-restart", "flap", "mass-probe",
+      "leader-kill", "leader-pause", "redis-restart", "redis-readonly", "flap", "mass-probe",
     ]);
     const quick = selectScenarios({ quick: true });
     expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);

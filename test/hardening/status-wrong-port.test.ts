@@ -9,7 +9,10 @@ import { freePort } from "../../agent/src/util/net";
 const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
 let servers: Server[] = [];
 afterEach(async () => {
-  for (const s of servers) s.close();
+  for (const s of servers) {
+    s.close();
+    s.emit("close");
+  }
   servers = [];
 });
 
@@ -24,10 +27,14 @@ function status(port: number): Promise<{ code: number | null; stderr: string }> 
 
 describe("llm-ha status against a port that does not speak Redis", () => {
   it("says so for a raw TCP service and for an HTTP server, exit 1", async () => {
+    // A service that greets with a banner and waits (SSH does), so the reply is what the client reads.
+    const sockets: import("node:net").Socket[] = [];
     const raw = createTcp((s) => {
+      sockets.push(s);
       s.on("error", () => undefined);
-      s.end("unexpected banner\r\n");
+      s.write("unexpected banner\r\n");
     });
+    raw.on("close", () => sockets.forEach((s) => s.destroy()));
     const http = createHttp((_q, r) => r.end("hi"));
     const [p1, p2] = [await freePort(), await freePort()];
     await new Promise<void>((r) => raw.listen(p1, "127.0.0.1", r));

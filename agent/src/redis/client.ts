@@ -7,6 +7,7 @@
 import { Redis, type RedisOptions } from "ioredis";
 import type { ConnectionOptions } from "node:tls";
 import type { Logger } from "../util/log";
+import { connect as netConnect } from "node:net";
 import { safeUrl } from "../util/log";
 import { defineScripts } from "./scripts";
 
@@ -61,6 +62,30 @@ export function describeRedisError(message: string): string {
     return `the server does not speak the Redis protocol (wrong host or port?): ${message.replace(/\s*Please report this\.?/, "")}`;
   }
   return message;
+}
+
+/**
+ * Whether whatever listens at host:port answers a `PING` in RESP (a Redis reply starts with
+ * one of `+-:$*` or a RESP3 type byte), with the first bytes it sent; null when nothing
+ * answered in time or the connection failed (that says nothing about the protocol).
+ * Used to explain a failed first contact: a closed socket or EPIPE can hide the real cause.
+ */
+export function speaksResp(host: string, port: number, timeoutMs = 1000): Promise<{ resp: boolean; firstBytes: string } | null> {
+  return new Promise((resolve) => {
+    const sock = netConnect({ host, port });
+    const done = (v: { resp: boolean; firstBytes: string } | null): void => {
+      clearTimeout(t);
+      sock.destroy();
+      resolve(v);
+    };
+    const t = setTimeout(() => done(null), timeoutMs);
+    sock.on("connect", () => sock.write("PING\r\n"));
+    sock.on("data", (b: Buffer) => {
+      const text = b.toString("latin1");
+      done({ resp: /^[+\-:$*_,#!=(%~>|]/.test(text), firstBytes: text.slice(0, 40).replace(/[^\x20-\x7e]/g, "·") });
+    });
+    sock.on("error", () => done(null));
+  });
 }
 
 /** Capped exponential backoff for reconnects (exported for the tests). */

@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import type { ConnectionOptions } from "node:tls";
 import { parseArgs } from "node:util";
-import { createRedisClient, describeRedisError, RedisUrlError, type RedisClient } from "../redis/client";
+import { createRedisClient, describeRedisError, RedisUrlError, speaksResp, type RedisClient } from "../redis/client";
 import { RedisKeys } from "../redis/keys";
 import { createLogger, safeUrl } from "../util/log";
 import { formatAge, renderBanner, renderFleetView } from "./render";
@@ -110,6 +110,21 @@ function firstContact(client: RedisClient, timeoutMs: number): Promise<string | 
   });
 }
 
+/** A failed first contact, explained: a port that answers in another protocol is named as such. */
+async function explainContact(url: string, contact: string): Promise<string> {
+  if (contact.includes("does not speak the Redis protocol")) return contact;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return contact;
+  }
+  if (u.protocol !== "redis:") return contact; // TLS: the handshake error already says enough
+  const probe = await speaksResp(u.hostname, Number(u.port || 6379));
+  if (probe && !probe.resp) return `the server does not speak the Redis protocol (wrong host or port?): it answered ${JSON.stringify(probe.firstBytes)} (${contact})`;
+  return contact;
+}
+
 function emptyMessage(cluster: string, others: string[]): string {
   const rest = others.filter((c) => c !== cluster);
   return `no llm-ha data for cluster ${cluster} in Redis` + (rest.length ? ` (clusters found: ${rest.join(", ")}; pick one with --cluster)` : "");
@@ -186,7 +201,7 @@ export async function statusCommand(argv: string[]): Promise<number> {
 async function once(client: RedisClient, keys: RedisKeys, a: StatusArgs, shown: string, err: (l: string) => void): Promise<number> {
   const contact = await firstContact(client, CONNECT_TIMEOUT_MS + 1000);
   if (contact !== null) {
-    err(`cannot reach Redis at ${shown}: ${contact}`);
+    err(`cannot reach Redis at ${shown}: ${await explainContact(a.redisUrl, contact)}`);
     return 1;
   }
   let view: FleetView;
