@@ -2,12 +2,15 @@
  * Stand-in for an inference server (vLLM, TGI, Triton, llama.cpp, generic OpenAI) on machines without GPUs.
  * It answers each kind's readiness, model, completion and metrics endpoints with the real shapes and status
  * codes, and switches between fault modes at run time through an admin API on a separate port, so that a
- * fault never depends on the inference port answering.
+ * fault never depends on the inference port answering. Requests have real shapes: prompts of hundreds of
+ * KB, generation time that grows with `max_tokens`, OpenAI streams (`"stream": true`), and a query of
+ * death (a prompt carrying `QUERY_OF_DEATH_MARKER` kills the process).
  *
  * This file is the public entry and the script simulated nodes spawn; the parts live in `fake-inference/`:
  * `settings.ts` (modes, settings, errors), `server.ts` (lifecycle and fault modes), `admin.ts` (admin API),
  * one file per kind (`vllm.ts`, `tgi.ts`, `triton.ts`, `llamacpp.ts`, `openai.ts`, with `openai-compat.ts`
- * for the endpoints they share), `kind.ts` (what a kind provides), `wire.ts` (HTTP) and `cli.ts` (the process).
+ * for the endpoints they share), `kind.ts` (what a kind provides), `stream.ts` (server-sent events), `wire.ts`
+ * (HTTP) and `cli.ts` (the process).
  */
 import { runFakeInferenceCli } from "./fake-inference/cli";
 
@@ -17,6 +20,8 @@ export {
   FakeInferenceSettingsError,
   INFERENCE_KINDS,
   parseSettingsChange,
+  QUERY_OF_DEATH_EXIT_CODE,
+  QUERY_OF_DEATH_MARKER,
   WRONG_MODEL_ID,
   type FakeInference,
   type FakeInferenceMode,

@@ -1,23 +1,35 @@
 /**
  * The fake inference server as a process (what simulated nodes spawn): its command-line options,
  * the ready line on stdout that tells the parent which ports it got, and a clean stop on SIGTERM
- * or SIGINT. A bad argument exits 2 with a message on stderr.
+ * or SIGINT. A bad argument exits 2 with a message on stderr; a query of death exits 70 at once.
  */
 import { startFakeInference } from "./server";
-import { FakeInferenceSettingsError, INFERENCE_KINDS, parseSettingsChange, type FakeInference, type FakeInferenceOptions, type InferenceKind } from "./settings";
+import {
+  FakeInferenceSettingsError,
+  INFERENCE_KINDS,
+  parseSettingsChange,
+  QUERY_OF_DEATH_EXIT_CODE,
+  QUERY_OF_DEATH_MARKER,
+  type FakeInference,
+  type FakeInferenceOptions,
+  type InferenceKind,
+} from "./settings";
 
-/** `--port P --admin-port Q --kind K --model M --mode X --latency-ms N --jitter-ms N --slow-ms N`. */
+/** `--port P --admin-port Q --kind K --model M --mode X --latency-ms N --jitter-ms N --slow-ms N --token-ms N --query-of-death on|off`. */
 export function parseFakeInferenceArgs(argv: string[]): FakeInferenceOptions {
   const opts: Record<string, unknown> = {};
-  const numeric = new Set(["port", "adminPort", "latencyMs", "jitterMs", "slowMs"]);
+  const numeric = new Set(["port", "adminPort", "latencyMs", "jitterMs", "slowMs", "tokenMs"]);
   for (let i = 0; i < argv.length; i++) {
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]);
     if (!m) throw new FakeInferenceSettingsError(`unexpected argument ${argv[i]}`);
     const key = m[1].replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
     const value = m[2] ?? argv[++i];
     if (value === undefined) throw new FakeInferenceSettingsError(`--${m[1]} needs a value`);
-    if (!["kind", "model", "mode", ...numeric].includes(key)) throw new FakeInferenceSettingsError(`unknown option --${m[1]}`);
-    if (numeric.has(key)) {
+    if (!["kind", "model", "mode", "queryOfDeath", ...numeric].includes(key)) throw new FakeInferenceSettingsError(`unknown option --${m[1]}`);
+    if (key === "queryOfDeath") {
+      if (value !== "on" && value !== "off") throw new FakeInferenceSettingsError(`--${m[1]} must be on or off`);
+      opts[key] = value === "on";
+    } else if (numeric.has(key)) {
       const n = Number(value);
       if (!Number.isInteger(n) || n < 0) throw new FakeInferenceSettingsError(`--${m[1]} must be an integer >= 0`);
       opts[key] = n;
@@ -36,7 +48,14 @@ export function parseFakeInferenceArgs(argv: string[]): FakeInferenceOptions {
 export async function runFakeInferenceCli(argv: string[]): Promise<void> {
   let fake: FakeInference;
   try {
-    fake = await startFakeInference(parseFakeInferenceArgs(argv));
+    fake = await startFakeInference({
+      ...parseFakeInferenceArgs(argv),
+      // A request that kills the engine kills the process: no clean close, the kernel drops the sockets.
+      onQueryOfDeath: () => {
+        process.stderr.write(`fake-inference: query of death (${QUERY_OF_DEATH_MARKER} in a prompt): exiting ${QUERY_OF_DEATH_EXIT_CODE}\n`);
+        process.exit(QUERY_OF_DEATH_EXIT_CODE);
+      },
+    });
   } catch (err) {
     process.stderr.write(`fake-inference: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(2);

@@ -1,7 +1,7 @@
 /**
  * The contract between the fake's server and the file of each server kind it imitates: what a kind
- * sees of the running server (`Engine`), what each kind must provide (`KindApi`), and the request
- * and metrics helpers the kinds share.
+ * sees of the running server (`Engine`), what each kind must provide (`KindApi`), the shape of a
+ * streamed completion (`StreamFormat`), and the request and metrics helpers the kinds share.
  */
 import type { ServerResponse } from "node:http";
 import type { FakeInferenceSettings, FakeInferenceStats } from "./settings";
@@ -14,7 +14,7 @@ export type Body = Record<string, unknown>;
 export const MAX_MODEL_LEN = 8192;
 /** Completions default to 16 tokens (the OpenAI API's default) and are capped so a test cannot ask for megabytes. */
 const DEFAULT_TOKENS = 16;
-const MAX_TOKENS = 256;
+const MAX_TOKENS = 4096;
 
 /** Completions that must be answered with a kind-specific success body once `infer` lets them through. */
 export interface Completion {
@@ -24,6 +24,21 @@ export interface Completion {
   maxTokens: number;
   /** The success body for `tokens` generated tokens from `prompt` tokens. */
   ok(text: string, tokens: number, prompt: number): unknown;
+  /** Set when the client asked for a stream (`"stream": true`): the chunks in the kind's format. */
+  stream?: StreamFormat;
+}
+
+/**
+ * The chunks of one streamed completion, each sent as a server-sent event `data: {json}`;
+ * the stream then ends with `data: [DONE]` (the OpenAI format vLLM, TGI and llama.cpp copy).
+ */
+export interface StreamFormat {
+  /** Chunks before the first token (chat: the assistant role with empty content). */
+  opening(): unknown[];
+  /** The chunk that carries one token's text. */
+  token(text: string): unknown;
+  /** The closing chunks: the finish reason, then the usage when the client asked for it. */
+  closing(tokens: number, prompt: number): unknown[];
 }
 
 /**

@@ -1,11 +1,12 @@
 /**
  * The OpenAI-compatible surface several kinds share: the model list, completions and chat
- * completions with their success bodies, and the OpenAI error object with the error replies of
- * vLLM's OpenAI server, which generic OpenAI-compatible servers copy. vLLM, llama.cpp, TGI (chat
- * only) and the generic kind build their routes from these.
+ * completions with their success bodies and their streamed chunks (`"stream": true`), and the
+ * OpenAI error object with the error replies of vLLM's OpenAI server, which generic
+ * OpenAI-compatible servers copy. vLLM, llama.cpp, TGI (chat only) and the generic kind build
+ * their routes from these.
  */
 import type { ServerResponse } from "node:http";
-import { str, wantedTokens, type Body, type Engine } from "./kind";
+import { str, wantedTokens, type Body, type Engine, type StreamFormat } from "./kind";
 import { garbageJson, json, type Reply } from "./wire";
 
 /** `{"error": {message, type, param, code}}`, the shape the OpenAI API and vLLM answer errors with. */
@@ -35,17 +36,18 @@ export function modelEntry(e: Engine, id: string, owner: string): unknown {
   return { id, object: "model", created: e.created, owned_by: owner };
 }
 
-/** `POST /v1/completions`. */
+/** `POST /v1/completions`, answered whole or, with `"stream": true`, as `text_completion` chunks. */
 export function completions(e: Engine, body: Body, res: ServerResponse): Promise<Reply | undefined> {
   return e.infer(res, {
     model: str(body.model) || undefined,
     prompt: str(body.prompt),
     maxTokens: wantedTokens(body.max_tokens),
     ok: (text, tokens, prompt) => openaiBody(e, "text_completion", { index: 0, text, logprobs: null, finish_reason: "length", stop_reason: null }, tokens, prompt),
+    stream: body.stream === true ? completionStream(e, body) : undefined,
   });
 }
 
-/** `POST /v1/chat/completions`: the prompt is every message's content, one a line. */
+/** `POST /v1/chat/completions`: the prompt is every message's content, one a line; streamed as `chat.completion.chunk`s when asked. */
 export function chatCompletions(e: Engine, body: Body, res: ServerResponse): Promise<Reply | undefined> {
   return e.infer(res, {
     model: str(body.model) || undefined,
@@ -53,17 +55,45 @@ export function chatCompletions(e: Engine, body: Body, res: ServerResponse): Pro
     maxTokens: wantedTokens(body.max_completion_tokens ?? body.max_tokens),
     ok: (text, tokens, prompt) =>
       openaiBody(e, "chat.completion", { index: 0, message: { role: "assistant", content: text }, logprobs: null, finish_reason: "length" }, tokens, prompt),
+    stream: body.stream === true ? chatStream(e, body) : undefined,
   });
+}
+
+const newId = (prefix: string): string => `${prefix}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;
+const usage = (tokens: number, prompt: number): unknown => ({ prompt_tokens: prompt, total_tokens: prompt + tokens, completion_tokens: tokens });
+/** `stream_options: {"include_usage": true}`: a last chunk with empty choices and the usage. */
+const wantsUsage = (body: Body): boolean => (body.stream_options as Body | undefined)?.include_usage === true;
+
+/** vLLM's completion chunks: one `text_completion` object a token, the last with `finish_reason`. */
+function completionStream(e: Engine, body: Body): StreamFormat {
+  const head = { id: newId("cmpl"), object: "text_completion", created: Math.floor(Date.now() / 1000), model: e.servedModel() ?? "" };
+  const chunk = (text: string, finish: string | null): unknown => ({ ...head, choices: [{ index: 0, text, logprobs: null, finish_reason: finish, stop_reason: null }] });
+  return {
+    opening: () => [],
+    token: (text) => chunk(text, null),
+    closing: (tokens, prompt) => [chunk("", "length"), ...(wantsUsage(body) ? [{ ...head, choices: [], usage: usage(tokens, prompt) }] : [])],
+  };
+}
+
+/** OpenAI's chat chunks: the assistant role first, then one `delta.content` a token, then `finish_reason`. */
+function chatStream(e: Engine, body: Body): StreamFormat {
+  const head = { id: newId("chatcmpl"), object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model: e.servedModel() ?? "" };
+  const chunk = (delta: unknown, finish: string | null): unknown => ({ ...head, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] });
+  return {
+    opening: () => [chunk({ role: "assistant", content: "" }, null)],
+    token: (text) => chunk({ content: text }, null),
+    closing: (tokens, prompt) => [chunk({}, "length"), ...(wantsUsage(body) ? [{ ...head, choices: [], usage: usage(tokens, prompt) }] : [])],
+  };
 }
 
 function openaiBody(e: Engine, object: string, choice: unknown, tokens: number, prompt: number): unknown {
   const prefix = object === "chat.completion" ? "chatcmpl" : "cmpl";
   return {
-    id: `${prefix}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`,
+    id: newId(prefix),
     object,
     created: Math.floor(Date.now() / 1000),
     model: e.servedModel() ?? "",
     choices: [choice],
-    usage: { prompt_tokens: prompt, total_tokens: prompt + tokens, completion_tokens: tokens },
+    usage: usage(tokens, prompt),
   };
 }

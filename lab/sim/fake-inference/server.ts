@@ -1,7 +1,7 @@
 /**
  * The fake inference server itself, whatever kind it imitates: its lifecycle (both ports, opening
  * and closing the inference listener as the mode asks), its counters, and the fault modes' effect
- * on completions (`infer`). Each kind's endpoints and error bodies come from that kind's file.
+ * on completions (`infer`: latency per token, streams, the query of death). Each kind's endpoints and error bodies come from that kind's file.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { freePort, sleep } from "../../../agent/src/util/net";
@@ -14,6 +14,7 @@ import {
   FakeInferenceSettingsError,
   INFERENCE_KINDS,
   parseSettingsChange,
+  QUERY_OF_DEATH_MARKER,
   WRONG_MODEL_ID,
   type FakeInference,
   type FakeInferenceMode,
@@ -23,6 +24,7 @@ import {
   type FakeInferenceStats,
   type InferenceKind,
 } from "./settings";
+import { sendStream, TOKEN_TEXT } from "./stream";
 import { TGI } from "./tgi";
 import { TRITON } from "./triton";
 import { VLLM } from "./vllm";
@@ -32,7 +34,7 @@ const KINDS: Readonly<Record<InferenceKind, KindApi>> = { vllm: VLLM, tgi: TGI, 
 
 /** About four characters a token, as for English text with a BPE tokenizer. */
 const promptTokens = (text: string): number => Math.max(1, Math.ceil(text.length / 4));
-const generated = (n: number): string => " ok".repeat(n);
+const generated = (n: number): string => TOKEN_TEXT.repeat(n);
 
 /** Callers hold it as a `FakeInference`; its kind's handlers see it as an `Engine`. */
 class FakeInferenceServer implements FakeInference, Engine {
@@ -47,6 +49,7 @@ class FakeInferenceServer implements FakeInference, Engine {
     failed: 0,
     inFlight: 0,
     waiting: 0,
+    streamed: 0,
     generationTokens: 0,
     promptTokens: 0,
   };
@@ -62,6 +65,7 @@ class FakeInferenceServer implements FakeInference, Engine {
     readonly port: number,
     readonly adminPort: number,
     settings: FakeInferenceSettings,
+    private readonly onQueryOfDeath?: () => void,
   ) {
     this.current = settings;
     this.api = KINDS[kind];
@@ -129,10 +133,12 @@ class FakeInferenceServer implements FakeInference, Engine {
 
   /**
    * One completion through the current mode: refused by model or mode, held forever when wedged, or
-   * answered after the mode's latency. Counts it in the stats and the token counters.
+   * answered after the mode's latency (the first token) plus `tokenMs` for each further token,
+   * whole or as a stream. A prompt with the query-of-death marker kills the server first. Counts
+   * it in the stats and the token counters.
    */
   async infer(res: ServerResponse, c: Completion): Promise<Reply | undefined> {
-    const { mode } = this.current;
+    const { mode, tokenMs } = this.current;
     let reply: Reply | undefined;
     if (this.notReady()) reply = this.unavailable();
     else if (mode === "unloaded" || (c.model !== undefined && c.model !== this.servedModel())) reply = this.modelNotFound(c.model ?? this.current.model);
@@ -141,6 +147,11 @@ class FakeInferenceServer implements FakeInference, Engine {
       this.counters.failed++;
       return reply;
     }
+    if (this.current.queryOfDeath && c.prompt.includes(QUERY_OF_DEATH_MARKER)) {
+      this.queryOfDeath();
+      return undefined;
+    }
+    if (c.stream) this.counters.streamed++;
     this.counters.inFlight++;
     let answered = false;
     let gone = false;
@@ -157,8 +168,14 @@ class FakeInferenceServer implements FakeInference, Engine {
       return undefined;
     }
     const base = mode === "slow" ? this.current.slowMs : this.current.latencyMs;
-    await sleep(base + Math.random() * this.current.jitterMs);
+    const first = base + Math.random() * this.current.jitterMs;
+    const stream = mode === "garbage" ? undefined : c.stream;
+    await sleep(stream ? first : first + (c.maxTokens - 1) * tokenMs);
     if (gone) return undefined;
+    const prompt = promptTokens(c.prompt);
+    if (stream) {
+      if (!(await sendStream(res, stream, c.maxTokens, prompt, tokenMs, () => gone))) return undefined;
+    }
     answered = true;
     this.counters.inFlight--;
     this.counters.served++;
@@ -166,11 +183,22 @@ class FakeInferenceServer implements FakeInference, Engine {
       send(res, json(200, { result: "ok", choices: "none" }));
       return undefined;
     }
-    const prompt = promptTokens(c.prompt);
     this.counters.generationTokens += c.maxTokens;
     this.counters.promptTokens += prompt;
-    send(res, json(200, c.ok(generated(c.maxTokens), c.maxTokens, prompt)));
+    if (!stream) send(res, json(200, c.ok(generated(c.maxTokens), c.maxTokens, prompt)));
     return undefined;
+  }
+
+  /** A request that kills the engine: the process exits (`cli.ts`), or in a test both ports close for good, every connection dropped. */
+  private queryOfDeath(): void {
+    if (this.onQueryOfDeath) {
+      this.onQueryOfDeath();
+      return;
+    }
+    this.closed = true;
+    this.listening = false;
+    void shut(this.inference);
+    void shut(this.admin);
   }
 
   /** Closed for a crashed process, and while a kind that opens its port only once loaded is still loading. */
@@ -215,11 +243,11 @@ class FakeInferenceServer implements FakeInference, Engine {
 export async function startFakeInference(opts: FakeInferenceOptions = {}): Promise<FakeInference> {
   const kind = opts.kind ?? "vllm";
   if (!INFERENCE_KINDS.includes(kind)) throw new FakeInferenceSettingsError(`kind must be one of ${INFERENCE_KINDS.join(", ")}`);
-  const { kind: _k, port: _p, adminPort: _a, ...rest } = opts;
+  const { kind: _k, port: _p, adminPort: _a, onQueryOfDeath: _q, ...rest } = opts;
   const settings = { ...DEFAULT_SETTINGS, ...parseSettingsChange(rest) };
   const port = opts.port || (await freePort());
   const adminPort = opts.adminPort || (await freePort());
-  const server = new FakeInferenceServer(kind, port, adminPort, settings);
+  const server = new FakeInferenceServer(kind, port, adminPort, settings, opts.onQueryOfDeath);
   await server.start();
   return server;
 }

@@ -48,6 +48,17 @@ export interface FakeInferenceSettings {
   jitterMs: number;
   /** Completion latency in `slow` mode, in ms. Default 3000. */
   slowMs: number;
+  /**
+   * Time of each generated token after the first, in ms: a completion of N tokens takes the base
+   * latency (its first token) plus (N − 1) × tokenMs, and a stream sends one chunk each tokenMs.
+   * Default 20 (50 tokens/s, a busy GPU). The probe's one-token completion does not feel it.
+   */
+  tokenMs: number;
+  /**
+   * Whether a prompt carrying `QUERY_OF_DEATH_MARKER` kills the server (a request that crashes
+   * the engine). Default true: nothing sends the marker by accident.
+   */
+  queryOfDeath: boolean;
 }
 
 export interface FakeInferenceOptions extends Partial<FakeInferenceSettings> {
@@ -57,7 +68,17 @@ export interface FakeInferenceOptions extends Partial<FakeInferenceSettings> {
   port?: number;
   /** Admin port on 127.0.0.1. Default: a free port. */
   adminPort?: number;
+  /**
+   * What a query of death does. The process (`cli.ts`) exits at once; the default, for a fake
+   * run inside a test, drops every connection and closes both ports for good.
+   */
+  onQueryOfDeath?: () => void;
 }
+
+/** Text in a prompt (or a chat message) that kills a server whose `queryOfDeath` is on. */
+export const QUERY_OF_DEATH_MARKER = "LLMHA-QUERY-OF-DEATH";
+/** Exit code of the fake's process killed by a query of death (EX_SOFTWARE). */
+export const QUERY_OF_DEATH_EXIT_CODE = 70;
 
 export interface FakeInferenceStats {
   /** Every HTTP request on the inference port. */
@@ -70,6 +91,8 @@ export interface FakeInferenceStats {
   inFlight: number;
   /** Completions held by a wedged engine. */
   waiting: number;
+  /** Completions asked as a stream (`"stream": true`), whatever their outcome. */
+  streamed: number;
   generationTokens: number;
   promptTokens: number;
 }
@@ -120,6 +143,8 @@ export const DEFAULT_SETTINGS: Readonly<FakeInferenceSettings> = Object.freeze({
   latencyMs: 5,
   jitterMs: 0,
   slowMs: 3000,
+  tokenMs: 20,
+  queryOfDeath: true,
 });
 
 /** Checks a settings change before anything is applied, naming the first bad field. */
@@ -139,7 +164,11 @@ export function parseSettingsChange(raw: unknown): Partial<FakeInferenceSettings
     if (typeof r.model !== "string" || r.model === "") throw new FakeInferenceSettingsError("model must be a non-empty string");
     out.model = r.model;
   }
-  for (const k of ["latencyMs", "jitterMs", "slowMs"] as const) {
+  if (r.queryOfDeath !== undefined) {
+    if (typeof r.queryOfDeath !== "boolean") throw new FakeInferenceSettingsError("queryOfDeath must be true or false");
+    out.queryOfDeath = r.queryOfDeath;
+  }
+  for (const k of ["latencyMs", "jitterMs", "slowMs", "tokenMs"] as const) {
     const v = r[k];
     if (v === undefined) continue;
     if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new FakeInferenceSettingsError(`${k} must be a number >= 0`);
