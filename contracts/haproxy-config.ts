@@ -6,41 +6,34 @@
  * what production runs.
  */
 
+import {
+  BASELINE_HAPROXY_TUNING,
+  DEFAULT_HAPROXY_GLOBALS,
+  DEFAULT_HAPROXY_TUNING,
+  frontendMaxconn,
+  hardStopAfterMs,
+  healthReserve,
+  type HaproxyGlobals,
+  type HaproxyTuning,
+} from "./haproxy-tuning";
+
+// The settings live in their own file; importers of the generator keep finding them here.
+export {
+  BASELINE_HAPROXY_TUNING,
+  BUFFERS_PER_STREAM,
+  DEFAULT_HAPROXY_GLOBALS,
+  DEFAULT_HAPROXY_TUNING,
+  frontendMaxconn,
+  HARD_STOP_MARGIN_MS,
+  haproxyBufferBytes,
+  hardStopAfterMs,
+  healthReserve,
+  type HaproxyGlobals,
+  type HaproxyTuning,
+} from "./haproxy-tuning";
+
 /** Health-check style of a proxy. `agent` is llm-ha's; the others are the baselines it is measured against. */
 export type HaproxyHealthMode = "agent" | "httpchk-default" | "httpchk-tuned";
-
-export interface HaproxyTuning {
-  /** Plain `check` interval (catches a dead node). Default 500 ms. */
-  checkInterMs: number;
-  /** Consecutive failed checks to mark DOWN. Default 2. */
-  fall: number;
-  /** Consecutive passed checks to mark UP again. Default 2. */
-  rise: number;
-  /** How often HAProxy asks the agent. Default 500 ms. */
-  agentInterMs: number;
-  /** HAProxy's own ramp after a server comes back UP; 0 turns it off. Default 5000 ms. */
-  slowstartMs: number;
-  /** Retries of a request on another server. Default 3. */
-  retries: number;
-  /** Default 1000 ms. */
-  timeoutConnectMs: number;
-  /** Time to first response byte; completions can be long. Default 120000 ms. */
-  timeoutServerMs: number;
-  /** Default 120000 ms. */
-  timeoutClientMs: number;
-}
-
-export const DEFAULT_HAPROXY_TUNING: Readonly<HaproxyTuning> = Object.freeze({
-  checkInterMs: 500,
-  fall: 2,
-  rise: 2,
-  agentInterMs: 500,
-  slowstartMs: 5000,
-  retries: 3,
-  timeoutConnectMs: 1000,
-  timeoutServerMs: 120_000,
-  timeoutClientMs: 120_000,
-});
 
 /** One inference node, listed by address (the drill). */
 export interface HaproxyStaticServer {
@@ -81,6 +74,13 @@ export interface HaproxyProxy {
   servers: HaproxyServers;
   /** Forward `GET /az/health` to this AZ's agents (what Route53 checks through the NLB). Default false. */
   forwardAzHealth?: boolean;
+  /**
+   * `address:port` of a listener of its own that serves only `GET /az/health` (needs
+   * `forwardAzHealth`): a full inference frontend does not hold up the zone's health check.
+   * `/az/health` on `bind` keeps working too. Default none.
+   */
+  azHealthBind?: string;
+  /** Per-proxy settings; omitted ones take `DEFAULT_HAPROXY_TUNING`. */
   tuning?: Partial<HaproxyTuning>;
 }
 
@@ -93,8 +93,17 @@ export interface HaproxyConfigArgs {
   prometheusExporter?: boolean;
   /** DNS servers for `dns` servers; omitted means `parse-resolv-conf`. */
   nameservers?: string[];
-  /** Run in the foreground as the current user (the drill); in a container HAProxy runs as PID 1 anyway. */
+  /** Global `maxconn`: concurrent client connections of the process. Default `DEFAULT_HAPROXY_GLOBALS.maxconn` (2048). */
   maxconn?: number;
+  /** `tune.bufsize` in bytes: the largest request HAProxy can retry. Default `DEFAULT_HAPROXY_GLOBALS.bufsize` (131072). */
+  bufsize?: number;
+  /** Connections kept for the monitor and `/az/health` listeners. Default `DEFAULT_HAPROXY_GLOBALS.healthConns` (64). */
+  healthConns?: number;
+  /**
+   * `hard-stop-after`: how long a soft-stopped (SIGUSR1) HAProxy waits for requests in
+   * flight. Default `hardStopAfterMs(...)`: the longest proxy timeout plus 10 s.
+   */
+  hardStopAfterMs?: number;
   proxies: HaproxyProxy[];
 }
 
@@ -114,12 +123,15 @@ function ms(v: number): string {
 
 /** Options shared by every server line of a proxy: the heart of the L1 tier. */
 export function serverOptions(health: HaproxyHealthMode, t: HaproxyTuning, agentPort: number): string {
+  // A GPU node serves a bounded batch: past `serverMaxconn` requests wait in the backend
+  // queue (then a fast 503) instead of piling onto the node.
+  const limit = `maxconn ${t.serverMaxconn}`;
   if (health === "httpchk-default") {
     // HAProxy's defaults: inter 2s, fall 3, rise 2.
-    return "weight 100 check inter 2s fall 3 rise 2";
+    return `weight 100 check inter 2s fall 3 rise 2 ${limit}`;
   }
   if (health === "httpchk-tuned") {
-    return `weight 100 check inter ${ms(t.checkInterMs)} fall ${t.fall} rise ${t.rise}`;
+    return `weight 100 check inter ${ms(t.checkInterMs)} fall ${t.fall} rise ${t.rise} ${limit}`;
   }
   const parts = [
     "weight 100",
@@ -130,6 +142,7 @@ export function serverOptions(health: HaproxyHealthMode, t: HaproxyTuning, agent
     "observe layer4 error-limit 1 on-error mark-down",
   ];
   if (t.slowstartMs > 0) parts.push(`slowstart ${ms(t.slowstartMs)}`);
+  parts.push(limit);
   return parts.join(" ");
 }
 
@@ -188,11 +201,91 @@ function renderAzHealthBackend(p: HaproxyProxy): string[] {
   return lines;
 }
 
+function positiveInt(what: string, v: number, min = 1): void {
+  if (!Number.isInteger(v) || v < min) throw new HaproxyConfigError(`${what} ${v} must be an integer ≥ ${min}`);
+}
+
+/** The process-wide settings with their defaults, checked. */
+function globalsOf(args: HaproxyConfigArgs): HaproxyGlobals {
+  const g: HaproxyGlobals = {
+    maxconn: args.maxconn ?? DEFAULT_HAPROXY_GLOBALS.maxconn,
+    bufsize: args.bufsize ?? DEFAULT_HAPROXY_GLOBALS.bufsize,
+    healthConns: args.healthConns ?? DEFAULT_HAPROXY_GLOBALS.healthConns,
+  };
+  positiveInt("maxconn", g.maxconn, 2);
+  // HAProxy's own floor; below it ordinary request headers no longer fit.
+  positiveInt("bufsize", g.bufsize, 16_384);
+  positiveInt("healthConns", g.healthConns, 2);
+  return g;
+}
+
+/** The inference frontend, its optional `/az/health` listener, and its backends. */
+function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
+  const t: HaproxyTuning = { ...DEFAULT_HAPROXY_TUNING, ...(p.health === "agent" ? {} : BASELINE_HAPROXY_TUNING), ...p.tuning };
+  const feMax = frontendMaxconn(t, g);
+  positiveInt(`frontendMaxconn of ${p.name}`, feMax);
+  if (feMax >= g.maxconn) throw new HaproxyConfigError(`frontendMaxconn ${feMax} of ${p.name} must stay below the global maxconn ${g.maxconn}`);
+  positiveInt(`serverMaxconn of ${p.name}`, t.serverMaxconn);
+  positiveInt(`retries of ${p.name}`, t.retries, 0);
+  if (p.azHealthBind && !p.forwardAzHealth) throw new HaproxyConfigError(`azHealthBind of ${p.name} needs forwardAzHealth`);
+  const out = ["", `frontend ${p.name}`, `  bind ${p.bind}`];
+  // Below the global maxconn: a full inference frontend stops accepting, the health
+  // listeners (monitor, /az/health) still do.
+  out.push(`  maxconn ${feMax}`, `  timeout client ${ms(t.timeoutClientMs)}`);
+  // A 503 (queue full past timeout queue, no server left, a server refusing) says when to
+  // come back; a server's own Retry-After is kept.
+  out.push(`  http-after-response set-header Retry-After ${t.retryAfterS} if { status 503 } !{ res.hdr(retry-after) -m found }`);
+  if (p.forwardAzHealth) {
+    out.push(`  use_backend ${p.name}_az_health if { path /az/health } METH_GET`);
+  }
+  out.push(`  default_backend ${p.name}_servers`);
+  if (p.azHealthBind) {
+    out.push(
+      "",
+      `frontend ${p.name}_az_health`,
+      `  bind ${p.azHealthBind}`,
+      `  maxconn ${Math.max(1, Math.floor(healthReserve(g) / 2))}`,
+      // Only the zone's health: the agents' other pages stay off the public listener.
+      `  http-request return status 404 unless { path /az/health } METH_GET`,
+      `  default_backend ${p.name}_az_health`,
+    );
+  }
+  out.push("", `backend ${p.name}_servers`, "  balance leastconn");
+  const s = p.servers;
+  // When every local server is down, spread over ALL the backups (the other AZs' nodes):
+  // without it HAProxy sends everything to the first backup alone.
+  if (s.backup.length > 0) out.push("  option allbackups");
+  out.push(`  timeout connect ${ms(t.timeoutConnectMs)}`, `  timeout server ${ms(t.timeoutServerMs)}`, `  timeout queue ${ms(t.timeoutQueueMs)}`);
+  out.push(`  retries ${t.retries}`, "  option redispatch 1");
+  if (p.health === "agent") {
+    // What is retried (once, on another server) is what a server did not take on:
+    // conn-failure (refused or no connection: the request never reached it), 0rtt-rejected,
+    // 404 (model unloaded) and 503 (loading) in the agent's ~0.3 s before the node leaves
+    // rotation. Never empty-response or junk-response: a server that dropped the connection
+    // after taking the request may have been killed BY it (a query of death); replaying it
+    // would take down the next server too. A client asking for a model no server has gets
+    // its 404 after the one retry.
+    out.push("  retry-on conn-failure 0rtt-rejected 404 503", "  option http-buffer-request");
+  } else {
+    out.push("  option httpchk GET /health");
+  }
+  out.push(...renderServers(p, t));
+  if (p.forwardAzHealth) out.push("", ...renderAzHealthBackend(p));
+  return out;
+}
+
 /** Renders a complete `haproxy.cfg`. Throws `HaproxyConfigError` for input HAProxy would refuse. */
 export function renderHaproxyConfig(args: HaproxyConfigArgs): string {
   if (args.proxies.length === 0) throw new HaproxyConfigError("no proxies to render");
+  const g = globalsOf(args);
+  const hardStop = args.hardStopAfterMs ?? hardStopAfterMs(args.proxies.map((p) => p.tuning ?? {}));
+  positiveInt("hardStopAfterMs", hardStop);
   const out: string[] = ["# Generated by llm-ha (contracts/haproxy-config.ts); do not edit by hand.", "global"];
-  out.push(`  maxconn ${args.maxconn ?? 4096}`);
+  out.push(`  maxconn ${g.maxconn}`);
+  // A request is retried only while it fits in one buffer (the prompt included).
+  out.push(`  tune.bufsize ${g.bufsize}`);
+  // After a soft stop (SIGUSR1, the image's stop signal) requests in flight may finish.
+  out.push(`  hard-stop-after ${ms(hardStop)}`);
   if (args.statsSocket) out.push(`  stats socket ${args.statsSocket} mode 600 level admin`);
   out.push(
     "",
@@ -200,6 +293,10 @@ export function renderHaproxyConfig(args: HaproxyConfigArgs): string {
     "  mode http",
     "  option http-keep-alive",
     "  option dontlognull",
+    // A client that goes away stops the server's work (the generation) at once. On 2.6 the
+    // frontend must have it too (it keeps reading the client), and a frontend can only
+    // inherit it from defaults.
+    "  option abortonclose",
     "  timeout http-request 10s",
     "  timeout queue 5s",
     "  timeout connect 1s",
@@ -214,7 +311,8 @@ export function renderHaproxyConfig(args: HaproxyConfigArgs): string {
     out.push("  hold valid 5s", "  hold obsolete 10s", "  accepted_payload_size 8192");
   }
   if (args.monitorBind) {
-    out.push("", "frontend monitor", `  bind ${args.monitorBind}`, "  monitor-uri /healthz", "  stats enable", "  stats uri /stats", "  stats refresh 5s");
+    out.push("", "frontend monitor", `  bind ${args.monitorBind}`, `  maxconn ${Math.max(1, Math.floor(healthReserve(g) / 2))}`);
+    out.push("  monitor-uri /healthz", "  stats enable", "  stats uri /stats", "  stats refresh 5s");
     // Built into Debian's and the official images' HAProxy (USE_PROMEX): failed requests at L1.
     if (args.prometheusExporter) out.push("  http-request use-service prometheus-exporter if { path /metrics }");
   } else if (args.prometheusExporter) {
@@ -225,26 +323,7 @@ export function renderHaproxyConfig(args: HaproxyConfigArgs): string {
     checkName("proxy name", p.name);
     if (names.has(p.name)) throw new HaproxyConfigError(`proxy name ${p.name} is used twice`);
     names.add(p.name);
-    const t: HaproxyTuning = { ...DEFAULT_HAPROXY_TUNING, ...p.tuning };
-    out.push("", `frontend ${p.name}`, `  bind ${p.bind}`, `  timeout client ${ms(t.timeoutClientMs)}`);
-    if (p.forwardAzHealth) {
-      out.push(`  use_backend ${p.name}_az_health if { path /az/health } METH_GET`);
-    }
-    out.push(`  default_backend ${p.name}_servers`, "", `backend ${p.name}_servers`, "  balance leastconn");
-    out.push(`  timeout connect ${ms(t.timeoutConnectMs)}`, `  timeout server ${ms(t.timeoutServerMs)}`);
-    out.push(`  retries ${t.retries}`, "  option redispatch 1");
-    if (p.health === "agent") {
-      // Replays a request whose server died under it (crash mid-request): zero failed requests.
-      // 404 and 503 too: a server whose model was unloaded (404 "model not found") or that is
-      // loading (503) did not serve the request; another server can, in the agent's ~0.3 s
-      // before the node leaves rotation. A client asking for a model no server has gets its
-      // 404 after the retries (each a cheap refusal).
-      out.push("  retry-on conn-failure empty-response junk-response 0rtt-rejected 404 503", "  option http-buffer-request");
-    } else {
-      out.push("  option httpchk GET /health");
-    }
-    out.push(...renderServers(p, t));
-    if (p.forwardAzHealth) out.push("", ...renderAzHealthBackend(p));
+    out.push(...renderProxy(p, g));
   }
   return out.join("\n") + "\n";
 }
