@@ -3,8 +3,12 @@
  * Services, probes and HAProxy to them, the alerts and the dashboard select on them.
  */
 
-/** Ports the agent and the inference server listen on, on the node's own IP (hostNetwork). */
-export const PORTS = Object.freeze({ inference: 8000, agentHttp: 9400, agentCheck: 9401, l1: 8080, l1Monitor: 8404 });
+/**
+ * Ports the agent and the inference server listen on, on the node's own IP (hostNetwork),
+ * and the L1 proxy's: `l1` inference, `l1Monitor` `/healthz` + `/metrics`, `l1AzHealth` its
+ * own `/az/health` listener (what Route53 checks; a full inference frontend does not hold it up).
+ */
+export const PORTS = Object.freeze({ inference: 8000, agentHttp: 9400, agentCheck: 9401, l1: 8080, l1Monitor: 8404, l1AzHealth: 8081 });
 
 /** Frontend name of the L1 proxy; HAProxy's exporter labels its backend `proxy="inference_servers"`. */
 export const L1_PROXY_NAME = "inference";

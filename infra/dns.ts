@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { PORTS } from "../contracts/names";
 import { Problems } from "./problems";
 
 export interface DnsArgs {
@@ -13,7 +14,11 @@ export interface DnsArgs {
   ttl?: number;
   /** Failed checks (10 s apart) before an AZ counts as down, ≤ 2. Default 2. */
   failureThreshold?: number;
-  /** HTTP port of the NLB listener. Default 80. */
+  /**
+   * Port of the NLB listener the health checks probe: the L1 proxy's own `/az/health`
+   * listener, which a full inference frontend (port 80) does not hold up. Default
+   * `PORTS.l1AzHealth` (8081).
+   */
   port?: number;
 }
 
@@ -45,7 +50,7 @@ export function createDns(name: string, args: DnsArgs, parent: pulumi.Resource):
   if (!(failureThreshold >= 1 && failureThreshold <= 2)) p.add("failureThreshold", `${failureThreshold} is outside 1–2`);
   p.throwIfAny("Dns arguments");
   const opts = { parent };
-  const port = args.port ?? 80;
+  const port = args.port ?? PORTS.l1AzHealth;
 
   const checks = args.endpoints.map(
     (e) =>

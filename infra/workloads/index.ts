@@ -176,8 +176,8 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
         podSelector: { matchLabels: { "app.kubernetes.io/name": APP.l1 } },
         policyTypes: ["Ingress"],
         ingress: [
-          // Clients (client IP preserved through the NLB) and Route53 health checkers.
-          { ports: [{ protocol: "TCP", port: PORTS.l1 }] },
+          // Clients (client IP preserved through the NLB) and Route53 health checkers (their own `/az/health` listener).
+          { ports: [{ protocol: "TCP", port: PORTS.l1 }, { protocol: "TCP", port: PORTS.l1AzHealth }] },
           // The NLB's own target health checks, from its addresses in the VPC.
           { from: [{ ipBlock: { cidr: args.vpcCidr } }], ports: [{ protocol: "TCP", port: PORTS.l1Monitor }] },
         ],

@@ -1,6 +1,14 @@
 import * as crypto from "node:crypto";
 import * as pulumi from "@pulumi/pulumi";
-import { HaproxyDnsGroup, renderHaproxyConfig } from "../../contracts/haproxy-config";
+import {
+  DEFAULT_HAPROXY_GLOBALS,
+  DEFAULT_HAPROXY_TUNING,
+  haproxyBufferBytes,
+  hardStopAfterMs,
+  HaproxyDnsGroup,
+  renderHaproxyConfig,
+  type HaproxyTuning,
+} from "../../contracts/haproxy-config";
 import { appLabels, ConfigMap, Deployment, objectName, onePodAtATime, PodDisruptionBudget, Service } from "./common";
 import { L1_PROXY_NAME, PORTS } from "../../contracts/names";
 import { APP, LABELS } from "../names";
@@ -24,6 +32,47 @@ export interface L1ProxySpec {
 }
 
 
+/**
+ * The L1 proxies run the generator's defaults (the production configuration the drill
+ * measures): 2048 connections, 128 KiB buffers, 600 s timeouts, 32 requests per GPU node.
+ */
+const L1_TUNING: Partial<HaproxyTuning> = {};
+const L1_GLOBALS = DEFAULT_HAPROXY_GLOBALS;
+
+/** preStop sleep: the pod keeps serving while the NLB deregisters it (its deregistration is slow). */
+export const L1_PRESTOP_S = 20;
+/** Slack between HAProxy's own `hard-stop-after` and the kubelet's SIGKILL. */
+const L1_KILL_MARGIN_S = 5;
+/** HAProxy's own memory besides its buffers: the process, pools, resolvers, stats (idle RSS ~15 MiB on 2.6). */
+const L1_BASE_MEMORY_MIB = 64;
+const MIB = 1024 * 1024;
+
+/**
+ * Shutdown timeline of an L1 pod: preStop (20 s, still serving), then the stop signal (the
+ * official image's STOPSIGNAL is SIGUSR1: a soft stop, no new connections, requests in
+ * flight go on), HAProxy exits at the latest `hard-stop-after` later (the longest timeout
+ * + 10 s = 610 s), and the kubelet's SIGKILL comes after the grace period, 5 s after that:
+ * 20 + 610 + 5 = 635 s. A generation that started just before the stop is not cut.
+ */
+export function l1StopBudget(): { preStopS: number; hardStopAfterS: number; terminationGracePeriodSeconds: number } {
+  const hardStopAfterS = Math.ceil(hardStopAfterMs([L1_TUNING]) / 1000);
+  return { preStopS: L1_PRESTOP_S, hardStopAfterS, terminationGracePeriodSeconds: L1_PRESTOP_S + hardStopAfterS + L1_KILL_MARGIN_S };
+}
+
+/**
+ * Memory of an L1 pod from the buffers (`haproxyBufferBytes`: ~2 buffers of `tune.bufsize`
+ * per request in flight; measured on 2.6 ~145 KB per waiting 100–120 KB request, the
+ * request buffer kept for a retry, the response's comes on top while it streams).
+ * Limit: every connection of the global `maxconn` in flight, 64 + 2048 × 2 × 128 KiB =
+ * 576 MiB. Request: the requests the GPU nodes it can reach take at once (every AZ's slots
+ * × `serverMaxconn`, at most `maxconn`), e.g. 36 slots × 32 = 1152 → 64 + 288 = 352 MiB.
+ */
+export function l1Memory(slots: Record<string, number>): { requestMi: number; limitMi: number } {
+  const inService = Object.values(slots).reduce((a, n) => a + n, 0) * (L1_TUNING.serverMaxconn ?? DEFAULT_HAPROXY_TUNING.serverMaxconn);
+  const mi = (streams: number) => L1_BASE_MEMORY_MIB + Math.ceil(haproxyBufferBytes(streams, L1_GLOBALS.bufsize) / MIB);
+  return { requestMi: mi(Math.min(inService, L1_GLOBALS.maxconn)), limitMi: mi(L1_GLOBALS.maxconn) };
+}
+
 /** A headless Service's group of servers in HAProxy's `server-template`. */
 export function dnsGroup(namespace: string, az: string, slots: number): HaproxyDnsGroup {
   return {
@@ -42,12 +91,18 @@ export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" 
     monitorBind: `:${PORTS.l1Monitor}`,
     prometheusExporter: true,
     statsSocket: "/var/run/haproxy/admin.sock",
+    maxconn: L1_GLOBALS.maxconn,
+    bufsize: L1_GLOBALS.bufsize,
+    hardStopAfterMs: l1StopBudget().hardStopAfterS * 1000,
     proxies: [
       {
         name: L1_PROXY_NAME,
         bind: `:${PORTS.l1}`,
         health: "agent",
         forwardAzHealth: true,
+        // Route53 checks this listener; `/az/health` on :8080 keeps working for anyone using it.
+        azHealthBind: `:${PORTS.l1AzHealth}`,
+        tuning: L1_TUNING,
         servers: {
           kind: "dns",
           local: dnsGroup(s.namespace, s.az, s.slots[s.az]),
@@ -65,6 +120,8 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
   const cfg = l1HaproxyConfig(s);
   const configMap: ConfigMap = { apiVersion: "v1", kind: "ConfigMap", metadata: { name, namespace: s.namespace, labels }, data: { "haproxy.cfg": cfg } };
   const monitor = { httpGet: { path: "/healthz", port: PORTS.l1Monitor } };
+  const stop = l1StopBudget();
+  const memory = l1Memory(s.slots);
   const deployment: Deployment = {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -86,7 +143,7 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
             },
           },
           topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: labels } }],
-          terminationGracePeriodSeconds: 45,
+          terminationGracePeriodSeconds: stop.terminationGracePeriodSeconds,
           securityContext: { runAsNonRoot: true, runAsUser: 99, runAsGroup: 99, seccompProfile: { type: "RuntimeDefault" } },
           containers: [
             {
@@ -96,12 +153,13 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
               ports: [
                 { name: "http", containerPort: PORTS.l1 },
                 { name: "monitor", containerPort: PORTS.l1Monitor },
+                { name: "az-health", containerPort: PORTS.l1AzHealth },
               ],
               readinessProbe: { ...monitor, periodSeconds: 2, failureThreshold: 2 },
               livenessProbe: { ...monitor, periodSeconds: 10, failureThreshold: 3 },
               // Keep serving while the NLB deregisters the pod (its deregistration is slow).
-              lifecycle: { preStop: { exec: { command: ["sleep", "20"] } } },
-              resources: { requests: { cpu: "250m", memory: "128Mi" }, limits: { memory: "512Mi" } },
+              lifecycle: { preStop: { exec: { command: ["sleep", String(stop.preStopS)] } } },
+              resources: { requests: { cpu: "250m", memory: `${memory.requestMi}Mi` }, limits: { memory: `${memory.limitMi}Mi` } },
               securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
               volumeMounts: [
                 { name: "config", mountPath: "/usr/local/etc/haproxy", readOnly: true },
@@ -149,7 +207,11 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
       type: "LoadBalancer",
       loadBalancerClass: "service.k8s.aws/nlb",
       selector: labels,
-      ports: [{ name: "http", port: 80, targetPort: PORTS.l1, protocol: "TCP" }],
+      ports: [
+        { name: "http", port: 80, targetPort: PORTS.l1, protocol: "TCP" },
+        // Route53's health checks (infra/dns.ts), on HAProxy's own `/az/health` listener.
+        { name: "az-health", port: PORTS.l1AzHealth, targetPort: PORTS.l1AzHealth, protocol: "TCP" },
+      ],
     },
   };
   return { configMap, deployment, pdb: onePodAtATime(name, s.namespace, labels), service };
