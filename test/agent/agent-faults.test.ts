@@ -52,10 +52,10 @@ async function look(): Promise<Seen> {
 async function recovered(): Promise<number[]> {
   const weights: number[] = [];
   await waitFor(
-    "recovery to up 100%",
+    "recovery to up ready 100%",
     async () => {
       const s = await look();
-      const m = /^up (?:ready )?(\d+)%$/.exec(s.reply);
+      const m = /^up ready (\d+)%$/.exec(s.reply);
       if (m && weights[weights.length - 1] !== Number(m[1])) weights.push(Number(m[1]));
       return s.readyz === 200 && m?.[1] === "100" && s.status === "HEALTHY";
     },
@@ -111,7 +111,7 @@ describe("agent process: faults → /readyz and agent-check → recovery through
     await node.gpuFault("thermal");
     await waitFor("DEGRADED", async () => {
       const s = await look();
-      return s.status === "DEGRADED" && /^up (ready )?50%$/.test(s.reply) && s.readyz === 200;
+      return s.status === "DEGRADED" && /^up ready 50%$/.test(s.reply) && s.readyz === 200;
     });
     await node.gpuFault(null);
     await recovered();
@@ -142,7 +142,7 @@ describe("agent process: faults → /readyz and agent-check → recovery through
         pastThresholdMs = typeof inFlight === "number" ? inFlight - Number(FAST.LLMHA_PROBE_LATENCY_MS) : -1;
       }
       const s = await look();
-      return s.status === "DEGRADED" && s.codes.includes("PROBE_SLOW") && /^up (ready )?50%$/.test(s.reply);
+      return s.status === "DEGRADED" && s.codes.includes("PROBE_SLOW") && /^up ready 50%$/.test(s.reply);
     }, { timeoutMs: 15_000, everyMs: 20 });
     // fall (2) results within one period (250 ms) of the threshold; the poll adds up to ~20 ms (generous bound)
     expect(pastThresholdMs).not.toBeNull();

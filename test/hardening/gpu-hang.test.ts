@@ -26,7 +26,7 @@ beforeAll(async () => {
   client = createRedisClient(redis.url, { name: "gpu-hang-test", log: testLogger() });
   // Default periods; only the warm-up ramp is shortened so the node starts at 100 %.
   node = await SimNode.start({ id: "gpu-h1", az: "az-a", dir, env: { LLMHA_REDIS_URL: redis.url, LLMHA_CLUSTER: "hang", LLMHA_WARMUP_STEP_MS: "200" } });
-  await waitFor("the node up 100%", async () => (await node.agentCheck()) === "up 100%", { timeoutMs: 30_000 });
+  await waitFor("the node up ready 100%", async () => (await node.agentCheck()) === "up ready 100%", { timeoutMs: 30_000 });
 });
 afterAll(async () => {
   await node?.stop();

@@ -35,19 +35,19 @@ function client(port: number, send: string | null): Promise<string> {
 describe("agent-check sockets", () => {
   it("closes every socket after the reply, for clients that send bytes (x\\n, HTTP, agent-send) and for silent ones", async () => {
     const port = await freePort();
-    const server = await startAgentCheckServer("127.0.0.1", port, () => "up 100%");
+    const server = await startAgentCheckServer("127.0.0.1", port, () => "up ready 100%");
     servers.push(server);
     const sends = ["x\n", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "ping\n", null];
     for (let round = 0; round < 50; round++) {
       const replies = await Promise.all(sends.map((s) => client(port, s)));
-      for (const r of replies) expect(r).toBe("up 100%\n");
+      for (const r of replies) expect(r).toBe("up ready 100%\n");
     }
     await waitFor("every agent-check socket closed", async () => (await connections(server)) === 0, { timeoutMs: 3000 });
   });
 
   it("times out a client that connects, sends and never closes", async () => {
     const port = await freePort();
-    const server = await startAgentCheckServer("127.0.0.1", port, () => "up 100%", undefined, { idleTimeoutMs: 300 });
+    const server = await startAgentCheckServer("127.0.0.1", port, () => "up ready 100%", undefined, { idleTimeoutMs: 300 });
     servers.push(server);
     const s = connect(port, "127.0.0.1");
     s.on("error", () => undefined);
@@ -60,7 +60,7 @@ describe("agent-check sockets", () => {
 
   it("caps concurrent connections", async () => {
     const port = await freePort();
-    const server = await startAgentCheckServer("127.0.0.1", port, () => "up 100%", undefined, { maxConnections: 3, idleTimeoutMs: 5000 });
+    const server = await startAgentCheckServer("127.0.0.1", port, () => "up ready 100%", undefined, { maxConnections: 3, idleTimeoutMs: 5000 });
     servers.push(server);
     expect(server.maxConnections).toBe(3);
   });

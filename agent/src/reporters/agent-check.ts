@@ -2,37 +2,22 @@ import { createServer, type Server } from "node:net";
 import type { Decision } from "../types";
 
 /**
- * How long after a `drain` (or the agent's start) `up` replies carry `ready`. HAProxy keeps
- * `drain` as an administrative state that a plain `up N%` does not lift (seen on 2.6:
- * `drain` then `up 100%` stays DRAIN); `ready` lifts it. Every HAProxy polls at
- * `agent-inter` (500 ms), so a window of seconds reaches them all; after it the reply is
- * the plain contract form `up N%`.
- */
-export const READY_WINDOW_MS = 10_000;
-
-/**
  * The HAProxy agent-check reply for a decision (one line, `\n`-terminated):
- * `up N%` serving (N = share of `weight 100`), `drain` while loading, draining or
+ * `up ready N%` serving (N = share of `weight 100`), `drain` while loading, draining or
  * UNKNOWN, `down #REASON` when UNHEALTHY/UNREACHABLE — with the space: HAProxy 2.6
  * reads `down#reason` as an agent error and keeps the server UP.
+ *
+ * Every `up` carries `ready`: HAProxy keeps `drain` as an administrative state that a plain
+ * `up N%` does not lift (seen on 2.6: `drain` then `up 100%` stays DRAIN). Sending `ready`
+ * only for a while after a drain left a node drained for good in any HAProxy that missed
+ * that window (restarted, partitioned, a new L1 replica); `ready` on a server already READY
+ * changes nothing, so it is always sent.
  */
 export class AgentCheckResponder {
-  private lastDrainAt: number;
-
-  constructor(private readonly clock: () => number = Date.now) {
-    // A previous agent on this node may have left HAProxy in drain (graceful stop).
-    this.lastDrainAt = clock();
-  }
-
   reply(d: Decision, draining: boolean): string {
-    const now = this.clock();
-    if (draining || d.phase === "draining" || d.phase === "loading" || (d.phase === "down" && d.status === "UNKNOWN")) {
-      this.lastDrainAt = now;
-      return "drain";
-    }
+    if (draining || d.phase === "draining" || d.phase === "loading" || (d.phase === "down" && d.status === "UNKNOWN")) return "drain";
     if (d.phase === "down") return `down #${d.reasons[0]?.code ?? d.status}`;
-    const pct = `${Math.max(1, Math.min(100, Math.round(d.weight)))}%`;
-    return now - this.lastDrainAt < READY_WINDOW_MS ? `up ready ${pct}` : `up ${pct}`;
+    return `up ready ${Math.max(1, Math.min(100, Math.round(d.weight)))}%`;
   }
 }
 
