@@ -10,7 +10,7 @@ import { join, resolve } from "node:path";
 import { ensureSystemDeps, SystemDepsError } from "../engines/system-deps";
 import { RedisKeys } from "../../agent/src/redis/keys";
 import { startObserver, type Observer } from "./observer";
-import { renderTable, standbyLine, summarize, type ScenarioSummary } from "./report";
+import { figuresLine, renderTable, standbyLine, summarize, type ScenarioSummary } from "./report";
 import { detectFleet, MAIN_CLIENT, runScenario, type RunResult, type ScenarioContext } from "./run-scenario";
 import { selectScenarios, UnknownScenarioError } from "./scenarios";
 import { CLIENT_TIMEOUT_MS, DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_TIMING, DRILL_TUNED_BASELINE } from "./settings";
@@ -241,6 +241,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
     io.out(`requests: ${Object.entries(tl.sent).map(([c, n]) => `${c} ${failed[c] ?? 0} failed of ${n}`).join("; ")}\n`);
     for (const s of summaries) for (const m of s.misses) io.out(`  ${s.name}: ${m}\n`);
     for (const line of summaries.flatMap((s) => s.runs_detail.map(standbyLine))) if (line) io.out(`${line}\n`);
+    for (const line of summaries.flatMap((s) => s.runs_detail.map(figuresLine))) if (line) io.out(`${line}\n`);
     io.out(`timeline: ${join(outDir, "timeline.svg")}${args.json ? `; json: ${args.json}` : ""}\n`);
     return args.check && !pass ? 1 : 0;
   } finally {

@@ -50,6 +50,18 @@ const TIME_TARGETS: [keyof Targets, keyof RunResult | `extra.${string}`, string]
   ["leaderMs", "leaderMs", "new leader"],
   ["azHealthAfterStateMs", "extra.azHealthAfterStateMs", "/az/health after AZ state"],
   ["wakeDecisionMs", "extra.wakeDecisionMs", "standby wake decided"],
+  ["recoveryMs", "recoveryMs", "recovery"],
+  ["healthMs", "extra.healthMaxMs", "slowest /healthz or /az/health answer"],
+  ["fast503Ms", "extra.max503Ms", "slowest 503"],
+];
+
+/** Counts and ratios a scenario records in `extra`: each must be measured and at most its target. */
+const COUNT_TARGETS: [keyof Targets, string, string][] = [
+  ["crashedServers", "crashedServers", "inference servers crashed"],
+  ["failedBeyondInFlight", "failedBeyondInFlight", "failed requests beyond those in flight at the kill"],
+  ["retryAfterMissing", "retryAfterMissing", "503s without Retry-After"],
+  ["otherFailures", "otherFailures", "failures other than the proxy's 503"],
+  ["spreadRatio", "spreadRatio", "busiest backup server's share over its fair share"],
 ];
 
 function valueOf(r: RunResult, key: string): number | null {
@@ -72,6 +84,14 @@ export function checkTargets(targets: Targets, runs: readonly RunResult[]): { pa
     if (never) misses.push(`${label}: not seen in ${never} of ${vals.length} run(s) (target ≤ ${fmtS(t)})`);
     const max = Math.max(...vals.filter((v): v is number => v !== null));
     if (vals.some((v) => v !== null && v > t)) misses.push(`${label}: max ${fmtS(max)} > ${fmtS(t)}`);
+  }
+  for (const [tk, key, label] of COUNT_TARGETS) {
+    const t = targets[tk];
+    if (t === undefined) continue;
+    const vals = runs.map((r) => r.extra[key]);
+    const nums = vals.filter((v): v is number => typeof v === "number");
+    if (nums.length < vals.length) misses.push(`${label}: not measured in ${vals.length - nums.length} of ${vals.length} run(s) (target ≤ ${fmtNum(t)})`);
+    if (nums.some((v) => v > t)) misses.push(`${label}: ${fmtNum(Math.max(...nums))} > ${fmtNum(t)}`);
   }
   if (targets.l1P50Ms !== undefined) {
     const pm = p50max(runs.map((r) => r.l1Ms));
@@ -121,6 +141,11 @@ export function fmtS(ms: number): string {
   return `${(ms / 1000).toFixed(2)}s`;
 }
 
+/** A count as is, a ratio with two decimals. */
+function fmtNum(v: number): string {
+  return Number.isInteger(v) ? String(v) : v.toFixed(2);
+}
+
 /** `0.41s`, `0.41/0.52s` (p50/max), `never`, `-` (not applicable). */
 export function fmtFigure(f: Figure, applicable = true): string {
   if (!applicable || f.runs === 0) return "-";
@@ -141,6 +166,14 @@ function targetText(t: Targets): string {
   if (t.failed !== undefined) parts.push(`failed=${t.failed}`);
   if (t.falseFailovers !== undefined) parts.push(`false fo=${t.falseFailovers}`);
   if (t.staleWrites !== undefined) parts.push(`stale=${t.staleWrites}`);
+  if (t.crashedServers !== undefined) parts.push(`crashed≤${t.crashedServers}`);
+  if (t.recoveryMs !== undefined) parts.push(`recovery≤${t.recoveryMs / 1000}s`);
+  if (t.failedBeyondInFlight !== undefined) parts.push(`failed beyond in-flight=${t.failedBeyondInFlight}`);
+  if (t.healthMs !== undefined) parts.push(`health≤${t.healthMs / 1000}s`);
+  if (t.fast503Ms !== undefined) parts.push(`503≤${t.fast503Ms / 1000}s`);
+  if (t.retryAfterMissing !== undefined) parts.push(`503 w/o Retry-After=${t.retryAfterMissing}`);
+  if (t.otherFailures !== undefined) parts.push(`other failures=${t.otherFailures}`);
+  if (t.spreadRatio !== undefined) parts.push(`spread≤${t.spreadRatio}×fair`);
   return parts.join(", ");
 }
 
@@ -179,6 +212,11 @@ export function renderTable(summaries: readonly ScenarioSummary[]): string {
     ]);
   }
   return renderColumns(rows);
+}
+
+/** A proxy scenario's key figures, one line (null when the run has none). */
+export function figuresLine(r: RunResult): string | null {
+  return typeof r.extra.figures === "string" ? `${r.scenario}: ${r.extra.figures}` : null;
 }
 
 /** The standby wake-up figures of a run, one line (null when the run has none). */

@@ -1,6 +1,6 @@
 /**
  * The drill's entry to one run of one scenario: a table from scenario name to its family's
- * run (node faults, zone, fleet under `scenarios/`), the check that a fleet scenario has a
+ * run (node faults, zone, fleet, proxy under `scenarios/`), the check that a fleet scenario has a
  * fleet layer to measure, and the start-up probe for that layer. The shared runner (setup,
  * measurement, result assembly) lives in `scenarios/runner.ts`; its types and the stale-write
  * count are re-exported here so that callers keep one import path.
@@ -10,6 +10,7 @@ import { sleep } from "../../agent/src/util/net";
 import type { ScenarioSpec } from "./scenarios";
 import { runFlap, runLeader, runMassProbe, runRedisReadonly, runRedisRestart } from "./scenarios/fleet";
 import { NODE_FAULTS, runNodeFault } from "./scenarios/node";
+import { runL2Spread, runLongPromptCrash, runOverload, runQueryOfDeath } from "./scenarios/proxy";
 import { blank, type RunResult, type ScenarioContext } from "./scenarios/runner";
 import { runAzGpuLoss, runAzLoss, runStandbyWake } from "./scenarios/zone";
 
@@ -31,6 +32,10 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["redis-readonly", runRedisReadonly],
   ["flap", runFlap],
   ["mass-probe", runMassProbe],
+  ["query-of-death", runQueryOfDeath],
+  ["long-prompt-crash", runLongPromptCrash],
+  ["overload", runOverload],
+  ["l2-spread", runL2Spread],
 ]);
 
 /** Runs one run of one scenario. */

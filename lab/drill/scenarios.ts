@@ -7,6 +7,13 @@ import { DRILL_TIMING } from "./settings";
 
 export type ScenarioTier = "L1" | "L2" | "L3" | "fleet";
 
+/**
+ * The overloaded proxy's 503s, as an idle client sees them, must come within this. HAProxy
+ * answers a queued request 503 when the generator's `timeout queue` (1 s) expires, measured at
+ * 1.00–1.01 s: "fast" is that plus 0.1 s, not a client's own time-out (tens of seconds).
+ */
+export const OVERLOAD_503_MS = 1100;
+
 /** Targets a scenario must meet (ms, counts); absent = not a target of this scenario. */
 export interface Targets {
   /** Every run's time to L1 removal. */
@@ -29,6 +36,22 @@ export interface Targets {
   wakeDecisionMs?: number;
   /** Fenced writes by a deposed leader that Redis accepted. */
   staleWrites?: number;
+  /** The hurt node(s) back HEALTHY at full weight after the heal. */
+  recoveryMs?: number;
+  /** Inference servers one request killed (a query of death). */
+  crashedServers?: number;
+  /** Failed requests beyond those in flight on the killed server at the kill. */
+  failedBeyondInFlight?: number;
+  /** Every answer of the overloaded proxy's `/healthz` and `/az/health` within (a failed poll counts as its time limit). */
+  healthMs?: number;
+  /** Every 503 of the overloaded proxy answered within (none seen is a miss: the excess must be refused). */
+  fast503Ms?: number;
+  /** 503s without `Retry-After`. */
+  retryAfterMissing?: number;
+  /** Failed requests other than the proxy's 503 (timeouts, resets, 502, 504). */
+  otherFailures?: number;
+  /** Requests of the busiest backup server over its fair share while every primary is out. */
+  spreadRatio?: number;
 }
 
 export interface ScenarioSpec {
@@ -116,6 +139,42 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     repeat: { full: 1, quick: 1 },
     needsFleet: true,
     targets: { falseFailovers: 0 },
+  },
+  {
+    name: "query-of-death",
+    tier: "L1",
+    title: "one request whose prompt kills the inference server, sent through an AZ proxy",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { crashedServers: 1, recoveryMs: 15_000 },
+  },
+  {
+    name: "long-prompt-crash",
+    tier: "L1",
+    title: "64 KB prompts at a steady rate, one inference server SIGKILLed",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { failedBeyondInFlight: 0 },
+  },
+  {
+    name: "overload",
+    tier: "L2",
+    title: "one AZ's GPUs lost, its proxy driven at 3× one AZ's capacity (spilling to backups)",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { healthMs: 1000, fast503Ms: OVERLOAD_503_MS, retryAfterMissing: 0, otherFailures: 0, falseFailovers: 0 },
+  },
+  {
+    name: "l2-spread",
+    tier: "L2",
+    title: "every primary of one AZ down: its proxy spreads over all the other AZs' servers",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { spreadRatio: 1.5 },
   },
 ];
 

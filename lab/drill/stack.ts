@@ -1,7 +1,8 @@
 /**
  * The drill's world on loopback: a real redis-server, N simulated GPU nodes (fake
  * nvidia-smi + fake inference server + real agent) over 2–3 AZs, one HAProxy per AZ
- * listening on that AZ's own loopback address (local nodes + the other AZs' as backup),
+ * listening on that AZ's own loopback address (local nodes + the other AZs' as backup; its
+ * monitor frontend and its own `/az/health` listener on the same address, other ports),
  * one HAProxy carrying the two baselines over the same servers, and PowerDNS answering
  * the service name with the AZ addresses whose `/az/health` passes. With a standby AZ, its
  * nodes start stopped (scaled to zero) and the agents act through the local cloud
@@ -49,6 +50,10 @@ export interface DrillStack {
   readonly dns: PdnsHandle;
   /** Port every AZ proxy listens on (its address differs). */
   readonly port: number;
+  /** Port of every AZ proxy's monitor frontend (`/healthz`, `/stats`) on the AZ's address. */
+  readonly monitorPort: number;
+  /** Port of every AZ proxy's own `/az/health` listener on the AZ's address. */
+  readonly azHealthPort: number;
   /** The standby AZ (scaled to zero at start), null with 2 AZs. */
   readonly standby: DrillAz | null;
   /** Powers the standby nodes and shifts zones for the agents' `local` actuator; null without a standby AZ. */
@@ -86,13 +91,17 @@ function staticServer(n: SimNode): HaproxyStaticServer {
   return { name: n.id, address: "127.0.0.1", port: n.inferencePort, agentPort: n.agentCheckPort, httpPort: n.httpPort };
 }
 
-/** The proxy of one AZ: its nodes local, every other node backup; `/az/health` forwarded to its agents. */
-export function azProxy(az: { name: string; address: string }, port: number, nodes: readonly SimNode[]): HaproxyProxy {
+/**
+ * The proxy of one AZ: its nodes local, every other node backup; `/az/health` forwarded to its
+ * agents, on the inference port and, with `azHealthPort`, on a listener of its own.
+ */
+export function azProxy(az: { name: string; address: string }, port: number, nodes: readonly SimNode[], azHealthPort?: number): HaproxyProxy {
   return {
     name: `az_${az.name.replace(/[^A-Za-z0-9]/g, "_")}`,
     bind: `${az.address}:${port}`,
     health: "agent",
     forwardAzHealth: true,
+    ...(azHealthPort ? { azHealthBind: `${az.address}:${azHealthPort}` } : {}),
     tuning: DRILL_AGENT_TUNING,
     servers: { kind: "static", local: nodes.filter((n) => n.az === az.name).map(staticServer), backup: nodes.filter((n) => n.az !== az.name).map(staticServer) },
   };
@@ -186,16 +195,16 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   // Stopped before the nodes (last tracked, first stopped): no boot starts behind the clean-up.
   const started = cloud;
   if (started) o.track(() => started.stop());
-  const port = await freePort();
+  const [port, monitorPort, azHealthPort] = [await freePort(), await freePort(), await freePort()];
   const azs: DrillAz[] = names.map((name, i) => ({ name, address: `127.0.0.${i + 2}`, standby: i === azCount - 1 && azCount > 2, haproxy: null, proxy: "" }));
   const configs = new Map<DrillAz, HaproxyProxy>();
   for (const az of azs) {
-    const p = azProxy(az, port, nodes);
+    const p = azProxy(az, port, nodes, azHealthPort);
     az.proxy = backendOf(p.name);
     configs.set(az, p);
   }
   const startAzProxy = async (az: DrillAz): Promise<void> => {
-    const h = await startHaproxy({ proxies: [configs.get(az)!] });
+    const h = await startHaproxy({ proxies: [configs.get(az)!], monitorBind: `${az.address}:${monitorPort}` });
     az.haproxy = h;
     o.track(() => h.stop());
   };
@@ -205,10 +214,11 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const baseline = await startHaproxy({ proxies: baselineProxies(baselinePorts, nodes) });
   o.track(() => baseline.stop());
   cloud?.attach(nodes, () => azs);
-  o.progress(`starting PowerDNS (LUA ifurlup over /az/health)`);
+  // As Route53 in production, PowerDNS checks each AZ proxy's own `/az/health` listener.
+  o.progress(`starting PowerDNS (LUA ifurlup over /az/health on :${azHealthPort})`);
   const active = azs.filter((a) => !a.standby).map((a) => a.address);
   const standby = azs.filter((a) => a.standby).map((a) => a.address);
-  const dns = await startPdns({ groups: standby.length ? [active, standby] : [active], healthPort: port });
+  const dns = await startPdns({ groups: standby.length ? [active, standby] : [active], healthPort: azHealthPort });
   o.track(() => dns.stop());
   return {
     cluster,
@@ -219,6 +229,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     baselinePorts,
     dns,
     port,
+    monitorPort,
+    azHealthPort,
     standby: azs.find((a) => a.standby) ?? null,
     cloud,
     running: () => nodes.filter((n) => n.running),

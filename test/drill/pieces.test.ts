@@ -1,12 +1,18 @@
 import { spawnSync } from "node:child_process";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { parseDrillArgs, DrillUsageError } from "../../lab/drill/command";
-import { checkTargets, fmtFigure, figure, renderTable, standbyLine, summarize } from "../../lab/drill/report";
+import { checkTargets, figuresLine, fmtFigure, figure, renderTable, standbyLine, summarize } from "../../lab/drill/report";
 import { staleWrites, type RunResult } from "../../lab/drill/run-scenario";
 import { SCENARIOS, selectScenarios, UnknownScenarioError } from "../../lab/drill/scenarios";
 import { renderTimelineSvg, runsOf } from "../../lab/drill/svg";
 import { dnsChanges, emptyTimeline, firstAfter, l1Removed, p50max, removedBetween, type Sample } from "../../lab/drill/timeline";
+import { sharesOf, spreadRatio, tally } from "../../lab/drill/scenarios/proxy-measure";
+import { drawRequest, FIELD_MIX, promptOf, sendRecorded, startWorkload } from "../../lab/drill/workload";
 import { missingSystemPackages } from "../../lab/engines/system-deps";
+import { freePort } from "../../agent/src/util/net";
+import { startFakeInference } from "../../lab/sim/fake-inference";
 
 function run(over: Partial<RunResult> = {}): RunResult {
   return {
@@ -38,6 +44,7 @@ describe("scenario table", () => {
     expect(SCENARIOS.map((s) => s.name)).toEqual([
       "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
       "leader-kill", "leader-pause", "redis-restart", "redis-readonly", "flap", "mass-probe",
+      "query-of-death", "long-prompt-crash", "overload", "l2-spread",
     ]);
     const quick = selectScenarios({ quick: true });
     expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);
@@ -174,5 +181,81 @@ describe("command line and system deps", () => {
   it("names the Debian packages that are missing", () => {
     expect(missingSystemPackages({ onPath: () => true, bindBackend: () => true })).toEqual([]);
     expect(missingSystemPackages({ onPath: (b) => b !== "haproxy", bindBackend: () => false })).toEqual(["haproxy", "pdns-backend-bind"]);
+  });
+});
+
+describe("proxy scenarios: targets and figures", () => {
+  const t = (n: string) => SCENARIOS.find((s) => s.name === n)!.targets;
+  it("carries issue 20's targets", () => {
+    expect(t("query-of-death")).toMatchObject({ crashedServers: 1 });
+    expect(t("long-prompt-crash")).toMatchObject({ failedBeyondInFlight: 0 });
+    expect(t("overload")).toMatchObject({ healthMs: 1000, retryAfterMissing: 0, otherFailures: 0, falseFailovers: 0 });
+    expect(t("l2-spread")).toMatchObject({ spreadRatio: 1.5 });
+  });
+  it("checks counts and ratios kept in extra: over the target, or not measured, is a miss", () => {
+    expect(checkTargets({ crashedServers: 1 }, [run({ extra: { crashedServers: 1 } })]).pass).toBe(true);
+    expect(checkTargets({ crashedServers: 1 }, [run({ extra: { crashedServers: 3 } })]).misses).toEqual(["inference servers crashed: 3 > 1"]);
+    expect(checkTargets({ spreadRatio: 1.5 }, [run({ extra: { spreadRatio: 2 } })]).misses).toEqual(["busiest backup server's share over its fair share: 2 > 1.50"]);
+    expect(checkTargets({ spreadRatio: 1.5 }, [run({ extra: {} })]).misses[0]).toMatch(/not measured in 1 of 1/);
+    expect(checkTargets({ fast503Ms: 1000 }, [run({ extra: { max503Ms: null } })]).misses).toEqual(["slowest 503: not seen in 1 of 1 run(s) (target ≤ 1.00s)"]);
+    expect(checkTargets({ healthMs: 1000 }, [run({ extra: { healthMaxMs: 2000 } })]).misses).toEqual(["slowest /healthz or /az/health answer: max 2.00s > 1.00s"]);
+  });
+  it("prints a run's figures under the table", () => {
+    expect(figuresLine(run({ scenario: "l2-spread", extra: { figures: "busiest backup 1.02× its fair share" } }))).toBe("l2-spread: busiest backup 1.02× its fair share");
+    expect(figuresLine(run())).toBeNull();
+  });
+});
+
+describe("proxy scenarios: measurements", () => {
+  const row = (status: string, total: number, weight = 100) => ({ status, weight: status.startsWith("UP") ? weight : 0, total });
+  const sample = (t: number, b1: [string, number], b2: [string, number]): Sample => ({ t, nodes: {}, l1: { "p/b1": row(...b1), "p/b2": row(...b2) }, dns: null });
+  it("shares each steady interval's requests equally among the servers in rotation", () => {
+    const all = [sample(0, ["UP", 0], ["UP", 0]), sample(100, ["UP", 20], ["UP", 0]), sample(200, ["UP", 40], ["UP", 0])];
+    const { shares, judgedMs } = sharesOf(all, ["p/b1", "p/b2"], 0, 200);
+    expect(shares).toEqual([{ row: "p/b1", requests: 40, fair: 20 }, { row: "p/b2", requests: 0, fair: 20 }]);
+    expect(judgedMs).toBe(200);
+    expect(spreadRatio(shares)).toBe(2);
+    // A server out of rotation has no share; an interval where one changes state or ramps up is not judged.
+    const down = [sample(0, ["UP", 0], ["DOWN", 0]), sample(100, ["UP", 30], ["DOWN", 0]), sample(200, ["UP", 40], ["UP", 5]), sample(300, ["UP", 50], ["UP", 10])];
+    down[3].l1["p/b2"].weight = 7;
+    const d = sharesOf(down, ["p/b1", "p/b2"], 0, 300);
+    expect(d).toEqual({ shares: [{ row: "p/b1", requests: 30, fair: 30 }, { row: "p/b2", requests: 0, fair: 0 }], judgedMs: 100 });
+    expect(spreadRatio(d.shares)).toBe(1);
+    expect(spreadRatio([{ row: "x", requests: 30, fair: 10 }])).toBeNull();
+  });
+  it("tallies failure reasons and draws requests from a mix", () => {
+    expect(tally(["HTTP 502", "stream cut", "HTTP 502"])).toBe("HTTP 502 ×2, stream cut ×1");
+    const seq = [0, 0.999, 0.9, 0.9];
+    let i = 0;
+    expect(drawRequest(FIELD_MIX, () => seq[i++])).toEqual({ shape: "completion", promptBytes: 1024, maxTokens: 250 });
+    expect(promptOf(65_536, "MARK")).toHaveLength(65_536);
+    expect(promptOf(100, "MARK")).toContain("MARK");
+  });
+});
+
+describe("field workload", () => {
+  it("sends every shape with the openai client and records successes; a 503 keeps its Retry-After", async () => {
+    const fake = await startFakeInference({ model: "m", latencyMs: 1, tokenMs: 2 });
+    const refuse = createServer((_req, res) => res.writeHead(503, { "retry-after": "1", "content-type": "text/html" }).end("<html>503</html>"));
+    await new Promise<void>((r) => refuse.listen(0, "127.0.0.1", () => r()));
+    try {
+      const tl = emptyTimeline();
+      const wl = startWorkload({ client: "f", target: () => fake.url, mix: { ...FIELD_MIX, maxTokens: [3, 6] }, concurrency: 4, timeline: tl, now: () => Date.now(), model: "m", timeoutMs: 5000 });
+      await new Promise((r) => setTimeout(r, 600));
+      await wl.stop();
+      expect(wl.records.length).toBeGreaterThan(8);
+      expect(wl.records.every((x) => x.ok && x.tokens === x.maxTokens)).toBe(true);
+      expect(new Set(wl.records.map((x) => x.shape)).size).toBeGreaterThanOrEqual(3);
+      expect(tl.sent.f).toBe(wl.records.length);
+      const port = (refuse.address() as AddressInfo).port;
+      const rec = await sendRecorded({ client: "f", timeline: tl, now: () => Date.now(), model: "m", timeoutMs: 2000 }, `http://127.0.0.1:${port}`, { shape: "chat-stream", promptBytes: 1024, maxTokens: 3 });
+      expect(rec).toMatchObject({ ok: false, why: "HTTP 503", status: 503, retryAfter: "1" });
+      expect(tl.failures).toEqual([expect.objectContaining({ client: "f", why: "HTTP 503" })]);
+      const dead = await sendRecorded({ client: "f", timeline: tl, now: () => Date.now(), model: "m", timeoutMs: 2000 }, `http://127.0.0.1:${await freePort()}`, { shape: "completion", promptBytes: 1024, maxTokens: 3 });
+      expect(dead.why).toBe("ECONNREFUSED");
+    } finally {
+      await fake.close();
+      refuse.close();
+    }
   });
 });
