@@ -146,14 +146,12 @@ export async function runOverload(ctx: ScenarioContext, spec: ScenarioSpec, run:
   }
   await sleep(1000);
   const serving = [...healthyOthers, ...spares.filter((n) => n.running)];
-  // From a process of its own: the health endpoints, and a canary completion through the proxy
-  // (what one more client gets: served after a wait in the queue, or refused).
+  // From a process of its own: the health endpoints, and four canary clients sending 1-token
+  // completions through the proxy (what one more client gets: served after a wait in the queue,
+  // or refused).
+  const canaryTarget = { url: `${proxyUrl(ctx, az)}/v1/completions`, body: { model: DRILL_MODEL, prompt: "canary", max_tokens: 1 } };
   const polls = pollEndpoints(
-    [
-      { url: `http://${az.address}:${ctx.stack.monitorPort}/healthz` },
-      { url: `http://${az.address}:${ctx.stack.azHealthPort}/az/health` },
-      { url: `${proxyUrl(ctx, az)}/v1/completions`, body: { model: DRILL_MODEL, prompt: "canary", max_tokens: 1 } },
-    ],
+    [{ url: `http://${az.address}:${ctx.stack.monitorPort}/healthz` }, { url: `http://${az.address}:${ctx.stack.azHealthPort}/az/health` }, ...Array<typeof canaryTarget>(4).fill(canaryTarget)],
     ctx.now,
   );
   const loadAt = ctx.now();
@@ -162,7 +160,8 @@ export async function runOverload(ctx: ScenarioContext, spec: ScenarioSpec, run:
   const loadEnd = ctx.now();
   await wl.stop();
   await polls.stop();
-  const [healthz, azHealth, canary] = polls.polls.map((p) => p.filter((x) => x.t >= loadAt && x.t <= loadEnd));
+  const [healthz, azHealth, ...canaries] = polls.polls.map((p) => p.filter((x) => x.t >= loadAt && x.t <= loadEnd));
+  const canary = canaries.flat();
   r.healAt = mark(ctx, "heal", `heal ${az.name}`);
   await Promise.all(victims.map((n) => n.gpuFault(null)));
   const back = (s: Sample): boolean => victims.every((n) => healthy(ctx, s, n)) && s.dns !== null && s.dns.includes(az.address);
@@ -217,7 +216,7 @@ export async function runOverload(ctx: ScenarioContext, spec: ScenarioSpec, run:
   r.extra.figures =
     `${concurrency} clients on ${az.name}'s proxy for ${fmt(loadEnd - loadAt)} (3 × one AZ: ${victims.length} servers × maxconn ${maxconn ?? "none"}), ` +
     `served by ${serving.length} backups: ${r.extra.served} served, ${r503.length} 503 (client p50 ${fmt(field503?.p50)}, max ${fmt(field503?.max)}), ` +
-    `${other.length} other failures${other.length ? ` (${r.extra.otherReasons})` : ""}; canary from an idle process: ${r.extra.canary || "none"}, ` +
+    `${other.length} other failures${other.length ? ` (${r.extra.otherReasons})` : ""}; canaries from an idle process: ${r.extra.canary || "none"}, ` +
     `503 p50 ${fmt(lat?.p50)} max ${fmt(lat?.max)}; ${r.extra.retryAfterMissing} 503s without Retry-After; /healthz max ${fmt(r.extra.healthzMaxMs as number | null)}, ` +
     `/az/health max ${fmt(r.extra.azHealthMaxMs as number | null)} over ${r.extra.healthPolls} polls (${r.extra.healthUnanswered} unanswered); ` +
     `false failovers ${r.falseFailovers}${falseRows.length ? ` (${falseRows.join(",")})` : ""}${dnsLost ? `, DNS lost a healthy AZ ${dnsLost}×` : ""}`;
