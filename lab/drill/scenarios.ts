@@ -75,7 +75,9 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     quick: true,
     repeat: { full: 5, quick: 3 },
     needsFleet: false,
-    targets: { l1P50Ms: 700, l1Ms: 1200, failed: 0 },
+    // The requests the killed server held fail (the proxy no longer replays an empty response:
+    // it cannot tell a crash from a query of death); every other request must succeed.
+    targets: { l1P50Ms: 700, l1Ms: 1200, failedBeyondInFlight: 0 },
   },
   { name: "gpu-lost", tier: "L1", title: "GPU fallen off the bus (nvidia-smi exit 15)", quick: true, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { l1Ms: 2000 } },
   { name: "xid", tier: "L1", title: "fatal XID 79 in the kernel log (heal: agent restart, as a reboot)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { l1Ms: 2000 } },

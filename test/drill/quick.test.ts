@@ -38,7 +38,9 @@ describe("llm-ha drill --quick --check", () => {
     const crash = report.scenarios[0];
     expect(crash.runs).toBe(3);
     expect(crash.l1.max!).toBeLessThanOrEqual(1200);
-    expect(crash.failed).toBe(0);
+    // Requests the killed server held fail (empty responses are not replayed: a query of death
+    // must cost one server); every request beyond them succeeds.
+    for (const r of crash.runs_detail) expect(r.extra.failedBeyondInFlight).toBe(0);
     // The baselines are measured in the same run: the default one is slower than llm-ha on a crash,
     // and neither sees a wedged engine.
     expect(crash.baselineDefault.p50 === null || crash.baselineDefault.p50 > crash.l1.p50!).toBe(true);

@@ -9,8 +9,9 @@ import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
 import { DRILL_TIMING } from "../settings";
 import { backendOf, BASELINE_DEFAULT, BASELINE_TUNED } from "../stack";
-import { firstAfter, l1Reduced, l1Removed } from "../timeline";
-import { blank, finish, healthy, mark, nextVictim, rowOf, steady, until, type RunResult, type ScenarioContext } from "./runner";
+import { failuresBetween, firstAfter, l1Reduced, l1Removed } from "../timeline";
+import { inFlightOf } from "./proxy-measure";
+import { blank, finish, healthy, MAIN_CLIENT, mark, nextVictim, rowOf, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 /** The runs of one node fault: a victim per run from the active AZs, in turn. */
 export interface NodeFault {
@@ -20,7 +21,16 @@ export interface NodeFault {
   holdMaxMs: number;
   /** Degraded (lower weight) is the expected L1 action, not removal. */
   degraded?: boolean;
+  /**
+   * The fault kills the server under the requests it holds: those cannot be replayed (a
+   * proxy cannot tell a crash from a request that crashed its server, so it never retries
+   * an empty response), and the run reports the failures beyond them.
+   */
+  killsInFlight?: boolean;
 }
+
+/** Failures within this long after the kill are requests the dead server held (their sockets close at once). */
+const IN_FLIGHT_WINDOW_MS = 50;
 
 /** One run of a node fault; a degraded fault is judged by the lowered weight, and its L1 time is also given net of the latency threshold. */
 export async function runNodeFault(ctx: ScenarioContext, spec: ScenarioSpec, run: number, f: NodeFault): Promise<RunResult> {
@@ -29,6 +39,7 @@ export async function runNodeFault(ctx: ScenarioContext, spec: ScenarioSpec, run
   const n = nextVictim(ctx);
   const pred = f.degraded ? l1Reduced : l1Removed;
   const row = rowOf(ctx, n);
+  const inFlight = f.killsInFlight ? await inFlightOf(n) : null;
   r.injectAt = mark(ctx, "inject", `${spec.name} ${n.id}`);
   await f.inject(n);
   await until(ctx, f.holdMaxMs, (s) => pred(s.l1[row]) && l1Removed(s.l1[`${backendOf(BASELINE_DEFAULT)}/${n.id}`]) && l1Removed(s.l1[`${backendOf(BASELINE_TUNED)}/${n.id}`]));
@@ -44,12 +55,17 @@ export async function runNodeFault(ctx: ScenarioContext, spec: ScenarioSpec, run
   finish(ctx, r, [n], pred);
   if (f.degraded && r.l1Ms !== null) r.extra.l1AfterThresholdMs = r.l1Ms - DRILL_TIMING.probeLatencyMs;
   r.extra.holdMs = r.healAt - r.injectAt;
+  if (f.killsInFlight) {
+    const held = failuresBetween(ctx.tl, MAIN_CLIENT, r.injectAt, r.injectAt + IN_FLIGHT_WINDOW_MS);
+    r.extra.inFlightAtKill = inFlight;
+    r.extra.failedBeyondInFlight = Math.max(0, r.failed - Math.max(inFlight ?? 0, held));
+  }
   return r;
 }
 
 /** Each node fault's injection and heal; the hold limits leave the slower baselines time to act. */
 export const NODE_FAULTS: Record<string, NodeFault> = {
-  crash: { inject: (n) => n.crashInference(), heal: (n) => n.startInference("ready"), holdMaxMs: 8000 },
+  crash: { inject: (n) => n.crashInference(), heal: (n) => n.startInference("ready"), holdMaxMs: 8000, killsInFlight: true },
   "gpu-lost": { inject: (n) => n.gpuFault("gpuLost"), heal: (n) => n.gpuFault(null), holdMaxMs: 4000 },
   xid: {
     inject: (n) => n.xid(79),
