@@ -286,7 +286,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
       extraArgs: Array.isArray(extraArgs) ? (extraArgs as string[]) : [],
     },
     agentImage: cfg.get("agentImage") ?? "",
-    haproxy: { image: str(hap, "image", key("haproxy.image"), "haproxy:2.8-alpine"), replicas: int(hap, "replicas", key("haproxy.replicas"), 2) },
+    haproxy: { image: str(hap, "image", key("haproxy.image"), "haproxy:2.6-alpine"), replicas: int(hap, "replicas", key("haproxy.replicas"), 2) },
     dns: { zoneId: str(dns, "zoneId", key("dns.zoneId")), serviceName, ttl, failureThreshold, zonalShift: dns.zonalShift === true, zonalShiftResources: Array.isArray(shiftArns) ? (shiftArns as string[]) : [] },
     redis: { nodeType: str(redis, "nodeType", key("redis.nodeType"), "cache.r7g.large"), replicas: redisReplicas, authToken: authToken ?? pulumi.secret("") },
     kafka: {

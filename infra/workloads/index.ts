@@ -30,7 +30,7 @@ export interface WorkloadsArgs {
   vpcCidr: string;
   /** Namespace of everything but the device plugin. Default `llm-ha`. */
   namespace?: string;
-  /** HAProxy image. Default `haproxy:2.8-alpine`. */
+  /** HAProxy image. Default `haproxy:2.6-alpine`: the major version the drill and the tests run (Debian 12 ships 2.6.12), so what is measured is what serves; 2.6 is an LTS branch. */
   haproxyImage?: string;
   /** HAProxy pods per AZ. Default 2. */
   haproxyReplicas?: number;
@@ -147,7 +147,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       az,
       azs: azNames,
       slots,
-      image: args.haproxyImage ?? "haproxy:2.8-alpine",
+      image: args.haproxyImage ?? "haproxy:2.6-alpine",
       replicas: args.haproxyReplicas ?? 2,
       publicSubnetId,
       nlbName: nlbNames[az],
