@@ -171,6 +171,24 @@ describe("capacity and standby", () => {
     expect(r.evaluation.standby).toMatchObject({ az: "c", wake: true });
   });
 
+  it("a standby AZ booting on purpose is not a zone down: it is left out of the tier until it has been OK once", () => {
+    const s = { ...S, standbyAz: "c" };
+    const booting = (id: string) => out(id, "c", { status: "UNKNOWN", phase: "loading", served: false });
+    const hurt = [out("a1", "a"), node("a2", "a"), node("b1", "b"), node("b2", "b")];
+    let r = evaluate({ nodes: [node("a1", "a"), node("a2", "a"), node("b1", "b"), node("b2", "b")] }, emptyControllerMemory(), s, 0);
+    r = evaluate({ nodes: hurt }, r.memory, s, 500);
+    expect(r.evaluation.standby.wake).toBe(true);
+    // the woken standby's nodes register while they load: DOWN as an AZ, but not L3 "AZ down: c"
+    r = evaluate({ nodes: [...hurt, booting("c1"), booting("c2")] }, r.memory, s, 1000);
+    expect(r.evaluation.azs.find((a) => a.az === "c")?.state).toBe("DOWN");
+    expect(r.evaluation.tier).toMatchObject({ level: "L2", reason: "AZ degraded: a" });
+    // once it has served (OK after recoverPeriods evaluations), losing it counts again
+    for (let t = 2000; t < 2000 + S.recoverPeriods * 100; t += 100) r = evaluate({ nodes: [...hurt, node("c1", "c"), node("c2", "c")] }, r.memory, s, t);
+    expect(r.evaluation.azs.find((a) => a.az === "c")?.state).toBe("OK");
+    r = evaluate({ nodes: [...hurt, out("c1", "c"), out("c2", "c")] }, r.memory, s, 3000);
+    expect(r.evaluation.tier.level).toBe("L3");
+  });
+
   it("a scale-out is not a capacity loss: nodes that never served are left out while others in the AZ have", () => {
     const s = { ...S, standbyAz: "c" };
     const joining = (id: string, az: string) => out(id, az, { status: "UNKNOWN", phase: "loading", served: false });

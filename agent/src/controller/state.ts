@@ -352,6 +352,9 @@ export function evaluate(
   const tierStates = new Map(states);
   if (s.standbyAz && !sb.decision.wake) tierStates.delete(s.standbyAz);
   else nodesOut.push(...standbyOut);
+  // A standby woken on purpose is booting, not failing: left out of the tier until it has
+  // been OK once (or its cold-start grace runs out; LlmHaStandbyNotWaking watches it).
+  if (s.standbyAz && starting.has(s.standbyAz)) tierStates.delete(s.standbyAz);
   const tier = tierLevel(tierStates, nodesOut.sort());
   const heldAzs = azs.filter((a) => a.held).map((a) => a.az);
   if (heldAzs.length) tier.reason += ` (held: ${heldAzs.join(",")} — ${silenceExplained}; waiting for heartbeats)`;
