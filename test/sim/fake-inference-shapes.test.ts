@@ -3,29 +3,16 @@
  * grows with `max_tokens`, OpenAI streams (raw SSE and through the official `openai` client), a
  * client leaving mid-stream, and the query of death (in a test and as a process).
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { get as httpGet } from "node:http";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { OpenAI } from "openai";
-import { afterEach, describe, expect, it } from "vitest";
-import { parseFakeInferenceArgs, QUERY_OF_DEATH_EXIT_CODE, QUERY_OF_DEATH_MARKER, startFakeInference, type FakeInference, type FakeInferenceOptions } from "../../lab/sim/fake-inference";
+import { describe, expect, it } from "vitest";
+import { parseFakeInferenceArgs, QUERY_OF_DEATH_EXIT_CODE, QUERY_OF_DEATH_MARKER } from "../../lab/sim/fake-inference";
+import { failure, fakeServers, MODEL } from "./helpers";
 
-const MODEL = "meta-llama/Llama-3.1-8B-Instruct";
-const started: FakeInference[] = [];
-const children: ChildProcess[] = [];
-
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((f) => f.close()));
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null && c.pid) process.kill(c.pid, "SIGKILL");
-});
-
-async function fake(opts: FakeInferenceOptions = {}): Promise<FakeInference> {
-  const f = await startFakeInference({ model: MODEL, latencyMs: 0, ...opts });
-  started.push(f);
-  return f;
-}
+const { fake, track } = fakeServers({ latencyMs: 0 });
 
 async function post(url: string, body: unknown, timeoutMs = 5000): Promise<{ status: number; text: string; ms: number; type: string | null }> {
   const t = Date.now();
@@ -54,16 +41,6 @@ async function events(url: string, body: unknown): Promise<{ t: number; data: st
 }
 
 /** How a request on a fresh connection fails (`ECONNREFUSED`, `ECONNRESET`…), or "answered". */
-function failure(url: string, path: string): Promise<string> {
-  return new Promise((done) => {
-    const req = httpGet(url + path, { agent: false, timeout: 5000 }, (res) => {
-      res.resume();
-      done("answered");
-    });
-    req.on("error", (err: NodeJS.ErrnoException) => done(err.code ?? err.name));
-  });
-}
-
 describe("fake inference: request shapes", () => {
   it("takes prompts of 200 KB, in completions and in chat messages", async () => {
     const f = await fake();
@@ -168,7 +145,7 @@ describe("fake inference: query of death", () => {
   it("as a process it exits at once with its code and says why", async () => {
     const entry = resolve(__dirname, "../../lab/sim/fake-inference.ts");
     const child = spawn(process.execPath, ["--import", "tsx", entry, "--port", "0", "--model", MODEL], { stdio: ["ignore", "pipe", "pipe"] });
-    children.push(child);
+    track(child);
     let err = "";
     child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
     const [line] = (await once(createInterface({ input: child.stdout! }), "line")) as [string];

@@ -1,32 +1,12 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { get as httpGet } from "node:http";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { afterEach, describe, expect, it } from "vitest";
-import {
-  setFakeInferenceMode,
-  startFakeInference,
-  WRONG_MODEL_ID,
-  FakeInferenceAdminError,
-  type FakeInference,
-  type FakeInferenceOptions,
-} from "../../lab/sim/fake-inference";
+import { describe, expect, it } from "vitest";
+import { setFakeInferenceMode, WRONG_MODEL_ID, FakeInferenceAdminError } from "../../lab/sim/fake-inference";
+import { failure, fakeServers, MODEL } from "./helpers";
 
-const MODEL = "meta-llama/Llama-3.1-8B-Instruct";
-const started: FakeInference[] = [];
-const children: ChildProcess[] = [];
-
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((f) => f.close()));
-  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null && c.pid) process.kill(c.pid, "SIGKILL");
-});
-
-async function fake(opts: FakeInferenceOptions): Promise<FakeInference> {
-  const f = await startFakeInference({ model: MODEL, ...opts });
-  started.push(f);
-  return f;
-}
+const { fake, track } = fakeServers();
 
 interface Answer {
   status: number;
@@ -49,16 +29,6 @@ async function call(url: string, path: string, body?: unknown, timeoutMs = 5000)
  * How a request on a fresh connection fails (e.g. ECONNREFUSED), or "answered". A fresh connection, because
  * fetch may reuse a kept-alive socket that the server has just dropped and report a socket error instead.
  */
-function failure(url: string, path: string): Promise<string> {
-  return new Promise((done) => {
-    const req = httpGet(url + path, { agent: false, timeout: 5000 }, (res) => {
-      res.resume();
-      done("answered");
-    });
-    req.on("error", (err: NodeJS.ErrnoException) => done(err.code ?? err.name));
-  });
-}
-
 const completion = { model: MODEL, prompt: "Say ok", max_tokens: 2 };
 
 describe("fake inference: vLLM", () => {
@@ -243,7 +213,7 @@ describe("fake inference as a process", () => {
     const child = spawn(process.execPath, ["--import", "tsx", entry, "--port", "0", "--kind", "vllm", "--model", MODEL, "--mode", "ready"], {
       stdio: ["ignore", "pipe", "inherit"],
     });
-    children.push(child);
+    track(child);
     const [line] = (await once(createInterface({ input: child.stdout! }), "line")) as [string];
     const ready = JSON.parse(line) as { ready: boolean; port: number; adminPort: number };
     expect(ready.ready).toBe(true);
@@ -260,7 +230,7 @@ describe("fake inference as a process", () => {
   it("exits 2 with a message on a bad argument", async () => {
     const entry = resolve(__dirname, "../../lab/sim/fake-inference.ts");
     const child = spawn(process.execPath, ["--import", "tsx", entry, "--kind", "sglang"], { stdio: ["ignore", "pipe", "pipe"] });
-    children.push(child);
+    track(child);
     let err = "";
     child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
     const [code] = (await once(child, "exit")) as [number];
