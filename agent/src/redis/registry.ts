@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
 import { NODE_STATUSES, takesTraffic, type Decision, type NodeStatus, type ServingPhase } from "../types";
 import type { Logger } from "../util/log";
+import { sleep } from "../util/net";
 import type { RedisClient } from "./client";
 import type { RedisKeys } from "./keys";
 import {
@@ -172,7 +173,7 @@ export class NodeRegistry {
       if (!first.instance || first.instance === this.instance) return null;
       const deadline = Date.now() + this.ttlMs + this.settings.intervalMs;
       while (Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, Math.min(this.settings.intervalMs, 500)));
+        await sleep(Math.min(this.settings.intervalMs, 500));
         const now = await read();
         if (!now.instance || now.instance === this.instance) return null;
         if (now.updatedAt !== first.updatedAt || now.instance !== first.instance) {
