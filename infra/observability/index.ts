@@ -1,9 +1,8 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { Problems } from "../problems";
-import { alertNames, alertRuleGroups } from "./alerts";
-import { buildDashboard } from "./dashboard";
-import { dashboardConfigMap, podMonitors, prometheusRule, rulesConfigMap } from "./manifests";
+import { alertNames } from "./alerts";
+import { observabilityObjects } from "./objects";
 import { DEFAULT_ALERT_THRESHOLDS, thresholdProblems, type AlertThresholds } from "./thresholds";
 import { WORKLOADS_NAMESPACE } from "../names";
 
@@ -16,7 +15,12 @@ export interface ObservabilityArgs {
   namespace?: string;
   /** Namespace of the dashboard ConfigMap (where Grafana's sidecar looks). Default: `namespace`. */
   grafanaNamespace?: string;
-  /** Ship the `PrometheusRule` and PodMonitors (needs prometheus-operator's CRDs). Default true. */
+  /**
+   * Also ship the `PrometheusRule` and PodMonitors. They need prometheus-operator's CRDs,
+   * which this stack does not install: default false (the ConfigMaps carry the same rules and
+   * scrape jobs for any Prometheus). Policy `crds-installed` refuses a stack that sets it
+   * without installing the CRDs.
+   */
   prometheusOperator?: boolean;
   /** Extra labels on the PrometheusRule and PodMonitors, for the Prometheus' selectors. Default none. */
   selectorLabels?: Record<string, string>;
@@ -25,9 +29,10 @@ export interface ObservabilityArgs {
 }
 
 /**
- * Alerts, dashboard and scrape monitors for the stack: PodMonitors for the agents and the
- * L1 proxies, the rules as a `PrometheusRule` and as a ConfigMap (for a Prometheus
- * without the operator), and the Grafana dashboard ConfigMap (`grafana_dashboard: "1"`).
+ * Alerts, dashboard and scrapes for the stack: ConfigMaps with the rules, the scrape jobs
+ * (agents, L1 proxies, inference servers), Alertmanager's inhibition rules and the Grafana
+ * dashboard (`grafana_dashboard: "1"`); with `prometheusOperator`, also a `PrometheusRule`
+ * and PodMonitors.
  */
 export class Observability extends pulumi.ComponentResource {
   /** Names of the alerts shipped. */
@@ -53,13 +58,19 @@ export function createObservability(name: string, args: ObservabilityArgs, paren
   validate(args);
   const opts = { parent, provider: args.provider };
   const namespace = args.namespace ?? WORKLOADS_NAMESPACE;
-  const groups = alertRuleGroups(args.thresholds);
-  new k8s.core.v1.ConfigMap(`${name}-rules`, rulesConfigMap(namespace, groups), opts);
-  new k8s.core.v1.ConfigMap(`${name}-dashboard`, dashboardConfigMap(args.grafanaNamespace ?? namespace, buildDashboard(args.thresholds)), opts);
-  if (args.prometheusOperator ?? true) {
-    const spec = { namespace, clusterName: args.clusterName, selectorLabels: args.selectorLabels ?? {} };
-    new k8s.apiextensions.CustomResource(`${name}-prometheus-rule`, prometheusRule(spec, groups), opts);
-    for (const m of podMonitors(spec)) new k8s.apiextensions.CustomResource(`${name}-${m.metadata.name}`, m, opts);
+  const o = observabilityObjects({
+    namespace,
+    grafanaNamespace: args.grafanaNamespace,
+    clusterName: args.clusterName,
+    prometheusOperator: args.prometheusOperator ?? false,
+    selectorLabels: args.selectorLabels ?? {},
+    thresholds: args.thresholds,
+  });
+  // Resource names in the order of `configMaps` (rules, dashboard, scrape jobs, inhibitions).
+  const cmNames = ["rules", "dashboard", "scrape-configs", "alertmanager-inhibit"];
+  o.configMaps.forEach((cm, i) => new k8s.core.v1.ConfigMap(`${name}-${cmNames[i]}`, cm, opts));
+  for (const x of o.operator) {
+    new k8s.apiextensions.CustomResource(x.kind === "PrometheusRule" ? `${name}-prometheus-rule` : `${name}-${x.metadata.name}`, x, opts);
   }
-  return alertNames(groups);
+  return alertNames(o.groups);
 }

@@ -1,7 +1,8 @@
 /**
- * The Kubernetes objects that make llm-ha observable, as plain data: scrape monitors for
- * the agents and the L1 proxies, the alert rules (PrometheusRule and a plain ConfigMap)
- * and the Grafana dashboard ConfigMap the Grafana sidecar picks up.
+ * The Kubernetes objects that make llm-ha observable, as plain data: the scrapes of the
+ * agents, the L1 proxies and the inference servers (as `scrape_configs` in a ConfigMap, or
+ * PodMonitors with prometheus-operator), the rules (a ConfigMap, or a PrometheusRule),
+ * Alertmanager's inhibition rules and the Grafana dashboard ConfigMap its sidecar picks up.
  */
 import { type ConfigMap } from "../workloads/common";
 import { type RuleGroup } from "./alerts";
@@ -38,41 +39,118 @@ function podLabelMeta(label: string): string {
   return `__meta_kubernetes_pod_label_${label.replace(/[^A-Za-z0-9]/g, "_")}`;
 }
 
+/** One kind of pod Prometheus scrapes; rendered as a PodMonitor or as a plain `scrape_configs` job. */
+export interface ScrapeTarget {
+  /** The pods' `app.kubernetes.io/name`, also the `job` label. */
+  app: string;
+  /** Container port name. */
+  port: string;
+  /** Keep the target's own `node`/`az` labels (the agent's AZ series carry the AZ they describe). */
+  honorLabels: boolean;
+  /** Query parameters of the scrape. */
+  params?: Record<string, string[]>;
+  /** Metric names kept (everything else is dropped at ingestion); omitted keeps all. */
+  keep?: readonly string[];
+}
+
+/** HAProxy's exporter without the `server-template` slots in MAINT (unresolved): 2,640 of a prod pod's 2,926 series. */
+export const L1_SCRAPE_PARAMS = Object.freeze({ "no-maint": [""] });
+
 /**
- * One PodMonitor. `job` comes from the pod's `app.kubernetes.io/name` (`llm-ha-agent`,
- * `l1-proxy`). The agent labels its own series with `node` and `az`, so its scrape
- * honours them (the AZ series carry the AZ they describe, not the scraped pod's); the
- * relabelings give the same labels to `up` and to HAProxy's series.
+ * The three scrapes: agents (port `http`, 9400), L1 proxies (HAProxy's exporter on port
+ * `monitor`, 8404, only the names `l1Keep` lists), inference servers (vLLM's `/metrics`
+ * on port `http`, 8000: the TTFT and end-to-end latency histograms).
  */
-function podMonitor(s: MonitorSpec, app: string, port: string): OperatorObject {
+export function scrapeTargets(l1Keep: readonly string[]): ScrapeTarget[] {
+  return [
+    { app: APP.agent, port: "http", honorLabels: true },
+    { app: APP.l1, port: "monitor", honorLabels: false, params: { ...L1_SCRAPE_PARAMS }, keep: l1Keep },
+    { app: APP.inference, port: "http", honorLabels: false },
+  ];
+}
+
+/** A regex matching exactly the names (anchored by Prometheus). */
+export const keepRegex = (names: readonly string[]): string => [...names].sort().map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|");
+
+/**
+ * One PodMonitor. `job` comes from the pod's `app.kubernetes.io/name`. The relabelings
+ * give `node`, `az` and `cluster` to every series (the agent's own `node`/`az` win where
+ * it sets them: `honorLabels`).
+ */
+function podMonitor(s: MonitorSpec, t: ScrapeTarget): OperatorObject {
   return {
     apiVersion: "monitoring.coreos.com/v1",
     kind: "PodMonitor",
-    metadata: { name: app, namespace: s.namespace, labels: { ...PART_OF, ...s.selectorLabels } },
+    metadata: { name: t.app, namespace: s.namespace, labels: { ...PART_OF, ...s.selectorLabels } },
     spec: {
       jobLabel: "app.kubernetes.io/name",
       namespaceSelector: { matchNames: [s.namespace] },
-      selector: { matchLabels: { "app.kubernetes.io/name": app } },
+      selector: { matchLabels: { "app.kubernetes.io/name": t.app } },
       podMetricsEndpoints: [
         {
-          port,
+          port: t.port,
           path: "/metrics",
           interval: "15s",
-          honorLabels: true,
+          honorLabels: t.honorLabels,
+          ...(t.params ? { params: t.params } : {}),
           relabelings: [
             { sourceLabels: ["__meta_kubernetes_pod_node_name"], targetLabel: "node" },
             { sourceLabels: [podLabelMeta(LABELS.az)], targetLabel: "az" },
             { targetLabel: "cluster", replacement: s.clusterName },
           ],
+          ...(t.keep ? { metricRelabelings: [{ sourceLabels: ["__name__"], regex: keepRegex(t.keep), action: "keep" }] } : {}),
         },
       ],
     },
   };
 }
 
-/** PodMonitors of the agent DaemonSets (port `http`, 9400) and the L1 proxies (port `monitor`, 8404). */
-export function podMonitors(s: MonitorSpec): OperatorObject[] {
-  return [podMonitor(s, APP.agent, "http"), podMonitor(s, APP.l1, "monitor")];
+/** PodMonitors of the agents, the L1 proxies and the inference servers. */
+export function podMonitors(s: MonitorSpec, l1Keep: readonly string[]): OperatorObject[] {
+  return scrapeTargets(l1Keep).map((t) => podMonitor(s, t));
+}
+
+/** The same scrapes as `scrape_configs` jobs for a Prometheus without the operator. */
+export function scrapeConfigs(s: { namespace: string; clusterName: string }, l1Keep: readonly string[]): Record<string, unknown>[] {
+  return scrapeTargets(l1Keep).map((t) => ({
+    job_name: t.app,
+    honor_labels: t.honorLabels,
+    scrape_interval: "15s",
+    metrics_path: "/metrics",
+    ...(t.params ? { params: t.params } : {}),
+    kubernetes_sd_configs: [{ role: "pod", namespaces: { names: [s.namespace] } }],
+    relabel_configs: [
+      { source_labels: [podLabelMeta("app.kubernetes.io/name")], regex: t.app, action: "keep" },
+      { source_labels: ["__meta_kubernetes_pod_container_port_name"], regex: t.port, action: "keep" },
+      { source_labels: ["__meta_kubernetes_pod_node_name"], target_label: "node" },
+      { source_labels: [podLabelMeta(LABELS.az)], target_label: "az" },
+      { target_label: "cluster", replacement: s.clusterName },
+    ],
+    ...(t.keep ? { metric_relabel_configs: [{ source_labels: ["__name__"], regex: keepRegex(t.keep), action: "keep" }] } : {}),
+  }));
+}
+
+export const SCRAPE_FILE = "scrape-configs.yml";
+export const INHIBIT_FILE = "alertmanager-inhibit.yml";
+
+/** The scrape jobs for a plain Prometheus (`scrape_config_files:` or pasted under `scrape_configs:`). */
+export function scrapeConfigMap(s: { namespace: string; clusterName: string }, l1Keep: readonly string[]): ConfigMap {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "llm-ha-scrape-configs", namespace: s.namespace, labels: { ...PART_OF } },
+    data: { [SCRAPE_FILE]: JSON.stringify({ scrape_configs: scrapeConfigs(s, l1Keep) }, null, 2) + "\n" },
+  };
+}
+
+/** Alertmanager's `inhibit_rules` for the shipped alerts, to merge into `alertmanager.yml`. */
+export function inhibitConfigMap(namespace: string, inhibitText: string): ConfigMap {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "llm-ha-alertmanager-inhibit", namespace, labels: { ...PART_OF } },
+    data: { [INHIBIT_FILE]: inhibitText },
+  };
 }
 
 /** The rule groups as a `PrometheusRule` for prometheus-operator. */

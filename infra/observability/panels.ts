@@ -4,6 +4,7 @@
  * lays the rows out and adds the variables.
  */
 import { fromLeader } from "./alerts";
+import { sloSeries } from "./alerts/slo";
 import { type AlertThresholds } from "./thresholds";
 import { L1_BACKEND } from "../../contracts/names";
 
@@ -52,7 +53,126 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
   const hq = (q: number, by: string, histogram: string, sel = m) => `histogram_quantile(${q}, sum by (${by}, le) (rate(${sel(`${histogram}_bucket`)}[$__rate_interval])))`;
   const l1 = (code?: string) => m("haproxy_backend_http_responses_total", `proxy="${L1_BACKEND}"${code ? `, code="${code}"` : ""}`);
   const azState = `max by (az) ${leader("llmha_az_state", 'state="DEGRADED"')} + 2 * max by (az) ${leader("llmha_az_state", 'state="DOWN"')}`;
+  const l1b = (name: string) => m(name, `proxy="${L1_BACKEND}"`);
+  const rec = (name: string) => `${name}{cluster=~"$cluster"}`;
+  const recAz = (name: string) => m(name);
+  const availBudget = 1 - t.availabilityObjective;
+  // Over 30 days, from the recorded 1 h rates (sums of rates weigh each hour by its traffic).
+  const avail30d =
+    `1 - sum(sum_over_time(${recAz(sloSeries("cluster_az", "l1", "errors", "1h"))}[30d]))` +
+    ` / sum(sum_over_time(${recAz(sloSeries("cluster_az", "l1", "requests", "1h"))}[30d]))`;
+  const userImpact: RowSpec = {
+    title: "User impact",
+    panels: [
+      {
+        type: "timeseries",
+        title: "Requests",
+        description: `Inference requests answered through the L1 proxies (${L1_BACKEND}), per AZ`,
+        w: 6,
+        unit: "reqps",
+        queries: [{ expr: `sum by (az) (rate(${l1()}[$__rate_interval]))`, legend: "{{az}}" }],
+      },
+      {
+        type: "timeseries",
+        title: "Availability vs SLO",
+        description: `Share of requests that succeed (not 5xx, not cut after their status), per AZ; the objective is ${t.availabilityObjective}`,
+        w: 6,
+        unit: "percentunit",
+        redBelow: t.availabilityObjective,
+        queries: [{ expr: `1 - ${recAz(sloSeries("cluster_az", "l1", "error_ratio", "5m"))}`, legend: "{{az}}" }],
+      },
+      {
+        type: "stat",
+        title: "Error budget left (30 d)",
+        description: `Share of the 30-day availability budget (${Math.round(availBudget * 100000) / 1000} % of requests) not spent yet; below 0 the SLO is missed`,
+        w: 4,
+        unit: "percentunit",
+        redBelow: 0.25,
+        queries: [{ expr: `1 - (1 - (${avail30d})) / ${+availBudget.toPrecision(6)}`, instant: true }],
+      },
+      {
+        type: "timeseries",
+        title: "Budget burn rate (1 h)",
+        description: "How fast the availability and latency budgets burn (1 = spent exactly in 30 days); the page fires at 14.4 (1 h and 5 m) or 6 (6 h and 30 m)",
+        w: 8,
+        redAbove: 6,
+        queries: [
+          { expr: `${rec(sloSeries("cluster", "l1", "error_ratio", "1h"))} / ${+availBudget.toPrecision(6)}`, legend: "availability {{cluster}}" },
+          { expr: `${rec(sloSeries("cluster", "ttft", "error_ratio", "1h"))} / ${+(1 - t.latencyObjective).toPrecision(6)}`, legend: "latency {{cluster}}" },
+        ],
+      },
+      {
+        type: "timeseries",
+        title: "Time to first token P95",
+        description: `vLLM's time to first token at P95 per AZ (where the servers export none, the probe's latency); the latency SLO counts requests over ${t.latencySeconds} s`,
+        w: 8,
+        unit: "s",
+        redAbove: t.latencySeconds,
+        queries: [
+          { expr: hq(0.95, "az", "vllm:time_to_first_token_seconds"), legend: "{{az}} TTFT" },
+          { expr: hq(0.95, "az", "llmha_probe_latency_seconds"), legend: "{{az}} probe" },
+        ],
+      },
+      {
+        type: "timeseries",
+        title: "End-to-end latency P95",
+        description: "vLLM's whole-request latency at P95 per AZ (long generations take long by design: read it beside the token counts)",
+        w: 8,
+        unit: "s",
+        queries: [{ expr: hq(0.95, "az", "vllm:e2e_request_latency_seconds"), legend: "{{az}}" }],
+      },
+      {
+        type: "timeseries",
+        title: "Retries, redispatches, cut streams",
+        description: "What the proxy hides or cannot: requests retried on another server (retry-on … 503 hides a failing server), redispatched, and responses cut after their status line",
+        w: 8,
+        unit: "reqps",
+        queries: [
+          { expr: `sum by (az) (rate(${l1b("haproxy_backend_retry_warnings_total")}[$__rate_interval]))`, legend: "{{az}} retries" },
+          { expr: `sum by (az) (rate(${l1b("haproxy_backend_redispatch_warnings_total")}[$__rate_interval]))`, legend: "{{az}} redispatches" },
+          { expr: `sum by (az) (rate(${l1b("haproxy_backend_response_errors_total")}[$__rate_interval]))`, legend: "{{az}} cut" },
+        ],
+      },
+      {
+        type: "timeseries",
+        title: "Queued in the proxy",
+        description: "Requests waiting in HAProxy for a server slot (maxconn per server; they get a 503 after timeout queue)",
+        w: 6,
+        queries: [{ expr: `sum by (az) (${l1b("haproxy_backend_current_queue")})`, legend: "{{az}}" }],
+      },
+      {
+        type: "timeseries",
+        title: "Latency SLO: fast first tokens",
+        description: `Share of requests whose first token came within ${t.latencySeconds} s, per AZ; the objective is ${t.latencyObjective}`,
+        w: 6,
+        unit: "percentunit",
+        redBelow: t.latencyObjective,
+        queries: [{ expr: `1 - ${recAz(sloSeries("cluster_az", "ttft", "error_ratio", "5m"))}`, legend: "{{az}}" }],
+      },
+      {
+        type: "timeseries",
+        title: "Failed requests",
+        description: `5xx responses the L1 proxy returned (${L1_BACKEND}, HAProxy's own 503s included)`,
+        w: 12,
+        unit: "reqps",
+        queries: [{ expr: `sum by (az) (rate(${l1("5xx")}[$__rate_interval]))`, legend: "{{az}}" }],
+      },
+    ],
+  };
+  const alertsRow: RowSpec = {
+    title: "Alerts",
+    panels: [
+      {
+        type: "table",
+        title: "Firing llm-ha alerts",
+        description: "Every llm-ha alert firing now (docs/observability.md says what each means)",
+        w: 24,
+        queries: [{ expr: 'ALERTS{alertname=~"LlmHa.*", alertstate="firing", cluster=~"$cluster"}', table: true }],
+      },
+    ],
+  };
   return [
+    userImpact,
     {
       title: "Fleet at a glance",
       panels: [
@@ -122,6 +242,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
         },
       ],
     },
+    alertsRow,
     {
       title: "Nodes and AZs",
       panels: [
@@ -340,20 +461,19 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
       panels: [
         {
           type: "timeseries",
-          title: "Failed requests",
-          description: `5xx responses the L1 proxy returned (${L1_BACKEND}, HAProxy's own 503s included)`,
-          w: 8,
-          unit: "reqps",
-          queries: [{ expr: `sum by (az) (rate(${l1("5xx")}[$__rate_interval]))`, legend: "{{az}}" }],
-        },
-        {
-          type: "timeseries",
           title: "Error ratio",
-          description: `Share of L1 responses that are 5xx; the alert fires above ${t.l1ErrorRatio} for 5 minutes`,
+          description: `Share of L1 responses that are 5xx, per AZ; at the availability objective ${t.availabilityObjective} the budget allows ${+availBudget.toPrecision(6)}`,
           w: 8,
           unit: "percentunit",
-          redAbove: t.l1ErrorRatio,
+          redAbove: +availBudget.toPrecision(6),
           queries: [{ expr: `sum by (az) (rate(${l1("5xx")}[$__rate_interval])) / sum by (az) (rate(${l1()}[$__rate_interval]))`, legend: "{{az}}" }],
+        },
+        {
+          type: "table",
+          title: "Servers by state",
+          description: "Each L1 proxy's servers and their state now (slots of the server-template not resolved are left out of the scrape: no-maint)",
+          w: 8,
+          queries: [{ expr: `max by (az, server, state) (${m("haproxy_server_status", `proxy="${L1_BACKEND}"`)}) == 1`, table: true, instant: true }],
         },
         {
           type: "timeseries",
@@ -364,18 +484,6 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
             { expr: `sum by (az) (${m("haproxy_backend_active_servers", `proxy="${L1_BACKEND}"`)})`, legend: "{{az}} active" },
             { expr: `sum by (az) (${m("haproxy_backend_backup_servers", `proxy="${L1_BACKEND}"`)})`, legend: "{{az}} backup" },
           ],
-        },
-      ],
-    },
-    {
-      title: "Alerts",
-      panels: [
-        {
-          type: "table",
-          title: "Firing llm-ha alerts",
-          description: "Every llm-ha alert firing now (docs/observability.md says what each means)",
-          w: 24,
-          queries: [{ expr: 'ALERTS{alertname=~"LlmHa.*", alertstate="firing", cluster=~"$cluster"}', table: true }],
         },
       ],
     },

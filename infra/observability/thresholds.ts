@@ -24,7 +24,27 @@ export interface AlertThresholds {
    * (`LlmHaStandbyNotWaking` watches it). Default none.
    */
   standbyAz: string | null;
+  /** Availability objective of inference requests through L1 (non-5xx share), e.g. 0.999. Default 0.999. */
+  availabilityObjective: number;
+  /** Share of requests whose time to first token is at most `latencySeconds`. Default 0.99. */
+  latencyObjective: number;
+  /**
+   * Time-to-first-token bound of the latency SLO, in seconds: a bucket bound both vLLM's
+   * `vllm:time_to_first_token_seconds` and the agent's probe histogram have (0.25, 0.5, 1, 5, 10). Default 1.
+   */
+  latencySeconds: number;
+  /** Burn-rate alerts need at least this many requests in their long window (no page on 1 failure in 10 at night). Default 100. */
+  sloMinRequests: number;
+  /** How long a model may stay loading before `LlmHaModelLoadStuck`. Default `30m`. */
+  modelLoadFor: string;
+  /** `job` label of the L1 proxies' scrape. Default `l1-proxy` (the PodMonitor's). */
+  l1Job: string;
+  /** Page every `runbook_url` points into (an anchor per alert is added). Default the repository's docs/observability.md. */
+  runbookBaseUrl: string;
 }
+
+/** Bucket bounds both vLLM's TTFT histogram and the agent's probe histogram have. */
+export const LATENCY_SLO_BOUNDS: readonly number[] = [0.25, 0.5, 1, 5, 10];
 
 export const DEFAULT_ALERT_THRESHOLDS: Readonly<AlertThresholds> = Object.freeze({
   azCapacityRatio: DEFAULT_CONTROLLER_SETTINGS.degradedBelow,
@@ -34,6 +54,13 @@ export const DEFAULT_ALERT_THRESHOLDS: Readonly<AlertThresholds> = Object.freeze
   standbyWakeFor: "15m",
   agentJob: "llm-ha-agent",
   standbyAz: null,
+  availabilityObjective: 0.999,
+  latencyObjective: 0.99,
+  latencySeconds: 1,
+  sloMinRequests: 100,
+  modelLoadFor: "30m",
+  l1Job: "l1-proxy",
+  runbookBaseUrl: "https://github.com/llm-ha/llm-ha/blob/main/docs/observability.md",
 });
 
 const DURATION = /^([0-9]+(ms|s|m|h|d|w|y))+$/;
@@ -55,5 +82,13 @@ export function thresholdProblems(t: AlertThresholds): [keyof AlertThresholds, s
   if (!DURATION.test(t.standbyWakeFor)) bad.push(["standbyWakeFor", "must be a Prometheus duration such as 15m"]);
   if (!/^[A-Za-z0-9_./-]+$/.test(t.agentJob)) bad.push(["agentJob", "must be a plain job name"]);
   if (t.standbyAz !== null && !/^[A-Za-z0-9_.-]+$/.test(t.standbyAz)) bad.push(["standbyAz", "must be an AZ name"]);
+  for (const k of ["availabilityObjective", "latencyObjective"] as const) {
+    if (!(t[k] > 0.5 && t[k] < 1)) bad.push([k, "must be in (0.5, 1), e.g. 0.999"]);
+  }
+  if (!LATENCY_SLO_BOUNDS.includes(t.latencySeconds)) bad.push(["latencySeconds", `must be one of ${LATENCY_SLO_BOUNDS.join(", ")} (a bucket bound of vLLM's and the probe's histograms)`]);
+  if (!(Number.isInteger(t.sloMinRequests) && t.sloMinRequests >= 0)) bad.push(["sloMinRequests", "must be an integer ≥ 0"]);
+  if (!DURATION.test(t.modelLoadFor)) bad.push(["modelLoadFor", "must be a Prometheus duration such as 30m"]);
+  if (!/^[A-Za-z0-9_./-]+$/.test(t.l1Job)) bad.push(["l1Job", "must be a plain job name"]);
+  if (!/^https?:\/\/[^\s#"]+$/.test(t.runbookBaseUrl)) bad.push(["runbookBaseUrl", "must be an http(s) URL without a fragment"]);
   return bad;
 }

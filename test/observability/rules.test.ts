@@ -4,73 +4,24 @@
  * alerts fire — on each fault — and which stay silent: on healthy series, on short blips
  * shorter than `for:`, and on a former leader's stale series.
  */
+import { describe, expect, it } from "vitest";
+import { alertNames, alertRuleGroups } from "../../infra/observability/alerts";
+import { havePromtool } from "./promql";
+import { at, Cases, runPromtoolTests, s, silent, type Series, type TestGroup } from "./promtool-cases";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import { alertNames, alertRuleGroups, type AlertRule } from "../../infra/observability/alerts";
 import { RULES_FILE, rulesFileText } from "../../infra/observability/manifests";
-import { havePromtool, promtool } from "./promql";
+import { promtool } from "./promql";
 
 const HAVE = havePromtool();
 if (!HAVE) console.warn("promtool not found: skipping the promtool tests (apt-get install -y prometheus)");
 
 // us-east-1c is the standby AZ of these tests (as `llm-ha:standbyAz` makes it in a stack).
 const groups = alertRuleGroups({ standbyAz: "us-east-1c" });
-const rules = new Map<string, AlertRule>(groups.flatMap((g) => g.rules.map((r) => [r.alert, r] as const)));
-const dir = mkdtempSync(join(tmpdir(), "llmha-rules-"));
-writeFileSync(join(dir, RULES_FILE), rulesFileText(groups));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-type Labels = Record<string, string>;
-interface Series {
-  series: string;
-  values: string;
-}
-interface Expected {
-  exp_labels: Labels;
-  exp_annotations: Labels;
-}
-interface AlertTest {
-  eval_time: string;
-  alertname: string;
-  exp_alerts: Expected[];
-}
-interface TestGroup {
-  name: string;
-  interval: string;
-  input_series: Series[];
-  alert_rule_test: AlertTest[];
-}
-
-const sel = (name: string, l: Labels) => `${name}{${Object.entries(l).map(([k, v]) => `${k}="${v}"`).join(", ")}}`;
-const s = (name: string, l: Labels, values: string): Series => ({ series: sel(name, l), values });
-
-/** Renders the rule's annotations as Prometheus would: `$labels.x`, and `$value` (through any function) as `value`. */
-function annotations(alert: string, labels: Labels, value?: string): Labels {
-  const rule = rules.get(alert);
-  if (!rule) throw new Error(`no rule ${alert}`);
-  const out: Labels = {};
-  for (const [k, tpl] of Object.entries(rule.annotations)) {
-    const text = tpl
-      .replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, l: string) => labels[l] ?? "")
-      .replace(/\{\{ \$value( \| \w+)? \}\}/g, () => {
-        if (value === undefined) throw new Error(`${alert}.${k} shows $value: give the expected text`);
-        return value;
-      });
-    if (text.includes("{{")) throw new Error(`${alert}.${k}: template left over: ${text}`);
-    out[k] = text;
-  }
-  return out;
-}
-
-/** An alert expected with these labels (severity added from the rule). */
-function fires(alert: string, labels: Labels, value?: string): Expected {
-  const all = { ...labels, severity: rules.get(alert)!.labels.severity };
-  return { exp_labels: all, exp_annotations: annotations(alert, labels, value) };
-}
-const at = (eval_time: string, alertname: string, ...exp_alerts: Expected[]): AlertTest => ({ eval_time, alertname, exp_alerts });
-const silent = (eval_time: string, ...names: string[]): AlertTest[] => names.map((n) => at(eval_time, n));
+const cases = new Cases(groups);
+const rules = cases.rules;
+const fires = cases.fires.bind(cases);
 
 const C = "c1";
 const node = (n: string, az: string) => ({ cluster: C, az, node: n });
@@ -184,9 +135,9 @@ const TESTS: TestGroup[] = [
       at("3m45s", "LlmHaZoneFailedOver"),
       at("5m15s", "LlmHaZoneFailedOver"),
       at("5m30s", "LlmHaTierElevated", fires("LlmHaTierElevated", { cluster: C }, "3")),
-      at("5m30s", "LlmHaZoneFailedOver", fires("LlmHaZoneFailedOver", { cluster: C })),
+      at("5m30s", "LlmHaZoneFailedOver", fires("LlmHaZoneFailedOver", { cluster: C }, "3")),
       at("6m15s", "LlmHaGlobalOutage", fires("LlmHaGlobalOutage", { cluster: C })),
-      at("6m15s", "LlmHaZoneFailedOver"),
+      at("6m15s", "LlmHaZoneFailedOver", fires("LlmHaZoneFailedOver", { cluster: C }, "4")),
       ...silent("7m30s", "LlmHaTierElevated", "LlmHaGlobalOutage"),
     ],
   },
@@ -284,43 +235,139 @@ const TESTS: TestGroup[] = [
     alert_rule_test: [at("5m", "LlmHaAgentsMissing"), at("12m", "LlmHaAgentsMissing", fires("LlmHaAgentsMissing", { job: "llm-ha-agent" }))],
   },
   {
-    name: "L1: 10 % of responses 5xx for 5 minutes fires; 1 % and a 30 s burst do not",
+    name: "L1 data missing: no proxy scraped, a proxy down, an AZ's proxy with no usable server (issue 19 item 5)",
     interval: "15s",
     input_series: [
-      s("haproxy_backend_http_responses_total", { cluster: C, az: "a", proxy: "inference_servers", code: "2xx" }, "0+90x60"),
-      s("haproxy_backend_http_responses_total", { cluster: C, az: "a", proxy: "inference_servers", code: "5xx" }, "0+10x60"),
-      s("haproxy_backend_http_responses_total", { cluster: C, az: "b", proxy: "inference_servers", code: "2xx" }, "0+99x60"),
-      s("haproxy_backend_http_responses_total", { cluster: C, az: "b", proxy: "inference_servers", code: "5xx" }, "0+1x60"),
-      s("haproxy_backend_http_responses_total", { cluster: C, az: "c", proxy: "inference_servers", code: "2xx" }, "0+100x20 2080+80x1 2240+100x37"),
-      s("haproxy_backend_http_responses_total", { cluster: C, az: "c", proxy: "inference_servers", code: "5xx" }, "0x20 20 40x40"),
-      // The monitor frontend's and other proxies' responses do not count.
-      s("haproxy_backend_http_responses_total", { cluster: C, az: "b", proxy: "inference_az_health", code: "5xx" }, "0+50x60"),
+      // c1: proxies up; the one in az a has neither own-AZ nor backup servers UP after 1 minute.
+      s("up", { cluster: C, az: "a", instance: "10.0.0.1:8404", job: "l1-proxy" }, "1x40"),
+      s("up", { cluster: C, az: "b", instance: "10.0.1.1:8404", job: "l1-proxy" }, "1 0x40"),
+      s("haproxy_backend_active_servers", { cluster: C, az: "a", instance: "10.0.0.1:8404", proxy: "inference_servers" }, "2 2 2 2 0x40"),
+      s("haproxy_backend_backup_servers", { cluster: C, az: "a", instance: "10.0.0.1:8404", proxy: "inference_servers" }, "4 4 4 4 0x40"),
+      s("haproxy_backend_active_servers", { cluster: C, az: "c", instance: "10.0.2.1:8404", proxy: "inference_servers" }, "0x40"),
+      s("haproxy_backend_backup_servers", { cluster: C, az: "c", instance: "10.0.2.1:8404", proxy: "inference_servers" }, "3x40"),
+      // another backend with no servers is not the L1 one
+      s("haproxy_backend_active_servers", { cluster: C, az: "c", instance: "10.0.2.1:8404", proxy: "az_health_agents" }, "0x40"),
+      s("haproxy_backend_backup_servers", { cluster: C, az: "c", instance: "10.0.2.1:8404", proxy: "az_health_agents" }, "0x40"),
     ],
-    alert_rule_test: [at("3m", "LlmHaL1ErrorRateHigh"), at("12m", "LlmHaL1ErrorRateHigh", fires("LlmHaL1ErrorRateHigh", { cluster: C, az: "a" }, "10%"))],
+    alert_rule_test: [
+      at("1m30s", "LlmHaL1NoUsableServers"),
+      at("3m", "LlmHaL1NoUsableServers", fires("LlmHaL1NoUsableServers", { cluster: C, az: "a", instance: "10.0.0.1:8404" })),
+      at("1m30s", "LlmHaL1ProxyDown"),
+      at("3m", "LlmHaL1ProxyDown", fires("LlmHaL1ProxyDown", { cluster: C, az: "b", instance: "10.0.1.1:8404", job: "l1-proxy" })),
+      at("8m", "LlmHaL1ProxiesMissing"),
+    ],
+  },
+  {
+    name: "L1 data missing: no l1-proxy target at all for 5 minutes fires",
+    interval: "1m",
+    input_series: [s("up", { job: "llm-ha-agent", instance: "x" }, "1x15")],
+    alert_rule_test: [at("4m", "LlmHaL1ProxiesMissing"), at("7m", "LlmHaL1ProxiesMissing", fires("LlmHaL1ProxiesMissing", {}))],
+  },
+  {
+    name: "model loading is no page (issue 19 item 4): UNHEALTHY while MODEL_LOADING stays silent; a load past 30m fires LlmHaModelLoadStuck",
+    interval: "1m",
+    input_series: [
+      // n1 loads for 10 minutes (scale-out), then serves.
+      s("llmha_node_status", { ...node("n1", "a"), status: "UNHEALTHY" }, "1x10 0x40"),
+      s("llmha_node_reason_active", { ...node("n1", "a"), code: "MODEL_LOADING" }, "1x10 0x40"),
+      // n2 never finishes loading.
+      s("llmha_node_status", { ...node("n2", "b"), status: "UNHEALTHY" }, "1x50"),
+      s("llmha_node_reason_active", { ...node("n2", "b"), code: "MODEL_LOADING" }, "1x50"),
+      // n3 has a real fault (its model crashed) after loading.
+      s("llmha_node_status", { ...node("n3", "b"), status: "UNHEALTHY" }, "1x50"),
+      s("llmha_node_reason_active", { ...node("n3", "b"), code: "MODEL_LOADING" }, "1x5 0x45"),
+      s("llmha_node_reason_active", { ...node("n3", "b"), code: "PROCESS_GONE" }, "0x5 1x45"),
+    ],
+    alert_rule_test: [
+      at("4m", "LlmHaNodeUnhealthy"),
+      at("9m", "LlmHaNodeUnhealthy", fires("LlmHaNodeUnhealthy", { ...node("n3", "b"), status: "UNHEALTHY" })),
+      at("25m", "LlmHaModelLoadStuck"),
+      at("32m", "LlmHaModelLoadStuck", fires("LlmHaModelLoadStuck", node("n2", "b"))),
+    ],
+  },
+  {
+    name: "leader change (issue 19 item 3): the tier held at L2 across a hand-over keeps LlmHaTierElevated firing",
+    interval: "15s",
+    input_series: [
+      // n1 leads until 5m, nobody for 30 s, then n2.
+      s("llmha_leader", node("n1", "a"), "1x19 0x40"),
+      s("llmha_leader", node("n2", "b"), "0x21 1x40"),
+      s("llmha_tier_level", node("n1", "a"), "2x60"),
+      s("llmha_tier_level", node("n2", "b"), "0x21 2x40"),
+    ],
+    alert_rule_test: [
+      at("2m", "LlmHaTierElevated", fires("LlmHaTierElevated", { cluster: C }, "2")),
+      at("5m15s", "LlmHaTierElevated", fires("LlmHaTierElevated", { cluster: C }, "2")),
+      at("5m30s", "LlmHaTierElevated", fires("LlmHaTierElevated", { cluster: C }, "2")),
+      at("6m15s", "LlmHaTierElevated", fires("LlmHaTierElevated", { cluster: C }, "2")),
+      at("6m45s", "LlmHaTierElevated", fires("LlmHaTierElevated", { cluster: C }, "2")),
+    ],
+  },
+  {
+    name: "leader change: L4 after L3 keeps LlmHaZoneFailedOver (inhibited by LlmHaGlobalOutage, not resolved); capacity and suspect checks bridge a hand-over",
+    interval: "15s",
+    input_series: [
+      s("llmha_leader", node("n1", "a"), "1x19 0x40"),
+      s("llmha_leader", node("n2", "b"), "0x21 1x40"),
+      s("llmha_tier_level", node("n1", "a"), "3x8 4x60"),
+      s("llmha_tier_level", node("n2", "b"), "0x21 4x40"),
+      s("llmha_az_healthy_capacity", { ...node("n1", "a"), az: "us-east-1a" }, "2x60"),
+      s("llmha_az_total_capacity", { ...node("n1", "a"), az: "us-east-1a" }, "8x60"),
+      s("llmha_az_healthy_capacity", { ...node("n2", "b"), az: "us-east-1a" }, "0x21 2x40"),
+      s("llmha_az_total_capacity", { ...node("n2", "b"), az: "us-east-1a" }, "0x21 8x40"),
+      s("llmha_blast_radius_suspect", { ...node("n1", "a"), check: "PROBE_SLOW" }, "1x60"),
+      s("llmha_blast_radius_suspect", { ...node("n2", "b"), check: "PROBE_SLOW" }, "0x21 1x40"),
+    ],
+    alert_rule_test: [
+      at("3m", "LlmHaZoneFailedOver", fires("LlmHaZoneFailedOver", { cluster: C }, "4")),
+      at("5m30s", "LlmHaZoneFailedOver", fires("LlmHaZoneFailedOver", { cluster: C }, "4")),
+      at("5m30s", "LlmHaGlobalOutage", fires("LlmHaGlobalOutage", { cluster: C })),
+      at("5m30s", "LlmHaAzCapacityLow", fires("LlmHaAzCapacityLow", { cluster: C, az: "us-east-1a" }, "25%")),
+      at("5m30s", "LlmHaBlastRadiusCapTripped", fires("LlmHaBlastRadiusCapTripped", { cluster: C, check: "PROBE_SLOW" })),
+    ],
+  },
+  {
+    name: "leader change: the standby's 'wanted since' survives hand-overs every 4 minutes; LlmHaStandbyNotWaking fires at 15 m, not later or never",
+    interval: "15s",
+    input_series: [
+      // The lease changes hands every 4 minutes with a 30 s gap: n1 0–4m, n2 4m30–8m30, n1 9m–13m, n2 13m30–…
+      s("llmha_leader", node("n1", "a"), "1x15 0x19 1x15 0x40"),
+      s("llmha_leader", node("n2", "b"), "0x17 1x15 0x19 1x40"),
+      ...["n1", "n2"].flatMap((n, i) => {
+        const l = node(n, i ? "b" : "a");
+        return [s("llmha_tier_level", l, "2x100"), s("llmha_standby_wake", l, "1x100"), s("llmha_standby_healthy_capacity", l, "0x100")];
+      }),
+    ],
+    alert_rule_test: [at("14m", "LlmHaStandbyNotWaking"), at("16m", "LlmHaStandbyNotWaking", fires("LlmHaStandbyNotWaking", { cluster: C }))],
   },
 ];
 
 describe.skipIf(!HAVE)("alert rules under promtool", () => {
+  const dir = mkdtempSync(join(tmpdir(), "llmha-check-"));
   it("promtool check rules accepts the generated file", () => {
+    writeFileSync(join(dir, RULES_FILE), rulesFileText(groups));
     const r = promtool(["check", "rules", RULES_FILE], dir);
-    expect(r.out).toContain(`SUCCESS: ${alertNames(groups).length} rules found`);
+    rmSync(dir, { recursive: true, force: true });
+    expect(r.out).toContain(`SUCCESS: ${groups.flatMap((g) => g.rules).length} rules found`);
     expect(r.code).toBe(0);
   });
 
-  it("every alert has a severity, a summary, a description and a runbook line, and a unit test", () => {
-    const tested = new Set(TESTS.flatMap((g) => g.alert_rule_test.filter((t) => t.exp_alerts.length > 0).map((t) => t.alertname)));
+  it("every alert has a severity, a summary, a description with first steps and a runbook_url, and a unit test", () => {
+    const tested = new Set(TESTS.flatMap((g) => (g.alert_rule_test ?? []).filter((t) => t.exp_alerts.length > 0).map((t) => t.alertname)));
+    const slo = ["LlmHaAvailabilityBudgetBurnFast", "LlmHaAvailabilityBudgetBurnSlow", "LlmHaLatencyBudgetBurnFast", "LlmHaLatencyBudgetBurnSlow"];
     for (const r of rules.values()) {
       expect(["critical", "warning", "info"]).toContain(r.labels.severity);
       expect(r.annotations.summary.length, r.alert).toBeGreaterThan(10);
-      expect(r.annotations.runbook.length, r.alert).toBeGreaterThan(20);
-      expect(tested.has(r.alert), `${r.alert} fires in some test`).toBe(true);
+      expect(r.annotations.description, r.alert).toMatch(/ First steps: .{20,}/);
+      expect(r.annotations.runbook_url, r.alert).toMatch(/^https:\/\/.+\/docs\/observability\.md#[a-z0-9]+$/);
+      // The SLO alerts are tested in slo-rules.test.ts.
+      if (!slo.includes(r.alert)) expect(tested.has(r.alert), `${r.alert} fires in some test`).toBe(true);
     }
+    expect(alertNames(groups)).toEqual(expect.arrayContaining(slo));
   });
 
   it("promtool test rules: each alert fires on its fault and stays silent otherwise", () => {
-    const file = join(dir, "alerts.test.yml");
-    writeFileSync(file, JSON.stringify({ rule_files: [RULES_FILE], evaluation_interval: "15s", tests: TESTS }, null, 2));
-    const r = promtool(["test", "rules", "alerts.test.yml"], dir);
+    const r = runPromtoolTests(groups, TESTS);
     expect(r.out).toContain("SUCCESS");
     expect(r.code, r.out).toBe(0);
   });

@@ -1,7 +1,7 @@
 import type { AlertThresholds } from "../thresholds";
-import { type RuleGroup } from "./common";
+import { type RuleGroupSpec } from "./common";
 
-export function agentRules(t: AlertThresholds): RuleGroup {
+export function agentRules(t: AlertThresholds): RuleGroupSpec {
   return {
     name: "llm-ha.agent",
     rules: [

@@ -1,17 +1,25 @@
 import type { AlertThresholds } from "../thresholds";
-import { fromLeader, pct, type RuleGroup } from "./common";
+import { pct, type RuleGroupSpec } from "./common";
+import { AZ_HEALTHY, AZ_TOTAL, STANDBY_WANTED_SINCE, SUSPECT, TIER } from "./leader-view";
 
-export function fleetRules(t: AlertThresholds): RuleGroup {
-  const tier = `max by (cluster) ${fromLeader("llmha_tier_level")}`;
+/** A Prometheus duration in seconds (`15m` → 900). */
+export function durationSeconds(d: string): number {
+  const unit: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400, w: 604800, y: 31536000 };
+  let total = 0;
+  for (const [, n, u] of d.matchAll(/([0-9]+)(ms|s|m|h|d|w|y)/g)) total += Number(n) * unit[u];
+  return total;
+}
+
+/** Leader-view alerts read the bridged recordings of `leader-view.ts`, so a leader change does not reset them. */
+export function fleetRules(t: AlertThresholds): RuleGroupSpec {
+  const tier = TIER;
   const notStandby = t.standbyAz ? `{az!="${t.standbyAz}"}` : "";
   return {
     name: "llm-ha.fleet",
     rules: [
       {
         alert: "LlmHaAzCapacityLow",
-        expr:
-          `max by (cluster, az) ${fromLeader(`llmha_az_healthy_capacity${notStandby}`)}` +
-          ` / max by (cluster, az) ${fromLeader(`(llmha_az_total_capacity${notStandby} > 0)`)} < ${t.azCapacityRatio}`,
+        expr: `${AZ_HEALTHY}${notStandby} / (${AZ_TOTAL}${notStandby} > 0) < ${t.azCapacityRatio}`,
         for: "2m",
         labels: { severity: "warning" },
         annotations: {
@@ -33,11 +41,12 @@ export function fleetRules(t: AlertThresholds): RuleGroup {
       },
       {
         alert: "LlmHaZoneFailedOver",
-        expr: `${tier} == 3`,
+        // L4 is worse, not better: the alert holds (LlmHaGlobalOutage inhibits it in Alertmanager).
+        expr: `${tier} >= 3`,
         for: "30s",
         labels: { severity: "critical" },
         annotations: {
-          summary: "An AZ is out of DNS in {{ $labels.cluster }} (tier L3)",
+          summary: "An AZ is out of DNS in {{ $labels.cluster }} (tier L{{ $value }})",
           description: "Route53 health checks on /az/health fail for an AZ; its clients go to the other AZs.",
           runbook: "Find the DOWN AZ on the dashboard; check its NLB, HAProxy pods and GPU nodes; capacity left in the other AZs must carry the load.",
         },
@@ -76,7 +85,7 @@ export function fleetRules(t: AlertThresholds): RuleGroup {
       },
       {
         alert: "LlmHaBlastRadiusCapTripped",
-        expr: `max by (cluster, check) ${fromLeader("llmha_blast_radius_suspect")} == 1`,
+        expr: `${SUSPECT} == 1`,
         for: "1m",
         labels: { severity: "critical" },
         annotations: {
@@ -87,11 +96,8 @@ export function fleetRules(t: AlertThresholds): RuleGroup {
       },
       {
         alert: "LlmHaStandbyNotWaking",
-        expr:
-          `max by (cluster) ${fromLeader("llmha_standby_wake")} == 1` +
-          ` and on (cluster) ${tier} >= 2` +
-          ` and on (cluster) max by (cluster) ${fromLeader("llmha_standby_healthy_capacity")} == 0`,
-        for: t.standbyWakeFor,
+        // A timestamp rather than `for:`: a leader change (or several) does not restart the count.
+        expr: `time() - ${STANDBY_WANTED_SINCE} >= ${durationSeconds(t.standbyWakeFor)}`,
         labels: { severity: "critical" },
         annotations: {
           summary: "The standby AZ is still at zero healthy GPUs under L2 in {{ $labels.cluster }}",

@@ -1,7 +1,7 @@
 import type { AlertThresholds } from "../thresholds";
-import { GPU_HARDWARE_CODES, GPU_RESET_CODES, type RuleGroup } from "./common";
+import { GPU_HARDWARE_CODES, GPU_RESET_CODES, type RuleGroupSpec } from "./common";
 
-export function gpuRules(_t: AlertThresholds): RuleGroup {
+export function gpuRules(_t: AlertThresholds): RuleGroupSpec {
   return {
     name: "llm-ha.gpu",
     rules: [

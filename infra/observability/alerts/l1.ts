@@ -1,22 +1,47 @@
 import type { AlertThresholds } from "../thresholds";
-import { pct, type RuleGroup } from "./common";
+import { type RuleGroupSpec } from "./common";
 import { L1_BACKEND } from "../../../contracts/names";
 
-export function l1Rules(t: AlertThresholds): RuleGroup {
-  const l1 = (code?: string) =>
-    `sum by (cluster, az) (rate(haproxy_backend_http_responses_total{proxy="${L1_BACKEND}"${code ? `, code="${code}"` : ""}}[5m]))`;
+/**
+ * The L1 proxies' own data: scraped at all, and each with a server to send to. What users
+ * see through them (errors, latency) is the SLO group's (`slo.ts`).
+ */
+export function l1Rules(t: AlertThresholds): RuleGroupSpec {
+  const servers = (kind: "active" | "backup") => `haproxy_backend_${kind}_servers{proxy="${L1_BACKEND}"}`;
   return {
     name: "llm-ha.l1",
     rules: [
       {
-        alert: "LlmHaL1ErrorRateHigh",
-        expr: `${l1("5xx")} / ${l1()} > ${t.l1ErrorRatio}`,
+        alert: "LlmHaL1ProxiesMissing",
+        expr: `absent(up{job="${t.l1Job}"} == 1)`,
         for: "5m",
         labels: { severity: "critical" },
         annotations: {
-          summary: "{{ $value | humanizePercentage }} of requests fail at the L1 proxy in {{ $labels.az }}",
-          description: `Over ${pct(t.l1ErrorRatio)} of the responses HAProxy returned for ${L1_BACKEND} were 5xx for 5 minutes: clients see errors.`,
-          runbook: "HAProxy stats (:8404/stats) for servers DOWN; if all local servers are down check the backups and the AZ state; else the inference pods' logs.",
+          summary: "Prometheus scrapes no L1 proxy that answers",
+          description: "No L1 proxy target is up: the availability SLO, its burn-rate alerts and the missing-server alert are blind.",
+          runbook: "kubectl -n llm-ha get pods -l app.kubernetes.io/name=l1-proxy; the l1-proxy PodMonitor (or scrape job) and Prometheus' targets page.",
+        },
+      },
+      {
+        alert: "LlmHaL1ProxyDown",
+        expr: `up{job="${t.l1Job}"} == 0`,
+        for: "2m",
+        labels: { severity: "warning" },
+        annotations: {
+          summary: "The L1 proxy {{ $labels.instance }} in {{ $labels.az }} is not answering scrapes",
+          description: "Its requests are not counted in the SLOs, and a proxy that does not answer its monitor port may not serve either.",
+          runbook: "kubectl describe and logs of the l1-proxy pod; the NLB target health of the AZ.",
+        },
+      },
+      {
+        alert: "LlmHaL1NoUsableServers",
+        expr: `max by (cluster, az, instance) (${servers("active")} + ${servers("backup")}) == 0`,
+        for: "1m",
+        labels: { severity: "critical" },
+        annotations: {
+          summary: "The L1 proxy {{ $labels.instance }} in {{ $labels.az }} has no usable server, own-AZ or backup",
+          description: `HAProxy sees no server UP in ${L1_BACKEND}: every request it gets fails with 503 (its /az/health fails too, so DNS moves away if every replica is so).`,
+          runbook: "HAProxy stats (:8404/stats): servers in MAINT (DNS resolution of the headless Services), DOWN (checks), or none at all; the agents' /readyz; the resolvers section.",
         },
       },
     ],

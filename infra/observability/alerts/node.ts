@@ -1,7 +1,7 @@
 import type { AlertThresholds } from "../thresholds";
-import { type RuleGroup } from "./common";
+import { type RuleGroupSpec } from "./common";
 
-export function nodeRules(t: AlertThresholds): RuleGroup {
+export function nodeRules(t: AlertThresholds): RuleGroupSpec {
   return {
     name: "llm-ha.node",
     rules: [
@@ -9,13 +9,28 @@ export function nodeRules(t: AlertThresholds): RuleGroup {
         alert: "LlmHaNodeUnhealthy",
         // The agent already needs `fall` (3) failing checks for a soft fault; a minute out
         // of service is worth a look even though L1 moved the traffic at once.
-        expr: 'max by (cluster, az, node, status) (llmha_node_status{status=~"UNHEALTHY|UNREACHABLE"}) == 1',
+        // A model loading (scale-out, node replacement, roll-out, the standby's morning) is
+        // normal and out of service on purpose: LlmHaModelLoadStuck watches it instead.
+        expr:
+          'max by (cluster, az, node, status) (llmha_node_status{status=~"UNHEALTHY|UNREACHABLE"}) == 1' +
+          ' unless on (cluster, az, node) (max by (cluster, az, node) (llmha_node_reason_active{code="MODEL_LOADING"}) == 1)',
         for: "1m",
         labels: { severity: "warning" },
         annotations: {
           summary: "Node {{ $labels.node }} in {{ $labels.az }} is {{ $labels.status }}",
           description: "The agent has kept node {{ $labels.node }} out of service for over a minute; HAProxy sends its traffic elsewhere.",
           runbook: "GET :9400/status on the node for the reasons; GPU reasons: drain and replace the node; inference reasons: kubectl logs of the inference pod.",
+        },
+      },
+      {
+        alert: "LlmHaModelLoadStuck",
+        expr: 'max by (cluster, az, node) (llmha_node_reason_active{code="MODEL_LOADING"}) == 1',
+        for: t.modelLoadFor,
+        labels: { severity: "warning" },
+        annotations: {
+          summary: "The model on {{ $labels.node }} in {{ $labels.az }} has been loading for over " + t.modelLoadFor,
+          description: `A load (weights download, compile, warm-up) normally ends well within ${t.modelLoadFor}; the node takes no traffic meanwhile.`,
+          runbook: "kubectl logs of the inference pod (download stalled? out of disk? OOM at load? HF token?); the node's disk and network; restart the pod once.",
         },
       },
       {
