@@ -66,7 +66,7 @@ export interface StackConfig {
 export interface ObservabilityConfig {
   /** Ship them at all. Default true. */
   enabled: boolean;
-  /** PrometheusRule + PodMonitors (prometheus-operator CRDs must exist). Default true. */
+  /** PrometheusRule + PodMonitors (prometheus-operator CRDs must exist; this stack does not install them). Default false. */
   prometheusOperator: boolean;
   /** Namespace of the dashboard ConfigMap. Default: the workloads' (`llm-ha`). */
   grafanaNamespace?: string;
@@ -298,7 +298,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     schedule,
     observability: {
       enabled: obs.enabled !== false,
-      prometheusOperator: obs.prometheusOperator !== false,
+      prometheusOperator: obs.prometheusOperator === true,
       grafanaNamespace: typeof grafanaNamespace === "string" ? grafanaNamespace : undefined,
       selectorLabels: isObj(selectorLabels) ? (selectorLabels as Record<string, string>) : {},
       thresholds,
