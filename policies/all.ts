@@ -2,6 +2,7 @@
 // index.ts because constructing the PolicyPack starts a gRPC server.
 import type { Policies } from "@pulumi/policy";
 import { eksControlPlaneLogging } from "./cluster";
+import { crdsInstalled } from "./crds";
 import { mskHaEncrypted, redisHaEncrypted } from "./data";
 import { agentRoleLeastPrivilege } from "./iam";
 import { failoverRecordPairs, failoverRecordTtl, route53HealthCheckFast } from "./dns";
@@ -38,4 +39,5 @@ export const policies: Policies = [
   agentRoleLeastPrivilege,
   requiredTags,
   eksControlPlaneLogging,
+  crdsInstalled,
 ];
