@@ -13,6 +13,7 @@ import { startObserver, type Observer } from "./observer";
 import { figuresLine, renderTable, standbyLine, summarize, type ScenarioSummary } from "./report";
 import { detectFleet, MAIN_CLIENT, runScenario, type RunResult, type ScenarioContext } from "./run-scenario";
 import { selectScenarios, UnknownScenarioError } from "./scenarios";
+import { DEFAULT_HAPROXY_TUNING } from "../../contracts/haproxy-tuning";
 import { CLIENT_TIMEOUT_MS, DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_TIMING, DRILL_TUNED_BASELINE } from "./settings";
 import { BASELINE_DEFAULT, BASELINE_TUNED, DRILL_MODEL, startStack, type DrillStack } from "./stack";
 import { renderTimelineSvg } from "./svg";
@@ -222,7 +223,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
       nodes: args.nodes,
       azs: st.azs.map((a) => ({ name: a.name, address: a.address, standby: a.standby })),
       fleetWired,
-      settings: { agent: { ...DRILL_AGENT_ENV }, haproxy: DRILL_AGENT_TUNING, baselineTuned: DRILL_TUNED_BASELINE, clientTimeoutMs: CLIENT_TIMEOUT_MS },
+      settings: { agent: { ...DRILL_AGENT_ENV }, haproxy: { ...DEFAULT_HAPROXY_TUNING, ...DRILL_AGENT_TUNING }, baselineTuned: DRILL_TUNED_BASELINE, clientTimeoutMs: CLIENT_TIMEOUT_MS },
       traffic: { sent: tl.sent, failed },
       pass,
       scenarios: summaries,

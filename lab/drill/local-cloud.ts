@@ -5,8 +5,8 @@
  *
  * | request                          | what it does                                                   | AWS equivalent |
  * |----------------------------------|----------------------------------------------------------------|----------------|
- * | `POST /standby/wake {az}`        | boots the AZ's stopped nodes (inference server + agent)        | Auto Scaling min/desired raised |
- * | `POST /standby/release {az}`     | stops its running nodes (SIGTERM: agents drain, leave Redis)   | group handed back to the scale-to-zero schedule |
+ * | `POST /standby/wake {az}`        | boots the AZ's stopped nodes (inference server + agent); each is in the AZ's DNS records from its boot | Auto Scaling min/desired raised |
+ * | `POST /standby/release {az}`     | stops its running nodes (SIGTERM: agents drain, leave Redis), then drops them from DNS | group handed back to the scale-to-zero schedule |
  * | `POST /shift/start {az, expiresInMs}` | every AZ proxy puts the AZ's servers in MAINT (`set server … state maint`); lifted by itself at expiry | ARC zonal shift on the NLBs |
  * | `POST /shift/cancel {az}`        | those servers back to `ready`                                  | cancel the zonal shift |
  *
@@ -35,10 +35,12 @@ export interface CloudAction {
   detail: string;
 }
 
-/** An AZ proxy as the cloud needs it: its HAProxy (null while dead) and its backend name. */
+/** An AZ proxy as the cloud needs it: its HAProxy (null while dead), its backend name, and its server names per AZ. */
 export interface CloudProxy {
   haproxy: HaproxyHandle | null;
   proxy: string;
+  /** Names of the server rows (the `server-template` slots) of an AZ's nodes in this proxy. */
+  serversOf(az: string): string[];
 }
 
 export interface LocalCloudOptions {
@@ -60,6 +62,7 @@ export class LocalCloud {
   private server: Server | null = null;
   private nodes: SimNode[] = [];
   private proxies: () => CloudProxy[] = () => [];
+  private endpoints: (az: string) => Promise<void> = async () => undefined;
   private readonly power = new Map<string, NodePower>();
   /** One operation at a time per node: a release waits for the boot it follows. */
   private readonly chain = new Map<string, Promise<void>>();
@@ -83,10 +86,15 @@ export class LocalCloud {
     this.port = (server.address() as AddressInfo).port;
   }
 
-  /** The nodes it powers (stopped ones are `stopped`) and the AZ proxies a shift acts on. */
-  attach(nodes: SimNode[], proxies: () => CloudProxy[]): void {
+  /**
+   * The nodes it powers (stopped ones are `stopped`), the AZ proxies a shift acts on, and
+   * `endpoints`, called when an AZ's set of existing nodes changed (publishes its headless
+   * Service's records: a booting node is in it, a halted one is not).
+   */
+  attach(nodes: SimNode[], proxies: () => CloudProxy[], endpoints?: (az: string) => Promise<void>): void {
     this.nodes = nodes;
     this.proxies = proxies;
+    if (endpoints) this.endpoints = endpoints;
     for (const n of nodes) this.power.set(n.id, n.running ? "running" : "stopped");
   }
 
@@ -175,6 +183,7 @@ export class LocalCloud {
       this.power.set(n.id, "starting");
       this.enqueue(n, async () => {
         try {
+          await this.publish(az);
           await n.boot();
           if (this.power.get(n.id) === "starting") this.power.set(n.id, "running");
         } catch (err) {
@@ -182,6 +191,7 @@ export class LocalCloud {
           this.o.log?.(`local cloud: ${n.id} failed to boot: ${(err as Error).message}`);
           await n.halt();
           this.power.set(n.id, "stopped");
+          await this.publish(az);
         }
       });
     }
@@ -196,18 +206,23 @@ export class LocalCloud {
       this.enqueue(n, async () => {
         await n.halt();
         if (this.power.get(n.id) === "stopping") this.power.set(n.id, "stopped");
+        await this.publish(az);
       });
     }
     return { outcome: "applied", detail: `${az}: stopping ${on.map((n) => n.id).join(",")}` };
   }
 
-  /** `set server <backend>/<node> state <state>` for the AZ's nodes in every live AZ proxy. */
+  /** Publishes the AZ's node records; a failure is logged (the next change publishes again). */
+  private async publish(az: string): Promise<void> {
+    await this.endpoints(az).catch((err: unknown) => this.o.log?.(`local cloud: DNS records of ${az}: ${(err as Error).message}`));
+  }
+
+  /** `set server <backend>/<slot> state <state>` for the AZ's server rows in every live AZ proxy. */
   private async setServers(az: string, state: "maint" | "ready"): Promise<number> {
-    const ids = this.nodes.filter((n) => n.az === az).map((n) => n.id);
     let rows = 0;
     for (const p of this.proxies()) {
       if (!p.haproxy) continue;
-      for (const id of ids) {
+      for (const id of p.serversOf(az)) {
         const out = await p.haproxy.command(`set server ${p.proxy}/${id} state ${state}`);
         if (out.trim() !== "") throw new Error(`haproxy: set server ${p.proxy}/${id} state ${state}: ${out.trim()}`);
         rows++;

@@ -46,7 +46,11 @@ export function startObserver(stack: DrillStack, tl: Timeline, now: () => number
         stack.dns.query().catch(() => null),
       ]);
       for (const [id, s] of nodeRows) nodes[id] = s;
-      for (const rows of statRows) for (const r of rows) l1[`${r.proxy}/${r.server}`] = { status: r.status, weight: r.weight, total: r.total };
+      // A `server-template` slot is keyed by the node DNS gave it (`<backend>/<node id>`), as
+      // a static server is by its name; an empty slot keeps its own name.
+      for (const rows of statRows) {
+        for (const r of rows) l1[`${r.proxy}/${(r.addr && stack.nodeAt(r.addr)?.id) || r.server}`] = { status: r.status, weight: r.weight, total: r.total };
+      }
       const s: Sample = { t, nodes, l1, dns };
       tl.samples.push(s);
       latest = s;

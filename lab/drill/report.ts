@@ -28,6 +28,8 @@ export interface ScenarioSummary {
   failedBaseline: { default: number; tuned: number };
   falseFailovers: number;
   staleWrites: number | null;
+  /** No run injected a fault on any node (a no-fault scenario): no detection, removal or recovery to show. */
+  noFault: boolean;
 }
 
 /** p50/max over runs; `never` counts runs where it never happened. */
@@ -134,6 +136,7 @@ export function summarize(spec: ScenarioSpec, runs: readonly RunResult[]): Scena
     failedBaseline: { default: sum((r) => r.failedBaseline.default), tuned: sum((r) => r.failedBaseline.tuned) },
     falseFailovers: sum((r) => r.falseFailovers),
     staleWrites: runs.some((r) => r.staleWrites !== null) ? sum((r) => r.staleWrites ?? 0) : null,
+    noFault: runs.length > 0 && runs.every((r) => r.victims.length === 0 && r.detectMs === null && r.l1Ms === null && r.recoveryMs === null),
   };
 }
 
@@ -192,17 +195,17 @@ export function renderTable(summaries: readonly ScenarioSummary[]): string {
       rows.push([s.name, "0", "-", "-", "-", "-", "-", "-", "-", "-", "-", targetText(s.targets), "NOT MEASURED"]);
       continue;
     }
-    const l1Applies = s.tier === "L1" || s.tier === "L2";
+    const l1Applies = (s.tier === "L1" || s.tier === "L2") && !s.noFault;
     const crossOrLeader = s.tier === "L2" ? fmtFigure(s.cross, s.targets.crossMs !== undefined || s.cross.p50 !== null) : s.targets.leaderMs !== undefined || s.leader.p50 !== null ? fmtFigure(s.leader) : "-";
     rows.push([
       s.name,
       String(s.runs),
-      fmtFigure(s.detect, s.tier !== "fleet" || s.name === "flap"),
+      fmtFigure(s.detect, (s.tier !== "fleet" || s.name === "flap") && !s.noFault),
       fmtFigure(s.l1, l1Applies),
       fmtFigure(s.dns, s.tier === "L2" || s.tier === "L3"),
       crossOrLeader,
       // A fault that took nothing out of rotation (Redis restart) has no recovery to show.
-      fmtFigure(s.recovery, s.recovery.never < s.recovery.runs || s.tier !== "fleet"),
+      fmtFigure(s.recovery, s.recovery.never < s.recovery.runs || (s.tier !== "fleet" && !s.noFault)),
       `${s.failed} (${s.failedBaseline.default}/${s.failedBaseline.tuned})`,
       String(s.falseFailovers),
       fmtFigure(s.baselineDefault, l1Applies),

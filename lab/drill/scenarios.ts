@@ -178,6 +178,15 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     needsFleet: false,
     targets: { spreadRatio: 1.5 },
   },
+  {
+    name: "long-generation",
+    tier: "L1",
+    title: "a 15 s non-streaming generation and a 12 s stream through an AZ proxy (no fault)",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { failed: 0, falseFailovers: 0 },
+  },
 ];
 
 export class UnknownScenarioError extends Error {

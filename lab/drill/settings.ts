@@ -1,7 +1,7 @@
 /**
- * The drill's fast settings: the agent's `LLMHA_*` values, the HAProxy tuning of the
- * llm-ha proxies, and the sampling periods. Fast, so that a full drill fits in minutes
- * on two cores; the baselines keep HAProxy's own figures (they are what we compare to).
+ * The drill's settings: the agent's `LLMHA_*` values (fast, so that a full drill fits in
+ * minutes on two cores), the HAProxy tuning of the llm-ha proxies (production's), and the
+ * sampling periods; the baselines keep HAProxy's own check figures (what we compare to).
  */
 import type { HaproxyTuning } from "../../contracts/haproxy-config";
 
@@ -47,22 +47,19 @@ export const DRILL_TIMING = Object.freeze({
   redisSampleMs: 200,
 });
 
-/** HAProxy tuning of the llm-ha (`agent`) proxies in the drill: DESIGN's L1 figures, a short slowstart. */
-export const DRILL_AGENT_TUNING: Partial<HaproxyTuning> = Object.freeze({
-  checkInterMs: 500,
-  fall: 2,
-  rise: 2,
-  agentInterMs: 500,
-  slowstartMs: 1000,
-  timeoutServerMs: 10_000,
-});
+/**
+ * HAProxy tuning of the llm-ha (`agent`) proxies in the drill: none, the production defaults
+ * (`DEFAULT_HAPROXY_TUNING`: checks every 500 ms, slowstart 5 s, 1 retry, timeout server and
+ * client 600 s, 32 requests per server), rendered with `server-template` + `resolvers` as infra
+ * renders them. What the drill measures is what production runs.
+ */
+export const DRILL_AGENT_TUNING: Partial<HaproxyTuning> = Object.freeze({});
 
 /** The tuned baseline: `httpchk` inter 500 ms fall 2 (the default baseline is HAProxy's inter 2 s fall 3). */
 export const DRILL_TUNED_BASELINE: Partial<HaproxyTuning> = Object.freeze({
   checkInterMs: 500,
   fall: 2,
   rise: 2,
-  timeoutServerMs: 10_000,
 });
 
 /** Client request time limit: a request unanswered this long counts as failed. */

@@ -14,13 +14,15 @@ import { join } from "node:path";
 import { startHaproxy, type HaproxyHandle } from "../engines/haproxy";
 import { startPdns, type PdnsHandle } from "../engines/pdns";
 import { startRedisServer, type RedisServerHandle } from "../engines/redis-server";
-import type { HaproxyProxy, HaproxyStaticServer } from "../../contracts/haproxy-config";
-import { SimNode } from "../sim/sim-node";
+import type { HaproxyDnsGroup, HaproxyProxy, HaproxyStaticServer } from "../../contracts/haproxy-config";
+import { SimNode, type SimNodePorts } from "../sim/sim-node";
 import { freePort } from "../../agent/src/util/net";
 import { LocalCloud } from "./local-cloud";
 import { DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_STANDBY_ENV, DRILL_TUNED_BASELINE } from "./settings";
 
 export const DRILL_MODEL = "llm-ha/drill-model";
+/** Zone of the drill's PowerDNS: the service name and each AZ's node records live in it. */
+export const DRILL_ZONE = "llmha.test";
 export const BASELINE_DEFAULT = "baseline_default";
 export const BASELINE_TUNED = "baseline_tuned";
 
@@ -38,6 +40,8 @@ export interface DrillAz {
   haproxy: HaproxyHandle | null;
   /** Backend name of its proxy in `show stat` (the server rows). */
   proxy: string;
+  /** Index of the AZ (its nodes' addresses are 127.1.<index>.<n>). */
+  index: number;
 }
 
 export interface DrillStack {
@@ -54,6 +58,8 @@ export interface DrillStack {
   readonly monitorPort: number;
   /** Port of every AZ proxy's own `/az/health` listener on the AZ's address. */
   readonly azHealthPort: number;
+  /** The ports every node listens on, each on its own address (pods behind a headless Service). */
+  readonly nodePorts: SimNodePorts;
   /** The standby AZ (scaled to zero at start), null with 2 AZs. */
   readonly standby: DrillAz | null;
   /** Powers the standby nodes and shifts zones for the agents' `local` actuator; null without a standby AZ. */
@@ -61,6 +67,8 @@ export interface DrillStack {
   /** Nodes whose processes run now (a standby node at zero does not). */
   running(): SimNode[];
   azOf(node: SimNode): DrillAz;
+  /** The node a server row points at (`show stat` addr, `address:port`), null for an empty slot. */
+  nodeAt(addr: string): SimNode | null;
   /** Pids of every process running now (nodes, proxies, Redis, PowerDNS). */
   pids(): number[];
   /** SIGKILL an AZ's HAProxy (whole-zone loss). */
@@ -88,14 +96,40 @@ export function placeNodes(n: number, azNames: readonly string[]): string[] {
 }
 
 function staticServer(n: SimNode): HaproxyStaticServer {
-  return { name: n.id, address: "127.0.0.1", port: n.inferencePort, agentPort: n.agentCheckPort, httpPort: n.httpPort };
+  return { name: n.id, address: n.address, port: n.inferencePort, agentPort: n.agentCheckPort, httpPort: n.httpPort };
+}
+
+/** The loopback address of the `seq`-th node (0-based) of the AZ with this index: 127.1.<az>.<seq + 1>. */
+export function nodeAddress(azIndex: number, seq: number): string {
+  return `127.1.${azIndex}.${seq + 1}`;
+}
+
+/** Name (inside `DRILL_ZONE`) of an AZ's node records: its headless Service. */
+export function nodesRecord(az: string): string {
+  return `${az}.nodes`;
 }
 
 /**
- * The proxy of one AZ: its nodes local, every other node backup; `/az/health` forwarded to its
- * agents, on the inference port and, with `azHealthPort`, on a listener of its own.
+ * The `server-template` group of an AZ's nodes, as infra renders one per headless Service:
+ * `slots` servers named `<az>-n1…`, filled from `<az>.nodes.llmha.test`.
  */
-export function azProxy(az: { name: string; address: string }, port: number, nodes: readonly SimNode[], azHealthPort?: number): HaproxyProxy {
+export function nodeGroup(az: string, slots: number, ports: SimNodePorts): HaproxyDnsGroup {
+  return { prefix: `${az}-n`, fqdn: `${nodesRecord(az)}.${DRILL_ZONE}`, slots, port: ports.inference, agentPort: ports.agentCheck, httpPort: ports.http };
+}
+
+/** Server names of a group's slots in HAProxy (`server-template p 1-N` makes p1…pN). */
+export function slotNames(g: Pick<HaproxyDnsGroup, "prefix" | "slots">): string[] {
+  return Array.from({ length: g.slots }, (_, i) => `${g.prefix}${i + 1}`);
+}
+
+/**
+ * The proxy of one AZ, rendered as production renders it: its own AZ's group local, every
+ * other AZ's group backup, servers found through DNS; `/az/health` forwarded to its agents,
+ * on the inference port and, with `azHealthPort`, on a listener of its own.
+ */
+export function azProxy(az: { name: string; address: string }, port: number, groups: ReadonlyMap<string, HaproxyDnsGroup>, azHealthPort?: number): HaproxyProxy {
+  const local = groups.get(az.name);
+  if (!local) throw new Error(`no node group for ${az.name}`);
   return {
     name: `az_${az.name.replace(/[^A-Za-z0-9]/g, "_")}`,
     bind: `${az.address}:${port}`,
@@ -103,7 +137,7 @@ export function azProxy(az: { name: string; address: string }, port: number, nod
     forwardAzHealth: true,
     ...(azHealthPort ? { azHealthBind: `${az.address}:${azHealthPort}` } : {}),
     tuning: DRILL_AGENT_TUNING,
-    servers: { kind: "static", local: nodes.filter((n) => n.az === az.name).map(staticServer), backup: nodes.filter((n) => n.az !== az.name).map(staticServer) },
+    servers: { kind: "dns", local, backup: [...groups].filter(([name]) => name !== az.name).map(([, g]) => g) },
   };
 }
 
@@ -169,8 +203,11 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     cloud = c;
     fleetEnv = { ...DRILL_STANDBY_ENV, LLMHA_STANDBY_AZ: standbyName, LLMHA_LOCAL_CLOUD_URL: c.url };
   }
+  // Every node gets the same ports on an address of its own, as pods behind a headless Service.
+  const [inference, admin, http, agentCheck] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const nodePorts: SimNodePorts = { inference, admin, http, agentCheck };
   o.progress(
-    `starting ${o.nodes} simulated GPU nodes over ${azCount} AZs (fake nvidia-smi + fake inference + real agent)` +
+    `starting ${o.nodes} simulated GPU nodes over ${azCount} AZs (fake nvidia-smi + fake inference + real agent, each on its own 127.1.x.y)` +
       (standbyName ? `; ${standbyName} is the standby, scaled to zero` : ""),
   );
   await pool(placement, 3, async (az) => {
@@ -185,41 +222,59 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
         model: DRILL_MODEL,
         env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: redis.url, LLMHA_CLUSTER: cluster },
         stopped: az === standbyName,
+        address: nodeAddress(names.indexOf(az), seq),
+        ports: nodePorts,
       }),
     );
     nodes.push(node);
     o.track(() => node.stop());
-    o.progress(`  node ${node.id} (${az}) ${node.running ? "up" : "stopped (standby)"}`);
+    o.progress(`  node ${node.id} (${az}, ${node.address}) ${node.running ? "up" : "stopped (standby)"}`);
   });
   nodes.sort((a, b) => a.id.localeCompare(b.id));
   // Stopped before the nodes (last tracked, first stopped): no boot starts behind the clean-up.
   const started = cloud;
   if (started) o.track(() => started.stop());
   const [port, monitorPort, azHealthPort] = [await freePort(), await freePort(), await freePort()];
-  const azs: DrillAz[] = names.map((name, i) => ({ name, address: `127.0.0.${i + 2}`, standby: i === azCount - 1 && azCount > 2, haproxy: null, proxy: "" }));
+  const azs: DrillAz[] = names.map((name, i) => ({ name, address: `127.0.0.${i + 2}`, standby: i === azCount - 1 && azCount > 2, haproxy: null, proxy: "", index: i }));
+  // A pod is in its headless Service from the moment it exists (publishNotReadyAddresses):
+  // a node is in DNS unless its group is scaled to zero.
+  const inService = (n: SimNode): boolean => n.running || (cloud !== null && cloud.powerOf(n.id) !== "stopped");
+  const records = (az: string): string[] => nodes.filter((n) => n.az === az && inService(n)).map((n) => n.address);
+  // As Route53 in production, PowerDNS checks each AZ proxy's own `/az/health` listener; it also
+  // serves each AZ's node records, which the proxies resolve. Started first: the proxies need it.
+  o.progress(`starting PowerDNS (LUA ifurlup over /az/health on :${azHealthPort}; node records ${names.map(nodesRecord).join(", ")})`);
+  const active = azs.filter((a) => !a.standby).map((a) => a.address);
+  const standby = azs.filter((a) => a.standby).map((a) => a.address);
+  const dns = await startPdns({
+    zone: DRILL_ZONE,
+    groups: standby.length ? [active, standby] : [active],
+    healthPort: azHealthPort,
+    records: Object.fromEntries(names.map((az) => [nodesRecord(az), records(az)])),
+  });
+  o.track(() => dns.stop());
+  const groups = new Map(names.map((az) => [az, nodeGroup(az, nodes.filter((n) => n.az === az).length, nodePorts)] as const));
   const configs = new Map<DrillAz, HaproxyProxy>();
   for (const az of azs) {
-    const p = azProxy(az, port, nodes, azHealthPort);
+    const p = azProxy(az, port, groups, azHealthPort);
     az.proxy = backendOf(p.name);
     configs.set(az, p);
   }
   const startAzProxy = async (az: DrillAz): Promise<void> => {
-    const h = await startHaproxy({ proxies: [configs.get(az)!], monitorBind: `${az.address}:${monitorPort}` });
+    const h = await startHaproxy({ proxies: [configs.get(az)!], monitorBind: `${az.address}:${monitorPort}`, nameservers: [`127.0.0.1:${dns.port}`] });
     az.haproxy = h;
     o.track(() => h.stop());
   };
-  o.progress(`starting ${azCount} HAProxy (one per AZ, on ${azs.map((a) => a.address).join(", ")}:${port}) and the baselines`);
+  o.progress(`starting ${azCount} HAProxy (one per AZ, on ${azs.map((a) => a.address).join(", ")}:${port}; server-template + resolvers) and the baselines`);
   for (const az of azs) await startAzProxy(az);
   const baselinePorts = { default: await freePort(), tuned: await freePort() };
   const baseline = await startHaproxy({ proxies: baselineProxies(baselinePorts, nodes) });
   o.track(() => baseline.stop());
-  cloud?.attach(nodes, () => azs);
-  // As Route53 in production, PowerDNS checks each AZ proxy's own `/az/health` listener.
-  o.progress(`starting PowerDNS (LUA ifurlup over /az/health on :${azHealthPort})`);
-  const active = azs.filter((a) => !a.standby).map((a) => a.address);
-  const standby = azs.filter((a) => a.standby).map((a) => a.address);
-  const dns = await startPdns({ groups: standby.length ? [active, standby] : [active], healthPort: azHealthPort });
-  o.track(() => dns.stop());
+  const byAddress = new Map(nodes.map((n) => [n.address, n]));
+  cloud?.attach(
+    nodes,
+    () => azs.map((a) => ({ haproxy: a.haproxy, proxy: a.proxy, serversOf: (az: string) => slotNames(groups.get(az)!) })),
+    (az) => dns.setRecords(nodesRecord(az), records(az)),
+  );
   return {
     cluster,
     redis,
@@ -231,10 +286,12 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     port,
     monitorPort,
     azHealthPort,
+    nodePorts,
     standby: azs.find((a) => a.standby) ?? null,
     cloud,
     running: () => nodes.filter((n) => n.running),
     azOf: (n) => azs.find((a) => a.name === n.az)!,
+    nodeAt: (addr) => byAddress.get(addr.replace(/:\d+$/, "")) ?? null,
     pids: () =>
       [redis.pid, dns.pid, baseline.pid, ...azs.map((a) => a.haproxy?.pid ?? -1), ...nodes.flatMap((n) => [n.agentPid ?? -1, n.inferencePid ?? -1])].filter((p) => p > 0),
     killAzProxy: (az) => {

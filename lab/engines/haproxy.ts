@@ -37,6 +37,8 @@ export interface HaproxyServerStat {
   /** Last agent-check reply as HAProxy understood it (`agent_desc`). */
   agentDesc: string;
   checkDesc: string;
+  /** `address:port` the server points at (a `server-template` slot: what DNS gave it); "" when none. */
+  addr: string;
 }
 
 export interface HaproxyHandle {
@@ -82,7 +84,7 @@ export function parseShowStat(csv: string): HaproxyServerStat[] {
   if (!lines[0]?.startsWith("# ")) return [];
   const head = lines[0].slice(2).split(",");
   const col = (name: string): number => head.indexOf(name);
-  const [px, sv, st, w, tot, ad, cd] = ["pxname", "svname", "status", "weight", "stot", "agent_desc", "check_desc"].map(col);
+  const [px, sv, st, w, tot, ad, cd, addr] = ["pxname", "svname", "status", "weight", "stot", "agent_desc", "check_desc", "addr"].map(col);
   return lines
     .slice(1)
     .map((l) => l.split(","))
@@ -95,6 +97,7 @@ export function parseShowStat(csv: string): HaproxyServerStat[] {
       total: Number(c[tot] || 0),
       agentDesc: c[ad] ?? "",
       checkDesc: c[cd] ?? "",
+      addr: addr >= 0 ? (c[addr] ?? "") : "",
     }));
 }
 

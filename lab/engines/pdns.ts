@@ -1,16 +1,23 @@
 /**
  * A real PowerDNS authoritative server on loopback standing in for Route53 failover
  * records (L3): a bind zone whose service name is a LUA `ifurlup` record over every
- * AZ's `/az/health`, checked once a second on each AZ's own loopback address. The
- * configuration is generated here; `pdnsZoneText` and `pdnsConfigText` are pure.
+ * AZ's `/az/health`, checked once a second on each AZ's own loopback address. Beside it,
+ * plain A record sets (`records`) stand for Kubernetes headless Services: one name per AZ
+ * listing its inference nodes, which the AZ proxies' `server-template` resolves; `setRecords`
+ * changes one and reloads the zone (`pdns_control bind-reload-now`), as the endpoints
+ * controller would when a pod comes or goes. The configuration is generated here;
+ * `pdnsZoneText` and `pdnsConfigText` are pure.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { execFile, spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { promisify } from "node:util";
 import { Resolver } from "node:dns/promises";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, sleep } from "../../agent/src/util/net";
 import { EngineMissingError, stopChild } from "./child";
+
+const execFileAsync = promisify(execFile);
 
 export class PdnsMissingError extends EngineMissingError {
   constructor(what: string) {
@@ -49,6 +56,13 @@ export interface PdnsZoneArgs {
   healthPath?: string;
   /** TTL of the answer in seconds. Default 1 (Route53 would be ≤ 30). */
   ttl?: number;
+  /**
+   * Plain A record sets: name inside the zone (e.g. `az-a.nodes`) → addresses. An empty
+   * list leaves the name out (a Service with no endpoints: NXDOMAIN). Default none.
+   */
+  records?: Record<string, string[]>;
+  /** SOA serial. Default 1. */
+  serial?: number;
 }
 
 export interface PdnsArgs extends PdnsZoneArgs {
@@ -69,6 +83,11 @@ export interface PdnsHandle {
   readonly name: string;
   /** A records of the service name, sorted; throws on a DNS error. */
   query(name?: string): Promise<string[]>;
+  /**
+   * Replaces one A record set (see `PdnsZoneArgs.records`) and reloads the zone; resolves
+   * once PowerDNS serves the new zone. Calls run one after the other.
+   */
+  setRecords(name: string, addresses: readonly string[]): Promise<void>;
   /** SIGTERM (then SIGKILL) and remove the folder. Idempotent. */
   stop(): Promise<void>;
 }
@@ -77,7 +96,20 @@ const IPV4_RE = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
 const LABEL_RE = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 
 function resolved(a: PdnsZoneArgs): Required<Omit<PdnsZoneArgs, "groups">> & { groups: string[][] } {
-  return { zone: a.zone ?? "llmha.test", service: a.service ?? "inference", groups: a.groups, healthPort: a.healthPort, healthPath: a.healthPath ?? "/az/health", ttl: a.ttl ?? 1 };
+  return {
+    zone: a.zone ?? "llmha.test",
+    service: a.service ?? "inference",
+    groups: a.groups,
+    healthPort: a.healthPort,
+    healthPath: a.healthPath ?? "/az/health",
+    ttl: a.ttl ?? 1,
+    records: a.records ?? {},
+    serial: a.serial ?? 1,
+  };
+}
+
+function checkIp(ip: string): void {
+  if (!IPV4_RE.test(ip)) throw new PdnsConfigError(`not an IPv4 address: ${JSON.stringify(ip)}`);
 }
 
 /** The bind zone file: SOA, NS, and the LUA record. Throws `PdnsConfigError` on input PowerDNS would refuse. */
@@ -86,19 +118,29 @@ export function pdnsZoneText(args: PdnsZoneArgs): string {
   for (const l of [...a.zone.split("."), a.service]) if (!LABEL_RE.test(l)) throw new PdnsConfigError(`bad DNS label ${JSON.stringify(l)}`);
   const all = a.groups.flat();
   if (all.length === 0 || a.groups.some((g) => g.length === 0)) throw new PdnsConfigError("every address group needs at least one address");
-  for (const ip of all) if (!IPV4_RE.test(ip)) throw new PdnsConfigError(`not an IPv4 address: ${JSON.stringify(ip)}`);
+  for (const ip of all) checkIp(ip);
   if (!Number.isInteger(a.healthPort) || a.healthPort < 1 || a.healthPort > 65535) throw new PdnsConfigError(`bad health port ${a.healthPort}`);
   if (!a.healthPath.startsWith("/") || /['"\s\\]/.test(a.healthPath)) throw new PdnsConfigError(`bad health path ${JSON.stringify(a.healthPath)}`);
   const fqdn = `${a.service}.${a.zone}`;
-  const sets = a.groups.map((g) => `{${g.map((ip) => `'${ip}'`).join(", ")}}`).join(", ");
-  const lua = `ifurlup('http://${fqdn}:${a.healthPort}${a.healthPath}', {${sets}}, {selector='all'})`;
+  const groups = a.groups.map((g) => `{${g.map((ip) => `'${ip}'`).join(", ")}}`).join(", ");
+  const lua = `ifurlup('http://${fqdn}:${a.healthPort}${a.healthPath}', {${groups}}, {selector='all'})`;
+  if (!Number.isInteger(a.serial) || a.serial < 1 || a.serial > 0xffffffff) throw new PdnsConfigError(`bad SOA serial ${a.serial}`);
+  const sets: string[] = [];
+  for (const [name, addresses] of Object.entries(a.records)) {
+    if (name === a.service || name === "ns1" || !name.split(".").every((l) => LABEL_RE.test(l))) throw new PdnsConfigError(`bad record name ${JSON.stringify(name)}`);
+    for (const ip of addresses) {
+      checkIp(ip);
+      sets.push(`${name} ${a.ttl} IN A ${ip}`);
+    }
+  }
   return [
     `$ORIGIN ${a.zone}.`,
     `$TTL ${a.ttl}`,
-    `@ IN SOA ns1.${a.zone}. hostmaster.${a.zone}. 1 60 60 3600 ${a.ttl}`,
+    `@ IN SOA ns1.${a.zone}. hostmaster.${a.zone}. ${a.serial} 60 60 3600 ${a.ttl}`,
     `@ IN NS ns1.${a.zone}.`,
     `ns1 IN A 127.0.0.1`,
     `${a.service} ${a.ttl} IN LUA A "${lua}"`,
+    ...sets,
     "",
   ].join("\n");
 }
@@ -119,6 +161,10 @@ export function pdnsConfigText(o: { dir: string; port: number; checkIntervalS?: 
     "disable-syslog=yes",
     "loglevel=4",
     "webserver=no",
+    // A changed record set (`setRecords`) is answered at once: nothing cached.
+    "cache-ttl=0",
+    "query-cache-ttl=0",
+    "negquery-cache-ttl=0",
     "",
   ].join("\n");
 }
@@ -181,11 +227,30 @@ export async function startPdns(args: PdnsArgs): Promise<PdnsHandle> {
     }
   }
   let stopped: Promise<void> | null = null;
+  const control = process.env.LLMHA_PDNS_CONTROL ?? "pdns_control";
+  const records: Record<string, string[]> = { ...a.records };
+  let serial = a.serial;
+  let changes: Promise<void> = Promise.resolve();
+  const setRecords = (rname: string, addresses: readonly string[]): Promise<void> => {
+    const next = changes.then(async () => {
+      const text = pdnsZoneText({ ...args, records: { ...records, [rname]: [...addresses] }, serial: serial + 1 });
+      records[rname] = [...addresses];
+      serial += 1;
+      writeFileSync(join(dir, "zone.db"), text);
+      const r = await execFileAsync(control, [`--config-dir=${dir}`, "bind-reload-now", a.zone], { timeout: 5000 }).catch((e: Error) => {
+        throw new PdnsStartError(`${control} bind-reload-now ${a.zone} failed: ${e.message}`);
+      });
+      if (!/reloaded|parsed/i.test(`${r.stdout}${r.stderr}`)) throw new PdnsStartError(`${control} bind-reload-now ${a.zone}: ${r.stdout}${r.stderr}`);
+    });
+    changes = next.catch(() => undefined);
+    return next;
+  };
   return {
     pid: child.pid ?? -1,
     port,
     name,
     query,
+    setRecords,
     stop: () =>
       (stopped ??= (async () => {
         if (!exited) await stopChild(child);

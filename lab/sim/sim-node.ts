@@ -36,6 +36,22 @@ export interface SimNodeOptions {
   mode?: FakeInferenceMode;
   /** Allocate ports and files but start no process: a standby node scaled to zero (`boot()` wakes it). */
   stopped?: boolean;
+  /**
+   * Loopback address every port of the node listens on. Default 127.0.0.1. The drill gives
+   * each node one of its own (127.1.x.y) with the same `ports` as every other node: what the
+   * pods behind a headless Service look like to HAProxy's `server-template`.
+   */
+  address?: string;
+  /** Fixed ports (free on `address`); default: free ports chosen by the kernel. */
+  ports?: SimNodePorts;
+}
+
+/** The four ports of a simulated node. */
+export interface SimNodePorts {
+  inference: number;
+  admin: number;
+  http: number;
+  agentCheck: number;
 }
 
 export class SimNodeError extends Error {
@@ -65,6 +81,8 @@ async function end(p: Proc | null, signal: NodeJS.Signals = "SIGTERM", graceMs =
 export class SimNode {
   readonly id: string;
   readonly az: string;
+  /** Address all its ports listen on. */
+  readonly address: string;
   readonly statePath: string;
   readonly xidLogPath: string;
   inferencePort = 0;
@@ -79,6 +97,7 @@ export class SimNode {
   private constructor(readonly opts: SimNodeOptions) {
     this.id = opts.id;
     this.az = opts.az;
+    this.address = opts.address ?? "127.0.0.1";
     mkdirSync(opts.dir, { recursive: true });
     this.statePath = join(opts.dir, `${opts.id}.nvsmi.json`);
     this.xidLogPath = join(opts.dir, `${opts.id}.kmsg`);
@@ -104,7 +123,10 @@ export class SimNode {
       await writeNvsmiState(n.statePath, n.nvsmi);
       const { appendFile } = await import("node:fs/promises");
       await appendFile(n.xidLogPath, "");
-      [n.inferencePort, n.adminPort, n.httpPort, n.agentCheckPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+      const p = opts.ports;
+      [n.inferencePort, n.adminPort, n.httpPort, n.agentCheckPort] = p
+        ? [p.inference, p.admin, p.http, p.agentCheck]
+        : await Promise.all([freePort(), freePort(), freePort(), freePort()]);
       if (!opts.stopped) await n.boot();
     } catch (e) {
       await n.stop();
@@ -114,13 +136,13 @@ export class SimNode {
   }
 
   get inferenceUrl(): string {
-    return `http://127.0.0.1:${this.inferencePort}`;
+    return `http://${this.address}:${this.inferencePort}`;
   }
   get agentUrl(): string {
-    return `http://127.0.0.1:${this.httpPort}`;
+    return `http://${this.address}:${this.httpPort}`;
   }
   get adminUrl(): string {
-    return `http://127.0.0.1:${this.adminPort}`;
+    return `http://${this.address}:${this.adminPort}`;
   }
   get agentPid(): number | null {
     return this.agent?.child.pid ?? null;
@@ -152,6 +174,8 @@ export class SimNode {
       "--import",
       "tsx",
       FAKE_INFERENCE,
+      "--host",
+      this.address,
       "--port",
       String(this.inferencePort),
       "--admin-port",
@@ -189,7 +213,7 @@ export class SimNode {
       LLMHA_MODEL: this.opts.model ?? "llm-ha/test-model",
       LLMHA_HTTP_PORT: String(this.httpPort),
       LLMHA_AGENT_CHECK_PORT: String(this.agentCheckPort),
-      LLMHA_BIND_ADDRESS: "127.0.0.1",
+      LLMHA_BIND_ADDRESS: this.address,
       LLMHA_XID_LOG: this.xidLogPath,
       ...this.opts.env,
     };
@@ -215,7 +239,7 @@ export class SimNode {
 
   /** What HAProxy would read from the agent-check port: one line. */
   async agentCheck(timeoutMs = 2000): Promise<string> {
-    return (await socketExchange({ host: "127.0.0.1", port: this.agentCheckPort }, null, timeoutMs, `agent-check of ${this.id}`)).trim();
+    return (await socketExchange({ host: this.address, port: this.agentCheckPort }, null, timeoutMs, `agent-check of ${this.id}`)).trim();
   }
 
   /** GET a JSON endpoint of the agent. */

@@ -45,6 +45,20 @@ describe("PowerDNS LUA ifurlup (real pdns_server)", () => {
     a.set(false);
     await waitFor("standby answers", async () => (await dns.query()).join() === "127.0.0.4", { timeoutMs: 8000, everyMs: 50 });
   });
+
+  it("serves a node record set (a headless Service) and follows setRecords at once", async () => {
+    const dns = await startPdns({ groups: [["127.0.0.2"]], healthPort: await freePort(), records: { "az-a.nodes": ["127.1.0.1", "127.1.0.2"], "az-c.nodes": [] } });
+    closers.push(() => dns.stop());
+    expect(await dns.query("az-a.nodes.llmha.test")).toEqual(["127.1.0.1", "127.1.0.2"]);
+    await expect(dns.query("az-c.nodes.llmha.test")).rejects.toThrow();
+    await dns.setRecords("az-c.nodes", ["127.1.2.1"]);
+    await dns.setRecords("az-a.nodes", ["127.1.0.2"]);
+    // No cache in between: the next question gets the new zone.
+    expect(await dns.query("az-c.nodes.llmha.test")).toEqual(["127.1.2.1"]);
+    expect(await dns.query("az-a.nodes.llmha.test")).toEqual(["127.1.0.2"]);
+    await dns.setRecords("az-c.nodes", []);
+    await expect(dns.query("az-c.nodes.llmha.test")).rejects.toThrow();
+  });
 });
 
 describe("pdnsZoneText", () => {
@@ -57,5 +71,12 @@ describe("pdnsZoneText", () => {
   it("refuses an address that is not IPv4 and an empty group", () => {
     expect(() => pdnsZoneText({ groups: [["localhost"]], healthPort: 1 })).toThrow(PdnsConfigError);
     expect(() => pdnsZoneText({ groups: [[]], healthPort: 1 })).toThrow(/at least one address/);
+    expect(() => pdnsZoneText({ groups: [["127.0.0.2"]], healthPort: 1, records: { "az-a.nodes": ["nope"] } })).toThrow(/not an IPv4/);
+    expect(() => pdnsZoneText({ groups: [["127.0.0.2"]], healthPort: 1, records: { inference: ["127.1.0.1"] } })).toThrow(/bad record name/);
+  });
+  it("writes each record set as plain A records with the serial", () => {
+    const z = pdnsZoneText({ groups: [["127.0.0.2"]], healthPort: 1, records: { "az-a.nodes": ["127.1.0.1", "127.1.0.2"] }, serial: 7 });
+    expect(z).toContain("az-a.nodes 1 IN A 127.1.0.1\naz-a.nodes 1 IN A 127.1.0.2");
+    expect(z).toContain("hostmaster.llmha.test. 7 60");
   });
 });

@@ -44,7 +44,7 @@ describe("scenario table", () => {
     expect(SCENARIOS.map((s) => s.name)).toEqual([
       "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
       "leader-kill", "leader-pause", "redis-restart", "redis-readonly", "flap", "mass-probe",
-      "query-of-death", "long-prompt-crash", "overload", "l2-spread",
+      "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation",
     ]);
     const quick = selectScenarios({ quick: true });
     expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);
@@ -117,6 +117,13 @@ describe("report formatting", () => {
     expect(row).toContain("5.20s");
     expect(row).toMatch(/ok$/);
     expect(head.indexOf("L1")).toBe(row.indexOf("0.30/0.50s"));
+  });
+  it("shows no detection, removal or recovery for a scenario that injects no fault", () => {
+    const spec = SCENARIOS.find((s) => s.name === "long-generation")!;
+    const quiet = run({ scenario: spec.name, victims: [], detectMs: null, l1Ms: null, recoveryMs: null, baselineMs: { default: null, tuned: null } });
+    const row = renderTable([summarize(spec, [quiet])]).trimEnd().split("\n")[1];
+    expect(row).toMatch(/^long-generation\s+1\s+-\s+-\s+-\s+-\s+-\s+0 \(/);
+    expect(row).not.toContain("never");
   });
 });
 
@@ -191,6 +198,7 @@ describe("proxy scenarios: targets and figures", () => {
     expect(t("long-prompt-crash")).toMatchObject({ failedBeyondInFlight: 0 });
     expect(t("overload")).toMatchObject({ healthMs: 1000, retryAfterMissing: 0, otherFailures: 0, falseFailovers: 0 });
     expect(t("l2-spread")).toMatchObject({ spreadRatio: 1.5 });
+    expect(t("long-generation")).toMatchObject({ failed: 0, falseFailovers: 0 });
   });
   it("checks counts and ratios kept in extra: over the target, or not measured, is a miss", () => {
     expect(checkTargets({ crashedServers: 1 }, [run({ extra: { crashedServers: 1 } })]).pass).toBe(true);

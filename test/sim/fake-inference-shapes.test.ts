@@ -140,6 +140,17 @@ describe("fake inference: query of death", () => {
   it("takes --token-ms and --query-of-death on the command line", () => {
     expect(parseFakeInferenceArgs(["--token-ms", "7", "--query-of-death", "off"])).toMatchObject({ tokenMs: 7, queryOfDeath: false });
     expect(() => parseFakeInferenceArgs(["--query-of-death", "maybe"])).toThrow(/on or off/);
+    expect(parseFakeInferenceArgs(["--host", "127.1.0.5"])).toMatchObject({ host: "127.1.0.5" });
+    expect(() => parseFakeInferenceArgs(["--host", "node-1"])).toThrow(/--host must be an IP address/);
+  });
+
+  it("listens on the address it is given: two nodes share ports on their own addresses (pods behind a headless Service)", async () => {
+    const a = await fake({ host: "127.1.0.1" });
+    const b = await fake({ host: "127.1.0.2", port: a.port, adminPort: a.adminPort });
+    expect(a.url).toBe(`http://127.1.0.1:${a.port}`);
+    expect(b.url).toBe(`http://127.1.0.2:${a.port}`);
+    for (const f of [a, b]) expect((await fetch(`${f.url}/v1/models`)).status).toBe(200);
+    expect(await failure(`http://127.0.0.1:${a.port}`, "/v1/models")).toBe("ECONNREFUSED");
   });
 
   it("as a process it exits at once with its code and says why", async () => {

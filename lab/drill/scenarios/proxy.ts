@@ -5,7 +5,8 @@
  * prompts (only the requests in flight on the dead server may fail: the rest are retried),
  * overload past the per-server `maxconn` while the AZ spills to backups (health endpoints keep
  * answering, the excess gets fast 503s with `Retry-After`, nothing fails over), and the L2
- * spread (with every primary out, no backup server takes much more than its fair share).
+ * spread (with every primary out, no backup server takes much more than its fair share), and
+ * generations longer than the old server timeout (neither a 15 s answer nor a 12 s stream is cut).
  */
 import { QUERY_OF_DEATH_MARKER } from "../../sim/fake-inference";
 import type { SimNode } from "../../sim/sim-node";
@@ -69,6 +70,36 @@ export async function runQueryOfDeath(ctx: ScenarioContext, spec: ScenarioSpec, 
     `one request through ${az.name}'s proxy crashed ${crashed.length} inference server(s)${crashed.length ? ` (${r.extra.crashed})` : ""}; ` +
     `the client got ${r.extra.requestOutcome} after ${fmt(r.extra.requestMs)}; back at full weight ${fmt(r.recoveryMs)} after the restart`;
   r.notes.push(r.extra.figures);
+  return r;
+}
+
+/** What the long-generation scenario sends: longer than the 10 s server timeout the drill used to run (and far under production's 600 s). */
+export const LONG_GENERATIONS = [
+  { shape: "chat", promptBytes: 32 * 1024, maxTokens: 750 },
+  { shape: "completion-stream", promptBytes: 8 * 1024, maxTokens: 600 },
+] as const;
+
+/**
+ * A 15 s non-streaming generation (the proxy sees no byte of the answer until it is whole) and a
+ * 12 s stream, through one AZ's proxy: HAProxy's `timeout server` must not cut either (issue 20,
+ * item 5). No fault is injected; the scenario fails when either request fails or comes back short.
+ */
+export async function runLongGeneration(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const az = ctx.stack.azs[0];
+  r.injectAt = mark(ctx, "inject", `${spec.name} via ${az.name}`);
+  const recs = await Promise.all(LONG_GENERATIONS.map((g) => sendRecorded(field(ctx, 60_000), proxyUrl(ctx, az), g)));
+  r.healAt = mark(ctx, "heal", "both answered");
+  r.endAt = ctx.now();
+  finish(ctx, r, [], l1Removed);
+  const bad = recs.filter((x) => !x.ok);
+  r.failed += bad.length;
+  r.extra.longestMs = Math.max(...recs.map((x) => x.end - x.t));
+  r.extra.figures = recs
+    .map((x) => `${x.shape} of ${x.maxTokens} tokens (${x.promptBytes / 1024} KB prompt): ${x.ok ? `${x.tokens} tokens` : (x.why ?? "failed")} in ${fmt(x.end - x.t)}`)
+    .join("; ");
+  r.notes.push(`through ${az.name}'s proxy: ${r.extra.figures}`);
   return r;
 }
 

@@ -3,6 +3,7 @@
  * the ready line on stdout that tells the parent which ports it got, and a clean stop on SIGTERM
  * or SIGINT. A bad argument exits 2 with a message on stderr; a query of death exits 70 at once.
  */
+import { isIP } from "node:net";
 import { startFakeInference } from "./server";
 import {
   FakeInferenceSettingsError,
@@ -15,7 +16,7 @@ import {
   type InferenceKind,
 } from "./settings";
 
-/** `--port P --admin-port Q --kind K --model M --mode X --latency-ms N --jitter-ms N --slow-ms N --token-ms N --query-of-death on|off`. */
+/** `--host A --port P --admin-port Q --kind K --model M --mode X --latency-ms N --jitter-ms N --slow-ms N --token-ms N --query-of-death on|off`. */
 export function parseFakeInferenceArgs(argv: string[]): FakeInferenceOptions {
   const opts: Record<string, unknown> = {};
   const numeric = new Set(["port", "adminPort", "latencyMs", "jitterMs", "slowMs", "tokenMs"]);
@@ -25,7 +26,7 @@ export function parseFakeInferenceArgs(argv: string[]): FakeInferenceOptions {
     const key = m[1].replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
     const value = m[2] ?? argv[++i];
     if (value === undefined) throw new FakeInferenceSettingsError(`--${m[1]} needs a value`);
-    if (!["kind", "model", "mode", "queryOfDeath", ...numeric].includes(key)) throw new FakeInferenceSettingsError(`unknown option --${m[1]}`);
+    if (!["host", "kind", "model", "mode", "queryOfDeath", ...numeric].includes(key)) throw new FakeInferenceSettingsError(`unknown option --${m[1]}`);
     if (key === "queryOfDeath") {
       if (value !== "on" && value !== "off") throw new FakeInferenceSettingsError(`--${m[1]} must be on or off`);
       opts[key] = value === "on";
@@ -37,11 +38,12 @@ export function parseFakeInferenceArgs(argv: string[]): FakeInferenceOptions {
       opts[key] = value;
     }
   }
-  const { kind, port, adminPort, ...rest } = opts;
+  const { kind, host, port, adminPort, ...rest } = opts;
   if (kind !== undefined && !INFERENCE_KINDS.includes(kind as InferenceKind)) {
     throw new FakeInferenceSettingsError(`--kind must be one of ${INFERENCE_KINDS.join(", ")}`);
   }
-  return { ...parseSettingsChange(rest), kind: kind as InferenceKind | undefined, port: port as number | undefined, adminPort: adminPort as number | undefined };
+  if (host !== undefined && isIP(host as string) === 0) throw new FakeInferenceSettingsError(`--host must be an IP address, got ${JSON.stringify(host)}`);
+  return { ...parseSettingsChange(rest), kind: kind as InferenceKind | undefined, host: host as string | undefined, port: port as number | undefined, adminPort: adminPort as number | undefined };
 }
 
 /** Runs the fake until SIGTERM or SIGINT; the parent waits for the JSON ready line before using the ports. */

@@ -66,11 +66,12 @@ class FakeInferenceServer implements FakeInference, Engine {
     readonly adminPort: number,
     settings: FakeInferenceSettings,
     private readonly onQueryOfDeath?: () => void,
+    readonly host = "127.0.0.1",
   ) {
     this.current = settings;
     this.api = KINDS[kind];
-    this.url = `http://127.0.0.1:${port}`;
-    this.adminUrl = `http://127.0.0.1:${adminPort}`;
+    this.url = `http://${host}:${port}`;
+    this.adminUrl = `http://${host}:${adminPort}`;
     this.inference = createServer((req, res) => void this.onInference(req, res));
     this.admin = createServer((req, res) => void handleAdmin(this, req, res));
   }
@@ -80,7 +81,7 @@ class FakeInferenceServer implements FakeInference, Engine {
   }
 
   async start(): Promise<void> {
-    await listen(this.admin, this.adminPort);
+    await listen(this.admin, this.adminPort, this.host);
     await this.applyListener();
   }
 
@@ -211,7 +212,7 @@ class FakeInferenceServer implements FakeInference, Engine {
   private async applyListener(): Promise<void> {
     const want = this.shouldListen();
     if (want === this.listening) return;
-    if (want) await listen(this.inference, this.port);
+    if (want) await listen(this.inference, this.port, this.host);
     else await shut(this.inference);
     this.listening = want;
   }
@@ -243,11 +244,11 @@ class FakeInferenceServer implements FakeInference, Engine {
 export async function startFakeInference(opts: FakeInferenceOptions = {}): Promise<FakeInference> {
   const kind = opts.kind ?? "vllm";
   if (!INFERENCE_KINDS.includes(kind)) throw new FakeInferenceSettingsError(`kind must be one of ${INFERENCE_KINDS.join(", ")}`);
-  const { kind: _k, port: _p, adminPort: _a, onQueryOfDeath: _q, ...rest } = opts;
+  const { kind: _k, host: _h, port: _p, adminPort: _a, onQueryOfDeath: _q, ...rest } = opts;
   const settings = { ...DEFAULT_SETTINGS, ...parseSettingsChange(rest) };
   const port = opts.port || (await freePort());
   const adminPort = opts.adminPort || (await freePort());
-  const server = new FakeInferenceServer(kind, port, adminPort, settings, opts.onQueryOfDeath);
+  const server = new FakeInferenceServer(kind, port, adminPort, settings, opts.onQueryOfDeath, opts.host);
   await server.start();
   return server;
 }

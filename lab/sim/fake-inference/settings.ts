@@ -64,9 +64,14 @@ export interface FakeInferenceSettings {
 export interface FakeInferenceOptions extends Partial<FakeInferenceSettings> {
   /** Server kind whose API is imitated. Default `"vllm"`. */
   kind?: InferenceKind;
-  /** Inference port on 127.0.0.1. Default: a free port. */
+  /**
+   * Loopback address both ports listen on. Default 127.0.0.1; the drill gives each node an
+   * address of its own (127.1.x.y) with the same ports, as pods behind a headless Service.
+   */
+  host?: string;
+  /** Inference port on `host`. Default: a free port. */
   port?: number;
-  /** Admin port on 127.0.0.1. Default: a free port. */
+  /** Admin port on `host`. Default: a free port. */
   adminPort?: number;
   /**
    * What a query of death does. The process (`cli.ts`) exits at once; the default, for a fake
