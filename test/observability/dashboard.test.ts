@@ -27,14 +27,29 @@ function inRow(row: string): DashboardPanel[] {
 
 describe("Grafana dashboard", () => {
   it("has the rows and panels the issue asks for", () => {
-    expect(rows.map((r) => r.title)).toEqual(["Fleet at a glance", "Nodes and AZs", "Detection and failover", "Probe and engine", "GPUs", "L1 proxy (HAProxy)", "Alerts"]);
+    // User impact first (issue 19 item 6), then the tier and AZ states, then the alerts table.
+    expect(rows.map((r) => r.title)).toEqual(["User impact", "Fleet at a glance", "Alerts", "Nodes and AZs", "Detection and failover", "Probe and engine", "GPUs", "L1 proxy (HAProxy)"]);
     const titles = (row: string) => inRow(row).map((p) => p.title);
+    expect(titles("User impact")).toEqual([
+      "Requests",
+      "Availability vs SLO",
+      "Error budget left (30 d)",
+      "Budget burn rate (1 h)",
+      "Time to first token P95",
+      "End-to-end latency P95",
+      "Retries, redispatches, cut streams",
+      "Queued in the proxy",
+      "Latency SLO: fast first tokens",
+      "Failed requests",
+    ]);
+    // The user-impact row fills the first screen: nothing of it below y = 25.
+    for (const p of inRow("User impact")) expect(p.gridPos.y + p.gridPos.h, p.title).toBeLessThanOrEqual(26);
     expect(titles("Fleet at a glance")).toEqual(expect.arrayContaining(["Failure tier", "Leader", "Fencing token"]));
     expect(titles("Nodes and AZs")).toEqual(expect.arrayContaining(["Nodes by AZ and status", "AZ healthy capacity", "AZ state"]));
     expect(titles("Detection and failover")).toEqual(expect.arrayContaining(["Detection time, last fault", "Controller action time P95"]));
     expect(titles("Probe and engine")).toEqual(expect.arrayContaining(["Probe latency P95"]));
     expect(titles("GPUs")).toEqual(expect.arrayContaining(["GPU temperature", "GPU power", "Uncorrected ECC errors"]));
-    expect(titles("L1 proxy (HAProxy)")).toEqual(expect.arrayContaining(["Failed requests", "Error ratio"]));
+    expect(titles("L1 proxy (HAProxy)")).toEqual(expect.arrayContaining(["Error ratio", "Servers by state", "Servers up"]));
   });
 
   it("templates the data source, cluster and AZ, and every query follows cluster", () => {
@@ -67,6 +82,7 @@ describe("Grafana dashboard", () => {
   it.skipIf(!havePromtool())("every query is PromQL promtool accepts", () => {
     // Grafana's variables as Prometheus would see them after substitution.
     const exprs = dashboardExprs(d).map((e) => e.replaceAll("$__rate_interval", "1m").replaceAll("$cluster", ".*").replaceAll("$az", ".*"));
+    expect(exprs.join("\n")).not.toContain("$");
     const file = { groups: [{ name: "dashboard", rules: exprs.map((expr, i) => ({ record: `dashboard:query_${i}`, expr })) }] };
     writeFileSync(join(dir, "dashboard.rules.yml"), JSON.stringify(file));
     const r = promtool(["check", "rules", "dashboard.rules.yml"], dir);

@@ -25,7 +25,16 @@ let hp: HaproxyHandle;
 let agentText = "";
 let haproxyText = "";
 
-const alertExprs = alertRuleGroups().flatMap((g) => g.rules.map((r) => ({ where: `alert ${r.alert}`, expr: r.expr })));
+const groups = alertRuleGroups();
+const alertExprs = groups.flatMap((g) => g.rules.map((r) => ({ where: "alert" in r ? `alert ${r.alert}` : `record ${r.record}`, expr: r.expr })));
+/** Series the rules record themselves. */
+const RECORDED = new Set(groups.flatMap((g) => g.rules.flatMap((r) => ("record" in r ? [r.record] : []))));
+/**
+ * vLLM's histograms the SLOs and panels read: the inference servers export them (vllm
+ * v0.6+ `/metrics`, prometheus_client); the fake inference server does not, so they are
+ * checked against this list of vLLM's names instead of a scrape.
+ */
+const VLLM_HISTOGRAMS = new Set(["vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds"]);
 const panelExprs = dashboardExprs(buildDashboard()).map((expr) => ({ where: "dashboard", expr }));
 
 async function scrape(url: string): Promise<string> {
@@ -91,7 +100,11 @@ function missing(exprs: { where: string; expr: string }[], pages: { agent: Expor
   const out: string[] = [];
   for (const { where, expr } of exprs) {
     for (const name of metricNames(expr)) {
-      if (SYNTHETIC.has(name)) continue;
+      if (SYNTHETIC.has(name) || RECORDED.has(name)) continue;
+      if (name.startsWith("vllm:")) {
+        if (!VLLM_HISTOGRAMS.has(name.replace(/_(bucket|count|sum)$/, "")) || !/_(bucket|count|sum)$/.test(name)) out.push(`${where}: ${name}`);
+        continue;
+      }
       const page = name.startsWith("haproxy_") ? pages.haproxy : pages.agent;
       if (!isExported(name, page)) out.push(`${where}: ${name}`);
     }

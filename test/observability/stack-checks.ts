@@ -6,7 +6,7 @@
 import { expect } from "vitest";
 import { alertRuleGroups } from "../../infra/observability/alerts";
 import { DASHBOARD_UID } from "../../infra/observability/dashboard";
-import { RULES_FILE, rulesFileText } from "../../infra/observability/manifests";
+import { INHIBIT_FILE, RULES_FILE, rulesFileText, SCRAPE_FILE } from "../../infra/observability/manifests";
 import type { CapturedResource } from "../../infra/capture";
 
 type O = Record<string, unknown>;
@@ -64,7 +64,14 @@ function podMonitorProblems(spec: O, bad: string[]): void {
   eps.forEach((e: unknown, i) => {
     const at = `spec.podMetricsEndpoints[${i}]`;
     if (!isObj(e)) return void bad.push(`${at} must be an object`);
-    only(e, ["port", "path", "interval", "scrapeTimeout", "honorLabels", "relabelings", "metricRelabelings", "scheme"], at, bad);
+    only(e, ["port", "path", "params", "interval", "scrapeTimeout", "honorLabels", "relabelings", "metricRelabelings", "scheme"], at, bad);
+    if (e.params !== undefined && (!isObj(e.params) || !Object.values(e.params).every((v) => Array.isArray(v) && v.every((x) => typeof x === "string")))) {
+      bad.push(`${at}.params must map names to lists of strings`);
+    }
+    for (const [k, r] of ((e.metricRelabelings ?? []) as unknown[]).entries()) {
+      if (!isObj(r)) bad.push(`${at}.metricRelabelings[${k}] must be an object`);
+      else only(r, ["sourceLabels", "targetLabel", "replacement", "action", "regex", "separator"], `${at}.metricRelabelings[${k}]`, bad);
+    }
     if (typeof e.port !== "string" || !e.port) bad.push(`${at}.port must name a container port`);
     if (e.interval !== undefined && (typeof e.interval !== "string" || !DURATION.test(e.interval))) bad.push(`${at}.interval must be a duration`);
     if (e.honorLabels !== undefined && typeof e.honorLabels !== "boolean") bad.push(`${at}.honorLabels must be a boolean`);
@@ -101,32 +108,34 @@ export function operatorObject(o: O): { validate(): void } {
 // Captured props are untyped JSON.
 type P = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
-/** The alerts, dashboard and monitors of one environment's stack, with its default settings. */
+/**
+ * The alerts, dashboard and scrapes of one environment's stack, with its default settings:
+ * ConfigMaps only (no stack installs prometheus-operator's CRDs, so none references them).
+ */
 export function expectObservability(rs: CapturedResource[], clusterName: string, standbyAz: string | null): void {
   const k8s = (kind: string) => rs.filter((r) => r.type.startsWith("kubernetes:") && (r.props as P).kind === kind).map((r) => r.props as P);
-  const [rule] = k8s("PrometheusRule");
-  expect(rule.metadata).toMatchObject({ name: "llm-ha", namespace: "llm-ha" });
-  // The stack's standby AZ is left out of the AZ capacity alert (scaled to zero on purpose).
-  expect(rule.spec.groups).toEqual(alertRuleGroups({ standbyAz }));
+  expect(rs.filter((r) => r.type.startsWith("kubernetes:monitoring.coreos.com/")).map((r) => r.type)).toEqual([]);
   const cms = k8s("ConfigMap");
-  expect(cms.find((c) => c.metadata.name === "llm-ha-alert-rules")?.data[RULES_FILE]).toBe(rulesFileText(alertRuleGroups({ standbyAz })));
+  const cm = (name: string) => cms.find((c) => c.metadata.name === name);
+  // The stack's standby AZ is left out of the AZ capacity alert (scaled to zero on purpose).
+  expect(cm("llm-ha-alert-rules")?.data[RULES_FILE]).toBe(rulesFileText(alertRuleGroups({ standbyAz })));
   const dash = cms.find((c) => c.metadata.labels?.grafana_dashboard === "1");
   expect(JSON.parse(dash?.data[`${DASHBOARD_UID}.json`] as string).uid).toBe(DASHBOARD_UID);
+  expect(JSON.parse(cm("llm-ha-alertmanager-inhibit")?.data[INHIBIT_FILE] as string).inhibit_rules.length).toBeGreaterThan(5);
 
-  // Each PodMonitor selects pods the stack runs, on a port they name, and labels the cluster.
-  const monitors = k8s("PodMonitor");
-  expect(monitors.map((m) => m.metadata.name).sort()).toEqual(["l1-proxy", "llm-ha-agent"]);
+  // Each scrape job selects pods the stack runs, on a port they name, and labels the cluster.
+  const jobs = JSON.parse(cm("llm-ha-scrape-configs")?.data[SCRAPE_FILE] as string).scrape_configs as P[];
+  expect(jobs.map((j) => j.job_name).sort()).toEqual(["inference", "l1-proxy", "llm-ha-agent"]);
   const workloads = [...k8s("DaemonSet"), ...k8s("Deployment")];
-  for (const m of monitors) {
-    const selected = workloads.filter((w) => Object.entries(m.spec.selector.matchLabels).every(([k, v]) => w.spec.template.metadata.labels[k] === v));
-    expect(selected.length, m.metadata.name).toBeGreaterThan(0);
-    const ep = m.spec.podMetricsEndpoints[0];
-    for (const w of selected) expect(w.spec.template.spec.containers[0].ports.map((p: P) => p.name)).toContain(ep.port);
-    expect(ep.relabelings).toContainEqual({ targetLabel: "cluster", replacement: clusterName });
-    expect(ep.honorLabels).toBe(true);
+  for (const j of jobs) {
+    const [app, port] = j.relabel_configs.filter((r: P) => r.action === "keep").map((r: P) => r.regex);
+    const selected = workloads.filter((w) => w.spec.template.metadata.labels["app.kubernetes.io/name"] === app);
+    expect(selected.length, j.job_name).toBeGreaterThan(0);
+    for (const w of selected) expect(w.spec.template.spec.containers[0].ports.map((p: P) => p.name)).toContain(port);
+    expect(j.relabel_configs).toContainEqual({ target_label: "cluster", replacement: clusterName });
   }
-  // The L1 proxies serve HAProxy's exporter on the monitor port the PodMonitor scrapes.
-  for (const cm of cms.filter((c) => c.metadata.name.startsWith("l1-"))) {
-    expect(cm.data["haproxy.cfg"]).toContain("http-request use-service prometheus-exporter if { path /metrics }");
+  // The L1 proxies serve HAProxy's exporter on the monitor port the scrape reads.
+  for (const c of cms.filter((x) => x.metadata.name.startsWith("l1-"))) {
+    expect(c.data["haproxy.cfg"]).toContain("http-request use-service prometheus-exporter if { path /metrics }");
   }
 }
