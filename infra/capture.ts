@@ -6,6 +6,7 @@
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { readStackFile } from "./stack-yaml";
+import { withStandIns } from "./user-settings";
 
 /** A stack file that cannot be read or parsed (named, with the line); the offline tools exit 2 on it. */
 export { StackYamlError } from "./stack-yaml";
@@ -22,12 +23,12 @@ export interface CapturedResource {
   /** The inputs the program passed, resolved to plain values (Kubernetes: `{apiVersion, kind, metadata, spec}`). */
   props: Record<string, unknown>;
   /** Resource options the engine saw, which the mock's `newResource` does not get. */
-  opts: { parent?: string; ignoreChanges: string[]; dependsOn: string[] };
+  opts: { parent?: string; ignoreChanges: string[]; dependsOn: string[]; customTimeouts?: { create?: string; update?: string; delete?: string } };
 }
 
 export const PROJECT = "llm-ha";
 const ROOT = path.resolve(__dirname, "..");
-/** Stands in for `pulumi config set --secret llm-ha:redisAuthToken`, which no stack file can carry in clear. */
+/** Stands in for `pulumi config set --secret llm-ha:redisAuthToken`, which no stack file can carry in clear (infra/user-settings.ts). */
 export const TEST_REDIS_TOKEN = "test-token-0123456789abcdef";
 
 /** The stack file's `config:` as the CLI hands it to the program: strings, structured values as JSON. */
@@ -43,6 +44,7 @@ export function stackFile(env: Env): string {
 /** What the mocked invokes answer (AZ names map to ids differently in every account). */
 const INVOKES: Record<string, Record<string, unknown>> = {
   "aws:index/getCallerIdentity:getCallerIdentity": { accountId: "123456789012", arn: "arn:aws:iam::123456789012:root", userId: "x" },
+  "aws:ecr/getAuthorizationToken:getAuthorizationToken": { userName: "AWS", password: "ecr-token", proxyEndpoint: "https://123456789012.dkr.ecr.us-east-1.amazonaws.com" },
   "aws:index/getAvailabilityZones:getAvailabilityZones": {
     names: ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d"],
     zoneIds: ["use1-az4", "use1-az6", "use1-az1", "use1-az2"],
@@ -66,6 +68,10 @@ function fakeOutputs(type: string, name: string, inputs: Record<string, unknown>
     }
     case "aws:eks/nodeGroup:NodeGroup":
       return { ...base, nodeGroupName: name, resources: [{ autoscalingGroups: [{ name: `eks-${name}-asg` }] }] };
+    case "aws:ecr/repository:Repository":
+      return { ...base, registryId: "123456789012", repositoryUrl: `123456789012.dkr.ecr.us-east-1.amazonaws.com/${String(inputs.name ?? name)}` };
+    case "docker-build:index:Image":
+      return { ...inputs, digest: `sha256:${"d1".repeat(32)}`, ref: `${String((inputs.tags as string[] | undefined)?.[0] ?? name)}@sha256:${"d1".repeat(32)}` };
     case "aws:msk/configuration:Configuration":
       return { ...base, latestRevision: 1 };
     case "aws:ec2/launchTemplate:LaunchTemplate":
@@ -100,6 +106,7 @@ interface RegisterRequest {
   getParent(): string;
   getIgnorechangesList(): string[];
   getDependenciesList(): string[];
+  getCustomtimeouts(): { getCreate(): string; getUpdate(): string; getDelete(): string } | undefined;
 }
 
 interface MonitorLike {
@@ -137,16 +144,25 @@ export async function captureStack(env: Env | string, configOverrides: Record<st
   const options = new Map<string, CapturedResource["opts"]>();
   const register = monitor.registerResource.bind(monitor);
   monitor.registerResource = (req, callback) => {
+    const t = req.getCustomtimeouts();
     options.set(`${req.getType()}::${req.getName()}`, {
       parent: req.getParent() || undefined,
       ignoreChanges: req.getIgnorechangesList(),
       dependsOn: req.getDependenciesList(),
+      ...(t && (t.getCreate() || t.getUpdate() || t.getDelete())
+        ? { customTimeouts: { create: t.getCreate() || undefined, update: t.getUpdate() || undefined, delete: t.getDelete() || undefined } }
+        : {}),
     });
     return register(req, callback);
   };
-  const config: Record<string, string> = { "llm-ha:redisAuthToken": TEST_REDIS_TOKEN, ...fileConfig, ...configOverrides };
-  for (const [k, v] of Object.entries(config)) if (v === "") delete config[k];
-  pulumi.runtime.setAllConfig(config, ["llm-ha:redisAuthToken"]);
+  // The settings only a user can give (zone, name, API access, image, tokens) are not in the
+  // stack files: stand-ins fill them here, unless an override removes one on purpose ("").
+  const merged: Record<string, string> = { ...fileConfig, ...configOverrides };
+  const removed = Object.keys(merged).filter((k) => merged[k] === "");
+  for (const k of removed) delete merged[k];
+  const { values: config, secretKeys } = withStandIns(merged, env);
+  for (const k of removed) delete config[k];
+  pulumi.runtime.setAllConfig(config, secretKeys.filter((k) => !k.includes(".")));
 
   // Imported after setMocks, as the runtime requires; stack.ts has no top-level effects.
   const { createStack } = await import("./stack.js");

@@ -1,6 +1,9 @@
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
+import { DEFAULT_EKS_VERSION } from "../contracts/eks-versions";
+import type { ApiEndpointConfig } from "./config";
+import { createAddons, type AddonName } from "./addons";
 import { Problems } from "./problems";
 
 export interface ClusterArgs {
@@ -10,10 +13,12 @@ export interface ClusterArgs {
   region: string;
   /** Private subnets (one per AZ) for the control plane ENIs and the system nodes. Required. */
   privateSubnetIds: pulumi.Input<string>[];
-  /** Kubernetes version. Default `1.31`. */
+  /** Kubernetes version (in standard support: contracts/eks-versions.ts). Default `DEFAULT_EKS_VERSION`. */
   version?: string;
-  /** Turn off the public API endpoint (reach it over VPN / peering). Default false. */
-  privateEndpointOnly?: boolean;
+  /** How `pulumi up` and kubectl reach the API: public to listed CIDRs, or private to in-VPC runners. Required. */
+  apiEndpoint: ApiEndpointConfig;
+  /** Managed add-on versions over `ADDON_VERSIONS`. Default none. */
+  addonVersions?: Partial<Record<AddonName, string>>;
   /** System node group (HAProxy, CoreDNS, controllers) instance type. Default `m6i.large`. */
   systemInstanceType?: string;
   /** System nodes; at least one per AZ so each AZ's HAProxy has a home. Default 3. */
@@ -66,6 +71,10 @@ export class Cluster extends pulumi.ComponentResource {
   readonly oidcProvider: aws.iam.OpenIdConnectProvider;
   readonly provider: k8s.Provider;
   readonly kubeconfig: pulumi.Output<string>;
+  /** The system node group (controllers, HAProxy, CoreDNS run there). */
+  readonly systemNodes: aws.eks.NodeGroup;
+  /** The managed add-ons, pinned. */
+  readonly addons: aws.eks.Addon[];
   /** The security group EKS attaches to the control plane and managed nodes. */
   readonly nodeSecurityGroupId: pulumi.Output<string>;
 
@@ -76,6 +85,8 @@ export class Cluster extends pulumi.ComponentResource {
     this.nodeRole = r.nodeRole;
     this.oidcProvider = r.oidcProvider;
     this.provider = r.provider;
+    this.systemNodes = r.systemNodes;
+    this.addons = r.addons;
     this.kubeconfig = pulumi.secret(r.kubeconfig);
     this.nodeSecurityGroupId = r.cluster.vpcConfig.clusterSecurityGroupId;
     this.registerOutputs({ clusterName: this.cluster.name, kubeconfig: this.kubeconfig });
@@ -88,6 +99,10 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
   const desired = args.systemDesiredSize ?? 3;
   const max = args.systemMaxSize ?? desired * 2;
   if (desired < 1 || max < desired) p.add("systemMaxSize", "must be ≥ systemDesiredSize ≥ 1");
+  const api = args.apiEndpoint;
+  const cidrs = api.access === "public" ? api.publicAccessCidrs : api.runnerCidrs;
+  if (cidrs.length === 0) p.add(`apiEndpoint.${api.access === "public" ? "publicAccessCidrs" : "runnerCidrs"}`, "needs at least one CIDR");
+  if (cidrs.some((c) => c.endsWith("/0"))) p.add("apiEndpoint", "0.0.0.0/0 opens the Kubernetes API to the internet");
   p.throwIfAny("Cluster arguments");
   const opts = { parent };
 
@@ -111,12 +126,16 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
     `${name}-eks`,
     {
       name: args.clusterName,
-      version: args.version ?? "1.31",
+      version: args.version ?? DEFAULT_EKS_VERSION,
+      // At the end of standard support EKS upgrades the control plane instead of billing
+      // extended support; the policy pack refuses a version already past it.
+      upgradePolicy: { supportType: "STANDARD" },
       roleArn: clusterRole.arn,
       vpcConfig: {
         subnetIds: args.privateSubnetIds,
         endpointPrivateAccess: true,
-        endpointPublicAccess: !(args.privateEndpointOnly ?? false),
+        endpointPublicAccess: api.access === "public",
+        publicAccessCidrs: api.access === "public" ? api.publicAccessCidrs : undefined,
       },
       accessConfig: { authenticationMode: "API", bootstrapClusterCreatorAdminPermissions: true },
       enabledClusterLogTypes: ["api", "audit", "authenticator", "controllerManager", "scheduler"],
@@ -131,7 +150,13 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
     opts,
   );
 
-  new aws.eks.NodeGroup(
+  const addons = createAddons(
+    `${name}-addon`,
+    { clusterName: cluster.name, oidcProviderArn: oidcProvider.arn, oidcProviderUrl: oidcProvider.url, versions: args.addonVersions },
+    parent,
+  );
+
+  const systemNodes = new aws.eks.NodeGroup(
     `${name}-system`,
     {
       clusterName: cluster.name,
@@ -143,10 +168,30 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
       scalingConfig: { minSize: desired, desiredSize: desired, maxSize: max },
       updateConfig: { maxUnavailable: 1 },
     },
-    { parent, dependsOn: nodeAttachments, ignoreChanges: ["scalingConfig.desiredSize"] },
+    { parent, dependsOn: [...nodeAttachments, ...addons.network], ignoreChanges: ["scalingConfig.desiredSize"] },
   );
+  const allAddons = [...addons.network, ...addons.afterNodes(systemNodes)];
+
+  // Private endpoint: the runner (in the VPC, or routed to it over VPN / peering / TGW) reaches :443.
+  if (api.access === "private") {
+    api.runnerCidrs.forEach(
+      (cidr, i) =>
+        new aws.vpc.SecurityGroupIngressRule(
+          `${name}-api-runner-${i}`,
+          {
+            securityGroupId: cluster.vpcConfig.clusterSecurityGroupId,
+            cidrIpv4: cidr,
+            ipProtocol: "tcp",
+            fromPort: 443,
+            toPort: 443,
+            description: "pulumi up / kubectl from the in-VPC runner to the private API endpoint",
+          },
+          opts,
+        ),
+    );
+  }
 
   const kubeconfig = kubeconfigFor(cluster, args.region);
   const provider = new k8s.Provider(`${name}-k8s`, { kubeconfig, enableServerSideApply: true }, opts);
-  return { cluster, nodeRole, nodeAttachments, oidcProvider, provider, kubeconfig };
+  return { cluster, nodeRole, nodeAttachments, oidcProvider, provider, kubeconfig, systemNodes, addons: allAddons };
 }

@@ -2,6 +2,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { cronProblem } from "../contracts/cron";
 import { DEFAULT_ALERT_THRESHOLDS, thresholdProblems, type AlertThresholds } from "./observability/thresholds";
 import { LOAD_BALANCER_ARN } from "../contracts/arn";
+import { DEFAULT_EKS_VERSION, eksVersionProblem, isoDay } from "../contracts/eks-versions";
+import { ADDON_VERSIONS, type AddonName } from "./addons";
 import { Problems } from "./problems";
 
 /** GPU classes llm-ha knows, with the instance type and GPU count of each. */
@@ -14,19 +16,38 @@ export type GpuClassName = keyof typeof GPU_CLASSES;
 /** One GPU class deployed in every AZ. */
 export interface GpuClassConfig {
   name: GpuClassName;
-  /** EC2 instance type; defaults to the class's (`p4d.24xlarge`, `p5.48xlarge`). */
+  /** The first of `instanceTypes` (prices, quotas). */
   instanceType: string;
+  /**
+   * EC2 instance types, in order of preference: the node group launches whichever has
+   * capacity (`instanceTypes: [p5.48xlarge, p5e.48xlarge]`). Default the class's one type.
+   * Exactly one with a capacity reservation or block (a reservation is for one type).
+   */
+  instanceTypes: string[];
   /** GPUs per node; defaults to the class's (8). */
   gpusPerNode: number;
   /** Nodes per AZ while active. */
   desiredPerAz: number;
   /** Upper bound per AZ (also the HAProxy server slots for the AZ). */
   maxPerAz: number;
-  /** On-demand capacity reservation to launch into (p5 usually needs one). */
-  capacityReservationId?: string;
-  /** Attach an EFA interface (multi-node NCCL); off by default. */
-  efa: boolean;
+  /**
+   * Capacity reservation per AZ (`{us-east-1a: cr-…}`): a reservation belongs to one AZ, so
+   * each AZ's node group launches into its own; an AZ without one launches On-Demand.
+   */
+  capacityReservations: Record<string, string>;
+  /** `ON_DEMAND` (default) or `CAPACITY_BLOCK` (EC2 Capacity Blocks for ML: a reservation in every AZ). */
+  capacityType: "ON_DEMAND" | "CAPACITY_BLOCK";
 }
+
+/** How `pulumi up` reaches the cluster's API (`llm-ha:apiEndpoint`). */
+export type ApiEndpointConfig =
+  /** Public endpoint open to these CIDRs only (the machine running `pulumi up` must be in one), plus the private one. */
+  | { access: "public"; publicAccessCidrs: string[] }
+  /** Private endpoint only; `pulumi up` runs inside the VPC or a network routed to it (`runnerCidrs` may reach :443). */
+  | { access: "private"; runnerCidrs: string[] };
+
+/** Hugging Face organisations whose models are gated: a stack serving one needs `llm-ha:hfToken`. */
+export const GATED_MODEL_ORGS = Object.freeze(["meta-llama", "mistralai", "google", "CohereForAI", "bigcode"]);
 
 export interface ScheduleConfig {
   /** IANA time zone of the cron expressions, e.g. `Europe/Berlin`. */
@@ -48,11 +69,16 @@ export interface StackConfig {
   vpcCidr: string;
   natPerAz: boolean;
   kubernetesVersion: string;
-  privateEndpointOnly: boolean;
+  apiEndpoint: ApiEndpointConfig;
   system: { instanceType: string; desiredSize: number; maxSize: number };
   gpuClasses: GpuClassConfig[];
-  inference: { image: string; model: string; gpusPerPod?: number; extraArgs: string[] };
+  inference: { image: string; model: string; gpusPerPod?: number; extraArgs: string[]; weightsS3Uri?: string };
+  /** The agent image by digest (`<repo>@sha256:…`); empty when `agentImageBuild` builds and pushes it. */
   agentImage: string;
+  /** Build agent/Dockerfile and push it to the stack's ECR repository (`@pulumi/docker-build`; needs Docker). */
+  agentImageBuild: boolean;
+  /** Hugging Face token for gated models (`pulumi config set --secret llm-ha:hfToken`). */
+  hfToken?: pulumi.Output<string>;
   haproxy: { image: string; replicas: number };
   /** `zonalShiftResources`: ARNs of the L1 NLBs the agent may zonal-shift (made by the load balancer controller, so not outputs). */
   dns: { zoneId: string; serviceName: string; ttl: number; failureThreshold: number; zonalShift: boolean; zonalShiftResources: string[] };
@@ -60,6 +86,8 @@ export interface StackConfig {
   kafka: { version: string; brokersPerAz: number; instanceType: string; volumeSizeGb: number };
   schedule?: ScheduleConfig;
   observability: ObservabilityConfig;
+  /** Managed add-on versions over `ADDON_VERSIONS` (`llm-ha:addonVersions`). */
+  addonVersions: Partial<Record<AddonName, string>>;
 }
 
 /** Alerts, dashboard and scrape monitors (`llm-ha:observability`). */
@@ -103,6 +131,49 @@ export interface ConfigSources {
   aws: pulumi.Config;
   /** Stack name; the default cluster name is derived from it. */
   stack: string;
+  /** The day support windows are judged on. Default now. */
+  today?: Date;
+}
+
+/** RFC 2606 / 6761 names nobody can own: a stack file still carrying one was never filled in. */
+const RESERVED_DOMAIN = /(^|\.)(example\.(com|net|org)|example|test|invalid|localhost)$/;
+
+/** A CIDR a public API endpoint may be open to: IPv4, prefix /8 or longer (never 0.0.0.0/0). */
+function cidrProblem(c: unknown): string | undefined {
+  const m = typeof c === "string" ? /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(c) : null;
+  if (!m || m.slice(1, 5).some((o) => Number(o) > 255) || Number(m[5]) > 32) return `${JSON.stringify(c)} is not an IPv4 CIDR`;
+  if (Number(m[5]) < 8) return `${c} opens the Kubernetes API to the internet; list the networks pulumi up and kubectl run from`;
+  return undefined;
+}
+
+/** `llm-ha:apiEndpoint`: required, because how `pulumi up` reaches the API is the user's choice. */
+function apiEndpointOf(v: unknown, k: string, p: Problems): ApiEndpointConfig {
+  const choice =
+    `choose access: public with publicAccessCidrs: [<the CIDRs pulumi up and kubectl run from>] ` +
+    `(the API answers only those; nodes use the private endpoint), or access: private with runnerCidrs: [<CIDRs of an in-VPC or VPN-routed runner>] ` +
+    `(pulumi up must then run inside the VPC: docs/infra.md "Private API endpoint")`;
+  if (v === undefined) {
+    p.add(k, `is required: ${choice}`);
+    return { access: "public", publicAccessCidrs: [] };
+  }
+  if (!isObj(v) || (v.access !== "public" && v.access !== "private")) {
+    p.add(`${k}.access`, `must be "public" or "private": ${choice}`);
+    return { access: "public", publicAccessCidrs: [] };
+  }
+  const listKey = v.access === "public" ? "publicAccessCidrs" : "runnerCidrs";
+  const other = v.access === "public" ? "runnerCidrs" : "publicAccessCidrs";
+  if (v[other] !== undefined) p.add(`${k}.${other}`, `does not apply to access: ${v.access}`);
+  const cidrs = v[listKey];
+  if (!Array.isArray(cidrs) || cidrs.length === 0) {
+    p.add(`${k}.${listKey}`, `is required with access: ${v.access} (a non-empty list of CIDRs; 0.0.0.0/0 is refused)`);
+    return v.access === "public" ? { access: "public", publicAccessCidrs: [] } : { access: "private", runnerCidrs: [] };
+  }
+  for (const c of cidrs) {
+    const why = cidrProblem(c);
+    if (why) p.add(`${k}.${listKey}`, why);
+  }
+  const ok = cidrs.filter((c): c is string => cidrProblem(c) === undefined);
+  return v.access === "public" ? { access: "public", publicAccessCidrs: ok } : { access: "private", runnerCidrs: ok };
 }
 
 /** The program's configuration: `resolveConfig` over the running stack's config. */
@@ -142,6 +213,17 @@ export function resolveConfig(src: ConfigSources): StackConfig {
       return dflt;
     }
     return v as number;
+  };
+
+  /** `instanceTypes` (a list), or the older single `instanceType`, or the class's type. */
+  const instanceTypesOf = (g: Obj, path: string, dflt: string): string[] => {
+    const v = g.instanceTypes ?? (g.instanceType !== undefined ? [g.instanceType] : [dflt]);
+    if (!Array.isArray(v) || v.length === 0 || !v.every((t) => typeof t === "string" && /^[a-z][a-z0-9-]*\.[a-z0-9]+$/.test(t))) {
+      p.add(`${path}.instanceTypes`, "must be a non-empty list of EC2 instance types, e.g. [p5.48xlarge, p5e.48xlarge]");
+      return [];
+    }
+    if (new Set(v).size !== v.length) p.add(`${path}.instanceTypes`, "lists an instance type twice");
+    return v as string[];
   };
 
   const region = src.aws.get("region") ?? "";
@@ -185,16 +267,48 @@ export function resolveConfig(src: ConfigSources): StackConfig {
       const desiredPerAz = int(g, "desiredPerAz", `${path}.desiredPerAz`, 1, 0);
       const maxPerAz = int(g, "maxPerAz", `${path}.maxPerAz`, Math.max(desiredPerAz, 1));
       if (maxPerAz < desiredPerAz) p.add(`${path}.maxPerAz`, "must be ≥ desiredPerAz");
-      const cr = g.capacityReservationId;
-      if (cr !== undefined && (typeof cr !== "string" || !/^cr-[0-9a-f]+$/.test(cr))) p.add(`${path}.capacityReservationId`, "must look like cr-0123abcd");
+      if (g.capacityReservationId !== undefined) {
+        p.add(`${path}.capacityReservationId`, "a capacity reservation belongs to one AZ: set capacityReservations: {<az>: cr-…} instead");
+      }
+      if (g.efa !== undefined) {
+        p.add(
+          `${path}.efa`,
+          "is not supported: tensor parallelism within one node runs over NVLink and needs no EFA; a half-configured EFA " +
+            "(no self-referencing security group, placement group or EFA device plugin) only breaks node launch. Remove the key",
+        );
+      }
+      const types = instanceTypesOf(g, path, known.instanceType);
+      const capacityType = g.capacityType ?? "ON_DEMAND";
+      if (capacityType !== "ON_DEMAND" && capacityType !== "CAPACITY_BLOCK") p.add(`${path}.capacityType`, 'must be "ON_DEMAND" or "CAPACITY_BLOCK"');
+      const crs = g.capacityReservations ?? {};
+      const reservations: Record<string, string> = {};
+      if (!isObj(crs)) p.add(`${path}.capacityReservations`, "must map an availability zone to a reservation id (cr-…)");
+      else {
+        for (const [az, id] of Object.entries(crs)) {
+          if (!azs.includes(az)) p.add(`${path}.capacityReservations.${az}`, `${az} is not one of llm-ha:azs`);
+          else if (typeof id !== "string" || !/^cr-[0-9a-f]{8,17}$/.test(id)) p.add(`${path}.capacityReservations.${az}`, "must look like cr-0123456789abcdef0");
+          else reservations[az] = id;
+        }
+        const ids = Object.values(reservations);
+        const twice = ids.filter((id, i) => ids.indexOf(id) !== i);
+        if (twice.length) p.add(`${path}.capacityReservations`, `${twice[0]} is listed for two AZs; a reservation belongs to one AZ`);
+      }
+      if ((Object.keys(reservations).length > 0 || capacityType === "CAPACITY_BLOCK") && types.length > 1) {
+        p.add(`${path}.instanceTypes`, "a capacity reservation or block is for one instance type: list exactly one");
+      }
+      if (capacityType === "CAPACITY_BLOCK") {
+        const without = azs.filter((az) => reservations[az] === undefined);
+        if (without.length) p.add(`${path}.capacityReservations`, `CAPACITY_BLOCK needs a capacity block reservation in every AZ; missing: ${without.join(", ")}`);
+      }
       gpuClasses.push({
         name: name as GpuClassName,
-        instanceType: str(g, "instanceType", `${path}.instanceType`, known.instanceType),
+        instanceType: types[0] ?? known.instanceType,
+        instanceTypes: types.length ? types : [known.instanceType],
         gpusPerNode: int(g, "gpusPerNode", `${path}.gpusPerNode`, known.gpus),
         desiredPerAz,
         maxPerAz,
-        capacityReservationId: typeof cr === "string" ? cr : undefined,
-        efa: g.efa === true,
+        capacityReservations: reservations,
+        capacityType: capacityType === "CAPACITY_BLOCK" ? "CAPACITY_BLOCK" : "ON_DEMAND",
       });
     });
   }
@@ -204,6 +318,48 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   if (gpusPerPod !== undefined && !isPosInt(gpusPerPod)) p.add(key("inference.gpusPerPod"), "must be a positive integer");
   const extraArgs = inf.extraArgs ?? [];
   if (!Array.isArray(extraArgs) || !extraArgs.every((a) => typeof a === "string")) p.add(key("inference.extraArgs"), "must be a list of strings");
+  const weightsS3Uri = inf.weightsS3Uri;
+  if (weightsS3Uri !== undefined && (typeof weightsS3Uri !== "string" || !/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/.test(weightsS3Uri))) {
+    p.add(key("inference.weightsS3Uri"), "must be an s3://bucket/prefix URI");
+  }
+  const model = str(inf, "model", key("inference.model"));
+  const hfToken = cfg.getSecret("hfToken");
+  const org = model.split("/")[0];
+  if (hfToken === undefined && GATED_MODEL_ORGS.includes(org) && weightsS3Uri === undefined) {
+    p.add(
+      key("hfToken"),
+      `is required: ${model} is a gated Hugging Face model (accept its licence, then pulumi config set --secret ${key("hfToken")} hf_…), or prefetch it from S3 with ${key("inference.weightsS3Uri")}`,
+    );
+  }
+
+  const api = apiEndpointOf(cfg.getObject<unknown>("apiEndpoint"), key("apiEndpoint"), p);
+  if (cfg.get("privateEndpointOnly") !== undefined) {
+    p.add(key("privateEndpointOnly"), `is replaced by ${key("apiEndpoint")} (access: public with publicAccessCidrs, or access: private with runnerCidrs)`);
+  }
+
+  const addonVersions: Partial<Record<AddonName, string>> = {};
+  for (const [name, v] of Object.entries(obj("addonVersions"))) {
+    if (!(name in ADDON_VERSIONS)) p.add(key(`addonVersions.${name}`), `unknown add-on; known: ${Object.keys(ADDON_VERSIONS).join(", ")}`);
+    else if (typeof v !== "string" || !/^v\d+\.\d+\.\d+-eksbuild\.\d+$/.test(v)) p.add(key(`addonVersions.${name}`), "must look like v1.2.3-eksbuild.1");
+    else addonVersions[name as AddonName] = v;
+  }
+
+  const kubernetesVersion = cfg.get("kubernetesVersion") ?? DEFAULT_EKS_VERSION;
+  const versionProblem = eksVersionProblem(kubernetesVersion, isoDay(src.today ?? new Date()));
+  if (versionProblem) p.add(key("kubernetesVersion"), versionProblem);
+
+  const agentImageBuild = cfg.getBoolean("agentImageBuild") ?? false;
+  const agentImage = cfg.get("agentImage") ?? "";
+  if (agentImageBuild && agentImage) p.add(key("agentImage"), `give either ${key("agentImage")} (a digest) or ${key("agentImageBuild")}: true, not both`);
+  else if (!agentImageBuild) {
+    if (!agentImage) {
+      p.add(key("agentImage"), `is required: the agent image by digest (<repo>@sha256:<64 hex>, e.g. pushed to the stack's ECR repository), or ${key("agentImageBuild")}: true to build and push it with Docker`);
+    } else if (agentImage.startsWith("ghcr.io/llm-ha/")) {
+      p.add(key("agentImage"), `${agentImage} is the documentation's example: nobody publishes it; build agent/Dockerfile and push it (or set ${key("agentImageBuild")}: true)`);
+    } else if (!/^[a-z0-9.-]+(:[0-9]+)?\/[a-z0-9._/-]+@sha256:[0-9a-f]{64}$/.test(agentImage)) {
+      p.add(key("agentImage"), `${agentImage} must name the image by digest (<repo>@sha256:<64 hex>): a tag can move under running nodes`);
+    }
+  }
 
   const hap = obj("haproxy");
   const dns = obj("dns");
@@ -219,6 +375,12 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   }
   const serviceName = str(dns, "serviceName", key("dns.serviceName"));
   if (serviceName && !/^([a-z0-9-]+\.)+[a-z]{2,}$/.test(serviceName)) p.add(key("dns.serviceName"), "must be a lower-case DNS name");
+  else if (serviceName && RESERVED_DOMAIN.test(serviceName)) {
+    p.add(key("dns.serviceName"), `${serviceName} is in a reserved example domain (RFC 2606): set the name clients will use, inside the hosted zone ${key("dns.zoneId")}`);
+  }
+  const zoneId = str(dns, "zoneId", key("dns.zoneId"));
+  if (zoneId && !/^Z[A-Z0-9]{5,31}$/.test(zoneId)) p.add(key("dns.zoneId"), `${zoneId} is not a Route53 hosted zone id (Z…, from aws route53 list-hosted-zones)`);
+  else if (zoneId && zoneId.includes("0123456789")) p.add(key("dns.zoneId"), `${zoneId} is the example placeholder: set the id of your hosted zone (aws route53 list-hosted-zones)`);
 
   const redis = obj("redis");
   const redisReplicas = int(redis, "replicas", key("redis.replicas"), Math.min(azs.length, 3), 2);
@@ -271,8 +433,8 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     standbyAz,
     vpcCidr: str(net, "cidr", key("network.cidr"), "10.0.0.0/16"),
     natPerAz: natGateways === "perAz",
-    kubernetesVersion: cfg.get("kubernetesVersion") ?? "1.31",
-    privateEndpointOnly: cfg.getBoolean("privateEndpointOnly") ?? false,
+    kubernetesVersion,
+    apiEndpoint: api,
     system: {
       instanceType: str(sys, "instanceType", key("systemNodes.instanceType"), "m6i.large"),
       desiredSize: int(sys, "desiredSize", key("systemNodes.desiredSize"), azs.length),
@@ -281,13 +443,16 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     gpuClasses,
     inference: {
       image: str(inf, "image", key("inference.image"), "vllm/vllm-openai:v0.8.5"),
-      model: str(inf, "model", key("inference.model")),
+      model,
       gpusPerPod: isPosInt(gpusPerPod) ? gpusPerPod : undefined,
       extraArgs: Array.isArray(extraArgs) ? (extraArgs as string[]) : [],
+      weightsS3Uri: typeof weightsS3Uri === "string" ? weightsS3Uri : undefined,
     },
-    agentImage: cfg.get("agentImage") ?? "",
+    agentImage,
+    agentImageBuild,
+    hfToken,
     haproxy: { image: str(hap, "image", key("haproxy.image"), "haproxy:2.6-alpine"), replicas: int(hap, "replicas", key("haproxy.replicas"), 2) },
-    dns: { zoneId: str(dns, "zoneId", key("dns.zoneId")), serviceName, ttl, failureThreshold, zonalShift: dns.zonalShift === true, zonalShiftResources: Array.isArray(shiftArns) ? (shiftArns as string[]) : [] },
+    dns: { zoneId, serviceName, ttl, failureThreshold, zonalShift: dns.zonalShift === true, zonalShiftResources: Array.isArray(shiftArns) ? (shiftArns as string[]) : [] },
     redis: { nodeType: str(redis, "nodeType", key("redis.nodeType"), "cache.r7g.large"), replicas: redisReplicas, authToken: authToken ?? pulumi.secret("") },
     kafka: {
       version: str(kafka, "version", key("kafka.version"), "3.6.0"),
@@ -296,6 +461,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
       volumeSizeGb: int(kafka, "volumeSizeGb", key("kafka.volumeSizeGb"), 100),
     },
     schedule,
+    addonVersions,
     observability: {
       enabled: obs.enabled !== false,
       prometheusOperator: obs.prometheusOperator === true,
@@ -304,7 +470,6 @@ export function resolveConfig(src: ConfigSources): StackConfig {
       thresholds,
     },
   };
-  if (!c.agentImage) p.add(key("agentImage"), "is required (the image built from agent/Dockerfile)");
   if (c.system.maxSize < c.system.desiredSize) p.add(key("systemNodes.maxSize"), "must be ≥ desiredSize");
   if (c.kafka.brokersPerAz * azs.length < 3) p.add(key("kafka.brokersPerAz"), "MSK needs at least 3 brokers for replication factor 3");
   if (c.standbyAz !== undefined && c.schedule === undefined) p.add(key("schedule"), "is required when llm-ha:standbyAz is set");

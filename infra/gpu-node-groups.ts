@@ -4,7 +4,32 @@ import { GpuClassConfig } from "./config";
 import { GPU_TAINT, LABELS } from "./names";
 import { Problems } from "./problems";
 
+/** Where nodeadm mounts the RAID0 array of the instance-store NVMe (AL2023 `localStorage`). */
+export const NVME_MOUNT = "/mnt/k8s-disks/0";
 
+/**
+ * AL2023 nodeadm NodeConfig, MIME multipart as EKS merges it with its own for managed node
+ * groups: the instance-store NVMe disks become one RAID0 array at `NVME_MOUNT`.
+ */
+export const NVME_RAID0_USER_DATA = [
+  "MIME-Version: 1.0",
+  'Content-Type: multipart/mixed; boundary="LLMHA"',
+  "",
+  "--LLMHA",
+  "Content-Type: application/node.eks.aws",
+  "",
+  "---",
+  "apiVersion: node.eks.aws/v1alpha1",
+  "kind: NodeConfig",
+  "spec:",
+  "  instance:",
+  "    localStorage:",
+  "      strategy: RAID0",
+  "",
+  "--LLMHA--",
+  "",
+].join("\n");
+const NVME_RAID0_USER_DATA_B64 = Buffer.from(NVME_RAID0_USER_DATA).toString("base64");
 
 export interface GpuNodeGroupsArgs {
   /** EKS cluster name. Required. */
@@ -64,6 +89,8 @@ export function createGpuNodeGroups(name: string, args: GpuNodeGroupsArgs, paren
     for (const gpuClass of args.gpuClasses) {
       const role = az === args.standbyAz ? "standby" : "active";
       const id = `${name}-${az}-${gpuClass.name}`;
+      const reservation = gpuClass.capacityReservations[az];
+      const block = gpuClass.capacityType === "CAPACITY_BLOCK";
       const lt = new aws.ec2.LaunchTemplate(
         `${id}-lt`,
         {
@@ -73,11 +100,14 @@ export function createGpuNodeGroups(name: string, args: GpuNodeGroupsArgs, paren
           blockDeviceMappings: [
             { deviceName: "/dev/xvda", ebs: { volumeSize: args.diskSizeGb ?? 500, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" } },
           ],
-          capacityReservationSpecification: gpuClass.capacityReservationId
-            ? { capacityReservationTarget: { capacityReservationId: gpuClass.capacityReservationId } }
-            : undefined,
-          // EFA needs the interface declared in the launch template (EKS then leaves networking to it).
-          networkInterfaces: gpuClass.efa ? [{ deviceIndex: 0, interfaceType: "efa", deleteOnTermination: "true" }] : undefined,
+          // The node's instance-store NVMe (8 × 3.8 TB on p5, 8 × 1 TB on p4d) as one RAID0 array: kubelet,
+          // containerd and the model cache (MODEL_CACHE_HOST_PATH) live there, not on the EBS root.
+          userData: NVME_RAID0_USER_DATA_B64,
+          // A reservation belongs to one AZ: each AZ's group targets its own (none: On-Demand, open).
+          capacityReservationSpecification: reservation ? { capacityReservationTarget: { capacityReservationId: reservation } } : undefined,
+          // Capacity Blocks for ML: the market type and the instance type live in the launch template.
+          instanceMarketOptions: block ? { marketType: "capacity-block" } : undefined,
+          instanceType: block ? gpuClass.instanceType : undefined,
           tagSpecifications: [{ resourceType: "instance", tags: { "llm-ha.io/az": az, "llm-ha.io/gpu-class": gpuClass.name } }],
         },
         { parent },
@@ -88,9 +118,10 @@ export function createGpuNodeGroups(name: string, args: GpuNodeGroupsArgs, paren
           clusterName: args.clusterName,
           nodeRoleArn: args.nodeRoleArn,
           subnetIds: [subnetId],
-          instanceTypes: [gpuClass.instanceType],
+          // In order of preference; EKS launches whichever type has capacity (none with a block: the template's).
+          instanceTypes: block ? undefined : gpuClass.instanceTypes,
           amiType: "AL2023_x86_64_NVIDIA",
-          capacityType: "ON_DEMAND",
+          capacityType: gpuClass.capacityType,
           launchTemplate: { id: lt.id, version: pulumi.interpolate`${lt.latestVersion}` },
           labels: { [LABELS.gpuClass]: gpuClass.name, [LABELS.az]: az, [LABELS.azRole]: role },
           taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: "NO_SCHEDULE" }],

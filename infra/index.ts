@@ -11,3 +11,4 @@ export const nlbNames = out.nlbNames;
 export const nlbHostnames = out.nlbHostnames;
 export const redisEndpoint = out.redisEndpoint;
 export const kafkaBootstrapBrokers = out.kafkaBootstrapBrokers;
+export const agentRepositoryUrl = out.agentRepositoryUrl;

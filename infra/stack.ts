@@ -1,5 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import { AgentIam, azIdsSetting } from "./agent-iam";
+import { AgentImage } from "./agent-image";
+import { createLbController } from "./lb-controller";
+import { createWeightsReaderRole } from "./weights-iam";
 import { Cluster } from "./cluster";
 import { loadConfig } from "./config";
 import { Dns } from "./dns";
@@ -9,7 +12,7 @@ import { Network } from "./network";
 import { Observability } from "./observability";
 import { Redis } from "./redis";
 import { StandbySchedule } from "./standby-schedule";
-import { Workloads, type WorkloadsArgs } from "./workloads";
+import { INFERENCE_SERVICE_ACCOUNT, Workloads, type WorkloadsArgs } from "./workloads";
 import { AGENT_SERVICE_ACCOUNT } from "./workloads/agent";
 import { WORKLOADS_NAMESPACE } from "./names";
 
@@ -26,6 +29,8 @@ export interface StackOutputs {
   nlbHostnames: pulumi.Output<Record<string, string>>;
   redisEndpoint: pulumi.Output<string>;
   kafkaBootstrapBrokers: pulumi.Output<string>;
+  /** The stack's ECR repository for the agent image. */
+  agentRepositoryUrl: pulumi.Output<string>;
 }
 
 /** Builds the whole stack from the validated stack configuration. */
@@ -37,7 +42,8 @@ export function createStack(): StackOutputs {
     region: c.region,
     privateSubnetIds: network.privateSubnetIds,
     version: c.kubernetesVersion,
-    privateEndpointOnly: c.privateEndpointOnly,
+    apiEndpoint: c.apiEndpoint,
+    addonVersions: c.addonVersions,
     systemInstanceType: c.system.instanceType,
     systemDesiredSize: c.system.desiredSize,
     systemMaxSize: c.system.maxSize,
@@ -100,13 +106,38 @@ export function createStack(): StackOutputs {
     };
   }
 
+  // Everything with an NLB waits for the controller that makes NLBs.
+  const lbController = createLbController("lbc", {
+    provider: cluster.provider,
+    clusterName: cluster.cluster.name,
+    region: c.region,
+    vpcId: network.vpc.id,
+    oidcProviderArn: cluster.oidcProvider.arn,
+    oidcProviderUrl: cluster.oidcProvider.url,
+    dependsOn: [cluster.systemNodes, ...cluster.addons],
+  }, cluster);
+
+  const agentImage = new AgentImage("agent-image", { repositoryName: `${c.clusterName}/agent`, image: c.agentImage || undefined, build: c.agentImageBuild });
+  const weightsRole = c.inference.weightsS3Uri
+    ? createWeightsReaderRole("weights", {
+        uri: c.inference.weightsS3Uri,
+        oidcProviderArn: cluster.oidcProvider.arn,
+        oidcProviderUrl: cluster.oidcProvider.url,
+        namespace: WORKLOADS_NAMESPACE,
+        serviceAccount: INFERENCE_SERVICE_ACCOUNT,
+      })
+    : undefined;
+
   const workloads = new Workloads("app", {
     provider: cluster.provider,
     clusterName: c.clusterName,
     azs: network.subnets.map((s) => ({ az: s.az, publicSubnetId: s.publicSubnet.id })),
     gpuClasses: c.gpuClasses,
     inference: c.inference,
-    agentImage: c.agentImage,
+    agentImage: agentImage.ref,
+    hfToken: c.hfToken,
+    inferenceRoleArn: weightsRole?.arn,
+    lbController,
     redisUrl: redis.url,
     vpcCidr: c.vpcCidr,
     haproxyImage: c.haproxy.image,
@@ -148,5 +179,6 @@ export function createStack(): StackOutputs {
     nlbHostnames: pulumi.output(workloads.nlbHostnames),
     redisEndpoint: redis.primaryEndpoint,
     kafkaBootstrapBrokers: kafka.bootstrapBrokers,
+    agentRepositoryUrl: agentImage.repository.repositoryUrl,
   };
 }

@@ -3,6 +3,7 @@
 import type { Policies } from "@pulumi/policy";
 import { eksControlPlaneLogging } from "./cluster";
 import { crdsInstalled } from "./crds";
+import { eksVersionSupported, gpuCapacitySettings, nlbNeedsLbController } from "./deployability";
 import { mskHaEncrypted, redisHaEncrypted } from "./data";
 import { agentRoleLeastPrivilege } from "./iam";
 import { failoverRecordPairs, failoverRecordTtl, route53HealthCheckFast } from "./dns";
@@ -39,5 +40,8 @@ export const policies: Policies = [
   agentRoleLeastPrivilege,
   requiredTags,
   eksControlPlaneLogging,
+  eksVersionSupported,
+  gpuCapacitySettings,
+  nlbNeedsLbController,
   crdsInstalled,
 ];

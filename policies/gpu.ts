@@ -128,8 +128,8 @@ export const gpuInstanceTypesAllowed: ResourceValidationPolicy = {
       allowedInstanceTypes: {
         type: "array",
         items: { type: "string" },
-        default: ["p4d.24xlarge", "p5.48xlarge"],
-        description: "Instance types a GPU node group may use (A100 p4d.24xlarge, H100 p5.48xlarge).",
+        default: ["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"],
+        description: "Instance types a GPU node group may use (A100 p4d.24xlarge / p4de.24xlarge, H100 p5.48xlarge).",
       },
     },
   },
@@ -137,6 +137,8 @@ export const gpuInstanceTypesAllowed: ResourceValidationPolicy = {
     if (!isGpuNodeGroup(args.props as Props)) return;
     const { allowedInstanceTypes } = args.getConfig<GpuInstanceTypesConfig>();
     const types = strings(ng.instanceTypes);
+    // A capacity block names its type in the launch template: gpu-capacity-settings checks it.
+    if (types.length === 0 && ng.capacityType === "CAPACITY_BLOCK") return;
     if (types.length === 0) {
       reportViolation(`GPU node group ${args.name} sets no instanceTypes; allowed: ${allowedInstanceTypes.join(", ")}.`);
       return;

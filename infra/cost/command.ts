@@ -2,6 +2,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { resolveConfig } from "../config";
+import { withStandIns } from "../user-settings";
 import { parseStackYaml, readStackFile, StackYamlError } from "../stack-yaml";
 import { estimateCost } from "./estimate";
 import { priceOverride, PriceError, priceTable } from "./prices";
@@ -124,11 +125,14 @@ export async function costCommand(argv: string[]): Promise<number> {
     }
     const month = monthOf(args.month);
     const sf = findStack(args.stack);
-    const values = readStackFile(sf.file);
+    const file = readStackFile(sf.file);
     const secretKey = `${sf.project}:redisAuthToken`;
-    values[secretKey] ??= SECRET_STAND_IN;
+    file[secretKey] ??= SECRET_STAND_IN;
+    // The settings only a user gives (zone, image, tokens, API access) do not change the cost:
+    // stand-ins fill the ones a fresh stack file leaves out (infra/user-settings.ts).
+    const { values, secretKeys } = withStandIns(file, sf.stack);
     // The program's own resolution, over Pulumi's own Config reading these values.
-    pulumi.runtime.setAllConfig(values, [secretKey]);
+    pulumi.runtime.setAllConfig(values, secretKeys.filter((k) => !k.includes(".")));
     const cfg = resolveConfig({ project: new pulumi.Config(sf.project), aws: new pulumi.Config("aws"), stack: sf.stack });
     const overrides = args.prices.map((p) => priceOverride(p, cfg.region, new Date()));
     const report = estimateCost(cfg, { stack: sf.stack, file: sf.file, month, prices: priceTable(), overrides });

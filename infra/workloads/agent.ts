@@ -1,6 +1,6 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig } from "../config";
-import { appLabels, DaemonSet, GPU_TOLERATION, gpuNodeSelector, objectName } from "./common";
+import { appLabels, DaemonSet, GPU_TOLERATION, gpuNodeSelector, objectName, SKIP_AWAIT } from "./common";
 import { PORTS } from "../../contracts/names";
 import { APP } from "../names";
 
@@ -23,8 +23,8 @@ export interface AgentSpec {
   namespace: string;
   az: string;
   gpuClass: GpuClassConfig;
-  /** The image built from agent/Dockerfile. */
-  image: string;
+  /** The image built from agent/Dockerfile, by digest. */
+  image: pulumi.Input<string>;
   /** `LLMHA_CLUSTER`: the Redis key namespace. */
   clusterName: string;
   /** `LLMHA_MODEL`: the model id that must be served. */
@@ -63,7 +63,8 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
   return {
     apiVersion: "apps/v1",
     kind: "DaemonSet",
-    metadata: { name: objectName("agent", s.az, s.gpuClass.name), namespace: s.namespace, labels },
+    // On a sleeping standby AZ, or during a slow GPU node roll, the rollout outlasts pulumi's wait.
+    metadata: { name: objectName("agent", s.az, s.gpuClass.name), namespace: s.namespace, labels, annotations: { [SKIP_AWAIT]: "true" } },
     spec: {
       selector: { matchLabels: labels },
       updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 1 } },

@@ -9,6 +9,9 @@ export type ConfigMap = k8s.types.input.core.v1.ConfigMap;
 
 
 
+/** Annotation that tells Pulumi's Kubernetes provider not to wait for the object to become ready. */
+export const SKIP_AWAIT = "pulumi.com/skipAwait";
+
 export const GPU_TOLERATION = Object.freeze({ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect });
 
 /** Labels of one workload instance in one AZ (and GPU class, for GPU workloads). */

@@ -20,10 +20,16 @@ export interface WorkloadsArgs {
   azs: { az: string; publicSubnetId: pulumi.Input<string> }[];
   /** GPU classes deployed in every AZ. Required. */
   gpuClasses: GpuClassConfig[];
-  /** vLLM image, model, GPUs per pod (default: all of the node's), extra args. Required. */
-  inference: { image: string; model: string; gpusPerPod?: number; extraArgs?: string[] };
-  /** The agent image (agent/Dockerfile). Required. */
-  agentImage: string;
+  /** vLLM image, model, GPUs per pod (default: all of the node's), extra args, S3 copy of the weights. Required. */
+  inference: { image: string; model: string; gpusPerPod?: number; extraArgs?: string[]; weightsS3Uri?: string };
+  /** The agent image (agent/Dockerfile), by digest. Required. */
+  agentImage: pulumi.Input<string>;
+  /** Hugging Face token for gated models: kept in a Secret, `HF_TOKEN` of the inference pods. Default none. */
+  hfToken?: pulumi.Input<string>;
+  /** IAM role (IRSA) of the inference pods' ServiceAccount: reads `inference.weightsS3Uri`. Default none. */
+  inferenceRoleArn?: pulumi.Input<string>;
+  /** The AWS Load Balancer Controller: every NLB Service waits for it. Required for the NLBs to get an address. */
+  lbController?: pulumi.Resource;
   /** `rediss://:<token>@<host>:6379`, kept in a Secret. Required. */
   redisUrl: pulumi.Input<string>;
   /** VPC CIDR: the NLB's health checks come from inside it. Required. */
@@ -44,6 +50,11 @@ export interface WorkloadsArgs {
   agentActuator?: AgentActuatorEnv & { roleArn: pulumi.Input<string> };
 }
 
+
+/** The Secret holding the Hugging Face token (`token`). */
+export const HF_TOKEN_SECRET = "llm-ha-hf-token";
+/** The inference pods' ServiceAccount (IRSA for the S3 weights). */
+export const INFERENCE_SERVICE_ACCOUNT = "llm-ha-inference";
 
 /** NLB name of one AZ: at most 32 characters, unique per cluster and AZ. */
 export function nlbName(clusterName: string, az: string): string {
@@ -110,6 +121,31 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       ),
     );
   }
+  let hfTokenSecretName: string | undefined;
+  if (args.hfToken !== undefined) {
+    hfTokenSecretName = HF_TOKEN_SECRET;
+    new k8s.core.v1.Secret(
+      `${name}-hf-token`,
+      { metadata: { name: HF_TOKEN_SECRET, namespace }, type: "Opaque", stringData: { token: pulumi.secret(args.hfToken) } },
+      inNs,
+    );
+  }
+  let inferenceServiceAccount: string | undefined;
+  if (args.inferenceRoleArn !== undefined) {
+    inferenceServiceAccount = INFERENCE_SERVICE_ACCOUNT;
+    new k8s.core.v1.ServiceAccount(
+      `${name}-inference`,
+      {
+        metadata: {
+          name: INFERENCE_SERVICE_ACCOUNT,
+          namespace,
+          labels: { "app.kubernetes.io/name": APP.inference, "app.kubernetes.io/part-of": "llm-ha" },
+          annotations: { "eks.amazonaws.com/role-arn": args.inferenceRoleArn },
+        },
+      },
+      inNs,
+    );
+  }
   new k8s.apps.v1.DaemonSet(`${name}-device-plugin`, devicePluginDaemonSet(args.devicePluginImage ?? DEVICE_PLUGIN_IMAGE), opts);
 
   const slots: Record<string, number> = {};
@@ -122,7 +158,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     new k8s.core.v1.Service(`${name}-inference-${az}`, inferenceHeadlessService(namespace, az), inNs);
     for (const gpuClass of args.gpuClasses) {
       const id = `${name}-${az}-${gpuClass.name}`;
-      const inf = inferenceManifests({ namespace, az, gpuClass, ...args.inference });
+      const inf = inferenceManifests({ namespace, az, gpuClass, ...args.inference, hfTokenSecretName, serviceAccountName: inferenceServiceAccount });
       new k8s.apps.v1.Deployment(`${id}-inference`, inf.deployment, inNs);
       new k8s.policy.v1.PodDisruptionBudget(`${id}-inference`, inf.pdb, inNs);
       new k8s.apps.v1.DaemonSet(
@@ -156,7 +192,12 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     const cm = new k8s.core.v1.ConfigMap(`${name}-l1-${az}`, l1.configMap, inNs);
     new k8s.apps.v1.Deployment(`${name}-l1-${az}`, l1.deployment, { ...opts, dependsOn: [ns, cm] });
     new k8s.policy.v1.PodDisruptionBudget(`${name}-l1-${az}`, l1.pdb, inNs);
-    const svc = new k8s.core.v1.Service(`${name}-l1-${az}-nlb`, l1.service, inNs);
+    // The load balancer controller gives the Service its NLB; provisioning takes minutes.
+    const svc = new k8s.core.v1.Service(`${name}-l1-${az}-nlb`, l1.service, {
+      ...opts,
+      dependsOn: args.lbController ? [ns, args.lbController] : [ns],
+      customTimeouts: { create: "20m", update: "20m" },
+    });
     nlbHostnames[az] = svc.status.loadBalancer.ingress.apply((i) => i?.[0]?.hostname ?? "");
   }
 

@@ -1,5 +1,5 @@
 import { GpuClassConfig } from "../config";
-import { appLabels, Deployment, GPU_TOLERATION, gpuNodeSelector, objectName, onePodAtATime, PodDisruptionBudget, Service } from "./common";
+import { appLabels, Deployment, GPU_TOLERATION, gpuNodeSelector, objectName, onePodAtATime, PodDisruptionBudget, Service, SKIP_AWAIT } from "./common";
 import { PORTS } from "../../contracts/names";
 import { APP, LABELS } from "../names";
 
@@ -15,6 +15,45 @@ export interface InferenceSpec {
   gpusPerPod?: number;
   /** Extra `vllm serve` arguments. Default none. */
   extraArgs?: string[];
+  /** Secret with `token` = the Hugging Face token (`HF_TOKEN`), for gated models. Default none. */
+  hfTokenSecretName?: string;
+  /** `s3://bucket/prefix` holding a copy of the Hugging Face cache (`HF_HOME`) to sync before start. Default none. */
+  weightsS3Uri?: string;
+  /** ServiceAccount of the pods (IRSA: read access to `weightsS3Uri`). Default none. */
+  serviceAccountName?: string;
+  /** Node directory of the model cache: the instance-store NVMe array. Default `MODEL_CACHE_HOST_PATH`. */
+  cacheHostPath?: string;
+}
+
+/** The model cache on the node's instance-store NVMe (nodeadm RAID0 at /mnt/k8s-disks/0). */
+export const MODEL_CACHE_HOST_PATH = "/mnt/k8s-disks/0/llm-ha/huggingface";
+/** `HF_HOME` inside the inference container. */
+export const HF_HOME = "/root/.cache/huggingface";
+/** Image of the S3 prefetch init container. */
+export const AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.27.50";
+
+/**
+ * The readiness check of an inference pod, run in its container: the node's agent decides
+ * (`/readyz` on the host network: 200 takes traffic, anything else does not, so a GPU-faulty
+ * or wedged node leaves every Service's endpoints), and only when the agent cannot be reached
+ * at all (not deployed yet, restarting) the server's own `/health` does. Python is in every
+ * vLLM image; no curl is needed.
+ */
+export function readinessCommand(agentPort: number = PORTS.agentHttp, inferencePort: number = PORTS.inference, host = "127.0.0.1"): string[] {
+  const script = [
+    "import sys, urllib.request as r, urllib.error as e",
+    "def code(port, path):",
+    "    try:",
+    `        return r.urlopen('http://${host}:%d%s' % (port, path), timeout=2).status`,
+    "    except e.HTTPError as x:",
+    "        return x.code",
+    "try:",
+    `    ok = code(${agentPort}, '/readyz') == 200`,
+    "except Exception:",
+    `    ok = code(${inferencePort}, '/health') == 200`,
+    "sys.exit(0 if ok else 1)",
+  ].join("\n");
+  return ["python3", "-c", script];
 }
 
 /** The inference Deployment of one (AZ, GPU class) and its PDB. */
@@ -23,6 +62,22 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
   const labels = appLabels(APP.inference, s.az, s.gpuClass.name);
   const gpus = s.gpusPerPod ?? s.gpuClass.gpusPerNode;
   const health = { httpGet: { path: "/health", port: PORTS.inference } };
+  const env: { name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }[] = [{ name: "HF_HOME", value: HF_HOME }];
+  if (s.hfTokenSecretName) env.push({ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: s.hfTokenSecretName, key: "token" } } });
+  const cache = { name: "cache", mountPath: HF_HOME };
+  // A woken standby node is a new instance with an empty NVMe: fetch the weights from S3 in
+  // the region (GB/s) rather than from the Hugging Face hub; `sync` copies only what is missing.
+  const initContainers = s.weightsS3Uri
+    ? [
+        {
+          name: "weights",
+          image: AWS_CLI_IMAGE,
+          command: ["aws", "s3", "sync", "--only-show-errors", s.weightsS3Uri, HF_HOME],
+          volumeMounts: [cache],
+          securityContext: { allowPrivilegeEscalation: false },
+        },
+      ]
+    : undefined;
   const deployment: Deployment = {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -35,6 +90,7 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
       template: {
         metadata: { labels },
         spec: {
+          ...(s.serviceAccountName ? { serviceAccountName: s.serviceAccountName } : {}),
           // The agent on the same node reaches the server at 127.0.0.1:8000 and HAProxy at
           // the node IP the headless Service returns, so the server shares the node's network.
           hostNetwork: true,
@@ -62,6 +118,7 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
             },
           ],
           terminationGracePeriodSeconds: 60,
+          ...(initContainers ? { initContainers } : {}),
           containers: [
             {
               name: "vllm",
@@ -78,27 +135,33 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
                 ...(s.extraArgs ?? []),
               ],
               ports: [{ name: "http", containerPort: PORTS.inference }],
+              env,
               resources: { limits: { "nvidia.com/gpu": String(gpus) }, requests: { "nvidia.com/gpu": String(gpus) } },
               // Loading a large model takes minutes; the startup probe holds liveness off until then.
               startupProbe: { ...health, periodSeconds: 10, failureThreshold: 180 },
-              readinessProbe: { ...health, periodSeconds: 5, failureThreshold: 2 },
+              // Readiness follows the node's agent (GPU faults, a wedged engine, latency), not /health alone.
+              readinessProbe: { exec: { command: readinessCommand() }, periodSeconds: 5, failureThreshold: 2, timeoutSeconds: 5 },
               livenessProbe: { ...health, periodSeconds: 10, failureThreshold: 6, timeoutSeconds: 5 },
               securityContext: { allowPrivilegeEscalation: false },
               volumeMounts: [
                 { name: "shm", mountPath: "/dev/shm" },
-                { name: "cache", mountPath: "/root/.cache/huggingface" },
+                cache,
               ],
             },
           ],
           volumes: [
             // NCCL between tensor-parallel workers needs far more than the default 64 MiB.
             { name: "shm", emptyDir: { medium: "Memory", sizeLimit: "32Gi" } },
-            { name: "cache", emptyDir: {} },
+            // The node's NVMe, not an emptyDir: a restarted or rescheduled pod finds the weights there.
+            { name: "cache", hostPath: { path: s.cacheHostPath ?? MODEL_CACHE_HOST_PATH, type: "DirectoryOrCreate" } },
           ],
         },
       },
     },
   };
+  // A Deployment on a sleeping standby AZ, or one still downloading its first model, is not
+  // ready for a long time: `pulumi up` does not wait for it (the agent and HAProxy do).
+  deployment.metadata = { ...(deployment.metadata as object), annotations: { [SKIP_AWAIT]: "true" } };
   return { deployment, pdb: onePodAtATime(name, s.namespace, labels) };
 }
 

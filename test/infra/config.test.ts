@@ -19,9 +19,9 @@ const paths = (e: pulumi.InputPropertiesError) => e.errors.map((x) => x.property
 describe("stack configuration", () => {
   it("takes the NLBs to zonal-shift from dns.zonalShiftResources and grants shifts on exactly those", async () => {
     const nlb = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/l1-us-east-1a/0123456789abcdef";
-    const dns = { zoneId: "Z1", serviceName: "infer.dev.example.com", zonalShift: true, zonalShiftResources: [nlb] };
+    const dns = { zoneId: "ZDEVTESTZONE1", serviceName: "infer.dev.llm-ha.net", zonalShift: true, zonalShiftResources: [nlb] };
     const rs = await captureStack("dev", { "llm-ha:dns": JSON.stringify(dns) });
-    const policy = JSON.parse(String(rs.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy")?.props.policy));
+    const policy = JSON.parse(String(rs.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === "agent-actuator")?.props.policy));
     expect(policy.Statement[2]).toEqual({
       Sid: "ShiftZoneLoadBalancers",
       Effect: "Allow",
@@ -65,7 +65,7 @@ describe("stack configuration", () => {
   });
 
   it("refuses a TTL over 30 s and a failure threshold over 2", async () => {
-    const e = await failure({ "llm-ha:dns": JSON.stringify({ zoneId: "Z1", serviceName: "infer.example.com", ttl: 60, failureThreshold: 3 }) });
+    const e = await failure({ "llm-ha:dns": JSON.stringify({ zoneId: "ZDEVTESTZONE1", serviceName: "infer.llm-ha.net", ttl: 60, failureThreshold: 3 }) });
     expect(paths(e)).toEqual(["llm-ha:dns.ttl", "llm-ha:dns.failureThreshold"]);
   });
 
@@ -73,7 +73,7 @@ describe("stack configuration", () => {
     const e = await failure({
       "llm-ha:azs": JSON.stringify(["us-east-1a"]),
       "llm-ha:gpuClasses": JSON.stringify([{ name: "t4" }]),
-      "llm-ha:dns": JSON.stringify({ zoneId: "Z1", serviceName: "infer.example.com", ttl: 300 }),
+      "llm-ha:dns": JSON.stringify({ zoneId: "ZDEVTESTZONE1", serviceName: "infer.llm-ha.net", ttl: 300 }),
       "llm-ha:schedule": JSON.stringify({ timeZone: "UTC", scaleDown: "0 25 * * *", scaleUp: "0 7 * *" }),
       "llm-ha:redisAuthToken": "",
     });

@@ -9,6 +9,8 @@ import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from "kubernete
 import { beforeAll, describe, expect, it } from "vitest";
 import { isCron } from "../../infra/config";
 import { l1HaproxyConfig } from "../../infra/workloads/l1-proxy";
+import { MODEL_CACHE_HOST_PATH, readinessCommand } from "../../infra/workloads/inference";
+import { describeDeployability } from "./deployability-checks";
 import { expectObservability, operatorObject } from "../observability/stack-checks";
 import { captureStack, ofType, stackConfig, TEST_REDIS_TOKEN, type CapturedResource, type Env } from "../../infra/capture";
 
@@ -26,6 +28,8 @@ const KINDS: Record<string, (o: O) => { validate(): void }> = {
   "kubernetes:networking.k8s.io/v1:NetworkPolicy": (o) => new NetworkPolicy(o),
   "kubernetes:monitoring.coreos.com/v1:PrometheusRule": operatorObject,
   "kubernetes:monitoring.coreos.com/v1:PodMonitor": operatorObject,
+  // A Helm release is not an object of the API server; its chart, version and values are checked below.
+  "kubernetes:helm.sh/v3:Release": (o) => ({ validate: () => expect(o).toMatchObject({ chart: expect.any(String), version: expect.stringMatching(/^\d+\.\d+\.\d+$/) }) }),
 };
 
 const matches = (selector: O, labels: O) => Object.entries(selector).every(([k, v]) => labels?.[k] === v);
@@ -90,7 +94,12 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(pod.tolerations).toContainEqual({ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" });
         const c = pod.containers[0];
         expect(Number(c.resources.limits["nvidia.com/gpu"])).toBeGreaterThan(0);
-        expect(c.readinessProbe.httpGet).toEqual({ path: "/health", port: 8000 });
+        // Readiness asks the node's agent, /health only when the agent is unreachable.
+        expect(c.readinessProbe.exec.command).toEqual(readinessCommand());
+        expect(c.startupProbe.httpGet).toEqual({ path: "/health", port: 8000 });
+        expect(d.metadata.annotations["pulumi.com/skipAwait"]).toBe("true");
+        // The model cache is on the node's instance-store NVMe, not an emptyDir.
+        expect(pod.volumes.find((v: O) => v.name === "cache")).toEqual({ name: "cache", hostPath: { path: MODEL_CACHE_HOST_PATH, type: "DirectoryOrCreate" } });
         expect(c.args).toContain(json("inference").model);
       }
     });
@@ -152,6 +161,8 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(() => make(r.props as O).validate(), `${r.type} ${r.name}`).not.toThrow();
       }
     });
+
+    describeDeployability(env, () => rs);
 
     it("ships the alert rules, the Grafana dashboard and the scrape monitors", () => {
       expectObservability(rs, cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`, cfg["llm-ha:standbyAz"] ?? null);
@@ -215,11 +226,12 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       const [cluster] = props("aws:eks/cluster:Cluster");
       expect(cluster.enabledClusterLogTypes).toEqual(expect.arrayContaining(["api", "audit", "authenticator"]));
       expect(cluster.encryptionConfig.resources).toEqual(["secrets"]);
-      expect(cluster.vpcConfig.endpointPublicAccess).toBe(cfg["llm-ha:privateEndpointOnly"] !== "true");
+      // The stand-in apiEndpoint (infra/user-settings.ts): public, open to the listed CIDRs only.
+      expect(cluster.vpcConfig).toMatchObject({ endpointPublicAccess: true, endpointPrivateAccess: true, publicAccessCidrs: ["198.51.100.0/24"] });
       const attached = props("aws:iam/rolePolicyAttachment:RolePolicyAttachment").map((a) => a.policyArn as string);
-      expect(attached.every((a) => /^arn:aws:iam::aws:policy\/(AmazonEKS|AmazonEC2ContainerRegistryReadOnly)/.test(a))).toBe(true);
-      // The only inline policy is the agent's (IRSA), checked below.
-      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name)).toEqual(["agent-actuator"]);
+      expect(attached.filter((a) => !/^arn:aws:iam::aws:policy\/(AmazonEKS|AmazonEC2ContainerRegistryReadOnly|service-role\/AmazonEBSCSIDriverPolicy$)/.test(a))).toEqual([]);
+      // The only inline policies: the agent's and the load balancer controller's (IRSA), checked below.
+      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "lbc-policy"]);
     });
 
     it("lets only the agents' ServiceAccount act, and only on the standby groups (IRSA, least privilege)", () => {
@@ -232,7 +244,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         Action: "sts:AssumeRoleWithWebIdentity",
         Condition: { StringEquals: { [`${issuer}:sub`]: "system:serviceaccount:llm-ha:llm-ha-agent", [`${issuer}:aud`]: "sts.amazonaws.com" } },
       });
-      const policy = JSON.parse((ofType(rs, "aws:iam/rolePolicy:RolePolicy")[0].props as O).policy);
+      const policy = JSON.parse((ofType(rs, "aws:iam/rolePolicy:RolePolicy").find((r) => r.name === "agent-actuator")!.props as O).policy);
       const asgs = classes.map((c) => `arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/eks-gpu-${standbyAz}-${c}-asg`);
       const shift = json("dns").zonalShiftResources as unknown as string[] | undefined;
       expect(policy.Statement).toEqual([
@@ -245,7 +257,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         },
         ...(shift?.length ? [expect.objectContaining({ Sid: "ShiftZoneLoadBalancers", Resource: shift })] : []),
       ]);
-      const [sa] = k8s("ServiceAccount");
+      const sa = k8s("ServiceAccount").find((x) => x.metadata.name === "llm-ha-agent")!;
       expect(sa.metadata).toMatchObject({ name: "llm-ha-agent", namespace: "llm-ha", annotations: { "eks.amazonaws.com/role-arn": "arn:aws:iam:us-east-1:123456789012:agent-role" } });
       const ids: Record<string, string> = { "us-east-1a": "use1-az4", "us-east-1b": "use1-az6", "us-east-1c": "use1-az1" };
       for (const a of k8s("DaemonSet").filter((d) => d.metadata.labels["app.kubernetes.io/name"] === "llm-ha-agent")) {

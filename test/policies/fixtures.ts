@@ -202,6 +202,8 @@ const agentPolicy = res("aws:iam/rolePolicy:RolePolicy", "agent-actuator", {
 });
 
 const eks = res("aws:eks/cluster:Cluster", "eks", {
+  version: "1.35",
+  upgradePolicy: { supportType: "STANDARD" },
   roleArn: "arn:aws:iam::123456789012:role/cluster",
   vpcConfig: { subnetIds: ["private-us-east-1a-id", "private-us-east-1b-id", "private-us-east-1c-id"] },
   enabledClusterLogTypes: ["api", "audit", "authenticator"],

@@ -24,6 +24,7 @@ const COVERED = [
   "aws:ec2/securityGroup:SecurityGroup",
   "aws:eks/cluster:Cluster",
   "aws:iam/rolePolicy:RolePolicy",
+  "kubernetes:helm.sh/v3:Release",
 ];
 
 export function describeStackPolicies(env: Env): void {
@@ -55,9 +56,32 @@ export function describeStackPolicies(env: Env): void {
       ]);
     });
 
+    it("flags the stack once its EKS version is out of standard support or the controller is not installed", async () => {
+      const old = structuredClone(rs);
+      const cluster = old.find((r) => r.type === "aws:eks/cluster:Cluster")!;
+      cluster.props.version = "1.31";
+      expect(mandatory(await runPolicies(policies, old)).map((v) => [v.policy, v.urn])).toEqual([["eks-version-supported", cluster.urn]]);
+      const noLbc = rs.filter((r) => r.type !== "kubernetes:helm.sh/v3:Release");
+      expect(mandatory(await runPolicies(policies, noLbc)).map((v) => v.policy)).toEqual(["nlb-needs-lb-controller"]);
+    });
+
+    it("flags the stack once one capacity reservation is targeted from two AZs", async () => {
+      const broken = structuredClone(rs);
+      // Two groups of a one-type class in different AZs (the first two AZs).
+      const single = broken.filter((r) => r.type === "aws:eks/nodeGroup:NodeGroup" && (r.props.instanceTypes as string[] | undefined)?.length === 1 && r.name.startsWith("gpu-"));
+      const cls = single[0].name.split("-").pop();
+      const names = single.filter((g) => g.name.endsWith(`-${cls}`)).slice(0, 2).map((g) => `${g.name}-lt`);
+      for (const lt of broken.filter((r) => names.includes(r.name))) {
+        lt.props.capacityReservationSpecification = { capacityReservationTarget: { capacityReservationId: "cr-0123456789abcdef0" } };
+      }
+      const found = mandatory(await runPolicies(policies, broken));
+      expect(found.map((v) => v.policy)).toEqual(["gpu-capacity-settings"]);
+      expect(found[0].message).toMatch(/^Capacity reservation cr-0123456789abcdef0 is targeted from 2 AZs/);
+    });
+
     it("flags the stack once the agent's role may scale any group", async () => {
       const broken = structuredClone(rs);
-      const rp = broken.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy");
+      const rp = broken.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === "agent-actuator");
       if (!rp) throw new Error("no agent role policy captured");
       const doc = JSON.parse(String(rp.props.policy)) as { Statement: { Resource: unknown }[] };
       doc.Statement[1].Resource = "*";

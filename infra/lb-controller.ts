@@ -1,0 +1,203 @@
+import * as aws from "@pulumi/aws";
+import * as k8s from "@pulumi/kubernetes";
+import * as pulumi from "@pulumi/pulumi";
+import { irsaTrustPolicy } from "./agent-iam";
+
+/** The Helm chart (eks-charts) and version the stack installs: chart 1.14.0 is controller v2.14.0. */
+export const LB_CONTROLLER_CHART = Object.freeze({
+  chart: "aws-load-balancer-controller",
+  version: "1.14.0",
+  repo: "https://aws.github.io/eks-charts",
+  namespace: "kube-system",
+  serviceAccount: "aws-load-balancer-controller",
+});
+
+/**
+ * The IAM policy the controller needs (its project publishes it as docs/install/iam_policy.json
+ * for each release): reads on `*`, writes on load balancers, target groups and security groups
+ * only where the controller's own cluster tag is (or is being) set.
+ */
+export function lbControllerPolicy(): string {
+  const allow = (Sid: string, Action: string[], Resource: string | string[] = "*", Condition?: Record<string, unknown>) => ({
+    Sid,
+    Effect: "Allow",
+    Action,
+    Resource,
+    ...(Condition ? { Condition } : {}),
+  });
+  const lb = "elasticloadbalancing";
+  return JSON.stringify({
+    Version: "2012-10-17",
+    Statement: [
+      allow("ServiceLinkedRole", ["iam:CreateServiceLinkedRole"], "*", { StringEquals: { "iam:AWSServiceName": "elasticloadbalancing.amazonaws.com" } }),
+      allow("Describe", [
+        "ec2:DescribeAccountAttributes",
+        "ec2:DescribeAddresses",
+        "ec2:DescribeAvailabilityZones",
+        "ec2:DescribeInternetGateways",
+        "ec2:DescribeVpcs",
+        "ec2:DescribeVpcPeeringConnections",
+        "ec2:DescribeSubnets",
+        "ec2:DescribeSecurityGroups",
+        "ec2:DescribeInstances",
+        "ec2:DescribeNetworkInterfaces",
+        "ec2:DescribeTags",
+        "ec2:GetCoipPoolUsage",
+        "ec2:DescribeCoipPools",
+        "ec2:GetSecurityGroupsForVpc",
+        "ec2:DescribeIpamPools",
+        "ec2:DescribeRouteTables",
+        `${lb}:DescribeLoadBalancers`,
+        `${lb}:DescribeLoadBalancerAttributes`,
+        `${lb}:DescribeListeners`,
+        `${lb}:DescribeListenerCertificates`,
+        `${lb}:DescribeSSLPolicies`,
+        `${lb}:DescribeRules`,
+        `${lb}:DescribeTargetGroups`,
+        `${lb}:DescribeTargetGroupAttributes`,
+        `${lb}:DescribeTargetHealth`,
+        `${lb}:DescribeTags`,
+        `${lb}:DescribeTrustStores`,
+        `${lb}:DescribeListenerAttributes`,
+        `${lb}:DescribeCapacityReservation`,
+      ]),
+      allow("CertificatesAndShields", [
+        "cognito-idp:DescribeUserPoolClient",
+        "acm:ListCertificates",
+        "acm:DescribeCertificate",
+        "iam:ListServerCertificates",
+        "iam:GetServerCertificate",
+        "waf-regional:GetWebACL",
+        "waf-regional:GetWebACLForResource",
+        "waf-regional:AssociateWebACL",
+        "waf-regional:DisassociateWebACL",
+        "wafv2:GetWebACL",
+        "wafv2:GetWebACLForResource",
+        "wafv2:AssociateWebACL",
+        "wafv2:DisassociateWebACL",
+        "shield:GetSubscriptionState",
+        "shield:DescribeProtection",
+        "shield:CreateProtection",
+        "shield:DeleteProtection",
+      ]),
+      allow("SecurityGroupRules", ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"]),
+      allow("CreateSecurityGroup", ["ec2:CreateSecurityGroup"]),
+      allow("TagNewSecurityGroup", ["ec2:CreateTags"], "arn:aws:ec2:*:*:security-group/*", {
+        StringEquals: { "ec2:CreateAction": "CreateSecurityGroup" },
+        Null: { "aws:RequestTag/elbv2.k8s.aws/cluster": "false" },
+      }),
+      allow("TagOwnSecurityGroup", ["ec2:CreateTags", "ec2:DeleteTags"], "arn:aws:ec2:*:*:security-group/*", {
+        Null: { "aws:RequestTag/elbv2.k8s.aws/cluster": "true", "aws:ResourceTag/elbv2.k8s.aws/cluster": "false" },
+      }),
+      allow("ChangeOwnSecurityGroup", ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress", "ec2:DeleteSecurityGroup"], "*", {
+        Null: { "aws:ResourceTag/elbv2.k8s.aws/cluster": "false" },
+      }),
+      allow("CreateLoadBalancer", [`${lb}:CreateLoadBalancer`, `${lb}:CreateTargetGroup`], "*", {
+        Null: { "aws:RequestTag/elbv2.k8s.aws/cluster": "false" },
+      }),
+      allow("Listeners", [`${lb}:CreateListener`, `${lb}:DeleteListener`, `${lb}:CreateRule`, `${lb}:DeleteRule`]),
+      allow(
+        "TagOwnLoadBalancers",
+        [`${lb}:AddTags`, `${lb}:RemoveTags`],
+        [`arn:aws:${lb}:*:*:targetgroup/*/*`, `arn:aws:${lb}:*:*:loadbalancer/net/*/*`, `arn:aws:${lb}:*:*:loadbalancer/app/*/*`],
+        { Null: { "aws:RequestTag/elbv2.k8s.aws/cluster": "true", "aws:ResourceTag/elbv2.k8s.aws/cluster": "false" } },
+      ),
+      allow(
+        "TagListeners",
+        [`${lb}:AddTags`, `${lb}:RemoveTags`],
+        [`arn:aws:${lb}:*:*:listener/net/*/*/*`, `arn:aws:${lb}:*:*:listener/app/*/*/*`, `arn:aws:${lb}:*:*:listener-rule/net/*/*/*`, `arn:aws:${lb}:*:*:listener-rule/app/*/*/*`],
+      ),
+      allow(
+        "ChangeOwnLoadBalancers",
+        [
+          `${lb}:ModifyLoadBalancerAttributes`,
+          `${lb}:SetIpAddressType`,
+          `${lb}:SetSecurityGroups`,
+          `${lb}:SetSubnets`,
+          `${lb}:DeleteLoadBalancer`,
+          `${lb}:ModifyTargetGroup`,
+          `${lb}:ModifyTargetGroupAttributes`,
+          `${lb}:DeleteTargetGroup`,
+          `${lb}:ModifyListenerAttributes`,
+          `${lb}:ModifyCapacityReservation`,
+          `${lb}:ModifyIpPools`,
+        ],
+        "*",
+        { Null: { "aws:ResourceTag/elbv2.k8s.aws/cluster": "false" } },
+      ),
+      allow("TagOnCreate", [`${lb}:AddTags`], [`arn:aws:${lb}:*:*:targetgroup/*/*`, `arn:aws:${lb}:*:*:loadbalancer/net/*/*`, `arn:aws:${lb}:*:*:loadbalancer/app/*/*`], {
+        StringEquals: { [`${lb}:CreateAction`]: ["CreateTargetGroup", "CreateLoadBalancer"] },
+        Null: { "aws:RequestTag/elbv2.k8s.aws/cluster": "false" },
+      }),
+      allow("Targets", [`${lb}:RegisterTargets`, `${lb}:DeregisterTargets`], `arn:aws:${lb}:*:*:targetgroup/*/*`),
+      allow("ListenersAndRules", [
+        `${lb}:SetWebAcl`,
+        `${lb}:ModifyListener`,
+        `${lb}:AddListenerCertificates`,
+        `${lb}:RemoveListenerCertificates`,
+        `${lb}:ModifyRule`,
+        `${lb}:SetRulePriorities`,
+      ]),
+    ],
+  });
+}
+
+export interface LbControllerArgs {
+  provider: k8s.Provider;
+  clusterName: pulumi.Input<string>;
+  region: string;
+  vpcId: pulumi.Input<string>;
+  oidcProviderArn: pulumi.Input<string>;
+  oidcProviderUrl: pulumi.Input<string>;
+  /** What must exist first (the system nodes it runs on, the add-ons). */
+  dependsOn?: pulumi.Input<pulumi.Resource>[];
+}
+
+/**
+ * The AWS Load Balancer Controller: without it the L1 `LoadBalancer` Services (class
+ * `service.k8s.aws/nlb`) never get an address, Pulumi waits on them and fails, and Route53
+ * has no NLB hostname to point at. IRSA role + the chart, pinned; the Release waits until the
+ * controller's Deployment (and its webhook) is ready, so Services created after it are
+ * admitted and reconciled at once.
+ */
+export function createLbController(name: string, args: LbControllerArgs, parent: pulumi.Resource): k8s.helm.v3.Release {
+  const role = new aws.iam.Role(
+    `${name}-role`,
+    {
+      description: "AWS Load Balancer Controller (IRSA): the L1 NLBs",
+      assumeRolePolicy: pulumi
+        .all([args.oidcProviderArn, args.oidcProviderUrl])
+        .apply(([arn, url]) => irsaTrustPolicy(arn, url, LB_CONTROLLER_CHART.namespace, LB_CONTROLLER_CHART.serviceAccount)),
+    },
+    { parent },
+  );
+  const policy = new aws.iam.RolePolicy(`${name}-policy`, { role: role.name, policy: lbControllerPolicy() }, { parent });
+  return new k8s.helm.v3.Release(
+    `${name}-release`,
+    {
+      name: LB_CONTROLLER_CHART.chart,
+      chart: LB_CONTROLLER_CHART.chart,
+      version: LB_CONTROLLER_CHART.version,
+      repositoryOpts: { repo: LB_CONTROLLER_CHART.repo },
+      namespace: LB_CONTROLLER_CHART.namespace,
+      atomic: true,
+      timeout: 600,
+      values: {
+        clusterName: args.clusterName,
+        // Nodes answer IMDS with hop limit 1: the controller is told instead of asking.
+        region: args.region,
+        vpcId: args.vpcId,
+        replicaCount: 2,
+        nodeSelector: { "llm-ha.io/node-role": "system" },
+        serviceAccount: {
+          create: true,
+          name: LB_CONTROLLER_CHART.serviceAccount,
+          annotations: { "eks.amazonaws.com/role-arn": role.arn },
+        },
+        // Services without a class stay with the in-tree controller; ours name service.k8s.aws/nlb.
+        enableServiceMutatorWebhook: false,
+      },
+    },
+    { parent, provider: args.provider, dependsOn: [policy, ...(args.dependsOn ?? [])], customTimeouts: { create: "15m", update: "15m" } },
+  );
+}

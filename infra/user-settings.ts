@@ -1,0 +1,112 @@
+/**
+ * The settings only the user can give: the stack files leave them out on purpose (a
+ * placeholder there would pass validation and fail in AWS), `resolveConfig` refuses a stack
+ * without them naming the key, and `llm-ha preflight` lists them with the command that sets
+ * each. The offline tools (the mocks of infra/capture.ts, `llm-ha cost`) fill what is missing
+ * with obvious stand-ins, which no real deployment ever sees.
+ */
+import { GATED_MODEL_ORGS } from "./config";
+
+export interface UserSetting {
+  /** Full key; a dot walks into an object setting (`llm-ha:dns.zoneId`). */
+  key: string;
+  /** Set with `pulumi config set --secret`. */
+  secret: boolean;
+  /** Whether this stack needs it (given the rest of its settings). */
+  needed: (values: Record<string, string>) => boolean;
+  /** How to set it. */
+  how: string;
+  /** A value the offline tools use when it is missing. */
+  standIn: (stack: string) => unknown;
+}
+
+const json = (values: Record<string, string>, key: string): Record<string, unknown> => {
+  try {
+    const v = JSON.parse(values[key] ?? "{}") as unknown;
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+};
+
+const gatedModel = (values: Record<string, string>) => GATED_MODEL_ORGS.includes(String(json(values, "llm-ha:inference").model ?? "").split("/")[0]);
+
+export const USER_SETTINGS: readonly UserSetting[] = Object.freeze([
+  {
+    key: "llm-ha:redisAuthToken",
+    secret: true,
+    needed: () => true,
+    how: 'pulumi config set --secret llm-ha:redisAuthToken "$(openssl rand -hex 32)"',
+    standIn: () => "test-token-0123456789abcdef",
+  },
+  {
+    key: "llm-ha:dns.zoneId",
+    secret: false,
+    needed: () => true,
+    how: "pulumi config set --path 'llm-ha:dns.zoneId' <id from: aws route53 list-hosted-zones>",
+    standIn: (stack: string) => `ZSTANDIN${stack.toUpperCase().replace(/[^A-Z0-9]/g, "")}`,
+  },
+  {
+    key: "llm-ha:dns.serviceName",
+    secret: false,
+    needed: () => true,
+    how: "pulumi config set --path 'llm-ha:dns.serviceName' infer.<your domain in that zone>",
+    standIn: (stack: string) => `infer-${stack}.llm-ha-stand-in.net`,
+  },
+  {
+    key: "llm-ha:apiEndpoint",
+    secret: false,
+    needed: () => true,
+    how: "pulumi config set --path 'llm-ha:apiEndpoint.access' public && pulumi config set --path 'llm-ha:apiEndpoint.publicAccessCidrs[0]' <your IP>/32 (or access private + runnerCidrs)",
+    standIn: () => ({ access: "public", publicAccessCidrs: ["198.51.100.0/24"] }),
+  },
+  {
+    key: "llm-ha:agentImage",
+    secret: false,
+    needed: (values: Record<string, string>) => values["llm-ha:agentImageBuild"] !== "true",
+    how: "push agent/Dockerfile's image to the stack's ECR repository, then pulumi config set llm-ha:agentImage <repo>@sha256:<digest> (or pulumi config set llm-ha:agentImageBuild true)",
+    standIn: () => `123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-ha/agent@sha256:${"5a".repeat(32)}`,
+  },
+  {
+    key: "llm-ha:hfToken",
+    secret: true,
+    needed: (values: Record<string, string>) => gatedModel(values) && json(values, "llm-ha:inference").weightsS3Uri === undefined,
+    how: "accept the model's licence on huggingface.co, then pulumi config set --secret llm-ha:hfToken hf_…",
+    standIn: () => "hf_stand_in_token_for_offline_runs",
+  },
+]);
+
+/** Whether `key` has a value in `values` (the CLI's flat map: objects as JSON). */
+export function hasSetting(values: Record<string, string>, key: string): boolean {
+  const [top, ...path] = key.split(".");
+  if (path.length === 0) return values[top] !== undefined && values[top] !== "";
+  let v: unknown = json(values, top);
+  for (const k of path) v = typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined;
+  return v !== undefined && v !== "";
+}
+
+/** The user settings this stack needs and lacks. */
+export function missingUserSettings(values: Record<string, string>): UserSetting[] {
+  return USER_SETTINGS.filter((s) => s.needed(values) && !hasSetting(values, s.key));
+}
+
+/**
+ * `values` with every missing user setting filled by its stand-in, the keys it filled, and the
+ * secret keys (for `setAllConfig`). For offline runs only.
+ */
+export function withStandIns(values: Record<string, string>, stack: string): { values: Record<string, string>; filled: string[]; secretKeys: string[] } {
+  const out = { ...values };
+  const filled: string[] = [];
+  for (const s of missingUserSettings(values)) {
+    const [top, ...path] = s.key.split(".");
+    const v = s.standIn(stack);
+    if (path.length === 0) out[top] = typeof v === "string" ? v : JSON.stringify(v);
+    else {
+      const o = json(out, top);
+      o[path[0]] = v;
+      out[top] = JSON.stringify(o);
+    }
+    filled.push(s.key);
+  }
+  return { values: out, filled, secretKeys: USER_SETTINGS.filter((s) => s.secret).map((s) => s.key) };
+}

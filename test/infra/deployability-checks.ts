@@ -1,0 +1,100 @@
+/**
+ * What issue 13 asks of every environment's captured stack: the program installs what it
+ * relies on (load balancer controller, managed add-ons), pins and supports its versions,
+ * never waits on what cannot come up, and keeps tokens in Secrets. Called inside
+ * `describeStack`, so each runs for dev, staging and prod.
+ */
+import { expect, it } from "vitest";
+import { DEFAULT_EKS_VERSION, eksVersionProblem, isoDay } from "../../contracts/eks-versions";
+import { ADDON_VERSIONS } from "../../infra/addons";
+import { NVME_RAID0_USER_DATA } from "../../infra/gpu-node-groups";
+import { LB_CONTROLLER_CHART } from "../../infra/lb-controller";
+import { ofType, stackConfig, type CapturedResource, type Env } from "../../infra/capture";
+import { GATED_MODEL_ORGS } from "../../infra/config";
+
+type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
+
+export function describeDeployability(env: Env, resources: () => CapturedResource[]): void {
+  const k8s = (kind: string) => resources().filter((r) => r.type.startsWith("kubernetes:") && (r.props as O).kind === kind);
+  const cfg = stackConfig(env);
+  const model = String(JSON.parse(cfg["llm-ha:inference"]).model);
+
+  it("installs the AWS Load Balancer Controller (IRSA, pinned chart) and every NLB Service waits for it", () => {
+    const [release] = ofType(resources(), "kubernetes:helm.sh/v3:Release");
+    expect(release, "a Helm release of the controller").toBeDefined();
+    const p = release.props as O;
+    expect(p).toMatchObject({ chart: "aws-load-balancer-controller", version: LB_CONTROLLER_CHART.version, namespace: "kube-system", repositoryOpts: { repo: "https://aws.github.io/eks-charts" } });
+    expect(p.values).toMatchObject({ clusterName: `llm-ha-${env}`, region: "us-east-1", vpcId: "net-vpc-id" });
+    expect(p.values.serviceAccount.annotations["eks.amazonaws.com/role-arn"]).toBe("arn:aws:iam:us-east-1:123456789012:lbc-role");
+    const role = ofType(resources(), "aws:iam/role:Role").find((r) => r.name === "lbc-role")!.props as O;
+    const trust = JSON.parse(role.assumeRolePolicy).Statement[0];
+    expect(trust.Condition.StringEquals["oidc.eks.us-east-1.amazonaws.com/id/eks-eks:sub"]).toBe("system:serviceaccount:kube-system:aws-load-balancer-controller");
+    const policy = JSON.parse((ofType(resources(), "aws:iam/rolePolicy:RolePolicy").find((r) => r.name === "lbc-policy")!.props as O).policy);
+    const actions = policy.Statement.flatMap((s: O) => s.Action as string[]);
+    expect(actions).toEqual(expect.arrayContaining(["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:RegisterTargets", "ec2:DescribeSubnets"]));
+    // Writes on load balancers are scoped to the controller's own tag.
+    const change = policy.Statement.find((s: O) => s.Sid === "ChangeOwnLoadBalancers");
+    expect(change.Condition).toEqual({ Null: { "aws:ResourceTag/elbv2.k8s.aws/cluster": "false" } });
+
+    const nlbs = k8s("Service").filter((s) => (s.props as O).spec.type === "LoadBalancer");
+    expect(nlbs.length).toBeGreaterThanOrEqual(2);
+    for (const s of nlbs) {
+      expect(s.opts.dependsOn, s.name).toContain(release.urn);
+      expect(s.opts.customTimeouts, s.name).toMatchObject({ create: "20m" });
+    }
+    expect(release.opts.customTimeouts).toMatchObject({ create: "15m" });
+  });
+
+  it("runs an EKS version in standard support today, with upgradePolicy STANDARD", () => {
+    const [cluster] = ofType(resources(), "aws:eks/cluster:Cluster").map((r) => r.props as O);
+    expect(cluster.version).toBe(cfg["llm-ha:kubernetesVersion"] ?? DEFAULT_EKS_VERSION);
+    expect(eksVersionProblem(cluster.version, isoDay(new Date()))).toBeUndefined();
+    expect(cluster.upgradePolicy).toEqual({ supportType: "STANDARD" });
+  });
+
+  it("installs the managed add-ons, pinned, with vpc-cni enforcing NetworkPolicy", () => {
+    const addons = ofType(resources(), "aws:eks/addon:Addon").map((r) => r.props as O);
+    expect(addons.map((a) => a.addonName).sort()).toEqual(Object.keys(ADDON_VERSIONS).sort());
+    for (const a of addons) expect(a.addonVersion, a.addonName).toBe(ADDON_VERSIONS[a.addonName as keyof typeof ADDON_VERSIONS]);
+    const cni = addons.find((a) => a.addonName === "vpc-cni")!;
+    expect(JSON.parse(cni.configurationValues).enableNetworkPolicy).toBe("true");
+    expect(addons.find((a) => a.addonName === "aws-ebs-csi-driver")!.serviceAccountRoleArn).toBe("arn:aws:iam:us-east-1:123456789012:eks-addon-ebs-csi");
+    // The system nodes join after the network add-ons exist.
+    const system = ofType(resources(), "aws:eks/nodeGroup:NodeGroup").find((g) => g.name === "eks-system")!;
+    const vpcCni = ofType(resources(), "aws:eks/addon:Addon").find((r) => (r.props as O).addonName === "vpc-cni")!;
+    expect(system.opts.dependsOn).toContain(vpcCni.urn);
+  });
+
+  it("keeps the agent image in the stack's ECR repository and runs it by digest", () => {
+    const [repo] = ofType(resources(), "aws:ecr/repository:Repository").map((r) => r.props as O);
+    expect(repo).toMatchObject({ name: `llm-ha-${env}/agent`, imageScanningConfiguration: { scanOnPush: true } });
+    for (const a of k8s("DaemonSet").filter((d) => (d.props as O).metadata.labels["app.kubernetes.io/name"] === "llm-ha-agent")) {
+      const p = a.props as O;
+      expect(p.spec.template.spec.containers[0].image).toMatch(/@sha256:[0-9a-f]{64}$/);
+      expect(p.metadata.annotations["pulumi.com/skipAwait"]).toBe("true");
+    }
+  });
+
+  it("passes a Hugging Face token for a gated model through a Secret only", () => {
+    const gated = GATED_MODEL_ORGS.includes(model.split("/")[0]);
+    const secret = k8s("Secret").find((s) => (s.props as O).metadata.name === "llm-ha-hf-token");
+    expect(secret !== undefined).toBe(gated);
+    for (const d of k8s("Deployment").filter((x) => (x.props as O).metadata.labels["app.kubernetes.io/name"] === "inference")) {
+      const env = (d.props as O).spec.template.spec.containers[0].env as O[];
+      const hf = env.find((e) => e.name === "HF_TOKEN");
+      if (gated) expect(hf).toEqual({ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: "llm-ha-hf-token", key: "token" } } });
+      else expect(hf).toBeUndefined();
+      expect(JSON.stringify(env)).not.toContain("hf_");
+    }
+  });
+
+  it("puts the GPU nodes' instance-store NVMe in RAID0 and drops EFA", () => {
+    const lts = ofType(resources(), "aws:ec2/launchTemplate:LaunchTemplate").map((r) => r.props as O);
+    expect(lts.length).toBeGreaterThan(0);
+    for (const lt of lts) {
+      expect(Buffer.from(lt.userData, "base64").toString()).toBe(NVME_RAID0_USER_DATA);
+      expect(lt.networkInterfaces).toBeUndefined();
+    }
+    expect(NVME_RAID0_USER_DATA).toContain("strategy: RAID0");
+  });
+}
