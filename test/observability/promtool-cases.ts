@@ -80,7 +80,15 @@ export function runPromtoolTests(groups: RuleGroup[], tests: TestGroup[], evalua
   const dir = mkdtempSync(join(tmpdir(), "llmha-rules-"));
   try {
     writeFileSync(join(dir, RULES_FILE), rulesFileText(groups));
-    writeFileSync(join(dir, "alerts.test.yml"), JSON.stringify({ rule_files: [RULES_FILE], evaluation_interval: evaluationInterval, tests }, null, 2));
+    // Recording groups first: promtool otherwise evaluates groups in a random order, and an
+    // alert may read the recordings of the previous evaluation (as in Prometheus, where
+    // groups run on their own timers: at most one interval later).
+    const order = groups.map((g) => g.name).sort((a, b) => Number(b.includes("leader-view") || b.includes("recording")) - Number(a.includes("leader-view") || a.includes("recording")));
+    const text = JSON.stringify({ rule_files: [RULES_FILE], evaluation_interval: evaluationInterval, group_eval_order: order, tests }, null, 2);
+    writeFileSync(join(dir, "alerts.test.yml"), text);
+    // LLMHA_PROMTOOL_DUMP=DIR keeps the cases (to replay them against other rules, e.g. an older commit's).
+    const dump = process.env.LLMHA_PROMTOOL_DUMP;
+    if (dump) writeFileSync(join(dump, `${tests[0]?.name.replace(/[^A-Za-z0-9]+/g, "-").slice(0, 40) ?? "empty"}.test.yml`), text);
     return promtool(["test", "rules", "alerts.test.yml"], dir);
   } finally {
     rmSync(dir, { recursive: true, force: true });
