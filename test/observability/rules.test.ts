@@ -5,10 +5,10 @@
  * shorter than `for:`, and on a former leader's stale series.
  */
 import { describe, expect, it } from "vitest";
-import { alertNames, alertRuleGroups } from "../../infra/observability/alerts";
+import { alertNames, alertRuleGroups, runbookAnchor } from "../../infra/observability/alerts";
 import { havePromtool } from "./promql";
 import { at, Cases, runPromtoolTests, s, silent, type Series, type TestGroup } from "./promtool-cases";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RULES_FILE, rulesFileText } from "../../infra/observability/manifests";
@@ -341,6 +341,17 @@ const TESTS: TestGroup[] = [
     alert_rule_test: [at("14m", "LlmHaStandbyNotWaking"), at("16m", "LlmHaStandbyNotWaking", fires("LlmHaStandbyNotWaking", { cluster: C }))],
   },
 ];
+
+describe("runbooks", () => {
+  it("every runbook_url points at a section of docs/observability.md named after its alert", () => {
+    const doc = readFileSync(join(__dirname, "../../docs/observability.md"), "utf8");
+    const headings = new Set([...doc.matchAll(/^### (\S+)$/gm)].map((m) => runbookAnchor(m[1])));
+    for (const r of rules.values()) {
+      const anchor = r.annotations.runbook_url.split("#")[1];
+      expect(headings.has(anchor), `${r.alert}: no "### ${r.alert}" in docs/observability.md`).toBe(true);
+    }
+  });
+});
 
 describe.skipIf(!HAVE)("alert rules under promtool", () => {
   const dir = mkdtempSync(join(tmpdir(), "llmha-check-"));
