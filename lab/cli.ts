@@ -10,6 +10,7 @@ const CHECKOUT_USAGE = USAGE.replace(
   "  llm-ha help",
   `  llm-ha drill [flags]     run the local drill: real Redis, HAProxy, PowerDNS and a fault matrix (checkout)
   llm-ha cost --stack ENV  GPU hours and money per month, with and without the standby schedule (checkout)
+  llm-ha preflight --stack ENV [--online]  what blocks pulumi up on this account, before anything is created (checkout)
   llm-ha help`,
 );
 
@@ -23,6 +24,10 @@ export async function main(argv: string[]): Promise<number> {
     case "cost": {
       const { costCommand } = await import("../infra/cost/command.js");
       return costCommand(rest);
+    }
+    case "preflight": {
+      const { preflightCommand } = await import("../infra/preflight/command.js");
+      return preflightCommand(rest);
     }
     default:
       return imageMain(argv, CHECKOUT_USAGE);

@@ -24,7 +24,7 @@ as the Pulumi program resolves it) and the price table in infra/cost/prices.json
 Exit status: 0 done, 2 bad arguments, unknown stack, bad stack config or no price.
 `;
 
-class UsageError extends Error {
+export class UsageError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "UsageError";
@@ -86,7 +86,7 @@ interface StackFile {
 }
 
 /** `--stack prod` → Pulumi.prod.yaml of the project (cwd first, else this checkout); `--stack x/Pulumi.qa.yaml` → that file. */
-function findStack(arg: string): StackFile {
+export function findStack(arg: string): StackFile {
   const projectName = (dir: string): string => {
     const f = path.join(dir, "Pulumi.yaml");
     const doc = fs.existsSync(f) ? parseStackYaml(fs.readFileSync(f, "utf8")) : null;

@@ -1,0 +1,122 @@
+/**
+ * The online checks of `llm-ha preflight`: read-only AWS calls (no create, no change), each
+ * turned into rows of the preflight table. Clients are passed in so tests drive them with
+ * aws-sdk-client-mock.
+ */
+import { DescribeCapacityReservationsCommand, DescribeInstanceTypeOfferingsCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { GetHostedZoneCommand, Route53Client } from "@aws-sdk/client-route-53";
+import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
+import type { StackConfig } from "../config";
+import { P_QUOTA_CODE, pQuotaNeeded, type CheckRow } from "./checks";
+
+export interface AwsClients {
+  ec2: EC2Client;
+  quotas: ServiceQuotasClient;
+  route53: Route53Client;
+}
+
+export function awsClients(region: string): AwsClients {
+  return { ec2: new EC2Client({ region }), quotas: new ServiceQuotasClient({ region }), route53: new Route53Client({ region: "us-east-1" }) };
+}
+
+const why = (err: unknown) => (err instanceof Error ? `${err.name}: ${err.message}` : String(err));
+
+/** Runs every online check; a failing call is a `fail` row naming the call, never a crash. */
+export async function onlineChecks(c: StackConfig, clients: AwsClients): Promise<CheckRow[]> {
+  const rows: CheckRow[] = [];
+  const guard = async (check: string, f: () => Promise<CheckRow[]>) => {
+    try {
+      rows.push(...(await f()));
+    } catch (err) {
+      rows.push({ check, status: "fail", detail: `the AWS call failed: ${why(err)}`, fix: "check the credentials and region (read-only calls: ec2:Describe*, servicequotas:GetServiceQuota, route53:GetHostedZone)" });
+    }
+  };
+
+  await guard("GPU quota", async () => {
+    const need = pQuotaNeeded(c);
+    if (need === 0) return [{ check: "GPU quota", status: "ok", detail: "no On-Demand P instances (capacity blocks only)", fix: "" }];
+    const r = await clients.quotas.send(new GetServiceQuotaCommand({ ServiceCode: "ec2", QuotaCode: P_QUOTA_CODE }));
+    const have = r.Quota?.Value ?? 0;
+    return [
+      have >= need
+        ? { check: "GPU quota", status: "ok", detail: `Running On-Demand P instances: ${have} vCPUs ≥ ${need} needed at every group's maximum`, fix: "" }
+        : {
+            check: "GPU quota",
+            status: "missing",
+            detail: `Running On-Demand P instances: ${have} vCPUs in ${c.region}, ${need} needed at every group's maximum`,
+            fix: `aws service-quotas request-service-quota-increase --service-code ec2 --quota-code ${P_QUOTA_CODE} --desired-value ${need} --region ${c.region}`,
+          },
+    ];
+  });
+
+  await guard("instance types offered", async () => {
+    const types = [...new Set(c.gpuClasses.flatMap((g) => g.instanceTypes))];
+    const r = await clients.ec2.send(
+      new DescribeInstanceTypeOfferingsCommand({
+        LocationType: "availability-zone",
+        Filters: [
+          { Name: "instance-type", Values: types },
+          { Name: "location", Values: c.azs },
+        ],
+      }),
+    );
+    const offered = new Set((r.InstanceTypeOfferings ?? []).map((o) => `${o.InstanceType}@${o.Location}`));
+    const out: CheckRow[] = [];
+    for (const g of c.gpuClasses) {
+      for (const az of c.azs) {
+        const here = g.instanceTypes.filter((t) => offered.has(`${t}@${az}`));
+        if (here.length === 0) {
+          out.push({ check: `offered ${g.name} in ${az}`, status: "missing", detail: `none of ${g.instanceTypes.join(", ")} is offered in ${az}`, fix: `pick AZs that offer it (llm-ha:azs) or add a type to gpuClasses[].instanceTypes` });
+        } else if (here.length < g.instanceTypes.length) {
+          out.push({ check: `offered ${g.name} in ${az}`, status: "warn", detail: `only ${here.join(", ")} of ${g.instanceTypes.join(", ")} offered`, fix: "" });
+        }
+      }
+    }
+    return out.length ? out : [{ check: "instance types offered", status: "ok", detail: `${types.join(", ")} offered in ${c.azs.join(", ")}`, fix: "" }];
+  });
+
+  const wanted = c.gpuClasses.flatMap((g) => Object.entries(g.capacityReservations).map(([az, id]) => ({ id, az, type: g.instanceType, cls: g.name })));
+  if (wanted.length) {
+    await guard("capacity reservations", async () => {
+      const r = await clients.ec2.send(new DescribeCapacityReservationsCommand({ CapacityReservationIds: wanted.map((w) => w.id) }));
+      const found = new Map((r.CapacityReservations ?? []).map((x) => [x.CapacityReservationId, x]));
+      return wanted.map((w): CheckRow => {
+        const x = found.get(w.id);
+        const check = `reservation ${w.id}`;
+        if (!x) return { check, status: "missing", detail: `not found in ${c.region}`, fix: `check gpuClasses[${w.cls}].capacityReservations.${w.az}` };
+        const problems: string[] = [];
+        if (x.AvailabilityZone !== w.az) problems.push(`it is in ${x.AvailabilityZone}, configured for ${w.az}`);
+        if (x.InstanceType !== w.type) problems.push(`it is for ${x.InstanceType}, the class launches ${w.type}`);
+        if (!["active", "scheduled", "pending"].includes(String(x.State))) problems.push(`its state is ${x.State}`);
+        return problems.length
+          ? { check, status: "invalid", detail: problems.join("; "), fix: `set gpuClasses[${w.cls}].capacityReservations to {<its AZ>: ${w.id}} or use another reservation` }
+          : { check, status: "ok", detail: `${x.InstanceType} × ${x.TotalInstanceCount ?? "?"} in ${x.AvailabilityZone}, ${x.State}`, fix: "" };
+      });
+    });
+  }
+
+  await guard("hosted zone", async () => {
+    let r;
+    try {
+      r = await clients.route53.send(new GetHostedZoneCommand({ Id: c.dns.zoneId }));
+    } catch (err) {
+      if ((err as Error).name !== "NoSuchHostedZone") throw err;
+      return [{ check: "hosted zone", status: "missing", detail: `no hosted zone ${c.dns.zoneId} in this account`, fix: `aws route53 create-hosted-zone --name <parent of ${c.dns.serviceName}> --caller-reference $(date +%s), delegate it, set llm-ha:dns.zoneId` }];
+    }
+    const zone = (r.HostedZone?.Name ?? "").replace(/\.$/, "");
+    const inside = c.dns.serviceName === zone || c.dns.serviceName.endsWith(`.${zone}`);
+    const priv = r.HostedZone?.Config?.PrivateZone === true;
+    if (!inside || priv) {
+      return [
+        {
+          check: "hosted zone",
+          status: "invalid",
+          detail: `${c.dns.zoneId} is ${zone || "(no name)"}${priv ? " (private)" : ""}; ${c.dns.serviceName} ${inside ? "is inside it, but clients resolve only public zones" : "is not inside it"}`,
+          fix: "set llm-ha:dns.zoneId to the public zone of llm-ha:dns.serviceName",
+        },
+      ];
+    }
+    return [{ check: "hosted zone", status: "ok", detail: `${c.dns.zoneId} is ${zone}, public; ${c.dns.serviceName} is inside it`, fix: "" }];
+  });
+  return rows;
+}

@@ -1,0 +1,122 @@
+/**
+ * `llm-ha preflight`: what blocks `pulumi up --stack <env>` on a fresh account, before
+ * anything is created. Offline: the stack file's user settings and the program's own
+ * validation. Online (opt-in, read-only AWS calls): GPU quota, capacity reservations, the
+ * hosted zone, instance type offerings per AZ.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { EKS_VERSIONS, isoDay } from "../../contracts/eks-versions";
+import { ADDON_VERSIONS } from "../addons";
+import { resolveConfig, type StackConfig } from "../config";
+import { missingUserSettings, withStandIns } from "../user-settings";
+
+export type CheckStatus = "ok" | "missing" | "invalid" | "warn" | "fail" | "offline";
+
+export interface CheckRow {
+  check: string;
+  status: CheckStatus;
+  detail: string;
+  /** What to do about it (empty when ok). */
+  fix: string;
+}
+
+/** Statuses that make preflight exit 1. */
+export const BLOCKING: readonly CheckStatus[] = ["missing", "invalid", "fail"];
+
+/** vCPUs of the GPU instance types (the P-instance quota counts vCPUs). */
+export const GPU_VCPUS: Readonly<Record<string, number>> = Object.freeze({
+  "p4d.24xlarge": 96,
+  "p4de.24xlarge": 96,
+  "p5.48xlarge": 192,
+  "p5e.48xlarge": 192,
+  "p5en.48xlarge": 192,
+});
+
+/** Service Quotas code of "Running On-Demand P instances" (vCPUs) in EC2. */
+export const P_QUOTA_CODE = "L-417A185B";
+
+export interface OfflineResult {
+  rows: CheckRow[];
+  /** The resolved config (with stand-ins for what is missing), when the rest validates: the online checks need it. */
+  config?: StackConfig;
+  /** The user settings that were missing (the online checks skip what depends on them). */
+  missing: string[];
+}
+
+/**
+ * The offline checks over one stack file's values (`readStackFile`): every user setting the
+ * stack needs, then the program's own validation of the rest (run with stand-ins for the
+ * missing ones, so each problem is reported once), the EKS support window, capacity notes.
+ */
+export function offlineChecks(values: Record<string, string>, project: string, stack: string, today = new Date()): OfflineResult {
+  const rows: CheckRow[] = [];
+  const missing = missingUserSettings(values);
+  for (const s of missing) rows.push({ check: `setting ${s.key}`, status: "missing", detail: "required and not set", fix: s.how });
+  if (missing.length === 0) rows.push({ check: "user settings", status: "ok", detail: "zone, service name, API access, agent image and tokens are set", fix: "" });
+
+  const { values: filled, secretKeys } = withStandIns(values, stack);
+  pulumi.runtime.setAllConfig(filled, secretKeys.filter((k) => !k.includes(".")));
+  let config: StackConfig | undefined;
+  try {
+    config = resolveConfig({ project: new pulumi.Config(project), aws: new pulumi.Config("aws"), stack, today });
+    rows.push({
+      check: "stack configuration",
+      status: "ok",
+      detail: missing.length ? "the rest of the file passes the program's validation" : "the program's validation passes",
+      fix: "",
+    });
+  } catch (err) {
+    if (!pulumi.InputPropertiesError.isInstance(err)) throw err;
+    for (const e of err.errors) rows.push({ check: `setting ${e.propertyPath}`, status: "invalid", detail: e.reason, fix: `fix ${e.propertyPath} in Pulumi.${stack}.yaml (or pulumi config set)` });
+  }
+
+  if (config) {
+    const row = EKS_VERSIONS.find((v) => v.version === config!.kubernetesVersion)!;
+    const daysLeft = Math.floor((Date.parse(row.standardUntil) - Date.parse(isoDay(today))) / 86_400_000);
+    rows.push({
+      check: `EKS ${config.kubernetesVersion} support`,
+      status: daysLeft < 60 ? "warn" : "ok",
+      detail: `standard support until ${row.standardUntil} (${daysLeft} days); upgradePolicy STANDARD`,
+      fix: daysLeft < 60 ? "plan the upgrade: set llm-ha:kubernetesVersion to the next version in contracts/eks-versions.ts" : "",
+    });
+    for (const c of config.gpuClasses) {
+      const reserved = Object.keys(c.capacityReservations);
+      if (c.instanceType.startsWith("p5") && reserved.length < config.azs.length && c.capacityType === "ON_DEMAND") {
+        const without = config.azs.filter((az) => !reserved.includes(az));
+        rows.push({
+          check: `capacity ${c.name}`,
+          status: "warn",
+          detail: `${c.instanceType} On-Demand without a reservation in ${without.join(", ")}: launches often fail with InsufficientInstanceCapacity`,
+          fix: `reserve capacity per AZ and set gpuClasses[].capacityReservations {<az>: cr-…}, or capacityType CAPACITY_BLOCK`,
+        });
+      }
+    }
+    rows.push({
+      check: "managed add-on versions",
+      status: "ok",
+      detail: Object.entries({ ...ADDON_VERSIONS, ...config.addonVersions }).map(([n, v]) => `${n} ${v}`).join(", "),
+      fix: "",
+    });
+  }
+  return { rows, config, missing: missing.map((s) => s.key) };
+}
+
+/** What the online checks would call, for a stack's config: printed when run offline. */
+export function onlinePlan(c: StackConfig | undefined, missing: string[] = []): string[] {
+  if (!c) return ["(the stack configuration must validate before the online checks can be planned)"];
+  const or = (key: string, v: string) => (missing.includes(key) ? `<${key}>` : v);
+  const types = [...new Set(c.gpuClasses.flatMap((g) => g.instanceTypes))];
+  const crs = c.gpuClasses.flatMap((g) => Object.entries(g.capacityReservations).map(([az, id]) => `${id} (${az}, ${g.instanceType})`));
+  return [
+    `GPU quota: service-quotas get-service-quota --service-code ec2 --quota-code ${P_QUOTA_CODE} (Running On-Demand P instances) in ${c.region} ≥ ${pQuotaNeeded(c)} vCPUs`,
+    `instance types offered: ec2 describe-instance-type-offerings --location-type availability-zone (${types.join(", ")} in ${c.azs.join(", ")})`,
+    crs.length ? `capacity reservations: ec2 describe-capacity-reservations ${crs.join(", ")}: each active/scheduled, in its AZ, of its type` : "capacity reservations: none configured",
+    `hosted zone: route53 get-hosted-zone --id ${or("llm-ha:dns.zoneId", c.dns.zoneId)}: exists, is public and a parent of ${or("llm-ha:dns.serviceName", c.dns.serviceName)}`,
+    `add-on versions: eks describe-addon-versions --kubernetes-version ${c.kubernetesVersion} for ${Object.keys(ADDON_VERSIONS).join(", ")} (by hand; not run)`,
+  ];
+}
+
+/** vCPUs the On-Demand P quota must hold at every group's maximum (groups launching into a reservation count too: they run On-Demand). */
+export function pQuotaNeeded(c: StackConfig): number {
+  return c.gpuClasses.reduce((n, g) => (g.capacityType === "CAPACITY_BLOCK" ? n : n + (GPU_VCPUS[g.instanceType] ?? 0) * g.maxPerAz * c.azs.length), 0);
+}

@@ -1,0 +1,153 @@
+/**
+ * `llm-ha preflight --stack <env>`: offline checks of the stack file, the online checks'
+ * plan, and the read-only AWS calls driven through aws-sdk-client-mock.
+ */
+import { execFile } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { promisify } from "node:util";
+import { DescribeCapacityReservationsCommand, DescribeInstanceTypeOfferingsCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { GetHostedZoneCommand, Route53Client } from "@aws-sdk/client-route-53";
+import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
+import { mockClient } from "aws-sdk-client-mock";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { preflightCommand } from "../../infra/preflight/command";
+import { offlineChecks } from "../../infra/preflight/checks";
+import { stackConfig } from "../../infra/capture";
+
+const run = promisify(execFile);
+const ROOT = path.resolve(__dirname, "..", "..");
+const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
+
+/** The user settings a real user sets for a dev-like stack: what the stack files leave out. */
+const FILLED = [
+  "  llm-ha:redisAuthToken:",
+  "    secure: v1:AAAABBBBCCCCDDDD",
+  "  llm-ha:apiEndpoint:",
+  "    access: public",
+  "    publicAccessCidrs:",
+  "      - 203.0.113.7/32",
+  "  llm-ha:agentImage: 111122223333.dkr.ecr.us-east-1.amazonaws.com/llm-ha-qa/agent@sha256:" + "c3".repeat(32),
+].join("\n");
+
+/** dev's stack file with the user settings filled in and `edit` applied, as its own project folder. */
+function variant(edit: (yaml: string) => string = (y) => y): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "llmha-preflight-"));
+  fs.copyFileSync(path.join(ROOT, "Pulumi.yaml"), path.join(dir, "Pulumi.yaml"));
+  const file = path.join(dir, "Pulumi.qa.yaml");
+  const yaml = fs
+    .readFileSync(path.join(ROOT, "Pulumi.dev.yaml"), "utf8")
+    .replace("  llm-ha:dns:\n", "  llm-ha:dns:\n    zoneId: Z04217753KQ3ZPLMVTB2\n    serviceName: infer.qa.llm-ha.net\n")
+    .replace("config:\n", `config:\n${FILLED}\n`);
+  fs.writeFileSync(file, edit(yaml));
+  return file;
+}
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(TSX, [path.join(ROOT, "lab/cli.ts"), "preflight", ...args], { cwd: ROOT });
+    return { code: 0, stdout, stderr };
+  } catch (e) {
+    const err = e as { code: number; stdout: string; stderr: string };
+    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
+  }
+}
+
+describe("llm-ha preflight offline", () => {
+  it("prod as committed: names every user setting with its command, prints the online plan, exits 1", async () => {
+    const { code, stdout } = await cli(["--stack", "prod"]);
+    expect(code).toBe(1);
+    for (const key of ["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken"]) {
+      expect(stdout).toMatch(new RegExp(`setting ${key.replace(/\./g, "\\.")}\\s+missing`));
+    }
+    expect(stdout).toContain("pulumi config set --secret llm-ha:hfToken");
+    expect(stdout).toContain("Online checks (read-only; run with --online");
+    expect(stdout).toContain("quota-code L-417A185B (Running On-Demand P instances) in us-east-1 ≥ 4608 vCPUs");
+    expect(stdout).toMatch(/capacity h100\s+warn\s+p5\.48xlarge On-Demand without a reservation/);
+    expect(stdout).toMatch(/6 blocking \(offline checks only\)\n$/);
+  });
+
+  it("a filled-in stack file: nothing blocks offline, exit 0", async () => {
+    const { code, stdout } = await cli(["--stack", variant()]);
+    expect(code, stdout).toBe(0);
+    expect(stdout).toMatch(/user settings\s+ok/);
+    expect(stdout).toContain("route53 get-hosted-zone --id Z04217753KQ3ZPLMVTB2: exists, is public and a parent of infer.qa.llm-ha.net");
+    expect(stdout).toMatch(/nothing blocks \(offline checks only\)\n$/);
+  });
+
+  it("a placeholder is invalid, named with the program's reason", () => {
+    const values = { ...stackConfig("dev"), "llm-ha:dns": JSON.stringify({ zoneId: "Z0123456789DEVZONE", serviceName: "infer.dev.llm-ha.example.com" }) };
+    const rows = offlineChecks(values, "llm-ha", "dev").rows;
+    expect(rows.filter((r) => r.status === "invalid").map((r) => r.check)).toEqual(["setting llm-ha:dns.serviceName", "setting llm-ha:dns.zoneId"]);
+  });
+
+  it("exits 2 without --stack", async () => {
+    expect((await cli([])).code).toBe(2);
+  });
+});
+
+describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
+  const ec2 = mockClient(EC2Client);
+  const quotas = mockClient(ServiceQuotasClient);
+  const route53 = mockClient(Route53Client);
+  const clients = () => ({ ec2: new EC2Client({ region: "us-east-1" }), quotas: new ServiceQuotasClient({ region: "us-east-1" }), route53: new Route53Client({ region: "us-east-1" }) });
+  let out: string;
+
+  beforeEach(() => {
+    out = "";
+    vi.spyOn(process.stdout, "write").mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
+    ec2.reset();
+    quotas.reset();
+    route53.reset();
+    quotas.on(GetServiceQuotaCommand, { ServiceCode: "ec2", QuotaCode: "L-417A185B" }).resolves({ Quota: { Value: 2000 } });
+    ec2.on(DescribeInstanceTypeOfferingsCommand).resolves({
+      InstanceTypeOfferings: ["us-east-1a", "us-east-1b"].map((az) => ({ InstanceType: "p4d.24xlarge", Location: az, LocationType: "availability-zone" })),
+    });
+    route53.on(GetHostedZoneCommand, { Id: "Z04217753KQ3ZPLMVTB2" }).resolves({ HostedZone: { Id: "/hostedzone/Z04217753KQ3ZPLMVTB2", Name: "llm-ha.net.", CallerReference: "x", Config: { PrivateZone: false } } });
+  });
+  afterEach(() => vi.restoreAllMocks());
+
+  it("all good: quota, offerings and the hosted zone pass, exit 0", async () => {
+    expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(0);
+    expect(out).toMatch(/GPU quota\s+ok\s+Running On-Demand P instances: 2000 vCPUs ≥ 384 needed/);
+    expect(out).toMatch(/hosted zone\s+ok/);
+    expect(out).toMatch(/nothing blocks\n$/);
+    expect(ec2.commandCalls(DescribeInstanceTypeOfferingsCommand)[0].args[0].input.Filters).toEqual([
+      { Name: "instance-type", Values: ["p4d.24xlarge"] },
+      { Name: "location", Values: ["us-east-1a", "us-east-1b"] },
+    ]);
+  });
+
+  it("a short quota, a type not offered, a missing zone: each a blocking row with the fix", async () => {
+    quotas.on(GetServiceQuotaCommand).resolves({ Quota: { Value: 96 } });
+    ec2.on(DescribeInstanceTypeOfferingsCommand).resolves({ InstanceTypeOfferings: [{ InstanceType: "p4d.24xlarge", Location: "us-east-1a" }] });
+    route53.on(GetHostedZoneCommand).rejects(Object.assign(new Error("No hosted zone found with ID"), { name: "NoSuchHostedZone" }));
+    expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(1);
+    expect(out).toMatch(/GPU quota\s+missing\s+Running On-Demand P instances: 96 vCPUs in us-east-1, 384 needed.*request-service-quota-increase --service-code ec2 --quota-code L-417A185B --desired-value 384/);
+    expect(out).toMatch(/offered a100 in us-east-1b\s+missing\s+none of p4d\.24xlarge is offered in us-east-1b/);
+    expect(out).toMatch(/hosted zone\s+missing\s+no hosted zone Z04217753KQ3ZPLMVTB2/);
+    expect(out).toMatch(/3 blocking\n$/);
+  });
+
+  it("a reservation in another AZ than configured is invalid", async () => {
+    const file = variant((y) => y.replace("    - name: a100\n", "    - name: a100\n      capacityReservations:\n        us-east-1a: cr-0123456789abcdef0\n"));
+    ec2.on(DescribeCapacityReservationsCommand).resolves({
+      CapacityReservations: [{ CapacityReservationId: "cr-0123456789abcdef0", AvailabilityZone: "us-east-1b", InstanceType: "p4d.24xlarge", State: "active", TotalInstanceCount: 2 }],
+    });
+    expect(await preflightCommand(["--stack", file, "--online"], clients)).toBe(1);
+    expect(out).toMatch(/reservation cr-0123456789abcdef0\s+invalid\s+it is in us-east-1b, configured for us-east-1a/);
+  });
+
+  it("a failing AWS call is a failed row, not a crash", async () => {
+    quotas.on(GetServiceQuotaCommand).rejects(Object.assign(new Error("not authorized"), { name: "AccessDeniedException" }));
+    expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(1);
+    expect(out).toMatch(/GPU quota\s+fail\s+the AWS call failed: AccessDeniedException: not authorized/);
+  });
+
+  it("skips the online calls while offline rows are missing", async () => {
+    expect(await preflightCommand(["--stack", "prod", "--online"], clients)).toBe(1);
+    expect(quotas.commandCalls(GetServiceQuotaCommand)).toHaveLength(0);
+    expect(out).toMatch(/online checks\s+missing\s+skipped: fix the offline rows first/);
+  });
+});
