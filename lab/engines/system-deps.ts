@@ -1,5 +1,6 @@
 /**
- * The engines the drill runs: redis-server, haproxy, pdns_server with the bind backend.
+ * The engines the drill runs: redis-server, haproxy, pdns_server with the bind backend,
+ * kcat (librdkafka's mock Kafka cluster, for the L4 queue).
  * Missing ones are installed by `scripts/system-deps.sh` when we are root; otherwise the
  * caller prints one line naming the `apt-get install` to run.
  */
@@ -45,6 +46,7 @@ export function missingSystemPackages(probe: DepsProbe = REAL_PROBE): string[] {
   if (!probe.onPath(process.env.LLMHA_HAPROXY ?? "haproxy")) missing.push("haproxy");
   if (!probe.onPath(process.env.LLMHA_PDNS_SERVER ?? "pdns_server")) missing.push("pdns-server");
   if (!probe.bindBackend()) missing.push("pdns-backend-bind");
+  if (!probe.onPath(process.env.LLMHA_KCAT ?? "kcat")) missing.push("kcat");
   return missing;
 }
 
