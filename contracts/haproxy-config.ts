@@ -82,6 +82,19 @@ export interface HaproxyProxy {
   azHealthBind?: string;
   /** Per-proxy settings; omitted ones take `DEFAULT_HAPROXY_TUNING`. */
   tuning?: Partial<HaproxyTuning>;
+  /**
+   * The L4 fallback (`llm-ha fallback`): requests go to it only while no inference server of
+   * this proxy, local or backup, is usable (`nbsrv` of the servers backend is 0). Default none.
+   */
+  fallback?: HaproxyFallback;
+}
+
+/** Where `llm-ha fallback` listens, beside the proxy. */
+export interface HaproxyFallback {
+  /** `address:port`, e.g. `127.0.0.1:9410` (a container in the proxy's pod). */
+  address: string;
+  /** `timeout server` toward it; a provider's answer or a Kafka ack must fit. Default 60000 ms. */
+  timeoutServerMs?: number;
 }
 
 export interface HaproxyConfigArgs {
@@ -238,6 +251,11 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
   if (p.forwardAzHealth) {
     out.push(`  use_backend ${p.name}_az_health if { path /az/health } METH_GET`);
   }
+  if (p.fallback) {
+    // nbsrv counts the usable local servers, or when there are none the usable backups: 0
+    // means no inference server anywhere can take the request.
+    out.push(`  use_backend ${p.name}_fallback if { nbsrv(${p.name}_servers) eq 0 }`);
+  }
   out.push(`  default_backend ${p.name}_servers`);
   if (p.azHealthBind) {
     out.push(
@@ -271,7 +289,23 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
   }
   out.push(...renderServers(p, t));
   if (p.forwardAzHealth) out.push("", ...renderAzHealthBackend(p));
+  if (p.fallback) out.push("", ...renderFallbackBackend(p.name, p.fallback));
   return out;
+}
+
+function renderFallbackBackend(name: string, f: HaproxyFallback): string[] {
+  if (!/^[A-Za-z0-9_.:[\]-]+:\d{1,5}$/.test(f.address)) throw new HaproxyConfigError(`fallback address ${JSON.stringify(f.address)} of ${name} must be address:port`);
+  const timeout = f.timeoutServerMs ?? 60_000;
+  positiveInt(`fallback timeoutServerMs of ${name}`, timeout);
+  return [
+    `backend ${name}_fallback`,
+    "  mode http",
+    "  timeout connect 1s",
+    `  timeout server ${ms(timeout)}`,
+    "  retries 1",
+    "  retry-on conn-failure",
+    `  server fallback ${f.address} check inter 1s fall 2 rise 1`,
+  ];
 }
 
 /** Renders a complete `haproxy.cfg`. Throws `HaproxyConfigError` for input HAProxy would refuse. */
