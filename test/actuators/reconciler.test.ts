@@ -5,7 +5,7 @@
 import type { Redis } from "ioredis";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ActuatorMetrics, FencedActuator } from "../../agent/src/actuators/gate";
+import { ActuatorMetrics, fenceRefusal, FencedActuator } from "../../agent/src/actuators/gate";
 import { Reconciler } from "../../agent/src/actuators/reconciler";
 import type { ActionContext, ActionName, ActionResult, Actuator, ShiftContext } from "../../agent/src/actuators/types";
 import { FleetMetrics } from "../../agent/src/controller/metrics";
@@ -279,5 +279,32 @@ describe("Reconciler: the leader drives the actuator toward the controller's des
       await newer.release();
       await old.lease.release();
     }
+  });
+
+  it("an equal token recorded for another holder is refused by the gate too, as fence.inc.lua refuses it", async () => {
+    const cluster = freshCluster();
+    const a = await setup(cluster, "leader-eq");
+    try {
+      // After Redis lost data, another holder got the same token and recorded it first.
+      await redis.hset(a.keys.fenceLast, "token", a.token, "holder", "someone-else");
+      a.rec.onEvaluation(evaluation({ wake: true }), a.token);
+      await a.rec.idle();
+      expect(a.cloud.calls).toEqual([]);
+      expect(a.rec.state()).toMatchObject({ slots: { standby: { last: { outcome: "refused-stale" } } } });
+      expect((await events(a.keys))[0].detail).toBe(`token ${a.token} was recorded for another holder (someone-else)`);
+    } finally {
+      await a.lease.release();
+    }
+  });
+});
+
+describe("fenceRefusal (the gate's copy of fence.inc.lua's rule)", () => {
+  it("refuses a lower token, and an equal one unless it was recorded for this holder", () => {
+    expect(fenceRefusal(5, "a", 6, "a")).toBe("token 5 is below the highest accepted token 6");
+    expect(fenceRefusal(6, "a", 6, "a")).toBeNull();
+    expect(fenceRefusal(6, "a", 6, "b")).toBe("token 6 was recorded for another holder (b)");
+    expect(fenceRefusal(6, "a", 6, null)).toBe("token 6 was recorded for another holder (none)");
+    expect(fenceRefusal(7, "a", 6, "b")).toBeNull();
+    expect(fenceRefusal(1, "a", 0, null)).toBeNull();
   });
 });

@@ -6,7 +6,6 @@
  * appends to the events stream): accepted tokens never go down, and one token is never
  * accepted for two holders (no overlapping leaders).
  */
-import { createServer, connect, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
@@ -14,56 +13,12 @@ import { RedisKeys } from "../../agent/src/redis/keys";
 import { LeaderLease } from "../../agent/src/redis/lease";
 import { fencedHsetScript } from "../../agent/src/redis/scripts";
 import { sleep } from "../../agent/src/util/net";
-import { freshCluster, testLogger } from "./helpers";
+import { FreezableProxy, freshCluster, testLogger } from "./helpers";
 
 const log = testLogger();
 const S = { ttlMs: 250, renewMs: 70, contendMs: 50, marginMs: 60, replicaWaitMs: 50 };
 const GROUPS = 4;
 const TRIALS_PER_GROUP = 50;
-
-/** A loopback TCP proxy whose connections can be frozen (nothing read or forwarded) and thawed. */
-class FreezableProxy {
-  private readonly sockets = new Set<Socket>();
-  private frozen = false;
-  port = 0;
-  private constructor(private readonly server: Server) {}
-
-  static async start(targetPort: number): Promise<FreezableProxy> {
-    let self: FreezableProxy | null = null;
-    const server = createServer((client) => {
-      const up = connect(targetPort, "127.0.0.1");
-      const pair = [client, up];
-      for (const s of pair) {
-        self!.sockets.add(s);
-        s.on("error", () => pair.forEach((x) => x.destroy()));
-        s.on("close", () => {
-          self!.sockets.delete(s);
-          pair.forEach((x) => x.destroy());
-        });
-        if (self!.frozen) s.pause();
-      }
-      client.pipe(up);
-      up.pipe(client);
-    });
-    self = new FreezableProxy(server);
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-    const a = server.address();
-    self.port = typeof a === "object" && a ? a.port : 0;
-    return self;
-  }
-  freeze(): void {
-    this.frozen = true;
-    for (const s of this.sockets) s.pause();
-  }
-  thaw(): void {
-    this.frozen = false;
-    for (const s of this.sockets) s.resume();
-  }
-  async close(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((r) => this.server.close(() => r()));
-  }
-}
 
 interface Contender {
   id: string;

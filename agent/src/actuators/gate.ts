@@ -84,11 +84,10 @@ export class FencedActuator implements Actuator {
   async staleReason(token: number): Promise<string | null> {
     const current = this.o.lease.currentToken();
     if (current !== token) return `token ${token} is not this process's term (${current ?? "not leader"})`;
-    const raw = await this.o.redis.hget(this.o.keys.fenceLast, "token");
+    const [raw, lastHolder] = await this.o.redis.hmget(this.o.keys.fenceLast, "token", "holder");
     const highest = raw === null ? 0 : Number(raw);
     if (!Number.isFinite(highest)) return `fence:last token in Redis is not a number (${JSON.stringify(raw)})`;
-    if (token < highest) return `token ${token} is below the highest accepted token ${highest}`;
-    return null;
+    return fenceRefusal(token, this.o.holder ?? "", highest, lastHolder);
   }
 
   private async run(action: ActionName, az: string, ctx: ActionContext, call: () => Promise<ActionResult>): Promise<ActionResult> {
@@ -130,4 +129,18 @@ export class FencedActuator implements Actuator {
       this.log.warn({ err: (err as Error).message, action, az }, "could not record the action in the events stream");
     }
   }
+}
+
+/**
+ * The fencing rule of `fence.inc.lua`, for the checks made outside Redis (the actuator gate):
+ * null when `token` from `holder` may act, else why not. A lower token is refused; an equal
+ * token is refused unless it comes from the holder that recorded it (after Redis lost data
+ * two holders could otherwise act with one token).
+ */
+export function fenceRefusal(token: number, holder: string, highest: number, highestHolder: string | null): string | null {
+  if (token < highest) return `token ${token} is below the highest accepted token ${highest}`;
+  if (token === highest && highestHolder !== holder) {
+    return `token ${token} was recorded for another holder (${highestHolder === null || highestHolder === "" ? "none" : highestHolder})`;
+  }
+  return null;
 }

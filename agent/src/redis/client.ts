@@ -1,6 +1,7 @@
 /**
  * The one way llm-ha connects to Redis: `redis://` or `rediss://` (TLS), auth in the URL or
- * given apart, reconnect with capped exponential backoff, every command with a timeout,
+ * given apart, reconnect with capped exponential backoff, every command with a timeout, a
+ * silent connection left and made again (socket timeout, TCP keep-alive),
  * commands failing at once while disconnected (the agent degrades instead of queueing),
  * and the password never in a log line.
  */
@@ -30,6 +31,16 @@ export interface RedisClientOptions {
   username?: string;
   /** Per-command timeout. Default 1000 ms. */
   commandTimeoutMs?: number;
+  /**
+   * A connection that has a command outstanding and receives nothing for this long is
+   * destroyed and made again (to whatever the endpoint's name points at now): a primary
+   * that went silent without closing its connections (a failover, a partition, a frozen
+   * process) is left in seconds, not after the kernel's ~15 min of TCP retransmissions.
+   * Default 2000 ms; longer than any llm-ha command (`WAIT` ≤ 500 ms).
+   */
+  socketTimeoutMs?: number;
+  /** TCP keep-alive probes on idle connections start after this. Default 5000 ms. */
+  keepAliveMs?: number;
   /** TCP/TLS connect timeout. Default 2000 ms. */
   connectTimeoutMs?: number;
   /** First reconnect delay; doubles up to `maxBackoffMs`. Default 100 ms. */
@@ -117,6 +128,8 @@ export function createRedisClient(url: string, opts: RedisClientOptions): RedisC
     tls: parsed.protocol === "rediss:" ? (opts.tls ?? {}) : opts.tls,
     connectionName: opts.name,
     commandTimeout: opts.commandTimeoutMs ?? 1000,
+    socketTimeout: opts.socketTimeoutMs ?? 2000,
+    keepAlive: opts.keepAliveMs ?? 5000,
     connectTimeout: opts.connectTimeoutMs ?? 2000,
     // A close while a reconnect is under way waits this long for the socket (ioredis default 2 s): shutdown must not stall on a dead Redis.
     disconnectTimeout: 200,

@@ -16,7 +16,7 @@ import { EventEmitter } from "node:events";
 import type { Redis } from "ioredis";
 import type { Logger } from "../util/log";
 import type { RedisKeys } from "./keys";
-import { acquireScript, releaseScript, renewScript } from "./scripts";
+import { acquireScript, defineScripts, releaseScript, renewScript } from "./scripts";
 
 export interface LeaseSettings {
   /** Lease time to live. Default 20000 ms (`LLMHA_LEASE_TTL_MS`). */
@@ -27,7 +27,13 @@ export interface LeaseSettings {
   contendMs: number;
   /** Stop acting this long before the TTL runs out on our clock (clock drift, GC). Default 2000 ms. */
   marginMs: number;
-  /** After acquiring, `WAIT 1` this long for a replica when one is connected. Default 500 ms. */
+  /**
+   * After acquiring, `WAIT 1` this long for a replica when one is connected. Default 500 ms.
+   * It runs on the lease's own connection (the one the acquisition was written on: `WAIT`
+   * counts that connection's writes), so a slow replica never holds up a heartbeat or an
+   * `/az/health` read. A 0 is logged and counted (`unreplicated`): the term still acts, since
+   * tokens are floored by the server clock and cannot go backwards across a failover.
+   */
   replicaWaitMs: number;
 }
 
@@ -122,6 +128,8 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
   private highest = 0;
   private acquisitions = 0;
   private lastHolder: string | null = null;
+  private own: Redis | null = null;
+  private unreplicatedCount = 0;
 
   constructor(opts: LeaderLeaseOptions) {
     super();
@@ -150,6 +158,29 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
   /** Highest fencing token this process has seen (its own or another holder's). */
   get highestToken(): number {
     return this.highest;
+  }
+
+  /** Acquisitions no replica acknowledged within `replicaWaitMs` (while one was connected). */
+  get unreplicated(): number {
+    return this.unreplicatedCount;
+  }
+
+  /**
+   * The lease's own connection (acquire + `WAIT`), made on first use from the shared one:
+   * same endpoint, TLS and auth, the scripts defined on it.
+   */
+  private ownConnection(): Redis {
+    if (!this.own) {
+      this.own = this.redis.duplicate({ connectionName: `${this.redis.options.connectionName ?? "llmha"}-lease` });
+      this.own.on("error", () => undefined); // the shared client logs Redis trouble; this one is retried by contend
+      defineScripts(this.own);
+    }
+    return this.own;
+  }
+
+  private closeOwn(): void {
+    this.own?.disconnect(false);
+    this.own = null;
   }
 
   /** How many times this process acquired the lease. */
@@ -184,6 +215,7 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
     if (this.closed) return;
     this.closed = true;
     this.clearTimers();
+    this.closeOwn();
     const term = this.term;
     if (!term) return;
     this.lose("released");
@@ -200,6 +232,7 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
     this.closed = true;
     this.abandoned = true;
     this.clearTimers();
+    this.closeOwn();
     if (this.term) {
       this.term.ctrl.abort(new LeaseLostError("self-fence"));
       this.term = null;
@@ -236,7 +269,7 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
     const sentAt = performance.now();
     let r;
     try {
-      r = await acquireScript(this.redis, this.keys, this.holderId, this.settings.ttlMs, this.highest);
+      r = await acquireScript(this.ownConnection(), this.keys, this.holderId, this.settings.ttlMs, this.highest);
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, "lease contend failed");
       this.schedule(this.contendDelay(), () => this.contend());
@@ -276,12 +309,17 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
   }
 
   private async waitForReplica(): Promise<void> {
+    const own = this.own;
+    if (!own) return;
     try {
-      const info = await this.redis.info("replication");
+      const info = await own.info("replication");
       const m = /connected_slaves:(\d+)/.exec(info);
       if (!m || Number(m[1]) === 0) return;
-      const acked = Number(await this.redis.call("WAIT", 1, this.settings.replicaWaitMs));
-      if (acked < 1) this.log.warn({ waitMs: this.settings.replicaWaitMs }, "no replica acknowledged the lease");
+      const acked = Number(await own.call("WAIT", 1, this.settings.replicaWaitMs));
+      if (acked < 1) {
+        this.unreplicatedCount += 1;
+        this.log.warn({ waitMs: this.settings.replicaWaitMs }, "no replica acknowledged the lease within the wait; acting anyway (tokens are floored by the server clock)");
+      }
     } catch (err) {
       this.log.debug({ err: (err as Error).message }, "replica check failed");
     }
