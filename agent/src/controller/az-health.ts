@@ -51,8 +51,9 @@ export interface AzHealthOptions {
   connected?: boolean;
   /** Read timeout. Default 300 ms (a health checker must get an answer). */
   timeoutMs?: number;
-  /** A publication older than this is stale. Default 30000 ms. */
+  /** A publication older than this (on Redis's clock) is stale. Default 30000 ms. */
   staleAfterMs?: number;
+  /** Judge the age by this local time against the leader's `updatedAt` instead (tests). */
   now?: number;
 }
 
@@ -63,8 +64,16 @@ export async function readAzHealth(redis: Redis, keys: RedisKeys, az: string, o:
   });
   if (o.connected === false) return open("redis-unreachable");
   let h: Record<string, string>;
+  let redisNow: number | null;
   try {
-    h = await withTimeout(redis.hgetall(keys.azState(az)), o.timeoutMs ?? 300);
+    // The publication's age on Redis's clock (its `at` against TIME, one round trip): two
+    // hosts' wall clocks are never compared, so a reader whose clock is off cannot fail a
+    // zone (a reader 60 s behind answered 503 for a DOWN a dead leader published 80 s earlier).
+    const res = await withTimeout(redis.multi().hgetall(keys.azState(az)).time().exec(), o.timeoutMs ?? 300);
+    if (!res || res.some(([err]) => err)) throw new Error("az health read failed");
+    h = res[0][1] as Record<string, string>;
+    const [sec, usec] = res[1][1] as [string, string];
+    redisNow = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
   } catch {
     return open("redis-unreachable");
   }
@@ -78,7 +87,9 @@ export async function readAzHealth(redis: Redis, keys: RedisKeys, az: string, o:
     fencingToken: h.token ? Number(h.token) : null,
     updatedAt: Number(h.updatedAt),
   };
-  const age = (o.now ?? Date.now()) - body.updatedAt!;
+  // `at` (Redis time of the write) where the leader's script stamped it; else its own clock.
+  const at = Number(h.at);
+  const age = Number.isFinite(at) && at > 0 && o.now === undefined ? redisNow - at : (o.now ?? Date.now()) - body.updatedAt!;
   if (!(age <= (o.staleAfterMs ?? 30_000))) {
     return { code: 200, body: { ...body, stale: true, staleReason: "too-old" } };
   }

@@ -15,7 +15,9 @@
     ARGV[4] event type ("" = no event)
     ARGV[5] events MAXLEN (approximate)
     ARGV[6] mode: "hset" (merge fields) or "replace" (delete the hash first)
-    ARGV[7..] field, value pairs (the token and holder are added as token, leader)
+    ARGV[7..] field, value pairs (the token and holder are added as token, leader, and
+              `at`: Redis's own clock in ms, so that a reader judges the write's age on the
+              same clock, never by comparing two hosts' wall clocks)
 
   Output:
     {1, previous value of the change field or "", server time in µs}   applied
@@ -37,6 +39,7 @@ if ARGV[6] == "replace" then
   redis.call("DEL", KEYS[2])
 end
 
+local t = redis.call("TIME")
 local pairs_ = {}
 local newValue = false
 for i = 7, #ARGV, 2 do
@@ -51,6 +54,8 @@ if #pairs_ > 0 then
   pairs_[#pairs_ + 1] = ARGV[1]
   pairs_[#pairs_ + 1] = "leader"
   pairs_[#pairs_ + 1] = ARGV[2]
+  pairs_[#pairs_ + 1] = "at"
+  pairs_[#pairs_ + 1] = t[1] * 1000 + math.floor(t[2] / 1000)
   redis.call("HSET", KEYS[2], unpack(pairs_))
 end
 
@@ -62,5 +67,4 @@ if ARGV[4] ~= "" and (changeField == "" or prev ~= newValue) then
   redis.call("XADD", KEYS[3], "MAXLEN", "~", ARGV[5], "*", unpack(entry))
 end
 
-local t = redis.call("TIME")
 return {1, prev or "", t[1] * 1000000 + t[2]}
