@@ -40,6 +40,12 @@ export interface PrometheusTarget {
   /** Query parameters, e.g. HAProxy's `{"no-maint": [""]}`. */
   params?: Record<string, string[]>;
   metricsPath?: string;
+  /**
+   * Prometheus `metric_relabel_configs`, e.g. the drill's per-AZ proxy names onto the
+   * production backend name the rules select:
+   * `[{ source_labels: ["proxy"], regex: "az_.+_servers", target_label: "proxy", replacement: "inference_servers" }]`.
+   */
+  metricRelabelConfigs?: Record<string, unknown>[];
 }
 
 export interface PrometheusOptions {
@@ -117,6 +123,7 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<Promethe
       static_configs: [{ targets: [t.address], labels: t.labels ?? {} }],
       // One scrape job per target (its own labels); `job` as the rules expect it.
       relabel_configs: [{ target_label: "job", replacement: t.job }],
+      ...(t.metricRelabelConfigs ? { metric_relabel_configs: t.metricRelabelConfigs } : {}),
     })),
   };
   writeFileSync(join(dir, "prometheus.yml"), JSON.stringify(config, null, 2));

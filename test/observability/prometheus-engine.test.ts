@@ -19,7 +19,8 @@ const t0 = Date.now();
 function exporter(failing: number): Server {
   return createServer((_req, res) => {
     const s = (Date.now() - t0) / 1000;
-    const line = (code: string, v: number) => `haproxy_backend_http_responses_total{proxy="inference_servers",code="${code}"} ${Math.floor(v)}\n`;
+    // Named as the drill names its AZ proxies; the scrape maps it onto the production backend name.
+    const line = (code: string, v: number) => `haproxy_backend_http_responses_total{proxy="az_x_servers",code="${code}"} ${Math.floor(v)}\n`;
     res.setHeader("content-type", "text/plain; version=0.0.4");
     res.end(
       "# TYPE haproxy_backend_http_responses_total counter\n" +
@@ -42,7 +43,12 @@ beforeAll(async () => {
     const srv = exporter(failing);
     await new Promise<void>((r) => srv.listen(port, "127.0.0.1", r));
     servers.push(srv);
-    targets.push({ job: "l1-proxy", address: `127.0.0.1:${port}`, labels: { cluster: "drill", az } });
+    targets.push({
+      job: "l1-proxy",
+      address: `127.0.0.1:${port}`,
+      labels: { cluster: "drill", az },
+      metricRelabelConfigs: [{ source_labels: ["proxy"], regex: "az_.+_servers", target_label: "proxy", replacement: "inference_servers" }],
+    });
   }
   prom = await startPrometheus({ targets });
 }, 30_000);
