@@ -10,8 +10,6 @@ export interface AlertThresholds {
   azCapacityRatio: number;
   /** P95 probe latency over this many seconds for 5 minutes alerts. Default 2. */
   probeLatencyP95Seconds: number;
-  /** Share of L1 responses that are 5xx above which the AZ's proxy alerts. Default 0.05. */
-  l1ErrorRatio: number;
   /** Leader lease acquisitions in a cluster within 10 minutes above this alert. Default 3. */
   leaderChurnPer10m: number;
   /** How long the standby AZ may stay at zero while wanted awake under L2 or worse. Default `15m`. */
@@ -49,7 +47,6 @@ export const LATENCY_SLO_BOUNDS: readonly number[] = [0.25, 0.5, 1, 5, 10];
 export const DEFAULT_ALERT_THRESHOLDS: Readonly<AlertThresholds> = Object.freeze({
   azCapacityRatio: DEFAULT_CONTROLLER_SETTINGS.degradedBelow,
   probeLatencyP95Seconds: 2,
-  l1ErrorRatio: 0.05,
   leaderChurnPer10m: 3,
   standbyWakeFor: "15m",
   agentJob: "llm-ha-agent",
@@ -77,7 +74,6 @@ export function thresholdProblems(t: AlertThresholds): [keyof AlertThresholds, s
   const bad: [keyof AlertThresholds, string][] = [];
   if (!(t.azCapacityRatio > 0 && t.azCapacityRatio <= 1)) bad.push(["azCapacityRatio", "must be in (0, 1]"]);
   if (!(t.probeLatencyP95Seconds > 0)) bad.push(["probeLatencyP95Seconds", "must be > 0"]);
-  if (!(t.l1ErrorRatio > 0 && t.l1ErrorRatio < 1)) bad.push(["l1ErrorRatio", "must be in (0, 1)"]);
   if (!(Number.isInteger(t.leaderChurnPer10m) && t.leaderChurnPer10m >= 1)) bad.push(["leaderChurnPer10m", "must be an integer ≥ 1"]);
   if (!DURATION.test(t.standbyWakeFor)) bad.push(["standbyWakeFor", "must be a Prometheus duration such as 15m"]);
   if (!/^[A-Za-z0-9_./-]+$/.test(t.agentJob)) bad.push(["agentJob", "must be a plain job name"]);
