@@ -6,6 +6,8 @@ export const USAGE = `llm-ha — keeps LLM inference on GPUs answering when a GP
 Usage:
   llm-ha agent [flags]     run the health agent on a GPU node (llm-ha agent --help for every flag)
   llm-ha status [flags]    show the fleet from Redis (--watch, --json)
+  llm-ha fallback [flags]  the L4 service: verified-answer cache, provider failover, Kafka queue (--help)
+  llm-ha cache CMD         verified answers: import FILE.jsonl, list, rm KEY
   llm-ha help              this text
 `;
 
@@ -54,6 +56,14 @@ export async function main(argv: string[], usage = USAGE): Promise<number> {
     case "status": {
       const { statusCommand } = await import("./status/command.js");
       return statusCommand(rest);
+    }
+    case "fallback": {
+      const { fallbackCommand } = await import("./fallback/command.js");
+      return fallbackCommand(rest);
+    }
+    case "cache": {
+      const { cacheCommand } = await import("./fallback/command.js");
+      return cacheCommand(rest);
     }
     case undefined:
     case "help":
