@@ -1,0 +1,158 @@
+/** The pieces of `llm-ha fallback`: request normalization, the Redis LRU cache's bounds and TTL, the circuit breaker, providers and settings. */
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { VerifiedCache } from "../../agent/src/fallback/cache";
+import { FallbackConfigError, loadFallbackConfig } from "../../agent/src/fallback/config";
+import { BadRequestError, normalizeRequest, requestKey } from "../../agent/src/fallback/normalize";
+import { CircuitBreaker, loadProviders, ProviderConfigError } from "../../agent/src/fallback/providers";
+import { mskIamToken } from "../../agent/src/fallback/queue";
+import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
+
+let redis: RedisServerHandle;
+let r: Redis;
+beforeAll(async () => {
+  redis = await startRedisServer();
+  r = new Redis(redis.url);
+});
+afterAll(async () => {
+  r?.disconnect();
+  await redis?.stop();
+});
+
+const chat = (content: string, extra: Record<string, unknown> = {}) => normalizeRequest("chat", { model: "m", messages: [{ role: "user", content }], ...extra });
+
+describe("normalize", () => {
+  it("ignores whitespace, key order and parameters that do not change the output", () => {
+    const a = requestKey(normalizeRequest("chat", { model: "m", temperature: 0, messages: [{ role: "user", content: "Hello   world\n" }], stream: true, user: "u1" }));
+    const b = requestKey(normalizeRequest("chat", { messages: [{ content: " Hello world", role: "user" }], temperature: 0, model: "m", stream_options: { include_usage: true } }));
+    const parts = requestKey(normalizeRequest("chat", { model: "m", temperature: 0, messages: [{ role: "user", content: [{ type: "text", text: "Hello" }, { type: "text", text: "world" }] }] }));
+    expect(a).toBe(b);
+    expect(parts).toBe(a);
+    expect(requestKey(chat("Hello world", { max_completion_tokens: 5 }))).toBe(requestKey(chat("Hello world", { max_tokens: 5 })));
+    expect(requestKey(chat("Hello world", { n: 1 }))).toBe(requestKey(chat("Hello world")));
+  });
+
+  it("keeps what changes the output apart: model, text, sampling, role, kind", () => {
+    const keys = [
+      chat("Hello world"), chat("hello world"), chat("Hello world", { temperature: 0.5 }), chat("Hello world", { seed: 1 }),
+      normalizeRequest("chat", { model: "m2", messages: [{ role: "user", content: "Hello world" }] }),
+      normalizeRequest("chat", { model: "m", messages: [{ role: "system", content: "Hello world" }] }),
+      normalizeRequest("completions", { model: "m", prompt: "Hello world" }),
+    ].map(requestKey);
+    expect(new Set(keys).size).toBe(keys.length);
+  });
+
+  it("refuses what is not a request", () => {
+    expect(() => normalizeRequest("chat", [])).toThrow(BadRequestError);
+    expect(() => normalizeRequest("chat", { model: "m" })).toThrow(/messages/);
+    expect(() => normalizeRequest("chat", { model: "m", messages: [{ content: "x" }] })).toThrow(/role/);
+    expect(() => normalizeRequest("completions", { model: "m", prompt: 3 })).toThrow(/prompt/);
+    expect(() => normalizeRequest("chat", { messages: [{ role: "user", content: "x" }] })).toThrow(/model/);
+  });
+});
+
+describe("verified-answer cache in Redis", () => {
+  it("evicts the least recently used past max entries; a hit refreshes an entry", async () => {
+    const c = new VerifiedCache(r, "lru", { maxEntries: 3, maxBytes: 1_000_000, defaultTtlS: 60 });
+    for (const p of ["a", "b", "c"]) await c.put(chat(p), `answer ${p}`, { source: "import" });
+    expect((await c.get(chat("a")))?.answer).toBe("answer a"); // a is now the most recent
+    const { evicted } = await c.put(chat("d"), "answer d", { source: "import" });
+    expect(evicted).toBe(1);
+    expect(await c.get(chat("b"))).toBeNull();
+    expect((await c.get(chat("a")))?.answer).toBe("answer a");
+    expect((await c.stats()).entries).toBe(3);
+  });
+
+  it("bounds the bytes held", async () => {
+    const c = new VerifiedCache(r, "bytes", { maxEntries: 1000, maxBytes: 4000, defaultTtlS: 60 });
+    for (let i = 0; i < 10; i++) await c.put(chat(`q${i}`), "x".repeat(900), { source: "import" });
+    const s = await c.stats();
+    expect(s.bytes).toBeLessThanOrEqual(4000);
+    expect(s.entries).toBeLessThan(10);
+    expect((await c.get(chat("q9")))?.answer).toHaveLength(900);
+    expect(await c.get(chat("q0"))).toBeNull();
+    // Re-writing an entry does not double count it.
+    await c.put(chat("q9"), "y".repeat(900), { source: "import" });
+    expect((await c.stats()).bytes).toBe(s.bytes);
+  });
+
+  it("expires an entry at its TTL and drops its bookkeeping", async () => {
+    const c = new VerifiedCache(r, "ttl", { maxEntries: 10, maxBytes: 1_000_000, defaultTtlS: 60 });
+    await c.put(chat("short"), "soon gone", { source: "import", ttlS: 0.3 });
+    await c.put(chat("long"), "stays", { source: "import" });
+    expect((await c.get(chat("short")))?.answer).toBe("soon gone");
+    await new Promise((res) => setTimeout(res, 450));
+    expect(await c.get(chat("short"))).toBeNull();
+    expect(await c.stats()).toMatchObject({ entries: 1 });
+    expect((await c.list()).map((e) => e.answer)).toEqual(["stays"]);
+  });
+
+  it("rm takes a full key or a unique prefix; an ambiguous or short prefix removes nothing", async () => {
+    const c = new VerifiedCache(r, "rm", { maxEntries: 10, maxBytes: 1_000_000, defaultTtlS: 60 });
+    const { key } = await c.put(chat("x"), "x", { source: "import" });
+    expect(await c.rm([key.slice(0, 4)])).toEqual([]);
+    expect(await c.rm([key.slice(0, 10)])).toEqual([key]);
+    expect(await c.get(chat("x"))).toBeNull();
+    expect(await c.stats()).toEqual({ entries: 0, bytes: 0 });
+  });
+});
+
+describe("circuit breaker", () => {
+  it("opens after N consecutive failures, lets one trial through after openMs, closes on success", () => {
+    let now = 0;
+    const b = new CircuitBreaker(2, 1000, () => now);
+    b.failure();
+    expect(b.tryAcquire()).toBe(true);
+    b.failure();
+    expect(b.state).toBe("open");
+    expect(b.tryAcquire()).toBe(false);
+    now = 1000;
+    expect(b.tryAcquire()).toBe(true); // the trial
+    expect(b.tryAcquire()).toBe(false); // only one at a time
+    b.failure();
+    expect(b.state).toBe("open");
+    now = 2000;
+    expect(b.tryAcquire()).toBe(true);
+    b.success();
+    expect(b.state).toBe("closed");
+  });
+});
+
+describe("providers and settings", () => {
+  it("sorts by priority, needs the key it names, and never shows it", () => {
+    const ps = loadProviders(JSON.stringify([
+      { name: "b", url: "https://b.example/v1", priority: 2, models: { m: "mb" }, keyEnv: "K" },
+      { name: "a", url: "https://a.example/v1/", priority: 1, models: { "*": "*" } },
+    ]), { K: "sk-secret" });
+    expect(ps.map((p) => p.name)).toEqual(["a", "b"]);
+    expect(ps[0].upstreamModel("anything")).toBe("anything");
+    expect(ps[1].upstreamModel("other")).toBeNull();
+    expect(JSON.stringify(ps)).not.toContain("sk-secret");
+    expect(ps[1].headers().authorization).toBe("Bearer sk-secret");
+    expect(() => loadProviders(JSON.stringify([{ name: "b", url: "https://b/v1", models: { m: "m" }, keyEnv: "MISSING" }]), {})).toThrow(/MISSING/);
+    expect(() => loadProviders(JSON.stringify([{ name: "b", url: "https://user:sk@b/v1", models: { m: "m" } }]), {})).toThrow(ProviderConfigError);
+    expect(() => loadProviders(JSON.stringify([{ name: "b", url: "https://b/v1", models: {} }]), {})).toThrow(/models/);
+    expect(() => loadProviders("{", {})).toThrow(/not JSON/);
+  });
+
+  it("reads flags over the environment and names the variable of a bad value", () => {
+    const cfg = loadFallbackConfig(["--port=9999", "--kafka-brokers", "a:9092,b:9092"], { LLMHA_CLUSTER: "prod", LLMHA_FALLBACK_MODELS: "m1, m2" });
+    expect(cfg).toMatchObject({ port: 9999, cluster: "prod", models: ["m1", "m2"], kafkaBrokers: ["a:9092", "b:9092"], upstreamWhen: "l4", kafkaAuth: "none" });
+    expect(() => loadFallbackConfig([], { LLMHA_FALLBACK_PORT: "x" })).toThrow(/LLMHA_FALLBACK_PORT/);
+    expect(() => loadFallbackConfig([], { LLMHA_KAFKA_AUTH: "msk-iam" })).toThrow(/LLMHA_KAFKA_REGION/);
+    expect(() => loadFallbackConfig(["--nope", "1"], {})).toThrow(FallbackConfigError);
+    expect(() => loadFallbackConfig([], { LLMHA_KAFKA_BROKERS: "no-port" })).toThrow(/host:port/);
+  });
+
+  it("MSK IAM: the token is a base64url SigV4-presigned kafka-cluster:Connect URL", async () => {
+    const t = await mskIamToken("eu-west-1", async () => ({ accessKeyId: "AKIDEXAMPLE", secretAccessKey: "secret" }), new Date("2026-11-30T00:00:00Z"));
+    const url = new URL(Buffer.from(t.value, "base64url").toString("utf8"));
+    expect(url.host).toBe("kafka.eu-west-1.amazonaws.com");
+    expect(url.searchParams.get("Action")).toBe("kafka-cluster:Connect");
+    expect(url.searchParams.get("X-Amz-Algorithm")).toBe("AWS4-HMAC-SHA256");
+    expect(url.searchParams.get("X-Amz-Credential")).toBe("AKIDEXAMPLE/20261130/eu-west-1/kafka-cluster/aws4_request");
+    expect(url.searchParams.get("X-Amz-Expires")).toBe("900");
+    expect(url.searchParams.get("X-Amz-Signature")).toMatch(/^[0-9a-f]{64}$/);
+    expect(t.value).not.toMatch(/[+/=]/);
+  });
+});
