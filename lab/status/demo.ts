@@ -140,7 +140,7 @@ export async function startDemoFleet(o: DemoOptions): Promise<DemoFleet> {
       if (n) n.mode = mode;
     };
     const redis = nodes[0].fleet.client.redis;
-    await waitFor("b4 expired", async () => (await redis.sismember(keys.expired, "b4")) === 1, { timeoutMs: 10_000 });
+    await waitFor("b4 expired", async () => (await redis.zscore(keys.dead, "b4")) !== null, { timeoutMs: 10_000 });
     const pace = (): Promise<void> => sleep(o.paceMs ?? 0);
     await pace();
     set("a3", "gpu-missing");

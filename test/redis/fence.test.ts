@@ -29,7 +29,7 @@ function writers(keys: RedisKeys) {
   const sweep = (token: number, holder: string) =>
     sweepScript(
       client.redis,
-      { nodes: keys.nodes, members: keys.members, expired: keys.expired, events: keys.events, fenceLast: keys.fenceLast },
+      { nodes: keys.nodes, members: keys.members, dead: keys.dead, events: keys.events, fenceLast: keys.fenceLast },
       { prefix: keys.prefix, token, holder, silentMs: 1000, forgetAfterMs: 60_000, eventsMaxLen: 100, limit: 10 },
     );
   return { write, sweep };

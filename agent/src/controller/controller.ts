@@ -25,6 +25,10 @@ import {
   type Evaluation,
 } from "./state";
 
+
+/** Sweep calls one controller period makes at most (× `SWEEP_CHUNK` nodes). */
+const MAX_SWEEP_CALLS = 20;
+
 export interface ControllerOptions {
   redis: Redis;
   keys: RedisKeys;
@@ -164,12 +168,19 @@ export class Controller {
     const explained = this.silenceExplained(now);
     // The sweep marks expired nodes and takes them out of the sets: not while their silence is Redis's.
     if (explained === null) {
-      const sweep = await writer.sweep({
-        silentMs: Math.min(this.settings.intervalMs, this.o.heartbeatTtlMs ?? this.settings.intervalMs),
-        forgetAfterMs: this.settings.forgetAfterMs,
-      });
-      if (!sweep.accepted) return null;
-      if (sweep.expired) this.log.info({ expired: sweep.expired }, "expired nodes swept from the available sets");
+      // In chunks (`SWEEP_CHUNK` nodes a call), other clients served in between; what a
+      // period leaves (a zone of thousands dying at once) waits for the next one.
+      let expired = 0;
+      for (let call = 0; call < MAX_SWEEP_CALLS; call++) {
+        const sweep = await writer.sweep({
+          silentMs: Math.min(this.settings.intervalMs, this.o.heartbeatTtlMs ?? this.settings.intervalMs),
+          forgetAfterMs: this.settings.forgetAfterMs,
+        });
+        if (!sweep.accepted) return null;
+        expired += sweep.expired;
+        if (!sweep.more) break;
+      }
+      if (expired) this.log.info({ expired }, "expired nodes swept from the available sets");
     }
     const t0 = performance.now();
     const snap = await readSnapshot(redis, keys);

@@ -8,6 +8,12 @@ import type { RedisKeys } from "./keys";
 import type { LeaderLease } from "./lease";
 import { fencedHsetScript, sweepScript, type FencedResult, type SweepResult } from "./scripts";
 
+/**
+ * Nodes one sweep call handles at most (expired + forgotten): one Lua call blocks Redis for
+ * all its clients, so a zone's worth of deaths is worked off in chunks of a few ms each.
+ */
+export const SWEEP_CHUNK = 250;
+
 export class NotLeaderError extends Error {
   constructor() {
     super("not the leader: fenced write not sent");
@@ -78,7 +84,7 @@ export class FencedWriter {
       silentMs: a.silentMs,
       forgetAfterMs: a.forgetAfterMs,
       eventsMaxLen: this.eventsMaxLen,
-      limit: a.limit ?? 10_000,
+      limit: a.limit ?? SWEEP_CHUNK,
     });
     if (!r.accepted) this.refused(r.highestToken);
     return r;

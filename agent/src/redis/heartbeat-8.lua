@@ -11,7 +11,7 @@
                                  took traffic, sticky while it is a member; a new node loading its
                                  model is "0" and is not yet capacity its AZ has lost)
     KEYS[6] azs                  set of AZ names
-    KEYS[7] expired              set of ids whose hash expired
+    KEYS[7] dead                 zset of ids whose hash expired (the sweep moved them out of `nodes`)
     KEYS[8] suspect              hash written by the leader; field `codes` = suspect soft check codes, comma separated
 
     ARGV[1]  node id            ARGV[2]  az               ARGV[3]  status
@@ -64,7 +64,7 @@ local served = "0"
 if ARGV[12] == "1" or (member and string.sub(member, -2) == "|1") then served = "1" end
 redis.call("HSET", KEYS[5], id, az .. "|" .. ARGV[8] .. "|" .. served)
 redis.call("SADD", KEYS[6], az)
-local back = redis.call("SREM", KEYS[7], id)
+local back = redis.call("ZREM", KEYS[7], id)
 local changed = 0
 if prev[1] ~= ARGV[3] or back == 1 then
   changed = 1

@@ -9,8 +9,8 @@
  * | `az:<az>:available`    | zset   | agents; leader sweeps | node ids taking traffic, score = load score (lower is better) — what a gateway reads |
  * | `az:<az>:state`        | hash   | leader (fenced)       | `state, healthyCapacity, totalCapacity, nodes, nodesIn, since, firstSeen, everOk, leader, token, updatedAt` — what `/az/health` answers |
  * | `members`              | hash   | agents; leader sweeps | node id → `<az>|<gpusExpected>|<served>`: the capacity an AZ should have (`served` 1 once the node took traffic: a new node still loading is not yet counted), kept while a node is dead, dropped on graceful removal or after the forget period |
- * | `nodes`                | zset   | agents; leader sweeps | node id → epoch ms of its last heartbeat |
- * | `expired`              | set    | leader (sweep)        | node ids whose hash expired (so the expiry event is written once) |
+ * | `nodes`                | zset   | agents; leader sweeps | live node id → epoch ms (Redis clock) of its last heartbeat |
+ * | `dead`                 | zset   | leader (sweep); agents | node id → epoch ms of its last heartbeat, for nodes whose hash expired: moved here out of `nodes` by the sweep (once: the expiry event), forgotten by score, back to `nodes` with its next heartbeat. Replaces the `expired` set of 0.1 (the sweep re-read every dead node on every tick) |
  * | `azs`                  | set    | agents                | every AZ seen |
  * | `leader`               | string | lease                 | `<holderId>:<token>`, `SET NX PX` |
  * | `fence`                | string | lease                 | fencing token counter, `INCR` on every acquisition |
@@ -46,8 +46,8 @@ export class RedisKeys {
   get nodes(): string {
     return `${this.prefix}nodes`;
   }
-  get expired(): string {
-    return `${this.prefix}expired`;
+  get dead(): string {
+    return `${this.prefix}dead`;
   }
   get azs(): string {
     return `${this.prefix}azs`;

@@ -70,7 +70,7 @@ export function heartbeatArgs(keys: RedisKeys, r: NodeReport, ttlMs: number, eve
       nodes: keys.nodes,
       members: keys.members,
       azs: keys.azs,
-      expired: keys.expired,
+      dead: keys.dead,
       suspect: keys.suspect,
     },
     a: {
@@ -311,7 +311,7 @@ export class NodeRegistry {
     const k = this.keys;
     const r = await removeScript(
       this.client.redis,
-      { node: k.node(id), events: k.events, nodes: k.nodes, members: k.members, expired: k.expired },
+      { node: k.node(id), events: k.events, nodes: k.nodes, members: k.members, dead: k.dead },
       id,
       k.prefix,
       this.settings.eventsMaxLen,

@@ -3,7 +3,7 @@
   capacity stops counting toward its AZ.
 
   Input:
-    KEYS[1] node:<id>   KEYS[2] events   KEYS[3] nodes   KEYS[4] members   KEYS[5] expired
+    KEYS[1] node:<id>   KEYS[2] events   KEYS[3] nodes   KEYS[4] members   KEYS[5] dead
     ARGV[1] node id     ARGV[2] key prefix     ARGV[3] events MAXLEN
     ARGV[4] instance of the agent leaving ("" = any): a hash another live instance holds is left alone
 
@@ -25,7 +25,7 @@ if az then
 end
 local prev = redis.call("HGET", KEYS[1], "status")
 local known = redis.call("DEL", KEYS[1]) + redis.call("ZREM", KEYS[3], id) + redis.call("HDEL", KEYS[4], id)
-redis.call("SREM", KEYS[5], id)
+redis.call("ZREM", KEYS[5], id)
 if known > 0 then
   redis.call("XADD", KEYS[2], "MAXLEN", "~", ARGV[3], "*",
     "type", "node", "node", id, "az", az or "", "from", prev or "", "status", "REMOVED")

@@ -160,7 +160,7 @@ export interface HeartbeatKeys {
   nodes: string;
   members: string;
   azs: string;
-  expired: string;
+  dead: string;
   suspect: string;
 }
 
@@ -187,7 +187,7 @@ export interface HeartbeatArgs {
 
 function heartbeatArgv(k: HeartbeatKeys, a: HeartbeatArgs): Arg[] {
   return [
-    k.node, k.available, k.events, k.nodes, k.members, k.azs, k.expired, k.suspect,
+    k.node, k.available, k.events, k.nodes, k.members, k.azs, k.dead, k.suspect,
     a.nodeId, a.az, a.status, a.phase, a.weight, a.loadScore, a.gpus, a.gpusExpected, a.model,
     a.updatedAt, a.ttlMs, a.takesTraffic ? "1" : "0", a.soft, a.hard, a.eventsMaxLen, a.prefix, a.instance,
   ];
@@ -223,29 +223,30 @@ export type RemoveResult = "removed" | "unknown" | "held";
 
 export async function removeScript(
   redis: Redis,
-  k: { node: string; events: string; nodes: string; members: string; expired: string },
+  k: { node: string; events: string; nodes: string; members: string; dead: string },
   nodeId: string,
   prefix: string,
   eventsMaxLen: number,
   instance = "",
 ): Promise<RemoveResult> {
-  const r = num(await fn(redis, "remove")(k.node, k.events, k.nodes, k.members, k.expired, nodeId, prefix, eventsMaxLen, instance));
+  const r = num(await fn(redis, "remove")(k.node, k.events, k.nodes, k.members, k.dead, nodeId, prefix, eventsMaxLen, instance));
   return r === 1 ? "removed" : r === -1 ? "held" : "unknown";
 }
 
-export type SweepResult = { accepted: true; expired: number; forgotten: number } | { accepted: false; highestToken: number };
+/** `more`: the call's limit cut the work short (call again). */
+export type SweepResult = { accepted: true; expired: number; forgotten: number; more: boolean } | { accepted: false; highestToken: number };
 
 export async function sweepScript(
   redis: Redis,
-  k: { nodes: string; members: string; expired: string; events: string; fenceLast: string },
+  k: { nodes: string; members: string; dead: string; events: string; fenceLast: string },
   a: { prefix: string; token: number; holder: string; silentMs: number; forgetAfterMs: number; eventsMaxLen: number; limit: number },
 ): Promise<SweepResult> {
   const r = (await fn(redis, "sweep")(
-    k.nodes, k.members, k.expired, k.events, k.fenceLast,
+    k.nodes, k.members, k.dead, k.events, k.fenceLast,
     a.prefix, a.token, a.holder, a.silentMs, a.forgetAfterMs, a.eventsMaxLen, a.limit,
   )) as number[];
   if (num(r[0]) !== 1) return { accepted: false, highestToken: num(r[1]) };
-  return { accepted: true, expired: num(r[1]), forgotten: num(r[2]) };
+  return { accepted: true, expired: num(r[1]), forgotten: num(r[2]), more: num(r[3]) === 1 };
 }
 
 /** The controller's compact view of a node (field `c` of its hash). */

@@ -74,13 +74,17 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
 
   const p = redis.pipeline();
   for (const az of azList) p.hgetall(keys.azState(az));
+  // The last heartbeat of a live node is in `nodes`, of a dead one in `dead`.
   if (ids.length) p.zmscore(keys.nodes, ...ids);
+  if (ids.length) p.zmscore(keys.dead, ...ids);
   for (const n of snap.nodes) p.hmget(keys.node(n.nodeId), "loadScore", "model");
   const second = ((await p.exec()) ?? []) as Reply<unknown>[];
   for (const [err] of second) if (err) throw err;
   const azStates = second.slice(0, azList.length).map(([, v]) => v as Record<string, string>);
-  const beats = ids.length ? (second[azList.length][1] as (string | null)[]) : [];
-  const extras = second.slice(azList.length + (ids.length ? 1 : 0)).map(([, v]) => v as (string | null)[]);
+  const live = ids.length ? (second[azList.length][1] as (string | null)[]) : [];
+  const dead = ids.length ? (second[azList.length + 1][1] as (string | null)[]) : [];
+  const beats = ids.map((_, i) => live[i] ?? dead[i] ?? null);
+  const extras = second.slice(azList.length + (ids.length ? 2 : 0)).map(([, v]) => v as (string | null)[]);
 
   const nodes: NodeRow[] = snap.nodes.map((n, i) => {
     const beat = num(beats[i]);
