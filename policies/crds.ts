@@ -116,7 +116,7 @@ export const crdsInstalled: StackValidationPolicy = {
   name: "crds-installed",
   description:
     "Every custom resource the stack creates has its CustomResourceDefinition installed by the stack (a CRD resource, a Helm chart or an EKS add-on known to ship it): " +
-    "on a fresh cluster, `pulumi up` otherwise fails at apply with 'no matches for kind'.",
+    "on a fresh cluster, `pulumi up` otherwise fails at apply with 'no matches for kind', and the L1–L4 alerting (PrometheusRule, PodMonitor) never exists.",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
