@@ -11,7 +11,7 @@ export interface RedisConfig {
 export const redisHaEncrypted: ResourceValidationPolicy = {
   name: "redis-ha-encrypted",
   description:
-    "ElastiCache Redis has automatic failover, multi-AZ, at least 2 cache clusters, TLS required, at-rest encryption and an auth token (L2 cluster tier: the registry and the leader lease survive a node or AZ loss, and nobody on the network can forge node state or fencing tokens).",
+    "ElastiCache Redis has cluster mode disabled, automatic failover, multi-AZ, at least 2 cache clusters, TLS required, at-rest encryption and an auth token (L2 cluster tier: the registry and the leader lease survive a node or AZ loss, and nobody on the network can forge node state or fencing tokens).",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
@@ -36,6 +36,12 @@ export const redisHaEncrypted: ResourceValidationPolicy = {
     }
     if (rg.atRestEncryptionEnabled !== true) reportViolation(`Redis ${name} must set atRestEncryptionEnabled to true.`);
     if (!str(rg.authToken)) reportViolation(`Redis ${name} has no authToken.`);
+    // One primary: llm-ha's Lua scripts touch keys of several hash slots (cluster mode fails them with CROSSSLOT).
+    const shards = num(rg.numNodeGroups);
+    const mode = str(rg.clusterMode);
+    if ((mode !== undefined && mode !== "disabled") || (shards !== undefined && shards > 1) || /cluster\.on/.test(str(rg.parameterGroupName) ?? "")) {
+      reportViolation(`Redis ${name} must run with cluster mode disabled (one primary and its replicas): llm-ha's scripts need every key on one node.`);
+    }
   }),
 };
 

@@ -22,14 +22,26 @@ describe("redis-ha-encrypted", () => {
     });
   }
 
-  it("counts cluster-mode shards as primary + replicas", async () => {
+  it("counts one shard's primary + replicas", async () => {
     const rs = changed("registry", (p) => {
       delete p.numCacheClusters;
-      p.numNodeGroups = 3;
+      p.numNodeGroups = 1;
       p.replicasPerNodeGroup = 1;
     });
     expect(await messages(redisHaEncrypted, rs)).toEqual([]);
   });
+
+  const CLUSTER = "Redis registry must run with cluster mode disabled (one primary and its replicas): llm-ha's scripts need every key on one node.";
+  for (const [what, change] of [
+    ["several shards", (p: Record<string, unknown>) => ((p.numNodeGroups = 3), (p.replicasPerNodeGroup = 1), delete p.numCacheClusters)],
+    ["cluster mode enabled", (p: Record<string, unknown>) => (p.clusterMode = "enabled")],
+    ["cluster mode compatible", (p: Record<string, unknown>) => (p.clusterMode = "compatible")],
+    ["a cluster-on parameter group", (p: Record<string, unknown>) => (p.parameterGroupName = "default.redis7.cluster.on")],
+  ] as const) {
+    it(`fails with ${what}`, async () => {
+      expect(await messages(redisHaEncrypted, changed("registry", change))).toEqual([CLUSTER]);
+    });
+  }
 });
 
 describe("msk-ha-encrypted", () => {

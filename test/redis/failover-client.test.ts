@@ -6,9 +6,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { createRedisClient } from "../../agent/src/redis/client";
+import { Writable } from "node:stream";
+import { CLUSTER_MODE_MESSAGE, createRedisClient } from "../../agent/src/redis/client";
+import { createLogger } from "../../agent/src/util/log";
 import { RedisKeys } from "../../agent/src/redis/keys";
 import { LeaderLease, parseLeaseValue } from "../../agent/src/redis/lease";
+import { acquireScript } from "../../agent/src/redis/scripts";
 import { sleep, waitFor } from "../../agent/src/util/net";
 import { FreezableProxy, freshCluster, testLogger } from "./helpers";
 
@@ -93,7 +96,6 @@ describe("the lease after Redis ran an acquire the client had given up on", () =
       await c.whenReady(5000);
       await c.redis.set(keys.leader, "orphan-holder-2:7", "PX", 10_000);
       // A holder id that is a prefix of another's must not match it.
-      const { acquireScript } = await import("../../agent/src/redis/scripts");
       expect(await acquireScript(c.redis, keys, "orphan-holder", 10_000, 0)).toEqual({ acquired: false, holder: "orphan-holder-2:7" });
     } finally {
       await c.close();
@@ -134,4 +136,28 @@ describe("the lease's WAIT for a replica", () => {
       await replica.stop();
     }
   }, 30_000);
+});
+
+describe("the Redis mode llm-ha supports is stated", () => {
+  it("an endpoint in cluster mode is named in an error line and flagged; a standalone one is not", async () => {
+    const cluster = await startRedisServer({ args: ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"] });
+    const lines: string[] = [];
+    const sink = new Writable({ write: (chunk: Buffer, _e, done) => (lines.push(chunk.toString()), done()) });
+    const clog = createLogger({ level: "info", destination: sink });
+    const c = createRedisClient(cluster.url, { name: "cluster-mode-test", log: clog });
+    const plain = createRedisClient(a.url, { name: "standalone-test", log: clog });
+    try {
+      await waitFor("cluster mode seen", () => c.clusterMode, { timeoutMs: 5000, everyMs: 20 });
+      await plain.whenReady(5000);
+      await sleep(200);
+      expect(plain.clusterMode).toBe(false);
+      const errors = lines.map((l) => JSON.parse(l) as { level: number; msg: string; client?: string }).filter((l) => l.level >= 50);
+      expect(errors).toHaveLength(1);
+      expect(errors[0].msg).toContain(CLUSTER_MODE_MESSAGE);
+      expect(errors[0].client).toBe("cluster-mode-test");
+    } finally {
+      await Promise.all([c.close(), plain.close()]);
+      await cluster.stop();
+    }
+  });
 });

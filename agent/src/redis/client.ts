@@ -56,6 +56,11 @@ export interface RedisClient {
   readonly connected: boolean;
   /** `redis://host:port/db` with the password replaced, for logs and `/status`. */
   readonly safeUrl: string;
+  /**
+   * True once the server said `cluster_enabled:1`: llm-ha's scripts need one primary
+   * (ElastiCache with cluster mode disabled); every fenced write would fail there.
+   */
+  readonly clusterMode: boolean;
   /** Resolves true once connected, or false after `timeoutMs`. */
   whenReady(timeoutMs: number): Promise<boolean>;
   /** QUIT with a timeout, then disconnect. */
@@ -98,6 +103,10 @@ export function speaksResp(host: string, port: number, timeoutMs = 1000): Promis
     sock.on("error", () => done(null));
   });
 }
+
+/** What the agent logs when its Redis endpoint runs in cluster mode. */
+export const CLUSTER_MODE_MESSAGE =
+  "Redis runs in cluster mode: llm-ha needs one primary with replicas (ElastiCache: cluster mode disabled; its scripts touch keys of several hash slots). Registry, lease and fenced writes will fail: the agent serves its local state only";
 
 /** Capped exponential backoff for reconnects (exported for the tests). */
 export function reconnectDelay(attempt: number, minMs: number, maxMs: number): number {
@@ -146,11 +155,20 @@ export function createRedisClient(url: string, opts: RedisClientOptions): RedisC
   let ready = false;
   let everReady = false;
   let lastError = "";
+  let clusterMode = false;
   redis.on("ready", () => {
     ready = true;
     log.info({ reconnected: everReady }, everReady ? "redis reconnected" : "redis connected");
     everReady = true;
     lastError = "";
+    // The mode llm-ha supports is stated, not assumed: a cluster-mode endpoint is named at once.
+    redis.info("cluster").then(
+      (info) => {
+        clusterMode = /^cluster_enabled:1\b/m.test(info);
+        if (clusterMode) log.error(`${CLUSTER_MODE_MESSAGE} (${shown})`);
+      },
+      () => undefined,
+    );
   });
   redis.on("close", () => {
     if (ready) log.warn("redis connection lost");
@@ -168,6 +186,9 @@ export function createRedisClient(url: string, opts: RedisClientOptions): RedisC
       return ready && redis.status === "ready";
     },
     safeUrl: shown,
+    get clusterMode() {
+      return clusterMode;
+    },
     whenReady(timeoutMs: number) {
       if (ready && redis.status === "ready") return Promise.resolve(true);
       return new Promise<boolean>((resolve) => {
