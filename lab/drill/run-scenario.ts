@@ -10,6 +10,7 @@ import { sleep } from "../../agent/src/util/net";
 import type { ScenarioSpec } from "./scenarios";
 import { runFlap, runLeader, runMassProbe, runRedisReadonly, runRedisRestart } from "./scenarios/fleet";
 import { NODE_FAULTS, runNodeFault } from "./scenarios/node";
+import { runGlobalOutage } from "./scenarios/outage";
 import { runL2Spread, runLongGeneration, runLongPromptCrash, runOverload, runQueryOfDeath } from "./scenarios/proxy";
 import { blank, type RunResult, type ScenarioContext } from "./scenarios/runner";
 import { runAzGpuLoss, runAzLoss, runStandbyWake } from "./scenarios/zone";
@@ -37,6 +38,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["overload", runOverload],
   ["l2-spread", runL2Spread],
   ["long-generation", runLongGeneration],
+  ["global-outage", runGlobalOutage],
 ]);
 
 /** Runs one run of one scenario. */

@@ -187,6 +187,16 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     needsFleet: false,
     targets: { failed: 0, falseFailovers: 0 },
   },
+  {
+    name: "global-outage",
+    tier: "fleet",
+    title: "L4: every GPU of every AZ lost, standby included; cached, queue-opt-in and plain requests through a proxy with llm-ha fallback; then recovery and replay",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    // otherFailures here: answers neither L4's nor a 503 with Retry-After, wrong cached answers, queued requests lost or replayed twice.
+    targets: { retryAfterMissing: 0, otherFailures: 0 },
+  },
 ];
 
 export class UnknownScenarioError extends Error {

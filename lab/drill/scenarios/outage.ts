@@ -1,0 +1,241 @@
+/**
+ * L4, the global outage: every GPU of every AZ lost, the standby's included (it boots with
+ * its GPUs lost too). The scenario starts the L4 pieces beside the drill's fleet: a real
+ * Kafka-protocol broker (kcat's mock cluster), `llm-ha fallback` on the drill's Redis and
+ * cluster (it reads the tier the leader publishes) and an L1 proxy rendered by the same
+ * generator with the fallback backend (`nbsrv(servers) eq 0`). Client traffic through it mixes
+ * prompts with a verified answer, queue-opt-in requests and plain requests; then the GPUs
+ * come back and the replay drains the queue through the same proxy.
+ *
+ * Figures: time from the last server out to the first L4 answer, cached answers served and
+ * correct, queued requests answered exactly once (lost, duplicates), time from the heal to an
+ * empty queue, 503s carrying Retry-After, and the baseline: the drill's own client through
+ * the AZ proxies, which have no L4, fails every request meanwhile.
+ */
+import { createWriteStream } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runFallback, type RunningFallback } from "../../../agent/src/fallback/command";
+import { loadFallbackConfig } from "../../../agent/src/fallback/config";
+import { createLogger } from "../../../agent/src/util/log";
+import { freePort, sleep } from "../../../agent/src/util/net";
+import type { HaproxyStaticServer } from "../../../contracts/haproxy-config";
+import { startHaproxy, type HaproxyHandle } from "../../engines/haproxy";
+import { startKafkaMock, type KafkaMockHandle } from "../../engines/kafka-mock";
+import type { SimNode } from "../../sim/sim-node";
+import type { ScenarioSpec } from "../scenarios";
+import { DRILL_AGENT_TUNING } from "../settings";
+import { DRILL_MODEL } from "../stack";
+import { failuresBetween, firstAfter, l1Removed, type Sample } from "../timeline";
+import { blank, finish, healthy, MAIN_CLIENT, mark, steady, until, type RunResult, type ScenarioContext } from "./runner";
+
+const L4_PROXY = "l4";
+const CACHED = [
+  { prompt: "What is the status page of the inference service?", answer: "https://status.example.test — verified answer 1" },
+  { prompt: "How do I reset my API key?", answer: "Settings → API keys → Rotate. (verified answer 2)" },
+  { prompt: "What are the service hours?", answer: "The service runs 24/7. (verified answer 3)" },
+];
+
+type Kind = "cached" | "queue" | "plain";
+interface L4Record {
+  kind: Kind;
+  t: number;
+  end: number;
+  status: number;
+  degraded: string | null;
+  retryAfter: string | null;
+  /** The cached prompt's index, or the queued request's id. */
+  ref: number | string | null;
+  content: string | null;
+}
+
+function staticServer(n: SimNode): HaproxyStaticServer {
+  return { name: n.id, address: n.address, port: n.inferencePort, agentPort: n.agentCheckPort, httpPort: n.httpPort };
+}
+
+async function send(url: string, kind: Kind, seq: number, now: () => number): Promise<L4Record> {
+  const t = now();
+  const ref = kind === "cached" ? seq % CACHED.length : null;
+  const prompt = kind === "cached" ? CACHED[seq % CACHED.length].prompt : `${kind} request ${seq}`;
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (kind === "queue") headers["x-llmha-queue"] = "allow";
+  try {
+    const res = await fetch(`${url}/v1/chat/completions`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ model: DRILL_MODEL, messages: [{ role: "user", content: prompt }], temperature: 0, max_tokens: 8 }),
+      signal: AbortSignal.timeout(5000),
+    });
+    const body = (await res.json().catch(() => null)) as { id?: string; choices?: Array<{ message?: { content?: string } }> } | null;
+    return {
+      kind, t, end: now(), status: res.status, degraded: res.headers.get("x-llmha-degraded"), retryAfter: res.headers.get("retry-after"),
+      ref: res.status === 202 ? (body?.id ?? null) : ref, content: body?.choices?.[0]?.message?.content ?? null,
+    };
+  } catch {
+    return { kind, t, end: now(), status: 0, degraded: null, retryAfter: null, ref, content: null };
+  }
+}
+
+/** The global outage, measured through a proxy with the L4 fallback. */
+export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const { stack } = ctx;
+  const active = stack.nodes.filter((n) => !stack.azOf(n).standby);
+  let kafka: KafkaMockHandle | null = null;
+  let fb: RunningFallback | null = null;
+  let hp: HaproxyHandle | null = null;
+  const logPath = join(tmpdir(), `llmha-drill-fallback-${process.pid}-${run}.log`);
+  try {
+    kafka = await startKafkaMock();
+    const [fbPort, l4Port] = [await freePort(), await freePort()];
+    const l4Url = `http://127.0.0.1:${l4Port}`;
+    const cfg = loadFallbackConfig([
+      "--host", "127.0.0.1", "--port", String(fbPort), "--cluster", stack.cluster, "--redis-url", stack.redis.url,
+      "--kafka-brokers", kafka.bootstrap, "--models", DRILL_MODEL, "--l1-url", l4Url, "--replay-rps", "20",
+      "--replay-attempts", "10", "--replay-timeout-ms", "10000", "--retry-after-s", "10", "--wake-eta-s", "60",
+    ], {});
+    fb = await runFallback(cfg, { log: createLogger({ level: "info", name: "llm-ha-fallback", destination: createWriteStream(logPath) }) });
+    hp = await startHaproxy({
+      proxies: [{
+        name: L4_PROXY, bind: `127.0.0.1:${l4Port}`, health: "agent", tuning: DRILL_AGENT_TUNING,
+        servers: { kind: "static", local: active.map(staticServer), backup: stack.nodes.filter((n) => stack.azOf(n).standby).map(staticServer) },
+        fallback: { address: `127.0.0.1:${fbPort}`, timeoutServerMs: 15_000 },
+      }],
+    });
+    const imported = await fb.service.o.cache!.importJsonl(
+      CACHED.map((c) => JSON.stringify({ request: { model: DRILL_MODEL, messages: [{ role: "user", content: c.prompt }], temperature: 0, max_tokens: 8 }, answer: c.answer })).join("\n"),
+    );
+    if (imported.imported !== CACHED.length) r.notes.push(`only ${imported.imported} verified answers imported`);
+    const l4Rows = (): Promise<Array<{ server: string; status: string; weight: number; total: number }>> =>
+      hp!.stats().then((rows) => rows.filter((x) => x.proxy === `${L4_PROXY}_servers`));
+    // Every active server UP in the L4 proxy before the fault.
+    const activeIds = new Set(active.map((n) => n.id));
+    const upDeadline = ctx.now() + 15_000;
+    while (ctx.now() < upDeadline) {
+      const rows = (await l4Rows()).filter((x) => activeIds.has(x.server));
+      if (rows.length === active.length && rows.every((x) => x.status.startsWith("UP"))) break;
+      await sleep(100);
+    }
+    // Traffic: cached / queue / plain in turn, one every 80 ms.
+    const recs: L4Record[] = [];
+    let stopTraffic = false;
+    const traffic = (async () => {
+      const kinds: Kind[] = ["cached", "queue", "plain"];
+      for (let seq = 0; !stopTraffic; seq++) {
+        void send(l4Url, kinds[seq % 3], Math.floor(seq / 3), ctx.now).then((x) => recs.push(x));
+        await sleep(80);
+      }
+    })();
+    // The moment the L4 proxy first has no usable server left (nbsrv 0), and how long it has none in all:
+    // a standby node booting can pass the plain check before its agent reports the lost GPU.
+    let lastOutAt: number | null = null;
+    let outSince: number | null = null;
+    let outTotalMs = 0;
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        const rows = await l4Rows().catch(() => []);
+        const out = rows.length > 0 && rows.every((x) => l1Removed(x));
+        const t = ctx.now();
+        if (out && r.injectAt > 0) {
+          lastOutAt ??= t;
+          outSince ??= t;
+        } else if (outSince !== null) {
+          outTotalMs += t - outSince;
+          outSince = null;
+        }
+        await sleep(25);
+      }
+    })();
+    await sleep(1000);
+
+    r.injectAt = mark(ctx, "inject", `${spec.name}: every GPU of every AZ lost (standby included)`);
+    await Promise.all(stack.nodes.map((n) => n.gpuFault("gpuLost")));
+    // Until the leader publishes L4, then long enough for the queue to fill.
+    const l4Seen = await until(ctx, 15_000, () => lastOutAt !== null && ctx.tl.fleet.at(-1)?.tier === "L4");
+    if (!l4Seen) r.notes.push(ctx.fleetWired ? "tier L4 not published within 15 s" : "fleet layer not wired: no tier published");
+    await sleep(8000);
+    const outAt = lastOutAt as number | null;
+    watching = false;
+    await watch;
+    if (outSince !== null) outTotalMs += ctx.now() - outSince;
+
+    r.healAt = mark(ctx, "heal", "GPUs back");
+    await Promise.all(stack.nodes.map((n) => n.gpuFault(null)));
+    const back = (s: Sample): boolean => active.every((n) => healthy(ctx, s, n));
+    if (!(await until(ctx, 30_000, back))) r.notes.push("active nodes not back in 30 s");
+    r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
+    await sleep(1500);
+    stopTraffic = true;
+    await traffic;
+    await sleep(500);
+
+    // Drain: every queued request answered (GET 200, done) — or not, within 60 s.
+    const queuedIds = recs.filter((x) => x.kind === "queue" && x.status === 202 && typeof x.ref === "string").map((x) => x.ref as string);
+    const states = new Map<string, string>();
+    const drainDeadline = ctx.now() + 60_000;
+    let drainedAt: number | null = null;
+    while (ctx.now() < drainDeadline) {
+      await Promise.all(queuedIds.filter((id) => !states.has(id)).map(async (id) => {
+        const res = await fetch(`http://127.0.0.1:${fbPort}/v1/llmha/requests/${id}`).catch(() => null);
+        if (res?.status === 200) states.set(id, ((await res.json()) as { state: string }).state);
+        else await res?.arrayBuffer();
+      }));
+      if (states.size === queuedIds.length) {
+        drainedAt = ctx.now();
+        break;
+      }
+      await sleep(200);
+    }
+    r.endAt = ctx.now();
+    finish(ctx, r, active, l1Removed);
+
+    const replayed = await fb.metrics.replayed.get();
+    const count = (result: string): number => replayed.values.filter((v) => v.labels.result === result).reduce((a, v) => a + v.value, 0);
+    const inOutage = recs.filter((x) => outAt !== null && x.t >= outAt && x.end <= r.healAt);
+    const l4Answers = recs.filter((x) => outAt !== null && x.end >= outAt && x.degraded !== null).sort((a, b) => a.end - b.end);
+    const cachedServed = inOutage.filter((x) => x.kind === "cached" && x.degraded === "cache");
+    const cachedCorrect = cachedServed.filter((x) => typeof x.ref === "number" && x.content === CACHED[x.ref].answer);
+    const cachedAsked = inOutage.filter((x) => x.kind === "cached");
+    const s503 = inOutage.filter((x) => x.status === 503);
+    const lost = queuedIds.filter((id) => states.get(id) !== "done").length;
+    // A 200 without the header is the fleet's own answer (a standby node booting).
+    const bad = inOutage.filter((x) => x.status !== 200 && x.status !== 202 && !(x.status === 503 && x.retryAfter !== null));
+    const duplicates = count("duplicate");
+    const baselineFailed = outAt === null ? null : failuresBetween(ctx.tl, MAIN_CLIENT, outAt, r.healAt);
+
+    r.extra.firstL4Ms = outAt === null || l4Answers.length === 0 ? null : Math.max(0, l4Answers[0].end - outAt);
+    r.extra.noServerMs = outTotalMs;
+    r.extra.outageRequests = inOutage.length;
+    r.extra.cachedAsked = cachedAsked.length;
+    r.extra.cachedServed = cachedServed.length;
+    r.extra.cachedCorrectPct = cachedServed.length ? Math.round((1000 * cachedCorrect.length) / cachedServed.length) / 10 : null;
+    r.extra.queued = queuedIds.length;
+    r.extra.replayedDone = count("done");
+    r.extra.replayedFailed = count("failed");
+    r.extra.duplicates = duplicates;
+    r.extra.lost = lost;
+    r.extra.drainMs = drainedAt === null ? null : drainedAt - r.healAt;
+    r.extra.unavailable503 = s503.length;
+    r.extra.retryAfterMissing = s503.filter((x) => x.retryAfter === null).length;
+    r.extra.retryAfterPct = s503.length ? Math.round((1000 * (s503.length - r.extra.retryAfterMissing)) / s503.length) / 10 : null;
+    // What L4 must never do: an answer that is neither L4's (cache, 202) nor a 503 with
+    // Retry-After, a wrong verified answer, a queued request lost or answered twice.
+    r.extra.otherFailures = bad.length + (cachedServed.length - cachedCorrect.length) + lost + duplicates;
+    r.extra.baselineFailed = baselineFailed;
+    const f = (v: unknown, unit = ""): string => (v === null || v === undefined ? "n/a" : `${v}${unit}`);
+    r.extra.figures =
+      `first L4 answer ${f(r.extra.firstL4Ms, " ms")} after the last server out (no server for ${f(outTotalMs, " ms")} in all); cached ${cachedServed.length}/${cachedAsked.length} served, ${f(r.extra.cachedCorrectPct, "%")} correct; ` +
+      `queued ${queuedIds.length}, replayed once ${count("done")}, lost ${lost}, duplicates ${duplicates}; queue empty ${f(r.extra.drainMs, " ms")} after the heal; ` +
+      `503s with Retry-After ${f(r.extra.retryAfterPct, "%")} of ${s503.length}; baseline (AZ proxies, no L4) failed ${f(baselineFailed)} requests meanwhile`;
+    r.notes.push(r.extra.figures);
+    if (typeof r.extra.firstL4Ms === "number" && r.extra.firstL4Ms > 1000) r.notes.push(`first L4 answer ${r.extra.firstL4Ms} ms > 1 s target`);
+    r.notes.push(`fallback log: ${logPath}`);
+  } finally {
+    await fb?.close().catch(() => undefined);
+    await hp?.stop().catch(() => undefined);
+    await kafka?.stop().catch(() => undefined);
+  }
+  return r;
+}
