@@ -2,11 +2,12 @@ import { EventEmitter } from "node:events";
 import type { AgentConfig } from "./config/spec";
 import { DEFAULT_WARMUP_STEPS, evaluate, initialState, type EvaluatorSettings, type EvaluatorState } from "./evaluator/evaluate";
 import type { AgentMetrics, SourceName } from "./reporters/metrics";
-import { GpuSource } from "./sources/gpu";
-import { ADAPTERS, readEngine, request, type InferenceAdapter } from "./sources/inference";
-import type { GpuInfo, ProbeObservation, Sample, Signals, XidEvent } from "./sources/signals";
+import { GpuSource, readPciGpus } from "./sources/gpu";
+import { ADAPTERS, defaultMetricsUrl, readEngine, request, type InferenceAdapter } from "./sources/inference";
+import type { GpuInfo, ModelIdentity, ProbeObservation, Sample, Signals, XidEvent } from "./sources/signals";
 import { ConnectionWatch } from "./sources/watch";
-import { FATAL_XIDS, XidReader } from "./sources/xid";
+import { XidReader } from "./sources/xid";
+import { parseXidRules, XidJudge } from "./sources/xid-rules";
 import { takesTraffic, type Decision, type Reason } from "./types";
 import type { Logger } from "./util/log";
 import { Loop } from "./util/loop";
@@ -24,6 +25,10 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
   private readonly adapter: InferenceAdapter;
   private readonly gpu: GpuSource;
   private readonly xid: XidReader | null;
+  private readonly xidJudge: XidJudge;
+  private readonly metricsUrl: string | null;
+  private readonly probeExpect: RegExp | null;
+  private servedIdentity: ModelIdentity | null = null;
   private lastGoodGpus: GpuInfo[] = [];
   /** The last error reading the kernel log (null: readable), so it is logged once, not every period. */
   private xidError: string | null = null;
@@ -52,6 +57,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
       model: cfg.model,
       probeLatencyMs: cfg.probeLatencyMs,
       wedgeMs: cfg.wedgeMs,
+      probeStuckMs: cfg.probeStuckMs,
       fall: cfg.fall,
       rise: cfg.rise,
       warmupStepMs: cfg.warmupStepMs,
@@ -61,6 +67,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     this.adapter = ADAPTERS[cfg.inferenceKind];
     this.gpu = new GpuSource(cfg.nvidiaSmi, cfg.gpuTimeoutMs);
     this.xid = cfg.xidLog ? new XidReader(cfg.xidLog) : null;
+    this.xidJudge = new XidJudge(parseXidRules(cfg.xidRules));
+    this.metricsUrl = cfg.metricsUrl ?? defaultMetricsUrl(cfg.inferenceKind, cfg.inferenceUrl);
+    this.probeExpect = cfg.probeExpect ? new RegExp(cfg.probeExpect) : null;
     const u = new URL(cfg.inferenceUrl);
     const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
     this.modelLoop = this.loop("model", () => this.checkModel());
@@ -86,6 +95,11 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     return this.servedModel;
   }
 
+  /** What the server says about the model it serves (revision, dtype, context), where its API tells. */
+  get modelIdentity(): ModelIdentity | null {
+    return this.servedIdentity;
+  }
+
   get isDraining(): boolean {
     return this.draining;
   }
@@ -98,7 +112,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
   start(): void {
     const i = this.cfg.intervalMs;
     this.loops.push(this.loop("gpu", () => this.checkGpu()), this.modelLoop, this.loop("probe", () => this.runProbe()));
-    if (this.adapter.metricsPath) this.loops.push(this.loop("engine", () => this.checkEngine()));
+    if (this.metricsUrl) this.loops.push(this.loop("engine", () => this.checkEngine(), this.cfg.engineIntervalMs));
     if (this.xid) this.loops.push(this.loop("xid", async () => this.checkXid()));
     this.loops.push(new Loop(i, async () => this.evaluateNow(), (e) => this.log.error({ err: e }, "evaluation failed")));
     for (const l of this.loops) l.start();
@@ -121,8 +135,8 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     this.xid?.close();
   }
 
-  private loop(name: SourceName, task: () => Promise<void>): Loop {
-    return new Loop(this.cfg.intervalMs, task, (err) => {
+  private loop(name: SourceName, task: () => Promise<void>, periodMs = this.cfg.intervalMs): Loop {
+    return new Loop(periodMs, task, (err) => {
       this.metrics.source(name, 0, true);
       this.log.error({ err, source: name }, "source failed unexpectedly");
     });
@@ -136,6 +150,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     const t0 = performance.now();
     const obs = await this.gpu.read();
     if (obs.kind === "ok") this.lastGoodGpus = obs.gpus;
+    if (this.cfg.pciDevices) this.signals.pci = this.sample(readPciGpus(this.cfg.pciDevices));
     this.metrics.source("gpu", performance.now() - t0, obs.kind !== "ok");
     this.signals.gpu = this.sample(obs);
     this.metrics.signals(this.signals, this.cfg.gpuCount);
@@ -146,7 +161,10 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     const t0 = performance.now();
     const obs = await this.adapter.check(this.cfg.inferenceUrl, this.cfg.model, this.cfg.modelTimeoutMs);
     this.metrics.source("model", performance.now() - t0, obs.kind !== "ready");
-    if (obs.kind === "ready") this.servedModel = this.cfg.model ?? obs.served[0] ?? null;
+    if (obs.kind === "ready") {
+      this.servedModel = this.cfg.model ?? obs.served[0] ?? null;
+      this.servedIdentity = obs.identity ?? (this.servedModel ? { id: this.servedModel, revision: null, dtype: null, maxContext: null } : null);
+    }
     this.signals.model = this.sample(obs);
     if (obs.kind !== "ready") this.resetProbe();
     this.evaluateNow();
@@ -154,7 +172,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
 
   private async checkEngine(): Promise<void> {
     const t0 = performance.now();
-    const e = await readEngine(this.adapter, this.cfg.inferenceUrl, this.cfg.modelTimeoutMs);
+    const e = this.metricsUrl ? await readEngine(this.metricsUrl, this.cfg.modelTimeoutMs) : null;
     this.metrics.source("engine", performance.now() - t0, e === null);
     this.signals.engine = this.sample(e);
     this.metrics.signals(this.signals, this.cfg.gpuCount);
@@ -175,12 +193,17 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     }
     if (this.xidError !== null) this.log.info({ path: this.cfg.xidLog }, "kernel log readable again; XID checks are on");
     this.xidError = null;
+    const now = this.clock();
     for (const x of events) {
-      const fatal = FATAL_XIDS.has(x.code);
-      this.log.warn({ event: "xid", xid: x.code, busId: x.busId, fatal }, x.line);
-      if (fatal) this.signals.fatalXids = [...(this.signals.fatalXids ?? []), x];
+      const action = this.xidJudge.add(x, now);
+      this.log.warn({ event: "xid", xid: x.code, busId: x.busId, action: typeof action === "string" ? action : `${action.count}/${action.windowMs}ms` }, x.line);
     }
-    if (events.length) this.evaluateNow();
+    // Windowed rules are judged against the clock: a window that ends clears its fault.
+    const v = this.xidJudge.verdict(now);
+    const before = `${this.signals.fatalXids?.length ?? 0}/${JSON.stringify(this.signals.xidRepeated ?? [])}`;
+    this.signals.fatalXids = v.fatal;
+    this.signals.xidRepeated = v.repeated;
+    if (events.length || before !== `${v.fatal.length}/${JSON.stringify(v.repeated)}`) this.evaluateNow();
   }
 
   private resetProbe(): void {
@@ -200,7 +223,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
   private async runProbe(): Promise<void> {
     if (this.signals.probeInFlightSince != null) return;
     if (this.signals.model?.value.kind !== "ready") return;
-    const req = this.adapter.probe(this.cfg.inferenceUrl, this.servedModel, this.cfg.probeMaxTokens);
+    const req = this.adapter.probe(this.cfg.inferenceUrl, this.servedModel, this.cfg.probeMaxTokens, this.cfg.probePrompt);
     if (!req) return;
     const abort = new AbortController();
     this.probeAbort = abort;
@@ -218,7 +241,8 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
       at(step, overdue);
     };
     at(this.cfg.probeLatencyMs, overdue);
-    if (this.cfg.wedgeMs < this.cfg.probeLatencyMs) at(this.cfg.wedgeMs, () => this.evaluateNow());
+    // The stuck bound acts when it is passed, not at the next period.
+    if (this.cfg.probeStuckMs < this.cfg.probeTimeoutMs) at(this.cfg.probeStuckMs, () => this.evaluateNow());
     void (async () => {
       const r = await request(req.url, this.cfg.probeTimeoutMs, req.body, abort.signal);
       if (abort.signal.aborted) return;
@@ -230,8 +254,10 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
       let obs: ProbeObservation;
       if ("kind" in r) obs = r.kind === "timeout" ? { kind: "timeout", elapsedMs: elapsed } : { kind: "failed", detail: r.detail };
       else if (r.status !== 200) obs = { kind: "failed", detail: `probe answered ${r.status}` };
-      else if (!req.valid(r.text)) obs = { kind: "failed", detail: `probe answer is not a completion: ${JSON.stringify(r.text.slice(0, 80))}` };
-      else {
+      else if (req.answer(r.text) === null) obs = { kind: "failed", detail: `probe answer is not a completion: ${JSON.stringify(r.text.slice(0, 80))}` };
+      else if (this.probeExpect && !this.probeExpect.test(req.answer(r.text) ?? "")) {
+        obs = { kind: "wrong-answer", latencyMs: elapsed, detail: `probe answer ${JSON.stringify((req.answer(r.text) ?? "").slice(0, 60))} does not match ${this.probeExpect}` };
+      } else {
         obs = { kind: "ok", latencyMs: elapsed };
         this.metrics.probe(elapsed);
         const lat = [...(this.signals.probeLatencies ?? []), elapsed];

@@ -7,6 +7,7 @@ const S: EvaluatorSettings = {
   model: "m",
   probeLatencyMs: 1000,
   wedgeMs: 1500,
+  probeStuckMs: 4000,
   fall: 3,
   rise: 2,
   warmupStepMs: 1000,
@@ -31,6 +32,8 @@ const gpu = (n = 8): GpuObservation => ({
     retiredPagesPending: false,
     slowdowns: [],
     recoveryAction: null,
+    fabricState: null,
+    fabricStatus: null,
   })),
 });
 const ready: ModelObservation = { kind: "ready", served: ["m"] };
@@ -147,17 +150,18 @@ describe("evaluator", () => {
     expect(d.state.decision.suppressed.map((r) => r.code)).toEqual(["PROBE_FAILED"]);
   });
 
-  it("a wedged engine (waiting, no progress, probe stuck) is a hard fault although /health is fine", () => {
+  it("a wedged engine (waiting, no progress for wedgeMs between engine samples) is a hard fault although /health is fine", () => {
     const d = new Driver();
     d.healthy();
-    const engine = (tokens: number, waiting: number, at: number) => ({ seq: ++d.seq, at, value: { running: 1, waiting, kvCacheUsage: 0.1, tokensTotal: tokens } });
+    const engine = (tokens: number, waiting: number, at: number) => ({ seq: ++d.seq, at, value: { family: "vllm", running: 1, waiting, kvCacheUsage: 0.1, tokensTotal: tokens } });
     d.signals.engine = engine(100, 0, d.now);
-    d.step({});
-    d.signals.probeInFlightSince = d.now;
-    d.signals.engine = engine(100, 3, d.now + 500);
-    expect(d.step({}, 500).decision.status).toBe("HEALTHY");
-    d.signals.engine = engine(100, 3, d.now + 1000);
-    const s = d.step({}, 1000);
+    d.step({}, 0);
+    d.signals.engine = engine(120, 3, d.now + 200);
+    expect(d.step({}, 200).decision.status).toBe("HEALTHY");
+    d.signals.engine = engine(120, 3, d.now + 1000);
+    expect(d.step({}, 1000).decision.status).toBe("HEALTHY");
+    d.signals.engine = engine(120, 3, d.now + 500);
+    const s = d.step({}, 500);
     expect(s.decision.status).toBe("UNHEALTHY");
     expect(s.decision.reasons[0].code).toBe("ENGINE_WEDGED");
   });

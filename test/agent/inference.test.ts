@@ -46,7 +46,7 @@ describe("model adapters against each server kind's real answers", () => {
     const req = ADAPTERS[kind].probe(s.url, MODEL, 1)!;
     const r = await request(req.url, 2000, req.body);
     expect("status" in r && r.status).toBe(200);
-    expect("text" in r && req.valid(r.text)).toBe(true);
+    expect("text" in r ? req.answer(r.text) : null).toBe(" ok");
   });
 
   it("a wedged engine answers /health but the probe never finishes", async () => {

@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { maskUserinfo, safeUrl } from "../util/log";
+import { parseXidRules, XidRulesError } from "../sources/xid-rules";
 import { ACTUATOR_KINDS, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
 
 /** A bad setting: names the variable and its flag. `llm-ha agent` exits 2 on it. */
@@ -94,6 +95,21 @@ function parseValue(spec: OptionSpec, v: string): string | number | boolean | st
     case "logLevel":
       if (!(LOG_LEVELS as readonly string[]).includes(v)) throw new ConfigError(spec.env, `must be one of ${LOG_LEVELS.join(", ")}, got ${JSON.stringify(v)}`);
       return v;
+    case "xidRules":
+      try {
+        parseXidRules(v);
+      } catch (err) {
+        if (err instanceof XidRulesError) throw new ConfigError(spec.env, err.message);
+        throw err;
+      }
+      return v;
+    case "regex":
+      try {
+        new RegExp(v);
+      } catch (err) {
+        throw new ConfigError(spec.env, `is not a valid regular expression: ${(err as Error).message}`);
+      }
+      return v;
     case "string":
     case "path":
       if (v.trim() === "") throw new ConfigError(spec.env, "must not be empty");
@@ -126,8 +142,15 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   probeTimeoutMs: 30_000,
   probeWindow: 20,
   probeMaxTokens: 1,
-  wedgeMs: 1500,
+  wedgeMs: 500,
+  engineIntervalMs: 200,
+  metricsUrl: null,
+  probeStuckMs: 4000,
+  probePrompt: "ping",
+  probeExpect: null,
   xidLog: null,
+  xidRules: null,
+  pciDevices: "/sys/bus/pci/devices",
   drainMs: 1500,
   redisCaFile: null,
   logLevel: "info",

@@ -11,7 +11,7 @@ export type InferenceKind = (typeof INFERENCE_KINDS)[number];
 export const ACTUATOR_KINDS = ["none", "dry-run", "aws", "local"] as const;
 export type ActuatorKind = (typeof ACTUATOR_KINDS)[number];
 
-export type OptionType = "string" | "int" | "url" | "kind" | "actuator" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel";
+export type OptionType = "string" | "int" | "url" | "kind" | "actuator" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex";
 
 /** pino levels `LLMHA_LOG_LEVEL` takes. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -59,7 +59,14 @@ export interface AgentConfig {
   probeWindow: number;
   probeMaxTokens: number;
   wedgeMs: number;
+  engineIntervalMs: number;
+  metricsUrl: string | null;
+  probeStuckMs: number;
+  probePrompt: string;
+  probeExpect: string | null;
   xidLog: string | null;
+  xidRules: string | null;
+  pciDevices: string | null;
   drainMs: number;
   redisCaFile: string | null;
   logLevel: string;
@@ -105,8 +112,15 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "probeTimeoutMs", env: "LLMHA_PROBE_TIMEOUT_MS", type: "int", min: 50, max: 600_000, defaultText: ms(30_000), description: "probe completion time limit" },
   { key: "probeWindow", env: "LLMHA_PROBE_WINDOW", type: "int", min: 1, max: 1000, defaultText: "20", description: "probe latencies kept for p50/p95" },
   { key: "probeMaxTokens", env: "LLMHA_PROBE_MAX_TOKENS", type: "int", min: 1, max: 4, defaultText: "1", description: "tokens the probe asks for" },
-  { key: "wedgeMs", env: "LLMHA_WEDGE_MS", type: "int", min: 100, max: 600_000, defaultText: ms(1500), description: "requests waiting with no token progress and the probe stuck this long: engine wedged" },
+  { key: "wedgeMs", env: "LLMHA_WEDGE_MS", type: "int", min: 100, max: 600_000, defaultText: ms(500), description: "requests waiting in the engine while its progress counters (tokens, forward passes) stand still this long: engine wedged (needs engine metrics)" },
+  { key: "engineIntervalMs", env: "LLMHA_ENGINE_INTERVAL_MS", type: "int", min: 50, max: 600_000, defaultText: ms(200), description: "how often the engine's Prometheus metrics are read (queue and progress counters)" },
+  { key: "metricsUrl", env: "LLMHA_METRICS_URL", type: "url", defaultText: "the kind's own: `<inference URL>/metrics`; Triton port 8002; `openai` none", description: "the inference server's Prometheus metrics (vLLM, TGI, Triton, llama.cpp `--metrics`, SGLang series are read)" },
+  { key: "probeStuckMs", env: "LLMHA_PROBE_STUCK_MS", type: "int", min: 100, max: 600_000, defaultText: ms(4000), description: "a probe unanswered this long while no engine metrics show tokens flowing is a hard fault (`PROBE_STUCK`)" },
+  { key: "probePrompt", env: "LLMHA_PROBE_PROMPT", type: "string", defaultText: "ping", description: "prompt the probe sends (greedy, `LLMHA_PROBE_MAX_TOKENS` tokens)" },
+  { key: "probeExpect", env: "LLMHA_PROBE_EXPECT", type: "regex", defaultText: "none", description: "regular expression the probe's answer must match (e.g. prompt `The capital of France is`, expect `Paris`); catches a model that loads but answers garbage (corrupted weights)" },
   { key: "xidLog", env: "LLMHA_XID_LOG", type: "path", defaultText: "none", description: "kernel log to scan for `NVRM: Xid` lines (e.g. /dev/kmsg); none turns XID checks off" },
+  { key: "xidRules", env: "LLMHA_XID_RULES", type: "xidRules", defaultText: "built-in table", description: "overrides of the XID table, comma separated `code=fatal`, `code=app`, `code=ignore` or `code=K/WINDOW` (K in WINDOW, e.g. `94=3/10m`)" },
+  { key: "pciDevices", env: "LLMHA_PCI_DEVICES", type: "path", defaultText: "/sys/bus/pci/devices", description: "sysfs PCI device folder: NVIDIA GPUs listed there are compared with nvidia-smi and `LLMHA_GPU_COUNT`" },
   { key: "drainMs", env: "LLMHA_DRAIN_MS", type: "int", min: 0, max: 600_000, defaultText: ms(1500), description: "on SIGTERM, how long to answer `drain` / 503 before stopping" },
   { key: "redisCaFile", env: "LLMHA_REDIS_CA_FILE", type: "path", defaultText: "none", description: "CA bundle for `rediss://` (system CAs otherwise)" },
   { key: "logLevel", env: "LLMHA_LOG_LEVEL", type: "logLevel", defaultText: "info", description: "pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`" },

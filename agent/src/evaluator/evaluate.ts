@@ -1,7 +1,7 @@
 import { REASON_EFFECTS, type Decision, type NodeStatus, type Reason, type ReasonEffect, type ServingPhase } from "../types";
 import type { Signals } from "../sources/signals";
 import { measured, quantile } from "../util/stats";
-import { engineReasons, gpuReasons, modelReasons, probeReasons, xidReasons, type RuleSettings } from "./rules";
+import { engineReasons, gpuReasons, modelReasons, pciReasons, probeReasons, probeWithEngine, xidReasons, type RuleSettings } from "./rules";
 
 /**
  * The evaluator: a pure function of (signals, previous state, clock). Hard faults act on
@@ -105,11 +105,16 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
 
   const observed: Reason[] = [];
   if (signals.gpu) observed.push(...gpuReasons(signals.gpu.value, s));
-  observed.push(...xidReasons(signals.fatalXids ?? []));
+  observed.push(...pciReasons(signals.pci?.value, signals.gpu?.value, s));
+  observed.push(...xidReasons(signals.fatalXids ?? [], signals.xidRepeated ?? []));
   if (model) observed.push(...modelReasons(model, s, prev.everReady));
   const modelReady = model?.kind === "ready";
-  if (modelReady && signals.probe) observed.push(...probeReasons(signals.probe.value, s));
-  observed.push(...engineReasons(signals.engine, progress?.at ?? null, signals.probe, signals.probeInFlightSince ?? null, now, s));
+  const progressAt = progress?.at ?? null;
+  if (modelReady) {
+    const own = signals.probe ? probeReasons(signals.probe.value, s) : [];
+    observed.push(...probeWithEngine(own, signals.probe, signals.probeInFlightSince ?? null, signals.engine, progressAt, now, s));
+  }
+  observed.push(...engineReasons(signals.engine, progressAt, s));
 
   const softCounts: Record<string, number> = {};
   const active: Reason[] = [];

@@ -1,5 +1,6 @@
 import type { Reason, ReasonEffect, ReasonSource } from "../types";
-import type { EngineObservation, GpuObservation, ModelObservation, ProbeObservation, Sample, XidEvent } from "../sources/signals";
+import { pciKey } from "../sources/gpu";
+import type { EngineObservation, GpuObservation, ModelObservation, PciObservation, ProbeObservation, Sample, Signals, XidEvent } from "../sources/signals";
 
 /**
  * Rules: each turns one source's latest observation into reasons. Thresholds come from
@@ -10,7 +11,10 @@ export interface RuleSettings {
   gpuCount: number | null;
   model: string | null;
   probeLatencyMs: number;
+  /** Requests waiting while the engine's progress counters stand still this long: wedged. */
   wedgeMs: number;
+  /** A probe in flight this long with no tokens flowing: stuck (hard). */
+  probeStuckMs: number;
 }
 
 function r(source: ReasonSource, code: string, hard: boolean, effect: ReasonEffect, detail?: string): Reason {
@@ -56,15 +60,53 @@ export function gpuReasons(obs: GpuObservation, s: RuleSettings): Reason[] {
   if (remapPending) out.push(r("gpu", "GPU_ROW_REMAP_PENDING", false, "degraded", `row remap pending (reset needed) on GPU ${remapPending}`));
   const retired = on((g) => g.retiredPagesPending === true);
   if (retired) out.push(r("gpu", "GPU_RETIRED_PAGES_PENDING", false, "degraded", `page retirement pending on GPU ${retired}`));
+  // NVSwitch systems: a GPU that Fabric Manager has not registered cannot use NVLink (NCCL fails or
+  // falls back); `fabric.state` is null (Not Supported) on systems without a fabric.
+  const fabric = gpus.filter((g) => g.fabricState !== null && (!/^completed$/i.test(g.fabricState) || (g.fabricStatus !== null && !/^success$/i.test(g.fabricStatus))));
+  if (fabric.length) {
+    out.push(r("gpu", "GPU_FABRIC", true, "unhealthy", fabric.map((g) => `GPU ${g.index}: fabric ${g.fabricState}${g.fabricStatus ? `, status ${g.fabricStatus}` : ""}`).join("; ")));
+  }
   const slow = gpus.filter((g) => g.slowdowns.length > 0);
   if (slow.length) out.push(r("gpu", "GPU_SLOWDOWN", false, "degraded", slow.map((g) => `GPU ${g.index}: ${g.slowdowns.join("+")}`).join("; ")));
   return out;
 }
 
-export function xidReasons(xids: readonly XidEvent[]): Reason[] {
-  if (xids.length === 0) return [];
-  const codes = [...new Set(xids.map((x) => `${x.code}@${x.busId}`))].join(", ");
-  return [r("gpu", "GPU_XID_FATAL", true, "unhealthy", `fatal XID ${codes}`)];
+/**
+ * GPUs on the PCI bus against nvidia-smi and the expected count. A GPU can drop off the bus with
+ * no XID logged (the driver never saw it go): the bus listing is the independent witness. An
+ * empty listing means no NVIDIA GPU is visible there at all (no sysfs, a test machine): no verdict.
+ */
+export function pciReasons(pci: PciObservation | undefined, gpu: GpuObservation | undefined, s: RuleSettings): Reason[] {
+  if (pci?.kind !== "ok" || pci.busIds.length === 0) return [];
+  const out: Reason[] = [];
+  const smi = gpu?.kind === "ok" ? gpu.gpus : null;
+  const expected = s.gpuCount ?? smi?.length ?? null;
+  const onBus = new Set(pci.busIds);
+  const gone = (smi ?? []).filter((g) => g.busId !== null && !onBus.has(pciKey(g.busId)));
+  if (expected !== null && pci.busIds.length < expected) {
+    out.push(r("gpu", "GPU_OFF_BUS", true, "unhealthy", `${pci.busIds.length} of ${expected} GPUs on the PCI bus${gone.length ? ` (gone: ${gone.map((g) => g.busId).join(", ")})` : ""}`));
+  } else if (gone.length) {
+    out.push(r("gpu", "GPU_OFF_BUS", true, "unhealthy", `listed by nvidia-smi, gone from the PCI bus: ${gone.map((g) => g.busId).join(", ")}`));
+  }
+  if (smi && (s.gpuCount === null || smi.length >= s.gpuCount)) {
+    const seen = new Set(smi.map((g) => (g.busId ? pciKey(g.busId) : "")));
+    const unseen = pci.busIds.filter((b) => !seen.has(b));
+    if (unseen.length) out.push(r("gpu", "GPU_MISSING", true, "unhealthy", `on the PCI bus but not listed by nvidia-smi: ${unseen.join(", ")}`));
+  }
+  return out;
+}
+
+export function xidReasons(xids: readonly XidEvent[], repeated: NonNullable<Signals["xidRepeated"]> = []): Reason[] {
+  const out: Reason[] = [];
+  if (xids.length) {
+    const codes = [...new Set(xids.map((x) => `${x.code}@${x.busId}`))].join(", ");
+    out.push(r("gpu", "GPU_XID_FATAL", true, "unhealthy", `fatal XID ${codes}`));
+  }
+  if (repeated.length) {
+    const what = repeated.map((x) => `XID ${x.code}@${x.busId} ${x.count}x in ${Math.round(x.windowMs / 1000)} s`).join(", ");
+    out.push(r("gpu", "GPU_XID_REPEATED", true, "unhealthy", what));
+  }
+  return out;
 }
 
 /** `everReady`: the server has served since the agent started; refused then means it died. */
@@ -77,6 +119,8 @@ export function modelReasons(obs: ModelObservation, s: RuleSettings, everReady: 
       return [];
     case "loading":
       return [r("model", "MODEL_LOADING", true, "loading", obs.detail)];
+    case "load-failed":
+      return [r("model", "MODEL_LOAD_FAILED", true, "unhealthy", obs.detail)];
     case "refused":
       return everReady
         ? [r("model", "INFERENCE_DOWN", true, "unreachable", obs.detail)]
@@ -102,27 +146,67 @@ export function probeReasons(obs: ProbeObservation, s: RuleSettings): Reason[] {
       return [r("probe", "PROBE_TIMEOUT", false, "unhealthy", `probe gave no answer in ${Math.round(obs.elapsedMs)} ms`)];
     case "failed":
       return [r("probe", "PROBE_FAILED", false, "unhealthy", obs.detail)];
+    case "wrong-answer":
+      return [r("probe", "PROBE_WRONG_ANSWER", false, "unhealthy", obs.detail)];
   }
 }
 
+/** When the probe now reported started: in flight since, or its result's time less its elapsed time. */
+export function probeStartedAt(probe: Sample<ProbeObservation> | undefined, inFlightSince: number | null): number | null {
+  if (inFlightSince !== null) return inFlightSince;
+  const v = probe?.value;
+  if (v && (v.kind === "timeout" || v.kind === "in-flight")) return probe.at - v.elapsedMs;
+  return null;
+}
+
 /**
- * A wedged engine: requests wait, the token counters have not moved for `wedgeMs`, and
- * the probe is stuck or failing — while `/health` may still say 200.
+ * A wedged engine: requests wait while the engine's progress counters (tokens, forward passes,
+ * iterations) have not moved for `wedgeMs`, measured between engine samples — whatever `/health`
+ * says. A busy engine moves its counters every step however long its queue is.
  */
-export function engineReasons(
+export function engineReasons(engine: Sample<EngineObservation | null> | undefined, lastProgressAt: number | null, s: RuleSettings): Reason[] {
+  const e = engine?.value;
+  if (!engine || !e || lastProgressAt === null || e.waiting <= 0) return [];
+  const stalledMs = engine.at - lastProgressAt;
+  if (stalledMs < s.wedgeMs) return [];
+  return [r("engine", "ENGINE_WEDGED", true, "unhealthy", `${e.waiting} requests waiting, ${e.running} running, no progress (${e.family} counters) for ${Math.round(stalledMs)} ms`)];
+}
+
+/** The engine's progress counters moved after `since`: it is working, whatever our probe sees. */
+export function tokensFlowingSince(engine: Sample<EngineObservation | null> | undefined, lastProgressAt: number | null, since: number): boolean {
+  return engine?.value != null && lastProgressAt !== null && lastProgressAt > since;
+}
+
+/**
+ * Busy ≠ dead, and stuck for every kind. A probe running or timed out while the engine's counters
+ * moved since it started and work is queued or running is a busy engine: `ENGINE_BUSY` (lower
+ * weight) instead of `PROBE_SLOW` / `PROBE_TIMEOUT`. A probe in flight `probeStuckMs` with no
+ * tokens flowing — or no engine metrics to tell — is `PROBE_STUCK`, a hard fault.
+ */
+export function probeWithEngine(
+  probeOwn: Reason[],
+  probe: Sample<ProbeObservation> | undefined,
+  inFlightSince: number | null,
   engine: Sample<EngineObservation | null> | undefined,
   lastProgressAt: number | null,
-  probe: Sample<ProbeObservation> | undefined,
-  probeInFlightSince: number | null,
   now: number,
   s: RuleSettings,
 ): Reason[] {
+  const started = probeStartedAt(probe, inFlightSince);
+  if (started === null) return probeOwn;
+  const flowing = tokensFlowingSince(engine, lastProgressAt, started);
   const e = engine?.value;
-  if (!e || lastProgressAt === null || e.waiting <= 0) return [];
-  const stalledMs = now - lastProgressAt;
-  if (stalledMs < s.wedgeMs) return [];
-  const probeStuck = probeInFlightSince !== null && now - probeInFlightSince >= s.wedgeMs;
-  const probeFailing = probe !== undefined && (probe.value.kind === "timeout" || probe.value.kind === "failed");
-  if (!probeStuck && !probeFailing) return [];
-  return [r("engine", "ENGINE_WEDGED", true, "unhealthy", `${e.waiting} requests waiting, no token progress for ${Math.round(stalledMs)} ms, probe ${probeStuck ? "stuck" : "failing"}`)];
+  if (flowing && e && (e.waiting > 0 || e.running > 0)) {
+    const waitingOn = probeOwn.filter((x) => x.code === "PROBE_SLOW" || x.code === "PROBE_TIMEOUT");
+    if (waitingOn.length) {
+      const rest = probeOwn.filter((x) => !waitingOn.includes(x));
+      return [...rest, r("engine", "ENGINE_BUSY", false, "degraded", `busy, not dead: ${e.waiting} waiting, ${e.running} running, ${e.family} counters moving (${waitingOn[0].detail ?? waitingOn[0].code})`)];
+    }
+    return probeOwn;
+  }
+  if (inFlightSince !== null && now - inFlightSince >= s.probeStuckMs) {
+    const why = e ? `no progress in the ${e.family} counters since it started` : "no engine metrics to show progress";
+    return [...probeOwn.filter((x) => x.code !== "PROBE_SLOW"), r("probe", "PROBE_STUCK", true, "unhealthy", `probe unanswered after ${Math.round(now - inFlightSince)} ms, ${why}`)];
+  }
+  return probeOwn;
 }

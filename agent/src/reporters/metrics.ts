@@ -133,7 +133,9 @@ export class AgentMetrics {
         if (gpu.utilizationPct !== null) this.gpuUtil.set(l, gpu.utilizationPct);
         this.gpuEcc.set(l, gpu.eccUncorrectedVolatile ?? 0);
       }
-    } else if (g) {
+    } else if (g && (g.kind === "gpu-lost" || g.kind === "driver-not-loaded" || g.kind === "driver-mismatch")) {
+      // The driver says the GPUs are gone. A hung or failing nvidia-smi says nothing about
+      // them (the tool broken is not the GPU broken): the last count stands.
       this.gpus.set(0);
     }
     const e = s.engine?.value;

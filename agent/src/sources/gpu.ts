@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import type { GpuInfo, GpuObservation } from "./signals";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { GpuInfo, GpuObservation, PciObservation } from "./signals";
 
 /**
  * The nvidia-smi fields the agent reads, in query order. Older drivers lack some
@@ -24,6 +26,8 @@ export const GPU_FIELDS = [
   "clocks_event_reasons.sw_thermal_slowdown",
   "clocks_event_reasons.hw_power_brake_slowdown",
   "gpu_recovery_action",
+  "fabric.state",
+  "fabric.status",
 ] as const;
 
 /** Values nvidia-smi prints when it has no number: all read as "not reported". */
@@ -98,6 +102,8 @@ export function parseGpuCsv(stdout: string, fields: readonly string[]): GpuInfo[
       retiredPagesPending: yesNo(get("retired_pages.pending")),
       slowdowns,
       recoveryAction: recovery === null || /^none$/i.test(recovery) ? null : recovery,
+      fabricState: cell(get("fabric.state")),
+      fabricStatus: cell(get("fabric.status")),
     };
   });
 }
@@ -197,4 +203,39 @@ export class GpuSource {
 
 function firstLine(s: string): string {
   return s.split(/\r?\n/).find((l) => l.trim() !== "")?.trim().slice(0, 300) ?? "";
+}
+
+/** PCI class codes of NVIDIA GPUs: VGA (0x0300xx) and 3D controller (0x0302xx); NVSwitches are bridges (0x0680xx). */
+const GPU_CLASS = /^0x030[02]/i;
+
+/** Normalises a bus id to sysfs form, `0000:53:00.0` (nvidia-smi prints `00000000:53:00.0`). */
+export function pciKey(busId: string): string {
+  const m = /([0-9a-fA-F]+):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])$/.exec(busId.trim());
+  if (!m) return busId.trim().toLowerCase();
+  return `${m[1].slice(-4).padStart(4, "0")}:${m[2]}:${m[3]}.${m[4]}`.toLowerCase();
+}
+
+/**
+ * NVIDIA GPUs in a sysfs PCI device folder (`/sys/bus/pci/devices`): vendor 0x10de with a
+ * display-class code. A GPU that fell off the bus is gone from here even when no XID was logged.
+ */
+export function readPciGpus(dir: string): PciObservation {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch (e) {
+    return { kind: "error", detail: `cannot list ${dir}: ${(e as Error).message}` };
+  }
+  const busIds: string[] = [];
+  for (const n of names) {
+    try {
+      const vendor = readFileSync(join(dir, n, "vendor"), "utf8").trim();
+      if (vendor.toLowerCase() !== "0x10de") continue;
+      const cls = readFileSync(join(dir, n, "class"), "utf8").trim();
+      if (GPU_CLASS.test(cls)) busIds.push(pciKey(n));
+    } catch {
+      // a device that vanished while we read, or one without these files: not a GPU we can count
+    }
+  }
+  return { kind: "ok", busIds: busIds.sort() };
 }

@@ -1,7 +1,7 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import type { InferenceKind } from "../config/spec";
-import type { EngineObservation, ModelObservation } from "./signals";
+import type { EngineObservation, ModelIdentity, ModelObservation } from "./signals";
 
 /**
  * Adapters for each inference server kind: how to ask whether it is ready, which model
@@ -95,6 +95,21 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
+/**
+ * What an OpenAI model list says about the model: vLLM adds `root` (the weights' path or
+ * repository) and `max_model_len`; llama.cpp adds `meta.n_ctx_train`.
+ */
+export function identityFromModels(text: string, id: string): ModelIdentity | undefined {
+  const body = json(text);
+  if (!isRecord(body) || !Array.isArray(body.data)) return undefined;
+  const m = body.data.find((x) => isRecord(x) && x.id === id);
+  if (!isRecord(m)) return undefined;
+  const meta = isRecord(m.meta) ? m.meta : {};
+  const ctx = typeof m.max_model_len === "number" ? m.max_model_len : typeof meta.n_ctx_train === "number" ? meta.n_ctx_train : null;
+  const root = typeof m.root === "string" && m.root !== id ? m.root : null;
+  return { id, revision: root, dtype: null, maxContext: ctx };
+}
+
 /** OpenAI `GET /v1/models` → ids, or null when the shape is wrong. */
 export function servedModels(text: string): string[] | null {
   const body = json(text);
@@ -113,43 +128,44 @@ async function openAiModels(base: string, t: number): Promise<ModelObservation> 
   if (isFail(r)) return r;
   if (r.status !== 200) return { kind: r.status >= 500 ? "error" : "not-ready", detail: `${url} answered ${r.status}` };
   const ids = servedModels(r.text);
-  return ids === null ? garbage(url, r.text) : { kind: "ready", served: ids };
+  if (ids === null) return garbage(url, r.text);
+  const identity = ids.length ? identityFromModels(r.text, ids[0]) : undefined;
+  return identity ? { kind: "ready", served: ids, identity } : { kind: "ready", served: ids };
 }
 
 export interface ProbeRequest {
   url: string;
   body: unknown;
-  /** True when the answer has the shape of a completion. */
-  valid(text: string): boolean;
+  /** The generated text when the answer has the shape of a completion, else null. */
+  answer(text: string): string | null;
 }
 
 export interface InferenceAdapter {
   readonly kind: InferenceKind;
   /** Readiness and the served model ids. */
   check(base: string, model: string | null, timeoutMs: number): Promise<ModelObservation>;
-  /** The probe: a real tiny completion. Null when there is no model id to ask for yet. */
-  probe(base: string, model: string | null, maxTokens: number): ProbeRequest | null;
-  /** Prometheus metrics path with engine counters, or null. */
-  readonly metricsPath: string | null;
+  /** The probe: a real tiny completion of `prompt`. Null when there is no model id to ask for yet. */
+  probe(base: string, model: string | null, maxTokens: number, prompt?: string): ProbeRequest | null;
 }
 
 const PROMPT = "ping";
 
-function openAiProbe(base: string, model: string | null, maxTokens: number): ProbeRequest | null {
+function openAiProbe(base: string, model: string | null, maxTokens: number, prompt = PROMPT): ProbeRequest | null {
   if (!model) return null;
   return {
     url: `${base}/v1/completions`,
-    body: { model, prompt: PROMPT, max_tokens: maxTokens, temperature: 0, stream: false },
-    valid: (text) => {
+    body: { model, prompt, max_tokens: maxTokens, temperature: 0, stream: false },
+    answer: (text) => {
       const b = json(text);
-      return isRecord(b) && Array.isArray(b.choices) && b.choices.length > 0;
+      if (!isRecord(b) || !Array.isArray(b.choices) || b.choices.length === 0) return null;
+      const c: unknown = b.choices[0];
+      return isRecord(c) && typeof c.text === "string" ? c.text : "";
     },
   };
 }
 
 const vllm: InferenceAdapter = {
   kind: "vllm",
-  metricsPath: "/metrics",
   // vLLM does not listen until the model is loaded; /health is 200 with an empty body,
   // 503 once the engine is dead. /v1/models lists the served ids.
   async check(base, _model, t) {
@@ -164,7 +180,6 @@ const vllm: InferenceAdapter = {
 
 const tgi: InferenceAdapter = {
   kind: "tgi",
-  metricsPath: null,
   // TGI's router listens once the shards are ready; /health 200 ready, 503 unhealthy;
   // /info carries model_id.
   async check(base, _model, t) {
@@ -176,15 +191,21 @@ const tgi: InferenceAdapter = {
     if (isFail(info)) return info;
     const b = json(info.text);
     if (info.status !== 200 || !isRecord(b) || typeof b.model_id !== "string") return garbage(`${base}/info`, info.text);
-    return { kind: "ready", served: [b.model_id] };
+    const identity: ModelIdentity = {
+      id: b.model_id,
+      revision: typeof b.model_sha === "string" ? b.model_sha : null,
+      dtype: typeof b.model_dtype === "string" ? b.model_dtype : null,
+      maxContext: typeof b.max_total_tokens === "number" ? b.max_total_tokens : null,
+    };
+    return { kind: "ready", served: [b.model_id], identity };
   },
-  probe(base, _model, maxTokens) {
+  probe(base, _model, maxTokens, prompt = PROMPT) {
     return {
       url: `${base}/generate`,
-      body: { inputs: PROMPT, parameters: { max_new_tokens: maxTokens } },
-      valid: (text) => {
+      body: { inputs: prompt, parameters: { max_new_tokens: maxTokens, do_sample: false } },
+      answer: (text) => {
         const b = json(text);
-        return isRecord(b) && typeof b.generated_text === "string";
+        return isRecord(b) && typeof b.generated_text === "string" ? b.generated_text : null;
       },
     };
   },
@@ -192,36 +213,48 @@ const tgi: InferenceAdapter = {
 
 const triton: InferenceAdapter = {
   kind: "triton",
-  metricsPath: null,
   // Triton: /v2/health/ready 200 or 400; /v2/models/{m}/ready 200 or 400 (loading, or not in the repository).
   async check(base, model, t) {
     const r = await request(`${base}/v2/health/ready`, t);
     if (isFail(r)) return r;
-    if (r.status === 400) return { kind: "not-ready", detail: "Triton /v2/health/ready 400" };
+    if (r.status === 400) return (model ? await tritonLoadFailure(base, model, t) : null) ?? { kind: "not-ready", detail: "Triton /v2/health/ready 400" };
     if (r.status !== 200) return { kind: "error", detail: `Triton /v2/health/ready answered ${r.status}` };
     if (!model) return { kind: "ready", served: [] };
     const m = await request(`${base}/v2/models/${encodeURIComponent(model)}/ready`, t);
     if (isFail(m)) return m;
     if (m.status === 200) return { kind: "ready", served: [model] };
-    if (m.status === 400 || m.status === 404) return { kind: "ready", served: [] };
+    if (m.status === 400 || m.status === 404) return (await tritonLoadFailure(base, model, t)) ?? { kind: "ready", served: [] };
     return { kind: "error", detail: `Triton model ready answered ${m.status}` };
   },
-  probe(base, model, maxTokens) {
+  probe(base, model, maxTokens, prompt = PROMPT) {
     if (!model) return null;
     return {
       url: `${base}/v2/models/${encodeURIComponent(model)}/generate`,
-      body: { text_input: PROMPT, max_tokens: maxTokens },
-      valid: (text) => {
+      body: { text_input: prompt, max_tokens: maxTokens, temperature: 0 },
+      answer: (text) => {
         const b = json(text);
-        return isRecord(b) && typeof b.text_output === "string";
+        return isRecord(b) && typeof b.text_output === "string" ? b.text_output : null;
       },
     };
   },
 };
 
+/**
+ * Triton's repository index says why a model is not ready: `UNAVAILABLE` with the load error
+ * (corrupted weights, a bad engine file) is a failed load, not a model still loading.
+ */
+async function tritonLoadFailure(base: string, model: string, t: number): Promise<ModelObservation | null> {
+  const r = await request(`${base}/v2/repository/index`, t, {});
+  if (isFail(r) || r.status !== 200) return null;
+  const list = json(r.text);
+  if (!Array.isArray(list)) return null;
+  const entry: unknown = list.find((x) => isRecord(x) && x.name === model);
+  if (!isRecord(entry) || entry.state !== "UNAVAILABLE") return null;
+  return { kind: "load-failed", detail: `Triton: ${model} UNAVAILABLE: ${typeof entry.reason === "string" ? entry.reason.slice(0, 200) : "no reason given"}` };
+}
+
 const llamacpp: InferenceAdapter = {
   kind: "llamacpp",
-  metricsPath: null,
   // llama.cpp server listens at once and answers /health 503
   // {"error":{"code":503,"message":"Loading model",...}} until the model is in memory.
   async check(base, _model, t) {
@@ -238,7 +271,6 @@ const llamacpp: InferenceAdapter = {
 
 const openai: InferenceAdapter = {
   kind: "openai",
-  metricsPath: null,
   // A generic OpenAI-compatible server has no health endpoint: /v1/models is the check.
   check: (base, _model, t) => openAiModels(base, t),
   probe: openAiProbe,
@@ -246,33 +278,130 @@ const openai: InferenceAdapter = {
 
 export const ADAPTERS: Readonly<Record<InferenceKind, InferenceAdapter>> = { vllm, tgi, triton, llamacpp, openai };
 
-/** Sums every series of a metric in Prometheus text (labels ignored); null when absent. */
-export function promSum(text: string, name: string): number | null {
+/**
+ * Sums every series of a metric in Prometheus text; null when absent. `labels` keeps only
+ * the series whose labels include each `name="value"` given.
+ */
+export function promSum(text: string, name: string, labels: Readonly<Record<string, string>> = {}): number | null {
   let total: number | null = null;
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   for (const line of text.split("\n")) {
     if (!line.startsWith(name)) continue;
     const rest = line.slice(name.length);
     if (rest[0] !== "{" && rest[0] !== " ") continue;
+    if (want.length) {
+      const close = rest.indexOf("}");
+      const set = rest[0] === "{" && close > 0 ? rest.slice(1, close) : "";
+      if (!want.every((w) => set.split(",").some((p) => p.trim() === w))) continue;
+    }
     const value = Number(rest.slice(rest.lastIndexOf(rest[0] === "{" ? "}" : " ") + 1).trim().split(/\s+/)[0]);
     if (Number.isFinite(value)) total = (total ?? 0) + value;
   }
   return total;
 }
 
-/** vLLM engine counters from its Prometheus text; null when they are missing. */
-export function parseVllmMetrics(text: string): EngineObservation | null {
-  const running = promSum(text, "vllm:num_requests_running");
-  const waiting = promSum(text, "vllm:num_requests_waiting");
-  if (running === null || waiting === null) return null;
-  const kv = promSum(text, "vllm:kv_cache_usage_perc") ?? promSum(text, "vllm:gpu_cache_usage_perc");
-  const tokens = (promSum(text, "vllm:generation_tokens_total") ?? 0) + (promSum(text, "vllm:prompt_tokens_total") ?? 0);
-  return { running, waiting, kvCacheUsage: kv, tokensTotal: tokens };
+/**
+ * One server family's Prometheus series: what waits, what runs, and the counters that move
+ * whenever the engine makes progress (tokens, decode steps, iterations). Busy ≠ dead rests
+ * on the progress counters: they move every engine step, whatever the queue holds.
+ */
+export interface EngineFamily {
+  readonly name: string;
+  readonly waiting: readonly string[];
+  readonly running: readonly string[];
+  /** Progress counters: their sum must move while the engine works. */
+  readonly progress: readonly (string | readonly [string, Readonly<Record<string, string>>])[];
+  readonly kv?: readonly string[];
 }
 
-/** Reads the engine metrics; null when the kind has none or they cannot be read. */
-export async function readEngine(adapter: InferenceAdapter, base: string, timeoutMs: number): Promise<EngineObservation | null> {
-  if (!adapter.metricsPath) return null;
-  const r = await request(`${base}${adapter.metricsPath}`, timeoutMs);
+/** The families the agent reads, tried in this order; each server exports exactly one. */
+export const ENGINE_FAMILIES: readonly EngineFamily[] = [
+  {
+    name: "vllm",
+    waiting: ["vllm:num_requests_waiting"],
+    running: ["vllm:num_requests_running"],
+    progress: ["vllm:generation_tokens_total", "vllm:prompt_tokens_total"],
+    kv: ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
+  },
+  {
+    // TGI: the queue, the batch, and one count per forward pass (prefill and decode).
+    name: "tgi",
+    waiting: ["tgi_queue_size"],
+    running: ["tgi_batch_current_size"],
+    progress: ["tgi_batch_inference_count", "tgi_request_generated_tokens_sum"],
+  },
+  {
+    // Triton: pending requests per model; TensorRT-LLM's iteration counter moves every engine step,
+    // executions count finished batches for other backends.
+    name: "triton",
+    waiting: ["nv_inference_pending_request_count"],
+    running: [],
+    progress: [["nv_trt_llm_general_metrics", { general_type: "iteration_counter" }], "nv_inference_exec_count"],
+  },
+  {
+    // llama.cpp (`--metrics`): deferred requests wait for a slot; decode calls move every step.
+    name: "llamacpp",
+    waiting: ["llamacpp:requests_deferred"],
+    running: ["llamacpp:requests_processing"],
+    progress: ["llamacpp:n_decode_total", "llamacpp:tokens_predicted_total", "llamacpp:prompt_tokens_total"],
+  },
+  {
+    // SGLang, the usual "generic OpenAI-compatible" server that exports metrics.
+    name: "sglang",
+    waiting: ["sglang:num_queue_reqs"],
+    running: ["sglang:num_running_reqs"],
+    progress: ["sglang:generation_tokens_total", "sglang:prompt_tokens_total"],
+    kv: ["sglang:token_usage"],
+  },
+];
+
+function firstOf(text: string, names: readonly string[]): number | null {
+  for (const n of names) {
+    const v = promSum(text, n);
+    if (v !== null) return v;
+  }
+  return null;
+}
+
+/**
+ * Engine counters from a server's Prometheus text, whichever family it is; null when no
+ * family's queue and progress series are there (metrics off, or an unknown server).
+ */
+export function parseEngineMetrics(text: string): EngineObservation | null {
+  for (const f of ENGINE_FAMILIES) {
+    const waiting = firstOf(text, f.waiting);
+    if (waiting === null) continue;
+    let progress: number | null = null;
+    for (const p of f.progress) {
+      const v = typeof p === "string" ? promSum(text, p) : promSum(text, p[0], p[1]);
+      if (v !== null) progress = (progress ?? 0) + v;
+    }
+    if (progress === null) continue;
+    return { family: f.name, running: firstOf(text, f.running) ?? 0, waiting, kvCacheUsage: f.kv ? firstOf(text, f.kv) : null, tokensTotal: progress };
+  }
+  return null;
+}
+
+/** vLLM engine counters from its Prometheus text; null when they are missing. */
+export function parseVllmMetrics(text: string): EngineObservation | null {
+  const e = parseEngineMetrics(text);
+  return e?.family === "vllm" ? e : null;
+}
+
+/**
+ * Where each kind's metrics are, by default: on the inference port (`/metrics`), except Triton,
+ * whose metrics port is 8002; a generic OpenAI-compatible server has none unless configured.
+ */
+export function defaultMetricsUrl(kind: InferenceKind, inferenceUrl: string): string | null {
+  if (kind === "openai") return null;
+  const u = new URL(inferenceUrl);
+  if (kind === "triton") u.port = "8002";
+  return `${u.origin}${u.pathname.replace(/\/+$/, "")}/metrics`;
+}
+
+/** Reads the engine metrics at `url`; null when they cannot be read or hold no known family. */
+export async function readEngine(url: string, timeoutMs: number): Promise<EngineObservation | null> {
+  const r = await request(url, timeoutMs);
   if (isFail(r) || r.status !== 200) return null;
-  return parseVllmMetrics(r.text);
+  return parseEngineMetrics(r.text);
 }

@@ -21,6 +21,22 @@ export interface GpuInfo {
   slowdowns: string[];
   /** `gpu_recovery_action`: null when `None` or not reported. */
   recoveryAction: string | null;
+  /** `fabric.state` (NVSwitch systems: `Completed` once Fabric Manager registered the GPU); null when not reported / not supported. */
+  fabricState: string | null;
+  /** `fabric.status`: `Success`, or the registration error; null when not reported. */
+  fabricStatus: string | null;
+}
+
+/** NVIDIA GPUs (vendor 0x10de, display/3D class) the PCI bus lists, by bus id (`0000:53:00.0`). */
+export type PciObservation = { kind: "ok"; busIds: string[] } | { kind: "error"; detail: string };
+
+/** What the server says it serves, where its API tells: for the fleet's "same model everywhere" check. */
+export interface ModelIdentity {
+  id: string;
+  /** Revision, commit or weights hash (TGI `model_sha`, Triton version). */
+  revision: string | null;
+  dtype: string | null;
+  maxContext: number | null;
 }
 
 export type GpuObservation =
@@ -33,7 +49,9 @@ export type GpuObservation =
   | { kind: "garbage"; detail: string };
 
 export type ModelObservation =
-  | { kind: "ready"; served: string[] }
+  | { kind: "ready"; served: string[]; identity?: ModelIdentity }
+  /** The server says the model failed to load (Triton `UNAVAILABLE`): corrupted or missing weights. */
+  | { kind: "load-failed"; detail: string }
   /** The server says it is loading (llama.cpp 503 "Loading model"). */
   | { kind: "loading"; detail: string }
   /** Nothing listens: normal while a server loads, a crash once it had served. */
@@ -49,13 +67,17 @@ export type ProbeObservation =
   /** A probe still running past the latency threshold: counts as over it (DESIGN.md L1). */
   | { kind: "in-flight"; elapsedMs: number }
   | { kind: "timeout"; elapsedMs: number }
-  | { kind: "failed"; detail: string };
+  | { kind: "failed"; detail: string }
+  /** A completion that does not match `LLMHA_PROBE_EXPECT`: the model answers garbage. */
+  | { kind: "wrong-answer"; latencyMs: number; detail: string };
 
 export interface EngineObservation {
+  /** Which server's series these are (`vllm`, `tgi`, `triton`, `llamacpp`, `sglang`). */
+  family: string;
   running: number;
   waiting: number;
   kvCacheUsage: number | null;
-  /** Prompt + generation tokens processed: the engine's progress counter. */
+  /** Sum of the family's progress counters (tokens, forward passes, iterations): moves while the engine works. */
   tokensTotal: number;
 }
 
@@ -80,6 +102,10 @@ export interface Signals {
   engine?: Sample<EngineObservation | null>;
   /** Fatal XIDs seen since the agent started (sticky until restart: a fatal XID needs a GPU reset). */
   fatalXids?: XidEvent[];
+  /** Windowed XID rules over their count now (`LLMHA_XID_RULES`). */
+  xidRepeated?: { code: number; busId: string; count: number; windowMs: number }[];
+  /** NVIDIA GPUs on the PCI bus, read with each GPU check. */
+  pci?: Sample<PciObservation>;
   /** Probe latencies of the last N successful probes. */
   probeLatencies?: number[];
 }

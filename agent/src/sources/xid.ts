@@ -1,15 +1,14 @@
 import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import type { XidEvent } from "./signals";
+import { DEFAULT_XID_RULES } from "./xid-rules";
 
 /**
  * XID codes that mean the GPU (not one application) is in trouble and needs a reset or a
- * reboot: double-bit ECC (48), fallen off the bus (79), NVLink (74), row-remap failure (64),
- * uncontained ECC (95), GSP timeouts/errors (119, 120), and their kin. Application XIDs
- * (13 graphics engine exception, 31 MMU fault, 43 channel stopped, 45 preemptive cleanup)
- * are not node faults.
+ * reboot, and the application XIDs: the `fatal` and `app` rows of the default table
+ * (`xid-rules.ts`, overridable with `LLMHA_XID_RULES`).
  */
-export const FATAL_XIDS: ReadonlySet<number> = new Set([48, 56, 57, 58, 62, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 95, 109, 110, 119, 120, 121, 140]);
-export const APPLICATION_XIDS: ReadonlySet<number> = new Set([13, 31, 43, 45]);
+export const FATAL_XIDS: ReadonlySet<number> = new Set([...DEFAULT_XID_RULES].filter(([, a]) => a === "fatal").map(([c]) => c));
+export const APPLICATION_XIDS: ReadonlySet<number> = new Set([...DEFAULT_XID_RULES].filter(([, a]) => a === "app").map(([c]) => c));
 
 const XID_RE = /NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+)/;
 

@@ -54,6 +54,8 @@ export interface Engine {
   servedModel(): string | undefined;
   /** While loading: listening (or not) but not ready to serve. */
   notReady(): boolean;
+  /** The weights failed to load (`failed-load`): not ready, and never will be. */
+  loadFailed(): boolean;
   /** This kind's not-ready answer for anything but liveness and metrics. */
   unavailable(): Reply;
   /** This kind's answer for a model it does not serve. */

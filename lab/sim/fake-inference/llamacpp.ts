@@ -54,6 +54,7 @@ function metrics(e: Engine): Reply {
   return metricsReply(
     prom("llamacpp:prompt_tokens_total", "counter", "Number of prompt tokens processed.", "", s.promptTokens) +
       prom("llamacpp:tokens_predicted_total", "counter", "Number of generation tokens processed.", "", s.generationTokens) +
+      prom("llamacpp:n_decode_total", "counter", "Total number of llama_decode() calls", "", s.generationTokens) +
       prom("llamacpp:requests_processing", "gauge", "Number of requests processing.", "", running) +
       prom("llamacpp:requests_deferred", "gauge", "Number of requests deferred.", "", s.waiting),
   );

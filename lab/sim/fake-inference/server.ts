@@ -15,6 +15,7 @@ import {
   INFERENCE_KINDS,
   parseSettingsChange,
   QUERY_OF_DEATH_MARKER,
+  CORRUPT_TOKEN_TEXT,
   WRONG_MODEL_ID,
   type FakeInference,
   type FakeInferenceMode,
@@ -34,7 +35,18 @@ const KINDS: Readonly<Record<InferenceKind, KindApi>> = { vllm: VLLM, tgi: TGI, 
 
 /** About four characters a token, as for English text with a BPE tokenizer. */
 const promptTokens = (text: string): number => Math.max(1, Math.ceil(text.length / 4));
-const generated = (n: number): string => TOKEN_TEXT.repeat(n);
+
+/** One completion generating: its timing, and how long a wedge held it. */
+interface Generation {
+  startedAt: number;
+  firstMs: number;
+  tokens: number;
+  tokenMs: number;
+  /** Time spent frozen by a wedge, already over. */
+  pausedMs: number;
+  /** Since when a wedge holds it, or null. */
+  frozenAt: number | null;
+}
 
 /** Callers hold it as a `FakeInference`; its kind's handlers see it as an `Engine`. */
 class FakeInferenceServer implements FakeInference, Engine {
@@ -56,6 +68,14 @@ class FakeInferenceServer implements FakeInference, Engine {
   private readonly inference: Server;
   private readonly admin: Server;
   private listening = false;
+  /** Completions generating now. */
+  private readonly active = new Set<Generation>();
+  /** Slots taken under `maxRunning` (generating, or woken from the queue and about to). */
+  private slots = 0;
+  /** Completions a wedge holds before they started: woken when it ends. */
+  private readonly wedgeWaiters = new Set<() => void>();
+  /** Completions waiting for a slot under `maxRunning`. */
+  private readonly queue: (() => void)[] = [];
   private closed = false;
   /** Mode changes run one at a time, since opening and closing the listener takes a turn of the loop. */
   private changes: Promise<unknown> = Promise.resolve();
@@ -88,7 +108,12 @@ class FakeInferenceServer implements FakeInference, Engine {
   setMode(change: FakeInferenceMode | Partial<FakeInferenceSettings>): Promise<FakeInferenceState> {
     const patch = parseSettingsChange(typeof change === "string" ? { mode: change } : change);
     const next = this.changes.then(async () => {
+      const wasWedged = this.current.mode === "wedged";
       this.current = { ...this.current, ...patch };
+      // A wedged engine stops every completion it runs, not only the new ones.
+      if (!wasWedged && this.current.mode === "wedged") for (const g of this.active) g.frozenAt ??= Date.now();
+      if (wasWedged && this.current.mode !== "wedged") this.releaseWedged();
+      this.nextInQueue();
       await this.applyListener();
       return this.state();
     });
@@ -100,12 +125,17 @@ class FakeInferenceServer implements FakeInference, Engine {
     return { ...this.current, kind: this.kind, port: this.port, adminPort: this.adminPort, listening: this.listening };
   }
 
+  /** The counters; `generationTokens` includes the tokens of completions still generating. */
   stats(): FakeInferenceStats {
-    return { ...this.counters };
+    const now = Date.now();
+    let partial = 0;
+    for (const g of this.active) partial += this.producedBy(g, now);
+    return { ...this.counters, generationTokens: this.counters.generationTokens + partial };
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    this.releaseWedged();
     await this.changes;
     await Promise.all([shut(this.inference), shut(this.admin)]);
     this.listening = false;
@@ -117,7 +147,11 @@ class FakeInferenceServer implements FakeInference, Engine {
   }
 
   notReady(): boolean {
-    return this.current.mode === "loading" || this.current.mode === "loading503";
+    return this.current.mode === "loading" || this.current.mode === "loading503" || this.current.mode === "failed-load";
+  }
+
+  loadFailed(): boolean {
+    return this.current.mode === "failed-load";
   }
 
   unavailable(): Reply {
@@ -133,13 +167,15 @@ class FakeInferenceServer implements FakeInference, Engine {
   }
 
   /**
-   * One completion through the current mode: refused by model or mode, held forever when wedged, or
-   * answered after the mode's latency (the first token) plus `tokenMs` for each further token,
-   * whole or as a stream. A prompt with the query-of-death marker kills the server first. Counts
-   * it in the stats and the token counters.
+   * One completion through the current mode: refused by model or mode, held forever when wedged,
+   * queued while `maxRunning` completions generate, or answered after the mode's latency (the
+   * first token) plus `tokenMs` for each further token, whole or as a stream. Tokens count as
+   * they are generated (the engine's progress counters), and stop counting while the engine is
+   * wedged. A prompt with the query-of-death marker kills the server first.
    */
   async infer(res: ServerResponse, c: Completion): Promise<Reply | undefined> {
-    const { mode, tokenMs } = this.current;
+    let { mode } = this.current;
+    const { tokenMs } = this.current;
     let reply: Reply | undefined;
     if (this.notReady()) reply = this.unavailable();
     else if (mode === "unloaded" || (c.model !== undefined && c.model !== this.servedModel())) reply = this.modelNotFound(c.model ?? this.current.model);
@@ -156,38 +192,129 @@ class FakeInferenceServer implements FakeInference, Engine {
     this.counters.inFlight++;
     let answered = false;
     let gone = false;
+    let held = false;
+    let gen: Generation | null = null;
     res.on("close", () => {
       if (answered) return;
       gone = true;
       this.counters.inFlight--;
       this.counters.failed++;
-      if (mode === "wedged") this.counters.waiting--;
+      if (held) this.counters.waiting--;
+      if (gen) this.endGeneration(gen);
     });
     if (mode === "wedged") {
-      // A wedged engine accepts the request and never schedules it: hold it until the client gives up.
+      // A wedged engine accepts the request and does not schedule it: held until the wedge ends
+      // (then it runs as any other) or the client gives up.
       this.counters.waiting++;
-      return undefined;
+      held = true;
+      await new Promise<void>((resolve) => {
+        this.wedgeWaiters.add(resolve);
+        res.once("close", () => {
+          this.wedgeWaiters.delete(resolve);
+          resolve();
+        });
+      });
+      if (gone || this.closed) return undefined;
+      this.counters.waiting--;
+      held = false;
+      mode = this.current.mode;
+    }
+    if (this.current.maxRunning > 0 && this.slots >= this.current.maxRunning) {
+      held = true;
+      this.counters.waiting++;
+      // nextInQueue takes the slot for us before it wakes us.
+      await new Promise<void>((resolve) => this.queue.push(resolve));
+      if (gone) {
+        this.releaseSlot();
+        return undefined;
+      }
+      this.counters.waiting--;
+      held = false;
+    } else {
+      this.slots++;
     }
     const base = mode === "slow" ? this.current.slowMs : this.current.latencyMs;
     const first = base + Math.random() * this.current.jitterMs;
     const stream = mode === "garbage" ? undefined : c.stream;
-    await sleep(stream ? first : first + (c.maxTokens - 1) * tokenMs);
-    if (gone) return undefined;
     const prompt = promptTokens(c.prompt);
+    const g: Generation = { startedAt: Date.now(), firstMs: first, tokens: c.maxTokens, tokenMs, pausedMs: 0, frozenAt: this.current.mode === "wedged" ? Date.now() : null };
+    gen = g;
+    this.active.add(g);
+    this.counters.promptTokens += prompt;
+    const text = mode === "corrupt" ? CORRUPT_TOKEN_TEXT : TOKEN_TEXT;
+    await this.runFor(g, stream ? first : first + (c.maxTokens - 1) * tokenMs);
+    if (gone) return undefined;
     if (stream) {
-      if (!(await sendStream(res, stream, c.maxTokens, prompt, tokenMs, () => gone))) return undefined;
+      if (!(await sendStream(res, stream, c.maxTokens, prompt, tokenMs, () => gone, () => this.thaw(g), text))) return undefined;
     }
     answered = true;
     this.counters.inFlight--;
     this.counters.served++;
+    this.endGeneration(g, true);
     if (mode === "garbage") {
       send(res, json(200, { result: "ok", choices: "none" }));
       return undefined;
     }
-    this.counters.generationTokens += c.maxTokens;
-    this.counters.promptTokens += prompt;
-    if (!stream) send(res, json(200, c.ok(generated(c.maxTokens), c.maxTokens, prompt)));
+    if (!stream) send(res, json(200, c.ok(text.repeat(c.maxTokens), c.maxTokens, prompt)));
     return undefined;
+  }
+
+  /** Waits `ms` of generation time; time while the engine is wedged does not count. */
+  private async runFor(g: Generation, ms: number): Promise<void> {
+    const end = g.startedAt + ms;
+    for (;;) {
+      await this.thaw(g);
+      const left = end + g.pausedMs - Date.now();
+      if (left <= 0) return;
+      await sleep(left);
+      if (g.frozenAt === null && Date.now() >= end + g.pausedMs) return;
+    }
+  }
+
+  /** Holds a generation while the engine is wedged, then carries on where it stopped. */
+  private async thaw(g: Generation): Promise<void> {
+    while (g.frozenAt !== null) {
+      if (this.current.mode !== "wedged" || this.closed) {
+        g.pausedMs += Date.now() - g.frozenAt;
+        g.frozenAt = null;
+        return;
+      }
+      await sleep(25);
+    }
+  }
+
+  /** Tokens a generation has produced so far. */
+  private producedBy(g: Generation, now: number): number {
+    const t = (g.frozenAt ?? now) - g.startedAt - g.pausedMs - g.firstMs;
+    if (t < 0) return 0;
+    return Math.min(g.tokens, 1 + Math.floor(t / Math.max(1, g.tokenMs)));
+  }
+
+  private endGeneration(g: Generation, complete = false): void {
+    if (!this.active.delete(g)) return;
+    this.counters.generationTokens += complete ? g.tokens : this.producedBy(g, Date.now());
+    this.releaseSlot();
+  }
+
+  private releaseWedged(): void {
+    const all = [...this.wedgeWaiters];
+    this.wedgeWaiters.clear();
+    for (const go of all) go();
+  }
+
+  private releaseSlot(): void {
+    this.slots--;
+    this.nextInQueue();
+  }
+
+  /** Wakes queued completions while slots are free, taking each one's slot for it. */
+  private nextInQueue(): void {
+    while (this.queue.length > 0 && (this.current.maxRunning === 0 || this.slots < this.current.maxRunning)) {
+      const go = this.queue.shift();
+      if (!go) break;
+      this.slots++;
+      go();
+    }
   }
 
   /** A request that kills the engine: the process exits (`cli.ts`), or in a test both ports close for good, every connection dropped. */
@@ -206,6 +333,8 @@ class FakeInferenceServer implements FakeInference, Engine {
   private shouldListen(): boolean {
     const { mode } = this.current;
     if (this.closed || mode === "refused") return false;
+    // A failed load ends the process, except Triton's, which stays live with the model UNAVAILABLE.
+    if (mode === "failed-load") return this.kind === "triton";
     return !(mode === "loading" && this.api.closedWhileLoading);
   }
 

@@ -18,6 +18,8 @@ export const FAKE_INFERENCE_MODES = [
   "error5xx",
   "garbage",
   "unloaded",
+  "failed-load",
+  "corrupt",
 ] as const;
 /**
  * - `ready`: everything answers.
@@ -31,8 +33,17 @@ export const FAKE_INFERENCE_MODES = [
  * - `error5xx`: completions answer 500 (and vLLM's `/health` too).
  * - `garbage`: JSON endpoints answer 200 with malformed JSON or the wrong shape.
  * - `unloaded`: the model is gone from the model list; completions answer "model not found".
+ * - `failed-load`: the weights do not load (corrupted files): vLLM, TGI, llama.cpp and generic servers exit
+ *   during load (the port stays closed); Triton stays live, never ready, and its repository index says
+ *   `UNAVAILABLE` with the load error.
+ * - `corrupt`: the model loads and answers, but with garbage (`CORRUPT_TOKEN_TEXT`), as corrupted weights do.
+ *
+ * Entering `wedged` also freezes the completions already running: no token progress at all until it ends.
  */
 export type FakeInferenceMode = (typeof FAKE_INFERENCE_MODES)[number];
+
+/** What a server with corrupted weights generates for every token (NaN logits pick token 0, `!` in Llama's vocabulary). */
+export const CORRUPT_TOKEN_TEXT = "!";
 
 /** vLLM's own default model: what a server started without the right `--model` serves. */
 export const WRONG_MODEL_ID = "facebook/opt-125m";
@@ -59,6 +70,11 @@ export interface FakeInferenceSettings {
    * the engine). Default true: nothing sends the marker by accident.
    */
   queryOfDeath: boolean;
+  /**
+   * Completions generated at once (the engine's batch); more wait in the queue (`waiting` in the
+   * metrics) while tokens flow. 0 = no limit. Default 0.
+   */
+  maxRunning: number;
 }
 
 export interface FakeInferenceOptions extends Partial<FakeInferenceSettings> {
@@ -94,7 +110,7 @@ export interface FakeInferenceStats {
   failed: number;
   /** Completions not answered yet (including wedged ones). */
   inFlight: number;
-  /** Completions held by a wedged engine. */
+  /** Completions not generating: held by a wedged engine, or queued behind `maxRunning`. */
   waiting: number;
   /** Completions asked as a stream (`"stream": true`), whatever their outcome. */
   streamed: number;
@@ -150,6 +166,7 @@ export const DEFAULT_SETTINGS: Readonly<FakeInferenceSettings> = Object.freeze({
   slowMs: 3000,
   tokenMs: 20,
   queryOfDeath: true,
+  maxRunning: 0,
 });
 
 /** Checks a settings change before anything is applied, naming the first bad field. */
@@ -173,7 +190,7 @@ export function parseSettingsChange(raw: unknown): Partial<FakeInferenceSettings
     if (typeof r.queryOfDeath !== "boolean") throw new FakeInferenceSettingsError("queryOfDeath must be true or false");
     out.queryOfDeath = r.queryOfDeath;
   }
-  for (const k of ["latencyMs", "jitterMs", "slowMs", "tokenMs"] as const) {
+  for (const k of ["latencyMs", "jitterMs", "slowMs", "tokenMs", "maxRunning"] as const) {
     const v = r[k];
     if (v === undefined) continue;
     if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new FakeInferenceSettingsError(`${k} must be a number >= 0`);

@@ -20,16 +20,27 @@ export const SSE_DONE = "data: [DONE]\n\n";
 
 /**
  * Sends `tokens` tokens in `f`'s format, the first at once and the others `tokenMs` apart;
- * returns true when the whole stream went out, false when the client left first (`gone`).
+ * a wedged engine holds the next token (`hold`); returns true when the whole stream went out, false when the client left first (`gone`).
  */
-export async function sendStream(res: ServerResponse, f: StreamFormat, tokens: number, prompt: number, tokenMs: number, gone: () => boolean): Promise<boolean> {
+export async function sendStream(
+  res: ServerResponse,
+  f: StreamFormat,
+  tokens: number,
+  prompt: number,
+  tokenMs: number,
+  gone: () => boolean,
+  /** Resolves when the engine may produce the next token (a wedge holds it). */
+  hold: () => Promise<void> = async () => undefined,
+  text = TOKEN_TEXT,
+): Promise<boolean> {
   if (gone() || res.destroyed) return false;
   res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
   for (const c of f.opening()) res.write(sseEvent(c));
   for (let i = 0; i < tokens; i++) {
     if (i > 0) await sleep(tokenMs);
+    await hold();
     if (gone() || res.destroyed) return false;
-    res.write(sseEvent(f.token(TOKEN_TEXT)));
+    res.write(sseEvent(f.token(text)));
   }
   res.end(f.closing(tokens, prompt).map(sseEvent).join("") + SSE_DONE);
   return true;

@@ -65,6 +65,8 @@ function metrics(e: Engine): Reply {
   return metricsReply(
     `# TYPE tgi_queue_size gauge\ntgi_queue_size ${s.waiting}\n` +
       `# TYPE tgi_batch_current_size gauge\ntgi_batch_current_size ${running}\n` +
+      // One forward pass per generated token (decode) in the fake; counts while a request still generates.
+      `# TYPE tgi_batch_inference_count counter\ntgi_batch_inference_count{method="prefill"} ${s.served + s.inFlight - s.waiting}\ntgi_batch_inference_count{method="decode"} ${s.generationTokens}\n` +
       `# TYPE tgi_request_generated_tokens_sum counter\ntgi_request_generated_tokens_sum ${s.generationTokens}\n`,
   );
 }

@@ -4,7 +4,7 @@
  * models, and the port listening (live, not ready) while the model loads.
  */
 import type { ServerResponse } from "node:http";
-import { str, wantedTokens, type Body, type Engine, type KindApi } from "./kind";
+import { metricsReply, str, wantedTokens, type Body, type Engine, type KindApi } from "./kind";
 import { empty, garbageJson, json, type Reply } from "./wire";
 
 export const TRITON: KindApi = {
@@ -15,6 +15,9 @@ export const TRITON: KindApi = {
     // Triton: 200 when the server and its models are ready, 400 (empty body) otherwise.
     if (method === "GET" && path === "/v2/health/ready") return empty(e.notReady() ? 400 : 200);
     if (path.startsWith("/v2/models/")) return model(e, method, path, body, res);
+    if (method === "POST" && path === "/v2/repository/index") return repositoryIndex(e);
+    // Triton serves its metrics on a port of its own (8002); the fake serves them here too.
+    if (method === "GET" && path === "/metrics") return metrics(e);
     return e.notFound();
   },
   unavailable: (e) => json(400, { error: `Request for unknown model: '${e.settings.model}' is not ready` }),
@@ -56,4 +59,25 @@ async function model(e: Engine, method: string, path: string, body: Body, res: S
     });
   }
   return e.notFound();
+}
+
+/** Triton's model repository index: each model's state, and the load error of one that failed. */
+function repositoryIndex(e: Engine): Reply {
+  const name = e.settings.model;
+  if (e.loadFailed()) {
+    return json(200, [{ name, version: "1", state: "UNAVAILABLE", reason: "failed to load 'model': [TensorRT-LLM][ERROR] Assertion failed: engine deserialization failed (corrupted file)" }]);
+  }
+  return json(200, [{ name, version: "1", state: e.notReady() ? "LOADING" : "READY" }]);
+}
+
+/** Triton's Prometheus metrics: pending requests, executions, and TensorRT-LLM's iteration counter. */
+function metrics(e: Engine): Reply {
+  const s = e.stats();
+  const l = `{model="${e.settings.model}",version="1"}`;
+  return metricsReply(
+    `# HELP nv_inference_pending_request_count Instantaneous number of pending requests awaiting execution per-model.\n# TYPE nv_inference_pending_request_count gauge\nnv_inference_pending_request_count${l} ${s.waiting}\n` +
+      `# HELP nv_inference_exec_count Number of model executions performed (does not include cached requests)\n# TYPE nv_inference_exec_count counter\nnv_inference_exec_count${l} ${s.served}\n` +
+      `# HELP nv_inference_request_success Number of successful inference requests, all batch sizes\n# TYPE nv_inference_request_success counter\nnv_inference_request_success${l} ${s.served}\n` +
+      `# HELP nv_trt_llm_general_metrics General TRT LLM metrics\n# TYPE nv_trt_llm_general_metrics gauge\nnv_trt_llm_general_metrics{general_type="iteration_counter",model="tensorrt_llm",version="1"} ${s.generationTokens}\n`,
+  );
 }
