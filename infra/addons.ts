@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { irsaTrustPolicy } from "./agent-iam";
+import { tagged } from "./tags";
 
 /**
  * The EKS managed add-ons every stack installs, versions pinned (for Kubernetes 1.35; see
@@ -43,6 +44,7 @@ export function createAddons(name: string, args: AddonsArgs, parent: pulumi.Reso
       assumeRolePolicy: pulumi
         .all([args.oidcProviderArn, args.oidcProviderUrl])
         .apply(([arn, url]) => irsaTrustPolicy(arn, url, "kube-system", "ebs-csi-controller-sa")),
+      tags: tagged(),
     },
     { parent },
   );
@@ -60,6 +62,7 @@ export function createAddons(name: string, args: AddonsArgs, parent: pulumi.Reso
         addonVersion: v[addonName],
         resolveConflictsOnCreate: "OVERWRITE",
         resolveConflictsOnUpdate: "OVERWRITE",
+        tags: tagged(),
         ...extra,
       },
       { parent, dependsOn: deps },

@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { Problems } from "./problems";
+import { tagged } from "./tags";
 
 /**
  * What the agent's actuator may call (docs/actuators.md), and nothing else. The policy pack
@@ -119,7 +120,7 @@ export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.
       assumeRolePolicy: pulumi
         .all([args.oidcProviderArn, args.oidcProviderUrl])
         .apply(([arn, url]) => irsaTrustPolicy(arn, url, args.namespace, args.serviceAccountName)),
-      tags: { [AGENT_ROLE_TAG.key]: AGENT_ROLE_TAG.value },
+      tags: tagged({ [AGENT_ROLE_TAG.key]: AGENT_ROLE_TAG.value }),
     },
     opts,
   );

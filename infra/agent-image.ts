@@ -2,6 +2,7 @@ import * as path from "node:path";
 import * as aws from "@pulumi/aws";
 import * as dockerBuild from "@pulumi/docker-build";
 import * as pulumi from "@pulumi/pulumi";
+import { tagged } from "./tags";
 
 export interface AgentImageArgs {
   /** ECR repository name. Required. */
@@ -38,6 +39,7 @@ export class AgentImage extends pulumi.ComponentResource {
         imageScanningConfiguration: { scanOnPush: true },
         encryptionConfigurations: [{ encryptionType: "KMS" }],
         forceDelete: false,
+        tags: tagged(),
       },
       { parent: this },
     );

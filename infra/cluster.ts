@@ -5,6 +5,7 @@ import { DEFAULT_EKS_VERSION } from "../contracts/eks-versions";
 import type { ApiEndpointConfig } from "./config";
 import { createAddons, type AddonName } from "./addons";
 import { Problems } from "./problems";
+import { tagged } from "./tags";
 
 export interface ClusterArgs {
   /** EKS cluster name. Required. */
@@ -106,12 +107,12 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
   p.throwIfAny("Cluster arguments");
   const opts = { parent };
 
-  const clusterRole = new aws.iam.Role(`${name}-cluster-role`, { assumeRolePolicy: trustPolicy("eks.amazonaws.com") }, opts);
+  const clusterRole = new aws.iam.Role(`${name}-cluster-role`, { assumeRolePolicy: trustPolicy("eks.amazonaws.com"), tags: tagged() }, opts);
   new aws.iam.RolePolicyAttachment(`${name}-cluster-policy`, { role: clusterRole.name, policyArn: aws.iam.ManagedPolicy.AmazonEKSClusterPolicy }, opts);
 
   // Nodes get only what kubelet, the VPC CNI and image pulls need; the agent talks to
   // IMDS and Redis, never to AWS APIs.
-  const nodeRole = new aws.iam.Role(`${name}-node-role`, { assumeRolePolicy: trustPolicy("ec2.amazonaws.com") }, opts);
+  const nodeRole = new aws.iam.Role(`${name}-node-role`, { assumeRolePolicy: trustPolicy("ec2.amazonaws.com"), tags: tagged() }, opts);
   const nodePolicies = {
     worker: aws.iam.ManagedPolicy.AmazonEKSWorkerNodePolicy,
     cni: aws.iam.ManagedPolicy.AmazonEKS_CNI_Policy,
@@ -121,7 +122,7 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
     ([role, arn]) => new aws.iam.RolePolicyAttachment(`${name}-node-${role}`, { role: nodeRole.name, policyArn: arn }, opts),
   );
 
-  const secretsKey = new aws.kms.Key(`${name}-secrets`, { description: `${args.clusterName} Kubernetes secrets`, enableKeyRotation: true }, opts);
+  const secretsKey = new aws.kms.Key(`${name}-secrets`, { description: `${args.clusterName} Kubernetes secrets`, enableKeyRotation: true, tags: tagged() }, opts);
   const cluster = new aws.eks.Cluster(
     `${name}-eks`,
     {
@@ -140,13 +141,14 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
       accessConfig: { authenticationMode: "API", bootstrapClusterCreatorAdminPermissions: true },
       enabledClusterLogTypes: ["api", "audit", "authenticator", "controllerManager", "scheduler"],
       encryptionConfig: { resources: ["secrets"], provider: { keyArn: secretsKey.arn } },
+      tags: tagged(),
     },
     opts,
   );
 
   const oidcProvider = new aws.iam.OpenIdConnectProvider(
     `${name}-oidc`,
-    { url: cluster.identities.apply((ids) => ids[0].oidcs?.[0]?.issuer ?? ""), clientIdLists: ["sts.amazonaws.com"] },
+    { url: cluster.identities.apply((ids) => ids[0].oidcs?.[0]?.issuer ?? ""), clientIdLists: ["sts.amazonaws.com"], tags: tagged() },
     opts,
   );
 
@@ -167,6 +169,7 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
       labels: { "llm-ha.io/node-role": "system" },
       scalingConfig: { minSize: desired, desiredSize: desired, maxSize: max },
       updateConfig: { maxUnavailable: 1 },
+      tags: tagged(),
     },
     { parent, dependsOn: [...nodeAttachments, ...addons.network], ignoreChanges: ["scalingConfig.desiredSize"] },
   );
@@ -185,6 +188,7 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
             fromPort: 443,
             toPort: 443,
             description: "pulumi up / kubectl from the in-VPC runner to the private API endpoint",
+            tags: tagged(),
           },
           opts,
         ),

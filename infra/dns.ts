@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { PORTS } from "../contracts/names";
 import { Problems } from "./problems";
+import { tagged } from "./tags";
 
 export interface DnsArgs {
   /** Existing Route53 hosted zone. Required. */
@@ -63,7 +64,7 @@ export function createDns(name: string, args: DnsArgs, parent: pulumi.Resource):
           resourcePath: "/az/health",
           requestInterval: 10,
           failureThreshold,
-          tags: { Name: `${args.serviceName} ${e.az}` },
+          tags: tagged({ Name: `${args.serviceName} ${e.az}` }),
         },
         opts,
       ),

@@ -3,6 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig } from "./config";
 import { GPU_TAINT, LABELS } from "./names";
 import { Problems } from "./problems";
+import { tagged } from "./tags";
 
 /** Where nodeadm mounts the RAID0 array of the instance-store NVMe (AL2023 `localStorage`). */
 export const NVME_MOUNT = "/mnt/k8s-disks/0";
@@ -108,7 +109,8 @@ export function createGpuNodeGroups(name: string, args: GpuNodeGroupsArgs, paren
           // Capacity Blocks for ML: the market type and the instance type live in the launch template.
           instanceMarketOptions: block ? { marketType: "capacity-block" } : undefined,
           instanceType: block ? gpuClass.instanceType : undefined,
-          tagSpecifications: [{ resourceType: "instance", tags: { "llm-ha.io/az": az, "llm-ha.io/gpu-class": gpuClass.name } }],
+          tagSpecifications: [{ resourceType: "instance", tags: tagged({ "llm-ha.io/az": az, "llm-ha.io/gpu-class": gpuClass.name }) }],
+          tags: tagged(),
         },
         { parent },
       );
@@ -129,7 +131,7 @@ export function createGpuNodeGroups(name: string, args: GpuNodeGroupsArgs, paren
           // One node at a time: an AZ keeps all but one node serving during an AMI roll.
           updateConfig: { maxUnavailable: 1 },
           nodeRepairConfig: { enabled: true },
-          tags: { "llm-ha.io/az": az, "llm-ha.io/gpu-class": gpuClass.name, "llm-ha.io/az-role": role },
+          tags: tagged({ "llm-ha.io/az": az, "llm-ha.io/gpu-class": gpuClass.name, "llm-ha.io/az-role": role }),
         },
         // The standby schedule and the controller's wake-up change the desired size.
         { parent, ignoreChanges: ["scalingConfig.desiredSize"] },

@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { Problems } from "./problems";
+import { tagged } from "./tags";
 
 export interface KafkaArgs {
   vpcId: pulumi.Input<string>;
@@ -53,14 +54,14 @@ export function createKafka(name: string, args: KafkaArgs, parent: pulumi.Resour
   const opts = { parent };
   const kafkaVersion = args.kafkaVersion ?? "3.6.0";
 
-  const sg = new aws.ec2.SecurityGroup(`${name}-sg`, { vpcId: args.vpcId, description: "MSK IAM/TLS from the EKS nodes only" }, opts);
+  const sg = new aws.ec2.SecurityGroup(`${name}-sg`, { vpcId: args.vpcId, description: "MSK IAM/TLS from the EKS nodes only", tags: tagged() }, opts);
   new aws.vpc.SecurityGroupIngressRule(
     `${name}-from-nodes`,
-    { securityGroupId: sg.id, referencedSecurityGroupId: args.clientSecurityGroupId, ipProtocol: "tcp", fromPort: 9098, toPort: 9098, description: "IAM over TLS" },
+    { securityGroupId: sg.id, referencedSecurityGroupId: args.clientSecurityGroupId, ipProtocol: "tcp", fromPort: 9098, toPort: 9098, description: "IAM over TLS", tags: tagged() },
     opts,
   );
   const configuration = new aws.msk.Configuration(`${name}-config`, { kafkaVersions: [kafkaVersion], serverProperties: KAFKA_SERVER_PROPERTIES }, opts);
-  const key = new aws.kms.Key(`${name}-kms`, { description: "llm-ha MSK at rest", enableKeyRotation: true }, opts);
+  const key = new aws.kms.Key(`${name}-kms`, { description: "llm-ha MSK at rest", enableKeyRotation: true, tags: tagged() }, opts);
   return new aws.msk.Cluster(
     `${name}-msk`,
     {
@@ -75,6 +76,7 @@ export function createKafka(name: string, args: KafkaArgs, parent: pulumi.Resour
       configurationInfo: { arn: configuration.arn, revision: configuration.latestRevision },
       encryptionInfo: { encryptionAtRestKmsKeyArn: key.arn, encryptionInTransit: { clientBroker: "TLS", inCluster: true } },
       clientAuthentication: { sasl: { iam: true }, unauthenticated: false },
+      tags: tagged(),
     },
     opts,
   );

@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { irsaTrustPolicy } from "./agent-iam";
+import { tagged } from "./tags";
 
 /** The Helm chart (eks-charts) and version the stack installs: chart 1.14.0 is controller v2.14.0. */
 export const LB_CONTROLLER_CHART = Object.freeze({
@@ -168,6 +169,7 @@ export function createLbController(name: string, args: LbControllerArgs, parent:
       assumeRolePolicy: pulumi
         .all([args.oidcProviderArn, args.oidcProviderUrl])
         .apply(([arn, url]) => irsaTrustPolicy(arn, url, LB_CONTROLLER_CHART.namespace, LB_CONTROLLER_CHART.serviceAccount)),
+      tags: tagged(),
     },
     { parent },
   );

@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { Problems } from "./problems";
+import { tagged } from "./tags";
 
 export interface NetworkArgs {
   /** Availability zones, at least 2. Required. */
@@ -63,9 +64,9 @@ export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Re
   const cidr = args.cidr ?? "10.0.0.0/16";
   const opts = { parent };
   const clusterTag = { [`kubernetes.io/cluster/${args.clusterName}`]: "shared" };
-  const vpc = new aws.ec2.Vpc(`${name}-vpc`, { cidrBlock: cidr, enableDnsHostnames: true, enableDnsSupport: true, tags: { Name: name } }, opts);
-  const igw = new aws.ec2.InternetGateway(`${name}-igw`, { vpcId: vpc.id, tags: { Name: name } }, opts);
-  const publicRt = new aws.ec2.RouteTable(`${name}-public-rt`, { vpcId: vpc.id, routes: [{ cidrBlock: "0.0.0.0/0", gatewayId: igw.id }] }, opts);
+  const vpc = new aws.ec2.Vpc(`${name}-vpc`, { cidrBlock: cidr, enableDnsHostnames: true, enableDnsSupport: true, tags: tagged({ Name: name }) }, opts);
+  const igw = new aws.ec2.InternetGateway(`${name}-igw`, { vpcId: vpc.id, tags: tagged({ Name: name }) }, opts);
+  const publicRt = new aws.ec2.RouteTable(`${name}-public-rt`, { vpcId: vpc.id, routes: [{ cidrBlock: "0.0.0.0/0", gatewayId: igw.id }], tags: tagged() }, opts);
 
   // Private subnets take the first four /19s of a /16 (pod IPs come from them: the VPC CNI),
   // public ones small /24s near the end.
@@ -78,7 +79,7 @@ export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Re
         availabilityZone: az,
         cidrBlock: subnetCidr(cidr, 8, 240 + i),
         mapPublicIpOnLaunch: false,
-        tags: { Name: `${name}-public-${az}`, "kubernetes.io/role/elb": "1", ...clusterTag },
+        tags: tagged({ Name: `${name}-public-${az}`, "kubernetes.io/role/elb": "1", ...clusterTag }),
       },
       opts,
     ),
@@ -88,7 +89,7 @@ export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Re
         vpcId: vpc.id,
         availabilityZone: az,
         cidrBlock: subnetCidr(cidr, 3, i),
-        tags: { Name: `${name}-private-${az}`, "kubernetes.io/role/internal-elb": "1", ...clusterTag },
+        tags: tagged({ Name: `${name}-private-${az}`, "kubernetes.io/role/internal-elb": "1", ...clusterTag }),
       },
       opts,
     ),
@@ -96,15 +97,15 @@ export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Re
 
   const natAzs = args.natPerAz === false ? subnets.slice(0, 1) : subnets;
   const nats = natAzs.map((s) => {
-    const eip = new aws.ec2.Eip(`${name}-nat-${s.az}`, { domain: "vpc", tags: { Name: `${name}-nat-${s.az}` } }, opts);
-    return new aws.ec2.NatGateway(`${name}-nat-${s.az}`, { allocationId: eip.id, subnetId: s.publicSubnet.id, tags: { Name: `${name}-nat-${s.az}` } }, opts);
+    const eip = new aws.ec2.Eip(`${name}-nat-${s.az}`, { domain: "vpc", tags: tagged({ Name: `${name}-nat-${s.az}` }) }, opts);
+    return new aws.ec2.NatGateway(`${name}-nat-${s.az}`, { allocationId: eip.id, subnetId: s.publicSubnet.id, tags: tagged({ Name: `${name}-nat-${s.az}` }) }, opts);
   });
 
   const privateRts = subnets.map((s, i) => {
     new aws.ec2.RouteTableAssociation(`${name}-public-${s.az}`, { subnetId: s.publicSubnet.id, routeTableId: publicRt.id }, opts);
     const rt = new aws.ec2.RouteTable(
       `${name}-private-rt-${s.az}`,
-      { vpcId: vpc.id, routes: [{ cidrBlock: "0.0.0.0/0", natGatewayId: nats[Math.min(i, nats.length - 1)].id }] },
+      { vpcId: vpc.id, routes: [{ cidrBlock: "0.0.0.0/0", natGatewayId: nats[Math.min(i, nats.length - 1)].id }], tags: tagged() },
       opts,
     );
     new aws.ec2.RouteTableAssociation(`${name}-private-${s.az}`, { subnetId: s.privateSubnet.id, routeTableId: rt.id }, opts);
@@ -114,12 +115,12 @@ export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Re
   // Model weights and images are large: S3 and ECR traffic should not pay NAT processing.
   new aws.ec2.VpcEndpoint(
     `${name}-s3`,
-    { vpcId: vpc.id, serviceName: `com.amazonaws.${args.region}.s3`, vpcEndpointType: "Gateway", routeTableIds: privateRts.map((rt) => rt.id) },
+    { vpcId: vpc.id, serviceName: `com.amazonaws.${args.region}.s3`, vpcEndpointType: "Gateway", routeTableIds: privateRts.map((rt) => rt.id), tags: tagged() },
     opts,
   );
   const endpointSg = new aws.ec2.SecurityGroup(
     `${name}-endpoints`,
-    { vpcId: vpc.id, description: "HTTPS from the VPC to interface endpoints", ingress: [{ protocol: "tcp", fromPort: 443, toPort: 443, cidrBlocks: [cidr] }] },
+    { vpcId: vpc.id, description: "HTTPS from the VPC to interface endpoints", ingress: [{ protocol: "tcp", fromPort: 443, toPort: 443, cidrBlocks: [cidr] }], tags: tagged() },
     opts,
   );
   for (const svc of ["ecr.api", "ecr.dkr", "sts"]) {
@@ -132,6 +133,7 @@ export function createNetwork(name: string, args: NetworkArgs, parent: pulumi.Re
         privateDnsEnabled: true,
         subnetIds: subnets.map((s) => s.privateSubnet.id),
         securityGroupIds: [endpointSg.id],
+        tags: tagged(),
       },
       opts,
     );

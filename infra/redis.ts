@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { Problems } from "./problems";
+import { tagged } from "./tags";
 
 export interface RedisArgs {
   vpcId: pulumi.Input<string>;
@@ -45,14 +46,14 @@ export function createRedis(name: string, args: RedisArgs, parent: pulumi.Resour
   p.throwIfAny("Redis arguments");
   const opts = { parent };
 
-  const sg = new aws.ec2.SecurityGroup(`${name}-sg`, { vpcId: args.vpcId, description: "Redis from the EKS nodes only" }, opts);
+  const sg = new aws.ec2.SecurityGroup(`${name}-sg`, { vpcId: args.vpcId, description: "Redis from the EKS nodes only", tags: tagged() }, opts);
   new aws.vpc.SecurityGroupIngressRule(
     `${name}-from-nodes`,
-    { securityGroupId: sg.id, referencedSecurityGroupId: args.clientSecurityGroupId, ipProtocol: "tcp", fromPort: 6379, toPort: 6379, description: "agents" },
+    { securityGroupId: sg.id, referencedSecurityGroupId: args.clientSecurityGroupId, ipProtocol: "tcp", fromPort: 6379, toPort: 6379, description: "agents", tags: tagged() },
     opts,
   );
-  const subnets = new aws.elasticache.SubnetGroup(`${name}-subnets`, { subnetIds: args.subnetIds }, opts);
-  const key = new aws.kms.Key(`${name}-kms`, { description: "llm-ha Redis at rest", enableKeyRotation: true }, opts);
+  const subnets = new aws.elasticache.SubnetGroup(`${name}-subnets`, { subnetIds: args.subnetIds, tags: tagged() }, opts);
+  const key = new aws.kms.Key(`${name}-kms`, { description: "llm-ha Redis at rest", enableKeyRotation: true, tags: tagged() }, opts);
   return new aws.elasticache.ReplicationGroup(
     `${name}-rg`,
     {
@@ -73,6 +74,7 @@ export function createRedis(name: string, args: RedisArgs, parent: pulumi.Resour
       securityGroupIds: [sg.id],
       snapshotRetentionLimit: 1,
       applyImmediately: false,
+      tags: tagged(),
     },
     opts,
   );

@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { irsaTrustPolicy } from "./agent-iam";
+import { tagged } from "./tags";
 
 /** `s3://bucket/prefix` → bucket and prefix (no leading or trailing slash). */
 export function parseS3Uri(uri: string): { bucket: string; prefix: string } {
@@ -34,6 +35,7 @@ export function createWeightsReaderRole(
       assumeRolePolicy: pulumi
         .all([args.oidcProviderArn, args.oidcProviderUrl])
         .apply(([arn, url]) => irsaTrustPolicy(arn, url, args.namespace, args.serviceAccount)),
+      tags: tagged(),
     },
     opts,
   );
