@@ -9,7 +9,7 @@ export interface RequiredTagsConfig {
 }
 
 // Taggable types this stack creates; any other AWS resource that passes `tags` is checked too.
-const TAGGABLE = new Set([
+export const TAGGABLE_TYPES: ReadonlySet<string> = new Set([
   "aws:ec2/vpc:Vpc",
   "aws:ec2/subnet:Subnet",
   "aws:ec2/internetGateway:InternetGateway",
@@ -17,15 +17,19 @@ const TAGGABLE = new Set([
   "aws:ec2/eip:Eip",
   "aws:ec2/routeTable:RouteTable",
   "aws:ec2/securityGroup:SecurityGroup",
+  "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
   "aws:ec2/launchTemplate:LaunchTemplate",
   "aws:ec2/vpcEndpoint:VpcEndpoint",
   "aws:eks/cluster:Cluster",
   "aws:eks/nodeGroup:NodeGroup",
+  "aws:eks/addon:Addon",
+  "aws:ecr/repository:Repository",
   "aws:iam/role:Role",
   "aws:iam/openIdConnectProvider:OpenIdConnectProvider",
   "aws:kms/key:Key",
   "aws:cloudwatch/logGroup:LogGroup",
   "aws:elasticache/replicationGroup:ReplicationGroup",
+  "aws:elasticache/subnetGroup:SubnetGroup",
   "aws:msk/cluster:Cluster",
   "aws:route53/healthCheck:HealthCheck",
 ]);
@@ -47,7 +51,7 @@ export const requiredTags: ResourceValidationPolicy = {
   },
   validateResource: (args, reportViolation) => {
     const props = args.props as Props;
-    if (!args.type.startsWith("aws:") || !(TAGGABLE.has(args.type) || "tags" in props)) {
+    if (!args.type.startsWith("aws:") || !(TAGGABLE_TYPES.has(args.type) || "tags" in props)) {
       args.notApplicable("Policy only applies to taggable AWS resources");
     }
     const { requiredTags: keys } = args.getConfig<RequiredTagsConfig>();

@@ -171,6 +171,7 @@ const httpsIn = res("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
   fromPort: 443,
   toPort: 443,
   cidrIpv4: "0.0.0.0/0",
+  tags: TAGS,
 });
 
 const agentRole = res("aws:iam/role:Role", "agent-role", {

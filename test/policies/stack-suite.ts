@@ -6,6 +6,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { policies } from "../../policies/all";
 import { mandatory, runPolicies, type Violation } from "../../policies/runner";
+import { TAGGABLE_TYPES } from "../../policies/tags";
 import { captureStack, type CapturedResource, type Env } from "../../infra/capture";
 
 // What the mandatory policies read; a stack without one of them would pass vacuously.
@@ -44,6 +45,22 @@ export function describeStackPolicies(env: Env): void {
 
     it("has zero mandatory violations", () => {
       expect(mandatory(violations)).toEqual([]);
+    });
+
+    // `npm run policy -- --stack <env>` is clean: advisory findings (a missing tag) count too.
+    it("has zero violations of any level", () => {
+      expect(violations.map((v) => `${v.enforcementLevel} ${v.policy}: ${v.message}`)).toEqual([]);
+    });
+
+    it("tags every taggable AWS resource with Project and Environment", () => {
+      const untagged = rs
+        .filter((r) => TAGGABLE_TYPES.has(r.type) || (r.type.startsWith("aws:") && "tags" in r.props))
+        .filter((r) => {
+          const tags = (r.props.tags ?? {}) as Record<string, unknown>;
+          return tags.Project !== "llm-ha" || tags.Environment !== env;
+        })
+        .map((r) => `${r.type} ${r.name}`);
+      expect(untagged).toEqual([]);
     });
 
     it("flags the stack once one of its health checks is slowed to threshold 3", async () => {
