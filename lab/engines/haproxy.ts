@@ -102,12 +102,20 @@ export function parseShowStat(csv: string): HaproxyServerStat[] {
 }
 
 /** Starts HAProxy in the foreground with a generated configuration; waits for its stats socket. */
-export async function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket">, opts: { bin?: string; startTimeoutMs?: number } = {}): Promise<HaproxyHandle> {
+export function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket">, opts: { bin?: string; startTimeoutMs?: number } = {}): Promise<HaproxyHandle> {
+  return startHaproxyWith((statsSocket) => renderHaproxyConfig({ ...args, statsSocket }), opts);
+}
+
+/**
+ * Starts HAProxy with a configuration of the caller's (e.g. the drill's TCP endpoint in front
+ * of Redis); `render` gets the stats socket path its `global` section must declare.
+ */
+export async function startHaproxyWith(render: (statsSocket: string) => string, opts: { bin?: string; startTimeoutMs?: number } = {}): Promise<HaproxyHandle> {
   const bin = opts.bin ?? haproxyBinary();
   const dir = mkdtempSync(join(tmpdir(), "llmha-haproxy-"));
   const statsSocket = join(dir, "admin.sock");
   const configPath = join(dir, "haproxy.cfg");
-  writeFileSync(configPath, renderHaproxyConfig({ ...args, statsSocket }));
+  writeFileSync(configPath, render(statsSocket));
   let child: ChildProcess;
   let stderr = "";
   let exited = false;

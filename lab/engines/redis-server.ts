@@ -50,12 +50,20 @@ export interface RedisServerHandle {
   stop(): Promise<void>;
   /** Sends a signal to the server without waiting. */
   kill(signal: NodeJS.Signals): void;
-  /** Stops and starts again on the same port; every key is lost. */
-  restart(): Promise<void>;
+  /**
+   * Stops and starts again on the same port; every key is lost. `args` replace the start
+   * arguments from then on (e.g. a failed primary that comes back as a replica of the new one).
+   */
+  restart(args?: string[]): Promise<void>;
   /** SIGSTOP: the server stops answering, connections stay open. */
   pause(): void;
   /** SIGCONT. */
   resume(): void;
+}
+
+/** The redis-server binary (`$LLMHA_REDIS_SERVER` or `redis-server` on PATH); it runs the sentinels too (`--sentinel`). */
+export function redisServerBinary(): string {
+  return process.env.LLMHA_REDIS_SERVER ?? "redis-server";
 }
 
 function binaryExists(bin: string): boolean {
@@ -88,7 +96,7 @@ function ping(port: number, password: string | undefined, timeoutMs: number): Pr
 
 /** Starts a real redis-server on 127.0.0.1 and waits until it answers PING. */
 export async function startRedisServer(opts: RedisServerOptions = {}): Promise<RedisServerHandle> {
-  const bin = opts.bin ?? process.env.LLMHA_REDIS_SERVER ?? "redis-server";
+  const bin = opts.bin ?? redisServerBinary();
   if (!binaryExists(bin)) throw new RedisServerMissingError(bin);
   const port = opts.port ?? (await freePort());
   const ownDir = opts.dir === undefined;
@@ -97,11 +105,12 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
   let child: ChildProcess | null = null;
   let stderr = "";
 
+  let extra = opts.args ?? [];
   const launch = async (): Promise<void> => {
     stderr = "";
     const args = [
       "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-      "--dir", dir, "--daemonize", "no", "--loglevel", "warning", ...(opts.args ?? []),
+      "--dir", dir, "--daemonize", "no", "--loglevel", "warning", ...extra,
     ];
     const c = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
     child = c;
@@ -143,8 +152,9 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     kill(signal) {
       child?.kill(signal);
     },
-    async restart() {
+    async restart(args?: string[]) {
       await halt();
+      if (args) extra = args;
       await launch();
     },
     pause() {

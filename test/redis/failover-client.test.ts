@@ -29,7 +29,8 @@ afterAll(async () => {
 describe("a primary gone silent (the endpoint moved, the old connections left open)", () => {
   it("is left and the new primary used within 5 s, with commands going out as heartbeats do", async () => {
     const proxy = await FreezableProxy.start(a.port);
-    const c = createRedisClient(`redis://127.0.0.1:${proxy.port}`, { name: "silent-test", log });
+    const changes: [string, string][] = [];
+    const c = createRedisClient(`redis://127.0.0.1:${proxy.port}`, { name: "silent-test", log, onServerChange: (from, to) => changes.push([from, to]) });
     try {
       expect(await c.whenReady(5000)).toBe(true);
       await Promise.all([c.redis.set("who", "old"), (async () => {
@@ -52,6 +53,16 @@ describe("a primary gone silent (the endpoint moved, the old connections left op
       const ms = Date.now() - t0;
       expect(seen).toBe("new");
       expect(ms).toBeLessThan(5000);
+      // It knows it reached another server (what the fleet holds its verdicts for).
+      const runIdOf = async (url: string): Promise<string> => {
+        const d = createRedisClient(url, { name: "run-id", log });
+        await d.whenReady(5000);
+        const id = /run_id:(\w+)/.exec(await d.redis.info("server"))![1];
+        await d.close();
+        return id;
+      };
+      await waitFor("server change seen", () => changes.length > 0, { timeoutMs: 2000, everyMs: 20 });
+      expect(changes).toEqual([[await runIdOf(a.url), await runIdOf(b.url)]]);
     } finally {
       await c.close();
       await proxy.close();

@@ -1,6 +1,5 @@
 /** Shared helpers for the Redis suites: fresh key prefixes and child-process lease holders. */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createServer, connect, type Server, type Socket } from "node:net";
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import pino from "pino";
@@ -88,59 +87,4 @@ export function acceptedInOrder(holders: Holder[]): HolderEvent[] {
     .sort((a, b) => (a.atUs ?? 0) - (b.atUs ?? 0));
 }
 
-/**
- * A loopback TCP proxy whose connections can be frozen (nothing read or forwarded) and thawed,
- * and whose new connections can be sent elsewhere (`retarget`): a primary endpoint whose name
- * moved to a new primary while the old one went silent without closing anything.
- */
-export class FreezableProxy {
-  private readonly sockets = new Set<Socket>();
-  private frozen = false;
-  port = 0;
-  private constructor(
-    private readonly server: Server,
-    private targetPort: number,
-  ) {}
-
-  static async start(targetPort: number): Promise<FreezableProxy> {
-    let self: FreezableProxy | null = null;
-    const server = createServer((client) => {
-      const up = connect(self!.targetPort, "127.0.0.1");
-      const pair = [client, up];
-      for (const s of pair) {
-        self!.sockets.add(s);
-        s.on("error", () => pair.forEach((x) => x.destroy()));
-        s.on("close", () => {
-          self!.sockets.delete(s);
-          pair.forEach((x) => x.destroy());
-        });
-        if (self!.frozen) s.pause();
-      }
-      client.pipe(up);
-      up.pipe(client);
-    });
-    self = new FreezableProxy(server, targetPort);
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-    const a = server.address();
-    self.port = typeof a === "object" && a ? a.port : 0;
-    return self;
-  }
-  /** Connections made from now on go to this port (existing ones stay where they are). */
-  retarget(port: number): void {
-    this.targetPort = port;
-    this.frozen = false;
-  }
-  freeze(): void {
-    this.frozen = true;
-    for (const s of this.sockets) s.pause();
-  }
-  thaw(): void {
-    this.frozen = false;
-    for (const s of this.sockets) s.resume();
-  }
-  async close(): Promise<void> {
-    for (const s of this.sockets) s.destroy();
-    await new Promise<void>((r) => this.server.close(() => r()));
-  }
-}
-
+export { FreezableProxy } from "../../lab/engines/tcp-link";

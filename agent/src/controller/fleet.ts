@@ -84,7 +84,16 @@ export class Fleet {
     this.keys = new RedisKeys(o.cluster);
     this.metrics = new FleetMetrics(o.metrics, o.az);
     const holderId = o.holderId ?? `${o.nodeId}/${process.pid}`;
-    this.client = createRedisClient(o.redisUrl, { name: `llmha-${holderId}`, log: o.log, tls: o.tls, password: o.password });
+    this.client = createRedisClient(o.redisUrl, {
+      name: `llmha-${holderId}`,
+      log: o.log,
+      tls: o.tls,
+      password: o.password,
+      // Another server behind the endpoint (a promoted replica that may have missed the last
+      // heartbeats): node hashes expired there are Redis's doing, not the nodes'. Held like any
+      // Redis trouble (`silenceGraceMs`).
+      onServerChange: () => (this.redisTroubleAt = Date.now()),
+    });
     this.registry = new NodeRegistry({
       client: this.client,
       keys: this.keys,

@@ -41,6 +41,12 @@ export interface RedisClientOptions {
   socketTimeoutMs?: number;
   /** TCP keep-alive probes on idle connections start after this. Default 5000 ms. */
   keepAliveMs?: number;
+  /**
+   * Called when a new connection reaches another Redis server than the last one (its
+   * `run_id` changed: a failover to a replica, a restart): what that server holds may be
+   * older than what this process wrote.
+   */
+  onServerChange?: (from: string, to: string) => void;
   /** TCP/TLS connect timeout. Default 2000 ms. */
   connectTimeoutMs?: number;
   /** First reconnect delay; doubles up to `maxBackoffMs`. Default 100 ms. */
@@ -156,16 +162,24 @@ export function createRedisClient(url: string, opts: RedisClientOptions): RedisC
   let everReady = false;
   let lastError = "";
   let clusterMode = false;
+  let runId = "";
   redis.on("ready", () => {
     ready = true;
     log.info({ reconnected: everReady }, everReady ? "redis reconnected" : "redis connected");
     everReady = true;
     lastError = "";
     // The mode llm-ha supports is stated, not assumed: a cluster-mode endpoint is named at once.
-    redis.info("cluster").then(
-      (info) => {
-        clusterMode = /^cluster_enabled:1\b/m.test(info);
+    // The server's run_id tells a failover (or a restart) from a reconnect to the same server.
+    Promise.all([redis.info("cluster"), redis.info("server")]).then(
+      ([cluster, server]) => {
+        clusterMode = /^cluster_enabled:1\b/m.test(cluster);
         if (clusterMode) log.error(`${CLUSTER_MODE_MESSAGE} (${shown})`);
+        const id = /^run_id:(\w+)/m.exec(server)?.[1] ?? "";
+        if (id && runId && id !== runId) {
+          log.warn({ from: runId, to: id }, "redis endpoint now reaches another server (failover or restart): its data may be older than ours");
+          opts.onServerChange?.(runId, id);
+        }
+        if (id) runId = id;
       },
       () => undefined,
     );

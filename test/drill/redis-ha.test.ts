@@ -1,0 +1,72 @@
+/**
+ * The drill's ElastiCache-like Redis (lab/engines/redis-ha.ts) on real engines: primary +
+ * replica, three Redis Sentinels, and an HAProxy TCP endpoint following `role:master`.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { startRedisHa, within, type RedisHaHandle } from "../../lab/engines/redis-ha";
+import { sleep } from "../../agent/src/util/net";
+
+let ha: RedisHaHandle | null = null;
+afterEach(async () => {
+  await ha?.stop();
+  ha = null;
+});
+
+function client(url: string): Redis {
+  const r = new Redis(url, { maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 1000, commandTimeout: 1000, retryStrategy: () => 100 });
+  r.on("error", () => undefined);
+  return r;
+}
+
+const roleOf = async (r: Redis): Promise<string> => String(((await r.call("ROLE")) as unknown[])[0]);
+
+describe("Redis primary + replica + sentinels + endpoint", () => {
+  it("a sentinel failover with the replica caught up: the endpoint follows, no write is lost, the old primary turns replica", async () => {
+    ha = await startRedisHa();
+    const c = client(ha.url);
+    try {
+      await within(5000, async () => (await c.set("k", "before")) === "OK");
+      await sleep(200); // replicated
+      const t0 = Date.now();
+      await ha.failover();
+      const [first, second] = ha.servers;
+      expect(await within(15_000, async () => (await ha!.sentinelPrimaryPort()) === second.port)).toBe(true);
+      // The endpoint cut the old primary's sessions: the client is on the new one.
+      expect(await within(10_000, async () => (await c.set("k2", "after")) === "OK" && (await c.get("k")) === "before")).toBe(true);
+      const ms = Date.now() - t0;
+      expect(ms).toBeLessThan(20_000);
+      const old = client(`redis://127.0.0.1:${first.port}`);
+      try {
+        expect(await within(10_000, async () => (await roleOf(old)) === "slave")).toBe(true);
+        await expect(old.set("x", "1")).rejects.toThrow(/READONLY/);
+        expect((await ha.primary())?.port).toBe(second.port);
+      } finally {
+        old.disconnect();
+      }
+    } finally {
+      c.disconnect();
+    }
+  }, 60_000);
+
+  it("the first primary cut off from its replica and the sentinels: writes it takes meanwhile are lost by the promotion", async () => {
+    ha = await startRedisHa();
+    const c = client(ha.url);
+    const [first, second] = ha.servers;
+    try {
+      await within(5000, async () => (await c.set("k", "replicated")) === "OK");
+      await sleep(200);
+      ha.partitionFirstPrimary();
+      // Still the primary behind the endpoint: it takes this write, which never reaches the replica.
+      expect(await c.set("k", "lost")).toBe("OK");
+      expect(await within(15_000, async () => (await ha!.sentinelPrimaryPort()) === second.port)).toBe(true);
+      first.kill("SIGKILL");
+      expect(await within(10_000, async () => (await c.get("k")) === "replicated")).toBe(true);
+      // It comes back as a replica of the new primary, as ElastiCache brings a failed primary back.
+      await first.restart(["--replicaof", "127.0.0.1", String(second.port)]);
+      expect((await ha.primary())?.port).toBe(second.port);
+    } finally {
+      c.disconnect();
+    }
+  }, 60_000);
+});
