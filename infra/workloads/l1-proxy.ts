@@ -12,6 +12,7 @@ import {
 import { appLabels, ConfigMap, Deployment, objectName, onePodAtATime, PodDisruptionBudget, Service } from "./common";
 import { L1_PROXY_NAME, PORTS } from "../../contracts/names";
 import { APP, LABELS } from "../names";
+import { fallbackContainer, fallbackProxyField, fallbackVolumes, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec } from "./fallback";
 
 export interface L1ProxySpec {
   namespace: string;
@@ -29,6 +30,8 @@ export interface L1ProxySpec {
   nlbName: string;
   /** Turn on ARC zonal shift for the NLB. */
   zonalShift: boolean;
+  /** The L4 fallback beside HAProxy (infra/workloads/fallback.ts). Default none. */
+  fallback?: FallbackSidecarSpec;
 }
 
 
@@ -86,7 +89,7 @@ export function dnsGroup(namespace: string, az: string, slots: number): HaproxyD
 }
 
 /** `haproxy.cfg` of one AZ's L1 proxy, from the same generator the drill runs. */
-export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" | "slots">): string {
+export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" | "slots" | "fallback">): string {
   return renderHaproxyConfig({
     monitorBind: `:${PORTS.l1Monitor}`,
     prometheusExporter: true,
@@ -108,6 +111,7 @@ export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" 
           local: dnsGroup(s.namespace, s.az, s.slots[s.az]),
           backup: s.azs.filter((a) => a !== s.az).map((a) => dnsGroup(s.namespace, a, s.slots[a])),
         },
+        ...(s.fallback ? { fallback: fallbackProxyField() } : {}),
       },
     ],
   });
@@ -144,7 +148,8 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
           },
           topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: labels } }],
           terminationGracePeriodSeconds: stop.terminationGracePeriodSeconds,
-          securityContext: { runAsNonRoot: true, runAsUser: 99, runAsGroup: 99, seccompProfile: { type: "RuntimeDefault" } },
+          securityContext: { runAsNonRoot: true, runAsUser: 99, runAsGroup: 99, seccompProfile: { type: "RuntimeDefault" }, ...(s.fallback ? { fsGroup: 10001 } : {}) },
+          ...(s.fallback ? { serviceAccountName: FALLBACK_SERVICE_ACCOUNT } : {}),
           containers: [
             {
               name: "haproxy",
@@ -166,10 +171,12 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
                 { name: "run", mountPath: "/var/run/haproxy" },
               ],
             },
+            ...(s.fallback ? [fallbackContainer(s.fallback, PORTS.l1)] : []),
           ],
           volumes: [
             { name: "config", configMap: { name } },
             { name: "run", emptyDir: {} },
+            ...(s.fallback ? fallbackVolumes(s.fallback) : []),
           ],
         },
       },

@@ -1,0 +1,119 @@
+/**
+ * infra/workloads/fallback.ts: the fallback container beside each L1 proxy, its MSK IAM
+ * permissions (its cluster, topic and group; nothing on `*`) for its ServiceAccount only,
+ * upstream keys as a Secret, and the L1 proxy rendered with the fallback backend only when asked.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { Deployment as K8sDeployment } from "kubernetes-models/apps/v1";
+import { ConfigMap as K8sConfigMap, Secret as K8sSecret, ServiceAccount as K8sServiceAccount } from "kubernetes-models/v1";
+import { beforeAll, describe, expect, it } from "vitest";
+import { checkHaproxyConfig } from "../../lab/engines/haproxy";
+import {
+  fallbackMskPolicy, fallbackProviderObjects, fallbackServiceAccount, FALLBACK_MSK_ACTIONS, FALLBACK_SERVICE_ACCOUNT, mskResourceArn, FallbackArnError,
+  type FallbackSidecarSpec,
+} from "../../infra/workloads/fallback";
+import { l1HaproxyConfig, l1ProxyManifests, type L1ProxySpec } from "../../infra/workloads/l1-proxy";
+
+const CLUSTER_ARN = "arn:aws:kafka:eu-west-1:123456789012:cluster/llmha-prod/0a1b2c3d-4e5f-6789-abcd-ef0123456789-2";
+const base: L1ProxySpec = {
+  namespace: "llm-ha", az: "eu-west-1a", azs: ["eu-west-1a", "eu-west-1b", "eu-west-1c"], slots: { "eu-west-1a": 4, "eu-west-1b": 4, "eu-west-1c": 2 },
+  image: "haproxy:2.6", replicas: 2, publicSubnetId: "subnet-1", nlbName: "llmha-prod-a", zonalShift: false,
+};
+const sidecar: FallbackSidecarSpec = {
+  image: "123456789012.dkr.ecr.eu-west-1.amazonaws.com/llm-ha-agent:1", namespace: "llm-ha", cluster: "prod", region: "eu-west-1",
+  kafkaBootstrap: "b-1.msk:9098,b-2.msk:9098,b-3.msk:9098", redisSecretName: "llmha-redis", models: ["llama-3-70b"],
+  providers: [
+    { name: "openai", url: "https://api.openai.com/v1", models: { "llama-3-70b": "gpt-4o-mini" }, key: "sk-PULUMI-SECRET" },
+    { name: "local-other", url: "https://other.example/v1", models: { "*": "*" } },
+  ],
+};
+
+describe("MSK IAM policy of the fallback's role", () => {
+  it("grants its cluster, its topic and its group exactly, never `*`", () => {
+    const doc = JSON.parse(fallbackMskPolicy(CLUSTER_ARN, "prod")) as { Statement: Array<{ Action: string[]; Resource: string }> };
+    expect(doc.Statement).toEqual([
+      { Sid: "Cluster", Effect: "Allow", Action: FALLBACK_MSK_ACTIONS.cluster, Resource: CLUSTER_ARN },
+      { Sid: "QueueTopic", Effect: "Allow", Action: FALLBACK_MSK_ACTIONS.topic, Resource: "arn:aws:kafka:eu-west-1:123456789012:topic/llmha-prod/0a1b2c3d-4e5f-6789-abcd-ef0123456789-2/llmha.prod.requests" },
+      { Sid: "ReplayGroup", Effect: "Allow", Action: FALLBACK_MSK_ACTIONS.group, Resource: "arn:aws:kafka:eu-west-1:123456789012:group/llmha-prod/0a1b2c3d-4e5f-6789-abcd-ef0123456789-2/llmha.prod.replay" },
+    ]);
+    expect(JSON.stringify(doc)).not.toContain('"*"');
+    expect(() => mskResourceArn("arn:aws:s3:::bucket", "topic", "t")).toThrow(FallbackArnError);
+  });
+});
+
+describe("the L1 proxy with and without the fallback", () => {
+  it("renders exactly as before without it", () => {
+    expect(JSON.stringify(l1ProxyManifests({ ...base, fallback: undefined }))).toBe(JSON.stringify(l1ProxyManifests(base)));
+    expect(l1HaproxyConfig(base)).not.toContain("fallback");
+    expect(JSON.stringify(l1ProxyManifests(base))).not.toContain("fallback");
+  });
+
+  it("adds the container, its ServiceAccount and volumes, and the nbsrv rule to HAProxy; every object validates", () => {
+    const m = l1ProxyManifests({ ...base, fallback: sidecar });
+    const cfg = (m.configMap.data as Record<string, string>)["haproxy.cfg"];
+    expect(cfg).toContain("use_backend inference_fallback if { nbsrv(inference_servers) eq 0 }");
+    expect(cfg).toContain("server fallback 127.0.0.1:9410 check");
+    checkHaproxyConfig(cfg);
+    new K8sDeployment(m.deployment as never).validate();
+    const spec = (m.deployment as unknown as { spec: { template: { spec: { serviceAccountName: string; containers: Array<{ name: string; args: string[]; env: Array<{ name: string; value?: string }> }>; volumes: Array<{ name: string }> } } } }).spec.template.spec;
+    expect(spec.serviceAccountName).toBe(FALLBACK_SERVICE_ACCOUNT);
+    expect(spec.containers.map((c) => c.name)).toEqual(["haproxy", "fallback"]);
+    const fb = spec.containers[1];
+    expect(fb.args).toEqual(["fallback"]);
+    const env = Object.fromEntries(fb.env.map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({ LLMHA_KAFKA_AUTH: "msk-iam", LLMHA_KAFKA_REGION: "eu-west-1", LLMHA_FALLBACK_L1_URL: "http://127.0.0.1:8080", LLMHA_FALLBACK_PORT: "9410", LLMHA_CLUSTER: "prod" });
+    expect(JSON.stringify(fb.env)).not.toContain("sk-PULUMI-SECRET");
+    expect(spec.volumes.map((v) => v.name)).toEqual(["config", "run", "fallback-providers", "fallback-keys"]);
+  });
+
+  it("keys come from a Secret (mounted files), providers.json names only their paths", async () => {
+    const { configMap, secret } = fallbackProviderObjects(sidecar);
+    new K8sConfigMap(configMap as never).validate();
+    const providers = JSON.parse((configMap.data as Record<string, string>)["providers.json"]) as Array<{ name: string; keyFile?: string }>;
+    expect(providers.map((p) => [p.name, p.keyFile])).toEqual([["openai", "/etc/llm-ha/provider-keys/openai"], ["local-other", undefined]]);
+    expect(JSON.stringify(configMap)).not.toContain("sk-PULUMI-SECRET");
+    const data = secret!.stringData as Record<string, pulumi.Output<string>>;
+    expect(Object.keys(data)).toEqual(["openai"]);
+    expect(pulumi.Output.isInstance(data.openai)).toBe(true);
+    expect(await (data.openai as unknown as { isSecret: Promise<boolean> }).isSecret).toBe(true);
+    new K8sSecret({ ...secret, stringData: { openai: "x" } } as never).validate();
+    new K8sServiceAccount(fallbackServiceAccount("llm-ha", "arn:aws:iam::123456789012:role/x") as never).validate();
+    expect(() => fallbackProviderObjects({ ...sidecar, providers: [sidecar.providers![0], sidecar.providers![0]] })).toThrow(/twice/);
+  });
+});
+
+describe("FallbackIam under Pulumi mocks", () => {
+  const seen: Array<{ type: string; name: string; inputs: Record<string, unknown> }> = [];
+  beforeAll(async () => {
+    await pulumi.runtime.setMocks(
+      {
+        newResource: (a) => {
+          seen.push({ type: a.type, name: a.name, inputs: a.inputs as Record<string, unknown> });
+          return { id: `${a.name}-id`, state: { ...a.inputs, arn: `arn:aws:iam::123456789012:role/${a.name}` } };
+        },
+        call: () => ({}),
+      },
+      "llm-ha",
+      "test",
+      false,
+    );
+  });
+
+  it("one role only the fallback's ServiceAccount can assume, one inline MSK policy", async () => {
+    const { FallbackIam } = await import("../../infra/workloads/fallback");
+    const iam = new FallbackIam("fb", {
+      clusterName: "llmha-prod", cluster: "prod", mskClusterArn: CLUSTER_ARN, namespace: "llm-ha",
+      oidcProviderArn: "arn:aws:iam::123456789012:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/ABC", oidcProviderUrl: "https://oidc.eks.eu-west-1.amazonaws.com/id/ABC",
+    });
+    await new Promise((res) => iam.roleArn.apply(res));
+    await new Promise((res) => setTimeout(res, 50));
+    const role = seen.find((r) => r.type === "aws:iam/role:Role")!;
+    const policy = seen.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy")!;
+    expect(seen.filter((r) => r.type.startsWith("aws:"))).toHaveLength(2);
+    expect(role.inputs.name).toBe("llmha-prod-fallback");
+    expect(role.inputs.tags).toEqual({ "llm-ha.io/identity": "fallback" });
+    const trust = JSON.parse(role.inputs.assumeRolePolicy as string) as { Statement: Array<{ Condition: { StringEquals: Record<string, string> } }> };
+    expect(trust.Statement[0].Condition.StringEquals["oidc.eks.eu-west-1.amazonaws.com/id/ABC:sub"]).toBe("system:serviceaccount:llm-ha:llmha-fallback");
+    expect(policy.inputs.policy).toBe(fallbackMskPolicy(CLUSTER_ARN, "prod"));
+  });
+});
