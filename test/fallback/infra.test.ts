@@ -9,7 +9,7 @@ import { ConfigMap as K8sConfigMap, Secret as K8sSecret, ServiceAccount as K8sSe
 import { beforeAll, describe, expect, it } from "vitest";
 import { checkHaproxyConfig } from "../../lab/engines/haproxy";
 import {
-  fallbackMskPolicy, fallbackProviderObjects, fallbackServiceAccount, FALLBACK_MSK_ACTIONS, FALLBACK_SERVICE_ACCOUNT, mskResourceArn, FallbackArnError,
+  FallbackIam, fallbackMskPolicy, fallbackProviderObjects, fallbackServiceAccount, FALLBACK_MSK_ACTIONS, FALLBACK_SERVICE_ACCOUNT, mskResourceArn, FallbackArnError,
   type FallbackSidecarSpec,
 } from "../../infra/workloads/fallback";
 import { l1HaproxyConfig, l1ProxyManifests, type L1ProxySpec } from "../../infra/workloads/l1-proxy";
@@ -100,7 +100,6 @@ describe("FallbackIam under Pulumi mocks", () => {
   });
 
   it("one role only the fallback's ServiceAccount can assume, one inline MSK policy", async () => {
-    const { FallbackIam } = await import("../../infra/workloads/fallback");
     const iam = new FallbackIam("fb", {
       clusterName: "llmha-prod", cluster: "prod", mskClusterArn: CLUSTER_ARN, namespace: "llm-ha",
       oidcProviderArn: "arn:aws:iam::123456789012:oidc-provider/oidc.eks.eu-west-1.amazonaws.com/id/ABC", oidcProviderUrl: "https://oidc.eks.eu-west-1.amazonaws.com/id/ABC",
