@@ -14,6 +14,7 @@ import { runGlobalOutage } from "./scenarios/outage";
 import { runL2Spread, runLongGeneration, runLongPromptCrash, runOverload, runQueryOfDeath } from "./scenarios/proxy";
 import { blank, type RunResult, type ScenarioContext } from "./scenarios/runner";
 import { runAzGpuLoss, runAzLoss, runStandbyWake } from "./scenarios/zone";
+import { runBurst, SIGNAL_FAULTS } from "./scenarios/signals";
 
 export { MAIN_CLIENT, type RunResult, type ScenarioContext } from "./scenarios/runner";
 export { staleWrites } from "./scenarios/fleet";
@@ -23,7 +24,8 @@ type ScenarioRun = (ctx: ScenarioContext, spec: ScenarioSpec, run: number) => Pr
 // A Map rather than an object literal: a scenario name is looked up as given, never matched
 // against an inherited property such as `constructor`.
 const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
-  ...Object.entries(NODE_FAULTS).map(([name, f]): [string, ScenarioRun] => [name, (ctx, spec, run) => runNodeFault(ctx, spec, run, f)]),
+  ...Object.entries({ ...NODE_FAULTS, ...SIGNAL_FAULTS }).map(([name, f]): [string, ScenarioRun] => [name, (ctx, spec, run) => runNodeFault(ctx, spec, run, f)]),
+  ["burst", runBurst],
   ["az-gpu-loss", runAzGpuLoss],
   ["standby-wake", runStandbyWake],
   ["az-loss", runAzLoss],

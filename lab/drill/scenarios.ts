@@ -188,6 +188,16 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     targets: { failed: 0, falseFailovers: 0 },
   },
   {
+    name: "burst",
+    tier: "L1",
+    title: "1,000 requests queued on one node while its tokens flow (busy, not dead)",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { falseFailovers: 0 },
+  },
+  { name: "corrupt-weights", tier: "L1", title: "inference server restarted on corrupted weights: fails to load", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { l1Ms: 2000 } },
+  {
     name: "global-outage",
     tier: "fleet",
     title: "L4: every GPU of every AZ lost, standby included; cached, queue-opt-in and plain requests through a proxy with llm-ha fallback; then recovery and replay",

@@ -44,7 +44,7 @@ describe("scenario table", () => {
     expect(SCENARIOS.map((s) => s.name)).toEqual([
       "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
       "leader-kill", "leader-pause", "redis-restart", "redis-readonly", "flap", "mass-probe",
-      "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "global-outage",
+      "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "corrupt-weights", "global-outage",
     ]);
     const quick = selectScenarios({ quick: true });
     expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);
