@@ -63,6 +63,13 @@ export const NVSMI_FAULTS = {
     },
   },
   gpuMissing: { missingGpus: [FAULTED_GPU] },
+  /**
+   * NVSwitch systems (fields and values from the H100 capture's `fabric.*` columns and the `-q`
+   * Fabric section): Fabric Manager has not registered the GPU (FM down at boot, NVSentinel#883),
+   * or registered it with an error.
+   */
+  fabricNotRegistered: { overrides: { [FAULTED_GPU]: { "fabric.state": "In Progress", "fabric.status": "N/A" } } },
+  fabricError: { overrides: { [FAULTED_GPU]: { "fabric.state": "Completed", "fabric.status": "Fabric Manager error" } } },
   /** Utilization is not reported for GPUs in MIG mode. */
   migNA: { overrides: { "*": { "utilization.gpu": "[N/A]", "mig.mode.current": "Enabled" } } },
   unknownError: { overrides: { [FAULTED_GPU]: { "temperature.gpu": "[Unknown Error]" } } },

@@ -238,3 +238,51 @@ describe("fake inference as a process", () => {
     expect(err).toContain("--kind must be one of");
   });
 });
+
+describe("fake inference: progress, queue, wedge, load failure (issue 16)", () => {
+  const tokens = async (url: string): Promise<number> => Number(/vllm:generation_tokens_total\{[^}]*\} ([\d.]+)/.exec((await call(url, "/metrics")).text)![1]);
+
+  it("counts tokens while a completion generates, and a wedge freezes the ones already running", async () => {
+    const f = await fake({ kind: "vllm", tokenMs: 20 });
+    const long = call(f.url, "/v1/completions", { ...completion, max_tokens: 100 }, 10_000);
+    await new Promise((r) => setTimeout(r, 300));
+    const moving = await tokens(f.url);
+    expect(moving).toBeGreaterThan(5);
+    expect(moving).toBeLessThan(100);
+    await f.setMode("wedged");
+    const frozen = await tokens(f.url);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await tokens(f.url)).toBe(frozen);
+    await f.setMode("ready");
+    expect((await long).status).toBe(200);
+    expect(await tokens(f.url)).toBe(100);
+  });
+
+  it("maxRunning queues the rest (waiting) while the batch's tokens flow; held wedged requests run once it ends", async () => {
+    const f = await fake({ kind: "vllm", tokenMs: 10, maxRunning: 2 });
+    const all = Array.from({ length: 6 }, () => call(f.url, "/v1/completions", { ...completion, max_tokens: 20 }, 10_000));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(f.stats()).toMatchObject({ inFlight: 6, waiting: 4 });
+    expect((await Promise.all(all)).every((a) => a.status === 200)).toBe(true);
+    expect(f.stats()).toMatchObject({ inFlight: 0, waiting: 0, served: 6 });
+    await f.setMode("wedged");
+    const held = call(f.url, "/v1/completions", completion, 10_000);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(f.stats().waiting).toBe(1);
+    await f.setMode("ready");
+    expect((await held).status).toBe(200);
+  });
+
+  it("failed-load: closed port (vLLM), live but UNAVAILABLE (Triton); corrupt: answers garbage tokens", async () => {
+    const v = await fake({ kind: "vllm", mode: "failed-load" });
+    expect(await failure(v.url, "/health")).toBe("ECONNREFUSED");
+    const t = await fake({ kind: "triton", mode: "failed-load" });
+    expect((await call(t.url, "/v2/health/live")).status).toBe(200);
+    expect((await call(t.url, "/v2/health/ready")).status).toBe(400);
+    const index = JSON.parse((await call(t.url, "/v2/repository/index", {})).text) as { state: string; reason: string }[];
+    expect(index[0]).toMatchObject({ state: "UNAVAILABLE" });
+    const c = await fake({ kind: "vllm", mode: "corrupt" });
+    const body = JSON.parse((await call(c.url, "/v1/completions", completion)).text) as { choices: { text: string }[] };
+    expect(body.choices[0].text).toBe("!!");
+  });
+});
