@@ -4,6 +4,24 @@ import { appLabels, DaemonSet, GPU_TOLERATION, gpuNodeSelector, objectName, SKIP
 import { PORTS } from "../../contracts/names";
 import { APP } from "../names";
 
+/**
+ * XIDs in Kubernetes (issue 16). Reading `/dev/kmsg` from a container needs two things no
+ * capability gives an unprivileged container: the device cgroup must allow char device 1:11
+ * (only `privileged` lifts it — a hostPath mount of /dev/kmsg still fails with EPERM, even with
+ * every capability added), and with `kernel.dmesg_restrict=1` the reader needs CAP_SYSLOG,
+ * which Kubernetes grants a non-root process only through `privileged` + root. So the agent
+ * stays unprivileged, and a sidecar of a few lines holds that privilege alone: it follows the
+ * kernel log for new records only (`dmesg --follow-new`, util-linux in the image), keeps the
+ * `NVRM: Xid` lines, and appends them to a small memory-backed volume that the agent mounts
+ * read-only and reads as `LLMHA_XID_LOG` (a growing file: the reader skips what was there at
+ * its start). A restart of either container neither replays nor loses the log's past.
+ */
+export const XID_VOLUME = "xid-log";
+export const XID_DIR = "/run/llmha-xid";
+export const XID_LOG = `${XID_DIR}/kmsg.log`;
+/** The sidecar's pipeline: new kernel records only, XID lines only, line-buffered into the shared file. */
+export const XID_RELAY = `dmesg --follow-new --nopager | grep --line-buffered 'NVRM: Xid' >> ${XID_LOG}`;
+
 /** The agents' ServiceAccount: IRSA binds the actuator's IAM role to it. */
 export const AGENT_SERVICE_ACCOUNT = "llm-ha-agent";
 
@@ -104,7 +122,9 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
                 // pod requesting `nvidia.com/gpu` (which would take GPUs from inference).
                 env("NVIDIA_VISIBLE_DEVICES", "all"),
                 env("NVIDIA_DRIVER_CAPABILITIES", "utility"),
+                env("LLMHA_XID_LOG", XID_LOG),
               ],
+              volumeMounts: [{ name: XID_VOLUME, mountPath: XID_DIR, readOnly: true }],
               ports: [
                 { name: "http", containerPort: PORTS.agentHttp },
                 { name: "agent-check", containerPort: PORTS.agentCheck },
@@ -115,7 +135,17 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
               resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "256Mi" } },
               securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
             },
+            {
+              name: "xid-relay",
+              image: s.image,
+              command: ["sh", "-c", XID_RELAY],
+              volumeMounts: [{ name: XID_VOLUME, mountPath: XID_DIR }],
+              resources: { requests: { cpu: "5m", memory: "16Mi" }, limits: { memory: "32Mi" } },
+              // privileged for the device cgroup, root for CAP_SYSLOG (see XID_VOLUME); nothing else.
+              securityContext: { privileged: true, runAsUser: 0, runAsNonRoot: false, readOnlyRootFilesystem: true },
+            },
           ],
+          volumes: [{ name: XID_VOLUME, emptyDir: { medium: "Memory", sizeLimit: "8Mi" } }],
         },
       },
     },

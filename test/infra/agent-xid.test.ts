@@ -1,0 +1,79 @@
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DaemonSet } from "kubernetes-models/apps/v1";
+import { afterAll, describe, expect, it } from "vitest";
+import { agentDaemonSet, XID_DIR, XID_LOG, XID_RELAY, XID_VOLUME } from "../../infra/workloads/agent";
+import { parseConfig } from "../../agent/src/config/load";
+import { XidReader } from "../../agent/src/sources/xid";
+
+/**
+ * Issue 16: XIDs are on in production. The shipped DaemonSet relays the kernel log's XID lines
+ * into a volume the unprivileged agent reads as `LLMHA_XID_LOG`; the relay's own pipeline runs
+ * here against a stand-in `dmesg`, and the agent's reader reads what it wrote.
+ */
+const dir = mkdtempSync(join(tmpdir(), "llmha-agent-xid-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const ds = agentDaemonSet({
+  namespace: "llm-ha",
+  az: "us-east-1a",
+  gpuClass: { name: "h100", instanceType: "p5.48xlarge", instanceTypes: ["p5.48xlarge"], gpusPerNode: 8 } as never,
+  image: "123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-ha-agent@sha256:" + "a".repeat(64),
+  clusterName: "prod",
+  model: "meta-llama/Llama-3.1-70B-Instruct",
+  redisSecretName: "llm-ha-redis",
+});
+// Plain data: the manifest is built from strings only in this spec.
+const pod = (ds as unknown as { spec: { template: { spec: Record<string, unknown> } } }).spec.template.spec as {
+  containers: { name: string; env: { name: string; value?: string }[]; command?: string[]; volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[]; securityContext: Record<string, unknown> }[];
+  volumes: { name: string; emptyDir?: { medium?: string; sizeLimit?: string } }[];
+};
+const agent = pod.containers.find((c) => c.name === "agent")!;
+const relay = pod.containers.find((c) => c.name === "xid-relay")!;
+
+describe("agent DaemonSet: XIDs on", () => {
+  it("validates against the Kubernetes schemas", () => {
+    expect(() => new DaemonSet(ds as never).validate()).not.toThrow();
+  });
+
+  it("sets LLMHA_XID_LOG to a file on a read-only mount of the relay's volume, and the agent accepts the setting", () => {
+    const xidEnv = agent.env.find((e) => e.name === "LLMHA_XID_LOG");
+    expect(xidEnv?.value).toBe(XID_LOG);
+    expect(XID_LOG.startsWith(`${XID_DIR}/`)).toBe(true);
+    expect(agent.volumeMounts).toContainEqual({ name: XID_VOLUME, mountPath: XID_DIR, readOnly: true });
+    expect(relay.volumeMounts).toContainEqual({ name: XID_VOLUME, mountPath: XID_DIR });
+    expect(pod.volumes.find((v) => v.name === XID_VOLUME)?.emptyDir).toEqual({ medium: "Memory", sizeLimit: "8Mi" });
+    const env = Object.fromEntries(agent.env.filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
+    expect(parseConfig([], env).xidLog).toBe(XID_LOG);
+  });
+
+  it("keeps the privilege in the relay alone: the agent stays non-root, no capabilities, no escalation", () => {
+    expect(agent.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
+    expect(relay.securityContext).toEqual({ privileged: true, runAsUser: 0, runAsNonRoot: false, readOnlyRootFilesystem: true });
+    expect(relay.command).toEqual(["sh", "-c", XID_RELAY]);
+  });
+
+  it("the relay's pipeline, run against a stand-in dmesg, writes only XID lines that the agent's reader reads", () => {
+    const bin = join(dir, "bin");
+    execFileSync("mkdir", ["-p", bin]);
+    // What util-linux dmesg --follow-new prints: new records only, `[seconds] message`.
+    writeFileSync(
+      join(bin, "dmesg"),
+      `#!/bin/sh\n[ "$1" = "--follow-new" ] || exit 64\nprintf '%s\\n' '[ 8812.112233] eth0: link up' '[ 8812.901234] NVRM: Xid (PCI:0000:53:00): 79, pid=4242, name=python3, GPU has fallen off the bus.' '[ 8813.000001] NVRM: Xid (PCI:0000:64:00): 94, pid=4243, name=python3, Ch 00000008'\n`,
+    );
+    chmodSync(join(bin, "dmesg"), 0o755);
+    const log = join(dir, "kmsg.log");
+    writeFileSync(log, "");
+    const reader = new XidReader(log);
+    expect(reader.read()).toEqual([]);
+    execFileSync("sh", ["-c", XID_RELAY.replaceAll(XID_LOG, log)], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+    expect(readFileSync(log, "utf8").trim().split("\n")).toHaveLength(2);
+    expect(reader.read().map((x) => [x.code, x.busId])).toEqual([
+      [79, "0000:53:00"],
+      [94, "0000:64:00"],
+    ]);
+    reader.close();
+  });
+});
