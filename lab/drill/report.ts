@@ -55,6 +55,7 @@ const TIME_TARGETS: [keyof Targets, keyof RunResult | `extra.${string}`, string]
   ["recoveryMs", "recoveryMs", "recovery"],
   ["healthMs", "extra.healthMaxMs", "slowest /healthz or /az/health answer"],
   ["fast503Ms", "extra.max503Ms", "slowest 503"],
+  ["registryMs", "extra.registryMs", "registry complete after the promotion"],
 ];
 
 /** Counts and ratios a scenario records in `extra`: each must be measured and at most its target. */
@@ -64,6 +65,8 @@ const COUNT_TARGETS: [keyof Targets, string, string][] = [
   ["retryAfterMissing", "retryAfterMissing", "503s without Retry-After"],
   ["otherFailures", "otherFailures", "failures other than the proxy's 503"],
   ["spreadRatio", "spreadRatio", "busiest backup server's share over its fair share"],
+  ["tokenRegressions", "tokenRegressions", "fencing tokens that went backwards"],
+  ["azHealth503", "azHealth503", "/az/health 503s for a live AZ"],
 ];
 
 function valueOf(r: RunResult, key: string): number | null {

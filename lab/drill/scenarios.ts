@@ -52,6 +52,12 @@ export interface Targets {
   otherFailures?: number;
   /** Requests of the busiest backup server over its fair share while every primary is out. */
   spreadRatio?: number;
+  /** Every running node's hash back in Redis after a promotion (from the endpoint reaching the new primary). */
+  registryMs?: number;
+  /** Times the lease's fencing token went lower than one seen before. */
+  tokenRegressions?: number;
+  /** `/az/health` answers 503 for an AZ whose nodes are alive. */
+  azHealth503?: number;
 }
 
 export interface ScenarioSpec {
@@ -131,6 +137,24 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     repeat: { full: 1, quick: 1 },
     needsFleet: true,
     targets: { falseFailovers: 0, failed: 0 },
+  },
+  {
+    name: "redis-failover-lag",
+    tier: "fleet",
+    title: "Redis primary cut off from its replica and sentinels, promoted replica missing the last writes, old primary lost",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    targets: { falseFailovers: 0, staleWrites: 0, tokenRegressions: 0, azHealth503: 0, leaderMs: DRILL_TIMING.leaseTtlMs + DRILL_TIMING.leaseContendMs, registryMs: 2 * DRILL_TIMING.intervalMs },
+  },
+  {
+    name: "redis-failover",
+    tier: "fleet",
+    title: "Redis Sentinel failover to a caught-up replica (the old primary comes back as a replica)",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    targets: { falseFailovers: 0, staleWrites: 0, tokenRegressions: 0, azHealth503: 0, leaderMs: DRILL_TIMING.leaseTtlMs + DRILL_TIMING.leaseContendMs, registryMs: 2 * DRILL_TIMING.intervalMs },
   },
   { name: "flap", tier: "fleet", title: "one flapping probe (slow one period in three)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { falseFailovers: 0 } },
   {

@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { startHaproxy, type HaproxyHandle } from "../engines/haproxy";
 import { startPdns, type PdnsHandle } from "../engines/pdns";
-import { startRedisServer, type RedisServerHandle } from "../engines/redis-server";
+import { startRedisHa, type RedisHaHandle } from "../engines/redis-ha";
 import type { HaproxyDnsGroup, HaproxyProxy, HaproxyStaticServer } from "../../contracts/haproxy-config";
 import { SimNode, type SimNodePorts } from "../sim/sim-node";
 import { freePort } from "../../agent/src/util/net";
@@ -46,7 +46,8 @@ export interface DrillAz {
 
 export interface DrillStack {
   readonly cluster: string;
-  readonly redis: RedisServerHandle;
+  /** Primary + replica + sentinels behind one endpoint (`url`), as ElastiCache Multi-AZ. */
+  readonly redis: RedisHaHandle;
   readonly azs: DrillAz[];
   readonly nodes: SimNode[];
   readonly baseline: HaproxyHandle;
@@ -187,8 +188,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const azCount = o.azs ?? (o.nodes >= 5 ? 3 : 2);
   const names = Array.from({ length: azCount }, (_, i) => `az-${String.fromCharCode(97 + i)}`);
   const cluster = `drill-${randomBytes(3).toString("hex")}`;
-  o.progress(`starting redis-server`);
-  const redis = await startRedisServer();
+  o.progress(`starting Redis: primary + replica, 3 sentinels, an HAProxy endpoint following the primary`);
+  const redis = await startRedisHa();
   o.track(() => redis.stop());
   const nodes: SimNode[] = [];
   const placement = placeNodes(o.nodes, names);
@@ -293,7 +294,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     azOf: (n) => azs.find((a) => a.name === n.az)!,
     nodeAt: (addr) => byAddress.get(addr.replace(/:\d+$/, "")) ?? null,
     pids: () =>
-      [redis.pid, dns.pid, baseline.pid, ...azs.map((a) => a.haproxy?.pid ?? -1), ...nodes.flatMap((n) => [n.agentPid ?? -1, n.inferencePid ?? -1])].filter((p) => p > 0),
+      [...redis.pids(), dns.pid, baseline.pid, ...azs.map((a) => a.haproxy?.pid ?? -1), ...nodes.flatMap((n) => [n.agentPid ?? -1, n.inferencePid ?? -1])].filter((p) => p > 0),
     killAzProxy: (az) => {
       az.haproxy?.kill("SIGKILL");
       const h = az.haproxy;

@@ -48,6 +48,8 @@ export interface RedisHaHandle {
   failover(): Promise<void>;
   /** Freezes the link between the first primary and its replica and sentinels; it keeps serving the endpoint. */
   partitionFirstPrimary(): void;
+  /** True while the first primary is the primary and the sentinels see it through the link (a partition can be staged). */
+  partitionable(): Promise<boolean>;
   /** Every server restarted at once, every key lost (power loss, persistence off). */
   restartAll(): Promise<void>;
   /** Pids of every process (servers, sentinels, the endpoint). */
@@ -205,6 +207,9 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
       },
       partitionFirstPrimary() {
         link.freeze();
+      },
+      async partitionable() {
+        return (await handle.sentinelPrimaryPort()) === link.port && (await handle.primary()) === first;
       },
       async restartAll() {
         // Roles kept: the primary comes back empty, the replica syncs the empty data set from it.

@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { tokenRegressions } from "../../lab/drill/scenarios/redis";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
@@ -43,7 +44,7 @@ describe("scenario table", () => {
   it("holds the whole fault matrix of issue 4 and a quick subset with crash, GPU lost, wedged and AZ GPU loss", () => {
     expect(SCENARIOS.map((s) => s.name)).toEqual([
       "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
-      "leader-kill", "leader-pause", "redis-restart", "redis-readonly", "flap", "mass-probe",
+      "leader-kill", "leader-pause", "redis-restart", "redis-readonly", "redis-failover-lag", "redis-failover", "flap", "mass-probe",
       "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "corrupt-weights", "global-outage",
     ]);
     const quick = selectScenarios({ quick: true });
@@ -199,6 +200,9 @@ describe("proxy scenarios: targets and figures", () => {
     expect(t("overload")).toMatchObject({ healthMs: 1000, retryAfterMissing: 0, otherFailures: 0, falseFailovers: 0 });
     expect(t("l2-spread")).toMatchObject({ spreadRatio: 1.5 });
     expect(t("long-generation")).toMatchObject({ failed: 0, falseFailovers: 0 });
+    for (const n of ["redis-failover", "redis-failover-lag"]) {
+      expect(t(n)).toMatchObject({ falseFailovers: 0, staleWrites: 0, tokenRegressions: 0, azHealth503: 0, leaderMs: 3500, registryMs: 1000 });
+    }
   });
   it("checks counts and ratios kept in extra: over the target, or not measured, is a miss", () => {
     expect(checkTargets({ crashedServers: 1 }, [run({ extra: { crashedServers: 1 } })]).pass).toBe(true);
@@ -265,5 +269,14 @@ describe("field workload", () => {
       await fake.close();
       refuse.close();
     }
+  });
+});
+
+describe("redis failover figures", () => {
+  it("counts a leader token lower than one seen before, from the fault on", () => {
+    const f = (t: number, leaderToken: number | null) => ({ t, azState: {}, tier: null, tokens: {}, standbyWake: false, suspect: "", leaderToken });
+    expect(tokenRegressions([f(1, 10), f(2, 10), f(3, null), f(4, 12)], 0)).toBe(0);
+    expect(tokenRegressions([f(1, 10), f(2, 12), f(3, 11), f(4, 9)], 2)).toBe(2);
+    expect(tokenRegressions([f(1, 10), f(2, 9), f(3, 11)], 3)).toBe(0);
   });
 });

@@ -78,8 +78,8 @@ export async function runLeader(ctx: ScenarioContext, spec: ScenarioSpec, run: n
 export async function runRedisRestart(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   const r = blank(spec.name, run);
   if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
-  r.injectAt = mark(ctx, "inject", "redis restart");
-  await ctx.stack.redis.restart();
+  r.injectAt = mark(ctx, "inject", "redis restart (primary and replica: every key lost)");
+  await ctx.stack.redis.restartAll();
   const restartedAt = ctx.now();
   const leaderBack = (f: FleetSample): boolean => typeof f.leader === "string";
   const published = (f: FleetSample): boolean => ctx.stack.azs.every((a) => f.azState[a.name] !== undefined);

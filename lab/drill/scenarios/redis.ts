@@ -1,0 +1,164 @@
+/**
+ * Redis failovers as ElastiCache Multi-AZ has them (issue 17), on the drill's primary +
+ * replica + sentinels behind one endpoint (`lab/engines/redis-ha.ts`):
+ *
+ * - `redis-failover`: a Sentinel failover to a replica that is caught up; the old primary is
+ *   demoted at once and replicates from the new one.
+ * - `redis-failover-lag`: the first primary is cut off from its replica and the sentinels while
+ *   it keeps taking the agents' writes; the sentinels promote the replica, which missed them
+ *   (node hashes expired there while `members` lists the nodes, an older lease and fence);
+ *   the old primary is then lost and comes back as a replica.
+ *
+ * Judged: no false failover (no AZ published worse, no DNS change, no serving node out of
+ * rotation, no `/az/health` 503 for a live AZ), fencing tokens never lower than one seen, no
+ * stale write, a leader again within TTL + contend and the registry complete within two
+ * heartbeats of the endpoint reaching the new primary.
+ */
+import { Redis } from "ioredis";
+import { sleep } from "../../../agent/src/util/net";
+import { RedisKeys } from "../../../agent/src/redis/keys";
+import { within } from "../../engines/redis-ha";
+import type { ScenarioSpec } from "../scenarios";
+import { DRILL_TIMING } from "../settings";
+import { dnsChanges, firstAfter, l1Removed, type FleetSample } from "../timeline";
+import { azWorsenings, staleWrites } from "./fleet";
+import { blank, finish, mark, steady, until, type RunResult, type ScenarioContext } from "./runner";
+
+/** Times a leader's token was lower than the highest one seen before it, from `from` on. */
+export function tokenRegressions(fleet: readonly FleetSample[], from: number): number {
+  let highest = 0;
+  let n = 0;
+  for (const f of fleet) {
+    const tok = f.leaderToken;
+    if (typeof tok !== "number") continue;
+    if (f.t >= from && tok < highest) n++;
+    highest = Math.max(highest, tok);
+  }
+  return n;
+}
+
+/** Polls every active AZ's own `/az/health` listener; counts the 503s (each AZ's nodes stay alive). */
+function watchAzHealth(ctx: ScenarioContext): { stop(): Promise<{ polls: number; bad: number; seen: string[] }> } {
+  let on = true;
+  let polls = 0;
+  let bad = 0;
+  const seen: string[] = [];
+  const azs = ctx.stack.azs.filter((a) => !a.standby);
+  const loop = (async () => {
+    while (on) {
+      await Promise.all(
+        azs.map(async (a) => {
+          try {
+            const r = await fetch(`http://${a.address}:${ctx.stack.azHealthPort}/az/health`, { signal: AbortSignal.timeout(1000) });
+            polls++;
+            if (r.status === 503) {
+              bad++;
+              if (seen.length < 5) seen.push(`${a.name} ${JSON.stringify(await r.json().catch(() => ({})))}`);
+            }
+          } catch {
+            // an unanswered poll is the proxy's trouble, not a 503 (counted by the L1 figures)
+          }
+        }),
+      );
+      await sleep(100);
+    }
+  })();
+  return {
+    async stop() {
+      on = false;
+      await loop;
+      return { polls, bad, seen };
+    },
+  };
+}
+
+/** ms from `from` until every running node's hash exists again, read through the endpoint (null: not within `limitMs`). */
+async function registryBack(ctx: ScenarioContext, from: number, limitMs: number): Promise<number | null> {
+  const keys = new RedisKeys(ctx.stack.cluster);
+  const r = new Redis(ctx.stack.redis.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 500, commandTimeout: 500, retryStrategy: () => 50 });
+  r.on("error", () => undefined);
+  try {
+    const ids = ctx.stack.running().map((n) => n.id);
+    const ok = await within(limitMs, async () => (await Promise.all(ids.map((id) => r.exists(keys.node(id))))).every((x) => x === 1), 20);
+    return ok ? ctx.now() - from : null;
+  } finally {
+    r.disconnect();
+  }
+}
+
+/** The endpoint reaches the server with this port (by its `ROLE` and the port it reports). */
+async function endpointOn(url: string, port: number): Promise<boolean> {
+  const r = new Redis(url, { maxRetriesPerRequest: 0, connectTimeout: 500, commandTimeout: 500, retryStrategy: () => null, lazyConnect: true });
+  r.on("error", () => undefined);
+  try {
+    await r.connect();
+    return /^tcp_port:(\d+)/m.exec(await r.info("server"))?.[1] === String(port) && (await r.info("replication")).includes("role:master");
+  } finally {
+    r.disconnect();
+  }
+}
+
+async function runRedisFault(ctx: ScenarioContext, spec: ScenarioSpec, run: number, lag: boolean): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  const ha = ctx.stack.redis;
+  if (lag && !(await ha.partitionable())) {
+    r.notMeasured = "the first primary is no longer the primary seen through its link (run redis-failover-lag before redis-failover)";
+    return r;
+  }
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const health = watchAzHealth(ctx);
+  const [first, second] = ha.servers;
+  const before = (await ha.primary()) ?? first;
+  const next = before === first ? second : first;
+  r.injectAt = mark(ctx, "inject", lag ? "redis primary cut off from replica and sentinels" : "redis sentinel failover");
+  if (lag) {
+    ha.partitionFirstPrimary();
+    // The sentinels see the primary down after 1 s and promote the replica (it missed every
+    // write since the cut); the old primary still takes the agents' writes until it is lost.
+    if (!(await within(30_000, async () => (await ha.sentinelPrimaryPort()) === next.port))) r.notes.push("the sentinels did not promote the replica in 30 s");
+    r.extra.promotedMs = ctx.now() - r.injectAt;
+    before.kill("SIGKILL");
+  } else {
+    await ha.failover();
+    r.extra.promotedMs = ctx.now() - r.injectAt;
+  }
+  const onNewAt = (await within(15_000, () => endpointOn(ha.url, next.port))) ? ctx.now() : null;
+  if (onNewAt === null) r.notes.push("the endpoint did not reach the new primary in 15 s");
+  const from = onNewAt ?? ctx.now();
+  r.extra.endpointMs = from - r.injectAt;
+  r.extra.registryMs = await registryBack(ctx, from, 10_000);
+  if (lag) {
+    // ElastiCache brings the failed primary back as a replica of the new one.
+    await before.restart(["--replicaof", "127.0.0.1", String(next.port)]);
+  }
+  const leads = (f: FleetSample): boolean => typeof f.leader === "string" && f.t > from;
+  await until(ctx, DRILL_TIMING.leaseTtlMs + 10_000, () => ctx.tl.fleet.some(leads));
+  // Watch past the silence grace: a false DOWN would come once the hold ends.
+  await sleep(12_000);
+  r.healAt = mark(ctx, "heal", "redis settled");
+  r.endAt = ctx.now();
+  const polled = await health.stop();
+  r.leaderMs = firstAfter(ctx.tl.fleet, from, leads);
+  finish(ctx, r, [], l1Removed);
+  const worse = azWorsenings(ctx.tl.fleet, r.injectAt, r.endAt);
+  r.extra.azWorsened = worse.seen.join(", ") || "none";
+  r.extra.azHealth503 = polled.bad;
+  r.extra.azHealthPolls = polled.polls;
+  r.extra.tokenRegressions = tokenRegressions(ctx.tl.fleet, r.injectAt);
+  r.staleWrites = staleWrites(ctx.tl.fleet, r.injectAt);
+  r.falseFailovers += dnsChanges(ctx.tl, r.injectAt, r.endAt) + worse.count;
+  const fmt = (v: unknown): string => (typeof v === "number" ? `${(v / 1000).toFixed(2)}s` : "never");
+  r.extra.figures =
+    `promoted ${fmt(r.extra.promotedMs)} after the fault, endpoint on it ${fmt(r.extra.endpointMs)}; leader ${fmt(r.leaderMs)} and registry complete ${fmt(r.extra.registryMs)} after that; ` +
+    `AZ states worsened: ${r.extra.azWorsened}; /az/health 503s ${polled.bad} of ${polled.polls}${polled.seen.length ? ` (${polled.seen.join("; ")})` : ""}; token regressions ${r.extra.tokenRegressions}`;
+  r.notes.push(r.extra.figures);
+  return r;
+}
+
+export function runRedisFailover(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  return runRedisFault(ctx, spec, run, false);
+}
+
+export function runRedisFailoverLag(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  return runRedisFault(ctx, spec, run, true);
+}
