@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { Redis } from "ioredis";
+import { Kafka, logLevel } from "kafkajs";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cacheCommand, runFallback, type RunningFallback } from "../../agent/src/fallback/command";
@@ -236,7 +237,23 @@ describe("queue and replay", () => {
     console.log(`replay: recovery to all 4 results stored in ${drainMs} ms (rps 20; one request needed 3 tries with backoff)`);
     // Offsets were committed after storing: the queue depth goes back to 0.
     await waitFor("queue depth 0", async () => /llmha_fallback_queue_depth 0\b/.test(await (await fetch(`${base}/metrics`)).text()), { timeoutMs: 10_000, everyMs: 250 });
+    // …and published for `llm-ha status`.
+    await waitFor("published depth 0", async () => (await r.hget("llmha:t:fallback:queue", "depth")) === "0", { timeoutMs: 5000, everyMs: 250 });
+    expect(await r.hget("llmha:t:fallback:queue", "topic")).toBe("llmha.t.requests");
   }, 60_000);
+
+  it("a redelivered message (at-least-once) is not replayed again: idempotent by request id", async () => {
+    const ids = l1.seen.map((x) => String(x.headers["x-llmha-replay"]));
+    const id = ids[0];
+    const hitsBefore = l1Hits.get(id);
+    const k = new Kafka({ clientId: "redeliver", brokers: kafka.brokers, logLevel: logLevel.NOTHING });
+    const p = k.producer();
+    await p.connect();
+    await p.send({ topic: "llmha.t.requests", acks: -1, messages: [{ key: id, value: JSON.stringify({ id, kind: "chat", path: "/v1/chat/completions", body: { model: "llama-local", messages: [{ role: "user", content: "queued one" }] }, receivedAt: Date.now() }) }] });
+    await p.disconnect();
+    await waitFor("duplicate seen", async () => /llmha_fallback_replayed_total\{result="duplicate"\} 1/.test(await (await fetch(`${base}/metrics`)).text()), { timeoutMs: 15_000, everyMs: 200 });
+    expect(l1Hits.get(id)).toBe(hitsBefore);
+  }, 30_000);
 
   it("404 for an unknown or malformed request id", async () => {
     expect((await fetch(`${base}/v1/llmha/requests/req_00000000000000000000000000000000`)).status).toBe(404);
@@ -258,7 +275,10 @@ describe("bad input: 4xx and nothing enqueued", () => {
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe("model_not_found");
     await expect(client.chat.completions.create({ model: "llama-local", messages: [{ role: "user", content: "x".repeat(5000) }] }, { headers: { "x-llmha-queue": "allow" } })).rejects.toMatchObject({ status: 413 });
-    expect(await counter("rejected")).toBe(rejected0 + 4);
+    const big = await send(JSON.stringify({ model: "MODEL", messages: [{ role: "user", content: "y".repeat(200_000) }] }));
+    expect(big.status).toBe(413);
+    expect(((await big.json()) as { error: { code: string } }).error.code).toBe("body_too_large");
+    expect(await counter("rejected")).toBe(rejected0 + 5);
     expect(await counter("queued")).toBe(queued0);
     expect(l1.seen.length).toBe(produced);
   });

@@ -1,6 +1,7 @@
 /** The pieces of `llm-ha fallback`: request normalization, the Redis LRU cache's bounds and TTL, the circuit breaker, providers and settings. */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { main } from "../../agent/src/cli";
 import { VerifiedCache } from "../../agent/src/fallback/cache";
 import { FallbackConfigError, loadFallbackConfig } from "../../agent/src/fallback/config";
 import { BadRequestError, normalizeRequest, requestKey } from "../../agent/src/fallback/normalize";
@@ -154,5 +155,35 @@ describe("providers and settings", () => {
     expect(url.searchParams.get("X-Amz-Expires")).toBe("900");
     expect(url.searchParams.get("X-Amz-Signature")).toMatch(/^[0-9a-f]{64}$/);
     expect(t.value).not.toMatch(/[+/=]/);
+  });
+});
+
+describe("llm-ha fallback / cache on the command line", () => {
+  it("--help exits 0; a bad setting exits 2 naming the variable; cache needs a Redis URL", async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const ow = process.stdout.write.bind(process.stdout);
+    const ew = process.stderr.write.bind(process.stderr);
+    process.stdout.write = ((c: string) => (out.push(String(c)), true)) as typeof process.stdout.write;
+    process.stderr.write = ((c: string) => (err.push(String(c)), true)) as typeof process.stderr.write;
+    const saved = { port: process.env.LLMHA_FALLBACK_PORT, redis: process.env.LLMHA_REDIS_URL };
+    try {
+      expect(await main(["fallback", "--help"])).toBe(0);
+      expect(out.join("")).toContain("LLMHA_KAFKA_BROKERS");
+      process.env.LLMHA_FALLBACK_PORT = "eighty";
+      expect(await main(["fallback"])).toBe(2);
+      expect(err.join("")).toContain("LLMHA_FALLBACK_PORT");
+      delete process.env.LLMHA_REDIS_URL;
+      expect(await main(["cache", "list"])).toBe(2);
+      expect(err.join("")).toContain("LLMHA_REDIS_URL");
+      expect(await main(["help"])).toBe(0);
+      expect(out.join("")).toContain("llm-ha fallback");
+    } finally {
+      process.stdout.write = ow;
+      process.stderr.write = ew;
+      if (saved.port === undefined) delete process.env.LLMHA_FALLBACK_PORT;
+      else process.env.LLMHA_FALLBACK_PORT = saved.port;
+      if (saved.redis !== undefined) process.env.LLMHA_REDIS_URL = saved.redis;
+    }
   });
 });

@@ -7,7 +7,7 @@
  * | key (under `llmha:<cluster>:fallback:cache:`) | type | holds |
  * |---|---|---|
  * | `e:<sha256>` | string | the entry (JSON), `PX` = its TTL |
- * | `lru`        | zset   | sha256 → epoch ms of the last hit or write |
+ * | `lru`        | zset   | sha256 → epoch µs (Redis `TIME`) of the last hit or write |
  * | `size`       | hash   | sha256 → bytes of the entry |
  * | `bytes`      | string | sum of `size` |
  */
@@ -44,7 +44,8 @@ local prefix = ARGV[1]
 local h = ARGV[2]
 local value = ARGV[3]
 local ttl = tonumber(ARGV[4])
-local now = tonumber(ARGV[5])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local maxEntries = tonumber(ARGV[6])
 local maxBytes = tonumber(ARGV[7])
 local lru, size, bytes = prefix .. 'lru', prefix .. 'size', prefix .. 'bytes'
@@ -67,6 +68,12 @@ end
 return evicted
 `;
 
+/** Marks an entry used (Redis time in µs: strictly ordered even within one millisecond). */
+const TOUCH_LUA = `
+local t = redis.call('TIME')
+return redis.call('ZADD', ARGV[1], 'XX', tonumber(t[1]) * 1000000 + tonumber(t[2]), ARGV[2])
+`;
+
 /** Removes entries by key; returns how many existed. */
 const RM_LUA = `
 local prefix = ARGV[1]
@@ -85,6 +92,7 @@ return n
 type CacheRedis = Redis & {
   llmhaCachePut(...args: (string | number)[]): Promise<number>;
   llmhaCacheRm(...args: string[]): Promise<number>;
+  llmhaCacheTouch(lru: string, h: string): Promise<number>;
 };
 
 export class CacheImportError extends Error {
@@ -104,6 +112,7 @@ export class VerifiedCache {
     if (!("llmhaCachePut" in redis)) {
       redis.defineCommand("llmhaCachePut", { numberOfKeys: 0, lua: PUT_LUA });
       redis.defineCommand("llmhaCacheRm", { numberOfKeys: 0, lua: RM_LUA });
+      redis.defineCommand("llmhaCacheTouch", { numberOfKeys: 0, lua: TOUCH_LUA });
     }
     this.r = redis as CacheRedis;
   }
@@ -117,7 +126,7 @@ export class VerifiedCache {
       if ((await this.r.zscore(`${this.prefix}lru`, h)) !== null) await this.r.llmhaCacheRm(this.prefix, h);
       return null;
     }
-    await this.r.zadd(`${this.prefix}lru`, "XX", Date.now(), h);
+    await this.r.llmhaCacheTouch(`${this.prefix}lru`, h);
     return JSON.parse(raw) as CacheEntry;
   }
 
@@ -132,7 +141,7 @@ export class VerifiedCache {
     };
     const value = JSON.stringify(entry);
     if (Buffer.byteLength(value) > this.limits.maxBytes) throw new CacheImportError(`entry of ${Buffer.byteLength(value)} B is over the cache's ${this.limits.maxBytes} B`);
-    const evicted = await this.r.llmhaCachePut(this.prefix, key, value, Math.round(ttlS * 1000), Date.now(), this.limits.maxEntries, this.limits.maxBytes);
+    const evicted = await this.r.llmhaCachePut(this.prefix, key, value, Math.round(ttlS * 1000), 0, this.limits.maxEntries, this.limits.maxBytes);
     return { key, evicted };
   }
 
@@ -164,7 +173,7 @@ export class VerifiedCache {
         continue;
       }
       const e = JSON.parse(raw) as CacheEntry;
-      out.push({ ...e, lastUsedAt: Number(ids[i + 1]), ttlLeftS: Math.max(0, Math.round(pttl / 1000)), bytes: Buffer.byteLength(raw) });
+      out.push({ ...e, lastUsedAt: Math.floor(Number(ids[i + 1]) / 1000), ttlLeftS: Math.max(0, Math.round(pttl / 1000)), bytes: Buffer.byteLength(raw) });
     }
     if (gone.length) await this.r.llmhaCacheRm(this.prefix, ...gone);
     return out;

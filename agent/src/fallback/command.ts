@@ -43,8 +43,16 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
     const topic = cfg.kafkaTopic ?? topicFor(cfg.cluster);
     queue = new RequestQueue(kafka, topic, groupFor(cfg.cluster), log);
     await queue.ensureTopic().catch((err: unknown) => log.warn({ topic, err: (err as Error).message }, "fallback: topic not checked (Kafka unreachable); producing will create it"));
+    // Published for `llm-ha status` and the other AZs' fallbacks: `llmha:<cluster>:fallback:queue` {depth, topic, updatedAt}.
+    const queueKey = `llmha:${cfg.cluster}:fallback:queue`;
     const sample = (): void => {
-      queue?.sampleLag().then((d) => metrics.queueDepth.set(d), () => metrics.queueDepth.set(-1));
+      queue?.sampleLag().then(
+        (d) => {
+          metrics.queueDepth.set(d);
+          redis?.redis.multi().hset(queueKey, { depth: d, topic, updatedAt: Date.now() }).pexpire(queueKey, 30_000).exec().catch(() => undefined);
+        },
+        () => metrics.queueDepth.set(-1),
+      );
     };
     sample();
     timers.push(setInterval(sample, 2000));

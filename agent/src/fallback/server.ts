@@ -117,9 +117,9 @@ export class FallbackService {
         if (err.status >= 500) this.unavailable(res, err.message, err.code, err.headers);
         else {
           this.count("rejected");
-          if (!res.headersSent) sendJson(res, err.status, errorBody(err.message, err.code), err.headers);
-          // Do not read the rest of an oversized body.
-          if (err.status === 413) req.destroy();
+          // An oversized body is not read on: the connection closes after the answer.
+          const headers = err.status === 413 ? { ...err.headers, connection: "close" } : err.headers;
+          if (!res.headersSent) sendJson(res, err.status, errorBody(err.message, err.code), headers);
         }
         return;
       }
