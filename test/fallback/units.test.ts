@@ -7,6 +7,8 @@ import { FallbackConfigError, loadFallbackConfig } from "../../agent/src/fallbac
 import { BadRequestError, normalizeRequest, requestKey } from "../../agent/src/fallback/normalize";
 import { CircuitBreaker, loadProviders, ProviderConfigError } from "../../agent/src/fallback/providers";
 import { mskIamToken } from "../../agent/src/fallback/queue";
+import { RateLimiter } from "../../agent/src/fallback/replay";
+import { TierReader } from "../../agent/src/fallback/tier";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 
 let redis: RedisServerHandle;
@@ -185,5 +187,39 @@ describe("llm-ha fallback / cache on the command line", () => {
       else process.env.LLMHA_FALLBACK_PORT = saved.port;
       if (saved.redis !== undefined) process.env.LLMHA_REDIS_URL = saved.redis;
     }
+  });
+});
+
+describe("tier and Retry-After", () => {
+  it("reads the published tier; Retry-After counts down the standby's wake-up ETA, else the default", async () => {
+    let now = 1_000_000;
+    const t = new TierReader(r, "tier", { cacheMs: 0, retryAfterS: 30, wakeEtaS: 120, now: () => now });
+    expect(await t.read()).toEqual({ level: null, readable: true, standbyWaking: false });
+    expect(t.retryAfterS()).toBe(30);
+    await r.hset("llmha:tier:tier", { level: "L4" });
+    await r.hset("llmha:tier:standby:wake", { wake: "1" });
+    expect(await t.read()).toMatchObject({ level: "L4", standbyWaking: true });
+    expect(t.retryAfterS()).toBe(120);
+    now += 100_000;
+    await t.read();
+    expect(t.retryAfterS()).toBe(20);
+    now += 60_000; // past the ETA: never below 5 s
+    expect(t.retryAfterS()).toBe(5);
+    await r.hset("llmha:tier:standby:wake", { wake: "0" });
+    await t.read();
+    expect(t.retryAfterS()).toBe(30);
+    const dead = new TierReader(null, "tier", { retryAfterS: 30, wakeEtaS: 120 });
+    expect(await dead.read()).toEqual({ level: null, readable: false, standbyWaking: false });
+  });
+});
+
+describe("replay rate limiter", () => {
+  it("spaces requests at the configured rate", async () => {
+    const l = new RateLimiter(20);
+    const t0 = performance.now();
+    for (let i = 0; i < 11; i++) await l.take();
+    const ms = performance.now() - t0;
+    expect(ms).toBeGreaterThanOrEqual(490);
+    expect(ms).toBeLessThan(1500);
   });
 });
