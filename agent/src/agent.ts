@@ -58,6 +58,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
       probeLatencyMs: cfg.probeLatencyMs,
       wedgeMs: cfg.wedgeMs,
       probeStuckMs: cfg.probeStuckMs,
+      modelRevision: cfg.modelRevision,
       fall: cfg.fall,
       rise: cfg.rise,
       warmupStepMs: cfg.warmupStepMs,
@@ -163,7 +164,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     this.metrics.source("model", performance.now() - t0, obs.kind !== "ready");
     if (obs.kind === "ready") {
       this.servedModel = this.cfg.model ?? obs.served[0] ?? null;
-      this.servedIdentity = obs.identity ?? (this.servedModel ? { id: this.servedModel, revision: null, dtype: null, maxContext: null } : null);
+      const identity = obs.identity ?? (this.servedModel ? { id: this.servedModel, revision: null, dtype: null, maxContext: null } : null);
+      if (JSON.stringify(identity) !== JSON.stringify(this.servedIdentity)) this.log.info({ event: "model", ...identity }, `serving ${identity?.id ?? "nothing"}`);
+      this.servedIdentity = identity;
     }
     this.signals.model = this.sample(obs);
     if (obs.kind !== "ready") this.resetProbe();

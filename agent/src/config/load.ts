@@ -148,6 +148,7 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   probeStuckMs: 4000,
   probePrompt: "ping",
   probeExpect: null,
+  modelRevision: null,
   xidLog: null,
   xidRules: null,
   pciDevices: "/sys/bus/pci/devices",

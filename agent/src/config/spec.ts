@@ -64,6 +64,7 @@ export interface AgentConfig {
   probeStuckMs: number;
   probePrompt: string;
   probeExpect: string | null;
+  modelRevision: string | null;
   xidLog: string | null;
   xidRules: string | null;
   pciDevices: string | null;
@@ -118,6 +119,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "probeStuckMs", env: "LLMHA_PROBE_STUCK_MS", type: "int", min: 100, max: 600_000, defaultText: ms(4000), description: "a probe unanswered this long while no engine metrics show tokens flowing is a hard fault (`PROBE_STUCK`)" },
   { key: "probePrompt", env: "LLMHA_PROBE_PROMPT", type: "string", defaultText: "ping", description: "prompt the probe sends (greedy, `LLMHA_PROBE_MAX_TOKENS` tokens)" },
   { key: "probeExpect", env: "LLMHA_PROBE_EXPECT", type: "regex", defaultText: "none", description: "regular expression the probe's answer must match (e.g. prompt `The capital of France is`, expect `Paris`); catches a model that loads but answers garbage (corrupted weights)" },
+  { key: "modelRevision", env: "LLMHA_MODEL_REVISION", type: "string", defaultText: "none", description: "revision or weights hash the server must report (TGI `model_sha`, vLLM `root`, Triton version); another one is `MODEL_MISMATCH`" },
   { key: "xidLog", env: "LLMHA_XID_LOG", type: "path", defaultText: "none", description: "kernel log to scan for `NVRM: Xid` lines (e.g. /dev/kmsg); none turns XID checks off" },
   { key: "xidRules", env: "LLMHA_XID_RULES", type: "xidRules", defaultText: "built-in table", description: "overrides of the XID table, comma separated `code=fatal`, `code=app`, `code=ignore` or `code=K/WINDOW` (K in WINDOW, e.g. `94=3/10m`)" },
   { key: "pciDevices", env: "LLMHA_PCI_DEVICES", type: "path", defaultText: "/sys/bus/pci/devices", description: "sysfs PCI device folder: NVIDIA GPUs listed there are compared with nvidia-smi and `LLMHA_GPU_COUNT`" },

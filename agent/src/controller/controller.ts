@@ -10,7 +10,8 @@ import type { Redis } from "ioredis";
 import type { FencedWriter } from "../redis/fenced";
 import type { RedisKeys } from "../redis/keys";
 import type { LeaderLease } from "../redis/lease";
-import { readSnapshot } from "../redis/registry";
+import { readSnapshot, type RegistrySnapshot } from "../redis/registry";
+import { modelSameness } from "../evaluator/model-sameness";
 import type { Logger } from "../util/log";
 import type { FleetMetrics } from "./metrics";
 import {
@@ -53,6 +54,7 @@ export class Controller {
   readonly settings: Readonly<ControllerSettings>;
   private readonly o: ControllerOptions;
   private readonly log: Logger;
+  private lastModelOutliers = "";
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
   private memory: ControllerMemory = emptyControllerMemory();
@@ -222,6 +224,8 @@ export class Controller {
         }, { changeField: "shiftAz", eventType: "shift" }),
       );
     }
+    // Same model everywhere (issue 16): every 10th period, what each live node says it serves.
+    if (this.ticks % 10 === 0) writes.push(this.publishModelSameness(snap, now));
     const results = await Promise.all(writes);
     if (results.some((r) => !r.accepted)) return null;
 
@@ -238,6 +242,22 @@ export class Controller {
     }
     this.o.onPublished?.(evaluation, term.token);
     return evaluation;
+  }
+
+  /** The fleet's majority model and the nodes and AZs that differ: a fenced hash, an event on change, a warning. */
+  private async publishModelSameness(snap: RegistrySnapshot, now: number): Promise<{ accepted: boolean }> {
+    const { redis, keys, writer } = this.o;
+    const alive = snap.nodes.filter((n) => n.alive);
+    const pipe = redis.pipeline();
+    for (const n of alive) pipe.hget(keys.node(n.nodeId), "model");
+    const got = (await pipe.exec()) ?? [];
+    const same = modelSameness(alive.map((n, i) => ({ nodeId: n.nodeId, az: n.az, model: typeof got[i]?.[1] === "string" ? (got[i][1] as string) : "" })));
+    const outliers = same.outliers.map((o) => `${o.nodeId}=${o.model}`).join(",");
+    if (outliers !== this.lastModelOutliers) {
+      if (outliers) this.log.warn({ majority: same.majority, outliers: same.outliers, outlierAzs: same.outlierAzs }, "nodes serve another model than the fleet's majority");
+      this.lastModelOutliers = outliers;
+    }
+    return writer.hset(`${keys.prefix}models`, { majority: same.majority ?? "", outliers, outlierAzs: same.outlierAzs.join(","), updatedAt: now }, { changeField: "outliers", eventType: "model" });
   }
 
   private logTransitions(e: Evaluation): void {

@@ -15,6 +15,8 @@ export interface RuleSettings {
   wedgeMs: number;
   /** A probe in flight this long with no tokens flowing: stuck (hard). */
   probeStuckMs: number;
+  /** Revision the server must report (`LLMHA_MODEL_REVISION`); null: not checked. */
+  modelRevision?: string | null;
 }
 
 function r(source: ReasonSource, code: string, hard: boolean, effect: ReasonEffect, detail?: string): Reason {
@@ -112,11 +114,17 @@ export function xidReasons(xids: readonly XidEvent[], repeated: NonNullable<Sign
 /** `everReady`: the server has served since the agent started; refused then means it died. */
 export function modelReasons(obs: ModelObservation, s: RuleSettings, everReady: boolean): Reason[] {
   switch (obs.kind) {
-    case "ready":
+    case "ready": {
       if (s.model !== null && !obs.served.includes(s.model)) {
         return [r("model", "MODEL_MISSING", true, "unhealthy", `${s.model} not served (serving: ${obs.served.join(", ") || "nothing"})`)];
       }
+      // Same model everywhere: another revision (or weights) under the same name changes answers.
+      const rev = obs.identity?.revision ?? null;
+      if (s.modelRevision && rev !== null && rev !== s.modelRevision) {
+        return [r("model", "MODEL_MISMATCH", true, "unhealthy", `serving ${obs.identity?.id ?? "?"} revision ${rev}, expected ${s.modelRevision}`)];
+      }
       return [];
+    }
     case "loading":
       return [r("model", "MODEL_LOADING", true, "loading", obs.detail)];
     case "load-failed":
