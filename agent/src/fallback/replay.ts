@@ -78,7 +78,9 @@ export class Replayer {
   private async waitWhile(cond: () => Promise<boolean>, heartbeat: () => Promise<void>): Promise<void> {
     while (!this.stopping && (await cond())) {
       await sleep(500);
-      await heartbeat().catch(() => undefined);
+      // A rebalance (another AZ's fallback joining the group) surfaces here as an error: let it
+      // out, so this member rejoins; the message is not committed and comes again (skipped by id if done).
+      await heartbeat();
     }
     if (this.stopping) throw new Error("replay stopping");
   }
