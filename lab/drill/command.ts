@@ -18,6 +18,7 @@ import { CLIENT_TIMEOUT_MS, DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_TIMING, D
 import { BASELINE_DEFAULT, BASELINE_TUNED, DRILL_MODEL, startStack, type DrillStack } from "./stack";
 import { renderTimelineSvg } from "./svg";
 import { emptyTimeline } from "./timeline";
+import { startSdkTraffic } from "./sdk-traffic";
 import { startTraffic, type Traffic } from "./traffic";
 
 const REPO = join(__dirname, "..", "..");
@@ -179,7 +180,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
       dnsClosed = true;
       await dnsLoop;
     });
-    traffic = startTraffic({
+    const plain = startTraffic({
       timeline: tl,
       now,
       model: DRILL_MODEL,
@@ -190,6 +191,9 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
         { name: BASELINE_TUNED, workers: 1, target: () => `http://127.0.0.1:${st.baselinePorts.tuned}` },
       ],
     });
+    // What an application sees: the official SDK with its default retries, resolving the name per attempt.
+    const sdk = startSdkTraffic({ address: () => (dnsAnswer.v.length ? dnsAnswer.v[rr++ % dnsAnswer.v.length] : null), port: st.port, workers: 2, timeline: tl, now, model: DRILL_MODEL });
+    traffic = { stop: async () => void (await Promise.all([plain.stop(), sdk.stop()])) };
     for (const p of st.pids()) pids.add(p);
     const ctx: ScenarioContext = { stack: st, tl, observer, now, progress, fleetWired };
     const summaries: DrillReport["scenarios"] = [];
@@ -204,7 +208,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
         progress(
           r.notMeasured
             ? `  not measured: ${r.notMeasured}`
-            : `  ${r.victims.join(",")}: detect ${f(r.detectMs)} L1 ${f(r.l1Ms)}${r.dnsMs !== null ? ` DNS ${f(r.dnsMs)}` : ""}${r.crossMs !== null ? ` cross ${f(r.crossMs)}` : ""}${r.leaderMs !== null ? ` leader ${f(r.leaderMs)}` : ""} recovery ${f(r.recoveryMs)} failed ${r.failed} (baselines ${r.failedBaseline.default}/${r.failedBaseline.tuned}) false-fo ${r.falseFailovers}; baselines ${f(r.baselineMs.default)}/${f(r.baselineMs.tuned)}${r.notes.length ? `; ${r.notes.join("; ")}` : ""}`,
+            : `  ${r.victims.join(",")}: detect ${f(r.detectMs)} L1 ${f(r.l1Ms)}${r.dnsMs !== null ? ` DNS ${f(r.dnsMs)}` : ""}${r.crossMs !== null ? ` cross ${f(r.crossMs)}` : ""}${r.leaderMs !== null ? ` leader ${f(r.leaderMs)}` : ""} recovery ${f(r.recoveryMs)} failed ${r.failed} (baselines ${r.failedBaseline.default}/${r.failedBaseline.tuned}) sdk ${r.failedSdk} false-fo ${r.falseFailovers}; baselines ${f(r.baselineMs.default)}/${f(r.baselineMs.tuned)}${r.notes.length ? `; ${r.notes.join("; ")}` : ""}`,
         );
         if (r.notMeasured) break;
       }
@@ -238,7 +242,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
     writeFileSync(join(outDir, "timeline.json"), JSON.stringify(tl));
     if (args.json) writeFileSync(args.json, JSON.stringify(report, null, 2) + "\n");
     io.out(renderTable(summaries));
-    io.out(`\nfailed column: llm-ha (baseline 2s×3 / baseline 0.5s×2); times p50/max over runs; "never" = not within the hold\n`);
+    io.out(`\nfailed column: llm-ha (baseline 2s×3 / baseline 0.5s×2); sdk: the official openai client with its default retries (what an application sees); times p50/max over runs; "never" = not within the hold\n`);
     io.out(`requests: ${Object.entries(tl.sent).map(([c, n]) => `${c} ${failed[c] ?? 0} failed of ${n}`).join("; ")}\n`);
     for (const s of summaries) for (const m of s.misses) io.out(`  ${s.name}: ${m}\n`);
     for (const line of summaries.flatMap((s) => s.runs_detail.map(standbyLine))) if (line) io.out(`${line}\n`);

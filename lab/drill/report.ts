@@ -25,6 +25,8 @@ export interface ScenarioSummary {
   baselineDefault: Figure;
   baselineTuned: Figure;
   failed: number;
+  /** The SDK-default client class's failed requests (after its own retries). */
+  failedSdk: number;
   failedBaseline: { default: number; tuned: number };
   falseFailovers: number;
   staleWrites: number | null;
@@ -136,6 +138,7 @@ export function summarize(spec: ScenarioSpec, runs: readonly RunResult[]): Scena
     baselineDefault: figure(runs.map((r) => r.baselineMs.default)),
     baselineTuned: figure(runs.map((r) => r.baselineMs.tuned)),
     failed: sum((r) => r.failed),
+    failedSdk: sum((r) => r.failedSdk ?? 0),
     failedBaseline: { default: sum((r) => r.failedBaseline.default), tuned: sum((r) => r.failedBaseline.tuned) },
     falseFailovers: sum((r) => r.falseFailovers),
     staleWrites: runs.some((r) => r.staleWrites !== null) ? sum((r) => r.staleWrites ?? 0) : null,
@@ -189,13 +192,13 @@ export function renderColumns(rows: readonly string[][]): string {
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd()).join("\n") + "\n";
 }
 
-export const TABLE_HEADER = ["scenario", "runs", "detect", "L1", "DNS", "cross/leader", "recovery", "failed", "false fo", "base 2s×3", "base 0.5s×2", "target", "result"];
+export const TABLE_HEADER = ["scenario", "runs", "detect", "L1", "DNS", "cross/leader", "recovery", "failed", "sdk", "false fo", "base 2s×3", "base 0.5s×2", "target", "result"];
 
 export function renderTable(summaries: readonly ScenarioSummary[]): string {
   const rows: string[][] = [TABLE_HEADER];
   for (const s of summaries) {
     if (s.notMeasured) {
-      rows.push([s.name, "0", "-", "-", "-", "-", "-", "-", "-", "-", "-", targetText(s.targets), "NOT MEASURED"]);
+      rows.push([s.name, "0", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", targetText(s.targets), "NOT MEASURED"]);
       continue;
     }
     const l1Applies = (s.tier === "L1" || s.tier === "L2") && !s.noFault;
@@ -210,6 +213,7 @@ export function renderTable(summaries: readonly ScenarioSummary[]): string {
       // A fault that took nothing out of rotation (Redis restart) has no recovery to show.
       fmtFigure(s.recovery, s.recovery.never < s.recovery.runs || (s.tier !== "fleet" && !s.noFault)),
       `${s.failed} (${s.failedBaseline.default}/${s.failedBaseline.tuned})`,
+      String(s.failedSdk),
       String(s.falseFailovers),
       fmtFigure(s.baselineDefault, l1Applies),
       fmtFigure(s.baselineTuned, l1Applies),

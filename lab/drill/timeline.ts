@@ -50,7 +50,10 @@ export interface FleetSample {
 
 /** A client request that failed, with when and why. */
 export interface FailedRequest {
+  /** When the request started. */
   t: number;
+  /** When it failed (absent: at its start, as a refused connection does). */
+  end?: number;
   client: string;
   why: string;
 }
@@ -97,9 +100,9 @@ export function anyBetween<T extends { t: number }>(list: readonly T[], from: nu
   return firstAfter(list, from, pred, until) !== null;
 }
 
-/** Failed requests of `client` in [from, until]. */
+/** Failed requests of `client` in flight at some time in [from, until]: started by `until`, failed from `from` on (a stream started before a fault and cut by it counts). */
 export function failuresBetween(tl: Timeline, client: string, from: number, until: number): number {
-  return tl.failures.filter((f) => f.client === client && f.t >= from && f.t <= until).length;
+  return tl.failures.filter((f) => f.client === client && f.t <= until && (f.end ?? f.t) >= from).length;
 }
 
 /**

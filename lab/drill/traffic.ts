@@ -63,7 +63,7 @@ export function startTraffic(o: TrafficOptions): Traffic {
           const t = o.now();
           o.timeline.sent[c.name]++;
           const p = once(url, o.model, o.timeoutMs).then((why) => {
-            if (why) o.timeline.failures.push({ t, client: c.name, why });
+            if (why) o.timeline.failures.push({ t, end: o.now(), client: c.name, why });
           });
           inFlight.add(p);
           await p;

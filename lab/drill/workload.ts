@@ -122,7 +122,7 @@ export function failureOf(err: unknown): Pick<RequestRecord, "why" | "status" | 
 }
 
 /** Sends one request of `shape` and returns the tokens it got; throws when it failed or came back short. */
-async function send(client: OpenAI, model: string, shape: RequestShape, prompt: string, maxTokens: number, signal: AbortSignal): Promise<number> {
+export async function send(client: OpenAI, model: string, shape: RequestShape, prompt: string, maxTokens: number, signal: AbortSignal): Promise<number> {
   const opts = { signal };
   let tokens = 0;
   let finish: string | null = null;
@@ -174,7 +174,7 @@ export async function sendRecorded(
     rec.ok = true;
   } catch (err) {
     Object.assign(rec, failureOf(err));
-    o.timeline.failures.push({ t, client: o.client, why: rec.why ?? "error" });
+    o.timeline.failures.push({ t, end: o.now(), client: o.client, why: rec.why ?? "error" });
   }
   rec.end = o.now();
   return rec;

@@ -1,4 +1,6 @@
 import { spawnSync } from "node:child_process";
+import { failuresBetween } from "../../lab/drill/timeline";
+import { resolvingFetch } from "../../lab/drill/sdk-traffic";
 import { tokenRegressions } from "../../lab/drill/scenarios/redis";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -30,6 +32,7 @@ function run(over: Partial<RunResult> = {}): RunResult {
     leaderMs: null,
     recoveryMs: 3000,
     failed: 0,
+    failedSdk: 0,
     failedBaseline: { default: 2, tuned: 1 },
     falseFailovers: 0,
     staleWrites: null,
@@ -114,7 +117,7 @@ describe("report formatting", () => {
     const [head, row] = table.trimEnd().split("\n");
     expect(head).toMatch(/^scenario\s+runs\s+detect\s+L1\s+DNS/);
     expect(row).toMatch(/^crash\s+2\s+0\.08s\s+0\.30\/0\.50s\s+-/);
-    expect(row).toContain("0 (4/2)");
+    expect(row).toMatch(/0 \(4\/2\)\s+0\s+0\s/);
     expect(row).toContain("5.20s");
     expect(row).toMatch(/ok$/);
     expect(head.indexOf("L1")).toBe(row.indexOf("0.30/0.50s"));
@@ -278,5 +281,36 @@ describe("redis failover figures", () => {
     expect(tokenRegressions([f(1, 10), f(2, 10), f(3, null), f(4, 12)], 0)).toBe(0);
     expect(tokenRegressions([f(1, 10), f(2, 12), f(3, 11), f(4, 9)], 2)).toBe(2);
     expect(tokenRegressions([f(1, 10), f(2, 9), f(3, 11)], 3)).toBe(0);
+  });
+});
+
+describe("client classes", () => {
+  it("counts a failed request in a window when it was in flight in it (a stream started before the fault and cut by it)", () => {
+    const tl = { samples: [], fleet: [], sent: {}, marks: [], failures: [
+      { t: 900, end: 1200, client: "c", why: "stream cut" },
+      { t: 500, end: 800, client: "c", why: "HTTP 503" },
+      { t: 1500, client: "c", why: "ECONNREFUSED" },
+      { t: 1100, end: 1300, client: "other", why: "x" },
+    ] };
+    expect(failuresBetween(tl, "c", 1000, 2000)).toBe(2);
+    expect(failuresBetween(tl, "c", 0, 850)).toBe(1);
+  });
+  it("the SDK class's fetch sends each attempt to an address of the latest DNS answer", async () => {
+    const seen: string[] = [];
+    const { createServer } = await import("node:http");
+    const srv = createServer((req, res) => {
+      seen.push(`${req.socket.localAddress}:${req.url}`);
+      res.end("ok");
+    });
+    await new Promise<void>((r) => srv.listen(0, "127.0.0.3", () => r()));
+    const port = (srv.address() as { port: number }).port;
+    try {
+      const f = resolvingFetch(() => "127.0.0.3");
+      expect(await (await f(`http://inference.llmha.test:${port}/v1/models`)).text()).toBe("ok");
+      expect(seen).toEqual([`127.0.0.3:/v1/models`]);
+      await expect(resolvingFetch(() => null)(`http://inference.llmha.test:${port}/v1/models`)).rejects.toThrow(/did not resolve/);
+    } finally {
+      srv.close();
+    }
   });
 });

@@ -9,6 +9,7 @@ import type { SimNode } from "../../sim/sim-node";
 import type { Observer } from "../observer";
 import { DRILL_TIMING } from "../settings";
 import { backendOf, BASELINE_DEFAULT, BASELINE_TUNED, type DrillStack } from "../stack";
+import { SDK_CLIENT } from "../sdk-traffic";
 import { failuresBetween, firstAfter, l1Full, l1Removed, removedBetween, type L1Sample, type Sample, type Timeline } from "../timeline";
 
 /** The traffic client that goes through llm-ha's proxies; the baseline clients are measured beside it. */
@@ -29,6 +30,8 @@ export interface RunResult {
   leaderMs: number | null;
   recoveryMs: number | null;
   failed: number;
+  /** Requests of the SDK-default client class (`llm-ha-sdk`) that failed after the SDK's own retries. */
+  failedSdk: number;
   failedBaseline: { default: number; tuned: number };
   falseFailovers: number;
   staleWrites: number | null;
@@ -66,6 +69,7 @@ export function blank(scenario: string, run: number): RunResult {
     leaderMs: null,
     recoveryMs: null,
     failed: 0,
+    failedSdk: 0,
     failedBaseline: { default: 0, tuned: 0 },
     falseFailovers: 0,
     staleWrites: null,
@@ -139,6 +143,7 @@ export function finish(ctx: ScenarioContext, r: RunResult, victims: SimNode[], r
     r.baselineMs = { default: base(backendOf(BASELINE_DEFAULT)), tuned: base(backendOf(BASELINE_TUNED)) };
   }
   r.failed = failuresBetween(tl, MAIN_CLIENT, r.injectAt, r.endAt);
+  r.failedSdk = failuresBetween(tl, SDK_CLIENT, r.injectAt, r.endAt);
   r.failedBaseline = { default: failuresBetween(tl, BASELINE_DEFAULT, r.injectAt, r.endAt), tuned: failuresBetween(tl, BASELINE_TUNED, r.injectAt, r.endAt) };
   const vk = new Set(victims.map((n) => rowOf(ctx, n)));
   r.falseFailovers += removedBetween(tl, localRows(ctx).filter((k) => !vk.has(k)), r.injectAt, r.healAt).length;
