@@ -59,7 +59,9 @@ export class Replayer {
   }
 
   async start(): Promise<void> {
-    const c = this.o.kafka.consumer({ groupId: this.o.groupId, sessionTimeout: 30_000, heartbeatInterval: 3000, allowAutoTopicCreation: true, retry: { retries: 10 } });
+    // A short session: a member that died (or a restarted member's old id) holds a rebalance up
+    // for at most 10 s. A member waiting out L4 or a long replay keeps heartbeating.
+    const c = this.o.kafka.consumer({ groupId: this.o.groupId, sessionTimeout: 10_000, heartbeatInterval: 1000, rebalanceTimeout: 30_000, allowAutoTopicCreation: true, retry: { retries: 10 } });
     this.consumer = c;
     await c.connect();
     await c.subscribe({ topic: this.o.topic, fromBeginning: true });
@@ -121,7 +123,10 @@ export class Replayer {
       }, heartbeat);
       await this.limiter.take();
       attempts += 1;
-      const r = await this.send(q);
+      // Heartbeats while the fleet answers (a generation can take minutes); a rebalance seen here
+      // only means the commit after storing may fail, and the redelivery is skipped by id.
+      const beat = setInterval(() => void heartbeat().catch(() => undefined), 1000);
+      const r = await this.send(q).finally(() => clearInterval(beat));
       if (r.ok) {
         final = { id: q.id, state: "done", model, queuedAt: q.receivedAt, finishedAt: Date.now(), status: r.status, response: r.body, attempts };
         break;
