@@ -18,6 +18,7 @@ import { CLIENT_TIMEOUT_MS, DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_TIMING, D
 import { BASELINE_DEFAULT, BASELINE_TUNED, DRILL_MODEL, startStack, type DrillStack } from "./stack";
 import { renderTimelineSvg } from "./svg";
 import { emptyTimeline } from "./timeline";
+import { alertNames, startDrillPrometheus } from "./alerts";
 import { startSdkTraffic } from "./sdk-traffic";
 import { startTraffic, type Traffic } from "./traffic";
 
@@ -194,6 +195,8 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
     // What an application sees: the official SDK with its default retries, resolving the name per attempt.
     const sdk = startSdkTraffic({ address: () => (dnsAnswer.v.length ? dnsAnswer.v[rr++ % dnsAnswer.v.length] : null), port: st.port, workers: 2, timeline: tl, now, model: DRILL_MODEL });
     traffic = { stop: async () => void (await Promise.all([plain.stop(), sdk.stop()])) };
+    const prom = await startDrillPrometheus(st, progress);
+    if (prom) stops.push(() => prom.stop());
     for (const p of st.pids()) pids.add(p);
     const ctx: ScenarioContext = { stack: st, tl, observer, now, progress, fleetWired };
     const summaries: DrillReport["scenarios"] = [];
@@ -202,6 +205,8 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
       for (let i = 1; i <= runs; i++) {
         progress(`${spec.name}${runs > 1 ? ` ${i}/${runs}` : ""}: ${spec.title}`);
         const r = await runScenario(ctx, spec, i);
+        // The shipped rules' verdict on this run (their windows are minutes long: an alert may carry over from the run before).
+        if (prom && !r.notMeasured) r.extra.alerts = alertNames(await prom.fired(t0 + r.injectAt, t0 + r.endAt).catch(() => [])).join(", ") || "none";
         results.push(r);
         for (const p of st.pids()) pids.add(p);
         const f = (v: number | null): string => (v === null ? "never" : `${(v / 1000).toFixed(2)}s`);
@@ -247,6 +252,10 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
     for (const s of summaries) for (const m of s.misses) io.out(`  ${s.name}: ${m}\n`);
     for (const line of summaries.flatMap((s) => s.runs_detail.map(standbyLine))) if (line) io.out(`${line}\n`);
     for (const line of summaries.flatMap((s) => s.runs_detail.map(figuresLine))) if (line) io.out(`${line}\n`);
+    for (const s of summaries) {
+      const fired = s.runs_detail.map((r) => r.extra.alerts).filter((a): a is string => typeof a === "string");
+      if (fired.length) io.out(`alerts ${s.name}: ${[...new Set(fired)].join(" | ")}\n`);
+    }
     io.out(`timeline: ${join(outDir, "timeline.svg")}${args.json ? `; json: ${args.json}` : ""}\n`);
     return args.check && !pass ? 1 : 0;
   } finally {

@@ -261,7 +261,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     configs.set(az, p);
   }
   const startAzProxy = async (az: DrillAz): Promise<void> => {
-    const h = await startHaproxy({ proxies: [configs.get(az)!], monitorBind: `${az.address}:${monitorPort}`, nameservers: [`127.0.0.1:${dns.port}`] });
+    const h = await startHaproxy({ proxies: [configs.get(az)!], monitorBind: `${az.address}:${monitorPort}`, prometheusExporter: true, nameservers: [`127.0.0.1:${dns.port}`] });
     az.haproxy = h;
     o.track(() => h.stop());
   };
