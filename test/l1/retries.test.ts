@@ -1,7 +1,8 @@
 /**
  * What the L1 proxy replays, on a real HAProxy: a refused request (503) with a long prompt
- * still gets its one retry (the prompt fits in `tune.bufsize`), and a request that kills
- * every server it reaches (a query of death) reaches exactly one.
+ * still gets its one retry (the prompt fits in `tune.bufsize`), a request that kills every
+ * server it reaches (a query of death) reaches exactly one, and a response that has started
+ * is never replayed (a retry happens before the first byte only).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { HaproxyHandle } from "../../lab/engines/haproxy";
@@ -67,6 +68,20 @@ describe("L1 retries on a real HAProxy", () => {
     const url = await l1Over([drop, drop, drop, drop]);
     const r = await send(url, { body: JSON.stringify({ prompt: "query of death" }) });
     expect(r.status).toBeGreaterThanOrEqual(500);
+    expect(hits()).toBe(1);
+  });
+
+  it("never replays a request whose response has started: a stream cut after its first chunk reaches one server", async () => {
+    // Headers and one SSE chunk, then the connection drops (a server crashing mid-generation).
+    const cutMidStream: Parameters<typeof fakeServer>[1] = (req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write('data: {"choices":[{"text":"a"}]}\n\n');
+      setTimeout(() => req.socket.destroy(), 50);
+    };
+    const url = await l1Over([cutMidStream, cutMidStream, cutMidStream, cutMidStream]);
+    const r = await send(url, { body: JSON.stringify({ prompt: "stream", stream: true }) });
+    // The client got the start of the answer (HAProxy forwarded it, then the cut), never a second server's.
+    expect(r.status === 200 || r.status === 0).toBe(true);
     expect(hits()).toBe(1);
   });
 
