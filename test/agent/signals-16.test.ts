@@ -198,6 +198,14 @@ describe("busy ≠ dead, stuck for every kind", () => {
     expect(still.map((x) => x.code)).toEqual(["PROBE_STUCK"]);
     expect(probeWithEngine(probeReasons(p.value, S), p, 1000, undefined, null, 4999, S).map((x) => x.code)).toEqual(["PROBE_SLOW"]);
   });
+  it("the probe's own prompt counted at its start, then stillness, is not flow: an engine hung mid-decode is PROBE_STUCK", () => {
+    const p = probe(5000, { kind: "in-flight", elapsedMs: 4000 });
+    // Counters last moved at 1010 (the probe's prefill), sampled still since; only the probe runs.
+    expect(probeWithEngine(probeReasons(p.value, S), p, 1000, eng(4900, 0, 100, 1), 1010, 5000, S).map((x) => x.code)).toEqual(["PROBE_STUCK"]);
+    // A slow engine with only the probe in it is slow, not busy.
+    const q = probe(1300, { kind: "in-flight", elapsedMs: 1100 });
+    expect(probeWithEngine(probeReasons(q.value, S), q, 200, eng(1250, 0, 100, 1), 1200, 1300, S).map((x) => x.code)).toEqual(["PROBE_SLOW"]);
+  });
 });
 
 describe("corrupted weights", () => {

@@ -180,14 +180,18 @@ export function engineReasons(engine: Sample<EngineObservation | null> | undefin
   return [r("engine", "ENGINE_WEDGED", true, "unhealthy", `${e.waiting} requests waiting, ${e.running} running, no progress (${e.family} counters) for ${Math.round(stalledMs)} ms`)];
 }
 
-/** The engine's progress counters moved after `since`: it is working, whatever our probe sees. */
-export function tokensFlowingSince(engine: Sample<EngineObservation | null> | undefined, lastProgressAt: number | null, since: number): boolean {
-  return engine?.value != null && lastProgressAt !== null && lastProgressAt > since;
+/**
+ * The engine's progress counters moved after `since` and are still moving (last seen moving
+ * less than `wedgeMs` before the latest engine sample): it is working, whatever our probe sees.
+ * A move at the probe's own start (its prompt counted) followed by stillness is not flow.
+ */
+export function tokensFlowingSince(engine: Sample<EngineObservation | null> | undefined, lastProgressAt: number | null, since: number, wedgeMs: number): boolean {
+  return engine?.value != null && lastProgressAt !== null && lastProgressAt > since && engine.at - lastProgressAt < wedgeMs;
 }
 
 /**
  * Busy ≠ dead, and stuck for every kind. A probe running or timed out while the engine's counters
- * moved since it started and work is queued or running is a busy engine: `ENGINE_BUSY` (lower
+ * keep moving since it started and other work is queued or running is a busy engine: `ENGINE_BUSY` (lower
  * weight) instead of `PROBE_SLOW` / `PROBE_TIMEOUT`. A probe in flight `probeStuckMs` with no
  * tokens flowing — or no engine metrics to tell — is `PROBE_STUCK`, a hard fault.
  */
@@ -202,9 +206,10 @@ export function probeWithEngine(
 ): Reason[] {
   const started = probeStartedAt(probe, inFlightSince);
   if (started === null) return probeOwn;
-  const flowing = tokensFlowingSince(engine, lastProgressAt, started);
+  const flowing = tokensFlowingSince(engine, lastProgressAt, started, s.wedgeMs);
   const e = engine?.value;
-  if (flowing && e && (e.waiting > 0 || e.running > 0)) {
+  // Busy: other work than our probe is queued or running while the counters move.
+  if (flowing && e && (e.waiting > 0 || e.running > 1)) {
     const waitingOn = probeOwn.filter((x) => x.code === "PROBE_SLOW" || x.code === "PROBE_TIMEOUT");
     if (waitingOn.length) {
       const rest = probeOwn.filter((x) => !waitingOn.includes(x));
