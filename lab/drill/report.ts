@@ -106,6 +106,7 @@ export function checkTargets(targets: Targets, runs: readonly RunResult[]): { pa
   }
   const sum = (f: (r: RunResult) => number): number => runs.reduce((a, r) => a + f(r), 0);
   if (targets.failed !== undefined && sum((r) => r.failed) > targets.failed) misses.push(`failed requests: ${sum((r) => r.failed)} > ${targets.failed}`);
+  if (targets.sdkFailed !== undefined && sum((r) => r.failedSdk ?? 0) > targets.sdkFailed) misses.push(`failed requests of the SDK class: ${sum((r) => r.failedSdk ?? 0)} > ${targets.sdkFailed}`);
   if (targets.falseFailovers !== undefined && sum((r) => r.falseFailovers) > targets.falseFailovers) {
     misses.push(`false failovers: ${sum((r) => r.falseFailovers)} > ${targets.falseFailovers}`);
   }
@@ -183,6 +184,10 @@ function targetText(t: Targets): string {
   if (t.retryAfterMissing !== undefined) parts.push(`503 w/o Retry-After=${t.retryAfterMissing}`);
   if (t.otherFailures !== undefined) parts.push(`other failures=${t.otherFailures}`);
   if (t.spreadRatio !== undefined) parts.push(`spread≤${t.spreadRatio}×fair`);
+  if (t.sdkFailed !== undefined) parts.push(`sdk failed=${t.sdkFailed}`);
+  if (t.registryMs !== undefined) parts.push(`registry≤${t.registryMs / 1000}s`);
+  if (t.tokenRegressions !== undefined) parts.push(`token regressions=${t.tokenRegressions}`);
+  if (t.azHealth503 !== undefined) parts.push(`/az/health 503=${t.azHealth503}`);
   return parts.join(", ");
 }
 

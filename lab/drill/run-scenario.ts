@@ -10,6 +10,7 @@ import { sleep } from "../../agent/src/util/net";
 import type { ScenarioSpec } from "./scenarios";
 import { runFlap, runLeader, runMassProbe, runRedisReadonly, runRedisRestart } from "./scenarios/fleet";
 import { NODE_FAULTS, runNodeFault } from "./scenarios/node";
+import { runNodeDrain } from "./scenarios/planned";
 import { runRedisFailover, runRedisFailoverLag } from "./scenarios/redis";
 import { runGlobalOutage } from "./scenarios/outage";
 import { runL2Spread, runLongGeneration, runLongPromptCrash, runOverload, runQueryOfDeath } from "./scenarios/proxy";
@@ -34,6 +35,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["leader-pause", (ctx, spec, run) => runLeader(ctx, spec, run, "pause")],
   ["redis-restart", runRedisRestart],
   ["redis-readonly", runRedisReadonly],
+  ["node-drain", runNodeDrain],
   ["redis-failover-lag", runRedisFailoverLag],
   ["redis-failover", runRedisFailover],
   ["flap", runFlap],

@@ -58,6 +58,8 @@ export interface Targets {
   tokenRegressions?: number;
   /** `/az/health` answers 503 for an AZ whose nodes are alive. */
   azHealth503?: number;
+  /** Failed requests of the SDK-default client class (after its own retries). */
+  sdkFailed?: number;
 }
 
 export interface ScenarioSpec {
@@ -137,6 +139,15 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     repeat: { full: 1, quick: 1 },
     needsFleet: true,
     targets: { falseFailovers: 0, failed: 0 },
+  },
+  {
+    name: "node-drain",
+    tier: "L1",
+    title: "one active node drained as a scale-in does it (agent drains, the server stops once idle), then booted again",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { failed: 0, sdkFailed: 0, falseFailovers: 0 },
   },
   {
     name: "redis-failover-lag",

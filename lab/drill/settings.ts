@@ -15,7 +15,8 @@ export const DRILL_AGENT_ENV: Readonly<Record<string, string>> = Object.freeze({
   LLMHA_PROBE_TIMEOUT_MS: "1500",
   LLMHA_GPU_TIMEOUT_MS: "1000",
   LLMHA_MODEL_TIMEOUT_MS: "500",
-  LLMHA_DRAIN_MS: "300",
+  // Longer than two agent-check polls (500 ms): HAProxy sees `drain` before the agent exits.
+  LLMHA_DRAIN_MS: "1200",
   LLMHA_LEASE_TTL_MS: "3000",
   LLMHA_LEASE_RENEW_MS: "1000",
   LLMHA_LEASE_CONTEND_MS: "500",

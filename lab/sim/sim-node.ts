@@ -161,11 +161,30 @@ export class SimNode {
     if (!this.opts.noAgent) await this.startAgent();
   }
 
-  /** Stops its processes as a scale-in would (SIGTERM: the agent drains and leaves the registry); keeps its log open. */
-  async halt(): Promise<void> {
-    await Promise.all([end(this.agent, "SIGTERM", 10_000), end(this.inference, "SIGTERM")]);
+  /**
+   * Stops its processes as a planned scale-in should (keeps its log open): the agent first
+   * (SIGTERM: it answers `drain`, so no proxy sends the node a new request, and leaves the
+   * registry), then the inference server once the requests it holds have finished (its own
+   * count, up to `maxWaitMs`): a planned move cuts no stream.
+   */
+  async halt(maxWaitMs = 30_000): Promise<void> {
+    await end(this.agent, "SIGTERM", 10_000);
     this.agent = null;
+    const deadline = Date.now() + maxWaitMs;
+    while (this.inference && Date.now() < deadline && ((await this.inFlight()) ?? 0) > 0) await sleep(100);
+    await end(this.inference, "SIGTERM");
     this.inference = null;
+  }
+
+  /** Completions the inference server holds now (its admin count), null when it does not answer. */
+  async inFlight(): Promise<number | null> {
+    try {
+      const r = await fetch(`${this.adminUrl}/stats`, { signal: AbortSignal.timeout(1000) });
+      const s = (await r.json()) as { inFlight?: unknown };
+      return typeof s.inFlight === "number" ? s.inFlight : null;
+    } catch {
+      return null;
+    }
   }
 
   /** Starts the fake inference server process and waits for its ready line. */

@@ -160,14 +160,8 @@ export function inferenceAlive(n: SimNode): boolean {
 }
 
 /** Completions the node's fake inference server has not answered yet (null when it did not say). */
-export async function inFlightOf(n: SimNode): Promise<number | null> {
-  try {
-    const r = await fetch(`${n.adminUrl}/stats`, { signal: AbortSignal.timeout(1000) });
-    const s = (await r.json()) as { inFlight?: unknown };
-    return typeof s.inFlight === "number" ? s.inFlight : null;
-  } catch {
-    return null;
-  }
+export function inFlightOf(n: SimNode): Promise<number | null> {
+  return n.inFlight();
 }
 
 /** Counts of each value, most frequent first: `HTTP 502 ×3, stream cut ×1`. */
