@@ -19,7 +19,7 @@ import { BASELINE_DEFAULT, BASELINE_TUNED, DRILL_MODEL, startStack, type DrillSt
 import { renderTimelineSvg } from "./svg";
 import { emptyTimeline } from "./timeline";
 import { alertNames, startDrillPrometheus } from "./alerts";
-import { startSdkTraffic } from "./sdk-traffic";
+import { sdkClient } from "./sdk-traffic";
 import { startTraffic, type Traffic } from "./traffic";
 
 const REPO = join(__dirname, "..", "..");
@@ -181,7 +181,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
       dnsClosed = true;
       await dnsLoop;
     });
-    const plain = startTraffic({
+    traffic = startTraffic({
       timeline: tl,
       now,
       model: DRILL_MODEL,
@@ -190,11 +190,10 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
         { name: MAIN_CLIENT, workers: 3, target: () => (dnsAnswer.v.length ? `http://${dnsAnswer.v[rr++ % dnsAnswer.v.length]}:${st.port}` : null) },
         { name: BASELINE_DEFAULT, workers: 1, target: () => `http://127.0.0.1:${st.baselinePorts.default}` },
         { name: BASELINE_TUNED, workers: 1, target: () => `http://127.0.0.1:${st.baselinePorts.tuned}` },
+        // What an application sees: the official SDK with its default retries, resolving the name per attempt.
+        sdkClient({ address: () => (dnsAnswer.v.length ? dnsAnswer.v[rr++ % dnsAnswer.v.length] : null), port: st.port, workers: 2, model: DRILL_MODEL }),
       ],
     });
-    // What an application sees: the official SDK with its default retries, resolving the name per attempt.
-    const sdk = startSdkTraffic({ address: () => (dnsAnswer.v.length ? dnsAnswer.v[rr++ % dnsAnswer.v.length] : null), port: st.port, workers: 2, timeline: tl, now, model: DRILL_MODEL });
-    traffic = { stop: async () => void (await Promise.all([plain.stop(), sdk.stop()])) };
     const prom = await startDrillPrometheus(st, progress);
     if (prom) stops.push(() => prom.stop());
     for (const p of st.pids()) pids.add(p);

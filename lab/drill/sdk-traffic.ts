@@ -8,32 +8,13 @@
  * have seen after the SDK's own retries. A stream cut after its first chunk is never retried.
  */
 import { OpenAI } from "openai";
-import { Loop } from "../../agent/src/util/loop";
-import type { Timeline } from "./timeline";
+import type { TrafficClient } from "./traffic";
 import { failureOf, send, type RequestShape } from "./workload";
 
 /** The SDK-default client class's name in the timeline and the report. */
 export const SDK_CLIENT = "llm-ha-sdk";
 /** The name the SDK is given; never resolved (the custom fetch swaps in an address). */
 const SERVICE_HOST = "inference.llmha.test";
-
-export interface SdkTrafficOptions {
-  /** An address of the latest DNS answer for the next attempt, or null when none is known. */
-  address(): string | null;
-  port: number;
-  workers: number;
-  timeline: Timeline;
-  now(): number;
-  model: string;
-  /** Pause between one worker's requests. Default 25 ms. */
-  gapMs?: number;
-}
-
-export interface SdkTraffic {
-  /** Streams that failed after their first chunk (cut mid-answer), by start time. */
-  readonly cut: number[];
-  stop(): Promise<void>;
-}
 
 /** `fetch` that sends each attempt to an address of the latest DNS answer (a connection error when none). */
 export function resolvingFetch(address: () => string | null): typeof fetch {
@@ -46,43 +27,24 @@ export function resolvingFetch(address: () => string | null): typeof fetch {
   };
 }
 
-export function startSdkTraffic(o: SdkTrafficOptions): SdkTraffic {
+/**
+ * The SDK-default class as a traffic client: `address()` gives an address of the latest DNS
+ * answer for each attempt; even requests are 1-token completions, odd ones ~1 s streamed chats.
+ */
+export function sdkClient(o: { address(): string | null; port: number; workers: number; model: string }): TrafficClient {
   const client = new OpenAI({ baseURL: `http://${SERVICE_HOST}:${o.port}/v1`, apiKey: "llm-ha-drill", fetch: resolvingFetch(o.address) });
-  const loops: Loop[] = [];
-  const inFlight = new Set<Promise<void>>();
-  const cut: number[] = [];
-  o.timeline.sent[SDK_CLIENT] ??= 0;
-  for (let w = 0; w < o.workers; w++) {
-    let n = 0;
-    const loop = new Loop(
-      o.gapMs ?? 25,
-      async () => {
-        const shape: RequestShape = n++ % 2 === 0 ? "completion" : "chat-stream";
-        const maxTokens = shape === "completion" ? 1 : 50;
-        const t = o.now();
-        o.timeline.sent[SDK_CLIENT]++;
-        const p = send(client, o.model, shape, "ping", maxTokens, new AbortController().signal).then(
-          () => undefined,
-          (err: unknown) => {
-            const why = failureOf(err).why ?? "error";
-            if (why === "stream cut" || why.startsWith("short answer")) cut.push(t);
-            o.timeline.failures.push({ t, end: o.now(), client: SDK_CLIENT, why });
-          },
-        );
-        inFlight.add(p);
-        await p;
-        inFlight.delete(p);
-      },
-      () => undefined,
-    );
-    loop.start(w * 11);
-    loops.push(loop);
-  }
   return {
-    cut,
-    async stop() {
-      for (const l of loops) l.stop();
-      await Promise.allSettled([...inFlight]);
+    name: SDK_CLIENT,
+    workers: o.workers,
+    target: () => SERVICE_HOST,
+    send: async (_host, n) => {
+      const shape: RequestShape = n % 2 === 0 ? "completion" : "chat-stream";
+      try {
+        await send(client, o.model, shape, "ping", shape === "completion" ? 1 : 50, new AbortController().signal);
+        return null;
+      } catch (err) {
+        return failureOf(err).why ?? "error";
+      }
     },
   };
 }

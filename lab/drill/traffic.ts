@@ -13,6 +13,11 @@ export interface TrafficClient {
   target(): string | null;
   /** Parallel workers. */
   workers: number;
+  /**
+   * Sends one request to `target` (the `n`-th of this worker); resolves the failure reason or
+   * null. Default: one 1-token completion with `fetch` and the drill's time limit.
+   */
+  send?(target: string, n: number): Promise<string | null>;
 }
 
 export interface TrafficOptions {
@@ -55,14 +60,15 @@ export function startTraffic(o: TrafficOptions): Traffic {
   for (const c of o.clients) {
     o.timeline.sent[c.name] ??= 0;
     for (let w = 0; w < c.workers; w++) {
+      let n = 0;
       const loop = new Loop(
         o.gapMs ?? 25,
         async () => {
           const url = c.target();
-          if (!url) return;
+          if (url === null) return;
           const t = o.now();
           o.timeline.sent[c.name]++;
-          const p = once(url, o.model, o.timeoutMs).then((why) => {
+          const p = (c.send ? c.send(url, n++) : once(url, o.model, o.timeoutMs)).then((why) => {
             if (why) o.timeline.failures.push({ t, end: o.now(), client: c.name, why });
           });
           inFlight.add(p);
