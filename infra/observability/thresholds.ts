@@ -33,6 +33,19 @@ export interface AlertThresholds {
   latencySeconds: number;
   /** Burn-rate alerts need at least this many requests in their long window (no page on 1 failure in 10 at night). Default 100. */
   sloMinRequests: number;
+  /**
+   * How long an L1 proxy whose scrape fails (`up == 0`) counts its last measured request rate
+   * as failing in the availability SLI: its clients get connection errors that no series
+   * counts until DNS moves them (Route53: health checks every 10–30 s × `failureThreshold`,
+   * then the TTL). Default `5m`.
+   */
+  l1LostFor: string;
+  /**
+   * Every SLO window (5m … 3d, the traffic guard's long windows) and `l1LostFor` multiplied by
+   * this; the recorded series keep their nominal names (`…:rate1h`). For the drill, whose
+   * scenarios last seconds (1/60: a production minute is a drill second). Default 1.
+   */
+  sloTimeScale: number;
   /** How long a model may stay loading before `LlmHaModelLoadStuck`. Default `30m`. */
   modelLoadFor: string;
   /** `job` label of the L1 proxies' scrape. Default `l1-proxy` (the PodMonitor's). */
@@ -55,12 +68,23 @@ export const DEFAULT_ALERT_THRESHOLDS: Readonly<AlertThresholds> = Object.freeze
   latencyObjective: 0.99,
   latencySeconds: 1,
   sloMinRequests: 100,
+  l1LostFor: "5m",
+  sloTimeScale: 1,
   modelLoadFor: "30m",
   l1Job: "l1-proxy",
   runbookBaseUrl: "https://github.com/llm-ha/llm-ha/blob/main/docs/observability.md",
 });
 
 const DURATION = /^([0-9]+(ms|s|m|h|d|w|y))+$/;
+const UNIT_S: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400, w: 604800, y: 31536000 };
+
+/** Seconds in a Prometheus duration (`1h30m` → 5400); NaN when it is not one. */
+export function durationSeconds(d: string): number {
+  if (!DURATION.test(d)) return NaN;
+  let total = 0;
+  for (const m of d.matchAll(/([0-9]+)(ms|s|m|h|d|w|y)/g)) total += Number(m[1]) * UNIT_S[m[2]];
+  return total;
+}
 
 export class AlertThresholdError extends Error {
   constructor(message: string) {
@@ -83,6 +107,8 @@ export function thresholdProblems(t: AlertThresholds): [keyof AlertThresholds, s
   }
   if (!LATENCY_SLO_BOUNDS.includes(t.latencySeconds)) bad.push(["latencySeconds", `must be one of ${LATENCY_SLO_BOUNDS.join(", ")} (a bucket bound of vLLM's and the probe's histograms)`]);
   if (!(Number.isInteger(t.sloMinRequests) && t.sloMinRequests >= 0)) bad.push(["sloMinRequests", "must be an integer ≥ 0"]);
+  if (!DURATION.test(t.l1LostFor)) bad.push(["l1LostFor", "must be a Prometheus duration such as 5m"]);
+  if (!(t.sloTimeScale > 0 && t.sloTimeScale <= 1)) bad.push(["sloTimeScale", "must be in (0, 1]"]);
   if (!DURATION.test(t.modelLoadFor)) bad.push(["modelLoadFor", "must be a Prometheus duration such as 30m"]);
   if (!/^[A-Za-z0-9_./-]+$/.test(t.l1Job)) bad.push(["l1Job", "must be a plain job name"]);
   if (!/^https?:\/\/[^\s#"]+$/.test(t.runbookBaseUrl)) bad.push(["runbookBaseUrl", "must be an http(s) URL without a fragment"]);

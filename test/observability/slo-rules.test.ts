@@ -90,6 +90,102 @@ const FAST_TESTS: TestGroup[] = [
   },
 ];
 
+/**
+ * One L1 proxy target (`job="l1-proxy"`) of an AZ: `up` and its 2xx counter, `ok` requests per
+ * second for `n` samples every `step` seconds, each sample given as `[up, requests/s]`; a
+ * sample with up 0 is a failed scrape (its counter goes stale, as Prometheus marks it).
+ */
+function proxy(cluster: string, az: string, step: number, phases: [up: 0 | 1, perS: number, n: number][]): Series[] {
+  const l = { cluster, az, job: "l1-proxy", instance: `${az}:8404` };
+  const up: string[] = [];
+  const total: string[] = [];
+  let count = 0;
+  let wasUp = true;
+  for (const [u, perS, n] of phases) {
+    up.push(`${u}x${n - 1}`);
+    if (u === 1) {
+      total.push(`${count}+${perS * step}x${n - 1}`);
+      count += perS * step * (n - 1);
+    } else total.push(wasUp ? `stale _x${n - 2}` : `_x${n - 1}`);
+    wasUp = u === 1;
+  }
+  return [
+    s("up", l, up.join(" ")),
+    s("haproxy_backend_http_responses_total", { ...l, proxy: "inference_servers", code: "2xx" }, total.join(" ")),
+    s("haproxy_backend_http_responses_total", { ...l, proxy: "inference_servers", code: "5xx" }, total.map((p) => p.replace(/^[0-9]+\+[0-9.]+x/, "0+0x")).join(" ")),
+  ];
+}
+
+/** Issue 19, the drill's az-loss: a proxy that is gone counts nothing, yet its clients fail. */
+const LOST_TESTS: TestGroup[] = [
+  {
+    name: "availability: an L1 proxy whose scrape fails while it carries traffic pages within 2 minutes; it counts for l1LostFor (5 m) at most",
+    interval: "15s",
+    input_series: [
+      // c6: two AZs at 100 requests/s each; az a's proxy is gone at 60 m (its clients' connections fail, no series counts them).
+      ...proxy("c6", "a", 15, [
+        [1, 100, 240],
+        [0, 0, 120],
+      ]),
+      ...proxy("c6", "b", 15, [[1, 100, 360]]),
+    ],
+    alert_rule_test: [...silent("59m", FAST), at("62m", FAST, fires(FAST, { cluster: "c6" }, "1.865%"), fires(FAST, { cluster: "c6", az: "a" }, "3.727%"))],
+    promql_expr_test: [
+      // The last rate it measured, counted as failing; nothing lost in az b.
+      {
+        expr: "cluster_az:llmha_l1_lost_requests:rate",
+        eval_time: "61m",
+        exp_samples: [
+          { labels: 'cluster_az:llmha_l1_lost_requests:rate{az="a", cluster="c6"}', value: 100 },
+          { labels: 'cluster_az:llmha_l1_lost_requests:rate{az="b", cluster="c6"}', value: 0 },
+        ],
+      },
+      // After l1LostFor (5 m) Route53 has moved its clients: nothing more is counted (the 6× page holds while its 30 m window does: 5 minutes of half the traffic lost is 6 % of a month's budget).
+      {
+        expr: "cluster_az:llmha_l1_lost_requests:rate",
+        eval_time: "66m",
+        exp_samples: [
+          { labels: 'cluster_az:llmha_l1_lost_requests:rate{az="a", cluster="c6"}', value: 0 },
+          { labels: 'cluster_az:llmha_l1_lost_requests:rate{az="b", cluster="c6"}', value: 0 },
+        ],
+      },
+    ],
+  },
+  {
+    name: "availability: no page when traffic moves away first (a zonal shift, then the proxy goes), nor for the standby AZ at zero whose proxy is down",
+    interval: "15s",
+    input_series: [
+      // c7: az a's traffic moves to az b at 60 m (a shift: a's proxy up, idle); a's proxy is gone at 70 m.
+      ...proxy("c7", "a", 15, [
+        [1, 100, 240],
+        [1, 0, 40],
+        [0, 0, 80],
+      ]),
+      ...proxy("c7", "b", 15, [
+        [1, 100, 240],
+        [1, 200, 120],
+      ]),
+      // az c: the standby at zero, its proxy down from 30 m on.
+      ...proxy("c7", "c", 15, [
+        [1, 0, 120],
+        [0, 0, 240],
+      ]),
+    ],
+    alert_rule_test: [...silent("72m", FAST, SLOW), ...silent("80m", FAST, SLOW)],
+    promql_expr_test: [
+      {
+        expr: "cluster_az:llmha_l1_lost_requests:rate",
+        eval_time: "71m",
+        exp_samples: [
+          { labels: 'cluster_az:llmha_l1_lost_requests:rate{az="a", cluster="c7"}', value: 0 },
+          { labels: 'cluster_az:llmha_l1_lost_requests:rate{az="b", cluster="c7"}', value: 0 },
+          { labels: 'cluster_az:llmha_l1_lost_requests:rate{az="c", cluster="c7"}', value: 0 },
+        ],
+      },
+    ],
+  },
+];
+
 const SLOW_TESTS: TestGroup[] = [
   {
     name: "availability: 0.4 % failing for hours (4×, a month's budget in a week) opens a ticket and does not page",
@@ -109,6 +205,11 @@ describe.skipIf(!HAVE)("SLO burn-rate alerts under promtool", () => {
     expect(r.code, r.out).toBe(0);
   });
 
+  it("an L1 proxy that is gone while it carries traffic pages; one that carried none (traffic moved away, the standby at zero) does not", () => {
+    const r = runPromtoolTests(groups, LOST_TESTS);
+    expect(r.code, r.out).toBe(0);
+  });
+
   it("a slow burn over hours (evaluated every minute)", () => {
     const r = runPromtoolTests(groups, SLOW_TESTS, "1m");
     expect(r.code, r.out).toBe(0);
@@ -120,6 +221,6 @@ describe.skipIf(!HAVE)("SLO burn-rate alerts under promtool", () => {
       expect(r.expr).toContain(">= 100"); // sloMinRequests
       if ("alert" in r && r.alert.endsWith("Fast")) expect(r.expr).toMatch(/rate1h > 0\.0144.*rate5m > 0\.0144.*rate6h > 0\.006.*rate30m > 0\.006|rate1h > 0\.144/);
     }
-    expect(groups.find((g) => g.name === "llm-ha.slo.recording")!.rules.length).toBe(7 * 2 * 5);
+    expect(groups.find((g) => g.name === "llm-ha.slo.recording")!.rules.length).toBe(2 + 7 * 2 * 5);
   });
 });

@@ -10,13 +10,20 @@
  *   from vLLM's `vllm:time_to_first_token_seconds` histogram (the inference PodMonitor
  *   scrapes it) or, in an AZ whose servers export none, from the agent's probe histogram.
  *
+ * An L1 proxy that is gone (its scrape fails: the pod crashed, the AZ is lost) counts no
+ * request, yet its clients get connection errors until DNS moves them. So while a proxy
+ * target is down its last measured request rate (between its last two good scrapes) counts
+ * as failing, for at most `l1LostFor` after its last good scrape (by then Route53 has moved
+ * its clients); a proxy that carried nothing (the standby AZ at zero, an AZ whose traffic
+ * was shifted away first) adds nothing, and a deleted pod (no target any more) neither.
+ *
  * Recording rules give each SLI's request rate and bad-event ratio over 5m … 3d; the alerts
  * page at 14.4× (1 h and 5 m) or 6× (6 h and 30 m) the budget's burn, open a ticket at 3×
  * (1 d and 2 h) or 1× (3 d and 6 h), and only with `sloMinRequests` requests in the long
  * window (one failure in ten requests at night is not an outage).
  */
 import { L1_BACKEND } from "../../../contracts/names";
-import type { AlertThresholds } from "../thresholds";
+import { durationSeconds, type AlertThresholds } from "../thresholds";
 import { pct, type AlertSpec, type RecordingRule, type RuleGroupSpec } from "./common";
 
 export const SLO_WINDOWS = ["5m", "30m", "1h", "2h", "6h", "1d", "3d"] as const;
@@ -40,6 +47,19 @@ export const sloSeries = (level: "cluster" | "cluster_az", sli: Sli, what: "requ
 
 const num = (x: number): string => String(+x.toPrecision(6));
 
+/** A window's length under `sloTimeScale` (whole seconds, at least 1). */
+const scaledSeconds = (seconds: number, scale: number): number => Math.max(1, Math.round(seconds * scale));
+/** The PromQL range of a window: its nominal name, or seconds when scaled. */
+const range = (w: SloWindow, scale: number): string => (scale === 1 ? w : `${scaledSeconds(SECONDS[w], scale)}s`);
+
+/** Each L1 target's request rate between its last two scrapes, recorded only while it is up. */
+export const L1_TARGET_RATE = "cluster_az_instance:llmha_l1_requests:irate";
+/** Requests per second failing now at L1 proxies that are gone (0 for every AZ with an L1 target in the last 3 d). */
+export const L1_LOST_RATE = "cluster_az:llmha_l1_lost_requests:rate";
+
+/** `a + b` where both exist, else whichever does (series keyed by cluster and az). */
+const plus = (a: string, b: string): string => `(${a}) + (${b}) or (${a}) or (${b})`;
+
 /** `le` as either exporter writes it: prom-client `1`, Python's prometheus_client `1.0`. */
 function leMatcher(seconds: number): string {
   const s = num(seconds);
@@ -57,40 +77,68 @@ function windowRules(sli: Sli, w: SloWindow, requests: string, errors: string): 
   ];
 }
 
+/**
+ * The lost traffic at L1 proxies that are gone: a target's irate recorded while it is up; while
+ * it is down, its last recorded rate (for `l1LostFor`), summed per AZ; 0 for the other AZs
+ * (every AZ with an L1 target in the last 3 d) so that `avg_over_time` averages over time.
+ */
+export function l1LostRules(t: AlertThresholds): RecordingRule[] {
+  const up = `up{job="${t.l1Job}"}`;
+  const on = "on (cluster, az, instance)";
+  const lostFor = `${scaledSeconds(durationSeconds(t.l1LostFor), t.sloTimeScale)}s`;
+  return [
+    {
+      record: L1_TARGET_RATE,
+      expr: `sum by (cluster, az, instance) (irate(haproxy_backend_http_responses_total{proxy="${L1_BACKEND}"}[2m])) and ${on} (${up} == 1)`,
+    },
+    {
+      record: L1_LOST_RATE,
+      expr:
+        `sum by (cluster, az) (last_over_time(${L1_TARGET_RATE}[${lostFor}]) and ${on} (${up} == 0))` +
+        ` or (group by (cluster, az) (last_over_time(${up}[${range("3d", t.sloTimeScale)}])) * 0)`,
+    },
+  ];
+}
+
 /** The SLIs' recording rules for every window. */
 export function sloRecordingRules(t: AlertThresholds): RecordingRule[] {
   const by = "sum by (cluster, az)";
   const l1 = `haproxy_backend_http_responses_total{proxy="${L1_BACKEND}"`;
   const le = leMatcher(t.latencySeconds);
-  return SLO_WINDOWS.flatMap((w) => {
-    const rate = (sel: string) => `${by} (rate(${sel}[${w}]))`;
-    const http5xx = rate(`${l1}, code="5xx"}`);
-    const l1Rules = windowRules(
-      "l1",
-      w,
-      rate(`${l1}}`),
-      // Streams cut after their 200 are failures the status counters never see.
-      `(${http5xx} + ${rate(`haproxy_backend_response_errors_total{proxy="${L1_BACKEND}"}`)}) or ${http5xx}`,
-    );
-    const slow = (h: string) => `(${rate(`${h}_count`)} - ${rate(`${h}_bucket{${le}}`)})`;
-    const ttftRules = windowRules(
-      "ttft",
-      w,
-      `${rate("vllm:time_to_first_token_seconds_count")} or ${rate("llmha_probe_latency_seconds_count")}`,
-      `${slow("vllm:time_to_first_token_seconds")} or ${slow("llmha_probe_latency_seconds")}`,
-    );
-    return [...l1Rules, ...ttftRules];
-  });
+  return [
+    ...l1LostRules(t),
+    ...SLO_WINDOWS.flatMap((w) => {
+      const rw = range(w, t.sloTimeScale);
+      const rate = (sel: string) => `${by} (rate(${sel}[${rw}]))`;
+      const lost = `avg_over_time(${L1_LOST_RATE}[${rw}])`;
+      const http5xx = rate(`${l1}, code="5xx"}`);
+      const l1Rules = windowRules(
+        "l1",
+        w,
+        plus(rate(`${l1}}`), lost),
+        // Streams cut after their 200 are failures the status counters never see; a gone proxy's clients fail unseen.
+        plus(`(${http5xx} + ${rate(`haproxy_backend_response_errors_total{proxy="${L1_BACKEND}"}`)}) or ${http5xx}`, lost),
+      );
+      const slow = (h: string) => `(${rate(`${h}_count`)} - ${rate(`${h}_bucket{${le}}`)})`;
+      const ttftRules = windowRules(
+        "ttft",
+        w,
+        `${rate("vllm:time_to_first_token_seconds_count")} or ${rate("llmha_probe_latency_seconds_count")}`,
+        `${slow("vllm:time_to_first_token_seconds")} or ${slow("llmha_probe_latency_seconds")}`,
+      );
+      return [...l1Rules, ...ttftRules];
+    }),
+  ];
 }
 
-function burnExpr(sli: Sli, level: "cluster" | "cluster_az", budget: number, burns: readonly [number, SloWindow, SloWindow][], minRequests: number): string {
+function burnExpr(sli: Sli, level: "cluster" | "cluster_az", budget: number, burns: readonly [number, SloWindow, SloWindow][], minRequests: number, scale: number): string {
   const on = level === "cluster" ? "cluster" : "cluster, az";
   return burns
     .map(([factor, long, short]) => {
       const limit = num(factor * budget);
       return (
         `(${sloSeries(level, sli, "error_ratio", long)} > ${limit} and on (${on}) ${sloSeries(level, sli, "error_ratio", short)} > ${limit}` +
-        ` and on (${on}) ${sloSeries(level, sli, "requests", long)} * ${SECONDS[long]} >= ${minRequests})`
+        ` and on (${on}) ${sloSeries(level, sli, "requests", long)} * ${scaledSeconds(SECONDS[long], scale)} >= ${minRequests})`
       );
     })
     .join(" or ");
@@ -129,7 +177,7 @@ export function sloAlerts(t: AlertThresholds): AlertSpec[] {
       ["Fast", "critical", PAGE_BURNS],
       ["Slow", "warning", TICKET_BURNS],
     ] as const) {
-      const expr = `${burnExpr(d.sli, "cluster", budget, burns, t.sloMinRequests)} or ${burnExpr(d.sli, "cluster_az", budget, burns, t.sloMinRequests)}`;
+      const expr = `${burnExpr(d.sli, "cluster", budget, burns, t.sloMinRequests, t.sloTimeScale)} or ${burnExpr(d.sli, "cluster_az", budget, burns, t.sloMinRequests, t.sloTimeScale)}`;
       const rates = burns.map(([f, l, s]) => `${f}× over ${l} and ${s}`).join(", or ");
       out.push({
         alert: `LlmHa${d.name}BudgetBurn${speed}`,
