@@ -4,9 +4,18 @@
  * scrape jobs do, evaluates `infra/observability`'s rules, and the drill reports which alerts
  * fired during each scenario. Optional: without the `prometheus` binary the drill says so and
  * runs on.
+ *
+ * Time scaled: a drill scenario holds its fault for seconds, the SLO windows are minutes to
+ * days (a 6 s AZ loss is 0.2 % of an hour: no page, rightly, in production). So the drill's
+ * rules run with `sloTimeScale` 1/60 — a production minute is a drill second: 5m → 5 s,
+ * 1h → 60 s, 3d → 72 min, `l1LostFor` 5m → 5 s — on the drill's 1 s scrapes and evaluations.
+ * Every other rule (`for:`, thresholds) is as shipped.
  */
 import { PrometheusMissingError, shippedRules, startPrometheus, type FiredAlert, type PrometheusHandle, type PrometheusTarget } from "../engines/prometheus";
 import type { DrillStack } from "./stack";
+
+/** A production minute is a drill second (see above). */
+export const DRILL_SLO_TIME_SCALE = 1 / 60;
 
 /** The scrape targets, labelled as the Kubernetes jobs label them; the standby AZ's nodes are left out (scaled to zero, they are no target). */
 export function drillScrapeTargets(st: DrillStack): PrometheusTarget[] {
@@ -30,8 +39,8 @@ export function drillScrapeTargets(st: DrillStack): PrometheusTarget[] {
 /** Starts Prometheus over the drill; null (with a line saying why) when it is not installed. */
 export async function startDrillPrometheus(st: DrillStack, progress: (line: string) => void): Promise<PrometheusHandle | null> {
   try {
-    const p = await startPrometheus({ ruleFiles: [shippedRules({ standbyAz: st.standby?.name ?? null })], targets: drillScrapeTargets(st) });
-    progress(`Prometheus ${p.url} scraping ${drillScrapeTargets(st).length} targets with the shipped alert rules`);
+    const p = await startPrometheus({ ruleFiles: [shippedRules({ standbyAz: st.standby?.name ?? null, sloTimeScale: DRILL_SLO_TIME_SCALE })], targets: drillScrapeTargets(st) });
+    progress(`Prometheus ${p.url} scraping ${drillScrapeTargets(st).length} targets with the shipped alert rules (SLO windows × 1/60: 1h → 60 s)`);
     return p;
   } catch (err) {
     if (err instanceof PrometheusMissingError) {
