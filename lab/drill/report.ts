@@ -58,6 +58,7 @@ const TIME_TARGETS: [keyof Targets, keyof RunResult | `extra.${string}`, string]
   ["healthMs", "extra.healthMaxMs", "slowest /healthz or /az/health answer"],
   ["fast503Ms", "extra.max503Ms", "slowest 503"],
   ["registryMs", "extra.registryMs", "registry complete after the promotion"],
+  ["firstL4Ms", "extra.firstL4Ms", "first L4 answer after the last server out"],
 ];
 
 /** Counts and ratios a scenario records in `extra`: each must be measured and at most its target. */
@@ -185,6 +186,7 @@ function targetText(t: Targets): string {
   if (t.otherFailures !== undefined) parts.push(`other failures=${t.otherFailures}`);
   if (t.spreadRatio !== undefined) parts.push(`spread≤${t.spreadRatio}×fair`);
   if (t.sdkFailed !== undefined) parts.push(`sdk failed=${t.sdkFailed}`);
+  if (t.firstL4Ms !== undefined) parts.push(`first L4≤${t.firstL4Ms / 1000}s`);
   if (t.registryMs !== undefined) parts.push(`registry≤${t.registryMs / 1000}s`);
   if (t.tokenRegressions !== undefined) parts.push(`token regressions=${t.tokenRegressions}`);
   if (t.azHealth503 !== undefined) parts.push(`/az/health 503=${t.azHealth503}`);

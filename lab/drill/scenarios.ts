@@ -60,6 +60,8 @@ export interface Targets {
   azHealth503?: number;
   /** Failed requests of the SDK-default client class (after its own retries). */
   sdkFailed?: number;
+  /** From the last inference server out to the first L4 answer (cache, provider or queue). */
+  firstL4Ms?: number;
 }
 
 export interface ScenarioSpec {
@@ -240,7 +242,7 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     repeat: { full: 1, quick: 1 },
     needsFleet: true,
     // otherFailures here: answers neither L4's nor a 503 with Retry-After, wrong cached answers, queued requests lost or replayed twice.
-    targets: { retryAfterMissing: 0, otherFailures: 0 },
+    targets: { retryAfterMissing: 0, otherFailures: 0, firstL4Ms: 1000 },
   },
 ];
 

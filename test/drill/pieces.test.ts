@@ -203,6 +203,8 @@ describe("proxy scenarios: targets and figures", () => {
     expect(t("overload")).toMatchObject({ healthMs: 1000, retryAfterMissing: 0, otherFailures: 0, falseFailovers: 0 });
     expect(t("l2-spread")).toMatchObject({ spreadRatio: 1.5 });
     expect(t("long-generation")).toMatchObject({ failed: 0, falseFailovers: 0 });
+    expect(t("global-outage")).toMatchObject({ retryAfterMissing: 0, otherFailures: 0, firstL4Ms: 1000 });
+    expect(t("node-drain")).toMatchObject({ failed: 0, sdkFailed: 0, falseFailovers: 0 });
     for (const n of ["redis-failover", "redis-failover-lag"]) {
       expect(t(n)).toMatchObject({ falseFailovers: 0, staleWrites: 0, tokenRegressions: 0, azHealth503: 0, leaderMs: 3500, registryMs: 1000 });
     }
