@@ -124,7 +124,8 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
       model: () => agent.model,
       probe: probeView,
       azHealth: async () => (fleet ? fleet.azHealth() : standaloneAzHealth(agent, cfg.az)),
-      extra: fleet ? () => ({ fleet: fleet.status() }) : undefined,
+      // What the server says it serves (id, revision, dtype, context): the fleet's "same model everywhere".
+      extra: () => ({ modelIdentity: agent.modelIdentity, ...(fleet ? { fleet: fleet.status() } : {}) }),
       metrics: metrics.registry,
     }),
   );

@@ -62,6 +62,11 @@ const xidLine = (code: number, pid: boolean): string =>
   `[${(performance.now() / 1000).toFixed(6)}] NVRM: Xid (PCI:0000:53:00): ${code}, ${pid ? "pid=4242, name=python3" : "pid='<unknown>', name=<unknown>"}, Ch 00000008\n`;
 
 describe("issue 16 signals through a real agent", () => {
+  it("/status reports what the server serves (same model everywhere)", async () => {
+    const s = await node.agentGet("/status");
+    expect(s.body.modelIdentity).toEqual({ id: "llm-ha/test-model", revision: null, dtype: null, maxContext: 8192 });
+  });
+
   it("NVLink fabric not registered on one GPU: down #GPU_FABRIC, back when it completes", async () => {
     await node.gpuFault("fabricNotRegistered");
     await down("GPU_FABRIC");
