@@ -11,7 +11,7 @@ import type { ScenarioSpec } from "./scenarios";
 import { runFlap, runLeader, runMassProbe, runRedisReadonly, runRedisRestart } from "./scenarios/fleet";
 import { NODE_FAULTS, runNodeFault } from "./scenarios/node";
 import { runNodeDrain } from "./scenarios/planned";
-import { runRedisFailover, runRedisFailoverLag } from "./scenarios/redis";
+import { runRedisBlackhole, runRedisFailover, runRedisFailoverLag, runRedisSlow } from "./scenarios/redis";
 import { runGlobalOutage } from "./scenarios/outage";
 import { runL2Spread, runLongGeneration, runLongPromptCrash, runOverload, runQueryOfDeath } from "./scenarios/proxy";
 import { blank, type RunResult, type ScenarioContext } from "./scenarios/runner";
@@ -38,6 +38,8 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["node-drain", runNodeDrain],
   ["redis-failover-lag", runRedisFailoverLag],
   ["redis-failover", runRedisFailover],
+  ["redis-blackhole", runRedisBlackhole],
+  ["redis-slow", runRedisSlow],
   ["flap", runFlap],
   ["mass-probe", runMassProbe],
   ["query-of-death", runQueryOfDeath],

@@ -9,6 +9,9 @@
  *   (node hashes expired there while `members` lists the nodes, an older lease and fence);
  *   the old primary is then lost and comes back as a replica.
  *
+ * - `redis-blackhole`: the primary goes silent (SIGSTOP) without closing a connection; the
+ *   sentinels promote the replica; clients must leave the silent one by themselves.
+ *
  * Judged: no false failover (no AZ published worse, no DNS change, no serving node out of
  * rotation, no `/az/health` 503 for a live AZ), fencing tokens never lower than one seen, no
  * stale write, a leader again within TTL + contend and the registry complete within two
@@ -98,9 +101,12 @@ async function endpointOn(url: string, port: number): Promise<boolean> {
   }
 }
 
-async function runRedisFault(ctx: ScenarioContext, spec: ScenarioSpec, run: number, lag: boolean): Promise<RunResult> {
+type RedisFault = "failover" | "lag" | "blackhole";
+
+async function runRedisFault(ctx: ScenarioContext, spec: ScenarioSpec, run: number, fault: RedisFault): Promise<RunResult> {
   const r = blank(spec.name, run);
   const ha = ctx.stack.redis;
+  const lag = fault === "lag";
   if (lag && !(await ha.partitionable())) {
     r.notMeasured = "the first primary is no longer the primary seen through its link (run redis-failover-lag before redis-failover)";
     return r;
@@ -110,8 +116,15 @@ async function runRedisFault(ctx: ScenarioContext, spec: ScenarioSpec, run: numb
   const [first, second] = ha.servers;
   const before = (await ha.primary()) ?? first;
   const next = before === first ? second : first;
-  r.injectAt = mark(ctx, "inject", lag ? "redis primary cut off from replica and sentinels" : "redis sentinel failover");
-  if (lag) {
+  const what = { failover: "redis sentinel failover", lag: "redis primary cut off from replica and sentinels", blackhole: "redis primary silent (SIGSTOP), its connections left open" }[fault];
+  r.injectAt = mark(ctx, "inject", what);
+  if (fault === "blackhole") {
+    // Every command to it hangs; nothing closes: clients must leave it by themselves.
+    before.pause();
+    if (!(await within(30_000, async () => (await ha.sentinelPrimaryPort()) === next.port))) r.notes.push("the sentinels did not promote the replica in 30 s");
+    r.extra.promotedMs = ctx.now() - r.injectAt;
+    before.kill("SIGKILL");
+  } else if (lag) {
     ha.partitionFirstPrimary();
     // The sentinels see the primary down after 1 s and promote the replica (it missed every
     // write since the cut); the old primary still takes the agents' writes until it is lost.
@@ -127,7 +140,7 @@ async function runRedisFault(ctx: ScenarioContext, spec: ScenarioSpec, run: numb
   const from = onNewAt ?? ctx.now();
   r.extra.endpointMs = from - r.injectAt;
   r.extra.registryMs = await registryBack(ctx, from, 10_000);
-  if (lag) {
+  if (fault !== "failover") {
     // ElastiCache brings the failed primary back as a replica of the new one.
     await before.restart(["--replicaof", "127.0.0.1", String(next.port)]);
   }
@@ -156,9 +169,56 @@ async function runRedisFault(ctx: ScenarioContext, spec: ScenarioSpec, run: numb
 }
 
 export function runRedisFailover(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
-  return runRedisFault(ctx, spec, run, false);
+  return runRedisFault(ctx, spec, run, "failover");
 }
 
 export function runRedisFailoverLag(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
-  return runRedisFault(ctx, spec, run, true);
+  return runRedisFault(ctx, spec, run, "lag");
+}
+
+export function runRedisBlackhole(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  return runRedisFault(ctx, spec, run, "blackhole");
+}
+
+/**
+ * `redis-slow`: the leader stops (SIGTERM: it releases the lease) and, at the same moment, Redis
+ * holds every write for 1.5 s (`CLIENT PAUSE 1500 WRITE`): the release and the contenders'
+ * acquisitions time out on their clients and run in Redis afterwards. One of them must lead within one contend period of Redis taking
+ * writes again — not a lease TTL later (an acquisition that ran after its client gave up used
+ * to orphan the lease) — and no write may go through with an older token.
+ */
+export async function runRedisSlow(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const leaderId = ctx.observer.latestFleet()?.leader ?? null;
+  const leader = ctx.stack.running().find((n) => leaderId !== null && leaderId.startsWith(`${n.id}/`));
+  if (!leader) {
+    r.notMeasured = "no leader to take over from";
+    return r;
+  }
+  const admin = new Redis(ctx.stack.redis.url, { maxRetriesPerRequest: 0, connectTimeout: 1000 });
+  admin.on("error", () => undefined);
+  const PAUSE_MS = 1500;
+  try {
+    r.injectAt = mark(ctx, "inject", `stop leader ${leader.id} + redis writes paused ${PAUSE_MS} ms`);
+    await Promise.all([admin.call("CLIENT", "PAUSE", PAUSE_MS, "WRITE"), leader.killAgent("SIGTERM")]);
+  } finally {
+    admin.disconnect();
+  }
+  const writesBack = r.injectAt + PAUSE_MS;
+  const other = (f: FleetSample): boolean => typeof f.leader === "string" && !f.leader.startsWith(`${leader.id}/`) && f.t > writesBack;
+  await until(ctx, DRILL_TIMING.leaseTtlMs + 10_000, () => ctx.tl.fleet.some(other));
+  r.healAt = mark(ctx, "heal", `restart agent ${leader.id}`);
+  await leader.startAgent();
+  await sleep(3000);
+  r.endAt = ctx.now();
+  r.leaderMs = firstAfter(ctx.tl.fleet, writesBack, other);
+  // The stopped agent's node drains: out of rotation by design, not a false failover.
+  finish(ctx, r, [leader], l1Removed);
+  r.staleWrites = staleWrites(ctx.tl.fleet, r.injectAt);
+  r.extra.tokenRegressions = tokenRegressions(ctx.tl.fleet, r.injectAt);
+  r.falseFailovers += dnsChanges(ctx.tl, r.injectAt, r.endAt);
+  r.extra.figures = `a new leader ${r.leaderMs === null ? "never" : `${(r.leaderMs / 1000).toFixed(2)}s`} after Redis took writes again (lease TTL ${DRILL_TIMING.leaseTtlMs / 1000} s, contend ${DRILL_TIMING.leaseContendMs / 1000} s)`;
+  r.notes.push(r.extra.figures);
+  return r;
 }
