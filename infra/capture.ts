@@ -79,7 +79,7 @@ function fakeOutputs(type: string, name: string, inputs: Record<string, unknown>
     case "aws:elasticache/replicationGroup:ReplicationGroup":
       return { ...base, primaryEndpointAddress: `master.${name}.cache.amazonaws.com`, readerEndpointAddress: `replica.${name}.cache.amazonaws.com` };
     case "aws:msk/cluster:Cluster":
-      return { ...base, bootstrapBrokersSaslIam: `b-1.${name}.kafka.amazonaws.com:9098,b-2.${name}.kafka.amazonaws.com:9098` };
+      return { ...base, arn: `arn:aws:kafka:us-east-1:123456789012:cluster/${name}/0a1b2c3d-4e5f-6789-abcd-ef0123456789-1`, bootstrapBrokersSaslIam: `b-1.${name}.kafka.amazonaws.com:9098,b-2.${name}.kafka.amazonaws.com:9098` };
     case "kubernetes:core/v1:Service": {
       const spec = (inputs.spec ?? {}) as Record<string, unknown>;
       if (spec.type !== "LoadBalancer") return inputs;

@@ -14,6 +14,7 @@ import { Redis } from "./redis";
 import { StandbySchedule } from "./standby-schedule";
 import { INFERENCE_SERVICE_ACCOUNT, Workloads, type WorkloadsArgs } from "./workloads";
 import { AGENT_SERVICE_ACCOUNT } from "./workloads/agent";
+import { FallbackIam } from "./workloads/fallback";
 import { WORKLOADS_NAMESPACE } from "./names";
 
 /** What `pulumi stack output` shows. */
@@ -128,6 +129,28 @@ export function createStack(): StackOutputs {
       })
     : undefined;
 
+  // L4: `llm-ha fallback` beside each L1 proxy; only its role may write the queue topic (policies/iam.ts).
+  let fallback: WorkloadsArgs["fallback"];
+  if (c.fallback.enabled) {
+    const fallbackIam = new FallbackIam("fallback", {
+      clusterName: c.clusterName,
+      cluster: c.clusterName,
+      mskClusterArn: kafka.cluster.arn,
+      oidcProviderArn: cluster.oidcProvider.arn,
+      oidcProviderUrl: cluster.oidcProvider.url,
+      namespace: WORKLOADS_NAMESPACE,
+    });
+    fallback = {
+      roleArn: fallbackIam.roleArn,
+      kafkaBootstrap: kafka.bootstrapBrokers,
+      region: c.region,
+      models: c.fallback.models,
+      providers: c.fallback.providers.map((p) => ({ name: p.name, url: p.url, timeoutMs: p.timeoutMs, models: p.models, key: p.key })),
+      maxQueueDepth: c.fallback.maxQueueDepth,
+      replayRps: c.fallback.replayRps,
+    };
+  }
+
   const workloads = new Workloads("app", {
     provider: cluster.provider,
     clusterName: c.clusterName,
@@ -145,6 +168,7 @@ export function createStack(): StackOutputs {
     zonalShift: c.dns.zonalShift,
     standbyAz: c.standbyAz,
     agentActuator,
+    fallback,
   });
 
   if (c.observability.enabled) {

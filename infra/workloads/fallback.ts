@@ -13,6 +13,7 @@ import type * as k8s from "@pulumi/kubernetes";
 import type { HaproxyFallback } from "../../contracts/haproxy-config";
 import { irsaTrustPolicy } from "../agent-iam";
 import { Problems } from "../problems";
+import { tagged } from "../tags";
 import type { ConfigMap } from "./common";
 
 export type Container = k8s.types.input.core.v1.Container;
@@ -100,7 +101,7 @@ export class FallbackIam extends pulumi.ComponentResource {
           .all([args.oidcProviderArn, args.oidcProviderUrl])
           .apply(([arn, url]) => irsaTrustPolicy(arn, url, args.namespace, FALLBACK_SERVICE_ACCOUNT)),
         // Marks the identity for the policy pack (only this role may write the L4 topic).
-        tags: { [FALLBACK_ROLE_TAG.key]: FALLBACK_ROLE_TAG.value },
+        tags: tagged({ [FALLBACK_ROLE_TAG.key]: FALLBACK_ROLE_TAG.value }),
       },
       o,
     );
@@ -122,7 +123,7 @@ export interface FallbackProvider {
 
 export interface FallbackSidecarSpec {
   /** The agent image (it carries `llm-ha fallback`). */
-  image: string;
+  image: pulumi.Input<string>;
   namespace: string;
   /** llm-ha cluster name (Redis namespace, topic). */
   cluster: string;

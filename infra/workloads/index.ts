@@ -7,6 +7,7 @@ import { AGENT_SERVICE_ACCOUNT, agentDaemonSet, type AgentActuatorEnv } from "./
 import { objectName } from "./common";
 import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
 import { inferenceHeadlessService, inferenceManifests } from "./inference";
+import { fallbackProviderObjects, fallbackServiceAccount, type FallbackProvider, type FallbackSidecarSpec } from "./fallback";
 import { l1ProxyManifests } from "./l1-proxy";
 import { PORTS } from "../../contracts/names";
 import { APP } from "../names";
@@ -48,6 +49,20 @@ export interface WorkloadsArgs {
   standbyAz?: string;
   /** The agents' AWS actuator: the IRSA role for their ServiceAccount and its settings. Default none. */
   agentActuator?: AgentActuatorEnv & { roleArn: pulumi.Input<string> };
+  /**
+   * The L4 fallback (`llm-ha fallback`, docs/fallback.md) beside each AZ's L1 proxy: its IRSA
+   * role (`FallbackIam`), MSK's IAM bootstrap brokers, the models it serves and its upstreams
+   * in order of priority (keys are Pulumi secrets). Default none: the L1 proxies as before.
+   */
+  fallback?: {
+    roleArn: pulumi.Input<string>;
+    kafkaBootstrap: pulumi.Input<string>;
+    region: string;
+    models: string[];
+    providers?: FallbackProvider[];
+    maxQueueDepth?: number;
+    replayRps?: number;
+  };
 }
 
 
@@ -152,6 +167,32 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   for (const { az } of args.azs) slots[az] = args.gpuClasses.reduce((n, c) => n + c.maxPerAz, 0);
   const azNames = args.azs.map((a) => a.az);
 
+  // The L4 fallback: one ServiceAccount (IRSA), providers.json and the keys' Secret, shared by every AZ's L1 pods.
+  let fallback: FallbackSidecarSpec | undefined;
+  const l1Deps: pulumi.Resource[] = [ns];
+  if (args.fallback) {
+    const f = args.fallback;
+    fallback = {
+      image: args.agentImage,
+      namespace,
+      cluster: args.clusterName,
+      region: f.region,
+      kafkaBootstrap: f.kafkaBootstrap,
+      redisSecretName: "llm-ha-redis",
+      models: f.models,
+      providers: f.providers,
+      maxQueueDepth: f.maxQueueDepth,
+      replayRps: f.replayRps,
+    };
+    const objs = fallbackProviderObjects(fallback);
+    l1Deps.push(
+      redisSecret,
+      new k8s.core.v1.ServiceAccount(`${name}-fallback`, fallbackServiceAccount(namespace, f.roleArn), inNs),
+      new k8s.core.v1.ConfigMap(`${name}-fallback-providers`, objs.configMap, inNs),
+    );
+    if (objs.secret) l1Deps.push(new k8s.core.v1.Secret(`${name}-fallback-keys`, objs.secret, inNs));
+  }
+
   const nlbNames: Record<string, string> = {};
   const nlbHostnames: Record<string, pulumi.Output<string>> = {};
   for (const { az, publicSubnetId } of args.azs) {
@@ -188,9 +229,10 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       publicSubnetId,
       nlbName: nlbNames[az],
       zonalShift: args.zonalShift ?? false,
+      fallback,
     });
     const cm = new k8s.core.v1.ConfigMap(`${name}-l1-${az}`, l1.configMap, inNs);
-    new k8s.apps.v1.Deployment(`${name}-l1-${az}`, l1.deployment, { ...opts, dependsOn: [ns, cm] });
+    new k8s.apps.v1.Deployment(`${name}-l1-${az}`, l1.deployment, { ...opts, dependsOn: [...l1Deps, cm] });
     new k8s.policy.v1.PodDisruptionBudget(`${name}-l1-${az}`, l1.pdb, inNs);
     // The load balancer controller gives the Service its NLB; provisioning takes minutes.
     const svc = new k8s.core.v1.Service(`${name}-l1-${az}-nlb`, l1.service, {

@@ -110,7 +110,7 @@ describe("FallbackIam under Pulumi mocks", () => {
     const policy = seen.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy")!;
     expect(seen.filter((r) => r.type.startsWith("aws:"))).toHaveLength(2);
     expect(role.inputs.name).toBe("llmha-prod-fallback");
-    expect(role.inputs.tags).toEqual({ "llm-ha.io/identity": "fallback" });
+    expect(role.inputs.tags).toEqual({ "llm-ha.io/identity": "fallback", Project: "llm-ha", Environment: "test" });
     const trust = JSON.parse(role.inputs.assumeRolePolicy as string) as { Statement: Array<{ Condition: { StringEquals: Record<string, string> } }> };
     expect(trust.Statement[0].Condition.StringEquals["oidc.eks.eu-west-1.amazonaws.com/id/ABC:sub"]).toBe("system:serviceaccount:llm-ha:llmha-fallback");
     expect(policy.inputs.policy).toBe(fallbackMskPolicy(CLUSTER_ARN, "prod"));

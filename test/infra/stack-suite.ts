@@ -9,6 +9,7 @@ import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from "kubernete
 import { beforeAll, describe, expect, it } from "vitest";
 import { isCron } from "../../infra/config";
 import { l1HaproxyConfig } from "../../infra/workloads/l1-proxy";
+import { fallbackMskPolicy, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec } from "../../infra/workloads/fallback";
 import { MODEL_CACHE_HOST_PATH, readinessCommand } from "../../infra/workloads/inference";
 import { describeDeployability } from "./deployability-checks";
 import { expectObservability, operatorObject } from "../observability/stack-checks";
@@ -138,7 +139,9 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       const slots = Object.fromEntries(azs.map((az) => [az, (json("gpuClasses") as unknown as O[]).reduce((n, c) => n + (c.maxPerAz as number), 0)]));
       for (const az of azs) {
         const cfgText = k8s("ConfigMap").find((c) => c.metadata.name === `l1-${az}`)?.data["haproxy.cfg"] as string;
-        expect(cfgText).toBe(l1HaproxyConfig({ namespace: "llm-ha", az, azs, slots }));
+        // With the L4 fallback's rule and backend (the generator only asks whether there is one).
+        expect(cfgText).toBe(l1HaproxyConfig({ namespace: "llm-ha", az, azs, slots, fallback: {} as FallbackSidecarSpec }));
+        expect(cfgText).toContain("use_backend inference_fallback if { nbsrv(inference_servers) eq 0 }");
         const lines = cfgText.split("\n").filter((l) => l.includes("server-template") && l.includes(":8000"));
         expect(lines.filter((l) => !l.endsWith(" backup"))).toEqual([expect.stringContaining(`inference-${az}.llm-ha.svc.cluster.local:8000`)]);
         expect(lines.filter((l) => l.endsWith(" backup"))).toHaveLength(azs.length - 1);
@@ -230,8 +233,48 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       expect(cluster.vpcConfig).toMatchObject({ endpointPublicAccess: true, endpointPrivateAccess: true, publicAccessCidrs: ["198.51.100.0/24"] });
       const attached = props("aws:iam/rolePolicyAttachment:RolePolicyAttachment").map((a) => a.policyArn as string);
       expect(attached.filter((a) => !/^arn:aws:iam::aws:policy\/(AmazonEKS|AmazonEC2ContainerRegistryReadOnly|service-role\/AmazonEBSCSIDriverPolicy$)/.test(a))).toEqual([]);
-      // The only inline policies: the agent's and the load balancer controller's (IRSA), checked below.
-      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "lbc-policy"]);
+      // The only inline policies: the agent's, the L4 fallback's and the load balancer controller's (IRSA), checked below.
+      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "fallback-msk", "lbc-policy"]);
+    });
+
+    it("runs the L4 fallback beside every L1 proxy, as its own IRSA role that only reaches its MSK topic and group", () => {
+      const cluster = cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`;
+      const [msk] = ofType(rs, "aws:msk/cluster:Cluster");
+      const mskArn = `arn:aws:kafka:us-east-1:123456789012:cluster/${msk.name}/0a1b2c3d-4e5f-6789-abcd-ef0123456789-1`;
+      const role = ofType(rs, "aws:iam/role:Role").find((r) => r.name === "fallback-role")!.props as O;
+      expect(role.name).toBe(`${cluster}-fallback`);
+      expect(role.tags).toEqual({ "llm-ha.io/identity": "fallback", Project: "llm-ha", Environment: env });
+      const issuer = "oidc.eks.us-east-1.amazonaws.com/id/eks-eks";
+      expect(JSON.parse(role.assumeRolePolicy).Statement[0].Condition.StringEquals).toEqual({
+        [`${issuer}:sub`]: `system:serviceaccount:llm-ha:${FALLBACK_SERVICE_ACCOUNT}`,
+        [`${issuer}:aud`]: "sts.amazonaws.com",
+      });
+      const policy = ofType(rs, "aws:iam/rolePolicy:RolePolicy").find((r) => r.name === "fallback-msk")!.props as O;
+      expect(policy.policy).toBe(fallbackMskPolicy(mskArn, cluster));
+      const sa = k8s("ServiceAccount").find((x) => x.metadata.name === FALLBACK_SERVICE_ACCOUNT)!;
+      expect(sa.metadata.annotations["eks.amazonaws.com/role-arn"]).toBe(`arn:aws:iam:us-east-1:123456789012:fallback-role`);
+      const providers = k8s("ConfigMap").find((x) => x.metadata.name === "llmha-fallback-providers")!;
+      // The stack files name no external provider: cache and queue only.
+      expect(JSON.parse(providers.data["providers.json"])).toEqual([]);
+      expect(k8s("Secret").some((x) => x.metadata.name === "llmha-fallback-keys")).toBe(false);
+      const l1 = k8s("Deployment").filter((d) => d.metadata.labels["app.kubernetes.io/name"] === "l1-proxy");
+      expect(l1).toHaveLength(azs.length);
+      for (const d of l1) {
+        const pod = d.spec.template.spec;
+        expect(pod.serviceAccountName).toBe(FALLBACK_SERVICE_ACCOUNT);
+        expect(pod.containers.map((c: O) => c.name)).toEqual(["haproxy", "fallback"]);
+        const env = Object.fromEntries(pod.containers[1].env.map((e: O) => [e.name, e.value ?? e.valueFrom]));
+        expect(env).toMatchObject({
+          LLMHA_CLUSTER: cluster,
+          LLMHA_KAFKA_BROKERS: `b-1.${msk.name}.kafka.amazonaws.com:9098,b-2.${msk.name}.kafka.amazonaws.com:9098`,
+          LLMHA_KAFKA_AUTH: "msk-iam",
+          LLMHA_KAFKA_REGION: "us-east-1",
+          LLMHA_FALLBACK_MODELS: json("inference").model,
+          LLMHA_REDIS_URL: { secretKeyRef: { name: "llm-ha-redis", key: "url" } },
+        });
+        const dl1 = rs.find((r) => r.type === "kubernetes:apps/v1:Deployment" && (r.props as O).metadata.name === d.metadata.name)!;
+        expect(dl1.opts.dependsOn.some((u) => u.endsWith("::app-fallback"))).toBe(true);
+      }
     });
 
     it("lets only the agents' ServiceAccount act, and only on the standby groups (IRSA, least privilege)", () => {
