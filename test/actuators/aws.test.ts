@@ -93,7 +93,8 @@ describe("wakeStandby", () => {
     const fake = new FakeAutoScaling().add(ASG, { min: 0, max: 0, desired: 0, suspended: ["ScheduledActions"], tags: { "llm-ha:pre-wake": "0/3/0" } });
     const r = await actuator().wakeStandby("us-east-1c", CTX);
     expect(r.outcome).toBe("applied");
-    expect(sent(asgMock).map(([n]) => n)).toEqual(["DescribeAutoScalingGroupsCommand", "UpdateAutoScalingGroupCommand"]);
+    // Woken with nothing launched: the follow reads its scaling activities (none failed).
+    expect(sent(asgMock).map(([n]) => n)).toEqual(["DescribeAutoScalingGroupsCommand", "DescribeScalingActivitiesCommand", "UpdateAutoScalingGroupCommand"]);
     expect(fake.group(ASG).tags["llm-ha:pre-wake"]).toBe("0/3/0");
   });
 
@@ -152,7 +153,7 @@ describe("releaseStandby", () => {
       ["ResumeProcessesCommand", { AutoScalingGroupName: ASG, ScalingProcesses: ["ScheduledActions"] }],
       ["DeleteTagsCommand", { Tags: [{ ResourceId: ASG, ResourceType: "auto-scaling-group", Key: "llm-ha:pre-wake", Value: `0/4/0@${T0}` }] }],
     ]);
-    expect(fake.group(ASG)).toEqual({ min: 0, max: 4, desired: 0, suspended: [], tags: {}, schedule: [] });
+    expect(fake.group(ASG)).toMatchObject({ min: 0, max: 4, desired: 0, suspended: [], tags: {}, schedule: [] });
     asgMock.resetHistory();
     expect(await a.releaseStandby("us-east-1c", CTX)).toMatchObject({ outcome: "already", calls: 1 });
   });

@@ -11,10 +11,12 @@ import {
   CreateOrUpdateTagsCommand,
   DeleteTagsCommand,
   DescribeAutoScalingGroupsCommand,
+  DescribeScalingActivitiesCommand,
   DescribeScheduledActionsCommand,
   ResumeProcessesCommand,
   SuspendProcessesCommand,
   UpdateAutoScalingGroupCommand,
+  type Activity,
   type AutoScalingGroup,
   type ScheduledUpdateGroupAction,
 } from "@aws-sdk/client-auto-scaling";
@@ -62,6 +64,17 @@ export interface FakeGroup {
   tags: Record<string, string>;
   /** Its scheduled actions (the standby schedule), as DescribeScheduledActions lists them. */
   schedule: ScheduledUpdateGroupAction[];
+  /**
+   * What a raised desired capacity does: `instant` (default) — the instances are InService at
+   * once; `pending` — they launch (Pending); `{ fail }` — every launch fails with that
+   * recorded activity message (a capacity shortage, a quota, a launch template), as AWS
+   * records it in DescribeScalingActivities.
+   */
+  launch: "instant" | "pending" | { fail: string };
+  /** Instance lifecycle states, as DescribeAutoScalingGroups lists them. */
+  instances: string[];
+  /** Scaling activities, newest first. */
+  activities: Activity[];
 }
 
 /** An in-memory Auto Scaling service behind `asgMock`. */
@@ -96,13 +109,52 @@ export class FakeAutoScaling {
       $metadata: {},
     }));
     asgMock.on(UpdateAutoScalingGroupCommand).callsFake((input: { AutoScalingGroupName: string; MinSize: number; MaxSize: number; DesiredCapacity: number }) => {
-      Object.assign(this.group(input.AutoScalingGroupName), { min: input.MinSize, max: input.MaxSize, desired: input.DesiredCapacity });
+      const g = this.group(input.AutoScalingGroupName);
+      Object.assign(g, { min: input.MinSize, max: input.MaxSize, desired: input.DesiredCapacity });
+      this.launch(input.AutoScalingGroupName);
       return { $metadata: {} };
+    });
+    asgMock.on(DescribeScalingActivitiesCommand).callsFake((input: { AutoScalingGroupName: string; MaxRecords?: number }) => ({
+      Activities: this.group(input.AutoScalingGroupName).activities.slice(0, input.MaxRecords ?? 100),
+      $metadata: {},
+    }));
+  }
+
+  /** Clock of the recorded activities. Default `Date.now`. */
+  now: () => number = Date.now;
+
+  /** Auto Scaling's answer to a desired capacity above the instance count. */
+  launch(name: string): void {
+    const g = this.group(name);
+    const missing = g.desired - g.instances.length;
+    if (missing <= 0) return;
+    if (g.launch === "instant" || g.launch === "pending") {
+      for (let i = 0; i < missing; i++) g.instances.push(g.launch === "instant" ? "InService" : "Pending");
+      return;
+    }
+    this.recordFailure(name, g.launch.fail, g.instances.length, g.desired);
+  }
+
+  /** A failed launch as Auto Scaling records it (recorded shape of a real activity). */
+  recordFailure(name: string, message: string, from: number, to: number): void {
+    const g = this.group(name);
+    const at = new Date(this.now());
+    g.activities.unshift({
+      ActivityId: `act-${g.activities.length + 1}`,
+      AutoScalingGroupName: name,
+      Description: `Launching a new EC2 instance.  Status Reason: ${message}`,
+      Cause: `At ${at.toISOString().replace(/\.\d+Z$/, "Z")} an instance was started in response to a difference between desired and actual capacity, increasing the capacity from ${from} to ${to}.`,
+      StartTime: at,
+      EndTime: new Date(at.getTime() + 1000),
+      StatusCode: "Failed",
+      StatusMessage: message,
+      Progress: 100,
+      Details: JSON.stringify({ "Subnet ID": "subnet-0123456789abcdef0", "Availability Zone": "us-east-1c" }),
     });
   }
 
   add(name: string, g: Partial<FakeGroup> & Pick<FakeGroup, "min" | "max" | "desired">): this {
-    this.groups.set(name, { suspended: [], tags: {}, schedule: [], ...g });
+    this.groups.set(name, { suspended: [], tags: {}, schedule: [], launch: "instant", instances: [], activities: [], ...g });
     return this;
   }
 
@@ -123,6 +175,14 @@ export class FakeAutoScaling {
       AvailabilityZones: ["us-east-1c"],
       HealthCheckType: "EC2",
       CreatedTime: new Date(0),
+      Instances: g.instances.map((LifecycleState, i) => ({
+        InstanceId: `i-0${name.length}${i}abcdef012345`,
+        InstanceType: "p5.48xlarge",
+        AvailabilityZone: "us-east-1c",
+        LifecycleState: LifecycleState as "InService",
+        HealthStatus: "Healthy",
+        ProtectedFromScaleIn: false,
+      })),
       SuspendedProcesses: g.suspended.map((p) => ({ ProcessName: p, SuspensionReason: "User suspended" })),
       Tags: Object.entries(g.tags).map(([Key, Value]) => ({ ResourceId: name, ResourceType: "auto-scaling-group", Key, Value, PropagateAtLaunch: false })),
     };

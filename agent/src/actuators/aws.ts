@@ -11,7 +11,7 @@
  *
  * This file holds `AwsActuator`, which builds the clients and composes the parts, and is the
  * one import path for every name: aws/settings.ts (what `LLMHA_ACTUATOR=aws` reads),
- * aws/calls.ts (retries, call counting, errors), aws/standby.ts (wake and release) and
+ * aws/calls.ts (retries, call counting, errors), aws/standby.ts (wake, its follow and fallback, release) and
  * aws/zonal-shift.ts (ARC start, extend, cancel).
  */
 import { AutoScalingClient } from "@aws-sdk/client-auto-scaling";
@@ -30,6 +30,7 @@ import type { ActionContext, ActionResult, Actuator, ShiftContext } from "./type
 export { AWS_CALLS_METRIC, AWS_OPERATIONS, AwsCallError, MissingIdentifierError, type AwsOperation } from "./aws/calls";
 export { ActuatorSettingError, checkShiftResources, parseAzIds, parseStandbyGroups, type StandbyGroup } from "./aws/settings";
 export { PRE_WAKE_TAG, SCHEDULED_ACTIONS } from "./aws/standby";
+export { classifyLaunchFailure, planWake, unavailableReason } from "./wake-follow";
 export { expiresIn, MAX_SHIFT_EXPIRY_MS, SHIFT_COMMENT_PREFIX, shiftComment } from "./aws/zonal-shift";
 
 export interface AwsActuatorOptions {
@@ -44,6 +45,10 @@ export interface AwsActuatorOptions {
   log: Logger;
   /** The AZ the standby groups are in (`LLMHA_STANDBY_AZ`); waking another AZ then fails. Default: not checked. */
   standbyAz?: string;
+  /** The fallback order when the standby groups cannot launch (`LLMHA_STANDBY_FALLBACK`), one group per step. Default none. */
+  standbyFallback?: StandbyGroup[];
+  /** A woken step with nothing in service this long has failed (`LLMHA_STANDBY_WAKE_BOUND_MS`). Default 900000. */
+  wakeBoundMs?: number;
   /** Default: a client for `region` with `maxAttempts: 1` (retries happen here, counted). */
   autoScaling?: AutoScalingClient;
   /** Default: a client for `region` with `maxAttempts: 1`. */

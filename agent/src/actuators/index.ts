@@ -11,7 +11,8 @@ import { ActuatorMetrics, FencedActuator, type TokenCheck } from "./gate";
 import { LocalActuator } from "./local";
 import type { Actuator } from "./types";
 
-export type ActuatorConfig = Pick<AgentConfig, "actuator" | "awsRegion" | "standbyAz" | "standbyAsgs" | "shiftResources" | "azIds" | "localCloudUrl">;
+export type ActuatorConfig = Pick<AgentConfig, "actuator" | "awsRegion" | "standbyAz" | "standbyAsgs" | "shiftResources" | "azIds" | "localCloudUrl"> &
+  Partial<Pick<AgentConfig, "standbyFallback" | "standbyWakeBoundMs">>;
 
 export interface ActuatorDeps {
   redis: Redis;
@@ -27,7 +28,7 @@ export interface ActuatorDeps {
 /** The implementation alone (no fencing). The settings were validated by `loadConfig`. */
 export async function createActuatorImpl(cfg: ActuatorConfig, log: Logger, metrics?: Registry): Promise<Actuator | null> {
   if (cfg.actuator === "none") return null;
-  if (cfg.actuator === "local") return new LocalActuator({ url: cfg.localCloudUrl! });
+  if (cfg.actuator === "local") return new LocalActuator({ url: cfg.localCloudUrl!, wakeBoundMs: cfg.standbyWakeBoundMs ?? undefined });
   const { parseStandbyGroups, parseAzIds } = await import("./aws.js");
   const named = {
     standbyGroups: cfg.standbyAsgs ? parseStandbyGroups(cfg.standbyAsgs) : [],
@@ -39,7 +40,15 @@ export async function createActuatorImpl(cfg: ActuatorConfig, log: Logger, metri
     return new DryRunActuator({ log, ...named });
   }
   const { AwsActuator } = await import("./aws.js");
-  return new AwsActuator({ region: cfg.awsRegion!, ...named, standbyAz: cfg.standbyAz ?? undefined, log, registry: metrics });
+  return new AwsActuator({
+    region: cfg.awsRegion!,
+    ...named,
+    standbyAz: cfg.standbyAz ?? undefined,
+    standbyFallback: cfg.standbyFallback ? parseStandbyGroups(cfg.standbyFallback, "LLMHA_STANDBY_FALLBACK") : [],
+    wakeBoundMs: cfg.standbyWakeBoundMs ?? undefined,
+    log,
+    registry: metrics,
+  });
 }
 
 /** The configured actuator behind `FencedActuator`, or null for `none`. */

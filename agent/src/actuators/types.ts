@@ -42,6 +42,40 @@ export interface ActionResult {
   detail: string;
   /** Wall time of the action. */
   durationMs: number;
+  /** `standby.wake` only, from actuators that follow the wake (wake-follow.ts): where it stands. */
+  wake?: WakeReport;
+}
+
+/** Why a launch failed, from the provider's own status message (wake-follow.ts `classifyLaunchFailure`). */
+export const WAKE_FAILURE_CLASSES = ["capacity", "quota", "launch-config", "timeout", "unknown"] as const;
+export type WakeFailureClass = (typeof WAKE_FAILURE_CLASSES)[number];
+
+export interface WakeFailure {
+  class: WakeFailureClass;
+  /** The group (node group, instance type) whose launch failed. */
+  group: string;
+  /** The provider's status message, as given. */
+  message: string;
+  /** Epoch ms of the failed launch (the scaling activity's start). */
+  at: number;
+}
+
+/**
+ * A followed wake: `waiting` (launched, nothing in service yet), `serving` (a standby
+ * instance in service), `fallback` (this call woke the next step of the fallback order),
+ * `unavailable` (every step failed: capacity unavailable, `failure` says why).
+ */
+export interface WakeReport {
+  phase: "waiting" | "serving" | "fallback" | "unavailable";
+  /** The step in charge now (0 = the standby groups, then the fallback order). */
+  step: number;
+  steps: number;
+  /** Its groups. */
+  groups: string[];
+  /** The first failed launch of this wake, if any. */
+  failure?: WakeFailure;
+  /** Epoch ms the step in charge was woken. */
+  stepWokenAt?: number;
 }
 
 export interface Actuator {

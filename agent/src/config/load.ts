@@ -163,6 +163,8 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   shiftExpiryMs: 1_800_000,
   awsRegion: null,
   standbyAsgs: null,
+  standbyFallback: null,
+  standbyWakeBoundMs: 900_000,
   shiftResources: [],
   azIds: null,
   localCloudUrl: null,
@@ -267,6 +269,7 @@ async function checkAwsFormats(cfg: AgentConfig): Promise<void> {
     }
   };
   check("LLMHA_STANDBY_ASGS", cfg.standbyAsgs, parseStandbyGroups);
+  check("LLMHA_STANDBY_FALLBACK", cfg.standbyFallback, (v) => parseStandbyGroups(v, "LLMHA_STANDBY_FALLBACK"));
   check("LLMHA_AZ_IDS", cfg.azIds, parseAzIds);
   check("LLMHA_SHIFT_RESOURCES", cfg.shiftResources.length ? "" : null, () => checkShiftResources(cfg.shiftResources));
   if (cfg.zonalShift && cfg.azIds) {

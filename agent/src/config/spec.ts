@@ -79,6 +79,8 @@ export interface AgentConfig {
   shiftExpiryMs: number;
   awsRegion: string | null;
   standbyAsgs: string | null;
+  standbyFallback: string | null;
+  standbyWakeBoundMs: number;
   shiftResources: string[];
   azIds: string | null;
   localCloudUrl: string | null;
@@ -134,6 +136,8 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "shiftExpiryMs", env: "LLMHA_SHIFT_EXPIRY_MS", type: "int", min: 10_000, max: 259_200_000, defaultText: ms(1_800_000), description: "a zonal shift ends by itself after this long unless the leader renews it" },
   { key: "awsRegion", env: "LLMHA_AWS_REGION", type: "string", defaultText: "`AWS_REGION`, else from `LLMHA_AZ`", description: "`aws`: region of the Auto Scaling groups and load balancers" },
   { key: "standbyAsgs", env: "LLMHA_STANDBY_ASGS", type: "string", defaultText: "none", description: "`aws`: the standby AZ's Auto Scaling groups and the size to wake each to, `asg=wakeSize,…`" },
+  { key: "standbyFallback", env: "LLMHA_STANDBY_FALLBACK", type: "string", defaultText: "none", description: "`aws`: groups woken one at a time, in order, when the standby groups cannot launch (capacity, quota, reservation or launch template): another instance type in the standby AZ, then another AZ's spare group, `asg=wakeSize,…`" },
+  { key: "standbyWakeBoundMs", env: "LLMHA_STANDBY_WAKE_BOUND_MS", type: "int", min: 10_000, max: 86_400_000, defaultText: ms(900_000), description: "a woken standby step with no instance in service this long has failed: the next fallback is woken" },
   { key: "shiftResources", env: "LLMHA_SHIFT_RESOURCES", type: "list", defaultText: "none", description: "`aws`: ARNs of the load balancers to zonal-shift, comma separated" },
   { key: "azIds", env: "LLMHA_AZ_IDS", type: "string", defaultText: "none", description: "`aws`: AZ name to AZ id (ARC names zones by id), `us-east-1a=use1-az1,…`" },
   { key: "localCloudUrl", env: "LLMHA_LOCAL_CLOUD_URL", type: "url", defaultText: "none", description: "`local`: the drill's local cloud (starts and stops the standby nodes, shifts in HAProxy)" },

@@ -48,6 +48,8 @@ export interface ControllerOptions {
    * failed periods it starts the silence grace (`silenceGraceMs`).
    */
   redisTroubleAt?: () => number | null;
+  /** The reconciler's word that the standby cannot be woken (every fallback step failed), null when it can: shown in the tier. */
+  standbyUnavailable?: () => string | null;
 }
 
 export class Controller {
@@ -186,7 +188,7 @@ export class Controller {
     }
     const t0 = performance.now();
     const snap = await readSnapshot(redis, keys);
-    const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now, { silenceExplained: explained });
+    const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now, { silenceExplained: explained, standbyUnavailable: this.o.standbyUnavailable?.() ?? null });
     const aggMs = performance.now() - t0;
     this.lastAggregationMs = aggMs;
     metrics?.controllerTick.observe(aggMs / 1000);
@@ -201,7 +203,7 @@ export class Controller {
         }, { changeField: "state", eventType: "az" }),
       );
     }
-    writes.push(writer.hset(keys.tier, { level: evaluation.tier.level, reason: evaluation.tier.reason, updatedAt: now }, { changeField: "level", eventType: "tier" }));
+    writes.push(writer.hset(keys.tier, { level: evaluation.tier.level, reason: evaluation.tier.reason, standbyUnavailable: evaluation.standby.unavailable ?? "", updatedAt: now }, { changeField: "level", eventType: "tier" }));
     writes.push(
       writer.hset(keys.suspect, {
         codes: evaluation.suspect.join(","),
@@ -213,7 +215,8 @@ export class Controller {
       writes.push(
         writer.hset(keys.standbyWake, {
           az: evaluation.standby.az, wake: evaluation.standby.wake ? 1 : 0, reason: evaluation.standby.reason,
-          lastTriggerAt: memory.standby.lastTriggerAt ?? 0, updatedAt: now,
+          lastTriggerAt: memory.standby.lastTriggerAt ?? 0, capacity: evaluation.standby.unavailable ? "unavailable" : "ok",
+          capacityReason: evaluation.standby.unavailable ?? "", updatedAt: now,
         }, { changeField: "wake", eventType: "standby" }),
       );
     }

@@ -121,6 +121,7 @@ export class Fleet {
       heartbeatTtlMs: this.registry.ttlMs,
       redisTroubleAt: () => this.redisTroubleAt,
       onPublished: (e, token) => this.reconciler?.onEvaluation(e, token),
+      standbyUnavailable: () => this.reconciler?.standbyUnavailable() ?? null,
     });
     // A lost connection (a failover moving the endpoint, a restart) is Redis trouble too.
     for (const ev of ["error", "reconnecting"] as const) this.client.redis.on(ev, () => (this.redisTroubleAt = Date.now()));
@@ -154,6 +155,7 @@ export class Fleet {
       currentToken: () => this.lease.current?.token ?? null,
       log: this.o.log,
       metrics: this.metrics,
+      registry: this.o.metrics,
       settings: { retryBaseMs: this.controller.settings.intervalMs, ...settings },
     });
     this.log.info({ actuator: actuator.kind, standbyAz: this.controller.settings.standbyAz, zonalShift: this.controller.settings.zonalShift }, "leader actuator attached");

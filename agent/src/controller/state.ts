@@ -168,6 +168,8 @@ export interface StandbyDecision {
   az: string | null;
   wake: boolean;
   reason: string;
+  /** Set while it is wanted awake and cannot be woken (every step of the fallback order failed): why. */
+  unavailable?: string;
 }
 
 /**
@@ -285,6 +287,8 @@ export interface EvaluateOptions {
    * nodes are silent, not dead — they do not make their AZ worse and are not "out".
    */
   silenceExplained?: string | null;
+  /** The actuator's word that the standby cannot be woken (capacity unavailable, with the reason), null when it can. */
+  standbyUnavailable?: string | null;
 }
 
 /**
@@ -356,6 +360,11 @@ export function evaluate(
   // been OK once (or its cold-start grace runs out; LlmHaStandbyNotWaking watches it).
   if (s.standbyAz && starting.has(s.standbyAz)) tierStates.delete(s.standbyAz);
   const tier = tierLevel(tierStates, nodesOut.sort());
+  // The standby was the answer to this tier; when it cannot come up the tier says so (L2/L4 and alerts read it).
+  if (s.standbyAz && sb.decision.wake && o.standbyUnavailable) {
+    sb.decision.unavailable = o.standbyUnavailable;
+    tier.reason += `; standby ${s.standbyAz} ${o.standbyUnavailable}`;
+  }
   const heldAzs = azs.filter((a) => a.held).map((a) => a.az);
   if (heldAzs.length) tier.reason += ` (held: ${heldAzs.join(",")} — ${silenceExplained}; waiting for heartbeats)`;
   const standbyHealthy = s.standbyAz ? (byAz.get(s.standbyAz)?.healthy ?? 0) : 0;

@@ -7,7 +7,7 @@
 import { Counter, type Registry } from "prom-client";
 import type { Logger } from "../../util/log";
 import { classifyError, errorName, withRetry, type RetrySettings } from "../retry";
-import type { ActionName, ActionOutcome, ActionResult } from "../types";
+import type { ActionName, ActionOutcome, ActionResult, WakeReport } from "../types";
 
 export const AWS_CALLS_METRIC = "llmha_actuator_aws_calls_total";
 
@@ -19,6 +19,7 @@ export const AWS_OPERATIONS = [
   "ResumeProcesses",
   "DeleteTags",
   "DescribeScheduledActions",
+  "DescribeScalingActivities",
   "GetManagedResource",
   "ListZonalShifts",
   "StartZonalShift",
@@ -51,6 +52,8 @@ export class MissingIdentifierError extends Error {
 export interface ActionBody {
   outcome: ActionOutcome;
   detail: string;
+  /** A followed wake's report (`standby.wake`). */
+  wake?: WakeReport;
 }
 
 /** Calls made by one action, with what each returned. */
@@ -99,13 +102,14 @@ export class AwsCalls {
     const trace = new CallTrace();
     let outcome: ActionOutcome;
     let detail: string;
+    let wake: WakeReport | undefined;
     try {
-      ({ outcome, detail } = await body(trace));
+      ({ outcome, detail, wake } = await body(trace));
     } catch (err) {
       outcome = "failed";
       detail = err instanceof Error ? err.message : String(err);
     }
-    return { action, az, outcome, calls: trace.count, detail: `${detail} [${trace.summary()}]`, durationMs: performance.now() - started };
+    return { action, az, outcome, calls: trace.count, detail: `${detail} [${trace.summary()}]`, durationMs: performance.now() - started, ...(wake ? { wake } : {}) };
   }
 
   /** One API call with retries; each attempt is counted, logged at debug and recorded in the trace. */

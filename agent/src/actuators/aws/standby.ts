@@ -8,6 +8,7 @@ import {
   CreateOrUpdateTagsCommand,
   DeleteTagsCommand,
   DescribeAutoScalingGroupsCommand,
+  DescribeScalingActivitiesCommand,
   DescribeScheduledActionsCommand,
   ResumeProcessesCommand,
   SuspendProcessesCommand,
@@ -19,6 +20,7 @@ import { CronError, lastFiring, parseCron, Zone } from "../../../../contracts/cr
 import type { Logger } from "../../util/log";
 import { MissingIdentifierError, type ActionBody, type AwsCalls, type CallTrace } from "./calls";
 import { ActuatorSettingError, type StandbyGroup } from "./settings";
+import { DEFAULT_WAKE_BOUND_MS, planWake, type WakeGroupView } from "../wake-follow";
 
 /** ASG tag holding `min/max/desired@<wake epoch ms>` from before the wake, for whichever leader releases. */
 export const PRE_WAKE_TAG = "llm-ha:pre-wake";
@@ -30,7 +32,17 @@ export interface StandbySettings {
   region: string;
   standbyGroups: StandbyGroup[];
   standbyAz?: string;
+  /**
+   * Woken one at a time, in order, when the step before failed to launch (`LLMHA_STANDBY_FALLBACK`):
+   * a second group of another instance type in the standby AZ, then another AZ's spare group.
+   */
+  standbyFallback?: StandbyGroup[];
+  /** A woken step with nothing in service this long has failed (`LLMHA_STANDBY_WAKE_BOUND_MS`). Default 900000. */
+  wakeBoundMs?: number;
 }
+
+/** Instance lifecycle states of a launch that found capacity and is on its way. */
+const PENDING_STATES = /^(Pending|Warmed:Pending)/;
 
 export interface StandbyDeps {
   asg: AutoScalingClient;
@@ -47,6 +59,8 @@ interface GroupState {
   scheduleSuspended: boolean;
   /** `min/max/desired` from before our wake, when we woke it. */
   preWake?: string;
+  inService: number;
+  pending: number;
 }
 
 type Sizes = Pick<GroupState, "min" | "max" | "desired">;
@@ -72,6 +86,8 @@ function groupState(g: AutoScalingGroup): GroupState {
     desired: g.DesiredCapacity ?? 0,
     scheduleSuspended: (g.SuspendedProcesses ?? []).some((p) => p.ProcessName === SCHEDULED_ACTIONS),
     preWake: g.Tags?.find((t) => t.Key === PRE_WAKE_TAG)?.Value,
+    inService: (g.Instances ?? []).filter((i) => i.LifecycleState === "InService").length,
+    pending: (g.Instances ?? []).filter((i) => PENDING_STATES.test(i.LifecycleState ?? "")).length,
   };
 }
 
@@ -85,46 +101,104 @@ export class StandbyActions {
     private readonly d: StandbyDeps,
   ) {}
 
+  /**
+   * Desired state plus the follow (wake-follow.ts): raise the woken steps' groups (a repeat
+   * re-asserts them), read how their launches went (instances, scaling activities), and wake
+   * the next step of the fallback order when the last one failed — one new step per call, so
+   * each goes through the fencing gate and is recorded on its own.
+   */
   async wake(az: string, trace: CallTrace): Promise<ActionBody> {
-    const groups = this.groupsOf(az);
-    const states = await this.describe(trace, groups);
-    const changes: string[] = [];
-    for (const g of groups) {
-      const cur = states.get(g.name)!;
-      const target = { min: Math.max(cur.min, g.wakeSize), max: Math.max(cur.max, g.wakeSize), desired: Math.max(cur.desired, g.wakeSize) };
-      const resize = sizeChange(cur, target);
-      if (!resize && cur.scheduleSuspended) continue;
-      // Order matters for a leader that dies half-way: the pre-wake sizes are recorded
-      // before anything changes, and the schedule is held off before the resize so a
-      // scale-down action cannot land between them.
-      if (cur.preWake === undefined) {
-        await this.d.calls.call(trace, "CreateOrUpdateTags", () =>
-          this.d.asg.send(
-            new CreateOrUpdateTagsCommand({
-              Tags: [{ ResourceId: g.name, ResourceType: "auto-scaling-group", Key: PRE_WAKE_TAG, Value: `${fmtSizes(cur)}@${this.d.now()}`, PropagateAtLaunch: false }],
-            }),
-          ),
-        );
+    const primary = this.groupsOf(az);
+    const fallback = (this.o.standbyFallback ?? []).filter((f) => !primary.some((g) => g.name === f.name));
+    const states = await this.describe(trace, primary, fallback);
+    const steps: StandbyGroup[][] = [primary, ...fallback.filter((f) => states.has(f.name)).map((f) => [f])];
+    const missing = fallback.filter((f) => !states.has(f.name)).map((f) => f.name);
+    const views: WakeGroupView[][] = [];
+    for (const step of steps) {
+      const row: WakeGroupView[] = [];
+      for (const g of step) {
+        const cur = states.get(g.name)!;
+        const pre = cur.preWake === undefined ? null : parsePreWake(cur.preWake);
+        const woken = cur.preWake !== undefined;
+        const wokenAt = pre?.wokenAt ?? null;
+        // Launches are read only while they matter: woken, nothing pending or in service.
+        const failures = woken && cur.inService === 0 && cur.pending === 0 ? await this.failedLaunches(trace, g.name, wokenAt) : [];
+        row.push({ name: g.name, woken, wokenAt, inService: cur.inService, pending: cur.pending, failures });
       }
-      if (!cur.scheduleSuspended) {
-        await this.d.calls.call(trace, "SuspendProcesses", () =>
-          this.d.asg.send(new SuspendProcessesCommand({ AutoScalingGroupName: g.name, ScalingProcesses: [SCHEDULED_ACTIONS] })),
-        );
-      }
-      if (resize) {
-        await this.d.calls.call(trace, "UpdateAutoScalingGroup", () =>
-          this.d.asg.send(new UpdateAutoScalingGroupCommand({ AutoScalingGroupName: g.name, MinSize: target.min, MaxSize: target.max, DesiredCapacity: target.desired })),
-        );
-      }
-      changes.push(`${g.name} ${resize || "sizes kept"}${cur.scheduleSuspended ? "" : ", scheduled actions suspended"}`);
+      views.push(row);
     }
-    if (changes.length === 0) return { outcome: "already", detail: `${groups.map((g) => `${g.name} ≥ ${g.wakeSize}`).join(", ")}, scheduled actions suspended` };
-    return { outcome: "applied", detail: changes.join("; ") };
+    const plan = planWake(views, { boundMs: this.o.wakeBoundMs ?? DEFAULT_WAKE_BOUND_MS }, this.d.now());
+    let top = -1;
+    views.forEach((row, i) => {
+      if (row.some((g) => g.woken)) top = i;
+    });
+    const upTo = Math.max(top, plan.wake ?? -1, 0);
+    const changes: string[] = [];
+    for (let i = 0; i <= upTo; i++) {
+      for (const g of steps[i]) {
+        const change = await this.raise(trace, g, states.get(g.name)!);
+        if (change) changes.push(change);
+      }
+    }
+    const note = missing.length ? ` (fallback group${missing.length > 1 ? "s" : ""} ${missing.join(", ")} not found in ${this.o.region}: skipped)` : "";
+    if (plan.report.phase === "unavailable") return { outcome: "failed", detail: `${plan.detail}${note}`, wake: plan.report };
+    if (changes.length === 0) {
+      return { outcome: "already", detail: `${steps.slice(0, upTo + 1).flat().map((g) => `${g.name} ≥ ${g.wakeSize}`).join(", ")}, scheduled actions suspended; ${plan.detail}${note}`, wake: plan.report };
+    }
+    return { outcome: "applied", detail: `${changes.join("; ")}; ${plan.detail}${note}`, wake: plan.report };
+  }
+
+  /** One group to its wake size, schedule held off; null when nothing differed. */
+  private async raise(trace: CallTrace, g: StandbyGroup, cur: GroupState): Promise<string | null> {
+    const target = { min: Math.max(cur.min, g.wakeSize), max: Math.max(cur.max, g.wakeSize), desired: Math.max(cur.desired, g.wakeSize) };
+    const resize = sizeChange(cur, target);
+    if (!resize && cur.scheduleSuspended) return null;
+    // Order matters for a leader that dies half-way: the pre-wake sizes are recorded
+    // before anything changes, and the schedule is held off before the resize so a
+    // scale-down action cannot land between them.
+    if (cur.preWake === undefined) {
+      await this.d.calls.call(trace, "CreateOrUpdateTags", () =>
+        this.d.asg.send(
+          new CreateOrUpdateTagsCommand({
+            Tags: [{ ResourceId: g.name, ResourceType: "auto-scaling-group", Key: PRE_WAKE_TAG, Value: `${fmtSizes(cur)}@${this.d.now()}`, PropagateAtLaunch: false }],
+          }),
+        ),
+      );
+    }
+    if (!cur.scheduleSuspended) {
+      await this.d.calls.call(trace, "SuspendProcesses", () =>
+        this.d.asg.send(new SuspendProcessesCommand({ AutoScalingGroupName: g.name, ScalingProcesses: [SCHEDULED_ACTIONS] })),
+      );
+    }
+    if (resize) {
+      await this.d.calls.call(trace, "UpdateAutoScalingGroup", () =>
+        this.d.asg.send(new UpdateAutoScalingGroupCommand({ AutoScalingGroupName: g.name, MinSize: target.min, MaxSize: target.max, DesiredCapacity: target.desired })),
+      );
+    }
+    return `${g.name} ${resize || "sizes kept"}${cur.scheduleSuspended ? "" : ", scheduled actions suspended"}`;
+  }
+
+  /**
+   * Failed launches of a group since its wake (DescribeScalingActivities, newest first; one
+   * page of 20 is plenty: the provider retries a failed launch every few tens of seconds).
+   * A wake time is allowed 2 s of clock difference with AWS.
+   */
+  private async failedLaunches(trace: CallTrace, group: string, since: number | null): Promise<{ at: number; message: string }[]> {
+    const page = await this.d.calls.call(trace, "DescribeScalingActivities", () =>
+      this.d.asg.send(new DescribeScalingActivitiesCommand({ AutoScalingGroupName: group, MaxRecords: 20 })),
+    );
+    const from = since === null ? Number.NEGATIVE_INFINITY : since - 2000;
+    return (page?.Activities ?? [])
+      .filter((a) => (a.StatusCode === "Failed" || a.StatusCode === "Cancelled") && (a.StartTime?.getTime() ?? 0) >= from)
+      .map((a) => ({ at: a.StartTime?.getTime() ?? 0, message: a.StatusMessage || a.Description || a.StatusCode || "launch failed" }))
+      .sort((a, b) => a.at - b.at);
   }
 
   async release(az: string, trace: CallTrace): Promise<ActionBody> {
-    const groups = this.groupsOf(az);
-    const states = await this.describe(trace, groups);
+    const primary = this.groupsOf(az);
+    const fallback = (this.o.standbyFallback ?? []).filter((f) => !primary.some((g) => g.name === f.name));
+    const states = await this.describe(trace, primary, fallback);
+    const groups = [...primary, ...fallback].filter((g) => states.has(g.name));
     const changes: string[] = [];
     for (const g of groups) {
       const cur = states.get(g.name)!;
@@ -166,12 +240,13 @@ export class StandbyActions {
     return this.o.standbyGroups;
   }
 
-  private async describe(trace: CallTrace, groups: StandbyGroup[]): Promise<Map<string, GroupState>> {
+  /** The groups' states; a missing standby group fails the action, a missing fallback group is left out. */
+  private async describe(trace: CallTrace, groups: StandbyGroup[], optional: StandbyGroup[] = []): Promise<Map<string, GroupState>> {
     const states = new Map<string, GroupState>();
     let NextToken: string | undefined;
     do {
       const page = await this.d.calls.call(trace, "DescribeAutoScalingGroups", () =>
-        this.d.asg.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: groups.map((g) => g.name), ...(NextToken ? { NextToken } : {}) })),
+        this.d.asg.send(new DescribeAutoScalingGroupsCommand({ AutoScalingGroupNames: [...groups, ...optional].map((g) => g.name), ...(NextToken ? { NextToken } : {}) })),
       );
       for (const g of page.AutoScalingGroups ?? []) if (g.AutoScalingGroupName) states.set(g.AutoScalingGroupName, groupState(g));
       NextToken = page.NextToken;
