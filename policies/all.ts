@@ -5,7 +5,7 @@ import { eksControlPlaneLogging } from "./cluster";
 import { crdsInstalled } from "./crds";
 import { eksVersionSupported, gpuCapacitySettings, nlbNeedsLbController } from "./deployability";
 import { mskHaEncrypted, redisHaEncrypted } from "./data";
-import { agentRoleLeastPrivilege } from "./iam";
+import { agentRoleLeastPrivilege, mskQueueWriterOnlyFallback } from "./iam";
 import { failoverRecordPairs, failoverRecordTtl, route53HealthCheckFast } from "./dns";
 import {
   gpuInstanceTypesAllowed,
@@ -38,6 +38,7 @@ export const policies: Policies = [
   standbyScheduleRules,
   noPublicHaPorts,
   agentRoleLeastPrivilege,
+  mskQueueWriterOnlyFallback,
   requiredTags,
   eksControlPlaneLogging,
   eksVersionSupported,

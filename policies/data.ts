@@ -52,7 +52,7 @@ export interface MskConfig {
 export const mskHaEncrypted: ResourceValidationPolicy = {
   name: "msk-ha-encrypted",
   description:
-    "MSK has a broker count that is a multiple of its client subnets (at least 2), TLS client-broker and in-cluster, IAM authentication and no unauthenticated access (L4 global tier: the request queue survives an AZ loss and only the platform's roles can read or write it).",
+    "MSK has a broker count that is a multiple of its client subnets (at least 2), TLS client-broker and in-cluster, IAM as its only client authentication (no SASL/SCRAM, no TLS client certificates, no unauthenticated access) (L4 global tier: the request queue survives an AZ loss and only the platform's roles can read or write it).",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
@@ -78,5 +78,10 @@ export const mskHaEncrypted: ResourceValidationPolicy = {
     const auth = record(c.clientAuthentication);
     if (record(auth?.sasl)?.iam !== true) reportViolation(`MSK ${name} must enable IAM client authentication (sasl.iam).`);
     if (auth?.unauthenticated === true) reportViolation(`MSK ${name} allows unauthenticated access.`);
+    // IAM only: a SCRAM user or a client certificate is a principal IAM does not govern, so it could write the L4 queue.
+    if (record(auth?.sasl)?.scram === true) reportViolation(`MSK ${name} enables SASL/SCRAM; IAM must be its only client authentication.`);
+    if (record(auth?.tls) !== undefined && strings(record(auth?.tls)?.certificateAuthorityArns).length > 0) {
+      reportViolation(`MSK ${name} enables TLS client-certificate authentication; IAM must be its only client authentication.`);
+    }
   }),
 };

@@ -100,3 +100,114 @@ export const agentRoleLeastPrivilege: StackValidationPolicy = {
     }
   },
 };
+
+/** The tag infra/workloads/fallback.ts puts on the L4 fallback's role. */
+export const FALLBACK_ROLE_TAG = { key: "llm-ha.io/identity", value: "fallback" };
+/** The ServiceAccount that role trusts (IRSA). */
+export const FALLBACK_SERVICE_ACCOUNT = "llmha-fallback";
+/** Any L4 queue topic: `llmha.<cluster>.requests` (agent/src/fallback/queue.ts) on any MSK cluster. */
+export const QUEUE_TOPIC_PATTERN = "arn:*:kafka:*:*:topic/*/*/llmha.*.requests";
+/** The MSK data-plane actions that put records on a topic. */
+export const KAFKA_WRITE_ACTIONS = ["kafka-cluster:WriteData", "kafka-cluster:WriteDataIdempotently"];
+
+/**
+ * Whether some string matches both IAM patterns (`*` any run, `?` one character), compared
+ * case-insensitively: `kafka-cluster:*` and `kafka-cluster:WriteData` overlap,
+ * `arn:aws:kafka:*:*:topic/c/u/*` and the queue topic pattern overlap.
+ */
+export function globsOverlap(a: string, b: string): boolean {
+  const x = a.toLowerCase();
+  const y = b.toLowerCase();
+  const memo = new Map<number, boolean>();
+  const go = (i: number, j: number): boolean => {
+    const k = i * (y.length + 1) + j;
+    const hit = memo.get(k);
+    if (hit !== undefined) return hit;
+    let r: boolean;
+    if (i === x.length && j === y.length) r = true;
+    else if (i < x.length && x[i] === "*") r = go(i + 1, j) || (j < y.length && go(i, j + 1));
+    else if (j < y.length && y[j] === "*") r = go(i, j + 1) || (i < x.length && go(i + 1, j));
+    else r = i < x.length && j < y.length && (x[i] === y[j] || x[i] === "?" || y[j] === "?") && go(i + 1, j + 1);
+    memo.set(k, r);
+    return r;
+  };
+  return go(0, 0);
+}
+
+function isFallbackRole(role: PolicyResource | undefined): boolean {
+  return role !== undefined && stringMap((role.props as Props).tags)[FALLBACK_ROLE_TAG.key] === FALLBACK_ROLE_TAG.value;
+}
+
+/** The write actions an Allow statement grants on a queue topic, or none. */
+function queueWrites(s: Props, topics: readonly string[]): string[] {
+  if (s.Effect !== "Allow") return [];
+  const actions =
+    s.NotAction !== undefined
+      ? KAFKA_WRITE_ACTIONS.filter((w) => !oneOrMany(s.NotAction).some((a) => globsOverlap(a, w)))
+      : KAFKA_WRITE_ACTIONS.filter((w) => oneOrMany(s.Action).some((a) => globsOverlap(a, w)));
+  if (actions.length === 0) return [];
+  // NotResource grants everything it does not list: taken as reaching the topic.
+  const onTopic = s.NotResource !== undefined || oneOrMany(s.Resource).some((r) => topics.some((t) => globsOverlap(r, t)));
+  return onTopic ? actions : [];
+}
+
+export const mskQueueWriterOnlyFallback: StackValidationPolicy = {
+  name: "msk-queue-writer-only-fallback",
+  description:
+    "Only the L4 fallback's IAM role (tagged llm-ha.io/identity=fallback, assumable by its ServiceAccount only) may write the L4 queue topic llmha.<cluster>.requests (kafka-cluster:WriteData): no other role, user, group or managed policy grants it, wildcards included (L4 global tier: a request is answered 202 only once it is on that topic, and replay trusts every record on it to be one).",
+  enforcementLevel: "mandatory",
+  configSchema: { properties: {} },
+  validateStack: (args, reportViolation) => {
+    // The topics the fallback's own policies name (a stack may set another topic name), and any queue topic.
+    const topics = [QUEUE_TOPIC_PATTERN];
+    const docs: { r: PolicyResource; doc: unknown; fallback: boolean; what: string }[] = [];
+    for (const r of args.resources) {
+      const p = r.props as Props;
+      if (r.type === ROLE_POLICY_TYPE) {
+        const role = findReferenced(args.resources, r, "role", str(p.role), ROLE_TYPE);
+        docs.push({ r, doc: p.policy, fallback: isFallbackRole(role), what: `Role policy ${r.name}` });
+      } else if (r.type === ROLE_TYPE) {
+        for (const ip of list(p.inlinePolicies)) docs.push({ r, doc: record(ip)?.policy, fallback: isFallbackRole(r), what: `Inline policy of role ${r.name}` });
+      } else if (r.type === "aws:iam/policy:Policy") {
+        docs.push({ r, doc: p.policy, fallback: false, what: `Managed policy ${r.name}` });
+      } else if (r.type === "aws:iam/userPolicy:UserPolicy" || r.type === "aws:iam/groupPolicy:GroupPolicy") {
+        docs.push({ r, doc: p.policy, fallback: false, what: `${r.type === "aws:iam/userPolicy:UserPolicy" ? "User" : "Group"} policy ${r.name}` });
+      }
+    }
+    for (const d of docs.filter((x) => x.fallback)) {
+      for (const s of statements(d.doc)) {
+        if (oneOrMany(s.Action).some((a) => KAFKA_WRITE_ACTIONS.some((w) => globsOverlap(a, w)))) {
+          for (const res of oneOrMany(s.Resource)) if (res.includes(":topic/") && !topics.includes(res)) topics.push(res);
+        }
+      }
+    }
+    for (const d of docs) {
+      if (d.fallback) continue;
+      for (const s of statements(d.doc)) {
+        const writes = queueWrites(s, topics);
+        if (writes.length) {
+          reportViolation(`${d.what} allows ${joinWords(writes)} on the L4 queue topic; only the fallback's role may write it.`, d.r.urn);
+          break;
+        }
+      }
+    }
+    // The fallback's role itself: assumable by the fallback's ServiceAccount only.
+    for (const r of args.resources) {
+      if (r.type !== ROLE_TYPE || !isFallbackRole(r)) continue;
+      const trust = (r.props as Props).assumeRolePolicy;
+      if (trust === undefined) continue; // unknown during a first preview
+      for (const s of statements(trust)) {
+        if (s.Effect !== "Allow") continue;
+        const principal = record(s.Principal);
+        const federated = principal ? oneOrMany(principal.Federated) : [];
+        const others = principal ? Object.keys(principal).filter((k) => k !== "Federated") : ["*"];
+        const subs = Object.entries(record(record(s.Condition)?.StringEquals) ?? {}).filter(([k]) => k.endsWith(":sub"));
+        const onlySa = subs.length > 0 && subs.every(([, v]) => oneOrMany(v).length > 0 && oneOrMany(v).every((x) => /^system:serviceaccount:[^:*?]+:/.test(x) && x.endsWith(`:${FALLBACK_SERVICE_ACCOUNT}`)));
+        if (others.length > 0 || federated.length === 0 || !onlySa) {
+          reportViolation(`Fallback role ${r.name} may be assumed by more than the ${FALLBACK_SERVICE_ACCOUNT} ServiceAccount (its trust must be the cluster's OIDC provider with StringEquals :sub system:serviceaccount:<namespace>:${FALLBACK_SERVICE_ACCOUNT}).`, r.urn);
+          break;
+        }
+      }
+    }
+  },
+};

@@ -66,7 +66,11 @@ describe("msk-ha-encrypted", () => {
       (p) => (at(p, "encryptionInfo.encryptionInTransit").inCluster = false),
       ["MSK queue must encrypt in-cluster traffic (inCluster true)."],
     ],
-    ["no IAM auth", (p) => (at(p, "clientAuthentication").sasl = { scram: true }), ["MSK queue must enable IAM client authentication (sasl.iam)."]],
+    [
+      "no IAM auth",
+      (p) => (at(p, "clientAuthentication").sasl = { scram: true }),
+      ["MSK queue must enable IAM client authentication (sasl.iam).", "MSK queue enables SASL/SCRAM; IAM must be its only client authentication."],
+    ],
     ["unauthenticated access", (p) => (at(p, "clientAuthentication").unauthenticated = true), ["MSK queue allows unauthenticated access."]],
   ];
   for (const [what, change, expected] of cases) {

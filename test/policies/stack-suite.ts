@@ -112,6 +112,21 @@ export function describeStackPolicies(env: Env): void {
       ]);
     });
 
+    it("flags the stack once a role other than the fallback's may write the L4 queue topic", async () => {
+      const broken = structuredClone(rs);
+      const rp = broken.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === "agent-actuator");
+      const fb = broken.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === "fallback-msk");
+      if (!rp || !fb) throw new Error("no agent or fallback role policy captured");
+      const topic = (JSON.parse(String(fb.props.policy)) as { Statement: { Sid: string; Resource: string }[] }).Statement.find((s) => s.Sid === "QueueTopic")!.Resource;
+      const doc = JSON.parse(String(rp.props.policy)) as { Statement: unknown[] };
+      doc.Statement.push({ Effect: "Allow", Action: "kafka-cluster:WriteData", Resource: topic });
+      rp.props.policy = JSON.stringify(doc);
+      expect(mandatory(await runPolicies(policies, broken)).map((v) => [v.policy, v.urn])).toEqual([
+        ["agent-role-least-privilege", rp.urn],
+        ["msk-queue-writer-only-fallback", rp.urn],
+      ]);
+    });
+
     it("flags the stack once a standby schedule targets an active group", async () => {
       const broken = structuredClone(rs);
       const active = broken.find((r) => r.type === "aws:eks/nodeGroup:NodeGroup" && (r.props.labels as Record<string, string> | undefined)?.["llm-ha.io/az-role"] === "active");
