@@ -13,7 +13,8 @@ export const DRILL_AGENT_ENV: Readonly<Record<string, string>> = Object.freeze({
   LLMHA_WARMUP_STEP_MS: "250",
   LLMHA_PROBE_LATENCY_MS: "400",
   LLMHA_PROBE_TIMEOUT_MS: "1500",
-  LLMHA_GPU_TIMEOUT_MS: "1000",
+  // The fake nvidia-smi is a Node process: on two loaded cores it can take over a second to answer.
+  LLMHA_GPU_TIMEOUT_MS: "2500",
   LLMHA_MODEL_TIMEOUT_MS: "500",
   // Longer than two agent-check polls (500 ms): HAProxy sees `drain` before the agent exits.
   LLMHA_DRAIN_MS: "1200",
