@@ -22,6 +22,7 @@ function view(over: Partial<FleetView> = {}): FleetView {
     tier: { level: "L1", reason: "nodes out: a3", token: 42, updatedAt: NOW - 1000, ageMs: 1000, stale: false },
     standby: null,
     actuation: null,
+    fallback: { l4: false, queue: null },
     suspect: { codes: ["PROBE_SLOW"], counts: { PROBE_SLOW: 3 }, updatedAt: NOW, ageMs: 0 },
     azs: [{
       az: "us-east-1a", standby: false,
@@ -72,6 +73,19 @@ describe("status renderer", () => {
     expect(fenced[2]).toMatch(/token 41 +below the highest accepted token 42 \(a1\/7\): its writes are refused/);
     const stale = renderFleetView(view({ tier: { level: "L0", reason: "all AZs OK", token: 40, updatedAt: NOW - 45_000, ageMs: 45_000, stale: true } }));
     expect(stale[3]).toBe("tier     L0  all AZs OK  (refreshed 45s ago)  stale: no leader refreshed it");
+  });
+
+  it("shows L4 and the fallback's queue: red when active, the depth yellow when not zero, stale when no one samples it", () => {
+    const queue = { depth: 3, topic: "llmha.prod.requests", updatedAt: NOW - 2000, ageMs: 2000, stale: false };
+    const active = renderFleetView(view({ fallback: { l4: true, queue } }), { color: true });
+    const line = active.find((l) => stripAnsi(l).startsWith("L4 "))!;
+    expect(stripAnsi(line)).toBe("L4       ACTIVE  queue 3 requests  (llmha.prod.requests, 2s ago)  L1 sends to the fallback");
+    expect(line).toContain("\x1b[31mACTIVE");
+    expect(line).toContain("\x1b[33m3 requests");
+    expect(renderFleetView(view())).toContain("L4       inactive  queue not published (no fallback with Kafka)");
+    expect(renderFleetView(view({ fallback: { l4: null, queue: { ...queue, depth: null, ageMs: 40_000, stale: true } } }))).toContain(
+      "L4       unknown (no tier)  queue unknown  stale: not sampled  (llmha.prod.requests, 40s ago)",
+    );
   });
 
   it("ages read as a person says them", () => {

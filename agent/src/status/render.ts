@@ -101,6 +101,24 @@ function tierLine(v: FleetView): Line {
   return line;
 }
 
+/** L4 and the fallback's queue, depth first (it is what a long line must not lose). */
+function l4Line(v: FleetView): Line {
+  const f = v.fallback;
+  const line: Line = [{ t: pad("L4", 9), s: "bold" }];
+  if (f.l4 === null) line.push({ t: "unknown (no tier)", s: "yellow" });
+  else line.push(f.l4 ? { t: "ACTIVE", s: "red" } : { t: "inactive", s: "green" });
+  const q = f.queue;
+  if (!q) line.push({ t: "  queue not published (no fallback with Kafka)", s: "dim" });
+  else {
+    const depth = q.depth === null ? "unknown" : `${q.depth} request${q.depth === 1 ? "" : "s"}`;
+    line.push({ t: "  queue " }, { t: depth, s: q.depth ? "yellow" : undefined });
+    if (q.stale) line.push({ t: "  stale: not sampled", s: "yellow" });
+    line.push({ t: `  (${q.topic}, ${formatAge(q.ageMs)})`, s: "dim" });
+  }
+  if (f.l4) line.push({ t: "  L1 sends to the fallback", s: "dim" });
+  return line;
+}
+
 function standbyLine(v: FleetView): Line {
   const label = { t: pad("standby", 9), s: "bold" } as Seg;
   const s = v.standby;
@@ -194,7 +212,7 @@ export function renderFleetView(v: FleetView, o: RenderOptions = {}): string[] {
   const stamp = new Date(v.now).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
   lines.push([{ t: "llm-ha status", s: "bold" }, { t: `  cluster ${v.cluster}` }, { t: `  ${v.redis}  ${stamp}`, s: "dim" }]);
   lines.push([]);
-  lines.push(leaderLine(v), tierLine(v), standbyLine(v), ...actionLines(v), suspectLine(v));
+  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), suspectLine(v));
 
   const all = v.azs.flatMap((a) => a.nodes);
   const idW = Math.min(24, Math.max(4, ...all.map((n) => [...n.id].length)));

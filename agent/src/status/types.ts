@@ -119,6 +119,26 @@ export interface SuspectView {
   ageMs: number | null;
 }
 
+/** The L4 queue as the fallback publishes it (`llmha:<cluster>:fallback:queue`, every 2 s, expiring after 30 s). */
+export interface FallbackQueueView {
+  /** Requests queued and not yet replayed (the replay group's lag plus what was produced since); null when unknown. */
+  depth: number | null;
+  /** Kafka topic, `llmha.<cluster>.requests`. */
+  topic: string;
+  updatedAt: number | null;
+  ageMs: number | null;
+  /** Not refreshed for longer than `FALLBACK_QUEUE_STALE_MS`: no fallback samples it any more. */
+  stale: boolean;
+}
+
+/** L4 (docs/fallback.md): whether the L1 proxies send to `llm-ha fallback`, and its queue. */
+export interface FallbackView {
+  /** The published tier is L4 (no inference server of any AZ can serve); null when no tier is published. */
+  l4: boolean | null;
+  /** null when no fallback with Kafka publishes its queue. */
+  queue: FallbackQueueView | null;
+}
+
 export const EVENT_TONES = ["ok", "warn", "bad", "info"] as const;
 export type EventTone = (typeof EVENT_TONES)[number];
 
@@ -152,6 +172,8 @@ export interface FleetView {
   /** What the leader last asked of the cloud (the `actuation` hash); null when it never acted. */
   actuation: ActuationView | null;
   suspect: SuspectView | null;
+  /** L4 state and the fallback's queue depth. */
+  fallback: FallbackView;
   azs: AzRow[];
   events: EventRow[];
   /** Nothing of this cluster is in Redis (no members, AZs, lease, tier or events). */

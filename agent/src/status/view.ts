@@ -15,7 +15,14 @@ import type { RedisKeys } from "../redis/keys";
 import { parseLeaseValue } from "../redis/lease";
 import { readSnapshot } from "../redis/registry";
 import { eventRow, num } from "./events";
-import { STATUS_JSON_VERSION, type ActionView, type ActuationView, type AzPublished, type AzRow, type FleetView, type NodeRow, type ReadFleetViewOptions } from "./types";
+import { STATUS_JSON_VERSION, type FallbackView, type ActionView, type ActuationView, type AzPublished, type AzRow, type FleetView, type NodeRow, type ReadFleetViewOptions } from "./types";
+
+/** Where `llm-ha fallback` publishes its queue (agent/src/fallback/command.ts): {depth, topic, updatedAt}. */
+export function fallbackQueueKey(cluster: string): string {
+  return `llmha:${cluster}:fallback:queue`;
+}
+/** The fallback samples every 2 s: a depth older than this is no longer being sampled. */
+export const FALLBACK_QUEUE_STALE_MS = 10_000;
 
 /** Redis answered the read with an error (or aborted it). */
 export class StatusReadError extends Error {
@@ -50,6 +57,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     .xrevrange(keys.events, "+", "-", "COUNT", o.events ?? 10)
     .exists(keys.members, keys.azs, keys.leader, keys.tier, keys.events, keys.fenceLast)
     .hgetall(keys.actuation)
+    .hgetall(fallbackQueueKey(keys.cluster))
     .exec();
   if (!first) throw new StatusReadError("the status read was aborted");
   for (const [err] of first) if (err) throw err;
@@ -161,6 +169,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
       ? { az: standbyH.az, wake: standbyH.wake === "1", reason: standbyH.reason ?? "", token: num(standbyH.token), updatedAt: standbyAt, ageMs: ageOf(now, standbyAt) }
       : null,
     actuation: actuationView(r[10] as Record<string, string>, now),
+    fallback: fallbackView(tierH.level, r[11] as Record<string, string>, now),
     suspect: suspectH.updatedAt
       ? { codes: suspectH.codes ? suspectH.codes.split(",") : [], counts: parseCounts(suspectH.counts), updatedAt: suspectAt, ageMs: ageOf(now, suspectAt) }
       : null,
@@ -194,6 +203,17 @@ function actionOf(h: Record<string, string>, slot: "standby" | "shift", now: num
     token: num(h[`${slot}.token`]),
     at,
     ageMs: ageOf(now, at),
+  };
+}
+
+function fallbackView(level: string | undefined, q: Record<string, string>, now: number): FallbackView {
+  const at = num(q.updatedAt);
+  const depth = num(q.depth);
+  return {
+    l4: (TIER_LEVELS as readonly string[]).includes(level ?? "") ? level === "L4" : null,
+    queue: q.topic || q.depth !== undefined
+      ? { depth: depth !== null && depth >= 0 ? depth : null, topic: q.topic ?? "", updatedAt: at, ageMs: ageOf(now, at), stale: !(now - (at ?? 0) <= FALLBACK_QUEUE_STALE_MS) }
+      : null,
   };
 }
 

@@ -1,0 +1,81 @@
+/**
+ * `llm-ha status` shows L4 (issue 14): whether the tier is L4, so the L1 proxies answer from
+ * `llm-ha fallback`, and the queue depth the fallback publishes in
+ * `llmha:<cluster>:fallback:queue` {depth, topic, updatedAt} — text view and `--json`.
+ */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
+import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
+import { RedisKeys } from "../../agent/src/redis/keys";
+import { fallbackQueueKey } from "../../agent/src/status/view";
+import { freshCluster, testLogger } from "../redis/helpers";
+import type { FleetView } from "../../agent/src/status/types";
+
+const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
+
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("LLMHA_") && k !== "NO_COLOR"));
+  const child = spawn(process.execPath, ["--import", "tsx", CLI, "status", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
+}
+
+let redis: RedisServerHandle;
+let client: RedisClient;
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  client = createRedisClient(redis.url, { name: "test-status-l4", log: testLogger() });
+  await client.whenReady(5000);
+});
+afterAll(async () => {
+  await client?.close();
+  await redis?.stop();
+});
+
+async function tier(cluster: string, level: string, reason: string): Promise<void> {
+  await client.redis.hset(new RedisKeys(cluster).tier, { level, reason, token: 7, updatedAt: Date.now() });
+}
+
+describe("llm-ha status: L4 and the fallback's queue", () => {
+  it("L4 active with 12 queued requests, as the fallback publishes them", async () => {
+    const cluster = freshCluster("l4");
+    await tier(cluster, "L4", "every AZ DOWN");
+    // What agent/src/fallback/command.ts writes every 2 s.
+    const key = fallbackQueueKey(cluster);
+    await client.redis.multi().hset(key, { depth: 12, topic: `llmha.${cluster}.requests`, updatedAt: Date.now() - 1500 }).pexpire(key, 30_000).exec();
+
+    const text = await cli(["--redis-url", redis.url, "--cluster", cluster]);
+    expect(text.stderr).toBe("");
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(new RegExp(`\\nL4 +ACTIVE +queue 12 requests +\\(llmha\\.${cluster}\\.requests, \\d+s ago\\) +L1 sends to the fallback\\n`));
+
+    const json = await cli(["--redis-url", redis.url, "--cluster", cluster, "--json"]);
+    const v = JSON.parse(json.stdout) as FleetView;
+    expect(v.fallback.l4).toBe(true);
+    expect(v.fallback.queue).toMatchObject({ depth: 12, topic: `llmha.${cluster}.requests`, stale: false });
+    expect(v.fallback.queue!.ageMs).toBeGreaterThanOrEqual(1000);
+  });
+
+  it("below L4: inactive; a queue no fallback samples any more is stale; none published says so", async () => {
+    const a = freshCluster("l4");
+    await tier(a, "L0", "all AZs OK");
+    await client.redis.hset(fallbackQueueKey(a), { depth: 0, topic: `llmha.${a}.requests`, updatedAt: Date.now() - 20_000 });
+    const text = await cli(["--redis-url", redis.url, "--cluster", a]);
+    expect(text.stdout).toMatch(/\nL4 +inactive +queue 0 requests +stale: not sampled +\(llmha\.\S+\.requests, 2\ds ago\)\n/);
+    const va = JSON.parse((await cli(["--redis-url", redis.url, "--cluster", a, "--json"])).stdout) as FleetView;
+    expect(va.fallback).toMatchObject({ l4: false, queue: { depth: 0, stale: true } });
+
+    const b = freshCluster("l4");
+    await tier(b, "L1", "nodes out: a3");
+    const tb = await cli(["--redis-url", redis.url, "--cluster", b]);
+    expect(tb.stdout).toMatch(/\nL4 +inactive +queue not published \(no fallback with Kafka\)\n/);
+    const vb = JSON.parse((await cli(["--redis-url", redis.url, "--cluster", b, "--json"])).stdout) as FleetView;
+    expect(vb.fallback).toEqual({ l4: false, queue: null });
+  });
+});
