@@ -12,6 +12,8 @@
  * Every other rule (`for:`, thresholds) is as shipped.
  */
 import { PrometheusMissingError, shippedRules, startPrometheus, type FiredAlert, type PrometheusHandle, type PrometheusTarget } from "../engines/prometheus";
+import { sleep } from "../../agent/src/util/net";
+import { L1_TARGET_RATE } from "../../infra/observability/alerts/slo";
 import type { DrillStack } from "./stack";
 
 /** A production minute is a drill second (see above). */
@@ -41,6 +43,12 @@ export async function startDrillPrometheus(st: DrillStack, progress: (line: stri
   try {
     const p = await startPrometheus({ ruleFiles: [shippedRules({ standbyAz: st.standby?.name ?? null, sloTimeScale: DRILL_SLO_TIME_SCALE })], targets: drillScrapeTargets(st) });
     progress(`Prometheus ${p.url} scraping ${drillScrapeTargets(st).length} targets with the shipped alert rules (SLO windows × 1/60: 1h → 60 s)`);
+    // Warm-up: a proxy killed before Prometheus recorded its request rate (two scrapes and a rule
+    // evaluation; the first scrape and evaluation come up to a few seconds after start) leaves
+    // nothing to count as lost. Then one short SLO window (5m → 5 s) of history.
+    const warm = await warmUp(p, st.azs.length, 30_000);
+    progress(warm ? "Prometheus has every AZ proxy's request rate" : "Prometheus has not recorded every AZ proxy's request rate within 30 s: alerts may be missed");
+    await sleep(Math.round(300_000 * DRILL_SLO_TIME_SCALE));
     return p;
   } catch (err) {
     if (err instanceof PrometheusMissingError) {
@@ -51,7 +59,24 @@ export async function startDrillPrometheus(st: DrillStack, progress: (line: stri
   }
 }
 
-/** `Name{az=…}` for each alert that fired, sorted, unique. */
+/** Until `cluster_az_instance:llmha_l1_requests:irate` has a series for each of the `proxies` L1 targets; false at the deadline. */
+async function warmUp(p: PrometheusHandle, proxies: number, timeoutMs: number): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  while (performance.now() < deadline) {
+    const n = await p.query(`count(${L1_TARGET_RATE})`).catch(() => []);
+    if ((n[0]?.value ?? 0) >= proxies) return true;
+    await sleep(250);
+  }
+  return false;
+}
+
+/**
+ * `Name{az=…}` for each alert that fired, sorted, unique; `(carried)` after one already firing
+ * when the range began (the scaled SLO windows hold a page about 30 s and a ticket about 2 min
+ * after the budget stops burning: into the next scenario).
+ */
 export function alertNames(fired: readonly FiredAlert[]): string[] {
-  return [...new Set(fired.map((a) => `${a.alertname}${a.labels.az ? `{az=${a.labels.az}}` : ""}`))].sort();
+  const name = (a: FiredAlert) => `${a.alertname}${a.labels.az ? `{az=${a.labels.az}}` : ""}`;
+  const fresh = new Set(fired.filter((a) => !a.carried).map(name));
+  return [...new Set(fired.map(name))].map((n) => (fresh.has(n) ? n : `${n} (carried)`)).sort();
 }

@@ -70,6 +70,8 @@ export interface FiredAlert {
   /** First and last evaluation at which it was firing (ms since the epoch). */
   firstMs: number;
   lastMs: number;
+  /** Already firing at the range's start (carried over from before it, e.g. the drill's previous scenario). */
+  carried: boolean;
 }
 
 export interface PrometheusHandle {
@@ -192,7 +194,8 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<Promethe
         .filter((s) => s.values.length > 0)
         .map((s) => {
           const { alertname, alertstate: _state, __name__: _name, ...labels } = s.metric;
-          return { alertname, labels, firstMs: s.values[0][0] * 1000, lastMs: s.values[s.values.length - 1][0] * 1000 };
+          const firstMs = s.values[0][0] * 1000;
+          return { alertname, labels, firstMs, lastMs: s.values[s.values.length - 1][0] * 1000, carried: firstMs - fromMs < (stepS * 1000) / 2 };
         })
         .sort((a, b) => a.firstMs - b.firstMs || a.alertname.localeCompare(b.alertname));
     },

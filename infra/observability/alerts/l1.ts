@@ -29,7 +29,8 @@ export function l1Rules(t: AlertThresholds): RuleGroupSpec {
         labels: { severity: "warning" },
         annotations: {
           summary: "The L1 proxy {{ $labels.instance }} in {{ $labels.az }} is not answering scrapes",
-          description: "Its requests are not counted in the SLOs, and a proxy that does not answer its monitor port may not serve either.",
+          description:
+            "A proxy that does not answer its monitor port may not serve either: its last measured request rate counts as failing in the availability SLO for l1LostFor, then no longer (DNS should have moved its clients by then).",
           runbook: "kubectl describe and logs of the l1-proxy pod; the NLB target health of the AZ.",
         },
       },
