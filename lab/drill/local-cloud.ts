@@ -5,10 +5,18 @@
  *
  * | request                          | what it does                                                   | AWS equivalent |
  * |----------------------------------|----------------------------------------------------------------|----------------|
- * | `POST /standby/wake {az}`        | boots the AZ's stopped nodes (inference server + agent); each is in the AZ's DNS records from its boot | Auto Scaling min/desired raised |
+ * | `GET /standby/groups?az=`        | the AZ's node groups in fallback order, with their launches (woken, in service, pending, failed) | DescribeAutoScalingGroups + DescribeScalingActivities |
+ * | `POST /standby/wake {az, group?}` | wakes one node group (default the AZ's first): boots the AZ's stopped nodes (inference server + agent); each is in the AZ's DNS records from its boot — unless the group has a capacity fault, then the launch fails as Auto Scaling's does | Auto Scaling min/desired raised |
  * | `POST /standby/release {az}`     | stops its running nodes (SIGTERM: agents drain, leave Redis), then drops them from DNS | group handed back to the scale-to-zero schedule |
  * | `POST /shift/start {az, expiresInMs}` | every AZ proxy puts the AZ's servers in MAINT (`set server … state maint`); lifted by itself at expiry | ARC zonal shift on the NLBs |
  * | `POST /shift/cancel {az}`        | those servers back to `ready`                                  | cancel the zonal shift |
+ *
+ * Node groups: by default one per AZ, named as the AZ. `defineGroups` gives an AZ several
+ * (instance types, in fallback order; every group boots the AZ's nodes: the simulated
+ * hardware is the same), and `capacityFault(group, n)` makes the group's first `n` launch
+ * attempts fail with AWS's message (`We currently do not have sufficient <type> capacity in
+ * the Availability Zone you requested (<az>)…`), recorded like a failed scaling activity
+ * 1 s after the attempt; a woken group retries every 10 s, as Auto Scaling does.
  *
  * Desired state: asking for what already holds answers `already`. Answers come at once (the
  * boot goes on in the background), as a cloud API's do. The token and reason in the body are
@@ -16,7 +24,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { LocalCloudReply } from "../../agent/src/actuators/local";
+import type { LocalCloudReply, LocalGroupsReply } from "../../agent/src/actuators/local";
 import type { ActionName } from "../../agent/src/actuators/types";
 import type { HaproxyHandle } from "../engines/haproxy";
 import type { SimNode } from "../sim/sim-node";
@@ -33,7 +41,41 @@ export interface CloudAction {
   reason: string;
   outcome: LocalCloudReply["outcome"] | "error";
   detail: string;
+  /** The node group a wake named. */
+  group?: string;
 }
+
+/** A node group of an AZ (an Auto Scaling group of one instance type). */
+export interface CloudGroup {
+  name: string;
+  az: string;
+  instanceType: string;
+  /** Launch attempts left to fail (capacity fault). */
+  failFirst: number;
+  woken: boolean;
+  wokenAt: number | null;
+  /** Its launch succeeded: the AZ's nodes were booted by it. */
+  launched: boolean;
+  /** Failed launches since the wake (epoch ms, AWS's message). */
+  failures: { at: number; message: string }[];
+  timer: NodeJS.Timeout | null;
+}
+
+/** A failed launch as the cloud recorded it (drill clock), for the report. */
+export interface CloudLaunchFailure {
+  t: number;
+  group: string;
+  message: string;
+}
+
+/** AWS's message for a capacity shortage (as Auto Scaling records it in a failed launch activity). */
+export function capacityMessage(instanceType: string, az: string): string {
+  return `We currently do not have sufficient ${instanceType} capacity in the Availability Zone you requested (${az}). Our system will be working on provisioning additional capacity. Launching EC2 instance failed.`;
+}
+
+/** How long a failed launch takes to show, and how often a woken group retries (Auto Scaling: seconds, tens of seconds). */
+export const LAUNCH_FAIL_MS = 1000;
+export const LAUNCH_RETRY_MS = 10_000;
 
 /** An AZ proxy as the cloud needs it: its HAProxy (null while dead), its backend name, and its server names per AZ. */
 export interface CloudProxy {
@@ -59,6 +101,10 @@ export class LocalCloudRequestError extends Error {
 
 export class LocalCloud {
   readonly actions: CloudAction[] = [];
+  /** Every failed launch (capacity faults), in order. */
+  readonly launchFailures: CloudLaunchFailure[] = [];
+  /** AZ → its node groups in fallback order (absent: one group named as the AZ). */
+  private readonly groups = new Map<string, CloudGroup[]>();
   private server: Server | null = null;
   private nodes: SimNode[] = [];
   private proxies: () => CloudProxy[] = () => [];
@@ -98,6 +144,30 @@ export class LocalCloud {
     for (const n of nodes) this.power.set(n.id, n.running ? "running" : "stopped");
   }
 
+  /** Gives `az` these node groups (instance types), in fallback order; `[]` restores the default single group. */
+  defineGroups(az: string, groups: { name: string; instanceType: string }[]): void {
+    for (const g of this.groups.get(az) ?? []) if (g.timer) clearTimeout(g.timer);
+    if (groups.length === 0) this.groups.delete(az);
+    else this.groups.set(az, groups.map((g) => ({ ...g, az, failFirst: 0, woken: false, wokenAt: null, launched: false, failures: [], timer: null })));
+  }
+
+  /** The group's first `n` launch attempts fail with AWS's capacity message (0 lifts the fault). */
+  capacityFault(group: string, n: number): void {
+    const g = [...this.groups.values()].flat().find((x) => x.name === group);
+    if (!g) throw new LocalCloudRequestError(`no node group ${group}`);
+    g.failFirst = n;
+  }
+
+  /** The AZ's node groups (the default single one created on first use). */
+  groupsOf(az: string): CloudGroup[] {
+    let gs = this.groups.get(az);
+    if (!gs) {
+      gs = [{ name: az, az, instanceType: "p4d.24xlarge", failFirst: 0, woken: false, wokenAt: null, launched: false, failures: [], timer: null }];
+      this.groups.set(az, gs);
+    }
+    return gs;
+  }
+
   powerOf(id: string): NodePower {
     return this.power.get(id) ?? "stopped";
   }
@@ -108,6 +178,7 @@ export class LocalCloud {
   }
 
   async stop(): Promise<void> {
+    for (const g of [...this.groups.values()].flat()) if (g.timer) clearTimeout(g.timer);
     for (const s of this.shifts.values()) clearTimeout(s.timer);
     this.shifts.clear();
     const server = this.server;
@@ -126,9 +197,14 @@ export class LocalCloud {
       "/shift/start": "shift.start",
       "/shift/cancel": "shift.cancel",
     };
+    if (req.method === "GET" && (req.url ?? "").startsWith("/standby/groups")) {
+      const az = new URL(req.url ?? "", "http://x").searchParams.get("az") ?? "";
+      if (!this.nodes.some((n) => n.az === az)) return send(this.nodes.length ? 400 : 503, { error: `no nodes in AZ ${JSON.stringify(az)}` });
+      return send(200, this.view(az));
+    }
     const action = req.method === "POST" ? routes[req.url ?? ""] : undefined;
-    if (!action) return send(404, { error: "POST /standby/wake, /standby/release, /shift/start or /shift/cancel" });
-    let body: { az?: unknown; token?: unknown; reason?: unknown; expiresInMs?: unknown };
+    if (!action) return send(404, { error: "GET /standby/groups?az=, POST /standby/wake, /standby/release, /shift/start or /shift/cancel" });
+    let body: { az?: unknown; token?: unknown; reason?: unknown; expiresInMs?: unknown; group?: unknown };
     try {
       let raw = "";
       for await (const chunk of req) raw += String(chunk);
@@ -147,7 +223,8 @@ export class LocalCloud {
       let reply: LocalCloudReply;
       switch (action) {
         case "standby.wake":
-          reply = this.wake(az);
+          rec.group = typeof body.group === "string" ? body.group : undefined;
+          reply = this.wakeGroup(az, rec.group);
           break;
         case "standby.release":
           reply = this.release(az);
@@ -176,6 +253,61 @@ export class LocalCloud {
     this.chain.set(n.id, next.catch(() => undefined));
   }
 
+  /** What `GET /standby/groups` answers: the groups as the wake follow reads them. */
+  private view(az: string): LocalGroupsReply {
+    const nodes = this.nodes.filter((n) => n.az === az);
+    const running = nodes.filter((n) => this.powerOf(n.id) === "running").length;
+    const starting = nodes.filter((n) => this.powerOf(n.id) === "starting").length;
+    return {
+      steps: this.groupsOf(az).map((g) => [
+        { name: g.name, woken: g.woken, wokenAt: g.wokenAt, inService: g.launched ? running : 0, pending: g.launched ? starting : 0, failures: [...g.failures] },
+      ]),
+    };
+  }
+
+  /** Wakes one node group: a launch attempt, which a capacity fault fails (then retried every 10 s while woken). */
+  private wakeGroup(az: string, name?: string): LocalCloudReply {
+    const gs = this.groupsOf(az);
+    const g = name === undefined ? gs[0] : gs.find((x) => x.name === name);
+    if (!g) throw new LocalCloudRequestError(`no node group ${JSON.stringify(name)} in ${az}`);
+    if (g.woken) {
+      // Re-asserted: a group that launched and whose nodes were stopped since boots them again.
+      if (g.launched) {
+        const r = this.wake(az);
+        return r.outcome === "applied" ? r : { outcome: "already", detail: `${g.name}: woken${g.failures.length ? `, ${g.failures.length} failed launches` : ""}` };
+      }
+      return { outcome: "already", detail: `${g.name} (${g.instanceType}): woken, launching` };
+    }
+    g.woken = true;
+    g.wokenAt = Date.now();
+    g.failures = [];
+    const launched = this.attempt(g);
+    return { outcome: "applied", detail: `${g.name} (${g.instanceType}): desired 0→1${launched ? `, ${launched.detail}` : ""}` };
+  }
+
+  /** One launch attempt: the boot's reply when it launched, null when it fails (recorded later). */
+  private attempt(g: CloudGroup): LocalCloudReply | null {
+    if (!g.woken) return null;
+    if (g.failFirst > 0) {
+      g.failFirst--;
+      const t = this.o.now();
+      const at = Date.now();
+      g.timer = setTimeout(() => {
+        if (!g.woken) return;
+        const message = capacityMessage(g.instanceType, g.az);
+        g.failures.push({ at, message });
+        this.launchFailures.push({ t, group: g.name, message });
+        this.o.log?.(`local cloud: ${g.name} launch failed: ${message.slice(0, 90)}…`);
+        g.timer = setTimeout(() => this.attempt(g), LAUNCH_RETRY_MS - LAUNCH_FAIL_MS);
+        g.timer.unref();
+      }, LAUNCH_FAIL_MS);
+      g.timer.unref();
+      return null;
+    }
+    g.launched = true;
+    return this.wake(g.az);
+  }
+
   private wake(az: string): LocalCloudReply {
     const off = this.nodes.filter((n) => n.az === az && (this.powerOf(n.id) === "stopped" || this.powerOf(n.id) === "stopping"));
     if (off.length === 0) return { outcome: "already", detail: `${az}: every node running or starting` };
@@ -199,6 +331,11 @@ export class LocalCloud {
   }
 
   private release(az: string): LocalCloudReply {
+    // Every group of the AZ back to the schedule (their launches stop).
+    for (const g of this.groupsOf(az)) {
+      if (g.timer) clearTimeout(g.timer);
+      Object.assign(g, { woken: false, wokenAt: null, launched: false, failures: [], timer: null });
+    }
     const on = this.nodes.filter((n) => n.az === az && (this.powerOf(n.id) === "running" || this.powerOf(n.id) === "starting"));
     if (on.length === 0) return { outcome: "already", detail: `${az}: every node stopped` };
     for (const n of on) {

@@ -59,6 +59,7 @@ const TIME_TARGETS: [keyof Targets, keyof RunResult | `extra.${string}`, string]
   ["fast503Ms", "extra.max503Ms", "slowest 503"],
   ["registryMs", "extra.registryMs", "registry complete after the promotion"],
   ["firstL4Ms", "extra.firstL4Ms", "first L4 answer after the last server out"],
+  ["fallbackMs", "extra.fallbackAfterFailureMs", "fallback started after the first capacity failure"],
 ];
 
 /** Counts and ratios a scenario records in `extra`: each must be measured and at most its target. */

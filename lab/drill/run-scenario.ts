@@ -16,6 +16,7 @@ import { runGlobalOutage } from "./scenarios/outage";
 import { runL2Spread, runLongGeneration, runLongPromptCrash, runOverload, runQueryOfDeath } from "./scenarios/proxy";
 import { blank, type RunResult, type ScenarioContext } from "./scenarios/runner";
 import { runAzGpuLoss, runAzLoss, runStandbyWake } from "./scenarios/zone";
+import { runStandbyIce } from "./scenarios/capacity";
 import { runBurst, SIGNAL_FAULTS } from "./scenarios/signals";
 
 export { MAIN_CLIENT, type RunResult, type ScenarioContext } from "./scenarios/runner";
@@ -48,6 +49,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["l2-spread", runL2Spread],
   ["long-generation", runLongGeneration],
   ["global-outage", runGlobalOutage],
+  ["standby-ice", runStandbyIce],
 ]);
 
 /** Runs one run of one scenario. */

@@ -62,6 +62,8 @@ export interface Targets {
   sdkFailed?: number;
   /** From the last inference server out to the first L4 answer (cache, provider or queue). */
   firstL4Ms?: number;
+  /** Fallback group woken after the standby's first type failed to launch (from that failure). */
+  fallbackMs?: number;
 }
 
 export interface ScenarioSpec {
@@ -261,6 +263,16 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     needsFleet: true,
     // otherFailures here: answers neither L4's nor a 503 with Retry-After, wrong cached answers, queued requests lost or replayed twice.
     targets: { retryAfterMissing: 0, otherFailures: 0, firstL4Ms: 1000 },
+  },
+  {
+    name: "standby-ice",
+    tier: "L2",
+    title: "standby at zero, every GPU of one active AZ lost, the standby's first instance type out of capacity (InsufficientInstanceCapacity): the fallback type serves",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    // Issue 15: fallback started ≤ 30 s after the first capacity failure; no request fails meanwhile.
+    targets: { wakeDecisionMs: 10_000, fallbackMs: 30_000, failed: 0 },
   },
 ];
 

@@ -60,7 +60,9 @@ describe("LocalActuator over the drill's local cloud", () => {
     const a = new LocalActuator({ url: cloud.url });
     expect(spare.running).toBe(false);
     const woke = await a.wakeStandby("az-c", ctx);
-    expect(woke).toMatchObject({ action: "standby.wake", az: "az-c", outcome: "applied", calls: 1, detail: "az-c: booting gpu-c1" });
+    // One read of the AZ's node groups (the wake follow), one wake of its first group.
+    expect(woke).toMatchObject({ action: "standby.wake", az: "az-c", outcome: "applied", calls: 2, wake: { phase: "waiting", step: 0, steps: 1, groups: ["az-c"] } });
+    expect(woke.detail).toBe("az-c (p4d.24xlarge): desired 0→1, az-c: booting gpu-c1; waking az-c");
     expect(woke.durationMs).toBeLessThan(1000); // answers at once; the boot goes on
     expect((await a.wakeStandby("az-c", ctx)).outcome).toBe("already");
     await waitFor("standby agent HEALTHY", async () => (await spare.agentGet("/readyz")).body.status === "HEALTHY", { timeoutMs: 30_000, everyMs: 100 });
@@ -80,6 +82,28 @@ describe("LocalActuator over the drill's local cloud", () => {
       "standby.wake:applied:7", "standby.wake:already:7", "standby.release:applied:7", "standby.release:already:7",
     ]);
   }, 90_000);
+
+  it("capacity fault: the first type's launch fails with AWS's message, the next call wakes the fallback group, which boots the node", async () => {
+    const a = new LocalActuator({ url: cloud.url });
+    cloud.defineGroups("az-c", [{ name: "az-c-p5", instanceType: "p5.48xlarge" }, { name: "az-c-p4d", instanceType: "p4d.24xlarge" }]);
+    cloud.capacityFault("az-c-p5", 5);
+    try {
+      expect(await a.wakeStandby("az-c", ctx)).toMatchObject({ outcome: "applied", wake: { phase: "waiting", step: 0, steps: 2 } });
+      expect(cloud.powerOf("gpu-c1")).toBe("stopped");
+      await waitFor("failed launch recorded", () => cloud.launchFailures.length > 0, { timeoutMs: 5000, everyMs: 50 });
+      const fb = await a.wakeStandby("az-c", ctx);
+      expect(fb).toMatchObject({ outcome: "applied", wake: { phase: "fallback", step: 1, groups: ["az-c-p4d"], failure: { class: "capacity", group: "az-c-p5" } } });
+      expect(fb.wake?.failure?.message).toMatch(/^We currently do not have sufficient p5\.48xlarge capacity in the Availability Zone you requested \(az-c\)/);
+      expect(cloud.powerOf("gpu-c1")).toBe("starting");
+      await waitFor("standby agent HEALTHY", async () => (await spare.agentGet("/readyz").catch(() => ({ body: { status: "" } }))).body.status === "HEALTHY", { timeoutMs: 30_000, everyMs: 100 });
+      expect((await a.wakeStandby("az-c", ctx)).wake?.phase).toBe("serving");
+    } finally {
+      await a.releaseStandby("az-c", ctx);
+      await cloud.settled("az-c");
+      cloud.defineGroups("az-c", []);
+    }
+    expect(cloud.powerOf("gpu-c1")).toBe("stopped");
+  }, 60_000);
 
   it("a zonal shift puts the AZ's servers in MAINT in the proxy; renewing is `already`; cancel makes them ready", async () => {
     const a = new LocalActuator({ url: cloud.url });

@@ -48,7 +48,7 @@ describe("scenario table", () => {
     expect(SCENARIOS.map((s) => s.name)).toEqual([
       "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
       "leader-kill", "leader-pause", "redis-restart", "redis-readonly", "node-drain", "redis-failover-lag", "redis-failover", "redis-blackhole", "redis-slow", "flap", "mass-probe",
-      "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "corrupt-weights", "global-outage",
+      "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "corrupt-weights", "global-outage", "standby-ice",
     ]);
     const quick = selectScenarios({ quick: true });
     expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);
@@ -68,6 +68,15 @@ describe("scenario table", () => {
     expect(t("az-loss").dnsMs).toBe(5000);
     expect(t("leader-pause").staleWrites).toBe(0);
     expect(t("standby-wake").wakeDecisionMs).toBe(10_000); // DESIGN: L2 wake-up decided ≤ 10 s
+  });
+  it("standby-ice: the fallback must start ≤ 30 s after the first capacity failure, no request failing", () => {
+    const spec = SCENARIOS.find((x) => x.name === "standby-ice")!;
+    expect(spec.targets).toEqual({ wakeDecisionMs: 10_000, fallbackMs: 30_000, failed: 0 });
+    const ok = run({ scenario: "standby-ice", failed: 0, extra: { wakeDecisionMs: 900, fallbackAfterFailureMs: 4200 } });
+    expect(checkTargets(spec.targets, [ok]).pass).toBe(true);
+    const slow = run({ scenario: "standby-ice", failed: 0, extra: { wakeDecisionMs: 900, fallbackAfterFailureMs: 31_000 } });
+    expect(checkTargets(spec.targets, [slow]).misses).toEqual(["fallback started after the first capacity failure: max 31.00s > 30.00s"]);
+    expect(checkTargets(spec.targets, [run({ scenario: "standby-ice", failed: 0, extra: { wakeDecisionMs: 900, fallbackAfterFailureMs: null } })]).pass).toBe(false);
   });
   it("checks the standby wake-up decision and prints its figures", () => {
     const r = run({ scenario: "standby-wake", extra: { wakeDecisionMs: 900, wakeCallMs: 950, firstStandbyMs: 4200, failedUntilStandby: 0, releaseAfterHealMs: 5100, wakeToken: 3 } });
