@@ -133,7 +133,7 @@ describe("llm-ha status against a real redis-server and a real fleet", () => {
     expect(node("a3")).toMatchObject({ status: "UNHEALTHY", gpus: 7, gpusExpected: 8, hard: ["GPU_MISSING"], takesTraffic: false });
     expect(node("b4")).toMatchObject({ status: "EXPIRED", alive: false, loadScore: null });
     expect(node("b4").heartbeatAgeMs).toBeGreaterThan(node("b1").heartbeatAgeMs!);
-    expect(new Set(v.events.map((e) => e.type))).toEqual(new Set(["node", "az", "tier", "standby", "suspect", "action"]));
+    expect(new Set(v.events.map((e) => e.type))).toEqual(new Set(["node", "az", "tier", "standby", "suspect", "action", "model"]));
     expect(v.events.find((e) => e.type === "node" && e.fields.status === "EXPIRED")?.summary).toBe("node b4 (us-east-1b) expired: no heartbeat");
     const at = v.events.map((e) => e.at);
     expect(at).toEqual([...at].sort((a, b) => b - a)); // newest first

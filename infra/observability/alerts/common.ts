@@ -81,6 +81,9 @@ export const GPU_HARDWARE_CODES: readonly ReasonCode[] = [
   "GPU_MISSING",
   "GPU_DRIVER_NOT_LOADED",
   "GPU_DRIVER_MISMATCH",
+  "GPU_XID_REPEATED",
+  "GPU_FABRIC",
+  "GPU_OFF_BUS",
 ];
 /** Soft GPU reasons that need a reset at the next drain. */
 export const GPU_RESET_CODES: readonly ReasonCode[] = ["GPU_ROW_REMAP_PENDING", "GPU_RETIRED_PAGES_PENDING"];
