@@ -9,7 +9,7 @@ import { tagged } from "./tags";
  */
 export const AGENT_ACTIONS = Object.freeze({
   /** Reads; Auto Scaling has no resource-level permission for Describe, and ARC none for List. */
-  anyResource: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "arc-zonal-shift:ListZonalShifts"],
+  anyResource: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts"],
   /** Writes on the standby AZ's groups only. */
   standbyGroups: [
     "autoscaling:UpdateAutoScalingGroup",

@@ -49,6 +49,7 @@ export const agentRoleLeastPrivilege: StackValidationPolicy = {
         default: [
           "autoscaling:DescribeAutoScalingGroups",
           "autoscaling:DescribeScheduledActions",
+          "autoscaling:DescribeScalingActivities",
           "autoscaling:UpdateAutoScalingGroup",
           "autoscaling:SuspendProcesses",
           "autoscaling:ResumeProcesses",
@@ -65,7 +66,7 @@ export const agentRoleLeastPrivilege: StackValidationPolicy = {
       readOnlyActions: {
         type: "array",
         items: { type: "string" },
-        default: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "arc-zonal-shift:ListZonalShifts"],
+        default: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts"],
         description: "Actions that may be allowed on Resource \"*\" (IAM cannot scope them by resource).",
       },
     },

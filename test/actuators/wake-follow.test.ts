@@ -5,7 +5,7 @@
  * and the time from the first failed launch to the fallback measured through the reconciler
  * and the fencing gate (real redis-server and lease; the cloud is aws-sdk-client-mock).
  */
-import { DescribeScalingActivitiesCommand } from "@aws-sdk/client-auto-scaling";
+import { AutoScalingServiceException, DescribeScalingActivitiesCommand } from "@aws-sdk/client-auto-scaling";
 import type { Redis } from "ioredis";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -178,6 +178,19 @@ describe("AwsActuator: the wake followed and its fallback order", () => {
     expect(r).toMatchObject({ outcome: "already", wake: { phase: "waiting", step: 0, steps: 1 } });
     expect(r.detail).toContain(`fallback groups ${SECOND}, ${SPARE} not found in us-east-1: skipped`);
     expect(sent(asgMock).map(([n]) => n)).toEqual(["DescribeAutoScalingGroupsCommand"]); // instances show the launch: no activity read
+  });
+});
+
+describe("AwsActuator: scaling activities not readable", () => {
+  it("an AccessDenied on DescribeScalingActivities leaves the wake standing (instance counts and the bound still followed)", async () => {
+    fakeCloud().add(PRIMARY, { min: 0, max: 0, desired: 0, launch: { fail: RECORDED.capacity } });
+    asgMock.on(DescribeScalingActivitiesCommand).rejects(new AutoScalingServiceException({ name: "AccessDenied", $fault: "client", $metadata: { httpStatusCode: 403 }, message: "User is not authorized to perform: autoscaling:DescribeScalingActivities" }));
+    const a = actuator({ standbyFallback: [] });
+    expect((await a.wakeStandby("us-east-1c", CTX)).outcome).toBe("applied");
+    now += 5000;
+    const r = await a.wakeStandby("us-east-1c", CTX);
+    expect(r).toMatchObject({ outcome: "already", wake: { phase: "waiting", step: 0 } });
+    expect(r.detail).toContain("scaling activities unreadable, following instance counts and the bound only: DescribeScalingActivities failed after 1 attempt: AccessDenied");
   });
 });
 

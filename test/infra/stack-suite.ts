@@ -291,7 +291,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       const asgs = classes.map((c) => `arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/eks-gpu-${standbyAz}-${c}-asg`);
       const shift = json("dns").zonalShiftResources as unknown as string[] | undefined;
       expect(policy.Statement).toEqual([
-        { Sid: "ReadState", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "arc-zonal-shift:ListZonalShifts"], Resource: "*" },
+        { Sid: "ReadState", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts"], Resource: "*" },
         {
           Sid: "WakeStandbyGroups",
           Effect: "Allow",

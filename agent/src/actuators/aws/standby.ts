@@ -114,6 +114,7 @@ export class StandbyActions {
     const steps: StandbyGroup[][] = [primary, ...fallback.filter((f) => states.has(f.name)).map((f) => [f])];
     const missing = fallback.filter((f) => !states.has(f.name)).map((f) => f.name);
     const views: WakeGroupView[][] = [];
+    let unreadable: string | null = null;
     for (const step of steps) {
       const row: WakeGroupView[] = [];
       for (const g of step) {
@@ -122,7 +123,16 @@ export class StandbyActions {
         const woken = cur.preWake !== undefined;
         const wokenAt = pre?.wokenAt ?? null;
         // Launches are read only while they matter: woken, nothing pending or in service.
-        const failures = woken && cur.inService === 0 && cur.pending === 0 ? await this.failedLaunches(trace, g.name, wokenAt) : [];
+        let failures: { at: number; message: string }[] = [];
+        if (woken && cur.inService === 0 && cur.pending === 0) {
+          try {
+            failures = await this.failedLaunches(trace, g.name, wokenAt);
+          } catch (err) {
+            // Not readable (an older role without autoscaling:DescribeScalingActivities, an
+            // outage): the wake itself still holds; the bound decides the fallback.
+            unreadable = err instanceof Error ? err.message : String(err);
+          }
+        }
         row.push({ name: g.name, woken, wokenAt, inService: cur.inService, pending: cur.pending, failures });
       }
       views.push(row);
@@ -140,7 +150,8 @@ export class StandbyActions {
         if (change) changes.push(change);
       }
     }
-    const note = missing.length ? ` (fallback group${missing.length > 1 ? "s" : ""} ${missing.join(", ")} not found in ${this.o.region}: skipped)` : "";
+    let note = missing.length ? ` (fallback group${missing.length > 1 ? "s" : ""} ${missing.join(", ")} not found in ${this.o.region}: skipped)` : "";
+    if (unreadable) note += ` (scaling activities unreadable, following instance counts and the bound only: ${unreadable})`;
     if (plan.report.phase === "unavailable") return { outcome: "failed", detail: `${plan.detail}${note}`, wake: plan.report };
     if (changes.length === 0) {
       return { outcome: "already", detail: `${steps.slice(0, upTo + 1).flat().map((g) => `${g.name} ≥ ${g.wakeSize}`).join(", ")}, scheduled actions suspended; ${plan.detail}${note}`, wake: plan.report };
