@@ -30,6 +30,7 @@ import type { Redis } from "ioredis";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { ActionName, ActionResult, Actuator, WakeReport } from "./types";
 import { unavailableReason } from "./wake-follow";
+import { PRACTICE_REASON_PREFIX } from "./practice";
 
 export const WAKE_SECONDS_METRIC = "llmha_standby_wake_seconds";
 
@@ -160,7 +161,7 @@ export class Reconciler {
   /** The last followed wake's report (null when none or released). */
   private wake: WakeReport | null = null;
   /** The wake being timed: decided at (epoch ms), and whether a standby node served yet. */
-  private wakeClock: { decidedAt: number; served: boolean } | null = null;
+  private wakeClock: { decidedAt: number; served: boolean; trigger: "incident" | "practice" } | null = null;
   /** Decision time the previous term recorded for a wake not yet served. */
   private seededDecidedAt: number | null = null;
   /** The last wake time measured (ms), for status and tests. */
@@ -237,7 +238,7 @@ export class Reconciler {
     const now = this.now();
     if (!this.wakeClock) {
       if (e.standbyHealthy > 0) return; // already awake: nothing to time
-      this.wakeClock = { decidedAt: this.seededDecidedAt ?? now, served: false };
+      this.wakeClock = { decidedAt: this.seededDecidedAt ?? now, served: false, trigger: e.standby.reason.startsWith(PRACTICE_REASON_PREFIX) ? "practice" : "incident" };
       this.seededDecidedAt = null;
       void this.record({ "standby.decidedAt": this.wakeClock.decidedAt }, token);
       return;
@@ -247,7 +248,7 @@ export class Reconciler {
     const ms = now - this.wakeClock.decidedAt;
     this.lastWakeMs = ms;
     const path = (this.wake?.step ?? 0) > 0 ? "fallback" : "first-choice";
-    this.wakeMetrics?.wakeSeconds.observe({ kind: this.o.actuator.kind, path, trigger: "incident" }, ms / 1000);
+    this.wakeMetrics?.wakeSeconds.observe({ kind: this.o.actuator.kind, path, trigger: this.wakeClock.trigger }, ms / 1000);
     this.log.info({ wakeMs: ms, path, step: this.wake?.step ?? 0 }, "first standby node serving");
     void this.record({ "standby.servedMs": ms, "standby.servedAt": now, "standby.decidedAt": "" }, token);
   }

@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { maskUserinfo, safeUrl } from "../util/log";
 import { parseXidRules, XidRulesError } from "../sources/xid-rules";
 import { ACTUATOR_KINDS, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
+import { cronProblem, Zone } from "../../../contracts/cron";
 
 /** A bad setting: names the variable and its flag. `llm-ha agent` exits 2 on it. */
 export class ConfigError extends Error {
@@ -165,6 +166,9 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   standbyAsgs: null,
   standbyFallback: null,
   standbyWakeBoundMs: 900_000,
+  practiceWake: null,
+  practiceWakeTz: "UTC",
+  practiceWakeBudgetMs: 1_200_000,
   shiftResources: [],
   azIds: null,
   localCloudUrl: null,
@@ -237,6 +241,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
  */
 function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): void {
   if (cfg.standbyAz !== null && !CLUSTER_RE.test(cfg.standbyAz)) throw new ConfigError("LLMHA_STANDBY_AZ", "must be 1-64 letters, digits, '.', '_' or '-'");
+  checkPracticeWake(cfg);
   if (cfg.actuator === "none") return;
   if (!cfg.redisUrl) throw new ConfigError("LLMHA_ACTUATOR", `${cfg.actuator} needs LLMHA_REDIS_URL: only the elected leader acts`);
   if (!cfg.standbyAz && !cfg.zonalShift) throw new ConfigError("LLMHA_STANDBY_AZ", `LLMHA_ACTUATOR=${cfg.actuator} has nothing to do: set LLMHA_STANDBY_AZ or LLMHA_ZONAL_SHIFT=true`);
@@ -248,6 +253,19 @@ function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): v
   if (cfg.standbyAsgs && !cfg.standbyAz) throw new ConfigError("LLMHA_STANDBY_AZ", "is required with LLMHA_STANDBY_ASGS (which AZ the groups are in)");
   if (cfg.zonalShift && cfg.shiftResources.length === 0) throw new ConfigError("LLMHA_SHIFT_RESOURCES", "is required with LLMHA_ACTUATOR=aws and LLMHA_ZONAL_SHIFT=true");
   if (cfg.zonalShift && !cfg.azIds) throw new ConfigError("LLMHA_AZ_IDS", "is required with LLMHA_ZONAL_SHIFT=true (ARC names zones by AZ id)");
+}
+
+/** `LLMHA_PRACTICE_WAKE` must be a cron this agent reads, in a zone it knows, with a standby AZ to practise on. */
+function checkPracticeWake(cfg: Pick<AgentConfig, "practiceWake" | "practiceWakeTz" | "standbyAz">): void {
+  if (cfg.practiceWake === null) return;
+  const problem = cronProblem(cfg.practiceWake);
+  if (problem) throw new ConfigError("LLMHA_PRACTICE_WAKE", problem);
+  try {
+    new Zone(cfg.practiceWakeTz);
+  } catch {
+    throw new ConfigError("LLMHA_PRACTICE_WAKE_TZ", `${JSON.stringify(cfg.practiceWakeTz)} is not an IANA time zone`);
+  }
+  if (!cfg.standbyAz) throw new ConfigError("LLMHA_PRACTICE_WAKE", "needs LLMHA_STANDBY_AZ (the AZ to practise waking)");
 }
 
 /** `LLMHA_AWS_REGION`, else `AWS_REGION`, else the AZ name less its letter (`us-east-1a` → `us-east-1`). */

@@ -81,6 +81,9 @@ export interface AgentConfig {
   standbyAsgs: string | null;
   standbyFallback: string | null;
   standbyWakeBoundMs: number;
+  practiceWake: string | null;
+  practiceWakeTz: string;
+  practiceWakeBudgetMs: number;
   shiftResources: string[];
   azIds: string | null;
   localCloudUrl: string | null;
@@ -138,6 +141,9 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "standbyAsgs", env: "LLMHA_STANDBY_ASGS", type: "string", defaultText: "none", description: "`aws`: the standby AZ's Auto Scaling groups and the size to wake each to, `asg=wakeSize,…`" },
   { key: "standbyFallback", env: "LLMHA_STANDBY_FALLBACK", type: "string", defaultText: "none", description: "`aws`: groups woken one at a time, in order, when the standby groups cannot launch (capacity, quota, reservation or launch template): another instance type in the standby AZ, then another AZ's spare group, `asg=wakeSize,…`" },
   { key: "standbyWakeBoundMs", env: "LLMHA_STANDBY_WAKE_BOUND_MS", type: "int", min: 10_000, max: 86_400_000, defaultText: ms(900_000), description: "a woken standby step with no instance in service this long has failed: the next fallback is woken" },
+  { key: "practiceWake", env: "LLMHA_PRACTICE_WAKE", type: "string", defaultText: "none", description: "cron (5 fields) on which the leader wakes the standby at zero, times the first standby node serving, records the outcome and releases it (skipped above L0 or when the standby is awake), e.g. `0 4 * * 2`" },
+  { key: "practiceWakeTz", env: "LLMHA_PRACTICE_WAKE_TZ", type: "string", defaultText: "UTC", description: "IANA time zone of `LLMHA_PRACTICE_WAKE`" },
+  { key: "practiceWakeBudgetMs", env: "LLMHA_PRACTICE_WAKE_BUDGET_MS", type: "int", min: 60_000, max: 86_400_000, defaultText: ms(1_200_000), description: "a practice wake with no standby node serving this long has failed, and is released" },
   { key: "shiftResources", env: "LLMHA_SHIFT_RESOURCES", type: "list", defaultText: "none", description: "`aws`: ARNs of the load balancers to zonal-shift, comma separated" },
   { key: "azIds", env: "LLMHA_AZ_IDS", type: "string", defaultText: "none", description: "`aws`: AZ name to AZ id (ARC names zones by id), `us-east-1a=use1-az1,…`" },
   { key: "localCloudUrl", env: "LLMHA_LOCAL_CLOUD_URL", type: "url", defaultText: "none", description: "`local`: the drill's local cloud (starts and stops the standby nodes, shifts in HAProxy)" },

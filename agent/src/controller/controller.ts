@@ -14,6 +14,7 @@ import { readSnapshot, type RegistrySnapshot } from "../redis/registry";
 import { modelSameness } from "../evaluator/model-sameness";
 import type { Logger } from "../util/log";
 import type { FleetMetrics } from "./metrics";
+import { emptyPracticeMemory, type PracticeMemory, type PracticeSchedule } from "../actuators/practice";
 import {
   AZ_STATES,
   emptyControllerMemory,
@@ -50,6 +51,8 @@ export interface ControllerOptions {
   redisTroubleAt?: () => number | null;
   /** The reconciler's word that the standby cannot be woken (every fallback step failed), null when it can: shown in the tier. */
   standbyUnavailable?: () => string | null;
+  /** Practice wakes of the standby on a schedule (`LLMHA_PRACTICE_WAKE`); none when absent. */
+  practice?: PracticeSchedule;
 }
 
 export class Controller {
@@ -60,6 +63,7 @@ export class Controller {
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
   private memory: ControllerMemory = emptyControllerMemory();
+  private practice: PracticeMemory = emptyPracticeMemory();
   private last: Evaluation | null = null;
   private lastAggregationMs: number | null = null;
   private ticks = 0;
@@ -137,6 +141,7 @@ export class Controller {
     for (const az of azs) p.hgetall(keys.azState(az));
     p.hgetall(keys.standbyWake);
     p.hgetall(keys.actuation);
+    p.hgetall(`${keys.prefix}practice`);
     const rs = (await p.exec()) ?? [];
     azs.forEach((az, i) => {
       const h = (rs[i]?.[1] ?? {}) as Record<string, string>;
@@ -151,6 +156,9 @@ export class Controller {
     // A shift the previous leader started is kept (and cancelled in time) rather than forgotten until it expires.
     const act = (rs[azs.length + 1]?.[1] ?? {}) as Record<string, string>;
     if (act.shiftAz) mem.shift = { az: act.shiftAz, since: Number(act.shiftSince ?? Date.now()), okSince: null };
+    // A practice the previous leader started goes on (its start kept); a firing it acted on is not acted on again.
+    const pr = (rs[azs.length + 2]?.[1] ?? {}) as Record<string, string>;
+    this.practice = { ...emptyPracticeMemory(Number(pr.firedAt) || 0), startedAt: Number(pr.startedAt) || null };
     this.memory = mem;
   }
 
@@ -194,6 +202,24 @@ export class Controller {
     metrics?.controllerTick.observe(aggMs / 1000);
 
     const writes: Promise<{ accepted: boolean }>[] = [];
+    // Practice wake: overrides the published standby decision while it runs; the tier is not touched.
+    let practice = this.practice;
+    if (this.o.practice && evaluation.standby.az) {
+      const step = this.o.practice.step(this.practice, {
+        tier: evaluation.tier.level, standbyWanted: evaluation.standby.wake, standbyHealthy: evaluation.standbyHealthy, unavailable: this.o.standbyUnavailable?.() ?? null,
+      }, now);
+      practice = step.memory;
+      if (step.wake) evaluation.standby = { ...evaluation.standby, wake: true, reason: step.reason };
+      if (step.record || step.memory.startedAt !== this.practice.startedAt) {
+        const r = step.record;
+        const fields: Record<string, string | number> = { firedAt: step.memory.firedAt, startedAt: step.memory.startedAt ?? "", updatedAt: now };
+        if (r) Object.assign(fields, { last: `${r.outcome}@${r.at}`, lastAt: r.at, lastOutcome: r.outcome, lastWakeMs: r.wakeMs ?? "", lastReason: r.reason.slice(0, 300) });
+        writes.push(writer.hset(`${keys.prefix}practice`, fields, { changeField: r ? "last" : "startedAt", eventType: "practice" }));
+        if (r) this.o.practice.recorded(r);
+        if (r) this.log[r.outcome === "failed" ? "warn" : "info"]({ outcome: r.outcome, wakeMs: r.wakeMs, reason: r.reason }, "practice wake");
+        else this.log.info({ az: evaluation.standby.az, reason: step.reason }, "practice wake started");
+      }
+    }
     for (const a of evaluation.azs) {
       const m = memory.az.get(a.az);
       writes.push(
@@ -234,6 +260,7 @@ export class Controller {
 
     this.logTransitions(evaluation);
     this.memory = memory;
+    this.practice = practice;
     this.last = evaluation;
     this.ticks += 1;
     if (metrics) {

@@ -22,6 +22,7 @@ import type { Logger } from "../util/log";
 import { sleep } from "../util/net";
 import { readAzHealth, type AzHealthResponse } from "./az-health";
 import { Controller } from "./controller";
+import { PracticeSchedule, type PracticeSettings } from "../actuators/practice";
 import { FleetMetrics } from "./metrics";
 import type { ControllerSettings, Evaluation, TierLevel } from "./state";
 
@@ -37,6 +38,8 @@ export interface FleetOptions {
   lease?: Partial<LeaseSettings>;
   /** Controller settings; `intervalMs` defaults to the heartbeat period. */
   controller?: Partial<ControllerSettings>;
+  /** Practice wakes of the standby (`LLMHA_PRACTICE_WAKE`); none when absent. */
+  practice?: PracticeSettings;
   log: Logger;
   /** The agent's Prometheus registry; the `llmha_…` fleet series are added to it. */
   metrics: Registry;
@@ -122,6 +125,7 @@ export class Fleet {
       redisTroubleAt: () => this.redisTroubleAt,
       onPublished: (e, token) => this.reconciler?.onEvaluation(e, token),
       standbyUnavailable: () => this.reconciler?.standbyUnavailable() ?? null,
+      practice: o.practice ? new PracticeSchedule(o.practice, o.metrics) : undefined,
     });
     // A lost connection (a failover moving the endpoint, a restart) is Redis trouble too.
     for (const ev of ["error", "reconnecting"] as const) this.client.redis.on(ev, () => (this.redisTroubleAt = Date.now()));
