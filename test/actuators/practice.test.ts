@@ -7,6 +7,8 @@ import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emptyPracticeMemory, PracticeSchedule, type PracticeInput, type PracticeMemory } from "../../agent/src/actuators/practice";
 import { Controller } from "../../agent/src/controller/controller";
+import { renderFleetView } from "../../agent/src/status/render";
+import { readFleetView } from "../../agent/src/status/view";
 import { loadConfig } from "../../agent/src/config/load";
 import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
 import { FencedWriter } from "../../agent/src/redis/fenced";
@@ -122,6 +124,11 @@ describe("Controller with a practice schedule", () => {
       expect(await redis.hgetall(`${keys.prefix}practice`)).toMatchObject({ lastOutcome: "failed", lastAt: String(DUE + 1000), startedAt: "" });
       const evs = (await redis.xrange(keys.events, "-", "+")).map(([, kv]) => kv.join(" "));
       expect(evs.some((e) => e.includes("type practice"))).toBe(true);
+      // `llm-ha status` shows the last practice.
+      const view = await readFleetView(redis, keys);
+      expect(view.practice).toMatchObject({ outcome: "failed", at: DUE + 1000, wakeMs: null, runningSince: null });
+      const line = renderFleetView(view, { width: 200 }).find((l) => l.startsWith("practice"));
+      expect(line).toMatch(/^practice last 2026-12-01T03:00Z failed {2}no standby node serving 60 s after the practice wake/);
     } finally {
       await lease.release();
     }

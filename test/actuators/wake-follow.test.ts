@@ -14,6 +14,8 @@ import { ActuatorMetrics, FencedActuator } from "../../agent/src/actuators/gate"
 import { Reconciler, WAKE_SECONDS_METRIC } from "../../agent/src/actuators/reconciler";
 import { planWake, type WakeGroupView } from "../../agent/src/actuators/wake-follow";
 import { FleetMetrics } from "../../agent/src/controller/metrics";
+import { renderFleetView } from "../../agent/src/status/render";
+import { readFleetView } from "../../agent/src/status/view";
 import { emptyControllerMemory, evaluate, resolveControllerSettings, type Evaluation } from "../../agent/src/controller/state";
 import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
 import { FencedWriter } from "../../agent/src/redis/fenced";
@@ -326,6 +328,11 @@ describe("Reconciler + gate + AWS: fallback started ≤ 30 s after the first cap
       const h = await prom.getSingleMetric(WAKE_SECONDS_METRIC)!.get();
       expect((h.values as { metricName?: string; value: number; labels: object }[]).find((v) => v.metricName === `${WAKE_SECONDS_METRIC}_count`)).toMatchObject({ value: 1, labels: { kind: "aws", path: "fallback", trigger: "incident" } });
       expect((await redis.hgetall(keys.actuation))["standby.servedMs"]).toBe("90000");
+      // `llm-ha status` shows the followed wake.
+      const view = await readFleetView(redis, keys);
+      expect(view.actuation?.wake).toMatchObject({ phase: "unavailable", step: "2/2", groups: SECOND, servedMs: 90_000 });
+      const line = renderFleetView(view, { width: 400 }).find((l) => l.startsWith("wake"));
+      expect(line).toMatch(/^wake {5}unavailable {2}step 2\/2 eks-gpu-us-east-1c-p4d-4567 {2}first standby node serving 90\.0 s after the decision {2}capacity on eks-gpu-us-east-1c-p5-0123: We currently/);
     } finally {
       await lease.release();
     }

@@ -128,8 +128,37 @@ function standbyLine(v: FleetView): Line {
     { t: s.az, s: "cyan" },
     { t: s.wake ? "  WAKE" : "  asleep (on schedule)", s: s.wake ? "yellow" : "green" },
     { t: `  ${s.reason}` },
+    ...(s.unavailable ? [{ t: `  CAPACITY UNAVAILABLE: ${s.unavailable}`, s: "red" } as Seg] : []),
     { t: `  (refreshed ${formatAge(s.ageMs)})`, s: "dim" },
   ];
+}
+
+const PHASE_STYLE: Record<string, Style> = { serving: "green", waiting: "yellow", fallback: "yellow", unavailable: "red" };
+
+/** The followed wake: which step of the fallback order is in charge, and why (issue 15). */
+function wakeLine(v: FleetView): Line[] {
+  const w = v.actuation?.wake;
+  if (!w) return [];
+  const line: Line = [{ t: pad("wake", 9), s: "bold" }, { t: w.phase, s: PHASE_STYLE[w.phase] }, { t: `  step ${w.step} ${w.groups}` }];
+  if (w.servedMs !== null) line.push({ t: `  first standby node serving ${(w.servedMs / 1000).toFixed(1)} s after the decision`, s: "dim" });
+  if (w.failure) line.push({ t: `  ${w.failure}`, s: w.phase === "unavailable" ? "red" : "dim" });
+  return [line];
+}
+
+/** The last practice wake (issue 15): when, outcome, wake time. */
+function practiceLine(v: FleetView, now: number): Line[] {
+  const p = v.practice;
+  if (!p) return [];
+  const line: Line = [{ t: pad("practice", 9), s: "bold" }];
+  if (p.runningSince !== null) line.push({ t: `running for ${formatAge(now - p.runningSince)}`, s: "yellow" });
+  if (p.outcome) {
+    line.push(
+      { t: `${p.runningSince !== null ? "  last " : "last "}${p.at === null ? "?" : new Date(p.at).toISOString().slice(0, 16)}Z ` },
+      { t: p.outcome, s: p.outcome === "served" ? "green" : p.outcome === "failed" ? "red" : "yellow" },
+      { t: p.wakeMs !== null ? `  wake ${(p.wakeMs / 1000).toFixed(1)} s` : `  ${p.reason}`, s: p.outcome === "failed" ? "red" : "dim" },
+    );
+  } else if (p.runningSince === null) line.push({ t: "none yet", s: "dim" });
+  return [line];
 }
 
 const OUTCOME_STYLE: Record<string, Style> = { applied: "green", already: "green", "dry-run": "cyan", "refused-stale": "red", failed: "red" };
@@ -212,7 +241,7 @@ export function renderFleetView(v: FleetView, o: RenderOptions = {}): string[] {
   const stamp = new Date(v.now).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
   lines.push([{ t: "llm-ha status", s: "bold" }, { t: `  cluster ${v.cluster}` }, { t: `  ${v.redis}  ${stamp}`, s: "dim" }]);
   lines.push([]);
-  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), suspectLine(v));
+  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v));
 
   const all = v.azs.flatMap((a) => a.nodes);
   const idW = Math.min(24, Math.max(4, ...all.map((n) => [...n.id].length)));

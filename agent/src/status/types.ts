@@ -84,6 +84,32 @@ export interface StandbyView {
   token: number | null;
   updatedAt: number | null;
   ageMs: number | null;
+  /** Set while it is wanted awake and cannot be woken (every fallback step failed): why (issue 15). */
+  unavailable?: string;
+}
+
+/** The followed standby wake (issue 15), from the `actuation` hash. */
+export interface WakeView {
+  /** `waiting`, `fallback`, `serving`, `unavailable`. */
+  phase: string;
+  /** `2/3`: the step in charge of the fallback order. */
+  step: string;
+  groups: string;
+  /** `capacity on <asg>: <AWS message>`, empty when no launch failed. */
+  failure: string;
+  /** Decision to first standby node serving, when measured. */
+  servedMs: number | null;
+}
+
+/** The last practice wake (issue 15), from the `practice` hash. */
+export interface PracticeView {
+  /** `served`, `failed`, `skipped`, `interrupted`; null before the first one. */
+  outcome: string | null;
+  at: number | null;
+  wakeMs: number | null;
+  reason: string;
+  /** A practice running now: its start. */
+  runningSince: number | null;
 }
 
 export interface ActionView {
@@ -108,6 +134,8 @@ export interface ActuationView {
   shift: (ActionView & { expiresAt: number | null }) | null;
   /** The AZ the leader wants traffic shifted away from, if any. */
   shiftAz: string | null;
+  /** The followed standby wake, when the actuator follows it. */
+  wake?: WakeView;
 }
 
 export interface SuspectView {
@@ -174,6 +202,8 @@ export interface FleetView {
   suspect: SuspectView | null;
   /** L4 state and the fallback's queue depth. */
   fallback: FallbackView;
+  /** The last practice wake; absent when none was ever scheduled. */
+  practice?: PracticeView;
   azs: AzRow[];
   events: EventRow[];
   /** Nothing of this cluster is in Redis (no members, AZs, lease, tier or events). */

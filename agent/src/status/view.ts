@@ -15,7 +15,7 @@ import type { RedisKeys } from "../redis/keys";
 import { parseLeaseValue } from "../redis/lease";
 import { readSnapshot } from "../redis/registry";
 import { eventRow, num } from "./events";
-import { STATUS_JSON_VERSION, type FallbackView, type ActionView, type ActuationView, type AzPublished, type AzRow, type FleetView, type NodeRow, type ReadFleetViewOptions } from "./types";
+import { STATUS_JSON_VERSION, type FallbackView, type ActionView, type ActuationView, type AzPublished, type AzRow, type FleetView, type NodeRow, type PracticeView, type ReadFleetViewOptions } from "./types";
 
 /** Where `llm-ha fallback` publishes its queue (agent/src/fallback/command.ts): {depth, topic, updatedAt}. */
 export function fallbackQueueKey(cluster: string): string {
@@ -58,6 +58,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     .exists(keys.members, keys.azs, keys.leader, keys.tier, keys.events, keys.fenceLast)
     .hgetall(keys.actuation)
     .hgetall(fallbackQueueKey(keys.cluster))
+    .hgetall(`${keys.prefix}practice`)
     .exec();
   if (!first) throw new StatusReadError("the status read was aborted");
   for (const [err] of first) if (err) throw err;
@@ -166,10 +167,11 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
         }
       : null,
     standby: standbyH.az
-      ? { az: standbyH.az, wake: standbyH.wake === "1", reason: standbyH.reason ?? "", token: num(standbyH.token), updatedAt: standbyAt, ageMs: ageOf(now, standbyAt) }
+      ? { az: standbyH.az, wake: standbyH.wake === "1", reason: standbyH.reason ?? "", token: num(standbyH.token), updatedAt: standbyAt, ageMs: ageOf(now, standbyAt), ...(standbyH.capacity === "unavailable" ? { unavailable: standbyH.capacityReason ?? "" } : {}) }
       : null,
     actuation: actuationView(r[10] as Record<string, string>, now),
     fallback: fallbackView(tierH.level, r[11] as Record<string, string>, now),
+    ...practiceView(r[12] as Record<string, string>),
     suspect: suspectH.updatedAt
       ? { codes: suspectH.codes ? suspectH.codes.split(",") : [], counts: parseCounts(suspectH.counts), updatedAt: suspectAt, ageMs: ageOf(now, suspectAt) }
       : null,
@@ -225,7 +227,15 @@ function actuationView(h: Record<string, string>, now: number): ActuationView | 
     standby: actionOf(h, "standby", now),
     shift: shift ? { ...shift, expiresAt: num(h["shift.expiresAt"]) } : null,
     shiftAz: h.shiftAz || null,
+    ...(h["standby.phase"]
+      ? { wake: { phase: h["standby.phase"], step: h["standby.step"] ?? "", groups: h["standby.groups"] ?? "", failure: h["standby.failure"] ?? "", servedMs: num(h["standby.servedMs"]) } }
+      : {}),
   };
+}
+
+function practiceView(h: Record<string, string>): { practice?: PracticeView } {
+  if (!h || Object.keys(h).length === 0) return {};
+  return { practice: { outcome: h.lastOutcome || null, at: num(h.lastAt), wakeMs: num(h.lastWakeMs), reason: h.lastReason ?? "", runningSince: num(h.startedAt) } };
 }
 
 
