@@ -134,16 +134,6 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     targets: { leaderMs: DRILL_TIMING.leaseTtlMs + DRILL_TIMING.leaseContendMs, falseFailovers: 0 },
   },
   { name: "leader-pause", tier: "fleet", title: "leader paused past its TTL (SIGSTOP)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: true, targets: { staleWrites: 0 } },
-  { name: "redis-restart", tier: "fleet", title: "Redis restart (every key lost)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: true, targets: { falseFailovers: 0, failed: 0 } },
-  {
-    name: "redis-readonly",
-    tier: "fleet",
-    title: "Redis refuses writes for 20 s (maxmemory 1, noeviction)",
-    quick: false,
-    repeat: { full: 1, quick: 1 },
-    needsFleet: true,
-    targets: { falseFailovers: 0, failed: 0 },
-  },
   {
     name: "node-drain",
     tier: "L1",
@@ -188,6 +178,16 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     repeat: { full: 1, quick: 1 },
     needsFleet: true,
     targets: { leaderMs: DRILL_TIMING.leaseTtlMs + DRILL_TIMING.leaseContendMs, staleWrites: 0, tokenRegressions: 0, falseFailovers: 0 },
+  },
+  { name: "redis-restart", tier: "fleet", title: "Redis restart (every key lost)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: true, targets: { falseFailovers: 0, failed: 0 } },
+  {
+    name: "redis-readonly",
+    tier: "fleet",
+    title: "Redis refuses writes for 20 s (maxmemory 1, noeviction)",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    targets: { falseFailovers: 0, failed: 0 },
   },
   { name: "flap", tier: "fleet", title: "one flapping probe (slow one period in three)", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { falseFailovers: 0 } },
   {

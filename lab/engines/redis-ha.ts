@@ -48,6 +48,8 @@ export interface RedisHaHandle {
   failover(): Promise<void>;
   /** Freezes the link between the first primary and its replica and sentinels; it keeps serving the endpoint. */
   partitionFirstPrimary(): void;
+  /** After a fault: the link thawed, every sentinel's view rebuilt (`SENTINEL RESET`), waits until they see each other and the replica. */
+  settle(): Promise<void>;
   /** True while the first primary is the primary and the sentinels see it through the link (a partition can be staged). */
   partitionable(): Promise<boolean>;
   /** Every server restarted at once, every key lost (power loss, persistence off). */
@@ -149,7 +151,7 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
       });
     }
     // Each sentinel must know the others and the replica before a failover can be agreed on.
-    await waitFor(
+    const sentinelsReady = (): Promise<boolean> => waitFor(
       "sentinels see each other and the replica",
       async () =>
         (
@@ -165,6 +167,7 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
         ).every(Boolean),
       { timeoutMs: 20_000, everyMs: 100 },
     );
+    await sentinelsReady();
     const port = await freePort();
     const endpoint = await startHaproxyWith((statsSocket) =>
       redisEndpointConfig({ statsSocket, port, servers: [{ name: "r1", port: first.port }, { name: "r2", port: replica.port }], checkInterMs: o.checkInterMs ?? 250 }),
@@ -207,6 +210,13 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
       },
       partitionFirstPrimary() {
         link.freeze();
+      },
+      async settle() {
+        // The partition healed, the sentinels' tables rebuilt from what runs now (a failed
+        // primary's old address, seen through the link, would otherwise stay a replica entry).
+        link.thaw();
+        await Promise.all(sentinels.map((x) => call(x.port, (r) => r.call("SENTINEL", "RESET", SENTINEL_MASTER)).catch(() => undefined)));
+        await sentinelsReady();
       },
       async partitionable() {
         return (await handle.sentinelPrimaryPort()) === link.port && (await handle.primary()) === first;

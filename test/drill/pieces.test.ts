@@ -47,7 +47,7 @@ describe("scenario table", () => {
   it("holds the whole fault matrix of issue 4 and a quick subset with crash, GPU lost, wedged and AZ GPU loss", () => {
     expect(SCENARIOS.map((s) => s.name)).toEqual([
       "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
-      "leader-kill", "leader-pause", "redis-restart", "redis-readonly", "node-drain", "redis-failover-lag", "redis-failover", "redis-blackhole", "redis-slow", "flap", "mass-probe",
+      "leader-kill", "leader-pause", "node-drain", "redis-failover-lag", "redis-failover", "redis-blackhole", "redis-slow", "redis-restart", "redis-readonly", "flap", "mass-probe",
       "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "corrupt-weights", "global-outage", "standby-ice",
     ]);
     const quick = selectScenarios({ quick: true });

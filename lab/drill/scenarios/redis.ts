@@ -4,10 +4,10 @@
  *
  * - `redis-failover`: a Sentinel failover to a replica that is caught up; the old primary is
  *   demoted at once and replicates from the new one.
- * - `redis-failover-lag`: the first primary is cut off from its replica and the sentinels while
- *   it keeps taking the agents' writes; the sentinels promote the replica, which missed them
- *   (node hashes expired there while `members` lists the nodes, an older lease and fence);
- *   the old primary is then lost and comes back as a replica.
+ * - `redis-failover-lag`: the first primary is cut off from its replica and the sentinels and
+ *   keeps taking the agents' writes for 3 s, then it is lost; the sentinels promote the
+ *   replica, which missed those writes (node hashes expired there while `members` lists the
+ *   nodes, an older lease and fence); the old primary comes back as a replica.
  *
  * - `redis-blackhole`: the primary goes silent (SIGSTOP) without closing a connection; the
  *   sentinels promote the replica; clients must leave the silent one by themselves.
@@ -103,6 +103,9 @@ async function endpointOn(url: string, port: number): Promise<boolean> {
 
 type RedisFault = "failover" | "lag" | "blackhole";
 
+/** How long the cut-off primary takes writes its replica misses: over the drill's node-hash TTL (3 × 500 ms). */
+const LAG_MS = 3000;
+
 async function runRedisFault(ctx: ScenarioContext, spec: ScenarioSpec, run: number, fault: RedisFault): Promise<RunResult> {
   const r = blank(spec.name, run);
   const ha = ctx.stack.redis;
@@ -121,16 +124,18 @@ async function runRedisFault(ctx: ScenarioContext, spec: ScenarioSpec, run: numb
   if (fault === "blackhole") {
     // Every command to it hangs; nothing closes: clients must leave it by themselves.
     before.pause();
-    if (!(await within(30_000, async () => (await ha.sentinelPrimaryPort()) === next.port))) r.notes.push("the sentinels did not promote the replica in 30 s");
+    if (!(await within(45_000, async () => (await ha.sentinelPrimaryPort()) === next.port))) r.notes.push("the sentinels did not promote the replica in 45 s");
     r.extra.promotedMs = ctx.now() - r.injectAt;
     before.kill("SIGKILL");
   } else if (lag) {
     ha.partitionFirstPrimary();
-    // The sentinels see the primary down after 1 s and promote the replica (it missed every
-    // write since the cut); the old primary still takes the agents' writes until it is lost.
+    // The primary keeps taking the agents' writes the replica never gets (longer than a node
+    // hash's TTL: on the replica every node hash expires), then it is lost; the sentinels
+    // promote the replica with what it had at the cut.
+    await sleep(LAG_MS);
+    before.kill("SIGKILL");
     if (!(await within(30_000, async () => (await ha.sentinelPrimaryPort()) === next.port))) r.notes.push("the sentinels did not promote the replica in 30 s");
     r.extra.promotedMs = ctx.now() - r.injectAt;
-    before.kill("SIGKILL");
   } else {
     await ha.failover();
     r.extra.promotedMs = ctx.now() - r.injectAt;
@@ -144,6 +149,8 @@ async function runRedisFault(ctx: ScenarioContext, spec: ScenarioSpec, run: numb
     // ElastiCache brings the failed primary back as a replica of the new one.
     await before.restart(["--replicaof", "127.0.0.1", String(next.port)]);
   }
+  // Ready for the next fault: the sentinels' view rebuilt from what runs now.
+  await ha.settle().catch((err: Error) => r.notes.push(`sentinels not settled: ${err.message}`));
   const leads = (f: FleetSample): boolean => typeof f.leader === "string" && f.t > from;
   await until(ctx, DRILL_TIMING.leaseTtlMs + 10_000, () => ctx.tl.fleet.some(leads));
   // Watch past the silence grace: a false DOWN would come once the hold ends.
