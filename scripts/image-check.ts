@@ -25,6 +25,13 @@ import { children, cleanup, ImageCheckError, log, READY_TIMEOUT_MS, runCommand, 
 import { biggestPackages, BUILTINS, buildStage, duMiB, hostPath, requiredPackages, stageLabel, type BuiltStage } from "./image-stages";
 import { DOCKERFILE_PATH, REPO, dockerignorePath, neededStages, parseDockerfile, parseDockerignore } from "./dockerfile";
 
+/**
+ * The agent's runtime node_modules measured 32.8 MiB (ioredis, prom-client, pino, kafkajs, the
+ * AWS clients it calls): room to grow, not to carry the Pulumi SDKs (it was 178.5 MiB when
+ * @pulumi/docker-build and the preflight's AWS clients slipped in).
+ */
+const RUNTIME_NODE_MODULES_BUDGET_MIB = 60;
+
 /** The environment of the container: the image's ENV and PATH (for `node` and the fake nvidia-smi's `#!/usr/bin/env node`), nothing of this shell's. */
 function containerEnv(final: BuiltStage, extra: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin", ...final.env, ...extra };
@@ -151,7 +158,14 @@ async function check(): Promise<void> {
     const nodeModules = await duMiB(join(app, "node_modules"));
     const total = await duMiB(final.root);
     log(`runtime node_modules ${nodeModules.toFixed(1)} MiB; all the image adds to the node base image ${total.toFixed(1)} MiB; USER ${final.user}`);
-    log(`biggest packages: ${await biggestPackages(join(app, "node_modules"), 6)}`);
+    const biggest = await biggestPackages(join(app, "node_modules"), 6);
+    log(`biggest packages: ${biggest}`);
+    // A package of infra/ or the checkout's CLI slipping into the image shows here, not on a node's disk.
+    if (nodeModules > RUNTIME_NODE_MODULES_BUDGET_MIB) {
+      throw new ImageCheckError(
+        `runtime node_modules is ${nodeModules.toFixed(1)} MiB, over its ${RUNTIME_NODE_MODULES_BUDGET_MIB} MiB budget (biggest: ${biggest}): drop the packages the agent does not load in agent/Dockerfile's deps stage`,
+      );
+    }
     return { nodeModules, total };
   });
 
