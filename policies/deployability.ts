@@ -5,6 +5,7 @@ import { type StackValidationPolicy } from "@pulumi/policy";
 import { eksVersionProblem, isoDay } from "../contracts/eks-versions";
 import { findReferenced, isGpuNodeGroup, LAUNCH_TEMPLATE_TYPE, NODE_GROUP_TYPE, nodeGroupAzs, AZ_LABEL } from "./conventions";
 import { record, str, stringMap, strings, type Props } from "./props";
+import { ALLOWED_GPU_INSTANCE_TYPES } from "./gpu";
 
 export const EKS_CLUSTER_TYPE = "aws:eks/cluster:Cluster";
 export const HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release";
@@ -65,7 +66,7 @@ export const gpuCapacitySettings: StackValidationPolicy = {
       allowedInstanceTypes: {
         type: "array",
         items: { type: "string" },
-        default: ["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"],
+        default: [...ALLOWED_GPU_INSTANCE_TYPES],
         description: "Instance types a capacity block may be for (same as gpu-instance-types-allowed).",
       },
     },

@@ -118,6 +118,9 @@ export interface GpuInstanceTypesConfig {
   allowedInstanceTypes: string[];
 }
 
+/** GPU instance types a node group (or a capacity block) may use: A100 p4d.24xlarge / p4de.24xlarge, H100 p5.48xlarge. */
+export const ALLOWED_GPU_INSTANCE_TYPES: readonly string[] = Object.freeze(["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"]);
+
 export const gpuInstanceTypesAllowed: ResourceValidationPolicy = {
   name: "gpu-instance-types-allowed",
   description:
@@ -128,7 +131,7 @@ export const gpuInstanceTypesAllowed: ResourceValidationPolicy = {
       allowedInstanceTypes: {
         type: "array",
         items: { type: "string" },
-        default: ["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"],
+        default: [...ALLOWED_GPU_INSTANCE_TYPES],
         description: "Instance types a GPU node group may use (A100 p4d.24xlarge / p4de.24xlarge, H100 p5.48xlarge).",
       },
     },
