@@ -37,32 +37,16 @@ export const BUILT_IN_GROUPS: readonly string[] = [
 /** Pulumi's own Kubernetes components (charts, YAML, kustomize): not API objects. */
 const PULUMI_COMPONENT_GROUPS = ["helm.sh", "yaml", "kustomize"];
 
+/** prometheus-operator's CRDs: what both kube-prometheus-stack and prometheus-operator-crds install. */
+const PROMETHEUS_OPERATOR_CRDS: readonly string[] = [
+  "Alertmanager", "AlertmanagerConfig", "PodMonitor", "Probe", "Prometheus",
+  "PrometheusAgent", "PrometheusRule", "ScrapeConfig", "ServiceMonitor", "ThanosRuler",
+].map((kind) => `monitoring.coreos.com/${kind}`);
+
 /** `group/Kind` every Helm chart here is known to install (charts' CRDs, as of their pinned versions). */
 export const CHART_CRDS: Readonly<Record<string, readonly string[]>> = {
-  "kube-prometheus-stack": [
-    "monitoring.coreos.com/Alertmanager",
-    "monitoring.coreos.com/AlertmanagerConfig",
-    "monitoring.coreos.com/PodMonitor",
-    "monitoring.coreos.com/Probe",
-    "monitoring.coreos.com/Prometheus",
-    "monitoring.coreos.com/PrometheusAgent",
-    "monitoring.coreos.com/PrometheusRule",
-    "monitoring.coreos.com/ScrapeConfig",
-    "monitoring.coreos.com/ServiceMonitor",
-    "monitoring.coreos.com/ThanosRuler",
-  ],
-  "prometheus-operator-crds": [
-    "monitoring.coreos.com/Alertmanager",
-    "monitoring.coreos.com/AlertmanagerConfig",
-    "monitoring.coreos.com/PodMonitor",
-    "monitoring.coreos.com/Probe",
-    "monitoring.coreos.com/Prometheus",
-    "monitoring.coreos.com/PrometheusAgent",
-    "monitoring.coreos.com/PrometheusRule",
-    "monitoring.coreos.com/ScrapeConfig",
-    "monitoring.coreos.com/ServiceMonitor",
-    "monitoring.coreos.com/ThanosRuler",
-  ],
+  "kube-prometheus-stack": PROMETHEUS_OPERATOR_CRDS,
+  "prometheus-operator-crds": PROMETHEUS_OPERATOR_CRDS,
   "aws-load-balancer-controller": ["elbv2.k8s.aws/TargetGroupBinding", "elbv2.k8s.aws/IngressClassParams"],
 };
 

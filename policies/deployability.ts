@@ -5,7 +5,7 @@ import { type StackValidationPolicy } from "@pulumi/policy";
 import { eksVersionProblem, isoDay } from "../contracts/eks-versions";
 import { findReferenced, isGpuNodeGroup, LAUNCH_TEMPLATE_TYPE, NODE_GROUP_TYPE, nodeGroupAzs, AZ_LABEL } from "./conventions";
 import { record, str, stringMap, strings, type Props } from "./props";
-import { ALLOWED_GPU_INSTANCE_TYPES } from "./gpu";
+import { allowedInstanceTypesProperty } from "./gpu";
 
 export const EKS_CLUSTER_TYPE = "aws:eks/cluster:Cluster";
 export const HELM_RELEASE_TYPE = "kubernetes:helm.sh/v3:Release";
@@ -63,12 +63,7 @@ export const gpuCapacitySettings: StackValidationPolicy = {
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
-      allowedInstanceTypes: {
-        type: "array",
-        items: { type: "string" },
-        default: [...ALLOWED_GPU_INSTANCE_TYPES],
-        description: "Instance types a capacity block may be for (same as gpu-instance-types-allowed).",
-      },
+      allowedInstanceTypes: allowedInstanceTypesProperty("Instance types a capacity block may be for (same as gpu-instance-types-allowed)."),
     },
   },
   validateStack: (args, reportViolation) => {

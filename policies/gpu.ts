@@ -121,6 +121,11 @@ export interface GpuInstanceTypesConfig {
 /** GPU instance types a node group (or a capacity block) may use: A100 p4d.24xlarge / p4de.24xlarge, H100 p5.48xlarge. */
 export const ALLOWED_GPU_INSTANCE_TYPES: readonly string[] = Object.freeze(["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"]);
 
+/** The `allowedInstanceTypes` config property of the policies that check GPU instance types. */
+export function allowedInstanceTypesProperty(description: string): Record<string, unknown> {
+  return { type: "array", items: { type: "string" }, default: [...ALLOWED_GPU_INSTANCE_TYPES], description };
+}
+
 export const gpuInstanceTypesAllowed: ResourceValidationPolicy = {
   name: "gpu-instance-types-allowed",
   description:
@@ -128,12 +133,7 @@ export const gpuInstanceTypesAllowed: ResourceValidationPolicy = {
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
-      allowedInstanceTypes: {
-        type: "array",
-        items: { type: "string" },
-        default: [...ALLOWED_GPU_INSTANCE_TYPES],
-        description: "Instance types a GPU node group may use (A100 p4d.24xlarge / p4de.24xlarge, H100 p5.48xlarge).",
-      },
+      allowedInstanceTypes: allowedInstanceTypesProperty("Instance types a GPU node group may use (A100 p4d.24xlarge / p4de.24xlarge, H100 p5.48xlarge)."),
     },
   },
   validateResource: validateResourceOfType(aws.eks.NodeGroup, (ng, args, reportViolation) => {

@@ -12,7 +12,7 @@ import type { CloudAction } from "../local-cloud";
 import type { ScenarioSpec } from "../scenarios";
 import { DRILL_TIMING } from "../settings";
 import { failuresBetween, firstAfter, l1Removed, type Sample } from "../timeline";
-import { blank, finish, healthy, MAIN_CLIENT, mark, standbyAtZero, steady, until, type RunResult, type ScenarioContext } from "./runner";
+import { blank, finish, healthy, MAIN_CLIENT, mark, standbyAtZero, standbyReady, until, type RunResult, type ScenarioContext } from "./runner";
 
 const fmt = (ms: number | null): string => (ms === null ? "never" : `${(ms / 1000).toFixed(2)}s`);
 
@@ -24,12 +24,9 @@ const fmt = (ms: number | null): string => (ms === null ? "never" : `${(ms / 100
  */
 export async function runStandbyIce(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   const r = blank(spec.name, run);
-  const { standby, cloud } = ctx.stack;
-  if (!standby || !cloud) {
-    r.notMeasured = "no standby AZ (needs 3 AZs: --nodes 5 or more)";
-    return r;
-  }
-  if (!(await steady(ctx))) r.notes.push("fleet not steady (or standby not at zero) before injection");
+  const sb = await standbyReady(ctx, r);
+  if (!sb) return r;
+  const { standby, cloud } = sb;
   const first = `${standby.name}-p5`;
   const second = `${standby.name}-p4d`;
   cloud.defineGroups(standby.name, [

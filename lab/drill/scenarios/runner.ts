@@ -8,7 +8,8 @@
 import type { SimNode } from "../../sim/sim-node";
 import type { Observer } from "../observer";
 import { DRILL_TIMING } from "../settings";
-import { backendOf, BASELINE_DEFAULT, BASELINE_TUNED, type DrillStack } from "../stack";
+import type { LocalCloud } from "../local-cloud";
+import { backendOf, BASELINE_DEFAULT, BASELINE_TUNED, type DrillAz, type DrillStack } from "../stack";
 import { SDK_CLIENT } from "../sdk-traffic";
 import { failuresBetween, firstAfter, l1Full, l1Removed, removedBetween, type L1Sample, type Sample, type Timeline } from "../timeline";
 
@@ -157,4 +158,18 @@ let victimSeq = 0;
 export function nextVictim(ctx: ScenarioContext): SimNode {
   const active = ctx.stack.nodes.filter((n) => !ctx.stack.azOf(n).standby);
   return active[victimSeq++ % active.length];
+}
+
+/**
+ * The standby AZ and the local cloud a standby scenario needs, once the fleet is steady (a
+ * note when it is not); null with `r.notMeasured` set when the drill runs without a standby AZ.
+ */
+export async function standbyReady(ctx: ScenarioContext, r: RunResult): Promise<{ standby: DrillAz; cloud: LocalCloud } | null> {
+  const { standby, cloud } = ctx.stack;
+  if (!standby || !cloud) {
+    r.notMeasured = "no standby AZ (needs 3 AZs: --nodes 5 or more)";
+    return null;
+  }
+  if (!(await steady(ctx))) r.notes.push("fleet not steady (or standby not at zero) before injection");
+  return { standby, cloud };
 }

@@ -12,7 +12,7 @@ import type { ScenarioSpec } from "../scenarios";
 import { DRILL_TIMING } from "../settings";
 import type { DrillAz } from "../stack";
 import { failuresBetween, firstAfter, l1Removed, type FleetSample, type Sample } from "../timeline";
-import { blank, finish, healthy, MAIN_CLIENT, mark, standbyAtZero, steady, until, type RunResult, type ScenarioContext } from "./runner";
+import { blank, finish, healthy, MAIN_CLIENT, mark, standbyAtZero, standbyReady, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 /** Polls `GET /az/health` through one AZ's proxy address until stopped; records the first non-200. */
 function watchAzHealth(ctx: ScenarioContext, az: DrillAz): { first503: () => number | null; stop(): void } {
@@ -141,12 +141,9 @@ async function eventsSince(ctx: ScenarioContext, fromT: number): Promise<{ t: nu
  */
 export async function runStandbyWake(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   const r = blank(spec.name, run);
-  const { standby, cloud } = ctx.stack;
-  if (!standby || !cloud) {
-    r.notMeasured = "no standby AZ (needs 3 AZs: --nodes 5 or more)";
-    return r;
-  }
-  if (!(await steady(ctx))) r.notes.push("fleet not steady (or standby not at zero) before injection");
+  const sb = await standbyReady(ctx, r);
+  if (!sb) return r;
+  const { standby, cloud } = sb;
   const az = ctx.stack.azs[0];
   const victims = ctx.stack.nodes.filter((n) => n.az === az.name);
   const spares = ctx.stack.nodes.filter((n) => n.az === standby.name);
