@@ -30,6 +30,11 @@ export interface ControllerSettings {
   /** Keep wanting the standby awake this long after the last trigger. Default 600000 ms. */
   standbyHoldMs: number;
   /**
+   * The standby AZ's size relative to an active AZ's, in (0, 1] (partial redundancy): a woken
+   * standby carries at most this share of a lost AZ, and the tier says so. Default 1.
+   */
+  standbyCapacityRatio: number;
+  /**
    * An AZ never yet OK (a cluster coming up: nodes loading their model) does not wake the
    * standby until it has been known this long — a cold start is not a capacity loss, but an
    * AZ that never comes up is. Default 900000 ms (15 min: big models take minutes to load).
@@ -64,6 +69,7 @@ export const DEFAULT_CONTROLLER_SETTINGS: Readonly<ControllerSettings> = Object.
   blastWindowMs: 30_000,
   standbyAz: null,
   standbyHoldMs: 600_000,
+  standbyCapacityRatio: 1,
   coldStartGraceMs: 900_000,
   zonalShift: false,
   shiftRecoverMs: 60_000,

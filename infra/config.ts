@@ -6,10 +6,15 @@ import { DEFAULT_EKS_VERSION, eksVersionProblem, isoDay } from "../contracts/eks
 import { ADDON_VERSIONS, type AddonName } from "./addons";
 import { Problems } from "./problems";
 
-/** GPU classes llm-ha knows, with the instance type and GPU count of each. */
+/**
+ * GPU classes llm-ha knows, with the instance type and GPU count of each, and the next
+ * instance types of the class that the standby AZ's fallback group launches when the first
+ * type has no capacity (`llm-ha:standbyFallback`): p4de (A100 80 GB) after p4d, p5e (H200,
+ * 8 GPUs, more memory: what fits an H100 fits it) after p5. Each has 8 GPUs, as the class.
+ */
 export const GPU_CLASSES = Object.freeze({
-  a100: { instanceType: "p4d.24xlarge", gpus: 8 },
-  h100: { instanceType: "p5.48xlarge", gpus: 8 },
+  a100: { instanceType: "p4d.24xlarge", gpus: 8, fallbackInstanceTypes: ["p4de.24xlarge"] as readonly string[] },
+  h100: { instanceType: "p5.48xlarge", gpus: 8, fallbackInstanceTypes: ["p5e.48xlarge"] as readonly string[] },
 });
 export type GpuClassName = keyof typeof GPU_CLASSES;
 
@@ -49,6 +54,25 @@ export type ApiEndpointConfig =
 /** Hugging Face organisations whose models are gated: a stack serving one needs `llm-ha:hfToken`. */
 export const GATED_MODEL_ORGS = Object.freeze(["meta-llama", "mistralai", "google", "CohereForAI", "bigcode"]);
 
+/** `llm-ha:practiceWake`: the leader wakes the sleeping standby on this cron and releases it (`LLMHA_PRACTICE_WAKE*`). */
+export interface PracticeWakeConfig {
+  /** 5-field cron. Default `0 4 * * 0` (Sunday 04:00: every stack file's standby sleeps then). */
+  cron: string;
+  /** IANA time zone. Default the standby schedule's. */
+  timeZone: string;
+  /** A practice with no standby node serving this long has failed and is released. Default 20. */
+  budgetMinutes: number;
+}
+
+export const DEFAULT_PRACTICE_CRON = "0 4 * * 0";
+export const DEFAULT_PRACTICE_BUDGET_MINUTES = 20;
+
+/** Nodes of one standby group sized at `ratio` of an active AZ (`llm-ha:standbyCapacityRatio`): rounded up, max at least 1. */
+export function standbySize(c: Pick<GpuClassConfig, "desiredPerAz" | "maxPerAz">, ratio: number): { desired: number; max: number } {
+  const desired = Math.max(0, Math.ceil(c.desiredPerAz * ratio - 1e-9));
+  return { desired, max: Math.max(1, desired, Math.ceil(c.maxPerAz * ratio - 1e-9)) };
+}
+
 export interface ScheduleConfig {
   /** IANA time zone of the cron expressions, e.g. `Europe/Berlin`. */
   timeZone: string;
@@ -87,6 +111,21 @@ export interface StackConfig {
   /** The L4 fallback beside each L1 proxy (`llm-ha:fallback`, docs/fallback.md). */
   fallback: FallbackConfig;
   schedule?: ScheduleConfig;
+  /**
+   * Size of the standby AZ's groups relative to an active AZ's, in (0, 1] (`llm-ha:standbyCapacityRatio`,
+   * partial redundancy). Default 1.
+   */
+  standbyCapacityRatio: number;
+  /**
+   * Per GPU class, the instance types of the standby AZ's fallback group (desired 0; the
+   * agent wakes it when the standby group cannot launch: `LLMHA_STANDBY_FALLBACK`). Empty: no
+   * fallback group for the class (`llm-ha:standbyFallback`). Empty for all without a standby AZ.
+   */
+  standbyFallback: Partial<Record<GpuClassName, string[]>>;
+  /** Why the standby AZ may go without a capacity fallback (`llm-ha:standbyCapacityWaiver`); the policy pack reads it as a tag. */
+  standbyCapacityWaiver?: string;
+  /** Practice wakes of the standby (`llm-ha:practiceWake`); none without a standby AZ or with `false`. */
+  practiceWake?: PracticeWakeConfig;
   observability: ObservabilityConfig;
   /** Managed add-on versions over `ADDON_VERSIONS` (`llm-ha:addonVersions`). */
   addonVersions: Partial<Record<AddonName, string>>;
@@ -203,6 +242,96 @@ function fallbackOf(v: unknown, cfg: pulumi.Config, servedModel: string, p: Prob
     });
   }
   return { enabled: v.enabled !== false, models, providers, maxQueueDepth: posInt("maxQueueDepth", 10_000_000), replayRps: posInt("replayRps", 1000) };
+}
+
+const INSTANCE_TYPE = /^[a-z][a-z0-9-]*\.[a-z0-9]+$/;
+
+/**
+ * `llm-ha:standbyCapacityRatio`, `llm-ha:standbyFallback`, `llm-ha:standbyCapacityWaiver` and
+ * `llm-ha:practiceWake`: how the standby AZ is sized, what it falls back to when its first
+ * instance type has no capacity, and when it is practised. Every problem names its key.
+ */
+function standbyOf(
+  cfg: pulumi.Config,
+  standbyAz: string | undefined,
+  classes: GpuClassConfig[],
+  schedule: ScheduleConfig | undefined,
+  p: Problems,
+): Pick<StackConfig, "standbyCapacityRatio" | "standbyFallback" | "standbyCapacityWaiver" | "practiceWake"> {
+  const key = (k: string) => `${cfg.name}:${k}`;
+  const needsStandby = (k: string) => p.add(key(k), `needs ${key("standbyAz")}: it is about the standby AZ`);
+
+  let standbyCapacityRatio = 1;
+  const ratioText = cfg.get("standbyCapacityRatio");
+  if (ratioText !== undefined) {
+    const rawRatio = ratioText.trim() === "" ? NaN : Number(ratioText);
+    if (!Number.isFinite(rawRatio) || rawRatio < 0.01 || rawRatio > 1) {
+      p.add(key("standbyCapacityRatio"), `${JSON.stringify(ratioText)} must be a number from 0.01 to 1: the standby's size relative to an active AZ (0.5 = half)`);
+    } else if (standbyAz === undefined) needsStandby("standbyCapacityRatio");
+    // Rounded up per class (`standbySize`): a class with nodes keeps at least one on the standby.
+    else standbyCapacityRatio = rawRatio;
+  }
+
+  const standbyFallback: Partial<Record<GpuClassName, string[]>> = {};
+  const rawFallback = cfg.getObject<unknown>("standbyFallback");
+  if (rawFallback !== undefined && !isObj(rawFallback)) {
+    p.add(key("standbyFallback"), "must map a GPU class to the instance types of its fallback group, e.g. {h100: [p5e.48xlarge]} ([] for none)");
+  } else if (rawFallback !== undefined && standbyAz === undefined) needsStandby("standbyFallback");
+  else if (standbyAz !== undefined) {
+    const given = (rawFallback ?? {}) as Obj;
+    for (const k of Object.keys(given)) {
+      if (!classes.some((c) => c.name === k)) p.add(key(`standbyFallback.${k}`), `is not a GPU class of ${key("gpuClasses")} (${classes.map((c) => c.name).join(", ")})`);
+    }
+    for (const c of classes) {
+      const v = given[c.name];
+      let types: string[];
+      if (v === undefined) {
+        // Default: the class's next types the group does not already launch.
+        types = GPU_CLASSES[c.name].fallbackInstanceTypes.filter((t) => !c.instanceTypes.includes(t));
+      } else if (!Array.isArray(v) || !v.every((t) => typeof t === "string" && INSTANCE_TYPE.test(t))) {
+        p.add(key(`standbyFallback.${c.name}`), "must be a list of EC2 instance types, e.g. [p5e.48xlarge] ([] for no fallback group)");
+        continue;
+      } else {
+        types = v as string[];
+        const dup = types.filter((t) => c.instanceTypes.includes(t));
+        if (dup.length) p.add(key(`standbyFallback.${c.name}`), `${dup.join(", ")} is already an instance type of the class's own groups: a fallback needs another type`);
+        if (new Set(types).size !== types.length) p.add(key(`standbyFallback.${c.name}`), "lists an instance type twice");
+      }
+      if (types.length) standbyFallback[c.name] = types;
+    }
+  }
+
+  const rawWaiver = cfg.get("standbyCapacityWaiver");
+  let standbyCapacityWaiver: string | undefined;
+  if (rawWaiver !== undefined) {
+    if (typeof rawWaiver !== "string" || rawWaiver.trim().length < 10 || rawWaiver.length > 256) {
+      p.add(key("standbyCapacityWaiver"), "must say why the standby needs no capacity fallback, 10 to 256 characters");
+    } else if (!/^[A-Za-z0-9 _.:/=+\-@,;()']+$/.test(rawWaiver)) {
+      p.add(key("standbyCapacityWaiver"), "must be plain text (letters, digits, spaces and _ . : / = + - @ , ; ( ) '): it becomes an AWS tag value");
+    } else if (standbyAz === undefined) needsStandby("standbyCapacityWaiver");
+    else standbyCapacityWaiver = rawWaiver.trim();
+  }
+
+  let practiceWake: PracticeWakeConfig | undefined;
+  const rawPractice = cfg.getObject<unknown>("practiceWake");
+  if (rawPractice === false) practiceWake = undefined;
+  else if (rawPractice !== undefined && !isObj(rawPractice)) p.add(key("practiceWake"), "must be an object ({cron, timeZone, budgetMinutes}) or false");
+  else if (rawPractice !== undefined && standbyAz === undefined) needsStandby("practiceWake");
+  else if (standbyAz !== undefined) {
+    const v = (rawPractice ?? {}) as Obj;
+    for (const k of Object.keys(v)) if (!["cron", "timeZone", "budgetMinutes"].includes(k)) p.add(key(`practiceWake.${k}`), "unknown setting; known: cron, timeZone, budgetMinutes");
+    const cron = v.cron ?? DEFAULT_PRACTICE_CRON;
+    const why = typeof cron === "string" ? cronProblem(cron) : "not a string";
+    if (typeof cron !== "string" || why !== undefined) p.add(key("practiceWake.cron"), `${JSON.stringify(cron)} is not a 5-field cron expression: ${why}`);
+    // Default the schedule's zone (a bad one is reported once, under llm-ha:schedule.timeZone).
+    const timeZone = v.timeZone ?? (schedule?.timeZone && isTimeZone(schedule.timeZone) ? schedule.timeZone : "UTC");
+    if (typeof timeZone !== "string" || !isTimeZone(timeZone)) p.add(key("practiceWake.timeZone"), `${JSON.stringify(timeZone)} is not an IANA time zone`);
+    const budget = v.budgetMinutes ?? DEFAULT_PRACTICE_BUDGET_MINUTES;
+    // LLMHA_PRACTICE_WAKE_BUDGET_MS takes 1 minute to 24 hours.
+    if (!Number.isInteger(budget) || (budget as number) < 1 || (budget as number) > 1440) p.add(key("practiceWake.budgetMinutes"), "must be an integer from 1 to 1440");
+    practiceWake = { cron: String(cron), timeZone: String(timeZone), budgetMinutes: Number(budget) };
+  }
+  return { standbyCapacityRatio, standbyFallback, standbyCapacityWaiver, practiceWake };
 }
 
 /** Alerts, dashboard and scrape monitors (`llm-ha:observability`). */
@@ -542,6 +671,8 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     if (standbyAz === undefined) p.add(key("schedule"), "needs llm-ha:standbyAz: the schedule only ever acts on the standby AZ");
   }
 
+  const standby = standbyOf(cfg, standbyAz, gpuClasses, schedule, p);
+
   const c: StackConfig = {
     clusterName: cfg.get("clusterName") ?? `llm-ha-${src.stack}`,
     region,
@@ -578,6 +709,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     },
     fallback,
     schedule,
+    ...standby,
     addonVersions,
     observability: {
       enabled: obs.enabled !== false,

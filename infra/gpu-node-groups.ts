@@ -1,7 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { GpuClassConfig } from "./config";
-import { GPU_TAINT, LABELS } from "./names";
+import { GpuClassConfig, standbySize } from "./config";
+import { GPU_TAINT, LABELS, STANDBY_FALLBACK_LABEL, CAPACITY_WAIVER_TAG } from "./names";
 import { Problems } from "./problems";
 import { tagged } from "./tags";
 
@@ -45,6 +45,16 @@ export interface GpuNodeGroupsArgs {
   standbyAz?: string;
   /** Root volume size in GiB (vLLM images and model caches are large). Default 500. */
   diskSizeGb?: number;
+  /** The standby groups' size relative to an active AZ's, in (0, 1] (partial redundancy). Default 1. */
+  standbyCapacityRatio?: number;
+  /**
+   * Per GPU class, instance types of the standby AZ's fallback group: same AZ, same labels
+   * (the agent and inference run there), desired 0, woken by the agent only when the standby
+   * group cannot launch (`LLMHA_STANDBY_FALLBACK`). Default none.
+   */
+  standbyFallback?: Partial<Record<string, string[]>>;
+  /** Why the standby needs no capacity fallback: tagged on its groups for the policy pack. Default none. */
+  standbyCapacityWaiver?: string;
 }
 
 /** One node group: one AZ, one GPU class. */
@@ -52,6 +62,14 @@ export interface GpuNodeGroup {
   az: string;
   gpuClass: GpuClassConfig;
   role: "active" | "standby";
+  /** A standby AZ's fallback group (another instance type of the class; desired 0, never scheduled). */
+  fallback: boolean;
+  /** Nodes while up: the class's `desiredPerAz` (scaled by the standby ratio on the standby AZ); 0 for a fallback group. */
+  desiredSize: number;
+  /** Upper bound (`maxPerAz`, scaled on the standby AZ). */
+  maxSize: number;
+  /** Nodes the agent wakes the group to: the standby's size, at least 1. */
+  wakeSize: number;
   nodeGroup: aws.eks.NodeGroup;
   /** Name of the auto scaling group EKS created for the node group. */
   asgName: pulumi.Output<string>;
@@ -80,6 +98,13 @@ function validate(args: GpuNodeGroupsArgs): void {
   args.gpuClasses.forEach((c, i) => {
     if (c.maxPerAz < c.desiredPerAz) p.add(`gpuClasses[${i}].maxPerAz`, "must be ≥ desiredPerAz");
   });
+  const r = args.standbyCapacityRatio ?? 1;
+  if (!(r > 0 && r <= 1)) p.add("standbyCapacityRatio", `${r} must be in (0, 1]`);
+  for (const [cls, types] of Object.entries(args.standbyFallback ?? {})) {
+    if (args.standbyAz === undefined) p.add(`standbyFallback.${cls}`, "needs standbyAz");
+    if (!args.gpuClasses.some((c) => c.name === cls)) p.add(`standbyFallback.${cls}`, "is not one of gpuClasses");
+    if ((types ?? []).length === 0) p.add(`standbyFallback.${cls}`, "needs at least one instance type (leave the class out for none)");
+  }
   p.throwIfAny("GpuNodeGroups arguments");
 }
 
@@ -89,56 +114,87 @@ export function createGpuNodeGroups(name: string, args: GpuNodeGroupsArgs, paren
   for (const { az, subnetId } of args.subnets) {
     for (const gpuClass of args.gpuClasses) {
       const role = az === args.standbyAz ? "standby" : "active";
+      const size = role === "standby" ? standbySize(gpuClass, args.standbyCapacityRatio ?? 1) : { desired: gpuClass.desiredPerAz, max: gpuClass.maxPerAz };
+      const wakeSize = Math.max(1, size.desired);
       const id = `${name}-${az}-${gpuClass.name}`;
-      const reservation = gpuClass.capacityReservations[az];
-      const block = gpuClass.capacityType === "CAPACITY_BLOCK";
-      const lt = new aws.ec2.LaunchTemplate(
-        `${id}-lt`,
-        {
-          // IMDSv2 only. Hop limit 2 lets the agent (hostNetwork) and containers that need
-          // their placement read it; with hostNetwork 1 would do, 2 covers bridged pods too.
-          metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: 2 },
-          blockDeviceMappings: [
-            { deviceName: "/dev/xvda", ebs: { volumeSize: args.diskSizeGb ?? 500, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" } },
-          ],
-          // The node's instance-store NVMe (8 × 3.8 TB on p5, 8 × 1 TB on p4d) as one RAID0 array: kubelet,
-          // containerd and the model cache (MODEL_CACHE_HOST_PATH) live there, not on the EBS root.
-          userData: NVME_RAID0_USER_DATA_B64,
-          // A reservation belongs to one AZ: each AZ's group targets its own (none: On-Demand, open).
-          capacityReservationSpecification: reservation ? { capacityReservationTarget: { capacityReservationId: reservation } } : undefined,
-          // Capacity Blocks for ML: the market type and the instance type live in the launch template.
-          instanceMarketOptions: block ? { marketType: "capacity-block" } : undefined,
-          instanceType: block ? gpuClass.instanceType : undefined,
-          tagSpecifications: [{ resourceType: "instance", tags: tagged({ "llm-ha.io/az": az, "llm-ha.io/gpu-class": gpuClass.name }) }],
-          tags: tagged(),
-        },
-        { parent },
+      groups.push(
+        nodeGroupOf(id, args, parent, { az, subnetId, gpuClass, role, types: gpuClass.instanceTypes, desired: size.desired, max: size.max, wakeSize, fallback: false }),
       );
-      const nodeGroup = new aws.eks.NodeGroup(
-        id,
-        {
-          clusterName: args.clusterName,
-          nodeRoleArn: args.nodeRoleArn,
-          subnetIds: [subnetId],
-          // In order of preference; EKS launches whichever type has capacity (none with a block: the template's).
-          instanceTypes: block ? undefined : gpuClass.instanceTypes,
-          amiType: "AL2023_x86_64_NVIDIA",
-          capacityType: gpuClass.capacityType,
-          launchTemplate: { id: lt.id, version: pulumi.interpolate`${lt.latestVersion}` },
-          labels: { [LABELS.gpuClass]: gpuClass.name, [LABELS.az]: az, [LABELS.azRole]: role },
-          taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: "NO_SCHEDULE" }],
-          scalingConfig: { minSize: 0, desiredSize: gpuClass.desiredPerAz, maxSize: gpuClass.maxPerAz },
-          // One node at a time: an AZ keeps all but one node serving during an AMI roll.
-          updateConfig: { maxUnavailable: 1 },
-          nodeRepairConfig: { enabled: true },
-          tags: tagged({ "llm-ha.io/az": az, "llm-ha.io/gpu-class": gpuClass.name, "llm-ha.io/az-role": role }),
-        },
-        // The standby schedule and the controller's wake-up change the desired size.
-        { parent, ignoreChanges: ["scalingConfig.desiredSize"] },
-      );
-      const asgName = nodeGroup.resources.apply((r) => r[0]?.autoscalingGroups?.[0]?.name ?? "");
-      groups.push({ az, gpuClass, role, nodeGroup, asgName });
+      const fallbackTypes = role === "standby" ? args.standbyFallback?.[gpuClass.name] : undefined;
+      if (fallbackTypes?.length) {
+        // The class's next instance type in the same AZ, at zero: only the agent wakes it, to the standby's wake size.
+        groups.push(
+          nodeGroupOf(`${id}-fallback`, args, parent, { az, subnetId, gpuClass, role, types: fallbackTypes, desired: 0, max: size.max, wakeSize, fallback: true }),
+        );
+      }
     }
   }
   return groups;
+}
+
+interface GroupSpec {
+  az: string;
+  subnetId: pulumi.Input<string>;
+  gpuClass: GpuClassConfig;
+  role: "active" | "standby";
+  types: string[];
+  desired: number;
+  max: number;
+  wakeSize: number;
+  fallback: boolean;
+}
+
+function nodeGroupOf(id: string, args: GpuNodeGroupsArgs, parent: pulumi.Resource, g: GroupSpec): GpuNodeGroup {
+  const { az, gpuClass, role } = g;
+  // A fallback group launches On-Demand, outside the class's reservation or block: that is its point.
+  const reservation = g.fallback ? undefined : gpuClass.capacityReservations[az];
+  const block = !g.fallback && gpuClass.capacityType === "CAPACITY_BLOCK";
+  const lt = new aws.ec2.LaunchTemplate(
+    `${id}-lt`,
+    {
+      // IMDSv2 only. Hop limit 2 lets the agent (hostNetwork) and containers that need
+      // their placement read it; with hostNetwork 1 would do, 2 covers bridged pods too.
+      metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: 2 },
+      blockDeviceMappings: [
+        { deviceName: "/dev/xvda", ebs: { volumeSize: args.diskSizeGb ?? 500, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" } },
+      ],
+      // The node's instance-store NVMe (8 × 3.8 TB on p5, 8 × 1 TB on p4d) as one RAID0 array: kubelet,
+      // containerd and the model cache (MODEL_CACHE_HOST_PATH) live there, not on the EBS root.
+      userData: NVME_RAID0_USER_DATA_B64,
+      // A reservation belongs to one AZ: each AZ's group targets its own (none: On-Demand, open).
+      capacityReservationSpecification: reservation ? { capacityReservationTarget: { capacityReservationId: reservation } } : undefined,
+      // Capacity Blocks for ML: the market type and the instance type live in the launch template.
+      instanceMarketOptions: block ? { marketType: "capacity-block" } : undefined,
+      instanceType: block ? gpuClass.instanceType : undefined,
+      tagSpecifications: [{ resourceType: "instance", tags: tagged({ "llm-ha.io/az": az, "llm-ha.io/gpu-class": gpuClass.name }) }],
+      tags: tagged(),
+    },
+    { parent },
+  );
+  const waiver: Record<string, string> = role === "standby" && !g.fallback && args.standbyCapacityWaiver ? { [CAPACITY_WAIVER_TAG]: args.standbyCapacityWaiver } : {};
+  const nodeGroup = new aws.eks.NodeGroup(
+    id,
+    {
+      clusterName: args.clusterName,
+      nodeRoleArn: args.nodeRoleArn,
+      subnetIds: [g.subnetId],
+      // In order of preference; EKS launches whichever type has capacity (none with a block: the template's).
+      instanceTypes: block ? undefined : g.types,
+      amiType: "AL2023_x86_64_NVIDIA",
+      capacityType: g.fallback ? "ON_DEMAND" : gpuClass.capacityType,
+      launchTemplate: { id: lt.id, version: pulumi.interpolate`${lt.latestVersion}` },
+      // The same class, AZ and role as the group it stands in for: the agent DaemonSet and inference select on them.
+      labels: { [LABELS.gpuClass]: gpuClass.name, [LABELS.az]: az, [LABELS.azRole]: role, ...(g.fallback ? { [STANDBY_FALLBACK_LABEL]: "true" } : {}) },
+      taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: "NO_SCHEDULE" }],
+      scalingConfig: { minSize: 0, desiredSize: g.desired, maxSize: g.max },
+      // One node at a time: an AZ keeps all but one node serving during an AMI roll.
+      updateConfig: { maxUnavailable: 1 },
+      nodeRepairConfig: { enabled: true },
+      tags: tagged({ "llm-ha.io/az": az, "llm-ha.io/gpu-class": gpuClass.name, "llm-ha.io/az-role": role, ...(g.fallback ? { [STANDBY_FALLBACK_LABEL]: "true" } : {}), ...waiver }),
+    },
+    // The standby schedule and the controller's wake-up change the desired size.
+    { parent, ignoreChanges: ["scalingConfig.desiredSize"] },
+  );
+  const asgName = nodeGroup.resources.apply((r) => r[0]?.autoscalingGroups?.[0]?.name ?? "");
+  return { az, gpuClass, role, fallback: g.fallback, desiredSize: g.desired, maxSize: g.max, wakeSize: g.wakeSize, nodeGroup, asgName };
 }

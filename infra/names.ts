@@ -8,6 +8,12 @@ export const LABELS = Object.freeze({
   zone: "topology.kubernetes.io/zone",
 });
 
+/** Node label (and tag) of a standby AZ's fallback group: another instance type of the class, woken only when the standby group cannot launch. */
+export const STANDBY_FALLBACK_LABEL = "llm-ha.io/standby-fallback";
+
+/** Tag on the standby groups carrying `llm-ha:standbyCapacityWaiver` (policy standby-capacity-fallback reads it). */
+export const CAPACITY_WAIVER_TAG = "llm-ha.io/capacity-waiver";
+
 /** The taint that keeps everything but GPU workloads off GPU nodes. */
 export const GPU_TAINT = Object.freeze({ key: "nvidia.com/gpu", value: "true", effect: "NoSchedule" });
 

@@ -6,7 +6,7 @@ import { createWeightsReaderRole } from "./weights-iam";
 import { Cluster } from "./cluster";
 import { loadConfig } from "./config";
 import { Dns } from "./dns";
-import { GpuNodeGroups } from "./gpu-node-groups";
+import { GpuNodeGroups, type GpuNodeGroup } from "./gpu-node-groups";
 import { Kafka } from "./kafka";
 import { Network } from "./network";
 import { Observability } from "./observability";
@@ -34,6 +34,12 @@ export interface StackOutputs {
   agentRepositoryUrl: pulumi.Output<string>;
 }
 
+/** `asg=wakeSize,…` of the groups (`LLMHA_STANDBY_ASGS`, `LLMHA_STANDBY_FALLBACK`), in their order; undefined for none. */
+function asgSetting(groups: GpuNodeGroup[]): pulumi.Output<string> | undefined {
+  if (groups.length === 0) return undefined;
+  return pulumi.all(groups.map((g) => g.asgName)).apply((names) => names.map((n, i) => `${n}=${groups[i].wakeSize}`).join(","));
+}
+
 /** Builds the whole stack from the validated stack configuration. */
 export function createStack(): StackOutputs {
   const c = loadConfig();
@@ -57,6 +63,9 @@ export function createStack(): StackOutputs {
       subnets: network.subnets.map((s) => ({ az: s.az, subnetId: s.privateSubnet.id })),
       gpuClasses: c.gpuClasses,
       standbyAz: c.standbyAz,
+      standbyCapacityRatio: c.standbyCapacityRatio,
+      standbyFallback: c.standbyFallback,
+      standbyCapacityWaiver: c.standbyCapacityWaiver,
     },
     { dependsOn: [cluster] },
   );
@@ -81,7 +90,8 @@ export function createStack(): StackOutputs {
   });
 
   // The leader's AWS actuator: wakes the standby groups, shifts the configured NLBs (IRSA).
-  const standby = gpu.groups.filter((g) => g.role === "standby");
+  const standby = gpu.groups.filter((g) => g.role === "standby" && !g.fallback);
+  const fallbacks = gpu.groups.filter((g) => g.fallback);
   const shiftResources = c.dns.zonalShift ? c.dns.zonalShiftResources : [];
   let agentActuator: WorkloadsArgs["agentActuator"];
   if (standby.length > 0 || shiftResources.length > 0) {
@@ -92,17 +102,17 @@ export function createStack(): StackOutputs {
       oidcProviderUrl: cluster.oidcProvider.url,
       namespace: WORKLOADS_NAMESPACE,
       serviceAccountName: AGENT_SERVICE_ACCOUNT,
-      standbyAsgNames: standby.map((g) => g.asgName),
+      // The fallback groups too: a wake of one must not be AccessDenied (and nothing else is named).
+      standbyAsgNames: [...standby, ...fallbacks].map((g) => g.asgName),
       shiftResources,
     });
     agentActuator = {
       roleArn: iam.roleArn,
       region: c.region,
       azIds: azIdsSetting(c.azs),
-      // A standby group wakes to its daytime size, at least one node.
-      standbyAsgs: standby.length
-        ? pulumi.all(standby.map((g) => g.asgName)).apply((names) => names.map((n, i) => `${n}=${Math.max(1, standby[i].gpuClass.desiredPerAz)}`).join(","))
-        : undefined,
+      // A standby group wakes to its daytime size, at least one node; a fallback group to the same size.
+      standbyAsgs: asgSetting(standby),
+      standbyFallback: asgSetting(fallbacks),
       shiftResources,
     };
   }
@@ -167,6 +177,8 @@ export function createStack(): StackOutputs {
     haproxyReplicas: c.haproxy.replicas,
     zonalShift: c.dns.zonalShift,
     standbyAz: c.standbyAz,
+    standbyCapacityRatio: c.standbyCapacityRatio,
+    practiceWake: c.practiceWake,
     agentActuator,
     fallback,
   });

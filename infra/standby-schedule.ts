@@ -27,7 +27,8 @@ export class StandbySchedule extends pulumi.ComponentResource {
 }
 
 export function createStandbySchedule(name: string, args: StandbyScheduleArgs, parent: pulumi.Resource): aws.autoscaling.Schedule[] {
-  const standby = args.groups.filter((g) => g.role === "standby");
+  // Fallback groups stay at zero: only the agent wakes them, when the standby group cannot launch.
+  const standby = args.groups.filter((g) => g.role === "standby" && !g.fallback);
   const p = new Problems();
   if (standby.length === 0) p.add("groups", "no node group has the standby role");
   p.throwIfAny("StandbySchedule arguments");
@@ -38,7 +39,7 @@ export function createStandbySchedule(name: string, args: StandbyScheduleArgs, p
     const plan: [string, string | undefined, number][] = [
       ["down", s.scaleDown, 0],
       ["weekend-down", s.weekendDown, 0],
-      ["up", s.scaleUp, g.gpuClass.desiredPerAz],
+      ["up", s.scaleUp, g.desiredSize],
     ];
     for (const [what, recurrence, desired] of plan) {
       if (recurrence === undefined) continue;
@@ -51,7 +52,7 @@ export function createStandbySchedule(name: string, args: StandbyScheduleArgs, p
             recurrence,
             timeZone: s.timeZone,
             minSize: 0,
-            maxSize: g.gpuClass.maxPerAz,
+            maxSize: g.maxSize,
             desiredCapacity: desired,
           },
           { parent },

@@ -15,8 +15,10 @@ import {
   gpuNodeGroupsMultiAz,
 } from "./gpu";
 import { agentDaemonSetOnGpuNodes, gpuDeploymentPdb, gpuDeploymentSpread } from "./k8s";
+import { inferenceOneModel } from "./model";
 import { noPublicHaPorts } from "./network";
 import { standbyScheduleRules } from "./schedule";
+import { standbyCapacityFallback } from "./standby-capacity";
 import { requiredTags } from "./tags";
 
 export const PACK_NAME = "llm-ha";
@@ -29,6 +31,7 @@ export const policies: Policies = [
   gpuLaunchTemplateImdsv2,
   gpuDeploymentSpread,
   gpuDeploymentPdb,
+  inferenceOneModel,
   agentDaemonSetOnGpuNodes,
   failoverRecordPairs,
   route53HealthCheckFast,
@@ -36,6 +39,7 @@ export const policies: Policies = [
   redisHaEncrypted,
   mskHaEncrypted,
   standbyScheduleRules,
+  standbyCapacityFallback,
   noPublicHaPorts,
   agentRoleLeastPrivilege,
   mskQueueWriterOnlyFallback,

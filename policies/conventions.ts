@@ -9,6 +9,10 @@ export const GPU_TAINT_KEY = "nvidia.com/gpu";
 export const GPU_CLASS_LABEL = "llm-ha.io/gpu-class";
 export const AZ_LABEL = "llm-ha.io/az";
 export const AZ_ROLE_LABEL = "llm-ha.io/az-role";
+/** Label (and tag) of a standby AZ's fallback node group: another instance type of the class, at zero until the agent wakes it. */
+export const STANDBY_FALLBACK_LABEL = "llm-ha.io/standby-fallback";
+/** Tag of a standby node group that may go without a capacity fallback: the reason (`llm-ha:standbyCapacityWaiver`). */
+export const CAPACITY_WAIVER_TAG = "llm-ha.io/capacity-waiver";
 export const HOSTNAME_KEY = "kubernetes.io/hostname";
 export const ZONE_KEY = "topology.kubernetes.io/zone";
 

@@ -118,8 +118,11 @@ export interface GpuInstanceTypesConfig {
   allowedInstanceTypes: string[];
 }
 
-/** GPU instance types a node group (or a capacity block) may use: A100 p4d.24xlarge / p4de.24xlarge, H100 p5.48xlarge. */
-export const ALLOWED_GPU_INSTANCE_TYPES: readonly string[] = Object.freeze(["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge"]);
+/**
+ * GPU instance types a node group (or a capacity block) may use: A100 p4d.24xlarge / p4de.24xlarge, H100 p5.48xlarge,
+ * and the H200 p5e.48xlarge / p5en.48xlarge the h100 class's standby falls back to (8 GPUs, more memory).
+ */
+export const ALLOWED_GPU_INSTANCE_TYPES: readonly string[] = Object.freeze(["p4d.24xlarge", "p4de.24xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge"]);
 
 /** The `allowedInstanceTypes` config property of the policies that check GPU instance types. */
 export function allowedInstanceTypesProperty(description: string): Record<string, unknown> {
@@ -133,7 +136,7 @@ export const gpuInstanceTypesAllowed: ResourceValidationPolicy = {
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
-      allowedInstanceTypes: allowedInstanceTypesProperty("Instance types a GPU node group may use (A100 p4d.24xlarge / p4de.24xlarge, H100 p5.48xlarge)."),
+      allowedInstanceTypes: allowedInstanceTypesProperty("Instance types a GPU node group may use (A100 p4d.24xlarge / p4de.24xlarge, H100 p5.48xlarge, H200 p5e.48xlarge / p5en.48xlarge)."),
     },
   },
   validateResource: validateResourceOfType(aws.eks.NodeGroup, (ng, args, reportViolation) => {

@@ -62,7 +62,7 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
         az: cfg.az,
         intervalMs: cfg.intervalMs,
         lease: { ttlMs: cfg.leaseTtlMs, renewMs: cfg.leaseRenewMs, contendMs: cfg.leaseContendMs, marginMs: Math.min(2000, Math.floor(cfg.leaseTtlMs / 5)) },
-        controller: { standbyAz: cfg.standbyAz, standbyHoldMs: cfg.standbyHoldMs, coldStartGraceMs: cfg.coldStartGraceMs, zonalShift: cfg.zonalShift },
+        controller: { standbyAz: cfg.standbyAz, standbyHoldMs: cfg.standbyHoldMs, standbyCapacityRatio: cfg.standbyCapacityPercent / 100, coldStartGraceMs: cfg.coldStartGraceMs, zonalShift: cfg.zonalShift },
         practice: cfg.practiceWake && cfg.standbyAz ? { cron: cfg.practiceWake, timeZone: cfg.practiceWakeTz, budgetMs: cfg.practiceWakeBudgetMs } : undefined,
         log,
         metrics: metrics.registry,

@@ -42,6 +42,10 @@ export function renderCost(r: CostReport): string {
       pct(g.savedPct),
     ]),
   ];
+  // Practice wakes: the standby groups woken from zero, per class, for up to the budget each run.
+  for (const x of r.practice?.rows ?? []) {
+    rows.push([x.az, "practice", x.gpuClass, x.instanceType, String(x.nodes), String(x.gpus), "0", num(x.gpuHours), usd(0), usd(x.usd), ""]);
+  }
   if (r.standby) rows.push(totalRow("standby AZ", r.standby));
   rows.push(totalRow("total", r.total));
 
@@ -59,14 +63,32 @@ export function renderCost(r: CostReport): string {
   } else {
     out.push("No standby schedule in this stack: every group runs all month, nothing is saved.");
   }
+  const pr = r.practice;
+  if (pr) {
+    out.push(
+      `Practice wakes "${pr.cron}" (${pr.timeZone}): ${pr.firings} this month, ${pr.runs} with the standby at zero (each counted at its budget, ` +
+        `${pr.budgetMinutes} min, at the wake size), ${pr.skipped} skipped (standby up): ${num(pr.gpuHours)} GPU-h, ${usd(pr.usd)}, in the rows above and the totals.`,
+    );
+  }
+  const rd = r.redundancy;
+  if (rd && rd.ratio < 1) {
+    out.push(
+      `Partial redundancy: the standby AZ runs at ${Math.round(rd.ratio * 100)} % of an active AZ (${rd.nodes} nodes instead of ${rd.fullNodes}): ` +
+        `${usd(rd.usdPartial)} instead of ${usd(rd.usdFull)} a month, saves ${usd(rd.usdSaved)} against full redundancy (${pct(rd.savedPct)} of the environment's). ` +
+        "A woken standby then carries at most that share of a lost AZ.",
+    );
+  } else if (rd) {
+    out.push("Full redundancy: the standby AZ is sized as an active AZ (llm-ha:standbyCapacityRatio 1).");
+  }
   out.push("", "Prices (USD per instance-hour):");
   for (const p of r.prices) {
     out.push(`  ${p.instanceType} ${p.region}: ${p.usdPerHour} as of ${p.asOf}, ${p.source}${p.confirmed ? "" : " (not confirmed on AWS's pricing page)"}`);
   }
   out.push(
     "",
-    "Not counted: the controller waking the standby AZ early, scaling above the desired size, boot and drain",
-    "time, EBS volumes, system nodes, EKS, Redis, MSK, NAT, load balancers and data transfer.",
+    "Not counted: the controller waking the standby AZ early, its fallback groups (at zero until a wake cannot launch),",
+    "scaling above the desired size, boot and drain time, EBS volumes, system nodes, EKS, Redis, MSK, NAT, load balancers",
+    "and data transfer.",
   );
   return out.join("\n") + "\n";
 }

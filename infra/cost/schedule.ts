@@ -75,6 +75,34 @@ function actions(s: ScheduleConfig): Action[] {
  * The size the month starts with comes from the last action in the year before it.
  */
 export function standbyHours(schedule: ScheduleConfig, month: Month): StandbyHours {
+  return replay(schedule, month);
+}
+
+/** Practice wakes over one month: how often the cron fires, and how often the standby is at zero then (a practice runs) or up (skipped). */
+export interface PracticeRuns {
+  firings: number;
+  /** Firings while the schedule has the standby at zero: each wakes it for up to its budget. */
+  runs: number;
+  /** Firings while the standby is up: the leader skips them. */
+  skipped: number;
+}
+
+/** Replays the standby schedule over `month` and counts the practice cron's firings (in its own zone) by the standby's size then. */
+export function practiceRuns(schedule: ScheduleConfig, practice: { cron: string; timeZone: string }, month: Month): PracticeRuns {
+  const cron = parseCron(practice.cron);
+  const zone = new Zone(practice.timeZone);
+  const out: PracticeRuns = { firings: 0, runs: 0, skipped: 0 };
+  replay(schedule, month, (t, up) => {
+    if (!cronMatches(cron, zone.wall(t))) return;
+    out.firings++;
+    if (up) out.skipped++;
+    else out.runs++;
+  });
+  return out;
+}
+
+/** The minute-by-minute replay behind `standbyHours`; `onMinute` sees each minute of the month with the size after that minute's actions. */
+function replay(schedule: ScheduleConfig, month: Month, onMinute?: (t: number, up: boolean) => void): StandbyHours {
   const acts = actions(schedule);
   const zone = new Zone(schedule.timeZone);
   const fired = (t: number): boolean | undefined => {
@@ -104,6 +132,7 @@ export function standbyHours(schedule: ScheduleConfig, month: Month): StandbyHou
       else scaleDowns++;
     }
     if (up) minutesUp++;
+    onMinute?.(t, up);
   }
   return { minutesUp, minutesDown: month.hours * 60 - minutesUp, startsUp, scaleDowns, scaleUps };
 }

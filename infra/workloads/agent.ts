@@ -1,6 +1,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig } from "../config";
 import { appLabels, DaemonSet, GPU_TOLERATION, gpuNodeSelector, objectName, SKIP_AWAIT } from "./common";
+import { DRAIN_DIR, DRAIN_FILE } from "../../contracts/drain";
 import { PORTS } from "../../contracts/names";
 import { APP } from "../names";
 
@@ -17,6 +18,8 @@ import { APP } from "../names";
  * its start). A restart of either container neither replays nor loses the log's past.
  */
 export const XID_VOLUME = "xid-log";
+/** The node directory of the planned-drain file, shared with the inference pod (read-only here). */
+export const DRAIN_VOLUME = "llmha-run";
 export const XID_DIR = "/run/llmha-xid";
 export const XID_LOG = `${XID_DIR}/kmsg.log`;
 /** The sidecar's pipeline: new kernel records only, XID lines only, line-buffered into the shared file. */
@@ -33,6 +36,8 @@ export interface AgentActuatorEnv {
   azIds: pulumi.Input<string>;
   /** `LLMHA_STANDBY_ASGS`: `asg=wakeSize,…`; absent when there is no standby AZ. */
   standbyAsgs?: pulumi.Input<string>;
+  /** `LLMHA_STANDBY_FALLBACK`: the standby AZ's fallback groups, `asg=wakeSize,…`, in order; absent when there are none. */
+  standbyFallback?: pulumi.Input<string>;
   /** `LLMHA_SHIFT_RESOURCES` (and `LLMHA_ZONAL_SHIFT=true` when non-empty). */
   shiftResources: string[];
 }
@@ -53,6 +58,25 @@ export interface AgentSpec {
   standbyAz?: string;
   /** The AWS actuator's settings; the pods then run as `AGENT_SERVICE_ACCOUNT`. Default none (the leader acts on nothing). */
   actuator?: AgentActuatorEnv;
+  /** `LLMHA_STANDBY_CAPACITY_PERCENT`: the standby's size as a percentage of an active AZ. Default none (100). */
+  standbyCapacityPercent?: number;
+  /** `LLMHA_PRACTICE_WAKE`, `_TZ`, `_BUDGET_MS`. Default none. */
+  practiceWake?: { cron: string; timeZone: string; budgetMinutes: number };
+}
+
+/** The standby's settings the leader reads: its AZ, its size relative to an active AZ, its practice wakes. */
+function standbyEnv(s: AgentSpec): { name: string; value: string }[] {
+  if (!s.standbyAz) return [];
+  const env = [{ name: "LLMHA_STANDBY_AZ", value: s.standbyAz }];
+  if (s.standbyCapacityPercent !== undefined && s.standbyCapacityPercent < 100) env.push({ name: "LLMHA_STANDBY_CAPACITY_PERCENT", value: String(s.standbyCapacityPercent) });
+  if (s.practiceWake) {
+    env.push(
+      { name: "LLMHA_PRACTICE_WAKE", value: s.practiceWake.cron },
+      { name: "LLMHA_PRACTICE_WAKE_TZ", value: s.practiceWake.timeZone },
+      { name: "LLMHA_PRACTICE_WAKE_BUDGET_MS", value: String(s.practiceWake.budgetMinutes * 60_000) },
+    );
+  }
+  return env;
 }
 
 function actuatorEnv(a: AgentActuatorEnv): { name: string; value: pulumi.Input<string> }[] {
@@ -62,6 +86,7 @@ function actuatorEnv(a: AgentActuatorEnv): { name: string; value: pulumi.Input<s
     { name: "LLMHA_AZ_IDS", value: a.azIds },
   ];
   if (a.standbyAsgs !== undefined) env.push({ name: "LLMHA_STANDBY_ASGS", value: a.standbyAsgs });
+  if (a.standbyFallback !== undefined) env.push({ name: "LLMHA_STANDBY_FALLBACK", value: a.standbyFallback });
   if (a.shiftResources.length > 0) {
     env.push({ name: "LLMHA_SHIFT_RESOURCES", value: a.shiftResources.join(",") }, { name: "LLMHA_ZONAL_SHIFT", value: "true" });
   }
@@ -116,15 +141,20 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
                 env("LLMHA_HTTP_PORT", String(PORTS.agentHttp)),
                 env("LLMHA_AGENT_CHECK_PORT", String(PORTS.agentCheck)),
                 { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "url" } } },
-                ...(s.standbyAz ? [env("LLMHA_STANDBY_AZ", s.standbyAz)] : []),
+                ...standbyEnv(s),
                 ...(s.actuator ? actuatorEnv(s.actuator) : []),
                 // The NVIDIA runtime mounts nvidia-smi and every GPU for reading without the
                 // pod requesting `nvidia.com/gpu` (which would take GPUs from inference).
                 env("NVIDIA_VISIBLE_DEVICES", "all"),
                 env("NVIDIA_DRIVER_CAPABILITIES", "utility"),
                 env("LLMHA_XID_LOG", XID_LOG),
+                // Written by the inference pod's preStop hook: a planned stop drains the node first.
+                env("LLMHA_DRAIN_FILE", DRAIN_FILE),
               ],
-              volumeMounts: [{ name: XID_VOLUME, mountPath: XID_DIR, readOnly: true }],
+              volumeMounts: [
+                { name: XID_VOLUME, mountPath: XID_DIR, readOnly: true },
+                { name: DRAIN_VOLUME, mountPath: DRAIN_DIR, readOnly: true },
+              ],
               ports: [
                 { name: "http", containerPort: PORTS.agentHttp },
                 { name: "agent-check", containerPort: PORTS.agentCheck },
@@ -145,7 +175,10 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
               securityContext: { privileged: true, runAsUser: 0, runAsNonRoot: false, readOnlyRootFilesystem: true },
             },
           ],
-          volumes: [{ name: XID_VOLUME, emptyDir: { medium: "Memory", sizeLimit: "8Mi" } }],
+          volumes: [
+            { name: XID_VOLUME, emptyDir: { medium: "Memory", sizeLimit: "8Mi" } },
+            { name: DRAIN_VOLUME, hostPath: { path: DRAIN_DIR, type: "DirectoryOrCreate" } },
+          ],
         },
       },
     },

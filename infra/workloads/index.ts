@@ -1,6 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import { GpuClassConfig } from "../config";
+import { GpuClassConfig, standbySize, type PracticeWakeConfig } from "../config";
 import { WORKLOADS_NAMESPACE } from "../names";
 import { Problems } from "../problems";
 import { AGENT_SERVICE_ACCOUNT, agentDaemonSet, type AgentActuatorEnv } from "./agent";
@@ -47,6 +47,10 @@ export interface WorkloadsArgs {
   devicePluginImage?: string;
   /** The AZ the schedule scales to zero (`LLMHA_STANDBY_AZ`). Default none. */
   standbyAz?: string;
+  /** The standby AZ's size relative to an active AZ's, in (0, 1]: its inference replicas and `LLMHA_STANDBY_CAPACITY_PERCENT`. Default 1. */
+  standbyCapacityRatio?: number;
+  /** Practice wakes of the standby (`LLMHA_PRACTICE_WAKE*`). Default none. */
+  practiceWake?: PracticeWakeConfig;
   /** The agents' AWS actuator: the IRSA role for their ServiceAccount and its settings. Default none. */
   agentActuator?: AgentActuatorEnv & { roleArn: pulumi.Input<string> };
   /**
@@ -199,7 +203,10 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     new k8s.core.v1.Service(`${name}-inference-${az}`, inferenceHeadlessService(namespace, az), inNs);
     for (const gpuClass of args.gpuClasses) {
       const id = `${name}-${az}-${gpuClass.name}`;
-      const inf = inferenceManifests({ namespace, az, gpuClass, ...args.inference, hfTokenSecretName, serviceAccountName: inferenceServiceAccount });
+      // The standby AZ runs as many replicas as its (possibly smaller) groups have nodes.
+      const ratio = args.standbyCapacityRatio ?? 1;
+      const sized = az === args.standbyAz && ratio < 1 ? { ...gpuClass, desiredPerAz: standbySize(gpuClass, ratio).desired, maxPerAz: standbySize(gpuClass, ratio).max } : gpuClass;
+      const inf = inferenceManifests({ namespace, az, gpuClass: sized, ...args.inference, hfTokenSecretName, serviceAccountName: inferenceServiceAccount });
       new k8s.apps.v1.Deployment(`${id}-inference`, inf.deployment, inNs);
       new k8s.policy.v1.PodDisruptionBudget(`${id}-inference`, inf.pdb, inNs);
       new k8s.apps.v1.DaemonSet(
@@ -217,6 +224,8 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
         }),
         { ...opts, dependsOn: agentDeps },
       );
+          standbyCapacityPercent: Math.round((args.standbyCapacityRatio ?? 1) * 100),
+          practiceWake: args.practiceWake,
     }
     nlbNames[az] = nlbName(args.clusterName, az);
     const l1 = l1ProxyManifests({

@@ -345,3 +345,37 @@ describe("silence Redis explains (issue 18: writes refused, a failover that lost
     expect(e.azs.find((a) => a.az === "a")?.held).toBeUndefined();
   });
 });
+
+describe("partial redundancy (issue 15, seed 004 §5.1): a standby smaller than an active AZ", () => {
+  // a and b active with 4 nodes × 8 GPUs each; c is the standby.
+  const active = (n: number, az: string, down: number) => Array.from({ length: n }, (_, i) => (i < down ? out(`${az}${i}`, az) : node(`${az}${i}`, az)));
+
+  it("says in the tier that the woken standby covers only part of the lost GPUs", () => {
+    const s = resolveControllerSettings({ standbyAz: "c", standbyCapacityRatio: 0.5 });
+    const well = evaluate({ nodes: [...active(4, "a", 0), ...active(4, "b", 0)] }, emptyControllerMemory(), s, 0);
+    // a loses 3 of 4 nodes (24 GPUs); a standby at half of an active AZ (16 GPUs) cannot take it.
+    const r = evaluate({ nodes: [...active(4, "a", 3), ...active(4, "b", 0)] }, well.memory, s, 1000);
+    expect(r.evaluation.standby).toMatchObject({ az: "c", wake: true, shortfall: { lost: 24, covers: 16 } });
+    expect(r.evaluation.tier.reason).toBe("AZ degraded: a; standby c at 50 % of an active AZ covers at most 16 of 24 lost GPUs");
+  });
+
+  it("says nothing when the loss fits in the standby, or when the standby is full size", () => {
+    const half = resolveControllerSettings({ standbyAz: "c", standbyCapacityRatio: 0.5 });
+    const well = evaluate({ nodes: [...active(4, "a", 0), ...active(4, "b", 0)] }, emptyControllerMemory(), half, 0);
+    // 2 of 4 nodes (16 GPUs) lost: DEGRADED, and the half-size standby covers 16.
+    const fits = evaluate({ nodes: [...active(4, "a", 2), ...active(4, "b", 0)] }, well.memory, half, 1000).evaluation;
+    expect(fits.standby.wake).toBe(true);
+    expect(fits.standby.shortfall).toBeUndefined();
+    expect(fits.tier.reason).toBe("AZ degraded: a");
+    const full = resolveControllerSettings({ standbyAz: "c" });
+    const big = evaluate({ nodes: [...active(4, "a", 4), ...active(4, "b", 0)] }, evaluate({ nodes: [...active(4, "a", 0), ...active(4, "b", 0)] }, emptyControllerMemory(), full, 0).memory, full, 1000).evaluation;
+    expect(big.standby.shortfall).toBeUndefined();
+    expect(big.tier.reason).toBe("AZ down: a");
+  });
+
+  it("refuses a ratio outside (0, 1]", () => {
+    expect(() => resolveControllerSettings({ standbyCapacityRatio: 0 })).toThrow(/standbyCapacityRatio \(0\) must be in \(0, 1\]/);
+    expect(() => resolveControllerSettings({ standbyCapacityRatio: 1.5 })).toThrow(ControllerSettingsError);
+    expect(DEFAULT_CONTROLLER_SETTINGS.standbyCapacityRatio).toBe(1);
+  });
+});

@@ -52,9 +52,12 @@ describe("llm-ha cost", () => {
       const t = r.total;
       expect(t.gpus).toBe(sum(r.groups.map((g) => g.gpus)));
       expect(t.gpuHoursAlwaysOn).toBeCloseTo(sum(r.groups.map((g) => g.gpuHoursAlwaysOn)), 2);
-      expect(t.gpuHoursScheduled).toBeCloseTo(sum(r.groups.map((g) => g.gpuHoursScheduled)), 2);
+      // Practice wakes add to the scheduled side (an always-on standby skips them).
+      expect(r.practice).not.toBeNull();
+      expect(r.practice!.usd).toBeGreaterThan(0);
+      expect(t.gpuHoursScheduled).toBeCloseTo(sum(r.groups.map((g) => g.gpuHoursScheduled)) + r.practice!.gpuHours, 2);
       expect(t.usdAlwaysOn).toBeCloseTo(sum(r.groups.map((g) => g.usdAlwaysOn)), 2);
-      expect(t.usdScheduled).toBeCloseTo(sum(r.groups.map((g) => g.usdScheduled)), 2);
+      expect(t.usdScheduled).toBeCloseTo(sum(r.groups.map((g) => g.usdScheduled)) + r.practice!.usd, 2);
       expect(t.usdSaved).toBeCloseTo(t.usdAlwaysOn - t.usdScheduled, 2);
       expect(r.standby?.usdSaved).toBe(t.usdSaved);
       expect(r.schedule!.hoursUp + r.schedule!.hoursDown).toBe(672);
@@ -70,9 +73,47 @@ describe("llm-ha cost", () => {
     expect(lines.filter((l) => /^us-east-1[abc]\s+(active|standby)\s+(a100|h100)\s+p[45]/.test(l))).toHaveLength(6);
     // 220 of 672 hours at zero on the standby AZ: 32.7 % of that AZ's cost.
     expect(stdout).toMatch(/^us-east-1c\s+standby\s+h100\s+p5\.48xlarge\s+2\s+16\s+10,752\s+7,232\s+\$73,973\.76\s+\$49,756\.16\s+32\.7 %$/m);
-    expect(stdout).toMatch(/^standby AZ\s+6\s+48\s+.*32\.7 %$/m);
-    expect(stdout).toMatch(/^total\s+18\s+144\s+96,768\s+86,208\s+.*10\.9 %$/m);
+    // Four Sunday 04:00 practices (the standby asleep Friday 22:00 – Monday 05:00), 20 min each: 2 × 55.04 × 4/3 h.
+    expect(stdout).toMatch(/^us-east-1c\s+practice\s+h100\s+p5\.48xlarge\s+2\s+16\s+0\s+21\.33\s+\$0\.00\s+\$146\.77$/m);
+    expect(stdout).toMatch(/^standby AZ\s+6\s+48\s+32,256\s+21,760\s+.*32\.5 %$/m);
+    expect(stdout).toMatch(/^total\s+18\s+144\s+96,768\s+86,272\s+.*10\.8 %$/m);
+    expect(stdout).toContain('Practice wakes "0 4 * * 0" (UTC): 4 this month, 4 with the standby at zero');
     expect(stdout).toContain("Up 452 h, at zero 220 h of 672 h");
+  });
+
+  it("counts practice wakes that find the standby at zero, skips those that find it up, and none with practice off", async () => {
+    const price = 21.957642;
+    const asleep = await cost(["--stack", devVariant((y) => y), "--month", "2026-02", "--json"], os.tmpdir());
+    const r = JSON.parse(asleep.stdout) as CostReport;
+    // Sundays 1, 8, 15, 22 February at 04:00 Berlin: the standby sleeps from Saturday 12:00 to Monday 07:00.
+    expect(r.practice).toMatchObject({ cron: "0 4 * * 0", timeZone: "Europe/Berlin", budgetMinutes: 20, firings: 4, runs: 4, skipped: 0 });
+    expect(r.practice!.rows).toEqual([{ az: "us-east-1b", gpuClass: "a100", instanceType: "p4d.24xlarge", nodes: 1, gpus: 8, hours: 1.33, gpuHours: 10.67, usdPerHour: price, usd: 29.28 }]);
+    expect(r.total.usdScheduled).toBe(20493.81);
+    // Mondays 10:00: the standby is up from 07:00, every practice is skipped and costs nothing.
+    const up = await cost(["--stack", devVariant((y) => `${y}  llm-ha:practiceWake:\n    cron: "0 10 * * 1"\n    budgetMinutes: 30\n`), "--month", "2026-02", "--json"], os.tmpdir());
+    const u = JSON.parse(up.stdout) as CostReport;
+    expect(u.practice).toMatchObject({ firings: 4, runs: 0, skipped: 4, usd: 0, budgetMinutes: 30 });
+    expect(u.total.usdScheduled).toBe(20464.53);
+    const off = await cost(["--stack", devVariant((y) => `${y}  llm-ha:practiceWake: false\n`), "--month", "2026-02", "--json"], os.tmpdir());
+    expect((JSON.parse(off.stdout) as CostReport).practice).toBeNull();
+  });
+
+  it("shows what a standby at half an active AZ saves against full redundancy", async () => {
+    const file = devVariant((y) => `${y.replace("desiredPerAz: 1", "desiredPerAz: 2").replace("maxPerAz: 2", "maxPerAz: 4")}  llm-ha:standbyCapacityRatio: 0.5\n`);
+    const json = await cost(["--stack", file, "--month", "2026-02", "--json"], os.tmpdir());
+    expect(json.code, json.stderr).toBe(0);
+    const r = JSON.parse(json.stdout) as CostReport;
+    const standby = r.groups.find((g) => g.role === "standby")!;
+    expect(standby).toMatchObject({ nodes: 1, maxNodes: 2, gpus: 8 });
+    expect(r.groups.find((g) => g.role === "active")).toMatchObject({ nodes: 2, maxNodes: 4 });
+    // Full size: 2 nodes × 260 h up; half: 1 node.
+    expect(r.redundancy).toMatchObject({ ratio: 0.5, nodes: 1, fullNodes: 2, usdFull: 11417.97, usdPartial: 5708.99, usdSaved: 5708.98 });
+    expect(r.redundancy!.savedPct).toBeCloseTo((100 * 5708.98) / (r.total.usdScheduled + 5708.98), 2);
+    const text = await cost(["--stack", file, "--month", "2026-02"], os.tmpdir());
+    expect(text.stdout).toContain("Partial redundancy: the standby AZ runs at 50 % of an active AZ (1 nodes instead of 2): $5,708.99 instead of $11,417.97 a month, saves $5,708.98");
+    const bad = await cost(["--stack", devVariant((y) => `${y}  llm-ha:standbyCapacityRatio: 1.5\n`)], os.tmpdir());
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('llm-ha:standbyCapacityRatio: "1.5" must be a number from 0.01 to 1');
   });
 
   it("takes a path to a stack file and a --price override", async () => {

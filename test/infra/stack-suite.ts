@@ -7,7 +7,7 @@ import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
 import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { beforeAll, describe, expect, it } from "vitest";
-import { isCron } from "../../infra/config";
+import { GPU_CLASSES, isCron, type GpuClassName } from "../../infra/config";
 import { l1HaproxyConfig } from "../../infra/workloads/l1-proxy";
 import { fallbackMskPolicy, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec } from "../../infra/workloads/fallback";
 import { MODEL_CACHE_HOST_PATH, readinessCommand } from "../../infra/workloads/inference";
@@ -62,8 +62,13 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       expect(props("aws:ec2/natGateway:NatGateway")).toHaveLength(nat === "single" ? 1 : azs.length);
     });
 
+    /** Classes whose standby gets a fallback group by default: the class's next type, unless its groups already launch it. */
+    const fallbackClasses = () =>
+      (json("gpuClasses") as unknown as O[]).filter((c) => GPU_CLASSES[c.name as GpuClassName].fallbackInstanceTypes.some((t) => !((c.instanceTypes as string[] | undefined) ?? []).includes(t)));
+    const isFallback = (g: CapturedResource) => (g.props as O).labels?.["llm-ha.io/standby-fallback"] === "true";
+
     it("has one GPU node group per AZ and class, pinned by one subnet, tainted, labelled, IMDSv2 only", () => {
-      const groups = ofType(rs, "aws:eks/nodeGroup:NodeGroup").filter((g) => (g.props as O).amiType === "AL2023_x86_64_NVIDIA");
+      const groups = ofType(rs, "aws:eks/nodeGroup:NodeGroup").filter((g) => (g.props as O).amiType === "AL2023_x86_64_NVIDIA" && !isFallback(g));
       expect(groups).toHaveLength(azs.length * classes.length);
       const lts = new Map(ofType(rs, "aws:ec2/launchTemplate:LaunchTemplate").map((r) => [`${r.name}-id`, r.props as O]));
       for (const az of azs) {
@@ -79,6 +84,26 @@ export function describeStack(env: Env, expected: { resources: number }): void {
           expect(lts.get(p.launchTemplate.id)?.metadataOptions.httpTokens).toBe("required");
         }
       }
+    });
+
+    it("gives the standby AZ a fallback group per class with the class's next instance type: at zero, same labels, never scheduled", () => {
+      const fallbacks = ofType(rs, "aws:eks/nodeGroup:NodeGroup").filter(isFallback);
+      const expected = fallbackClasses();
+      expect(fallbacks.map((g) => g.name).sort()).toEqual(expected.map((c) => `gpu-${standbyAz}-${c.name}-fallback`).sort());
+      const lts = new Map(ofType(rs, "aws:ec2/launchTemplate:LaunchTemplate").map((r) => [`${r.name}-id`, r.props as O]));
+      for (const c of expected) {
+        const g = fallbacks.find((x) => x.name === `gpu-${standbyAz}-${c.name}-fallback`)!;
+        const p = g.props as O;
+        expect(p.instanceTypes).toEqual(GPU_CLASSES[c.name as GpuClassName].fallbackInstanceTypes);
+        expect(p.subnetIds).toEqual([`net-private-${standbyAz}-id`]);
+        // The agent DaemonSet and the inference Deployment select on class and AZ: they run there as on the standby group.
+        expect(p.labels).toEqual({ "llm-ha.io/gpu-class": c.name, "llm-ha.io/az": standbyAz, "llm-ha.io/az-role": "standby", "llm-ha.io/standby-fallback": "true" });
+        expect(p.capacityType).toBe("ON_DEMAND");
+        expect(p.scalingConfig).toEqual({ minSize: 0, desiredSize: 0, maxSize: c.maxPerAz });
+        expect(g.opts.ignoreChanges).toContain("scalingConfig.desiredSize");
+        expect(lts.get(p.launchTemplate.id)?.metadataOptions.httpTokens).toBe("required");
+      }
+      for (const s of props("aws:autoscaling/schedule:Schedule")) expect(s.autoscalingGroupName).not.toMatch(/-fallback-/);
     });
 
     it("puts one inference pod per node, spread over zones, on its AZ's GPU nodes, with a PDB", () => {
@@ -288,7 +313,9 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         Condition: { StringEquals: { [`${issuer}:sub`]: "system:serviceaccount:llm-ha:llm-ha-agent", [`${issuer}:aud`]: "sts.amazonaws.com" } },
       });
       const policy = JSON.parse((ofType(rs, "aws:iam/rolePolicy:RolePolicy").find((r) => r.name === "agent-actuator")!.props as O).policy);
-      const asgs = classes.map((c) => `arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/eks-gpu-${standbyAz}-${c}-asg`);
+      // The standby groups and their fallback groups (a wake of a fallback must not be AccessDenied), nothing else.
+      const arn = (group: string) => `arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/eks-${group}-asg`;
+      const asgs = [...classes.map((c) => arn(`gpu-${standbyAz}-${c}`)), ...fallbackClasses().map((c) => arn(`gpu-${standbyAz}-${c.name}-fallback`))];
       const shift = json("dns").zonalShiftResources as unknown as string[] | undefined;
       expect(policy.Statement).toEqual([
         { Sid: "ReadState", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts"], Resource: "*" },
@@ -313,7 +340,15 @@ export function describeStack(env: Env, expected: { resources: number }): void {
           LLMHA_STANDBY_AZ: standbyAz,
           LLMHA_AZ_IDS: azs.map((az) => `${az}=${ids[az]}`).join(","),
           LLMHA_STANDBY_ASGS: (json("gpuClasses") as unknown as O[]).map((c) => `eks-gpu-${standbyAz}-${c.name}-asg=${Math.max(1, c.desiredPerAz as number)}`).join(","),
+          // Each fallback group wakes to its standby group's size.
+          LLMHA_STANDBY_FALLBACK: fallbackClasses().map((c) => `eks-gpu-${standbyAz}-${c.name}-fallback-asg=${Math.max(1, c.desiredPerAz as number)}`).join(","),
+          // A weekly practice wake while the standby sleeps (Sunday 04:00 in the schedule's zone), 20 min budget.
+          LLMHA_PRACTICE_WAKE: "0 4 * * 0",
+          LLMHA_PRACTICE_WAKE_TZ: json("schedule").timeZone,
+          LLMHA_PRACTICE_WAKE_BUDGET_MS: "1200000",
         });
+        // Full redundancy in every stack file: the controller is not told otherwise.
+        expect(env.LLMHA_STANDBY_CAPACITY_PERCENT).toBeUndefined();
         expect(env.LLMHA_SHIFT_RESOURCES).toBe(shift?.length ? shift.join(",") : undefined);
       }
     });

@@ -35,6 +35,23 @@ function nodeGroup(az: string, role: "active" | "standby"): CapturedResource {
   });
 }
 
+/** The standby AZ's fallback group: the class's next instance type, at zero until the agent wakes it. */
+function fallbackGroup(az: string): CapturedResource[] {
+  const g = nodeGroup(az, "standby");
+  g.name = `gpu-${az}-h100-fallback`;
+  g.urn = `urn:pulumi:test::llm-ha::aws:eks/nodeGroup:NodeGroup::${g.name}`;
+  Object.assign(g.props, {
+    instanceTypes: ["p5e.48xlarge"],
+    launchTemplate: { id: `gpu-${az}-h100-fallback-lt-id`, version: "1" },
+    labels: { ...(g.props.labels as Record<string, string>), "llm-ha.io/standby-fallback": "true" },
+    scalingConfig: { minSize: 0, desiredSize: 0, maxSize: 4 },
+  });
+  const lt = launchTemplate(az);
+  lt.name = `gpu-${az}-h100-fallback-lt`;
+  lt.urn = `urn:pulumi:test::llm-ha::aws:ec2/launchTemplate:LaunchTemplate::${lt.name}`;
+  return [lt, g];
+}
+
 const INFERENCE_LABELS = { "app.kubernetes.io/name": "inference", "llm-ha.io/az": "us-east-1a" };
 
 const inference = res("kubernetes:apps/v1:Deployment", "inference-us-east-1a", {
@@ -218,6 +235,7 @@ export function happyStack(): CapturedResource[] {
     ...azs.map(subnet),
     ...azs.map(launchTemplate),
     ...azs.map((az) => nodeGroup(az, az === "us-east-1c" ? "standby" : "active")),
+    ...fallbackGroup("us-east-1c"),
     inference,
     pdb,
     agent,

@@ -139,19 +139,19 @@ describe("gpu-instance-types-allowed", () => {
 
   it("fails a type outside the list", async () => {
     expect(await messages(gpuInstanceTypesAllowed, changed(NG, (p) => (p.instanceTypes = ["g5.48xlarge"])))).toEqual([
-      "GPU node group gpu-us-east-1a-h100 uses g5.48xlarge, not in the allowed instance types (p4d.24xlarge, p4de.24xlarge, p5.48xlarge).",
+      "GPU node group gpu-us-east-1a-h100 uses g5.48xlarge, not in the allowed instance types (p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge, p5en.48xlarge).",
     ]);
   });
 
   it("fails a group with no instance types", async () => {
     expect(await messages(gpuInstanceTypesAllowed, changed(NG, (p) => delete p.instanceTypes))).toEqual([
-      "GPU node group gpu-us-east-1a-h100 sets no instanceTypes; allowed: p4d.24xlarge, p4de.24xlarge, p5.48xlarge.",
+      "GPU node group gpu-us-east-1a-h100 sets no instanceTypes; allowed: p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge, p5en.48xlarge.",
     ]);
   });
 
   it("takes the list from config", async () => {
     const rs = changed(NG, (p) => (p.instanceTypes = ["g5.48xlarge"]));
-    const cfg = { "gpu-instance-types-allowed": { allowedInstanceTypes: ["p5.48xlarge", "g5.48xlarge"] } };
+    const cfg = { "gpu-instance-types-allowed": { allowedInstanceTypes: ["p5.48xlarge", "p5e.48xlarge", "g5.48xlarge"] } };
     expect(await messages(gpuInstanceTypesAllowed, rs, cfg)).toEqual([]);
   });
 });

@@ -69,10 +69,12 @@ export interface AgentConfig {
   xidRules: string | null;
   pciDevices: string | null;
   drainMs: number;
+  drainFile: string | null;
   redisCaFile: string | null;
   logLevel: string;
   standbyAz: string | null;
   standbyHoldMs: number;
+  standbyCapacityPercent: number;
   coldStartGraceMs: number;
   actuator: ActuatorKind;
   zonalShift: boolean;
@@ -129,10 +131,12 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "xidRules", env: "LLMHA_XID_RULES", type: "xidRules", defaultText: "built-in table", description: "overrides of the XID table, comma separated `code=fatal`, `code=app`, `code=ignore` or `code=K/WINDOW` (K in WINDOW, e.g. `94=3/10m`)" },
   { key: "pciDevices", env: "LLMHA_PCI_DEVICES", type: "path", defaultText: "/sys/bus/pci/devices", description: "sysfs PCI device folder: NVIDIA GPUs listed there are compared with nvidia-smi and `LLMHA_GPU_COUNT`" },
   { key: "drainMs", env: "LLMHA_DRAIN_MS", type: "int", min: 0, max: 600_000, defaultText: ms(1500), description: "on SIGTERM, how long to answer `drain` / 503 before stopping" },
+  { key: "drainFile", env: "LLMHA_DRAIN_FILE", type: "string", defaultText: "none", description: "a file whose presence is a planned drain (`PLANNED_DRAIN`: `drain` / 503 while it exists, serving again once it is gone); the inference pod's preStop hook writes it (`/run/llm-ha/drain` in the shipped manifests)" },
   { key: "redisCaFile", env: "LLMHA_REDIS_CA_FILE", type: "path", defaultText: "none", description: "CA bundle for `rediss://` (system CAs otherwise)" },
   { key: "logLevel", env: "LLMHA_LOG_LEVEL", type: "logLevel", defaultText: "info", description: "pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`" },
   { key: "standbyAz", env: "LLMHA_STANDBY_AZ", type: "string", defaultText: "none", description: "the AZ kept scaled to zero that the leader wakes when an active AZ degrades; while not wanted awake its nodes do not count toward the tier" },
   { key: "standbyHoldMs", env: "LLMHA_STANDBY_HOLD_MS", type: "int", min: 0, max: 86_400_000, defaultText: ms(600_000), description: "keep the standby AZ awake this long after the active AZs are OK again, then hand it back to its schedule" },
+  { key: "standbyCapacityPercent", env: "LLMHA_STANDBY_CAPACITY_PERCENT", type: "int", min: 1, max: 100, defaultText: "100", description: "the standby AZ's size as a percentage of an active AZ (partial redundancy): while it is woken and the GPUs lost exceed that share, the tier reason says it covers only part of them" },
   { key: "coldStartGraceMs", env: "LLMHA_COLD_START_GRACE_MS", type: "int", min: 0, max: 86_400_000, defaultText: ms(900_000), description: "an AZ never yet OK (nodes still loading their model) wakes the standby only after this long: a cold start is not a capacity loss" },
   { key: "actuator", env: "LLMHA_ACTUATOR", type: "actuator", defaultText: "none", description: "how the leader acts: `none` (publish desired state only), `dry-run` (log and record, no calls), `aws` (Auto Scaling, ARC zonal shift), `local` (the drill's local cloud)" },
   { key: "zonalShift", env: "LLMHA_ZONAL_SHIFT", type: "bool", defaultText: "false", description: "shift load-balancer traffic away from a DOWN AZ while another active AZ is OK (one AZ at a time)" },

@@ -25,6 +25,7 @@ export function resolveControllerSettings(s: Partial<ControllerSettings> = {}): 
     throw new ControllerSettingsError("hysteresis must be ≥ 0, recoverPeriods ≥ 1, intervalMs > 0");
   }
   if (r.blastFraction <= 0 || r.blastFraction >= 1) throw new ControllerSettingsError("blastFraction must be in (0, 1)");
+  if (!(r.standbyCapacityRatio > 0 && r.standbyCapacityRatio <= 1)) throw new ControllerSettingsError(`standbyCapacityRatio (${r.standbyCapacityRatio}) must be in (0, 1]`);
   if (r.standbyHoldMs < 0 || r.shiftRecoverMs < 0 || r.coldStartGraceMs < 0) {
     throw new ControllerSettingsError("standbyHoldMs, shiftRecoverMs and coldStartGraceMs must be ≥ 0");
   }
@@ -170,6 +171,20 @@ export interface StandbyDecision {
   reason: string;
   /** Set while it is wanted awake and cannot be woken (every step of the fallback order failed): why. */
   unavailable?: string;
+  /** Set while it is wanted awake and, sized below an active AZ (`standbyCapacityRatio`), cannot cover the lost GPUs. */
+  shortfall?: { lost: number; covers: number };
+}
+
+/**
+ * What a standby sized at `ratio` of an active AZ leaves uncovered: the GPUs the active AZs
+ * lost (total − healthy of each AZ not OK) against the standby's size (`ratio` × the largest
+ * active AZ's total). Null when it covers them.
+ */
+export function standbyShortfall(azs: readonly AzView[], standbyAz: string, ratio: number): { lost: number; covers: number } | null {
+  const active = azs.filter((a) => a.az !== standbyAz);
+  const lost = active.filter((a) => a.state !== "OK").reduce((n, a) => n + Math.max(0, a.totalCapacity - a.healthyCapacity), 0);
+  const covers = Math.floor(ratio * Math.max(0, ...active.map((a) => a.totalCapacity)));
+  return lost > covers ? { lost, covers } : null;
 }
 
 /**
@@ -364,6 +379,14 @@ export function evaluate(
   if (s.standbyAz && sb.decision.wake && o.standbyUnavailable) {
     sb.decision.unavailable = o.standbyUnavailable;
     tier.reason += `; standby ${s.standbyAz} ${o.standbyUnavailable}`;
+  }
+  // Partial redundancy: a standby smaller than an active AZ cannot take the whole lost load.
+  if (s.standbyAz && sb.decision.wake && s.standbyCapacityRatio < 1) {
+    const shortfall = standbyShortfall(azs, s.standbyAz, s.standbyCapacityRatio);
+    if (shortfall) {
+      sb.decision.shortfall = shortfall;
+      tier.reason += `; standby ${s.standbyAz} at ${Math.round(s.standbyCapacityRatio * 100)} % of an active AZ covers at most ${shortfall.covers} of ${shortfall.lost} lost GPUs`;
+    }
   }
   const heldAzs = azs.filter((a) => a.held).map((a) => a.az);
   if (heldAzs.length) tier.reason += ` (held: ${heldAzs.join(",")} — ${silenceExplained}; waiting for heartbeats)`;
