@@ -220,12 +220,12 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
           model: args.inference.model,
           redisSecretName: "llm-ha-redis",
           standbyAz: args.standbyAz,
+          standbyCapacityPercent: Math.round((args.standbyCapacityRatio ?? 1) * 100),
+          practiceWake: args.practiceWake,
           actuator: args.agentActuator,
         }),
         { ...opts, dependsOn: agentDeps },
       );
-          standbyCapacityPercent: Math.round((args.standbyCapacityRatio ?? 1) * 100),
-          practiceWake: args.practiceWake,
     }
     nlbNames[az] = nlbName(args.clusterName, az);
     const l1 = l1ProxyManifests({
