@@ -163,8 +163,12 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     const obs = await this.adapter.check(this.cfg.inferenceUrl, this.cfg.model, this.cfg.modelTimeoutMs);
     this.metrics.source("model", performance.now() - t0, obs.kind !== "ready");
     if (obs.kind === "ready") {
+      // What the probe asks for: the configured model (its absence is MODEL_MISSING), else the first served.
       this.servedModel = this.cfg.model ?? obs.served[0] ?? null;
-      const identity = obs.identity ?? (this.servedModel ? { id: this.servedModel, revision: null, dtype: null, maxContext: null } : null);
+      // What the server really serves (the registry reports it; issue 16): the configured model when it
+      // is served, else the first id it lists — a server on the wrong model shows as that model.
+      const id = this.cfg.model !== null && obs.served.includes(this.cfg.model) ? this.cfg.model : (obs.served[0] ?? null);
+      const identity: ModelIdentity | null = id === null ? null : obs.identity?.id === id ? obs.identity : { id, revision: null, dtype: null, maxContext: null };
       if (JSON.stringify(identity) !== JSON.stringify(this.servedIdentity)) this.log.info({ event: "model", ...identity }, `serving ${identity?.id ?? "nothing"}`);
       this.servedIdentity = identity;
     }

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { Agent } from "./agent";
 import { createActuator } from "./actuators/index";
 import { Fleet } from "./controller/fleet";
-import type { NodeReport } from "./redis/registry";
+import { servedReport, type NodeReport } from "./redis/registry";
 import type { AgentConfig } from "./config/spec";
 import { AgentCheckResponder, startAgentCheckServer } from "./reporters/agent-check";
 import { startHttpServer } from "./reporters/http";
@@ -88,7 +88,8 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
     decision: agent.decision,
     gpus: takesTraffic(agent.decision) ? agent.gpus.length : 0,
     gpusExpected: cfg.gpuCount ?? agent.gpus.length,
-    model: agent.model,
+    // What the server says it serves, not what is configured (issue 16: the leader compares them).
+    ...servedReport(agent.modelIdentity),
   });
   if (fleet) {
     agent.once("decision", () => fleet.start(report));

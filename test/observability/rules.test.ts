@@ -342,6 +342,25 @@ const TESTS: TestGroup[] = [
   },
 ];
 
+// Issue 16: the leader's count of nodes serving another model than the majority.
+TESTS.push({
+  name: "model mismatch: the leader's outlier count for 30 minutes fires; a shorter roll-out and a former leader's stale count do not",
+  interval: "1m",
+  input_series: [
+    ...leaderSeries("n1", "n2", "1x120", "0x120"),
+    // Outliers from 6 m to 46 m (fires at 36 m), gone, then a 20-minute roll-out from 58 m to 78 m.
+    s("llmha_model_outlier_nodes", node("n1", "a"), "0x5 2x40 0x10 1x20 0x40"),
+    // n2 led before and kept its last count: not the leader's view.
+    s("llmha_model_outlier_nodes", node("n2", "b"), "3x120"),
+  ],
+  alert_rule_test: [
+    at("30m", "LlmHaModelMismatch"),
+    at("40m", "LlmHaModelMismatch", fires("LlmHaModelMismatch", { cluster: C }, "2")),
+    at("55m", "LlmHaModelMismatch"),
+    at("78m", "LlmHaModelMismatch"),
+  ],
+});
+
 describe("runbooks", () => {
   it("every runbook_url points at a section of docs/observability.md named after its alert", () => {
     const doc = readFileSync(join(__dirname, "../../docs/observability.md"), "utf8");

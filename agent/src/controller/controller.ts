@@ -28,6 +28,9 @@ import {
 } from "./state";
 
 
+/** Outlier nodes named in the `models` hash (the count is always exact). */
+const MODEL_OUTLIERS_LISTED = 50;
+
 /** Sweep calls one controller period makes at most (× `SWEEP_CHUNK` nodes). */
 const MAX_SWEEP_CALLS = 20;
 
@@ -274,20 +277,45 @@ export class Controller {
     return evaluation;
   }
 
-  /** The fleet's majority model and the nodes and AZs that differ: a fenced hash, an event on change, a warning. */
+  /**
+   * The fleet's majority model and the nodes and AZs that differ (id, revision, dtype, context:
+   * what each node's server says it serves): a fenced hash, an event on change, a warning, and
+   * the leader's `llmha_model_*` series.
+   */
   private async publishModelSameness(snap: RegistrySnapshot, now: number): Promise<{ accepted: boolean }> {
-    const { redis, keys, writer } = this.o;
+    const { redis, keys, writer, metrics } = this.o;
     const alive = snap.nodes.filter((n) => n.alive);
     const pipe = redis.pipeline();
-    for (const n of alive) pipe.hget(keys.node(n.nodeId), "model");
+    for (const n of alive) pipe.hmget(keys.node(n.nodeId), "model", "modelRevision", "modelDtype", "maxContext");
     const got = (await pipe.exec()) ?? [];
-    const same = modelSameness(alive.map((n, i) => ({ nodeId: n.nodeId, az: n.az, model: typeof got[i]?.[1] === "string" ? (got[i][1] as string) : "" })));
-    const outliers = same.outliers.map((o) => `${o.nodeId}=${o.model}`).join(",");
-    if (outliers !== this.lastModelOutliers) {
-      if (outliers) this.log.warn({ majority: same.majority, outliers: same.outliers, outlierAzs: same.outlierAzs }, "nodes serve another model than the fleet's majority");
-      this.lastModelOutliers = outliers;
+    const same = modelSameness(
+      alive.map((n, i) => {
+        const [model, revision, dtype, ctx] = (Array.isArray(got[i]?.[1]) ? got[i][1] : []) as (string | null)[];
+        return { nodeId: n.nodeId, az: n.az, model: model ?? "", revision: revision || null, dtype: dtype || null, maxContext: ctx ? Number(ctx) : null };
+      }),
+    );
+    const listed = same.outliers.slice(0, MODEL_OUTLIERS_LISTED);
+    const outliers = listed.map((o) => `${o.nodeId}=${o.model}`).join(",");
+    const outlierKey = same.outliers.map((o) => `${o.nodeId}=${o.model}`).join(",");
+    if (outlierKey !== this.lastModelOutliers) {
+      if (outlierKey) {
+        this.log.warn(
+          { majority: same.majority, outliers: listed, outlierCount: same.outliers.length, outlierAzs: same.outlierAzs },
+          "nodes serve another model than the fleet's majority",
+        );
+      } else if (this.lastModelOutliers) this.log.info({ majority: same.majority }, "every serving node serves the fleet's majority model again");
+      this.lastModelOutliers = outlierKey;
     }
-    return writer.hset(`${keys.prefix}models`, { majority: same.majority ?? "", outliers, outlierAzs: same.outlierAzs.join(","), updatedAt: now }, { changeField: "outliers", eventType: "model" });
+    const r = await writer.hset(
+      `${keys.prefix}models`,
+      {
+        majority: same.majority ?? "", outliers, outlierCount: same.outliers.length, outlierAzs: same.outlierAzs.join(","),
+        agreeing: same.agreeing, differs: JSON.stringify(Object.fromEntries(listed.map((o) => [o.nodeId, o.differs.join("+")]))), updatedAt: now,
+      },
+      { changeField: "outliers", eventType: "model" },
+    );
+    if (r.accepted) metrics?.setModels(same, snap.nodes.map((n) => n.az));
+    return r;
   }
 
   private logTransitions(e: Evaluation): void {

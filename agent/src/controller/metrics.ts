@@ -3,6 +3,7 @@
  * known label set starts at zero, so a dashboard sees "0" rather than "no data".
  */
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import type { ModelSameness } from "../evaluator/model-sameness";
 import type { LostReason } from "../redis/lease";
 import { AZ_STATES, TIER_LEVELS, type AzState, type TierLevel } from "./state";
 
@@ -27,6 +28,11 @@ export class FleetMetrics {
   readonly standbyHealthy: Gauge;
   readonly zonalShift: Gauge<"az">;
   readonly controllerTick: Histogram;
+  readonly modelOutlierNodes: Gauge;
+  readonly modelOutlierAz: Gauge<"az">;
+  readonly modelMajority: Gauge<"model">;
+  private readonly modelAzsShown = new Set<string>();
+  private majorityShown: string | null = null;
   private readonly knownAzs = new Set<string>();
   private readonly suspectShown = new Set<string>();
 
@@ -68,7 +74,24 @@ export class FleetMetrics {
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     });
-    for (const g of [this.redisConnected, this.leader, this.fencingToken, this.tierLevel, this.blastSuspectChecks, this.standbyWake, this.standbyHealthy]) g.set(0);
+    this.modelOutlierNodes = new Gauge({
+      name: "llmha_model_outlier_nodes",
+      help: "Serving nodes whose model (id, revision, dtype or context) differs from the fleet's majority (leader view)",
+      registers,
+    });
+    this.modelOutlierAz = new Gauge({
+      name: "llmha_model_outlier_az",
+      help: "1 while no serving node of the AZ serves the fleet's majority model (leader view)",
+      labelNames: ["az"],
+      registers,
+    });
+    this.modelMajority = new Gauge({
+      name: "llmha_model_majority_info",
+      help: "1 for the model most serving nodes serve (id@revision dtype ctx; leader view)",
+      labelNames: ["model"],
+      registers,
+    });
+    for (const g of [this.redisConnected, this.leader, this.fencingToken, this.tierLevel, this.blastSuspectChecks, this.standbyWake, this.standbyHealthy, this.modelOutlierNodes]) g.set(0);
     for (const c of [this.redisErrors, this.leaseAcquisitions, this.staleWritesRejected]) c.inc(0);
     for (const r of ["ok", "error"]) this.heartbeats.inc({ result: r }, 0);
     for (const r of LOST_REASONS) this.leaseLosses.inc({ reason: r }, 0);
@@ -82,6 +105,8 @@ export class FleetMetrics {
     this.azHealthy.set({ az }, 0);
     this.azTotal.set({ az }, 0);
     this.zonalShift.set({ az }, 0);
+    // The model comparison may have spoken for this AZ already (it runs before the AZ series are set).
+    if (!this.modelAzsShown.has(az)) this.modelOutlierAz.set({ az }, 0);
   }
 
   setAz(az: string, state: AzState, healthy: number, total: number): void {
@@ -100,5 +125,19 @@ export class FleetMetrics {
     for (const c of now) this.suspectShown.add(c);
     for (const c of this.suspectShown) this.blastSuspect.set({ check: c }, now.has(c) ? 1 : 0);
     this.blastSuspectChecks.set(now.size);
+  }
+
+  /** Same model everywhere (issue 16): outlier nodes, outlier AZs among `azs`, the majority as an info series. */
+  setModels(same: ModelSameness, azs: readonly string[]): void {
+    this.modelOutlierNodes.set(same.outliers.length);
+    const odd = new Set(same.outlierAzs);
+    for (const az of [...azs, ...same.outlierAzs]) this.modelAzsShown.add(az);
+    for (const az of this.modelAzsShown) this.modelOutlierAz.set({ az }, odd.has(az) ? 1 : 0);
+    if (same.majority !== this.majorityShown) {
+      // One series at a time: the old majority's goes away rather than staying at 1.
+      this.modelMajority.reset();
+      if (same.majority !== null) this.modelMajority.set({ model: same.majority }, 1);
+      this.majorityShown = same.majority;
+    }
   }
 }

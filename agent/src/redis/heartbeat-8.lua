@@ -27,6 +27,10 @@
              live agents with one node id would otherwise take turns, and the one that
              stops would remove the other's node. A dead instance's hash expires with its
              heartbeats (TTL), then the id is free.
+    ARGV[18] model revision (weights hash, commit)   ARGV[19] model dtype
+    ARGV[20] model max context (tokens)
+             What the server itself says it serves beyond the id (issue 16, same model
+             everywhere); "" = unknown. Absent (an older caller): written as "".
 
   The hash also gets `c`, the controller's compact view (one HGET per node when 5,000 are
   read every second): az|status|phase|weight|gpus|gpusExpected|soft|hard, soft and hard
@@ -49,6 +53,7 @@ redis.call("HSET", KEYS[1],
   "az", az, "status", ARGV[3], "weight", ARGV[5], "loadScore", ARGV[6], "gpus", ARGV[7],
   "model", ARGV[9], "updatedAt", ARGV[10], "gpusExpected", ARGV[8], "phase", ARGV[4],
   "soft", ARGV[13], "hard", ARGV[14], "instance", ARGV[17],
+  "modelRevision", ARGV[18] or "", "modelDtype", ARGV[19] or "", "maxContext", ARGV[20] or "",
   "c", table.concat({az, ARGV[3], ARGV[4], ARGV[5], ARGV[7], ARGV[8],
     (string.gsub(ARGV[13], ",", ";")), (string.gsub(ARGV[14], ",", ";"))}, "|"))
 redis.call("PEXPIRE", KEYS[1], ARGV[11])

@@ -5,7 +5,7 @@
  *
  * | key                    | type   | written by            | what it holds |
  * |------------------------|--------|-----------------------|---------------|
- * | `node:<id>`            | hash   | each agent            | `az, status, weight, loadScore, gpus, model, updatedAt` + `gpusExpected, soft, hard, phase`, `instance` (the writing agent process: another live instance with the same id is refused) and `c` (compact controller view); expires when heartbeats stop |
+ * | `node:<id>`            | hash   | each agent            | `az, status, weight, loadScore, gpus, model, updatedAt` + `gpusExpected, soft, hard, phase`, `instance` (the writing agent process: another live instance with the same id is refused), `modelRevision, modelDtype, maxContext` (what the server says it serves beyond the id in `model`; "" unknown) and `c` (compact controller view); expires when heartbeats stop |
  * | `az:<az>:available`    | zset   | agents; leader sweeps | node ids taking traffic, score = load score (lower is better) — what a gateway reads |
  * | `az:<az>:state`        | hash   | leader (fenced)       | `state, healthyCapacity, totalCapacity, nodes, nodesIn, since, firstSeen, everOk, leader, token, updatedAt` — what `/az/health` answers |
  * | `members`              | hash   | agents; leader sweeps | node id → `<az>|<gpusExpected>|<served>`: the capacity an AZ should have (`served` 1 once the node took traffic: a new node still loading is not yet counted), kept while a node is dead, dropped on graceful removal or after the forget period |
@@ -19,6 +19,7 @@
  * | `standby:wake`         | hash   | leader (fenced)       | desired state of the standby AZ: `wake` (1/0), `az, reason, leader, token, updatedAt` |
  * | `actuation`            | hash   | leader (fenced)       | what the leader asked of the world beyond Redis: `actuator` (kind), desired `shiftAz, shiftSince, shiftReason`, and per kind (`standby`, `shift`) the last action: `<kind>.action, .az, .outcome, .detail, .at, .token` (+ `shift.expiresAt`); `leader, token, updatedAt` — what `llm-ha status` shows |
  * | `suspect`              | hash   | leader (fenced)       | `codes` (suspect soft check codes, comma separated; blast-radius cap) + `counts`, `leader, token, updatedAt` |
+ * | `models`               | hash   | leader (fenced)       | same model everywhere, every 10 periods: `majority` (`id@revision dtype:… ctx:…`), `outliers` (`node=model,…`, the first 50), `outlierCount, outlierAzs, agreeing`, `differs` (JSON node → `revision+dtype`), `leader, token, updatedAt` |
  * | `events`               | stream | agents + leader       | every node status, AZ state, tier and standby transition, capped by `MAXLEN ~` |
  */
 export class RedisKeys {

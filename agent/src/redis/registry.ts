@@ -30,8 +30,22 @@ export interface NodeReport {
   gpus: number;
   /** GPUs the node should have (`LLMHA_GPU_COUNT`). */
   gpusExpected: number;
-  /** Model id served, null when none. */
+  /** Model id the server says it serves, null when none (yet). */
   model: string | null;
+  /**
+   * What the server says about that model beyond the id (issue 16, same model everywhere):
+   * revision or weights hash, dtype, max context; null or absent when it does not tell.
+   */
+  modelRevision?: string | null;
+  modelDtype?: string | null;
+  maxContext?: number | null;
+}
+
+/** The model part of a report, from what the server says it serves (null: nothing yet). */
+export function servedReport(
+  m: { id: string; revision: string | null; dtype: string | null; maxContext: number | null } | null,
+): Pick<NodeReport, "model" | "modelRevision" | "modelDtype" | "maxContext"> {
+  return { model: m?.id ?? null, modelRevision: m?.revision ?? null, modelDtype: m?.dtype ?? null, maxContext: m?.maxContext ?? null };
 }
 
 export interface RegistrySettings {
@@ -93,6 +107,9 @@ export function heartbeatArgs(keys: RedisKeys, r: NodeReport, ttlMs: number, eve
       eventsMaxLen,
       prefix: keys.prefix,
       instance,
+      modelRevision: r.modelRevision ?? "",
+      modelDtype: r.modelDtype ?? "",
+      maxContext: typeof r.maxContext === "number" && Number.isFinite(r.maxContext) ? r.maxContext : "",
     },
   };
 }

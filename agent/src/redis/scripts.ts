@@ -183,6 +183,10 @@ export interface HeartbeatArgs {
   prefix: string;
   /** This agent process's random id ("" = no claim). */
   instance: string;
+  /** What the server says beyond the id (issue 16): revision, dtype, max context; "" or absent = unknown. */
+  modelRevision?: string;
+  modelDtype?: string;
+  maxContext?: number | "";
 }
 
 function heartbeatArgv(k: HeartbeatKeys, a: HeartbeatArgs): Arg[] {
@@ -190,6 +194,7 @@ function heartbeatArgv(k: HeartbeatKeys, a: HeartbeatArgs): Arg[] {
     k.node, k.available, k.events, k.nodes, k.members, k.azs, k.dead, k.suspect,
     a.nodeId, a.az, a.status, a.phase, a.weight, a.loadScore, a.gpus, a.gpusExpected, a.model,
     a.updatedAt, a.ttlMs, a.takesTraffic ? "1" : "0", a.soft, a.hard, a.eventsMaxLen, a.prefix, a.instance,
+    a.modelRevision ?? "", a.modelDtype ?? "", a.maxContext ?? "",
   ];
 }
 

@@ -122,14 +122,16 @@ function garbage(url: string, text: string): ModelObservation {
   return { kind: "garbage", detail: `unexpected answer from ${url}: ${JSON.stringify(text.slice(0, 80))}` };
 }
 
-async function openAiModels(base: string, t: number): Promise<ModelObservation> {
+/** `model`: the configured id; its identity is reported when it is served (a server may list several). */
+async function openAiModels(base: string, t: number, model: string | null = null): Promise<ModelObservation> {
   const url = `${base}/v1/models`;
   const r = await request(url, t);
   if (isFail(r)) return r;
   if (r.status !== 200) return { kind: r.status >= 500 ? "error" : "not-ready", detail: `${url} answered ${r.status}` };
   const ids = servedModels(r.text);
   if (ids === null) return garbage(url, r.text);
-  const identity = ids.length ? identityFromModels(r.text, ids[0]) : undefined;
+  const which = model !== null && ids.includes(model) ? model : ids[0];
+  const identity = which !== undefined ? identityFromModels(r.text, which) : undefined;
   return identity ? { kind: "ready", served: ids, identity } : { kind: "ready", served: ids };
 }
 
@@ -168,12 +170,12 @@ const vllm: InferenceAdapter = {
   kind: "vllm",
   // vLLM does not listen until the model is loaded; /health is 200 with an empty body,
   // 503 once the engine is dead. /v1/models lists the served ids.
-  async check(base, _model, t) {
+  async check(base, model, t) {
     const r = await request(`${base}/health`, t);
     if (isFail(r)) return r;
     if (r.status === 503) return { kind: "not-ready", detail: "vLLM /health 503: engine not running" };
     if (r.status !== 200) return { kind: "error", detail: `vLLM /health answered ${r.status}` };
-    return openAiModels(base, t);
+    return openAiModels(base, t, model);
   },
   probe: openAiProbe,
 };
@@ -257,14 +259,14 @@ const llamacpp: InferenceAdapter = {
   kind: "llamacpp",
   // llama.cpp server listens at once and answers /health 503
   // {"error":{"code":503,"message":"Loading model",...}} until the model is in memory.
-  async check(base, _model, t) {
+  async check(base, model, t) {
     const r = await request(`${base}/health`, t);
     if (isFail(r)) return r;
     if (r.status === 503) {
       return /loading model/i.test(r.text) ? { kind: "loading", detail: "llama.cpp: Loading model" } : { kind: "not-ready", detail: "llama.cpp /health 503" };
     }
     if (r.status !== 200) return { kind: "error", detail: `llama.cpp /health answered ${r.status}` };
-    return openAiModels(base, t);
+    return openAiModels(base, t, model);
   },
   probe: openAiProbe,
 };
@@ -272,7 +274,7 @@ const llamacpp: InferenceAdapter = {
 const openai: InferenceAdapter = {
   kind: "openai",
   // A generic OpenAI-compatible server has no health endpoint: /v1/models is the check.
-  check: (base, _model, t) => openAiModels(base, t),
+  check: (base, model, t) => openAiModels(base, t, model),
   probe: openAiProbe,
 };
 

@@ -74,6 +74,18 @@ export function eventRow(id: string, flat: string[], now: number, keys: RedisKey
       summary = `action ${f.action} ${f.az} ${f.outcome} (${f.actuator})${f.detail ? `: ${f.detail}` : ""}`;
       tone = f.outcome === "failed" || f.outcome === "refused-stale" ? "bad" : "info";
       break;
+    case "model": {
+      // The leader's `models` hash (issue 16): written when the odd nodes change.
+      const n = Number(f.outlierCount ?? (f.outliers ? f.outliers.split(",").length : 0));
+      const azs = f.outlierAzs ? `; AZ ${f.outlierAzs} serves none of it` : "";
+      summary = f.outliers
+        ? `model: ${n} node${n === 1 ? "" : "s"} serve another model than ${f.majority || "?"}: ${f.outliers.split(",").join(", ")}${azs}`
+        : f.from
+          ? `model: every serving node serves ${f.majority || "?"} again`
+          : `model: every serving node serves ${f.majority || "nothing yet"}`;
+      tone = f.outliers ? (f.outlierAzs ? "bad" : "warn") : f.from ? "ok" : "info";
+      break;
+    }
     default:
       summary = Object.entries(f).map(([k, v]) => `${k}=${v}`).join(" ");
       tone = "info";

@@ -62,7 +62,11 @@ function fit(line: Line, width: number): Line {
       used += chars.length;
       continue;
     }
-    out.push({ t: chars.slice(0, Math.max(0, width - used - 1)).join("") + "…", s: seg.s });
+    if (used >= width && out.length) {
+      // The line is exactly full: its last character gives way to "…" (not one column more).
+      const last = out[out.length - 1];
+      out[out.length - 1] = { ...last, t: [...last.t].slice(0, -1).join("") + "…" };
+    } else out.push({ t: chars.slice(0, Math.max(0, width - used - 1)).join("") + "…", s: seg.s });
     break;
   }
   // no trailing blanks: a redraw in place overwrites with \x1b[K anyway
@@ -193,6 +197,30 @@ function suspectLine(v: FleetView): Line {
   return [label, { t: shown, s: "yellow" }, { t: "  blast-radius cap: nodes failing only these stay in", s: "dim" }];
 }
 
+/**
+ * Same model everywhere (issue 16): the fleet's majority model, or first what differs — the
+ * count and the AZs serving none of it (what a long line must not lose), then the majority
+ * and the odd nodes.
+ */
+function modelLine(v: FleetView): Line {
+  const label = { t: pad("model", 9), s: "bold" } as Seg;
+  const m = v.models;
+  if (!m) return [label, { t: "not published yet", s: "dim" }];
+  const refreshed: Seg = { t: `  (refreshed ${formatAge(m.ageMs)})`, s: "dim" };
+  const stale: Seg[] = m.stale ? [{ t: "  stale: no leader refreshed it", s: "yellow" }] : [];
+  if (m.majority === null) return [label, { t: "no node serves a model yet", s: "dim" }, ...stale, refreshed];
+  if (m.outlierCount === 0) return [label, { t: m.majority, s: "cyan" }, { t: `  all ${m.agreeing ?? "?"} serving nodes`, s: "green" }, ...stale, refreshed];
+  const line: Line = [label, { t: `${m.outlierCount} node${m.outlierCount === 1 ? "" : "s"} differ${m.outlierCount === 1 ? "s" : ""}`, s: "yellow" }];
+  if (m.outlierAzs.length) line.push({ t: `, ${m.outlierAzs.length === 1 ? "AZ" : "AZs"} ${m.outlierAzs.join(", ")} serve${m.outlierAzs.length === 1 ? "s" : ""} none of it`, s: "red" });
+  line.push(...stale, { t: "  majority " }, { t: m.majority, s: "cyan" }, { t: ` (${m.agreeing ?? "?"} nodes)` });
+  if (m.outliers.length) {
+    const shown = m.outliers.map((o) => `${o.nodeId} ${o.model}${o.differs.length && !o.differs.includes("id") ? ` (${o.differs.join("+")})` : ""}`);
+    line.push({ t: `: ${shown.join(", ")}${m.outlierCount > m.outliers.length ? ", …" : ""}`, s: "yellow" });
+  }
+  line.push(refreshed);
+  return line;
+}
+
 function azHeader(a: AzRow, now: number): Line {
   const line: Line = [{ t: a.az, s: "bold" }];
   if (a.standby) line.push({ t: " (standby)", s: "dim" });
@@ -241,7 +269,7 @@ export function renderFleetView(v: FleetView, o: RenderOptions = {}): string[] {
   const stamp = new Date(v.now).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
   lines.push([{ t: "llm-ha status", s: "bold" }, { t: `  cluster ${v.cluster}` }, { t: `  ${v.redis}  ${stamp}`, s: "dim" }]);
   lines.push([]);
-  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v));
+  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v), modelLine(v));
 
   const all = v.azs.flatMap((a) => a.nodes);
   const idW = Math.min(24, Math.max(4, ...all.map((n) => [...n.id].length)));

@@ -59,7 +59,12 @@ export interface NodeRow {
   soft: string[];
   /** Hard reason codes: act at once. */
   hard: string[];
+  /** The model id the node's server says it serves (issue 16: not the configured one). */
   model: string | null;
+  /** What the server says beyond the id, where it tells (absent from older agents' hashes). */
+  modelRevision?: string | null;
+  modelDtype?: string | null;
+  maxContext?: number | null;
   alive: boolean;
   takesTraffic: boolean;
   /** Redis time (epoch ms) of the last heartbeat, null when unknown. */
@@ -147,6 +152,24 @@ export interface SuspectView {
   ageMs: number | null;
 }
 
+/** Same model everywhere (issue 16): the leader's `models` hash, refreshed every 10 periods. */
+export interface ModelsView {
+  /** The fleet's majority: `id@revision dtype:… ctx:…` (unknown parts left out); null when no node serves one. */
+  majority: string | null;
+  /** Serving nodes that agree with it; null when not published. */
+  agreeing: number | null;
+  /** Nodes serving something else (the first 50), with what and which fields differ (`id`, `revision`, `dtype`, `maxContext`). */
+  outliers: { nodeId: string; model: string; differs: string[] }[];
+  /** Every outlier node, also those not listed. */
+  outlierCount: number;
+  /** AZs where no serving node serves the majority. */
+  outlierAzs: string[];
+  updatedAt: number | null;
+  ageMs: number | null;
+  /** Not refreshed by a leader for longer than the controller's stale limit. */
+  stale: boolean;
+}
+
 /** The L4 queue as the fallback publishes it (`llmha:<cluster>:fallback:queue`, every 2 s, expiring after 30 s). */
 export interface FallbackQueueView {
   /** Requests queued and not yet replayed (the replay group's lag plus what was produced since); null when unknown. */
@@ -202,6 +225,8 @@ export interface FleetView {
   suspect: SuspectView | null;
   /** L4 state and the fallback's queue depth. */
   fallback: FallbackView;
+  /** The fleet's majority model and the odd nodes (issue 16); null when no leader published it yet, absent in older documents. */
+  models?: ModelsView | null;
   /** The last practice wake; absent when none was ever scheduled. */
   practice?: PracticeView;
   azs: AzRow[];

@@ -15,7 +15,7 @@ import type { RedisKeys } from "../redis/keys";
 import { parseLeaseValue } from "../redis/lease";
 import { readSnapshot } from "../redis/registry";
 import { eventRow, num } from "./events";
-import { STATUS_JSON_VERSION, type FallbackView, type ActionView, type ActuationView, type AzPublished, type AzRow, type FleetView, type NodeRow, type PracticeView, type ReadFleetViewOptions } from "./types";
+import { STATUS_JSON_VERSION, type FallbackView, type ModelsView, type ActionView, type ActuationView, type AzPublished, type AzRow, type FleetView, type NodeRow, type PracticeView, type ReadFleetViewOptions } from "./types";
 
 /** Where `llm-ha fallback` publishes its queue (agent/src/fallback/command.ts): {depth, topic, updatedAt}. */
 export function fallbackQueueKey(cluster: string): string {
@@ -59,6 +59,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     .hgetall(keys.actuation)
     .hgetall(fallbackQueueKey(keys.cluster))
     .hgetall(`${keys.prefix}practice`)
+    .hgetall(`${keys.prefix}models`)
     .exec();
   if (!first) throw new StatusReadError("the status read was aborted");
   for (const [err] of first) if (err) throw err;
@@ -86,7 +87,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
   // The last heartbeat of a live node is in `nodes`, of a dead one in `dead`.
   if (ids.length) p.zmscore(keys.nodes, ...ids);
   if (ids.length) p.zmscore(keys.dead, ...ids);
-  for (const n of snap.nodes) p.hmget(keys.node(n.nodeId), "loadScore", "model");
+  for (const n of snap.nodes) p.hmget(keys.node(n.nodeId), "loadScore", "model", "modelRevision", "modelDtype", "maxContext");
   const second = ((await p.exec()) ?? []) as Reply<unknown>[];
   for (const [err] of second) if (err) throw err;
   const azStates = second.slice(0, azList.length).map(([, v]) => v as Record<string, string>);
@@ -109,6 +110,9 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
       soft: n.soft,
       hard: n.hard,
       model: n.alive ? extras[i]?.[1] || null : null,
+      modelRevision: n.alive ? extras[i]?.[2] || null : null,
+      modelDtype: n.alive ? extras[i]?.[3] || null : null,
+      maxContext: n.alive ? num(extras[i]?.[4]) : null,
       alive: n.alive,
       takesTraffic: n.takesTraffic,
       lastHeartbeatAt: beat,
@@ -172,6 +176,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     actuation: actuationView(r[10] as Record<string, string>, now),
     fallback: fallbackView(tierH.level, r[11] as Record<string, string>, now),
     ...practiceView(r[12] as Record<string, string>),
+    models: modelsView(r[13] as Record<string, string>, now, staleAfterMs),
     suspect: suspectH.updatedAt
       ? { codes: suspectH.codes ? suspectH.codes.split(",") : [], counts: parseCounts(suspectH.counts), updatedAt: suspectAt, ageMs: ageOf(now, suspectAt) }
       : null,
@@ -230,6 +235,35 @@ function actuationView(h: Record<string, string>, now: number): ActuationView | 
     ...(h["standby.phase"]
       ? { wake: { phase: h["standby.phase"], step: h["standby.step"] ?? "", groups: h["standby.groups"] ?? "", failure: h["standby.failure"] ?? "", servedMs: num(h["standby.servedMs"]) } }
       : {}),
+  };
+}
+
+/** The leader's `models` hash: `outliers` is `node=model,…`, `differs` a JSON object node → `revision+dtype`. */
+function modelsView(h: Record<string, string>, now: number, staleAfterMs: number): ModelsView | null {
+  if (!h || h.updatedAt === undefined) return null;
+  let differs: Record<string, unknown> = {};
+  try {
+    const d: unknown = JSON.parse(h.differs ?? "{}");
+    if (d && typeof d === "object" && !Array.isArray(d)) differs = d as Record<string, unknown>;
+  } catch {
+    differs = {};
+  }
+  const outliers = (h.outliers ?? "").split(",").filter(Boolean).map((pair) => {
+    const at = pair.indexOf("=");
+    const nodeId = at < 0 ? pair : pair.slice(0, at);
+    const d = differs[nodeId];
+    return { nodeId, model: at < 0 ? "" : pair.slice(at + 1), differs: typeof d === "string" && d ? d.split("+") : [] };
+  });
+  const at = num(h.updatedAt);
+  return {
+    majority: h.majority || null,
+    agreeing: num(h.agreeing),
+    outliers,
+    outlierCount: num(h.outlierCount) ?? outliers.length,
+    outlierAzs: (h.outlierAzs ?? "").split(",").filter(Boolean),
+    updatedAt: at,
+    ageMs: ageOf(now, at),
+    stale: !(now - (at ?? 0) <= staleAfterMs),
   };
 }
 

@@ -8,7 +8,7 @@
  * (added by the scrape; rules still work without it). HAProxy's and vLLM's series need
  * `az` and `cluster` from the scrape.
  *
- * Leader-only series (AZ state and capacity, tier, suspect checks, standby) are read only
+ * Leader-only series (AZ state and capacity, tier, suspect checks, standby, model outliers) are read only
  * from the agent that holds the lease now (`llmha_leader == 1`), bridged over a leader
  * change by recording rules (`leader-view.ts`).
  */
@@ -19,6 +19,7 @@ import { fleetRules } from "./fleet";
 import { gpuRules } from "./gpu";
 import { l1Rules } from "./l1";
 import { leaderViewRules } from "./leader-view";
+import { modelRules } from "./model";
 import { nodeRules } from "./node";
 import { sloRules } from "./slo";
 
@@ -35,7 +36,7 @@ export function alertThresholds(overrides: Partial<AlertThresholds> = {}): Alert
 /** The rule groups (recording rules first), thresholds over the defaults. Throws `AlertThresholdError` on a bad threshold. */
 export function alertRuleGroups(overrides: Partial<AlertThresholds> = {}): RuleGroup[] {
   const t = alertThresholds(overrides);
-  const specs: RuleGroupSpec[] = [leaderViewRules(), ...sloRules(t), nodeRules(t), gpuRules(t), fleetRules(t), agentRules(t), l1Rules(t)];
+  const specs: RuleGroupSpec[] = [leaderViewRules(), ...sloRules(t), nodeRules(t), gpuRules(t), fleetRules(t), modelRules(), agentRules(t), l1Rules(t)];
   return specs.map((g) => ({ ...g, rules: g.rules.map((r) => (isAlert(r) ? finishAlert(r, t.runbookBaseUrl) : r)) }));
 }
 
