@@ -10,6 +10,7 @@ import { XidReader } from "./sources/xid";
 import { parseXidRules, XidJudge } from "./sources/xid-rules";
 import { takesTraffic, type Decision, type Reason } from "./types";
 import type { Logger } from "./util/log";
+import { existsSync } from "node:fs";
 import { Loop } from "./util/loop";
 
 /**
@@ -37,6 +38,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
   private readonly modelLoop: Loop;
   private seq = 0;
   private draining = false;
+  /** The drain file as last read, and when. */
+  private drainFileSeen = false;
+  private drainFileAt: number | null = null;
   private suspects: ReadonlySet<string> = new Set();
   private probeAbort: AbortController | null = null;
   private probeTimers: NodeJS.Timeout[] = [];
@@ -102,7 +106,24 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
   }
 
   get isDraining(): boolean {
-    return this.draining;
+    return this.draining || this.plannedDrain();
+  }
+
+  /**
+   * A planned drain: the drain file exists (the inference pod's preStop hook wrote it before
+   * its server stops). Read at most once per evaluation period; an unreadable directory is no
+   * drain (the file's absence is the normal state).
+   */
+  private plannedDrain(): boolean {
+    const file = this.cfg.drainFile;
+    if (!file) return false;
+    const now = this.clock();
+    if (this.drainFileAt !== null && now - this.drainFileAt < this.cfg.intervalMs / 2) return this.drainFileSeen;
+    this.drainFileAt = now;
+    const seen = existsSync(file);
+    if (seen !== this.drainFileSeen) this.log.info({ event: seen ? "planned-drain" : "planned-drain-over", file }, seen ? `planned drain: ${file} present, HAProxy gets drain` : `planned drain over: ${file} gone`);
+    this.drainFileSeen = seen;
+    return seen;
   }
 
   /** Soft-fault codes the controller marked suspect (blast-radius cap). */
@@ -285,8 +306,11 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     const now = this.clock();
     const prev = this.state.decision;
     let next = evaluate(this.signals, this.state, now, this.settings, this.suspects);
-    if (this.draining) {
-      const r: Reason = { source: "agent", code: "AGENT_DRAINING", hard: true, effect: "unknown", detail: "agent is shutting down" };
+    const planned = this.plannedDrain();
+    if (this.draining || planned) {
+      const r: Reason = this.draining
+        ? { source: "agent", code: "AGENT_DRAINING", hard: true, effect: "unknown", detail: "agent is shutting down" }
+        : { source: "agent", code: "PLANNED_DRAIN", hard: true, effect: "unknown", detail: `${this.cfg.drainFile} present: the inference server is being stopped on purpose` };
       next = { ...next, decision: { ...next.decision, phase: "draining", weight: 0, reasons: [r, ...next.decision.reasons] } };
     }
     this.state = next;

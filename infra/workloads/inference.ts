@@ -1,5 +1,6 @@
 import { GpuClassConfig } from "../config";
 import { appLabels, Deployment, GPU_TOLERATION, gpuNodeSelector, objectName, onePodAtATime, PodDisruptionBudget, Service, SKIP_AWAIT } from "./common";
+import { clearDrainCommand, DRAIN_DIR, INFERENCE_TERMINATION_GRACE_S, preStopCommand } from "../../contracts/drain";
 import { PORTS } from "../../contracts/names";
 import { APP, LABELS } from "../names";
 
@@ -67,17 +68,22 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
   const cache = { name: "cache", mountPath: HF_HOME };
   // A woken standby node is a new instance with an empty NVMe: fetch the weights from S3 in
   // the region (GB/s) rather than from the Hugging Face hub; `sync` copies only what is missing.
-  const initContainers = s.weightsS3Uri
-    ? [
-        {
-          name: "weights",
-          image: AWS_CLI_IMAGE,
-          command: ["aws", "s3", "sync", "--only-show-errors", s.weightsS3Uri, HF_HOME],
-          volumeMounts: [cache],
-          securityContext: { allowPrivilegeEscalation: false },
-        },
-      ]
-    : undefined;
+  const run = { name: "llmha-run", mountPath: DRAIN_DIR };
+  const initContainers = [
+    // The node's agent serves this node again only once a new server starts.
+    { name: "clear-drain", image: s.image, command: clearDrainCommand(), volumeMounts: [run], securityContext: { allowPrivilegeEscalation: false } },
+    ...(s.weightsS3Uri
+      ? [
+          {
+            name: "weights",
+            image: AWS_CLI_IMAGE,
+            command: ["aws", "s3", "sync", "--only-show-errors", s.weightsS3Uri, HF_HOME],
+            volumeMounts: [cache],
+            securityContext: { allowPrivilegeEscalation: false },
+          },
+        ]
+      : []),
+  ];
   const deployment: Deployment = {
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -117,8 +123,9 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
               labelSelector: { matchLabels: { "app.kubernetes.io/name": APP.inference } },
             },
           ],
-          terminationGracePeriodSeconds: 60,
-          ...(initContainers ? { initContainers } : {}),
+          // A planned stop waits for the requests in flight (preStop below), up to the proxy's `timeout server`.
+          terminationGracePeriodSeconds: INFERENCE_TERMINATION_GRACE_S,
+          initContainers,
           containers: [
             {
               name: "vllm",
@@ -142,10 +149,13 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
               // Readiness follows the node's agent (GPU faults, a wedged engine, latency), not /health alone.
               readinessProbe: { exec: { command: readinessCommand() }, periodSeconds: 5, failureThreshold: 2, timeoutSeconds: 5 },
               livenessProbe: { ...health, periodSeconds: 10, failureThreshold: 6, timeoutSeconds: 5 },
+              // A rolling update, scale-in or node drain: out of rotation first, then stopped once idle.
+              lifecycle: { preStop: { exec: { command: preStopCommand() } } },
               securityContext: { allowPrivilegeEscalation: false },
               volumeMounts: [
                 { name: "shm", mountPath: "/dev/shm" },
                 cache,
+                run,
               ],
             },
           ],
@@ -154,6 +164,8 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
             { name: "shm", emptyDir: { medium: "Memory", sizeLimit: "32Gi" } },
             // The node's NVMe, not an emptyDir: a restarted or rescheduled pod finds the weights there.
             { name: "cache", hostPath: { path: s.cacheHostPath ?? MODEL_CACHE_HOST_PATH, type: "DirectoryOrCreate" } },
+            // The drain file the node's agent reads (read-only there).
+            { name: "llmha-run", hostPath: { path: DRAIN_DIR, type: "DirectoryOrCreate" } },
           ],
         },
       },

@@ -212,7 +212,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
         progress(
           r.notMeasured
             ? `  not measured: ${r.notMeasured}`
-            : `  ${r.victims.join(",")}: detect ${f(r.detectMs)} L1 ${f(r.l1Ms)}${r.dnsMs !== null ? ` DNS ${f(r.dnsMs)}` : ""}${r.crossMs !== null ? ` cross ${f(r.crossMs)}` : ""}${r.leaderMs !== null ? ` leader ${f(r.leaderMs)}` : ""} recovery ${f(r.recoveryMs)} failed ${r.failed} (baselines ${r.failedBaseline.default}/${r.failedBaseline.tuned}) sdk ${r.failedSdk} false-fo ${r.falseFailovers}; baselines ${f(r.baselineMs.default)}/${f(r.baselineMs.tuned)}${r.notes.length ? `; ${r.notes.join("; ")}` : ""}`,
+            : `  ${r.victims.join(",")}: detect ${f(r.detectMs)} L1 ${f(r.l1Ms)}${r.dnsMs !== null ? ` DNS ${f(r.dnsMs)}` : ""}${r.crossMs !== null ? ` cross ${f(r.crossMs)}` : ""}${r.leaderMs !== null ? ` leader ${f(r.leaderMs)}` : ""} recovery ${f(r.recoveryMs)} failed ${r.failed} (baselines ${r.failedBaseline.default}/${r.failedBaseline.tuned}) sdk ${r.failedSdk} cut ${r.cuts.all.cut}/${r.cuts.all.hadTo} false-fo ${r.falseFailovers}; baselines ${f(r.baselineMs.default)}/${f(r.baselineMs.tuned)}${r.notes.length ? `; ${r.notes.join("; ")}` : ""}`,
         );
         if (r.notMeasured) break;
       }
@@ -246,7 +246,11 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
     writeFileSync(join(outDir, "timeline.json"), JSON.stringify(tl));
     if (args.json) writeFileSync(args.json, JSON.stringify(report, null, 2) + "\n");
     io.out(renderTable(summaries));
-    io.out(`\nfailed column: llm-ha (baseline 2s×3 / baseline 0.5s×2); sdk: the official openai client with its default retries (what an application sees); times p50/max over runs; "never" = not within the hold\n`);
+    io.out(
+      `\nfailed column: llm-ha (baseline 2s×3 / baseline 0.5s×2); sdk: the official openai client with its default retries (what an application sees); ` +
+        `cut: streams cut after their answer began, every client class; "(k had to)": their server or AZ proxy died under them, or (sdk) no server was left anywhere — ` +
+        `every scenario's target is 0 beyond those; times p50/max over runs; "never" = not within the hold\n`,
+    );
     io.out(`requests: ${Object.entries(tl.sent).map(([c, n]) => `${c} ${failed[c] ?? 0} failed of ${n}`).join("; ")}\n`);
     for (const s of summaries) for (const m of s.misses) io.out(`  ${s.name}: ${m}\n`);
     for (const line of summaries.flatMap((s) => s.runs_detail.map(standbyLine))) if (line) io.out(`${line}\n`);

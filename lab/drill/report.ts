@@ -27,6 +27,14 @@ export interface ScenarioSummary {
   failed: number;
   /** The SDK-default client class's failed requests (after its own retries). */
   failedSdk: number;
+  /** Of those, the ones nothing could have saved: streams cut by their dying server or proxy, requests while no server was left. */
+  failedSdkHadTo: number;
+  /** Streams cut (every client class), and those that had to be. */
+  cut: number;
+  cutHadTo: number;
+  /** The SDK class's streams cut, and those that had to be. */
+  cutSdk: number;
+  cutSdkHadTo: number;
   failedBaseline: { default: number; tuned: number };
   falseFailovers: number;
   staleWrites: number | null;
@@ -109,6 +117,10 @@ export function checkTargets(targets: Targets, runs: readonly RunResult[]): { pa
   const sum = (f: (r: RunResult) => number): number => runs.reduce((a, r) => a + f(r), 0);
   if (targets.failed !== undefined && sum((r) => r.failed) > targets.failed) misses.push(`failed requests: ${sum((r) => r.failed)} > ${targets.failed}`);
   if (targets.sdkFailed !== undefined && sum((r) => r.failedSdk ?? 0) > targets.sdkFailed) misses.push(`failed requests of the SDK class: ${sum((r) => r.failedSdk ?? 0)} > ${targets.sdkFailed}`);
+  const avoidableCuts = sum((r) => r.cuts.all.cut - r.cuts.all.hadTo);
+  if (avoidableCuts > (targets.avoidableCuts ?? 0)) misses.push(`streams cut that did not have to be: ${avoidableCuts} > ${targets.avoidableCuts ?? 0}`);
+  const sdkAvoidable = sum(sdkAvoidableOf);
+  if (sdkAvoidable > (targets.sdkAvoidable ?? 0)) misses.push(`SDK-class failures that did not have to be: ${sdkAvoidable} > ${targets.sdkAvoidable ?? 0}`);
   if (targets.falseFailovers !== undefined && sum((r) => r.falseFailovers) > targets.falseFailovers) {
     misses.push(`false failovers: ${sum((r) => r.falseFailovers)} > ${targets.falseFailovers}`);
   }
@@ -117,6 +129,15 @@ export function checkTargets(targets: Targets, runs: readonly RunResult[]): { pa
     else if (sum((r) => r.staleWrites ?? 0) > targets.staleWrites) misses.push(`stale writes: ${sum((r) => r.staleWrites ?? 0)} > ${targets.staleWrites}`);
   }
   return { pass: misses.length === 0, misses };
+}
+
+/** SDK-class failures nothing could have saved: its streams cut by a death, and requests while no server was left. */
+function sdkHadToOf(r: RunResult): number {
+  return Math.min(r.failedSdk, r.cuts.sdk.hadTo + r.failedSdkNoServer);
+}
+
+function sdkAvoidableOf(r: RunResult): number {
+  return r.failedSdk - sdkHadToOf(r);
 }
 
 export function summarize(spec: ScenarioSpec, runs: readonly RunResult[]): ScenarioSummary {
@@ -142,6 +163,11 @@ export function summarize(spec: ScenarioSpec, runs: readonly RunResult[]): Scena
     baselineTuned: figure(runs.map((r) => r.baselineMs.tuned)),
     failed: sum((r) => r.failed),
     failedSdk: sum((r) => r.failedSdk ?? 0),
+    failedSdkHadTo: sum(sdkHadToOf),
+    cut: sum((r) => r.cuts.all.cut),
+    cutHadTo: sum((r) => r.cuts.all.hadTo),
+    cutSdk: sum((r) => r.cuts.sdk.cut),
+    cutSdkHadTo: sum((r) => r.cuts.sdk.hadTo),
     failedBaseline: { default: sum((r) => r.failedBaseline.default), tuned: sum((r) => r.failedBaseline.tuned) },
     falseFailovers: sum((r) => r.falseFailovers),
     staleWrites: runs.some((r) => r.staleWrites !== null) ? sum((r) => r.staleWrites ?? 0) : null,
@@ -200,13 +226,18 @@ export function renderColumns(rows: readonly string[][]): string {
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd()).join("\n") + "\n";
 }
 
-export const TABLE_HEADER = ["scenario", "runs", "detect", "L1", "DNS", "cross/leader", "recovery", "failed", "sdk", "false fo", "base 2s×3", "base 0.5s×2", "target", "result"];
+export const TABLE_HEADER = ["scenario", "runs", "detect", "L1", "DNS", "cross/leader", "recovery", "failed", "sdk", "cut", "false fo", "base 2s×3", "base 0.5s×2", "target", "result"];
+
+/** `n`, or `n (k had to)` when some of them had to be. */
+function hadTo(n: number, k: number): string {
+  return k > 0 ? `${n} (${k} had to)` : String(n);
+}
 
 export function renderTable(summaries: readonly ScenarioSummary[]): string {
   const rows: string[][] = [TABLE_HEADER];
   for (const s of summaries) {
     if (s.notMeasured) {
-      rows.push([s.name, "0", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", targetText(s.targets), "NOT MEASURED"]);
+      rows.push([s.name, "0", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", targetText(s.targets), "NOT MEASURED"]);
       continue;
     }
     const l1Applies = (s.tier === "L1" || s.tier === "L2") && !s.noFault;
@@ -221,7 +252,8 @@ export function renderTable(summaries: readonly ScenarioSummary[]): string {
       // A fault that took nothing out of rotation (Redis restart) has no recovery to show.
       fmtFigure(s.recovery, s.recovery.never < s.recovery.runs || (s.tier !== "fleet" && !s.noFault)),
       `${s.failed} (${s.failedBaseline.default}/${s.failedBaseline.tuned})`,
-      String(s.failedSdk),
+      hadTo(s.failedSdk, s.failedSdkHadTo),
+      hadTo(s.cut, s.cutHadTo),
       String(s.falseFailovers),
       fmtFigure(s.baselineDefault, l1Applies),
       fmtFigure(s.baselineTuned, l1Applies),

@@ -10,7 +10,7 @@ import { sleep } from "../../agent/src/util/net";
 import type { ScenarioSpec } from "./scenarios";
 import { runFlap, runLeader, runMassProbe, runRedisReadonly, runRedisRestart } from "./scenarios/fleet";
 import { NODE_FAULTS, runNodeFault } from "./scenarios/node";
-import { runNodeDrain } from "./scenarios/planned";
+import { runNodeDrain, runRollingRestart } from "./scenarios/planned";
 import { runRedisBlackhole, runRedisFailover, runRedisFailoverLag, runRedisSlow } from "./scenarios/redis";
 import { runGlobalOutage } from "./scenarios/outage";
 import { runL2Spread, runLongGeneration, runLongPromptCrash, runOverload, runQueryOfDeath } from "./scenarios/proxy";
@@ -37,6 +37,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["redis-restart", runRedisRestart],
   ["redis-readonly", runRedisReadonly],
   ["node-drain", runNodeDrain],
+  ["rolling-restart", runRollingRestart],
   ["redis-failover-lag", runRedisFailoverLag],
   ["redis-failover", runRedisFailover],
   ["redis-blackhole", runRedisBlackhole],

@@ -60,6 +60,13 @@ export interface Targets {
   azHealth503?: number;
   /** Failed requests of the SDK-default client class (after its own retries). */
   sdkFailed?: number;
+  /**
+   * Every scenario, 0 unless set: streams cut that did not have to be (neither their server
+   * nor their AZ proxy died under them), and SDK-class failures beyond its cuts that had to be
+   * and the requests made while no server was left anywhere (issue 17).
+   */
+  avoidableCuts?: number;
+  sdkAvoidable?: number;
   /** From the last inference server out to the first L4 answer (cache, provider or queue). */
   firstL4Ms?: number;
   /** Fallback group woken after the standby's first type failed to launch (from that failure). */
@@ -152,6 +159,15 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     name: "node-drain",
     tier: "L1",
     title: "one active node drained as a scale-in does it (agent drains, the server stops once idle), then booted again",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { failed: 0, sdkFailed: 0, falseFailovers: 0 },
+  },
+  {
+    name: "rolling-restart",
+    tier: "L1",
+    title: "rolling update of one active AZ's inference servers: preStop drain hook, SIGTERM once idle, new server; one node at a time",
     quick: false,
     repeat: { full: 1, quick: 1 },
     needsFleet: false,

@@ -43,7 +43,8 @@ export function sdkClient(o: { address(): string | null; port: number; workers: 
         await send(client, o.model, shape, "ping", shape === "completion" ? 1 : 50, new AbortController().signal);
         return null;
       } catch (err) {
-        return failureOf(err).why ?? "error";
+        const f = failureOf(err);
+        return { why: f.why ?? "error", ...(f.place ? { place: f.place } : {}) };
       }
     },
   };

@@ -74,6 +74,11 @@ export interface DrillStack {
   pids(): number[];
   /** SIGKILL an AZ's HAProxy (whole-zone loss). */
   killAzProxy(az: DrillAz): void;
+  /**
+   * Every death so far (epoch ms): inference servers that ended other than by a planned stop
+   * (`server`: `address:port`) and AZ proxies killed (`via`: the AZ's address).
+   */
+  deaths(): { at: number; server?: string; via?: string }[];
   /** Starts an AZ's HAProxy again with the same configuration. */
   startAzProxy(az: DrillAz): Promise<void>;
   stop(): Promise<void>;
@@ -271,6 +276,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const baseline = await startHaproxy({ proxies: baselineProxies(baselinePorts, nodes) });
   o.track(() => baseline.stop());
   const byAddress = new Map(nodes.map((n) => [n.address, n]));
+  const proxyKills: { at: number; via: string }[] = [];
   cloud?.attach(
     nodes,
     () => azs.map((a) => ({ haproxy: a.haproxy, proxy: a.proxy, serversOf: (az: string) => slotNames(groups.get(az)!) })),
@@ -295,7 +301,12 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     nodeAt: (addr) => byAddress.get(addr.replace(/:\d+$/, "")) ?? null,
     pids: () =>
       [...redis.pids(), dns.pid, baseline.pid, ...azs.map((a) => a.haproxy?.pid ?? -1), ...nodes.flatMap((n) => [n.agentPid ?? -1, n.inferencePid ?? -1])].filter((p) => p > 0),
+    deaths: () => [
+      ...proxyKills,
+      ...nodes.flatMap((n) => n.inferenceExits.filter((e) => !e.planned).map((e) => ({ at: e.at, server: `${n.address}:${n.inferencePort}` }))),
+    ],
     killAzProxy: (az) => {
+      if (az.haproxy) proxyKills.push({ at: Date.now(), via: az.address });
       az.haproxy?.kill("SIGKILL");
       const h = az.haproxy;
       az.haproxy = null;

@@ -56,6 +56,8 @@ export interface FailedRequest {
   end?: number;
   client: string;
   why: string;
+  /** A cut stream's server (`address:port`, from the fake's header) and the address the client sent it to. */
+  place?: { server: string | null; via: string | null };
 }
 
 export interface Timeline {
@@ -103,6 +105,14 @@ export function anyBetween<T extends { t: number }>(list: readonly T[], from: nu
 /** Failed requests of `client` in flight at some time in [from, until]: started by `until`, failed from `from` on (a stream started before a fault and cut by it counts). */
 export function failuresBetween(tl: Timeline, client: string, from: number, until: number): number {
   return tl.failures.filter((f) => f.client === client && f.t <= until && (f.end ?? f.t) >= from).length;
+}
+
+/** The start of every failure reason of a stream cut after its response began (`stream cut`, `stream cut (ECONNRESET)`). */
+export const STREAM_CUT = "stream cut";
+
+/** Whether a failure reason is a started stream that was cut: no client may replay it. */
+export function isStreamCut(why: string): boolean {
+  return why.startsWith(STREAM_CUT);
 }
 
 /**

@@ -4,7 +4,7 @@
  * with its time. The main client picks its address from the latest DNS answer.
  */
 import { Loop } from "../../agent/src/util/loop";
-import type { Timeline } from "./timeline";
+import type { FailedRequest, Timeline } from "./timeline";
 
 export interface TrafficClient {
   /** Name in the report, e.g. `llm-ha` or `baseline_default`. */
@@ -14,10 +14,11 @@ export interface TrafficClient {
   /** Parallel workers. */
   workers: number;
   /**
-   * Sends one request to `target` (the `n`-th of this worker); resolves the failure reason or
-   * null. Default: one 1-token completion with `fetch` and the drill's time limit.
+   * Sends one request to `target` (the `n`-th of this worker); resolves the failure reason (or
+   * the failure with where a cut stream ran) or null. Default: one 1-token completion with
+   * `fetch` and the drill's time limit.
    */
-  send?(target: string, n: number): Promise<string | null>;
+  send?(target: string, n: number): Promise<string | Pick<FailedRequest, "why" | "place"> | null>;
 }
 
 export interface TrafficOptions {
@@ -69,7 +70,7 @@ export function startTraffic(o: TrafficOptions): Traffic {
           const t = o.now();
           o.timeline.sent[c.name]++;
           const p = (c.send ? c.send(url, n++) : once(url, o.model, o.timeoutMs)).then((why) => {
-            if (why) o.timeline.failures.push({ t, end: o.now(), client: c.name, why });
+            if (why) o.timeline.failures.push({ t, end: o.now(), client: c.name, ...(typeof why === "string" ? { why } : why) });
           });
           inFlight.add(p);
           await p;

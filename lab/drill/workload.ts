@@ -8,7 +8,8 @@
  */
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, OpenAI } from "openai";
 import { sleep } from "../../agent/src/util/net";
-import type { Timeline } from "./timeline";
+import { FAKE_SERVER_HEADER } from "../sim/fake-inference/settings";
+import { STREAM_CUT, type Timeline } from "./timeline";
 
 export type RequestShape = "chat-stream" | "completion-stream" | "chat" | "completion";
 
@@ -42,6 +43,8 @@ export interface RequestRecord {
   status?: number;
   /** The `Retry-After` header of an HTTP error, null when it had none. */
   retryAfter?: string | null;
+  /** A cut stream's server and address. */
+  place?: StreamPlace;
 }
 
 export interface WorkloadOptions {
@@ -72,9 +75,18 @@ export interface Workload {
   stop(): Promise<void>;
 }
 
+/** Where a cut stream ran: the server that answered (`address:port`) and the address the client sent it to. */
+export interface StreamPlace {
+  server: string | null;
+  via: string | null;
+}
+
 /** A stream that ended without its finish reason, or an answer shorter than asked. */
 export class ShortAnswerError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly place?: StreamPlace,
+  ) {
     super(message);
     this.name = "ShortAnswerError";
   }
@@ -111,14 +123,38 @@ function codeOf(err: unknown): string | undefined {
 }
 
 /** Why a request failed, in the light traffic's words where they overlap (`HTTP 503`, `timeout`, `ECONNRESET`). */
-export function failureOf(err: unknown): Pick<RequestRecord, "why" | "status" | "retryAfter"> {
+export function failureOf(err: unknown): Pick<RequestRecord, "why" | "status" | "retryAfter" | "place"> {
   if (err instanceof APIUserAbortError || err instanceof APIConnectionTimeoutError) return { why: "timeout" };
   if (err instanceof APIConnectionError) return { why: codeOf(err.cause) ?? "connection error" };
   if (err instanceof APIError) return { why: `HTTP ${err.status ?? "?"}`, status: err.status, retryAfter: err.headers?.get("retry-after") ?? null };
-  if (err instanceof ShortAnswerError) return { why: err.message };
+  if (err instanceof ShortAnswerError) return { why: err.message, ...(err.place ? { place: err.place } : {}) };
   const e = err as Error;
   if (e?.name === "TimeoutError" || e?.name === "AbortError") return { why: "timeout" };
   return { why: codeOf(err) ?? e?.name ?? "error" };
+}
+
+/**
+ * Reads a stream whose response has begun (status and headers in): any error now is a cut
+ * stream, named with its cause, never a connection error a client would retry, and tagged
+ * with where it ran: the server that answered (the fake's `x-fake-server`) and the address
+ * the request went to. The caller's own timeout stays a timeout.
+ */
+async function cutIfBroken(response: Response, read: () => Promise<void>): Promise<void> {
+  try {
+    await read();
+  } catch (err) {
+    if (err instanceof APIUserAbortError || (err as Error)?.name === "AbortError" || (err as Error)?.name === "TimeoutError") throw err;
+    const why = err instanceof ShortAnswerError ? err.message : `${STREAM_CUT} (${codeOf(err) ?? (err as Error)?.message ?? "error"})`;
+    throw new ShortAnswerError(why, { server: response.headers.get(FAKE_SERVER_HEADER), via: hostOf(response.url) });
+  }
+}
+
+function hostOf(url: string): string | null {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return null;
+  }
 }
 
 /** Sends one request of `shape` and returns the tokens it got; throws when it failed or came back short. */
@@ -135,19 +171,25 @@ export async function send(client: OpenAI, model: string, shape: RequestShape, p
     tokens = r.usage?.completion_tokens ?? 0;
     finish = r.choices[0]?.finish_reason ?? null;
   } else if (shape === "completion-stream") {
-    const s = await client.completions.create({ model, prompt, max_tokens: maxTokens, stream: true }, opts);
-    for await (const c of s) {
-      if (c.choices[0]?.text) tokens++;
-      finish = c.choices[0]?.finish_reason ?? finish;
-    }
+    const { data: s, response } = await client.completions.create({ model, prompt, max_tokens: maxTokens, stream: true }, opts).withResponse();
+    await cutIfBroken(response, async () => {
+      for await (const c of s) {
+        if (c.choices[0]?.text) tokens++;
+        finish = c.choices[0]?.finish_reason ?? finish;
+      }
+      if (finish === null) throw new ShortAnswerError(STREAM_CUT);
+    });
   } else {
-    const s = await client.chat.completions.create({ model, messages: [{ role: "user", content: prompt }], max_tokens: maxTokens, stream: true }, opts);
-    for await (const c of s) {
-      if (c.choices[0]?.delta?.content) tokens++;
-      finish = c.choices[0]?.finish_reason ?? finish;
-    }
+    const { data: s, response } = await client.chat.completions.create({ model, messages: [{ role: "user", content: prompt }], max_tokens: maxTokens, stream: true }, opts).withResponse();
+    await cutIfBroken(response, async () => {
+      for await (const c of s) {
+        if (c.choices[0]?.delta?.content) tokens++;
+        finish = c.choices[0]?.finish_reason ?? finish;
+      }
+      if (finish === null) throw new ShortAnswerError(STREAM_CUT);
+    });
   }
-  if (finish === null) throw new ShortAnswerError(shape.endsWith("stream") ? "stream cut" : "no finish reason");
+  if (finish === null) throw new ShortAnswerError(shape.endsWith("stream") ? STREAM_CUT : "no finish reason");
   if (tokens < maxTokens) throw new ShortAnswerError(`short answer (${tokens} of ${maxTokens} tokens)`);
   return tokens;
 }
@@ -174,7 +216,7 @@ export async function sendRecorded(
     rec.ok = true;
   } catch (err) {
     Object.assign(rec, failureOf(err));
-    o.timeline.failures.push({ t, end: o.now(), client: o.client, why: rec.why ?? "error" });
+    o.timeline.failures.push({ t, end: o.now(), client: o.client, why: rec.why ?? "error", ...(rec.place ? { place: rec.place } : {}) });
   }
   rec.end = o.now();
   return rec;

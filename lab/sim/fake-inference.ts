@@ -16,6 +16,7 @@ import { runFakeInferenceCli } from "./fake-inference/cli";
 
 export {
   FAKE_INFERENCE_MODES,
+  FAKE_SERVER_HEADER,
   FakeInferenceAdminError,
   FakeInferenceSettingsError,
   INFERENCE_KINDS,

@@ -5,9 +5,11 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { InferenceKind } from "../../agent/src/config/spec";
+import { DRAIN_SETTLE_S, preStopCommand } from "../../contracts/drain";
 import { stopChild } from "../engines/child";
 import { freePort, sleep, socketExchange, waitFor } from "../../agent/src/util/net";
 import { FAKE_NVIDIA_SMI_PATH, NVSMI_FAULTS, writeNvsmiState, type NvsmiFault, type NvsmiState } from "./nvsmi-state";
@@ -85,12 +87,21 @@ export class SimNode {
   readonly address: string;
   readonly statePath: string;
   readonly xidLogPath: string;
+  /** The node's planned-drain file (`LLMHA_DRAIN_FILE`), written by the production preStop script. */
+  readonly drainFilePath: string;
   inferencePort = 0;
   adminPort = 0;
   httpPort = 0;
   agentCheckPort = 0;
   private inference: Proc | null = null;
   private agent: Proc | null = null;
+  /**
+   * When its inference server process ended (epoch ms), and whether that was a planned stop
+   * (`halt`, `stop`) or a death (SIGKILL, a query of death): a stream cut by a death had to be.
+   */
+  readonly inferenceExits: { at: number; planned: boolean }[] = [];
+  /** Set while a planned stop ends the inference process. */
+  private stopping = false;
   private readonly log: WriteStream;
   private nvsmi: NvsmiState;
 
@@ -101,6 +112,7 @@ export class SimNode {
     mkdirSync(opts.dir, { recursive: true });
     this.statePath = join(opts.dir, `${opts.id}.nvsmi.json`);
     this.xidLogPath = join(opts.dir, `${opts.id}.kmsg`);
+    this.drainFilePath = join(opts.dir, `${opts.id}.drain`);
     this.log = createWriteStream(join(opts.dir, `${opts.id}.log`), { flags: "a" });
     this.nvsmi = { gpuCount: opts.gpuCount ?? 8 };
   }
@@ -172,16 +184,40 @@ export class SimNode {
     this.agent = null;
     const deadline = Date.now() + maxWaitMs;
     while (this.inference && Date.now() < deadline && ((await this.inFlight()) ?? 0) > 0) await sleep(100);
-    await end(this.inference, "SIGTERM");
-    this.inference = null;
+    await this.endPlanned();
+  }
+
+  /**
+   * Restarts the inference server as a rolling update of its pod does in production: the
+   * shipped preStop script (`contracts/drain.ts`: drain file, then wait until the server holds
+   * nothing), SIGTERM, then the init container's removal of the drain file and a new server.
+   * The agent keeps running and sees it all. Resolves with how long the preStop hook took.
+   */
+  async restartInferencePlanned(limitS = 30): Promise<{ preStopMs: number }> {
+    const t0 = Date.now();
+    const [cmd, ...args] = preStopCommand(this.drainFilePath, `${this.inferenceUrl}/metrics`, DRAIN_SETTLE_S, limitS);
+    const hook = start(cmd, args, { ...process.env }, this.log);
+    await hook.exited;
+    const code = hook.child.exitCode;
+    if (code !== 0) throw new SimNodeError(`preStop hook of ${this.id} exited ${code} (see ${this.opts.dir}/${this.id}.log)`);
+    const preStopMs = Date.now() - t0;
+    await this.endPlanned();
+    await rm(this.drainFilePath, { force: true });
+    await this.startInference(this.opts.mode ?? "ready");
+    return { preStopMs };
   }
 
   /** Completions the inference server holds now (its admin count), null when it does not answer. */
   async inFlight(): Promise<number | null> {
+    return (await this.activity())?.inFlight ?? null;
+  }
+
+  /** Completions the inference server holds now and, of those, streams already sending; null when it does not answer. */
+  async activity(): Promise<{ inFlight: number; streaming: number } | null> {
     try {
       const r = await fetch(`${this.adminUrl}/stats`, { signal: AbortSignal.timeout(1000) });
-      const s = (await r.json()) as { inFlight?: unknown };
-      return typeof s.inFlight === "number" ? s.inFlight : null;
+      const s = (await r.json()) as { inFlight?: unknown; streaming?: unknown };
+      return typeof s.inFlight === "number" ? { inFlight: s.inFlight, streaming: typeof s.streaming === "number" ? s.streaming : 0 } : null;
     } catch {
       return null;
     }
@@ -208,6 +244,7 @@ export class SimNode {
     ];
     const p = start(process.execPath, args, { ...process.env }, this.log);
     this.inference = p;
+    void p.exited.then(() => this.inferenceExits.push({ at: Date.now(), planned: this.stopping }));
     const rl = createInterface({ input: p.child.stdout! });
     const ready = new Promise<void>((resolve, reject) => {
       rl.on("line", (l) => {
@@ -234,6 +271,7 @@ export class SimNode {
       LLMHA_AGENT_CHECK_PORT: String(this.agentCheckPort),
       LLMHA_BIND_ADDRESS: this.address,
       LLMHA_XID_LOG: this.xidLogPath,
+      LLMHA_DRAIN_FILE: this.drainFilePath,
       ...this.opts.env,
     };
   }
@@ -310,8 +348,19 @@ export class SimNode {
     this.agent?.child.kill("SIGCONT");
   }
 
+  /** SIGTERM the inference server as a planned stop does. */
+  private async endPlanned(): Promise<void> {
+    this.stopping = true;
+    try {
+      await end(this.inference, "SIGTERM");
+    } finally {
+      this.stopping = false;
+    }
+    this.inference = null;
+  }
+
   async stop(): Promise<void> {
-    await Promise.all([end(this.agent, "SIGTERM"), end(this.inference, "SIGTERM")]);
+    await Promise.all([end(this.agent, "SIGTERM"), this.endPlanned()]);
     this.agent = null;
     this.inference = null;
     this.log.end();

@@ -33,6 +33,8 @@ function run(over: Partial<RunResult> = {}): RunResult {
     recoveryMs: 3000,
     failed: 0,
     failedSdk: 0,
+    cuts: { all: { cut: 0, hadTo: 0 }, sdk: { cut: 0, hadTo: 0 } },
+    failedSdkNoServer: 0,
     failedBaseline: { default: 2, tuned: 1 },
     falseFailovers: 0,
     staleWrites: null,

@@ -24,6 +24,7 @@ import { startHaproxy, type HaproxyHandle } from "../../engines/haproxy";
 import { startKafkaMock, type KafkaMockHandle } from "../../engines/kafka-mock";
 import type { SimNode } from "../../sim/sim-node";
 import type { ScenarioSpec } from "../scenarios";
+import { SDK_CLIENT } from "../sdk-traffic";
 import { DRILL_AGENT_TUNING } from "../settings";
 import { DRILL_MODEL } from "../stack";
 import { failuresBetween, firstAfter, l1Removed, type Sample } from "../timeline";
@@ -91,7 +92,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     const [fbPort, l4Port] = [await freePort(), await freePort()];
     const l4Url = `http://127.0.0.1:${l4Port}`;
     const cfg = loadFallbackConfig([
-      "--host", "127.0.0.1", "--port", String(fbPort), "--cluster", stack.cluster, "--redis-url", stack.redis.url,
+      "--host", "127.0.0.1", "--port", String(fbPort), "--metrics-addr", "127.0.0.1:0", "--cluster", stack.cluster, "--redis-url", stack.redis.url,
       "--kafka-brokers", kafka.bootstrap, "--models", DRILL_MODEL, "--l1-url", l4Url, "--replay-rps", "20",
       "--replay-attempts", "10", "--replay-timeout-ms", "10000", "--retry-after-s", "10", "--wake-eta-s", "60",
     ], {});
@@ -204,6 +205,9 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     const bad = inOutage.filter((x) => x.status !== 200 && x.status !== 202 && !(x.status === 503 && x.retryAfter !== null));
     const duplicates = count("duplicate");
     const baselineFailed = outAt === null ? null : failuresBetween(ctx.tl, MAIN_CLIENT, outAt, r.healAt);
+    // The SDK class talks to the AZ proxies: while no server is left anywhere, nothing can answer
+    // it but L4's 503 (it asks neither a verified prompt nor the queue).
+    r.failedSdkNoServer = outAt === null ? 0 : failuresBetween(ctx.tl, SDK_CLIENT, outAt, r.healAt + (r.recoveryMs ?? 0));
 
     r.extra.firstL4Ms = outAt === null || l4Answers.length === 0 ? null : Math.max(0, l4Answers[0].end - outAt);
     r.extra.noServerMs = outTotalMs;

@@ -11,6 +11,7 @@ import { DRILL_TIMING } from "../settings";
 import type { LocalCloud } from "../local-cloud";
 import { backendOf, BASELINE_DEFAULT, BASELINE_TUNED, type DrillAz, type DrillStack } from "../stack";
 import { SDK_CLIENT } from "../sdk-traffic";
+import { countCuts, type CutCount, type Death } from "../cuts";
 import { failuresBetween, firstAfter, l1Full, l1Removed, removedBetween, type L1Sample, type Sample, type Timeline } from "../timeline";
 
 /** The traffic client that goes through llm-ha's proxies; the baseline clients are measured beside it. */
@@ -33,6 +34,13 @@ export interface RunResult {
   failed: number;
   /** Requests of the SDK-default client class (`llm-ha-sdk`) that failed after the SDK's own retries. */
   failedSdk: number;
+  /**
+   * Streams cut (a response begun, then broken) of every client class, and of the SDK class;
+   * `hadTo`: those whose own server or AZ proxy died under them (`cuts.ts`).
+   */
+  cuts: { all: CutCount; sdk: CutCount };
+  /** SDK-class failures nothing could have saved beyond its cuts that had to be (no server anywhere: set by the scenario). */
+  failedSdkNoServer: number;
   failedBaseline: { default: number; tuned: number };
   falseFailovers: number;
   staleWrites: number | null;
@@ -71,6 +79,8 @@ export function blank(scenario: string, run: number): RunResult {
     recoveryMs: null,
     failed: 0,
     failedSdk: 0,
+    cuts: { all: { cut: 0, hadTo: 0 }, sdk: { cut: 0, hadTo: 0 } },
+    failedSdkNoServer: 0,
     failedBaseline: { default: 0, tuned: 0 },
     falseFailovers: 0,
     staleWrites: null,
@@ -145,6 +155,9 @@ export function finish(ctx: ScenarioContext, r: RunResult, victims: SimNode[], r
   }
   r.failed = failuresBetween(tl, MAIN_CLIENT, r.injectAt, r.endAt);
   r.failedSdk = failuresBetween(tl, SDK_CLIENT, r.injectAt, r.endAt);
+  const offset = Date.now() - ctx.now();
+  const deaths: Death[] = ctx.stack.deaths().map((d) => ({ ...d, t: d.at - offset }));
+  r.cuts = { all: countCuts(tl.failures, null, r.injectAt, r.endAt, deaths), sdk: countCuts(tl.failures, SDK_CLIENT, r.injectAt, r.endAt, deaths) };
   r.failedBaseline = { default: failuresBetween(tl, BASELINE_DEFAULT, r.injectAt, r.endAt), tuned: failuresBetween(tl, BASELINE_TUNED, r.injectAt, r.endAt) };
   const vk = new Set(victims.map((n) => rowOf(ctx, n)));
   r.falseFailovers += removedBetween(tl, localRows(ctx).filter((k) => !vk.has(k)), r.injectAt, r.healAt).length;

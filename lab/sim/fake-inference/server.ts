@@ -11,6 +11,7 @@ import { LLAMACPP } from "./llamacpp";
 import { OPENAI } from "./openai";
 import {
   DEFAULT_SETTINGS,
+  FAKE_SERVER_HEADER,
   FakeInferenceSettingsError,
   INFERENCE_KINDS,
   parseSettingsChange,
@@ -62,6 +63,7 @@ class FakeInferenceServer implements FakeInference, Engine {
     inFlight: 0,
     waiting: 0,
     streamed: 0,
+    streaming: 0,
     generationTokens: 0,
     promptTokens: 0,
   };
@@ -245,7 +247,10 @@ class FakeInferenceServer implements FakeInference, Engine {
     await this.runFor(g, stream ? first : first + (c.maxTokens - 1) * tokenMs);
     if (gone) return undefined;
     if (stream) {
-      if (!(await sendStream(res, stream, c.maxTokens, prompt, tokenMs, () => gone, () => this.thaw(g), text))) return undefined;
+      // A stream whose first chunk is on its way: what a crash now would cut.
+      this.counters.streaming++;
+      const whole = await sendStream(res, stream, c.maxTokens, prompt, tokenMs, () => gone, () => this.thaw(g), text).finally(() => this.counters.streaming--);
+      if (!whole) return undefined;
     }
     answered = true;
     this.counters.inFlight--;
@@ -348,6 +353,8 @@ class FakeInferenceServer implements FakeInference, Engine {
 
   private async onInference(req: IncomingMessage, res: ServerResponse): Promise<void> {
     this.counters.requests++;
+    // Which server answered, for the drill's accounting of cut streams (a stand-in's header; no real server sends it).
+    res.setHeader(FAKE_SERVER_HEADER, `${this.host}:${this.port}`);
     const path = (req.url ?? "/").split("?")[0];
     let body: Body = {};
     try {

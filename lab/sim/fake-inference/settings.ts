@@ -96,6 +96,9 @@ export interface FakeInferenceOptions extends Partial<FakeInferenceSettings> {
   onQueryOfDeath?: () => void;
 }
 
+/** Response header naming the fake that answered (`address:port`): the drill tells which server a cut stream was on. */
+export const FAKE_SERVER_HEADER = "x-fake-server";
+
 /** Text in a prompt (or a chat message) that kills a server whose `queryOfDeath` is on. */
 export const QUERY_OF_DEATH_MARKER = "LLMHA-QUERY-OF-DEATH";
 /** Exit code of the fake's process killed by a query of death (EX_SOFTWARE). */
@@ -114,6 +117,8 @@ export interface FakeInferenceStats {
   waiting: number;
   /** Completions asked as a stream (`"stream": true`), whatever their outcome. */
   streamed: number;
+  /** Streamed completions sending their chunks now (started, not finished). */
+  streaming: number;
   generationTokens: number;
   promptTokens: number;
 }
