@@ -26,6 +26,8 @@ export interface ObservabilityArgs {
   selectorLabels?: Record<string, string>;
   /** Alert thresholds over `DEFAULT_ALERT_THRESHOLDS`. Default none. */
   thresholds?: Partial<AlertThresholds>;
+  /** Scrape the L4 fallback beside the L1 proxies (port `fb-metrics`, job `llm-ha-fallback`). Default true. */
+  fallback?: boolean;
 }
 
 /**
@@ -65,6 +67,7 @@ export function createObservability(name: string, args: ObservabilityArgs, paren
     prometheusOperator: args.prometheusOperator ?? false,
     selectorLabels: args.selectorLabels ?? {},
     thresholds: args.thresholds,
+    fallback: args.fallback,
   });
   // Resource names in the order of `configMaps` (rules, dashboard, scrape jobs, inhibitions).
   const cmNames = ["rules", "dashboard", "scrape-configs", "alertmanager-inhibit"];

@@ -8,6 +8,7 @@ import { type ConfigMap } from "../workloads/common";
 import { type RuleGroup } from "./alerts";
 import { DASHBOARD_UID, type Dashboard } from "./dashboard";
 import { APP, LABELS } from "../names";
+import { FALLBACK_METRICS_PORT_NAME, FALLBACK_SCRAPE_JOB } from "../workloads/fallback-names";
 
 /** Label Grafana's dashboard sidecar watches (kube-prometheus-stack's default). */
 export const GRAFANA_DASHBOARD_LABEL = Object.freeze({ grafana_dashboard: "1" });
@@ -41,8 +42,10 @@ function podLabelMeta(label: string): string {
 
 /** One kind of pod Prometheus scrapes; rendered as a PodMonitor or as a plain `scrape_configs` job. */
 export interface ScrapeTarget {
-  /** The pods' `app.kubernetes.io/name`, also the `job` label. */
+  /** The pods' `app.kubernetes.io/name`, also the `job` label unless `job` is given. */
   app: string;
+  /** `job` label (and job / PodMonitor name) when several scrapes read the same pods. Default `app`. */
+  job?: string;
   /** Container port name. */
   port: string;
   /** Keep the target's own `node`/`az` labels (the agent's AZ series carry the AZ they describe). */
@@ -57,15 +60,18 @@ export interface ScrapeTarget {
 export const L1_SCRAPE_PARAMS = Object.freeze({ "no-maint": [""] });
 
 /**
- * The three scrapes: agents (port `http`, 9400), L1 proxies (HAProxy's exporter on port
+ * The scrapes: agents (port `http`, 9400), L1 proxies (HAProxy's exporter on port
  * `monitor`, 8404, only the names `l1Keep` lists), inference servers (vLLM's `/metrics`
- * on port `http`, 8000: the TTFT and end-to-end latency histograms).
+ * on port `http`, 8000: the TTFT and end-to-end latency histograms) and, unless
+ * `fallback: false`, the L4 fallback in the L1 pods (port `fb-metrics`, 9411, job `llm-ha-fallback`).
  */
-export function scrapeTargets(l1Keep: readonly string[]): ScrapeTarget[] {
+export function scrapeTargets(l1Keep: readonly string[], opts: { fallback?: boolean } = {}): ScrapeTarget[] {
   return [
     { app: APP.agent, port: "http", honorLabels: true },
     { app: APP.l1, port: "monitor", honorLabels: false, params: { ...L1_SCRAPE_PARAMS }, keep: l1Keep },
     { app: APP.inference, port: "http", honorLabels: false },
+    // The L4 fallback beside HAProxy in the same pods, on its own metrics listener (9411), as its own job.
+    ...(opts.fallback === false ? [] : [{ app: APP.l1, job: FALLBACK_SCRAPE_JOB, port: FALLBACK_METRICS_PORT_NAME, honorLabels: false }]),
   ];
 }
 
@@ -81,9 +87,10 @@ function podMonitor(s: MonitorSpec, t: ScrapeTarget): OperatorObject {
   return {
     apiVersion: "monitoring.coreos.com/v1",
     kind: "PodMonitor",
-    metadata: { name: t.app, namespace: s.namespace, labels: { ...PART_OF, ...s.selectorLabels } },
+    metadata: { name: t.job ?? t.app, namespace: s.namespace, labels: { ...PART_OF, ...s.selectorLabels } },
     spec: {
-      jobLabel: "app.kubernetes.io/name",
+      // A job of its own is set by a relabeling (after the operator's own `job`).
+      ...(t.job ? {} : { jobLabel: "app.kubernetes.io/name" }),
       namespaceSelector: { matchNames: [s.namespace] },
       selector: { matchLabels: { "app.kubernetes.io/name": t.app } },
       podMetricsEndpoints: [
@@ -94,6 +101,7 @@ function podMonitor(s: MonitorSpec, t: ScrapeTarget): OperatorObject {
           honorLabels: t.honorLabels,
           ...(t.params ? { params: t.params } : {}),
           relabelings: [
+            ...(t.job ? [{ targetLabel: "job", replacement: t.job }] : []),
             { sourceLabels: ["__meta_kubernetes_pod_node_name"], targetLabel: "node" },
             { sourceLabels: [podLabelMeta(LABELS.az)], targetLabel: "az" },
             { targetLabel: "cluster", replacement: s.clusterName },
@@ -106,14 +114,14 @@ function podMonitor(s: MonitorSpec, t: ScrapeTarget): OperatorObject {
 }
 
 /** PodMonitors of the agents, the L1 proxies and the inference servers. */
-export function podMonitors(s: MonitorSpec, l1Keep: readonly string[]): OperatorObject[] {
-  return scrapeTargets(l1Keep).map((t) => podMonitor(s, t));
+export function podMonitors(s: MonitorSpec, l1Keep: readonly string[], opts: { fallback?: boolean } = {}): OperatorObject[] {
+  return scrapeTargets(l1Keep, opts).map((t) => podMonitor(s, t));
 }
 
 /** The same scrapes as `scrape_configs` jobs for a Prometheus without the operator. */
-export function scrapeConfigs(s: { namespace: string; clusterName: string }, l1Keep: readonly string[]): Record<string, unknown>[] {
-  return scrapeTargets(l1Keep).map((t) => ({
-    job_name: t.app,
+export function scrapeConfigs(s: { namespace: string; clusterName: string }, l1Keep: readonly string[], opts: { fallback?: boolean } = {}): Record<string, unknown>[] {
+  return scrapeTargets(l1Keep, opts).map((t) => ({
+    job_name: t.job ?? t.app,
     honor_labels: t.honorLabels,
     scrape_interval: "15s",
     metrics_path: "/metrics",
@@ -134,12 +142,12 @@ export const SCRAPE_FILE = "scrape-configs.yml";
 export const INHIBIT_FILE = "alertmanager-inhibit.yml";
 
 /** The scrape jobs for a plain Prometheus (`scrape_config_files:` or pasted under `scrape_configs:`). */
-export function scrapeConfigMap(s: { namespace: string; clusterName: string }, l1Keep: readonly string[]): ConfigMap {
+export function scrapeConfigMap(s: { namespace: string; clusterName: string }, l1Keep: readonly string[], opts: { fallback?: boolean } = {}): ConfigMap {
   return {
     apiVersion: "v1",
     kind: "ConfigMap",
     metadata: { name: "llm-ha-scrape-configs", namespace: s.namespace, labels: { ...PART_OF } },
-    data: { [SCRAPE_FILE]: JSON.stringify({ scrape_configs: scrapeConfigs(s, l1Keep) }, null, 2) + "\n" },
+    data: { [SCRAPE_FILE]: JSON.stringify({ scrape_configs: scrapeConfigs(s, l1Keep, opts) }, null, 2) + "\n" },
   };
 }
 

@@ -19,6 +19,8 @@ export interface ObjectsSpec {
   prometheusOperator: boolean;
   selectorLabels: Record<string, string>;
   thresholds?: Partial<AlertThresholds>;
+  /** Scrape the L4 fallback in the L1 pods (job `llm-ha-fallback`). Default true (a stack's fallback is on by default). */
+  fallback?: boolean;
 }
 
 export interface ObservabilityObjects {
@@ -39,9 +41,9 @@ export function observabilityObjects(s: ObjectsSpec): ObservabilityObjects {
   const configMaps = [
     rulesConfigMap(s.namespace, groups),
     dashboardConfigMap(s.grafanaNamespace ?? s.namespace, dashboard),
-    scrapeConfigMap(spec, l1Keep),
+    scrapeConfigMap(spec, l1Keep, { fallback: s.fallback }),
     inhibitConfigMap(s.namespace, inhibitText()),
   ];
-  const operator = s.prometheusOperator ? [prometheusRule(spec, groups), ...podMonitors(spec, l1Keep)] : [];
+  const operator = s.prometheusOperator ? [prometheusRule(spec, groups), ...podMonitors(spec, l1Keep, { fallback: s.fallback })] : [];
   return { groups, dashboard, l1Keep, configMaps, operator };
 }

@@ -52,6 +52,15 @@ export interface AlertThresholds {
   l1Job: string;
   /** Page every `runbook_url` points into (an anchor per alert is added). Default the repository's docs/observability.md. */
   runbookBaseUrl: string;
+  /**
+   * `LlmHaFallbackQueueLag`: the L4 queue's consumer lag (messages) above this while the tier is
+   * below L4 and nothing is replayed, for `fallbackLagFor`. Default 0 (any message left behind).
+   */
+  fallbackLagMessages: number;
+  /** How long the replay may make no progress on a lag below L4 before `LlmHaFallbackQueueLag`. Default `10m`. */
+  fallbackLagFor: string;
+  /** `LlmHaFallbackQueueNearCap`: a fallback's queue depth at this share of its cap (`maxQueueDepth`). Default 0.8. */
+  fallbackQueueCapRatio: number;
 }
 
 /** Bucket bounds both vLLM's TTFT histogram and the agent's probe histogram have. */
@@ -73,6 +82,9 @@ export const DEFAULT_ALERT_THRESHOLDS: Readonly<AlertThresholds> = Object.freeze
   modelLoadFor: "30m",
   l1Job: "l1-proxy",
   runbookBaseUrl: "https://github.com/llm-ha/llm-ha/blob/main/docs/observability.md",
+  fallbackLagMessages: 0,
+  fallbackLagFor: "10m",
+  fallbackQueueCapRatio: 0.8,
 });
 
 const DURATION = /^([0-9]+(ms|s|m|h|d|w|y))+$/;
@@ -112,5 +124,8 @@ export function thresholdProblems(t: AlertThresholds): [keyof AlertThresholds, s
   if (!DURATION.test(t.modelLoadFor)) bad.push(["modelLoadFor", "must be a Prometheus duration such as 30m"]);
   if (!/^[A-Za-z0-9_./-]+$/.test(t.l1Job)) bad.push(["l1Job", "must be a plain job name"]);
   if (!/^https?:\/\/[^\s#"]+$/.test(t.runbookBaseUrl)) bad.push(["runbookBaseUrl", "must be an http(s) URL without a fragment"]);
+  if (!(Number.isInteger(t.fallbackLagMessages) && t.fallbackLagMessages >= 0)) bad.push(["fallbackLagMessages", "must be an integer ≥ 0"]);
+  if (!DURATION.test(t.fallbackLagFor)) bad.push(["fallbackLagFor", "must be a Prometheus duration such as 10m"]);
+  if (!(t.fallbackQueueCapRatio > 0 && t.fallbackQueueCapRatio <= 1)) bad.push(["fallbackQueueCapRatio", "must be in (0, 1]"]);
   return bad;
 }

@@ -15,14 +15,15 @@ import { irsaTrustPolicy } from "../agent-iam";
 import { Problems } from "../problems";
 import { tagged } from "../tags";
 import type { ConfigMap } from "./common";
+import { APP } from "../names";
+import { DEFAULT_PROMETHEUS_NAMESPACE, FALLBACK_METRICS_PORT, FALLBACK_METRICS_PORT_NAME, FALLBACK_PORT } from "./fallback-names";
 
 export type Container = k8s.types.input.core.v1.Container;
 export type Volume = k8s.types.input.core.v1.Volume;
 export type Secret = k8s.types.input.core.v1.Secret;
 export type ServiceAccount = k8s.types.input.core.v1.ServiceAccount;
 
-/** Where the fallback listens inside the L1 pod. */
-export const FALLBACK_PORT = 9410;
+export { DEFAULT_PROMETHEUS_NAMESPACE, FALLBACK_METRICS_PORT, FALLBACK_METRICS_PORT_NAME, FALLBACK_PORT, FALLBACK_SCRAPE_JOB } from "./fallback-names";
 export const FALLBACK_SERVICE_ACCOUNT = "llmha-fallback";
 /** Tag that marks the role as the fallback's, for the policy pack. */
 export const FALLBACK_ROLE_TAG = Object.freeze({ key: "llm-ha.io/identity", value: "fallback" });
@@ -188,6 +189,8 @@ export function fallbackContainer(s: FallbackSidecarSpec, l1Port: number): Conta
       env("LLMHA_CLUSTER", s.cluster),
       env("LLMHA_FALLBACK_HOST", "127.0.0.1"),
       env("LLMHA_FALLBACK_PORT", String(FALLBACK_PORT)),
+      // Prometheus scrapes this one (the NetworkPolicy lets only its namespace in); the API stays on loopback.
+      env("LLMHA_FALLBACK_METRICS_ADDR", `0.0.0.0:${FALLBACK_METRICS_PORT}`),
       { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "url" } } },
       env("LLMHA_FALLBACK_MODELS", s.models.join(",")),
       env("LLMHA_FALLBACK_PROVIDERS_FILE", `${PROVIDERS_DIR}/providers.json`),
@@ -198,7 +201,10 @@ export function fallbackContainer(s: FallbackSidecarSpec, l1Port: number): Conta
       ...(s.maxQueueDepth ? [env("LLMHA_FALLBACK_MAX_QUEUE_DEPTH", String(s.maxQueueDepth))] : []),
       ...(s.replayRps ? [env("LLMHA_FALLBACK_REPLAY_RPS", String(s.replayRps))] : []),
     ],
-    ports: [{ name: "fallback", containerPort: FALLBACK_PORT }],
+    ports: [
+      { name: "fallback", containerPort: FALLBACK_PORT },
+      { name: FALLBACK_METRICS_PORT_NAME, containerPort: FALLBACK_METRICS_PORT },
+    ],
     readinessProbe: { httpGet: { path: "/readyz", port: FALLBACK_PORT, host: "127.0.0.1" }, periodSeconds: 5, failureThreshold: 2 },
     livenessProbe: { httpGet: { path: "/livez", port: FALLBACK_PORT, host: "127.0.0.1" }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 2 },
     resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } },
@@ -217,4 +223,33 @@ export function fallbackVolumes(s: FallbackSidecarSpec): Volume[] {
     { name: "fallback-providers", configMap: { name: objectNameOf("providers") } },
     ...(hasKeys ? [{ name: "fallback-keys", secret: { secretName: objectNameOf("keys"), defaultMode: 0o440 } }] : []),
   ];
+}
+
+export type NetworkPolicy = k8s.types.input.networking.v1.NetworkPolicy;
+
+/**
+ * Ingress to the fallback's metrics port of the L1 pods from the Prometheus namespace only
+ * (`kubernetes.io/metadata.name`, which Kubernetes sets on every namespace). NetworkPolicies
+ * add up: the L1 pods' own policy opens other ports, none of them this one, and the
+ * namespace's default deny holds for everything else.
+ */
+export function fallbackMetricsNetworkPolicy(namespace: string, prometheusNamespace: string = DEFAULT_PROMETHEUS_NAMESPACE): NetworkPolicy {
+  const p = new Problems();
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(prometheusNamespace)) p.add("fallback.prometheusNamespace", `must be a namespace name (DNS-1123 label), got ${JSON.stringify(prometheusNamespace)}`);
+  p.throwIfAny("fallback metrics NetworkPolicy");
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: "llmha-fallback-metrics", namespace, labels: { "app.kubernetes.io/name": "llm-ha-fallback", "app.kubernetes.io/part-of": "llm-ha" } },
+    spec: {
+      podSelector: { matchLabels: { "app.kubernetes.io/name": APP.l1 } },
+      policyTypes: ["Ingress"],
+      ingress: [
+        {
+          from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": prometheusNamespace } } }],
+          ports: [{ protocol: "TCP", port: FALLBACK_METRICS_PORT }],
+        },
+      ],
+    },
+  };
 }

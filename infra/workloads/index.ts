@@ -7,7 +7,7 @@ import { AGENT_SERVICE_ACCOUNT, agentDaemonSet, type AgentActuatorEnv } from "./
 import { objectName } from "./common";
 import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
 import { inferenceHeadlessService, inferenceManifests } from "./inference";
-import { fallbackProviderObjects, fallbackServiceAccount, type FallbackProvider, type FallbackSidecarSpec } from "./fallback";
+import { fallbackMetricsNetworkPolicy, fallbackProviderObjects, fallbackServiceAccount, type FallbackProvider, type FallbackSidecarSpec } from "./fallback";
 import { l1ProxyManifests } from "./l1-proxy";
 import { PORTS } from "../../contracts/names";
 import { APP } from "../names";
@@ -66,6 +66,8 @@ export interface WorkloadsArgs {
     providers?: FallbackProvider[];
     maxQueueDepth?: number;
     replayRps?: number;
+    /** Namespace of the Prometheus that scrapes the fallback's metrics port (9411); only it is let in. Default `monitoring`. */
+    prometheusNamespace?: string;
   };
 }
 
@@ -195,6 +197,8 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       new k8s.core.v1.ConfigMap(`${name}-fallback-providers`, objs.configMap, inNs),
     );
     if (objs.secret) l1Deps.push(new k8s.core.v1.Secret(`${name}-fallback-keys`, objs.secret, inNs));
+    // Its metrics port (9411) is open to the Prometheus namespace only; its API stays on the pod's loopback.
+    new k8s.networking.v1.NetworkPolicy(`${name}-fallback-metrics`, fallbackMetricsNetworkPolicy(namespace, f.prometheusNamespace), inNs);
   }
 
   const nlbNames: Record<string, string> = {};

@@ -21,7 +21,7 @@ const hits = new Map<string, number>();
 const logs: string[][] = [];
 
 const start = async (): Promise<RunningFallback> => {
-  const cfg = loadFallbackConfig(["--port", "0", "--host", "127.0.0.1", "--cluster", "g", "--redis-url", redis.url, "--kafka-brokers", kafka.bootstrap, "--models", "m", "--l1-url", l1.url, "--replay-rps", "50"], {});
+  const cfg = loadFallbackConfig(["--port", "0", "--host", "127.0.0.1", "--metrics-addr", "127.0.0.1:0", "--cluster", "g", "--redis-url", redis.url, "--kafka-brokers", kafka.bootstrap, "--models", "m", "--l1-url", l1.url, "--replay-rps", "50"], {});
   const cap = captureLogger();
   logs.push(cap.lines);
   const fb = await runFallback(cfg, { log: cap.log });

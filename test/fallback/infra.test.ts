@@ -5,10 +5,14 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { Deployment as K8sDeployment } from "kubernetes-models/apps/v1";
+import { NetworkPolicy as K8sNetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { ConfigMap as K8sConfigMap, Secret as K8sSecret, ServiceAccount as K8sServiceAccount } from "kubernetes-models/v1";
 import { beforeAll, describe, expect, it } from "vitest";
 import { checkHaproxyConfig } from "../../lab/engines/haproxy";
+import { loadFallbackConfig } from "../../agent/src/fallback/config";
+import { podMonitors, scrapeConfigs } from "../../infra/observability/manifests";
 import {
+  FALLBACK_METRICS_PORT, FALLBACK_METRICS_PORT_NAME, FALLBACK_SCRAPE_JOB, fallbackMetricsNetworkPolicy,
   FallbackIam, fallbackMskPolicy, fallbackProviderObjects, fallbackServiceAccount, FALLBACK_MSK_ACTIONS, FALLBACK_SERVICE_ACCOUNT, mskResourceArn, FallbackArnError,
   type FallbackSidecarSpec,
 } from "../../infra/workloads/fallback";
@@ -79,6 +83,57 @@ describe("the L1 proxy with and without the fallback", () => {
     new K8sSecret({ ...secret, stringData: { openai: "x" } } as never).validate();
     new K8sServiceAccount(fallbackServiceAccount("llm-ha", "arn:aws:iam::123456789012:role/x") as never).validate();
     expect(() => fallbackProviderObjects({ ...sidecar, providers: [sidecar.providers![0], sidecar.providers![0]] })).toThrow(/twice/);
+  });
+});
+
+describe("the fallback's metrics: port, scrape, NetworkPolicy", () => {
+  type C = { name: string; env: Array<{ name: string; value?: string }>; ports: Array<{ name: string; containerPort: number }> };
+  const fallbackOf = (m: ReturnType<typeof l1ProxyManifests>): C =>
+    (m.deployment as unknown as { spec: { template: { spec: { containers: C[] } } } }).spec.template.spec.containers.find((c) => c.name === "fallback")!;
+
+  it("the container names the metrics port and listens for it on the pod's address; the API stays on loopback", () => {
+    const m = l1ProxyManifests({ ...base, fallback: sidecar });
+    new K8sDeployment(m.deployment as never).validate();
+    const fb = fallbackOf(m);
+    expect(fb.ports).toContainEqual({ name: FALLBACK_METRICS_PORT_NAME, containerPort: FALLBACK_METRICS_PORT });
+    expect(FALLBACK_METRICS_PORT_NAME.length).toBeLessThanOrEqual(15);
+    const env = Object.fromEntries(fb.env.map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({ LLMHA_FALLBACK_HOST: "127.0.0.1", LLMHA_FALLBACK_PORT: "9410", LLMHA_FALLBACK_METRICS_ADDR: "0.0.0.0:9411" });
+    // What the container is told is what the service reads.
+    const cfg = loadFallbackConfig([], { LLMHA_FALLBACK_HOST: env.LLMHA_FALLBACK_HOST, LLMHA_FALLBACK_PORT: env.LLMHA_FALLBACK_PORT, LLMHA_FALLBACK_METRICS_ADDR: env.LLMHA_FALLBACK_METRICS_ADDR });
+    expect(cfg.metricsAddr).toEqual({ host: "0.0.0.0", port: FALLBACK_METRICS_PORT });
+    expect(cfg.host).toBe("127.0.0.1");
+  });
+
+  it("a scrape job of its own selects the L1 pods' metrics port (plain scrape_configs and PodMonitor)", () => {
+    const jobs = scrapeConfigs({ namespace: "llm-ha", clusterName: "prod" }, []) as Array<{ job_name: string; relabel_configs: Array<Record<string, unknown>> }>;
+    const job = jobs.find((j) => j.job_name === FALLBACK_SCRAPE_JOB)!;
+    expect(job.relabel_configs.filter((r) => r.action === "keep").map((r) => r.regex)).toEqual(["l1-proxy", FALLBACK_METRICS_PORT_NAME]);
+    expect(job.relabel_configs).toContainEqual({ target_label: "cluster", replacement: "prod" });
+    // HAProxy's own job is unchanged: the fallback's series never land under job="l1-proxy" (its alerts count up{job="l1-proxy"}).
+    expect(jobs.find((j) => j.job_name === "l1-proxy")!.relabel_configs.filter((r) => r.action === "keep").map((r) => r.regex)).toEqual(["l1-proxy", "monitor"]);
+    expect(scrapeConfigs({ namespace: "llm-ha", clusterName: "prod" }, [], { fallback: false }).map((j) => j.job_name)).not.toContain(FALLBACK_SCRAPE_JOB);
+    const pm = podMonitors({ namespace: "llm-ha", clusterName: "prod", selectorLabels: {} }, []).find((p) => p.metadata.name === FALLBACK_SCRAPE_JOB)!;
+    const ep = (pm.spec.podMetricsEndpoints as Array<{ port: string; relabelings: unknown[] }>)[0];
+    expect(pm.spec.jobLabel).toBeUndefined();
+    expect(pm.spec.selector).toEqual({ matchLabels: { "app.kubernetes.io/name": "l1-proxy" } });
+    expect(ep.port).toBe(FALLBACK_METRICS_PORT_NAME);
+    expect(ep.relabelings[0]).toEqual({ targetLabel: "job", replacement: FALLBACK_SCRAPE_JOB });
+  });
+
+  it("the NetworkPolicy lets only the Prometheus namespace reach port 9411 of the L1 pods, and validates", () => {
+    const np = fallbackMetricsNetworkPolicy("llm-ha");
+    new K8sNetworkPolicy(np as never).validate();
+    const spec = np.spec as { podSelector: unknown; policyTypes: string[]; ingress: Array<{ from: unknown[]; ports: unknown[] }> };
+    expect(spec.podSelector).toEqual({ matchLabels: { "app.kubernetes.io/name": "l1-proxy" } });
+    expect(spec.policyTypes).toEqual(["Ingress"]);
+    expect(spec.ingress).toEqual([{ from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }], ports: [{ protocol: "TCP", port: 9411 }] }]);
+    // No rule without `from` and nothing but the metrics port: neither the API (9410, loopback anyway) nor anything else.
+    expect(JSON.stringify(spec.ingress)).not.toContain("9410");
+    const other = fallbackMetricsNetworkPolicy("llm-ha", "observability");
+    new K8sNetworkPolicy(other as never).validate();
+    expect(JSON.stringify(other.spec)).toContain('"kubernetes.io/metadata.name":"observability"');
+    expect(() => fallbackMetricsNetworkPolicy("llm-ha", "Bad_NS")).toThrow(/fallback\.prometheusNamespace: must be a namespace name/);
   });
 });
 

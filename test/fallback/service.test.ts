@@ -78,7 +78,7 @@ beforeAll(async () => {
   ]));
   process.env.TEST_SECONDARY_KEY = SECRET;
   const cfg = loadFallbackConfig([
-    "--port", "0", "--host", "127.0.0.1", "--cluster", "t", "--redis-url", redis.url, "--kafka-brokers", kafka.bootstrap,
+    "--port", "0", "--host", "127.0.0.1", "--metrics-addr", "127.0.0.1:0", "--cluster", "t", "--redis-url", redis.url, "--kafka-brokers", kafka.bootstrap,
     "--models", "llama-local,gpt-up", "--providers-file", join(dir, "providers.json"), "--l1-url", l1.url,
     "--replay-rps", "20", "--replay-attempts", "3", "--max-body-bytes", "4096",
   ], {});
@@ -287,7 +287,7 @@ describe("bad input: 4xx and nothing enqueued", () => {
 describe("faults", () => {
   it("Kafka unreachable: 503 with a reason and Retry-After, never a 202", async () => {
     const dead = await freePort();
-    const cfg = loadFallbackConfig(["--port", "0", "--host", "127.0.0.1", "--cluster", "t2", "--redis-url", redis.url, "--kafka-brokers", `127.0.0.1:${dead}`, "--models", "m"], {});
+    const cfg = loadFallbackConfig(["--port", "0", "--host", "127.0.0.1", "--metrics-addr", "off", "--cluster", "t2", "--redis-url", redis.url, "--kafka-brokers", `127.0.0.1:${dead}`, "--models", "m"], {});
     const other = await runFallback(cfg, { log: captureLogger().log });
     try {
       const t0 = performance.now();
@@ -307,7 +307,7 @@ describe("faults", () => {
 
   it("Redis unreachable: the cache is skipped and the queue still works", async () => {
     const dead = await freePort();
-    const cfg = loadFallbackConfig(["--port", "0", "--host", "127.0.0.1", "--cluster", "t3", "--redis-url", `redis://127.0.0.1:${dead}`, "--kafka-brokers", kafka.bootstrap, "--models", "m", "--replay", "false"], {});
+    const cfg = loadFallbackConfig(["--port", "0", "--host", "127.0.0.1", "--metrics-addr", "off", "--cluster", "t3", "--redis-url", `redis://127.0.0.1:${dead}`, "--kafka-brokers", kafka.bootstrap, "--models", "m", "--replay", "false"], {});
     const other = await runFallback(cfg, { log: captureLogger().log });
     try {
       const res = await fetch(`http://127.0.0.1:${other.port}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-llmha-queue": "allow" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "x" }] }) });
@@ -324,7 +324,7 @@ describe("faults", () => {
   }, 20_000);
 
   it("queue depth cap: 503 with Retry-After once the queue holds the cap", async () => {
-    const cfg = loadFallbackConfig(["--port", "0", "--host", "127.0.0.1", "--cluster", "t4", "--redis-url", redis.url, "--kafka-brokers", kafka.bootstrap, "--models", "m", "--replay", "false", "--max-queue-depth", "2"], {});
+    const cfg = loadFallbackConfig(["--port", "0", "--host", "127.0.0.1", "--metrics-addr", "off", "--cluster", "t4", "--redis-url", redis.url, "--kafka-brokers", kafka.bootstrap, "--models", "m", "--replay", "false", "--max-queue-depth", "2"], {});
     const other = await runFallback(cfg, { log: captureLogger().log });
     try {
       await waitFor("depth sampled", async () => /llmha_fallback_queue_depth 0\b/.test(await (await fetch(`http://127.0.0.1:${other.port}/metrics`)).text()), { timeoutMs: 10_000, everyMs: 200 });

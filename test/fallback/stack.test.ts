@@ -5,6 +5,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { Deployment } from "kubernetes-models/apps/v1";
+import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { ConfigMap, Secret } from "kubernetes-models/v1";
 import { describe, expect, it } from "vitest";
 import { captureStack, type CapturedResource } from "../../infra/capture";
@@ -58,9 +59,35 @@ describe("llm-ha:fallback in the stack", () => {
     }
   });
 
+  it("its metrics: the L1 pods' fallback container names port 9411, a scrape job selects it, and only the Prometheus namespace may reach it", async () => {
+    const rs = await captureStack("dev");
+    const np = k8s(rs, "NetworkPolicy", "llmha-fallback-metrics")!;
+    new NetworkPolicy(np).validate();
+    expect(np.spec.ingress).toEqual([{ from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }], ports: [{ protocol: "TCP", port: 9411 }] }]);
+    // No other policy opens 9411 (NetworkPolicies add up).
+    const others = rs.filter((r) => (r.props as O).kind === "NetworkPolicy" && r.props !== np).map((r) => JSON.stringify((r.props as O).spec));
+    expect(others.length).toBeGreaterThan(0);
+    for (const o of others) expect(o).not.toContain("9411");
+    const jobs = JSON.parse(k8s(rs, "ConfigMap", "llm-ha-scrape-configs")!.data["scrape-configs.yml"]).scrape_configs as O[];
+    const job = jobs.find((j) => j.job_name === "llm-ha-fallback")!;
+    const [app, port] = job.relabel_configs.filter((r: O) => r.action === "keep").map((r: O) => r.regex);
+    const l1 = rs.filter((r) => r.type === "kubernetes:apps/v1:Deployment" && (r.props as O).metadata.labels["app.kubernetes.io/name"] === app);
+    expect(l1.length).toBeGreaterThan(0);
+    for (const d of l1) {
+      const pod = (d.props as O).spec.template.spec;
+      // The policy selects these very pods.
+      expect((d.props as O).spec.template.metadata.labels).toMatchObject(np.spec.podSelector.matchLabels);
+      const fb = pod.containers.find((c: O) => c.name === "fallback");
+      expect(fb.ports).toContainEqual({ name: port, containerPort: 9411 });
+      expect(fb.env).toContainEqual({ name: "LLMHA_FALLBACK_METRICS_ADDR", value: "0.0.0.0:9411" });
+      expect(fb.env).toContainEqual({ name: "LLMHA_FALLBACK_HOST", value: "127.0.0.1" });
+    }
+  });
+
   it("enabled: false leaves no fallback: no role, no container, no nbsrv rule", async () => {
     const rs = await captureStack("dev", { "llm-ha:fallback": JSON.stringify({ enabled: false }) });
-    expect(rs.filter((r) => /fallback/.test(r.name)).map((r) => r.name)).toEqual([]);
+    // (The GPU node groups' own "fallback" groups of issue 15, `gpu-<az>-<class>-fallback`, are another thing.)
+    expect(rs.filter((r) => /fallback/.test(r.name) && !r.name.startsWith("gpu-")).map((r) => r.name)).toEqual([]);
     const cfg = k8s(rs, "ConfigMap", "l1-us-east-1a")!.data["haproxy.cfg"] as string;
     expect(cfg).not.toContain("fallback");
   });

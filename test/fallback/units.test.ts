@@ -6,7 +6,8 @@ import { VerifiedCache } from "../../agent/src/fallback/cache";
 import { FallbackConfigError, loadFallbackConfig } from "../../agent/src/fallback/config";
 import { BadRequestError, normalizeRequest, requestKey } from "../../agent/src/fallback/normalize";
 import { CircuitBreaker, loadProviders, ProviderConfigError } from "../../agent/src/fallback/providers";
-import { mskIamToken } from "../../agent/src/fallback/queue";
+import { kafkaClientConfig, mskIamToken, QueueUnavailableError } from "../../agent/src/fallback/queue";
+import { captureLogger } from "./helpers";
 import { RateLimiter } from "../../agent/src/fallback/replay";
 import { TierReader } from "../../agent/src/fallback/tier";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
@@ -145,6 +146,53 @@ describe("providers and settings", () => {
     expect(() => loadFallbackConfig([], { LLMHA_KAFKA_AUTH: "msk-iam" })).toThrow(/LLMHA_KAFKA_REGION/);
     expect(() => loadFallbackConfig(["--nope", "1"], {})).toThrow(FallbackConfigError);
     expect(() => loadFallbackConfig([], { LLMHA_KAFKA_BROKERS: "no-port" })).toThrow(/host:port/);
+  });
+
+  it("LLMHA_FALLBACK_METRICS_ADDR: default 0.0.0.0:9411, host:port or [v6]:port, off; bad values and a clash with the API port are named", () => {
+    expect(loadFallbackConfig([], {}).metricsAddr).toEqual({ host: "0.0.0.0", port: 9411 });
+    expect(loadFallbackConfig(["--metrics-addr", "127.0.0.1:0"], {}).metricsAddr).toEqual({ host: "127.0.0.1", port: 0 });
+    expect(loadFallbackConfig([], { LLMHA_FALLBACK_METRICS_ADDR: "[::]:9411" }).metricsAddr).toEqual({ host: "::", port: 9411 });
+    expect(loadFallbackConfig([], { LLMHA_FALLBACK_METRICS_ADDR: "off" }).metricsAddr).toBeNull();
+    expect(loadFallbackConfig([], { LLMHA_FALLBACK_METRICS_ADDR: "" }).metricsAddr).toBeNull();
+    expect(() => loadFallbackConfig([], { LLMHA_FALLBACK_METRICS_ADDR: "9411" })).toThrow(/^LLMHA_FALLBACK_METRICS_ADDR="9411" must be host:port/);
+    expect(() => loadFallbackConfig([], { LLMHA_FALLBACK_METRICS_ADDR: "0.0.0.0:70000" })).toThrow(/LLMHA_FALLBACK_METRICS_ADDR="0.0.0.0:70000" has a port over 65535/);
+    expect(() => loadFallbackConfig([], { LLMHA_FALLBACK_METRICS_ADDR: "http://x:1" })).toThrow(FallbackConfigError);
+    // The API's own port: refused on the same host or a wildcard, allowed on another address.
+    expect(() => loadFallbackConfig([], { LLMHA_FALLBACK_METRICS_ADDR: "0.0.0.0:9410" })).toThrow(/LLMHA_FALLBACK_METRICS_ADDR.*takes the API's port \(LLMHA_FALLBACK_PORT=9410\)/);
+    expect(() => loadFallbackConfig(["--host", "127.0.0.1", "--port", "8000", "--metrics-addr", "127.0.0.1:8000"], {})).toThrow(/takes the API's port/);
+    expect(loadFallbackConfig(["--host", "127.0.0.1", "--port", "8000", "--metrics-addr", "10.0.0.5:8000"], {}).metricsAddr).toEqual({ host: "10.0.0.5", port: 8000 });
+  });
+
+  it("MSK IAM: the kafkajs client config has SASL OAUTHBEARER, TLS on whatever LLMHA_KAFKA_TLS says, and nothing secret in it or the log", async () => {
+    const SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYSECRETKEY";
+    const cap = captureLogger();
+    const creds = async () => ({ accessKeyId: "AKIDEXAMPLE", secretAccessKey: SECRET, sessionToken: "SESSION-TOKEN-SECRET" });
+    const cfg = kafkaClientConfig({ brokers: ["b-1.msk:9098"], auth: "msk-iam", ssl: false, region: "eu-west-1", clientId: "llmha-fallback-prod", credentials: creds }, cap.log);
+    expect(cfg.ssl).toBe(true);
+    expect(cfg.brokers).toEqual(["b-1.msk:9098"]);
+    const sasl = cfg.sasl as { mechanism: string; oauthBearerProvider: () => Promise<{ value: string }> };
+    expect(sasl.mechanism).toBe("oauthbearer");
+    const token = (await sasl.oauthBearerProvider()).value;
+    const url = new URL(Buffer.from(token, "base64url").toString("utf8"));
+    expect(url.searchParams.get("Action")).toBe("kafka-cluster:Connect");
+    expect(url.searchParams.get("X-Amz-Credential")).toMatch(/^AKIDEXAMPLE\/\d{8}\/eu-west-1\/kafka-cluster\/aws4_request$/);
+    expect(url.searchParams.get("X-Amz-Security-Token")).toBe("SESSION-TOKEN-SECRET");
+    expect(Buffer.from(token, "base64url").toString("utf8")).not.toContain(SECRET);
+    // The config as any log or dump would show it holds no key and no token (the provider is a function).
+    expect(JSON.stringify(cfg)).not.toContain(SECRET);
+    expect(JSON.stringify(cfg)).not.toContain("SESSION-TOKEN-SECRET");
+    // kafkajs' own log lines go through the fallback's logger: nothing of the credentials there either.
+    const logLine = (cfg.logCreator as unknown as (l: number) => (e: { namespace: string; level: number; label: string; log: Record<string, unknown> }) => void)(0);
+    logLine({ namespace: "Connection", level: 1, label: "ERROR", log: { message: "SASL OAUTHBEARER authentication failed", broker: "b-1.msk:9098", timestamp: "t", logger: "kafkajs" } });
+    expect(cap.lines.join("")).toContain("SASL OAUTHBEARER authentication failed");
+    expect(cap.lines.join("")).not.toContain(SECRET);
+    expect(cap.lines.join("")).not.toContain(token);
+    // Plain mode: no SASL, TLS only when asked.
+    const plain = kafkaClientConfig({ brokers: ["127.0.0.1:9092"], auth: "none", ssl: false, clientId: "c" }, cap.log);
+    expect(plain.sasl).toBeUndefined();
+    expect(plain.ssl).toBe(false);
+    expect(kafkaClientConfig({ brokers: ["x:9094"], auth: "none", ssl: true, clientId: "c" }, cap.log).ssl).toBe(true);
+    expect(() => kafkaClientConfig({ brokers: ["x:9098"], auth: "msk-iam", ssl: true, clientId: "c" }, cap.log)).toThrow(QueueUnavailableError);
   });
 
   it("MSK IAM: the token is a base64url SigV4-presigned kafka-cluster:Connect URL", async () => {

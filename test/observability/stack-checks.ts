@@ -125,13 +125,14 @@ export function expectObservability(rs: CapturedResource[], clusterName: string,
 
   // Each scrape job selects pods the stack runs, on a port they name, and labels the cluster.
   const jobs = JSON.parse(cm("llm-ha-scrape-configs")?.data[SCRAPE_FILE] as string).scrape_configs as P[];
-  expect(jobs.map((j) => j.job_name).sort()).toEqual(["inference", "l1-proxy", "llm-ha-agent"]);
+  expect(jobs.map((j) => j.job_name).sort()).toEqual(["inference", "l1-proxy", "llm-ha-agent", "llm-ha-fallback"]);
   const workloads = [...k8s("DaemonSet"), ...k8s("Deployment")];
   for (const j of jobs) {
     const [app, port] = j.relabel_configs.filter((r: P) => r.action === "keep").map((r: P) => r.regex);
     const selected = workloads.filter((w) => w.spec.template.metadata.labels["app.kubernetes.io/name"] === app);
     expect(selected.length, j.job_name).toBeGreaterThan(0);
-    for (const w of selected) expect(w.spec.template.spec.containers[0].ports.map((p: P) => p.name)).toContain(port);
+    // The port may be any container's (the fallback's metrics port is on its own container in the L1 pods).
+    for (const w of selected) expect(w.spec.template.spec.containers.flatMap((c: P) => (c.ports ?? []).map((p: P) => p.name))).toContain(port);
     expect(j.relabel_configs).toContainEqual({ target_label: "cluster", replacement: clusterName });
   }
   // The L1 proxies serve HAProxy's exporter on the monitor port the scrape reads.

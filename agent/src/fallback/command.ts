@@ -5,6 +5,7 @@ import { createLogger, type Logger } from "../util/log";
 import { CacheImportError, VerifiedCache } from "./cache";
 import { FallbackConfigError, fallbackHelp, loadFallbackConfig, readProvidersFile, type FallbackConfig } from "./config";
 import { FallbackMetrics } from "./metrics";
+import { FallbackMetricsServer } from "./metrics-server";
 import { loadProviders, ProviderConfigError, type Provider } from "./providers";
 import { groupFor, kafkaClient, RequestQueue, topicFor } from "./queue";
 import { Replayer } from "./replay";
@@ -14,6 +15,8 @@ import { TierReader } from "./tier";
 
 export interface RunningFallback {
   port: number;
+  /** Port of the metrics listener; null when `LLMHA_FALLBACK_METRICS_ADDR=off`. */
+  metricsPort: number | null;
   service: FallbackService;
   metrics: FallbackMetrics;
   close(): Promise<void>;
@@ -45,14 +48,30 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
     await queue.ensureTopic().catch((err: unknown) => log.warn({ topic, err: (err as Error).message }, "fallback: topic not checked (Kafka unreachable); producing will create it"));
     // Published for `llm-ha status` and the other AZs' fallbacks: `llmha:<cluster>:fallback:queue` {depth, topic, updatedAt}.
     const queueKey = `llmha:${cfg.cluster}:fallback:queue`;
+    const q = queue;
+    metrics.queueDepthCap.set(cfg.maxQueueDepth);
+    metrics.depthSource = () => q.depth;
+    let sampling = false;
     const sample = (): void => {
-      queue?.sampleLag().then(
-        (d) => {
-          metrics.queueDepth.set(d);
+      // One sample at a time: a slow broker does not pile admin calls up.
+      if (sampling) return;
+      sampling = true;
+      q.sampleLagDetail().then(
+        (lag) => {
+          const d = lag.total;
+          metrics.consumerLag.set(d);
+          metrics.consumerLagPartitions.set(lag.byPartition.size);
+          metrics.lagSampledAt.set(Date.now() / 1000);
           redis?.redis.multi().hset(queueKey, { depth: d, topic, updatedAt: Date.now() }).pexpire(queueKey, 30_000).exec().catch(() => undefined);
         },
-        () => metrics.queueDepth.set(-1),
-      );
+        () => {
+          metrics.lagSampleErrors.inc();
+          metrics.consumerLag.set(-1);
+          metrics.consumerLagPartitions.set(-1);
+        },
+      ).finally(() => {
+        sampling = false;
+      });
     };
     sample();
     timers.push(setInterval(sample, 2000));
@@ -64,6 +83,12 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
       replayer.start().catch((err: unknown) => log.error({ err: (err as Error).message }, "fallback: replay consumer did not start"));
     }
   }
+  // The tier as this fallback reads it, kept fresh for the scrape (requests also refresh it).
+  const readTier = (): void => {
+    tier.read().then((t) => metrics.l4.set(t.level === "L4" ? 1 : t.level === null ? -1 : 0), () => metrics.l4.set(-1));
+  };
+  readTier();
+  timers.push(setInterval(readTier, 2000));
   if (cache) {
     timers.push(setInterval(() => {
       cache.stats().then((s) => {
@@ -77,11 +102,27 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
     cache, providers, queue, store, tier, metrics, log,
   });
   const port = await service.listen(cfg.port, cfg.host);
-  log.info({ port, models, providers: providers.map((p) => p.toJSON()), queue: queue?.topic ?? null, cache: cache !== null }, "fallback listening");
+  let metricsServer: FallbackMetricsServer | null = null;
+  let metricsPort: number | null = null;
+  if (cfg.metricsAddr) {
+    metricsServer = new FallbackMetricsServer(metrics);
+    try {
+      metricsPort = await metricsServer.listen(cfg.metricsAddr.port, cfg.metricsAddr.host);
+    } catch (err) {
+      for (const t of timers) clearInterval(t);
+      await service.close();
+      await replayer?.stop();
+      await queue?.close();
+      await redis?.close();
+      throw err;
+    }
+  }
+  log.info({ port, metrics: cfg.metricsAddr ? `${cfg.metricsAddr.host}:${metricsPort}` : "off", models, providers: providers.map((p) => p.toJSON()), queue: queue?.topic ?? null, cache: cache !== null }, "fallback listening");
   return {
-    port, service, metrics,
+    port, metricsPort, service, metrics,
     async close() {
       for (const t of timers) clearInterval(t);
+      await metricsServer?.close();
       await service.close();
       await replayer?.stop();
       await queue?.close();

@@ -16,6 +16,8 @@ export interface FallbackConfig {
   cluster: string;
   host: string;
   port: number;
+  /** The metrics listener (`GET /metrics`, `/healthz` only); null when turned off. */
+  metricsAddr: { host: string; port: number } | null;
   redisUrl: string | null;
   models: string[];
   maxBodyBytes: number;
@@ -42,7 +44,7 @@ export interface FallbackConfig {
   logLevel: string;
 }
 
-type Kind = "string" | "int" | "list" | "bool" | "url" | "enum";
+type Kind = "string" | "int" | "list" | "bool" | "url" | "enum" | "addr";
 
 interface Setting {
   key: keyof FallbackConfig;
@@ -58,6 +60,7 @@ export const FALLBACK_SETTINGS: readonly Setting[] = [
   { key: "cluster", env: "LLMHA_CLUSTER", kind: "string", def: "default", help: "cluster name; Redis key namespace and Kafka topic" },
   { key: "host", env: "LLMHA_FALLBACK_HOST", kind: "string", def: "0.0.0.0", help: "address to listen on" },
   { key: "port", env: "LLMHA_FALLBACK_PORT", kind: "int", def: "9410", help: "HTTP port (OpenAI API, /metrics)", min: 0 },
+  { key: "metricsAddr", env: "LLMHA_FALLBACK_METRICS_ADDR", kind: "addr", def: "0.0.0.0:9411", help: "metrics listener host:port (GET /metrics and /healthz only, for Prometheus); off = none" },
   { key: "redisUrl", env: "LLMHA_REDIS_URL", kind: "string", def: "", help: "Redis: cache, results, tier; without it no cache and no results" },
   { key: "models", env: "LLMHA_FALLBACK_MODELS", kind: "list", def: "", help: "model ids served (default: the providers' models); others get 404" },
   { key: "maxBodyBytes", env: "LLMHA_FALLBACK_MAX_BODY_BYTES", kind: "int", def: "1048576", help: "largest request body (413 above)", min: 1024 },
@@ -139,6 +142,9 @@ export function loadFallbackConfig(argv: string[], env: NodeJS.ProcessEnv): Fall
         }
         out[s.key] = raw;
         break;
+      case "addr":
+        out[s.key] = parseListenAddr(s.env, raw);
+        break;
       case "enum":
         if (!s.values?.includes(raw)) throw new FallbackConfigError(`${s.env}=${JSON.stringify(raw)} must be one of ${s.values?.join(", ")}`);
         out[s.key] = raw;
@@ -149,8 +155,31 @@ export function loadFallbackConfig(argv: string[], env: NodeJS.ProcessEnv): Fall
   if (!/^[A-Za-z0-9_.-]+$/.test(cfg.cluster)) throw new FallbackConfigError(`LLMHA_CLUSTER=${JSON.stringify(cfg.cluster)} must match [A-Za-z0-9_.-]+`);
   cfg.kafkaRegion ??= env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? null;
   if (cfg.kafkaAuth === "msk-iam" && !cfg.kafkaRegion) throw new FallbackConfigError("LLMHA_KAFKA_AUTH=msk-iam needs LLMHA_KAFKA_REGION (or AWS_REGION)");
+  if (cfg.metricsAddr && cfg.metricsAddr.port !== 0 && cfg.metricsAddr.port === cfg.port && sameListener(cfg.metricsAddr.host, cfg.host)) {
+    throw new FallbackConfigError(`LLMHA_FALLBACK_METRICS_ADDR=${JSON.stringify(`${cfg.metricsAddr.host}:${cfg.metricsAddr.port}`)} takes the API's port (LLMHA_FALLBACK_PORT=${cfg.port}): give the metrics listener a port of its own`);
+  }
   for (const b of cfg.kafkaBrokers) if (!/^[A-Za-z0-9_.-]+:\d+$/.test(b)) throw new FallbackConfigError(`LLMHA_KAFKA_BROKERS: ${JSON.stringify(b)} is not host:port`);
   return cfg;
+}
+
+/**
+ * `host:port` (IPv6 as `[::1]:9411`), or `off`/`none`/empty for no listener. The port may be
+ * 0 (any free port: tests, the drill).
+ */
+export function parseListenAddr(env: string, raw: string): { host: string; port: number } | null {
+  if (raw === "" || raw === "off" || raw === "none") return null;
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9_.-]+)):(\d{1,5})$/.exec(raw);
+  const bad = (why: string): FallbackConfigError => new FallbackConfigError(`${env}=${JSON.stringify(raw)} ${why}`);
+  if (!m) throw bad("must be host:port (e.g. 0.0.0.0:9411, [::]:9411) or off");
+  const port = Number(m[3]);
+  if (port > 65535) throw bad("has a port over 65535");
+  return { host: m[1] ?? m[2], port };
+}
+
+const WILDCARD = new Set(["0.0.0.0", "::", ""]);
+/** Two listeners on the same port collide when the hosts are the same or either is a wildcard. */
+function sameListener(a: string, b: string): boolean {
+  return a === b || WILDCARD.has(a) || WILDCARD.has(b);
 }
 
 /** The providers file's text, or null when none is configured. */

@@ -75,6 +75,15 @@ async function defaultCredentials(): Promise<AwsCredentialIdentityProvider> {
 
 /** A kafkajs client for the settings; quick to fail (the fallback must answer 503 fast, not hang). */
 export function kafkaClient(s: KafkaSettings, log: Logger): Kafka {
+  return new Kafka(kafkaClientConfig(s, log));
+}
+
+/**
+ * The kafkajs configuration of the settings: with `msk-iam`, SASL OAUTHBEARER whose token is
+ * made on each (re)authentication from the credentials chain, and TLS on whatever `ssl` says.
+ * Nothing secret is in it but the token provider (a function).
+ */
+export function kafkaClientConfig(s: KafkaSettings, log: Logger): KafkaConfig {
   let sasl: SASLOptions | undefined;
   if (s.auth === "msk-iam") {
     const region = s.region;
@@ -105,7 +114,15 @@ export function kafkaClient(s: KafkaSettings, log: Logger): Kafka {
       else kl.debug({ namespace, ...rest }, message);
     },
   };
-  return new Kafka(cfg);
+  return cfg;
+}
+
+/** The replay group's lag on the queue topic. */
+export interface LagSample {
+  /** Uncommitted messages summed over partitions. */
+  total: number;
+  /** Per partition (only those with a lag). */
+  byPartition: Map<number, number>;
 }
 
 /** The producer side and the queue's depth. */
@@ -191,8 +208,16 @@ export class RequestQueue {
     }
   }
 
-  /** Messages produced and not yet committed by the replay group (consumer lag), sampled now. */
+  /**
+   * Messages produced and not yet committed by the replay group (consumer lag), sampled now:
+   * per partition the end offset minus the group's committed offset (the low watermark where
+   * the group has committed nothing), summed.
+   */
   async sampleLag(): Promise<number> {
+    return (await this.sampleLagDetail()).total;
+  }
+
+  async sampleLagDetail(): Promise<LagSample> {
     if (!this.admin) {
       const a = this.kafka.admin();
       await a.connect();
@@ -203,14 +228,17 @@ export class RequestQueue {
       const done = new Map<number, number>();
       for (const t of committed) for (const p of t.partitions) done.set(p.partition, Number(p.offset));
       let lag = 0;
+      const byPartition = new Map<number, number>();
       for (const e of ends) {
         const c = done.get(e.partition) ?? -1;
         const start = c >= 0 ? c : Number(e.low);
-        lag += Math.max(0, Number(e.high) - start);
+        const n = Math.max(0, Number(e.high) - start);
+        if (n > 0) byPartition.set(e.partition, n);
+        lag += n;
       }
       this.lastLag = lag;
       this.producedSinceSample = 0;
-      return lag;
+      return { total: lag, byPartition };
     } catch (err) {
       const a = this.admin;
       this.admin = null;

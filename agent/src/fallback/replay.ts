@@ -126,7 +126,9 @@ export class Replayer {
       // Heartbeats while the fleet answers (a generation can take minutes); a rebalance seen here
       // only means the commit after storing may fail, and the redelivery is skipped by id.
       const beat = setInterval(() => void heartbeat().catch(() => undefined), 1000);
+      const t0 = performance.now();
       const r = await this.send(q).finally(() => clearInterval(beat));
+      metrics.replayAttemptSeconds.observe({ result: r.ok ? "ok" : r.transient ? "retry" : "refused" }, (performance.now() - t0) / 1000);
       if (r.ok) {
         final = { id: q.id, state: "done", model, queuedAt: q.receivedAt, finishedAt: Date.now(), status: r.status, response: r.body, attempts };
         break;

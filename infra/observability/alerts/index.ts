@@ -15,6 +15,7 @@
 import { AlertThresholdError, DEFAULT_ALERT_THRESHOLDS, thresholdProblems, type AlertThresholds } from "../thresholds";
 import { agentRules } from "./agent";
 import { finishAlert, isAlert, type AlertRule, type RuleGroup, type RuleGroupSpec } from "./common";
+import { fallbackRules } from "./fallback";
 import { fleetRules } from "./fleet";
 import { gpuRules } from "./gpu";
 import { l1Rules } from "./l1";
@@ -36,7 +37,7 @@ export function alertThresholds(overrides: Partial<AlertThresholds> = {}): Alert
 /** The rule groups (recording rules first), thresholds over the defaults. Throws `AlertThresholdError` on a bad threshold. */
 export function alertRuleGroups(overrides: Partial<AlertThresholds> = {}): RuleGroup[] {
   const t = alertThresholds(overrides);
-  const specs: RuleGroupSpec[] = [leaderViewRules(), ...sloRules(t), nodeRules(t), gpuRules(t), fleetRules(t), modelRules(), agentRules(t), l1Rules(t)];
+  const specs: RuleGroupSpec[] = [leaderViewRules(), ...sloRules(t), nodeRules(t), gpuRules(t), fleetRules(t), modelRules(), agentRules(t), l1Rules(t), fallbackRules(t)];
   return specs.map((g) => ({ ...g, rules: g.rules.map((r) => (isAlert(r) ? finishAlert(r, t.runbookBaseUrl) : r)) }));
 }
 
