@@ -31,6 +31,8 @@ export function inhibitRules(): InhibitRule[] {
     { source_matchers: ['alertname="LlmHaAzCapacityLow"'], target_matchers: [names(perNode)], equal: ["cluster", "az"] },
     // A GPU fault is the reason its node is out.
     { source_matchers: ['alertname="LlmHaGpuHardwareFault"'], target_matchers: [names(["LlmHaNodeUnhealthy", "LlmHaNodeStatusUnknown"])], equal: ["cluster", "node"] },
+    // The standby cannot get capacity: that is why it is not waking.
+    { source_matchers: ['alertname="LlmHaStandbyCapacityUnavailable"'], target_matchers: ['alertname="LlmHaStandbyNotWaking"'], equal: ["cluster"] },
     // No agent or no proxy scraped at all: each missing target says nothing more.
     { source_matchers: ['alertname="LlmHaAgentsMissing"'], target_matchers: ['alertname="LlmHaAgentDown"'], equal: [] },
     { source_matchers: ['alertname="LlmHaL1ProxiesMissing"'], target_matchers: ['alertname="LlmHaL1ProxyDown"'], equal: [] },

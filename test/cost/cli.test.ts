@@ -90,11 +90,11 @@ describe("llm-ha cost", () => {
     expect(r.practice!.rows).toEqual([{ az: "us-east-1b", gpuClass: "a100", instanceType: "p4d.24xlarge", nodes: 1, gpus: 8, hours: 1.33, gpuHours: 10.67, usdPerHour: price, usd: 29.28 }]);
     expect(r.total.usdScheduled).toBe(20493.81);
     // Mondays 10:00: the standby is up from 07:00, every practice is skipped and costs nothing.
-    const up = await cost(["--stack", devVariant((y) => `${y}  llm-ha:practiceWake:\n    cron: "0 10 * * 1"\n    budgetMinutes: 30\n`), "--month", "2026-02", "--json"], os.tmpdir());
+    const up = await cost(["--stack", devVariant((y) => y.replace('cron: "0 4 * * 0"\n    budgetMinutes: 20', 'cron: "0 10 * * 1"\n    budgetMinutes: 30')), "--month", "2026-02", "--json"], os.tmpdir());
     const u = JSON.parse(up.stdout) as CostReport;
     expect(u.practice).toMatchObject({ firings: 4, runs: 0, skipped: 4, usd: 0, budgetMinutes: 30 });
     expect(u.total.usdScheduled).toBe(20464.53);
-    const off = await cost(["--stack", devVariant((y) => `${y}  llm-ha:practiceWake: false\n`), "--month", "2026-02", "--json"], os.tmpdir());
+    const off = await cost(["--stack", devVariant((y) => y.replace(/  llm-ha:practiceWake:\n[\s\S]*$/, "  llm-ha:practiceWake: false\n")), "--month", "2026-02", "--json"], os.tmpdir());
     expect((JSON.parse(off.stdout) as CostReport).practice).toBeNull();
   });
 

@@ -327,6 +327,51 @@ const TESTS: TestGroup[] = [
     ],
   },
   {
+    name: "standby capacity unavailable (issue 15): the leader's word under L2 fires after a minute; a former leader's stale gauge and a practice at L0 do not",
+    interval: "1m",
+    input_series: [
+      ...leaderSeries("n1", "n2", "1x30", "0x30"),
+      s("llmha_standby_capacity_unavailable", { ...node("n1", "a"), kind: "aws" }, "0x4 1x25"),
+      s("llmha_tier_level", node("n1", "a"), "2x30"),
+      // n2 led before and kept its gauge at 1.
+      s("llmha_standby_capacity_unavailable", { ...node("n2", "b"), kind: "aws" }, "1x30"),
+      s("llmha_tier_level", node("n2", "b"), "2x30"),
+      // Another cluster at L0: its practice cannot get capacity (LlmHaPracticeWakeFailed speaks for it).
+      s("llmha_leader", { cluster: "c2", az: "a", node: "m1" }, "1x30"),
+      s("llmha_standby_capacity_unavailable", { cluster: "c2", az: "a", node: "m1", kind: "aws" }, "1x30"),
+      s("llmha_tier_level", { cluster: "c2", az: "a", node: "m1" }, "0x30"),
+    ],
+    alert_rule_test: [
+      at("4m", "LlmHaStandbyCapacityUnavailable"),
+      at("5m", "LlmHaStandbyCapacityUnavailable"),
+      at("7m", "LlmHaStandbyCapacityUnavailable", fires("LlmHaStandbyCapacityUnavailable", { cluster: C })),
+    ],
+  },
+  {
+    name: "practice wakes (issue 15): a failed practice fires until one serves, whichever agent recorded it; the last served practice slower than 15 m fires",
+    interval: "1m",
+    input_series: [
+      // c1: served at t=1000 s, failed at 5 m (t=2000 s), served again at 20 m (t=3000 s) by another agent.
+      s("llmha_practice_last_timestamp_seconds", { ...node("n1", "a"), outcome: "served" }, "1000x30"),
+      s("llmha_practice_last_timestamp_seconds", { ...node("n1", "a"), outcome: "failed" }, "_ _ _ _ _ 2000x25"),
+      s("llmha_practice_last_timestamp_seconds", { ...node("n2", "b"), outcome: "served" }, "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ 3000x10"),
+      s("llmha_practice_last_wake_seconds", node("n1", "a"), "300x30"),
+      s("llmha_practice_last_wake_seconds", node("n2", "b"), "0x19 1020x10"),
+      // An agent that never practised exports 0 and no timestamp.
+      s("llmha_practice_last_wake_seconds", node("n3", "a"), "0x30"),
+      // c2: one practice, failed, never one served.
+      s("llmha_practice_last_timestamp_seconds", { cluster: "c2", az: "a", node: "m1", outcome: "failed" }, "4000x30"),
+    ],
+    alert_rule_test: [
+      at("3m", "LlmHaPracticeWakeFailed", fires("LlmHaPracticeWakeFailed", { cluster: "c2" })),
+      at("10m", "LlmHaPracticeWakeFailed", fires("LlmHaPracticeWakeFailed", { cluster: C }), fires("LlmHaPracticeWakeFailed", { cluster: "c2" })),
+      at("25m", "LlmHaPracticeWakeFailed", fires("LlmHaPracticeWakeFailed", { cluster: "c2" })),
+      at("10m", "LlmHaPracticeWakeSlow"),
+      // The newest served practice (n2's, 17 min) is over 15 m; n1's older 5-minute one does not hide it.
+      at("25m", "LlmHaPracticeWakeSlow", fires("LlmHaPracticeWakeSlow", { cluster: C }, "17m 0s")),
+    ],
+  },
+  {
     name: "leader change: the standby's 'wanted since' survives hand-overs every 4 minutes; LlmHaStandbyNotWaking fires at 15 m, not later or never",
     interval: "15s",
     input_series: [
