@@ -94,7 +94,7 @@ describe("llm-ha cost", () => {
     const u = JSON.parse(up.stdout) as CostReport;
     expect(u.practice).toMatchObject({ firings: 4, runs: 0, skipped: 4, usd: 0, budgetMinutes: 30 });
     expect(u.total.usdScheduled).toBe(20464.53);
-    const off = await cost(["--stack", devVariant((y) => y.replace(/  llm-ha:practiceWake:\n[\s\S]*$/, "  llm-ha:practiceWake: false\n")), "--month", "2026-02", "--json"], os.tmpdir());
+    const off = await cost(["--stack", devVariant((y) => y.replace(/ {2}llm-ha:practiceWake:\n[\s\S]*$/, "  llm-ha:practiceWake: false\n")), "--month", "2026-02", "--json"], os.tmpdir());
     expect((JSON.parse(off.stdout) as CostReport).practice).toBeNull();
   });
 

@@ -103,7 +103,7 @@ describe("standby capacity in the stack", () => {
   });
 
   it("refuses standby settings without a standby AZ, and makes none of them", async () => {
-    const noStandby = { "llm-ha:standbyAz": "", "llm-ha:schedule": "" };
+    const noStandby = { "llm-ha:standbyAz": "", "llm-ha:schedule": "", "llm-ha:practiceWake": "" };
     const e = await failure({ ...noStandby, "llm-ha:standbyCapacityRatio": "0.5", "llm-ha:standbyFallback": JSON.stringify({ a100: ["p4de.24xlarge"] }), "llm-ha:practiceWake": "{}" });
     expect(problems(e)).toEqual([
       "llm-ha:standbyCapacityRatio: needs llm-ha:standbyAz: it is about the standby AZ",
