@@ -50,7 +50,8 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients): Promise
   });
 
   await guard("instance types offered", async () => {
-    const types = [...new Set(c.gpuClasses.flatMap((g) => g.instanceTypes))];
+    const fallbacks = Object.entries(c.standbyFallback) as [string, string[]][];
+    const types = [...new Set([...c.gpuClasses.flatMap((g) => g.instanceTypes), ...fallbacks.flatMap(([, t]) => t)])];
     const r = await clients.ec2.send(
       new DescribeInstanceTypeOfferingsCommand({
         LocationType: "availability-zone",
@@ -70,6 +71,18 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients): Promise
         } else if (here.length < g.instanceTypes.length) {
           out.push({ check: `offered ${g.name} in ${az}`, status: "warn", detail: `only ${here.join(", ")} of ${g.instanceTypes.join(", ")} offered`, fix: "" });
         }
+      }
+    }
+    // The standby's fallback group (issue 15) launches only when the standby group cannot: not blocking, but it must be able to.
+    for (const [cls, fb] of fallbacks) {
+      const az = c.standbyAz!;
+      if (!fb.some((t) => offered.has(`${t}@${az}`))) {
+        out.push({
+          check: `fallback ${cls} in ${az}`,
+          status: "warn",
+          detail: `none of ${fb.join(", ")} is offered in ${az}: the standby's fallback group could never launch`,
+          fix: `set llm-ha:standbyFallback.${cls} to a type offered in ${az} ([] and llm-ha:standbyCapacityWaiver if none is)`,
+        });
       }
     }
     return out.length ? out : [{ check: "instance types offered", status: "ok", detail: `${types.join(", ")} offered in ${c.azs.join(", ")}`, fix: "" }];

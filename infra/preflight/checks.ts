@@ -105,7 +105,7 @@ export function offlineChecks(values: Record<string, string>, project: string, s
 export function onlinePlan(c: StackConfig | undefined, missing: string[] = []): string[] {
   if (!c) return ["(the stack configuration must validate before the online checks can be planned)"];
   const or = (key: string, v: string) => (missing.includes(key) ? `<${key}>` : v);
-  const types = [...new Set(c.gpuClasses.flatMap((g) => g.instanceTypes))];
+  const types = [...new Set([...c.gpuClasses.flatMap((g) => g.instanceTypes), ...Object.values(c.standbyFallback).flatMap((t) => t ?? [])])];
   const crs = c.gpuClasses.flatMap((g) => Object.entries(g.capacityReservations).map(([az, id]) => `${id} (${az}, ${g.instanceType})`));
   return [
     `GPU quota: service-quotas get-service-quota --service-code ec2 --quota-code ${P_QUOTA_CODE} (Running On-Demand P instances) in ${c.region} ≥ ${pQuotaNeeded(c)} vCPUs`,

@@ -113,10 +113,24 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     expect(out).toMatch(/GPU quota\s+ok\s+Running On-Demand P instances: 2000 vCPUs ≥ 384 needed/);
     expect(out).toMatch(/hosted zone\s+ok/);
     expect(out).toMatch(/nothing blocks\n$/);
+    // The standby's p4de fallback group (issue 15) is asked for too; not offered here: a warning, not a block.
+    expect(out).toMatch(/fallback a100 in us-east-1b\s+warn\s+none of p4de\.24xlarge is offered in us-east-1b: the standby's fallback group could never launch/);
     expect(ec2.commandCalls(DescribeInstanceTypeOfferingsCommand)[0].args[0].input.Filters).toEqual([
-      { Name: "instance-type", Values: ["p4d.24xlarge"] },
+      { Name: "instance-type", Values: ["p4d.24xlarge", "p4de.24xlarge"] },
       { Name: "location", Values: ["us-east-1a", "us-east-1b"] },
     ]);
+  });
+
+  it("a fallback type offered in the standby AZ: no warning", async () => {
+    ec2.on(DescribeInstanceTypeOfferingsCommand).resolves({
+      InstanceTypeOfferings: [
+        ...["us-east-1a", "us-east-1b"].map((az) => ({ InstanceType: "p4d.24xlarge", Location: az, LocationType: "availability-zone" })),
+        { InstanceType: "p4de.24xlarge", Location: "us-east-1b", LocationType: "availability-zone" },
+      ],
+    });
+    expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(0);
+    expect(out).not.toMatch(/fallback a100/);
+    expect(out).toMatch(/instance types offered\s+ok\s+p4d\.24xlarge, p4de\.24xlarge offered/);
   });
 
   it("a short quota, a type not offered, a missing zone: each a blocking row with the fix", async () => {
