@@ -124,8 +124,8 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
   it("a fallback type offered in the standby AZ: no warning", async () => {
     ec2.on(DescribeInstanceTypeOfferingsCommand).resolves({
       InstanceTypeOfferings: [
-        ...["us-east-1a", "us-east-1b"].map((az) => ({ InstanceType: "p4d.24xlarge", Location: az, LocationType: "availability-zone" })),
-        { InstanceType: "p4de.24xlarge", Location: "us-east-1b", LocationType: "availability-zone" },
+        ...["us-east-1a", "us-east-1b"].map((az) => ({ InstanceType: "p4d.24xlarge" as const, Location: az, LocationType: "availability-zone" as const })),
+        { InstanceType: "p4de.24xlarge" as const, Location: "us-east-1b", LocationType: "availability-zone" as const },
       ],
     });
     expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(0);
