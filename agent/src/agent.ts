@@ -241,6 +241,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     this.probeTimers = [];
     this.signals.probe = undefined;
     this.signals.probeInFlightSince = null;
+    this.signals.probeUnansweredSince = null;
   }
 
   /**
@@ -257,6 +258,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     this.probeAbort = abort;
     const started = this.clock();
     this.signals.probeInFlightSince = started;
+    const unansweredSince = (this.signals.probeUnansweredSince ??= started);
     const at = (ms: number, fn: () => void): void => {
       const t = setTimeout(fn, ms);
       t.unref?.();
@@ -269,8 +271,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
       at(step, overdue);
     };
     at(this.cfg.probeLatencyMs, overdue);
-    // The stuck bound acts when it is passed, not at the next period.
-    if (this.cfg.probeStuckMs < this.cfg.probeTimeoutMs) at(this.cfg.probeStuckMs, () => this.evaluateNow());
+    // The stuck bound (counted from the first probe of an unanswered run) acts when it is passed, not at the next period.
+    const stuckIn = this.cfg.probeStuckMs - (started - unansweredSince);
+    if (stuckIn < this.cfg.probeTimeoutMs) at(Math.max(0, stuckIn), () => this.evaluateNow());
     void (async () => {
       const r = await request(req.url, this.cfg.probeTimeoutMs, req.body, abort.signal);
       if (abort.signal.aborted) return;
@@ -291,6 +294,8 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
         const lat = [...(this.signals.probeLatencies ?? []), elapsed];
         this.signals.probeLatencies = lat.slice(-this.cfg.probeWindow);
       }
+      // Any answer — even an error — ends an unanswered run; a timeout continues it.
+      if (obs.kind !== "timeout") this.signals.probeUnansweredSince = null;
       this.metrics.source("probe", elapsed, obs.kind !== "ok");
       this.setProbe(obs);
     })();

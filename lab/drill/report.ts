@@ -68,6 +68,9 @@ const TIME_TARGETS: [keyof Targets, keyof RunResult | `extra.${string}`, string]
   ["registryMs", "extra.registryMs", "registry complete after the promotion"],
   ["firstL4Ms", "extra.firstL4Ms", "first L4 answer after the last server out"],
   ["fallbackMs", "extra.fallbackAfterFailureMs", "fallback started after the first capacity failure"],
+  ["wedgedMetricsMs", "extra.wedgedMetricsMs", "wedged TGI/Triton/llama.cpp out of L1"],
+  ["wedgedPlainMs", "extra.wedgedPlainMs", "wedged plain OpenAI-compatible server out of L1"],
+  ["crashKindsMs", "extra.crashKindsMs", "crashed server of every other kind out of L1"],
 ];
 
 /** Counts and ratios a scenario records in `extra`: each must be measured and at most its target. */
@@ -217,6 +220,9 @@ function targetText(t: Targets): string {
   if (t.registryMs !== undefined) parts.push(`registry≤${t.registryMs / 1000}s`);
   if (t.tokenRegressions !== undefined) parts.push(`token regressions=${t.tokenRegressions}`);
   if (t.azHealth503 !== undefined) parts.push(`/az/health 503=${t.azHealth503}`);
+  if (t.wedgedMetricsMs !== undefined) parts.push(`wedged (metrics)≤${t.wedgedMetricsMs / 1000}s`);
+  if (t.wedgedPlainMs !== undefined) parts.push(`wedged (plain)≤${t.wedgedPlainMs / 1000}s`);
+  if (t.crashKindsMs !== undefined) parts.push(`crash≤${t.crashKindsMs / 1000}s`);
   return parts.join(", ");
 }
 

@@ -17,6 +17,7 @@ import { runL2Spread, runLongGeneration, runLongPromptCrash, runOverload, runQue
 import { blank, type RunResult, type ScenarioContext } from "./scenarios/runner";
 import { runAzGpuLoss, runAzLoss, runStandbyWake } from "./scenarios/zone";
 import { runStandbyIce } from "./scenarios/capacity";
+import { runServerKinds } from "./scenarios/kinds";
 import { runBurst, SIGNAL_FAULTS } from "./scenarios/signals";
 
 export { MAIN_CLIENT, type RunResult, type ScenarioContext } from "./scenarios/runner";
@@ -29,6 +30,7 @@ type ScenarioRun = (ctx: ScenarioContext, spec: ScenarioSpec, run: number) => Pr
 const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ...Object.entries({ ...NODE_FAULTS, ...SIGNAL_FAULTS }).map(([name, f]): [string, ScenarioRun] => [name, (ctx, spec, run) => runNodeFault(ctx, spec, run, f)]),
   ["burst", runBurst],
+  ["server-kinds", runServerKinds],
   ["az-gpu-loss", runAzGpuLoss],
   ["standby-wake", runStandbyWake],
   ["az-loss", runAzLoss],

@@ -71,6 +71,12 @@ export interface Targets {
   firstL4Ms?: number;
   /** Fallback group woken after the standby's first type failed to launch (from that failure). */
   fallbackMs?: number;
+  /** A wedged TGI, Triton or llama.cpp (engine progress metrics) out of its AZ proxy, worst of them. */
+  wedgedMetricsMs?: number;
+  /** A wedged plain OpenAI-compatible server (the probe alone) out of its AZ proxy. */
+  wedgedPlainMs?: number;
+  /** A crashed server of each kind other than vLLM out of its AZ proxy, worst of them. */
+  crashKindsMs?: number;
 }
 
 export interface ScenarioSpec {
@@ -282,6 +288,15 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     repeat: { full: 1, quick: 1 },
     needsFleet: false,
     targets: { falseFailovers: 0 },
+  },
+  {
+    name: "server-kinds",
+    tier: "L1",
+    title: "one node as TGI, Triton, llama.cpp and a plain OpenAI-compatible server in turn: each wedged, then crashed",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { wedgedMetricsMs: 1500, wedgedPlainMs: 6000, crashKindsMs: 1200 },
   },
   { name: "corrupt-weights", tier: "L1", title: "inference server restarted on corrupted weights: fails to load", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { l1Ms: 2000 } },
   {

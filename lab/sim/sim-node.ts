@@ -207,6 +207,21 @@ export class SimNode {
     return { preStopMs };
   }
 
+  /** Which kind of server it runs (vLLM unless started or switched otherwise). */
+  get kind(): InferenceKind {
+    return this.opts.kind ?? "vllm";
+  }
+
+  /**
+   * Makes the node a server of another kind: its agent stopped (draining), its server stopped
+   * once idle, both started again as `kind` (the agent learns the kind from its settings).
+   */
+  async switchKind(kind: InferenceKind): Promise<void> {
+    await this.halt(10_000);
+    this.opts.kind = kind;
+    await this.boot();
+  }
+
   /** Completions the inference server holds now (its admin count), null when it does not answer. */
   async inFlight(): Promise<number | null> {
     return (await this.activity())?.inFlight ?? null;
@@ -272,6 +287,8 @@ export class SimNode {
       LLMHA_BIND_ADDRESS: this.address,
       LLMHA_XID_LOG: this.xidLogPath,
       LLMHA_DRAIN_FILE: this.drainFilePath,
+      // The fake serves Triton's metrics on its one port (a real Triton: 8002).
+      ...(this.opts.kind === "triton" ? { LLMHA_METRICS_URL: `${this.inferenceUrl}/metrics` } : {}),
       ...this.opts.env,
     };
   }

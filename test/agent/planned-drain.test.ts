@@ -107,12 +107,30 @@ describe("the agent under a planned drain", () => {
   }, 40_000);
 });
 
+/** The pod spec of a rendered Deployment or DaemonSet (plain objects here, whatever their Input<> types say). */
+interface Container {
+  name: string;
+  command?: string[];
+  env?: unknown[];
+  volumeMounts?: unknown[];
+  lifecycle?: { preStop?: { exec?: { command?: string[] } } };
+}
+interface Pod {
+  containers: Container[];
+  initContainers?: Container[];
+  volumes?: unknown[];
+  terminationGracePeriodSeconds?: number;
+}
+function podOf(o: { spec?: unknown }): Pod {
+  return (o.spec as { template: { spec: Pod } }).template.spec;
+}
+
 describe("the manifests", () => {
   const gpuClass = { name: "h100", instanceTypes: ["p5.48xlarge"], gpusPerNode: 8, desiredPerAz: 2, maxPerAz: 4 } as unknown as GpuClassConfig;
 
   it("the inference pod runs the hook, clears the file at start and waits as long as the proxy lets an answer run", () => {
     const { deployment } = inferenceManifests({ namespace: "llm-ha", az: "us-east-1a", gpuClass, image: "vllm/vllm-openai:v0.11.0", model: "m" });
-    const pod = deployment.spec!.template.spec!;
+    const pod = podOf(deployment);
     const vllm = pod.containers[0];
     expect(vllm.lifecycle?.preStop?.exec?.command).toEqual(preStopCommand());
     expect(pod.initContainers?.[0]).toMatchObject({ name: "clear-drain", command: clearDrainCommand() });
@@ -125,7 +143,7 @@ describe("the manifests", () => {
 
   it("the agent reads the same file, read-only", () => {
     const ds = agentDaemonSet({ namespace: "llm-ha", az: "us-east-1a", gpuClass, image: "llm-ha:1", clusterName: "c", model: "m", redisSecretName: "redis" } as Parameters<typeof agentDaemonSet>[0]);
-    const pod = ds.spec!.template.spec!;
+    const pod = podOf(ds);
     const agent = pod.containers.find((c) => c.name === "agent")!;
     expect(agent.env).toContainEqual({ name: "LLMHA_DRAIN_FILE", value: DRAIN_FILE });
     expect(agent.volumeMounts).toContainEqual({ name: "llmha-run", mountPath: DRAIN_DIR, readOnly: true });

@@ -198,6 +198,20 @@ describe("busy ≠ dead, stuck for every kind", () => {
     expect(still.map((x) => x.code)).toEqual(["PROBE_STUCK"]);
     expect(probeWithEngine(probeReasons(p.value, S), p, 1000, undefined, null, 4999, S).map((x) => x.code)).toEqual(["PROBE_SLOW"]);
   });
+  it("a run of timed-out probes shorter than the bound each is PROBE_STUCK once the run passes it (probe timeout < probeStuckMs)", () => {
+    // Probes time out at 1.5 s; the first of the run started at 1000. At 4000 the third runs: 3 s unanswered, not yet.
+    const inFlight = probe(4000, { kind: "in-flight", elapsedMs: 800 });
+    expect(probeWithEngine(probeReasons(inFlight.value, S), inFlight, 3200, undefined, null, 4000, S, 1000).map((x) => x.code)).toEqual(["PROBE_SLOW"]);
+    // At 5000: unanswered for 4 s, whether a probe runs or the last one just timed out.
+    expect(probeWithEngine(probeReasons(inFlight.value, S), inFlight, 3200, undefined, null, 5000, S, 1000).map((x) => [x.code, x.hard])).toEqual([["PROBE_STUCK", true]]);
+    const timedOut = probe(5000, { kind: "timeout", elapsedMs: 1500 });
+    expect(probeWithEngine(probeReasons(timedOut.value, S), timedOut, null, undefined, null, 5000, S, 1000).map((x) => x.code)).toEqual(["PROBE_STUCK"]);
+    // Before the fix, each probe's own start was the only clock: never stuck.
+    expect(probeWithEngine(probeReasons(timedOut.value, S), timedOut, null, undefined, null, 5000, S).map((x) => x.code)).toEqual(["PROBE_TIMEOUT"]);
+    // An answered probe (the run ended) is judged on its own.
+    const ok = probe(5000, { kind: "ok", latencyMs: 200 });
+    expect(probeWithEngine(probeReasons(ok.value, S), ok, null, undefined, null, 5000, S, null)).toEqual([]);
+  });
   it("the probe's own prompt counted at its start, then stillness, is not flow: an engine hung mid-decode is PROBE_STUCK", () => {
     const p = probe(5000, { kind: "in-flight", elapsedMs: 4000 });
     // Counters last moved at 1010 (the probe's prefill), sampled still since; only the probe runs.

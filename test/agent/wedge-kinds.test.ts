@@ -111,6 +111,29 @@ describe("wedged engine, every kind (default settings, steady traffic)", () => {
   }, 90_000);
 });
 
+describe("wedged plain OpenAI-compatible server with a probe timeout shorter than the stuck bound (the drill's settings)", () => {
+  it("is PROBE_STUCK once its probes have gone unanswered for LLMHA_PROBE_STUCK_MS, though each times out sooner", async () => {
+    const ports = { inference: await freePort(), admin: await freePort(), http: await freePort(), agentCheck: await freePort() };
+    const n = await SimNode.start({
+      id: "wedge-openai-short-timeout",
+      az: "az-a",
+      dir,
+      kind: "openai",
+      ports,
+      env: { LLMHA_WARMUP_STEP_MS: "0", LLMHA_GPU_TIMEOUT_MS: "3000", LLMHA_PROBE_LATENCY_MS: "400", LLMHA_PROBE_TIMEOUT_MS: "1500", LLMHA_PROBE_STUCK_MS: "4000" },
+    });
+    nodes.push(n);
+    await waitFor("node up", async () => (await n.agentCheck()) === "up ready 100%", { timeoutMs: 20_000, everyMs: 50 });
+    await n.setMode("wedged");
+    const r = await msUntilDown(n, 15_000);
+    expect(r.line).toBe("down #PROBE_STUCK");
+    // The bound (4 s) plus a probe period and a loaded machine's slack.
+    expect(r.ms).toBeLessThan(9000);
+    await n.setMode("ready");
+    await waitFor("back up", async () => (await reply(n)) === "up ready 100%", { timeoutMs: 20_000, everyMs: 50 });
+  }, 60_000);
+});
+
 describe("busy ≠ dead", () => {
   it.each<InferenceKind>(["vllm", "tgi", "llamacpp", "triton"])("%s: a burst that queues hundreds while tokens flow is never a removal", async (kind) => {
     const n = await startNode(kind, `busy-${kind}`);

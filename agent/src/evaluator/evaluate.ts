@@ -112,7 +112,7 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
   const progressAt = progress?.at ?? null;
   if (modelReady) {
     const own = signals.probe ? probeReasons(signals.probe.value, s) : [];
-    observed.push(...probeWithEngine(own, signals.probe, signals.probeInFlightSince ?? null, signals.engine, progressAt, now, s));
+    observed.push(...probeWithEngine(own, signals.probe, signals.probeInFlightSince ?? null, signals.engine, progressAt, now, s, signals.probeUnansweredSince ?? null));
   }
   observed.push(...engineReasons(signals.engine, progressAt, s));
 

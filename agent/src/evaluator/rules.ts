@@ -192,8 +192,9 @@ export function tokensFlowingSince(engine: Sample<EngineObservation | null> | un
 /**
  * Busy ≠ dead, and stuck for every kind. A probe running or timed out while the engine's counters
  * keep moving since it started and other work is queued or running is a busy engine: `ENGINE_BUSY` (lower
- * weight) instead of `PROBE_SLOW` / `PROBE_TIMEOUT`. A probe in flight `probeStuckMs` with no
- * tokens flowing — or no engine metrics to tell — is `PROBE_STUCK`, a hard fault.
+ * weight) instead of `PROBE_SLOW` / `PROBE_TIMEOUT`. Probes unanswered for `probeStuckMs` — one in
+ * flight that long, or a run of timeouts since the first of them started — with no tokens
+ * flowing (or no engine metrics to tell) is `PROBE_STUCK`, a hard fault.
  */
 export function probeWithEngine(
   probeOwn: Reason[],
@@ -203,6 +204,7 @@ export function probeWithEngine(
   lastProgressAt: number | null,
   now: number,
   s: RuleSettings,
+  unansweredSince: number | null = null,
 ): Reason[] {
   const started = probeStartedAt(probe, inFlightSince);
   if (started === null) return probeOwn;
@@ -217,9 +219,12 @@ export function probeWithEngine(
     }
     return probeOwn;
   }
-  if (inFlightSince !== null && now - inFlightSince >= s.probeStuckMs) {
+  // Unanswered since the first probe of a run of timeouts (the probe timeout may be shorter than the stuck bound), or since this one started.
+  const waiting = inFlightSince !== null || probe?.value.kind === "timeout";
+  const since = unansweredSince ?? inFlightSince;
+  if (waiting && since !== null && now - since >= s.probeStuckMs) {
     const why = e ? `no progress in the ${e.family} counters since it started` : "no engine metrics to show progress";
-    return [...probeOwn.filter((x) => x.code !== "PROBE_SLOW"), r("probe", "PROBE_STUCK", true, "unhealthy", `probe unanswered after ${Math.round(now - inFlightSince)} ms, ${why}`)];
+    return [...probeOwn.filter((x) => x.code !== "PROBE_SLOW" && x.code !== "PROBE_TIMEOUT"), r("probe", "PROBE_STUCK", true, "unhealthy", `probe unanswered after ${Math.round(now - since)} ms, ${why}`)];
   }
   return probeOwn;
 }

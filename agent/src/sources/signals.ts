@@ -99,6 +99,12 @@ export interface Signals {
   probe?: Sample<ProbeObservation>;
   /** Start time (epoch ms) of the probe now running, if one is. */
   probeInFlightSince?: number | null;
+  /**
+   * Start time of the first probe of a run that got no answer at all (each timed out, or the
+   * last one still runs); null once the server answers a probe, whatever the answer. A probe
+   * timeout shorter than `probeStuckMs` must not hide a server that never answers.
+   */
+  probeUnansweredSince?: number | null;
   engine?: Sample<EngineObservation | null>;
   /** Fatal XIDs seen since the agent started (sticky until restart: a fatal XID needs a GPU reset). */
   fatalXids?: XidEvent[];

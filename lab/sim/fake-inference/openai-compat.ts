@@ -2,8 +2,8 @@
  * The OpenAI-compatible surface several kinds share: the model list, completions and chat
  * completions with their success bodies and their streamed chunks (`"stream": true`), and the
  * OpenAI error object with the error replies of vLLM's OpenAI server, which generic
- * OpenAI-compatible servers copy. vLLM, llama.cpp, TGI (chat only) and the generic kind build
- * their routes from these.
+ * OpenAI-compatible servers copy. Every kind builds its OpenAI routes from these (Triton's are
+ * its OpenAI-compatible frontend).
  */
 import type { ServerResponse } from "node:http";
 import { str, wantedTokens, type Body, type Engine, type StreamFormat } from "./kind";

@@ -1,10 +1,10 @@
 /**
  * Hugging Face TGI as the fake imitates it: `/health`, `/info`, `/metrics` (the `tgi_` series),
- * its native `/generate` and the OpenAI chat endpoint, its `{error, error_type}` error bodies, and
+ * its native `/generate` and the OpenAI chat and completions endpoints, its `{error, error_type}` error bodies, and
  * the port staying closed while the model loads.
  */
 import { MAX_MODEL_LEN, metricsReply, str, wantedTokens, type Body, type Engine, type KindApi } from "./kind";
-import { chatCompletions } from "./openai-compat";
+import { chatCompletions, completions } from "./openai-compat";
 import { empty, garbageJson, json, type Reply } from "./wire";
 
 const unhealthy = (): Reply => json(503, { error: "unhealthy", error_type: "healthcheck" });
@@ -17,6 +17,8 @@ export const TGI: KindApi = {
     if (method === "GET" && path === "/health") return e.notReady() ? unhealthy() : empty(200);
     if (method === "GET" && path === "/info") return info(e);
     if (method === "POST" && path === "/v1/chat/completions") return chatCompletions(e, body, res);
+    // TGI ≥ 2.0.2 also serves the OpenAI completions route (the router's `completions` handler).
+    if (method === "POST" && path === "/v1/completions") return completions(e, body, res);
     if (method === "POST" && path === "/generate") {
       // TGI's native API: {"inputs": "...", "parameters": {"max_new_tokens": n}} → {"generated_text": "..."}.
       return e.infer(res, {

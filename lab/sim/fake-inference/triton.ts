@@ -5,6 +5,7 @@
  */
 import type { ServerResponse } from "node:http";
 import { metricsReply, str, wantedTokens, type Body, type Engine, type KindApi } from "./kind";
+import { chatCompletions, completions, listModels, modelEntry } from "./openai-compat";
 import { empty, garbageJson, json, type Reply } from "./wire";
 
 export const TRITON: KindApi = {
@@ -16,6 +17,11 @@ export const TRITON: KindApi = {
     if (method === "GET" && path === "/v2/health/ready") return empty(e.notReady() ? 400 : 200);
     if (path.startsWith("/v2/models/")) return model(e, method, path, body, res);
     if (method === "POST" && path === "/v2/repository/index") return repositoryIndex(e);
+    // Triton's OpenAI-compatible frontend (its own port, 9000, in a real deployment; here on the
+    // same one): what a proxy carrying OpenAI traffic sends to a Triton fleet.
+    if (method === "GET" && path === "/v1/models") return listModels(e, (id) => modelEntry(e, id, "Triton Inference Server"));
+    if (method === "POST" && path === "/v1/completions") return completions(e, body, res);
+    if (method === "POST" && path === "/v1/chat/completions") return chatCompletions(e, body, res);
     // Triton serves its metrics on a port of its own (8002); the fake serves them here too.
     if (method === "GET" && path === "/metrics") return metrics(e);
     return e.notFound();
