@@ -6,6 +6,7 @@ export const USAGE = `llm-ha — keeps LLM inference on GPUs answering when a GP
 Usage:
   llm-ha agent [flags]     run the health agent on a GPU node (llm-ha agent --help for every flag)
   llm-ha status [flags]    show the fleet from Redis (--watch, --json)
+  llm-ha practice [flags]  ask the leader for a practice wake of the standby now (status flags)
   llm-ha fallback [flags]  the L4 service: verified-answer cache, provider failover, Kafka queue (--help)
   llm-ha cache CMD         verified answers: import FILE.jsonl, list, rm KEY
   llm-ha help              this text
@@ -56,6 +57,10 @@ export async function main(argv: string[], usage = USAGE): Promise<number> {
     case "status": {
       const { statusCommand } = await import("./status/command.js");
       return statusCommand(rest);
+    }
+    case "practice": {
+      const { practiceCommand } = await import("./status/practice-request.js");
+      return practiceCommand(rest);
     }
     case "fallback": {
       const { fallbackCommand } = await import("./fallback/command.js");

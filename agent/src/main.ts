@@ -63,7 +63,8 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
         intervalMs: cfg.intervalMs,
         lease: { ttlMs: cfg.leaseTtlMs, renewMs: cfg.leaseRenewMs, contendMs: cfg.leaseContendMs, marginMs: Math.min(2000, Math.floor(cfg.leaseTtlMs / 5)) },
         controller: { standbyAz: cfg.standbyAz, standbyHoldMs: cfg.standbyHoldMs, standbyCapacityRatio: cfg.standbyCapacityPercent / 100, coldStartGraceMs: cfg.coldStartGraceMs, zonalShift: cfg.zonalShift },
-        practice: cfg.practiceWake && cfg.standbyAz ? { cron: cfg.practiceWake, timeZone: cfg.practiceWakeTz, budgetMs: cfg.practiceWakeBudgetMs } : undefined,
+        // With a standby AZ, practices run on request (`llm-ha practice`) even without a schedule.
+        practice: cfg.standbyAz ? { cron: cfg.practiceWake, timeZone: cfg.practiceWakeTz, budgetMs: cfg.practiceWakeBudgetMs } : undefined,
         log,
         metrics: metrics.registry,
         tls: cfg.redisCaFile ? { ca: readFileSync(cfg.redisCaFile) } : undefined,

@@ -82,6 +82,8 @@ const COUNT_TARGETS: [keyof Targets, string, string][] = [
   ["spreadRatio", "spreadRatio", "busiest backup server's share over its fair share"],
   ["tokenRegressions", "tokenRegressions", "fencing tokens that went backwards"],
   ["azHealth503", "azHealth503", "/az/health 503s for a live AZ"],
+  ["practiceNotServed", "practiceNotServed", "practice wakes not recorded as served"],
+  ["notReleased", "notReleased", "standby not back at zero after the hold"],
 ];
 
 function valueOf(r: RunResult, key: string): number | null {
@@ -220,6 +222,8 @@ function targetText(t: Targets): string {
   if (t.registryMs !== undefined) parts.push(`registry≤${t.registryMs / 1000}s`);
   if (t.tokenRegressions !== undefined) parts.push(`token regressions=${t.tokenRegressions}`);
   if (t.azHealth503 !== undefined) parts.push(`/az/health 503=${t.azHealth503}`);
+  if (t.practiceNotServed !== undefined) parts.push(`practice served`);
+  if (t.notReleased !== undefined) parts.push(`released`);
   if (t.wedgedMetricsMs !== undefined) parts.push(`wedged (metrics)≤${t.wedgedMetricsMs / 1000}s`);
   if (t.wedgedPlainMs !== undefined) parts.push(`wedged (plain)≤${t.wedgedPlainMs / 1000}s`);
   if (t.crashKindsMs !== undefined) parts.push(`crash≤${t.crashKindsMs / 1000}s`);

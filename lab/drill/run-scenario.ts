@@ -16,7 +16,7 @@ import { runGlobalOutage } from "./scenarios/outage";
 import { runL2Spread, runLongGeneration, runLongPromptCrash, runOverload, runQueryOfDeath } from "./scenarios/proxy";
 import { blank, type RunResult, type ScenarioContext } from "./scenarios/runner";
 import { runAzGpuLoss, runAzLoss, runStandbyWake } from "./scenarios/zone";
-import { runStandbyIce } from "./scenarios/capacity";
+import { runPracticeWake, runStandbyIce } from "./scenarios/capacity";
 import { runServerKinds } from "./scenarios/kinds";
 import { runBurst, SIGNAL_FAULTS } from "./scenarios/signals";
 
@@ -53,6 +53,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["long-generation", runLongGeneration],
   ["global-outage", runGlobalOutage],
   ["standby-ice", runStandbyIce],
+  ["practice-wake", runPracticeWake],
 ]);
 
 /** Runs one run of one scenario. */

@@ -71,6 +71,10 @@ export interface Targets {
   firstL4Ms?: number;
   /** Fallback group woken after the standby's first type failed to launch (from that failure). */
   fallbackMs?: number;
+  /** A practice wake that did not record `served` (issue 15). */
+  practiceNotServed?: number;
+  /** A woken standby not back at zero after the hold. */
+  notReleased?: number;
   /** A wedged TGI, Triton or llama.cpp (engine progress metrics) out of its AZ proxy, worst of them. */
   wedgedMetricsMs?: number;
   /** A wedged plain OpenAI-compatible server (the probe alone) out of its AZ proxy. */
@@ -318,6 +322,15 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     needsFleet: true,
     // Issue 15: fallback started ≤ 30 s after the first capacity failure; no request fails meanwhile.
     targets: { wakeDecisionMs: 10_000, fallbackMs: 30_000, failed: 0 },
+  },
+  {
+    name: "practice-wake",
+    tier: "fleet",
+    title: "an operator asks for a practice wake (llm-ha practice): the standby wakes, serves, the outcome is recorded, it is released; nothing else moves",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    targets: { wakeDecisionMs: 5000, failed: 0, sdkFailed: 0, falseFailovers: 0, practiceNotServed: 0, notReleased: 0 },
   },
 ];
 

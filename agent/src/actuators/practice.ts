@@ -1,7 +1,7 @@
 /**
  * Practice wakes (issue 15): scale-to-zero of the standby AZ is only safe if waking it works
  * on the day it is needed, so on a schedule (a cron in a time zone, default weekly at a quiet
- * hour) the leader wakes the standby at zero, waits for the first standby node serving,
+ * hour) — or when an operator asks (`llm-ha practice`) — the leader wakes the standby at zero, waits for the first standby node serving,
  * records the wake time and the outcome, and releases it. Skipped when the tier is above L0
  * or the standby is already awake (an incident, or the schedule's day hours).
  *
@@ -19,8 +19,8 @@ import type { TierLevel } from "../controller/state";
 export const PRACTICE_REASON_PREFIX = "practice wake";
 
 export interface PracticeSettings {
-  /** 5-field cron (`LLMHA_PRACTICE_WAKE`), e.g. `0 4 * * 2` (Tuesdays 04:00). */
-  cron: string;
+  /** 5-field cron (`LLMHA_PRACTICE_WAKE`), e.g. `0 4 * * 2` (Tuesdays 04:00); null: only on request (`llm-ha practice`). */
+  cron: string | null;
   /** IANA zone of the cron (`LLMHA_PRACTICE_WAKE_TZ`). Default UTC. */
   timeZone: string;
   /** A practice with no standby node serving this long has failed, and is released (`LLMHA_PRACTICE_WAKE_BUDGET_MS`). */
@@ -60,6 +60,8 @@ export interface PracticeInput {
   standbyHealthy: number;
   /** The actuator's word that the standby cannot be woken (every fallback step failed), null when it can. */
   unavailable: string | null;
+  /** An operator's request for a practice now (`llm-ha practice`: epoch ms), null when none. */
+  requestedAt?: number | null;
 }
 
 export interface PracticeStep {
@@ -77,7 +79,7 @@ const FIRST_LOOK_MS = 60_000;
 const MAX_LOOK_MS = 600_000;
 
 export class PracticeSchedule {
-  readonly cron: Cron;
+  readonly cron: Cron | null;
   readonly zone: Zone;
 
   private readonly outcomes?: Counter<"outcome">;
@@ -89,7 +91,7 @@ export class PracticeSchedule {
     readonly s: PracticeSettings,
     registry?: Registry,
   ) {
-    this.cron = parseCron(s.cron);
+    this.cron = s.cron === null ? null : parseCron(s.cron);
     this.zone = new Zone(s.timeZone);
     if (registry) {
       const registers = [registry];
@@ -111,7 +113,10 @@ export class PracticeSchedule {
   step(prev: PracticeMemory, e: PracticeInput, now: number): PracticeStep {
     const checkedAt = prev.checkedAt ?? now - FIRST_LOOK_MS;
     const look = Math.min(MAX_LOOK_MS, Math.max(0, now - checkedAt));
-    const fired = lastFiring(this.cron, this.zone, now, look);
+    const scheduled = this.cron ? lastFiring(this.cron, this.zone, now, look) : null;
+    // An operator's request counts as a firing at its time (once: `firedAt` then covers it); one from the future waits.
+    const requested = e.requestedAt != null && e.requestedAt <= now ? e.requestedAt : null;
+    const fired = scheduled === null ? requested : requested === null ? scheduled : Math.max(scheduled, requested);
     const memory: PracticeMemory = { ...prev, checkedAt: now };
     if (prev.startedAt !== null) {
       const ran = now - prev.startedAt;

@@ -208,8 +208,9 @@ export class Controller {
     // Practice wake: overrides the published standby decision while it runs; the tier is not touched.
     let practice = this.practice;
     if (this.o.practice && evaluation.standby.az) {
+      const requested = Number(await redis.get(keys.practiceRequest).catch(() => null)) || null;
       const step = this.o.practice.step(this.practice, {
-        tier: evaluation.tier.level, standbyWanted: evaluation.standby.wake, standbyHealthy: evaluation.standbyHealthy, unavailable: this.o.standbyUnavailable?.() ?? null,
+        tier: evaluation.tier.level, standbyWanted: evaluation.standby.wake, standbyHealthy: evaluation.standbyHealthy, unavailable: this.o.standbyUnavailable?.() ?? null, requestedAt: requested,
       }, now);
       practice = step.memory;
       if (step.wake) evaluation.standby = { ...evaluation.standby, wake: true, reason: step.reason };

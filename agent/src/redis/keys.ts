@@ -20,6 +20,8 @@
  * | `actuation`            | hash   | leader (fenced)       | what the leader asked of the world beyond Redis: `actuator` (kind), desired `shiftAz, shiftSince, shiftReason`, and per kind (`standby`, `shift`) the last action: `<kind>.action, .az, .outcome, .detail, .at, .token` (+ `shift.expiresAt`); `leader, token, updatedAt` — what `llm-ha status` shows |
  * | `suspect`              | hash   | leader (fenced)       | `codes` (suspect soft check codes, comma separated; blast-radius cap) + `counts`, `leader, token, updatedAt` |
  * | `models`               | hash   | leader (fenced)       | same model everywhere, every 10 periods: `majority` (`id@revision dtype:… ctx:…`), `outliers` (`node=model,…`, the first 50), `outlierCount, outlierAzs, agreeing`, `differs` (JSON node → `revision+dtype`), `leader, token, updatedAt` |
+ * | `practice`             | hash   | leader (fenced)       | practice wakes: `firedAt` (last firing acted on), `startedAt` (running one), `last, lastAt, lastOutcome, lastWakeMs, lastReason` |
+ * | `practice:request`     | string | `llm-ha practice`     | epoch ms of an operator's request for a practice wake now; the leader acts on it once (as a schedule firing), then its `firedAt` covers it |
  * | `events`               | stream | agents + leader       | every node status, AZ state, tier and standby transition, capped by `MAXLEN ~` |
  */
 export class RedisKeys {
@@ -67,6 +69,10 @@ export class RedisKeys {
   }
   get standbyWake(): string {
     return `${this.prefix}standby:wake`;
+  }
+  /** An operator's request for a practice wake now (`llm-ha practice`). */
+  get practiceRequest(): string {
+    return `${this.prefix}practice:request`;
   }
   get actuation(): string {
     return `${this.prefix}actuation`;

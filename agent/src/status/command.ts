@@ -93,7 +93,7 @@ export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv): StatusA
 }
 
 /** Resolves once the client is ready, or with the first connection error, or on timeout. */
-function firstContact(client: RedisClient, timeoutMs: number): Promise<string | null> {
+export function firstContact(client: RedisClient, timeoutMs: number): Promise<string | null> {
   if (client.connected) return Promise.resolve(null);
   return new Promise((resolve) => {
     const done = (err: string | null): void => {
@@ -111,7 +111,7 @@ function firstContact(client: RedisClient, timeoutMs: number): Promise<string | 
 }
 
 /** A failed first contact, explained: a port that answers in another protocol is named as such. */
-async function explainContact(url: string, contact: string): Promise<string> {
+export async function explainContact(url: string, contact: string): Promise<string> {
   if (contact.includes("does not speak the Redis protocol")) return contact;
   let u: URL;
   try {
@@ -130,12 +130,10 @@ function emptyMessage(cluster: string, others: string[]): string {
   return `no llm-ha data for cluster ${cluster} in Redis` + (rest.length ? ` (clusters found: ${rest.join(", ")}; pick one with --cluster)` : "");
 }
 
-const CONNECT_TIMEOUT_MS = 2000;
+export const CONNECT_TIMEOUT_MS = 2000;
 
-export async function statusCommand(argv: string[]): Promise<number> {
-  const err = (line: string): void => {
-    process.stderr.write(`llm-ha status: ${line}\n`);
-  };
+/** The flags of a command reading the fleet's Redis (status, practice), checked, and a client on it; an exit code when they are bad. */
+export function openFleetRedis(argv: string[], name: string, err: (line: string) => void): { args: StatusArgs; keys: RedisKeys; client: RedisClient } | number {
   let args: StatusArgs | null;
   let keys: RedisKeys;
   let tls: ConnectionOptions | undefined;
@@ -164,11 +162,9 @@ export async function statusCommand(argv: string[]): Promise<number> {
     }
     throw e;
   }
-
-  let client: RedisClient;
   try {
-    client = createRedisClient(args.redisUrl, {
-      name: "llmha-status",
+    const client = createRedisClient(args.redisUrl, {
+      name,
       log: createLogger({ level: "silent" }),
       tls,
       connectTimeoutMs: CONNECT_TIMEOUT_MS,
@@ -176,6 +172,7 @@ export async function statusCommand(argv: string[]): Promise<number> {
       minBackoffMs: 250,
       maxBackoffMs: Math.min(2000, args.intervalMs),
     });
+    return { args, keys, client };
   } catch (e) {
     if (e instanceof RedisUrlError) {
       err(`--redis-url: ${e.message.replace(/^LLMHA_REDIS_URL /, "")}`);
@@ -183,6 +180,15 @@ export async function statusCommand(argv: string[]): Promise<number> {
     }
     throw e;
   }
+}
+
+export async function statusCommand(argv: string[]): Promise<number> {
+  const err = (line: string): void => {
+    process.stderr.write(`llm-ha status: ${line}\n`);
+  };
+  const opened = openFleetRedis(argv, "llmha-status", err);
+  if (typeof opened === "number") return opened;
+  const { args, keys, client } = opened;
   const shown = safeUrl(args.redisUrl);
   if (!args.watch) {
     try {

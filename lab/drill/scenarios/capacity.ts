@@ -6,6 +6,9 @@
  * read the failed launch, wake the fallback group (a fenced, recorded call of its own) and
  * have a standby node serving, with no client request failing meanwhile.
  */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { Redis } from "ioredis";
 import { sleep } from "../../../agent/src/util/net";
 import type { SimNode } from "../../sim/sim-node";
 import type { CloudAction } from "../local-cloud";
@@ -14,7 +17,10 @@ import { DRILL_TIMING } from "../settings";
 import { failuresBetween, firstAfter, l1Removed, type Sample } from "../timeline";
 import { blank, finish, healthy, MAIN_CLIENT, mark, standbyAtZero, standbyReady, until, type RunResult, type ScenarioContext } from "./runner";
 
-const fmt = (ms: number | null): string => (ms === null ? "never" : `${(ms / 1000).toFixed(2)}s`);
+/** The image's CLI, run from the sources as a checkout's `bin/llm-ha` does. */
+const CLI = join(__dirname, "..", "..", "..", "agent", "src", "cli.ts");
+
+const fmt = (ms: number | null | string): string => (typeof ms !== "number" ? "never" : `${(ms / 1000).toFixed(2)}s`);
 
 /**
  * `standby-ice`: every GPU of one active AZ lost with the standby at zero; the standby's
@@ -82,5 +88,80 @@ export async function runStandbyIce(ctx: ScenarioContext, spec: ScenarioSpec, ru
     `failed requests meanwhile ${r.extra.failedUntilStandby ?? "-"}; ${failures.length} failed launches of ${first}; released ${fmt(r.extra.releaseAfterHealMs as number | null)} after the heal`;
   if (!fallback) r.notes.push(`the fallback group ${second} was never woken`);
   r.victims = [...victims.map((n) => n.id), ...spares.map((n) => `${n.id} (standby)`)];
+  return r;
+}
+
+/** Run the image's CLI as an operator would; resolves with its exit code and output. */
+function cli(args: string[]): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ["--import", "tsx", CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    p.stdout.on("data", (b: Buffer) => (out += b.toString()));
+    p.stderr.on("data", (b: Buffer) => (out += b.toString()));
+    p.once("error", reject);
+    p.once("exit", (code) => resolve({ code, out: out.trim() }));
+  });
+}
+
+/**
+ * `practice-wake`: an operator asks for a practice wake (`llm-ha practice`) with the fleet at
+ * L0 and the standby at zero; the leader wakes the standby as a schedule firing would, times the
+ * first standby node serving, records the outcome, and releases it. Nothing else moves: no tier
+ * change, no active node out, no failed request.
+ */
+export async function runPracticeWake(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  const sb = await standbyReady(ctx, r);
+  if (!sb) return r;
+  const { standby, cloud } = sb;
+  const seen = cloud.actions.length;
+  const spares = ctx.stack.nodes.filter((n) => n.az === standby.name);
+  const firstSpare = (s: Sample): boolean => spares.some((n) => s.nodes[n.id]?.status === "HEALTHY");
+  const redis = new Redis(ctx.stack.redis.url, { maxRetriesPerRequest: 1, lazyConnect: true });
+  redis.on("error", () => undefined);
+  try {
+    r.injectAt = mark(ctx, "inject", `llm-ha practice (${standby.name})`);
+    const asked = await cli(["practice", "--redis-url", ctx.stack.redis.url, "--cluster", ctx.stack.cluster]);
+    r.notes.push(`llm-ha practice: exit ${asked.code}: ${asked.out.replace(/\n/g, " ")}`);
+    if (!(await until(ctx, 30_000, firstSpare))) r.notes.push(`no standby node of ${standby.name} serving within 30 s`);
+    // The outcome recorded, then the release back to zero (after the hold).
+    const key = `llmha:${ctx.stack.cluster}:practice`;
+    let practice: Record<string, string> = {};
+    const end = ctx.now() + 15_000;
+    while (ctx.now() < end) {
+      practice = await redis.hgetall(key).catch(() => ({}));
+      if (practice.lastOutcome && Number(practice.lastAt) > 0 && !practice.startedAt) break;
+      await sleep(200);
+    }
+    r.healAt = mark(ctx, "heal", `practice recorded: ${practice.lastOutcome ?? "nothing"}`);
+    const released = await until(ctx, DRILL_TIMING.standbyHoldMs + 20_000, () => standbyAtZero(ctx));
+    if (!released) r.notes.push(`${standby.name} not back at zero ${DRILL_TIMING.standbyHoldMs / 1000} s + 20 s after the practice`);
+    r.endAt = ctx.now();
+    const active = ctx.stack.nodes.filter((n) => !ctx.stack.azOf(n).standby);
+    finish(ctx, r, [], l1Removed);
+    r.victims = spares.map((n) => `${n.id} (standby)`);
+    // A practice is not an incident: any tier other than L0 published meanwhile is a false failover.
+    r.falseFailovers += ctx.tl.fleet.filter((f) => f.t >= r.injectAt && f.t <= r.endAt && f.tier !== null && f.tier !== "L0").length > 0 ? 1 : 0;
+    r.extra.wakeDecisionMs = firstAfter(ctx.tl.fleet, r.injectAt, (f) => f.standbyWake, r.endAt);
+    r.extra.firstStandbyMs = firstAfter(ctx.tl.samples, r.injectAt, firstSpare, r.endAt);
+    const actions: CloudAction[] = cloud.actions.slice(seen);
+    const wake = actions.find((a) => a.action === "standby.wake" && a.outcome === "applied");
+    const release = actions.find((a) => a.action === "standby.release" && a.outcome === "applied");
+    r.extra.wakeCallMs = wake ? wake.t - r.injectAt : null;
+    r.extra.releaseAfterHealMs = release ? release.t - r.healAt : null;
+    r.extra.wakeToken = wake?.token ?? null;
+    r.extra.practiceOutcome = practice.lastOutcome ?? null;
+    r.extra.practiceWakeMs = practice.lastWakeMs ? Number(practice.lastWakeMs) : null;
+    r.extra.practiceNotServed = practice.lastOutcome === "served" ? 0 : 1;
+    r.extra.notReleased = released ? 0 : 1;
+    r.extra.releasedAfterMs = released ? ctx.now() - r.healAt : null;
+    r.extra.activeStillServing = active.length;
+    r.extra.figures =
+      `practice requested; wake decided ${fmt(r.extra.wakeDecisionMs)}, first standby node serving ${fmt(r.extra.firstStandbyMs)} after the request; ` +
+      `recorded ${practice.lastOutcome ?? "nothing"} (wake ${fmt(r.extra.practiceWakeMs)}); back at zero ${released ? "yes" : "NO"}; failed: plain ${r.failed}, sdk ${r.failedSdk}`;
+    r.notes.push(r.extra.figures);
+  } finally {
+    redis.disconnect();
+  }
   return r;
 }
