@@ -105,8 +105,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     return this.servedIdentity;
   }
 
+  /** SIGTERM, or the drain file as the last evaluation read it (agent-check, `/readyz` and the decision agree). */
   get isDraining(): boolean {
-    return this.draining || this.plannedDrain();
+    return this.draining || this.drainFileSeen;
   }
 
   /**

@@ -49,8 +49,10 @@ describe("scenario table", () => {
   it("holds the whole fault matrix of issue 4 and a quick subset with crash, GPU lost, wedged and AZ GPU loss", () => {
     expect(SCENARIOS.map((s) => s.name)).toEqual([
       "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
-      "leader-kill", "leader-pause", "node-drain", "redis-failover-lag", "redis-failover", "redis-blackhole", "redis-slow", "redis-restart", "redis-readonly", "flap", "mass-probe",
-      "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "corrupt-weights", "global-outage", "standby-ice",
+      "leader-kill", "leader-pause", "node-drain", "rolling-restart",
+      "redis-failover-lag", "redis-failover", "redis-blackhole", "redis-slow", "redis-restart", "redis-readonly", "flap", "mass-probe",
+      "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "server-kinds", "corrupt-weights", "global-outage", "standby-ice",
+      "practice-wake",
     ]);
     const quick = selectScenarios({ quick: true });
     expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);
