@@ -150,6 +150,20 @@ describe("evaluator", () => {
     expect(d.state.decision.suppressed.map((r) => r.code)).toEqual(["PROBE_FAILED"]);
   });
 
+  it("PROBE_STUCK is suppressed with the probe's soft codes when the cap holds any of them suspect (a fleet-wide slowdown), and acts alone otherwise", () => {
+    const d = new Driver();
+    d.healthy();
+    // Probes unanswered for 5 s (a run of timeouts), no engine metrics.
+    d.signals.probeUnansweredSince = d.now - 4000;
+    d.signals.probeInFlightSince = d.now + 500;
+    const capped = d.step({ probe: { kind: "in-flight", elapsedMs: 500 } }, 1000, new Set(["PROBE_SLOW", "PROBE_TIMEOUT"]));
+    expect(capped.decision.status).not.toBe("UNHEALTHY");
+    expect(capped.decision.suppressed.map((r) => r.code)).toContain("PROBE_STUCK");
+    const alone = d.step({ probe: { kind: "in-flight", elapsedMs: 1500 } }, 1000);
+    expect(alone.decision).toMatchObject({ status: "UNHEALTHY", phase: "down" });
+    expect(alone.decision.reasons.map((r) => r.code)).toContain("PROBE_STUCK");
+  });
+
   it("a wedged engine (waiting, no progress for wedgeMs between engine samples) is a hard fault although /health is fine", () => {
     const d = new Driver();
     d.healthy();

@@ -208,6 +208,9 @@ describe("busy ≠ dead, stuck for every kind", () => {
     expect(probeWithEngine(probeReasons(timedOut.value, S), timedOut, null, undefined, null, 5000, S, 1000).map((x) => x.code)).toEqual(["PROBE_STUCK"]);
     // Before the fix, each probe's own start was the only clock: never stuck.
     expect(probeWithEngine(probeReasons(timedOut.value, S), timedOut, null, undefined, null, 5000, S).map((x) => x.code)).toEqual(["PROBE_TIMEOUT"]);
+    // Busy: a probe that has just started in the run, before any engine sample since its start, while tokens flow for the whole run and work is queued, is not stuck.
+    const justStarted = probe(5000, { kind: "in-flight", elapsedMs: 10 });
+    expect(probeWithEngine(probeReasons(justStarted.value, S), justStarted, 4990, eng(4950, 300, 9000), 4900, 5000, S, 1000).map((x) => x.code)).not.toContain("PROBE_STUCK");
     // An answered probe (the run ended) is judged on its own.
     const ok = probe(5000, { kind: "ok", latencyMs: 200 });
     expect(probeWithEngine(probeReasons(ok.value, S), ok, null, undefined, null, 5000, S, null)).toEqual([]);

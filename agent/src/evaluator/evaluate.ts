@@ -1,7 +1,7 @@
 import { REASON_EFFECTS, type Decision, type NodeStatus, type Reason, type ReasonEffect, type ServingPhase } from "../types";
 import type { Signals } from "../sources/signals";
 import { measured, quantile } from "../util/stats";
-import { engineReasons, gpuReasons, modelReasons, pciReasons, probeReasons, probeWithEngine, xidReasons, type RuleSettings } from "./rules";
+import { engineReasons, gpuReasons, modelReasons, pciReasons, probeReasons, PROBE_CODES, probeWithEngine, xidReasons, type RuleSettings } from "./rules";
 
 /**
  * The evaluator: a pure function of (signals, previous state, clock). Hard faults act on
@@ -120,9 +120,11 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
   const active: Reason[] = [];
   const pending: Reason[] = [];
   const suppressed: Reason[] = [];
+  const probeSuspect = [...PROBE_CODES].some((c) => suspects.has(c));
   for (const reason of observed) {
     if (reason.hard) {
-      active.push(reason);
+      if (reason.code === "PROBE_STUCK" && probeSuspect) suppressed.push(reason);
+      else active.push(reason);
       continue;
     }
     const before = prev.softCounts[reason.code] ?? 0;

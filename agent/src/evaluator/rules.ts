@@ -196,6 +196,13 @@ export function tokensFlowingSince(engine: Sample<EngineObservation | null> | un
  * flight that long, or a run of timeouts since the first of them started — with no tokens
  * flowing (or no engine metrics to tell) is `PROBE_STUCK`, a hard fault.
  */
+/**
+ * The probe's own codes: when the blast-radius cap holds any of them suspect (the probe check
+ * fails on too many nodes at once: a slow shared dependency, a probe prompt the model chokes on),
+ * `PROBE_STUCK` — hard, but read off the same probe — is suppressed with them.
+ */
+export const PROBE_CODES: ReadonlySet<string> = new Set(["PROBE_SLOW", "PROBE_TIMEOUT", "PROBE_FAILED", "PROBE_STUCK"]);
+
 export function probeWithEngine(
   probeOwn: Reason[],
   probe: Sample<ProbeObservation> | undefined,
@@ -208,7 +215,9 @@ export function probeWithEngine(
 ): Reason[] {
   const started = probeStartedAt(probe, inFlightSince);
   if (started === null) return probeOwn;
-  const flowing = tokensFlowingSince(engine, lastProgressAt, started, s.wedgeMs);
+  // Flow since the unanswered run began: a probe that just started has not seen an engine sample yet.
+  const runStart = unansweredSince !== null ? Math.min(unansweredSince, started) : started;
+  const flowing = tokensFlowingSince(engine, lastProgressAt, runStart, s.wedgeMs);
   const e = engine?.value;
   // Busy: other work than our probe is queued or running while the counters move.
   if (flowing && e && (e.waiting > 0 || e.running > 1)) {
