@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { describe, expect, it } from "vitest";
+import { stackFailure } from "./stack-failure";
 import { captureStack, stackConfig, type CapturedResource } from "../../infra/capture";
 import { missingUserSettings, USER_SETTINGS, withStandIns } from "../../infra/user-settings";
 import { resolveConfig } from "../../infra/config";
@@ -13,14 +14,7 @@ import { eksVersionProblem, EKS_VERSIONS } from "../../contracts/eks-versions";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
 
-async function failure(overrides: Record<string, string>, env: "dev" | "prod" = "dev"): Promise<pulumi.InputPropertiesError> {
-  const err: unknown = await captureStack(env, overrides).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(pulumi.InputPropertiesError.isInstance(err), String(err)).toBe(true);
-  return err as pulumi.InputPropertiesError;
-}
+const failure = stackFailure;
 const paths = (e: pulumi.InputPropertiesError) => e.errors.map((x) => x.propertyPath);
 const DNS = { ttl: 30, failureThreshold: 2 };
 const DIGEST = `123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-ha-dev/agent@sha256:${"ab".repeat(32)}`;

@@ -4,19 +4,13 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { describe, expect, it } from "vitest";
+import { stackFailure } from "./stack-failure";
 import { captureStack, type CapturedResource } from "../../infra/capture";
 import { standbySize } from "../../infra/config";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
 
-async function failure(overrides: Record<string, string>, env: "dev" | "prod" = "dev"): Promise<pulumi.InputPropertiesError> {
-  const err: unknown = await captureStack(env, overrides).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(pulumi.InputPropertiesError.isInstance(err), String(err)).toBe(true);
-  return err as pulumi.InputPropertiesError;
-}
+const failure = stackFailure;
 const problems = (e: pulumi.InputPropertiesError) => e.errors.map((x) => `${x.propertyPath}: ${x.reason}`);
 
 const group = (rs: CapturedResource[], name: string) => rs.find((r) => r.type === "aws:eks/nodeGroup:NodeGroup" && r.name === name)?.props as O | undefined;

@@ -7,6 +7,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { FallbackMetrics } from "./metrics";
+import { closeHttpServer } from "../util/net";
 
 export class FallbackMetricsServer {
   private server: Server | null = null;
@@ -49,8 +50,6 @@ export class FallbackMetricsServer {
   async close(): Promise<void> {
     const s = this.server;
     this.server = null;
-    if (!s) return;
-    s.closeAllConnections();
-    await new Promise<void>((r) => s.close(() => r()));
+    await closeHttpServer(s);
   }
 }

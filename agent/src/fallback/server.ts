@@ -18,6 +18,7 @@ import { forwardToProviders, type Provider } from "./providers";
 import { QueueUnavailableError, type RequestQueue } from "./queue";
 import type { ResultStore } from "./results";
 import type { TierReader } from "./tier";
+import { closeHttpServer } from "../util/net";
 
 export interface FallbackServiceOptions {
   /** Model ids served; anything else is a 404. */
@@ -282,8 +283,6 @@ export class FallbackService {
   async close(): Promise<void> {
     const s = this.server;
     this.server = null;
-    if (!s) return;
-    s.closeAllConnections();
-    await new Promise<void>((r) => s.close(() => r()));
+    await closeHttpServer(s);
   }
 }

@@ -104,3 +104,10 @@ export function socketExchange(target: NetConnectOpts, payload: string | null, t
     });
   });
 }
+
+/** Closes an HTTP server now: its open (keep-alive) connections dropped, resolved once it stopped listening. */
+export async function closeHttpServer(s: import("node:http").Server | null): Promise<void> {
+  if (!s) return;
+  s.closeAllConnections();
+  await new Promise<void>((r) => s.close(() => r()));
+}
