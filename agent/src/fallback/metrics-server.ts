@@ -7,7 +7,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { FallbackMetrics } from "./metrics";
-import { closeHttpServer } from "../util/net";
+import { closeHttpServer, listenHttp } from "../util/net";
 
 export class FallbackMetricsServer {
   private server: Server | null = null;
@@ -36,15 +36,9 @@ export class FallbackMetricsServer {
     const s = createServer(this.handler);
     s.requestTimeout = 10_000;
     s.headersTimeout = 5_000;
-    await new Promise<void>((resolve, reject) => {
-      s.once("error", (err: NodeJS.ErrnoException) =>
-        reject(new Error(`LLMHA_FALLBACK_METRICS_ADDR: cannot listen on ${host}:${port} (${err.code ?? err.message})`)),
-      );
-      s.listen(port, host, () => resolve());
-    });
+    const got = await listenHttp(s, port, host, (err) => new Error(`LLMHA_FALLBACK_METRICS_ADDR: cannot listen on ${host}:${port} (${err.code ?? err.message})`));
     this.server = s;
-    const a = s.address();
-    return typeof a === "object" && a ? a.port : port;
+    return got;
   }
 
   async close(): Promise<void> {

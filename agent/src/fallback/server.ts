@@ -18,7 +18,7 @@ import { forwardToProviders, type Provider } from "./providers";
 import { QueueUnavailableError, type RequestQueue } from "./queue";
 import type { ResultStore } from "./results";
 import type { TierReader } from "./tier";
-import { closeHttpServer } from "../util/net";
+import { closeHttpServer, listenHttp } from "../util/net";
 
 export interface FallbackServiceOptions {
   /** Model ids served; anything else is a 404. */
@@ -272,12 +272,7 @@ export class FallbackService {
     const s = createServer(this.handler);
     s.keepAliveTimeout = 65_000;
     this.server = s;
-    await new Promise<void>((resolve, reject) => {
-      s.once("error", reject);
-      s.listen(port, host, () => resolve());
-    });
-    const a = s.address();
-    return typeof a === "object" && a ? a.port : port;
+    return listenHttp(s, port, host);
   }
 
   async close(): Promise<void> {

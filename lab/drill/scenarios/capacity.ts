@@ -15,7 +15,7 @@ import type { CloudAction } from "../local-cloud";
 import type { ScenarioSpec } from "../scenarios";
 import { DRILL_TIMING } from "../settings";
 import { failuresBetween, firstAfter, l1Removed, type Sample } from "../timeline";
-import { blank, finish, healthy, MAIN_CLIENT, mark, standbyAtZero, standbyReady, until, type RunResult, type ScenarioContext } from "./runner";
+import { blank, finish, healAzThenStandbyBack, MAIN_CLIENT, mark, standbyAtZero, standbyReady, until, type RunResult, type ScenarioContext } from "./runner";
 
 /** The image's CLI, run from the sources as a checkout's `bin/llm-ha` does. */
 const CLI = join(__dirname, "..", "..", "..", "agent", "src", "cli.ts");
@@ -52,12 +52,7 @@ export async function runStandbyIce(ctx: ScenarioContext, spec: ScenarioSpec, ru
     await Promise.all(victims.map((n) => n.gpuFault("gpuLost")));
     if (!(await until(ctx, 60_000, firstSpare))) r.notes.push(`no standby node of ${standby.name} served within 60 s`);
     await sleep(300);
-    r.healAt = mark(ctx, "heal", `heal ${az.name}`);
-    await Promise.all(victims.map((n) => n.gpuFault(null)));
-    const back = (s: Sample): boolean => victims.every((n) => healthy(ctx, s, n));
-    if (!(await until(ctx, 30_000, back))) r.notes.push(`${az.name} did not recover in 30 s`);
-    r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
-    if (!(await until(ctx, DRILL_TIMING.standbyHoldMs + 15_000, () => standbyAtZero(ctx)))) r.notes.push(`${standby.name} not back at zero ${DRILL_TIMING.standbyHoldMs / 1000} s + 15 s after recovery`);
+    await healAzThenStandbyBack(ctx, r, az, victims, standby);
   } finally {
     // The next scenario starts from the default single group, no fault.
     cloud.defineGroups(standby.name, []);

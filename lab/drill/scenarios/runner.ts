@@ -186,3 +186,17 @@ export async function standbyReady(ctx: ScenarioContext, r: RunResult): Promise<
   if (!(await steady(ctx))) r.notes.push("fleet not steady (or standby not at zero) before injection");
   return { standby, cloud };
 }
+
+/**
+ * The heal of a standby scenario: the AZ's GPUs back (a `heal` mark), the AZ back at full
+ * weight (`recoveryMs`), then the controller's hysteresis, the hold and the release until the
+ * standby is at zero again; a note for each that does not come.
+ */
+export async function healAzThenStandbyBack(ctx: ScenarioContext, r: RunResult, az: DrillAz, victims: SimNode[], standby: DrillAz): Promise<void> {
+  r.healAt = mark(ctx, "heal", `heal ${az.name}`);
+  await Promise.all(victims.map((n) => n.gpuFault(null)));
+  const back = (s: Sample): boolean => victims.every((n) => healthy(ctx, s, n));
+  if (!(await until(ctx, 30_000, back))) r.notes.push(`${az.name} did not recover in 30 s`);
+  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
+  if (!(await until(ctx, DRILL_TIMING.standbyHoldMs + 15_000, () => standbyAtZero(ctx)))) r.notes.push(`${standby.name} not back at zero ${DRILL_TIMING.standbyHoldMs / 1000} s + 15 s after recovery`);
+}

@@ -9,10 +9,9 @@ import type { SimNode } from "../../sim/sim-node";
 import { sleep } from "../../../agent/src/util/net";
 import type { CloudAction } from "../local-cloud";
 import type { ScenarioSpec } from "../scenarios";
-import { DRILL_TIMING } from "../settings";
 import type { DrillAz } from "../stack";
 import { failuresBetween, firstAfter, l1Removed, type FleetSample, type Sample } from "../timeline";
-import { blank, finish, healthy, MAIN_CLIENT, mark, standbyAtZero, standbyReady, steady, until, type RunResult, type ScenarioContext } from "./runner";
+import { blank, finish, healAzThenStandbyBack, healthy, MAIN_CLIENT, mark, standbyReady, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 /** Polls `GET /az/health` through one AZ's proxy address until stopped; records the first non-200. */
 function watchAzHealth(ctx: ScenarioContext, az: DrillAz): { first503: () => number | null; stop(): void } {
@@ -155,13 +154,7 @@ export async function runStandbyWake(ctx: ScenarioContext, spec: ScenarioSpec, r
   const up = await until(ctx, 30_000, firstSpare);
   if (!up) r.notes.push(`no standby node of ${standby.name} served within 30 s`);
   await sleep(300);
-  r.healAt = mark(ctx, "heal", `heal ${az.name}`);
-  await Promise.all(victims.map((n) => n.gpuFault(null)));
-  const back = (s: Sample): boolean => victims.every((n) => healthy(ctx, s, n));
-  if (!(await until(ctx, 30_000, back))) r.notes.push(`${az.name} did not recover in 30 s`);
-  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
-  // The controller's recovery hysteresis, then the hold, then the release and the stops.
-  if (!(await until(ctx, DRILL_TIMING.standbyHoldMs + 15_000, () => standbyAtZero(ctx)))) r.notes.push(`${standby.name} not back at zero ${DRILL_TIMING.standbyHoldMs / 1000} s + 15 s after recovery`);
+  await healAzThenStandbyBack(ctx, r, az, victims, standby);
   r.endAt = ctx.now();
   finish(ctx, r, victims, l1Removed);
   const actions: CloudAction[] = cloud.actions.slice(seen);
