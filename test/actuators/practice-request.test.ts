@@ -4,28 +4,19 @@
  * with no cron; a request while the standby is awake is skipped; a bad Redis URL or an
  * unreachable Redis is a clear error with a non-zero exit.
  */
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emptyPracticeMemory, PracticeSchedule, type PracticeInput } from "../../agent/src/actuators/practice";
 import { RedisKeys } from "../../agent/src/redis/keys";
 import { freePort } from "../../agent/src/util/net";
+import { runLlmHa } from "../../lab/cli-process";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 
 const QUIET: PracticeInput = { tier: "L0", standbyWanted: false, standbyHealthy: 0, unavailable: null };
-const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
-
-function llmha(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ["--import", "tsx", CLI, ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LLMHA_REDIS_URL: "" } });
-    let out = "";
-    let err = "";
-    p.stdout.on("data", (b: Buffer) => (out += b.toString()));
-    p.stderr.on("data", (b: Buffer) => (err += b.toString()));
-    p.once("error", reject);
-    p.once("exit", (code) => resolve({ code, out, err }));
-  });
+/** `llm-ha` as a process, with no `LLMHA_REDIS_URL` of the caller's. */
+async function llmha(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  const r = await runLlmHa(args);
+  return { code: r.code, out: r.stdout, err: r.stderr };
 }
 
 describe("PracticeSchedule.step on request", () => {

@@ -3,9 +3,8 @@
  * `llm-ha fallback`, and the queue depth the fallback publishes in
  * `llmha:<cluster>:fallback:queue` {depth, topic, updatedAt} — text view and `--json`.
  */
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runLlmHa } from "../../lab/cli-process";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
 import { RedisKeys } from "../../agent/src/redis/keys";
@@ -13,17 +12,7 @@ import { fallbackQueueKey } from "../../agent/src/status/view";
 import { freshCluster, testLogger } from "../redis/helpers";
 import type { FleetView } from "../../agent/src/status/types";
 
-const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
-
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("LLMHA_") && k !== "NO_COLOR"));
-  const child = spawn(process.execPath, ["--import", "tsx", CLI, "status", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
-  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (args: string[]) => runLlmHa(["status", ...args]);
 
 let redis: RedisServerHandle;
 let client: RedisClient;

@@ -208,7 +208,8 @@ export class Controller {
     // Practice wake: overrides the published standby decision while it runs; the tier is not touched.
     let practice = this.practice;
     if (this.o.practice && evaluation.standby.az) {
-      const requested = Number(await redis.get(keys.practiceRequest).catch(() => null)) || null;
+      // An operator's request matters only when no practice runs (a running one ignores it): no read meanwhile.
+      const requested = this.practice.startedAt === null ? Number(await redis.get(keys.practiceRequest).catch(() => null)) || null : null;
       const step = this.o.practice.step(this.practice, {
         tier: evaluation.tier.level, standbyWanted: evaluation.standby.wake, standbyHealthy: evaluation.standbyHealthy, unavailable: this.o.standbyUnavailable?.() ?? null, requestedAt: requested,
       }, now);

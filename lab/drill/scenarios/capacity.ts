@@ -6,9 +6,8 @@
  * read the failed launch, wake the fallback group (a fenced, recorded call of its own) and
  * have a standby node serving, with no client request failing meanwhile.
  */
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { Redis } from "ioredis";
+import { runLlmHa } from "../../cli-process";
 import { sleep } from "../../../agent/src/util/net";
 import type { SimNode } from "../../sim/sim-node";
 import type { CloudAction } from "../local-cloud";
@@ -16,9 +15,6 @@ import type { ScenarioSpec } from "../scenarios";
 import { DRILL_TIMING } from "../settings";
 import { failuresBetween, firstAfter, l1Removed, type Sample } from "../timeline";
 import { blank, finish, healAzThenStandbyBack, MAIN_CLIENT, mark, standbyAtZero, standbyReady, until, type RunResult, type ScenarioContext } from "./runner";
-
-/** The image's CLI, run from the sources as a checkout's `bin/llm-ha` does. */
-const CLI = join(__dirname, "..", "..", "..", "agent", "src", "cli.ts");
 
 const fmt = (ms: number | null | string): string => (typeof ms !== "number" ? "never" : `${(ms / 1000).toFixed(2)}s`);
 
@@ -86,18 +82,6 @@ export async function runStandbyIce(ctx: ScenarioContext, spec: ScenarioSpec, ru
   return r;
 }
 
-/** Run the image's CLI as an operator would; resolves with its exit code and output. */
-function cli(args: string[]): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, ["--import", "tsx", CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    p.stdout.on("data", (b: Buffer) => (out += b.toString()));
-    p.stderr.on("data", (b: Buffer) => (out += b.toString()));
-    p.once("error", reject);
-    p.once("exit", (code) => resolve({ code, out: out.trim() }));
-  });
-}
-
 /**
  * `practice-wake`: an operator asks for a practice wake (`llm-ha practice`) with the fleet at
  * L0 and the standby at zero; the leader wakes the standby as a schedule firing would, times the
@@ -116,8 +100,8 @@ export async function runPracticeWake(ctx: ScenarioContext, spec: ScenarioSpec, 
   redis.on("error", () => undefined);
   try {
     r.injectAt = mark(ctx, "inject", `llm-ha practice (${standby.name})`);
-    const asked = await cli(["practice", "--redis-url", ctx.stack.redis.url, "--cluster", ctx.stack.cluster]);
-    r.notes.push(`llm-ha practice: exit ${asked.code}: ${asked.out.replace(/\n/g, " ")}`);
+    const asked = await runLlmHa(["practice", "--redis-url", ctx.stack.redis.url, "--cluster", ctx.stack.cluster]);
+    r.notes.push(`llm-ha practice: exit ${asked.code}: ${`${asked.stdout}${asked.stderr}`.trim().replace(/\n/g, " ")}`);
     if (!(await until(ctx, 30_000, firstSpare))) r.notes.push(`no standby node of ${standby.name} serving within 30 s`);
     // The outcome recorded, then the release back to zero (after the hold).
     const key = `llmha:${ctx.stack.cluster}:practice`;

@@ -14,6 +14,13 @@ import type { ScenarioSpec } from "../scenarios";
 import { dnsChanges, firstAfter, l1Removed, removedBetween, type Sample } from "../timeline";
 import { blank, finish, healthy, localRows, mark, nextVictim, rowOf, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
+/** Waits (30 s at most) for `n` back at full weight after its start at `since`: whether it came, and when. */
+async function backAfter(ctx: ScenarioContext, n: SimNode, since: number): Promise<{ back: boolean; backMs: number | null }> {
+  const isBack = (s: Sample): boolean => healthy(ctx, s, n);
+  const back = await until(ctx, 30_000, isBack);
+  return { back, backMs: firstAfter(ctx.tl.samples, since, isBack) };
+}
+
 /** Drains and stops one node, boots it again and waits for it at full weight; its drain time, in-flight count at the start and whether it came back. */
 async function drainAndBoot(ctx: ScenarioContext, n: SimNode): Promise<{ drainMs: number; inFlight: number | null; back: boolean; backMs: number | null }> {
   const inFlight = await n.inFlight();
@@ -22,9 +29,7 @@ async function drainAndBoot(ctx: ScenarioContext, n: SimNode): Promise<{ drainMs
   const drainMs = ctx.now() - t0;
   const bootAt = ctx.now();
   await n.boot();
-  const isBack = (s: Sample): boolean => healthy(ctx, s, n);
-  const back = await until(ctx, 30_000, isBack);
-  return { drainMs, inFlight, back, backMs: firstAfter(ctx.tl.samples, bootAt, isBack) };
+  return { drainMs, inFlight, ...(await backAfter(ctx, n, bootAt)) };
 }
 
 export async function runNodeDrain(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
@@ -57,10 +62,8 @@ export async function runRollingRestart(ctx: ScenarioContext, spec: ScenarioSpec
   for (const n of victims) {
     const inFlight = await n.inFlight();
     const { preStopMs } = await n.restartInferencePlanned();
-    const bootAt = ctx.now();
-    const isBack = (s: Sample): boolean => healthy(ctx, s, n);
-    const back = await until(ctx, 30_000, isBack);
-    backs.push(firstAfter(ctx.tl.samples, bootAt, isBack));
+    const { back, backMs } = await backAfter(ctx, n, ctx.now());
+    backs.push(backMs);
     steps.push(`${n.id} preStop ${(preStopMs / 1000).toFixed(2)}s (${inFlight ?? "?"} in flight)`);
     if (!back) {
       r.notes.push(`${n.id} not back at full weight in 30 s: rolling restart stopped`);
