@@ -16,6 +16,7 @@ import {
   type HaproxyGlobals,
   type HaproxyTuning,
 } from "./haproxy-tuning";
+import { RESULT_ROUTE_PREFIX } from "./edge";
 
 // The settings live in their own file; importers of the generator keep finding them here.
 export {
@@ -252,6 +253,9 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
     out.push(`  use_backend ${p.name}_az_health if { path /az/health } METH_GET`);
   }
   if (p.fallback) {
+    // The L4 result route belongs to the fallback at every tier: results exist exactly when
+    // the fleet is back, and an inference server would answer it 404.
+    out.push(`  use_backend ${p.name}_fallback if { path_beg ${RESULT_ROUTE_PREFIX} } METH_GET`);
     // nbsrv counts the usable local servers, or when there are none the usable backups: 0
     // means no inference server anywhere can take the request.
     out.push(`  use_backend ${p.name}_fallback if { nbsrv(${p.name}_servers) eq 0 }`);
