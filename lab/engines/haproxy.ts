@@ -101,8 +101,15 @@ export function parseShowStat(csv: string): HaproxyServerStat[] {
     }));
 }
 
+export interface HaproxyStartOptions {
+  bin?: string;
+  startTimeoutMs?: number;
+  /** Environment variables added to the process's (the configuration may name them, e.g. the servers' API key). */
+  env?: Record<string, string>;
+}
+
 /** Starts HAProxy in the foreground with a generated configuration; waits for its stats socket. */
-export function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket">, opts: { bin?: string; startTimeoutMs?: number } = {}): Promise<HaproxyHandle> {
+export function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket">, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
   return startHaproxyWith((statsSocket) => renderHaproxyConfig({ ...args, statsSocket }), opts);
 }
 
@@ -110,7 +117,7 @@ export function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket">, opts:
  * Starts HAProxy with a configuration of the caller's (e.g. the drill's TCP endpoint in front
  * of Redis); `render` gets the stats socket path its `global` section must declare.
  */
-export async function startHaproxyWith(render: (statsSocket: string) => string, opts: { bin?: string; startTimeoutMs?: number } = {}): Promise<HaproxyHandle> {
+export async function startHaproxyWith(render: (statsSocket: string) => string, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
   const bin = opts.bin ?? haproxyBinary();
   const dir = mkdtempSync(join(tmpdir(), "llmha-haproxy-"));
   const statsSocket = join(dir, "admin.sock");
@@ -120,7 +127,7 @@ export async function startHaproxyWith(render: (statsSocket: string) => string, 
   let stderr = "";
   let exited = false;
   try {
-    child = spawn(bin, ["-f", configPath, "-db"], { stdio: ["ignore", "ignore", "pipe"] });
+    child = spawn(bin, ["-f", configPath, "-db"], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...opts.env } });
   } catch {
     throw new HaproxyMissingError(bin);
   }
