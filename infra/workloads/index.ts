@@ -175,7 +175,8 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
 
   // The L4 fallback: one ServiceAccount (IRSA), providers.json and the keys' Secret, shared by every AZ's L1 pods.
   let fallback: FallbackSidecarSpec | undefined;
-  const l1Deps: pulumi.Resource[] = [ns];
+  // The edge's key sync reads Redis (the agents' Secret), with or without the fallback.
+  const l1Deps: pulumi.Resource[] = [ns, redisSecret];
   if (args.fallback) {
     const f = args.fallback;
     fallback = {
@@ -243,6 +244,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       nlbName: nlbNames[az],
       zonalShift: args.zonalShift ?? false,
       fallback,
+      edge: { image: args.agentImage, cluster: args.clusterName, redisSecretName: "llm-ha-redis" },
     });
     const cm = new k8s.core.v1.ConfigMap(`${name}-l1-${az}`, l1.configMap, inNs);
     new k8s.apps.v1.Deployment(`${name}-l1-${az}`, l1.deployment, { ...opts, dependsOn: [...l1Deps, cm] });

@@ -13,6 +13,7 @@ import { appLabels, ConfigMap, Deployment, objectName, onePodAtATime, PodDisrupt
 import { L1_PROXY_NAME, PORTS } from "../../contracts/names";
 import { APP, LABELS } from "../names";
 import { fallbackContainer, fallbackProxyField, fallbackVolumes, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec } from "./fallback";
+import { edgeInitContainer, edgeSyncContainer, edgeVolumes, l1Edge, L1_ADMIN_SOCKET, type L1EdgeSpec } from "./l1-edge";
 
 export interface L1ProxySpec {
   namespace: string;
@@ -32,6 +33,8 @@ export interface L1ProxySpec {
   zonalShift: boolean;
   /** The L4 fallback beside HAProxy (infra/workloads/fallback.ts). Default none. */
   fallback?: FallbackSidecarSpec;
+  /** The public edge's key sync beside HAProxy (infra/workloads/l1-edge.ts): clients authenticate. */
+  edge: L1EdgeSpec;
 }
 
 
@@ -93,7 +96,7 @@ export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" 
   return renderHaproxyConfig({
     monitorBind: `:${PORTS.l1Monitor}`,
     prometheusExporter: true,
-    statsSocket: "/var/run/haproxy/admin.sock",
+    statsSocket: L1_ADMIN_SOCKET,
     maxconn: L1_GLOBALS.maxconn,
     bufsize: L1_GLOBALS.bufsize,
     hardStopAfterMs: l1StopBudget().hardStopAfterS * 1000,
@@ -106,6 +109,7 @@ export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" 
         // Route53 checks this listener; `/az/health` on :8080 keeps working for anyone using it.
         azHealthBind: `:${PORTS.l1AzHealth}`,
         tuning: L1_TUNING,
+        edge: l1Edge(),
         servers: {
           kind: "dns",
           local: dnsGroup(s.namespace, s.az, s.slots[s.az]),
@@ -149,6 +153,7 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
           topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: labels } }],
           terminationGracePeriodSeconds: stop.terminationGracePeriodSeconds,
           securityContext: { runAsNonRoot: true, runAsUser: 99, runAsGroup: 99, seccompProfile: { type: "RuntimeDefault" }, ...(s.fallback ? { fsGroup: 10001 } : {}) },
+          initContainers: [edgeInitContainer(s.edge)],
           ...(s.fallback ? { serviceAccountName: FALLBACK_SERVICE_ACCOUNT } : {}),
           containers: [
             {
@@ -169,13 +174,16 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
               volumeMounts: [
                 { name: "config", mountPath: "/usr/local/etc/haproxy", readOnly: true },
                 { name: "run", mountPath: "/var/run/haproxy" },
+                { name: "edge-map", mountPath: "/var/run/llm-ha-edge", readOnly: true },
               ],
             },
+            edgeSyncContainer(s.edge),
             ...(s.fallback ? [fallbackContainer(s.fallback, PORTS.l1)] : []),
           ],
           volumes: [
             { name: "config", configMap: { name } },
             { name: "run", emptyDir: {} },
+            ...edgeVolumes(),
             ...(s.fallback ? fallbackVolumes(s.fallback) : []),
           ],
         },

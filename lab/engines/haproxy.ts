@@ -3,7 +3,7 @@
  * for the tests, the drill and the bench. State is read from the admin stats socket.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { renderHaproxyConfig, type HaproxyConfigArgs } from "../../contracts/haproxy-config";
@@ -63,7 +63,16 @@ export function checkHaproxyConfig(text: string, bin = haproxyBinary()): string 
   const dir = mkdtempSync(join(tmpdir(), "llmha-haproxy-check-"));
   try {
     const cfg = join(dir, "haproxy.cfg");
-    writeFileSync(cfg, text);
+    // A map the configuration loads from a path of the target machine (the L1 pod's
+    // /var/run/llm-ha-edge/keys.map) is checked with an empty one of the same name here.
+    let n = 0;
+    const local = text.replace(/map\((\/[^)\s]+)\)/g, (_m, p: string) => {
+      if (existsSync(p)) return `map(${p})`;
+      const stand = join(dir, `map-${n++}.map`);
+      writeFileSync(stand, "");
+      return `map(${stand})`;
+    });
+    writeFileSync(cfg, local);
     const r = spawnSync(bin, ["-c", "-f", cfg], { encoding: "utf8" });
     if (r.error) throw new HaproxyMissingError(bin);
     const out = `${r.stdout}${r.stderr}`;

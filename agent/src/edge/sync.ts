@@ -20,8 +20,8 @@ import { parseStoredKey } from "./keys";
 export interface EdgeSyncOptions {
   redis: Redis;
   keys: RedisKeys;
-  /** Admin sockets (`stats socket … level admin`) of the proxies that load `mapPath`. */
-  sockets: readonly string[];
+  /** Admin sockets (`stats socket … level admin`) of the proxies that load `mapPath`; a function when they come and go. */
+  sockets: readonly string[] | (() => readonly string[]);
   /** The map file, as named in the proxies' configuration. */
   mapPath: string;
   log: Logger;
@@ -125,7 +125,8 @@ export class EdgeSync {
     if (rev === this.st.revision && !full) return;
     const desired = await this.desired();
     writeAtomic(this.o.mapPath, mapFileText(desired));
-    for (const socket of this.o.sockets) await this.apply(socket, desired);
+    const sockets = typeof this.o.sockets === "function" ? this.o.sockets() : this.o.sockets;
+    for (const socket of sockets) await this.apply(socket, desired);
     if (rev !== this.st.revision) this.o.log.info({ revision: rev, keys: desired.size }, "edge keys applied");
     this.st.revision = rev;
     this.st.keys = desired.size;

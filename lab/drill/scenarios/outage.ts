@@ -13,6 +13,7 @@
  * the AZ proxies, which have no L4, fails every request meanwhile.
  */
 import { createWriteStream } from "node:fs";
+import { drillAuth } from "../credentials";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runFallback, type RunningFallback } from "../../../agent/src/fallback/command";
@@ -58,7 +59,7 @@ async function send(url: string, kind: Kind, seq: number, now: () => number): Pr
   const t = now();
   const ref = kind === "cached" ? seq % CACHED.length : null;
   const prompt = kind === "cached" ? CACHED[seq % CACHED.length].prompt : `${kind} request ${seq}`;
-  const headers: Record<string, string> = { "content-type": "application/json" };
+  const headers: Record<string, string> = { "content-type": "application/json", ...drillAuth("ops") };
   if (kind === "queue") headers["x-llmha-queue"] = "allow";
   try {
     const res = await fetch(`${url}/v1/chat/completions`, {
