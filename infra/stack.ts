@@ -50,6 +50,7 @@ export function createStack(): StackOutputs {
     privateSubnetIds: network.privateSubnetIds,
     version: c.kubernetesVersion,
     apiEndpoint: c.apiEndpoint,
+    access: c.clusterAccess,
     addonVersions: c.addonVersions,
     systemInstanceType: c.system.instanceType,
     systemDesiredSize: c.system.desiredSize,
@@ -66,6 +67,7 @@ export function createStack(): StackOutputs {
       standbyCapacityRatio: c.standbyCapacityRatio,
       standbyFallback: c.standbyFallback,
       standbyCapacityWaiver: c.standbyCapacityWaiver,
+      dependsOn: cluster.nodesNeed,
     },
     { dependsOn: [cluster] },
   );

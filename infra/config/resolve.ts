@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { Problems } from "../problems";
-import { clusterOf, systemNodesOf } from "./cluster";
+import { clusterAccessOf, clusterOf, systemNodesOf } from "./cluster";
 import { kafkaOf, redisOf } from "./data";
 import { dnsOf } from "./dns";
 import { fallbackOf } from "./fallback";
@@ -31,7 +31,8 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   const system = systemNodesOf(s, azs);
   const gpuClasses = gpuClassesOf(s, azs);
   const inference = inferenceOf(s);
-  const cluster = clusterOf(s, src.today ?? new Date());
+  const cluster = clusterOf(s, src.today ?? new Date(), src.warn ?? ((m) => void pulumi.log.warn(m)));
+  const clusterAccess = clusterAccessOf(s, src.aws);
   const agentImage = agentImageOf(s);
   const haproxy = haproxyOf(s);
   const dns = dnsOf(s);
@@ -47,6 +48,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     clusterName: src.project.get("clusterName") ?? `llm-ha-${src.stack}`,
     ...network,
     ...cluster,
+    clusterAccess,
     system,
     gpuClasses,
     ...inference,

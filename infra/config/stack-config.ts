@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { AddonName } from "../addons";
+import type { ClusterAccess } from "../cluster";
 import type { ApiEndpointConfig } from "./cluster";
 import type { FallbackConfig } from "./fallback";
 import type { GpuClassConfig, GpuClassName } from "./gpu";
@@ -16,6 +17,8 @@ export interface StackConfig {
   natPerAz: boolean;
   kubernetesVersion: string;
   apiEndpoint: ApiEndpointConfig;
+  /** Who reaches the Kubernetes API besides the creator (`llm-ha:clusterAdmins`, `kubeconfigRoleArn`, `aws:profile`). */
+  clusterAccess: ClusterAccess;
   system: { instanceType: string; desiredSize: number; maxSize: number };
   gpuClasses: GpuClassConfig[];
   inference: { image: string; model: string; gpusPerPod?: number; extraArgs: string[]; weightsS3Uri?: string };
@@ -49,7 +52,7 @@ export interface StackConfig {
   /** Practice wakes of the standby (`llm-ha:practiceWake`); none without a standby AZ or with `false`. */
   practiceWake?: PracticeWakeConfig;
   observability: ObservabilityConfig;
-  /** Managed add-on versions over `ADDON_VERSIONS` (`llm-ha:addonVersions`). */
+  /** Add-on versions pinned by the user (`llm-ha:addonVersions`); the others are resolved for the cluster version. */
   addonVersions: Partial<Record<AddonName, string>>;
 }
 
@@ -63,4 +66,6 @@ export interface ConfigSources {
   stack: string;
   /** The day support windows are judged on. Default now. */
   today?: Date;
+  /** Where warnings go (a version past its support window). Default `pulumi.log.warn`. */
+  warn?: (message: string) => void;
 }
