@@ -6,7 +6,7 @@
 // blocker as a regression fixture.
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { isScarceGpuType, SCARCE_GPU_FAMILIES } from "../contracts/scarce-gpus";
-import { findReferenced, isGpuNodeGroup, LAUNCH_TEMPLATE_TYPE, NODE_GROUP_TYPE } from "./conventions";
+import { gpuNodeGroupsWithTemplates } from "./conventions";
 import { ACCESS_ENTRY_TYPE, ACCESS_POLICY_ASSOCIATION_TYPE, dependsOnTransitively } from "./create-order";
 import { EKS_CLUSTER_TYPE, HELM_RELEASE_TYPE } from "./deployability";
 import { list, num, record, str, stringMap, strings, type Props } from "./props";
@@ -88,14 +88,8 @@ export const gpuScarceStartAtZero: StackValidationPolicy = {
   },
   validateStack: (args, reportViolation) => {
     const { scarceInstanceFamilies } = args.getConfig<GpuScarceConfig>();
-    for (const g of args.resources) {
-      if (g.type !== NODE_GROUP_TYPE || !isGpuNodeGroup(g.props as Props)) continue;
-      const p = g.props as Props;
-      const ref = record(p.launchTemplate);
-      const lt = ref ? findReferenced(args.resources, g, "launchTemplate", str(ref.id) ?? str(ref.name), LAUNCH_TEMPLATE_TYPE) : undefined;
-      const ltp = (lt?.props ?? {}) as Props;
-      const reserved = str(record(record(ltp.capacityReservationSpecification)?.capacityReservationTarget)?.capacityReservationId) !== undefined;
-      if (reserved || str(p.capacityType) === "CAPACITY_BLOCK") continue;
+    for (const { group: g, props: p, ltProps: ltp, reservation } of gpuNodeGroupsWithTemplates(args.resources)) {
+      if (reservation !== undefined || str(p.capacityType) === "CAPACITY_BLOCK") continue;
       const types = [...strings(p.instanceTypes), ...(str(ltp.instanceType) ? [str(ltp.instanceType)!] : [])];
       const scarce = types.filter((t) => isScarceGpuType(t, scarceInstanceFamilies));
       const desired = num(record(p.scalingConfig)?.desiredSize) ?? 0;
