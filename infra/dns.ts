@@ -74,7 +74,7 @@ export function createDns(name: string, args: DnsArgs, parent: pulumi.Resource):
     const next = (i + 1) % args.endpoints.length;
     const azName = `${e.az}.${args.serviceName}`;
     ids[e.az] = checks[i].id;
-    for (const [role, j] of [["PRIMARY", i], ["SECONDARY", next]] as const) {
+    const pair = ([["PRIMARY", i], ["SECONDARY", next]] as const).map(([role, j]) =>
       new aws.route53.Record(
         `${name}-${e.az}-${role.toLowerCase()}`,
         {
@@ -88,8 +88,11 @@ export function createDns(name: string, args: DnsArgs, parent: pulumi.Resource):
           healthCheckId: checks[j].id,
         },
         opts,
-      );
-    }
+      ),
+    );
+    // Route53 refuses an alias whose target record does not exist yet (InvalidChangeBatch …
+    // target was not found), and the alias names its target by a plain string: without this
+    // dependsOn it would be created first, before the failover pair waits for its NLBs.
     new aws.route53.Record(
       `${name}-${e.az}-weighted`,
       {
@@ -100,7 +103,7 @@ export function createDns(name: string, args: DnsArgs, parent: pulumi.Resource):
         weightedRoutingPolicies: [{ weight: 100 }],
         aliases: [{ name: azName, zoneId: args.zoneId, evaluateTargetHealth: true }],
       },
-      opts,
+      { parent, dependsOn: pair },
     );
   });
   return ids;

@@ -32,6 +32,12 @@ export interface StackOutputs {
   kafkaBootstrapBrokers: pulumi.Output<string>;
   /** The stack's ECR repository for the agent image. */
   agentRepositoryUrl: pulumi.Output<string>;
+  /**
+   * GPU node groups created below their running size (scarce types with no reservation or
+   * Capacity Block start at 0), each with the size to scale it to after `pulumi up`:
+   * docs/infra.md "From an empty account", step 6.
+   */
+  gpuScaleUp: pulumi.Output<Record<string, number>>;
 }
 
 /** `asg=wakeSize,…` of the groups (`LLMHA_STANDBY_ASGS`, `LLMHA_STANDBY_FALLBACK`), in their order; undefined for none. */
@@ -50,6 +56,7 @@ export function createStack(): StackOutputs {
     privateSubnetIds: network.privateSubnetIds,
     version: c.kubernetesVersion,
     apiEndpoint: c.apiEndpoint,
+    access: c.clusterAccess,
     addonVersions: c.addonVersions,
     systemInstanceType: c.system.instanceType,
     systemDesiredSize: c.system.desiredSize,
@@ -66,6 +73,7 @@ export function createStack(): StackOutputs {
       standbyCapacityRatio: c.standbyCapacityRatio,
       standbyFallback: c.standbyFallback,
       standbyCapacityWaiver: c.standbyCapacityWaiver,
+      dependsOn: cluster.nodesNeed,
     },
     { dependsOn: [cluster] },
   );
@@ -216,5 +224,9 @@ export function createStack(): StackOutputs {
     redisEndpoint: redis.primaryEndpoint,
     kafkaBootstrapBrokers: kafka.bootstrapBrokers,
     agentRepositoryUrl: agentImage.repository.repositoryUrl,
+    // The standby's groups reach their size at the schedule's next scale-up (a standby AZ always has one).
+    gpuScaleUp: pulumi
+      .all(gpu.groups.filter((g) => g.createSize < g.desiredSize && g.role === "active").map((g) => g.nodeGroup.nodeGroupName.apply((n) => [n, g.desiredSize] as const)))
+      .apply((pairs) => Object.fromEntries(pairs)),
   };
 }

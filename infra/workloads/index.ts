@@ -167,7 +167,8 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       inNs,
     );
   }
-  new k8s.apps.v1.DaemonSet(`${name}-device-plugin`, devicePluginDaemonSet(args.devicePluginImage ?? DEVICE_PLUGIN_IMAGE), opts);
+  // Runs on GPU nodes only: with none yet (they scale up after creation) it is ready at once.
+  new k8s.apps.v1.DaemonSet(`${name}-device-plugin`, devicePluginDaemonSet(args.devicePluginImage ?? DEVICE_PLUGIN_IMAGE), { ...opts, customTimeouts: { create: "10m", update: "20m" } });
 
   const slots: Record<string, number> = {};
   for (const { az } of args.azs) slots[az] = args.gpuClasses.reduce((n, c) => n + c.maxPerAz, 0);
@@ -247,7 +248,10 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       edge: { image: args.agentImage, cluster: args.clusterName, redisSecretName: "llm-ha-redis" },
     });
     const cm = new k8s.core.v1.ConfigMap(`${name}-l1-${az}`, l1.configMap, inNs);
-    new k8s.apps.v1.Deployment(`${name}-l1-${az}`, l1.deployment, { ...opts, dependsOn: [...l1Deps, cm] });
+    // Explicit wait: Ready needs the system nodes, two image pulls (HAProxy, the agent image
+    // for the fallback) and the fallback's Kafka/Redis connections; the default 10 minutes
+    // is not a number anyone chose (policies/create-time.ts, waits-bounded).
+    new k8s.apps.v1.Deployment(`${name}-l1-${az}`, l1.deployment, { ...opts, dependsOn: [...l1Deps, cm], customTimeouts: { create: "20m", update: "20m" } });
     new k8s.policy.v1.PodDisruptionBudget(`${name}-l1-${az}`, l1.pdb, inNs);
     // The load balancer controller gives the Service its NLB; provisioning takes minutes.
     const svc = new k8s.core.v1.Service(`${name}-l1-${az}-nlb`, l1.service, {

@@ -30,7 +30,8 @@ function nodeGroup(az: string, role: "active" | "standby"): CapturedResource {
     launchTemplate: { id: `gpu-${az}-lt-id`, version: "1" },
     labels: { "llm-ha.io/gpu-class": "h100", "llm-ha.io/az": az, "llm-ha.io/az-role": role },
     taints: [{ key: "nvidia.com/gpu", value: "true", effect: "NO_SCHEDULE" }],
-    scalingConfig: { minSize: 0, desiredSize: 2, maxSize: 4 },
+    // Created at zero, as the program creates On-Demand groups of scarce GPU types (gpu-scarce-start-at-zero).
+    scalingConfig: { minSize: 0, desiredSize: 0, maxSize: 4 },
     tags: TAGS,
   });
 }
@@ -57,7 +58,8 @@ const INFERENCE_LABELS = { "app.kubernetes.io/name": "inference", "llm-ha.io/az"
 const inference = res("kubernetes:apps/v1:Deployment", "inference-us-east-1a", {
   apiVersion: "apps/v1",
   kind: "Deployment",
-  metadata: { name: "inference-us-east-1a", namespace: "llm-ha" },
+  // Not awaited, as the program's (waits-bounded): its pods wait for GPU nodes.
+  metadata: { name: "inference-us-east-1a", namespace: "llm-ha", annotations: { "pulumi.com/skipAwait": "true" } },
   spec: {
     replicas: 2,
     selector: { matchLabels: INFERENCE_LABELS },
@@ -93,7 +95,7 @@ const AGENT_LABELS = { "app.kubernetes.io/name": "llm-ha-agent" };
 const agent = res("kubernetes:apps/v1:DaemonSet", "agent", {
   apiVersion: "apps/v1",
   kind: "DaemonSet",
-  metadata: { name: "llm-ha-agent", namespace: "llm-ha" },
+  metadata: { name: "llm-ha-agent", namespace: "llm-ha", annotations: { "pulumi.com/skipAwait": "true" } },
   spec: {
     selector: { matchLabels: AGENT_LABELS },
     template: {

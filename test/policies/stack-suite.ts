@@ -77,7 +77,13 @@ export function describeStackPolicies(env: Env): void {
       const old = structuredClone(rs);
       const cluster = old.find((r) => r.type === "aws:eks/cluster:Cluster")!;
       cluster.props.version = "1.31";
-      expect(mandatory(await runPolicies(policies, old)).map((v) => [v.policy, v.urn])).toEqual([["eks-version-supported", cluster.urn]]);
+      // kube-proxy was resolved for the cluster's version (1.35); with only the cluster's version
+      // changed in the graph, addon-versions-for-cluster sees the mismatch too.
+      const kubeProxy = old.find((r) => r.type === "aws:eks/addon:Addon" && r.props.addonName === "kube-proxy")!;
+      expect(mandatory(await runPolicies(policies, old)).map((v) => [v.policy, v.urn])).toEqual([
+        ["eks-version-supported", cluster.urn],
+        ["addon-versions-for-cluster", kubeProxy.urn],
+      ]);
       const noLbc = rs.filter((r) => r.type !== "kubernetes:helm.sh/v3:Release");
       expect(mandatory(await runPolicies(policies, noLbc)).map((v) => v.policy)).toEqual(["nlb-needs-lb-controller"]);
     });
@@ -133,6 +139,8 @@ export function describeStackPolicies(env: Env): void {
       const down = broken.find((r) => r.type === "aws:autoscaling/schedule:Schedule" && r.props.desiredCapacity === 0);
       if (!active || !down) throw new Error("no active group or scale-down schedule captured");
       down.props.autoscalingGroupName = `eks-${active.name}-asg`;
+      // The engine would record the group it came from as the property's dependency.
+      down.opts.propertyDependencies = { ...down.opts.propertyDependencies, autoscalingGroupName: [active.urn] };
       const found = mandatory(await runPolicies(policies, broken)).map((v) => v.message);
       expect(found).toContain(`Schedule ${down.name} targets active GPU node group ${active.name}; only standby groups may be scheduled.`);
     });
