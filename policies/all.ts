@@ -3,6 +3,7 @@
 import type { Policies } from "@pulumi/policy";
 import { eksControlPlaneLogging } from "./cluster";
 import { crdsInstalled } from "./crds";
+import { imagesByDigest, l1AuthRequired, l1TlsRequired } from "./edge";
 import { eksVersionSupported, gpuCapacitySettings, nlbNeedsLbController } from "./deployability";
 import { mskHaEncrypted, redisHaEncrypted } from "./data";
 import { agentRoleLeastPrivilege, mskQueueWriterOnlyFallback } from "./iam";
@@ -49,4 +50,7 @@ export const policies: Policies = [
   gpuCapacitySettings,
   nlbNeedsLbController,
   crdsInstalled,
+  l1TlsRequired,
+  l1AuthRequired,
+  imagesByDigest,
 ];
