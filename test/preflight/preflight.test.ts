@@ -29,6 +29,12 @@ const FILLED = [
   "    publicAccessCidrs:",
   "      - 203.0.113.7/32",
   "  llm-ha:agentImage: 111122223333.dkr.ecr.us-east-1.amazonaws.com/llm-ha-qa/agent@sha256:" + "c3".repeat(32),
+  "  llm-ha:inferenceApiKey:",
+  "    secure: v1:EEEEFFFFGGGGHHHH",
+  "  llm-ha:images:",
+  "    dockerHubSecretArn: arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/docker-hub-Ab12Cd",
+  "    haproxyDigest: sha256:" + "d4".repeat(32),
+  "    lbControllerDigest: sha256:" + "e5".repeat(32),
 ].join("\n");
 
 /** dev's stack file with the user settings filled in and `edit` applied, as its own project folder. */
@@ -58,14 +64,18 @@ describe("llm-ha preflight offline", () => {
   it("prod as committed: names every user setting with its command, prints the online plan, exits 1", async () => {
     const { code, stdout } = await cli(["--stack", "prod"]);
     expect(code).toBe(1);
-    for (const key of ["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken"]) {
+    const edge = ["llm-ha:inferenceApiKey", "llm-ha:edge.certificateArn", "llm-ha:images.dockerHubSecretArn", "llm-ha:images.haproxyDigest", "llm-ha:images.lbControllerDigest"];
+    for (const key of ["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken", ...edge]) {
       expect(stdout).toMatch(new RegExp(`setting ${key.replace(/\./g, "\\.")}\\s+missing`));
     }
     expect(stdout).toContain("pulumi config set --secret llm-ha:hfToken");
+    // A digest nobody pinned: the command that reads it, ready to paste.
+    expect(stdout).toContain("crane digest public.ecr.aws/docker/library/haproxy:2.6-alpine");
+    expect(stdout).toContain("aws acm request-certificate --domain-name");
     expect(stdout).toContain("Online checks (read-only; run with --online");
     expect(stdout).toContain("quota-code L-417A185B (Running On-Demand P instances) in us-east-1 ≥ 4608 vCPUs");
     expect(stdout).toMatch(/capacity h100\s+warn\s+p5\.48xlarge On-Demand without a reservation/);
-    expect(stdout).toMatch(/6 blocking \(offline checks only\)\n$/);
+    expect(stdout).toMatch(/11 blocking \(offline checks only\)\n$/);
   });
 
   it("a filled-in stack file: nothing blocks offline, exit 0", async () => {
