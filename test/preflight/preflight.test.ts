@@ -45,7 +45,9 @@ function variant(edit: (yaml: string) => string = (y) => y): string {
   const yaml = fs
     .readFileSync(path.join(ROOT, "Pulumi.dev.yaml"), "utf8")
     .replace("  llm-ha:dns:\n", "  llm-ha:dns:\n    zoneId: Z04217753KQ3ZPLMVTB2\n    serviceName: infer.qa.llm-ha.net\n")
-    .replace("config:\n", `config:\n${FILLED}\n`);
+    .replace("config:\n", `config:\n${FILLED}\n`)
+    // dev's own stack may waive TLS; a stack of another name needs the certificate.
+    .replace("  llm-ha:edge:\n    plainHttp: true\n", "  llm-ha:edge:\n    certificateArn: arn:aws:acm:us-east-1:111122223333:certificate/6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0\n");
   fs.writeFileSync(file, edit(yaml));
   return file;
 }
