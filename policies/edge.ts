@@ -39,7 +39,7 @@ function isInternetNlb(props: Props): boolean {
 export const l1TlsRequired: ResourceValidationPolicy = {
   name: "l1-tls-required",
   description:
-    "Every internet-facing NLB Service terminates TLS on every port with an ACM certificate (aws-load-balancer-ssl-cert, -ssl-ports, -ssl-negotiation-policy): client keys and prompts never cross the internet in clear text. Only a dev stack's explicit waiver (llm-ha.io/plain-http) is let through.",
+    "L1 edge: every internet-facing NLB Service terminates TLS on every port with an ACM certificate (aws-load-balancer-ssl-cert, -ssl-ports, -ssl-negotiation-policy): client keys and prompts never cross the internet in clear text. Only a dev stack's explicit waiver (llm-ha.io/plain-http) is let through.",
   enforcementLevel: "mandatory",
   configSchema: { properties: {} },
   validateResource: (args, reportViolation) => {
@@ -92,7 +92,7 @@ function podSpecOf(type: string, props: Props): Props | undefined {
 export const imagesByDigest: ResourceValidationPolicy = {
   name: "images-by-digest",
   description:
-    "Every container and init container of a workload names its image by digest (`@sha256:`): a tag can move under running nodes, so a node woken at 3 a.m. could run code nobody reviewed (infra/images.ts).",
+    "L1–L4: every container and init container of a workload names its image by digest (`@sha256:`): a tag can move under running nodes, so a node woken at 3 a.m. could run code nobody reviewed (infra/images.ts).",
   enforcementLevel: "mandatory",
   configSchema: { properties: {} },
   validateResource: (args, reportViolation) => {

@@ -200,7 +200,8 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       const checks = ofType(rs, "aws:route53/healthCheck:HealthCheck");
       expect(checks).toHaveLength(azs.length);
       for (const c of checks.map((x) => x.props as O)) {
-        expect(c).toMatchObject({ type: "HTTP", resourcePath: "/az/health", requestInterval: 10 });
+        // HTTPS where the NLB's listeners are TLS (every stack but a dev one that waived it).
+        expect(c).toMatchObject({ type: env === "dev" ? "HTTP" : "HTTPS", resourcePath: "/az/health", requestInterval: 10 });
         expect(c.failureThreshold).toBeLessThanOrEqual(2);
       }
       const failover = props("aws:route53/record:Record").filter((r) => r.failoverRoutingPolicies);
@@ -258,8 +259,11 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       expect(cluster.vpcConfig).toMatchObject({ endpointPublicAccess: true, endpointPrivateAccess: true, publicAccessCidrs: ["198.51.100.0/24"] });
       const attached = props("aws:iam/rolePolicyAttachment:RolePolicyAttachment").map((a) => a.policyArn as string);
       expect(attached.filter((a) => !/^arn:aws:iam::aws:policy\/(AmazonEKS|AmazonEC2ContainerRegistryReadOnly|service-role\/AmazonEBSCSIDriverPolicy$)/.test(a))).toEqual([]);
-      // The only inline policies: the agent's, the L4 fallback's and the load balancer controller's (IRSA), checked below.
-      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "fallback-msk", "lbc-policy"]);
+      // The only inline policies: the agent's, the L4 fallback's and the load balancer controller's (IRSA), checked below,
+      // and the nodes' pull through the stack's ECR cache (create and import under <cluster>/* only).
+      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "fallback-msk", "images-node-pull", "lbc-policy"]);
+      const pull = JSON.parse(String(props("aws:iam/rolePolicy:RolePolicy").find((p) => String(p.policy).includes("PullThroughCache"))!.policy));
+      expect(pull.Statement[0]).toMatchObject({ Action: ["ecr:CreateRepository", "ecr:BatchImportUpstreamImage"], Resource: `arn:aws:ecr:us-east-1:123456789012:repository/${cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`}/*` });
     });
 
     it("runs the L4 fallback beside every L1 proxy, as its own IRSA role that only reaches its MSK topic and group", () => {

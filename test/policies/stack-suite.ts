@@ -5,10 +5,10 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { policies } from "../../policies/all";
-import { L1_AUTH_ENFORCEMENT } from "../../policies/edge";
 import { mandatory, runPolicies, type Violation } from "../../policies/runner";
 import { TAGGABLE_TYPES } from "../../policies/tags";
 import { captureStack, type CapturedResource, type Env } from "../../infra/capture";
+import { settled } from "./fixtures";
 
 // What the mandatory policies read; a stack without one of them would pass vacuously.
 const COVERED = [
@@ -50,10 +50,7 @@ export function describeStackPolicies(env: Env): void {
 
     // `npm run policy -- --stack <env>` is clean: advisory findings (a missing tag) count too.
     it("has zero violations of any level", () => {
-      // Client authentication at L1 is rendered by the HAProxy generator (issue 25.2); until then
-      // its policy is advisory and known to fire. Once it is mandatory, it counts here again.
-      const pending = (v: Violation) => v.policy === "l1-auth-required" && L1_AUTH_ENFORCEMENT === "advisory";
-      expect(violations.filter((v) => !pending(v)).map((v) => `${v.enforcementLevel} ${v.policy}: ${v.message}`)).toEqual([]);
+      expect(violations.filter(settled).map((v) => `${v.enforcementLevel} ${v.policy}: ${v.message}`)).toEqual([]);
     });
 
     it("tags every taggable AWS resource with Project and Environment", () => {
