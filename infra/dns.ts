@@ -21,6 +21,8 @@ export interface DnsArgs {
    * `PORTS.l1AzHealth` (8081).
    */
   port?: number;
+  /** The NLB listener is TLS (`llm-ha:edge.certificateArn`): the checks speak HTTPS (Route53 does not validate the certificate). Default false. */
+  https?: boolean;
 }
 
 /**
@@ -58,7 +60,7 @@ export function createDns(name: string, args: DnsArgs, parent: pulumi.Resource):
       new aws.route53.HealthCheck(
         `${name}-hc-${e.az}`,
         {
-          type: "HTTP",
+          type: args.https ? "HTTPS" : "HTTP",
           fqdn: e.hostname,
           port,
           resourcePath: "/az/health",

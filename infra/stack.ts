@@ -1,6 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import { AgentIam, azIdsSetting } from "./agent-iam";
 import { AgentImage } from "./agent-image";
+import { ImageCache } from "./image-cache";
+import { IMAGES, pullRef, pullRefOf } from "./images";
 import { createLbController } from "./lb-controller";
 import { createWeightsReaderRole } from "./weights-iam";
 import { Cluster } from "./cluster";
@@ -125,8 +127,13 @@ export function createStack(): StackOutputs {
     };
   }
 
+  // Docker Hub and ECR Public images come through the stack's pull-through cache, by digest.
+  const cache = new ImageCache("images", { clusterName: c.clusterName, region: c.region, dockerHubSecretArn: c.images.dockerHubSecretArn, nodeRoleName: cluster.nodeRole.name });
+  const cached = (name: "haproxy" | "awsCli" | "lbController") => cache.cacheRoot.apply((root) => pullRef(IMAGES[name].repository, c.images.digests[name], root));
+
   // Everything with an NLB waits for the controller that makes NLBs.
   const lbController = createLbController("lbc", {
+    image: cached("lbController"),
     provider: cluster.provider,
     clusterName: cluster.cluster.name,
     region: c.region,
@@ -174,14 +181,17 @@ export function createStack(): StackOutputs {
     clusterName: c.clusterName,
     azs: network.subnets.map((s) => ({ az: s.az, publicSubnetId: s.publicSubnet.id })),
     gpuClasses: c.gpuClasses,
-    inference: c.inference,
+    inference: { ...c.inference, image: cache.cacheRoot.apply((root) => pullRefOf(c.inference.image, root)) },
+    awsCliImage: c.inference.weightsS3Uri ? cached("awsCli") : undefined,
+    inferenceApiKey: c.inferenceApiKey,
+    tls: c.edge.certificateArn ? { certificateArn: c.edge.certificateArn, sslPolicy: c.edge.sslPolicy } : null,
     agentImage: agentImage.ref,
     hfToken: c.hfToken,
     inferenceRoleArn: weightsRole?.arn,
     lbController,
     redisUrl: redis.url,
     vpcCidr: c.vpcCidr,
-    haproxyImage: c.haproxy.image,
+    haproxyImage: c.haproxy.image ? cache.cacheRoot.apply((root) => pullRefOf(c.haproxy.image, root)) : cached("haproxy"),
     haproxyReplicas: c.haproxy.replicas,
     zonalShift: c.dns.zonalShift,
     standbyAz: c.standbyAz,
@@ -213,6 +223,7 @@ export function createStack(): StackOutputs {
     ttl: c.dns.ttl,
     failureThreshold: c.dns.failureThreshold,
     endpoints: c.azs.map((az) => ({ az, hostname: workloads.nlbHostnames[az] })),
+    https: c.edge.certificateArn !== null,
   });
 
   return {

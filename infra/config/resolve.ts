@@ -3,6 +3,7 @@ import { Problems } from "../problems";
 import { clusterAccessOf, clusterOf, systemNodesOf } from "./cluster";
 import { kafkaOf, redisOf } from "./data";
 import { dnsOf } from "./dns";
+import { edgeOf, imagesOf, inferenceKeyOf, requireDigest } from "./edge";
 import { fallbackOf } from "./fallback";
 import { gpuClassesOf } from "./gpu";
 import { networkOf } from "./network";
@@ -36,6 +37,12 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   const agentImage = agentImageOf(s);
   const haproxy = haproxyOf(s);
   const dns = dnsOf(s);
+  const edge = edgeOf(s, src.stack);
+  const images = imagesOf(s);
+  const inferenceApiKey = inferenceKeyOf(s);
+  requireDigest(s, images, "haproxy", haproxy.image === "");
+  requireDigest(s, images, "awsCli", inference.inference.weightsS3Uri !== undefined);
+  requireDigest(s, images, "lbController", true);
   const redis = redisOf(s, azs);
   const kafka = kafkaOf(s, azs);
   const fallback = fallbackOf(src.project.getObject<unknown>("fallback"), src.project, inference.inference.model, p);
@@ -55,6 +62,9 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     ...agentImage,
     haproxy,
     dns,
+    edge,
+    images,
+    inferenceApiKey,
     redis,
     kafka,
     fallback,

@@ -1,6 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { AddonName } from "../addons";
 import type { ClusterAccess } from "../cluster";
+import type { ImageName } from "../images";
 import type { ApiEndpointConfig } from "./cluster";
 import type { FallbackConfig } from "./fallback";
 import type { GpuClassConfig, GpuClassName } from "./gpu";
@@ -26,11 +27,17 @@ export interface StackConfig {
   agentImage: string;
   /** Build agent/Dockerfile and push it to the stack's ECR repository (`@pulumi/docker-build`; needs Docker). */
   agentImageBuild: boolean;
+  /** The API key vLLM requires on its `/v1` routes (`pulumi config set --secret llm-ha:inferenceApiKey`): the agents send it. */
+  inferenceApiKey: pulumi.Output<string>;
   /** Hugging Face token for gated models (`pulumi config set --secret llm-ha:hfToken`). */
   hfToken?: pulumi.Output<string>;
   haproxy: { image: string; replicas: number };
   /** `zonalShiftResources`: ARNs of the L1 NLBs the agent may zonal-shift (made by the load balancer controller, so not outputs). */
   dns: { zoneId: string; serviceName: string; ttl: number; failureThreshold: number; zonalShift: boolean; zonalShiftResources: string[] };
+  /** The NLBs' TLS listeners (`llm-ha:edge`): the ACM certificate, or clear text where a dev stack waived it. */
+  edge: { certificateArn: string | null; plainHttp: boolean; sslPolicy: string };
+  /** Digests by image (infra/images.ts; empty where none is pinned or set) and the Docker Hub cache rule's secret (`llm-ha:images`). */
+  images: { digests: Record<ImageName, string>; dockerHubSecretArn: string };
   redis: { nodeType: string; replicas: number; authToken: pulumi.Output<string> };
   kafka: { version: string; brokersPerAz: number; instanceType: string; volumeSizeGb: number };
   /** The L4 fallback beside each L1 proxy (`llm-ha:fallback`, docs/fallback.md). */

@@ -1,3 +1,5 @@
+import { IMAGES } from "../images";
+import { digestRefProblem } from "./edge";
 import { isPosInt, type Settings } from "./read";
 import type { StackConfig } from "./stack-config";
 
@@ -28,7 +30,7 @@ export function inferenceOf(s: Settings): Pick<StackConfig, "inference" | "hfTok
   return {
     hfToken,
     inference: {
-      image: s.str(inf, "image", key("inference.image"), "vllm/vllm-openai:v0.8.5"),
+      image: imageRef(s, inf, "image", key("inference.image"), `${IMAGES.vllm.repository}:${IMAGES.vllm.tag}@${IMAGES.vllm.digest}`),
       model,
       gpusPerPod: isPosInt(gpusPerPod) ? gpusPerPod : undefined,
       extraArgs: Array.isArray(extraArgs) ? (extraArgs as string[]) : [],
@@ -58,5 +60,15 @@ export function agentImageOf(s: Settings): Pick<StackConfig, "agentImage" | "age
 /** `llm-ha:haproxy`: the L1 proxy. */
 export function haproxyOf(s: Settings): StackConfig["haproxy"] {
   const hap = s.obj("haproxy");
-  return { image: s.str(hap, "image", s.key("haproxy.image"), "haproxy:2.6-alpine"), replicas: s.int(hap, "replicas", s.key("haproxy.replicas"), 2) };
+  // Empty default: the ECR Public mirror of Docker's haproxy at `llm-ha:images.haproxyDigest` (resolve.ts requires it then).
+  return { image: imageRef(s, hap, "image", s.key("haproxy.image"), ""), replicas: s.int(hap, "replicas", s.key("haproxy.replicas"), 2) };
+}
+
+/** An image setting: by digest when given (`images-by-digest`), else the default. */
+function imageRef(s: Settings, o: Record<string, unknown>, k: string, path: string, dflt: string): string {
+  if (o[k] === undefined) return dflt;
+  const ref = s.str(o, k, path);
+  const problem = ref ? digestRefProblem(ref) : null;
+  if (problem) s.p.add(path, problem);
+  return ref;
 }

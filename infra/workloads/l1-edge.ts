@@ -16,7 +16,12 @@ export interface L1EdgeSpec {
   cluster: string;
   /** Secret with the Redis URL under `url`. */
   redisSecretName: string;
+  /** Secret with the inference servers' own API key under `key` (vLLM `VLLM_API_KEY`): HAProxy sends it upstream. Default none. */
+  upstreamKeySecretName?: string;
 }
+
+/** HAProxy's environment variable holding the servers' key (the generator's `upstreamKeyEnv`). */
+export const UPSTREAM_KEY_ENV = "LLMHA_INFERENCE_API_KEY";
 
 /** Where HAProxy and the sync share the map (an emptyDir). */
 export const EDGE_MAP_DIR = "/var/run/llm-ha-edge";
@@ -32,8 +37,13 @@ const HAPROXY_UID = 99;
  * The generator's edge of the L1 proxies. Unauthenticated requests are also limited per
  * client address: the NLB's target groups preserve client IPs (`preserve_client_ip`).
  */
-export function l1Edge(): HaproxyEdge {
-  return { keysMap: EDGE_MAP, sinkAddress: `127.0.0.1:${EDGE_SINK_PORT}`, unauthPer10s: 300 };
+export function l1Edge(upstreamKey: boolean): HaproxyEdge {
+  return { keysMap: EDGE_MAP, sinkAddress: `127.0.0.1:${EDGE_SINK_PORT}`, unauthPer10s: 300, ...(upstreamKey ? { upstreamKeyEnv: UPSTREAM_KEY_ENV } : {}) };
+}
+
+/** HAProxy's environment: the servers' key from its Secret (the configuration names the variable, never the key). */
+export function haproxyEdgeEnv(s: Pick<L1EdgeSpec, "upstreamKeySecretName">): { name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }[] {
+  return s.upstreamKeySecretName ? [{ name: UPSTREAM_KEY_ENV, valueFrom: { secretKeyRef: { name: s.upstreamKeySecretName, key: "key" } } }] : [];
 }
 
 function syncContainer(s: L1EdgeSpec, name: string, args: string[]): Container {

@@ -30,6 +30,12 @@ const FILLED = [
   "    publicAccessCidrs:",
   "      - 203.0.113.7/32",
   "  llm-ha:agentImage: 111122223333.dkr.ecr.us-east-1.amazonaws.com/llm-ha-qa/agent@sha256:" + "c3".repeat(32),
+  "  llm-ha:inferenceApiKey:",
+  "    secure: v1:EEEEFFFFGGGGHHHH",
+  "  llm-ha:images:",
+  "    dockerHubSecretArn: arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/docker-hub-Ab12Cd",
+  "    haproxyDigest: sha256:" + "d4".repeat(32),
+  "    lbControllerDigest: sha256:" + "e5".repeat(32),
 ].join("\n");
 
 /** dev's stack file with the user settings filled in and `edit` applied, as its own project folder. */
@@ -40,7 +46,9 @@ function variant(edit: (yaml: string) => string = (y) => y): string {
   const yaml = fs
     .readFileSync(path.join(ROOT, "Pulumi.dev.yaml"), "utf8")
     .replace("  llm-ha:dns:\n", "  llm-ha:dns:\n    zoneId: Z04217753KQ3ZPLMVTB2\n    serviceName: infer.qa.llm-ha.net\n")
-    .replace("config:\n", `config:\n${FILLED}\n`);
+    .replace("config:\n", `config:\n${FILLED}\n`)
+    // dev's own stack may waive TLS; a stack of another name needs the certificate.
+    .replace("  llm-ha:edge:\n    plainHttp: true\n", "  llm-ha:edge:\n    certificateArn: arn:aws:acm:us-east-1:111122223333:certificate/6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0\n");
   fs.writeFileSync(file, edit(yaml));
   return file;
 }
@@ -59,17 +67,21 @@ describe("llm-ha preflight offline", () => {
   it("prod as committed: names every user setting with its command, prints the online plan, exits 1", async () => {
     const { code, stdout } = await cli(["--stack", "prod"]);
     expect(code).toBe(1);
-    for (const key of ["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken"]) {
+    const edge = ["llm-ha:inferenceApiKey", "llm-ha:edge.certificateArn", "llm-ha:images.dockerHubSecretArn", "llm-ha:images.haproxyDigest", "llm-ha:images.lbControllerDigest"];
+    for (const key of ["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken", ...edge]) {
       expect(stdout).toMatch(new RegExp(`setting ${key.replace(/\./g, "\\.")}\\s+missing`));
     }
     expect(stdout).toContain("pulumi config set --secret llm-ha:hfToken");
+    // A digest nobody pinned: the command that reads it, ready to paste.
+    expect(stdout).toContain("crane digest public.ecr.aws/docker/library/haproxy:2.6-alpine");
+    expect(stdout).toContain("aws acm request-certificate --domain-name");
     expect(stdout).toContain("Online checks (read-only; run with --online");
     // 4,608 for the groups at their maximum, and 768 for the standby's fallback groups (issue 27).
     expect(stdout).toContain("quota-code L-417A185B (Running On-Demand P instances) in us-east-1 ≥ 5376 vCPUs");
     expect(stdout).toContain("add-on versions: eks describe-addon-versions --kubernetes-version 1.35 for vpc-cni, coredns, kube-proxy, eks-pod-identity-agent, aws-ebs-csi-driver, eks-node-monitoring-agent: each has a default version");
     expect(stdout).toContain("agent image: ecr describe-images --image-ids imageDigest=… for <llm-ha:agentImage>: the digest exists in its repository");
     expect(stdout).toMatch(/capacity h100\s+warn\s+p5\.48xlarge On-Demand without a reservation/);
-    expect(stdout).toMatch(/6 blocking \(offline checks only\)\n$/);
+    expect(stdout).toMatch(/11 blocking \(offline checks only\)\n$/);
   });
 
   it("a filled-in stack file: nothing blocks offline, exit 0", async () => {
