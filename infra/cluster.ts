@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
+import { nodePullThroughPolicy } from "./image-cache";
 import * as pulumi from "@pulumi/pulumi";
 import { DEFAULT_EKS_VERSION } from "../contracts/eks-versions";
 import type { ApiEndpointConfig } from "./config";
@@ -190,7 +191,8 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
     parent,
   );
 
-  const nodesNeed = [...nodeAttachments, ...addons.network];
+  const nodePull = nodePullThroughPolicy(`${name}-node-pull`, { clusterName: args.clusterName, region: args.region, nodeRoleName: nodeRole.name }, parent);
+  const nodesNeed = [...nodeAttachments, nodePull, ...addons.network];
   const systemNodes = new aws.eks.NodeGroup(
     `${name}-system`,
     {

@@ -10,8 +10,6 @@ export interface ImageCacheArgs {
   dockerHubSecretArn: string;
   /** Region of the cache (the cluster's). Required. */
   region: string;
-  /** The nodes' IAM role: the first pull of an image creates its cache repository and imports it. Required. */
-  nodeRoleName: pulumi.Input<string>;
 }
 
 /** ECR's limit on a pull-through cache rule's repository prefix. */
@@ -41,7 +39,7 @@ export function createImageCache(name: string, args: ImageCacheArgs, parent: pul
   for (const x of prefixes) if (x.length > MAX_PREFIX) p.add("clusterName", `${x} is over ECR's ${MAX_PREFIX} characters for a cache prefix: shorten llm-ha:clusterName`);
   p.throwIfAny("ImageCache arguments");
   const opts = { parent };
-  const rules = (Object.entries(CACHE_UPSTREAMS) as [CachePrefix, string][]).map(
+  (Object.entries(CACHE_UPSTREAMS) as [CachePrefix, string][]).forEach(
     ([prefix, upstream]) =>
       new aws.ecr.PullThroughCacheRule(
         `${name}-${prefix}`,
@@ -54,13 +52,22 @@ export function createImageCache(name: string, args: ImageCacheArgs, parent: pul
       ),
   );
   const account = aws.getCallerIdentityOutput({}, opts).accountId;
-  const region = args.region;
-  const repos = pulumi.interpolate`arn:aws:ecr:${region}:${account}:repository/${args.clusterName}/*`;
-  // The first pull of an image through a rule creates its repository and imports the image: the nodes' pull needs both.
-  new aws.iam.RolePolicy(
-    `${name}-node-pull`,
+  return pulumi.interpolate`${account}.dkr.ecr.${args.region}.amazonaws.com/${args.clusterName}`;
+}
+
+/**
+ * The nodes' right to pull through the cache: the first pull of an image through a rule
+ * creates its repository and imports the image. Created with the node role's other policies
+ * (infra/cluster.ts), so every node group depends on it: a node must never come up unable
+ * to pull the images it is there to run.
+ */
+export function nodePullThroughPolicy(name: string, a: { clusterName: string; region: string; nodeRoleName: pulumi.Input<string> }, parent: pulumi.Resource): aws.iam.RolePolicy {
+  const account = aws.getCallerIdentityOutput({}, { parent }).accountId;
+  const repos = pulumi.interpolate`arn:aws:ecr:${a.region}:${account}:repository/${a.clusterName}/*`;
+  return new aws.iam.RolePolicy(
+    name,
     {
-      role: args.nodeRoleName,
+      role: a.nodeRoleName,
       policy: repos.apply((resource) =>
         JSON.stringify({
           Version: "2012-10-17",
@@ -68,7 +75,6 @@ export function createImageCache(name: string, args: ImageCacheArgs, parent: pul
         }),
       ),
     },
-    { ...opts, dependsOn: rules },
+    { parent },
   );
-  return pulumi.interpolate`${account}.dkr.ecr.${region}.amazonaws.com/${args.clusterName}`;
 }

@@ -128,7 +128,7 @@ export function createStack(): StackOutputs {
   }
 
   // Docker Hub and ECR Public images come through the stack's pull-through cache, by digest.
-  const cache = new ImageCache("images", { clusterName: c.clusterName, region: c.region, dockerHubSecretArn: c.images.dockerHubSecretArn, nodeRoleName: cluster.nodeRole.name });
+  const cache = new ImageCache("images", { clusterName: c.clusterName, region: c.region, dockerHubSecretArn: c.images.dockerHubSecretArn });
   const cached = (name: "haproxy" | "awsCli" | "lbController") => cache.cacheRoot.apply((root) => pullRef(IMAGES[name].repository, c.images.digests[name], root));
 
   // Everything with an NLB waits for the controller that makes NLBs.
