@@ -91,6 +91,17 @@ export function offlineChecks(values: Record<string, string>, project: string, s
         });
       }
     }
+    if (config.observability.enabled) {
+      // The stack ships rules, scrape jobs and a dashboard but installs no Prometheus or Grafana: say so.
+      rows.push({
+        check: "observability",
+        status: "warn",
+        detail: config.observability.prometheusOperator
+          ? "PrometheusRule and PodMonitors need prometheus-operator's CRDs in the cluster (the stack does not install them)"
+          : "alert rules, scrape jobs and the dashboard ship as ConfigMaps; this stack installs no Prometheus or Grafana to load them",
+        fix: "point your Prometheus and Grafana at them (docs/observability.md), or set llm-ha:observability.prometheusOperator: true on a cluster with kube-prometheus-stack",
+      });
+    }
     const pinned = Object.entries(config.addonVersions);
     rows.push({
       check: "managed add-on versions",

@@ -10,7 +10,7 @@ import * as analyzerGrpc from "@pulumi/pulumi/proto/analyzer_grpc_pb";
 import * as analyzerPb from "@pulumi/pulumi/proto/analyzer_pb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { policies } from "../../policies/all";
-import { resolvePolicyConfig, runPolicies, type CapturedResource } from "../../policies/runner";
+import { durationSeconds, resolvePolicyConfig, runPolicies, type CapturedResource } from "../../policies/runner";
 import { captureStack } from "../../infra/capture";
 import { at, find, happyStack } from "./fixtures";
 
@@ -57,8 +57,31 @@ function call<Req, Res>(fn: (req: Req, cb: (e: Error | null, r: Res) => void) =>
   return new Promise((resolve, reject) => fn.call(client, req, (e, r) => (e ? reject(e) : resolve(r))));
 }
 
-function options(): analyzerPb.AnalyzerResourceOptions {
-  return new analyzerPb.AnalyzerResourceOptions().setProtect(false);
+/** The resource's options as the engine sends them: custom timeouts in seconds. */
+function options(r: CapturedResource): analyzerPb.AnalyzerResourceOptions {
+  const o = new analyzerPb.AnalyzerResourceOptions().setProtect(false);
+  const t = r.opts?.customTimeouts;
+  if (t) {
+    o.setCustomtimeouts(
+      new analyzerPb.AnalyzerResourceOptions.CustomTimeouts().setCreate(durationSeconds(t.create)).setUpdate(durationSeconds(t.update)).setDelete(durationSeconds(t.delete)),
+    );
+  }
+  return o;
+}
+
+/** A resource for AnalyzeStack with the dependencies the engine records (what infra/capture.ts read off the register request). */
+function stackResource(r: CapturedResource): analyzerPb.AnalyzerResource {
+  const res = new analyzerPb.AnalyzerResource()
+    .setType(r.type)
+    .setName(r.name)
+    .setUrn(r.urn)
+    .setProperties(Struct.fromJavaScript(r.props as Record<string, never>))
+    .setOptions(options(r))
+    .setDependenciesList(r.opts?.dependsOn ?? []);
+  for (const [k, urns] of Object.entries(r.opts?.propertyDependencies ?? {})) {
+    res.getPropertydependenciesMap().set(k, new analyzerPb.AnalyzerPropertyDependencies().setUrnsList(urns));
+  }
+  return res;
 }
 
 function findings(res: analyzerPb.AnalyzeResponse, fallbackUrn: string): Finding[] {
@@ -79,19 +102,10 @@ async function analyze(resources: CapturedResource[]): Promise<Finding[]> {
       .setName(r.name)
       .setUrn(r.urn)
       .setProperties(Struct.fromJavaScript(r.props as Record<string, never>))
-      .setOptions(options());
+      .setOptions(options(r));
     out.push(...findings(await call(client.analyze, req), r.urn));
   }
-  const stackReq = new analyzerPb.AnalyzeStackRequest().setResourcesList(
-    resources.map((r) =>
-      new analyzerPb.AnalyzerResource()
-        .setType(r.type)
-        .setName(r.name)
-        .setUrn(r.urn)
-        .setProperties(Struct.fromJavaScript(r.props as Record<string, never>))
-        .setOptions(options()),
-    ),
-  );
+  const stackReq = new analyzerPb.AnalyzeStackRequest().setResourcesList(resources.map(stackResource));
   out.push(...findings(await call(client.analyzeStack, stackReq), ""));
   return out;
 }

@@ -36,6 +36,7 @@ const FILLED = [
   "    dockerHubSecretArn: arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/docker-hub-Ab12Cd",
   "    haproxyDigest: sha256:" + "d4".repeat(32),
   "    lbControllerDigest: sha256:" + "e5".repeat(32),
+  "    awsCliDigest: sha256:" + "f6".repeat(32),
 ].join("\n");
 
 /** dev's stack file with the user settings filled in and `edit` applied, as its own project folder. */
@@ -81,6 +82,8 @@ describe("llm-ha preflight offline", () => {
     expect(stdout).toContain("add-on versions: eks describe-addon-versions --kubernetes-version 1.35 for vpc-cni, coredns, kube-proxy, eks-pod-identity-agent, aws-ebs-csi-driver, eks-node-monitoring-agent: each has a default version");
     expect(stdout).toContain("agent image: ecr describe-images --image-ids imageDigest=… for <llm-ha:agentImage>: the digest exists in its repository");
     expect(stdout).toMatch(/capacity h100\s+warn\s+p5\.48xlarge On-Demand without a reservation/);
+    // Nothing in the stack reads the shipped rules and dashboards unless the user's Prometheus does (issue 27).
+    expect(stdout).toMatch(/observability\s+warn\s+(alert rules, scrape jobs and the dashboard ship as ConfigMaps|PrometheusRule and PodMonitors need)/);
     expect(stdout).toMatch(/11 blocking \(offline checks only\)\n$/);
   });
 
