@@ -9,6 +9,7 @@ Usage:
   llm-ha practice [flags]  ask the leader for a practice wake of the standby now (status flags)
   llm-ha fallback [flags]  the L4 service: verified-answer cache, provider failover, Kafka queue (--help)
   llm-ha cache CMD         verified answers: import FILE.jsonl, list, rm KEY
+  llm-ha redis-acl [flags] the Redis roles as a redis-server ACL file or ElastiCache access strings (--help)
   llm-ha help              this text
 `;
 
@@ -69,6 +70,10 @@ export async function main(argv: string[], usage = USAGE): Promise<number> {
     case "cache": {
       const { cacheCommand } = await import("./fallback/command.js");
       return cacheCommand(rest);
+    }
+    case "redis-acl": {
+      const { redisAclCommand } = await import("./redis/acl-command.js");
+      return redisAclCommand(rest);
     }
     case undefined:
     case "help":

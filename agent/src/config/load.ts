@@ -6,6 +6,7 @@ import { maskUserinfo, safeUrl } from "../util/log";
 import { parseXidRules, XidRulesError } from "../sources/xid-rules";
 import { ACTUATOR_KINDS, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
 import { cronProblem, Zone } from "../../../contracts/cron";
+import { RedisAuthError, redisAuthFromEnv } from "../redis/auth";
 
 /** A bad setting: names the variable and its flag. `llm-ha agent` exits 2 on it. */
 export class ConfigError extends Error {
@@ -156,6 +157,8 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   drainMs: 1500,
   drainFile: null,
   redisCaFile: null,
+  redisUser: null,
+  redisPasswordFile: null,
   logLevel: "info",
   standbyAz: null,
   standbyHoldMs: 600_000,
@@ -227,6 +230,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
   if (cfg.leaseRenewMs >= cfg.leaseTtlMs) throw new ConfigError("LLMHA_LEASE_RENEW_MS", `must be below LLMHA_LEASE_TTL_MS (${cfg.leaseTtlMs})`);
   if (cfg.probeTimeoutMs < cfg.probeLatencyMs) throw new ConfigError("LLMHA_PROBE_TIMEOUT_MS", `must be at least LLMHA_PROBE_LATENCY_MS (${cfg.probeLatencyMs})`);
   checkActuation(cfg);
+  try {
+    redisAuthFromEnv({ LLMHA_REDIS_USER: cfg.redisUser ?? undefined, LLMHA_REDIS_PASSWORD_FILE: cfg.redisPasswordFile ?? undefined });
+  } catch (err) {
+    if (err instanceof RedisAuthError) throw new ConfigError(err.variable, err.message.slice(err.variable.length + 1));
+    throw err;
+  }
   if (cfg.redisCaFile) {
     try {
       readFileSync(cfg.redisCaFile);

@@ -23,6 +23,11 @@
  * | `practice`             | hash   | leader (fenced)       | practice wakes: `firedAt` (last firing acted on), `startedAt` (running one), `last, lastAt, lastOutcome, lastWakeMs, lastReason` |
  * | `practice:request`     | string | `llm-ha practice`     | epoch ms of an operator's request for a practice wake now; the leader acts on it once (as a schedule firing), then its `firedAt` covers it |
  * | `events`               | stream | agents + leader       | every node status, AZ state, tier and standby transition, capped by `MAXLEN ~` |
+ * | `fallback:cache:*`     | mixed  | `llm-ha cache import` | the verified-answer cache (entries `e:<sha256>`, `lru`, `size`, `bytes`; see fallback/cache.ts); the fallback only reads entries |
+ * | `fallback:req:<id>`    | string | `llm-ha fallback`     | a queued request's result (fallback/results.ts) |
+ * | `fallback:queue`       | hash   | `llm-ha fallback`     | the Kafka queue's depth for `llm-ha status` |
+ *
+ * Who may touch which key is `roles.ts` (one Redis ACL user per role).
  */
 export class RedisKeys {
   readonly prefix: string;
@@ -82,5 +87,22 @@ export class RedisKeys {
   }
   get events(): string {
     return `${this.prefix}events`;
+  }
+  get practice(): string {
+    return `${this.prefix}practice`;
+  }
+  get models(): string {
+    return `${this.prefix}models`;
+  }
+  /** Every key of the verified-answer cache starts with this. */
+  get fallbackCache(): string {
+    return `${this.prefix}fallback:cache:`;
+  }
+  /** Every queued request's result starts with this. */
+  get fallbackRequests(): string {
+    return `${this.prefix}fallback:req:`;
+  }
+  get fallbackQueue(): string {
+    return `${this.prefix}fallback:queue`;
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The node registry: every agent heartbeats its node hash and keeps its AZ's available set
- * exact, atomically (`heartbeat-8.lua`). When Redis is unreachable the agent keeps its last
+ * exact, atomically (`heartbeat-7.lua`). When Redis is unreachable the agent keeps its last
  * report (its HTTP and agent-check reporters serve local state anyway), retries with capped
  * backoff, and re-registers the moment the connection is ready again.
  */
