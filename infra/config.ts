@@ -5,6 +5,7 @@ import { LOAD_BALANCER_ARN } from "../contracts/arn";
 import { DEFAULT_EKS_VERSION, eksVersionProblem, isoDay } from "../contracts/eks-versions";
 import { ADDON_VERSIONS, type AddonName } from "./addons";
 import { Problems } from "./problems";
+import { ROLE_NAMES, type RoleName } from "../contracts/redis-roles";
 
 /**
  * GPU classes llm-ha knows, with the instance type and GPU count of each, and the next
@@ -106,7 +107,8 @@ export interface StackConfig {
   haproxy: { image: string; replicas: number };
   /** `zonalShiftResources`: ARNs of the L1 NLBs the agent may zonal-shift (made by the load balancer controller, so not outputs). */
   dns: { zoneId: string; serviceName: string; ttl: number; failureThreshold: number; zonalShift: boolean; zonalShiftResources: string[] };
-  redis: { nodeType: string; replicas: number; authToken: pulumi.Output<string> };
+  /** `rolePasswords` (`llm-ha:redisRolePasswords`, secret object role → password): one ElastiCache RBAC user per role (docs/redis-roles.md); absent = the AUTH token alone. */
+  redis: { nodeType: string; replicas: number; authToken: pulumi.Output<string>; rolePasswords?: Partial<Record<RoleName, pulumi.Output<string>>> };
   kafka: { version: string; brokersPerAz: number; instanceType: string; volumeSizeGb: number };
   /** The L4 fallback beside each L1 proxy (`llm-ha:fallback`, docs/fallback.md). */
   fallback: FallbackConfig;
@@ -630,6 +632,11 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   const redisReplicas = int(redis, "replicas", key("redis.replicas"), Math.min(azs.length, 3), 2);
   const authToken = cfg.getSecret("redisAuthToken");
   if (authToken === undefined) p.add(key("redisAuthToken"), "is required (pulumi config set --secret redisAuthToken <16-128 chars>)");
+  const rolePasswordsObj = cfg.getSecretObject<Record<string, string>>("redisRolePasswords");
+  // Every role gets its user: a role left out would have no way in (pulumi config set --secret --path 'redisRolePasswords.llmha-agent' …).
+  const rolePasswords = rolePasswordsObj
+    ? (Object.fromEntries(ROLE_NAMES.map((r) => [r, pulumi.secret(rolePasswordsObj.apply((o) => o[r] ?? ""))])) as Record<RoleName, pulumi.Output<string>>)
+    : undefined;
 
   const kafka = obj("kafka");
   const fallback = fallbackOf(cfg.getObject<unknown>("fallback"), cfg, model, p);
@@ -700,7 +707,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     hfToken,
     haproxy: { image: str(hap, "image", key("haproxy.image"), "haproxy:2.6-alpine"), replicas: int(hap, "replicas", key("haproxy.replicas"), 2) },
     dns: { zoneId, serviceName, ttl, failureThreshold, zonalShift: dns.zonalShift === true, zonalShiftResources: Array.isArray(shiftArns) ? (shiftArns as string[]) : [] },
-    redis: { nodeType: str(redis, "nodeType", key("redis.nodeType"), "cache.r7g.large"), replicas: redisReplicas, authToken: authToken ?? pulumi.secret("") },
+    redis: { nodeType: str(redis, "nodeType", key("redis.nodeType"), "cache.r7g.large"), replicas: redisReplicas, authToken: authToken ?? pulumi.secret(""), rolePasswords },
     kafka: {
       version: str(kafka, "version", key("kafka.version"), "3.6.0"),
       brokersPerAz: int(kafka, "brokersPerAz", key("kafka.brokersPerAz"), 1),

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
 import { RedisKeys } from "../../agent/src/redis/keys";
-import type { RoleName } from "../../agent/src/redis/roles";
+import { accessString, aclFile, redisRoles, type RoleName } from "../../agent/src/redis/roles";
 import { acquireScript, fencedHsetScript, heartbeatScript, readNodesScript, releaseScript, removeScript, renewScript, sweepScript } from "../../agent/src/redis/scripts";
 import { VerifiedCache } from "../../agent/src/fallback/cache";
 import { ResultStore } from "../../agent/src/fallback/results";
@@ -161,5 +161,24 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
       outcome(c.redis.set(keys.practiceRequest, "1")),
       outcome(acquireScript(c.redis, keys, "r", 5000, 0)),
     ])) expect(r).toMatch(/NOPERM|no permissions/);
+  });
+});
+
+describe("the role table and the key table agree", () => {
+  const glob = (p: string): RegExp => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`);
+  const k = new RedisKeys("c1");
+  const every = [
+    k.node("n1"), k.azAvailable("a"), k.azState("a"), k.members, k.nodes, k.dead, k.azs, k.leader, k.fence, k.fenceLast, k.tier, k.standbyWake,
+    k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, k.fallbackQueue,
+  ];
+  it("every role's pattern names a key of keys.ts, and every key has a writer", () => {
+    const roles = redisRoles("c1");
+    for (const r of roles) for (const g of r.keys) expect(every.some((key) => glob(g.pattern).test(key)), `${r.name} ${g.pattern}`).toBe(true);
+    for (const key of every) expect(roles.some((r) => r.keys.some((g) => g.access !== "R" && glob(g.pattern).test(key))), key).toBe(true);
+  });
+  it("renders access strings without a password, and refuses a short password in the ACL file", () => {
+    for (const r of redisRoles("c1")) expect(accessString(r)).toMatch(/^on resetkeys resetchannels -@all \+/);
+    expect(() => aclFile("c1", new Map([["llmha-agent", "short"]]))).toThrow(/at least 16/);
+    expect(() => aclFile("c1", new Map([["llmha-root", "0123456789abcdef0"]]))).toThrow(/unknown Redis role/);
   });
 });

@@ -49,19 +49,4 @@ export function redisAuthFromEnv(env: NodeJS.ProcessEnv): RedisAuth {
   return out;
 }
 
-export interface RedisEndpoint {
-  host: string;
-  port: number;
-  /** `rediss://` when true. */
-  tls?: boolean;
-  username?: string;
-  password?: string;
-  db?: number;
-}
-
-/** `redis[s]://user:password@host:port[/db]`, user and password percent-encoded (what createRedisClient decodes). */
-export function redisUrl(e: RedisEndpoint): string {
-  const auth = e.username || e.password ? `${encodeURIComponent(e.username ?? "")}${e.password ? `:${encodeURIComponent(e.password)}` : ""}@` : "";
-  const host = e.host.includes(":") && !e.host.startsWith("[") ? `[${e.host}]` : e.host;
-  return `${e.tls ? "rediss" : "redis"}://${auth}${host}:${e.port}${e.db ? `/${e.db}` : ""}`;
-}
+export { redisUrl } from "../../../contracts/redis-roles";
