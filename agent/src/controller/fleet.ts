@@ -137,6 +137,13 @@ export class Fleet {
       this.metrics.fencingToken.set(token);
       this.metrics.leaseAcquisitions.inc();
     });
+    this.lease.on("poisoned", (detail) => {
+      this.metrics.distrusted.inc({ what: "fence" });
+      // On the record where `llm-ha status` shows events: someone or something wrote a fence value no leader issued.
+      this.client.redis
+        .xadd(this.keys.events, "MAXLEN", "~", "10000", "*", "type", "fence-poisoned", "detail", detail.slice(0, 200), "leader", holderId)
+        .catch(() => undefined);
+    });
     this.lease.on("lost", (reason) => {
       this.metrics.leader.set(0);
       this.metrics.fencingToken.set(0);

@@ -118,7 +118,8 @@ function num(v: unknown): number {
 
 // ---- lease ----------------------------------------------------------------------------
 
-export type AcquireResult = { acquired: true; token: number } | { acquired: false; holder: string };
+/** `poisoned`: `<key>=<value>,…` of insane fence values left out (and healed) by this acquisition; "" none. */
+export type AcquireResult = { acquired: true; token: number; poisoned: string } | { acquired: false; holder: string };
 
 export async function acquireScript(
   redis: Redis,
@@ -127,8 +128,8 @@ export async function acquireScript(
   ttlMs: number,
   floor: number,
 ): Promise<AcquireResult> {
-  const r = (await fn(redis, "acquire")(keys.leader, keys.fence, keys.fenceLast, holderId, ttlMs, floor)) as [number, unknown];
-  return num(r[0]) === 1 ? { acquired: true, token: num(r[1]) } : { acquired: false, holder: String(r[1]) };
+  const r = (await fn(redis, "acquire")(keys.leader, keys.fence, keys.fenceLast, holderId, ttlMs, floor)) as [number, unknown, unknown];
+  return num(r[0]) === 1 ? { acquired: true, token: num(r[1]), poisoned: String(r[2] ?? "") } : { acquired: false, holder: String(r[1]) };
 }
 
 export async function renewScript(redis: Redis, leaderKey: string, value: string, ttlMs: number): Promise<boolean> {
