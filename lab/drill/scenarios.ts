@@ -4,6 +4,7 @@
  * data and selection; the injectors live in `scenarios/` (one file per family).
  */
 import { DRILL_TIMING } from "./settings";
+import { SECURITY_SCENARIOS } from "./security-specs";
 
 export type ScenarioTier = "L1" | "L2" | "L3" | "fleet";
 
@@ -81,6 +82,18 @@ export interface Targets {
   wedgedPlainMs?: number;
   /** A crashed server of each kind other than vLLM out of its AZ proxy, worst of them. */
   crashKindsMs?: number;
+  /** Writes a stolen credential got through (issue 26: every one must be refused). */
+  forgedWrites?: number;
+  /** AZ states or tier changed while only forgeries happened. */
+  azStatesChanged?: number;
+  /** Cloud actions (zonal shift, standby resize) the leader made while only forgeries happened. */
+  actuatorCalls?: number;
+  /** Cache entries a stolen credential planted. */
+  answersForged?: number;
+  /** Liveness/readiness probes that failed while another address flooded the agent. */
+  probesFailed?: number;
+  /** HAProxy agent-checks seen unanswered (a Layer4 problem in `agent_desc`) during the flood. */
+  checksUnanswered?: number;
 }
 
 export interface ScenarioSpec {
@@ -332,6 +345,7 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     needsFleet: true,
     targets: { wakeDecisionMs: 5000, failed: 0, sdkFailed: 0, falseFailovers: 0, practiceNotServed: 0, notReleased: 0 },
   },
+  ...SECURITY_SCENARIOS,
 ];
 
 export class UnknownScenarioError extends Error {

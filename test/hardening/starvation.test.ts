@@ -41,7 +41,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   for (const s of [http, check]) {
-    s.closeAllConnections?.();
+    (s as Server & { closeAllConnections?: () => void }).closeAllConnections?.();
     await new Promise((r) => s.close(r));
   }
 });
