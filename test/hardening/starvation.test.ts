@@ -6,12 +6,13 @@
  * whole time: not one probe may fail.
  */
 import { request } from "node:http";
-import { connect, type Server, type Socket } from "node:net";
+import { connect, type Server } from "node:net";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAgentCheckServer } from "../../agent/src/reporters/agent-check";
 import { startHttpServer, type HttpView } from "../../agent/src/reporters/http";
 import { freePort, sleep } from "../../agent/src/util/net";
+import { flood, slowloris } from "../../lab/drill/scenarios/security";
 
 const ATTACKER = "127.0.0.9";
 const PROBER = "127.0.0.5";
@@ -46,28 +47,6 @@ afterAll(async () => {
   }
 });
 
-/** Keeps `n` sockets open from ATTACKER; `hold` runs on each connected socket; a cut socket is replaced after 200 ms. */
-function flood(port: number, n: number, hold: (s: Socket) => void): () => void {
-  let stopped = false;
-  const socks = new Set<Socket>();
-  const open = (): void => {
-    if (stopped) return;
-    const s = connect({ port, host: "127.0.0.1", localAddress: ATTACKER });
-    socks.add(s);
-    s.on("connect", () => hold(s));
-    s.on("error", () => undefined);
-    s.on("close", () => {
-      socks.delete(s);
-      setTimeout(open, 200);
-    });
-  };
-  for (let i = 0; i < n; i++) open();
-  return () => {
-    stopped = true;
-    for (const s of socks) s.destroy();
-  };
-}
-
 function livez(): Promise<boolean> {
   return new Promise((resolve) => {
     const req = request({ host: "127.0.0.1", port: httpPort, path: "/livez", localAddress: PROBER, timeout: 2000, agent: false }, (res) => {
@@ -99,12 +78,8 @@ function agentCheck(): Promise<boolean> {
 
 describe("health listeners under a flood from one address", () => {
   it("300 slowloris HTTP + 600 idle agent-check sockets from 127.0.0.9: every probe from 127.0.0.5 answered", async () => {
-    const stopHttp = flood(httpPort, 300, (s) => {
-      s.write("GET /livez HTTP/1.1\r\nHost: x\r\n");
-      const drip = setInterval(() => s.write("X-a: b\r\n"), 400);
-      s.on("close", () => clearInterval(drip));
-    });
-    const stopCheck = flood(checkPort, 600, () => undefined); // connect, never read, never close
+    const stopHttp = flood("127.0.0.1", httpPort, 300, slowloris, ATTACKER);
+    const stopCheck = flood("127.0.0.1", checkPort, 600, () => undefined, ATTACKER); // connect, never read, never close
     try {
       await sleep(1000); // the flood in place
       let failed = 0;

@@ -97,13 +97,13 @@ const ATTACKER = "127.0.0.9";
 /** Where the kubelet's probes come from in the drill. */
 const KUBELET = "127.0.0.5";
 
-/** Keeps `n` sockets open from ATTACKER to host:port, each `hold` once connected; a cut one is replaced after 200 ms. */
-function flood(host: string, port: number, n: number, hold: (s: Socket) => void): () => void {
+/** Keeps `n` sockets open from `from` (a loopback address) to host:port, each `hold` once connected; a cut one is replaced after 200 ms. Returns the stop. */
+export function flood(host: string, port: number, n: number, hold: (s: Socket) => void, from = ATTACKER): () => void {
   let stopped = false;
   const socks = new Set<Socket>();
   const open = (): void => {
     if (stopped) return;
-    const s = connect({ host, port, localAddress: ATTACKER });
+    const s = connect({ host, port, localAddress: from });
     socks.add(s);
     s.on("connect", () => hold(s));
     s.on("error", () => undefined);
@@ -131,17 +131,20 @@ function probe(n: SimNode, path: string): Promise<boolean> {
   });
 }
 
+/** A slowloris client: a request head that never ends, one header line every 400 ms. */
+export function slowloris(s: Socket): void {
+  s.write("GET /livez HTTP/1.1\r\nHost: x\r\n");
+  const drip = setInterval(() => s.write("X-a: b\r\n"), 400);
+  s.on("close", () => clearInterval(drip));
+}
+
 export async function runAgentStarve(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   const r = blank(spec.name, run);
   if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
   const n = nextVictim(ctx);
   const az = ctx.stack.azOf(n);
   const row = rowOf(ctx, n);
-  const stopHttp = flood(n.address, n.httpPort, 300, (s) => {
-    s.write("GET /livez HTTP/1.1\r\nHost: x\r\n");
-    const drip = setInterval(() => s.write("X-a: b\r\n"), 400);
-    s.on("close", () => clearInterval(drip));
-  });
+  const stopHttp = flood(n.address, n.httpPort, 300, slowloris);
   const stopCheck = flood(n.address, n.agentCheckPort, 600, () => undefined);
   let probesFailed = 0;
   let probes = 0;
@@ -175,8 +178,12 @@ export async function runAgentStarve(ctx: ScenarioContext, spec: ScenarioSpec, r
     stopHttp();
     stopCheck();
   }
-  await NODE_FAULTS.crash.heal(n);
-  await until(ctx, 30_000, (s) => s.nodes[n.id]?.status === "HEALTHY");
+  try {
+    await NODE_FAULTS.crash.heal(n);
+    if (!(await until(ctx, 30_000, (s) => s.nodes[n.id]?.status === "HEALTHY"))) r.notes.push(`${n.id} not HEALTHY 30 s after the heal`);
+  } catch (err) {
+    r.notes.push(`heal of ${n.id} failed: ${(err as Error).message}`);
+  }
   r.endAt = ctx.now();
   // False failovers before the real fault: any row out while only the flood ran.
   finish(ctx, r, [n], l1Removed);
