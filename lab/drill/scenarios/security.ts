@@ -119,11 +119,16 @@ export function flood(host: string, port: number, n: number, hold: (s: Socket) =
   };
 }
 
-function probe(n: SimNode, path: string): Promise<boolean> {
+/**
+ * One kubelet probe: true when answered as a probe must be — `/livez` 200 (the agent's loop
+ * lives), `/readyz` any answer (200 or 503 is the node's own state, which a loaded machine may
+ * make UNKNOWN; what the flood must not cause is no answer).
+ */
+function probe(n: SimNode, path: "/livez" | "/readyz"): Promise<boolean> {
   return new Promise((resolve) => {
     const req = request({ host: n.address, port: n.httpPort, path, localAddress: KUBELET, timeout: 1000, agent: false }, (res) => {
       res.resume();
-      res.on("end", () => resolve(res.statusCode === 200));
+      res.on("end", () => resolve(path === "/readyz" ? res.statusCode === 200 || res.statusCode === 503 : res.statusCode === 200));
     });
     req.on("timeout", () => req.destroy());
     req.on("error", () => resolve(false));
