@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { accessString, redisRoles, redisUrl, type RoleName } from "../contracts/redis-roles";
 import { Problems } from "./problems";
 import { tagged } from "./tags";
 
@@ -17,6 +18,17 @@ export interface RedisArgs {
   nodes?: number;
   /** Default `7.1`. */
   engineVersion?: string;
+  /**
+   * Key namespace of the roles' key patterns (`LLMHA_CLUSTER`). Default `default`.
+   */
+  cluster?: string;
+  /**
+   * One password (a Pulumi secret, 16–128 characters) per Redis role (contracts/redis-roles.ts):
+   * each becomes an ElastiCache RBAC user with the role's access string, all in one user group
+   * whose `default` user is off, and the group replaces the AUTH token. Default none: the
+   * AUTH token alone (every client has every permission; the old way).
+   */
+  rolePasswords?: Partial<Record<RoleName, pulumi.Input<string>>>;
 }
 
 /**
@@ -26,19 +38,60 @@ export interface RedisArgs {
 export class Redis extends pulumi.ComponentResource {
   readonly replicationGroup: aws.elasticache.ReplicationGroup;
   readonly primaryEndpoint: pulumi.Output<string>;
-  /** `rediss://:<token>@<primary>:6379` (secret): what `LLMHA_REDIS_URL` takes. */
+  /** `rediss://:<token>@<primary>:6379` (secret): what `LLMHA_REDIS_URL` takes (the AUTH token's default user). */
   readonly url: pulumi.Output<string>;
+  /** Per role with a password: `rediss://<role>:<password>@<primary>:6379` (secret). */
+  readonly roleUrls: Partial<Record<RoleName, pulumi.Output<string>>>;
+  readonly userGroup?: aws.elasticache.UserGroup;
 
   constructor(name: string, args: RedisArgs, opts?: pulumi.ComponentResourceOptions) {
     super("llm-ha:infra:Redis", name, {}, opts);
-    this.replicationGroup = createRedis(name, args, this);
+    this.userGroup = args.rolePasswords ? createRoleUsers(name, args.cluster ?? "default", args.rolePasswords, args.authToken, this) : undefined;
+    this.replicationGroup = createRedis(name, args, this, this.userGroup);
     this.primaryEndpoint = this.replicationGroup.primaryEndpointAddress;
-    this.url = pulumi.secret(pulumi.interpolate`rediss://:${args.authToken}@${this.primaryEndpoint}:6379`);
+    // Built with every part encoded: a token holding `#`, `?` or `%` stays one token.
+    this.url = pulumi.secret(pulumi.all([args.authToken, this.primaryEndpoint]).apply(([password, host]) => redisUrl({ host, port: 6379, tls: true, password })));
+    this.roleUrls = {};
+    for (const [role, pw] of Object.entries(args.rolePasswords ?? {}) as [RoleName, pulumi.Input<string>][]) {
+      this.roleUrls[role] = pulumi.secret(pulumi.all([pw, this.primaryEndpoint]).apply(([password, host]) => redisUrl({ host, port: 6379, tls: true, username: role, password })));
+    }
     this.registerOutputs({ primaryEndpoint: this.primaryEndpoint });
   }
 }
 
-export function createRedis(name: string, args: RedisArgs, parent: pulumi.Resource): aws.elasticache.ReplicationGroup {
+/**
+ * One ElastiCache RBAC user per role with a password, and a user group with them and a
+ * `default` user that is off (ElastiCache requires a user named `default` in every group).
+ */
+export function createRoleUsers(
+  name: string,
+  cluster: string,
+  passwords: Partial<Record<RoleName, pulumi.Input<string>>>,
+  defaultPassword: pulumi.Input<string>,
+  parent: pulumi.Resource,
+): aws.elasticache.UserGroup {
+  const opts = { parent };
+  const off = new aws.elasticache.User(
+    `${name}-user-default`,
+    { userId: `${name}-default-off`, userName: "default", engine: "redis", accessString: "off resetkeys resetchannels -@all", passwords: [defaultPassword], tags: tagged() },
+    opts,
+  );
+  const users = [off];
+  for (const role of redisRoles(cluster)) {
+    const pw = passwords[role.name];
+    if (pw === undefined) continue;
+    users.push(
+      new aws.elasticache.User(
+        `${name}-user-${role.name}`,
+        { userId: `${name}-${role.name}`, userName: role.name, engine: "redis", accessString: accessString(role), passwords: [pw], tags: tagged() },
+        opts,
+      ),
+    );
+  }
+  return new aws.elasticache.UserGroup(`${name}-users`, { userGroupId: `${name}-llmha`, engine: "redis", userIds: users.map((u) => u.userId), tags: tagged() }, opts);
+}
+
+export function createRedis(name: string, args: RedisArgs, parent: pulumi.Resource, userGroup?: aws.elasticache.UserGroup): aws.elasticache.ReplicationGroup {
   const p = new Problems();
   const nodes = args.nodes ?? 3;
   if (nodes < 2) p.add("nodes", "automatic failover needs a primary and at least one replica");
@@ -69,7 +122,8 @@ export function createRedis(name: string, args: RedisArgs, parent: pulumi.Resour
       transitEncryptionMode: "required",
       atRestEncryptionEnabled: true,
       kmsKeyId: key.arn,
-      authToken: args.authToken,
+      // With roles, the user group replaces the AUTH token (ElastiCache takes one or the other).
+      ...(userGroup ? { userGroupIds: [userGroup.userGroupId] } : { authToken: args.authToken }),
       subnetGroupName: subnets.name,
       securityGroupIds: [sg.id],
       snapshotRetentionLimit: 1,

@@ -86,6 +86,8 @@ export function createStack(): StackOutputs {
     subnetIds: network.privateSubnetIds,
     clientSecurityGroupId: cluster.nodeSecurityGroupId,
     authToken: c.redis.authToken,
+    cluster: c.clusterName,
+    rolePasswords: c.redis.rolePasswords,
     nodeType: c.redis.nodeType,
     nodes: c.redis.replicas,
   });

@@ -11,6 +11,7 @@ Usage:
   llm-ha cache CMD         verified answers: import FILE.jsonl, list, rm KEY
   llm-ha keys CMD          client API keys of the public edge: add, list, rotate, revoke (--help)
   llm-ha edge-sync [flags] copy the client keys into the L1 proxies' HAProxy map (the L1 pod; --help)
+  llm-ha redis-acl [flags] the Redis roles as a redis-server ACL file or ElastiCache access strings (--help)
   llm-ha help              this text
 `;
 
@@ -79,6 +80,10 @@ export async function main(argv: string[], usage = USAGE): Promise<number> {
     case "edge-sync": {
       const { edgeSyncCommand } = await import("./edge/command.js");
       return edgeSyncCommand(rest);
+    }
+    case "redis-acl": {
+      const { redisAclCommand } = await import("./redis/acl-command.js");
+      return redisAclCommand(rest);
     }
     case undefined:
     case "help":

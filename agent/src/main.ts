@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { Agent } from "./agent";
 import { createActuator } from "./actuators/index";
 import { Fleet } from "./controller/fleet";
+import { redisAuthFromEnv } from "./redis/auth";
 import { servedReport, type NodeReport } from "./redis/registry";
 import type { AgentConfig } from "./config/spec";
 import { AgentCheckResponder, startAgentCheckServer } from "./reporters/agent-check";
@@ -68,6 +69,7 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
         log,
         metrics: metrics.registry,
         tls: cfg.redisCaFile ? { ca: readFileSync(cfg.redisCaFile) } : undefined,
+        ...redisAuthFromEnv({ LLMHA_REDIS_USER: cfg.redisUser ?? undefined, LLMHA_REDIS_PASSWORD_FILE: cfg.redisPasswordFile ?? undefined }),
       })
     : null;
   // One live agent per node id: a second one (a copied manifest, a typo) would take turns

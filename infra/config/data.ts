@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { Settings } from "./read";
+import { ROLE_NAMES, type RoleName } from "../../contracts/redis-roles";
 import type { StackConfig } from "./stack-config";
 
 /** `llm-ha:redis` and `redisAuthToken`: the registry and leader lease (ElastiCache). */
@@ -8,7 +9,12 @@ export function redisOf(s: Settings, azs: string[]): StackConfig["redis"] {
   const replicas = s.int(redis, "replicas", s.key("redis.replicas"), Math.min(azs.length, 3), 2);
   const authToken = s.cfg.getSecret("redisAuthToken");
   if (authToken === undefined) s.p.add(s.key("redisAuthToken"), "is required (pulumi config set --secret redisAuthToken <16-128 chars>)");
-  return { nodeType: s.str(redis, "nodeType", s.key("redis.nodeType"), "cache.r7g.large"), replicas, authToken: authToken ?? pulumi.secret("") };
+  const rolePasswordsObj = s.cfg.getSecretObject<Record<string, string>>("redisRolePasswords");
+  // Every role gets its user: a role left out would have no way in (pulumi config set --secret --path 'redisRolePasswords.llmha-agent' …).
+  const rolePasswords = rolePasswordsObj
+    ? (Object.fromEntries(ROLE_NAMES.map((r) => [r, pulumi.secret(rolePasswordsObj.apply((o) => o[r] ?? ""))])) as Record<RoleName, pulumi.Output<string>>)
+    : undefined;
+  return { nodeType: s.str(redis, "nodeType", s.key("redis.nodeType"), "cache.r7g.large"), replicas, authToken: authToken ?? pulumi.secret(""), rolePasswords };
 }
 
 /** `llm-ha:kafka`: the event log (MSK), replication factor 3. */

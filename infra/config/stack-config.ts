@@ -1,5 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { AddonName } from "../addons";
+import type { RoleName } from "../../contracts/redis-roles";
 import type { ClusterAccess } from "../cluster";
 import type { ImageName } from "../images";
 import type { ApiEndpointConfig } from "./cluster";
@@ -38,7 +39,8 @@ export interface StackConfig {
   edge: { certificateArn: string | null; plainHttp: boolean; sslPolicy: string };
   /** Digests by image (infra/images.ts; empty where none is pinned or set) and the Docker Hub cache rule's secret (`llm-ha:images`). */
   images: { digests: Record<ImageName, string>; dockerHubSecretArn: string };
-  redis: { nodeType: string; replicas: number; authToken: pulumi.Output<string> };
+  /** `rolePasswords` (`llm-ha:redisRolePasswords`, secret object role → password): one ElastiCache RBAC user per role (docs/redis-roles.md); absent = the AUTH token alone. */
+  redis: { nodeType: string; replicas: number; authToken: pulumi.Output<string>; rolePasswords?: Partial<Record<RoleName, pulumi.Output<string>>> };
   kafka: { version: string; brokersPerAz: number; instanceType: string; volumeSizeGb: number };
   /** The L4 fallback beside each L1 proxy (`llm-ha:fallback`, docs/fallback.md). */
   fallback: FallbackConfig;

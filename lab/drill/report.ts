@@ -92,6 +92,12 @@ const COUNT_TARGETS: [keyof Targets, string, string][] = [
   ["legitFailed", "legitFailed", "legitimate requests failed during the flood"],
   ["noisyUnlimited", "noisyUnlimited", "noisy tenant not limited (or 429 without Retry-After)"],
   ["floodNot401", "floodNot401", "flood requests not answered 401"],
+  ["forgedWrites", "forgedWrites", "forged writes Redis accepted"],
+  ["azStatesChanged", "azStatesChanged", "AZ states or tier changed by forgeries"],
+  ["actuatorCalls", "actuatorCalls", "cloud actions after forgeries"],
+  ["answersForged", "answersForged", "cache entries planted"],
+  ["probesFailed", "probesFailed", "liveness/readiness probes failed under the flood"],
+  ["checksUnanswered", "checksUnanswered", "HAProxy agent-checks unanswered under the flood"],
 ];
 
 function valueOf(r: RunResult, key: string): number | null {
@@ -232,6 +238,12 @@ function targetText(t: Targets): string {
   if (t.azHealth503 !== undefined) parts.push(`/az/health 503=${t.azHealth503}`);
   if (t.practiceNotServed !== undefined) parts.push(`practice served`);
   if (t.notReleased !== undefined) parts.push(`released`);
+  if (t.forgedWrites !== undefined) parts.push(`forged writes=${t.forgedWrites}`);
+  if (t.azStatesChanged !== undefined) parts.push(`AZ states changed=${t.azStatesChanged}`);
+  if (t.actuatorCalls !== undefined) parts.push(`actuator calls=${t.actuatorCalls}`);
+  if (t.answersForged !== undefined) parts.push(`answers forged=${t.answersForged}`);
+  if (t.probesFailed !== undefined) parts.push(`probes failed=${t.probesFailed}`);
+  if (t.checksUnanswered !== undefined) parts.push(`checks unanswered=${t.checksUnanswered}`);
   if (t.wedgedMetricsMs !== undefined) parts.push(`wedged (metrics)≤${t.wedgedMetricsMs / 1000}s`);
   if (t.wedgedPlainMs !== undefined) parts.push(`wedged (plain)≤${t.wedgedPlainMs / 1000}s`);
   if (t.crashKindsMs !== undefined) parts.push(`crash≤${t.crashKindsMs / 1000}s`);

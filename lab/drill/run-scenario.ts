@@ -20,6 +20,7 @@ import { runPracticeWake, runStandbyIce } from "./scenarios/capacity";
 import { runServerKinds } from "./scenarios/kinds";
 import { runBurst, SIGNAL_FAULTS } from "./scenarios/signals";
 import { runEdgeAuth, runEdgeFlood } from "./scenarios/edge";
+import { runAgentStarve, runRedisForgery } from "./scenarios/security";
 
 export { MAIN_CLIENT, type RunResult, type ScenarioContext } from "./scenarios/runner";
 export { staleWrites } from "./scenarios/fleet";
@@ -57,6 +58,8 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["practice-wake", runPracticeWake],
   ["edge-auth", runEdgeAuth],
   ["edge-flood", runEdgeFlood],
+  ["redis-forgery", runRedisForgery],
+  ["agent-starve", runAgentStarve],
 ]);
 
 /** Runs one run of one scenario. */

@@ -4,6 +4,7 @@
  * data and selection; the injectors live in `scenarios/` (one file per family).
  */
 import { DRILL_TIMING } from "./settings";
+import { SECURITY_SCENARIOS } from "./security-specs";
 
 export type ScenarioTier = "L1" | "L2" | "L3" | "fleet";
 
@@ -96,6 +97,18 @@ export interface Targets {
   noisyUnlimited?: number;
   /** Flood requests answered other than 401 (none may reach a server). */
   floodNot401?: number;
+  /** Writes a stolen credential got through (issue 26: every one must be refused). */
+  forgedWrites?: number;
+  /** AZ states or tier changed while only forgeries happened. */
+  azStatesChanged?: number;
+  /** Cloud actions (zonal shift, standby resize) the leader made while only forgeries happened. */
+  actuatorCalls?: number;
+  /** Cache entries a stolen credential planted. */
+  answersForged?: number;
+  /** Liveness/readiness probes that failed while another address flooded the agent. */
+  probesFailed?: number;
+  /** HAProxy agent-checks seen unanswered (a Layer4 problem in `agent_desc`) during the flood. */
+  checksUnanswered?: number;
 }
 
 export interface ScenarioSpec {
@@ -365,6 +378,7 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     needsFleet: false,
     targets: { floodP50Ratio: 1.1, legitFailed: 0, noisyUnlimited: 0, floodNot401: 0, falseFailovers: 0 },
   },
+  ...SECURITY_SCENARIOS,
 ];
 
 export class UnknownScenarioError extends Error {

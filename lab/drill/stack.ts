@@ -10,7 +10,10 @@
  * Every process started is registered for `stop()` as soon as it exists.
  */
 import { randomBytes } from "node:crypto";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import type { RoleName } from "../../agent/src/redis/roles";
+import { labRedisAcl, labRoleEnv } from "../engines/redis-acl";
 import { startHaproxy, type HaproxyHandle } from "../engines/haproxy";
 import { startPdns, type PdnsHandle } from "../engines/pdns";
 import { startRedisHa, type RedisHaHandle } from "../engines/redis-ha";
@@ -53,8 +56,16 @@ export interface DrillStack {
   readonly cluster: string;
   /** The public edge of the AZ proxies: the key store, its sync into their maps, the 413 sink. */
   readonly edge: { store: KeyStore; sync: EdgeSync; sink: EdgeSink };
-  /** Primary + replica + sentinels behind one endpoint (`url`), as ElastiCache Multi-AZ. */
+  /**
+   * Primary + replica + sentinels behind one endpoint, as ElastiCache Multi-AZ, with the
+   * production roles' ACL file (default user off): `url` is the harness's own admin login.
+   */
   readonly redis: RedisHaHandle;
+  /**
+   * How an llm-ha process logs in as `role`: the endpoint's URL without credentials and the
+   * env naming the user and its password file (never argv).
+   */
+  redisAs(role: RoleName): { url: string; env: Record<string, string> };
   readonly azs: DrillAz[];
   readonly nodes: SimNode[];
   readonly baseline: HaproxyHandle;
@@ -202,8 +213,14 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const names = Array.from({ length: azCount }, (_, i) => `az-${String.fromCharCode(97 + i)}`);
   const cluster = `drill-${randomBytes(3).toString("hex")}`;
   o.progress(`starting Redis: primary + replica, 3 sentinels, an HAProxy endpoint following the primary`);
-  const redis = await startRedisHa();
+  const acl = labRedisAcl(cluster);
+  const redis = await startRedisHa({ acl });
   o.track(() => redis.stop());
+  const secrets = join(o.dir, "redis-users");
+  mkdirSync(secrets, { recursive: true });
+  const redisAs = (role: RoleName): { url: string; env: Record<string, string> } => ({ url: `redis://127.0.0.1:${redis.port}`, env: labRoleEnv(acl, secrets, role) });
+  // The leader runs inside an agent process today: agents that contend hold the agent and controller roles.
+  const agentRedis = redisAs("llmha-agent-leader");
   const nodes: SimNode[] = [];
   const placement = placeNodes(o.nodes, names);
   const reserved = new Map<string, number>();
@@ -234,7 +251,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
         az,
         dir: join(o.dir, "nodes"),
         model: DRILL_MODEL,
-        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: redis.url, LLMHA_CLUSTER: cluster },
+        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: agentRedis.url, ...agentRedis.env, LLMHA_CLUSTER: cluster },
         stopped: az === standbyName,
         address: nodeAddress(names.indexOf(az), seq),
         ports: nodePorts,
@@ -296,6 +313,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     cluster,
     edge: { store: edge.store, sync: edge.sync, sink: edge.sink },
     redis,
+    redisAs,
     azs,
     nodes,
     baseline,

@@ -9,7 +9,9 @@ import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, sleep } from "../../agent/src/util/net";
+import type { RoleName } from "../../agent/src/redis/roles";
 import { EngineMissingError, stopChild } from "./child";
+import { LAB_ADMIN_USER, labUrlAs, writeLabAcl, type LabRedisAcl } from "./redis-acl";
 
 export class RedisServerMissingError extends EngineMissingError {
   constructor(bin: string) {
@@ -38,11 +40,18 @@ export interface RedisServerOptions {
   startTimeoutMs?: number;
   /** Password for the readiness PING when `args` sets `--requirepass`. Default none. */
   password?: string;
+  /**
+   * Start with the llm-ha roles' ACL file (`user default off`): `url` then logs in as the
+   * lab's admin, `urlAs(role)` as a role. Kept across `restart()`. Default none (the default user, no password).
+   */
+  acl?: LabRedisAcl;
 }
 
 export interface RedisServerHandle {
-  /** `redis://127.0.0.1:<port>` (no password in it). */
+  /** `redis://127.0.0.1:<port>` (no password in it); with `acl`, the lab admin's URL. */
   readonly url: string;
+  /** With `acl`: a URL that logs in as the role. */
+  urlAs(role: RoleName): string;
   readonly port: number;
   /** Pid of the running server; changes on `restart()`. */
   readonly pid: number;
@@ -72,7 +81,7 @@ function binaryExists(bin: string): boolean {
 }
 
 /** One PING over a raw socket; resolves true on `+PONG`. */
-function ping(port: number, password: string | undefined, timeoutMs: number): Promise<boolean> {
+function ping(port: number, password: string | undefined, timeoutMs: number, user?: string): Promise<boolean> {
   return new Promise((resolve) => {
     const sock = createConnection({ host: "127.0.0.1", port });
     let buf = "";
@@ -84,7 +93,7 @@ function ping(port: number, password: string | undefined, timeoutMs: number): Pr
     const timer = setTimeout(() => done(false), timeoutMs);
     sock.on("error", () => done(false));
     sock.on("connect", () => {
-      sock.write(password ? `AUTH ${password}\r\nPING\r\n` : "PING\r\n");
+      sock.write(password ? `AUTH ${user ? `${user} ` : ""}${password}\r\nPING\r\n` : "PING\r\n");
     });
     sock.on("data", (d) => {
       buf += d.toString("utf8");
@@ -106,11 +115,14 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
   let stderr = "";
 
   let extra = opts.args ?? [];
+  const acl = opts.acl;
+  // The lab admin is also the replication user: a server that becomes a replica (a failover) must log in to its primary.
+  const aclArgs = acl ? ["--aclfile", writeLabAcl(dir, acl), "--masteruser", LAB_ADMIN_USER, "--masterauth", acl.adminPassword] : [];
   const launch = async (): Promise<void> => {
     stderr = "";
     const args = [
       "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-      "--dir", dir, "--daemonize", "no", "--loglevel", "warning", ...extra,
+      "--dir", dir, "--daemonize", "no", "--loglevel", "warning", ...aclArgs, ...extra,
     ];
     const c = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
     child = c;
@@ -122,7 +134,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
       if (c.exitCode !== null) {
         throw new RedisServerStartError(`redis-server exited with code ${c.exitCode} on port ${port}: ${stderr.trim()}`);
       }
-      if (await ping(port, opts.password, 500)) return;
+      if (await ping(port, acl ? acl.adminPassword : opts.password, 500, acl ? LAB_ADMIN_USER : undefined)) return;
       if (performance.now() > deadline) {
         c.kill("SIGKILL");
         throw new RedisServerStartError(`redis-server on port ${port} did not answer PING within ${startTimeoutMs} ms`);
@@ -138,7 +150,11 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
   await launch();
   let stopped = false;
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: acl ? labUrlAs(acl, port, LAB_ADMIN_USER) : `redis://127.0.0.1:${port}`,
+    urlAs(role: RoleName) {
+      if (!acl) throw new RedisServerStartError("urlAs needs a server started with `acl`");
+      return labUrlAs(acl, port, role);
+    },
     port,
     get pid(): number {
       return child?.pid ?? -1;

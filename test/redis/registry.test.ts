@@ -34,7 +34,7 @@ const report = (nodeId: string, az: string, up = true, loadScore = 1): NodeRepor
   nodeId, az, decision: decision(up, loadScore), gpus: up ? 8 : 7, gpusExpected: 8, model: up ? "m" : null,
 });
 
-describe("registry heartbeat (heartbeat-8.lua)", () => {
+describe("registry heartbeat (heartbeat-7.lua)", () => {
   it("writes the node hash with its expiry, keeps the available set exact, and writes events only on a change", async () => {
     const c = createRedisClient(redis.url, { name: "t", log });
     const keys = new RedisKeys(freshCluster());

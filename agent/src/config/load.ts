@@ -7,6 +7,7 @@ import { parseXidRules, XidRulesError } from "../sources/xid-rules";
 import { keyFileProblem } from "../sources/credential";
 import { ACTUATOR_KINDS, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
 import { cronProblem, Zone } from "../../../contracts/cron";
+import { RedisAuthError, redisAuthFromEnv } from "../redis/auth";
 
 /** A bad setting: names the variable and its flag. `llm-ha agent` exits 2 on it. */
 export class ConfigError extends Error {
@@ -158,6 +159,8 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   drainMs: 1500,
   drainFile: null,
   redisCaFile: null,
+  redisUser: null,
+  redisPasswordFile: null,
   logLevel: "info",
   standbyAz: null,
   standbyHoldMs: 600_000,
@@ -232,6 +235,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
   if (cfg.inferenceApiKeyFile) {
     const problem = keyFileProblem(cfg.inferenceApiKeyFile);
     if (problem) throw new ConfigError("LLMHA_INFERENCE_API_KEY_FILE", problem);
+  }
+  try {
+    redisAuthFromEnv({ LLMHA_REDIS_USER: cfg.redisUser ?? undefined, LLMHA_REDIS_PASSWORD_FILE: cfg.redisPasswordFile ?? undefined });
+  } catch (err) {
+    if (err instanceof RedisAuthError) throw new ConfigError(err.variable, err.message.slice(err.variable.length + 1));
+    throw err;
   }
   if (cfg.redisCaFile) {
     try {

@@ -72,6 +72,8 @@ export interface AgentConfig {
   drainMs: number;
   drainFile: string | null;
   redisCaFile: string | null;
+  redisUser: string | null;
+  redisPasswordFile: string | null;
   logLevel: string;
   standbyAz: string | null;
   standbyHoldMs: number;
@@ -135,6 +137,8 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "drainMs", env: "LLMHA_DRAIN_MS", type: "int", min: 0, max: 600_000, defaultText: ms(1500), description: "on SIGTERM, how long to answer `drain` / 503 before stopping" },
   { key: "drainFile", env: "LLMHA_DRAIN_FILE", type: "string", defaultText: "none", description: "a file whose presence is a planned drain (`PLANNED_DRAIN`: `drain` / 503 while it exists, serving again once it is gone); the inference pod's preStop hook writes it (`/run/llm-ha/drain` in the shipped manifests)" },
   { key: "redisCaFile", env: "LLMHA_REDIS_CA_FILE", type: "path", defaultText: "none", description: "CA bundle for `rediss://` (system CAs otherwise)" },
+  { key: "redisUser", env: "LLMHA_REDIS_USER", type: "string", defaultText: "the URL's user, else `default`", description: "Redis ACL user (`llmha-agent-leader` for agents that contend for the lease; see docs/redis-roles.md)" },
+  { key: "redisPasswordFile", env: "LLMHA_REDIS_PASSWORD_FILE", type: "path", defaultText: "the URL's password", description: "file holding the Redis user's password (a mounted secret): never on the command line" },
   { key: "logLevel", env: "LLMHA_LOG_LEVEL", type: "logLevel", defaultText: "info", description: "pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`" },
   { key: "standbyAz", env: "LLMHA_STANDBY_AZ", type: "string", defaultText: "none", description: "the AZ kept scaled to zero that the leader wakes when an active AZ degrades; while not wanted awake its nodes do not count toward the tier" },
   { key: "standbyHoldMs", env: "LLMHA_STANDBY_HOLD_MS", type: "int", min: 0, max: 86_400_000, defaultText: ms(600_000), description: "keep the standby AZ awake this long after the active AZs are OK again, then hand it back to its schedule" },

@@ -63,6 +63,7 @@ export class Controller {
   private readonly o: ControllerOptions;
   private readonly log: Logger;
   private lastModelOutliers = "";
+  private lastSkipped = "";
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
   private memory: ControllerMemory = emptyControllerMemory();
@@ -199,6 +200,7 @@ export class Controller {
     }
     const t0 = performance.now();
     const snap = await readSnapshot(redis, keys);
+    this.reportSkipped(snap);
     const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now, { silenceExplained: explained, standbyUnavailable: this.o.standbyUnavailable?.() ?? null });
     const aggMs = performance.now() - t0;
     this.lastAggregationMs = aggMs;
@@ -318,6 +320,16 @@ export class Controller {
     );
     if (r.accepted) metrics?.setModels(same, snap.nodes.map((n) => n.az));
     return r;
+  }
+
+  /** Node records that cannot be an agent's (forged or corrupted) were left out: counted every tick, logged when the set changes. */
+  private reportSkipped(snap: RegistrySnapshot): void {
+    const skipped = snap.skipped ?? [];
+    if (skipped.length) this.o.metrics?.distrusted.inc({ what: "node" }, skipped.length);
+    const key = skipped.map((s) => `${s.nodeId}:${s.reason}`).join(",");
+    if (key === this.lastSkipped) return;
+    this.lastSkipped = key;
+    if (skipped.length) this.log.warn({ skipped: skipped.slice(0, 20), count: skipped.length }, "node records in Redis that no agent could have written were left out of the AZ states");
   }
 
   private logTransitions(e: Evaluation): void {

@@ -47,6 +47,8 @@ export interface FleetOptions {
   tls?: ConnectionOptions;
   /** Auth token given apart from the URL. */
   password?: string;
+  /** ACL user given apart from the URL (`LLMHA_REDIS_USER`). */
+  username?: string;
   /** Lease holder id. Default `<nodeId>/<pid>`. */
   holderId?: string;
   /** Take part in the leader election. Default true. */
@@ -92,6 +94,7 @@ export class Fleet {
       log: o.log,
       tls: o.tls,
       password: o.password,
+      username: o.username,
       // Another server behind the endpoint (a promoted replica that may have missed the last
       // heartbeats): node hashes expired there are Redis's doing, not the nodes'. Held like any
       // Redis trouble (`silenceGraceMs`).
@@ -133,6 +136,13 @@ export class Fleet {
       this.metrics.leader.set(1);
       this.metrics.fencingToken.set(token);
       this.metrics.leaseAcquisitions.inc();
+    });
+    this.lease.on("poisoned", (detail) => {
+      this.metrics.distrusted.inc({ what: "fence" });
+      // On the record where `llm-ha status` shows events: someone or something wrote a fence value no leader issued.
+      this.client.redis
+        .xadd(this.keys.events, "MAXLEN", "~", "10000", "*", "type", "fence-poisoned", "detail", detail.slice(0, 200), "leader", holderId)
+        .catch(() => undefined);
     });
     this.lease.on("lost", (reason) => {
       this.metrics.leader.set(0);

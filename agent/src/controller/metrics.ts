@@ -18,6 +18,8 @@ export class FleetMetrics {
   readonly leaseAcquisitions: Counter;
   readonly leaseLosses: Counter<"reason">;
   readonly staleWritesRejected: Counter;
+  /** Values read from Redis that were not sane (`what`: `fence` healed, `node` record skipped). */
+  readonly distrusted: Counter<"what">;
   readonly azState: Gauge<"az" | "state">;
   readonly azHealthy: Gauge<"az">;
   readonly azTotal: Gauge<"az">;
@@ -50,6 +52,13 @@ export class FleetMetrics {
       help: "Leader writes Redis refused because a newer fencing token exists",
       registers,
     });
+    this.distrusted = new Counter({
+      name: "llmha_redis_distrusted_total",
+      help: "Values read from Redis that were not sane (forged or corrupted): fence tokens left out and healed (what=fence), node records skipped (what=node)",
+      labelNames: ["what"],
+      registers,
+    });
+    for (const what of ["fence", "node"]) this.distrusted.inc({ what }, 0);
     this.azState = new Gauge({ name: "llmha_az_state", help: "1 for the AZ's current state (leader view)", labelNames: ["az", "state"], registers });
     this.azHealthy = new Gauge({ name: "llmha_az_healthy_capacity", help: "Healthy GPUs in the AZ (leader view)", labelNames: ["az"], registers });
     this.azTotal = new Gauge({ name: "llmha_az_total_capacity", help: "GPUs the AZ should have (leader view)", labelNames: ["az"], registers });

@@ -20,26 +20,48 @@
   self-fence while the key lived on) is taken again with a fresh token at once: never the
   old token, never a wait for the TTL.
 
+  Only sane values count (fence.inc.lua's saneToken: a whole number from 0 to the clock plus a
+  day): a poisoned counter, fence:last or floor (`1e400` reads as inf) is left out, so the
+  token stays finite and the fence heals at this acquisition. What was left out — and what
+  a fenced write found poisoned before (fence:last's `poisoned` field) — is returned, for the
+  leader to report (event, metric, log), and cleared.
+
   Output:
-    {1, token}         acquired; the token is recorded as the highest at once, so an
-                       older holder's fenced write is refused from this moment on
-    {0, currentValue}  someone else holds the lease
+    {1, token, poisoned}  acquired; the token is recorded as the highest at once, so an
+                          older holder's fenced write is refused from this moment on;
+                          poisoned = "" or "<key>=<value>,…" of the values left out
+    {0, currentValue}     someone else holds the lease
 ]]
+--- @include "fence"
+
 local cur = redis.call("GET", KEYS[1])
 if cur and string.sub(cur, 1, #ARGV[1] + 1) ~= ARGV[1] .. ":" then
   return {0, cur}
 end
-local t = redis.call("TIME")
-local token = t[1] * 1000 + math.floor(t[2] / 1000)
-local counted = (tonumber(redis.call("GET", KEYS[2]) or "0") or 0) + 1
-local last = (tonumber(redis.call("HGET", KEYS[3], "token") or "0") or 0) + 1
-local floor = (tonumber(ARGV[3]) or 0) + 1
-for _, v in ipairs({counted, last, floor}) do
-  if v > token then
-    token = v
+local now = nowMs()
+local token = now
+local poisoned = {}
+local seen = {
+  {"fence", redis.call("GET", KEYS[2])},
+  {"fence:last", redis.call("HGET", KEYS[3], "token")},
+  {"floor", ARGV[3]},
+}
+for _, s in ipairs(seen) do
+  if s[2] and s[2] ~= "" then
+    local v = saneToken(s[2], now)
+    if v == nil then
+      poisoned[#poisoned + 1] = s[1] .. "=" .. string.sub(tostring(s[2]), 1, 64)
+    elseif v + 1 > token then
+      token = v + 1
+    end
   end
+end
+local before = redis.call("HGET", KEYS[3], "poisoned")
+if before then
+  poisoned[#poisoned + 1] = "fence:last=" .. before
 end
 redis.call("SET", KEYS[2], token)
 redis.call("SET", KEYS[1], ARGV[1] .. ":" .. token, "PX", ARGV[2])
+redis.call("DEL", KEYS[3])
 redis.call("HSET", KEYS[3], "token", token, "holder", ARGV[1])
-return {1, token}
+return {1, token, table.concat(poisoned, ",")}

@@ -10,6 +10,7 @@ import type { ConnectionOptions } from "node:tls";
 import type { Logger } from "../util/log";
 import { connect as netConnect } from "node:net";
 import { safeUrl } from "../util/log";
+import { redisAuthFromEnv } from "./auth";
 import { defineScripts } from "./scripts";
 
 export class RedisUrlError extends Error {
@@ -29,6 +30,11 @@ export interface RedisClientOptions {
   password?: string;
   /** ACL user name; overrides the URL's. */
   username?: string;
+  /**
+   * Where `LLMHA_REDIS_USER` / `LLMHA_REDIS_PASSWORD_FILE` are read when `username` /
+   * `password` are not given (auth.ts). Default `process.env`.
+   */
+  env?: NodeJS.ProcessEnv;
   /** Per-command timeout. Default 1000 ms. */
   commandTimeoutMs?: number;
   /**
@@ -133,13 +139,14 @@ export function createRedisClient(url: string, opts: RedisClientOptions): RedisC
   const maxMs = opts.maxBackoffMs ?? 2000;
   const shown = safeUrl(url);
   const log = opts.log.child({ component: "redis", redis: shown, client: opts.name });
+  const envAuth = redisAuthFromEnv(opts.env ?? process.env);
   const db = parsed.pathname.length > 1 ? Number(parsed.pathname.slice(1)) : 0;
   const options: RedisOptions = {
     host: parsed.hostname,
     port: parsed.port ? Number(parsed.port) : 6379,
     db: Number.isInteger(db) ? db : 0,
-    username: opts.username ?? (parsed.username ? decodeURIComponent(parsed.username) : undefined),
-    password: opts.password ?? (parsed.password ? decodeURIComponent(parsed.password) : undefined),
+    username: opts.username ?? envAuth.username ?? (parsed.username ? decodeURIComponent(parsed.username) : undefined),
+    password: opts.password ?? envAuth.password ?? (parsed.password ? decodeURIComponent(parsed.password) : undefined),
     tls: parsed.protocol === "rediss:" ? (opts.tls ?? {}) : opts.tls,
     connectionName: opts.name,
     commandTimeout: opts.commandTimeoutMs ?? 1000,

@@ -25,6 +25,11 @@
  * | `edge:keys`            | hash   | `llm-ha keys`         | client API keys of the public edge: SHA-256 hex of the key → JSON `{id, tenant, rps, concurrency, createdAt, note}`; the key itself is never stored |
  * | `edge:keys:rev`        | string | `llm-ha keys`         | counter bumped on every key change: `llm-ha edge-sync` re-reads `edge:keys` when it moves |
  * | `events`               | stream | agents + leader       | every node status, AZ state, tier and standby transition, capped by `MAXLEN ~` |
+ * | `fallback:cache:*`     | mixed  | `llm-ha cache import` | the verified-answer cache (entries `e:<sha256>`, `lru`, `size`, `bytes`; see fallback/cache.ts); the fallback only reads entries |
+ * | `fallback:req:<id>`    | string | `llm-ha fallback`     | a queued request's result (fallback/results.ts) |
+ * | `fallback:queue`       | hash   | `llm-ha fallback`     | the Kafka queue's depth for `llm-ha status` |
+ *
+ * Who may touch which key is `roles.ts` (one Redis ACL user per role).
  */
 export class RedisKeys {
   readonly prefix: string;
@@ -91,5 +96,22 @@ export class RedisKeys {
   }
   get events(): string {
     return `${this.prefix}events`;
+  }
+  get practice(): string {
+    return `${this.prefix}practice`;
+  }
+  get models(): string {
+    return `${this.prefix}models`;
+  }
+  /** Every key of the verified-answer cache starts with this. */
+  get fallbackCache(): string {
+    return `${this.prefix}fallback:cache:`;
+  }
+  /** Every queued request's result starts with this. */
+  get fallbackRequests(): string {
+    return `${this.prefix}fallback:req:`;
+  }
+  get fallbackQueue(): string {
+    return `${this.prefix}fallback:queue`;
   }
 }

@@ -70,6 +70,8 @@ export type LostReason = "self-fence" | "not-ours" | "fenced-out" | "released";
 
 export interface LeaseEvents {
   acquired: [token: number];
+  /** The acquisition left out insane fence values (`<key>=<value>,…`) and healed the fence. */
+  poisoned: [detail: string];
   lost: [reason: LostReason];
 }
 
@@ -202,6 +204,9 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
 
   /** Records a token seen elsewhere (e.g. a refused write's highest token). */
   observeToken(token: number): void {
+    // A token read back from Redis is not trusted: a forged `inf` or far-future one would
+    // become this contender's floor and every token after it.
+    if (!Number.isSafeInteger(token) || token > Date.now() + 86_400_000) return;
     if (token > this.highest) this.highest = token;
   }
 
@@ -286,6 +291,10 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
       return;
     }
     this.observeToken(r.token);
+    if (r.poisoned) {
+      this.log.error({ poisoned: r.poisoned, token: r.token }, "fence values in Redis were not sane tokens (forged or corrupted): left out, the fence healed with a fresh token");
+      this.emit("poisoned", r.poisoned);
+    }
     const deadline = sentAt + this.settings.ttlMs - this.settings.marginMs;
     const value = `${this.holderId}:${r.token}`;
     if (!this.closed) await this.waitForReplica();

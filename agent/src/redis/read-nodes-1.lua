@@ -1,7 +1,7 @@
 --[[
   One page of the controller's registry snapshot (5,000 nodes read every second): walks
   the members hash with HSCAN and returns, per member, its member entry and the compact
-  view (field `c`) of its node hash, written by heartbeat-8.lua. Paging keeps Redis from
+  view (field `c`) of its node hash, written by heartbeat-7.lua. Paging keeps Redis from
   being blocked for long; no ids travel from the client.
 
   Input:

@@ -1,21 +1,18 @@
 /**
  * The node registry: every agent heartbeats its node hash and keeps its AZ's available set
- * exact, atomically (`heartbeat-8.lua`). When Redis is unreachable the agent keeps its last
+ * exact, atomically (`heartbeat-7.lua`). When Redis is unreachable the agent keeps its last
  * report (its HTTP and agent-check reporters serve local state anyway), retries with capped
  * backoff, and re-registers the moment the connection is ready again.
  */
 import { randomBytes } from "node:crypto";
-import type { Redis } from "ioredis";
-import { NODE_STATUSES, takesTraffic, type Decision, type NodeStatus, type ServingPhase } from "../types";
+import { NODE_STATUSES, takesTraffic, type Decision } from "../types";
 import type { Logger } from "../util/log";
 import { sleep } from "../util/net";
 import type { RedisClient } from "./client";
 import type { RedisKeys } from "./keys";
 import {
   heartbeatScript,
-  readNodesScript,
   removeScript,
-  type CompactNode,
   type HeartbeatArgs,
   type HeartbeatKeys,
   type HeartbeatResult,
@@ -339,70 +336,5 @@ export class NodeRegistry {
   }
 }
 
-// ---- reading the registry (the controller) -------------------------------------------
-
-/** One node as the controller sees it. `alive` is false when its hash expired (a dead node still counts toward its AZ's total). */
-export interface NodeView {
-  nodeId: string;
-  az: string;
-  alive: boolean;
-  status: NodeStatus | "EXPIRED";
-  phase: ServingPhase | "down";
-  weight: number;
-  gpus: number;
-  gpusExpected: number;
-  soft: string[];
-  hard: string[];
-  takesTraffic: boolean;
-  /**
-   * The node has taken traffic since it joined (sticky in its `members` entry). False: a new
-   * node still loading its model — not capacity its AZ lost. Absent (older entries): true.
-   */
-  served?: boolean;
-}
-
-export interface RegistrySnapshot {
-  nodes: NodeView[];
-}
-
-/** Reads every member node with its compact view, one HSCAN page per call (`read-nodes-1.lua`). */
-export async function readSnapshot(redis: Redis, keys: RedisKeys, pageSize = 1000): Promise<RegistrySnapshot> {
-  const seen = new Map<string, { member: string; view: CompactNode | null }>();
-  let cursor = "0";
-  do {
-    const page = await readNodesScript(redis, keys.members, keys.prefix, cursor, pageSize);
-    for (const e of page.entries) seen.set(e.id, e); // HSCAN may return an entry twice
-    cursor = page.cursor;
-  } while (cursor !== "0");
-  const ids = [...seen.keys()];
-  const nodes: NodeView[] = ids.map((id) => {
-    const { member: m, view: hash } = seen.get(id)!;
-    // `<az>|<gpusExpected>|<served>`; entries written before `served` existed have two fields.
-    const [memberAz, gpusText, servedFlag] = m.split("|");
-    const memberGpus = Number(gpusText ?? 0) || 0;
-    const served = servedFlag !== "0";
-    if (!hash) {
-      return {
-        nodeId: id, az: memberAz, alive: false, status: "EXPIRED", phase: "down", weight: 0,
-        gpus: 0, gpusExpected: memberGpus, soft: [], hard: [], takesTraffic: false, served,
-      };
-    }
-    const phase = hash.phase as ServingPhase;
-    const traffic = takesTraffic({ phase, weight: hash.weight });
-    return {
-      nodeId: id,
-      az: hash.az,
-      alive: true,
-      status: hash.status as NodeStatus,
-      phase,
-      weight: hash.weight,
-      gpus: hash.gpus,
-      gpusExpected: hash.gpusExpected,
-      soft: hash.soft,
-      hard: hash.hard,
-      takesTraffic: traffic,
-      served: served || traffic,
-    };
-  });
-  return { nodes };
-}
+// The read side (the controller, `llm-ha status`) lives in snapshot.ts.
+export { readSnapshot, type NodeView, type RegistrySnapshot, type SkippedRecord } from "./snapshot";

@@ -5,6 +5,7 @@
  * scripts need — the fencing check — is written once. ioredis sends EVALSHA and
  * falls back to EVAL on NOSCRIPT, so a restarted Redis (empty script cache) just works.
  */
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { ChainableCommander, Redis } from "ioredis";
@@ -74,6 +75,24 @@ function loadAll(): Map<string, LoadedScript> {
 
 const defined = new WeakSet<Redis>();
 
+/**
+ * Runs a script that only reads as `EVALSHA_RO` (`EVAL_RO` when the server does not have it
+ * cached). Redis checks every key given to `EVALSHA` as read and write, so a read-only ACL
+ * user (`llmha-reader`, `llm-ha status`) could not run it otherwise; ioredis's `defineCommand`
+ * always sends `EVALSHA`.
+ */
+async function readOnlyScript(redis: Redis, name: ScriptName, ...args: Arg[]): Promise<unknown> {
+  const s = loadAll().get(name);
+  if (!s) throw new ScriptLoadError(`script ${name} is missing`);
+  const sha = createHash("sha1").update(s.lua).digest("hex");
+  try {
+    return await redis.call("EVALSHA_RO", sha, s.numberOfKeys, ...args);
+  } catch (err) {
+    if (!(err as Error).message.includes("NOSCRIPT")) throw err;
+    return redis.call("EVAL_RO", s.lua, s.numberOfKeys, ...args);
+  }
+}
+
 /** Registers every script on a client (idempotent). Pipelines made from it get them too. */
 export function defineScripts(redis: Redis): void {
   if (defined.has(redis)) return;
@@ -99,7 +118,8 @@ function num(v: unknown): number {
 
 // ---- lease ----------------------------------------------------------------------------
 
-export type AcquireResult = { acquired: true; token: number } | { acquired: false; holder: string };
+/** `poisoned`: `<key>=<value>,…` of insane fence values left out (and healed) by this acquisition; "" none. */
+export type AcquireResult = { acquired: true; token: number; poisoned: string } | { acquired: false; holder: string };
 
 export async function acquireScript(
   redis: Redis,
@@ -108,8 +128,8 @@ export async function acquireScript(
   ttlMs: number,
   floor: number,
 ): Promise<AcquireResult> {
-  const r = (await fn(redis, "acquire")(keys.leader, keys.fence, keys.fenceLast, holderId, ttlMs, floor)) as [number, unknown];
-  return num(r[0]) === 1 ? { acquired: true, token: num(r[1]) } : { acquired: false, holder: String(r[1]) };
+  const r = (await fn(redis, "acquire")(keys.leader, keys.fence, keys.fenceLast, holderId, ttlMs, floor)) as [number, unknown, unknown];
+  return num(r[0]) === 1 ? { acquired: true, token: num(r[1]), poisoned: String(r[2] ?? "") } : { acquired: false, holder: String(r[1]) };
 }
 
 export async function renewScript(redis: Redis, leaderKey: string, value: string, ttlMs: number): Promise<boolean> {
@@ -161,7 +181,8 @@ export interface HeartbeatKeys {
   members: string;
   azs: string;
   dead: string;
-  suspect: string;
+  /** Read by the script from the prefix (not a KEYS entry: the agent role may only read it); kept for callers. */
+  suspect?: string;
 }
 
 export interface HeartbeatArgs {
@@ -191,7 +212,7 @@ export interface HeartbeatArgs {
 
 function heartbeatArgv(k: HeartbeatKeys, a: HeartbeatArgs): Arg[] {
   return [
-    k.node, k.available, k.events, k.nodes, k.members, k.azs, k.dead, k.suspect,
+    k.node, k.available, k.events, k.nodes, k.members, k.azs, k.dead,
     a.nodeId, a.az, a.status, a.phase, a.weight, a.loadScore, a.gpus, a.gpusExpected, a.model,
     a.updatedAt, a.ttlMs, a.takesTraffic ? "1" : "0", a.soft, a.hard, a.eventsMaxLen, a.prefix, a.instance,
     a.modelRevision ?? "", a.modelDtype ?? "", a.maxContext ?? "",
@@ -294,7 +315,7 @@ export interface NodePage {
 
 /** One HSCAN page of members with each node's compact view (`read-nodes-1.lua`). */
 export async function readNodesScript(redis: Redis, membersKey: string, prefix: string, cursor: string, count: number): Promise<NodePage> {
-  const flat = (await fn(redis, "readNodes")(membersKey, prefix, cursor, count)) as unknown[];
+  const flat = (await readOnlyScript(redis, "readNodes", membersKey, prefix, cursor, count)) as unknown[];
   const entries: NodePage["entries"] = [];
   for (let i = 1; i + 2 < flat.length; i += 3) {
     entries.push({ id: String(flat[i]), member: String(flat[i + 1]), view: parseCompactNode(flat[i + 2]) });

@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:net";
 import type { Decision } from "../types";
+import { limitServer } from "./conn-limit";
 
 /**
  * The HAProxy agent-check reply for a decision (one line, `\n`-terminated):
@@ -22,9 +23,11 @@ export class AgentCheckResponder {
 }
 
 export interface AgentCheckServerOptions {
-  /** Connections served at once; more are refused by the kernel backlog, not queued in the agent. Default 512. */
+  /** Connections held at once from all addresses but the node's loopback. Default 1024. */
   maxConnections?: number;
-  /** A connection silent this long after the reply is destroyed. Default 2000 ms (HAProxy reads the line within its `agent-inter`). */
+  /** Connections one client address may hold at once: one pod's idle sockets cannot starve HAProxy's checks. Default 32. */
+  maxPerSource?: number;
+  /** A connection silent this long after the reply is destroyed. Default 1000 ms (HAProxy reads the line at once and closes). */
   idleTimeoutMs?: number;
 }
 
@@ -42,7 +45,7 @@ export function startAgentCheckServer(
   onReply?: (line: string) => void,
   opts: AgentCheckServerOptions = {},
 ): Promise<Server> {
-  const idleTimeoutMs = opts.idleTimeoutMs ?? 2000;
+  const idleTimeoutMs = opts.idleTimeoutMs ?? 1000;
   const server = createServer((sock) => {
     sock.on("error", () => {
       /* HAProxy resets the connection after reading: ECONNRESET is normal */
@@ -53,7 +56,7 @@ export function startAgentCheckServer(
     onReply?.(line);
     sock.end(line + "\n");
   });
-  server.maxConnections = opts.maxConnections ?? 512;
+  limitServer(server, opts.maxConnections ?? 1024, opts.maxPerSource ?? 32);
   server.on("error", () => {
     /* listen errors are reported through the promise below */
   });

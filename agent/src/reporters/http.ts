@@ -3,6 +3,7 @@ import type { Registry } from "prom-client";
 import { takesTraffic, type Decision } from "../types";
 import type { GpuInfo } from "../sources/signals";
 import type { AzHealthResponse } from "../controller/az-health";
+import { limitServer } from "./conn-limit";
 
 export interface HttpView {
   nodeId: string;
@@ -76,25 +77,27 @@ async function route(v: HttpView, req: IncomingMessage, res: ServerResponse): Pr
 }
 
 export interface HttpServerOptions {
-  /** Connections served at once (scrapers, load balancers, `/az/health` checkers). Default 256. */
+  /** Connections served at once from all addresses but the node's loopback (scrapers, load balancers, `/az/health` checkers). Default 1024. */
   maxConnections?: number;
-  /** A client must send its whole request head within this. Default 5000 ms (slowloris). */
+  /** Connections one client address may hold at once: one pod's slowloris cannot starve the kubelet's probes. Default 16. */
+  maxPerSource?: number;
+  /** A client must send its whole request head within this. Default 2000 ms (slowloris: a probe's head takes microseconds). */
   headersTimeoutMs?: number;
-  /** …and its whole request within this. Default 10000 ms. */
+  /** …and its whole request within this. Default 3000 ms (every endpoint is a GET without a body). */
   requestTimeoutMs?: number;
-  /** A connection idle this long is destroyed. Default 30000 ms. */
+  /** A connection idle this long is destroyed. Default 10000 ms. */
   idleTimeoutMs?: number;
 }
 
 export function startHttpServer(host: string, port: number, view: HttpView, opts: HttpServerOptions = {}): Promise<Server> {
-  const headersTimeout = opts.headersTimeoutMs ?? 5000;
+  const headersTimeout = opts.headersTimeoutMs ?? 2000;
   const server = createServer(
     {
       headersTimeout,
-      requestTimeout: Math.max(headersTimeout, opts.requestTimeoutMs ?? 10_000),
+      requestTimeout: Math.max(headersTimeout, opts.requestTimeoutMs ?? 3000),
       keepAliveTimeout: 5000,
       // Node checks the two timeouts above only this often (default 30 s).
-      connectionsCheckingInterval: Math.min(1000, headersTimeout),
+      connectionsCheckingInterval: Math.min(500, headersTimeout),
     },
     (req, res) => {
       route(view, req, res).catch((err: unknown) => {
@@ -103,8 +106,8 @@ export function startHttpServer(host: string, port: number, view: HttpView, opts
       });
     },
   );
-  server.maxConnections = opts.maxConnections ?? 256;
-  server.timeout = opts.idleTimeoutMs ?? 30_000;
+  limitServer(server, opts.maxConnections ?? 1024, opts.maxPerSource ?? 16);
+  server.timeout = opts.idleTimeoutMs ?? 10_000;
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {

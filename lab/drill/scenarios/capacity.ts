@@ -100,7 +100,8 @@ export async function runPracticeWake(ctx: ScenarioContext, spec: ScenarioSpec, 
   redis.on("error", () => undefined);
   try {
     r.injectAt = mark(ctx, "inject", `llm-ha practice (${standby.name})`);
-    const asked = await runLlmHa(["practice", "--redis-url", ctx.stack.redis.url, "--cluster", ctx.stack.cluster]);
+    const op = ctx.stack.redisAs("llmha-operator");
+    const asked = await runLlmHa(["practice", "--redis-url", op.url, "--cluster", ctx.stack.cluster], op.env);
     r.notes.push(`llm-ha practice: exit ${asked.code}: ${`${asked.stdout}${asked.stderr}`.trim().replace(/\n/g, " ")}`);
     if (!(await until(ctx, 30_000, firstSpare))) r.notes.push(`no standby node of ${standby.name} serving within 30 s`);
     // The outcome recorded, then the release back to zero (after the hold).

@@ -16,6 +16,8 @@ import { createWriteStream } from "node:fs";
 import { drillAuth } from "../credentials";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Redis } from "ioredis";
+import { VerifiedCache } from "../../../agent/src/fallback/cache";
 import { runFallback, type RunningFallback } from "../../../agent/src/fallback/command";
 import { loadFallbackConfig } from "../../../agent/src/fallback/config";
 import { createLogger } from "../../../agent/src/util/log";
@@ -93,7 +95,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     const [fbPort, l4Port] = [await freePort(), await freePort()];
     const l4Url = `http://127.0.0.1:${l4Port}`;
     const cfg = loadFallbackConfig([
-      "--host", "127.0.0.1", "--port", String(fbPort), "--metrics-addr", "127.0.0.1:0", "--cluster", stack.cluster, "--redis-url", stack.redis.url,
+      "--host", "127.0.0.1", "--port", String(fbPort), "--metrics-addr", "127.0.0.1:0", "--cluster", stack.cluster, "--redis-url", stack.redis.urlAs("llmha-fallback"),
       "--kafka-brokers", kafka.bootstrap, "--models", DRILL_MODEL, "--l1-url", l4Url, "--replay-rps", "20",
       "--replay-attempts", "10", "--replay-timeout-ms", "10000", "--retry-after-s", "10", "--wake-eta-s", "60",
     ], {});
@@ -105,9 +107,12 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
         fallback: { address: `127.0.0.1:${fbPort}`, timeoutServerMs: 15_000 },
       }],
     });
-    const imported = await fb.service.o.cache!.importJsonl(
+    // Verified answers come from an operator (the fallback's own role only reads them).
+    const operator = new Redis(stack.redis.urlAs("llmha-operator"), { maxRetriesPerRequest: 1 });
+    const imported = await new VerifiedCache(operator, stack.cluster).importJsonl(
       CACHED.map((c) => JSON.stringify({ request: { model: DRILL_MODEL, messages: [{ role: "user", content: c.prompt }], temperature: 0, max_tokens: 8 }, answer: c.answer })).join("\n"),
     );
+    operator.disconnect();
     if (imported.imported !== CACHED.length) r.notes.push(`only ${imported.imported} verified answers imported`);
     const l4Rows = (): Promise<Array<{ server: string; status: string; weight: number; total: number }>> =>
       hp!.stats().then((rows) => rows.filter((x) => x.proxy === `${L4_PROXY}_servers`));

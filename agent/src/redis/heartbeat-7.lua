@@ -12,7 +12,6 @@
                                  model is "0" and is not yet capacity its AZ has lost)
     KEYS[6] azs                  set of AZ names
     KEYS[7] dead                 zset of ids whose hash expired (the sweep moved them out of `nodes`)
-    KEYS[8] suspect              hash written by the leader; field `codes` = suspect soft check codes, comma separated
 
     ARGV[1]  node id            ARGV[2]  az               ARGV[3]  status
     ARGV[4]  phase              ARGV[5]  weight           ARGV[6]  load score
@@ -21,7 +20,10 @@
     ARGV[11] hash TTL in ms     ARGV[12] "1" when the node takes traffic
     ARGV[13] soft reason codes, comma separated
     ARGV[14] hard reason codes, comma separated
-    ARGV[15] events MAXLEN      ARGV[16] key prefix (to leave a previous AZ's set)
+    ARGV[15] events MAXLEN      ARGV[16] key prefix (to leave a previous AZ's set, and to read
+             `suspect`, the leader's hash whose field `codes` = suspect soft check codes, comma
+             separated: read by name, not passed in KEYS, because every key given to EVALSHA
+             must be writable by the caller's ACL user and the agent role may only read it)
     ARGV[17] instance: this agent process's random id ("" = no claim, the bench's fleet).
              The hash records it; a hash another instance wrote is not overwritten: two
              live agents with one node id would otherwise take turns, and the one that
@@ -79,4 +81,4 @@ if prev[1] ~= ARGV[3] or back == 1 then
   "c", table.concat({az, ARGV[3], ARGV[4], ARGV[5], ARGV[7], ARGV[8],
     (string.gsub(ARGV[13], ",", ";")), (string.gsub(ARGV[14], ",", ";"))}, "|"))
 end
-return {changed, redis.call("HGET", KEYS[8], "codes") or "", ""}
+return {changed, redis.call("HGET", ARGV[16] .. "suspect", "codes") or "", ""}

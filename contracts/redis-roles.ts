@@ -1,0 +1,178 @@
+/**
+ * Who may do what in Redis: one ACL user per role, defined once here (a contract: the runtime
+ * renders it as a redis-server ACL file with `llm-ha redis-acl` for the drill and the tests,
+ * infra/redis.ts as ElastiCache RBAC users) over the keys of agent/src/redis/keys.ts (a test
+ * holds the two together). A key not named here is out of reach of every role; a command not named
+ * here is refused.
+ *
+ * Redis checks a script's key access against the caller: every key passed in `KEYS` to
+ * `EVALSHA` must be writable by the user (read-only scripts go as `EVALSHA_RO`), and each
+ * `redis.call` inside is checked like a command of its own. So a role's command list holds
+ * what its scripts call, and a forged write through a script is refused like a direct one.
+ */
+
+export const ROLE_NAMES = ["llmha-agent", "llmha-controller", "llmha-agent-leader", "llmha-fallback", "llmha-edge", "llmha-reader", "llmha-operator"] as const;
+export type RoleName = (typeof ROLE_NAMES)[number];
+
+/**
+ * `R` read only (`%R~`), `W` write only (`%W~`: `SET` without reading), `RW` both (`~`). A key
+ * passed in a script's `KEYS` needs `RW` (Redis checks `EVALSHA`'s keys as read and write).
+ */
+export type KeyAccess = "R" | "W" | "RW";
+
+export interface KeyGrant {
+  /** A key or glob, full (cluster prefix included). */
+  readonly pattern: string;
+  readonly access: KeyAccess;
+}
+
+/** Extra commands allowed only on some keys (a Redis 7 selector). */
+export interface Selector {
+  readonly commands: readonly string[];
+  readonly keys: readonly KeyGrant[];
+}
+
+export interface RedisRole {
+  readonly name: RoleName;
+  /** What the role is for, in a sentence (the ACL file's comment, docs/redis-roles.md). */
+  readonly does: string;
+  readonly commands: readonly string[];
+  readonly keys: readonly KeyGrant[];
+  readonly selectors: readonly Selector[];
+}
+
+export class RoleError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RoleError";
+  }
+}
+
+/** Every client: the connection's own housekeeping (ioredis's ready check is `INFO`). */
+const CONNECTION = ["ping", "info", "client|setname", "quit"];
+
+const R = (pattern: string): KeyGrant => ({ pattern, access: "R" });
+const W = (pattern: string): KeyGrant => ({ pattern, access: "W" });
+const RW = (pattern: string): KeyGrant => ({ pattern, access: "RW" });
+
+/** The key names of agent/src/redis/keys.ts, as this leaf module may not import it. */
+function keyNames(cluster: string) {
+  const prefix = `llmha:${cluster}:`;
+  const s = (suffix: string): string => `${prefix}${suffix}`;
+  return {
+    prefix,
+    node: (id: string) => s(`node:${id}`),
+    azAvailable: (az: string) => s(`az:${az}:available`),
+    azState: (az: string) => s(`az:${az}:state`),
+    members: s("members"), nodes: s("nodes"), dead: s("dead"), azs: s("azs"), leader: s("leader"), fence: s("fence"), fenceLast: s("fence:last"),
+    tier: s("tier"), standbyWake: s("standby:wake"), practiceRequest: s("practice:request"), actuation: s("actuation"), suspect: s("suspect"),
+    events: s("events"), practice: s("practice"), models: s("models"),
+    fallbackCache: s("fallback:cache:"), fallbackRequests: s("fallback:req:"), fallbackQueue: s("fallback:queue"),
+    edgeKeys: s("edge:keys"), edgeKeysRev: s("edge:keys:rev"),
+  };
+}
+
+/** The roles for one cluster's key namespace. */
+export function redisRoles(cluster: string): RedisRole[] {
+  if (!/^[A-Za-z0-9_.-]+$/.test(cluster)) throw new RoleError(`cluster name must match [A-Za-z0-9_.-]+, got ${JSON.stringify(cluster)}`);
+  const k = keyNames(cluster);
+  const agent: RedisRole = {
+    name: "llmha-agent",
+    does: "a GPU node's agent: its own node hash, its AZ's available set, the member/live/dead indexes (heartbeat-7, remove-5), events; reads what the leader published",
+    commands: [...CONNECTION, "evalsha", "eval", "hmget", "hget", "hgetall", "hset", "hdel", "del", "pexpire", "zadd", "zrem", "sadd", "smembers", "xadd", "time", "get", "pttl"],
+    keys: [
+      RW(k.node("*")), RW(k.azAvailable("*")), RW(k.nodes), RW(k.members), RW(k.dead), RW(k.azs), RW(k.events),
+      R(k.leader), R(k.fenceLast), R(k.tier), R(k.azState("*")), R(k.standbyWake), R(k.actuation), R(k.suspect), R(k.practice), R(k.models),
+    ],
+    selectors: [],
+  };
+  const controller: RedisRole = {
+    name: "llmha-controller",
+    does: "the leader: lease acquire/renew/release, the fence, AZ states, tier, standby, actuation, suspect, models, practice state (fenced-hset-3), the sweep (sweep-5); reads the registry",
+    commands: [
+      ...CONNECTION, "evalsha", "eval", "evalsha_ro", "eval_ro", "wait",
+      "get", "set", "del", "pexpire", "pttl", "time", "hget", "hmget", "hgetall", "hset", "hdel", "hscan", "exists",
+      "zadd", "zrem", "zrangebyscore", "zmscore", "smembers", "xadd",
+    ],
+    keys: [
+      RW(k.leader), RW(k.fence), RW(k.fenceLast), RW(k.azState("*")), RW(k.tier), RW(k.standbyWake), RW(k.actuation), RW(k.suspect),
+      RW(k.models), RW(k.practice), RW(k.events), RW(k.nodes), RW(k.dead), RW(k.members), RW(k.azAvailable("*")),
+      R(k.node("*")), R(k.azs), R(k.practiceRequest),
+    ],
+    selectors: [],
+  };
+  const fallback: RedisRole = {
+    name: "llmha-fallback",
+    does: "the L4 fallback (internet-facing): reads verified answers (never writes one), its queued requests' results and queue depth; reads the tier and standby",
+    commands: [...CONNECTION, "evalsha", "eval", "get", "set", "time", "zadd", "zrem", "zscore", "zcard", "hget", "hset", "hdel", "decrby", "pexpire", "multi", "exec"],
+    keys: [
+      R(`${k.fallbackCache}e:*`), RW(`${k.fallbackCache}lru`), RW(`${k.fallbackCache}size`), RW(`${k.fallbackCache}bytes`),
+      RW(`${k.fallbackRequests}*`), RW(k.fallbackQueue), R(k.tier), R(k.standbyWake),
+    ],
+    // An expired entry's bookkeeping is dropped on a miss (DEL of the entry): deleting is allowed, writing one is not.
+    selectors: [{ commands: ["del"], keys: [W(`${k.fallbackCache}e:*`)] }],
+  };
+  const edge: RedisRole = {
+    name: "llmha-edge",
+    does: "`llm-ha edge-sync` in the L1 pod (internet-facing): reads the client keys' hashes and their revision, nothing else",
+    commands: [...CONNECTION, "get", "hgetall"],
+    keys: [R(k.edgeKeys), R(k.edgeKeysRev)],
+    selectors: [],
+  };
+  const reader: RedisRole = {
+    name: "llmha-reader",
+    does: "`llm-ha status`: reads the cluster's keys, writes nothing",
+    commands: [...CONNECTION, "evalsha_ro", "eval_ro", "get", "pttl", "hget", "hgetall", "hmget", "hscan", "smembers", "exists", "zmscore", "xrevrange", "scan", "time"],
+    keys: [R(`${k.prefix}*`)],
+    selectors: [],
+  };
+  const operator: RedisRole = {
+    name: "llmha-operator",
+    does: "an operator: everything `llm-ha status` reads, a practice wake request (`llm-ha practice`), the verified-answer cache (`llm-ha cache import|list|rm`), the edge's client keys (`llm-ha keys`)",
+    commands: [...reader.commands, "evalsha", "eval", "set", "del", "zadd", "zrem", "zrange", "zrevrange", "zcard", "hset", "hdel", "incr", "incrby", "decrby", "multi", "exec"],
+    keys: [R(`${k.prefix}*`), W(k.practiceRequest), RW(`${k.fallbackCache}*`), RW(k.edgeKeys), RW(k.edgeKeysRev)],
+    selectors: [],
+  };
+  return [agent, controller, union("llmha-agent-leader", "an agent that may win the lease: the leader runs inside an agent process today, so agents that contend hold both roles", agent, controller), fallback, edge, reader, operator];
+}
+
+function union(name: RoleName, does: string, ...roles: RedisRole[]): RedisRole {
+  const keys = new Map<string, KeyGrant>();
+  for (const g of roles.flatMap((r) => r.keys)) {
+    const had = keys.get(g.pattern);
+    keys.set(g.pattern, had && had.access !== g.access ? RW(g.pattern) : g);
+  }
+  return { name, does, commands: [...new Set(roles.flatMap((r) => r.commands))], keys: [...keys.values()], selectors: roles.flatMap((r) => r.selectors) };
+}
+
+export function redisRole(cluster: string, name: string): RedisRole {
+  const r = redisRoles(cluster).find((x) => x.name === name);
+  if (!r) throw new RoleError(`unknown Redis role ${JSON.stringify(name)}; the roles are ${ROLE_NAMES.join(", ")}`);
+  return r;
+}
+
+function grant(g: KeyGrant): string {
+  return g.access === "RW" ? `~${g.pattern}` : `%${g.access}~${g.pattern}`;
+}
+
+/**
+ * The role's permissions as Redis ACL rules without the password and without `on`:
+ * ElastiCache's access string is `on ` + this, redis-server's ACL line adds a password hash.
+ */
+export function aclRules(role: RedisRole): string {
+  const parts = ["resetkeys", "resetchannels", "-@all", ...role.commands.map((c) => `+${c}`), ...role.keys.map(grant)];
+  for (const s of role.selectors) parts.push(`(${[...s.commands.map((c) => `+${c}`), ...s.keys.map(grant)].join(" ")})`);
+  return parts.join(" ");
+}
+
+/** ElastiCache's `accessString` for a role (the password is set apart, never in the string). */
+export function accessString(role: RedisRole): string {
+  return `on ${aclRules(role)}`;
+}
+
+/** `redis[s]://user:password@host:port[/db]`, user and password percent-encoded (a token with `#`, `?`, `%` or `@` stays whole). */
+export function redisUrl(e: { host: string; port: number; tls?: boolean; username?: string; password?: string; db?: number }): string {
+  const auth = e.username || e.password ? `${encodeURIComponent(e.username ?? "")}${e.password ? `:${encodeURIComponent(e.password)}` : ""}@` : "";
+  const host = e.host.includes(":") && !e.host.startsWith("[") ? `[${e.host}]` : e.host;
+  return `${e.tls ? "rediss" : "redis"}://${auth}${host}:${e.port}${e.db ? `/${e.db}` : ""}`;
+}

@@ -1,0 +1,199 @@
+/**
+ * Least privilege inside (issue 26): what one stolen credential or one hostile pod can do.
+ *
+ * - `redis-forgery`: with the fallback's Redis credentials (a compromised internet-facing
+ *   pod) forge two healthy nodes' hashes as failed, take the lease, poison the fence, write
+ *   the tier, request a practice wake and plant a cache entry. Every write must be refused,
+ *   no AZ state change, no actuator call, no forged answer.
+ * - `agent-starve`: 600 idle agent-check sockets and 300 slowloris HTTP sockets from another
+ *   address against one node's agent; its liveness and readiness probes and HAProxy's checks
+ *   keep getting answers, nothing fails over, and a real fault under the flood still takes
+ *   the node out within its L1 target.
+ */
+import { request } from "node:http";
+import { connect, type Socket } from "node:net";
+import { Redis } from "ioredis";
+import { createHash } from "node:crypto";
+import { RedisKeys } from "../../../agent/src/redis/keys";
+import { sleep } from "../../../agent/src/util/net";
+import type { SimNode } from "../../sim/sim-node";
+import type { ScenarioSpec } from "../scenarios";
+import { l1Removed } from "../timeline";
+import { NODE_FAULTS } from "./node";
+import { blank, finish, mark, nextVictim, rowOf, steady, until, type RunResult, type ScenarioContext } from "./runner";
+
+/** Watching for any effect of the forgeries: longer than the controller's hysteresis and two lease contend periods. */
+const FORGERY_WATCH_MS = 8000;
+
+async function azStates(admin: Redis, keys: RedisKeys, azs: string[]): Promise<string> {
+  const states = await Promise.all(azs.map((az) => admin.hget(keys.azState(az), "state")));
+  return azs.map((az, i) => `${az}=${states[i] ?? ""}`).join(",");
+}
+
+export async function runRedisForgery(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const keys = new RedisKeys(ctx.stack.cluster);
+  const azs = ctx.stack.azs.map((a) => a.name);
+  const admin = new Redis(ctx.stack.redis.url, { maxRetriesPerRequest: 1 });
+  const thief = new Redis(ctx.stack.redis.urlAs("llmha-fallback"), { maxRetriesPerRequest: 0 });
+  admin.on("error", () => undefined);
+  thief.on("error", () => undefined);
+  try {
+    const before = await azStates(admin, keys, azs);
+    const tierBefore = await admin.hget(keys.tier, "level");
+    const actionsBefore = ctx.stack.cloud?.actions.length ?? 0;
+    const entriesBefore = (await admin.keys(`${keys.fallbackCache}e:*`)).length;
+    const victims = ctx.stack.running().filter((n) => !ctx.stack.azOf(n).standby).slice(0, 2);
+    r.injectAt = mark(ctx, "inject", "forged writes with the fallback's credentials");
+    const h = createHash("sha256").update("forged").digest("hex");
+    const attempts: [string, () => Promise<unknown>][] = [
+      ...victims.flatMap((n): [string, () => Promise<unknown>][] => [
+        [`node hash ${n.id}`, () => thief.hset(keys.node(n.id), "status", "UNHEALTHY", "c", `${n.az}|UNHEALTHY|down|0|0|8||GPU_LOST`)],
+        [`available set ${n.id}`, () => thief.zrem(keys.azAvailable(n.az), n.id)],
+      ]),
+      ["lease", () => thief.set(keys.leader, "thief:99999999999999", "PX", 60_000)],
+      ["fence counter", () => thief.set(keys.fence, "1e400")],
+      ["fence poison", () => thief.hset(keys.fenceLast, "token", "1e400")],
+      ["tier", () => thief.hset(keys.tier, "level", "L4")],
+      ["az state", () => thief.hset(keys.azState(azs[0]), "state", "DOWN")],
+      ["suspect codes", () => thief.hset(keys.suspect, "codes", "GPU_LOST")],
+      ["practice request", () => thief.set(keys.practiceRequest, String(Date.now()), "PX", 60_000)],
+      ["cache entry", () => thief.set(`${keys.fallbackCache}e:${h}`, JSON.stringify({ key: h, answer: "forged" }), "PX", 60_000)],
+      ["script write", () => thief.eval("return redis.call('HSET', KEYS[1], 'level', 'L4')", 1, keys.tier)],
+    ];
+    let accepted = 0;
+    for (const [what, go] of attempts) {
+      try {
+        await go();
+        accepted += 1;
+        r.notes.push(`ACCEPTED: ${what}`);
+      } catch (err) {
+        if (!/NOPERM|no permissions|can't access/i.test((err as Error).message)) r.notes.push(`${what}: ${(err as Error).message.slice(0, 80)}`);
+      }
+    }
+    await until(ctx, FORGERY_WATCH_MS, () => false);
+    const changed = (await azStates(admin, keys, azs)) !== before ? 1 : 0;
+    if (changed) r.notes.push(`AZ states ${before} → ${await azStates(admin, keys, azs)}`);
+    r.healAt = mark(ctx, "heal", "watch over");
+    r.endAt = ctx.now();
+    finish(ctx, r, [], l1Removed);
+    r.extra.forgedWrites = accepted;
+    r.extra.azStatesChanged = changed + ((await admin.hget(keys.tier, "level")) !== tierBefore ? 1 : 0);
+    r.extra.actuatorCalls = (ctx.stack.cloud?.actions.length ?? 0) - actionsBefore;
+    r.extra.answersForged = (await admin.keys(`${keys.fallbackCache}e:*`)).length - entriesBefore;
+    r.extra.attempts = attempts.length;
+  } finally {
+    thief.disconnect();
+    admin.disconnect();
+  }
+  return r;
+}
+
+// ---- agent-starve -------------------------------------------------------------------------
+
+/** The pod that floods (any address but the node's, HAProxy's and the prober's). */
+const ATTACKER = "127.0.0.9";
+/** Where the kubelet's probes come from in the drill. */
+const KUBELET = "127.0.0.5";
+
+/** Keeps `n` sockets open from `from` (a loopback address) to host:port, each `hold` once connected; a cut one is replaced after 200 ms. Returns the stop. */
+export function flood(host: string, port: number, n: number, hold: (s: Socket) => void, from = ATTACKER): () => void {
+  let stopped = false;
+  const socks = new Set<Socket>();
+  const open = (): void => {
+    if (stopped) return;
+    const s = connect({ host, port, localAddress: from });
+    socks.add(s);
+    s.on("connect", () => hold(s));
+    s.on("error", () => undefined);
+    s.on("close", () => {
+      socks.delete(s);
+      setTimeout(open, 200);
+    });
+  };
+  for (let i = 0; i < n; i++) open();
+  return () => {
+    stopped = true;
+    for (const s of socks) s.destroy();
+  };
+}
+
+/**
+ * One kubelet probe: true when answered as a probe must be — `/livez` 200 (the agent's loop
+ * lives), `/readyz` any answer (200 or 503 is the node's own state, which a loaded machine may
+ * make UNKNOWN; what the flood must not cause is no answer).
+ */
+function probe(n: SimNode, path: "/livez" | "/readyz"): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = request({ host: n.address, port: n.httpPort, path, localAddress: KUBELET, timeout: 1000, agent: false }, (res) => {
+      res.resume();
+      res.on("end", () => resolve(path === "/readyz" ? res.statusCode === 200 || res.statusCode === 503 : res.statusCode === 200));
+    });
+    req.on("timeout", () => req.destroy());
+    req.on("error", () => resolve(false));
+    req.end();
+  });
+}
+
+/** A slowloris client: a request head that never ends, one header line every 400 ms. */
+export function slowloris(s: Socket): void {
+  s.write("GET /livez HTTP/1.1\r\nHost: x\r\n");
+  const drip = setInterval(() => s.write("X-a: b\r\n"), 400);
+  s.on("close", () => clearInterval(drip));
+}
+
+export async function runAgentStarve(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const n = nextVictim(ctx);
+  const az = ctx.stack.azOf(n);
+  const row = rowOf(ctx, n);
+  const stopHttp = flood(n.address, n.httpPort, 300, slowloris);
+  const stopCheck = flood(n.address, n.agentCheckPort, 600, () => undefined);
+  let probesFailed = 0;
+  let probes = 0;
+  let checksUnanswered = 0;
+  let probing = true;
+  const prober = (async () => {
+    while (probing) {
+      const ok = await Promise.all([probe(n, "/livez"), probe(n, "/readyz")]);
+      probes += 2;
+      probesFailed += ok.filter((x) => !x).length;
+      const stat = (await az.haproxy?.stats().catch(() => []))?.find((x) => `${x.proxy}/${x.server}` === row);
+      if (stat && /Layer4|timeout|refused|problem/i.test(stat.agentDesc)) checksUnanswered += 1;
+      await sleep(250);
+    }
+  })();
+  try {
+    r.injectAt = mark(ctx, "inject", `flood ${n.id}: 600 idle agent-check + 300 slowloris sockets from ${ATTACKER}`);
+    await until(ctx, 8000, () => false);
+    // Stop counting probes before the real fault: a crashed node's /readyz must fail.
+    probing = false;
+    await prober;
+    const faultAt = mark(ctx, "inject", `real fault under the flood: crash ${n.id}`);
+    await NODE_FAULTS.crash.inject(n);
+    await until(ctx, 5000, (s) => l1Removed(s.l1[row]));
+    const out = ctx.tl.samples.find((s) => s.t >= faultAt && l1Removed(s.l1[row]));
+    r.extra.l1UnderFloodMs = out ? out.t - faultAt : null;
+    r.l1Ms = out ? out.t - faultAt : null;
+    r.healAt = mark(ctx, "heal", `heal ${n.id}, flood stopped`);
+  } finally {
+    probing = false;
+    stopHttp();
+    stopCheck();
+  }
+  try {
+    await NODE_FAULTS.crash.heal(n);
+    if (!(await until(ctx, 30_000, (s) => s.nodes[n.id]?.status === "HEALTHY"))) r.notes.push(`${n.id} not HEALTHY 30 s after the heal`);
+  } catch (err) {
+    r.notes.push(`heal of ${n.id} failed: ${(err as Error).message}`);
+  }
+  r.endAt = ctx.now();
+  // False failovers before the real fault: any row out while only the flood ran.
+  finish(ctx, r, [n], l1Removed);
+  r.extra.probes = probes;
+  r.extra.probesFailed = probesFailed;
+  r.extra.checksUnanswered = checksUnanswered;
+  return r;
+}

@@ -1,0 +1,184 @@
+/**
+ * The Redis roles (agent/src/redis/roles.ts) on a real redis-server started with the rendered
+ * ACL file (default user off): each role does its job through the same code the runtime
+ * runs, and is refused (NOPERM) outside it. Role passwords carry `#?%@`: the URLs and
+ * password files on the way keep them whole.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
+import { RedisKeys } from "../../agent/src/redis/keys";
+import { accessString, aclFile, redisRoles, type RoleName } from "../../agent/src/redis/roles";
+import { acquireScript, fencedHsetScript, heartbeatScript, readNodesScript, releaseScript, removeScript, renewScript, sweepScript } from "../../agent/src/redis/scripts";
+import { VerifiedCache } from "../../agent/src/fallback/cache";
+import { ResultStore } from "../../agent/src/fallback/results";
+import { TierReader } from "../../agent/src/fallback/tier";
+import { labRedisAcl, labRoleEnv, type LabRedisAcl } from "../../lab/engines/redis-acl";
+import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
+import { testLogger } from "./helpers";
+
+const CLUSTER = "roles";
+const keys = new RedisKeys(CLUSTER);
+let server: RedisServerHandle;
+let acl: LabRedisAcl;
+let dir: string;
+const clients: RedisClient[] = [];
+
+async function as(role: RoleName): Promise<RedisClient> {
+  const c = createRedisClient(server.urlAs(role), { name: `roles-${role}`, log: testLogger(), env: {} });
+  clients.push(c);
+  expect(await c.whenReady(5000)).toBe(true);
+  return c;
+}
+
+/** Resolves to the error's message, or "ok" when it did not throw. */
+async function outcome(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return "ok";
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+const hb = (nodeId: string, az = "az-a") =>
+  [
+    { node: keys.node(nodeId), available: keys.azAvailable(az), events: keys.events, nodes: keys.nodes, members: keys.members, azs: keys.azs, dead: keys.dead },
+    {
+      nodeId, az, status: "HEALTHY", phase: "serving", weight: 100, loadScore: 1, gpus: 8, gpusExpected: 8, model: "m", updatedAt: Date.now(),
+      ttlMs: 5000, takesTraffic: true, soft: "", hard: "", eventsMaxLen: 100, prefix: keys.prefix, instance: "",
+    },
+  ] as const;
+
+beforeAll(async () => {
+  acl = labRedisAcl(CLUSTER);
+  server = await startRedisServer({ acl });
+  dir = mkdtempSync(join(tmpdir(), "llmha-roles-"));
+});
+afterAll(async () => {
+  for (const c of clients) await c.close();
+  await server?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("Redis roles on redis-server with the rendered ACL file", () => {
+  it("has no default user: a client without credentials is refused", async () => {
+    const c = createRedisClient(`redis://127.0.0.1:${server.port}`, { name: "anon", log: testLogger(), env: {} });
+    clients.push(c);
+    expect(await c.whenReady(1000)).toBe(false);
+  });
+
+  it("logs in with LLMHA_REDIS_USER + LLMHA_REDIS_PASSWORD_FILE beside a URL without credentials", async () => {
+    const c = createRedisClient(`redis://127.0.0.1:${server.port}`, { name: "env-auth", log: testLogger(), env: labRoleEnv(acl, dir, "llmha-reader") });
+    clients.push(c);
+    expect(await c.whenReady(5000)).toBe(true);
+    expect(await outcome(c.redis.set(keys.tier, "x"))).toMatch(/NOPERM/);
+  });
+
+  it("llmha-agent: heartbeats and leaves; cannot lead, fence, publish, request a practice or touch the fallback's keys", async () => {
+    const c = await as("llmha-agent");
+    const [k, a] = hb("agent-1");
+    expect((await heartbeatScript(c.redis, k, a)).heldBy).toBeNull();
+    expect(await c.redis.hget(keys.node("agent-1"), "status")).toBe("HEALTHY");
+    expect(await removeScript(c.redis, k, "agent-1", keys.prefix, 100)).toBe("removed");
+    const refused = await Promise.all([
+      outcome(acquireScript(c.redis, keys, "agent-1", 5000, 0)),
+      outcome(c.redis.hset(keys.fenceLast, "token", "1e400")),
+      outcome(c.redis.hset(keys.azState("az-a"), "state", "DOWN")),
+      outcome(c.redis.hset(keys.tier, "level", "L4")),
+      outcome(c.redis.hset(keys.suspect, "codes", "LATENCY")),
+      outcome(c.redis.set(keys.practiceRequest, "1")),
+      outcome(c.redis.set(`${keys.fallbackCache}e:abc`, "{}")),
+      outcome(c.redis.get(`${keys.fallbackRequests}x`)),
+      outcome(c.redis.flushall()),
+    ]);
+    for (const r of refused) expect(r).toMatch(/NOPERM|no permissions/);
+  });
+
+  it("llmha-controller: leases, fences, publishes, sweeps and reads the registry; cannot write a node or request a practice", async () => {
+    const agent = await as("llmha-agent");
+    const [k, a] = hb("ctl-1");
+    await heartbeatScript(agent.redis, k, a);
+    const c = await as("llmha-controller");
+    const got = await acquireScript(c.redis, keys, "leader-1", 5000, 0);
+    expect(got.acquired).toBe(true);
+    const token = got.acquired ? got.token : 0;
+    expect(await renewScript(c.redis, keys.leader, `leader-1:${token}`, 5000)).toBe(true);
+    const w = await fencedHsetScript(c.redis, { fenceLast: keys.fenceLast, target: keys.tier, events: keys.events, token, holder: "leader-1", eventsMaxLen: 100, fields: { level: "L0" } });
+    expect(w.accepted).toBe(true);
+    const s = await sweepScript(c.redis, { nodes: keys.nodes, members: keys.members, dead: keys.dead, events: keys.events, fenceLast: keys.fenceLast }, { prefix: keys.prefix, token, holder: "leader-1", silentMs: 60_000, forgetAfterMs: 600_000, eventsMaxLen: 100, limit: 10 });
+    expect(s.accepted).toBe(true);
+    const page = await readNodesScript(c.redis, keys.members, keys.prefix, "0", 100);
+    expect(page.entries.map((e) => e.id)).toContain("ctl-1");
+    expect(await releaseScript(c.redis, keys.leader, `leader-1:${token}`)).toBe(true);
+    for (const r of await Promise.all([
+      outcome(c.redis.hset(keys.node("ctl-1"), "status", "UNHEALTHY")),
+      outcome(c.redis.set(keys.practiceRequest, "1")),
+      outcome(c.redis.set(`${keys.fallbackCache}e:abc`, "{}")),
+    ])) expect(r).toMatch(/NOPERM|no permissions/);
+  });
+
+  it("llmha-operator imports verified answers and requests a practice; llmha-fallback serves them but cannot plant one or write outside its keys", async () => {
+    const op = await as("llmha-operator");
+    const opCache = new VerifiedCache(op.redis, CLUSTER);
+    const n = { kind: "chat" as const, model: "m", messages: [{ role: "user", content: "hi" }] };
+    await opCache.put(n as never, "hello", { source: "import" });
+    expect(await outcome(op.redis.set(keys.practiceRequest, String(Date.now()), "PX", 60_000))).toBe("ok");
+    expect(await outcome(op.redis.hset(keys.tier, "level", "L4"))).toMatch(/NOPERM/);
+
+    const fb = await as("llmha-fallback");
+    const cache = new VerifiedCache(fb.redis, CLUSTER);
+    expect((await cache.get(n as never))?.answer).toBe("hello");
+    const store = new ResultStore(fb.redis, CLUSTER, 60);
+    await store.pending({ id: "req-1", model: "m", queuedAt: Date.now() });
+    expect((await store.get("req-1"))?.state).toBe("pending");
+    const tier = await new TierReader(fb.redis, CLUSTER, { retryAfterS: 5, wakeEtaS: 60 }).read();
+    expect(tier.readable).toBe(true);
+    const [k, a] = hb("forged-1");
+    for (const r of await Promise.all([
+      outcome(cache.put({ ...n, messages: [{ role: "user", content: "planted" }] } as never, "forged", { source: "replay" })),
+      outcome(heartbeatScript(fb.redis, k, a)),
+      outcome(fb.redis.hset(keys.node("n-1"), "status", "UNHEALTHY")),
+      outcome(acquireScript(fb.redis, keys, "evil", 60_000, 0)),
+      outcome(fb.redis.set(keys.leader, "evil:9")),
+      outcome(fb.redis.hset(keys.fenceLast, "token", "1e400")),
+      outcome(fb.redis.hset(keys.tier, "level", "L4")),
+      outcome(fb.redis.set(keys.practiceRequest, "1")),
+      outcome(fb.redis.hset(keys.suspect, "codes", "X")),
+      outcome(fb.redis.get(keys.node("n-1"))),
+    ])) expect(r).toMatch(/NOPERM|no permissions|can't access/);
+  });
+
+  it("llmha-reader reads the registry (EVALSHA_RO) and writes nothing", async () => {
+    const c = await as("llmha-reader");
+    const page = await readNodesScript(c.redis, keys.members, keys.prefix, "0", 100);
+    expect(page.cursor).toBe("0");
+    expect(await outcome(c.redis.hgetall(keys.tier))).toBe("ok");
+    for (const r of await Promise.all([
+      outcome(c.redis.hset(keys.tier, "level", "L4")),
+      outcome(c.redis.set(keys.practiceRequest, "1")),
+      outcome(acquireScript(c.redis, keys, "r", 5000, 0)),
+    ])) expect(r).toMatch(/NOPERM|no permissions/);
+  });
+});
+
+describe("the role table and the key table agree", () => {
+  const glob = (p: string): RegExp => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`);
+  const k = new RedisKeys("c1");
+  const every = [
+    k.node("n1"), k.azAvailable("a"), k.azState("a"), k.members, k.nodes, k.dead, k.azs, k.leader, k.fence, k.fenceLast, k.tier, k.standbyWake,
+    k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, k.fallbackQueue, k.edgeKeys, k.edgeKeysRev,
+  ];
+  it("every role's pattern names a key of keys.ts, and every key has a writer", () => {
+    const roles = redisRoles("c1");
+    for (const r of roles) for (const g of r.keys) expect(every.some((key) => glob(g.pattern).test(key)), `${r.name} ${g.pattern}`).toBe(true);
+    for (const key of every) expect(roles.some((r) => r.keys.some((g) => g.access !== "R" && glob(g.pattern).test(key))), key).toBe(true);
+  });
+  it("renders access strings without a password, and refuses a short password in the ACL file", () => {
+    for (const r of redisRoles("c1")) expect(accessString(r)).toMatch(/^on resetkeys resetchannels -@all \+/);
+    expect(() => aclFile("c1", new Map([["llmha-agent", "short"]]))).toThrow(/at least 16/);
+    expect(() => aclFile("c1", new Map([["llmha-root", "0123456789abcdef0"]]))).toThrow(/unknown Redis role/);
+  });
+});
