@@ -360,24 +360,6 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     needsFleet: true,
     targets: { wakeDecisionMs: 5000, failed: 0, sdkFailed: 0, falseFailovers: 0, practiceNotServed: 0, notReleased: 0 },
   },
-  {
-    name: "edge-auth",
-    tier: "L1",
-    title: "edge: no key, bad and malformed keys, a key revoked mid-run, a key rotated under traffic",
-    quick: false,
-    repeat: { full: 1, quick: 1 },
-    needsFleet: false,
-    targets: { refusedReached: 0, refusedNot401: 0, revokedAccepted: 0, rotationFailed: 0, falseFailovers: 0 },
-  },
-  {
-    name: "edge-flood",
-    tier: "L1",
-    title: "edge: unauthenticated flood at 10× the legitimate rate, one tenant at 10× its limit",
-    quick: false,
-    repeat: { full: 1, quick: 1 },
-    needsFleet: false,
-    targets: { floodP50Ratio: 1.1, legitFailed: 0, noisyUnlimited: 0, floodNot401: 0, falseFailovers: 0 },
-  },
   ...SECURITY_SCENARIOS,
 ];
 

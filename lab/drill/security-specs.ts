@@ -1,7 +1,25 @@
-/** The least-privilege scenarios' rows of the fault matrix (issue 26; injectors in scenarios/security.ts). */
+/** The security scenarios' rows of the fault matrix: the public edge (issue 25; injectors in scenarios/edge.ts) and least privilege inside (issue 26; scenarios/security.ts). */
 import type { ScenarioSpec } from "./scenarios";
 
 export const SECURITY_SCENARIOS: readonly ScenarioSpec[] = [
+  {
+    name: "edge-auth",
+    tier: "L1",
+    title: "edge: no key, bad and malformed keys, a key revoked mid-run, a key rotated under traffic",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { refusedReached: 0, refusedNot401: 0, revokedAccepted: 0, rotationFailed: 0, falseFailovers: 0 },
+  },
+  {
+    name: "edge-flood",
+    tier: "L1",
+    title: "edge: unauthenticated flood at 10× the legitimate rate, one tenant at 10× its limit",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { floodP50Ratio: 1.1, legitFailed: 0, noisyUnlimited: 0, floodNot401: 0, falseFailovers: 0 },
+  },
   {
     name: "redis-forgery",
     tier: "fleet",

@@ -52,7 +52,7 @@ describe("scenario table", () => {
       "leader-kill", "leader-pause", "node-drain", "rolling-restart",
       "redis-failover-lag", "redis-failover", "redis-blackhole", "redis-slow", "redis-restart", "redis-readonly", "flap", "mass-probe",
       "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "server-kinds", "corrupt-weights", "global-outage", "standby-ice",
-      "practice-wake", "edge-auth", "edge-flood",
+      "practice-wake", "edge-auth", "edge-flood", "redis-forgery", "agent-starve",
     ]);
     const quick = selectScenarios({ quick: true });
     expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);
