@@ -23,6 +23,9 @@
  * | `practice`             | hash   | leader (fenced)       | practice wakes: `firedAt` (last firing acted on), `startedAt` (running one), `last, lastAt, lastOutcome, lastWakeMs, lastReason` |
  * | `practice:request`     | string | `llm-ha practice`     | epoch ms of an operator's request for a practice wake now; the leader acts on it once (as a schedule firing), then its `firedAt` covers it |
  * | `events`               | stream | agents + leader       | every node status, AZ state, tier and standby transition, capped by `MAXLEN ~` |
+ * | `canary:answers`       | hash   | each agent; leader prunes | node id → JSON `{az, model, at, answers}`: its latest correctness-canary answers per prompt id (issue 32) |
+ * | `canary:expect`        | hash   | leader (fenced)       | `m:<model key>` → JSON expectation `{source, at, answers, nodes, agreeing, disagreeing, capped}`, learned from the fleet's majority or recorded; `leader, token, updatedAt` |
+ * | `canary:recorded`      | hash   | `llm-ha canary record` | `m:<model key>` → JSON expectation an operator recorded; it takes precedence over the fleet's |
  */
 export class RedisKeys {
   readonly prefix: string;
@@ -82,5 +85,15 @@ export class RedisKeys {
   }
   get events(): string {
     return `${this.prefix}events`;
+  }
+  // Correctness canaries (issue 32).
+  get canaryAnswers(): string {
+    return `${this.prefix}canary:answers`;
+  }
+  get canaryExpect(): string {
+    return `${this.prefix}canary:expect`;
+  }
+  get canaryRecorded(): string {
+    return `${this.prefix}canary:recorded`;
   }
 }
