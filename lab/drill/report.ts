@@ -84,6 +84,7 @@ const COUNT_TARGETS: [keyof Targets, string, string][] = [
   ["azHealth503", "azHealth503", "/az/health 503s for a live AZ"],
   ["practiceNotServed", "practiceNotServed", "practice wakes not recorded as served"],
   ["notReleased", "notReleased", "standby not back at zero after the hold"],
+  ["canariesShort", "canariesShort", "canaries short of the number to send"],
 ];
 
 function valueOf(r: RunResult, key: string): number | null {
@@ -227,6 +228,7 @@ function targetText(t: Targets): string {
   if (t.wedgedMetricsMs !== undefined) parts.push(`wedged (metrics)≤${t.wedgedMetricsMs / 1000}s`);
   if (t.wedgedPlainMs !== undefined) parts.push(`wedged (plain)≤${t.wedgedPlainMs / 1000}s`);
   if (t.crashKindsMs !== undefined) parts.push(`crash≤${t.crashKindsMs / 1000}s`);
+  if (t.canariesShort !== undefined) parts.push(`canaries≥1000`);
   return parts.join(", ");
 }
 

@@ -1,9 +1,9 @@
 /**
  * The canary decision (issue 32), a pure function of (previous state, one round's outcome, clock):
- * - a round of the first set that differs from the expectation makes the node SUSPECT, and the
- *   next round (at once) runs the second set;
- * - the second set differing too makes it MISMATCH: drained with the hard reason
- *   `CANARY_MISMATCH`; the second set matching clears it (a one-off);
+ * - rounds alternate the two sets (so the fleet learns both); a round that differs from the
+ *   expectation makes the node SUSPECT, and the next round (at once) runs the other set;
+ * - that set differing too makes it MISMATCH: drained with the hard reason `CANARY_MISMATCH`;
+ *   it matching clears the suspicion (a one-off);
  * - MISMATCH holds until the inference server has restarted and then both sets match again;
  * - when most of the fleet disagrees with the expectation (the blast-radius cap: a model or
  *   config change, not one bad GPU), nothing is drained: the node is CAPPED, which alerts.
@@ -57,17 +57,19 @@ export function canaryStep(prev: CanaryState, r: CanaryRound, now: number): Cana
     detail,
     ...extra,
   });
-  if (r.outcome === "none") return prev;
+  const other = r.set === "first" ? "second" : "first";
+  // Nothing to judge: keep the phase; a suspect node tries the other set next.
+  if (r.outcome === "none") return prev.phase === "suspect" ? { ...prev, next: other } : prev;
   if (prev.phase === "mismatch") {
-    if (r.serverStarts <= prev.startsAtDrain) return to("mismatch", prev.next === "first" ? "second" : "first", r.outcome === "mismatch" ? r.detail : prev.detail);
+    if (r.serverStarts <= prev.startsAtDrain) return to("mismatch", other, r.outcome === "mismatch" ? r.detail : prev.detail);
     // After a restart: back only once both sets match; a mismatch starts the count again.
     if (r.outcome === "mismatch") return to("mismatch", "first", r.detail, { cleanSince: [] });
     const clean = [...new Set([...prev.cleanSince, r.set])];
-    if (clean.length === 2) return to("ok", "first", "", { cleanSince: [], startsAtDrain: 0 });
-    return to("mismatch", r.set === "first" ? "second" : "first", prev.detail, { cleanSince: clean });
+    if (clean.length === 2) return to("ok", other, "", { cleanSince: [], startsAtDrain: 0 });
+    return to("mismatch", other, prev.detail, { cleanSince: clean });
   }
-  if (r.outcome === "match") return to("ok", "first", "");
-  if (r.capped) return to("capped", "first", r.detail);
-  if (prev.phase === "suspect" && r.set === "second") return to("mismatch", "first", r.detail, { startsAtDrain: r.serverStarts, cleanSince: [] });
-  return to("suspect", "second", r.detail);
+  if (r.outcome === "match") return to("ok", other, "");
+  if (r.capped) return to("capped", other, r.detail);
+  if (prev.phase === "suspect") return to("mismatch", other, r.detail, { startsAtDrain: r.serverStarts, cleanSince: [] });
+  return to("suspect", other, r.detail);
 }

@@ -246,8 +246,9 @@ class FakeInferenceServer implements FakeInference, Engine {
     this.active.add(g);
     this.counters.promptTokens += prompt;
     const { corruption } = this.current;
-    const greedy = c.seeded ? greedyAnswer(c.prompt, c.maxTokens, this.current) : undefined;
-    if (corruption !== "none") this.counters.corruptServed++;
+    // `corrupt` answers "!" to everything, canaries included; the other corruptions change a canary's greedy answer.
+    const greedy = c.seeded && mode !== "corrupt" ? greedyAnswer(c.prompt, c.maxTokens, this.current) : undefined;
+    if (corruption !== "none" && !c.seeded) this.counters.corruptServed++;
     const text = mode === "corrupt" ? CORRUPT_TOKEN_TEXT : corruption === "garbage" || corruption === "drift" ? corruptText(c.prompt, 1) : TOKEN_TEXT;
     await this.runFor(g, stream ? first : first + (c.maxTokens - 1) * tokenMs);
     if (gone) return undefined;

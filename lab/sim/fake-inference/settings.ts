@@ -131,7 +131,7 @@ export interface FakeInferenceStats {
   streaming: number;
   generationTokens: number;
   promptTokens: number;
-  /** Completions answered 200 while `corruption` was on: wrong answers served. */
+  /** Completions other than seeded greedy ones (canaries) answered 200 while `corruption` was on: wrong answers served (the agent's probes included). */
   corruptServed: number;
 }
 
