@@ -16,6 +16,7 @@ import { RedisKeys } from "../../agent/src/redis/keys";
 import { LeaderLease } from "../../agent/src/redis/lease";
 import { waitFor } from "../../agent/src/util/net";
 import { startFakeInference, type FakeInference } from "../../lab/sim/fake-inference";
+import { runLlmHa } from "../../lab/cli-process";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { freshCluster, testLogger } from "../redis/helpers";
 
@@ -117,4 +118,19 @@ describe("canaries through a real redis-server", () => {
     await f.runners[0].runOnce();
     expect((await f.runners[0].runOnce()).phase).toBe("capped");
   }, 60_000);
+
+  it("llm-ha canary record takes the fleet's majority (or one node's answers) as the expectation; show lists it", async () => {
+    const f = await fleetOf(2, "m@cli");
+    for (const r of f.runners) await r.runOnce();
+    const flags = ["--redis-url", server.url, "--cluster", f.keys.cluster];
+    const rec = await runLlmHa(["canary", "record", ...flags]);
+    expect([rec.code, rec.stdout]).toEqual([0, expect.stringContaining("recorded 3 canary answers for m@cli from the majority of 2 nodes")]);
+    expect(await client.redis.hexists(f.keys.canaryRecorded, "m:m@cli")).toBe(1);
+    const bad = await runLlmHa(["canary", "record", "--node", "nope", ...flags]);
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining("node nope has no recent canary answers")]);
+    await publishExpectations(client.redis, f.keys, f.writer, TOL, Date.now(), 60_000);
+    const show = await runLlmHa(["canary", "show", ...flags]);
+    expect(show.stdout).toContain("m@cli: operator since");
+    // Three CLI processes: on a loaded machine each takes seconds to start.
+  }, 180_000);
 });
