@@ -69,6 +69,7 @@ function keyNames(cluster: string) {
     events: s("events"), practice: s("practice"), models: s("models"),
     fallbackCache: s("fallback:cache:"), fallbackRequests: s("fallback:req:"), fallbackQueue: s("fallback:queue"),
     edgeKeys: s("edge:keys"), edgeKeysRev: s("edge:keys:rev"),
+    canaryAnswers: s("canary:answers"), canaryExpect: s("canary:expect"), canaryRecorded: s("canary:recorded"),
   };
 }
 
@@ -83,6 +84,8 @@ export function redisRoles(cluster: string): RedisRole[] {
     keys: [
       RW(k.node("*")), RW(k.azAvailable("*")), RW(k.nodes), RW(k.members), RW(k.dead), RW(k.azs), RW(k.events),
       R(k.leader), R(k.fenceLast), R(k.tier), R(k.azState("*")), R(k.standbyWake), R(k.actuation), R(k.suspect), R(k.practice), R(k.models),
+      // Correctness canaries: its own answers (a field of the hash), the expectation it is judged by.
+      RW(k.canaryAnswers), R(k.canaryExpect),
     ],
     selectors: [],
   };
@@ -98,6 +101,7 @@ export function redisRoles(cluster: string): RedisRole[] {
       RW(k.leader), RW(k.fence), RW(k.fenceLast), RW(k.azState("*")), RW(k.tier), RW(k.standbyWake), RW(k.actuation), RW(k.suspect),
       RW(k.models), RW(k.practice), RW(k.events), RW(k.nodes), RW(k.dead), RW(k.members), RW(k.azAvailable("*")),
       R(k.node("*")), R(k.azs), R(k.practiceRequest),
+      RW(k.canaryExpect), RW(k.canaryAnswers), R(k.canaryRecorded),
     ],
     selectors: [],
   };
@@ -130,7 +134,7 @@ export function redisRoles(cluster: string): RedisRole[] {
     name: "llmha-operator",
     does: "an operator: everything `llm-ha status` reads, a practice wake request (`llm-ha practice`), the verified-answer cache (`llm-ha cache import|list|rm`), the edge's client keys (`llm-ha keys`)",
     commands: [...reader.commands, "evalsha", "eval", "set", "del", "zadd", "zrem", "zrange", "zrevrange", "zcard", "hset", "hdel", "incr", "incrby", "decrby", "multi", "exec"],
-    keys: [R(`${k.prefix}*`), W(k.practiceRequest), RW(`${k.fallbackCache}*`), RW(k.edgeKeys), RW(k.edgeKeysRev)],
+    keys: [R(`${k.prefix}*`), W(k.practiceRequest), RW(`${k.fallbackCache}*`), RW(k.edgeKeys), RW(k.edgeKeysRev), RW(k.canaryRecorded)],
     selectors: [],
   };
   return [agent, controller, union("llmha-agent-leader", "an agent that may win the lease: the leader runs inside an agent process today, so agents that contend hold both roles", agent, controller), fallback, edge, reader, operator];

@@ -50,6 +50,8 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
   private probeAbort: AbortController | null = null;
   private probeTimers: NodeJS.Timeout[] = [];
   private servedModel: string | null = null;
+  /** Times the inference server became ready after not being ready: a restart the canaries wait for. */
+  serverStarts = 0;
   private failingSince: number | null = null;
   lastEvaluationAt = 0;
 
@@ -135,6 +137,13 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     return seen;
   }
 
+  /** The canaries' verdict: a mismatch's detail takes the node out (`CANARY_MISMATCH`), null lets it serve. */
+  setCanaryMismatch(detail: string | null): void {
+    if ((this.signals.canaryMismatch ?? null) === detail) return;
+    this.signals.canaryMismatch = detail;
+    this.evaluateNow();
+  }
+
   /** Soft-fault codes the controller marked suspect (blast-radius cap). */
   setSuspects(codes: ReadonlySet<string>): void {
     this.suspects = codes;
@@ -192,6 +201,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     const t0 = performance.now();
     const obs = await this.adapter.check(this.inferenceBase, this.cfg.model, this.cfg.modelTimeoutMs, this.credential.headers());
     this.metrics.source("model", performance.now() - t0, obs.kind !== "ready");
+    if (obs.kind === "ready" && this.signals.model?.value.kind !== "ready") this.serverStarts += 1;
     if (obs.kind === "ready") {
       // What the probe asks for: the configured model (its absence is MODEL_MISSING), else the first served.
       this.servedModel = this.cfg.model ?? obs.served[0] ?? null;

@@ -7,6 +7,7 @@ Usage:
   llm-ha agent [flags]     run the health agent on a GPU node (llm-ha agent --help for every flag)
   llm-ha status [flags]    show the fleet from Redis (--watch, --json)
   llm-ha practice [flags]  ask the leader for a practice wake of the standby now (status flags)
+  llm-ha canary CMD        correctness canaries: show the expected answers, record [--model KEY] [--node ID]
   llm-ha fallback [flags]  the L4 service: verified-answer cache, provider failover, Kafka queue (--help)
   llm-ha cache CMD         verified answers: import FILE.jsonl, list, rm KEY
   llm-ha keys CMD          client API keys of the public edge: add, list, rotate, revoke (--help)
@@ -64,6 +65,10 @@ export async function main(argv: string[], usage = USAGE): Promise<number> {
     case "practice": {
       const { practiceCommand } = await import("./status/practice-request.js");
       return practiceCommand(rest);
+    }
+    case "canary": {
+      const { canaryCommand } = await import("./canary/command.js");
+      return canaryCommand(rest);
     }
     case "fallback": {
       const { fallbackCommand } = await import("./fallback/command.js");

@@ -14,6 +14,10 @@ import { takesTraffic } from "./types";
 import { createLogger, safeUrl, type Logger } from "./util/log";
 import { sleep } from "./util/net";
 import { measured, quantile } from "./util/stats";
+import type { CanaryTolerance } from "./canary/answers";
+import { canaryDrains } from "./canary/decide";
+import { CanaryRunner } from "./canary/runner";
+import { modelKey, normalizeDtype } from "./evaluator/model-sameness";
 
 /** Start-up failure that is not a bad setting (a port in use): exit 1 with this message. */
 export class StartupError extends Error {
@@ -48,6 +52,34 @@ function standaloneAzHealth(agent: Agent, az: string): AzHealthResponse {
   };
 }
 
+function canaryTolerance(cfg: AgentConfig): CanaryTolerance {
+  return { prefixTokens: cfg.canaryPrefixTokens, logprobDelta: cfg.canaryLogprobTolerance };
+}
+
+/** Correctness canaries (issue 32): the runner, fed by the agent's view of its server and sharing answers through the fleet's Redis. */
+function startCanaries(cfg: AgentConfig, agent: Agent, fleet: Fleet | null, log: Logger, metrics: AgentMetrics): CanaryRunner {
+  return new CanaryRunner({
+    kind: cfg.inferenceKind,
+    baseUrl: cfg.inferenceUrl,
+    nodeId: cfg.nodeId,
+    az: cfg.az,
+    intervalMs: cfg.canaryIntervalMs,
+    maxTokens: cfg.canaryMaxTokens,
+    timeoutMs: cfg.probeTimeoutMs,
+    tolerance: canaryTolerance(cfg),
+    served: () => {
+      const i = agent.modelIdentity;
+      return i ? { id: agent.model, key: modelKey({ id: i.id, revision: i.revision ?? null, dtype: normalizeDtype(i.dtype), maxContext: i.maxContext ?? null }) } : null;
+    },
+    ready: () => agent.signals.model?.value.kind === "ready",
+    serverStarts: () => agent.serverStarts,
+    fleet: () => (fleet ? { redis: fleet.client.redis, keys: fleet.keys } : null),
+    log,
+    registry: metrics.registry,
+    onChange: (s) => agent.setCanaryMismatch(canaryDrains(s) ? s.detail || "answers differ" : null),
+  });
+}
+
 /**
  * The agent's `main`: sources → evaluator → reporters, wired in one place.
  * Returns once everything listens; `shutdown` drains first, then stops.
@@ -70,6 +102,8 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
         metrics: metrics.registry,
         tls: cfg.redisCaFile ? { ca: readFileSync(cfg.redisCaFile) } : undefined,
         ...redisAuthFromEnv({ LLMHA_REDIS_USER: cfg.redisUser ?? undefined, LLMHA_REDIS_PASSWORD_FILE: cfg.redisPasswordFile ?? undefined }),
+        // A node's answers older than 5 rounds are a node gone or a model changed: no vote.
+        canary: cfg.canaryIntervalMs > 0 ? { tolerance: canaryTolerance(cfg), maxAgeMs: 5 * cfg.canaryIntervalMs } : undefined,
       })
     : null;
   // One live agent per node id: a second one (a copied manifest, a typo) would take turns
@@ -130,7 +164,7 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
       probe: probeView,
       azHealth: async () => (fleet ? fleet.azHealth() : standaloneAzHealth(agent, cfg.az)),
       // What the server says it serves (id, revision, dtype, context): the fleet's "same model everywhere".
-      extra: () => ({ modelIdentity: agent.modelIdentity, ...(fleet ? { fleet: fleet.status() } : {}) }),
+      extra: () => ({ modelIdentity: agent.modelIdentity, ...(canary ? { canary: canary.view() } : {}), ...(fleet ? { fleet: fleet.status() } : {}) }),
       metrics: metrics.registry,
     }),
   );
@@ -149,7 +183,9 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
     http.close();
     throw err;
   }
+  const canary = cfg.canaryIntervalMs > 0 ? startCanaries(cfg, agent, fleet, log, metrics) : null;
   agent.start();
+  canary?.start();
   log.info(
     {
       event: "started",
@@ -170,6 +206,7 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
       log.info({ event: "shutdown", reason }, `shutting down (${reason}): draining for ${cfg.drainMs} ms`);
       agent.drain();
       await sleep(cfg.drainMs);
+      canary?.stop();
       agent.stop();
       await fleet?.stop().catch((err: unknown) => log.warn({ err: (err as Error).message }, "fleet stop failed"));
       await Promise.all([new Promise<void>((r) => http.close(() => r())), new Promise<void>((r) => agentCheck.close(() => r()))]);

@@ -98,6 +98,7 @@ const COUNT_TARGETS: [keyof Targets, string, string][] = [
   ["answersForged", "answersForged", "cache entries planted"],
   ["probesFailed", "probesFailed", "liveness/readiness probes failed under the flood"],
   ["checksUnanswered", "checksUnanswered", "HAProxy agent-checks unanswered under the flood"],
+  ["canariesShort", "canariesShort", "canaries short of the number to send"],
 ];
 
 function valueOf(r: RunResult, key: string): number | null {
@@ -252,6 +253,7 @@ function targetText(t: Targets): string {
   if (t.rotationFailed !== undefined) parts.push(`rotation failed=${t.rotationFailed}`);
   if (t.floodP50Ratio !== undefined) parts.push(`p50 under flood≤${t.floodP50Ratio}×quiet`);
   if (t.noisyUnlimited !== undefined) parts.push(`noisy tenant 429+Retry-After`);
+  if (t.canariesShort !== undefined) parts.push(`canaries≥1000`);
   return parts.join(", ");
 }
 

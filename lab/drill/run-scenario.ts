@@ -21,6 +21,7 @@ import { runServerKinds } from "./scenarios/kinds";
 import { runBurst, SIGNAL_FAULTS } from "./scenarios/signals";
 import { runEdgeAuth, runEdgeFlood } from "./scenarios/edge";
 import { runAgentStarve, runRedisForgery } from "./scenarios/security";
+import { runCanaryNoise, runSilentCorruption } from "./scenarios/correctness";
 
 export { MAIN_CLIENT, type RunResult, type ScenarioContext } from "./scenarios/runner";
 export { staleWrites } from "./scenarios/fleet";
@@ -32,6 +33,8 @@ type ScenarioRun = (ctx: ScenarioContext, spec: ScenarioSpec, run: number) => Pr
 const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ...Object.entries({ ...NODE_FAULTS, ...SIGNAL_FAULTS }).map(([name, f]): [string, ScenarioRun] => [name, (ctx, spec, run) => runNodeFault(ctx, spec, run, f)]),
   ["burst", runBurst],
+  ["silent-corruption", runSilentCorruption],
+  ["canary-noise", runCanaryNoise],
   ["server-kinds", runServerKinds],
   ["az-gpu-loss", runAzGpuLoss],
   ["standby-wake", runStandbyWake],

@@ -216,6 +216,17 @@ describe("busy ≠ dead, stuck for every kind", () => {
     const ok = probe(5000, { kind: "ok", latencyMs: 200 });
     expect(probeWithEngine(probeReasons(ok.value, S), ok, null, undefined, null, 5000, S, null)).toEqual([]);
   });
+  it("a queue that has just drained after a run of busy timeouts is not PROBE_STUCK: the bound counts from the last progress (issue 32, burst)", () => {
+    // Timeouts since 1000 while 1,000 requests queued; the burst ended at 9000 (last progress), the queue is empty now.
+    const timedOut = probe(9100, { kind: "timeout", elapsedMs: 1500 });
+    const idle = eng(9200, 0, 50_000, 0);
+    expect(probeWithEngine(probeReasons(timedOut.value, S), timedOut, null, idle, 9000, 9300, S, 1000).map((x) => x.code)).not.toContain("PROBE_STUCK");
+    // The probe queued before the end, still in flight a moment after it: not stuck either.
+    const queued = probe(9300, { kind: "in-flight", elapsedMs: 1200 });
+    expect(probeWithEngine(probeReasons(queued.value, S), queued, 8100, idle, 9000, 9300, S, 1000).map((x) => x.code)).not.toContain("PROBE_STUCK");
+    // Still unanswered 4 s after the last progress: stuck after all.
+    expect(probeWithEngine(probeReasons(timedOut.value, S), timedOut, null, idle, 9000, 13_000, S, 1000).map((x) => x.code)).toContain("PROBE_STUCK");
+  });
   it("the probe's own prompt counted at its start, then stillness, is not flow: an engine hung mid-decode is PROBE_STUCK", () => {
     const p = probe(5000, { kind: "in-flight", elapsedMs: 4000 });
     // Counters last moved at 1010 (the probe's prefill), sampled still since; only the probe runs.

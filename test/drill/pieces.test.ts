@@ -51,7 +51,7 @@ describe("scenario table", () => {
       "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
       "leader-kill", "leader-pause", "node-drain", "rolling-restart",
       "redis-failover-lag", "redis-failover", "redis-blackhole", "redis-slow", "redis-restart", "redis-readonly", "flap", "mass-probe",
-      "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "server-kinds", "corrupt-weights", "global-outage", "standby-ice",
+      "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "server-kinds", "silent-corruption", "canary-noise", "corrupt-weights", "global-outage", "standby-ice",
       "practice-wake", "edge-auth", "edge-flood", "redis-forgery", "agent-starve",
     ]);
     const quick = selectScenarios({ quick: true });
@@ -72,6 +72,14 @@ describe("scenario table", () => {
     expect(t("az-loss").dnsMs).toBe(5000);
     expect(t("leader-pause").staleWrites).toBe(0);
     expect(t("standby-wake").wakeDecisionMs).toBe(10_000); // DESIGN: L2 wake-up decided ≤ 10 s
+  });
+  it("silent-corruption: out of L1 ≤ 30 s with no failed request; canary-noise: 0 false drains over ≥ 1,000 canaries (issue 32)", () => {
+    const sc = SCENARIOS.find((x) => x.name === "silent-corruption")!;
+    expect(sc.targets).toEqual({ l1Ms: 30_000, failed: 0 });
+    expect(checkTargets(sc.targets, [run({ scenario: "silent-corruption", l1Ms: 31_000, failed: 0 })]).misses).toEqual(["L1: max 31.00s > 30.00s"]);
+    const cn = SCENARIOS.find((x) => x.name === "canary-noise")!;
+    expect(checkTargets(cn.targets, [run({ scenario: "canary-noise", falseFailovers: 0, extra: { canariesShort: 0 } })]).pass).toBe(true);
+    expect(checkTargets(cn.targets, [run({ scenario: "canary-noise", falseFailovers: 0, extra: { canariesShort: 200 } })]).misses).toEqual(["canaries short of the number to send: 200 > 0"]);
   });
   it("standby-ice: the fallback must start ≤ 30 s after the first capacity failure, no request failing", () => {
     const spec = SCENARIOS.find((x) => x.name === "standby-ice")!;

@@ -406,6 +406,24 @@ TESTS.push({
   ],
 });
 
+// Issue 32: a node drained for wrong canary answers; most of the fleet disagreeing with the expectation (capped, no drain).
+TESTS.push({
+  name: "canaries: a CANARY_MISMATCH drain fires at once; capped nodes for 5 minutes fire the fleet alert",
+  interval: "1m",
+  input_series: [
+    s("llmha_node_reason_active", { ...node("n1", "a"), code: "CANARY_MISMATCH" }, "0x2 1x5 0x5"),
+    s("llmha_canary_phase", { ...node("n2", "a"), phase: "capped" }, "0x2 1x10"),
+    s("llmha_canary_phase", { ...node("n3", "b"), phase: "capped" }, "0x2 1x10"),
+  ],
+  alert_rule_test: [
+    at("1m", "LlmHaCanaryMismatch"),
+    at("4m", "LlmHaCanaryMismatch", fires("LlmHaCanaryMismatch", { ...node("n1", "a") })),
+    at("10m", "LlmHaCanaryMismatch"),
+    at("5m", "LlmHaCanaryFleetDisagrees"),
+    at("8m", "LlmHaCanaryFleetDisagrees", fires("LlmHaCanaryFleetDisagrees", { cluster: C }, "2")),
+  ],
+});
+
 describe("runbooks", () => {
   it("every runbook_url points at a section of docs/observability.md named after its alert", () => {
     const doc = readFileSync(join(__dirname, "../../docs/observability.md"), "utf8");

@@ -170,6 +170,7 @@ describe("the role table and the key table agree", () => {
   const every = [
     k.node("n1"), k.azAvailable("a"), k.azState("a"), k.members, k.nodes, k.dead, k.azs, k.leader, k.fence, k.fenceLast, k.tier, k.standbyWake,
     k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, k.fallbackQueue, k.edgeKeys, k.edgeKeysRev,
+    k.canaryAnswers, k.canaryExpect, k.canaryRecorded,
   ];
   it("every role's pattern names a key of keys.ts, and every key has a writer", () => {
     const roles = redisRoles("c1");

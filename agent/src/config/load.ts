@@ -52,6 +52,12 @@ function parseValue(spec: OptionSpec, v: string): string | number | boolean | st
       }
       return n;
     }
+    case "number": {
+      const n = Number(v);
+      if (v.trim() === "" || !Number.isFinite(n)) throw new ConfigError(spec.env, `must be a number, got ${JSON.stringify(v)}`);
+      if ((spec.min !== undefined && n < spec.min) || (spec.max !== undefined && n > spec.max)) throw new ConfigError(spec.env, `must be between ${spec.min} and ${spec.max}, got ${n}`);
+      return n;
+    }
     case "url": {
       let u: URL;
       try {
@@ -152,6 +158,10 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   probeStuckMs: 4000,
   probePrompt: "ping",
   probeExpect: null,
+  canaryIntervalMs: 60_000,
+  canaryMaxTokens: 16,
+  canaryPrefixTokens: 8,
+  canaryLogprobTolerance: 0.1,
   modelRevision: null,
   xidLog: null,
   xidRules: null,

@@ -11,7 +11,7 @@ export type InferenceKind = (typeof INFERENCE_KINDS)[number];
 export const ACTUATOR_KINDS = ["none", "dry-run", "aws", "local"] as const;
 export type ActuatorKind = (typeof ACTUATOR_KINDS)[number];
 
-export type OptionType = "string" | "int" | "url" | "kind" | "actuator" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex";
+export type OptionType = "string" | "int" | "url" | "kind" | "actuator" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex" | "number";
 
 /** pino levels `LLMHA_LOG_LEVEL` takes. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -92,6 +92,10 @@ export interface AgentConfig {
   shiftResources: string[];
   azIds: string | null;
   localCloudUrl: string | null;
+  canaryIntervalMs: number;
+  canaryMaxTokens: number;
+  canaryPrefixTokens: number;
+  canaryLogprobTolerance: number;
 }
 
 const ms = (v: number): string => `${v}`;
@@ -157,6 +161,11 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "shiftResources", env: "LLMHA_SHIFT_RESOURCES", type: "list", defaultText: "none", description: "`aws`: ARNs of the load balancers to zonal-shift, comma separated" },
   { key: "azIds", env: "LLMHA_AZ_IDS", type: "string", defaultText: "none", description: "`aws`: AZ name to AZ id (ARC names zones by id), `us-east-1a=use1-az1,…`" },
   { key: "localCloudUrl", env: "LLMHA_LOCAL_CLOUD_URL", type: "url", defaultText: "none", description: "`local`: the drill's local cloud (starts and stops the standby nodes, shifts in HAProxy)" },
+  // Correctness canaries (issue 32): known-answer requests, compared with the fleet's (or an operator's) expected answers.
+  { key: "canaryIntervalMs", env: "LLMHA_CANARY_INTERVAL_MS", type: "int", min: 0, max: 86_400_000, defaultText: ms(60_000), description: "how often the agent sends its server the first set of known-answer canaries (greedy, seeded, short); a node that differs is re-checked with the second set at once, then drained (`CANARY_MISMATCH`); 0 turns canaries off" },
+  { key: "canaryMaxTokens", env: "LLMHA_CANARY_MAX_TOKENS", type: "int", min: 1, max: 128, defaultText: "16", description: "tokens each canary asks for (the cost: 3 requests of this many tokens a round)" },
+  { key: "canaryPrefixTokens", env: "LLMHA_CANARY_PREFIX_TOKENS", type: "int", min: 1, max: 128, defaultText: "8", description: "tokens of each canary answer compared with the expectation (words where the kind returns text only); later tokens may differ with batch-dependent kernels" },
+  { key: "canaryLogprobTolerance", env: "LLMHA_CANARY_LOGPROB_TOLERANCE", type: "number", min: 0, max: 10, defaultText: "0.1", description: "largest difference between a compared token's logprob and the expected one (where the kind returns logprobs); NaN or Inf is always a mismatch" },
 ];
 
 /** `LLMHA_NODE_ID` → `--node-id`. */

@@ -12,6 +12,8 @@ import type { RedisKeys } from "../redis/keys";
 import type { LeaderLease } from "../redis/lease";
 import { readSnapshot, type RegistrySnapshot } from "../redis/registry";
 import { modelSameness } from "../evaluator/model-sameness";
+import type { CanaryTolerance } from "../canary/answers";
+import { publishExpectations } from "../canary/store";
 import type { Logger } from "../util/log";
 import type { FleetMetrics } from "./metrics";
 import { emptyPracticeMemory, type PracticeMemory, type PracticeSchedule } from "../actuators/practice";
@@ -34,6 +36,12 @@ const MODEL_OUTLIERS_LISTED = 50;
 /** Sweep calls one controller period makes at most (× `SWEEP_CHUNK` nodes). */
 const MAX_SWEEP_CALLS = 20;
 
+/** What the leader needs to learn canary expectations: the tolerance, and how old a node's answers may be. */
+export interface CanaryLearning {
+  tolerance: CanaryTolerance;
+  maxAgeMs: number;
+}
+
 export interface ControllerOptions {
   redis: Redis;
   keys: RedisKeys;
@@ -52,6 +60,8 @@ export interface ControllerOptions {
    * failed periods it starts the silence grace (`silenceGraceMs`).
    */
   redisTroubleAt?: () => number | null;
+  /** Correctness canaries on: every 2nd period the expectations are learned and published. */
+  canary?: CanaryLearning;
   /** The reconciler's word that the standby cannot be woken (every fallback step failed), null when it can: shown in the tier. */
   standbyUnavailable?: () => string | null;
   /** Practice wakes of the standby on a schedule (`LLMHA_PRACTICE_WAKE`); none when absent. */
@@ -262,6 +272,8 @@ export class Controller {
     }
     // Same model everywhere (issue 16): every 10th period, what each live node says it serves.
     if (this.ticks % 10 === 0) writes.push(this.publishModelSameness(snap, now));
+    // Correctness canaries (issue 32): the expected answers per model, from the fleet's majority or an operator's record.
+    if (this.o.canary && this.ticks % 2 === 0) writes.push(publishExpectations(redis, keys, writer, this.o.canary.tolerance, now, this.o.canary.maxAgeMs));
     const results = await Promise.all(writes);
     if (results.some((r) => !r.accepted)) return null;
 

@@ -25,6 +25,7 @@ import { Controller } from "./controller";
 import { PracticeSchedule, type PracticeSettings } from "../actuators/practice";
 import { FleetMetrics } from "./metrics";
 import type { ControllerSettings, Evaluation, TierLevel } from "./state";
+import type { CanaryLearning } from "./controller";
 
 export interface FleetOptions {
   /** `redis://` or `rediss://` (`LLMHA_REDIS_URL`); may carry the password. */
@@ -53,6 +54,8 @@ export interface FleetOptions {
   holderId?: string;
   /** Take part in the leader election. Default true. */
   contend?: boolean;
+  /** Correctness canaries: the leader learns and publishes the expected answers (issue 32); none when off. */
+  canary?: CanaryLearning;
 }
 
 export interface FleetStatus {
@@ -129,6 +132,7 @@ export class Fleet {
       onPublished: (e, token) => this.reconciler?.onEvaluation(e, token),
       standbyUnavailable: () => this.reconciler?.standbyUnavailable() ?? null,
       practice: o.practice ? new PracticeSchedule(o.practice, o.metrics) : undefined,
+      canary: o.canary,
     });
     // A lost connection (a failover moving the endpoint, a restart) is Redis trouble too.
     for (const ev of ["error", "reconnecting"] as const) this.client.redis.on(ev, () => (this.redisTroubleAt = Date.now()));

@@ -115,6 +115,8 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
     observed.push(...probeWithEngine(own, signals.probe, signals.probeInFlightSince ?? null, signals.engine, progressAt, now, s, signals.probeUnansweredSince ?? null));
   }
   observed.push(...engineReasons(signals.engine, progressAt, s));
+  // Wrong answers with 200 (issue 32): hard, the node is out until its answers match after a restart.
+  if (signals.canaryMismatch) observed.push({ source: "probe", code: "CANARY_MISMATCH", hard: true, effect: "unhealthy", detail: `canary answers differ from the expected ones: ${signals.canaryMismatch}` });
 
   const softCounts: Record<string, number> = {};
   const active: Reason[] = [];

@@ -233,10 +233,16 @@ export function probeWithEngine(
   }
   // Unanswered since the first probe of a run of timeouts (the probe timeout may be shorter than the stuck bound), or since this one started.
   const waiting = inFlightSince !== null || probe?.value.kind === "timeout";
+  // The bound counts stillness, not the run: tokens that moved after the run began (other than the
+  // probe's own prefill, within wedgeMs of its start) restart it. Without this a queue that has just
+  // drained (a burst ending) left a run of busy timeouts behind, and the first engine sample with
+  // nothing queued made the node PROBE_STUCK before the next probe could answer (issue 32: `burst`).
+  const moved = lastProgressAt !== null && (inFlightSince === null || lastProgressAt - inFlightSince > s.wedgeMs) ? lastProgressAt : null;
   const since = unansweredSince ?? inFlightSince;
-  if (waiting && since !== null && now - since >= s.probeStuckMs) {
+  const stillSince = since === null || moved === null ? since : Math.max(since, moved);
+  if (waiting && stillSince !== null && now - stillSince >= s.probeStuckMs) {
     const why = e ? `no progress in the ${e.family} counters since it started` : "no engine metrics to show progress";
-    return [...probeOwn.filter((x) => x.code !== "PROBE_SLOW" && x.code !== "PROBE_TIMEOUT"), r("probe", "PROBE_STUCK", true, "unhealthy", `probe unanswered after ${Math.round(now - since)} ms, ${why}`)];
+    return [...probeOwn.filter((x) => x.code !== "PROBE_SLOW" && x.code !== "PROBE_TIMEOUT"), r("probe", "PROBE_STUCK", true, "unhealthy", `probe unanswered after ${Math.round(now - (since ?? stillSince))} ms, ${why}`)];
   }
   return probeOwn;
 }

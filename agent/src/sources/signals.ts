@@ -116,4 +116,6 @@ export interface Signals {
   pci?: Sample<PciObservation>;
   /** Probe latencies of the last N successful probes. */
   probeLatencies?: number[];
+  /** The canaries' word (issue 32): what differed while the node's answers are a mismatch, else null. */
+  canaryMismatch?: string | null;
 }

@@ -37,6 +37,33 @@ export function modelRules(): RuleGroupSpec {
             "llm-ha status (model line) names the odd nodes and AZs; compare their inference Deployment's image and --model/--revision/--dtype args; roll the odd ones to the fleet's model, or pin LLMHA_MODEL_REVISION so a wrong one is taken out.",
         },
       },
+      // Correctness canaries (issue 32): a node answering wrongly with 200 is out; most of the fleet disagreeing is a change, not a GPU.
+      {
+        alert: "LlmHaCanaryMismatch",
+        expr: `max by (cluster, az, node) (llmha_node_reason_active{code="CANARY_MISMATCH"}) > 0`,
+        for: "0m",
+        labels: { severity: "warning" },
+        annotations: {
+          summary: "{{ $labels.node }} answers its correctness canaries wrongly: drained (CANARY_MISMATCH)",
+          description:
+            "The node's greedy known-answer requests differ from the expected answers of its model and revision, twice (two sets): silent data corruption (a flipped bit in cached weights, a bad GPU or kernel). It stays out until its answers match after a restart.",
+          runbook:
+            "llm-ha status (canary line) shows what differed; restart the inference pod (a fresh copy of the weights); if it still differs, cordon the node and run the GPU diagnostics (dcgmi diag -r 3).",
+        },
+      },
+      {
+        alert: "LlmHaCanaryFleetDisagrees",
+        expr: `count by (cluster) (llmha_canary_phase{phase="capped"} == 1) > 0`,
+        for: "5m",
+        labels: { severity: "critical" },
+        annotations: {
+          summary: "{{ $value }} nodes of {{ $labels.cluster }} answer canaries unlike the expectation, most of the fleet: no drain",
+          description:
+            "Most nodes serving a model disagree with its expected canary answers: a model, revision, dtype or engine change, not one bad GPU, so the blast-radius cap drains none of them.",
+          runbook:
+            "Check what changed (image, engine version, --dtype, quantization) against llm-ha canary show; if the new answers are right, record them with llm-ha canary record --model KEY.",
+        },
+      },
     ],
   };
 }

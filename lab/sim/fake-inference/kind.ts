@@ -4,6 +4,7 @@
  * streamed completion (`StreamFormat`), and the request and metrics helpers the kinds share.
  */
 import type { ServerResponse } from "node:http";
+import type { GreedyToken } from "./greedy";
 import type { FakeInferenceSettings, FakeInferenceStats } from "./settings";
 import type { Reply } from "./wire";
 
@@ -22,8 +23,10 @@ export interface Completion {
   model?: string;
   prompt: string;
   maxTokens: number;
-  /** The success body for `tokens` generated tokens from `prompt` tokens. */
-  ok(text: string, tokens: number, prompt: number): unknown;
+  /** A seeded request at temperature 0 (a canary): answered with the deterministic greedy tokens. */
+  seeded?: boolean;
+  /** The success body for `tokens` generated tokens from `prompt` tokens; `greedy`: the tokens of a seeded greedy answer (ids, logprobs). */
+  ok(text: string, tokens: number, prompt: number, greedy?: readonly GreedyToken[]): unknown;
   /** Set when the client asked for a stream (`"stream": true`): the chunks in the kind's format. */
   stream?: StreamFormat;
 }

@@ -6,6 +6,7 @@
  * its OpenAI-compatible frontend).
  */
 import type { ServerResponse } from "node:http";
+import { openaiLogprobs, isSeededGreedy } from "./greedy";
 import { str, wantedTokens, type Body, type Engine, type StreamFormat } from "./kind";
 import { garbageJson, json, type Reply } from "./wire";
 
@@ -42,7 +43,10 @@ export function completions(e: Engine, body: Body, res: ServerResponse): Promise
     model: str(body.model) || undefined,
     prompt: str(body.prompt),
     maxTokens: wantedTokens(body.max_tokens),
-    ok: (text, tokens, prompt) => openaiBody(e, "text_completion", { index: 0, text, logprobs: null, finish_reason: "length", stop_reason: null }, tokens, prompt),
+    seeded: isSeededGreedy(body.temperature, body.seed),
+    // `logprobs: N` asks for them (vLLM returns token ids too with `return_tokens_as_token_ids`; the fake always does).
+    ok: (text, tokens, prompt, greedy) =>
+      openaiBody(e, "text_completion", { index: 0, text, logprobs: greedy && typeof body.logprobs === "number" ? openaiLogprobs(greedy) : null, finish_reason: "length", stop_reason: null }, tokens, prompt),
     stream: body.stream === true ? completionStream(e, body) : undefined,
   });
 }

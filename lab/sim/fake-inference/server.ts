@@ -27,6 +27,7 @@ import {
   type InferenceKind,
 } from "./settings";
 import { sendStream, TOKEN_TEXT } from "./stream";
+import { corruptText, greedyAnswer, pythonJson } from "./greedy";
 import { TGI } from "./tgi";
 import { TRITON } from "./triton";
 import { VLLM } from "./vllm";
@@ -66,6 +67,7 @@ class FakeInferenceServer implements FakeInference, Engine {
     streaming: 0,
     generationTokens: 0,
     promptTokens: 0,
+    corruptServed: 0,
   };
   private readonly inference: Server;
   private readonly admin: Server;
@@ -244,7 +246,11 @@ class FakeInferenceServer implements FakeInference, Engine {
     gen = g;
     this.active.add(g);
     this.counters.promptTokens += prompt;
-    const text = mode === "corrupt" ? CORRUPT_TOKEN_TEXT : TOKEN_TEXT;
+    const { corruption } = this.current;
+    // `corrupt` answers "!" to everything, canaries included; the other corruptions change a canary's greedy answer.
+    const greedy = c.seeded && mode !== "corrupt" ? greedyAnswer(c.prompt, c.maxTokens, this.current) : undefined;
+    if (corruption !== "none" && !c.seeded) this.counters.corruptServed++;
+    const text = mode === "corrupt" ? CORRUPT_TOKEN_TEXT : corruption === "garbage" || corruption === "drift" ? corruptText(c.prompt, 1) : TOKEN_TEXT;
     await this.runFor(g, stream ? first : first + (c.maxTokens - 1) * tokenMs);
     if (gone) return undefined;
     if (stream) {
@@ -261,7 +267,8 @@ class FakeInferenceServer implements FakeInference, Engine {
       send(res, json(200, { result: "ok", choices: "none" }));
       return undefined;
     }
-    if (!stream) send(res, json(200, c.ok(text.repeat(c.maxTokens), c.maxTokens, prompt)));
+    // A seeded greedy request (a canary) gets the deterministic answer; Python servers write NaN bare.
+    if (!stream) send(res, { status: 200, type: "application/json", body: pythonJson(c.ok(greedy ? greedy.map((g) => g.text).join("") : text.repeat(c.maxTokens), c.maxTokens, prompt, greedy)) });
     return undefined;
   }
 

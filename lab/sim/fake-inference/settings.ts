@@ -4,6 +4,7 @@
  * change (from a caller, the admin API or the command line) goes through before it is applied.
  */
 import { INFERENCE_KINDS, type InferenceKind } from "../../../agent/src/config/spec";
+import { CORRUPTIONS, type Corruption } from "./greedy";
 
 export { INFERENCE_KINDS, type InferenceKind };
 
@@ -75,6 +76,15 @@ export interface FakeInferenceSettings {
    * metrics) while tokens flow. 0 = no limit. Default 0.
    */
   maxRunning: number;
+  /**
+   * Silent corruption (issue 32): the server loads and answers 200, wrongly. `garbage`: fluent wrong
+   * text; `drift`: one token in `driftEvery` of a greedy answer differs; `nan`: logprobs NaN. Default `none`.
+   */
+  corruption: Corruption;
+  /** `drift`: every `driftEvery`-th token of a greedy answer is wrong. Default 4. */
+  driftEvery: number;
+  /** Nondeterminism within tolerance, 0..1 (logprob jitter, a late token differing): `greedy.ts`. Default 0. */
+  noise: number;
 }
 
 export interface FakeInferenceOptions extends Partial<FakeInferenceSettings> {
@@ -127,6 +137,8 @@ export interface FakeInferenceStats {
   streaming: number;
   generationTokens: number;
   promptTokens: number;
+  /** Completions other than seeded greedy ones (canaries) answered 200 while `corruption` was on: wrong answers served (the agent's probes included). */
+  corruptServed: number;
 }
 
 export interface FakeInferenceState extends FakeInferenceSettings {
@@ -178,6 +190,9 @@ export const DEFAULT_SETTINGS: Readonly<FakeInferenceSettings> = Object.freeze({
   tokenMs: 20,
   queryOfDeath: true,
   maxRunning: 0,
+  corruption: "none",
+  driftEvery: 4,
+  noise: 0,
 });
 
 /** Checks a settings change before anything is applied, naming the first bad field. */
@@ -201,7 +216,13 @@ export function parseSettingsChange(raw: unknown): Partial<FakeInferenceSettings
     if (typeof r.queryOfDeath !== "boolean") throw new FakeInferenceSettingsError("queryOfDeath must be true or false");
     out.queryOfDeath = r.queryOfDeath;
   }
-  for (const k of ["latencyMs", "jitterMs", "slowMs", "tokenMs", "maxRunning"] as const) {
+  if (r.corruption !== undefined) {
+    if (!CORRUPTIONS.includes(r.corruption as Corruption)) throw new FakeInferenceSettingsError(`corruption must be one of ${CORRUPTIONS.join(", ")}; got ${JSON.stringify(r.corruption)}`);
+    out.corruption = r.corruption as Corruption;
+  }
+  if (r.noise !== undefined && (typeof r.noise !== "number" || !(r.noise >= 0 && r.noise <= 1))) throw new FakeInferenceSettingsError("noise must be a number from 0 to 1");
+  if (r.noise !== undefined) out.noise = r.noise as number;
+  for (const k of ["latencyMs", "jitterMs", "slowMs", "tokenMs", "maxRunning", "driftEvery"] as const) {
     const v = r[k];
     if (v === undefined) continue;
     if (typeof v !== "number" || !Number.isFinite(v) || v < 0) throw new FakeInferenceSettingsError(`${k} must be a number >= 0`);

@@ -3,6 +3,7 @@
  * ready, metadata and generate endpoints under `/v2/models/`, its 400s for unknown or unready
  * models, and the port listening (live, not ready) while the model loads.
  */
+import { isSeededGreedy } from "./greedy";
 import type { ServerResponse } from "node:http";
 import { metricsReply, str, wantedTokens, type Body, type Engine, type KindApi } from "./kind";
 import { chatCompletions, completions, listModels, modelEntry } from "./openai-compat";
@@ -61,6 +62,8 @@ async function model(e: Engine, method: string, path: string, body: Body, res: S
       model: name,
       prompt: str(body.text_input),
       maxTokens: wantedTokens(body.max_tokens),
+      // Text only: Triton's generate returns no token ids or logprobs.
+      seeded: isSeededGreedy(body.temperature, body.seed),
       ok: (text) => ({ model_name: name, model_version: "1", text_output: text }),
     });
   }
