@@ -63,6 +63,20 @@ function answerRepeat(res: ServerResponse, rec: RequestRecord | null, id: string
   sendJson(res, status, errorBody(`the queued request failed: ${rec.reason ?? "failed"}`, "queued_request_failed", "api_error"), h);
 }
 
+/**
+ * A repeat of a key already bound (to a request that was not cancelled) is answered here, before
+ * the cache or a provider could answer it differently; true when answered.
+ */
+export async function answerIfRepeat(store: ResultStore | null, tenant: string, idemKey: string | null, res: ServerResponse): Promise<boolean> {
+  if (idemKey === null || !store) return false;
+  const id = await store.boundRequest(tenant, idemKey).catch(() => null);
+  if (id === null) return false;
+  const prior = await store.get(id).catch(() => null);
+  if (prior?.state === "cancelled") return false;
+  answerRepeat(res, prior, id);
+  return true;
+}
+
 /** Queues `r` (or answers the repeat of its idempotency key). */
 export async function acceptQueued(d: AcceptDeps, r: AcceptRequest, idemKey: string | null, res: ServerResponse): Promise<AcceptOutcome> {
   const id = `req_${randomUUID().replace(/-/g, "")}`;

@@ -83,6 +83,16 @@ export class Replayer {
       allowAutoTopicCreation: true, retry: { retries: 10 },
     });
     this.consumer = c;
+    // kafkajs stops for good on an error it deems fatal (this member evicted while the brokers
+    // were frozen: "The coordinator is not aware of this member"): start a new member instead.
+    c.on(c.events.CRASH, (e) => {
+      if (e.payload.restart || this.stopping) return;
+      this.o.log.warn({ err: e.payload.error.message }, "replay: consumer stopped; starting a new one in 1 s");
+      setTimeout(() => {
+        if (this.stopping || this.consumer !== c) return;
+        this.start().catch((err: unknown) => this.o.log.error({ err: (err as Error).message }, "replay: consumer did not restart"));
+      }, 1000).unref();
+    });
     await c.connect();
     await c.subscribe({ topic: this.o.topic, fromBeginning: true });
     await c.run({

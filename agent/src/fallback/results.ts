@@ -138,6 +138,11 @@ export class ResultStore {
     return set === "OK" ? id : ((await this.r.get(k)) ?? id);
   }
 
+  /** The request id the tenant's idempotency key names, or null. */
+  async boundRequest(tenant: string, key: string): Promise<string | null> {
+    return this.r.get(this.idemKey(tenant, key));
+  }
+
   /** Frees the key of a cancelled request (the client's retry is a new request), if it still names `id`. */
   async releaseIdempotencyKey(tenant: string, key: string, id: string): Promise<void> {
     const k = this.idemKey(tenant, key);

@@ -13,7 +13,7 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import type { Logger } from "../util/log";
 import type { CacheEntry, VerifiedCache } from "./cache";
 import type { FallbackMetrics, FallbackOutcome } from "./metrics";
-import { acceptQueued, idempotencyKeyOf } from "./accept";
+import { acceptQueued, answerIfRepeat, idempotencyKeyOf } from "./accept";
 import { answerAndDrain, BodyTooLargeError, errorBody, HttpError, jsonTooDeep, readBody, sendJson, tenantOf } from "./http";
 import { BadRequestError, normalizeRequest, type RequestKind } from "./normalize";
 import { forwardToProviders, type Provider } from "./providers";
@@ -150,6 +150,8 @@ export class FallbackService {
     }
     if (!this.o.models.includes(n.model)) throw new HttpError(404, `The model \`${n.model}\` does not exist`, "model_not_found");
     const stream = body.stream === true;
+    // 0. A repeat of an idempotency key: the bound request's state or result, nothing run again.
+    if (await answerIfRepeat(this.o.store, tenant, idemKey, res)) return;
 
     // 1. Verified-answer cache (Redis down: skipped): the tenant's own replayed answers (when it
     // opted in), then the operator's, which every tenant may be served.
