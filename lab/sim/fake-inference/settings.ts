@@ -121,6 +121,8 @@ export interface FakeInferenceStats {
   streaming: number;
   generationTokens: number;
   promptTokens: number;
+  /** Completions per drill tag (`l4#<tag>` opening the last message). */
+  tagged?: Record<string, number>;
 }
 
 export interface FakeInferenceState extends FakeInferenceSettings {
