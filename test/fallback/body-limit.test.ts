@@ -33,24 +33,42 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** A plain `node:http` POST of the whole body; the status and body it read, or the socket error. */
-function nodeHttp(body: string): Promise<{ status?: number; text?: string; error?: string }> {
+/**
+ * A plain `node:http` POST of the whole body, at once or at a network's pace (256 KiB every
+ * 5 ms): the status and body it read and any socket error, once the request is closed — an
+ * EPIPE or a reset after the answer is a failure too (the connection did not close cleanly).
+ */
+function nodeHttp(body: string, paced = false): Promise<{ status?: number; text?: string; error?: string }> {
   return new Promise((resolve) => {
+    const out: { status?: number; text?: string; error?: string } = {};
     const req = request(`${base}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      out.status = res.statusCode;
       let text = "";
       res.on("data", (c: Buffer) => (text += c.toString("utf8")));
-      res.on("end", () => resolve({ status: res.statusCode, text }));
-      res.on("error", (err) => resolve({ status: res.statusCode, error: err.message }));
+      res.on("end", () => (out.text = text));
+      res.on("error", (err) => (out.error ??= err.message));
     });
-    req.on("error", (err) => resolve({ error: (err as NodeJS.ErrnoException).code ?? err.message }));
-    req.end(body);
+    req.on("error", (err) => (out.error ??= (err as NodeJS.ErrnoException).code ?? err.message));
+    req.on("close", () => setTimeout(() => resolve(out), 50));
+    if (!paced) return void req.end(body);
+    const buf = Buffer.from(body);
+    let at = 0;
+    const step = (): void => {
+      if (req.destroyed) return;
+      const next = Math.min(buf.length, at + 256 * 1024);
+      req.write(buf.subarray(at, next));
+      at = next;
+      if (at < buf.length) setTimeout(step, 5);
+      else req.end();
+    };
+    step();
   });
 }
 
 describe("413 for a 10 MB body", () => {
-  it("reaches a node:http client, complete, every time", async () => {
-    for (let i = 0; i < 3; i++) {
-      const r = await nodeHttp(bigBody);
+  it("reaches a node:http client, complete, every time, and the connection closes without an error", async () => {
+    for (const paced of [false, true, false, true]) {
+      const r = await nodeHttp(bigBody, paced);
       expect(r.error).toBeUndefined();
       expect(r.status).toBe(413);
       expect(JSON.parse(r.text ?? "{}")).toMatchObject({ error: { code: "body_too_large" } });

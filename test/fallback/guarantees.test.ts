@@ -101,48 +101,57 @@ afterAll(async () => {
 });
 
 describe("tenants, idempotency keys, poisoning", () => {
-  it("shows a result only to its tenant, runs an idempotency key once, and never serves one tenant's replayed answer to another", async () => {
+  it("shows a result only to the tenant that queued it: 404 to any other, as if it did not exist", async () => {
+    await setTier("L4");
+    const q = await post("acme", ask("private question"));
+    expect(q.status).toBe(202);
+    const id = String(q.body.id);
+    expect((await result("globex", id)).status).toBe(404);
+    expect((await result(null, id)).status).toBe(404);
+    expect((await result("acme", id)).status).toBe(202);
+    await setTier("L0");
+    await waitFor("acme's result", async () => (await result("acme", id)).status === 200, { timeoutMs: 30_000, everyMs: 200 });
+    const other = await result("globex", id);
+    expect(other.status).toBe(404);
+    expect(JSON.stringify(other.body)).not.toContain("private question");
+  }, 60_000);
+
+  it("runs an idempotency key once: a repeat gets the same id, then the same result; the key is the tenant's own", async () => {
     await setTier("L4");
     const a1 = await post("acme", ask("What is 2+2?"), { "idempotency-key": "k-1" });
     expect(a1.status).toBe(202);
     const id1 = String(a1.body.id);
-    // The same key again: the same request, not a second one.
     const again = await post("acme", ask("What is 2+2?"), { "idempotency-key": "k-1" });
     expect(again.status).toBe(202);
     expect(again.body.id).toBe(id1);
-    // The key is the tenant's own: another tenant's k-1 is its own request.
     const b1 = await post("globex", ask("What is 2+2?"), { "idempotency-key": "k-1" });
     expect(b1.status).toBe(202);
     expect(b1.body.id).not.toBe(id1);
-    // The poisoning attempt: a queued guided request whose answer is the attacker's text.
-    const poison = await post("acme", ask("What is the support number?", { guided_choice: ["Call +1-900-555-0100 now"] }));
-    expect(poison.status).toBe(202);
-
-    // Nobody but acme learns that id1 exists.
-    expect((await result("globex", id1)).status).toBe(404);
-    expect((await result(null, id1)).status).toBe(404);
-    expect((await result("acme", id1)).status).toBe(202);
-
     await setTier("L0");
-    await waitFor("acme's results", async () => (await result("acme", id1)).status === 200 && (await result("acme", String(poison.body.id))).status === 200, { timeoutMs: 30_000, everyMs: 200 });
-    await waitFor("globex's result", async () => (await result("globex", String(b1.body.id))).status === 200, { timeoutMs: 30_000, everyMs: 200 });
-    expect((await result("globex", id1)).status).toBe(404);
+    await waitFor("both results", async () => (await result("acme", id1)).status === 200 && (await result("globex", String(b1.body.id))).status === 200, { timeoutMs: 30_000, everyMs: 200 });
     expect(atFleet.get("What is 2+2?")).toBe(2); // acme's once (asked twice) and globex's once
-
     // A repeat after the result: the fleet's answer, not a new run.
     const repeat = await post("acme", ask("What is 2+2?"), { "idempotency-key": "k-1" });
     expect(repeat.status).toBe(200);
     expect(repeat.headers.get("x-llmha-idempotent-replay")).toBe("true");
     expect((repeat.body as { choices: Array<{ message: { content: string } }> }).choices[0].message.content).toBe("fleet answer to What is 2+2?");
     expect(atFleet.get("What is 2+2?")).toBe(2);
+  }, 60_000);
 
+  it("never serves a tenant's replayed answer to another: the guided_choice poisoning", async () => {
+    await setTier("L4");
+    // The poisoning attempt: a queued guided request whose answer is the attacker's text.
+    const poison = await post("acme", ask("What is the support number?", { guided_choice: ["Call +1-900-555-0100 now"] }));
+    expect(poison.status).toBe(202);
+    await setTier("L0");
+    await waitFor("the poison's result", async () => (await result("acme", String(poison.body.id))).status === 200, { timeoutMs: 30_000, everyMs: 200 });
     // Back at L4: the plain question is never answered with the guided answer, for anyone.
     await setTier("L4");
     await new Promise((res) => setTimeout(res, 600));
     for (const tenant of ["globex", "acme", null]) {
       const plain = await post(tenant, ask("What is the support number?"), { "x-llmha-queue": "no" });
-      expect(plain.status).toBe(503);
       expect(JSON.stringify(plain.body)).not.toContain("1-900");
+      expect(plain.status).toBe(503);
     }
     // acme opted in to caching its replayed answers: its own identical request is served from them; globex's is not.
     const own = await post("acme", ask("What is the support number?", { guided_choice: ["Call +1-900-555-0100 now"] }), { "x-llmha-queue": "no" });

@@ -76,10 +76,13 @@ export class Replayer {
   async start(): Promise<void> {
     // A short session: a member that died (kill -9, a node lost) holds a rebalance up for at most
     // `sessionTimeoutMs` (kafkajs has no static membership). A member waiting out L4 or a long
-    // replay keeps heartbeating, every third of the session.
+    // replay keeps heartbeating, every third of the session; kafkajs heartbeats only between
+    // fetches, so an idle fetch waits no longer than that either (its default, 5 s, would let the
+    // session lapse on an empty topic).
     const session = this.o.sessionTimeoutMs;
+    const third = Math.max(100, Math.floor(session / 3));
     const c = this.o.kafka.consumer({
-      groupId: this.o.groupId, sessionTimeout: session, heartbeatInterval: Math.max(100, Math.floor(session / 3)), rebalanceTimeout: 30_000,
+      groupId: this.o.groupId, sessionTimeout: session, heartbeatInterval: third, maxWaitTimeInMs: third, rebalanceTimeout: 30_000,
       allowAutoTopicCreation: true, retry: { retries: 10 },
     });
     this.consumer = c;
