@@ -216,7 +216,7 @@ describe("providers that are misconfigured", () => {
 describe("replay pace", () => {
   it("replays slow requests side by side (bounded concurrency), not one after the other", async () => {
     await setTier("L4");
-    const ids = [];
+    const ids: string[] = [];
     for (let i = 0; i < 8; i++) ids.push(String((await post(null, ask(`slow ${i}`))).body.id));
     maxInFlight = 0;
     const t0 = Date.now();

@@ -261,7 +261,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     r.extra.lost = lost;
     r.extra.drainMs = drainedAt === null ? null : drainedAt - r.healAt;
     r.extra.resultsViaL1Pct = tenantOfId.size ? Math.round((1000 * [...states.values()].filter((x) => x === "done").length) / tenantOfId.size) / 10 : null;
-    r.extra.idempotentSameId = checks.idemSame;
+    r.extra.idempotentSameId = checks.idemSame ? 1 : 0;
     r.extra.idemRuns = runsOf("idem");
     r.extra.retry503Runs = runsOf("retry503");
     r.extra.poisonServed = poisonServed;
