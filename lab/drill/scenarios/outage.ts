@@ -110,7 +110,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     second = await startFallbackProcess([
       "--metrics-addr", "off", "--cluster", stack.cluster, "--redis-url", stack.redis.url, "--kafka-brokers", kafka.bootstrap, "--models", DRILL_MODEL,
       "--l1-url", l4Url, "--replay-rps", "20", "--replay-attempts", "10", "--replay-timeout-ms", "10000", "--log-level", "warn",
-    ]);
+    ], 120_000); // a loaded machine takes a while to load the sources
     hp = await startHaproxy({
       proxies: [{
         name: L4_PROXY, bind: `127.0.0.1:${l4Port}`, health: "agent", tuning: DRILL_AGENT_TUNING,
