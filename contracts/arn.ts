@@ -1,6 +1,6 @@
 /**
  * The identifier formats the actuator and the infrastructure agree on, in one place
- * (infra/config.ts validates the stack's list with the same pattern the agent checks).
+ * (infra/config/dns.ts validates the stack's list with the same pattern the agent checks).
  */
 
 /** An ALB or NLB ARN: what ARC zonal shift takes as `resourceIdentifier`. */

@@ -1,6 +1,6 @@
 /**
  * Amazon EKS Kubernetes versions and their support windows: the one table the stack's
- * default, its validation (infra/config.ts), the policy pack (`eks-version-supported`) and
+ * default, its validation (infra/config/cluster.ts), the policy pack (`eks-version-supported`) and
  * `llm-ha preflight` read. Dates are AWS's (standard support 14 months from release, then
  * 12 months of extended support at extra cost); checked 2026-11-30. Add a row when AWS
  * releases a version; a version missing from the table is refused as unknown.

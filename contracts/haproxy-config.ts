@@ -17,6 +17,7 @@ import {
   type HaproxyTuning,
 } from "./haproxy-tuning";
 import { RESULT_ROUTE_PREFIX } from "./edge";
+import { renderEdgeRules, renderEdgeTables, renderUpstreamKey, type HaproxyEdge } from "./haproxy-edge";
 
 // The settings live in their own file; importers of the generator keep finding them here.
 export {
@@ -88,6 +89,12 @@ export interface HaproxyProxy {
    * this proxy, local or backup, is usable (`nbsrv` of the servers backend is 0). Default none.
    */
   fallback?: HaproxyFallback;
+  /**
+   * The public edge (`haproxy-edge.ts`): allow-list, client API keys, limits per key, the
+   * tenant header. `/az/health` is then served only on `azHealthBind`. Default none (the
+   * drill's baselines; a proxy nobody outside reaches).
+   */
+  edge?: HaproxyEdge;
 }
 
 /** Where `llm-ha fallback` listens, beside the proxy. */
@@ -241,6 +248,7 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
   if (feMax >= g.maxconn) throw new HaproxyConfigError(`frontendMaxconn ${feMax} of ${p.name} must stay below the global maxconn ${g.maxconn}`);
   positiveInt(`serverMaxconn of ${p.name}`, t.serverMaxconn);
   positiveInt(`retries of ${p.name}`, t.retries, 0);
+  if (p.edge && !p.azHealthBind && p.forwardAzHealth) throw new HaproxyConfigError(`the edge of ${p.name} serves /az/health only on azHealthBind: set it`);
   if (p.azHealthBind && !p.forwardAzHealth) throw new HaproxyConfigError(`azHealthBind of ${p.name} needs forwardAzHealth`);
   const out = ["", `frontend ${p.name}`, `  bind ${p.bind}`];
   // Below the global maxconn: a full inference frontend stops accepting, the health
@@ -249,7 +257,8 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
   // A 503 (queue full past timeout queue, no server left, a server refusing) says when to
   // come back; a server's own Retry-After is kept.
   out.push(`  http-after-response set-header Retry-After ${t.retryAfterS} if { status 503 } !{ res.hdr(retry-after) -m found }`);
-  if (p.forwardAzHealth) {
+  if (p.edge) out.push(...renderEdgeRules(p.name, p.edge));
+  else if (p.forwardAzHealth) {
     out.push(`  use_backend ${p.name}_az_health if { path /az/health } METH_GET`);
   }
   if (p.fallback) {
@@ -269,6 +278,9 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
       `  maxconn ${Math.max(1, Math.floor(healthReserve(g) / 2))}`,
       // Only the zone's health: the agents' other pages stay off the public listener.
       `  http-request return status 404 unless { path /az/health } METH_GET`,
+      // Healthy or not, nothing else: the agents' JSON (leader, fencing token, capacity) stays inside.
+      `  http-response return status 200 content-type application/json string '{"healthy":true}' if { status 200 }`,
+      `  http-response return status 503 content-type application/json string '{"healthy":false}' unless { status 200 }`,
       `  default_backend ${p.name}_az_health`,
     );
   }
@@ -291,9 +303,11 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
   } else {
     out.push("  option httpchk GET /health");
   }
+  out.push(...renderUpstreamKey(p.edge));
   out.push(...renderServers(p, t));
   if (p.forwardAzHealth) out.push("", ...renderAzHealthBackend(p));
   if (p.fallback) out.push("", ...renderFallbackBackend(p.name, p.fallback));
+  if (p.edge) out.push(...renderEdgeTables(p.name, p.edge));
   return out;
 }
 

@@ -14,3 +14,9 @@ export const PORTS = Object.freeze({ inference: 8000, agentHttp: 9400, agentChec
 export const L1_PROXY_NAME = "inference";
 /** The backend whose responses the L1 alerts and dashboard count. */
 export const L1_BACKEND = `${L1_PROXY_NAME}_servers`;
+
+/**
+ * Annotation (value `waived`) of an L1 NLB Service that serves clear text on purpose: a dev
+ * stack's `llm-ha:edge.plainHttp`. The policy `l1-tls-required` lets only such a Service through.
+ */
+export const PLAIN_HTTP_WAIVER = "llm-ha.io/plain-http";

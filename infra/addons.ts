@@ -4,40 +4,39 @@ import { irsaTrustPolicy } from "./agent-iam";
 import { tagged } from "./tags";
 
 /**
- * The EKS managed add-ons every stack installs, versions pinned (for Kubernetes 1.35; see
- * `aws eks describe-addon-versions --kubernetes-version <v> --addon-name <name>`, which
- * `llm-ha preflight` prints). `llm-ha:addonVersions` overrides one (`{vpc-cni: v1.…}`).
+ * The EKS managed add-ons every stack installs. Their versions are resolved for the cluster's
+ * Kubernetes version at deploy time (`aws.eks.getAddonVersion`, EKS's default version for it:
+ * what `aws eks describe-addon-versions --kubernetes-version <v> --addon-name <name>` marks
+ * `defaultVersion`), never pinned in the code: an `-eksbuild.N` string that EKS does not offer
+ * for the cluster's version stops `pulumi up` before a node exists. `llm-ha:addonVersions`
+ * pins one (`{vpc-cni: v1.…}`), which `llm-ha preflight --online` checks against EKS.
  */
-export const ADDON_VERSIONS = Object.freeze({
-  "vpc-cni": "v1.20.4-eksbuild.2",
-  coredns: "v1.12.4-eksbuild.1",
-  "kube-proxy": "v1.35.0-eksbuild.2",
-  "eks-pod-identity-agent": "v1.3.9-eksbuild.3",
-  "aws-ebs-csi-driver": "v1.53.0-eksbuild.1",
-  "eks-node-monitoring-agent": "v1.4.2-eksbuild.1",
-});
-export type AddonName = keyof typeof ADDON_VERSIONS;
+export const ADDON_NAMES = Object.freeze(["vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent", "aws-ebs-csi-driver", "eks-node-monitoring-agent"] as const);
+export type AddonName = (typeof ADDON_NAMES)[number];
 
 /** vpc-cni's configuration: NetworkPolicy enforced by its node agent (off by default in EKS). */
 export const VPC_CNI_CONFIGURATION = Object.freeze({ enableNetworkPolicy: "true", nodeAgent: { enablePolicyEventLogs: "false" } });
 
 export interface AddonsArgs {
   clusterName: pulumi.Input<string>;
+  /** The cluster's Kubernetes version (its Output, so the versions follow an upgrade). Required. */
+  kubernetesVersion: pulumi.Input<string>;
   oidcProviderArn: pulumi.Input<string>;
   oidcProviderUrl: pulumi.Input<string>;
-  /** Versions over `ADDON_VERSIONS`. */
+  /** Pinned versions; the others are resolved for `kubernetesVersion`. Default none. */
   versions?: Partial<Record<AddonName, string>>;
 }
 
 /**
- * The managed add-ons, each pinned, created before the GPU and workload resources that need
+ * The managed add-ons, each at a version EKS offers for the cluster's, created before the GPU and workload resources that need
  * them (the caller's `dependsOn`): vpc-cni with network policy enforcement (the NetworkPolicies
  * of infra/workloads are otherwise not enforced), coredns, kube-proxy, the pod identity agent,
  * the EBS CSI driver (its own IRSA role) and the node monitoring agent (GPU/kernel faults as
  * node conditions, which node repair acts on).
  */
 export function createAddons(name: string, args: AddonsArgs, parent: pulumi.Resource): { network: aws.eks.Addon[]; afterNodes: (nodes: pulumi.Resource) => aws.eks.Addon[] } {
-  const v = { ...ADDON_VERSIONS, ...args.versions };
+  const versionOf = (addonName: AddonName): pulumi.Input<string> =>
+    args.versions?.[addonName] ?? aws.eks.getAddonVersionOutput({ addonName, kubernetesVersion: args.kubernetesVersion }, { parent }).version;
   const ebsRole = new aws.iam.Role(
     `${name}-ebs-csi`,
     {
@@ -59,7 +58,7 @@ export function createAddons(name: string, args: AddonsArgs, parent: pulumi.Reso
       {
         clusterName: args.clusterName,
         addonName,
-        addonVersion: v[addonName],
+        addonVersion: versionOf(addonName),
         resolveConflictsOnCreate: "OVERWRITE",
         resolveConflictsOnUpdate: "OVERWRITE",
         tags: tagged(),

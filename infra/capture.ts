@@ -23,7 +23,15 @@ export interface CapturedResource {
   /** The inputs the program passed, resolved to plain values (Kubernetes: `{apiVersion, kind, metadata, spec}`). */
   props: Record<string, unknown>;
   /** Resource options the engine saw, which the mock's `newResource` does not get. */
-  opts: { parent?: string; ignoreChanges: string[]; dependsOn: string[]; customTimeouts?: { create?: string; update?: string; delete?: string } };
+  opts: {
+    parent?: string;
+    ignoreChanges: string[];
+    /** Direct dependencies: explicit `dependsOn` and every input that is another resource's Output (what the engine orders creates by). */
+    dependsOn: string[];
+    /** The same per input property (`aliases`, `roleArn`, …). */
+    propertyDependencies: Record<string, string[]>;
+    customTimeouts?: { create?: string; update?: string; delete?: string };
+  };
 }
 
 export const PROJECT = "llm-ha";
@@ -50,6 +58,28 @@ const INVOKES: Record<string, Record<string, unknown>> = {
     zoneIds: ["use1-az4", "use1-az6", "use1-az1", "use1-az2"],
   },
 };
+
+/** One data-source call the program made (`aws.eks.getAddonVersion`, …), with its arguments. */
+export interface CapturedInvoke {
+  token: string;
+  args: Record<string, unknown>;
+}
+
+/**
+ * The mock's answer to `aws.eks.getAddonVersion`: a version that names what it was resolved
+ * for, so a test can tell a resolved version from a pinned one and see the cluster version
+ * it was asked for (EKS answers real `v1.x.y-eksbuild.N` strings).
+ */
+export function mockAddonVersion(addonName: string, kubernetesVersion: string): string {
+  return `v${kubernetesVersion}.0-eksbuild.resolved-${addonName}`;
+}
+
+function invoke(token: string, args: Record<string, unknown>): Record<string, unknown> {
+  if (token === "aws:eks/getAddonVersion:getAddonVersion") {
+    return { ...args, id: String(args.addonName), version: mockAddonVersion(String(args.addonName), String(args.kubernetesVersion)) };
+  }
+  return INVOKES[token] ?? {};
+}
 
 /** Outputs a real provider computes; the mock makes them up so dependent inputs resolve. */
 function fakeOutputs(type: string, name: string, inputs: Record<string, unknown>): Record<string, unknown> {
@@ -106,6 +136,7 @@ interface RegisterRequest {
   getParent(): string;
   getIgnorechangesList(): string[];
   getDependenciesList(): string[];
+  getPropertydependenciesMap(): { forEach(f: (v: { getUrnsList(): string[] }, k: string) => void): void };
   getCustomtimeouts(): { getCreate(): string; getUpdate(): string; getDelete(): string } | undefined;
 }
 
@@ -124,9 +155,19 @@ interface MonitorLike {
  * `Pulumi.<stack>.yaml` than the repository's one of `env` (the policy CLI's `--stack PATH`).
  */
 export async function captureStack(env: Env | string, configOverrides: Record<string, string> = {}, file?: string): Promise<CapturedResource[]> {
+  return (await captureStackGraph(env, configOverrides, file)).resources;
+}
+
+/** `captureStack`, with the data-source calls the program made. */
+export async function captureStackGraph(
+  env: Env | string,
+  configOverrides: Record<string, string> = {},
+  file?: string,
+): Promise<{ resources: CapturedResource[]; invokes: CapturedInvoke[] }> {
   // Read before the mocks are set: a bad file stops here, naming itself.
   const fileConfig = file === undefined ? stackConfig(env as Env) : readStackFile(file);
   const seen: { type: string; name: string; props: Record<string, unknown> }[] = [];
+  const invokes: CapturedInvoke[] = [];
   await pulumi.runtime.setMocks(
     {
       newResource: (a) => {
@@ -134,7 +175,11 @@ export async function captureStack(env: Env | string, configOverrides: Record<st
         seen.push({ type: a.type, name: a.name, props });
         return { id: `${a.name}-id`, state: fakeOutputs(a.type, a.name, (a.inputs ?? {}) as Record<string, unknown>) };
       },
-      call: (a) => INVOKES[a.token] ?? {},
+      call: (a) => {
+        const args = unwrapSecrets(a.inputs ?? {}) as Record<string, unknown>;
+        invokes.push({ token: a.token, args });
+        return invoke(a.token, args);
+      },
     },
     PROJECT,
     env,
@@ -145,10 +190,15 @@ export async function captureStack(env: Env | string, configOverrides: Record<st
   const register = monitor.registerResource.bind(monitor);
   monitor.registerResource = (req, callback) => {
     const t = req.getCustomtimeouts();
+    const propertyDependencies: Record<string, string[]> = {};
+    req.getPropertydependenciesMap().forEach((v, k) => {
+      if (v.getUrnsList().length) propertyDependencies[k] = v.getUrnsList();
+    });
     options.set(`${req.getType()}::${req.getName()}`, {
       parent: req.getParent() || undefined,
       ignoreChanges: req.getIgnorechangesList(),
       dependsOn: req.getDependenciesList(),
+      propertyDependencies,
       ...(t && (t.getCreate() || t.getUpdate() || t.getDelete())
         ? { customTimeouts: { create: t.getCreate() || undefined, update: t.getUpdate() || undefined, delete: t.getDelete() || undefined } }
         : {}),
@@ -172,14 +222,15 @@ export async function captureStack(env: Env | string, configOverrides: Record<st
   await pulumi.runtime.disconnect();
 
   const urns = [...monitor.resources.keys()];
-  return seen.map((r) => {
+  const resources = seen.map((r) => {
     const urn = urns.find((u) => {
       const [, , qualifiedType, name] = u.split("::");
       return name === r.name && qualifiedType.split("$").pop() === r.type;
     });
     if (urn === undefined) throw new Error(`no URN registered for ${r.type} ${r.name}`);
-    return { ...r, urn, opts: options.get(`${r.type}::${r.name}`) ?? { ignoreChanges: [], dependsOn: [] } };
+    return { ...r, urn, opts: options.get(`${r.type}::${r.name}`) ?? { ignoreChanges: [], dependsOn: [], propertyDependencies: {} } };
   });
+  return { resources, invokes };
 }
 
 /** Resources of one type. */

@@ -18,8 +18,10 @@ export interface ClusterArgs {
   version?: string;
   /** How `pulumi up` and kubectl reach the API: public to listed CIDRs, or private to in-VPC runners. Required. */
   apiEndpoint: ApiEndpointConfig;
-  /** Managed add-on versions over `ADDON_VERSIONS`. Default none. */
+  /** Managed add-on versions to pin; the others are resolved for the cluster's version. Default none. */
   addonVersions?: Partial<Record<AddonName, string>>;
+  /** Who reaches the Kubernetes API besides the creator, and how the kubeconfig authenticates. Default: the creator only. */
+  access?: ClusterAccess;
   /** System node group (HAProxy, CoreDNS, controllers) instance type. Default `m6i.large`. */
   systemInstanceType?: string;
   /** System nodes; at least one per AZ so each AZ's HAProxy has a home. Default 3. */
@@ -27,6 +29,19 @@ export interface ClusterArgs {
   /** Default twice `systemDesiredSize`. */
   systemMaxSize?: number;
 }
+
+/** `llm-ha:clusterAdmins`, `llm-ha:kubeconfigRoleArn` and `aws:profile`: who the Kubernetes API lets in. */
+export interface ClusterAccess {
+  /** IAM principal ARNs (roles, users) that run `pulumi up` or kubectl besides the creator: an access entry each, cluster admin. Default none. */
+  admins: string[];
+  /** Role the kubeconfig assumes (`aws eks get-token --role-arn`); gets an access entry too. Default none: the caller's own identity. */
+  kubeconfigRoleArn?: string;
+  /** `aws:profile`: the kubeconfig's `aws eks get-token` runs with the same profile as the program. Default none. */
+  awsProfile?: string;
+}
+
+/** EKS's access policy for full cluster access (docs: "Associate access policies with access entries"). */
+export const CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy";
 
 /** Assume-role policy for an AWS service principal. */
 export function trustPolicy(service: string): string {
@@ -36,8 +51,14 @@ export function trustPolicy(service: string): string {
   });
 }
 
-/** A kubeconfig that authenticates through `aws eks get-token` (no static credentials). */
-export function kubeconfigFor(cluster: aws.eks.Cluster, region: string): pulumi.Output<string> {
+/**
+ * A kubeconfig that authenticates through `aws eks get-token` (no static credentials), as
+ * the identity the program runs with: the same `aws:profile` (`AWS_PROFILE`), or the role
+ * the stack gives an access entry (`--role-arn`). Without them, a profile or an assumed role
+ * would authenticate the Kubernetes provider as another principal than AWS's: 401 on every
+ * Kubernetes resource.
+ */
+export function kubeconfigFor(cluster: aws.eks.Cluster, region: string, access: Pick<ClusterAccess, "kubeconfigRoleArn" | "awsProfile"> = {}): pulumi.Output<string> {
   return pulumi.all([cluster.name, cluster.endpoint, cluster.certificateAuthority]).apply(([name, endpoint, ca]) =>
     JSON.stringify({
       apiVersion: "v1",
@@ -52,7 +73,8 @@ export function kubeconfigFor(cluster: aws.eks.Cluster, region: string): pulumi.
             exec: {
               apiVersion: "client.authentication.k8s.io/v1beta1",
               command: "aws",
-              args: ["eks", "get-token", "--cluster-name", name, "--region", region, "--output", "json"],
+              args: ["eks", "get-token", "--cluster-name", name, "--region", region, ...(access.kubeconfigRoleArn ? ["--role-arn", access.kubeconfigRoleArn] : []), "--output", "json"],
+              ...(access.awsProfile ? { env: [{ name: "AWS_PROFILE", value: access.awsProfile }] } : {}),
             },
           },
         },
@@ -78,6 +100,12 @@ export class Cluster extends pulumi.ComponentResource {
   readonly addons: aws.eks.Addon[];
   /** The security group EKS attaches to the control plane and managed nodes. */
   readonly nodeSecurityGroupId: pulumi.Output<string>;
+  /**
+   * What every node group must wait for: the node role's policy attachments and the
+   * networking add-ons. A `dependsOn` on this component does not reach the node groups of
+   * another component (Pulumi does not pass a component's dependsOn to its children).
+   */
+  readonly nodesNeed: pulumi.Resource[];
 
   constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("llm-ha:infra:Cluster", name, {}, opts);
@@ -88,6 +116,7 @@ export class Cluster extends pulumi.ComponentResource {
     this.provider = r.provider;
     this.systemNodes = r.systemNodes;
     this.addons = r.addons;
+    this.nodesNeed = r.nodesNeed;
     this.kubeconfig = pulumi.secret(r.kubeconfig);
     this.nodeSecurityGroupId = r.cluster.vpcConfig.clusterSecurityGroupId;
     this.registerOutputs({ clusterName: this.cluster.name, kubeconfig: this.kubeconfig });
@@ -108,7 +137,7 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
   const opts = { parent };
 
   const clusterRole = new aws.iam.Role(`${name}-cluster-role`, { assumeRolePolicy: trustPolicy("eks.amazonaws.com"), tags: tagged() }, opts);
-  new aws.iam.RolePolicyAttachment(`${name}-cluster-policy`, { role: clusterRole.name, policyArn: aws.iam.ManagedPolicy.AmazonEKSClusterPolicy }, opts);
+  const clusterPolicy = new aws.iam.RolePolicyAttachment(`${name}-cluster-policy`, { role: clusterRole.name, policyArn: aws.iam.ManagedPolicy.AmazonEKSClusterPolicy }, opts);
 
   // Nodes get only what kubelet, the VPC CNI and image pulls need; the agent talks to
   // IMDS and Redis, never to AWS APIs.
@@ -143,7 +172,10 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
       encryptionConfig: { resources: ["secrets"], provider: { keyArn: secretsKey.arn } },
       tags: tagged(),
     },
-    opts,
+    // The role is named by ARN only, so without this the cluster may be created before its
+    // policy is attached (EKS then cannot manage its ENIs), and destroy would detach the
+    // policy while EKS still deletes them, leaving ENIs and security groups behind.
+    { parent, dependsOn: [clusterPolicy] },
   );
 
   const oidcProvider = new aws.iam.OpenIdConnectProvider(
@@ -154,10 +186,11 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
 
   const addons = createAddons(
     `${name}-addon`,
-    { clusterName: cluster.name, oidcProviderArn: oidcProvider.arn, oidcProviderUrl: oidcProvider.url, versions: args.addonVersions },
+    { clusterName: cluster.name, kubernetesVersion: cluster.version, oidcProviderArn: oidcProvider.arn, oidcProviderUrl: oidcProvider.url, versions: args.addonVersions },
     parent,
   );
 
+  const nodesNeed = [...nodeAttachments, ...addons.network];
   const systemNodes = new aws.eks.NodeGroup(
     `${name}-system`,
     {
@@ -171,7 +204,7 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
       updateConfig: { maxUnavailable: 1 },
       tags: tagged(),
     },
-    { parent, dependsOn: [...nodeAttachments, ...addons.network], ignoreChanges: ["scalingConfig.desiredSize"] },
+    { parent, dependsOn: nodesNeed, ignoreChanges: ["scalingConfig.desiredSize"] },
   );
   const allAddons = [...addons.network, ...addons.afterNodes(systemNodes)];
 
@@ -195,7 +228,22 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
     );
   }
 
-  const kubeconfig = kubeconfigFor(cluster, args.region);
-  const provider = new k8s.Provider(`${name}-k8s`, { kubeconfig, enableServerSideApply: true }, opts);
-  return { cluster, nodeRole, nodeAttachments, oidcProvider, provider, kubeconfig, systemNodes, addons: allAddons };
+  // Access entries: the creator has one from bootstrapClusterCreatorAdminPermissions; every
+  // other principal that runs the program or kubectl (another engineer, CI, the in-VPC
+  // runner, the kubeconfig's role) needs its own, or the API answers 401.
+  const access = args.access ?? { admins: [] };
+  const principals = [...new Set([...access.admins, ...(access.kubeconfigRoleArn ? [access.kubeconfigRoleArn] : [])])];
+  const associations = principals.map((arn, i) => {
+    const entry = new aws.eks.AccessEntry(`${name}-access-${i}`, { clusterName: cluster.name, principalArn: arn, type: "STANDARD", tags: tagged() }, opts);
+    // The association names the principal by ARN: its entry's Output orders it after the entry.
+    return new aws.eks.AccessPolicyAssociation(
+      `${name}-access-${i}-admin`,
+      { clusterName: cluster.name, principalArn: entry.principalArn, policyArn: CLUSTER_ADMIN_POLICY, accessScope: { type: "cluster" } },
+      opts,
+    );
+  });
+  const kubeconfig = kubeconfigFor(cluster, args.region, access);
+  // Nothing is applied to the cluster before the principals that apply it have access.
+  const provider = new k8s.Provider(`${name}-k8s`, { kubeconfig, enableServerSideApply: true }, { parent, dependsOn: associations });
+  return { cluster, nodeRole, nodeAttachments, nodesNeed, oidcProvider, provider, kubeconfig, systemNodes, addons: allAddons };
 }

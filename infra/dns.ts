@@ -21,6 +21,8 @@ export interface DnsArgs {
    * `PORTS.l1AzHealth` (8081).
    */
   port?: number;
+  /** The NLB listener is TLS (`llm-ha:edge.certificateArn`): the checks speak HTTPS (Route53 does not validate the certificate). Default false. */
+  https?: boolean;
 }
 
 /**
@@ -58,7 +60,7 @@ export function createDns(name: string, args: DnsArgs, parent: pulumi.Resource):
       new aws.route53.HealthCheck(
         `${name}-hc-${e.az}`,
         {
-          type: "HTTP",
+          type: args.https ? "HTTPS" : "HTTP",
           fqdn: e.hostname,
           port,
           resourcePath: "/az/health",
@@ -74,7 +76,7 @@ export function createDns(name: string, args: DnsArgs, parent: pulumi.Resource):
     const next = (i + 1) % args.endpoints.length;
     const azName = `${e.az}.${args.serviceName}`;
     ids[e.az] = checks[i].id;
-    for (const [role, j] of [["PRIMARY", i], ["SECONDARY", next]] as const) {
+    const pair = ([["PRIMARY", i], ["SECONDARY", next]] as const).map(([role, j]) =>
       new aws.route53.Record(
         `${name}-${e.az}-${role.toLowerCase()}`,
         {
@@ -88,8 +90,11 @@ export function createDns(name: string, args: DnsArgs, parent: pulumi.Resource):
           healthCheckId: checks[j].id,
         },
         opts,
-      );
-    }
+      ),
+    );
+    // Route53 refuses an alias whose target record does not exist yet (InvalidChangeBatch …
+    // target was not found), and the alias names its target by a plain string: without this
+    // dependsOn it would be created first, before the failover pair waits for its NLBs.
     new aws.route53.Record(
       `${name}-${e.az}-weighted`,
       {
@@ -100,7 +105,7 @@ export function createDns(name: string, args: DnsArgs, parent: pulumi.Resource):
         weightedRoutingPolicies: [{ weight: 100 }],
         aliases: [{ name: azName, zoneId: args.zoneId, evaluateTargetHealth: true }],
       },
-      opts,
+      { parent, dependsOn: pair },
     );
   });
   return ids;

@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { isScarceGpuType } from "../contracts/scarce-gpus";
 import { GpuClassConfig, standbySize } from "./config";
 import { GPU_TAINT, LABELS, STANDBY_FALLBACK_LABEL, CAPACITY_WAIVER_TAG } from "./names";
 import { Problems } from "./problems";
@@ -55,6 +56,8 @@ export interface GpuNodeGroupsArgs {
   standbyFallback?: Partial<Record<string, string[]>>;
   /** Why the standby needs no capacity fallback: tagged on its groups for the policy pack. Default none. */
   standbyCapacityWaiver?: string;
+  /** What every group waits for (the node role's policy attachments). Default none. */
+  dependsOn?: pulumi.Resource[];
 }
 
 /** One node group: one AZ, one GPU class. */
@@ -70,6 +73,13 @@ export interface GpuNodeGroup {
   maxSize: number;
   /** Nodes the agent wakes the group to: the standby's size, at least 1. */
   wakeSize: number;
+  /**
+   * Nodes the group is created with: `desiredSize`, or 0 for scarce GPU types that no
+   * reservation or Capacity Block covers (`contracts/scarce-gpus.ts`): EKS would end the group
+   * in CREATE_FAILED on InsufficientInstanceCapacity. The scale-up to `desiredSize` follows
+   * (docs/infra.md "From an empty account"), and a shortage there only delays nodes.
+   */
+  createSize: number;
   nodeGroup: aws.eks.NodeGroup;
   /** Name of the auto scaling group EKS created for the node group. */
   asgName: pulumi.Output<string>;
@@ -171,6 +181,7 @@ function nodeGroupOf(id: string, args: GpuNodeGroupsArgs, parent: pulumi.Resourc
     },
     { parent },
   );
+  const createSize = reservation || block || !g.types.some((t) => isScarceGpuType(t)) ? g.desired : 0;
   const waiver: Record<string, string> = role === "standby" && !g.fallback && args.standbyCapacityWaiver ? { [CAPACITY_WAIVER_TAG]: args.standbyCapacityWaiver } : {};
   const nodeGroup = new aws.eks.NodeGroup(
     id,
@@ -186,15 +197,17 @@ function nodeGroupOf(id: string, args: GpuNodeGroupsArgs, parent: pulumi.Resourc
       // The same class, AZ and role as the group it stands in for: the agent DaemonSet and inference select on them.
       labels: { [LABELS.gpuClass]: gpuClass.name, [LABELS.az]: az, [LABELS.azRole]: role, ...(g.fallback ? { [STANDBY_FALLBACK_LABEL]: "true" } : {}) },
       taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: "NO_SCHEDULE" }],
-      scalingConfig: { minSize: 0, desiredSize: g.desired, maxSize: g.max },
+      scalingConfig: { minSize: 0, desiredSize: createSize, maxSize: g.max },
       // One node at a time: an AZ keeps all but one node serving during an AMI roll.
       updateConfig: { maxUnavailable: 1 },
       nodeRepairConfig: { enabled: true },
       tags: tagged({ "llm-ha.io/az": az, "llm-ha.io/gpu-class": gpuClass.name, "llm-ha.io/az-role": role, ...(g.fallback ? { [STANDBY_FALLBACK_LABEL]: "true" } : {}), ...waiver }),
     },
-    // The standby schedule and the controller's wake-up change the desired size.
-    { parent, ignoreChanges: ["scalingConfig.desiredSize"] },
+    // The standby schedule, the controller's wake-up and the scale-up after creation change
+    // the desired size. The node role's policies are attached first (nodeRoleArn may be its
+    // plain ARN): nodes that launch without them cannot join.
+    { parent, ignoreChanges: ["scalingConfig.desiredSize"], dependsOn: args.dependsOn },
   );
   const asgName = nodeGroup.resources.apply((r) => r[0]?.autoscalingGroups?.[0]?.name ?? "");
-  return { az, gpuClass, role, fallback: g.fallback, desiredSize: g.desired, maxSize: g.max, wakeSize: g.wakeSize, nodeGroup, asgName };
+  return { az, gpuClass, role, fallback: g.fallback, desiredSize: g.desired, maxSize: g.max, wakeSize: g.wakeSize, createSize, nodeGroup, asgName };
 }

@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { irsaTrustPolicy } from "./agent-iam";
+import { IMAGES } from "./images";
 import { tagged } from "./tags";
 
 /** The Helm chart (eks-charts) and version the stack installs: chart 1.14.0 is controller v2.14.0. */
@@ -152,6 +153,17 @@ export interface LbControllerArgs {
   oidcProviderUrl: pulumi.Input<string>;
   /** What must exist first (the system nodes it runs on, the add-ons). */
   dependsOn?: pulumi.Input<pulumi.Resource>[];
+  /** The controller image, `<repo>@sha256:…` (through the stack's cache). Default: the chart's own, by tag. */
+  image?: pulumi.Input<string>;
+}
+
+/**
+ * The chart renders `<image.repository>:<image.tag>`: a tag of `v2.14.0@sha256:…` makes that
+ * a digest reference (the runtime pulls by the digest; the tag stays for people).
+ */
+export function chartImageValues(ref: string, tag: string): { repository: string; tag: string } {
+  const at = ref.lastIndexOf("@");
+  return { repository: ref.slice(0, at), tag: `${tag}${ref.slice(at)}` };
 }
 
 /**
@@ -190,6 +202,7 @@ export function createLbController(name: string, args: LbControllerArgs, parent:
         region: args.region,
         vpcId: args.vpcId,
         replicaCount: 2,
+        ...(args.image ? { image: pulumi.output(args.image).apply((ref) => chartImageValues(ref, IMAGES.lbController.tag)) } : {}),
         nodeSelector: { "llm-ha.io/node-role": "system" },
         serviceAccount: {
           create: true,

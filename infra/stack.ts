@@ -1,6 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
 import { AgentIam, azIdsSetting } from "./agent-iam";
 import { AgentImage } from "./agent-image";
+import { ImageCache } from "./image-cache";
+import { IMAGES, pullRef, pullRefOf } from "./images";
 import { createLbController } from "./lb-controller";
 import { createWeightsReaderRole } from "./weights-iam";
 import { Cluster } from "./cluster";
@@ -32,6 +34,12 @@ export interface StackOutputs {
   kafkaBootstrapBrokers: pulumi.Output<string>;
   /** The stack's ECR repository for the agent image. */
   agentRepositoryUrl: pulumi.Output<string>;
+  /**
+   * GPU node groups created below their running size (scarce types with no reservation or
+   * Capacity Block start at 0), each with the size to scale it to after `pulumi up`:
+   * docs/infra.md "From an empty account", step 6.
+   */
+  gpuScaleUp: pulumi.Output<Record<string, number>>;
 }
 
 /** `asg=wakeSize,…` of the groups (`LLMHA_STANDBY_ASGS`, `LLMHA_STANDBY_FALLBACK`), in their order; undefined for none. */
@@ -50,6 +58,7 @@ export function createStack(): StackOutputs {
     privateSubnetIds: network.privateSubnetIds,
     version: c.kubernetesVersion,
     apiEndpoint: c.apiEndpoint,
+    access: c.clusterAccess,
     addonVersions: c.addonVersions,
     systemInstanceType: c.system.instanceType,
     systemDesiredSize: c.system.desiredSize,
@@ -66,6 +75,7 @@ export function createStack(): StackOutputs {
       standbyCapacityRatio: c.standbyCapacityRatio,
       standbyFallback: c.standbyFallback,
       standbyCapacityWaiver: c.standbyCapacityWaiver,
+      dependsOn: cluster.nodesNeed,
     },
     { dependsOn: [cluster] },
   );
@@ -117,8 +127,13 @@ export function createStack(): StackOutputs {
     };
   }
 
+  // Docker Hub and ECR Public images come through the stack's pull-through cache, by digest.
+  const cache = new ImageCache("images", { clusterName: c.clusterName, region: c.region, dockerHubSecretArn: c.images.dockerHubSecretArn, nodeRoleName: cluster.nodeRole.name });
+  const cached = (name: "haproxy" | "awsCli" | "lbController") => cache.cacheRoot.apply((root) => pullRef(IMAGES[name].repository, c.images.digests[name], root));
+
   // Everything with an NLB waits for the controller that makes NLBs.
   const lbController = createLbController("lbc", {
+    image: cached("lbController"),
     provider: cluster.provider,
     clusterName: cluster.cluster.name,
     region: c.region,
@@ -166,14 +181,17 @@ export function createStack(): StackOutputs {
     clusterName: c.clusterName,
     azs: network.subnets.map((s) => ({ az: s.az, publicSubnetId: s.publicSubnet.id })),
     gpuClasses: c.gpuClasses,
-    inference: c.inference,
+    inference: { ...c.inference, image: cache.cacheRoot.apply((root) => pullRefOf(c.inference.image, root)) },
+    awsCliImage: c.inference.weightsS3Uri ? cached("awsCli") : undefined,
+    inferenceApiKey: c.inferenceApiKey,
+    tls: c.edge.certificateArn ? { certificateArn: c.edge.certificateArn, sslPolicy: c.edge.sslPolicy } : null,
     agentImage: agentImage.ref,
     hfToken: c.hfToken,
     inferenceRoleArn: weightsRole?.arn,
     lbController,
     redisUrl: redis.url,
     vpcCidr: c.vpcCidr,
-    haproxyImage: c.haproxy.image,
+    haproxyImage: c.haproxy.image ? cache.cacheRoot.apply((root) => pullRefOf(c.haproxy.image, root)) : cached("haproxy"),
     haproxyReplicas: c.haproxy.replicas,
     zonalShift: c.dns.zonalShift,
     standbyAz: c.standbyAz,
@@ -205,6 +223,7 @@ export function createStack(): StackOutputs {
     ttl: c.dns.ttl,
     failureThreshold: c.dns.failureThreshold,
     endpoints: c.azs.map((az) => ({ az, hostname: workloads.nlbHostnames[az] })),
+    https: c.edge.certificateArn !== null,
   });
 
   return {
@@ -216,5 +235,9 @@ export function createStack(): StackOutputs {
     redisEndpoint: redis.primaryEndpoint,
     kafkaBootstrapBrokers: kafka.bootstrapBrokers,
     agentRepositoryUrl: agentImage.repository.repositoryUrl,
+    // The standby's groups reach their size at the schedule's next scale-up (a standby AZ always has one).
+    gpuScaleUp: pulumi
+      .all(gpu.groups.filter((g) => g.createSize < g.desiredSize && g.role === "active").map((g) => g.nodeGroup.nodeGroupName.apply((n) => [n, g.desiredSize] as const)))
+      .apply((pairs) => Object.fromEntries(pairs)),
   };
 }

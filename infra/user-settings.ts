@@ -6,6 +6,7 @@
  * with obvious stand-ins, which no real deployment ever sees.
  */
 import { GATED_MODEL_ORGS } from "./config";
+import { digestCommand, IMAGES } from "./images";
 
 export interface UserSetting {
   /** Full key; a dot walks into an object setting (`llm-ha:dns.zoneId`). */
@@ -68,6 +69,28 @@ export const USER_SETTINGS: readonly UserSetting[] = Object.freeze([
     standIn: () => `123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-ha/agent@sha256:${"5a".repeat(32)}`,
   },
   {
+    key: "llm-ha:inferenceApiKey",
+    secret: true,
+    needed: () => true,
+    how: 'pulumi config set --secret llm-ha:inferenceApiKey "$(openssl rand -hex 32)"   # vLLM --api-key; the agents send it',
+    standIn: () => "stand-in-inference-key-0123456789abcdef",
+  },
+  {
+    key: "llm-ha:edge.certificateArn",
+    secret: false,
+    needed: (values: Record<string, string>) => json(values, "llm-ha:edge").plainHttp !== true,
+    how: "aws acm request-certificate --domain-name <llm-ha:dns.serviceName> --validation-method DNS (add its CNAME to the hosted zone), then pulumi config set --path 'llm-ha:edge.certificateArn' <its ARN>",
+    standIn: () => "arn:aws:acm:us-east-1:000011112222:certificate/00000000-0000-4000-8000-000000000000",
+  },
+  {
+    key: "llm-ha:images.dockerHubSecretArn",
+    secret: false,
+    needed: () => true,
+    how: "aws secretsmanager create-secret --name ecr-pullthroughcache/docker-hub --secret-string '{\"username\":\"<Docker Hub user>\",\"accessToken\":\"<access token>\"}', then pulumi config set --path 'llm-ha:images.dockerHubSecretArn' <its ARN>",
+    standIn: () => "arn:aws:secretsmanager:us-east-1:000011112222:secret:ecr-pullthroughcache/docker-hub-StandIn",
+  },
+  ...digestSettings(),
+  {
     key: "llm-ha:hfToken",
     secret: true,
     needed: (values: Record<string, string>) => gatedModel(values) && json(values, "llm-ha:inference").weightsS3Uri === undefined,
@@ -75,6 +98,24 @@ export const USER_SETTINGS: readonly UserSetting[] = Object.freeze([
     standIn: () => "hf_stand_in_token_for_offline_runs",
   },
 ]);
+
+/** The image digests no default pins (infra/images.ts): each a setting with the command that reads it. */
+function digestSettings(): UserSetting[] {
+  const needed: Record<string, (values: Record<string, string>) => boolean> = {
+    haproxy: (values) => json(values, "llm-ha:haproxy").image === undefined,
+    awsCli: (values) => json(values, "llm-ha:inference").weightsS3Uri !== undefined,
+    lbController: () => true,
+  };
+  return Object.entries(IMAGES)
+    .filter(([, image]) => image.digest === null)
+    .map(([name, image]) => ({
+      key: `llm-ha:images.${image.setting}`,
+      secret: false,
+      needed: needed[name] ?? (() => true),
+      how: `${digestCommand(image)}, then pulumi config set --path 'llm-ha:images.${image.setting}' sha256:…`,
+      standIn: () => `sha256:${"5a".repeat(32)}`,
+    }));
+}
 
 /** Whether `key` has a value in `values` (the CLI's flat map: objects as JSON). */
 export function hasSetting(values: Record<string, string>, key: string): boolean {

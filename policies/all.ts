@@ -3,6 +3,9 @@
 import type { Policies } from "@pulumi/policy";
 import { eksControlPlaneLogging } from "./cluster";
 import { crdsInstalled } from "./crds";
+import { createOrderFollowsReferences } from "./create-order";
+import { addonVersionsForCluster, clusterAccessEntries, gpuScarceStartAtZero, probesReachable, waitsBounded } from "./create-time";
+import { imagesByDigest, l1AuthRequired, l1TlsRequired } from "./edge";
 import { eksVersionSupported, gpuCapacitySettings, nlbNeedsLbController } from "./deployability";
 import { mskHaEncrypted, redisHaEncrypted } from "./data";
 import { agentRoleLeastPrivilege, mskQueueWriterOnlyFallback } from "./iam";
@@ -49,4 +52,13 @@ export const policies: Policies = [
   gpuCapacitySettings,
   nlbNeedsLbController,
   crdsInstalled,
+  createOrderFollowsReferences,
+  probesReachable,
+  gpuScarceStartAtZero,
+  addonVersionsForCluster,
+  clusterAccessEntries,
+  waitsBounded,
+  l1TlsRequired,
+  l1AuthRequired,
+  imagesByDigest,
 ];

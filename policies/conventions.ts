@@ -60,6 +60,30 @@ export function findReferenced(
   });
 }
 
+/** A GPU node group with its launch template (when the stack has it) and the reservation that template targets. */
+export interface GpuGroupWithTemplate {
+  group: PolicyResource;
+  props: Props;
+  launchTemplate?: PolicyResource;
+  /** The launch template's props, `{}` without one. */
+  ltProps: Props;
+  reservation?: string;
+}
+
+/** Every GPU node group of the stack, each with its launch template and reservation resolved. */
+export function gpuNodeGroupsWithTemplates(resources: readonly PolicyResource[]): GpuGroupWithTemplate[] {
+  return resources
+    .filter((g) => g.type === NODE_GROUP_TYPE && isGpuNodeGroup(g.props as Props))
+    .map((group) => {
+      const props = group.props as Props;
+      const ref = record(props.launchTemplate);
+      const launchTemplate = ref ? findReferenced(resources, group, "launchTemplate", str(ref.id) ?? str(ref.name), LAUNCH_TEMPLATE_TYPE) : undefined;
+      const ltProps = (launchTemplate?.props ?? {}) as Props;
+      const reservation = str(record(record(ltProps.capacityReservationSpecification)?.capacityReservationTarget)?.capacityReservationId);
+      return { group, props, launchTemplate, ltProps, reservation };
+    });
+}
+
 /** The AZ of a subnet resource: its `availabilityZone`, else the zone id. */
 export function subnetAz(subnet: PolicyResource): string | undefined {
   const p = subnet.props as Props;

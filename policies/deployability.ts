@@ -3,7 +3,7 @@
 // GPUs, and the controller every NLB Service waits for.
 import { type StackValidationPolicy } from "@pulumi/policy";
 import { eksVersionProblem, isoDay } from "../contracts/eks-versions";
-import { findReferenced, isGpuNodeGroup, LAUNCH_TEMPLATE_TYPE, NODE_GROUP_TYPE, nodeGroupAzs, AZ_LABEL } from "./conventions";
+import { gpuNodeGroupsWithTemplates, nodeGroupAzs, AZ_LABEL } from "./conventions";
 import { record, str, stringMap, strings, type Props } from "./props";
 import { allowedInstanceTypesProperty } from "./gpu";
 
@@ -69,13 +69,7 @@ export const gpuCapacitySettings: StackValidationPolicy = {
   validateStack: (args, reportViolation) => {
     const { allowedInstanceTypes } = args.getConfig<GpuCapacitySettingsConfig>();
     const azsOfReservation = new Map<string, Set<string>>();
-    for (const g of args.resources) {
-      if (g.type !== NODE_GROUP_TYPE || !isGpuNodeGroup(g.props as Props)) continue;
-      const p = g.props as Props;
-      const ref = record(p.launchTemplate);
-      const lt = ref ? findReferenced(args.resources, g, "launchTemplate", str(ref.id) ?? str(ref.name), LAUNCH_TEMPLATE_TYPE) : undefined;
-      const ltp = (lt?.props ?? {}) as Props;
-      const reservation = str(record(record(ltp.capacityReservationSpecification)?.capacityReservationTarget)?.capacityReservationId);
+    for (const { group: g, props: p, launchTemplate: lt, ltProps: ltp, reservation } of gpuNodeGroupsWithTemplates(args.resources)) {
       const resolved = nodeGroupAzs(args.resources, g);
       const az = resolved.azs[0] ?? stringMap(p.labels)[AZ_LABEL] ?? resolved.unresolved[0] ?? g.name;
       if (reservation) {

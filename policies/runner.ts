@@ -23,6 +23,16 @@ export interface CapturedResource {
   name: string;
   urn: string;
   props: Record<string, unknown>;
+  /**
+   * What the engine's register request carried (infra/capture.ts reads it off the mock
+   * monitor): the direct dependencies (explicit `dependsOn` and every input that is another
+   * resource's Output), per property, and the custom timeouts. Absent: none recorded.
+   */
+  opts?: {
+    dependsOn?: string[];
+    propertyDependencies?: Record<string, string[]>;
+    customTimeouts?: { create?: string; update?: string; delete?: string };
+  };
 }
 
 export interface Violation {
@@ -158,20 +168,46 @@ function checkSchema(path: string, v: unknown, s: PolicyConfigJSONSchema, proble
   }
 }
 
-function toPolicyResource(r: CapturedResource): PolicyResource {
-  const props = r.props as Record<string, unknown>;
-  return {
-    type: r.type,
-    props,
-    urn: r.urn,
-    name: r.name,
-    opts: EMPTY_OPTS,
-    // Mocks record neither dependencies nor property dependencies; policies fall back to ids.
-    dependencies: [],
-    propertyDependencies: {},
-    isType: (cls: unknown) => isTypeOf(r.type, cls),
-    asType: ((cls: unknown) => (isTypeOf(r.type, cls) ? props : undefined)) as PolicyResource["asType"],
-  };
+/** `"10m"`, `"90s"`, `"1h30m"` (Go durations, as Pulumi takes them) in seconds; 0 for none. */
+export function durationSeconds(d: string | undefined): number {
+  if (!d) return 0;
+  let total = 0;
+  for (const m of d.matchAll(/(\d+(?:\.\d+)?)(h|m|s)/g)) total += Number(m[1]) * { h: 3600, m: 60, s: 1 }[m[2] as "h" | "m" | "s"];
+  return total;
+}
+
+/**
+ * The resources as the analyzer hands them to stack policies: with their direct dependencies
+ * and property dependencies resolved to the other resources, and their custom timeouts, as
+ * `pulumi preview --policy-pack` does (the capture records what the register requests carried).
+ */
+function toPolicyResources(rs: readonly CapturedResource[]): PolicyResource[] {
+  const byUrn = new Map<string, PolicyResource>();
+  const out = rs.map((r) => {
+    const props = r.props as Record<string, unknown>;
+    const t = r.opts?.customTimeouts;
+    const pr: PolicyResource = {
+      type: r.type,
+      props,
+      urn: r.urn,
+      name: r.name,
+      opts: t
+        ? { ...EMPTY_OPTS, customTimeouts: { createSeconds: durationSeconds(t.create), updateSeconds: durationSeconds(t.update), deleteSeconds: durationSeconds(t.delete) } }
+        : EMPTY_OPTS,
+      dependencies: [],
+      propertyDependencies: {},
+      isType: (cls: unknown) => isTypeOf(r.type, cls),
+      asType: ((cls: unknown) => (isTypeOf(r.type, cls) ? props : undefined)) as PolicyResource["asType"],
+    };
+    byUrn.set(r.urn, pr);
+    return pr;
+  });
+  const resolve = (urns: readonly string[] | undefined) => (urns ?? []).map((u) => byUrn.get(u)).filter((x): x is PolicyResource => x !== undefined);
+  rs.forEach((r, i) => {
+    out[i].dependencies = resolve(r.opts?.dependsOn);
+    out[i].propertyDependencies = Object.fromEntries(Object.entries(r.opts?.propertyDependencies ?? {}).map(([k, urns]) => [k, resolve(urns)]));
+  });
+  return out;
 }
 
 /** Evaluates every policy over `resources`; returns the violations in policy order. */
@@ -184,6 +220,7 @@ export async function runPolicies(
   const config = options.config ?? {};
   const violations: Violation[] = [];
   const stackTags: ReadonlyMap<string, string> = new Map();
+  const policyResources = toPolicyResources(resources);
 
   for (const p of policies) {
     const settings = config[p.name];
@@ -200,7 +237,7 @@ export async function runPolicies(
       const t = pulumiTypeOf(p.validateStack);
       if (t && !resources.some((r) => r.type === t)) continue;
       const args: StackValidationArgs = {
-        resources: resources.map(toPolicyResource),
+        resources: policyResources,
         getConfig,
         stackTags,
         notApplicable: throwNotApplicable,
@@ -212,7 +249,7 @@ export async function runPolicies(
     const validate = (p as ResourceValidationPolicy).validateResource;
     if (!validate) continue;
     const validations = Array.isArray(validate) ? validate : [validate];
-    for (const r of resources) {
+    for (const [i, r] of resources.entries()) {
       if (!Array.isArray(validate)) {
         const t = pulumiTypeOf(validate);
         if (t && t !== r.type) continue;
@@ -224,7 +261,7 @@ export async function runPolicies(
           props,
           urn: r.urn,
           name: r.name,
-          opts: EMPTY_OPTS,
+          opts: policyResources[i].opts,
           stackTags,
           isType: (cls: unknown) => isTypeOf(r.type, cls),
           asType: ((cls: unknown) => (isTypeOf(r.type, cls) ? props : undefined)) as ResourceValidationArgs["asType"],

@@ -3,7 +3,9 @@ import type { AgentConfig } from "./config/spec";
 import { DEFAULT_WARMUP_STEPS, evaluate, initialState, type EvaluatorSettings, type EvaluatorState } from "./evaluator/evaluate";
 import type { AgentMetrics, SourceName } from "./reporters/metrics";
 import { GpuSource, readPciGpus } from "./sources/gpu";
-import { ADAPTERS, defaultMetricsUrl, readEngine, request, type InferenceAdapter } from "./sources/inference";
+import { InferenceCredential, splitUserinfo } from "./sources/credential";
+import { defaultMetricsUrl, readEngine } from "./sources/engine-metrics";
+import { ADAPTERS, request, type InferenceAdapter } from "./sources/inference";
 import type { GpuInfo, ModelIdentity, ProbeObservation, Sample, Signals, XidEvent } from "./sources/signals";
 import { ConnectionWatch } from "./sources/watch";
 import { XidReader } from "./sources/xid";
@@ -28,6 +30,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
   private readonly xid: XidReader | null;
   private readonly xidJudge: XidJudge;
   private readonly metricsUrl: string | null;
+  /** `LLMHA_INFERENCE_URL` without its user part: what requests go to and what reasons may show. */
+  private readonly inferenceBase: string;
+  private readonly credential: InferenceCredential;
   private readonly probeExpect: RegExp | null;
   private servedIdentity: ModelIdentity | null = null;
   private lastGoodGpus: GpuInfo[] = [];
@@ -73,7 +78,10 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     this.gpu = new GpuSource(cfg.nvidiaSmi, cfg.gpuTimeoutMs);
     this.xid = cfg.xidLog ? new XidReader(cfg.xidLog) : null;
     this.xidJudge = new XidJudge(parseXidRules(cfg.xidRules));
-    this.metricsUrl = cfg.metricsUrl ?? defaultMetricsUrl(cfg.inferenceKind, cfg.inferenceUrl);
+    const target = splitUserinfo(cfg.inferenceUrl);
+    this.inferenceBase = target.url;
+    this.credential = new InferenceCredential(cfg.inferenceApiKeyFile, target.basic, log);
+    this.metricsUrl = cfg.metricsUrl ?? defaultMetricsUrl(cfg.inferenceKind, this.inferenceBase);
     this.probeExpect = cfg.probeExpect ? new RegExp(cfg.probeExpect) : null;
     const u = new URL(cfg.inferenceUrl);
     const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
@@ -182,7 +190,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
 
   private async checkModel(): Promise<void> {
     const t0 = performance.now();
-    const obs = await this.adapter.check(this.cfg.inferenceUrl, this.cfg.model, this.cfg.modelTimeoutMs);
+    const obs = await this.adapter.check(this.inferenceBase, this.cfg.model, this.cfg.modelTimeoutMs, this.credential.headers());
     this.metrics.source("model", performance.now() - t0, obs.kind !== "ready");
     if (obs.kind === "ready") {
       // What the probe asks for: the configured model (its absence is MODEL_MISSING), else the first served.
@@ -201,7 +209,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
 
   private async checkEngine(): Promise<void> {
     const t0 = performance.now();
-    const e = this.metricsUrl ? await readEngine(this.metricsUrl, this.cfg.modelTimeoutMs) : null;
+    const e = this.metricsUrl ? await readEngine(this.metricsUrl, this.cfg.modelTimeoutMs, this.credential.headers()) : null;
     this.metrics.source("engine", performance.now() - t0, e === null);
     this.signals.engine = this.sample(e);
     this.metrics.signals(this.signals, this.cfg.gpuCount);
@@ -253,7 +261,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
   private async runProbe(): Promise<void> {
     if (this.signals.probeInFlightSince != null) return;
     if (this.signals.model?.value.kind !== "ready") return;
-    const req = this.adapter.probe(this.cfg.inferenceUrl, this.servedModel, this.cfg.probeMaxTokens, this.cfg.probePrompt);
+    const req = this.adapter.probe(this.inferenceBase, this.servedModel, this.cfg.probeMaxTokens, this.cfg.probePrompt);
     if (!req) return;
     const abort = new AbortController();
     this.probeAbort = abort;
@@ -276,7 +284,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     const stuckIn = this.cfg.probeStuckMs - (started - unansweredSince);
     if (stuckIn < this.cfg.probeTimeoutMs) at(Math.max(0, stuckIn), () => this.evaluateNow());
     void (async () => {
-      const r = await request(req.url, this.cfg.probeTimeoutMs, req.body, abort.signal);
+      const r = await request(req.url, this.cfg.probeTimeoutMs, req.body, abort.signal, this.credential.headers());
       if (abort.signal.aborted) return;
       for (const t of this.probeTimers) clearTimeout(t);
       this.probeTimers = [];

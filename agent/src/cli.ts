@@ -9,6 +9,8 @@ Usage:
   llm-ha practice [flags]  ask the leader for a practice wake of the standby now (status flags)
   llm-ha fallback [flags]  the L4 service: verified-answer cache, provider failover, Kafka queue (--help)
   llm-ha cache CMD         verified answers: import FILE.jsonl, list, rm KEY
+  llm-ha keys CMD          client API keys of the public edge: add, list, rotate, revoke (--help)
+  llm-ha edge-sync [flags] copy the client keys into the L1 proxies' HAProxy map (the L1 pod; --help)
   llm-ha help              this text
 `;
 
@@ -69,6 +71,14 @@ export async function main(argv: string[], usage = USAGE): Promise<number> {
     case "cache": {
       const { cacheCommand } = await import("./fallback/command.js");
       return cacheCommand(rest);
+    }
+    case "keys": {
+      const { keysCommand } = await import("./edge/command.js");
+      return keysCommand(rest);
+    }
+    case "edge-sync": {
+      const { edgeSyncCommand } = await import("./edge/command.js");
+      return edgeSyncCommand(rest);
     }
     case undefined:
     case "help":

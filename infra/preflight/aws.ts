@@ -8,15 +8,18 @@ import { GetHostedZoneCommand, Route53Client } from "@aws-sdk/client-route-53";
 import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
 import type { StackConfig } from "../config";
 import { P_QUOTA_CODE, pQuotaNeeded, type CheckRow } from "./checks";
+import { awsCli, cliChecks, type AwsCli } from "./aws-cli";
 
 export interface AwsClients {
   ec2: EC2Client;
   quotas: ServiceQuotasClient;
   route53: Route53Client;
+  /** EKS add-on versions, the ECR image, the S3 weights (`aws` CLI). Absent: those checks are not made. */
+  cli?: AwsCli;
 }
 
 export function awsClients(region: string): AwsClients {
-  return { ec2: new EC2Client({ region }), quotas: new ServiceQuotasClient({ region }), route53: new Route53Client({ region: "us-east-1" }) };
+  return { ec2: new EC2Client({ region }), quotas: new ServiceQuotasClient({ region }), route53: new Route53Client({ region: "us-east-1" }), cli: awsCli(region) };
 }
 
 const why = (err: unknown) => (err instanceof Error ? `${err.name}: ${err.message}` : String(err));
@@ -28,7 +31,7 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients): Promise
     try {
       rows.push(...(await f()));
     } catch (err) {
-      rows.push({ check, status: "fail", detail: `the AWS call failed: ${why(err)}`, fix: "check the credentials and region (read-only calls: ec2:Describe*, servicequotas:GetServiceQuota, route53:GetHostedZone)" });
+      rows.push({ check, status: "fail", detail: `the AWS call failed: ${why(err)}`, fix: "check the credentials and region (read-only calls: ec2:Describe*, servicequotas:GetServiceQuota, route53:GetHostedZone, eks:DescribeAddonVersions, ecr:DescribeImages, s3:ListBucket)" });
     }
   };
 
@@ -39,7 +42,7 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients): Promise
     const have = r.Quota?.Value ?? 0;
     return [
       have >= need
-        ? { check: "GPU quota", status: "ok", detail: `Running On-Demand P instances: ${have} vCPUs ≥ ${need} needed at every group's maximum`, fix: "" }
+        ? { check: "GPU quota", status: "ok", detail: `Running On-Demand P instances: ${have} vCPUs ≥ ${need} needed at every group's maximum (standby fallback groups included)`, fix: "" }
         : {
             check: "GPU quota",
             status: "missing",
@@ -131,5 +134,6 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients): Promise
     }
     return [{ check: "hosted zone", status: "ok", detail: `${c.dns.zoneId} is ${zone}, public; ${c.dns.serviceName} is inside it`, fix: "" }];
   });
+  if (clients.cli) await cliChecks(c, clients.cli, guard);
   return rows;
 }

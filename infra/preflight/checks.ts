@@ -6,8 +6,8 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { EKS_VERSIONS, isoDay } from "../../contracts/eks-versions";
-import { ADDON_VERSIONS } from "../addons";
-import { resolveConfig, type StackConfig } from "../config";
+import { ADDON_NAMES } from "../addons";
+import { resolveConfig, standbySize, type StackConfig } from "../config";
 import { missingUserSettings, withStandIns } from "../user-settings";
 
 export type CheckStatus = "ok" | "missing" | "invalid" | "warn" | "fail" | "offline";
@@ -91,10 +91,11 @@ export function offlineChecks(values: Record<string, string>, project: string, s
         });
       }
     }
+    const pinned = Object.entries(config.addonVersions);
     rows.push({
       check: "managed add-on versions",
       status: "ok",
-      detail: Object.entries({ ...ADDON_VERSIONS, ...config.addonVersions }).map(([n, v]) => `${n} ${v}`).join(", "),
+      detail: `resolved for Kubernetes ${config.kubernetesVersion} at deploy time${pinned.length ? `; pinned: ${pinned.map(([n, v]) => `${n} ${v}`).join(", ")}` : ""}`,
       fix: "",
     });
   }
@@ -112,11 +113,28 @@ export function onlinePlan(c: StackConfig | undefined, missing: string[] = []): 
     `instance types offered: ec2 describe-instance-type-offerings --location-type availability-zone (${types.join(", ")} in ${c.azs.join(", ")})`,
     crs.length ? `capacity reservations: ec2 describe-capacity-reservations ${crs.join(", ")}: each active/scheduled, in its AZ, of its type` : "capacity reservations: none configured",
     `hosted zone: route53 get-hosted-zone --id ${or("llm-ha:dns.zoneId", c.dns.zoneId)}: exists, is public and a parent of ${or("llm-ha:dns.serviceName", c.dns.serviceName)}`,
-    `add-on versions: eks describe-addon-versions --kubernetes-version ${c.kubernetesVersion} for ${Object.keys(ADDON_VERSIONS).join(", ")} (by hand; not run)`,
+    `add-on versions: eks describe-addon-versions --kubernetes-version ${c.kubernetesVersion} for ${ADDON_NAMES.join(", ")}: each has a default version${Object.keys(c.addonVersions).length ? ", and each pinned one is offered" : ""}`,
+    c.agentImageBuild
+      ? "agent image: built and pushed by the stack (llm-ha:agentImageBuild), nothing to check"
+      : `agent image: ecr describe-images --image-ids imageDigest=… for ${or("llm-ha:agentImage", c.agentImage)}: the digest exists in its repository`,
+    c.inference.weightsS3Uri
+      ? `model weights: s3api list-objects-v2 --prefix: ${c.inference.weightsS3Uri} holds objects`
+      : "model weights: llm-ha:inference.weightsS3Uri is not set (warned: every new node pulls from the hub through NAT)",
   ];
 }
 
-/** vCPUs the On-Demand P quota must hold at every group's maximum (groups launching into a reservation count too: they run On-Demand). */
+/**
+ * vCPUs the On-Demand P quota must hold at every group's maximum (groups launching into a
+ * reservation count too: they run On-Demand), the standby AZ's fallback groups included: they
+ * launch On-Demand, outside any reservation or block, at the standby's maximum (the largest of
+ * their types counts, since EKS may launch any of them).
+ */
 export function pQuotaNeeded(c: StackConfig): number {
-  return c.gpuClasses.reduce((n, g) => (g.capacityType === "CAPACITY_BLOCK" ? n : n + (GPU_VCPUS[g.instanceType] ?? 0) * g.maxPerAz * c.azs.length), 0);
+  const groups = c.gpuClasses.reduce((n, g) => (g.capacityType === "CAPACITY_BLOCK" ? n : n + (GPU_VCPUS[g.instanceType] ?? 0) * g.maxPerAz * c.azs.length), 0);
+  const fallbacks = c.gpuClasses.reduce((n, g) => {
+    const types = c.standbyFallback[g.name] ?? [];
+    if (types.length === 0) return n;
+    return n + Math.max(...types.map((t) => GPU_VCPUS[t] ?? 0)) * standbySize(g, c.standbyCapacityRatio).max;
+  }, 0);
+  return groups + fallbacks;
 }

@@ -62,7 +62,13 @@ export interface AgentSpec {
   standbyCapacityPercent?: number;
   /** `LLMHA_PRACTICE_WAKE`, `_TZ`, `_BUDGET_MS`. Default none. */
   practiceWake?: { cron: string; timeZone: string; budgetMinutes: number };
+  /** Secret holding `key` = the inference API key (vLLM `VLLM_API_KEY`), mounted as `LLMHA_INFERENCE_API_KEY_FILE`. Default none. */
+  inferenceKeySecretName?: string;
 }
+
+/** Where the agent reads the inference API key: a Secret volume (updated in place on rotation), never env or argv. */
+export const INFERENCE_KEY_DIR = "/run/secrets/llm-ha-inference";
+const INFERENCE_KEY_VOLUME = "inference-key";
 
 /** The standby's settings the leader reads: its AZ, its size relative to an active AZ, its practice wakes. */
 function standbyEnv(s: AgentSpec): { name: string; value: string }[] {
@@ -150,10 +156,12 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
                 env("LLMHA_XID_LOG", XID_LOG),
                 // Written by the inference pod's preStop hook: a planned stop drains the node first.
                 env("LLMHA_DRAIN_FILE", DRAIN_FILE),
+                ...(s.inferenceKeySecretName ? [env("LLMHA_INFERENCE_API_KEY_FILE", `${INFERENCE_KEY_DIR}/key`)] : []),
               ],
               volumeMounts: [
                 { name: XID_VOLUME, mountPath: XID_DIR, readOnly: true },
                 { name: DRAIN_VOLUME, mountPath: DRAIN_DIR, readOnly: true },
+                ...(s.inferenceKeySecretName ? [{ name: INFERENCE_KEY_VOLUME, mountPath: INFERENCE_KEY_DIR, readOnly: true }] : []),
               ],
               ports: [
                 { name: "http", containerPort: PORTS.agentHttp },
@@ -178,6 +186,8 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
           volumes: [
             { name: XID_VOLUME, emptyDir: { medium: "Memory", sizeLimit: "8Mi" } },
             { name: DRAIN_VOLUME, hostPath: { path: DRAIN_DIR, type: "DirectoryOrCreate" } },
+            // 0400 for the agent's user (fsGroup is not needed: the kubelet writes it owned by root, readable by mode).
+            ...(s.inferenceKeySecretName ? [{ name: INFERENCE_KEY_VOLUME, secret: { secretName: s.inferenceKeySecretName, defaultMode: 0o444 } }] : []),
           ],
         },
       },

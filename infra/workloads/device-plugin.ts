@@ -1,8 +1,9 @@
 import { DaemonSet, GPU_TOLERATION } from "./common";
+import { IMAGES } from "../images";
 import { APP, LABELS } from "../names";
 
-/** Image of the NVIDIA device plugin, which the EKS NVIDIA AMI does not ship. */
-export const DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.17.1";
+/** Image of the NVIDIA device plugin, which the EKS NVIDIA AMI does not ship: by digest (infra/images.ts). */
+export const DEVICE_PLUGIN_IMAGE = `${IMAGES.devicePlugin.repository}:${IMAGES.devicePlugin.tag}@${IMAGES.devicePlugin.digest}`;
 
 /** The NVIDIA device plugin on every llm-ha GPU node: advertises `nvidia.com/gpu`. */
 export function devicePluginDaemonSet(image: string = DEVICE_PLUGIN_IMAGE): DaemonSet {

@@ -177,6 +177,12 @@ export function fallbackServiceAccount(namespace: string, roleArn: pulumi.Input<
   return { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: FALLBACK_SERVICE_ACCOUNT, namespace, annotations: { "eks.amazonaws.com/role-arn": roleArn } } };
 }
 
+/** An exec probe for the agent image (node): exits 0 when `GET http://127.0.0.1:<port><path>` answers 2xx within 2 s. */
+export function loopbackProbeCommand(port: number, path: string): string[] {
+  const url = `http://127.0.0.1:${port}${path}`;
+  return ["node", "-e", `fetch(${JSON.stringify(url)},{signal:AbortSignal.timeout(2000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))`];
+}
+
 /** The container beside HAProxy; replays go through the pod's own HAProxy (127.0.0.1:8080). */
 export function fallbackContainer(s: FallbackSidecarSpec, l1Port: number): Container {
   const env = (name: string, value: pulumi.Input<string>) => ({ name, value });
@@ -205,8 +211,11 @@ export function fallbackContainer(s: FallbackSidecarSpec, l1Port: number): Conta
       { name: "fallback", containerPort: FALLBACK_PORT },
       { name: FALLBACK_METRICS_PORT_NAME, containerPort: FALLBACK_METRICS_PORT },
     ],
-    readinessProbe: { httpGet: { path: "/readyz", port: FALLBACK_PORT, host: "127.0.0.1" }, periodSeconds: 5, failureThreshold: 2 },
-    livenessProbe: { httpGet: { path: "/livez", port: FALLBACK_PORT, host: "127.0.0.1" }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 2 },
+    // The API listens on the pod's loopback only, and the kubelet probes from the node (an
+    // httpGet with host 127.0.0.1 would hit the node's loopback): the probes run inside the
+    // container, where 127.0.0.1 is the pod's.
+    readinessProbe: { exec: { command: loopbackProbeCommand(FALLBACK_PORT, "/readyz") }, periodSeconds: 5, failureThreshold: 2, timeoutSeconds: 3 },
+    livenessProbe: { exec: { command: loopbackProbeCommand(FALLBACK_PORT, "/livez") }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 3 },
     resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } },
     securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
     volumeMounts: [

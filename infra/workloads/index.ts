@@ -22,7 +22,13 @@ export interface WorkloadsArgs {
   /** GPU classes deployed in every AZ. Required. */
   gpuClasses: GpuClassConfig[];
   /** vLLM image, model, GPUs per pod (default: all of the node's), extra args, S3 copy of the weights. Required. */
-  inference: { image: string; model: string; gpusPerPod?: number; extraArgs?: string[]; weightsS3Uri?: string };
+  inference: { image: pulumi.Input<string>; model: string; gpusPerPod?: number; extraArgs?: string[]; weightsS3Uri?: string };
+  /** The S3 prefetch image (aws-cli), by digest. Required with `inference.weightsS3Uri`. */
+  awsCliImage?: pulumi.Input<string>;
+  /** The API key vLLM requires on its `/v1` routes: a Secret, `VLLM_API_KEY` of the servers and a file for the agents. Default none (vLLM open inside the VPC). */
+  inferenceApiKey?: pulumi.Input<string>;
+  /** The NLBs' TLS listeners; null: clear text (a dev stack's explicit waiver). Required. */
+  tls: { certificateArn: string; sslPolicy: string } | null;
   /** The agent image (agent/Dockerfile), by digest. Required. */
   agentImage: pulumi.Input<string>;
   /** Hugging Face token for gated models: kept in a Secret, `HF_TOKEN` of the inference pods. Default none. */
@@ -37,8 +43,8 @@ export interface WorkloadsArgs {
   vpcCidr: string;
   /** Namespace of everything but the device plugin. Default `llm-ha`. */
   namespace?: string;
-  /** HAProxy image. Default `haproxy:2.6-alpine`: the major version the drill and the tests run (Debian 12 ships 2.6.12), so what is measured is what serves; 2.6 is an LTS branch. */
-  haproxyImage?: string;
+  /** HAProxy image, by digest: 2.6, the major version the drill and the tests run (Debian 12 ships 2.6.12), so what is measured is what serves; 2.6 is an LTS branch. Required. */
+  haproxyImage: pulumi.Input<string>;
   /** HAProxy pods per AZ. Default 2. */
   haproxyReplicas?: number;
   /** Turn on ARC zonal shift on each NLB. Default false. */
@@ -74,6 +80,8 @@ export interface WorkloadsArgs {
 
 /** The Secret holding the Hugging Face token (`token`). */
 export const HF_TOKEN_SECRET = "llm-ha-hf-token";
+/** The Secret holding the inference API key (`key`). */
+export const INFERENCE_KEY_SECRET = "llm-ha-inference-key";
 /** The inference pods' ServiceAccount (IRSA for the S3 weights). */
 export const INFERENCE_SERVICE_ACCOUNT = "llm-ha-inference";
 
@@ -151,6 +159,18 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       inNs,
     );
   }
+  let inferenceKeySecretName: string | undefined;
+  let inferenceKeySecret: k8s.core.v1.Secret | undefined;
+  if (args.inferenceApiKey !== undefined) {
+    inferenceKeySecretName = INFERENCE_KEY_SECRET;
+    agentDeps.push(
+      (inferenceKeySecret = new k8s.core.v1.Secret(
+        `${name}-inference-key`,
+        { metadata: { name: INFERENCE_KEY_SECRET, namespace }, type: "Opaque", stringData: { key: pulumi.secret(args.inferenceApiKey) } },
+        inNs,
+      )),
+    );
+  }
   let inferenceServiceAccount: string | undefined;
   if (args.inferenceRoleArn !== undefined) {
     inferenceServiceAccount = INFERENCE_SERVICE_ACCOUNT;
@@ -167,7 +187,8 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       inNs,
     );
   }
-  new k8s.apps.v1.DaemonSet(`${name}-device-plugin`, devicePluginDaemonSet(args.devicePluginImage ?? DEVICE_PLUGIN_IMAGE), opts);
+  // Runs on GPU nodes only: with none yet (they scale up after creation) it is ready at once.
+  new k8s.apps.v1.DaemonSet(`${name}-device-plugin`, devicePluginDaemonSet(args.devicePluginImage ?? DEVICE_PLUGIN_IMAGE), { ...opts, customTimeouts: { create: "10m", update: "20m" } });
 
   const slots: Record<string, number> = {};
   for (const { az } of args.azs) slots[az] = args.gpuClasses.reduce((n, c) => n + c.maxPerAz, 0);
@@ -175,7 +196,8 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
 
   // The L4 fallback: one ServiceAccount (IRSA), providers.json and the keys' Secret, shared by every AZ's L1 pods.
   let fallback: FallbackSidecarSpec | undefined;
-  const l1Deps: pulumi.Resource[] = [ns];
+  // The edge's key sync reads Redis (the agents' Secret), with or without the fallback.
+  const l1Deps: pulumi.Resource[] = [ns, redisSecret, ...(inferenceKeySecret ? [inferenceKeySecret] : [])];
   if (args.fallback) {
     const f = args.fallback;
     fallback = {
@@ -210,7 +232,16 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       // The standby AZ runs as many replicas as its (possibly smaller) groups have nodes.
       const ratio = args.standbyCapacityRatio ?? 1;
       const sized = az === args.standbyAz && ratio < 1 ? { ...gpuClass, desiredPerAz: standbySize(gpuClass, ratio).desired, maxPerAz: standbySize(gpuClass, ratio).max } : gpuClass;
-      const inf = inferenceManifests({ namespace, az, gpuClass: sized, ...args.inference, hfTokenSecretName, serviceAccountName: inferenceServiceAccount });
+      const inf = inferenceManifests({
+        namespace,
+        az,
+        gpuClass: sized,
+        ...args.inference,
+        awsCliImage: args.awsCliImage,
+        hfTokenSecretName,
+        apiKeySecretName: inferenceKeySecretName,
+        serviceAccountName: inferenceServiceAccount,
+      });
       new k8s.apps.v1.Deployment(`${id}-inference`, inf.deployment, inNs);
       new k8s.policy.v1.PodDisruptionBudget(`${id}-inference`, inf.pdb, inNs);
       new k8s.apps.v1.DaemonSet(
@@ -227,6 +258,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
           standbyCapacityPercent: Math.round((args.standbyCapacityRatio ?? 1) * 100),
           practiceWake: args.practiceWake,
           actuator: args.agentActuator,
+          inferenceKeySecretName,
         }),
         { ...opts, dependsOn: agentDeps },
       );
@@ -237,15 +269,21 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       az,
       azs: azNames,
       slots,
-      image: args.haproxyImage ?? "haproxy:2.6-alpine",
+      image: args.haproxyImage,
       replicas: args.haproxyReplicas ?? 2,
       publicSubnetId,
       nlbName: nlbNames[az],
       zonalShift: args.zonalShift ?? false,
+      tls: args.tls,
       fallback,
+      // HAProxy sends the servers their own key (vLLM --api-key), never the client's.
+      edge: { image: args.agentImage, cluster: args.clusterName, redisSecretName: "llm-ha-redis", upstreamKeySecretName: inferenceKeySecretName },
     });
     const cm = new k8s.core.v1.ConfigMap(`${name}-l1-${az}`, l1.configMap, inNs);
-    new k8s.apps.v1.Deployment(`${name}-l1-${az}`, l1.deployment, { ...opts, dependsOn: [...l1Deps, cm] });
+    // Explicit wait: Ready needs the system nodes, two image pulls (HAProxy, the agent image
+    // for the fallback) and the fallback's Kafka/Redis connections; the default 10 minutes
+    // is not a number anyone chose (policies/create-time.ts, waits-bounded).
+    new k8s.apps.v1.Deployment(`${name}-l1-${az}`, l1.deployment, { ...opts, dependsOn: [...l1Deps, cm], customTimeouts: { create: "20m", update: "20m" } });
     new k8s.policy.v1.PodDisruptionBudget(`${name}-l1-${az}`, l1.pdb, inNs);
     // The load balancer controller gives the Service its NLB; provisioning takes minutes.
     const svc = new k8s.core.v1.Service(`${name}-l1-${az}-nlb`, l1.service, {

@@ -1,3 +1,4 @@
+import type * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig } from "../config";
 import { appLabels, Deployment, GPU_TOLERATION, gpuNodeSelector, objectName, onePodAtATime, PodDisruptionBudget, Service, SKIP_AWAIT } from "./common";
 import { clearDrainCommand, DRAIN_DIR, INFERENCE_TERMINATION_GRACE_S, preStopCommand } from "../../contracts/drain";
@@ -8,8 +9,8 @@ export interface InferenceSpec {
   namespace: string;
   az: string;
   gpuClass: GpuClassConfig;
-  /** vLLM OpenAI server image. */
-  image: string;
+  /** vLLM OpenAI server image, by digest. */
+  image: pulumi.Input<string>;
   /** Model id (`--model`), the one the agent requires to be served. */
   model: string;
   /** GPUs per pod (tensor parallel size). Default: every GPU of the node. */
@@ -22,6 +23,10 @@ export interface InferenceSpec {
   weightsS3Uri?: string;
   /** ServiceAccount of the pods (IRSA: read access to `weightsS3Uri`). Default none. */
   serviceAccountName?: string;
+  /** Image of the S3 prefetch init container, by digest. Required with `weightsS3Uri`. */
+  awsCliImage?: pulumi.Input<string>;
+  /** Secret with `key` = the API key vLLM requires on its `/v1` routes (`VLLM_API_KEY`: never in argv). Default none. */
+  apiKeySecretName?: string;
   /** Node directory of the model cache: the instance-store NVMe array. Default `MODEL_CACHE_HOST_PATH`. */
   cacheHostPath?: string;
 }
@@ -30,8 +35,6 @@ export interface InferenceSpec {
 export const MODEL_CACHE_HOST_PATH = "/mnt/k8s-disks/0/llm-ha/huggingface";
 /** `HF_HOME` inside the inference container. */
 export const HF_HOME = "/root/.cache/huggingface";
-/** Image of the S3 prefetch init container. */
-export const AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.27.50";
 
 /**
  * The readiness check of an inference pod, run in its container: the node's agent decides
@@ -65,6 +68,8 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
   const health = { httpGet: { path: "/health", port: PORTS.inference } };
   const env: { name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }[] = [{ name: "HF_HOME", value: HF_HOME }];
   if (s.hfTokenSecretName) env.push({ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: s.hfTokenSecretName, key: "token" } } });
+  // vLLM reads the key from VLLM_API_KEY as from --api-key; the environment keeps it out of `ps`.
+  if (s.apiKeySecretName) env.push({ name: "VLLM_API_KEY", valueFrom: { secretKeyRef: { name: s.apiKeySecretName, key: "key" } } });
   const cache = { name: "cache", mountPath: HF_HOME };
   // A woken standby node is a new instance with an empty NVMe: fetch the weights from S3 in
   // the region (GB/s) rather than from the Hugging Face hub; `sync` copies only what is missing.
@@ -76,7 +81,7 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
       ? [
           {
             name: "weights",
-            image: AWS_CLI_IMAGE,
+            image: s.awsCliImage ?? "",
             command: ["aws", "s3", "sync", "--only-show-errors", s.weightsS3Uri, HF_HOME],
             volumeMounts: [cache],
             securityContext: { allowPrivilegeEscalation: false },

@@ -10,9 +10,10 @@ import {
   type HaproxyTuning,
 } from "../../contracts/haproxy-config";
 import { appLabels, ConfigMap, Deployment, objectName, onePodAtATime, PodDisruptionBudget, Service } from "./common";
-import { L1_PROXY_NAME, PORTS } from "../../contracts/names";
+import { L1_PROXY_NAME, PLAIN_HTTP_WAIVER, PORTS } from "../../contracts/names";
 import { APP, LABELS } from "../names";
 import { fallbackContainer, fallbackProxyField, fallbackVolumes, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec } from "./fallback";
+import { edgeInitContainer, edgeSyncContainer, edgeVolumes, haproxyEdgeEnv, l1Edge, L1_ADMIN_SOCKET, type L1EdgeSpec } from "./l1-edge";
 
 export interface L1ProxySpec {
   namespace: string;
@@ -22,8 +23,14 @@ export interface L1ProxySpec {
   azs: string[];
   /** Server slots per AZ: at least the AZ's maximum GPU node count. */
   slots: Record<string, number>;
-  image: string;
+  image: pulumi.Input<string>;
   replicas: number;
+  /**
+   * The NLB's TLS listeners (ACM certificate, ELB security policy): clients and Route53's
+   * checkers reach HAProxy only through them. Null: clear text, a dev stack's explicit
+   * waiver (`llm-ha:edge.plainHttp`), marked on the Service for the policy `l1-tls-required`.
+   */
+  tls: { certificateArn: string; sslPolicy: string } | null;
   /** Public subnet of this AZ: the NLB lives only there. */
   publicSubnetId: pulumi.Input<string>;
   /** Name of the NLB (≤ 32 characters), stable so dashboards and outputs can name it. */
@@ -32,6 +39,8 @@ export interface L1ProxySpec {
   zonalShift: boolean;
   /** The L4 fallback beside HAProxy (infra/workloads/fallback.ts). Default none. */
   fallback?: FallbackSidecarSpec;
+  /** The public edge's key sync beside HAProxy (infra/workloads/l1-edge.ts): clients authenticate. */
+  edge: L1EdgeSpec;
 }
 
 
@@ -76,6 +85,9 @@ export function l1Memory(slots: Record<string, number>): { requestMi: number; li
   return { requestMi: mi(Math.min(inService, L1_GLOBALS.maxconn)), limitMi: mi(L1_GLOBALS.maxconn) };
 }
 
+/** The NLB Service's port names: the TLS listeners are chosen by name (`…-ssl-ports`). */
+export const L1_PORT_NAMES = Object.freeze({ api: "https", azHealth: "az-health" });
+
 /** A headless Service's group of servers in HAProxy's `server-template`. */
 export function dnsGroup(namespace: string, az: string, slots: number): HaproxyDnsGroup {
   return {
@@ -89,11 +101,11 @@ export function dnsGroup(namespace: string, az: string, slots: number): HaproxyD
 }
 
 /** `haproxy.cfg` of one AZ's L1 proxy, from the same generator the drill runs. */
-export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" | "slots" | "fallback">): string {
+export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" | "slots" | "fallback"> & { edge?: Pick<L1EdgeSpec, "upstreamKeySecretName"> }): string {
   return renderHaproxyConfig({
     monitorBind: `:${PORTS.l1Monitor}`,
     prometheusExporter: true,
-    statsSocket: "/var/run/haproxy/admin.sock",
+    statsSocket: L1_ADMIN_SOCKET,
     maxconn: L1_GLOBALS.maxconn,
     bufsize: L1_GLOBALS.bufsize,
     hardStopAfterMs: l1StopBudget().hardStopAfterS * 1000,
@@ -106,6 +118,7 @@ export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" 
         // Route53 checks this listener; `/az/health` on :8080 keeps working for anyone using it.
         azHealthBind: `:${PORTS.l1AzHealth}`,
         tuning: L1_TUNING,
+        edge: l1Edge(!!s.edge?.upstreamKeySecretName),
         servers: {
           kind: "dns",
           local: dnsGroup(s.namespace, s.az, s.slots[s.az]),
@@ -149,12 +162,14 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
           topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: labels } }],
           terminationGracePeriodSeconds: stop.terminationGracePeriodSeconds,
           securityContext: { runAsNonRoot: true, runAsUser: 99, runAsGroup: 99, seccompProfile: { type: "RuntimeDefault" }, ...(s.fallback ? { fsGroup: 10001 } : {}) },
+          initContainers: [edgeInitContainer(s.edge)],
           ...(s.fallback ? { serviceAccountName: FALLBACK_SERVICE_ACCOUNT } : {}),
           containers: [
             {
               name: "haproxy",
               image: s.image,
               args: ["haproxy", "-W", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"],
+              env: haproxyEdgeEnv(s.edge),
               ports: [
                 { name: "http", containerPort: PORTS.l1 },
                 { name: "monitor", containerPort: PORTS.l1Monitor },
@@ -169,13 +184,16 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
               volumeMounts: [
                 { name: "config", mountPath: "/usr/local/etc/haproxy", readOnly: true },
                 { name: "run", mountPath: "/var/run/haproxy" },
+                { name: "edge-map", mountPath: "/var/run/llm-ha-edge", readOnly: true },
               ],
             },
+            edgeSyncContainer(s.edge),
             ...(s.fallback ? [fallbackContainer(s.fallback, PORTS.l1)] : []),
           ],
           volumes: [
             { name: "config", configMap: { name } },
             { name: "run", emptyDir: {} },
+            ...edgeVolumes(),
             ...(s.fallback ? fallbackVolumes(s.fallback) : []),
           ],
         },
@@ -183,6 +201,11 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
     },
   };
   const lb = "service.beta.kubernetes.io/aws-load-balancer";
+  // The NLB terminates TLS with the ACM certificate on both listeners and forwards plain TCP to
+  // HAProxy inside the VPC; nothing faces the internet in clear text unless a dev stack waived it.
+  const tlsAnnotations: Record<string, string> = s.tls
+    ? { [`${lb}-ssl-cert`]: s.tls.certificateArn, [`${lb}-ssl-ports`]: `${L1_PORT_NAMES.api},${L1_PORT_NAMES.azHealth}`, [`${lb}-ssl-negotiation-policy`]: s.tls.sslPolicy }
+    : { [PLAIN_HTTP_WAIVER]: "waived" };
   const attributes = ["load_balancing.cross_zone.enabled=false", ...(s.zonalShift ? ["zonal_shift.config.enabled=true"] : [])];
   const service: Service = {
     apiVersion: "v1",
@@ -208,6 +231,7 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
         [`${lb}-healthcheck-interval`]: "10",
         [`${lb}-healthcheck-healthy-threshold`]: "2",
         [`${lb}-healthcheck-unhealthy-threshold`]: "2",
+        ...tlsAnnotations,
       },
     },
     spec: {
@@ -215,9 +239,9 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
       loadBalancerClass: "service.k8s.aws/nlb",
       selector: labels,
       ports: [
-        { name: "http", port: 80, targetPort: PORTS.l1, protocol: "TCP" },
-        // Route53's health checks (infra/dns.ts), on HAProxy's own `/az/health` listener.
-        { name: "az-health", port: PORTS.l1AzHealth, targetPort: PORTS.l1AzHealth, protocol: "TCP" },
+        s.tls ? { name: L1_PORT_NAMES.api, port: 443, targetPort: PORTS.l1, protocol: "TCP" } : { name: "http", port: 80, targetPort: PORTS.l1, protocol: "TCP" },
+        // Route53's health checks (infra/dns.ts), on HAProxy's own `/az/health` listener (TLS too where the API is).
+        { name: L1_PORT_NAMES.azHealth, port: PORTS.l1AzHealth, targetPort: PORTS.l1AzHealth, protocol: "TCP" },
       ],
     },
   };

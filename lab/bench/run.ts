@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every measured figure as one JSON document on stdout (progress on
- * stderr). `--quick` runs few trials; `--only l1|fleet|standby`; `--out FILE` also writes it.
+ * stderr). `--quick` runs few trials; `--only l1|fleet|edge|standby`; `--out FILE` also writes it.
  * Builds the agent first so the overhead figure is the compiled agent the image runs.
  */
 import { execFileSync } from "node:child_process";
@@ -25,6 +25,11 @@ async function main(): Promise<void> {
     log("fleet: takeover times and registry scale");
     const { runFleetBench } = (await import("./fleet.js")) as { runFleetBench: (o: { quick?: boolean }) => Promise<Record<string, unknown>> };
     result.fleet = await runFleetBench({ quick });
+  }
+  if (!only || only === "edge") {
+    log("edge: what client authentication and limits add per request at the proxy");
+    const { runEdgeBench } = await import("./edge.js");
+    result.edge = await runEdgeBench(quick ? { rounds: 2, secondsPerRound: 2, concurrency: 8, log } : { rounds: 6, secondsPerRound: 4, concurrency: 8, log });
   }
   if (!only || only === "standby") {
     log("standby: wake-up of the standby AZ on the drill's real pieces");

@@ -5,6 +5,7 @@
  * Everything it starts is stopped on exit, on Ctrl-C and on error.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { drillAuth } from "./credentials";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ensureSystemDeps, SystemDepsError } from "../engines/system-deps";
@@ -187,7 +188,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
       model: DRILL_MODEL,
       timeoutMs: CLIENT_TIMEOUT_MS,
       clients: [
-        { name: MAIN_CLIENT, workers: 3, target: () => (dnsAnswer.v.length ? `http://${dnsAnswer.v[rr++ % dnsAnswer.v.length]}:${st.port}` : null) },
+        { name: MAIN_CLIENT, workers: 3, headers: drillAuth("app"), target: () => (dnsAnswer.v.length ? `http://${dnsAnswer.v[rr++ % dnsAnswer.v.length]}:${st.port}` : null) },
         { name: BASELINE_DEFAULT, workers: 1, target: () => `http://127.0.0.1:${st.baselinePorts.default}` },
         { name: BASELINE_TUNED, workers: 1, target: () => `http://127.0.0.1:${st.baselinePorts.tuned}` },
         // What an application sees: the official SDK with its default retries, resolving the name per attempt.

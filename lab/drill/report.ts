@@ -84,6 +84,14 @@ const COUNT_TARGETS: [keyof Targets, string, string][] = [
   ["azHealth503", "azHealth503", "/az/health 503s for a live AZ"],
   ["practiceNotServed", "practiceNotServed", "practice wakes not recorded as served"],
   ["notReleased", "notReleased", "standby not back at zero after the hold"],
+  ["refusedReached", "refusedReached", "refused requests that reached a server"],
+  ["refusedNot401", "refusedNot401", "bad-key requests not answered 401"],
+  ["revokedAccepted", "revokedAccepted", "requests a revoked key got through"],
+  ["rotationFailed", "rotationFailed", "failed requests of the rotated key's client"],
+  ["floodP50Ratio", "floodP50Ratio", "legitimate p50 under the flood over quiet"],
+  ["legitFailed", "legitFailed", "legitimate requests failed during the flood"],
+  ["noisyUnlimited", "noisyUnlimited", "noisy tenant not limited (or 429 without Retry-After)"],
+  ["floodNot401", "floodNot401", "flood requests not answered 401"],
 ];
 
 function valueOf(r: RunResult, key: string): number | null {
@@ -227,6 +235,11 @@ function targetText(t: Targets): string {
   if (t.wedgedMetricsMs !== undefined) parts.push(`wedged (metrics)≤${t.wedgedMetricsMs / 1000}s`);
   if (t.wedgedPlainMs !== undefined) parts.push(`wedged (plain)≤${t.wedgedPlainMs / 1000}s`);
   if (t.crashKindsMs !== undefined) parts.push(`crash≤${t.crashKindsMs / 1000}s`);
+  if (t.refusedReached !== undefined) parts.push(`refused reaching a server=${t.refusedReached}`);
+  if (t.revokedAccepted !== undefined) parts.push(`revoked accepted=${t.revokedAccepted}`);
+  if (t.rotationFailed !== undefined) parts.push(`rotation failed=${t.rotationFailed}`);
+  if (t.floodP50Ratio !== undefined) parts.push(`p50 under flood≤${t.floodP50Ratio}×quiet`);
+  if (t.noisyUnlimited !== undefined) parts.push(`noisy tenant 429+Retry-After`);
   return parts.join(", ");
 }
 

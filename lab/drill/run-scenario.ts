@@ -19,6 +19,7 @@ import { runAzGpuLoss, runAzLoss, runStandbyWake } from "./scenarios/zone";
 import { runPracticeWake, runStandbyIce } from "./scenarios/capacity";
 import { runServerKinds } from "./scenarios/kinds";
 import { runBurst, SIGNAL_FAULTS } from "./scenarios/signals";
+import { runEdgeAuth, runEdgeFlood } from "./scenarios/edge";
 
 export { MAIN_CLIENT, type RunResult, type ScenarioContext } from "./scenarios/runner";
 export { staleWrites } from "./scenarios/fleet";
@@ -54,6 +55,8 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["global-outage", runGlobalOutage],
   ["standby-ice", runStandbyIce],
   ["practice-wake", runPracticeWake],
+  ["edge-auth", runEdgeAuth],
+  ["edge-flood", runEdgeFlood],
 ]);
 
 /** Runs one run of one scenario. */

@@ -81,6 +81,21 @@ export interface Targets {
   wedgedPlainMs?: number;
   /** A crashed server of each kind other than vLLM out of its AZ proxy, worst of them. */
   crashKindsMs?: number;
+  /** Refused requests (no key, bad key, malformed) that reached a server, or were not answered 401 (issue 25). */
+  refusedReached?: number;
+  refusedNot401?: number;
+  /** Requests a revoked key got through once the revocation reached every proxy. */
+  revokedAccepted?: number;
+  /** Failed requests of a client whose key was rotated under traffic. */
+  rotationFailed?: number;
+  /** Legitimate tenants' p50 under an unauthenticated flood over their quiet p50. */
+  floodP50Ratio?: number;
+  /** Legitimate tenants' failed requests during a flood. */
+  legitFailed?: number;
+  /** The tenant far over its limit got no 429, or 429s without Retry-After. */
+  noisyUnlimited?: number;
+  /** Flood requests answered other than 401 (none may reach a server). */
+  floodNot401?: number;
 }
 
 export interface ScenarioSpec {
@@ -111,6 +126,24 @@ const REDIS_FAILOVER_TARGETS: Targets = Object.freeze({
 });
 
 export const SCENARIOS: readonly ScenarioSpec[] = [
+  {
+    name: "edge-auth",
+    tier: "L1",
+    title: "edge: no key, bad and malformed keys, a key revoked mid-run, a key rotated under traffic",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { refusedReached: 0, refusedNot401: 0, revokedAccepted: 0, rotationFailed: 0, falseFailovers: 0 },
+  },
+  {
+    name: "edge-flood",
+    tier: "L1",
+    title: "edge: unauthenticated flood at 10× the legitimate rate, one tenant at 10× its limit",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { floodP50Ratio: 1.1, legitFailed: 0, noisyUnlimited: 0, floodNot401: 0, falseFailovers: 0 },
+  },
   {
     name: "crash",
     tier: "L1",

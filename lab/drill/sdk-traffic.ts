@@ -9,6 +9,7 @@
  */
 import { OpenAI } from "openai";
 import type { TrafficClient } from "./traffic";
+import { drillKey } from "./credentials";
 import { failureOf, send, type RequestShape } from "./workload";
 
 /** The SDK-default client class's name in the timeline and the report. */
@@ -32,7 +33,7 @@ export function resolvingFetch(address: () => string | null): typeof fetch {
  * answer for each attempt; even requests are 1-token completions, odd ones ~1 s streamed chats.
  */
 export function sdkClient(o: { address(): string | null; port: number; workers: number; model: string }): TrafficClient {
-  const client = new OpenAI({ baseURL: `http://${SERVICE_HOST}:${o.port}/v1`, apiKey: "llm-ha-drill", fetch: resolvingFetch(o.address) });
+  const client = new OpenAI({ baseURL: `http://${SERVICE_HOST}:${o.port}/v1`, apiKey: drillKey("sdk"), fetch: resolvingFetch(o.address) });
   return {
     name: SDK_CLIENT,
     workers: o.workers,

@@ -15,6 +15,11 @@ import { startHaproxy, type HaproxyHandle } from "../engines/haproxy";
 import { startPdns, type PdnsHandle } from "../engines/pdns";
 import { startRedisHa, type RedisHaHandle } from "../engines/redis-ha";
 import type { HaproxyDnsGroup, HaproxyProxy, HaproxyStaticServer } from "../../contracts/haproxy-config";
+import type { HaproxyEdge } from "../../contracts/haproxy-edge";
+import type { KeyStore } from "../../agent/src/edge/keys";
+import type { EdgeSync } from "../../agent/src/edge/sync";
+import type { EdgeSink } from "../../agent/src/edge/sink";
+import { startDrillEdge } from "./edge";
 import { SimNode, type SimNodePorts } from "../sim/sim-node";
 import { freePort } from "../../agent/src/util/net";
 import { LocalCloud } from "./local-cloud";
@@ -46,6 +51,8 @@ export interface DrillAz {
 
 export interface DrillStack {
   readonly cluster: string;
+  /** The public edge of the AZ proxies: the key store, its sync into their maps, the 413 sink. */
+  readonly edge: { store: KeyStore; sync: EdgeSync; sink: EdgeSink };
   /** Primary + replica + sentinels behind one endpoint (`url`), as ElastiCache Multi-AZ. */
   readonly redis: RedisHaHandle;
   readonly azs: DrillAz[];
@@ -133,7 +140,7 @@ export function slotNames(g: Pick<HaproxyDnsGroup, "prefix" | "slots">): string[
  * other AZ's group backup, servers found through DNS; `/az/health` forwarded to its agents,
  * on the inference port and, with `azHealthPort`, on a listener of its own.
  */
-export function azProxy(az: { name: string; address: string }, port: number, groups: ReadonlyMap<string, HaproxyDnsGroup>, azHealthPort?: number): HaproxyProxy {
+export function azProxy(az: { name: string; address: string }, port: number, groups: ReadonlyMap<string, HaproxyDnsGroup>, azHealthPort?: number, edge?: HaproxyEdge): HaproxyProxy {
   const local = groups.get(az.name);
   if (!local) throw new Error(`no node group for ${az.name}`);
   return {
@@ -143,6 +150,7 @@ export function azProxy(az: { name: string; address: string }, port: number, gro
     forwardAzHealth: true,
     ...(azHealthPort ? { azHealthBind: `${az.address}:${azHealthPort}` } : {}),
     tuning: DRILL_AGENT_TUNING,
+    ...(edge ? { edge } : {}),
     servers: { kind: "dns", local, backup: [...groups].filter(([name]) => name !== az.name).map(([, g]) => g) },
   };
 }
@@ -259,9 +267,10 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   });
   o.track(() => dns.stop());
   const groups = new Map(names.map((az) => [az, nodeGroup(az, nodes.filter((n) => n.az === az).length, nodePorts)] as const));
+  const edge = await startDrillEdge(o, redis.url, cluster, () => azs.flatMap((a) => (a.haproxy ? [a.haproxy.statsSocket] : [])));
   const configs = new Map<DrillAz, HaproxyProxy>();
   for (const az of azs) {
-    const p = azProxy(az, port, groups, azHealthPort);
+    const p = azProxy(az, port, groups, azHealthPort, edge.config);
     az.proxy = backendOf(p.name);
     configs.set(az, p);
   }
@@ -272,6 +281,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   };
   o.progress(`starting ${azCount} HAProxy (one per AZ, on ${azs.map((a) => a.address).join(", ")}:${port}; server-template + resolvers) and the baselines`);
   for (const az of azs) await startAzProxy(az);
+  edge.sync.start();
   const baselinePorts = { default: await freePort(), tuned: await freePort() };
   const baseline = await startHaproxy({ proxies: baselineProxies(baselinePorts, nodes) });
   o.track(() => baseline.stop());
@@ -284,6 +294,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   );
   return {
     cluster,
+    edge: { store: edge.store, sync: edge.sync, sink: edge.sink },
     redis,
     azs,
     nodes,

@@ -19,6 +19,8 @@ export interface TrafficClient {
    * `fetch` and the drill's time limit.
    */
   send?(target: string, n: number): Promise<string | Pick<FailedRequest, "why" | "place"> | null>;
+  /** Headers of the default request (the tenant's `Authorization`). */
+  headers?: Record<string, string>;
 }
 
 export interface TrafficOptions {
@@ -37,11 +39,11 @@ export interface Traffic {
   stop(): Promise<void>;
 }
 
-async function once(url: string, model: string, timeoutMs: number): Promise<string | null> {
+async function once(url: string, model: string, timeoutMs: number, extra: Record<string, string> = {}): Promise<string | null> {
   try {
     const r = await fetch(`${url}/v1/completions`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...extra },
       body: JSON.stringify({ model, prompt: "ping", max_tokens: 1 }),
       signal: AbortSignal.timeout(timeoutMs),
     });
@@ -69,7 +71,7 @@ export function startTraffic(o: TrafficOptions): Traffic {
           if (url === null) return;
           const t = o.now();
           o.timeline.sent[c.name]++;
-          const p = (c.send ? c.send(url, n++) : once(url, o.model, o.timeoutMs)).then((why) => {
+          const p = (c.send ? c.send(url, n++) : once(url, o.model, o.timeoutMs, c.headers)).then((why) => {
             if (why) o.timeline.failures.push({ t, end: o.now(), client: c.name, ...(typeof why === "string" ? { why } : why) });
           });
           inFlight.add(p);

@@ -7,6 +7,7 @@
  * goes to the timeline with its start time and reason, as the light traffic's failures do.
  */
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, OpenAI } from "openai";
+import { drillKey } from "./credentials";
 import { sleep } from "../../agent/src/util/net";
 import { FAKE_SERVER_HEADER } from "../sim/fake-inference/settings";
 import { STREAM_CUT, type Timeline } from "./timeline";
@@ -196,7 +197,7 @@ export async function send(client: OpenAI, model: string, shape: RequestShape, p
 
 /** A client for one base URL: the official one, no retries of its own. */
 export function openaiClient(baseUrl: string, timeoutMs: number): OpenAI {
-  return new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: "llm-ha-drill", maxRetries: 0, timeout: timeoutMs });
+  return new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: drillKey("ops"), maxRetries: 0, timeout: timeoutMs });
 }
 
 /** One request, recorded; a failure also goes to the timeline under `client`. */

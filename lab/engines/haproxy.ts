@@ -3,7 +3,7 @@
  * for the tests, the drill and the bench. State is read from the admin stats socket.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { renderHaproxyConfig, type HaproxyConfigArgs } from "../../contracts/haproxy-config";
@@ -63,7 +63,16 @@ export function checkHaproxyConfig(text: string, bin = haproxyBinary()): string 
   const dir = mkdtempSync(join(tmpdir(), "llmha-haproxy-check-"));
   try {
     const cfg = join(dir, "haproxy.cfg");
-    writeFileSync(cfg, text);
+    // A map the configuration loads from a path of the target machine (the L1 pod's
+    // /var/run/llm-ha-edge/keys.map) is checked with an empty one of the same name here.
+    let n = 0;
+    const local = text.replace(/map\((\/[^)\s]+)\)/g, (_m, p: string) => {
+      if (existsSync(p)) return `map(${p})`;
+      const stand = join(dir, `map-${n++}.map`);
+      writeFileSync(stand, "");
+      return `map(${stand})`;
+    });
+    writeFileSync(cfg, local);
     const r = spawnSync(bin, ["-c", "-f", cfg], { encoding: "utf8" });
     if (r.error) throw new HaproxyMissingError(bin);
     const out = `${r.stdout}${r.stderr}`;
@@ -101,8 +110,15 @@ export function parseShowStat(csv: string): HaproxyServerStat[] {
     }));
 }
 
+export interface HaproxyStartOptions {
+  bin?: string;
+  startTimeoutMs?: number;
+  /** Environment variables added to the process's (the configuration may name them, e.g. the servers' API key). */
+  env?: Record<string, string>;
+}
+
 /** Starts HAProxy in the foreground with a generated configuration; waits for its stats socket. */
-export function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket">, opts: { bin?: string; startTimeoutMs?: number } = {}): Promise<HaproxyHandle> {
+export function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket">, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
   return startHaproxyWith((statsSocket) => renderHaproxyConfig({ ...args, statsSocket }), opts);
 }
 
@@ -110,7 +126,7 @@ export function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket">, opts:
  * Starts HAProxy with a configuration of the caller's (e.g. the drill's TCP endpoint in front
  * of Redis); `render` gets the stats socket path its `global` section must declare.
  */
-export async function startHaproxyWith(render: (statsSocket: string) => string, opts: { bin?: string; startTimeoutMs?: number } = {}): Promise<HaproxyHandle> {
+export async function startHaproxyWith(render: (statsSocket: string) => string, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
   const bin = opts.bin ?? haproxyBinary();
   const dir = mkdtempSync(join(tmpdir(), "llmha-haproxy-"));
   const statsSocket = join(dir, "admin.sock");
@@ -120,7 +136,7 @@ export async function startHaproxyWith(render: (statsSocket: string) => string, 
   let stderr = "";
   let exited = false;
   try {
-    child = spawn(bin, ["-f", configPath, "-db"], { stdio: ["ignore", "ignore", "pipe"] });
+    child = spawn(bin, ["-f", configPath, "-db"], { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, ...opts.env } });
   } catch {
     throw new HaproxyMissingError(bin);
   }

@@ -36,6 +36,8 @@ export interface SimNodeOptions {
   noAgent?: boolean;
   /** Initial inference mode. Default `ready`. */
   mode?: FakeInferenceMode;
+  /** The fake's API key (vLLM `--api-key`): its `/v1` routes answer 401 without it. Default: none. */
+  inferenceApiKey?: string;
   /** Allocate ports and files but start no process: a standby node scaled to zero (`boot()` wakes it). */
   stopped?: boolean;
   /**
@@ -266,6 +268,7 @@ export class SimNode {
       this.opts.model ?? "llm-ha/test-model",
       "--mode",
       mode,
+      ...(this.opts.inferenceApiKey ? ["--api-key", this.opts.inferenceApiKey] : []),
     ];
     const p = start(process.execPath, args, { ...process.env }, this.log);
     this.inference = p;

@@ -21,7 +21,8 @@ import { l1HaproxyConfig, l1ProxyManifests, type L1ProxySpec } from "../../infra
 const CLUSTER_ARN = "arn:aws:kafka:eu-west-1:123456789012:cluster/llmha-prod/0a1b2c3d-4e5f-6789-abcd-ef0123456789-2";
 const base: L1ProxySpec = {
   namespace: "llm-ha", az: "eu-west-1a", azs: ["eu-west-1a", "eu-west-1b", "eu-west-1c"], slots: { "eu-west-1a": 4, "eu-west-1b": 4, "eu-west-1c": 2 },
-  image: "haproxy:2.6", replicas: 2, publicSubnetId: "subnet-1", nlbName: "llmha-prod-a", zonalShift: false,
+  image: "haproxy:2.6", replicas: 2, publicSubnetId: "subnet-1", nlbName: "llmha-prod-a", zonalShift: false, tls: null,
+  edge: { image: "123456789012.dkr.ecr.eu-west-1.amazonaws.com/llm-ha-agent:1", cluster: "prod", redisSecretName: "llmha-redis" },
 };
 const sidecar: FallbackSidecarSpec = {
   image: "123456789012.dkr.ecr.eu-west-1.amazonaws.com/llm-ha-agent:1", namespace: "llm-ha", cluster: "prod", region: "eu-west-1",
@@ -61,13 +62,13 @@ describe("the L1 proxy with and without the fallback", () => {
     new K8sDeployment(m.deployment as never).validate();
     const spec = (m.deployment as unknown as { spec: { template: { spec: { serviceAccountName: string; containers: Array<{ name: string; args: string[]; env: Array<{ name: string; value?: string }> }>; volumes: Array<{ name: string }> } } } }).spec.template.spec;
     expect(spec.serviceAccountName).toBe(FALLBACK_SERVICE_ACCOUNT);
-    expect(spec.containers.map((c) => c.name)).toEqual(["haproxy", "fallback"]);
-    const fb = spec.containers[1];
+    expect(spec.containers.map((c) => c.name)).toEqual(["haproxy", "edge-sync", "fallback"]);
+    const fb = spec.containers[2];
     expect(fb.args).toEqual(["fallback"]);
     const env = Object.fromEntries(fb.env.map((e) => [e.name, e.value]));
     expect(env).toMatchObject({ LLMHA_KAFKA_AUTH: "msk-iam", LLMHA_KAFKA_REGION: "eu-west-1", LLMHA_FALLBACK_L1_URL: "http://127.0.0.1:8080", LLMHA_FALLBACK_PORT: "9410", LLMHA_CLUSTER: "prod" });
     expect(JSON.stringify(fb.env)).not.toContain("sk-PULUMI-SECRET");
-    expect(spec.volumes.map((v) => v.name)).toEqual(["config", "run", "fallback-providers", "fallback-keys"]);
+    expect(spec.volumes.map((v) => v.name)).toEqual(["config", "run", "edge-map", "fallback-providers", "fallback-keys"]);
   });
 
   it("keys come from a Secret (mounted files), providers.json names only their paths", async () => {

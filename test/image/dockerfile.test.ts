@@ -62,6 +62,13 @@ describe("agent/Dockerfile as image:check reads it", () => {
   });
 });
 
+describe("the agent image's base", () => {
+  it("is Node 22 or 24 LTS, pinned by digest in every stage (Node 20 reached end of life on 2026-04-30)", () => {
+    expect(["22", "24"]).toContain(df.globalArgs.NODE_VERSION);
+    for (const s of df.stages) expect(s.base).toMatch(new RegExp(`^node:${df.globalArgs.NODE_VERSION}-bookworm-slim@sha256:[0-9a-f]{64}$`));
+  });
+});
+
 describe("Dockerfile reading", () => {
   it("joins continuation lines, drops comments, substitutes ARGs into FROM", () => {
     const d = parseDockerfile("# syntax=docker/dockerfile:1\nARG V=20\nFROM node:${V}-slim AS b\nRUN a \\\n# inside\n && b\nCOPY --from=b --chown=1:1 /x ./y\n");

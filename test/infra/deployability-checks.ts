@@ -6,10 +6,10 @@
  */
 import { expect, it } from "vitest";
 import { DEFAULT_EKS_VERSION, eksVersionProblem, isoDay } from "../../contracts/eks-versions";
-import { ADDON_VERSIONS } from "../../infra/addons";
+import { ADDON_NAMES } from "../../infra/addons";
 import { NVME_RAID0_USER_DATA } from "../../infra/gpu-node-groups";
 import { LB_CONTROLLER_CHART } from "../../infra/lb-controller";
-import { ofType, stackConfig, type CapturedResource, type Env } from "../../infra/capture";
+import { mockAddonVersion, ofType, stackConfig, type CapturedResource, type Env } from "../../infra/capture";
 import { GATED_MODEL_ORGS } from "../../infra/config";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
@@ -52,10 +52,13 @@ export function describeDeployability(env: Env, resources: () => CapturedResourc
     expect(cluster.upgradePolicy).toEqual({ supportType: "STANDARD" });
   });
 
-  it("installs the managed add-ons, pinned, with vpc-cni enforcing NetworkPolicy", () => {
+  it("installs the managed add-ons at versions resolved for the cluster's version (issue 27), with vpc-cni enforcing NetworkPolicy", () => {
     const addons = ofType(resources(), "aws:eks/addon:Addon").map((r) => r.props as O);
-    expect(addons.map((a) => a.addonName).sort()).toEqual(Object.keys(ADDON_VERSIONS).sort());
-    for (const a of addons) expect(a.addonVersion, a.addonName).toBe(ADDON_VERSIONS[a.addonName as keyof typeof ADDON_VERSIONS]);
+    expect(addons.map((a) => a.addonName).sort()).toEqual([...ADDON_NAMES].sort());
+    // The mock answers getAddonVersion with a version naming what it was asked for: each
+    // add-on's version was resolved for this cluster's Kubernetes version, none pinned.
+    const [eks] = ofType(resources(), "aws:eks/cluster:Cluster").map((r) => r.props as O);
+    for (const a of addons) expect(a.addonVersion, a.addonName).toBe(mockAddonVersion(a.addonName, eks.version));
     const cni = addons.find((a) => a.addonName === "vpc-cni")!;
     expect(JSON.parse(cni.configurationValues).enableNetworkPolicy).toBe("true");
     expect(addons.find((a) => a.addonName === "aws-ebs-csi-driver")!.serviceAccountRoleArn).toBe("arn:aws:iam:us-east-1:123456789012:eks-addon-ebs-csi");

@@ -47,7 +47,8 @@ describe("the stack files carry no placeholder that passes validation", () => {
 
   it("the offline stand-ins pass, and only in the offline tools", () => {
     const { values, filled } = withStandIns(stackConfig("prod"), "prod");
-    expect(filled.sort()).toEqual(USER_SETTINGS.map((s) => s.key).sort());
+    // Every setting prod needs (the aws-cli digest only with an S3 copy of the weights).
+    expect(filled.sort()).toEqual(USER_SETTINGS.filter((s) => s.needed(stackConfig("prod"))).map((s) => s.key).sort());
     expect(() => resolve(values, ["llm-ha:redisAuthToken", "llm-ha:hfToken"])).not.toThrow();
   });
 });
@@ -126,11 +127,21 @@ describe("user settings are refused with the key named", () => {
     expect(e.message).toMatch(/NVLink/);
   });
 
-  it("EKS version: defaults to one in standard support; an unsupported or unknown one is refused", async () => {
-    const old = await failure({ "llm-ha:kubernetesVersion": "1.31" });
-    expect(paths(old)).toEqual(["llm-ha:kubernetesVersion"]);
-    expect(old.message).toMatch(/1.31 left standard support on 2025-11-26/);
-    expect(paths(await failure({ "llm-ha:kubernetesVersion": "1.99" }))).toEqual(["llm-ha:kubernetesVersion"]);
+  it("EKS version: defaults to one in standard support; one past its support warns (issue 27: the stack still runs), an unknown one is refused", async () => {
+    const values = { ...withStandIns(stackConfig("dev"), "dev").values };
+    const resolveOn = (version: string, warnings: string[]) => {
+      pulumi.runtime.setAllConfig({ ...values, "llm-ha:kubernetesVersion": version }, ["llm-ha:redisAuthToken"]);
+      return resolveConfig({ project: new pulumi.Config("llm-ha"), aws: new pulumi.Config("aws"), stack: "t", warn: (m) => warnings.push(m) });
+    };
+    const warned: string[] = [];
+    expect(resolveOn("1.31", warned).kubernetesVersion).toBe("1.31");
+    expect(warned).toEqual([expect.stringMatching(/^llm-ha:kubernetesVersion: EKS version 1.31 left standard support on 2025-11-26/)]);
+    // A version newer than the table runs, with a warning to add its row.
+    const newer: string[] = [];
+    expect(resolveOn("1.36", newer).kubernetesVersion).toBe("1.36");
+    expect(newer[0]).toMatch(/1.36 is newer than the support table/);
+    expect(paths(await failure({ "llm-ha:kubernetesVersion": "1.29" }))).toEqual(["llm-ha:kubernetesVersion"]);
+    expect(paths(await failure({ "llm-ha:kubernetesVersion": "latest" }))).toEqual(["llm-ha:kubernetesVersion"]);
     expect(eksVersionProblem("1.34", "2026-12-02")).toBeUndefined();
     expect(eksVersionProblem("1.34", "2026-12-03")).toMatch(/extended support, at extra cost, until 2027-12-02/);
     expect(eksVersionProblem("1.35", "2026-11-30")).toBeUndefined();

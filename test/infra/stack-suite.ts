@@ -9,6 +9,7 @@ import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from "kubernete
 import { beforeAll, describe, expect, it } from "vitest";
 import { GPU_CLASSES, isCron, type GpuClassName } from "../../infra/config";
 import { l1HaproxyConfig } from "../../infra/workloads/l1-proxy";
+import { INFERENCE_KEY_SECRET } from "../../infra/workloads";
 import { fallbackMskPolicy, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec } from "../../infra/workloads/fallback";
 import { MODEL_CACHE_HOST_PATH, readinessCommand } from "../../infra/workloads/inference";
 import { describeDeployability } from "./deployability-checks";
@@ -165,12 +166,17 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       for (const az of azs) {
         const cfgText = k8s("ConfigMap").find((c) => c.metadata.name === `l1-${az}`)?.data["haproxy.cfg"] as string;
         // With the L4 fallback's rule and backend (the generator only asks whether there is one).
-        expect(cfgText).toBe(l1HaproxyConfig({ namespace: "llm-ha", az, azs, slots, fallback: {} as FallbackSidecarSpec }));
+        expect(cfgText).toBe(l1HaproxyConfig({ namespace: "llm-ha", az, azs, slots, fallback: {} as FallbackSidecarSpec, edge: { upstreamKeySecretName: INFERENCE_KEY_SECRET } }));
+        // The public frontend authenticates clients, and the servers get their own key.
+        expect(cfgText).toMatch(/^\s*http-request return status 401 /m);
+        expect(cfgText).toContain('http-request set-header authorization "Bearer ${LLMHA_INFERENCE_API_KEY}"');
         expect(cfgText).toContain("use_backend inference_fallback if { nbsrv(inference_servers) eq 0 }");
         const lines = cfgText.split("\n").filter((l) => l.includes("server-template") && l.includes(":8000"));
         expect(lines.filter((l) => !l.endsWith(" backup"))).toEqual([expect.stringContaining(`inference-${az}.llm-ha.svc.cluster.local:8000`)]);
         expect(lines.filter((l) => l.endsWith(" backup"))).toHaveLength(azs.length - 1);
-        expect(cfgText).toContain("use_backend inference_az_health if { path /az/health }");
+        // /az/health only on its own listener (what Route53 checks), healthy or not and nothing else.
+        expect(cfgText).toContain("frontend inference_az_health\n");
+        expect(cfgText).not.toContain("use_backend inference_az_health if { path /az/health }");
         const svc = k8s("Service").find((s) => s.metadata.name === `l1-${az}`)!;
         expect(svc.spec.type).toBe("LoadBalancer");
         expect(svc.metadata.annotations["service.beta.kubernetes.io/aws-load-balancer-subnets"]).toBe(`net-public-${az}-id`);
@@ -200,7 +206,8 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       const checks = ofType(rs, "aws:route53/healthCheck:HealthCheck");
       expect(checks).toHaveLength(azs.length);
       for (const c of checks.map((x) => x.props as O)) {
-        expect(c).toMatchObject({ type: "HTTP", resourcePath: "/az/health", requestInterval: 10 });
+        // HTTPS where the NLB's listeners are TLS (every stack but a dev one that waived it).
+        expect(c).toMatchObject({ type: env === "dev" ? "HTTP" : "HTTPS", resourcePath: "/az/health", requestInterval: 10 });
         expect(c.failureThreshold).toBeLessThanOrEqual(2);
       }
       const failover = props("aws:route53/record:Record").filter((r) => r.failoverRoutingPolicies);
@@ -258,8 +265,11 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       expect(cluster.vpcConfig).toMatchObject({ endpointPublicAccess: true, endpointPrivateAccess: true, publicAccessCidrs: ["198.51.100.0/24"] });
       const attached = props("aws:iam/rolePolicyAttachment:RolePolicyAttachment").map((a) => a.policyArn as string);
       expect(attached.filter((a) => !/^arn:aws:iam::aws:policy\/(AmazonEKS|AmazonEC2ContainerRegistryReadOnly|service-role\/AmazonEBSCSIDriverPolicy$)/.test(a))).toEqual([]);
-      // The only inline policies: the agent's, the L4 fallback's and the load balancer controller's (IRSA), checked below.
-      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "fallback-msk", "lbc-policy"]);
+      // The only inline policies: the agent's, the L4 fallback's and the load balancer controller's (IRSA), checked below,
+      // and the nodes' pull through the stack's ECR cache (create and import under <cluster>/* only).
+      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "fallback-msk", "images-node-pull", "lbc-policy"]);
+      const pull = JSON.parse(String(props("aws:iam/rolePolicy:RolePolicy").find((p) => String(p.policy).includes("PullThroughCache"))!.policy));
+      expect(pull.Statement[0]).toMatchObject({ Action: ["ecr:CreateRepository", "ecr:BatchImportUpstreamImage"], Resource: `arn:aws:ecr:us-east-1:123456789012:repository/${cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`}/*` });
     });
 
     it("runs the L4 fallback beside every L1 proxy, as its own IRSA role that only reaches its MSK topic and group", () => {
@@ -287,8 +297,8 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       for (const d of l1) {
         const pod = d.spec.template.spec;
         expect(pod.serviceAccountName).toBe(FALLBACK_SERVICE_ACCOUNT);
-        expect(pod.containers.map((c: O) => c.name)).toEqual(["haproxy", "fallback"]);
-        const env = Object.fromEntries(pod.containers[1].env.map((e: O) => [e.name, e.value ?? e.valueFrom]));
+        expect(pod.containers.map((c: O) => c.name)).toEqual(["haproxy", "edge-sync", "fallback"]);
+        const env = Object.fromEntries(pod.containers[2].env.map((e: O) => [e.name, e.value ?? e.valueFrom]));
         expect(env).toMatchObject({
           LLMHA_CLUSTER: cluster,
           LLMHA_KAFKA_BROKERS: `b-1.${msk.name}.kafka.amazonaws.com:9098,b-2.${msk.name}.kafka.amazonaws.com:9098`,

@@ -1,5 +1,6 @@
 import { validateResourceOfType, type ResourceValidationPolicy, type StackValidationPolicy } from "@pulumi/policy";
 import * as aws from "@pulumi/aws";
+import { L1_AUTH_ENFORCEMENT } from "../../policies/edge";
 import { describe, expect, it } from "vitest";
 import { policies } from "../../policies/all";
 import { PolicyConfigError, resolvePolicyConfig, runPolicies } from "../../policies/runner";
@@ -109,6 +110,8 @@ describe("the pack", () => {
     expect(policies.filter((p) => p.enforcementLevel === "advisory").map((p) => p.name)).toEqual([
       "required-tags",
       "eks-control-plane-logging",
+      // Until the HAProxy generator renders client authentication (policies/edge.ts, L1_AUTH_ENFORCEMENT).
+      ...(L1_AUTH_ENFORCEMENT === "advisory" ? ["l1-auth-required"] : []),
     ]);
   });
 });

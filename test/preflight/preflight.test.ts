@@ -14,6 +14,7 @@ import { mockClient } from "aws-sdk-client-mock";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { preflightCommand } from "../../infra/preflight/command";
 import { offlineChecks } from "../../infra/preflight/checks";
+import { AwsCliError, type AwsCli } from "../../infra/preflight/aws-cli";
 import { stackConfig } from "../../infra/capture";
 
 const run = promisify(execFile);
@@ -29,6 +30,12 @@ const FILLED = [
   "    publicAccessCidrs:",
   "      - 203.0.113.7/32",
   "  llm-ha:agentImage: 111122223333.dkr.ecr.us-east-1.amazonaws.com/llm-ha-qa/agent@sha256:" + "c3".repeat(32),
+  "  llm-ha:inferenceApiKey:",
+  "    secure: v1:EEEEFFFFGGGGHHHH",
+  "  llm-ha:images:",
+  "    dockerHubSecretArn: arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/docker-hub-Ab12Cd",
+  "    haproxyDigest: sha256:" + "d4".repeat(32),
+  "    lbControllerDigest: sha256:" + "e5".repeat(32),
 ].join("\n");
 
 /** dev's stack file with the user settings filled in and `edit` applied, as its own project folder. */
@@ -39,7 +46,9 @@ function variant(edit: (yaml: string) => string = (y) => y): string {
   const yaml = fs
     .readFileSync(path.join(ROOT, "Pulumi.dev.yaml"), "utf8")
     .replace("  llm-ha:dns:\n", "  llm-ha:dns:\n    zoneId: Z04217753KQ3ZPLMVTB2\n    serviceName: infer.qa.llm-ha.net\n")
-    .replace("config:\n", `config:\n${FILLED}\n`);
+    .replace("config:\n", `config:\n${FILLED}\n`)
+    // dev's own stack may waive TLS; a stack of another name needs the certificate.
+    .replace("  llm-ha:edge:\n    plainHttp: true\n", "  llm-ha:edge:\n    certificateArn: arn:aws:acm:us-east-1:111122223333:certificate/6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0\n");
   fs.writeFileSync(file, edit(yaml));
   return file;
 }
@@ -58,14 +67,21 @@ describe("llm-ha preflight offline", () => {
   it("prod as committed: names every user setting with its command, prints the online plan, exits 1", async () => {
     const { code, stdout } = await cli(["--stack", "prod"]);
     expect(code).toBe(1);
-    for (const key of ["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken"]) {
+    const edge = ["llm-ha:inferenceApiKey", "llm-ha:edge.certificateArn", "llm-ha:images.dockerHubSecretArn", "llm-ha:images.haproxyDigest", "llm-ha:images.lbControllerDigest"];
+    for (const key of ["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken", ...edge]) {
       expect(stdout).toMatch(new RegExp(`setting ${key.replace(/\./g, "\\.")}\\s+missing`));
     }
     expect(stdout).toContain("pulumi config set --secret llm-ha:hfToken");
+    // A digest nobody pinned: the command that reads it, ready to paste.
+    expect(stdout).toContain("crane digest public.ecr.aws/docker/library/haproxy:2.6-alpine");
+    expect(stdout).toContain("aws acm request-certificate --domain-name");
     expect(stdout).toContain("Online checks (read-only; run with --online");
-    expect(stdout).toContain("quota-code L-417A185B (Running On-Demand P instances) in us-east-1 ≥ 4608 vCPUs");
+    // 4,608 for the groups at their maximum, and 768 for the standby's fallback groups (issue 27).
+    expect(stdout).toContain("quota-code L-417A185B (Running On-Demand P instances) in us-east-1 ≥ 5376 vCPUs");
+    expect(stdout).toContain("add-on versions: eks describe-addon-versions --kubernetes-version 1.35 for vpc-cni, coredns, kube-proxy, eks-pod-identity-agent, aws-ebs-csi-driver, eks-node-monitoring-agent: each has a default version");
+    expect(stdout).toContain("agent image: ecr describe-images --image-ids imageDigest=… for <llm-ha:agentImage>: the digest exists in its repository");
     expect(stdout).toMatch(/capacity h100\s+warn\s+p5\.48xlarge On-Demand without a reservation/);
-    expect(stdout).toMatch(/6 blocking \(offline checks only\)\n$/);
+    expect(stdout).toMatch(/11 blocking \(offline checks only\)\n$/);
   });
 
   it("a filled-in stack file: nothing blocks offline, exit 0", async () => {
@@ -110,7 +126,8 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
 
   it("all good: quota, offerings and the hosted zone pass, exit 0", async () => {
     expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(0);
-    expect(out).toMatch(/GPU quota\s+ok\s+Running On-Demand P instances: 2000 vCPUs ≥ 384 needed/);
+    // p4d × 2 per AZ × 2 AZs, and the standby's p4de fallback group at 2.
+    expect(out).toMatch(/GPU quota\s+ok\s+Running On-Demand P instances: 2000 vCPUs ≥ 576 needed at every group's maximum \(standby fallback groups included\)/);
     expect(out).toMatch(/hosted zone\s+ok/);
     expect(out).toMatch(/nothing blocks\n$/);
     // The standby's p4de fallback group (issue 15) is asked for too; not offered here: a warning, not a block.
@@ -138,7 +155,7 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     ec2.on(DescribeInstanceTypeOfferingsCommand).resolves({ InstanceTypeOfferings: [{ InstanceType: "p4d.24xlarge", Location: "us-east-1a" }] });
     route53.on(GetHostedZoneCommand).rejects(Object.assign(new Error("No hosted zone found with ID"), { name: "NoSuchHostedZone" }));
     expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(1);
-    expect(out).toMatch(/GPU quota\s+missing\s+Running On-Demand P instances: 96 vCPUs in us-east-1, 384 needed.*request-service-quota-increase --service-code ec2 --quota-code L-417A185B --desired-value 384/);
+    expect(out).toMatch(/GPU quota\s+missing\s+Running On-Demand P instances: 96 vCPUs in us-east-1, 576 needed.*request-service-quota-increase --service-code ec2 --quota-code L-417A185B --desired-value 576/);
     expect(out).toMatch(/offered a100 in us-east-1b\s+missing\s+none of p4d\.24xlarge is offered in us-east-1b/);
     expect(out).toMatch(/hosted zone\s+missing\s+no hosted zone Z04217753KQ3ZPLMVTB2/);
     expect(out).toMatch(/3 blocking\n$/);
@@ -163,5 +180,83 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     expect(await preflightCommand(["--stack", "prod", "--online"], clients)).toBe(1);
     expect(quotas.commandCalls(GetServiceQuotaCommand)).toHaveLength(0);
     expect(out).toMatch(/online checks\s+missing\s+skipped: fix the offline rows first/);
+  });
+});
+
+describe("llm-ha preflight --online: add-on versions, agent image, weights (issue 27; the aws CLI, faked)", () => {
+  const ec2 = mockClient(EC2Client);
+  const quotas = mockClient(ServiceQuotasClient);
+  const route53 = mockClient(Route53Client);
+  const DIGEST = `sha256:${"c3".repeat(32)}`;
+  let out: string;
+  let calls: string[][];
+
+  /** Answers as `aws … --output json` does; `fail` maps a command to the error code the CLI prints. */
+  function fakeCli(fail: Record<string, string> = {}, pinnedOffered = true): AwsCli {
+    return async (args) => {
+      calls.push(args);
+      const cmd = args.slice(0, 2).join(" ");
+      if (fail[cmd]) throw new AwsCliError(`aws ${cmd}: An error occurred (${fail[cmd]})`, fail[cmd]);
+      if (cmd === "eks describe-addon-versions") {
+        const name = args[args.indexOf("--addon-name") + 1];
+        const k8s = args[args.indexOf("--kubernetes-version") + 1];
+        const versions = [`v1.${name.length}.0-eksbuild.2`, `v1.${name.length}.0-eksbuild.1`, ...(pinnedOffered ? ["v1.20.4-eksbuild.2"] : [])];
+        return { addons: [{ addonName: name, addonVersions: versions.map((v, i) => ({ addonVersion: v, compatibilities: [{ clusterVersion: k8s, defaultVersion: i === 0 }] })) }] };
+      }
+      if (cmd === "ecr describe-images") return { imageDetails: [{ imageDigest: DIGEST }] };
+      if (cmd === "s3api list-objects-v2") return { Contents: [{ Key: "models/qwen/config.json" }] };
+      throw new Error(`unexpected aws ${args.join(" ")}`);
+    };
+  }
+  const clients = (cli: AwsCli) => () => ({ ec2: new EC2Client({ region: "us-east-1" }), quotas: new ServiceQuotasClient({ region: "us-east-1" }), route53: new Route53Client({ region: "us-east-1" }), cli });
+  const withWeights = (y: string) => y.replace("    gpusPerPod: 1\n", "    gpusPerPod: 1\n    weightsS3Uri: s3://llm-ha-qa-weights/models/qwen\n");
+
+  beforeEach(() => {
+    out = "";
+    calls = [];
+    vi.spyOn(process.stdout, "write").mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
+    for (const m of [ec2, quotas, route53]) m.reset();
+    quotas.on(GetServiceQuotaCommand).resolves({ Quota: { Value: 2000 } });
+    ec2.on(DescribeInstanceTypeOfferingsCommand).resolves({
+      InstanceTypeOfferings: ["us-east-1a", "us-east-1b"].flatMap((az) => ["p4d.24xlarge" as const, "p4de.24xlarge" as const].map((t) => ({ InstanceType: t, Location: az }))),
+    });
+    route53.on(GetHostedZoneCommand).resolves({ HostedZone: { Id: "/hostedzone/Z04217753KQ3ZPLMVTB2", Name: "llm-ha.net.", CallerReference: "x", Config: { PrivateZone: false } } });
+  });
+  afterEach(() => vi.restoreAllMocks());
+
+  it("all there: each add-on resolves for 1.35, the image digest exists in ECR, the weights prefix holds objects", async () => {
+    expect(await preflightCommand(["--stack", variant(withWeights), "--online"], clients(fakeCli()))).toBe(0);
+    expect(out).toMatch(/add-on vpc-cni\s+ok\s+resolves to v1\.7\.0-eksbuild\.2 for 1\.35/);
+    expect(out).toMatch(/agent image\s+ok\s+llm-ha-qa\/agent@sha256:c3c3c3c3c3c3…/);
+    expect(out).toMatch(/model weights\s+ok\s+s3:\/\/llm-ha-qa-weights\/models\/qwen has objects/);
+    expect(calls).toContainEqual(["eks", "describe-addon-versions", "--kubernetes-version", "1.35", "--addon-name", "kube-proxy"]);
+    expect(calls).toContainEqual(["ecr", "describe-images", "--registry-id", "111122223333", "--repository-name", "llm-ha-qa/agent", "--image-ids", `imageDigest=${DIGEST}`]);
+    expect(calls).toContainEqual(["s3api", "list-objects-v2", "--bucket", "llm-ha-qa-weights", "--prefix", "models/qwen", "--max-items", "1"]);
+  });
+
+  it("a pinned add-on version EKS does not offer, an image not pushed, no weights under the prefix: each blocks with its fix", async () => {
+    const file = variant((y) => withWeights(y).replace("config:\n", "config:\n  llm-ha:addonVersions:\n    vpc-cni: v1.20.4-eksbuild.2\n"));
+    const cli: AwsCli = async (args) => {
+      if (args[1] === "list-objects-v2") {
+        calls.push(args);
+        return { KeyCount: 0 };
+      }
+      return fakeCli({ "ecr describe-images": "ImageNotFoundException" }, false)(args);
+    };
+    expect(await preflightCommand(["--stack", file, "--online"], clients(cli))).toBe(1);
+    expect(out).toMatch(/add-on vpc-cni\s+invalid\s+v1\.20\.4-eksbuild\.2 is not offered for Kubernetes 1\.35\s+remove llm-ha:addonVersions\.vpc-cni \(the stack resolves v1\.7\.0-eksbuild\.2\)/);
+    expect(out).toMatch(/agent image\s+missing\s+sha256:c3c3.* is not in llm-ha-qa\/agent \(ImageNotFoundException\)/);
+    expect(out).toMatch(/model weights\s+missing\s+nothing under s3:\/\/llm-ha-qa-weights\/models\/qwen/);
+    expect(out).toMatch(/3 blocking\n$/);
+  });
+
+  it("no weights in S3: a warning (every woken node pulls from the hub through NAT), not a block", async () => {
+    expect(await preflightCommand(["--stack", variant(), "--online"], clients(fakeCli()))).toBe(0);
+    expect(out).toMatch(/model weights\s+warn\s+llm-ha:inference\.weightsS3Uri is not set/);
+  });
+
+  it("a failing CLI call is a failed row naming the permissions", async () => {
+    expect(await preflightCommand(["--stack", variant(), "--online"], clients(fakeCli({ "eks describe-addon-versions": "AccessDeniedException" })))).toBe(1);
+    expect(out).toMatch(/add-on versions\s+fail\s+the AWS call failed: AwsCliError: aws eks describe-addon-versions: An error occurred \(AccessDeniedException\)/);
   });
 });

@@ -46,11 +46,11 @@ describe("fake inference: vLLM", () => {
     const chat = JSON.parse((await call(f.url, "/v1/chat/completions", { model: MODEL, messages: [{ role: "user", content: "hi" }], max_tokens: 1 })).text);
     expect(chat.choices[0].message.role).toBe("assistant");
     const metrics = (await call(f.url, "/metrics")).text;
-    expect(metrics).toContain(`vllm:num_requests_running{model_name="${MODEL}"} 0.0`);
-    expect(metrics).toContain(`vllm:num_requests_waiting{model_name="${MODEL}"} 0.0`);
-    expect(metrics).toContain(`vllm:kv_cache_usage_perc{model_name="${MODEL}"}`);
-    expect(metrics).toContain(`vllm:generation_tokens_total{model_name="${MODEL}"} 3.0`);
-    expect(metrics).toMatch(/vllm:prompt_tokens_total\{model_name=".*"\} \d/);
+    expect(metrics).toContain(`vllm:num_requests_running{engine="0",model_name="${MODEL}"} 0.0`);
+    expect(metrics).toContain(`vllm:num_requests_waiting{engine="0",model_name="${MODEL}"} 0.0`);
+    expect(metrics).toContain(`vllm:kv_cache_usage_perc{engine="0",model_name="${MODEL}"}`);
+    expect(metrics).toContain(`vllm:generation_tokens_total{engine="0",model_name="${MODEL}"} 3.0`);
+    expect(metrics).toMatch(/vllm:prompt_tokens_total\{engine="0",model_name=".*"\} \d/);
     const other = await call(f.url, "/v1/completions", { ...completion, model: "other/model" });
     expect(other.status).toBe(404);
     expect(JSON.parse(other.text).error.message).toBe("The model `other/model` does not exist.");
@@ -110,8 +110,8 @@ describe("fake inference: vLLM", () => {
     const held = call(f.url, "/v1/completions", completion, 400).catch((err: Error) => err.name);
     await new Promise((r) => setTimeout(r, 100));
     const metrics = (await call(f.url, "/metrics")).text;
-    expect(metrics).toContain(`vllm:num_requests_waiting{model_name="${MODEL}"} 1.0`);
-    expect(metrics).toContain(`vllm:generation_tokens_total{model_name="${MODEL}"} 2.0`);
+    expect(metrics).toContain(`vllm:num_requests_waiting{engine="0",model_name="${MODEL}"} 1.0`);
+    expect(metrics).toContain(`vllm:generation_tokens_total{engine="0",model_name="${MODEL}"} 2.0`);
     expect(await held).toBe("TimeoutError");
     await new Promise((r) => setTimeout(r, 50));
     expect(f.stats()).toMatchObject({ inFlight: 0, waiting: 0, failed: 1, served: 1, generationTokens: 2 });

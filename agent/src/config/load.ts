@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { maskUserinfo, safeUrl } from "../util/log";
 import { parseXidRules, XidRulesError } from "../sources/xid-rules";
+import { keyFileProblem } from "../sources/credential";
 import { ACTUATOR_KINDS, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
 import { cronProblem, Zone } from "../../../contracts/cron";
 
@@ -124,6 +125,7 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   gpuCount: null,
   inferenceUrl: "http://127.0.0.1:8000",
   inferenceKind: "vllm",
+  inferenceApiKeyFile: null,
   model: null,
   intervalMs: 1000,
   probeLatencyMs: 5000,
@@ -227,6 +229,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
   if (cfg.leaseRenewMs >= cfg.leaseTtlMs) throw new ConfigError("LLMHA_LEASE_RENEW_MS", `must be below LLMHA_LEASE_TTL_MS (${cfg.leaseTtlMs})`);
   if (cfg.probeTimeoutMs < cfg.probeLatencyMs) throw new ConfigError("LLMHA_PROBE_TIMEOUT_MS", `must be at least LLMHA_PROBE_LATENCY_MS (${cfg.probeLatencyMs})`);
   checkActuation(cfg);
+  if (cfg.inferenceApiKeyFile) {
+    const problem = keyFileProblem(cfg.inferenceApiKeyFile);
+    if (problem) throw new ConfigError("LLMHA_INFERENCE_API_KEY_FILE", problem);
+  }
   if (cfg.redisCaFile) {
     try {
       readFileSync(cfg.redisCaFile);

@@ -39,6 +39,7 @@ export interface AgentConfig {
   gpuCount: number | null;
   inferenceUrl: string;
   inferenceKind: InferenceKind;
+  inferenceApiKeyFile: string | null;
   model: string | null;
   intervalMs: number;
   probeLatencyMs: number;
@@ -101,6 +102,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "gpuCount", env: "LLMHA_GPU_COUNT", type: "int", min: 1, max: 64, defaultText: "none", description: "expected GPUs on the node; fewer is a hard fault", contract: true },
   { key: "inferenceUrl", env: "LLMHA_INFERENCE_URL", type: "url", defaultText: "http://127.0.0.1:8000", description: "inference server base URL", contract: true },
   { key: "inferenceKind", env: "LLMHA_INFERENCE_KIND", type: "kind", defaultText: "vllm", description: "`vllm`, `tgi`, `triton`, `llamacpp`, `openai`", contract: true },
+  { key: "inferenceApiKeyFile", env: "LLMHA_INFERENCE_API_KEY_FILE", type: "path", defaultText: "none", description: "file holding the inference server's API key (vLLM `--api-key` / `VLLM_API_KEY`): sent as `Authorization: Bearer` on the model check, the probe and the engine metrics; re-read when the file changes; never logged or shown. Without it, a user part in `LLMHA_INFERENCE_URL` is sent as Basic credentials (and never shown)" },
   { key: "model", env: "LLMHA_MODEL", type: "string", defaultText: "none", description: "model id that must be served", contract: true },
   { key: "intervalMs", env: "LLMHA_INTERVAL_MS", type: "int", min: 100, max: 600_000, defaultText: ms(1000), description: "check period", contract: true },
   { key: "probeLatencyMs", env: "LLMHA_PROBE_LATENCY_MS", type: "int", min: 10, max: 600_000, defaultText: ms(5000), description: "probe latency above which the node is DEGRADED", contract: true },

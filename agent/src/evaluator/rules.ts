@@ -135,6 +135,9 @@ export function modelReasons(obs: ModelObservation, s: RuleSettings, everReady: 
         : [r("model", "MODEL_LOADING", true, "loading", `${obs.detail} (normal while the model loads)`)];
     case "not-ready":
       return everReady ? [r("model", "INFERENCE_NOT_READY", true, "unhealthy", obs.detail)] : [r("model", "MODEL_LOADING", true, "loading", obs.detail)];
+    case "unauthorized":
+      // Hard: the key stays wrong until someone fixes the Secret; waiting `fall` periods changes nothing.
+      return [r("model", "INFERENCE_AUTH_REFUSED", true, "unhealthy", obs.detail)];
     case "error":
       return [r("model", "INFERENCE_ERROR", false, "unhealthy", obs.detail)];
     case "timeout":

@@ -22,6 +22,8 @@
  * | `models`               | hash   | leader (fenced)       | same model everywhere, every 10 periods: `majority` (`id@revision dtype:… ctx:…`), `outliers` (`node=model,…`, the first 50), `outlierCount, outlierAzs, agreeing`, `differs` (JSON node → `revision+dtype`), `leader, token, updatedAt` |
  * | `practice`             | hash   | leader (fenced)       | practice wakes: `firedAt` (last firing acted on), `startedAt` (running one), `last, lastAt, lastOutcome, lastWakeMs, lastReason` |
  * | `practice:request`     | string | `llm-ha practice`     | epoch ms of an operator's request for a practice wake now; the leader acts on it once (as a schedule firing), then its `firedAt` covers it |
+ * | `edge:keys`            | hash   | `llm-ha keys`         | client API keys of the public edge: SHA-256 hex of the key → JSON `{id, tenant, rps, concurrency, createdAt, note}`; the key itself is never stored |
+ * | `edge:keys:rev`        | string | `llm-ha keys`         | counter bumped on every key change: `llm-ha edge-sync` re-reads `edge:keys` when it moves |
  * | `events`               | stream | agents + leader       | every node status, AZ state, tier and standby transition, capped by `MAXLEN ~` |
  */
 export class RedisKeys {
@@ -79,6 +81,13 @@ export class RedisKeys {
   }
   get suspect(): string {
     return `${this.prefix}suspect`;
+  }
+  /** Client API keys of the edge, by hash (`llm-ha keys`, read by `llm-ha edge-sync`). */
+  get edgeKeys(): string {
+    return `${this.prefix}edge:keys`;
+  }
+  get edgeKeysRev(): string {
+    return `${this.prefix}edge:keys:rev`;
   }
   get events(): string {
     return `${this.prefix}events`;

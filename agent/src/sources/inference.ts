@@ -1,7 +1,8 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import type { InferenceKind } from "../config/spec";
-import type { EngineObservation, ModelIdentity, ModelObservation } from "./signals";
+import { safeUrl } from "../util/log";
+import type { ModelIdentity, ModelObservation } from "./signals";
 
 /**
  * Adapters for each inference server kind: how to ask whether it is ready, which model
@@ -9,6 +10,9 @@ import type { EngineObservation, ModelIdentity, ModelObservation } from "./signa
  */
 
 type Fail = { kind: "refused" | "timeout" | "error"; detail: string };
+
+/** Headers every request to the inference server carries: its API key (`Authorization`), where one is set. */
+export type AuthHeaders = Readonly<Record<string, string>>;
 
 interface HttpAnswer {
   status: number;
@@ -20,9 +24,9 @@ interface HttpAnswer {
  * keep-alive connection the server dropped (it died or restarted) fails with a socket
  * error rather than ECONNREFUSED: one retry on a fresh connection tells the two apart.
  */
-export async function request(url: string, timeoutMs: number, body?: unknown, signal?: AbortSignal): Promise<HttpAnswer | Fail> {
-  const first = await requestOnce(url, timeoutMs, body, signal);
-  if ("kind" in first && first.kind === "error" && !signal?.aborted) return requestOnce(url, timeoutMs, body, signal);
+export async function request(url: string, timeoutMs: number, body?: unknown, signal?: AbortSignal, auth: AuthHeaders = {}): Promise<HttpAnswer | Fail> {
+  const first = await requestOnce(url, timeoutMs, body, signal, auth);
+  if ("kind" in first && first.kind === "error" && !signal?.aborted) return requestOnce(url, timeoutMs, body, signal, auth);
   return first;
 }
 
@@ -36,11 +40,13 @@ const POOLS = {
   "https:": new https.Agent({ keepAlive: true, maxSockets: 8, maxFreeSockets: 4 }),
 } as const;
 
-function requestOnce(url: string, timeoutMs: number, body?: unknown, signal?: AbortSignal): Promise<HttpAnswer | Fail> {
+function requestOnce(target: string, timeoutMs: number, body: unknown, signal: AbortSignal | undefined, auth: AuthHeaders): Promise<HttpAnswer | Fail> {
+  // What a reason, /readyz, /status or a log line may show: never a password in the URL.
+  const url = safeUrl(target);
   return new Promise((resolve) => {
     let u: URL;
     try {
-      u = new URL(url);
+      u = new URL(target);
     } catch {
       resolve({ kind: "error", detail: `${url}: not a URL` });
       return;
@@ -64,7 +70,7 @@ function requestOnce(url: string, timeoutMs: number, body?: unknown, signal?: Ab
     const timer = setTimeout(giveUp, timeoutMs);
     if (signal?.aborted) return giveUp();
     signal?.addEventListener("abort", onAbort, { once: true });
-    const headers: http.OutgoingHttpHeaders = payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
+    const headers: http.OutgoingHttpHeaders = payload === undefined ? { ...auth } : { ...auth, "content-type": "application/json", "content-length": Buffer.byteLength(payload) };
     req = (u.protocol === "https:" ? https : http).request(u, { method: payload === undefined ? "GET" : "POST", agent: pool, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
@@ -79,7 +85,7 @@ function requestOnce(url: string, timeoutMs: number, body?: unknown, signal?: Ab
   });
 }
 
-function isFail(a: HttpAnswer | Fail): a is Fail {
+export function isFail(a: HttpAnswer | Fail): a is Fail {
   return "kind" in a;
 }
 
@@ -119,15 +125,26 @@ export function servedModels(text: string): string[] | null {
 }
 
 function garbage(url: string, text: string): ModelObservation {
-  return { kind: "garbage", detail: `unexpected answer from ${url}: ${JSON.stringify(text.slice(0, 80))}` };
+  return { kind: "garbage", detail: `unexpected answer from ${safeUrl(url)}: ${JSON.stringify(text.slice(0, 80))}` };
+}
+
+/**
+ * 401/403: the server wants an API key the agent did not send or sent wrong (vLLM `--api-key`
+ * guards every `/v1` route). Not a server fault and not "still loading": say so plainly.
+ */
+function keyRefused(url: string, r: HttpAnswer): ModelObservation | null {
+  if (r.status !== 401 && r.status !== 403) return null;
+  return { kind: "unauthorized", detail: `${safeUrl(url)} answered ${r.status}: the inference server refused the agent's API key (LLMHA_INFERENCE_API_KEY_FILE missing or not the server's key)` };
 }
 
 /** `model`: the configured id; its identity is reported when it is served (a server may list several). */
-async function openAiModels(base: string, t: number, model: string | null = null): Promise<ModelObservation> {
+async function openAiModels(base: string, t: number, model: string | null, auth: AuthHeaders): Promise<ModelObservation> {
   const url = `${base}/v1/models`;
-  const r = await request(url, t);
+  const r = await request(url, t, undefined, undefined, auth);
   if (isFail(r)) return r;
-  if (r.status !== 200) return { kind: r.status >= 500 ? "error" : "not-ready", detail: `${url} answered ${r.status}` };
+  const refused = keyRefused(url, r);
+  if (refused) return refused;
+  if (r.status !== 200) return { kind: r.status >= 500 ? "error" : "not-ready", detail: `${safeUrl(url)} answered ${r.status}` };
   const ids = servedModels(r.text);
   if (ids === null) return garbage(url, r.text);
   const which = model !== null && ids.includes(model) ? model : ids[0];
@@ -144,8 +161,8 @@ export interface ProbeRequest {
 
 export interface InferenceAdapter {
   readonly kind: InferenceKind;
-  /** Readiness and the served model ids. */
-  check(base: string, model: string | null, timeoutMs: number): Promise<ModelObservation>;
+  /** Readiness and the served model ids; `auth` goes on every request. */
+  check(base: string, model: string | null, timeoutMs: number, auth?: AuthHeaders): Promise<ModelObservation>;
   /** The probe: a real tiny completion of `prompt`. Null when there is no model id to ask for yet. */
   probe(base: string, model: string | null, maxTokens: number, prompt?: string): ProbeRequest | null;
 }
@@ -170,12 +187,12 @@ const vllm: InferenceAdapter = {
   kind: "vllm",
   // vLLM does not listen until the model is loaded; /health is 200 with an empty body,
   // 503 once the engine is dead. /v1/models lists the served ids.
-  async check(base, model, t) {
-    const r = await request(`${base}/health`, t);
+  async check(base, model, t, auth = {}) {
+    const r = await request(`${base}/health`, t, undefined, undefined, auth);
     if (isFail(r)) return r;
     if (r.status === 503) return { kind: "not-ready", detail: "vLLM /health 503: engine not running" };
     if (r.status !== 200) return { kind: "error", detail: `vLLM /health answered ${r.status}` };
-    return openAiModels(base, t, model);
+    return openAiModels(base, t, model, auth);
   },
   probe: openAiProbe,
 };
@@ -184,13 +201,15 @@ const tgi: InferenceAdapter = {
   kind: "tgi",
   // TGI's router listens once the shards are ready; /health 200 ready, 503 unhealthy;
   // /info carries model_id.
-  async check(base, _model, t) {
-    const r = await request(`${base}/health`, t);
+  async check(base, _model, t, auth = {}) {
+    const r = await request(`${base}/health`, t, undefined, undefined, auth);
     if (isFail(r)) return r;
     if (r.status === 503) return { kind: "not-ready", detail: "TGI /health 503" };
     if (r.status !== 200) return { kind: "error", detail: `TGI /health answered ${r.status}` };
-    const info = await request(`${base}/info`, t);
+    const info = await request(`${base}/info`, t, undefined, undefined, auth);
     if (isFail(info)) return info;
+    const refused = keyRefused(`${base}/info`, info);
+    if (refused) return refused;
     const b = json(info.text);
     if (info.status !== 200 || !isRecord(b) || typeof b.model_id !== "string") return garbage(`${base}/info`, info.text);
     const identity: ModelIdentity = {
@@ -216,16 +235,16 @@ const tgi: InferenceAdapter = {
 const triton: InferenceAdapter = {
   kind: "triton",
   // Triton: /v2/health/ready 200 or 400; /v2/models/{m}/ready 200 or 400 (loading, or not in the repository).
-  async check(base, model, t) {
-    const r = await request(`${base}/v2/health/ready`, t);
+  async check(base, model, t, auth = {}) {
+    const r = await request(`${base}/v2/health/ready`, t, undefined, undefined, auth);
     if (isFail(r)) return r;
-    if (r.status === 400) return (model ? await tritonLoadFailure(base, model, t) : null) ?? { kind: "not-ready", detail: "Triton /v2/health/ready 400" };
-    if (r.status !== 200) return { kind: "error", detail: `Triton /v2/health/ready answered ${r.status}` };
+    if (r.status === 400) return (model ? await tritonLoadFailure(base, model, t, auth) : null) ?? { kind: "not-ready", detail: "Triton /v2/health/ready 400" };
+    if (r.status !== 200) return keyRefused(`${base}/v2/health/ready`, r) ?? { kind: "error", detail: `Triton /v2/health/ready answered ${r.status}` };
     if (!model) return { kind: "ready", served: [] };
-    const m = await request(`${base}/v2/models/${encodeURIComponent(model)}/ready`, t);
+    const m = await request(`${base}/v2/models/${encodeURIComponent(model)}/ready`, t, undefined, undefined, auth);
     if (isFail(m)) return m;
     if (m.status === 200) return { kind: "ready", served: [model] };
-    if (m.status === 400 || m.status === 404) return (await tritonLoadFailure(base, model, t)) ?? { kind: "ready", served: [] };
+    if (m.status === 400 || m.status === 404) return (await tritonLoadFailure(base, model, t, auth)) ?? { kind: "ready", served: [] };
     return { kind: "error", detail: `Triton model ready answered ${m.status}` };
   },
   probe(base, model, maxTokens, prompt = PROMPT) {
@@ -245,8 +264,8 @@ const triton: InferenceAdapter = {
  * Triton's repository index says why a model is not ready: `UNAVAILABLE` with the load error
  * (corrupted weights, a bad engine file) is a failed load, not a model still loading.
  */
-async function tritonLoadFailure(base: string, model: string, t: number): Promise<ModelObservation | null> {
-  const r = await request(`${base}/v2/repository/index`, t, {});
+async function tritonLoadFailure(base: string, model: string, t: number, auth: AuthHeaders): Promise<ModelObservation | null> {
+  const r = await request(`${base}/v2/repository/index`, t, {}, undefined, auth);
   if (isFail(r) || r.status !== 200) return null;
   const list = json(r.text);
   if (!Array.isArray(list)) return null;
@@ -259,14 +278,14 @@ const llamacpp: InferenceAdapter = {
   kind: "llamacpp",
   // llama.cpp server listens at once and answers /health 503
   // {"error":{"code":503,"message":"Loading model",...}} until the model is in memory.
-  async check(base, model, t) {
-    const r = await request(`${base}/health`, t);
+  async check(base, model, t, auth = {}) {
+    const r = await request(`${base}/health`, t, undefined, undefined, auth);
     if (isFail(r)) return r;
     if (r.status === 503) {
       return /loading model/i.test(r.text) ? { kind: "loading", detail: "llama.cpp: Loading model" } : { kind: "not-ready", detail: "llama.cpp /health 503" };
     }
     if (r.status !== 200) return { kind: "error", detail: `llama.cpp /health answered ${r.status}` };
-    return openAiModels(base, t, model);
+    return openAiModels(base, t, model, auth);
   },
   probe: openAiProbe,
 };
@@ -274,136 +293,8 @@ const llamacpp: InferenceAdapter = {
 const openai: InferenceAdapter = {
   kind: "openai",
   // A generic OpenAI-compatible server has no health endpoint: /v1/models is the check.
-  check: (base, model, t) => openAiModels(base, t, model),
+  check: (base, model, t, auth = {}) => openAiModels(base, t, model, auth),
   probe: openAiProbe,
 };
 
 export const ADAPTERS: Readonly<Record<InferenceKind, InferenceAdapter>> = { vllm, tgi, triton, llamacpp, openai };
-
-/**
- * Sums every series of a metric in Prometheus text; null when absent. `labels` keeps only
- * the series whose labels include each `name="value"` given.
- */
-export function promSum(text: string, name: string, labels: Readonly<Record<string, string>> = {}): number | null {
-  let total: number | null = null;
-  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split("\n")) {
-    if (!line.startsWith(name)) continue;
-    const rest = line.slice(name.length);
-    if (rest[0] !== "{" && rest[0] !== " ") continue;
-    if (want.length) {
-      const close = rest.indexOf("}");
-      const set = rest[0] === "{" && close > 0 ? rest.slice(1, close) : "";
-      if (!want.every((w) => set.split(",").some((p) => p.trim() === w))) continue;
-    }
-    const value = Number(rest.slice(rest.lastIndexOf(rest[0] === "{" ? "}" : " ") + 1).trim().split(/\s+/)[0]);
-    if (Number.isFinite(value)) total = (total ?? 0) + value;
-  }
-  return total;
-}
-
-/**
- * One server family's Prometheus series: what waits, what runs, and the counters that move
- * whenever the engine makes progress (tokens, decode steps, iterations). Busy ≠ dead rests
- * on the progress counters: they move every engine step, whatever the queue holds.
- */
-export interface EngineFamily {
-  readonly name: string;
-  readonly waiting: readonly string[];
-  readonly running: readonly string[];
-  /** Progress counters: their sum must move while the engine works. */
-  readonly progress: readonly (string | readonly [string, Readonly<Record<string, string>>])[];
-  readonly kv?: readonly string[];
-}
-
-/** The families the agent reads, tried in this order; each server exports exactly one. */
-export const ENGINE_FAMILIES: readonly EngineFamily[] = [
-  {
-    name: "vllm",
-    waiting: ["vllm:num_requests_waiting"],
-    running: ["vllm:num_requests_running"],
-    progress: ["vllm:generation_tokens_total", "vllm:prompt_tokens_total"],
-    kv: ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
-  },
-  {
-    // TGI: the queue, the batch, and one count per forward pass (prefill and decode).
-    name: "tgi",
-    waiting: ["tgi_queue_size"],
-    running: ["tgi_batch_current_size"],
-    progress: ["tgi_batch_inference_count", "tgi_request_generated_tokens_sum"],
-  },
-  {
-    // Triton: pending requests per model; TensorRT-LLM's iteration counter moves every engine step,
-    // executions count finished batches for other backends.
-    name: "triton",
-    waiting: ["nv_inference_pending_request_count"],
-    running: [],
-    progress: [["nv_trt_llm_general_metrics", { general_type: "iteration_counter" }], "nv_inference_exec_count"],
-  },
-  {
-    // llama.cpp (`--metrics`): deferred requests wait for a slot; decode calls move every step.
-    name: "llamacpp",
-    waiting: ["llamacpp:requests_deferred"],
-    running: ["llamacpp:requests_processing"],
-    progress: ["llamacpp:n_decode_total", "llamacpp:tokens_predicted_total", "llamacpp:prompt_tokens_total"],
-  },
-  {
-    // SGLang, the usual "generic OpenAI-compatible" server that exports metrics.
-    name: "sglang",
-    waiting: ["sglang:num_queue_reqs"],
-    running: ["sglang:num_running_reqs"],
-    progress: ["sglang:generation_tokens_total", "sglang:prompt_tokens_total"],
-    kv: ["sglang:token_usage"],
-  },
-];
-
-function firstOf(text: string, names: readonly string[]): number | null {
-  for (const n of names) {
-    const v = promSum(text, n);
-    if (v !== null) return v;
-  }
-  return null;
-}
-
-/**
- * Engine counters from a server's Prometheus text, whichever family it is; null when no
- * family's queue and progress series are there (metrics off, or an unknown server).
- */
-export function parseEngineMetrics(text: string): EngineObservation | null {
-  for (const f of ENGINE_FAMILIES) {
-    const waiting = firstOf(text, f.waiting);
-    if (waiting === null) continue;
-    let progress: number | null = null;
-    for (const p of f.progress) {
-      const v = typeof p === "string" ? promSum(text, p) : promSum(text, p[0], p[1]);
-      if (v !== null) progress = (progress ?? 0) + v;
-    }
-    if (progress === null) continue;
-    return { family: f.name, running: firstOf(text, f.running) ?? 0, waiting, kvCacheUsage: f.kv ? firstOf(text, f.kv) : null, tokensTotal: progress };
-  }
-  return null;
-}
-
-/** vLLM engine counters from its Prometheus text; null when they are missing. */
-export function parseVllmMetrics(text: string): EngineObservation | null {
-  const e = parseEngineMetrics(text);
-  return e?.family === "vllm" ? e : null;
-}
-
-/**
- * Where each kind's metrics are, by default: on the inference port (`/metrics`), except Triton,
- * whose metrics port is 8002; a generic OpenAI-compatible server has none unless configured.
- */
-export function defaultMetricsUrl(kind: InferenceKind, inferenceUrl: string): string | null {
-  if (kind === "openai") return null;
-  const u = new URL(inferenceUrl);
-  if (kind === "triton") u.port = "8002";
-  return `${u.origin}${u.pathname.replace(/\/+$/, "")}/metrics`;
-}
-
-/** Reads the engine metrics at `url`; null when they cannot be read or hold no known family. */
-export async function readEngine(url: string, timeoutMs: number): Promise<EngineObservation | null> {
-  const r = await request(url, timeoutMs);
-  if (isFail(r) || r.status !== 200) return null;
-  return parseEngineMetrics(r.text);
-}

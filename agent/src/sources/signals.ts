@@ -58,6 +58,8 @@ export type ModelObservation =
   | { kind: "refused"; detail: string }
   /** The server answers but says it is not ready (vLLM/TGI 503, Triton 400). */
   | { kind: "not-ready"; detail: string }
+  /** The server refused the agent's API key (401/403 on its API): it serves, but not to us. */
+  | { kind: "unauthorized"; detail: string }
   | { kind: "error"; detail: string }
   | { kind: "timeout"; detail: string }
   | { kind: "garbage"; detail: string };

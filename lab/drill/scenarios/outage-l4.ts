@@ -15,15 +15,17 @@ import { sleep } from "../../../agent/src/util/net";
 import type { KafkaMockHandle } from "../../engines/kafka-mock";
 import type { FallbackProcess } from "../../fallback-process";
 import type { SimNode } from "../../sim/sim-node";
+import { drillAuth } from "../credentials";
 import { DRILL_MODEL } from "../stack";
 
 /**
- * The headers that make a request a tenant's. Today the drill's proxies do not authenticate and
- * pass a client's `x-llmha-tenant` through; once the edge authenticates, this becomes the
- * tenant's API key (`authorization`) and the proxy sets the tenant itself.
+ * The headers that make a request a tenant's — the one place to switch to API keys. The L4
+ * proxy of this scenario renders no edge: it passes a client's `x-llmha-tenant` through, so
+ * the drill names the tenant itself (plus the ops key the AZ proxies' edge wants). Once this
+ * proxy authenticates, return the tenant's own key here and let the proxy set the tenant.
  */
 export function asTenant(tenant: string): Record<string, string> {
-  return { [TENANT_HEADER]: tenant };
+  return { ...drillAuth("ops"), [TENANT_HEADER]: tenant };
 }
 
 /** The drill's SDK client for a tenant, through `baseUrl` (the L4 proxy), with the SDK's default retries. */

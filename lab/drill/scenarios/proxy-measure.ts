@@ -24,6 +24,8 @@ export interface Poll {
 /** What to poll: a GET by default, or a POST of a JSON body (a completion). */
 export interface PollTarget {
   url: string;
+  /** Request headers (the tenant's `Authorization`). */
+  headers?: Record<string, string>;
   body?: unknown;
 }
 
@@ -42,7 +44,7 @@ const one = (x) => new Promise((done) => {
   let settled = false;
   const end = (status, ra) => { if (!settled) { settled = true; done([t0, Date.now() - t0, status, ra ? 1 : 0]); } };
   const body = x.body === undefined ? null : JSON.stringify(x.body);
-  const headers = body === null ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(body) };
+  const headers = { ...(x.headers || {}), ...(body === null ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }) };
   const req = http.request(x.url, { method: body === null ? "GET" : "POST", agent: false, headers }, (res) => {
     res.resume();
     res.on("end", () => end(res.statusCode, res.headers["retry-after"] !== undefined));

@@ -9,6 +9,7 @@
  * generations longer than the old server timeout (neither a 15 s answer nor a 12 s stream is cut).
  */
 import { QUERY_OF_DEATH_MARKER } from "../../sim/fake-inference";
+import { drillAuth } from "../credentials";
 import type { SimNode } from "../../sim/sim-node";
 import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
@@ -180,7 +181,7 @@ export async function runOverload(ctx: ScenarioContext, spec: ScenarioSpec, run:
   // From a process of its own: the health endpoints, and four canary clients sending 1-token
   // completions through the proxy (what one more client gets: served after a wait in the queue,
   // or refused).
-  const canaryTarget = { url: `${proxyUrl(ctx, az)}/v1/completions`, body: { model: DRILL_MODEL, prompt: "canary", max_tokens: 1 } };
+  const canaryTarget = { url: `${proxyUrl(ctx, az)}/v1/completions`, body: { model: DRILL_MODEL, prompt: "canary", max_tokens: 1 }, headers: drillAuth("ops") };
   const polls = pollEndpoints(
     [{ url: `http://${az.address}:${ctx.stack.monitorPort}/healthz` }, { url: `http://${az.address}:${ctx.stack.azHealthPort}/az/health` }, ...Array<typeof canaryTarget>(4).fill(canaryTarget)],
     ctx.now,

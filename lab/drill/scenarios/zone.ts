@@ -20,7 +20,7 @@ function watchAzHealth(ctx: ScenarioContext, az: DrillAz): { first503: () => num
   void (async () => {
     while (!closed) {
       try {
-        const r = await fetch(`http://${az.address}:${ctx.stack.port}/az/health`, { signal: AbortSignal.timeout(400) });
+        const r = await fetch(`http://${az.address}:${ctx.stack.azHealthPort}/az/health`, { signal: AbortSignal.timeout(400) });
         await r.arrayBuffer();
         if (r.status !== 200 && first === null) first = ctx.now();
       } catch {

@@ -16,7 +16,7 @@ import {
   type InferenceKind,
 } from "./settings";
 
-/** `--host A --port P --admin-port Q --kind K --model M --mode X --latency-ms N --jitter-ms N --slow-ms N --token-ms N --max-running N --query-of-death on|off`. */
+/** `--host A --port P --admin-port Q --kind K --model M --mode X --latency-ms N --jitter-ms N --slow-ms N --token-ms N --max-running N --query-of-death on|off --api-key K`. */
 export function parseFakeInferenceArgs(argv: string[]): FakeInferenceOptions {
   const opts: Record<string, unknown> = {};
   const numeric = new Set(["port", "adminPort", "latencyMs", "jitterMs", "slowMs", "tokenMs", "maxRunning"]);
@@ -26,7 +26,7 @@ export function parseFakeInferenceArgs(argv: string[]): FakeInferenceOptions {
     const key = m[1].replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
     const value = m[2] ?? argv[++i];
     if (value === undefined) throw new FakeInferenceSettingsError(`--${m[1]} needs a value`);
-    if (!["host", "kind", "model", "mode", "queryOfDeath", ...numeric].includes(key)) throw new FakeInferenceSettingsError(`unknown option --${m[1]}`);
+    if (!["host", "kind", "model", "mode", "queryOfDeath", "apiKey", ...numeric].includes(key)) throw new FakeInferenceSettingsError(`unknown option --${m[1]}`);
     if (key === "queryOfDeath") {
       if (value !== "on" && value !== "off") throw new FakeInferenceSettingsError(`--${m[1]} must be on or off`);
       opts[key] = value === "on";
@@ -38,12 +38,12 @@ export function parseFakeInferenceArgs(argv: string[]): FakeInferenceOptions {
       opts[key] = value;
     }
   }
-  const { kind, host, port, adminPort, ...rest } = opts;
+  const { kind, host, port, adminPort, apiKey, ...rest } = opts;
   if (kind !== undefined && !INFERENCE_KINDS.includes(kind as InferenceKind)) {
     throw new FakeInferenceSettingsError(`--kind must be one of ${INFERENCE_KINDS.join(", ")}`);
   }
   if (host !== undefined && isIP(host as string) === 0) throw new FakeInferenceSettingsError(`--host must be an IP address, got ${JSON.stringify(host)}`);
-  return { ...parseSettingsChange(rest), kind: kind as InferenceKind | undefined, host: host as string | undefined, port: port as number | undefined, adminPort: adminPort as number | undefined };
+  return { ...parseSettingsChange(rest), kind: kind as InferenceKind | undefined, host: host as string | undefined, port: port as number | undefined, adminPort: adminPort as number | undefined, apiKey: apiKey as string | undefined };
 }
 
 /** Runs the fake until SIGTERM or SIGINT; the parent waits for the JSON ready line before using the ports. */

@@ -30,7 +30,7 @@ import { sendStream, TOKEN_TEXT } from "./stream";
 import { TGI } from "./tgi";
 import { TRITON } from "./triton";
 import { VLLM } from "./vllm";
-import { json, listen, readBody, send, shut, type Reply } from "./wire";
+import { bearerMatches, json, listen, readBody, send, shut, type Reply } from "./wire";
 
 const KINDS: Readonly<Record<InferenceKind, KindApi>> = { vllm: VLLM, tgi: TGI, triton: TRITON, llamacpp: LLAMACPP, openai: OPENAI };
 
@@ -91,6 +91,7 @@ class FakeInferenceServer implements FakeInference, Engine {
     settings: FakeInferenceSettings,
     private readonly onQueryOfDeath?: () => void,
     readonly host = "127.0.0.1",
+    private readonly apiKey: string | null = null,
   ) {
     this.current = settings;
     this.api = KINDS[kind];
@@ -358,6 +359,10 @@ class FakeInferenceServer implements FakeInference, Engine {
     // Which server answered, for the drill's accounting of cut streams (a stand-in's header; no real server sends it).
     res.setHeader(FAKE_SERVER_HEADER, `${this.host}:${this.port}`);
     const path = (req.url ?? "/").split("?")[0];
+    if (this.apiKey !== null && path.startsWith("/v1") && req.method !== "OPTIONS" && !bearerMatches(req.headers.authorization, this.apiKey)) {
+      send(res, json(401, { error: "Unauthorized" }));
+      return;
+    }
     let body: Body = {};
     try {
       if (req.method === "POST") {
@@ -384,11 +389,12 @@ class FakeInferenceServer implements FakeInference, Engine {
 export async function startFakeInference(opts: FakeInferenceOptions = {}): Promise<FakeInference> {
   const kind = opts.kind ?? "vllm";
   if (!INFERENCE_KINDS.includes(kind)) throw new FakeInferenceSettingsError(`kind must be one of ${INFERENCE_KINDS.join(", ")}`);
-  const { kind: _k, host: _h, port: _p, adminPort: _a, onQueryOfDeath: _q, ...rest } = opts;
+  const { kind: _k, host: _h, port: _p, adminPort: _a, onQueryOfDeath: _q, apiKey, ...rest } = opts;
+  if (apiKey !== undefined && apiKey === "") throw new FakeInferenceSettingsError("apiKey must not be empty");
   const settings = { ...DEFAULT_SETTINGS, ...parseSettingsChange(rest) };
   const port = opts.port || (await freePort());
   const adminPort = opts.adminPort || (await freePort());
-  const server = new FakeInferenceServer(kind, port, adminPort, settings, opts.onQueryOfDeath, opts.host);
+  const server = new FakeInferenceServer(kind, port, adminPort, settings, opts.onQueryOfDeath, opts.host, apiKey ?? null);
   await server.start();
   return server;
 }

@@ -90,6 +90,12 @@ export interface FakeInferenceOptions extends Partial<FakeInferenceSettings> {
   /** Admin port on `host`. Default: a free port. */
   adminPort?: number;
   /**
+   * vLLM's `--api-key`: routes under `/v1` answer 401 `{"error":"Unauthorized"}` without
+   * `Authorization: Bearer <key>`; `/health` and `/metrics` stay open, as in vLLM's
+   * `AuthenticationMiddleware`. Default: none (every route open).
+   */
+  apiKey?: string;
+  /**
    * What a query of death does. The process (`cli.ts`) exits at once; the default, for a fake
    * run inside a test, drops every connection and closes both ports for good.
    */

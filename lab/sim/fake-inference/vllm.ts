@@ -34,7 +34,8 @@ function health(e: Engine): Reply {
 function metrics(e: Engine): Reply {
   const s = e.stats();
   const running = s.inFlight - s.waiting;
-  const l = `{model_name="${e.settings.model}"}`;
+  // vLLM's V1 engine labels every series with its engine index as well (checked against 0.31's loggers).
+  const l = `{engine="0",model_name="${e.settings.model}"}`;
   // vLLM ≥ 0.10 names it kv_cache_usage_perc (was gpu_cache_usage_perc); 0..1, grows with the batch.
   const kv = Math.min(1, (running + s.waiting) * 0.02);
   return metricsReply(

@@ -3,6 +3,7 @@
  * a handler returns and how it is sent, request body reading, and opening and closing a listener
  * the way a starting or crashing process would.
  */
+import { createHash, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { FakeInferenceSettingsError } from "./settings";
 
@@ -60,4 +61,13 @@ export function shut(server: Server): Promise<void> {
     server.close(() => resolve());
     server.closeAllConnections();
   });
+}
+
+/** vLLM's check: scheme `Bearer` (any case), then the rest of the header equal to the key, compared in constant time. */
+export function bearerMatches(header: string | undefined, key: string): boolean {
+  if (!header) return false;
+  const space = header.indexOf(" ");
+  if (space < 0 || header.slice(0, space).toLowerCase() !== "bearer") return false;
+  const digest = (v: string): Buffer => createHash("sha256").update(v, "utf8").digest();
+  return timingSafeEqual(digest(header.slice(space + 1)), digest(key));
 }

@@ -1,0 +1,14 @@
+/**
+ * The stack's settings (`Pulumi.<stack>.yaml`), one file per concern as the rest of infra/
+ * is split: network, cluster, GPU classes, standby, workloads, DNS, data stores, the L4
+ * fallback and observability. `resolveConfig` reads them all and reports every problem at once.
+ */
+export type { ApiEndpointConfig } from "./cluster";
+export type { FallbackConfig, FallbackProviderConfig } from "./fallback";
+export { GPU_CLASSES, type GpuClassConfig, type GpuClassName } from "./gpu";
+export type { ObservabilityConfig } from "./observability";
+export { isCron } from "./read";
+export { loadConfig, resolveConfig } from "./resolve";
+export { DEFAULT_PRACTICE_BUDGET_MINUTES, DEFAULT_PRACTICE_CRON, standbySize, type PracticeWakeConfig, type ScheduleConfig } from "./standby";
+export type { ConfigSources, StackConfig } from "./stack-config";
+export { GATED_MODEL_ORGS } from "./workloads";

@@ -1,0 +1,75 @@
+import * as pulumi from "@pulumi/pulumi";
+import { Problems } from "../problems";
+import { clusterAccessOf, clusterOf, systemNodesOf } from "./cluster";
+import { kafkaOf, redisOf } from "./data";
+import { dnsOf } from "./dns";
+import { edgeOf, imagesOf, inferenceKeyOf, requireDigest } from "./edge";
+import { fallbackOf } from "./fallback";
+import { gpuClassesOf } from "./gpu";
+import { networkOf } from "./network";
+import { observabilityOf } from "./observability";
+import { settingsOf } from "./read";
+import { scheduleOf, standbyOf } from "./standby";
+import type { ConfigSources, StackConfig } from "./stack-config";
+import { agentImageOf, haproxyOf, inferenceOf } from "./workloads";
+
+/** The program's configuration: `resolveConfig` over the running stack's config. */
+export function loadConfig(): StackConfig {
+  return resolveConfig({ project: new pulumi.Config(), aws: new pulumi.Config("aws"), stack: pulumi.getStack() });
+}
+
+/**
+ * Reads and validates the whole stack configuration and fills in the defaults. Every bad
+ * key is named in one `InputPropertiesError`, so a user fixes the stack file in one pass.
+ * Each concern reads its own keys (one file each in this folder); the order here is the
+ * order the problems are reported in.
+ */
+export function resolveConfig(src: ConfigSources): StackConfig {
+  const p = new Problems();
+  const s = settingsOf(src.project, p);
+  const network = networkOf(s, src.aws);
+  const { azs, standbyAz } = network;
+  const system = systemNodesOf(s, azs);
+  const gpuClasses = gpuClassesOf(s, azs);
+  const inference = inferenceOf(s);
+  const cluster = clusterOf(s, src.today ?? new Date(), src.warn ?? ((m) => void pulumi.log.warn(m)));
+  const clusterAccess = clusterAccessOf(s, src.aws);
+  const agentImage = agentImageOf(s);
+  const haproxy = haproxyOf(s);
+  const dns = dnsOf(s);
+  const edge = edgeOf(s, src.stack);
+  const images = imagesOf(s);
+  const inferenceApiKey = inferenceKeyOf(s);
+  requireDigest(s, images, "haproxy", haproxy.image === "");
+  requireDigest(s, images, "awsCli", inference.inference.weightsS3Uri !== undefined);
+  requireDigest(s, images, "lbController", true);
+  const redis = redisOf(s, azs);
+  const kafka = kafkaOf(s, azs);
+  const fallback = fallbackOf(src.project.getObject<unknown>("fallback"), src.project, inference.inference.model, p);
+  const observability = observabilityOf(s);
+  const schedule = scheduleOf(s, standbyAz);
+  const standby = standbyOf(s, standbyAz, gpuClasses, schedule);
+  if (standbyAz !== undefined && schedule === undefined) p.add(s.key("schedule"), "is required when llm-ha:standbyAz is set");
+  p.throwIfAny("stack configuration");
+  return {
+    clusterName: src.project.get("clusterName") ?? `llm-ha-${src.stack}`,
+    ...network,
+    ...cluster,
+    clusterAccess,
+    system,
+    gpuClasses,
+    ...inference,
+    ...agentImage,
+    haproxy,
+    dns,
+    edge,
+    images,
+    inferenceApiKey,
+    redis,
+    kafka,
+    fallback,
+    schedule,
+    ...standby,
+    observability,
+  };
+}

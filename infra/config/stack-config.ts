@@ -1,0 +1,78 @@
+import * as pulumi from "@pulumi/pulumi";
+import type { AddonName } from "../addons";
+import type { ClusterAccess } from "../cluster";
+import type { ImageName } from "../images";
+import type { ApiEndpointConfig } from "./cluster";
+import type { FallbackConfig } from "./fallback";
+import type { GpuClassConfig, GpuClassName } from "./gpu";
+import type { ObservabilityConfig } from "./observability";
+import type { PracticeWakeConfig, ScheduleConfig } from "./standby";
+
+/** Everything the program reads from `Pulumi.<stack>.yaml`, validated once. */
+export interface StackConfig {
+  clusterName: string;
+  region: string;
+  azs: string[];
+  standbyAz?: string;
+  vpcCidr: string;
+  natPerAz: boolean;
+  kubernetesVersion: string;
+  apiEndpoint: ApiEndpointConfig;
+  /** Who reaches the Kubernetes API besides the creator (`llm-ha:clusterAdmins`, `kubeconfigRoleArn`, `aws:profile`). */
+  clusterAccess: ClusterAccess;
+  system: { instanceType: string; desiredSize: number; maxSize: number };
+  gpuClasses: GpuClassConfig[];
+  inference: { image: string; model: string; gpusPerPod?: number; extraArgs: string[]; weightsS3Uri?: string };
+  /** The agent image by digest (`<repo>@sha256:…`); empty when `agentImageBuild` builds and pushes it. */
+  agentImage: string;
+  /** Build agent/Dockerfile and push it to the stack's ECR repository (`@pulumi/docker-build`; needs Docker). */
+  agentImageBuild: boolean;
+  /** The API key vLLM requires on its `/v1` routes (`pulumi config set --secret llm-ha:inferenceApiKey`): the agents send it. */
+  inferenceApiKey: pulumi.Output<string>;
+  /** Hugging Face token for gated models (`pulumi config set --secret llm-ha:hfToken`). */
+  hfToken?: pulumi.Output<string>;
+  haproxy: { image: string; replicas: number };
+  /** `zonalShiftResources`: ARNs of the L1 NLBs the agent may zonal-shift (made by the load balancer controller, so not outputs). */
+  dns: { zoneId: string; serviceName: string; ttl: number; failureThreshold: number; zonalShift: boolean; zonalShiftResources: string[] };
+  /** The NLBs' TLS listeners (`llm-ha:edge`): the ACM certificate, or clear text where a dev stack waived it. */
+  edge: { certificateArn: string | null; plainHttp: boolean; sslPolicy: string };
+  /** Digests by image (infra/images.ts; empty where none is pinned or set) and the Docker Hub cache rule's secret (`llm-ha:images`). */
+  images: { digests: Record<ImageName, string>; dockerHubSecretArn: string };
+  redis: { nodeType: string; replicas: number; authToken: pulumi.Output<string> };
+  kafka: { version: string; brokersPerAz: number; instanceType: string; volumeSizeGb: number };
+  /** The L4 fallback beside each L1 proxy (`llm-ha:fallback`, docs/fallback.md). */
+  fallback: FallbackConfig;
+  schedule?: ScheduleConfig;
+  /**
+   * Size of the standby AZ's groups relative to an active AZ's, in (0, 1] (`llm-ha:standbyCapacityRatio`,
+   * partial redundancy). Default 1.
+   */
+  standbyCapacityRatio: number;
+  /**
+   * Per GPU class, the instance types of the standby AZ's fallback group (desired 0; the
+   * agent wakes it when the standby group cannot launch: `LLMHA_STANDBY_FALLBACK`). Empty: no
+   * fallback group for the class (`llm-ha:standbyFallback`). Empty for all without a standby AZ.
+   */
+  standbyFallback: Partial<Record<GpuClassName, string[]>>;
+  /** Why the standby AZ may go without a capacity fallback (`llm-ha:standbyCapacityWaiver`); the policy pack reads it as a tag. */
+  standbyCapacityWaiver?: string;
+  /** Practice wakes of the standby (`llm-ha:practiceWake`); none without a standby AZ or with `false`. */
+  practiceWake?: PracticeWakeConfig;
+  observability: ObservabilityConfig;
+  /** Add-on versions pinned by the user (`llm-ha:addonVersions`); the others are resolved for the cluster version. */
+  addonVersions: Partial<Record<AddonName, string>>;
+}
+
+/** Where the stack configuration comes from: Pulumi's, or a stack file read offline (`llm-ha cost`). */
+export interface ConfigSources {
+  /** The project's namespace (`llm-ha:`). */
+  project: pulumi.Config;
+  /** The `aws:` namespace (region). */
+  aws: pulumi.Config;
+  /** Stack name; the default cluster name is derived from it. */
+  stack: string;
+  /** The day support windows are judged on. Default now. */
+  today?: Date;
+  /** Where warnings go (a version past its support window). Default `pulumi.log.warn`. */
+  warn?: (message: string) => void;
+}

@@ -1,0 +1,74 @@
+import { IMAGES } from "../images";
+import { digestRefProblem } from "./edge";
+import { isPosInt, type Settings } from "./read";
+import type { StackConfig } from "./stack-config";
+
+/** Hugging Face organisations whose models are gated: a stack serving one needs `llm-ha:hfToken`. */
+export const GATED_MODEL_ORGS = Object.freeze(["meta-llama", "mistralai", "google", "CohereForAI", "bigcode"]);
+
+/** `llm-ha:inference` and `hfToken`: the engine, the model and where its weights come from. */
+export function inferenceOf(s: Settings): Pick<StackConfig, "inference" | "hfToken"> {
+  const { cfg, p, key } = s;
+  const inf = s.obj("inference");
+  const gpusPerPod = inf.gpusPerPod;
+  if (gpusPerPod !== undefined && !isPosInt(gpusPerPod)) p.add(key("inference.gpusPerPod"), "must be a positive integer");
+  const extraArgs = inf.extraArgs ?? [];
+  if (!Array.isArray(extraArgs) || !extraArgs.every((a) => typeof a === "string")) p.add(key("inference.extraArgs"), "must be a list of strings");
+  const weightsS3Uri = inf.weightsS3Uri;
+  if (weightsS3Uri !== undefined && (typeof weightsS3Uri !== "string" || !/^s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?$/.test(weightsS3Uri))) {
+    p.add(key("inference.weightsS3Uri"), "must be an s3://bucket/prefix URI");
+  }
+  const model = s.str(inf, "model", key("inference.model"));
+  const hfToken = cfg.getSecret("hfToken");
+  const org = model.split("/")[0];
+  if (hfToken === undefined && GATED_MODEL_ORGS.includes(org) && weightsS3Uri === undefined) {
+    p.add(
+      key("hfToken"),
+      `is required: ${model} is a gated Hugging Face model (accept its licence, then pulumi config set --secret ${key("hfToken")} hf_…), or prefetch it from S3 with ${key("inference.weightsS3Uri")}`,
+    );
+  }
+  return {
+    hfToken,
+    inference: {
+      image: imageRef(s, inf, "image", key("inference.image"), `${IMAGES.vllm.repository}:${IMAGES.vllm.tag}@${IMAGES.vllm.digest}`),
+      model,
+      gpusPerPod: isPosInt(gpusPerPod) ? gpusPerPod : undefined,
+      extraArgs: Array.isArray(extraArgs) ? (extraArgs as string[]) : [],
+      weightsS3Uri: typeof weightsS3Uri === "string" ? weightsS3Uri : undefined,
+    },
+  };
+}
+
+/** `llm-ha:agentImage` / `agentImageBuild`: the agent image, by digest or built by the stack. */
+export function agentImageOf(s: Settings): Pick<StackConfig, "agentImage" | "agentImageBuild"> {
+  const { cfg, p, key } = s;
+  const agentImageBuild = cfg.getBoolean("agentImageBuild") ?? false;
+  const agentImage = cfg.get("agentImage") ?? "";
+  if (agentImageBuild && agentImage) p.add(key("agentImage"), `give either ${key("agentImage")} (a digest) or ${key("agentImageBuild")}: true, not both`);
+  else if (!agentImageBuild) {
+    if (!agentImage) {
+      p.add(key("agentImage"), `is required: the agent image by digest (<repo>@sha256:<64 hex>, e.g. pushed to the stack's ECR repository), or ${key("agentImageBuild")}: true to build and push it with Docker`);
+    } else if (agentImage.startsWith("ghcr.io/llm-ha/")) {
+      p.add(key("agentImage"), `${agentImage} is the documentation's example: nobody publishes it; build agent/Dockerfile and push it (or set ${key("agentImageBuild")}: true)`);
+    } else if (!/^[a-z0-9.-]+(:[0-9]+)?\/[a-z0-9._/-]+@sha256:[0-9a-f]{64}$/.test(agentImage)) {
+      p.add(key("agentImage"), `${agentImage} must name the image by digest (<repo>@sha256:<64 hex>): a tag can move under running nodes`);
+    }
+  }
+  return { agentImage, agentImageBuild };
+}
+
+/** `llm-ha:haproxy`: the L1 proxy. */
+export function haproxyOf(s: Settings): StackConfig["haproxy"] {
+  const hap = s.obj("haproxy");
+  // Empty default: the ECR Public mirror of Docker's haproxy at `llm-ha:images.haproxyDigest` (resolve.ts requires it then).
+  return { image: imageRef(s, hap, "image", s.key("haproxy.image"), ""), replicas: s.int(hap, "replicas", s.key("haproxy.replicas"), 2) };
+}
+
+/** An image setting: by digest when given (`images-by-digest`), else the default. */
+function imageRef(s: Settings, o: Record<string, unknown>, k: string, path: string, dflt: string): string {
+  if (o[k] === undefined) return dflt;
+  const ref = s.str(o, k, path);
+  const problem = ref ? digestRefProblem(ref) : null;
+  if (problem) s.p.add(path, problem);
+  return ref;
+}

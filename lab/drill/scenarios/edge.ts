@@ -1,0 +1,187 @@
+/**
+ * The public edge under attack and under change (issue 25):
+ *   `edge-auth`  — no key, a bad key, malformed headers and a key revoked mid-run are refused
+ *                  by the proxy (0 requests reach a server), and a key rotated under traffic
+ *                  costs its client 0 failed requests;
+ *   `edge-flood` — an unauthenticated flood at ≥ 10× the legitimate rate plus one tenant far
+ *                  over its limit: the other tenants' p50 within 10 % of the quiet phase, the
+ *                  noisy tenant gets 429 + Retry-After, no server leaves rotation.
+ */
+import { Agent, request } from "node:http";
+import { sleep } from "../../../agent/src/util/net";
+import type { ScenarioSpec } from "../scenarios";
+import { DRILL_MODEL, type DrillAz } from "../stack";
+import { l1Removed } from "../timeline";
+import { blank, finish, mark, steady, type RunResult, type ScenarioContext } from "./runner";
+
+interface Sent {
+  t: number;
+  ms: number;
+  status: number;
+  retryAfter: boolean;
+}
+
+const BODY = JSON.stringify({ model: DRILL_MODEL, prompt: "edge", max_tokens: 1 });
+
+function post(url: string, headers: Record<string, string | string[]>, agent: Agent | false, now: () => number): Promise<Sent> {
+  const t = now();
+  const t0 = performance.now();
+  return new Promise((resolve) => {
+    const req = request(`${url}/v1/completions`, { method: "POST", agent, headers: { "content-type": "application/json", ...headers } }, (res) => {
+      res.resume();
+      res.on("end", () => resolve({ t, ms: performance.now() - t0, status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"] !== undefined }));
+      res.on("error", () => resolve({ t, ms: performance.now() - t0, status: 0, retryAfter: false }));
+    });
+    req.setTimeout(5000, () => req.destroy());
+    req.on("error", () => resolve({ t, ms: performance.now() - t0, status: 0, retryAfter: false }));
+    req.end(BODY);
+  });
+}
+
+/** Sends at `perS` requests a second (fire and forget, paced) until stopped; what `headers()` gives at each send. */
+function paced(url: () => string, headers: () => Record<string, string | string[]>, perS: number, now: () => number): { records: Sent[]; stop(): Promise<void> } {
+  const records: Sent[] = [];
+  const pending = new Set<Promise<void>>();
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  const tickMs = 50;
+  let owed = 0;
+  const timer = setInterval(() => {
+    owed += (perS * tickMs) / 1000;
+    for (; owed >= 1; owed--) {
+      const p = post(url(), headers(), agent, now).then((s) => void records.push(s));
+      pending.add(p);
+      void p.finally(() => pending.delete(p));
+    }
+  }, tickMs);
+  return {
+    records,
+    async stop() {
+      clearInterval(timer);
+      await Promise.allSettled([...pending]);
+      agent.destroy();
+    },
+  };
+}
+
+/** Requests a backend of one proxy has sent to its servers so far (`show stat`, BACKEND row, `stot`). */
+async function backendTotal(az: DrillAz): Promise<number | null> {
+  if (!az.haproxy) return null;
+  const csv = await az.haproxy.command("show stat");
+  const lines = csv.split("\n");
+  const head = (lines[0] ?? "").replace(/^# /, "").split(",");
+  const [px, sv, stot] = ["pxname", "svname", "stot"].map((c) => head.indexOf(c));
+  const row = lines.map((l) => l.split(",")).find((c) => c[px] === az.proxy && c[sv] === "BACKEND");
+  return row ? Number(row[stot]) : null;
+}
+
+const url = (ctx: ScenarioContext, az: DrillAz): string => `http://${az.address}:${ctx.stack.port}`;
+const p50 = (xs: number[]): number | null => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] : null);
+
+export async function runEdgeAuth(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const { store, sync } = ctx.stack.edge;
+  const applied = async (): Promise<void> => {
+    const want = await store.revision();
+    for (let i = 0; i < 100 && sync.state.revision !== want; i++) await sleep(50);
+  };
+  // A proxy no DNS answer points at (the standby AZ's): every request reaching its servers is ours.
+  const quiet = ctx.stack.standby ?? ctx.stack.azs[ctx.stack.azs.length - 1];
+  if (!ctx.stack.standby) r.notes.push(`no standby AZ: ${quiet.name}'s proxy also carries the steady traffic, server hits not attributable`);
+  const busy = ctx.stack.azs[0];
+  const revoked = await store.add(`edge-revoked-${run}`, { rps: 1000, concurrency: 100 }, "drill edge-auth");
+  const rotated = await store.add(`edge-rotated-${run}`, { rps: 1000, concurrency: 100 }, "drill edge-auth");
+  await applied();
+  const before = await backendTotal(quiet);
+  r.injectAt = mark(ctx, "inject", `${spec.name}: refused clients, a revocation and a rotation`);
+  // The revoked tenant's client on the quiet proxy; the rotated tenant's on a serving one.
+  let rotKey = rotated.key;
+  const victim = paced(() => url(ctx, quiet), () => ({ authorization: `Bearer ${revoked.key}` }), 20, ctx.now);
+  const rot = paced(() => url(ctx, busy), () => ({ authorization: `Bearer ${rotKey}` }), 20, ctx.now);
+  const bad: Record<string, string | string[]>[] = [
+    {},
+    { authorization: "Bearer sk-llmha-0000000000-not-a-key-of-this-cluster-at-all-xxxxxxxx" },
+    { authorization: "Basic dXNlcjpwYXNz" },
+    { authorization: "Bearer" },
+    { authorization: `Bearer ${revoked.key};drop` },
+    { authorization: [`Bearer ${revoked.key}`, `Bearer ${revoked.key}`] },
+    { authorization: `Bearer ${"x".repeat(100_000)}` },
+  ];
+  const refused = await Promise.all(Array.from({ length: 70 }, (_, i) => post(url(ctx, quiet), bad[i % bad.length], false, ctx.now)));
+  await sleep(1500);
+  const revokeAt = ctx.now();
+  await store.revoke(revoked.record.id);
+  await applied();
+  const appliedAt = ctx.now();
+  const next = await store.rotate(rotated.record.id);
+  await applied();
+  rotKey = next.key; // the operator hands the new key out once every proxy has it
+  await sleep(1000);
+  await store.revoke(rotated.record.id);
+  await applied();
+  await sleep(1500);
+  r.healAt = mark(ctx, "heal", `${spec.name}: done`);
+  await Promise.all([victim.stop(), rot.stop()]);
+  const after = await backendTotal(quiet);
+  r.endAt = ctx.now();
+  finish(ctx, r, [], l1Removed);
+  const acceptedOnQuiet = victim.records.filter((s) => s.status !== 401).length;
+  r.extra.refusedNot401 = refused.filter((s) => s.status !== 401).length;
+  r.extra.refusedMaxMs = Math.round(Math.max(...refused.map((s) => s.ms)) * 10) / 10;
+  // After the revocation had reached every proxy (plus requests already under way).
+  r.extra.revokedAccepted = victim.records.filter((s) => s.t > appliedAt + 100 && s.status !== 401).length;
+  r.extra.revokeAppliedMs = appliedAt - revokeAt;
+  r.extra.rotationFailed = rot.records.filter((s) => s.status !== 200).length;
+  r.extra.refusedReached = before === null || after === null ? null : after - before - acceptedOnQuiet;
+  r.extra.figures =
+    `${refused.length} refused requests (no key, bad key, malformed, 100 KB header): ${refused.length - (r.extra.refusedNot401 as number)} got 401, slowest ${r.extra.refusedMaxMs} ms, ` +
+    `${r.extra.refusedReached ?? "?"} reached a server; revocation applied in ${r.extra.revokeAppliedMs} ms, ${r.extra.revokedAccepted} accepted after; ` +
+    `rotation under traffic: ${rot.records.length} requests, ${r.extra.rotationFailed} failed`;
+  r.notes.push(r.extra.figures);
+  return r;
+}
+
+export async function runEdgeFlood(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const { store, sync } = ctx.stack.edge;
+  const good = await Promise.all([1, 2].map((i) => store.add(`edge-good${i}-${run}`, { rps: 1000, concurrency: 100 }, "drill edge-flood")));
+  const noisy = await store.add(`edge-noisy-${run}`, { rps: 5, concurrency: 4 }, "drill edge-flood: far over its limit");
+  const want = await store.revision();
+  for (let i = 0; i < 100 && sync.state.revision !== want; i++) await sleep(50);
+  const active = ctx.stack.azs.filter((a) => !a.standby);
+  let rr = 0;
+  const target = (): string => url(ctx, active[rr++ % active.length]);
+  const legitPerS = 20;
+  const legit = good.map((g) => paced(target, () => ({ authorization: `Bearer ${g.key}` }), legitPerS / 2, ctx.now));
+  await sleep(8000);
+  r.injectAt = mark(ctx, "inject", `${spec.name}: unauthenticated flood at ${10 * legitPerS + 50}/s and a tenant at 10× its limit`);
+  const flood = paced(target, () => ({}), 10 * legitPerS + 50, ctx.now);
+  const loud = paced(target, () => ({ authorization: `Bearer ${noisy.key}` }), 50, ctx.now);
+  await sleep(8000);
+  r.healAt = mark(ctx, "heal", `${spec.name}: flood stopped`);
+  await Promise.all([flood.stop(), loud.stop()]);
+  await sleep(1000);
+  await Promise.all(legit.map((l) => l.stop()));
+  r.endAt = ctx.now();
+  finish(ctx, r, [], l1Removed);
+  const recs = legit.flatMap((l) => l.records);
+  const quietMs = recs.filter((s) => s.t < r.injectAt && s.t > r.injectAt - 6000 && s.status === 200).map((s) => s.ms);
+  const floodMs = recs.filter((s) => s.t >= r.injectAt + 500 && s.t < r.healAt && s.status === 200).map((s) => s.ms);
+  const [q, f] = [p50(quietMs), p50(floodMs)];
+  r.extra.quietP50Ms = q === null ? null : Math.round(q * 100) / 100;
+  r.extra.floodP50Ms = f === null ? null : Math.round(f * 100) / 100;
+  r.extra.floodP50Ratio = q && f ? Math.round((f / q) * 1000) / 1000 : null;
+  r.extra.legitFailed = recs.filter((s) => s.status !== 200).length;
+  r.extra.floodSent = flood.records.length;
+  r.extra.floodNot401 = flood.records.filter((s) => s.status !== 401).length;
+  const limited = loud.records.filter((s) => s.status === 429);
+  r.extra.noisy429 = limited.length;
+  // The noisy tenant must be limited, each refusal saying when to come back.
+  r.extra.noisyUnlimited = limited.length === 0 ? 1 : limited.filter((s) => !s.retryAfter).length;
+  r.extra.figures =
+    `legit p50 ${r.extra.quietP50Ms} ms quiet → ${r.extra.floodP50Ms} ms under the flood (×${r.extra.floodP50Ratio}), ${r.extra.legitFailed} legit failed; ` +
+    `flood ${flood.records.length} requests (${r.extra.floodNot401} not 401); noisy tenant ${limited.length} of ${loud.records.length} got 429 + Retry-After`;
+  r.notes.push(r.extra.figures);
+  return r;
+}
