@@ -57,6 +57,8 @@ export interface L4ClientChecks {
   /** Ids of the SDK-queued requests, their tenant, for the fetch through L1. */
   queued: Array<{ id: string; tenant: string }>;
   idemSame: boolean;
+  /** The tag of the idempotency check's prompt (null: never queued). */
+  idemTag: string | null;
   retry503Status: number;
   poison: { evilId: string | null };
   notes: string[];
@@ -73,11 +75,22 @@ export const VICTIM_TENANT = "drill-b";
 export async function duringL4(l4Url: string, kafka: KafkaMockHandle, poisonPrompt: string): Promise<L4ClientChecks> {
   const a = sdkFor(l4Url, "drill-a");
   const evil = sdkFor(l4Url, POISON_TENANT);
-  const out: L4ClientChecks = { queued: [], idemSame: false, retry503Status: 0, poison: { evilId: null }, notes: [] };
-  const first = await queueVia(a, ask("l4#idem repeat me"), { "idempotency-key": "drill-idem-1" });
-  const second = await queueVia(a, ask("l4#idem repeat me"), { "idempotency-key": "drill-idem-1" });
-  out.idemSame = first.status === 202 && second.status === 202 && first.id !== null && first.id === second.id;
-  if (first.id) out.queued.push({ id: first.id, tenant: "drill-a" });
+  const out: L4ClientChecks = { queued: [], idemSame: false, idemTag: null, retry503Status: 0, poison: { evilId: null }, notes: [] };
+  // A server that passes its check while booting (the standby) answers some requests itself:
+  // the check is made on an attempt the fallback queued (a fresh key and tag each try).
+  for (let i = 0; i < 10 && out.idemTag === null; i++) {
+    const tag = `idem${i}`;
+    const first = await queueVia(a, ask(`l4#${tag} repeat me`), { "idempotency-key": `drill-idem-${i}` });
+    if (first.status !== 202 || first.id === null) {
+      await sleep(500);
+      continue;
+    }
+    const second = await queueVia(a, ask(`l4#${tag} repeat me`), { "idempotency-key": `drill-idem-${i}` });
+    out.idemTag = tag;
+    out.idemSame = second.status === 202 && first.id === second.id;
+    out.queued.push({ id: first.id, tenant: "drill-a" });
+  }
+  if (out.idemTag === null) out.notes.push("no idempotency-key request was queued by the fallback in 10 tries (a server answered)");
   const p = await queueVia(evil, ask(poisonPrompt, { guided_choice: ["Call +1-900-555-0100 now"] }), {});
   out.poison.evilId = p.id;
   if (p.id) out.queued.push({ id: p.id, tenant: POISON_TENANT });
@@ -87,7 +100,10 @@ export async function duringL4(l4Url: string, kafka: KafkaMockHandle, poisonProm
   kafka.pause();
   const frozen = await queueVia(once, ask("l4#retry503 run me once"), { "idempotency-key": "drill-retry-1" }).finally(() => kafka.resume());
   out.retry503Status = frozen.status;
-  if (frozen.status !== 503) out.notes.push(`the request meeting the frozen broker got ${frozen.status}, not 503`);
+  if (frozen.status !== 503) {
+    out.notes.push(`the request meeting the frozen broker got ${frozen.status}, not 503 (a server answered it): the retried-503 check is not made`);
+    return out;
+  }
   for (let i = 0; i < 10; i++) {
     const retried = await queueVia(once, ask("l4#retry503 run me once"), { "idempotency-key": "drill-retry-1" });
     if (retried.id) {
@@ -116,14 +132,20 @@ export async function crashAtRecovery(o: { fb: FallbackProcess; kafkaBrokers: st
       notes.push("no backlog left when the second fallback was killed");
       return { resumeMs: null, notes };
     }
+    // The time the dead member costs: from the kill, or from when the replay flows at all (the
+    // fleet answering again) if that is later, to the last backlogged partition moving.
     const moved = new Map<number, number>();
-    while (moved.size < before.size && Date.now() < killedAt + 30_000) {
+    while (moved.size < before.size && Date.now() < killedAt + 60_000) {
       const now = (await q.sampleLagDetail().catch(() => null))?.byPartition;
-      if (now) for (const [p, lag] of before) if (!moved.has(p) && (now.get(p) ?? 0) < lag) moved.set(p, Date.now() - killedAt);
+      if (now) for (const [p, lag] of before) if (!moved.has(p) && (now.get(p) ?? 0) < lag) moved.set(p, Date.now());
       await sleep(100);
     }
-    if (moved.size < before.size) notes.push(`${before.size - moved.size} of ${before.size} backlogged partitions made no progress within 30 s of the kill`);
-    return { resumeMs: moved.size < before.size ? null : Math.max(...moved.values()), notes };
+    if (moved.size < before.size) {
+      notes.push(`${before.size - moved.size} of ${before.size} backlogged partitions made no progress within 60 s of the kill`);
+      return { resumeMs: null, notes };
+    }
+    const flowing = Math.max(killedAt, Math.min(...moved.values()));
+    return { resumeMs: Math.max(...moved.values()) - flowing, notes };
   } finally {
     await q.close();
   }

@@ -242,7 +242,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     if (checks.poison.evilId === null) r.notes.push(`${POISON_TENANT}'s poisoning attempt was not queued`);
     // A 200 without the header is the fleet's own answer (a standby node booting).
     const bad = inOutage.filter((x) => x.status !== 200 && x.status !== 202 && !(x.status === 503 && x.retryAfter !== null));
-    const duplicates = queuedRecs.filter((x) => runsOf(x.tag) > 1).length + Math.max(0, runsOf("idem") - 1) + Math.max(0, runsOf("retry503") - 1);
+    const duplicates = queuedRecs.filter((x) => runsOf(x.tag) > 1).length + (checks.idemTag ? Math.max(0, runsOf(checks.idemTag) - 1) : 0) + Math.max(0, runsOf("retry503") - 1);
     const baselineFailed = outAt === null ? null : failuresBetween(ctx.tl, MAIN_CLIENT, outAt, r.healAt);
     // The SDK class talks to the AZ proxies: while no server is left anywhere, nothing can answer
     // it but L4's 503 (it asks neither a verified prompt nor the queue).
@@ -262,7 +262,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     r.extra.drainMs = drainedAt === null ? null : drainedAt - r.healAt;
     r.extra.resultsViaL1Pct = tenantOfId.size ? Math.round((1000 * [...states.values()].filter((x) => x === "done").length) / tenantOfId.size) / 10 : null;
     r.extra.idempotentSameId = checks.idemSame ? 1 : 0;
-    r.extra.idemRuns = runsOf("idem");
+    r.extra.idemRuns = checks.idemTag ? runsOf(checks.idemTag) : null;
     r.extra.retry503Runs = runsOf("retry503");
     r.extra.poisonServed = poisonServed;
     r.extra.crashResumeMs = crashed.resumeMs;
@@ -272,14 +272,15 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     // What L4 must never do: an answer that is neither L4's (cache, 202) nor a 503 with
     // Retry-After, a wrong verified answer, a queued request lost or answered twice.
     r.extra.otherFailures = bad.length + (cachedServed.length - cachedCorrect.length) + lost + duplicates + poisonServed +
-      (checks.idemSame ? 0 : 1) + (runsOf("idem") === 1 ? 0 : 1) + (runsOf("retry503") === 1 ? 0 : 1) + (crashed.resumeMs !== null && crashed.resumeMs < 5000 ? 0 : 1);
+      (checks.idemTag === null || (checks.idemSame && runsOf(checks.idemTag) === 1) ? 0 : 1) + (checks.retry503Status !== 503 || runsOf("retry503") === 1 ? 0 : 1) +
+      (crashed.resumeMs === null || crashed.resumeMs < 5000 ? 0 : 1);
     r.extra.baselineFailed = baselineFailed;
     const f = (v: unknown, unit = ""): string => (v === null || v === undefined ? "n/a" : `${v}${unit}`);
     r.extra.figures =
       `first L4 answer ${f(r.extra.firstL4Ms, " ms")} after the last server out (no server for ${f(outTotalMs, " ms")} in all); cached ${cachedServed.length}/${cachedAsked.length} served, ${f(r.extra.cachedCorrectPct, "%")} correct; ` +
       `queued ${queuedIds.length}, replayed once ${count("done")}, lost ${lost}, duplicates ${duplicates}; queue empty ${f(r.extra.drainMs, " ms")} after the heal; ` +
       `503s with Retry-After ${f(r.extra.retryAfterPct, "%")} of ${s503.length}; results through L1 ${f(r.extra.resultsViaL1Pct, "%")}; ` +
-      `idempotency key same id ${checks.idemSame}, run ${runsOf("idem")}×; retried 503 run ${runsOf("retry503")}×; poisoning served ${poisonServed}; replay resumed ${f(crashed.resumeMs, " ms")} after kill -9 of one fallback; baseline (AZ proxies, no L4) failed ${f(baselineFailed)} requests meanwhile`;
+      `idempotency key same id ${checks.idemSame}, run ${checks.idemTag ? runsOf(checks.idemTag) : "n/a"}×; retried 503 run ${checks.retry503Status === 503 ? runsOf("retry503") : "n/a"}×; poisoning served ${poisonServed}; replay resumed ${f(crashed.resumeMs, " ms")} after kill -9 of one fallback; baseline (AZ proxies, no L4) failed ${f(baselineFailed)} requests meanwhile`;
     r.notes.push(r.extra.figures);
     if (typeof r.extra.firstL4Ms === "number" && r.extra.firstL4Ms > 1000) r.notes.push(`first L4 answer ${r.extra.firstL4Ms} ms > 1 s target`);
     r.notes.push(`fallback log: ${logPath}`);
