@@ -220,6 +220,9 @@ export class Replayer {
         break;
       }
       log.info({ id: q.id, attempts, reason: r.reason }, "replay: fleet not serving yet; trying again");
+      // Nothing ran: the claim goes back while this member waits, so one that takes over after a
+      // crash runs it instead of giving it up as interrupted.
+      const released = r.notRun === true && (await store.release(base).catch(() => false));
       await this.pause(backoff, heartbeat);
       // Only while the fleet can serve again.
       await this.waitWhile(async () => {
@@ -227,6 +230,8 @@ export class Replayer {
         return !t.readable || t.level === "L4";
       }, heartbeat);
       await this.limiter.take();
+      // Taken back (released above, or renewed): another member may have it now, or it is final.
+      if (!(await store.claim(base, LEASE_MS, released ? ["pending"] : ["running"]).catch(() => false))) return;
     }
     await this.waitWhile(async () => {
       try {
@@ -257,7 +262,8 @@ export class Replayer {
     await this.waitWhile(async () => Date.now() < until, heartbeat);
   }
 
-  private async send(q: QueuedRequest, timeoutMs: number): Promise<{ ok: true; status: number; body: unknown } | { ok: false; transient: boolean; status?: number; reason: string }> {
+  /** `notRun`: the failure shows no model server got the request (the proxy's 502/503, the fallback's own answer, no connection). */
+  private async send(q: QueuedRequest, timeoutMs: number): Promise<{ ok: true; status: number; body: unknown } | { ok: false; transient: boolean; notRun?: boolean; status?: number; reason: string }> {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), timeoutMs);
     try {
@@ -277,11 +283,11 @@ export class Replayer {
       // An answer from the fallback itself (the fleet went down again) is not the fleet's.
       const degraded = res.headers.get("x-llmha-degraded");
       if (res.ok && degraded === null) return { ok: true, status: res.status, body };
-      if (res.ok) return { ok: false, transient: true, status: res.status, reason: `answered by the fallback (${degraded}), not the fleet` };
+      if (res.ok) return { ok: false, transient: true, notRun: true, status: res.status, reason: `answered by the fallback (${degraded}), not the fleet` };
       const msg = (body as { error?: { message?: string } })?.error?.message ?? (typeof body === "string" ? body.slice(0, 200) : "");
-      return { ok: false, transient: TRANSIENT.has(res.status), status: res.status, reason: `HTTP ${res.status}${msg ? `: ${msg}` : ""}` };
+      return { ok: false, transient: TRANSIENT.has(res.status), notRun: res.status === 502 || res.status === 503, status: res.status, reason: `HTTP ${res.status}${msg ? `: ${msg}` : ""}` };
     } catch (err) {
-      return { ok: false, transient: true, reason: ac.signal.aborted ? `no answer within ${timeoutMs} ms` : `L1 unreachable (${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message})` };
+      return { ok: false, transient: true, notRun: !ac.signal.aborted, reason: ac.signal.aborted ? `no answer within ${timeoutMs} ms` : `L1 unreachable (${(err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message})` };
     } finally {
       clearTimeout(timer);
     }

@@ -122,6 +122,11 @@ export class ResultStore {
     return (await this.move({ ...rec, state: "running", leaseUntil: Date.now() + leaseMs }, from[0] === "pending" ? [...from, "none"] : from)).moved;
   }
 
+  /** Gives a claim back (`running` → `pending`) while nothing of it ran: a member that takes over runs it. */
+  async release(rec: Omit<RequestRecord, "state">): Promise<boolean> {
+    return (await this.move({ ...rec, state: "pending" }, ["running"])).moved;
+  }
+
   /** Stores the final state over a running (or pending: interrupted) record; false when it had one, or was cancelled. */
   async finish(rec: RequestRecord & { state: FinalState }): Promise<boolean> {
     return (await this.move(rec, ["running", "pending", "accepting", "none"])).moved;
