@@ -95,6 +95,12 @@ export interface HaproxyProxy {
    * drill's baselines; a proxy nobody outside reaches).
    */
   edge?: HaproxyEdge;
+  /**
+   * `address:port` (loopback) of a frontend without the edge for the pod's own `llm-ha fallback`:
+   * its replays act for the tenant that queued them (it sets the tenant header itself) and reach
+   * the servers, never the fallback. Reachable only inside the pod. Default none.
+   */
+  internalBind?: string;
 }
 
 /** Where `llm-ha fallback` listens, beside the proxy. */
@@ -283,6 +289,10 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
       `  http-response return status 503 content-type application/json string '{"healthy":false}' unless { status 200 }`,
       `  default_backend ${p.name}_az_health`,
     );
+  }
+  if (p.internalBind) {
+    if (!/^(127\.\d+\.\d+\.\d+|\[::1\]):\d{1,5}$/.test(p.internalBind)) throw new HaproxyConfigError(`internalBind ${JSON.stringify(p.internalBind)} of ${p.name} must be a loopback address:port`);
+    out.push("", `frontend ${p.name}_internal`, `  bind ${p.internalBind}`, `  maxconn ${Math.max(1, Math.floor(healthReserve(g) / 2))}`, `  timeout client ${ms(t.timeoutClientMs)}`, `  default_backend ${p.name}_servers`);
   }
   out.push("", `backend ${p.name}_servers`, "  balance leastconn");
   const s = p.servers;

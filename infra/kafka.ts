@@ -25,6 +25,9 @@ export const KAFKA_SERVER_PROPERTIES = [
   "min.insync.replicas=2",
   "unclean.leader.election.enable=false",
   "auto.create.topics.enable=false",
+  // The L4 replay group's session is 2 s (a crashed fallback's partitions move within ~3 s);
+  // MSK's default floor is 6 s.
+  "group.min.session.timeout.ms=2000",
 ].join("\n");
 
 /**

@@ -183,7 +183,7 @@ export function loopbackProbeCommand(port: number, path: string): string[] {
   return ["node", "-e", `fetch(${JSON.stringify(url)},{signal:AbortSignal.timeout(2000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))`];
 }
 
-/** The container beside HAProxy; replays go through the pod's own HAProxy (127.0.0.1:8080). */
+/** The container beside HAProxy; replays go through the pod's own HAProxy, on its loopback frontend without the edge (`l1Port`: 8082). */
 export function fallbackContainer(s: FallbackSidecarSpec, l1Port: number): Container {
   const env = (name: string, value: pulumi.Input<string>) => ({ name, value });
   const hasKeys = (s.providers ?? []).some((p) => p.key !== undefined);

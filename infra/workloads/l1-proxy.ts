@@ -124,7 +124,8 @@ export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" 
           local: dnsGroup(s.namespace, s.az, s.slots[s.az]),
           backup: s.azs.filter((a) => a !== s.az).map((a) => dnsGroup(s.namespace, a, s.slots[a])),
         },
-        ...(s.fallback ? { fallback: fallbackProxyField() } : {}),
+        // The fallback replays through a loopback frontend without the edge (it holds no client key).
+        ...(s.fallback ? { fallback: fallbackProxyField(), internalBind: `127.0.0.1:${PORTS.l1Internal}` } : {}),
       },
     ],
   });
@@ -188,7 +189,7 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
               ],
             },
             edgeSyncContainer(s.edge),
-            ...(s.fallback ? [fallbackContainer(s.fallback, PORTS.l1)] : []),
+            ...(s.fallback ? [fallbackContainer(s.fallback, PORTS.l1Internal)] : []),
           ],
           volumes: [
             { name: "config", configMap: { name } },

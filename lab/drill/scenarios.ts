@@ -358,7 +358,7 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     quick: false,
     repeat: { full: 1, quick: 1 },
     needsFleet: true,
-    // otherFailures here: answers neither L4's nor a 503 with Retry-After, wrong cached answers, queued requests lost or replayed twice.
+    // otherFailures here: answers neither L4's nor a 503 with Retry-After, wrong cached answers, queued requests lost or run twice (counted at the servers), results not fetched through L1, an idempotency key or a retried 503 run twice, a poisoned answer served to another tenant, replay not resumed within 5 s of a kill -9 of one fallback.
     targets: { retryAfterMissing: 0, otherFailures: 0, firstL4Ms: 1000 },
   },
   {

@@ -240,6 +240,16 @@ export class SimNode {
     }
   }
 
+  /** Completions per drill tag this node's inference server answered (`l4#<tag>`); null when it does not answer. */
+  async tagged(): Promise<Record<string, number> | null> {
+    try {
+      const r = await fetch(`${this.adminUrl}/stats`, { signal: AbortSignal.timeout(1000) });
+      return ((await r.json()) as { tagged?: Record<string, number> }).tagged ?? {};
+    } catch {
+      return null;
+    }
+  }
+
   /** Starts the fake inference server process and waits for its ready line. */
   async startInference(mode: FakeInferenceMode = "ready"): Promise<void> {
     const args = [

@@ -4,7 +4,13 @@
  * request goes to it. Without `fallback` the output is byte for byte what it was.
  */
 import { createServer, type Server } from "node:http";
+import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { runFallback } from "../../agent/src/fallback/command";
+import { loadFallbackConfig } from "../../agent/src/fallback/config";
+import { startKafkaMock } from "../../lab/engines/kafka-mock";
+import { startRedisServer } from "../../lab/engines/redis-server";
+import { captureLogger } from "./helpers";
 import { checkHaproxyConfig, startHaproxy, type HaproxyHandle } from "../../lab/engines/haproxy";
 import { HaproxyConfigError, renderHaproxyConfig, type HaproxyConfigArgs, type HaproxyProxy } from "../../contracts/haproxy-config";
 import { freePort, waitFor } from "../../agent/src/util/net";
@@ -134,4 +140,48 @@ describe("fallback backend on a real HAProxy", () => {
     expect(fb.hits).toBe(before);
     console.log(`fallback took over ${switchMs.toFixed(0)} ms after the last server went (check inter 200 ms fall 1)`);
   }, 30_000);
+});
+
+describe("queued results through the proxy (issue 28.1)", () => {
+  it("fetches a queued request's result through HAProxy once the inference server is back, for its tenant only", async () => {
+    const [redis, kafka] = await Promise.all([startRedisServer(), startKafkaMock()]);
+    const r = new Redis(redis.url);
+    const inference = await fake("vllm");
+    let proxyHandle: HaproxyHandle | null = null;
+    let back: Fake | null = null;
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    await r.hset("llmha:h:tier", { level: "L4" });
+    const fb = await runFallback(loadFallbackConfig([
+      "--port", "0", "--host", "127.0.0.1", "--metrics-addr", "off", "--cluster", "h", "--redis-url", redis.url, "--kafka-brokers", kafka.bootstrap,
+      "--models", "m", "--l1-url", url, "--replay-rps", "50",
+    ], {}), { log: captureLogger().log });
+    try {
+      await close(inference); // the whole fleet down: the proxy sends everything to the fallback
+      proxyHandle = await startHaproxy({ proxies: [{ ...proxy([inference], [], fb.port), bind: `127.0.0.1:${port}` }] });
+      const queued = await waitFor("queued through the proxy", async () => {
+        const res = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-llmha-queue": "allow", "x-llmha-tenant": "acme" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }) });
+        return res.status === 202 ? ((await res.json()) as { id: string }).id : null;
+      }, { timeoutMs: 10_000, everyMs: 200 });
+      // The fleet is back: the proxy sends requests to it again, and the replay goes through it.
+      back = await fake("vllm", inference.port);
+      await r.hset("llmha:h:tier", { level: "L0" });
+      const get = (tenant: string): Promise<Response> => fetch(`${url}/v1/llmha/requests/${queued}`, { headers: { "x-llmha-tenant": tenant } });
+      await waitFor("the result through the proxy", async () => (await get("acme")).status === 200, { timeoutMs: 30_000, everyMs: 250 });
+      const res = await get("acme");
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as { state: string; response: { by: string } })).toMatchObject({ state: "done", response: { by: "vllm" } });
+      expect((await get("globex")).status).toBe(404);
+      // The fleet serves POSTs meanwhile: only the result route went to the fallback.
+      const post = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      expect(post.headers.get("x-served-by")).toBe("vllm");
+      await post.text();
+    } finally {
+      await proxyHandle?.stop();
+      if (back) await close(back);
+      await fb.close();
+      r.disconnect();
+      await Promise.all([redis.stop(), kafka.stop()]);
+    }
+  }, 60_000);
 });

@@ -58,6 +58,9 @@ describe("the L1 proxy with and without the fallback", () => {
     const cfg = (m.configMap.data as Record<string, string>)["haproxy.cfg"];
     expect(cfg).toContain("use_backend inference_fallback if { nbsrv(inference_servers) eq 0 }");
     expect(cfg).toContain("server fallback 127.0.0.1:9410 check");
+    // Replays go through a loopback frontend without the edge (the fallback holds no client key), to the servers only.
+    expect(cfg).toContain("frontend inference_internal\n  bind 127.0.0.1:8082\n");
+    expect(cfg.slice(cfg.indexOf("frontend inference_internal")).split("\n\n")[0]).toContain("default_backend inference_servers");
     checkHaproxyConfig(cfg);
     new K8sDeployment(m.deployment as never).validate();
     const spec = (m.deployment as unknown as { spec: { template: { spec: { serviceAccountName: string; containers: Array<{ name: string; args: string[]; env: Array<{ name: string; value?: string }> }>; volumes: Array<{ name: string }> } } } }).spec.template.spec;
@@ -66,7 +69,7 @@ describe("the L1 proxy with and without the fallback", () => {
     const fb = spec.containers[2];
     expect(fb.args).toEqual(["fallback"]);
     const env = Object.fromEntries(fb.env.map((e) => [e.name, e.value]));
-    expect(env).toMatchObject({ LLMHA_KAFKA_AUTH: "msk-iam", LLMHA_KAFKA_REGION: "eu-west-1", LLMHA_FALLBACK_L1_URL: "http://127.0.0.1:8080", LLMHA_FALLBACK_PORT: "9410", LLMHA_CLUSTER: "prod" });
+    expect(env).toMatchObject({ LLMHA_KAFKA_AUTH: "msk-iam", LLMHA_KAFKA_REGION: "eu-west-1", LLMHA_FALLBACK_L1_URL: "http://127.0.0.1:8082", LLMHA_FALLBACK_PORT: "9410", LLMHA_CLUSTER: "prod" });
     expect(JSON.stringify(fb.env)).not.toContain("sk-PULUMI-SECRET");
     expect(spec.volumes.map((v) => v.name)).toEqual(["config", "run", "edge-map", "fallback-providers", "fallback-keys"]);
   });

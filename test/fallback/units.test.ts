@@ -42,7 +42,7 @@ describe("normalize", () => {
       normalizeRequest("chat", { model: "m2", messages: [{ role: "user", content: "Hello world" }] }),
       normalizeRequest("chat", { model: "m", messages: [{ role: "system", content: "Hello world" }] }),
       normalizeRequest("completions", { model: "m", prompt: "Hello world" }),
-    ].map(requestKey);
+    ].map((n) => requestKey(n));
     expect(new Set(keys).size).toBe(keys.length);
   });
 

@@ -83,6 +83,20 @@ const TESTS: TestGroup[] = [
       at("12m", "LlmHaFallbackQueueNearCap", fires("LlmHaFallbackQueueNearCap", { cluster: "c1" }, "90%")),
     ],
   },
+  {
+    name: "a misconfigured provider (401/403/404) fires while it refused within 15 m; a provider that only failed (5xx) does not",
+    interval: "1m",
+    input_series: [
+      s("llmha_fallback_provider_misconfigured_total", { ...fb("c1", "p1"), provider: "primary" }, "0x4 1+1x5 6x30"),
+      s("llmha_fallback_provider_misconfigured_total", { ...fb("c1", "p1"), provider: "secondary" }, "0x40"),
+      s("llmha_fallback_upstream_attempts_total", { ...fb("c1", "p1"), provider: "secondary", result: "error" }, "0+5x40"),
+    ],
+    alert_rule_test: [
+      ...silent("4m", "LlmHaFallbackProviderMisconfigured"),
+      at("6m", "LlmHaFallbackProviderMisconfigured", fires("LlmHaFallbackProviderMisconfigured", { cluster: "c1", provider: "primary" }, "1")),
+      ...silent("30m", "LlmHaFallbackProviderMisconfigured"),
+    ],
+  },
 ];
 
 describe("the fallback's alert rules", () => {

@@ -132,7 +132,9 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
     const cache = new VerifiedCache(fb.redis, CLUSTER);
     expect((await cache.get(n as never))?.answer).toBe("hello");
     const store = new ResultStore(fb.redis, CLUSTER, 60);
-    await store.pending({ id: "req-1", model: "m", queuedAt: Date.now() });
+    const rec = { id: "req-1", tenant: "t1", model: "m", queuedAt: Date.now() };
+    expect(await store.accepting(rec)).toBe(true);
+    expect(await store.confirm(rec)).toBe(true);
     expect((await store.get("req-1"))?.state).toBe("pending");
     const tier = await new TierReader(fb.redis, CLUSTER, { retryAfterS: 5, wakeEtaS: 60 }).read();
     expect(tier.readable).toBe(true);

@@ -1,6 +1,8 @@
 /**
  * The verified-answer cache in Redis: answers an operator vouched for (`llm-ha cache
- * import`) or that a replayed request got from the fleet, keyed by the normalized request.
+ * import`), served to every tenant, and — only for a tenant that opted in — the fleet's answers
+ * to that tenant's own replayed requests, served to that tenant alone (the tenant is part of the
+ * key). Keyed by the complete normalized request.
  * Bounded like an LRU (max entries and max bytes; the least recently served goes first) and
  * every entry has a TTL.
  *
@@ -25,6 +27,8 @@ export interface CacheEntry {
   finishReason: string;
   /** `import` (an operator) or `replay` (the fleet answered a queued request). */
   source: "import" | "replay";
+  /** The tenant only this entry is served to (a replayed result it opted to cache); absent: every tenant (operator-imported). */
+  scope?: string;
   createdAt: number;
   ttlS: number;
 }
@@ -117,9 +121,9 @@ export class VerifiedCache {
     this.r = redis as CacheRedis;
   }
 
-  /** The entry for a normalized request, or null; a hit counts as a use for the LRU. */
-  async get(n: NormalizedRequest): Promise<CacheEntry | null> {
-    const h = requestKey(n);
+  /** The entry for a normalized request in a scope (a tenant, or null: the operator's), or null; a hit counts as a use for the LRU. */
+  async get(n: NormalizedRequest, scope: string | null = null): Promise<CacheEntry | null> {
+    const h = requestKey(n, scope);
     const raw = await this.r.get(`${this.prefix}e:${h}`);
     if (raw === null) {
       // Expired: drop its bookkeeping so it stops counting toward the bounds.
@@ -131,13 +135,13 @@ export class VerifiedCache {
   }
 
   /** Stores an answer; returns its key and how many entries were evicted to make room. */
-  async put(n: NormalizedRequest, answer: string, opts: { source: CacheEntry["source"]; ttlS?: number; finishReason?: string }): Promise<{ key: string; evicted: number }> {
-    const key = requestKey(n);
+  async put(n: NormalizedRequest, answer: string, opts: { source: CacheEntry["source"]; ttlS?: number; finishReason?: string; scope?: string }): Promise<{ key: string; evicted: number }> {
+    const key = requestKey(n, opts.scope ?? null);
     const ttlS = opts.ttlS ?? this.limits.defaultTtlS;
     if (!Number.isFinite(ttlS) || ttlS <= 0) throw new CacheImportError(`ttl ${ttlS} must be a positive number of seconds`);
     const entry: CacheEntry = {
       key, kind: n.kind, model: n.model, request: n, answer, finishReason: opts.finishReason ?? "stop",
-      source: opts.source, createdAt: Date.now(), ttlS,
+      source: opts.source, createdAt: Date.now(), ttlS, ...(opts.scope !== undefined ? { scope: opts.scope } : {}),
     };
     const value = JSON.stringify(entry);
     if (Buffer.byteLength(value) > this.limits.maxBytes) throw new CacheImportError(`entry of ${Buffer.byteLength(value)} B is over the cache's ${this.limits.maxBytes} B`);

@@ -45,7 +45,7 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
     const kafka = kafkaClient({ brokers: cfg.kafkaBrokers, auth: cfg.kafkaAuth, ssl: cfg.kafkaTls, region: cfg.kafkaRegion ?? undefined, clientId: `llmha-fallback-${cfg.cluster}` }, log);
     const topic = cfg.kafkaTopic ?? topicFor(cfg.cluster);
     queue = new RequestQueue(kafka, topic, groupFor(cfg.cluster), log);
-    await queue.ensureTopic().catch((err: unknown) => log.warn({ topic, err: (err as Error).message }, "fallback: topic not checked (Kafka unreachable); producing will create it"));
+    await queue.ensureTopic(cfg.promptRetentionS).catch((err: unknown) => log.warn({ topic, err: (err as Error).message }, "fallback: topic not checked (Kafka unreachable); producing will create it"));
     // Published for `llm-ha status` and the other AZs' fallbacks: `llmha:<cluster>:fallback:queue` {depth, topic, updatedAt}.
     const queueKey = `llmha:${cfg.cluster}:fallback:queue`;
     const q = queue;
@@ -78,6 +78,8 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
     if (cfg.replay && store) {
       replayer = new Replayer({
         kafka, topic, groupId: groupFor(cfg.cluster), l1Url: cfg.l1Url, rps: cfg.replayRps, maxAttempts: cfg.replayAttempts, timeoutMs: cfg.replayTimeoutMs,
+        deadlineMs: cfg.replayDeadlineMs, concurrency: cfg.replayConcurrency, sessionTimeoutMs: cfg.replaySessionTimeoutMs,
+        acceptWindowMs: queue.produceTimeoutMs + 10_000, cacheReplayedTenants: cfg.cacheReplayedTenants,
         store, cache, tier, metrics, log,
       });
       replayer.start().catch((err: unknown) => log.error({ err: (err as Error).message }, "fallback: replay consumer did not start"));
@@ -99,8 +101,12 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
   }
   const service = new FallbackService({
     models, maxBodyBytes: cfg.maxBodyBytes, maxQueueDepth: cfg.maxQueueDepth, queueRoutes: cfg.queueRoutes, upstreamWhen: cfg.upstreamWhen,
-    cache, providers, queue, store, tier, metrics, log,
+    cache, providers, queue, store, tier, metrics, log, cacheReplayedTenants: cfg.cacheReplayedTenants,
   });
+  for (const p of providers) {
+    metrics.misconfigured.inc({ provider: p.name }, 0);
+    metrics.providerMisconfigured.set({ provider: p.name }, 0);
+  }
   const port = await service.listen(cfg.port, cfg.host);
   let metricsServer: FallbackMetricsServer | null = null;
   let metricsPort: number | null = null;

@@ -35,6 +35,11 @@ export interface FallbackConfig {
   replayRps: number;
   replayAttempts: number;
   replayTimeoutMs: number;
+  replayDeadlineMs: number;
+  replayConcurrency: number;
+  replaySessionTimeoutMs: number;
+  promptRetentionS: number;
+  cacheReplayedTenants: string[];
   resultTtlS: number;
   cacheMaxEntries: number;
   cacheMaxBytes: number;
@@ -77,8 +82,13 @@ export const FALLBACK_SETTINGS: readonly Setting[] = [
   { key: "l1Url", env: "LLMHA_FALLBACK_L1_URL", kind: "url", def: "http://127.0.0.1:8080", help: "the L1 proxy replayed requests go through" },
   { key: "replayRps", env: "LLMHA_FALLBACK_REPLAY_RPS", kind: "int", def: "5", help: "replayed requests per second at most", min: 1 },
   { key: "replayAttempts", env: "LLMHA_FALLBACK_REPLAY_ATTEMPTS", kind: "int", def: "5", help: "tries against a fleet still down before a request is stored as failed", min: 1 },
-  { key: "replayTimeoutMs", env: "LLMHA_FALLBACK_REPLAY_TIMEOUT_MS", kind: "int", def: "600000", help: "per replayed request", min: 100 },
-  { key: "resultTtlS", env: "LLMHA_FALLBACK_RESULT_TTL_S", kind: "int", def: "86400", help: "how long results of queued requests are kept", min: 1 },
+  { key: "replayTimeoutMs", env: "LLMHA_FALLBACK_REPLAY_TIMEOUT_MS", kind: "int", def: "120000", help: "per attempt of a replayed request", min: 100 },
+  { key: "replayDeadlineMs", env: "LLMHA_FALLBACK_REPLAY_DEADLINE_MS", kind: "int", def: "600000", help: "per replayed request, all attempts together; past it the request is stored failed", min: 100 },
+  { key: "replayConcurrency", env: "LLMHA_FALLBACK_REPLAY_CONCURRENCY", kind: "int", def: "4", help: "requests replayed at once by one fallback (one per topic partition at most)", min: 1 },
+  { key: "replaySessionTimeoutMs", env: "LLMHA_FALLBACK_REPLAY_SESSION_TIMEOUT_MS", kind: "int", def: "2500", help: "replay group session: how long a crashed fallback holds the queue's partitions (the brokers' group.min.session.timeout.ms must allow it)", min: 1000 },
+  { key: "promptRetentionS", env: "LLMHA_FALLBACK_PROMPT_RETENTION_S", kind: "int", def: "86400", help: "retention.ms of the queue topic (queued prompts are user data), set when the fallback creates the topic", min: 60 },
+  { key: "cacheReplayedTenants", env: "LLMHA_FALLBACK_CACHE_REPLAYED_TENANTS", kind: "list", def: "", help: "tenants whose replayed results are cached, for themselves only (default none)" },
+  { key: "resultTtlS", env: "LLMHA_FALLBACK_RESULT_TTL_S", kind: "int", def: "86400", help: "how long results of queued requests (and idempotency keys) are kept", min: 1 },
   { key: "cacheMaxEntries", env: "LLMHA_FALLBACK_CACHE_MAX_ENTRIES", kind: "int", def: "10000", help: "cache bound: entries (LRU)", min: 1 },
   { key: "cacheMaxBytes", env: "LLMHA_FALLBACK_CACHE_MAX_BYTES", kind: "int", def: "67108864", help: "cache bound: bytes (LRU)", min: 1024 },
   { key: "cacheTtlS", env: "LLMHA_FALLBACK_CACHE_TTL_S", kind: "int", def: "604800", help: "TTL of an entry that names none", min: 1 },

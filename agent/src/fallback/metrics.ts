@@ -8,6 +8,8 @@ export class FallbackMetrics {
   readonly registry = new Registry();
   readonly requests = new Counter({ name: "llmha_fallback_requests_total", help: "Requests the L4 fallback answered, by outcome (cache_hit, upstream, queued, unavailable = 503, rejected = 4xx).", labelNames: ["outcome"], registers: [this.registry] });
   readonly upstream = new Counter({ name: "llmha_fallback_upstream_attempts_total", help: "Attempts at external providers, by provider and result (ok, error, timeout, circuit_open).", labelNames: ["provider", "result"], registers: [this.registry] });
+  readonly misconfigured = new Counter({ name: "llmha_fallback_provider_misconfigured_total", help: "Provider answers 401, 403 or 404: the key, its permissions or the model mapping is wrong (the next provider was tried).", labelNames: ["provider"], registers: [this.registry] });
+  readonly providerMisconfigured = new Gauge({ name: "llmha_fallback_provider_misconfigured", help: "1 while a provider's last answer was 401, 403 or 404 (misconfigured), 0 once it answered.", labelNames: ["provider"], registers: [this.registry] });
   readonly breakerOpen = new Gauge({ name: "llmha_fallback_circuit_open", help: "1 while a provider's circuit breaker refuses requests.", labelNames: ["provider"], registers: [this.registry] });
   readonly cacheErrors = new Counter({ name: "llmha_fallback_cache_errors_total", help: "Cache lookups skipped because Redis failed.", registers: [this.registry] });
   readonly cacheEntries = new Gauge({ name: "llmha_fallback_cache_entries", help: "Entries in the verified-answer cache.", registers: [this.registry] });
@@ -28,9 +30,10 @@ export class FallbackMetrics {
   readonly lagSampledAt = new Gauge({ name: "llmha_fallback_consumer_lag_sampled_timestamp_seconds", help: "When the consumer lag was last read from Kafka (Unix seconds); 0 never.", registers: [this.registry] });
   readonly lagSampleErrors = new Counter({ name: "llmha_fallback_consumer_lag_errors_total", help: "Consumer-lag samples that failed (Kafka unreachable or refusing the admin calls).", registers: [this.registry] });
   readonly queueErrors = new Counter({ name: "llmha_fallback_queue_errors_total", help: "Requests that opted in to the queue but Kafka did not acknowledge (answered 503).", registers: [this.registry] });
-  readonly replayed = new Counter({ name: "llmha_fallback_replayed_total", help: "Queued requests replayed through L1, by result (done, failed, duplicate).", labelNames: ["result"], registers: [this.registry] });
+  readonly replayed = new Counter({ name: "llmha_fallback_replayed_total", help: "Queued requests replayed through L1, by result (done, failed, duplicate, cancelled = answered 503 and never run, interrupted = the replaying member died mid-request and it is not run again).", labelNames: ["result"], registers: [this.registry] });
   readonly replaySeconds = new Histogram({ name: "llmha_fallback_replay_seconds", help: "From queued to result stored.", buckets: [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600], registers: [this.registry] });
   readonly replayAttemptSeconds = new Histogram({ name: "llmha_fallback_replay_attempt_seconds", help: "One replayed request's round trip through the L1 proxy, by result (ok, refused = a 4xx/5xx the fleet gave, retry = the fleet still down).", labelNames: ["result"], buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600], registers: [this.registry] });
+  readonly replayInFlight = new Gauge({ name: "llmha_fallback_replay_in_flight", help: "Queued requests this fallback is replaying now (at most LLMHA_FALLBACK_REPLAY_CONCURRENCY).", registers: [this.registry] });
   readonly l4 = new Gauge({ name: "llmha_fallback_tier_l4", help: "1 while the controller's published tier is L4 (the fleet cannot serve), 0 below, -1 unknown.", registers: [this.registry] });
 
   constructor() {

@@ -1,8 +1,7 @@
 /**
- * The cache key of a request: what changes the answer (kind, model, messages or prompt, the
- * sampling parameters) in a canonical form. Whitespace inside text, key order and
- * parameters that do not change the output (`stream`, `user`, `stream_options`, metadata)
- * do not matter. Two requests with the same key get the same verified answer.
+ * The cache key of a request: the complete body in a canonical form (kind, model, messages or
+ * prompt, every other field). Whitespace inside text, key order and the fields that do not
+ * change the output (`stream`, `stream_options`, `user`, `metadata`, `store`) do not matter. Two requests with the same key get the same verified answer.
  */
 import { createHash } from "node:crypto";
 
@@ -15,13 +14,13 @@ export class BadRequestError extends Error {
   }
 }
 
-/** Parameters that change what the model writes; everything else is left out of the key. */
-const OUTPUT_PARAMS = [
-  "temperature", "top_p", "max_tokens", "max_completion_tokens", "n", "stop", "seed",
-  "presence_penalty", "frequency_penalty", "logit_bias", "response_format", "tools",
-  "tool_choice", "functions", "function_call", "logprobs", "top_logprobs", "suffix", "echo",
-  "best_of", "reasoning_effort",
-] as const;
+/**
+ * Fields that never change what the model writes: left out of the key. Every other field is in
+ * it, in canonical form — also one this code does not know (`guided_choice`, a vendor's
+ * extension): an unknown field is part of the key, never ignored, so no request can be answered
+ * with (or store its answer as) the answer to a different request.
+ */
+const IGNORED_FIELDS = new Set(["model", "messages", "prompt", "stream", "stream_options", "user", "metadata", "store"]);
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
@@ -82,7 +81,7 @@ export function normalizeRequest(kind: RequestKind, body: unknown): NormalizedRe
     input = body.messages.map((m, i) => {
       if (!isObject(m) || typeof m.role !== "string") throw new BadRequestError(`messages[${i}] needs a string \`role\``);
       const out: Record<string, Json> = { role: m.role, content: textOf(m.content, `messages[${i}].content`) };
-      for (const k of ["name", "tool_calls", "tool_call_id"]) if (m[k] !== undefined) out[k] = canonical(m[k]);
+      for (const k of Object.keys(m)) if (k !== "role" && k !== "content" && m[k] !== undefined) out[k] = canonical(m[k]);
       return out;
     });
   } else {
@@ -92,9 +91,9 @@ export function normalizeRequest(kind: RequestKind, body: unknown): NormalizedRe
     else throw new BadRequestError("`prompt` must be a string or an array of strings");
   }
   const params: Record<string, Json> = {};
-  for (const k of OUTPUT_PARAMS) {
+  for (const k of Object.keys(body)) {
     const v = body[k];
-    if (v !== undefined && v !== null) params[k] = canonical(v);
+    if (!IGNORED_FIELDS.has(k) && v !== undefined && v !== null) params[k] = canonical(v);
   }
   // One name for the output budget.
   if (params.max_completion_tokens !== undefined && params.max_tokens === undefined) {
@@ -105,7 +104,12 @@ export function normalizeRequest(kind: RequestKind, body: unknown): NormalizedRe
   return { kind, model: body.model, input, params };
 }
 
-/** Hex SHA-256 of the canonical JSON of a normalized request: the cache key. */
-export function requestKey(n: NormalizedRequest): string {
-  return createHash("sha256").update(JSON.stringify(canonical(n))).digest("hex");
+/**
+ * Hex SHA-256 of the canonical JSON of a normalized request: the cache key. `scope` = a tenant
+ * for the answers only that tenant is served (its own replayed results); null for the
+ * operator's verified answers, served to every tenant.
+ */
+export function requestKey(n: NormalizedRequest, scope: string | null = null): string {
+  const c = canonical(n);
+  return createHash("sha256").update(JSON.stringify(scope === null ? c : { scope, request: c })).digest("hex");
 }

@@ -74,6 +74,8 @@ export class Provider {
   readonly timeoutMs: number;
   readonly models: Readonly<Record<string, string>>;
   readonly breaker: CircuitBreaker;
+  /** Its last answer was 401, 403 or 404 (the key, its permissions or the model mapping is wrong). */
+  misconfigured = false;
   readonly #key: string | null;
 
   constructor(spec: ProviderSpec, index: number, env: NodeJS.ProcessEnv = process.env) {
@@ -158,6 +160,15 @@ function isProviderFailure(status: number): boolean {
 }
 
 /**
+ * 401/403 (the key is wrong or lacks the model) and 404 (the mapped model or the URL does not
+ * exist there) are our configuration, not the client's request: the next provider is tried, and
+ * the upstream body (it may quote the key) never reaches the client.
+ */
+function isMisconfiguration(status: number): boolean {
+  return status === 401 || status === 403 || status === 404;
+}
+
+/**
  * Sends the request to the first provider (by priority) that serves the model, whose breaker
  * lets it through and that answers in time; the next one on a failure.
  */
@@ -182,14 +193,17 @@ export async function forwardToProviders(
     try {
       const res = await fetch(p.url + path, { method: "POST", headers: p.headers(), body: JSON.stringify({ ...body, model: upstream }), signal: ac.signal });
       clearTimeout(timer);
-      if (isProviderFailure(res.status)) {
+      if (isProviderFailure(res.status) || isMisconfiguration(res.status)) {
+        const misconfigured = isMisconfiguration(res.status);
         p.breaker.failure();
+        p.misconfigured = misconfigured;
         await res.body?.cancel().catch(() => undefined);
-        tried.push({ provider: p.name, reason: `HTTP ${res.status}` });
-        onAttempt?.(p.name, "error");
+        tried.push({ provider: p.name, reason: `HTTP ${res.status}${misconfigured ? " (misconfigured: key, permissions or model mapping)" : ""}` });
+        onAttempt?.(p.name, misconfigured ? "misconfigured" : "error");
         continue;
       }
       p.breaker.success();
+      p.misconfigured = false;
       onAttempt?.(p.name, "ok");
       return { ok: true, provider: p, response: res };
     } catch (err) {

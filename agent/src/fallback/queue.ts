@@ -41,6 +41,8 @@ export interface QueuedRequest {
   body: Record<string, unknown>;
   /** Epoch ms the fallback received it. */
   receivedAt: number;
+  /** The tenant that queued it (absent in messages of older versions: the anonymous tenant). */
+  tenant?: string;
 }
 
 /** The topic of a cluster: `llmha.<cluster>.requests`. */
@@ -139,7 +141,7 @@ export class RequestQueue {
     readonly topic: string,
     readonly groupId: string,
     private readonly log: Logger,
-    private readonly produceTimeoutMs = 5000,
+    readonly produceTimeoutMs = 5000,
   ) {}
 
   private async connected(): Promise<Producer> {
@@ -164,14 +166,20 @@ export class RequestQueue {
   }
 
   /** Creates the topic when absent (the mock broker refuses CreateTopics: it then creates it on a metadata request). */
-  async ensureTopic(partitions = 6, replicationFactor = -1): Promise<void> {
+  async ensureTopic(retentionS: number, partitions = 6, replicationFactor = -1): Promise<void> {
     const admin = this.kafka.admin();
+    // Queued prompts are user data: they are kept no longer than this (LLMHA_FALLBACK_PROMPT_RETENTION_S).
+    const retention = { name: "retention.ms", value: String(retentionS * 1000) };
     try {
       await admin.connect();
       const topics = await admin.listTopics();
-      if (topics.includes(this.topic)) return;
+      if (topics.includes(this.topic)) {
+        await admin.alterConfigs({ validateOnly: false, resources: [{ type: 2 /* TOPIC */, name: this.topic, configEntries: [retention] }] })
+          .catch((err: unknown) => this.log.warn({ topic: this.topic, err: (err as Error).message }, "retention of the existing topic not set"));
+        return;
+      }
       try {
-        await admin.createTopics({ topics: [{ topic: this.topic, numPartitions: partitions, replicationFactor }], waitForLeaders: true });
+        await admin.createTopics({ topics: [{ topic: this.topic, numPartitions: partitions, replicationFactor, configEntries: [retention] }], waitForLeaders: true });
       } catch (err) {
         this.log.info({ topic: this.topic, err: (err as Error).message }, "createTopics refused; relying on auto-creation");
         await admin.fetchTopicMetadata({ topics: [this.topic] }).catch(() => undefined);

@@ -1,15 +1,36 @@
 /**
- * Results of queued requests, in Redis under `llmha:<cluster>:fallback:req:<id>` (JSON, with a
- * TTL): `pending` when queued, then `done` (the fleet's answer) or `failed` (with the reason).
- * A final state is never overwritten: a message delivered twice is answered once.
+ * Queued requests in Redis: one record per request id (JSON, with a TTL) and one mapping per
+ * tenant's idempotency key. Every change of state is one Lua script, so the fallback that
+ * answers the client and the replay consumer (of any AZ) never disagree:
+ *
+ * ```
+ * accepting ──ack + confirm──▶ pending ──claim──▶ running ──▶ done | failed
+ *     └──no ack (503) / not confirmed in time──▶ cancelled        (never run)
+ * ```
+ *
+ * `accepting` is written before the message is produced; `pending` only after the broker's
+ * acknowledgement, right before the 202. A 503 cancels first, so a late acknowledgement finds
+ * the record cancelled and the replay skips it; a replay that finds `accepting` waits out the
+ * producer's window and then cancels it itself. `running` holds a lease: a redelivery while it
+ * lasts waits, one after it (the replaying fallback died mid-request) stores `failed` instead of
+ * running the request a second time — at most once per request id and per idempotency key.
+ *
+ * | key (under `llmha:<cluster>:fallback:`) | type | holds |
+ * |---|---|---|
+ * | `req:<id>` | string | the record (JSON), TTL `LLMHA_FALLBACK_RESULT_TTL_S` |
+ * | `idem:<tenant>:<sha256 of the key>` | string | the request id the tenant's `Idempotency-Key` names, same TTL |
  */
+import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
 
-export type RequestState = "pending" | "done" | "failed";
+export type RequestState = "accepting" | "pending" | "running" | "cancelled" | "done" | "failed";
+export type FinalState = "done" | "failed";
 
 export interface RequestRecord {
   id: string;
   state: RequestState;
+  /** The tenant that queued it: the only one its result is shown to (absent on records of older versions: the anonymous tenant). */
+  tenant?: string;
   model: string;
   queuedAt: number;
   finishedAt?: number;
@@ -17,31 +38,48 @@ export interface RequestRecord {
   status?: number;
   /** The fleet's response body (done). */
   response?: unknown;
-  /** Why it failed. */
+  /** Why it failed or was cancelled. */
   reason?: string;
   attempts?: number;
+  /** `running`: epoch ms until which the replaying member holds it. */
+  leaseUntil?: number;
 }
 
-/** Sets a final state unless one is already there; returns 1 when written, 0 when it was final already. */
-const FINISH_LUA = `
+/**
+ * Moves a record from one of the states in ARGV[1] (comma list; `none` = no record) to the JSON
+ * in ARGV[2], keeping nothing of the old one but what the caller merged in. Returns the state it
+ * found (`none` when absent) and whether it moved: `{found, moved}` as "state:1" / "state:0".
+ */
+const MOVE_LUA = `
 local cur = redis.call('GET', KEYS[1])
+local state = 'none'
 if cur then
   local ok, rec = pcall(cjson.decode, cur)
-  if ok and (rec.state == 'done' or rec.state == 'failed') then return 0 end
+  if ok and type(rec) == 'table' and rec.state then state = rec.state end
 end
-redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
-return 1
+for s in string.gmatch(ARGV[1], '[^,]+') do
+  if s == state then
+    redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+    return state .. ':1'
+  end
+end
+return state .. ':0'
 `;
 
-type ResultsRedis = Redis & { llmhaFinish(key: string, value: string, ttlS: number): Promise<number> };
+type ResultsRedis = Redis & { llmhaMove(key: string, from: string, value: string, ttlS: number): Promise<string> };
+
+/** The tenant of a request that came without one (no edge in front). */
+export const ANONYMOUS_TENANT = "_anonymous";
 
 export class ResultStore {
   readonly prefix: string;
+  private readonly base: string;
   private readonly r: ResultsRedis;
 
   constructor(redis: Redis, cluster: string, readonly ttlS = 86_400) {
-    this.prefix = `llmha:${cluster}:fallback:req:`;
-    if (!("llmhaFinish" in redis)) redis.defineCommand("llmhaFinish", { numberOfKeys: 1, lua: FINISH_LUA });
+    this.base = `llmha:${cluster}:fallback:`;
+    this.prefix = `${this.base}req:`;
+    if (!("llmhaMove" in redis)) redis.defineCommand("llmhaMove", { numberOfKeys: 1, lua: MOVE_LUA });
     this.r = redis as ResultsRedis;
   }
 
@@ -50,13 +88,69 @@ export class ResultStore {
     return raw === null ? null : (JSON.parse(raw) as RequestRecord);
   }
 
-  /** Records a queued request (never over a final state). */
-  async pending(rec: Omit<RequestRecord, "state">): Promise<void> {
-    await this.r.set(this.prefix + rec.id, JSON.stringify({ ...rec, state: "pending" }), "EX", this.ttlS, "NX");
+  /** The state the record had and whether it moved to `rec`. */
+  private async move(rec: RequestRecord, from: ReadonlyArray<RequestState | "none">): Promise<{ found: RequestState | "none"; moved: boolean }> {
+    const out = await this.r.llmhaMove(this.prefix + rec.id, from.join(","), JSON.stringify(rec), this.ttlS);
+    const i = out.lastIndexOf(":");
+    return { found: out.slice(0, i) as RequestState | "none", moved: out.slice(i + 1) === "1" };
   }
 
-  /** Stores the final state; false when the id already had one (a duplicate delivery). */
-  async finish(rec: RequestRecord & { state: "done" | "failed" }): Promise<boolean> {
-    return (await this.r.llmhaFinish(this.prefix + rec.id, JSON.stringify(rec), this.ttlS)) === 1;
+  /** Before producing: the record exists and is not yet queued. */
+  async accepting(rec: Omit<RequestRecord, "state">): Promise<boolean> {
+    return (await this.move({ ...rec, state: "accepting" }, ["none"])).moved;
+  }
+
+  /** After the broker's ack, before the 202; false when it was cancelled meanwhile (answer 503 then). */
+  async confirm(rec: Omit<RequestRecord, "state">): Promise<boolean> {
+    return (await this.move({ ...rec, state: "pending" }, ["accepting"])).moved;
+  }
+
+  /**
+   * Never to be run: the client was (or is about to be) told 503. True when cancelled now or
+   * before; false when it is already queued or further (then it is answered as queued).
+   */
+  async cancel(rec: Omit<RequestRecord, "state">, reason: string): Promise<boolean> {
+    const r = await this.move({ ...rec, state: "cancelled", reason, finishedAt: Date.now() }, ["accepting", "none"]);
+    return r.moved || r.found === "cancelled";
+  }
+
+  /**
+   * The replay takes it (from `pending`, or no record: queued while Redis was down) for
+   * `leaseMs`; false when another state is there. `from: ["running"]` renews a lease it holds.
+   */
+  async claim(rec: Omit<RequestRecord, "state">, leaseMs: number, from: readonly RequestState[] = ["pending"]): Promise<boolean> {
+    return (await this.move({ ...rec, state: "running", leaseUntil: Date.now() + leaseMs }, from[0] === "pending" ? [...from, "none"] : from)).moved;
+  }
+
+  /** Gives a claim back (`running` → `pending`) while nothing of it ran: a member that takes over runs it. */
+  async release(rec: Omit<RequestRecord, "state">): Promise<boolean> {
+    return (await this.move({ ...rec, state: "pending" }, ["running"])).moved;
+  }
+
+  /** Stores the final state over a running (or pending: interrupted) record; false when it had one, or was cancelled. */
+  async finish(rec: RequestRecord & { state: FinalState }): Promise<boolean> {
+    return (await this.move(rec, ["running", "pending", "accepting", "none"])).moved;
+  }
+
+  private idemKey(tenant: string, key: string): string {
+    return `${this.base}idem:${tenant}:${createHash("sha256").update(key).digest("hex")}`;
+  }
+
+  /** Maps the tenant's idempotency key to `id` unless it maps to one already; returns the id it maps to. */
+  async bindIdempotencyKey(tenant: string, key: string, id: string): Promise<string> {
+    const k = this.idemKey(tenant, key);
+    const set = await this.r.set(k, id, "EX", this.ttlS, "NX");
+    return set === "OK" ? id : ((await this.r.get(k)) ?? id);
+  }
+
+  /** The request id the tenant's idempotency key names, or null. */
+  async boundRequest(tenant: string, key: string): Promise<string | null> {
+    return this.r.get(this.idemKey(tenant, key));
+  }
+
+  /** Frees the key of a cancelled request (the client's retry is a new request), if it still names `id`. */
+  async releaseIdempotencyKey(tenant: string, key: string, id: string): Promise<void> {
+    const k = this.idemKey(tenant, key);
+    if ((await this.r.get(k)) === id) await this.r.del(k);
   }
 }

@@ -6,17 +6,19 @@
  * (opt-in: `x-llmha-queue: allow` or a queued route; 202 only after the broker's ack), else
  * 503 with `Retry-After`. Every answer names what served it in `x-llmha-degraded`.
  */
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { Readable } from "node:stream";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import type { Logger } from "../util/log";
 import type { CacheEntry, VerifiedCache } from "./cache";
 import type { FallbackMetrics, FallbackOutcome } from "./metrics";
+import { acceptQueued, answerIfRepeat, idempotencyKeyOf } from "./accept";
+import { answerAndDrain, BodyTooLargeError, errorBody, HttpError, jsonTooDeep, readBody, sendJson, tenantOf } from "./http";
 import { BadRequestError, normalizeRequest, type RequestKind } from "./normalize";
 import { forwardToProviders, type Provider } from "./providers";
-import { QueueUnavailableError, type RequestQueue } from "./queue";
-import type { ResultStore } from "./results";
+import type { RequestQueue } from "./queue";
+import { ANONYMOUS_TENANT, type ResultStore } from "./results";
 import type { TierReader } from "./tier";
 import { closeHttpServer, listenHttp } from "../util/net";
 
@@ -38,39 +40,13 @@ export interface FallbackServiceOptions {
   tier: TierReader;
   metrics: FallbackMetrics;
   log: Logger;
+  /** Tenants whose replayed results are cached for themselves (`LLMHA_FALLBACK_CACHE_REPLAYED_TENANTS`). */
+  cacheReplayedTenants?: readonly string[];
 }
 
 const ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
-
-class HttpError extends Error {
-  constructor(readonly status: number, message: string, readonly code: string, readonly headers: Record<string, string> = {}) {
-    super(message);
-    this.name = "HttpError";
-  }
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
-  res.end(text);
-}
-
-function errorBody(message: string, code: string, type = "invalid_request_error"): unknown {
-  return { error: { message, type, code, param: null } };
-}
-
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"] ?? "0");
-  if (declared > limit) throw new HttpError(413, `request body of ${declared} B is over the limit of ${limit} B`, "body_too_large");
-  const chunks: Buffer[] = [];
-  let n = 0;
-  for await (const c of req) {
-    n += (c as Buffer).length;
-    if (n > limit) throw new HttpError(413, `request body is over the limit of ${limit} B`, "body_too_large");
-    chunks.push(c as Buffer);
-  }
-  return Buffer.concat(chunks);
-}
+/** Deepest nesting of arrays/objects a request body may have (400 above). */
+const MAX_JSON_DEPTH = 64;
 
 /** The cached answer as an OpenAI response (or the SSE chunks of one). */
 export function renderCached(e: CacheEntry, model: string, stream: boolean): { json?: unknown; sse?: string[] } {
@@ -97,8 +73,8 @@ export function renderCached(e: CacheEntry, model: string, stream: boolean): { j
 }
 
 export class FallbackService {
-  /** Ids this process queued (answers 202 while Redis cannot be read). */
-  private readonly recent = new Map<string, number>();
+  /** Ids this process queued, with their tenant (answers 202 while Redis cannot be read). */
+  private readonly recent = new Map<string, string>();
   private server: Server | null = null;
 
   constructor(readonly o: FallbackServiceOptions) {}
@@ -114,13 +90,16 @@ export class FallbackService {
 
   readonly handler = (req: IncomingMessage, res: ServerResponse): void => {
     this.route(req, res).catch((err: unknown) => {
+      if (err instanceof BodyTooLargeError) {
+        this.count("rejected");
+        // The whole 413 now, then the rest of the body is read and dropped (bounded) before the close.
+        return answerAndDrain(req, res, err.status, errorBody(err.message, err.code), err.headers);
+      }
       if (err instanceof HttpError) {
         if (err.status >= 500) this.unavailable(res, err.message, err.code, err.headers);
         else {
           this.count("rejected");
-          // An oversized body is not read on: the connection closes after the answer.
-          const headers = err.status === 413 ? { ...err.headers, connection: "close" } : err.headers;
-          if (!res.headersSent) sendJson(res, err.status, errorBody(err.message, err.code), headers);
+          if (!res.headersSent) sendJson(res, err.status, errorBody(err.message, err.code), err.headers);
         }
         return;
       }
@@ -144,15 +123,18 @@ export class FallbackService {
       if (req.method !== "GET") throw new HttpError(405, "use GET", "method_not_allowed");
       return sendJson(res, 200, { object: "list", data: this.o.models.map((id) => ({ id, object: "model", created: 0, owned_by: "llm-ha" })) });
     }
+    const tenant = tenantOf(req);
     const m = /^\/v1\/llmha\/requests\/([^/]+)$/.exec(path);
     if (m) {
       if (req.method !== "GET") throw new HttpError(405, "use GET", "method_not_allowed");
-      return this.requestStatus(decodeURIComponent(m[1]), res);
+      return this.requestStatus(decodeURIComponent(m[1]), tenant, res);
     }
     const kind: RequestKind | null = path === "/v1/chat/completions" ? "chat" : path === "/v1/completions" ? "completions" : null;
     if (!kind) throw new HttpError(404, `no route ${path}`, "not_found");
     if (req.method !== "POST") throw new HttpError(405, "use POST", "method_not_allowed");
+    const idemKey = idempotencyKeyOf(req);
     const raw = await readBody(req, this.o.maxBodyBytes);
+    if (jsonTooDeep(raw, MAX_JSON_DEPTH)) throw new HttpError(400, `the request body nests deeper than ${MAX_JSON_DEPTH} levels`, "too_deep");
     let body: Record<string, unknown>;
     try {
       body = JSON.parse(raw.toString("utf8")) as Record<string, unknown>;
@@ -168,11 +150,15 @@ export class FallbackService {
     }
     if (!this.o.models.includes(n.model)) throw new HttpError(404, `The model \`${n.model}\` does not exist`, "model_not_found");
     const stream = body.stream === true;
+    // 0. A repeat of an idempotency key: the bound request's state or result, nothing run again.
+    if (await answerIfRepeat(this.o.store, tenant, idemKey, res)) return;
 
-    // 1. Verified-answer cache (Redis down: skipped).
+    // 1. Verified-answer cache (Redis down: skipped): the tenant's own replayed answers (when it
+    // opted in), then the operator's, which every tenant may be served.
     if (this.o.cache) {
       try {
-        const hit = await this.o.cache.get(n);
+        const own = this.o.cacheReplayedTenants?.includes(tenant) ? await this.o.cache.get(n, tenant) : null;
+        const hit = own ?? (await this.o.cache.get(n, null));
         if (hit) {
           this.count("cache_hit");
           const r = renderCached(hit, n.model, stream);
@@ -193,10 +179,16 @@ export class FallbackService {
     const tier = await this.o.tier.read();
     this.o.metrics.l4.set(tier.level === "L4" ? 1 : tier.level === null ? -1 : 0);
     const upstreamAllowed = this.o.upstreamWhen === "always" || (this.o.upstreamWhen === "l4" && (tier.level === "L4" || tier.level === null));
-    let tried: Array<{ provider: string; reason: string }> = [];
+    let triedProviders = false;
     if (upstreamAllowed && this.o.providers.length) {
-      const out = await forwardToProviders(this.o.providers, kind === "chat" ? "/chat/completions" : "/completions", body, (p, r) => this.o.metrics.upstream.inc({ provider: p, result: r }));
-      for (const p of this.o.providers) this.o.metrics.breakerOpen.set({ provider: p.name }, p.breaker.state === "open" ? 1 : 0);
+      const out = await forwardToProviders(this.o.providers, kind === "chat" ? "/chat/completions" : "/completions", body, (p, r) => {
+        this.o.metrics.upstream.inc({ provider: p, result: r });
+        if (r === "misconfigured") this.o.metrics.misconfigured.inc({ provider: p });
+      });
+      for (const p of this.o.providers) {
+        this.o.metrics.breakerOpen.set({ provider: p.name }, p.breaker.state === "open" ? 1 : 0);
+        this.o.metrics.providerMisconfigured.set({ provider: p.name }, p.misconfigured ? 1 : 0);
+      }
       if (out.ok) {
         this.count("upstream");
         const up = out.response;
@@ -206,62 +198,60 @@ export class FallbackService {
         Readable.fromWeb(up.body as unknown as WebReadableStream).on("error", () => res.destroy()).pipe(res);
         return;
       }
-      tried = out.tried;
+      // Which provider failed how is for the operator (log, metrics), never for the client.
+      if (out.tried.length) {
+        triedProviders = true;
+        this.o.log.warn({ tried: out.tried }, "fallback: no provider answered");
+      }
     }
 
     // 3. The queue, for requests that opted in (a replay never re-queues itself).
     const isReplay = req.headers["x-llmha-replay"] !== undefined;
     const optIn = String(req.headers["x-llmha-queue"] ?? "").toLowerCase() === "allow" || this.o.queueRoutes.includes(path);
-    const why = tried.length ? `; providers: ${tried.map((t) => `${t.provider} ${t.reason}`).join(", ")}` : "";
+    const why = triedProviders ? "; no external provider answered" : "";
     if (optIn && !isReplay) {
       if (!this.o.queue) return this.unavailable(res, `no inference server can take the request and no queue is configured${why}`, "queue_unavailable");
       const depth = this.o.queue.depth;
       if (depth !== null && depth >= this.o.maxQueueDepth) return this.unavailable(res, `the queue is full (${depth} waiting, cap ${this.o.maxQueueDepth})${why}`, "queue_full");
-      const id = `req_${randomUUID().replace(/-/g, "")}`;
-      const receivedAt = Date.now();
-      try {
-        await this.o.queue.enqueue({ id, kind, path: path as "/v1/chat/completions" | "/v1/completions", body, receivedAt });
-      } catch (err) {
-        this.o.metrics.queueErrors.inc();
-        const reason = err instanceof QueueUnavailableError ? err.message : String(err);
-        this.o.log.warn({ err: reason }, "fallback: queue unavailable");
-        return this.unavailable(res, `no inference server can take the request and the queue is unavailable (${reason})${why}`, "queue_unavailable");
-      }
-      this.remember(id);
-      if (this.o.store) {
-        await this.o.store.pending({ id, model: n.model, queuedAt: receivedAt }).catch((err: unknown) => this.o.log.warn({ id, err: (err as Error).message }, "fallback: pending record not written"));
-      }
-      this.count("queued");
-      const location = `/v1/llmha/requests/${id}`;
-      return sendJson(res, 202, { id, object: "llmha.request", state: "queued", location }, { location, "x-llmha-degraded": "queued", "x-llmha-request-id": id });
+      const out = await acceptQueued(
+        { queue: this.o.queue, store: this.o.store, metrics: this.o.metrics, log: this.o.log, remember: (id, t) => this.remember(id, t) },
+        { tenant, kind, path: path as "/v1/chat/completions" | "/v1/completions", body, model: n.model },
+        idemKey, res,
+      );
+      if (out.kind === "answered") return;
+      return this.unavailable(res, `no inference server can take the request and ${out.reason}${why}`, "queue_unavailable");
     }
     return this.unavailable(res, `no inference server can take the request right now${isReplay ? " (replay)" : ""}${why}; send \`x-llmha-queue: allow\` to have it queued`, "fleet_unavailable");
   }
 
-  private remember(id: string): void {
-    this.recent.set(id, Date.now());
+  private remember(id: string, tenant: string): void {
+    this.recent.set(id, tenant);
     if (this.recent.size > 100_000) {
       const first = this.recent.keys().next().value;
       if (first !== undefined) this.recent.delete(first);
     }
   }
 
-  private async requestStatus(id: string, res: ServerResponse): Promise<void> {
+  /** A result only for the tenant that queued it; to any other the id does not exist (404, not 403). */
+  private async requestStatus(id: string, tenant: string, res: ServerResponse): Promise<void> {
     if (!ID_RE.test(id)) throw new HttpError(404, "unknown request id", "not_found");
+    const pending = { id, object: "llmha.request", state: "pending" };
+    const mine = this.recent.get(id) === tenant;
     let rec = null;
     if (this.o.store) {
       try {
         rec = await this.o.store.get(id);
       } catch {
-        if (this.recent.has(id)) return sendJson(res, 202, { id, object: "llmha.request", state: "pending" }, { "retry-after": "5" });
+        if (mine) return sendJson(res, 202, pending, { "retry-after": "5" });
         throw new HttpError(503, "the result store (Redis) cannot be read", "store_unavailable", { "retry-after": "5" });
       }
     }
-    if (!rec) {
-      if (this.recent.has(id)) return sendJson(res, 202, { id, object: "llmha.request", state: "pending" }, { "retry-after": "5" });
+    if (rec && (rec.tenant ?? ANONYMOUS_TENANT) !== tenant) rec = null;
+    if (!rec || rec.state === "cancelled") {
+      if (mine && !rec) return sendJson(res, 202, pending, { "retry-after": "5" });
       throw new HttpError(404, "unknown or expired request id", "not_found");
     }
-    if (rec.state === "pending") return sendJson(res, 202, { id, object: "llmha.request", state: "pending", queued_at: rec.queuedAt }, { "retry-after": "5" });
+    if (rec.state === "accepting" || rec.state === "pending" || rec.state === "running") return sendJson(res, 202, { ...pending, queued_at: rec.queuedAt }, { "retry-after": "5" });
     return sendJson(res, 200, {
       id, object: "llmha.request", state: rec.state, status: rec.status ?? null, queued_at: rec.queuedAt, finished_at: rec.finishedAt ?? null,
       attempts: rec.attempts ?? null, ...(rec.state === "done" ? { response: rec.response } : { error: { message: rec.reason ?? "failed" } }),
@@ -270,6 +260,11 @@ export class FallbackService {
 
   async listen(port: number, host: string): Promise<number> {
     const s = createServer(this.handler);
+    // `Expect: 100-continue` (curl above 1 MB): a body over the limit is refused before it is sent.
+    s.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
+      if (Number(req.headers["content-length"] ?? "0") <= this.o.maxBodyBytes) res.writeContinue();
+      this.handler(req, res);
+    });
     s.keepAliveTimeout = 65_000;
     this.server = s;
     return listenHttp(s, port, host);

@@ -48,6 +48,23 @@ export function fallbackRules(t: AlertThresholds): RuleGroupSpec {
             "If the tier is L4, bring capacity back first (LlmHaGlobalOutage); raise llm-ha:fallback.maxQueueDepth only if MSK's disk and retention can hold it; below L4 see LlmHaFallbackQueueLag.",
         },
       },
+      {
+        alert: "LlmHaFallbackProviderMisconfigured",
+        // A provider answered 401, 403 or 404 (issue 28): its key, its permissions or our model
+        // mapping is wrong. Requests went on to the next provider, so nothing failed yet — but
+        // the failover the outage plan counts on is one provider short.
+        expr: "sum by (cluster, provider) (increase(llmha_fallback_provider_misconfigured_total[15m])) > 0",
+        labels: { severity: "warning" },
+        annotations: {
+          summary: "L4 provider {{ $labels.provider }} of {{ $labels.cluster }} refuses our key or model",
+          description:
+            "The provider answered 401, 403 or 404 within the last 15 minutes: the API key (keyFile), its permissions or the model mapping in providers.json is wrong. " +
+            "The fallback tried the next provider; clients saw a generic error only if none answered.",
+          runbook:
+            "kubectl -n llm-ha logs -l app.kubernetes.io/name=l1-proxy -c fallback | grep 'no provider answered' (the status per provider); " +
+            "check the provider's key in the Pulumi secret (llm-ha:fallback providers), its permissions for the mapped model, and the `models` mapping; the alert clears 15 m after the last refusal.",
+        },
+      },
     ],
   };
 }

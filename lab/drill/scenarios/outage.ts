@@ -13,7 +13,6 @@
  * the AZ proxies, which have no L4, fails every request meanwhile.
  */
 import { createWriteStream } from "node:fs";
-import { drillAuth } from "../credentials";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -25,12 +24,14 @@ import { freePort, sleep } from "../../../agent/src/util/net";
 import type { HaproxyStaticServer } from "../../../contracts/haproxy-config";
 import { startHaproxy, type HaproxyHandle } from "../../engines/haproxy";
 import { startKafkaMock, type KafkaMockHandle } from "../../engines/kafka-mock";
+import { startFallbackProcess, type FallbackProcess } from "../../fallback-process";
 import type { SimNode } from "../../sim/sim-node";
 import type { ScenarioSpec } from "../scenarios";
 import { SDK_CLIENT } from "../sdk-traffic";
 import { DRILL_AGENT_TUNING } from "../settings";
 import { DRILL_MODEL } from "../stack";
 import { failuresBetween, firstAfter, l1Removed, type Sample } from "../timeline";
+import { asTenant, crashAtRecovery, duringL4, POISON_TENANT, taggedRuns, VICTIM_TENANT } from "./outage-l4";
 import { blank, finish, healthy, MAIN_CLIENT, mark, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 const L4_PROXY = "l4";
@@ -50,6 +51,8 @@ interface L4Record {
   retryAfter: string | null;
   /** The cached prompt's index, or the queued request's id. */
   ref: number | string | null;
+  /** The tag its prompt opens with (counted at the inference servers). */
+  tag: string;
   content: string | null;
 }
 
@@ -60,8 +63,9 @@ function staticServer(n: SimNode): HaproxyStaticServer {
 async function send(url: string, kind: Kind, seq: number, now: () => number): Promise<L4Record> {
   const t = now();
   const ref = kind === "cached" ? seq % CACHED.length : null;
-  const prompt = kind === "cached" ? CACHED[seq % CACHED.length].prompt : `${kind} request ${seq}`;
-  const headers: Record<string, string> = { "content-type": "application/json", ...drillAuth("ops") };
+  const tag = `${kind[0]}${seq}`;
+  const prompt = kind === "cached" ? CACHED[seq % CACHED.length].prompt : `l4#${tag} ${kind} request ${seq}`;
+  const headers: Record<string, string> = { "content-type": "application/json", ...asTenant("drill-a") };
   if (kind === "queue") headers["x-llmha-queue"] = "allow";
   try {
     const res = await fetch(`${url}/v1/chat/completions`, {
@@ -73,10 +77,10 @@ async function send(url: string, kind: Kind, seq: number, now: () => number): Pr
     const body = (await res.json().catch(() => null)) as { id?: string; choices?: Array<{ message?: { content?: string } }> } | null;
     return {
       kind, t, end: now(), status: res.status, degraded: res.headers.get("x-llmha-degraded"), retryAfter: res.headers.get("retry-after"),
-      ref: res.status === 202 ? (body?.id ?? null) : ref, content: body?.choices?.[0]?.message?.content ?? null,
+      ref: res.status === 202 ? (body?.id ?? null) : ref, content: body?.choices?.[0]?.message?.content ?? null, tag,
     };
   } catch {
-    return { kind, t, end: now(), status: 0, degraded: null, retryAfter: null, ref, content: null };
+    return { kind, t, end: now(), status: 0, degraded: null, retryAfter: null, ref, content: null, tag };
   }
 }
 
@@ -89,6 +93,8 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
   let kafka: KafkaMockHandle | null = null;
   let fb: RunningFallback | null = null;
   let hp: HaproxyHandle | null = null;
+  let second: FallbackProcess | null = null;
+  const redis = new Redis(stack.redis.url, { maxRetriesPerRequest: 1 });
   const logPath = join(tmpdir(), `llmha-drill-fallback-${process.pid}-${run}.log`);
   try {
     kafka = await startKafkaMock();
@@ -99,7 +105,13 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
       "--kafka-brokers", kafka.bootstrap, "--models", DRILL_MODEL, "--l1-url", l4Url, "--replay-rps", "20",
       "--replay-attempts", "10", "--replay-timeout-ms", "10000", "--retry-after-s", "10", "--wake-eta-s", "60",
     ], {});
-    fb = await runFallback(cfg, { log: createLogger({ level: "info", name: "llm-ha-fallback", destination: createWriteStream(logPath) }) });
+    const fbLog = createLogger({ level: "info", name: "llm-ha-fallback", destination: createWriteStream(logPath) });
+    fb = await runFallback(cfg, { log: fbLog });
+    // A second fallback in the same replay group (another AZ's), as its own process: killed with SIGKILL as the tier drops.
+    second = await startFallbackProcess([
+      "--metrics-addr", "off", "--cluster", stack.cluster, "--redis-url", stack.redis.url, "--kafka-brokers", kafka.bootstrap, "--models", DRILL_MODEL,
+      "--l1-url", l4Url, "--replay-rps", "20", "--replay-attempts", "10", "--replay-timeout-ms", "10000", "--log-level", "warn",
+    ], 120_000); // a loaded machine takes a while to load the sources
     hp = await startHaproxy({
       proxies: [{
         name: L4_PROXY, bind: `127.0.0.1:${l4Port}`, health: "agent", tuning: DRILL_AGENT_TUNING,
@@ -162,12 +174,17 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     // Until the leader publishes L4, then long enough for the queue to fill.
     const l4Seen = await until(ctx, 15_000, () => lastOutAt !== null && ctx.tl.fleet.at(-1)?.tier === "L4");
     if (!l4Seen) r.notes.push(ctx.fleetWired ? "tier L4 not published within 15 s" : "fleet layer not wired: no tier published");
-    await sleep(8000);
+    // The SDK-class checks while L4 holds (at least 8 s of outage in all).
+    const l4ChecksAt = ctx.now();
+    const checks = await duringL4(l4Url, kafka, CACHED[2].prompt);
+    r.notes.push(...checks.notes);
+    await sleep(Math.max(0, 8000 - (ctx.now() - l4ChecksAt)));
     const outAt = lastOutAt as number | null;
     watching = false;
     await watch;
     if (outSince !== null) outTotalMs += ctx.now() - outSince;
 
+    const crash = crashAtRecovery({ fb: second, kafkaBrokers: kafka.brokers, cluster: stack.cluster, tierLevel: () => redis.hget(`llmha:${stack.cluster}:tier`, "level"), log: fbLog, timeoutMs: 60_000 });
     r.healAt = mark(ctx, "heal", "GPUs back");
     await Promise.all(stack.nodes.map((n) => n.gpuFault(null)));
     const back = (s: Sample): boolean => active.every((n) => healthy(ctx, s, n));
@@ -178,18 +195,27 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     await traffic;
     await sleep(500);
 
-    // Drain: every queued request answered (GET 200, done) — or not, within 60 s.
-    const queuedIds = recs.filter((x) => x.kind === "queue" && x.status === 202 && typeof x.ref === "string").map((x) => x.ref as string);
+    const crashed = await crash;
+    r.notes.push(...crashed.notes);
+    // Drain: every queued request answered (GET 200, done) — fetched through the L1 proxy, as
+    // its tenant — or not, within 60 s.
+    const queuedRecs = recs.filter((x) => x.kind === "queue" && x.status === 202 && typeof x.ref === "string");
+    const queuedIds = queuedRecs.map((x) => x.ref as string);
+    const tenantOfId = new Map<string, string>([...queuedIds.map((id): [string, string] => [id, "drill-a"]), ...checks.queued.map((q): [string, string] => [q.id, q.tenant])]);
     const states = new Map<string, string>();
+    const results = new Map<string, unknown>();
     const drainDeadline = ctx.now() + 60_000;
     let drainedAt: number | null = null;
     while (ctx.now() < drainDeadline) {
-      await Promise.all(queuedIds.filter((id) => !states.has(id)).map(async (id) => {
-        const res = await fetch(`http://127.0.0.1:${fbPort}/v1/llmha/requests/${id}`).catch(() => null);
-        if (res?.status === 200) states.set(id, ((await res.json()) as { state: string }).state);
-        else await res?.arrayBuffer();
+      await Promise.all([...tenantOfId.keys()].filter((id) => !states.has(id)).map(async (id) => {
+        const res = await fetch(`${l4Url}/v1/llmha/requests/${id}`, { headers: asTenant(tenantOfId.get(id)!) }).catch(() => null);
+        if (res?.status === 200) {
+          const body = (await res.json()) as { state: string; response?: unknown };
+          states.set(id, body.state);
+          results.set(id, body.response);
+        } else await res?.arrayBuffer();
       }));
-      if (states.size === queuedIds.length) {
+      if (states.size === tenantOfId.size) {
         drainedAt = ctx.now();
         break;
       }
@@ -206,10 +232,21 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     const cachedCorrect = cachedServed.filter((x) => typeof x.ref === "number" && x.content === CACHED[x.ref].answer);
     const cachedAsked = inOutage.filter((x) => x.kind === "cached");
     const s503 = inOutage.filter((x) => x.status === 503);
-    const lost = queuedIds.filter((id) => states.get(id) !== "done").length;
+    const lost = [...tenantOfId.keys()].filter((id) => states.get(id) !== "done").length;
+    // Runs counted at the inference servers: each queued request once, the repeated key and the retried 503 once.
+    const runs = await taggedRuns(stack.nodes);
+    const runsOf = (tag: string): number => runs.get(tag) ?? 0;
+    // A poisoning attempt: the victim asks the verified prompt at the fallback (directly, as at L4) and must get the verified answer.
+    const victim = await fetch(`http://127.0.0.1:${fbPort}/v1/chat/completions`, {
+      method: "POST", headers: { "content-type": "application/json", ...asTenant(VICTIM_TENANT) },
+      body: JSON.stringify({ model: DRILL_MODEL, messages: [{ role: "user", content: CACHED[2].prompt }], temperature: 0, max_tokens: 8 }),
+    }).then(async (x) => ((await x.json()) as { choices?: Array<{ message?: { content?: string } }> }).choices?.[0]?.message?.content ?? null, () => null);
+    const evilAnswer = checks.poison.evilId ? ((results.get(checks.poison.evilId) as { choices?: Array<{ message?: { content?: string } }> } | undefined)?.choices?.[0]?.message?.content ?? null) : null;
+    const poisonServed = victim !== CACHED[2].answer || (evilAnswer !== null && victim === evilAnswer) ? 1 : 0;
+    if (checks.poison.evilId === null) r.notes.push(`${POISON_TENANT}'s poisoning attempt was not queued`);
     // A 200 without the header is the fleet's own answer (a standby node booting).
     const bad = inOutage.filter((x) => x.status !== 200 && x.status !== 202 && !(x.status === 503 && x.retryAfter !== null));
-    const duplicates = count("duplicate");
+    const duplicates = queuedRecs.filter((x) => runsOf(x.tag) > 1).length + (checks.idemTag ? Math.max(0, runsOf(checks.idemTag) - 1) : 0) + Math.max(0, runsOf("retry503") - 1);
     const baselineFailed = outAt === null ? null : failuresBetween(ctx.tl, MAIN_CLIENT, outAt, r.healAt);
     // The SDK class talks to the AZ proxies: while no server is left anywhere, nothing can answer
     // it but L4's 503 (it asks neither a verified prompt nor the queue).
@@ -227,22 +264,33 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     r.extra.duplicates = duplicates;
     r.extra.lost = lost;
     r.extra.drainMs = drainedAt === null ? null : drainedAt - r.healAt;
+    r.extra.resultsViaL1Pct = tenantOfId.size ? Math.round((1000 * [...states.values()].filter((x) => x === "done").length) / tenantOfId.size) / 10 : null;
+    r.extra.idempotentSameId = checks.idemSame ? 1 : 0;
+    r.extra.idemRuns = checks.idemTag ? runsOf(checks.idemTag) : null;
+    r.extra.retry503Runs = runsOf("retry503");
+    r.extra.poisonServed = poisonServed;
+    r.extra.crashResumeMs = crashed.resumeMs;
     r.extra.unavailable503 = s503.length;
     r.extra.retryAfterMissing = s503.filter((x) => x.retryAfter === null).length;
     r.extra.retryAfterPct = s503.length ? Math.round((1000 * (s503.length - r.extra.retryAfterMissing)) / s503.length) / 10 : null;
     // What L4 must never do: an answer that is neither L4's (cache, 202) nor a 503 with
     // Retry-After, a wrong verified answer, a queued request lost or answered twice.
-    r.extra.otherFailures = bad.length + (cachedServed.length - cachedCorrect.length) + lost + duplicates;
+    r.extra.otherFailures = bad.length + (cachedServed.length - cachedCorrect.length) + lost + duplicates + poisonServed +
+      (checks.idemTag === null || (checks.idemSame && runsOf(checks.idemTag) === 1) ? 0 : 1) + (checks.retry503Status !== 503 || runsOf("retry503") === 1 ? 0 : 1) +
+      (crashed.resumeMs === null || crashed.resumeMs < 5000 ? 0 : 1);
     r.extra.baselineFailed = baselineFailed;
     const f = (v: unknown, unit = ""): string => (v === null || v === undefined ? "n/a" : `${v}${unit}`);
     r.extra.figures =
       `first L4 answer ${f(r.extra.firstL4Ms, " ms")} after the last server out (no server for ${f(outTotalMs, " ms")} in all); cached ${cachedServed.length}/${cachedAsked.length} served, ${f(r.extra.cachedCorrectPct, "%")} correct; ` +
       `queued ${queuedIds.length}, replayed once ${count("done")}, lost ${lost}, duplicates ${duplicates}; queue empty ${f(r.extra.drainMs, " ms")} after the heal; ` +
-      `503s with Retry-After ${f(r.extra.retryAfterPct, "%")} of ${s503.length}; baseline (AZ proxies, no L4) failed ${f(baselineFailed)} requests meanwhile`;
+      `503s with Retry-After ${f(r.extra.retryAfterPct, "%")} of ${s503.length}; results through L1 ${f(r.extra.resultsViaL1Pct, "%")}; ` +
+      `idempotency key same id ${checks.idemSame}, run ${checks.idemTag ? runsOf(checks.idemTag) : "n/a"}×; retried 503 run ${checks.retry503Status === 503 ? runsOf("retry503") : "n/a"}×; poisoning served ${poisonServed}; replay resumed ${f(crashed.resumeMs, " ms")} after kill -9 of one fallback; baseline (AZ proxies, no L4) failed ${f(baselineFailed)} requests meanwhile`;
     r.notes.push(r.extra.figures);
     if (typeof r.extra.firstL4Ms === "number" && r.extra.firstL4Ms > 1000) r.notes.push(`first L4 answer ${r.extra.firstL4Ms} ms > 1 s target`);
     r.notes.push(`fallback log: ${logPath}`);
   } finally {
+    await second?.stop().catch(() => undefined);
+    redis.disconnect();
     await fb?.close().catch(() => undefined);
     await hp?.stop().catch(() => undefined);
     await kafka?.stop().catch(() => undefined);

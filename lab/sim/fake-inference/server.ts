@@ -69,6 +69,8 @@ class FakeInferenceServer implements FakeInference, Engine {
     promptTokens: 0,
     corruptServed: 0,
   };
+  /** Completions per drill tag (a last message starting `l4#<tag> `): how often one L4 request reached a server. */
+  private readonly tagged = new Map<string, number>();
   private readonly inference: Server;
   private readonly admin: Server;
   private listening = false;
@@ -135,7 +137,7 @@ class FakeInferenceServer implements FakeInference, Engine {
     const now = Date.now();
     let partial = 0;
     for (const g of this.active) partial += this.producedBy(g, now);
-    return { ...this.counters, generationTokens: this.counters.generationTokens + partial };
+    return { ...this.counters, generationTokens: this.counters.generationTokens + partial, tagged: Object.fromEntries(this.tagged) };
   }
 
   async close(): Promise<void> {
@@ -378,6 +380,8 @@ class FakeInferenceServer implements FakeInference, Engine {
       send(res, this.api.badRequest("request body is not valid JSON"));
       return;
     }
+    const tag = /^l4#(\S+)/.exec(String((body.messages as Array<{ content?: unknown }> | undefined)?.at(-1)?.content ?? ""))?.[1];
+    if (tag) this.tagged.set(tag, (this.tagged.get(tag) ?? 0) + 1);
     try {
       const reply = await this.api.route(this, req.method ?? "GET", path, body, res);
       if (reply) send(res, reply);

@@ -139,6 +139,8 @@ export interface FakeInferenceStats {
   promptTokens: number;
   /** Completions other than seeded greedy ones (canaries) answered 200 while `corruption` was on: wrong answers served (the agent's probes included). */
   corruptServed: number;
+  /** Completions per drill tag (`l4#<tag>` opening the last message). */
+  tagged?: Record<string, number>;
 }
 
 export interface FakeInferenceState extends FakeInferenceSettings {
