@@ -12,6 +12,7 @@ import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
 import { DRILL_MODEL, type DrillAz } from "../stack";
 import { l1Removed } from "../timeline";
+import { taggedRuns } from "./outage-l4";
 import { blank, finish, mark, steady, type RunResult, type ScenarioContext } from "./runner";
 
 interface Sent {
@@ -23,18 +24,24 @@ interface Sent {
 
 const BODY = JSON.stringify({ model: DRILL_MODEL, prompt: "edge", max_tokens: 1 });
 
-function post(url: string, headers: Record<string, string | string[]>, agent: Agent | false, now: () => number): Promise<Sent> {
+/** A chat the fakes count by tag (`l4#<tag>` opening the last message): every copy that reached a server is seen. */
+const tagged = (tag: string): { path: string; body: string } => ({
+  path: "/v1/chat/completions",
+  body: JSON.stringify({ model: DRILL_MODEL, messages: [{ role: "user", content: `l4#${tag} refused?` }], max_tokens: 1 }),
+});
+
+function post(url: string, headers: Record<string, string | string[]>, agent: Agent | false, now: () => number, req0: { path: string; body: string } = { path: "/v1/completions", body: BODY }): Promise<Sent> {
   const t = now();
   const t0 = performance.now();
   return new Promise((resolve) => {
-    const req = request(`${url}/v1/completions`, { method: "POST", agent, headers: { "content-type": "application/json", ...headers } }, (res) => {
+    const req = request(`${url}${req0.path}`, { method: "POST", agent, headers: { "content-type": "application/json", ...headers } }, (res) => {
       res.resume();
       res.on("end", () => resolve({ t, ms: performance.now() - t0, status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"] !== undefined }));
       res.on("error", () => resolve({ t, ms: performance.now() - t0, status: 0, retryAfter: false }));
     });
     req.setTimeout(5000, () => req.destroy());
     req.on("error", () => resolve({ t, ms: performance.now() - t0, status: 0, retryAfter: false }));
-    req.end(BODY);
+    req.end(req0.body);
   });
 }
 
@@ -63,16 +70,6 @@ function paced(url: () => string, headers: () => Record<string, string | string[
   };
 }
 
-/** Requests a backend of one proxy has sent to its servers so far (`show stat`, BACKEND row, `stot`). */
-async function backendTotal(az: DrillAz): Promise<number | null> {
-  if (!az.haproxy) return null;
-  const csv = await az.haproxy.command("show stat");
-  const lines = csv.split("\n");
-  const head = (lines[0] ?? "").replace(/^# /, "").split(",");
-  const [px, sv, stot] = ["pxname", "svname", "stot"].map((c) => head.indexOf(c));
-  const row = lines.map((l) => l.split(",")).find((c) => c[px] === az.proxy && c[sv] === "BACKEND");
-  return row ? Number(row[stot]) : null;
-}
 
 const url = (ctx: ScenarioContext, az: DrillAz): string => `http://${az.address}:${ctx.stack.port}`;
 const p50 = (xs: number[]): number | null => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] : null);
@@ -85,18 +82,17 @@ export async function runEdgeAuth(ctx: ScenarioContext, spec: ScenarioSpec, run:
     const want = await store.revision();
     for (let i = 0; i < 100 && sync.state.revision !== want; i++) await sleep(50);
   };
-  // A proxy no DNS answer points at (the standby AZ's): every request reaching its servers is ours.
-  const quiet = ctx.stack.standby ?? ctx.stack.azs[ctx.stack.azs.length - 1];
-  if (!ctx.stack.standby) r.notes.push(`no standby AZ: ${quiet.name}'s proxy also carries the steady traffic, server hits not attributable`);
+  // The refused requests carry a tag the fake servers count: any copy that reached a server is seen.
+  const other = ctx.stack.azs[1] ?? ctx.stack.azs[0];
   const busy = ctx.stack.azs[0];
+  const tag = `edge-refused-${run}-${Date.now()}`;
   const revoked = await store.add(`edge-revoked-${run}`, { rps: 1000, concurrency: 100 }, "drill edge-auth");
   const rotated = await store.add(`edge-rotated-${run}`, { rps: 1000, concurrency: 100 }, "drill edge-auth");
   await applied();
-  const before = await backendTotal(quiet);
   r.injectAt = mark(ctx, "inject", `${spec.name}: refused clients, a revocation and a rotation`);
-  // The revoked tenant's client on the quiet proxy; the rotated tenant's on a serving one.
+  // The revoked tenant's client on one AZ proxy, the rotated tenant's on another.
   let rotKey = rotated.key;
-  const victim = paced(() => url(ctx, quiet), () => ({ authorization: `Bearer ${revoked.key}` }), 20, ctx.now);
+  const victim = paced(() => url(ctx, other), () => ({ authorization: `Bearer ${revoked.key}` }), 20, ctx.now);
   const rot = paced(() => url(ctx, busy), () => ({ authorization: `Bearer ${rotKey}` }), 20, ctx.now);
   const bad: Record<string, string | string[]>[] = [
     {},
@@ -107,7 +103,7 @@ export async function runEdgeAuth(ctx: ScenarioContext, spec: ScenarioSpec, run:
     { authorization: [`Bearer ${revoked.key}`, `Bearer ${revoked.key}`] },
     { authorization: `Bearer ${"x".repeat(100_000)}` },
   ];
-  const refused = await Promise.all(Array.from({ length: 70 }, (_, i) => post(url(ctx, quiet), bad[i % bad.length], false, ctx.now)));
+  const refused = await Promise.all(Array.from({ length: 70 }, (_, i) => post(url(ctx, i % 2 ? other : busy), bad[i % bad.length], false, ctx.now, tagged(tag))));
   await sleep(1500);
   const revokeAt = ctx.now();
   await store.revoke(revoked.record.id);
@@ -122,17 +118,16 @@ export async function runEdgeAuth(ctx: ScenarioContext, spec: ScenarioSpec, run:
   await sleep(1500);
   r.healAt = mark(ctx, "heal", `${spec.name}: done`);
   await Promise.all([victim.stop(), rot.stop()]);
-  const after = await backendTotal(quiet);
+  const reached = (await taggedRuns(ctx.stack.running())).get(tag) ?? 0;
   r.endAt = ctx.now();
   finish(ctx, r, [], l1Removed);
-  const acceptedOnQuiet = victim.records.filter((s) => s.status !== 401).length;
   r.extra.refusedNot401 = refused.filter((s) => s.status !== 401).length;
   r.extra.refusedMaxMs = Math.round(Math.max(...refused.map((s) => s.ms)) * 10) / 10;
   // After the revocation had reached every proxy (plus requests already under way).
   r.extra.revokedAccepted = victim.records.filter((s) => s.t > appliedAt + 100 && s.status !== 401).length;
   r.extra.revokeAppliedMs = appliedAt - revokeAt;
   r.extra.rotationFailed = rot.records.filter((s) => s.status !== 200).length;
-  r.extra.refusedReached = before === null || after === null ? null : after - before - acceptedOnQuiet;
+  r.extra.refusedReached = reached;
   r.extra.figures =
     `${refused.length} refused requests (no key, bad key, malformed, 100 KB header): ${refused.length - (r.extra.refusedNot401 as number)} got 401, slowest ${r.extra.refusedMaxMs} ms, ` +
     `${r.extra.refusedReached ?? "?"} reached a server; revocation applied in ${r.extra.revokeAppliedMs} ms, ${r.extra.revokedAccepted} accepted after; ` +
