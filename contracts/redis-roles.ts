@@ -48,8 +48,13 @@ export class RoleError extends Error {
   }
 }
 
-/** Every client: the connection's own housekeeping (ioredis's ready check is `INFO`). */
-const CONNECTION = ["ping", "info", "client|setname", "quit"];
+/**
+ * Every client: the connection's own housekeeping (ioredis's ready check is `INFO`), and
+ * transactions (each command inside is checked on its own: `/az/health` and `llm-ha status`
+ * read a key and Redis's clock in one `MULTI`; without them the read fails and `/az/health`
+ * fails open, 200, for an AZ that is down).
+ */
+const CONNECTION = ["ping", "info", "client|setname", "quit", "multi", "exec", "discard"];
 
 const R = (pattern: string): KeyGrant => ({ pattern, access: "R" });
 const W = (pattern: string): KeyGrant => ({ pattern, access: "W" });

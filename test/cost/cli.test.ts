@@ -25,7 +25,12 @@ function devVariant(edit: (yaml: string) => string): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "llmha-cost-"));
   fs.copyFileSync(path.join(ROOT, "Pulumi.yaml"), path.join(dir, "Pulumi.yaml"));
   const file = path.join(dir, "Pulumi.qa.yaml");
-  fs.writeFileSync(file, edit(fs.readFileSync(path.join(ROOT, "Pulumi.dev.yaml"), "utf8")));
+  // Only a stack named dev may waive TLS at the edge: the copy names a certificate instead.
+  const dev = fs.readFileSync(path.join(ROOT, "Pulumi.dev.yaml"), "utf8").replace(
+    "  llm-ha:edge:\n    plainHttp: true\n",
+    "  llm-ha:edge:\n    certificateArn: arn:aws:acm:us-east-1:111122223333:certificate/6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0\n",
+  );
+  fs.writeFileSync(file, edit(dev));
   return file;
 }
 

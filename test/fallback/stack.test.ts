@@ -50,7 +50,7 @@ describe("llm-ha:fallback in the stack", () => {
     for (const d of l1) {
       new Deployment(d.props as O).validate();
       const pod = (d.props as O).spec.template.spec;
-      const fb = pod.containers[1];
+      const fb = pod.containers.find((c: O) => c.name === "fallback");
       expect(fb.volumeMounts).toContainEqual({ name: "fallback-keys", mountPath: "/etc/llm-ha/provider-keys", readOnly: true });
       expect(pod.volumes).toContainEqual({ name: "fallback-keys", secret: { secretName: "llmha-fallback-keys", defaultMode: 0o440 } });
       const env = Object.fromEntries(fb.env.map((e: O) => [e.name, e.value]));

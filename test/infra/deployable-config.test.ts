@@ -131,7 +131,7 @@ describe("user settings are refused with the key named", () => {
     const values = { ...withStandIns(stackConfig("dev"), "dev").values };
     const resolveOn = (version: string, warnings: string[]) => {
       pulumi.runtime.setAllConfig({ ...values, "llm-ha:kubernetesVersion": version }, ["llm-ha:redisAuthToken"]);
-      return resolveConfig({ project: new pulumi.Config("llm-ha"), aws: new pulumi.Config("aws"), stack: "t", warn: (m) => warnings.push(m) });
+      return resolveConfig({ project: new pulumi.Config("llm-ha"), aws: new pulumi.Config("aws"), stack: "dev", warn: (m) => warnings.push(m) });
     };
     const warned: string[] = [];
     expect(resolveOn("1.31", warned).kubernetesVersion).toBe("1.31");
