@@ -142,6 +142,8 @@ const l1Service = res("kubernetes:core/v1:Service", "l1-us-east-1a-nlb", {
       [`${LB}-ssl-cert`]: "arn:aws:acm:us-east-1:000011112222:certificate/00000000-0000-4000-8000-000000000000",
       [`${LB}-ssl-ports`]: "https,az-health",
       [`${LB}-ssl-negotiation-policy`]: "ELBSecurityPolicy-TLS13-1-2-2021-06",
+      // An NLB takes minutes: the wait is bounded (policy waits-bounded).
+      "pulumi.com/timeoutSeconds": "1200",
     },
   },
   spec: {
