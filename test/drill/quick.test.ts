@@ -55,5 +55,5 @@ describe("llm-ha drill --quick --check", () => {
     const pids = JSON.parse(readFileSync(join(dir, "out", "pids.json"), "utf8")) as number[];
     expect(pids.length).toBeGreaterThanOrEqual(6 * 2 + 5);
     expect(pids.filter(alive)).toEqual([]);
-  }, 290_000);
+  }, 480_000); // the quick drill takes 3–5 min on 2 cores; more when other suites run beside it
 });
