@@ -5,6 +5,7 @@
  */
 import { DRILL_TIMING } from "./settings";
 import { SECURITY_SCENARIOS } from "./security-specs";
+import { CORRECTNESS_SCENARIOS } from "./correctness-specs";
 
 export type ScenarioTier = "L1" | "L2" | "L3" | "fleet";
 
@@ -332,24 +333,7 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     needsFleet: false,
     targets: { wedgedMetricsMs: 1500, wedgedPlainMs: 6000, crashKindsMs: 1200 },
   },
-  {
-    name: "silent-corruption",
-    tier: "L1",
-    title: "one server answers wrongly with 200 — garbage, drift (one token in k), NaN logprobs, a mode a run: canaries take it out until a restart",
-    quick: false,
-    repeat: { full: 3, quick: 3 },
-    needsFleet: true,
-    targets: { l1Ms: 30_000, failed: 0 },
-  },
-  {
-    name: "canary-noise",
-    tier: "L1",
-    title: "every server nondeterministic within tolerance (logprob jitter, a late token) for 1,000 canaries: no drain",
-    quick: false,
-    repeat: { full: 1, quick: 1 },
-    needsFleet: true,
-    targets: { falseFailovers: 0, canariesShort: 0 },
-  },
+  ...CORRECTNESS_SCENARIOS,
   { name: "corrupt-weights", tier: "L1", title: "inference server restarted on corrupted weights: fails to load", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { l1Ms: 2000 } },
   {
     name: "global-outage",
