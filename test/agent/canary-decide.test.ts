@@ -82,13 +82,14 @@ describe("the canary decision", () => {
   it("the evaluator takes a mismatching node out with the hard CANARY_MISMATCH, and it comes back through rise", () => {
     const settings = { gpuCount: null, model: null, probeLatencyMs: 1000, wedgeMs: 500, probeStuckMs: 4000, modelRevision: null, fall: 2, rise: 2, warmupStepMs: 0, warmupSteps: DEFAULT_WARMUP_STEPS, degradedWeight: 50 };
     const model = (seq: number) => ({ seq, at: seq, value: { kind: "ready" as const, served: ["m"] } });
-    let st = evaluate({ model: model(1) }, initialState(0), 1, settings);
-    st = evaluate({ model: model(2) }, st, 2, settings);
-    st = evaluate({ model: model(3) }, st, 3, settings);
+    const gpu = { seq: 1, at: 1, value: { kind: "ok" as const, gpus: [] } };
+    let st = evaluate({ gpu, model: model(1) }, initialState(0), 1, settings);
+    st = evaluate({ gpu, model: model(2) }, st, 2, settings);
+    st = evaluate({ gpu, model: model(3) }, st, 3, settings);
     expect(st.decision.phase).toBe("serving");
-    st = evaluate({ model: model(4), canaryMismatch: "a1: token 0" }, st, 4, settings);
+    st = evaluate({ gpu, model: model(4), canaryMismatch: "a1: token 0" }, st, 4, settings);
     expect([st.decision.status, st.decision.weight, st.decision.reasons[0]?.code]).toEqual(["UNHEALTHY", 0, "CANARY_MISMATCH"]);
-    st = evaluate({ model: model(5), canaryMismatch: null }, st, 5, settings);
+    st = evaluate({ gpu, model: model(5), canaryMismatch: null }, st, 5, settings);
     expect(st.decision.reasons[0]?.code).toBe("RECOVERING");
   });
 });

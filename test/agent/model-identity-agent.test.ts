@@ -70,7 +70,7 @@ const models = (): Promise<Record<string, string>> => r.hgetall(`llmha:${cluster
 
 describe("the node hash carries what the server serves (real agent, fake TGI, real redis-server)", () => {
   it("id, dtype and max context from TGI's /info; no revision where the server tells none", async () => {
-    await waitFor("node hash with the served identity", async () => (await hash()).modelDtype === "torch.float16", { timeoutMs: 20_000, everyMs: 100 });
+    await waitFor("node hash with the served identity", async () => (await hash()).modelDtype === "torch.float16" && (await hash()).status === "HEALTHY", { timeoutMs: 20_000, everyMs: 100 });
     expect(await hash()).toMatchObject({ model: MODEL, modelRevision: "", modelDtype: "torch.float16", maxContext: "8192", status: "HEALTHY" });
     // TGI's torch.float16 and the peer's float16 are one precision: nobody differs.
     await waitFor("models published", async () => (await models()).majority === `${MODEL} dtype:float16 ctx:8192`, { timeoutMs: 15_000, everyMs: 100 });

@@ -12,7 +12,7 @@ import { readinessCommand } from "../../infra/workloads/inference";
 import { SimNode } from "../../lab/sim/sim-node";
 import { waitFor } from "../../agent/src/util/net";
 
-const FAST = { LLMHA_INTERVAL_MS: "250", LLMHA_WARMUP_STEP_MS: "200", LLMHA_FALL: "2", LLMHA_RISE: "2", LLMHA_GPU_TIMEOUT_MS: "1500" };
+const FAST = { LLMHA_INTERVAL_MS: "250", LLMHA_WARMUP_STEP_MS: "200", LLMHA_FALL: "2", LLMHA_RISE: "2", LLMHA_GPU_TIMEOUT_MS: "3000" };
 const dir = mkdtempSync(join(tmpdir(), "llmha-readiness-"));
 let node: SimNode;
 
@@ -35,7 +35,8 @@ afterAll(async () => {
 describe("inference readiness follows the node's agent", () => {
   it("is ready when the agent says the node takes traffic", async () => {
     await until("agent ready", async () => (await node.agentGet("/readyz")).status === 200);
-    expect(await probe()).toBe(0);
+    // The command is a python3 start-up: on a loaded host the agent may have flapped meanwhile.
+    await until("the readiness command to pass", async () => (await probe()) === 0);
   });
 
   it("is not ready on a GPU fault while the server's own /health still says 200", async () => {

@@ -104,6 +104,10 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
   if (eng && (progress === null || eng.tokensTotal !== progress.tokens)) progress = { tokens: eng.tokensTotal, at: signals.engine?.at ?? now };
 
   const observed: Reason[] = [];
+  // No traffic before both nvidia-smi and the model check have answered once: a node whose
+  // first GPU reading is slow (a loaded host) would otherwise serve with 0 GPUs in its heartbeat.
+  const awaiting = [signals.gpu ? null : "nvidia-smi", model ? null : "the model check"].filter((x) => x !== null);
+  if (awaiting.length) observed.push({ source: "agent", code: "AGENT_STARTING", hard: true, effect: "unknown", detail: `no result yet from ${awaiting.join(" or ")}` });
   if (signals.gpu) observed.push(...gpuReasons(signals.gpu.value, s));
   observed.push(...pciReasons(signals.pci?.value, signals.gpu?.value, s));
   observed.push(...xidReasons(signals.fatalXids ?? [], signals.xidRepeated ?? []));
