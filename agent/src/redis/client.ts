@@ -12,6 +12,7 @@ import { connect as netConnect } from "node:net";
 import { safeUrl } from "../util/log";
 import { redisAuthFromEnv } from "./auth";
 import { defineScripts } from "./scripts";
+import { followEndpoint } from "./follow";
 
 export class RedisUrlError extends Error {
   constructor(message: string) {
@@ -53,6 +54,12 @@ export interface RedisClientOptions {
    * older than what this process wrote.
    */
   onServerChange?: (from: string, to: string) => void;
+  /**
+   * How often the connection checks that it is still where the endpoint points (follow.ts):
+   * not on a replica, not on a server another connection of this process has left. Default
+   * 1000 ms; 0 turns it off.
+   */
+  followEndpointMs?: number;
   /** TCP/TLS connect timeout. Default 2000 ms. */
   connectTimeoutMs?: number;
   /** First reconnect delay; doubles up to `maxBackoffMs`. Default 100 ms. */
@@ -169,24 +176,24 @@ export function createRedisClient(url: string, opts: RedisClientOptions): RedisC
   let everReady = false;
   let lastError = "";
   let clusterMode = false;
-  let runId = "";
+  followEndpoint(redis, {
+    everyMs: opts.followEndpointMs ?? 1000,
+    log,
+    onServerChange: (from, to) => {
+      log.warn({ from, to }, "redis endpoint now reaches another server (failover or restart): its data may be older than ours");
+      opts.onServerChange?.(from, to);
+    },
+  });
   redis.on("ready", () => {
     ready = true;
     log.info({ reconnected: everReady }, everReady ? "redis reconnected" : "redis connected");
     everReady = true;
     lastError = "";
     // The mode llm-ha supports is stated, not assumed: a cluster-mode endpoint is named at once.
-    // The server's run_id tells a failover (or a restart) from a reconnect to the same server.
-    Promise.all([redis.info("cluster"), redis.info("server")]).then(
-      ([cluster, server]) => {
+    redis.info("cluster").then(
+      (cluster) => {
         clusterMode = /^cluster_enabled:1\b/m.test(cluster);
         if (clusterMode) log.error(`${CLUSTER_MODE_MESSAGE} (${shown})`);
-        const id = /^run_id:(\w+)/m.exec(server)?.[1] ?? "";
-        if (id && runId && id !== runId) {
-          log.warn({ from: runId, to: id }, "redis endpoint now reaches another server (failover or restart): its data may be older than ours");
-          opts.onServerChange?.(runId, id);
-        }
-        if (id) runId = id;
       },
       () => undefined,
     );

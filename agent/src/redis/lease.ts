@@ -17,6 +17,7 @@ import type { Redis } from "ioredis";
 import type { Logger } from "../util/log";
 import type { RedisKeys } from "./keys";
 import { acquireScript, defineScripts, releaseScript, renewScript } from "./scripts";
+import { followEndpoint } from "./follow";
 
 export interface LeaseSettings {
   /** Lease time to live. Default 20000 ms (`LLMHA_LEASE_TTL_MS`). */
@@ -176,6 +177,8 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
       this.own = this.redis.duplicate({ connectionName: `${this.redis.options.connectionName ?? "llmha"}-lease` });
       this.own.on("error", () => undefined); // the shared client logs Redis trouble; this one is retried by contend
       defineScripts(this.own);
+      // It writes only when the lease is free: no READONLY would ever move it after a failover.
+      followEndpoint(this.own, { everyMs: 1000 });
     }
     return this.own;
   }
