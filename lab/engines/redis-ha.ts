@@ -58,6 +58,12 @@ export interface RedisHaHandle {
   settle(): Promise<void>;
   /** True while the first primary is the primary and the sentinels see it through the link (a partition can be staged). */
   partitionable(): Promise<boolean>;
+  /**
+   * Makes the first server the primary again, seen through the link, with the other its
+   * replica and the sentinels watching it (writes paused on the old primary while the first
+   * catches up): a partition can be staged whatever ran before. No-op when it already can.
+   */
+  restoreFirstPrimary(): Promise<void>;
   /** Every server restarted at once, every key lost (power loss, persistence off). */
   restartAll(): Promise<void>;
   /** Pids of every process (servers, sentinels, the endpoint). */
@@ -234,6 +240,33 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
       },
       async partitionable() {
         return (await handle.sentinelPrimaryPort()) === link.port && (await handle.primary()) === first;
+      },
+      async restoreFirstPrimary() {
+        if (await handle.partitionable()) return;
+        link.thaw();
+        const current = await handle.primary();
+        if (current === replica) {
+          await waitFor("the first server in sync", async () => /master_link_status:up/.test(await call(first.port, (r) => r.info("replication"), auth)), { timeoutMs: 20_000, everyMs: 100 });
+          await call(replica.port, (r) => r.call("CLIENT", "PAUSE", "3000", "WRITE"), auth);
+          const offset = (port: number): Promise<number> => call(port, async (r) => Number(/master_repl_offset:(\d+)/.exec(await r.info("replication"))?.[1] ?? -1), auth);
+          const target = await offset(replica.port);
+          await within(2000, async () => (await offset(first.port)) >= target, 20);
+        }
+        await call(first.port, (r) => r.call("REPLICAOF", "NO", "ONE"), auth);
+        await call(replica.port, (r) => r.call("REPLICAOF", "127.0.0.1", String(link.port)), auth);
+        await call(replica.port, (r) => r.call("CLIENT", "UNPAUSE"), auth).catch(() => undefined);
+        for (const x of sentinels) {
+          await call(x.port, async (r) => {
+            await r.call("SENTINEL", "REMOVE", SENTINEL_MASTER).catch(() => undefined);
+            await r.call("SENTINEL", "MONITOR", SENTINEL_MASTER, "127.0.0.1", String(link.port), "2");
+            const set = ["down-after-milliseconds", String(downAfterMs), "failover-timeout", String(failoverTimeoutMs), "parallel-syncs", "1"];
+            if (auth) set.push("auth-user", auth.username, "auth-pass", auth.password);
+            await r.call("SENTINEL", "SET", SENTINEL_MASTER, ...set);
+          });
+        }
+        await sentinelsReady();
+        await waitFor("replica in sync with the first server", async () => /master_link_status:up/.test(await call(replica.port, (r) => r.info("replication"), auth)), { timeoutMs: 20_000, everyMs: 100 });
+        await waitFor("endpoint on the first server", async () => (await call(port, (r) => r.info("server"), auth)).includes(`tcp_port:${first.port}`), { timeoutMs: 10_000, everyMs: 50 });
       },
       async restartAll() {
         // Roles kept: the primary comes back empty, the replica syncs the empty data set from it.
