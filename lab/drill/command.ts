@@ -13,7 +13,8 @@ import { RedisKeys } from "../../agent/src/redis/keys";
 import { startObserver, type Observer } from "./observer";
 import { figuresLine, renderTable, standbyLine, summarize, type ScenarioSummary } from "./report";
 import { detectFleet, MAIN_CLIENT, runScenario, type RunResult, type ScenarioContext } from "./run-scenario";
-import { selectScenarios, UnknownScenarioError } from "./scenarios";
+import { SCENARIOS, UnknownScenarioError } from "./scenarios";
+import { estimateSeconds, selectScenarios, type DrillMode } from "./plan";
 import { DEFAULT_HAPROXY_TUNING } from "../../contracts/haproxy-tuning";
 import { CLIENT_TIMEOUT_MS, DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_TIMING, DRILL_TUNED_BASELINE } from "./settings";
 import { BASELINE_DEFAULT, BASELINE_TUNED, DRILL_MODEL, startStack, type DrillStack } from "./stack";
@@ -30,8 +31,12 @@ export const DRILL_USAGE = `Usage: llm-ha drill [flags]
 Runs the local drill: real redis-server, HAProxy (one per AZ + baselines) and PowerDNS (LUA
 ifurlup), N simulated GPU nodes with real agents, steady client traffic, and a fault matrix.
 
-  --scenario NAME[,NAME]  run only these scenarios (see the list below)
+With no flag it runs a first, short matrix: one scenario per tier, the L4 outage included
+(crash, az-gpu-loss, az-loss, leader-kill, edge-auth, global-outage; a few minutes).
+
+  --full                  the whole fault matrix (every scenario, its own number of runs)
   --quick                 the short CI subset (crash ×3, gpu-lost, wedged, az-gpu-loss, standby-wake)
+  --scenario NAME[,NAME]  run only these scenarios, in this order (see the list below)
   --check                 exit 1 when a scenario misses its target (or cannot be measured)
   --json FILE             write every figure as JSON
   --out DIR               logs and timeline.svg (default: a new folder under the system tmp)
@@ -50,6 +55,8 @@ export class DrillUsageError extends Error {
 export interface DrillArgs {
   scenario?: string;
   quick: boolean;
+  /** The whole matrix (`--full`); neither this nor `quick`: the first-run matrix. */
+  full?: boolean;
   check: boolean;
   json?: string;
   out?: string;
@@ -75,6 +82,9 @@ export function parseDrillArgs(argv: readonly string[]): DrillArgs {
         break;
       case "--quick":
         a.quick = true;
+        break;
+      case "--full":
+        a.full = true;
         break;
       case "--check":
         a.check = true;
@@ -105,7 +115,12 @@ export function parseDrillArgs(argv: readonly string[]): DrillArgs {
         throw new DrillUsageError(`unknown flag ${JSON.stringify(arg)}`);
     }
   }
+  if (a.quick && a.full) throw new DrillUsageError("--quick and --full are exclusive: pick one");
   return a;
+}
+
+export function drillMode(a: Pick<DrillArgs, "quick" | "full">): DrillMode {
+  return a.full ? "full" : a.quick ? "quick" : "first";
 }
 
 export interface DrillReport {
@@ -127,7 +142,12 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   const t0 = Date.now();
   const now = (): number => Date.now() - t0;
   const progress = (line: string): void => io.err(`[drill ${(now() / 1000).toFixed(1).padStart(6)}s] ${line}\n`);
-  const plan = selectScenarios({ scenario: args.scenario, quick: args.quick, runs: args.runs });
+  const plan = selectScenarios({ scenario: args.scenario, mode: drillMode(args), runs: args.runs });
+  const runs = plan.reduce((n, p) => n + p.runs, 0);
+  progress(
+    `${plan.length} scenario${plan.length === 1 ? "" : "s"}, ${runs} run${runs === 1 ? "" : "s"}: about ${Math.ceil(estimateSeconds(plan) / 60)} min on 2 quiet cores` +
+      (drillMode(args) === "first" && !args.scenario ? ` (--full: all ${SCENARIOS.length} scenarios, about ${Math.ceil(estimateSeconds(selectScenarios({ mode: "full" })) / 60)} min)` : ""),
+  );
   const outDir = resolve(args.out ?? mkdtempSync(join(tmpdir(), "llmha-drill-")));
   mkdirSync(outDir, { recursive: true });
   const stops: (() => Promise<void>)[] = [];
@@ -239,7 +259,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
       outDir,
     };
     const svg = renderTimelineSvg(tl, {
-      title: `llm-ha drill ${report.startedAt} — ${args.nodes} nodes, ${st.azs.length} AZs${args.quick ? " (quick)" : ""}`,
+      title: `llm-ha drill ${report.startedAt} — ${args.nodes} nodes, ${st.azs.length} AZs${args.scenario ? "" : ` (${drillMode(args)})`}`,
       nodes: st.nodes.map((n) => ({ id: n.id, az: n.az, proxy: st.azOf(n).proxy })),
       azs: report.azs,
     });
@@ -276,7 +296,7 @@ export async function drillCommand(argv: string[]): Promise<number> {
   let args: DrillArgs;
   try {
     args = parseDrillArgs(argv);
-    selectScenarios({ scenario: args.scenario, quick: args.quick });
+    selectScenarios({ scenario: args.scenario, mode: drillMode(args) });
   } catch (err) {
     if (err instanceof DrillUsageError || err instanceof UnknownScenarioError) {
       process.stderr.write(`llm-ha drill: ${err.message}\n\n${DRILL_USAGE}`);
@@ -285,7 +305,7 @@ export async function drillCommand(argv: string[]): Promise<number> {
     throw err;
   }
   if (args.help) {
-    process.stdout.write(DRILL_USAGE + `\nScenarios: ${selectScenarios({ quick: false }).map((p) => p.spec.name).join(", ")}\n`);
+    process.stdout.write(DRILL_USAGE + `\nScenarios: ${selectScenarios({ mode: "full" }).map((p) => p.spec.name).join(", ")}\n`);
     return 0;
   }
   try {

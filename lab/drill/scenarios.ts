@@ -374,16 +374,3 @@ export class UnknownScenarioError extends Error {
   }
 }
 
-/** The scenarios to run: one by name, the quick subset, or all; with how many runs each (`runs` overrides). */
-export function selectScenarios(o: { scenario?: string; quick: boolean; runs?: number }): { spec: ScenarioSpec; runs: number }[] {
-  const runsOf = (spec: ScenarioSpec): number => o.runs ?? (o.quick ? spec.repeat.quick : spec.repeat.full);
-  if (o.scenario) {
-    const names = o.scenario.split(",");
-    return names.map((n) => {
-      const spec = SCENARIOS.find((s) => s.name === n);
-      if (!spec) throw new UnknownScenarioError(n);
-      return { spec, runs: runsOf(spec) };
-    });
-  }
-  return SCENARIOS.filter((s) => !o.quick || s.quick).map((spec) => ({ spec, runs: runsOf(spec) }));
-}

@@ -8,7 +8,8 @@ import { describe, expect, it } from "vitest";
 import { parseDrillArgs, DrillUsageError } from "../../lab/drill/command";
 import { checkTargets, figuresLine, fmtFigure, figure, renderTable, standbyLine, summarize } from "../../lab/drill/report";
 import { staleWrites, type RunResult } from "../../lab/drill/run-scenario";
-import { SCENARIOS, selectScenarios, UnknownScenarioError } from "../../lab/drill/scenarios";
+import { SCENARIOS, UnknownScenarioError } from "../../lab/drill/scenarios";
+import { estimateSeconds, selectScenarios } from "../../lab/drill/plan";
 import { renderTimelineSvg, runsOf } from "../../lab/drill/svg";
 import { dnsChanges, emptyTimeline, firstAfter, l1Removed, p50max, removedBetween, type Sample } from "../../lab/drill/timeline";
 import { sharesOf, spreadRatio, tally } from "../../lab/drill/scenarios/proxy-measure";
@@ -54,14 +55,20 @@ describe("scenario table", () => {
       "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "server-kinds", "silent-corruption", "canary-noise", "corrupt-weights", "global-outage", "standby-ice",
       "practice-wake", "edge-auth", "edge-flood", "redis-forgery", "agent-starve",
     ]);
-    const quick = selectScenarios({ quick: true });
+    const quick = selectScenarios({ mode: "quick" });
     expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);
-    expect(selectScenarios({ quick: false }).find((p) => p.spec.name === "crash")?.runs).toBe(5);
+    expect(selectScenarios({ mode: "full" }).find((p) => p.spec.name === "crash")?.runs).toBe(5);
+    // With no flag: one scenario per tier (the L4 outage included), once each, in a few minutes.
+    const first = selectScenarios({ mode: "first" });
+    expect(new Set(first.map((p) => p.spec.tier))).toEqual(new Set(["L1", "L2", "L3", "L4", "fleet", "edge"].filter((t) => SCENARIOS.some((s) => s.tier === t))));
+    expect(first.every((p) => p.runs === 1)).toBe(true);
+    expect(estimateSeconds(first)).toBeLessThan(6 * 60);
+    expect(estimateSeconds(selectScenarios({ mode: "full" }))).toBeGreaterThan(15 * 60);
   });
   it("selects by name and refuses an unknown one", () => {
-    expect(selectScenarios({ scenario: "wedged,az-loss", quick: false }).map((p) => p.spec.name)).toEqual(["wedged", "az-loss"]);
-    expect(() => selectScenarios({ scenario: "meteor", quick: false })).toThrow(UnknownScenarioError);
-    expect(selectScenarios({ scenario: "standby-wake", quick: false, runs: 7 })[0].runs).toBe(7);
+    expect(selectScenarios({ scenario: "wedged,az-loss", mode: "full" }).map((p) => p.spec.name)).toEqual(["wedged", "az-loss"]);
+    expect(() => selectScenarios({ scenario: "meteor", mode: "full" })).toThrow(UnknownScenarioError);
+    expect(selectScenarios({ scenario: "standby-wake", mode: "full", runs: 7 })[0].runs).toBe(7);
   });
   it("carries DESIGN.md's L1 targets", () => {
     const t = (n: string) => SCENARIOS.find((s) => s.name === n)!.targets;
