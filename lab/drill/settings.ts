@@ -71,3 +71,6 @@ export const DRILL_TUNED_BASELINE: Partial<HaproxyTuning> = Object.freeze({
 
 /** Client request time limit: a request unanswered this long counts as failed. */
 export const CLIENT_TIMEOUT_MS = 5000;
+
+/** The model every drill node serves. */
+export const DRILL_MODEL = "llm-ha/drill-model";

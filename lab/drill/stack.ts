@@ -26,9 +26,9 @@ import { startDrillEdge } from "./edge";
 import { SimNode, type SimNodePorts } from "../sim/sim-node";
 import { freePort } from "../../agent/src/util/net";
 import { LocalCloud } from "./local-cloud";
-import { DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_STANDBY_ENV, DRILL_TUNED_BASELINE } from "./settings";
+import { DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_STANDBY_ENV, DRILL_TUNED_BASELINE, DRILL_MODEL } from "./settings";
 
-export const DRILL_MODEL = "llm-ha/drill-model";
+export { DRILL_MODEL };
 /** Zone of the drill's PowerDNS: the service name and each AZ's node records live in it. */
 export const DRILL_ZONE = "llmha.test";
 export const BASELINE_DEFAULT = "baseline_default";

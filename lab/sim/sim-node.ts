@@ -280,7 +280,8 @@ export class SimNode {
       });
       p.exited.then(() => reject(new SimNodeError(`fake inference server of ${this.id} exited at start-up (see ${this.opts.dir}/${this.id}.log)`)));
     });
-    await Promise.race([ready, sleep(15_000).then(() => Promise.reject(new SimNodeError(`fake inference server of ${this.id} did not start`)))]);
+    // A loaded host can take tens of seconds to start a tsx process: a start-up slower than that is a failure.
+    await Promise.race([ready, sleep(45_000).then(() => Promise.reject(new SimNodeError(`fake inference server of ${this.id} did not start in 45 s`)))]);
     rl.close();
   }
 

@@ -7,69 +7,19 @@
  *                  over its limit: the other tenants' p50 within 10 % of the quiet phase, the
  *                  noisy tenant gets 429 + Retry-After, no server leaves rotation.
  */
-import { Agent, request } from "node:http";
 import { sleep } from "../../../agent/src/util/net";
+import { paced, pacedInChild, post } from "../paced";
 import type { ScenarioSpec } from "../scenarios";
 import { DRILL_MODEL, type DrillAz } from "../stack";
 import { l1Removed } from "../timeline";
 import { taggedRuns } from "./outage-l4";
 import { blank, finish, mark, steady, type RunResult, type ScenarioContext } from "./runner";
 
-interface Sent {
-  t: number;
-  ms: number;
-  status: number;
-  retryAfter: boolean;
-}
-
-const BODY = JSON.stringify({ model: DRILL_MODEL, prompt: "edge", max_tokens: 1 });
-
 /** A chat the fakes count by tag (`l4#<tag>` opening the last message): every copy that reached a server is seen. */
 const tagged = (tag: string): { path: string; body: string } => ({
   path: "/v1/chat/completions",
   body: JSON.stringify({ model: DRILL_MODEL, messages: [{ role: "user", content: `l4#${tag} refused?` }], max_tokens: 1 }),
 });
-
-function post(url: string, headers: Record<string, string | string[]>, agent: Agent | false, now: () => number, req0: { path: string; body: string } = { path: "/v1/completions", body: BODY }): Promise<Sent> {
-  const t = now();
-  const t0 = performance.now();
-  return new Promise((resolve) => {
-    const req = request(`${url}${req0.path}`, { method: "POST", agent, headers: { "content-type": "application/json", ...headers } }, (res) => {
-      res.resume();
-      res.on("end", () => resolve({ t, ms: performance.now() - t0, status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"] !== undefined }));
-      res.on("error", () => resolve({ t, ms: performance.now() - t0, status: 0, retryAfter: false }));
-    });
-    req.setTimeout(5000, () => req.destroy());
-    req.on("error", () => resolve({ t, ms: performance.now() - t0, status: 0, retryAfter: false }));
-    req.end(req0.body);
-  });
-}
-
-/** Sends at `perS` requests a second (fire and forget, paced) until stopped; what `headers()` gives at each send. */
-function paced(url: () => string, headers: () => Record<string, string | string[]>, perS: number, now: () => number): { records: Sent[]; stop(): Promise<void> } {
-  const records: Sent[] = [];
-  const pending = new Set<Promise<void>>();
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-  const tickMs = 50;
-  let owed = 0;
-  const timer = setInterval(() => {
-    owed += (perS * tickMs) / 1000;
-    for (; owed >= 1; owed--) {
-      const p = post(url(), headers(), agent, now).then((s) => void records.push(s));
-      pending.add(p);
-      void p.finally(() => pending.delete(p));
-    }
-  }, tickMs);
-  return {
-    records,
-    async stop() {
-      clearInterval(timer);
-      await Promise.allSettled([...pending]);
-      agent.destroy();
-    },
-  };
-}
-
 
 const url = (ctx: ScenarioContext, az: DrillAz): string => `http://${az.address}:${ctx.stack.port}`;
 const p50 = (xs: number[]): number | null => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] : null);
@@ -151,11 +101,16 @@ export async function runEdgeFlood(ctx: ScenarioContext, spec: ScenarioSpec, run
   const legit = good.map((g) => paced(target, () => ({ authorization: `Bearer ${g.key}` }), legitPerS / 2, ctx.now));
   await sleep(8000);
   r.injectAt = mark(ctx, "inject", `${spec.name}: unauthenticated flood at ${10 * legitPerS + 50}/s and a tenant at 10× its limit`);
-  const flood = paced(target, () => ({}), 10 * legitPerS + 50, ctx.now);
-  const loud = paced(target, () => ({ authorization: `Bearer ${noisy.key}` }), 50, ctx.now);
+  // The flood and the noisy tenant come from processes of their own, as they would from other hosts.
+  const urls = active.map((a) => url(ctx, a));
+  const epochMs = Date.now() - ctx.now();
+  const floodChild = pacedInChild({ urls, headers: {}, perS: 10 * legitPerS + 50, epochMs });
+  const loudChild = pacedInChild({ urls, headers: { authorization: `Bearer ${noisy.key}` }, perS: 50, epochMs });
   await sleep(8000);
   r.healAt = mark(ctx, "heal", `${spec.name}: flood stopped`);
-  await Promise.all([flood.stop(), loud.stop()]);
+  const [floodRecords, loudRecords] = await Promise.all([floodChild.stop(), loudChild.stop()]);
+  const flood = { records: floodRecords };
+  const loud = { records: loudRecords };
   await sleep(1000);
   await Promise.all(legit.map((l) => l.stop()));
   r.endAt = ctx.now();

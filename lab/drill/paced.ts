@@ -1,0 +1,87 @@
+/**
+ * Paced HTTP load for the drill's edge scenarios: requests at a fixed rate, each recorded with
+ * when it started (drill clock), how long it took and its status. `pacedInChild` runs the same
+ * loop in a process of its own (lab/drill/flood-child.ts): a flood generated in the drill's own
+ * event loop would slow the legitimate requests it measures there (seen: p50 ×1.5 from that alone).
+ */
+import { spawn } from "node:child_process";
+import { Agent, request } from "node:http";
+import { join } from "node:path";
+import { DRILL_MODEL } from "./settings";
+
+export interface Sent {
+  t: number;
+  ms: number;
+  status: number;
+  retryAfter: boolean;
+}
+
+const BODY = JSON.stringify({ model: DRILL_MODEL, prompt: "edge", max_tokens: 1 });
+
+export function post(url: string, headers: Record<string, string | string[]>, agent: Agent | false, now: () => number, req0: { path: string; body: string } = { path: "/v1/completions", body: BODY }): Promise<Sent> {
+  const t = now();
+  const t0 = performance.now();
+  return new Promise((resolve) => {
+    const req = request(`${url}${req0.path}`, { method: "POST", agent, headers: { "content-type": "application/json", ...headers } }, (res) => {
+      res.resume();
+      res.on("end", () => resolve({ t, ms: performance.now() - t0, status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"] !== undefined }));
+      res.on("error", () => resolve({ t, ms: performance.now() - t0, status: 0, retryAfter: false }));
+    });
+    req.setTimeout(5000, () => req.destroy());
+    req.on("error", () => resolve({ t, ms: performance.now() - t0, status: 0, retryAfter: false }));
+    req.end(req0.body);
+  });
+}
+
+/** Sends at `perS` requests a second (fire and forget, paced) until stopped; what `headers()` gives at each send. */
+export function paced(url: () => string, headers: () => Record<string, string | string[]>, perS: number, now: () => number): { records: Sent[]; stop(): Promise<void> } {
+  const records: Sent[] = [];
+  const pending = new Set<Promise<void>>();
+  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  const tickMs = 50;
+  let owed = 0;
+  const timer = setInterval(() => {
+    owed += (perS * tickMs) / 1000;
+    for (; owed >= 1; owed--) {
+      const p = post(url(), headers(), agent, now).then((s) => void records.push(s));
+      pending.add(p);
+      void p.finally(() => pending.delete(p));
+    }
+  }, tickMs);
+  return {
+    records,
+    async stop() {
+      clearInterval(timer);
+      await Promise.allSettled([...pending]);
+      agent.destroy();
+    },
+  };
+}
+
+/** What the flood child is told (one JSON argument). */
+export interface FloodOrder {
+  urls: string[];
+  headers: Record<string, string>;
+  perS: number;
+  /** `Date.now()` at the drill clock's 0: records carry drill times. */
+  epochMs: number;
+}
+
+/** `paced` in a child process, round-robin over `urls`; `stop()` ends it and returns its records. */
+export function pacedInChild(o: FloodOrder): { stop(): Promise<Sent[]> } {
+  const child = spawn(process.execPath, ["--import", "tsx", join(__dirname, "flood-child.ts"), JSON.stringify(o)], { stdio: ["pipe", "pipe", "inherit"] });
+  let out = "";
+  child.stdout.on("data", (d: Buffer) => (out += d.toString("utf8")));
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  return {
+    async stop() {
+      child.stdin.end();
+      await closed;
+      try {
+        return JSON.parse(out) as Sent[];
+      } catch {
+        return [];
+      }
+    },
+  };
+}
