@@ -78,16 +78,17 @@ export const IMAGE_COMMANDS: readonly Command[] = [
 
 /** The overview: every command, one line each. */
 export function usageText(commands: readonly Command[]): string {
-  const left = commands.map((c) => `${c.name} ${c.args}`);
-  const width = Math.max(...left.map((l) => l.length)) + 2;
+  const rows = commands.map((c) => [`${c.name} ${c.args}`, c.summary]);
+  const more = [["help COMMAND", "that command's flags (also: llm-ha COMMAND --help)"], ["--version", "the version"]];
+  const width = Math.max(...[...rows, ...more].map(([l]) => l.length)) + 2;
+  const lines = (list: string[][]): string => list.map(([l, r]) => `  llm-ha ${l.padEnd(width)}${r}`).join("\n");
   return `${HEADER}
 
 Usage: llm-ha COMMAND [flags]
 
-${commands.map((c, i) => `  llm-ha ${left[i].padEnd(width)}${c.summary}`).join("\n")}
+${lines(rows)}
 
-  llm-ha help COMMAND      that command's flags (also: llm-ha COMMAND --help)
-  llm-ha --version         the version
+${lines(more)}
 
 Usage errors exit 2 and are written on stderr.
 `;

@@ -245,7 +245,8 @@ export async function cacheCommand(argv: string[], out: NodeJS.WritableStream = 
     if (sub === "list") {
       const entries = await cache.list();
       if (json) {
-        out.write(JSON.stringify(entries.map((e) => ({ key: e.key, kind: e.kind, model: e.model, source: e.source, bytes: e.bytes, ttlLeftS: e.ttlLeftS, lastUsedAt: e.lastUsedAt, request: e.request, answer: e.answer }))) + "\n");
+        const rows = entries.map((e) => ({ key: e.key, kind: e.kind, model: e.model, source: e.source, bytes: e.bytes, ttlLeftS: e.ttlLeftS, lastUsedAt: e.lastUsedAt, request: e.request, answer: e.answer }));
+        out.write(JSON.stringify({ version: 1, cluster, entries: rows }) + "\n");
         return 0;
       }
       const s = await cache.stats();
