@@ -94,6 +94,8 @@ describe("usage errors: stderr, exit 2, did you mean", () => {
       [["policy", "--stak", "dev"], "unknown flag --stak (did you mean --stack?)"],
       [["status", "-o", "yaml", "--redis-url", "redis://127.0.0.1:1"], "-o/--output must be json or text"],
       [["cache"], "which one: import, list or rm?"],
+      [["observability", "--clustr", "x"], "unknown flag --clustr (did you mean --cluster?)"],
+      [["bench", "--quik"], "unknown flag --quik (did you mean --quick?)"],
     ];
     const runs = await pool(cases, 3, async ([args]) => llmha(...args));
     cases.forEach(([args, want], i) => {
