@@ -1,6 +1,6 @@
-// Flat config: the recommended TypeScript rules, the house rules of STYLE.md that a linter
+// Flat config: the recommended TypeScript rules, the house rules (docs/architecture.md) that a linter
 // can check (no `any`, no default exports, named errors), and the one-way boundaries of
-// DESIGN.md (a wrong-way import or an import circle is a lint error, not a review comment).
+// docs/architecture.md (a wrong-way import or an import circle is a lint error, not a review comment).
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 import { importX } from "eslint-plugin-import-x";
@@ -20,10 +20,10 @@ import { createTypeScriptImportResolver } from "eslint-import-resolver-typescrip
  */
 export const BOUNDARY_ZONES = [
   { target: "./contracts", from: ".", except: ["./contracts", "./node_modules"], message: "contracts/ is the shared leaf: it imports no other folder." },
-  { target: "./agent/src", from: ["./infra", "./policies", "./test", "./lab"], message: "agent/src is what the image runs: it imports contracts/ only (DESIGN.md boundaries)." },
-  { target: "./infra", from: ["./agent", "./policies", "./test", "./lab"], message: "infra/ imports contracts/ only (DESIGN.md boundaries)." },
-  { target: "./policies", from: ["./agent", "./test", "./lab"], message: "policies/ imports contracts/ only (DESIGN.md boundaries)." },
-  { target: "./policies", from: "./infra", except: ["./capture.ts"], message: "policies/ imports contracts/ only; its offline CLI may run infra/capture (DESIGN.md boundaries)." },
+  { target: "./agent/src", from: ["./infra", "./policies", "./test", "./lab"], message: "agent/src is what the image runs: it imports contracts/ only (docs/architecture.md)." },
+  { target: "./infra", from: ["./agent", "./policies", "./test", "./lab"], message: "infra/ imports contracts/ only (docs/architecture.md)." },
+  { target: "./policies", from: ["./agent", "./test", "./lab"], message: "policies/ imports contracts/ only (docs/architecture.md)." },
+  { target: "./policies", from: "./infra", except: ["./capture.ts"], message: "policies/ imports contracts/ only; its offline CLI may run infra/capture (docs/architecture.md)." },
   { target: "./lab", from: ["./policies", "./test"], message: "the lab imports the runtime and contracts, never policies or tests." },
 ];
 

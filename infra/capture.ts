@@ -205,13 +205,7 @@ export async function captureStackGraph(
     });
     return register(req, callback);
   };
-  // The settings only a user can give (zone, name, API access, image, tokens) are not in the
-  // stack files: stand-ins fill them here, unless an override removes one on purpose ("").
-  const merged: Record<string, string> = { ...fileConfig, ...configOverrides };
-  const removed = Object.keys(merged).filter((k) => merged[k] === "");
-  for (const k of removed) delete merged[k];
-  const { values: config, secretKeys } = withStandIns(merged, env);
-  for (const k of removed) delete config[k];
+  const { config, secretKeys } = offlineConfig(env, fileConfig, configOverrides);
   pulumi.runtime.setAllConfig(config, secretKeys.filter((k) => !k.includes(".")));
 
   // Imported after setMocks, as the runtime requires; stack.ts has no top-level effects.
@@ -231,6 +225,26 @@ export async function captureStackGraph(
     return { ...r, urn, opts: options.get(`${r.type}::${r.name}`) ?? { ignoreChanges: [], dependsOn: [], propertyDependencies: {} } };
   });
   return { resources, invokes };
+}
+
+/**
+ * The config an offline run hands the program: the stack file's, the overrides over it, and
+ * stand-ins for the settings only a user can give (zone, name, API access, image, tokens),
+ * which the stack files leave out — unless an override removes one on purpose (""). `filled`
+ * names the stand-ins, for a tool that must say its verdict was reached on them.
+ */
+export function offlineConfig(env: string, fileConfig: Record<string, string>, configOverrides: Record<string, string> = {}): { config: Record<string, string>; secretKeys: string[]; filled: string[] } {
+  const merged: Record<string, string> = { ...fileConfig, ...configOverrides };
+  const removed = Object.keys(merged).filter((k) => merged[k] === "");
+  for (const k of removed) delete merged[k];
+  const { values: config, secretKeys, filled } = withStandIns(merged, env);
+  for (const k of removed) delete config[k];
+  return { config, secretKeys, filled: filled.filter((k) => !removed.includes(k)) };
+}
+
+/** The user settings the offline run of one stack fills with stand-ins (see `offlineConfig`). */
+export function stackStandIns(env: Env | string, file?: string): string[] {
+  return offlineConfig(env, file === undefined ? stackConfig(env as Env) : readStackFile(file)).filled;
 }
 
 /** Resources of one type. */

@@ -107,6 +107,13 @@ function levelOf(settings: PolicySettings | undefined): EnforcementLevel | undef
   return settings?.enforcementLevel;
 }
 
+/** The level a policy runs at under `options` (`remediate` reported as mandatory); `disabled` is not run. */
+export function policyLevel(p: Policies[number], options: RunOptions = {}): EnforcementLevel {
+  const config = options.config ?? {};
+  const level = levelOf(config[p.name]) ?? levelOf(config.all) ?? p.enforcementLevel ?? options.packEnforcementLevel ?? "advisory";
+  return level === "remediate" ? "mandatory" : level;
+}
+
 /** Schema defaults overlaid with the overrides, checked against the schema. */
 export function resolvePolicyConfig(
   policyName: string,
@@ -224,9 +231,8 @@ export async function runPolicies(
 
   for (const p of policies) {
     const settings = config[p.name];
-    let level = levelOf(settings) ?? levelOf(config.all) ?? p.enforcementLevel ?? options.packEnforcementLevel ?? "advisory";
+    const level = policyLevel(p, options);
     if (level === "disabled") continue;
-    if (level === "remediate") level = "mandatory";
     const policyConfig = resolvePolicyConfig(p.name, p.configSchema, settings);
     const getConfig = <T extends object>(): T => structuredClone(policyConfig) as T;
     const report = (urn: string | undefined) => (message: string, reportedUrn?: string) => {

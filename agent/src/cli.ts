@@ -1,20 +1,31 @@
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { ConfigError, helpText, loadConfig, unknownSettings } from "./config/load";
 import { runAgent, StartupError } from "./main";
+import { didYouMean } from "../../contracts/did-you-mean";
 
-export const USAGE = `llm-ha — keeps LLM inference on GPUs answering when a GPU, a node, a zone or a dependency fails
+/** One `llm-ha` command: its line in the overview, and what runs it. */
+export interface Command {
+  name: string;
+  /** What follows the name in the overview (`[flags]`, `CMD`, `--stack ENV`). */
+  args: string;
+  summary: string;
+  run: (argv: string[]) => Promise<number>;
+}
 
-Usage:
-  llm-ha agent [flags]     run the health agent on a GPU node (llm-ha agent --help for every flag)
-  llm-ha status [flags]    show the fleet from Redis (--watch, --json)
-  llm-ha practice [flags]  ask the leader for a practice wake of the standby now (status flags)
-  llm-ha canary CMD        correctness canaries: show the expected answers, record [--model KEY] [--node ID]
-  llm-ha fallback [flags]  the L4 service: verified-answer cache, provider failover, Kafka queue (--help)
-  llm-ha cache CMD         verified answers: import FILE.jsonl, list, rm KEY
-  llm-ha keys CMD          client API keys of the public edge: add, list, rotate, revoke (--help)
-  llm-ha edge-sync [flags] copy the client keys into the L1 proxies' HAProxy map (the L1 pod; --help)
-  llm-ha redis-acl [flags] the Redis roles as a redis-server ACL file or ElastiCache access strings (--help)
-  llm-ha help              this text
-`;
+const HEADER = "llm-ha — keeps LLM inference on GPUs answering when a GPU, a node, a zone or a dependency fails";
+
+/** The package's version: package.json sits two folders up in a checkout, three in the image (dist/agent/src). */
+export function packageVersion(): string {
+  for (let dir = __dirname; ; dir = dirname(dir)) {
+    const file = join(dir, "package.json");
+    if (existsSync(file)) {
+      const pkg = JSON.parse(readFileSync(file, "utf8")) as { name?: string; version?: string };
+      if (pkg.name === "llm-ha" && pkg.version) return pkg.version;
+    }
+    if (dirname(dir) === dir) return "unknown";
+  }
+}
 
 async function agentCommand(argv: string[]): Promise<number> {
   if (argv.includes("--help") || argv.includes("-h")) {
@@ -53,53 +64,64 @@ async function agentCommand(argv: string[]): Promise<number> {
 }
 
 /** The image's commands; a checkout's `lab/cli.ts` adds the drill and the operator tools. */
-export async function main(argv: string[], usage = USAGE): Promise<number> {
+export const IMAGE_COMMANDS: readonly Command[] = [
+  { name: "agent", args: "[flags]", summary: "run the health agent on a GPU node", run: agentCommand },
+  { name: "status", args: "[flags]", summary: "show the fleet from Redis (--watch, -o json)", run: async (a) => (await import("./status/command.js")).statusCommand(a) },
+  { name: "practice", args: "[flags]", summary: "ask the leader for a practice wake of the standby now", run: async (a) => (await import("./status/practice-request.js")).practiceCommand(a) },
+  { name: "canary", args: "CMD", summary: "correctness canaries: show the expected answers, record them", run: async (a) => (await import("./canary/command.js")).canaryCommand(a) },
+  { name: "fallback", args: "[flags]", summary: "the L4 service: verified-answer cache, provider failover, Kafka queue", run: async (a) => (await import("./fallback/command.js")).fallbackCommand(a) },
+  { name: "cache", args: "CMD", summary: "verified answers: import FILE.jsonl, list, rm KEY", run: async (a) => (await import("./fallback/command.js")).cacheCommand(a) },
+  { name: "keys", args: "CMD", summary: "client API keys of the public edge: add, list, rotate, revoke", run: async (a) => (await import("./edge/command.js")).keysCommand(a) },
+  { name: "edge-sync", args: "[flags]", summary: "copy the client keys into the L1 proxies' HAProxy map (the L1 pod)", run: async (a) => (await import("./edge/command.js")).edgeSyncCommand(a) },
+  { name: "redis-acl", args: "[flags]", summary: "the Redis roles as a redis-server ACL file or ElastiCache access strings", run: async (a) => (await import("./redis/acl-command.js")).redisAclCommand(a) },
+];
+
+/** The overview: every command, one line each. */
+export function usageText(commands: readonly Command[]): string {
+  const rows = commands.map((c) => [`${c.name} ${c.args}`, c.summary]);
+  const more = [["help COMMAND", "that command's flags (also: llm-ha COMMAND --help)"], ["--version", "the version"]];
+  const width = Math.max(...[...rows, ...more].map(([l]) => l.length)) + 2;
+  const lines = (list: string[][]): string => list.map(([l, r]) => `  llm-ha ${l.padEnd(width)}${r}`).join("\n");
+  return `${HEADER}
+
+Usage: llm-ha COMMAND [flags]
+
+${lines(rows)}
+
+${lines(more)}
+
+Usage errors exit 2 and are written on stderr.
+`;
+}
+
+/** Dispatches `argv` to one of `commands`; `help CMD` and `--version` are answered here. */
+export async function main(argv: string[], commands: readonly Command[] = IMAGE_COMMANDS): Promise<number> {
   const [cmd, ...rest] = argv;
-  switch (cmd) {
-    case "agent":
-      return agentCommand(rest);
-    case "status": {
-      const { statusCommand } = await import("./status/command.js");
-      return statusCommand(rest);
-    }
-    case "practice": {
-      const { practiceCommand } = await import("./status/practice-request.js");
-      return practiceCommand(rest);
-    }
-    case "canary": {
-      const { canaryCommand } = await import("./canary/command.js");
-      return canaryCommand(rest);
-    }
-    case "fallback": {
-      const { fallbackCommand } = await import("./fallback/command.js");
-      return fallbackCommand(rest);
-    }
-    case "cache": {
-      const { cacheCommand } = await import("./fallback/command.js");
-      return cacheCommand(rest);
-    }
-    case "keys": {
-      const { keysCommand } = await import("./edge/command.js");
-      return keysCommand(rest);
-    }
-    case "edge-sync": {
-      const { edgeSyncCommand } = await import("./edge/command.js");
-      return edgeSyncCommand(rest);
-    }
-    case "redis-acl": {
-      const { redisAclCommand } = await import("./redis/acl-command.js");
-      return redisAclCommand(rest);
-    }
-    case undefined:
-    case "help":
-    case "--help":
-    case "-h":
-      process.stdout.write(usage);
-      return 0;
-    default:
-      process.stderr.write(`llm-ha: unknown command ${JSON.stringify(cmd)}\n\n${usage}`);
-      return 2;
+  const usage = usageText(commands);
+  if (cmd === undefined || cmd === "--help" || cmd === "-h" || (cmd === "help" && rest.length === 0)) {
+    process.stdout.write(usage);
+    return 0;
   }
+  if (cmd === "--version" || cmd === "-V" || cmd === "version") {
+    process.stdout.write(`llm-ha ${packageVersion()}\n`);
+    return 0;
+  }
+  const names = commands.map((c) => c.name);
+  if (cmd === "help") {
+    const about = commands.find((c) => c.name === rest[0]);
+    if (!about || rest.length > 1) {
+      process.stderr.write(`llm-ha help: ${rest.length > 1 ? "takes one command" : `unknown command ${JSON.stringify(rest[0])}${didYouMean(rest[0], names)}`}; run llm-ha help for the list\n`);
+      return 2;
+    }
+    return about.run(["--help"]);
+  }
+  const command = commands.find((c) => c.name === cmd);
+  if (!command) {
+    const hint = cmd.startsWith("-") ? "flags go after the command" : "";
+    process.stderr.write(`llm-ha: unknown command ${JSON.stringify(cmd)}${didYouMean(cmd, names)}${hint ? ` (${hint})` : ""}; run llm-ha help for the list\n`);
+    return 2;
+  }
+  return command.run(rest);
 }
 
 /** Runs the CLI as a process: exit code from `main`, -1 keeps running (the agent). */

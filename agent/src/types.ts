@@ -1,6 +1,6 @@
 /**
  * The vocabulary every part of llm-ha shares: node statuses, reasons, and the
- * decision the evaluator hands to the reporters. Contracts in shared/DESIGN.md.
+ * decision the evaluator hands to the reporters. Contracts in docs/design.md.
  */
 
 /** Node statuses, ordered from best to worst. `UNKNOWN` is never treated as healthy. */

@@ -8,6 +8,7 @@ import { estimateCost } from "./estimate";
 import { priceOverride, PriceError, priceTable } from "./prices";
 import { renderCost } from "./render";
 import { MonthError, monthOf } from "./schedule";
+import { didYouMean } from "../../contracts/did-you-mean";
 
 const USAGE = `Usage: llm-ha cost --stack ENV [--month YYYY-MM] [--json] [--price TYPE=USD_PER_HOUR ...]
 
@@ -17,12 +18,14 @@ as the Pulumi program resolves it) and the price table in infra/cost/prices.json
 
   --stack ENV        dev, staging, prod (a Pulumi.<ENV>.yaml beside Pulumi.yaml), or a path to one
   --month YYYY-MM    the month to replay the schedule over (default: the current UTC month)
-  --json             the same numbers, and the prices used, as JSON
+  --json, -o json    the same numbers, and the prices used, as JSON
   --price T=P        use P USD/h for instance type T in the stack's region (repeatable)
   -h, --help         this text
 
 Exit status: 0 done, 2 bad arguments, unknown stack, bad stack config or no price.
 `;
+
+const FLAGS = ["--stack", "--month", "--json", "--output", "--price", "--help"];
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -54,6 +57,13 @@ function parseArgs(argv: string[]): Args | "help" {
       case "--json":
         a.json = true;
         break;
+      case "-o":
+      case "--output": {
+        const v = val();
+        if (v !== "json" && v !== "text") throw new UsageError(`${flag} must be json or text, got ${JSON.stringify(v)}`);
+        a.json = v === "json";
+        break;
+      }
       case "--stack":
         a.stack = val();
         break;
@@ -64,7 +74,7 @@ function parseArgs(argv: string[]): Args | "help" {
         a.prices.push(val());
         break;
       default:
-        throw new UsageError(`unknown argument ${JSON.stringify(argv[i])}`);
+        throw new UsageError(`unknown ${flag.startsWith("-") ? "flag" : "argument"} ${JSON.stringify(argv[i])}${didYouMean(flag, FLAGS)}`);
     }
   }
   if (a.stack === undefined) throw new UsageError("--stack is required");

@@ -14,6 +14,7 @@ import { DASHBOARD_FILE, dashboardText, INHIBIT_FILE, RULES_FILE, rulesFileText,
 import { observabilityObjects } from "./objects";
 import { AlertThresholdError } from "./thresholds";
 import { WORKLOADS_NAMESPACE } from "../names";
+import { flagErrorMessage } from "../../contracts/did-you-mean";
 
 export const KUBERNETES_FILE = "kubernetes.json";
 /** Where the repository keeps the files for the defaults (a test keeps them current). */
@@ -64,21 +65,19 @@ const USAGE =
 /** Parses the arguments into file options and an output folder; a string is the error to print (exit 2). */
 export function parseCli(argv: string[]): { out?: string; options: FilesOptions } | { help: true } | string {
   let values: { out?: string; cluster?: string; namespace?: string; "standby-az"?: string; "selector-label"?: string[]; "prometheus-operator"?: boolean; help?: boolean };
+  const options = {
+    out: { type: "string" },
+    cluster: { type: "string" },
+    namespace: { type: "string" },
+    "standby-az": { type: "string" },
+    "selector-label": { type: "string", multiple: true },
+    "prometheus-operator": { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  } as const;
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        out: { type: "string" },
-        cluster: { type: "string" },
-        namespace: { type: "string" },
-        "standby-az": { type: "string" },
-        "selector-label": { type: "string", multiple: true },
-        "prometheus-operator": { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
+    ({ values } = parseArgs({ args: argv, options }));
   } catch (e) {
-    return (e as Error).message;
+    return flagErrorMessage(e, Object.keys(options));
   }
   if (values.help) return { help: true };
   const selectorLabels: Record<string, string> = {};

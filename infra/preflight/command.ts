@@ -2,6 +2,7 @@ import { readStackFile, StackYamlError } from "../stack-yaml";
 import { findStack, UsageError } from "../cost/command";
 import { BLOCKING, offlineChecks, onlinePlan, type CheckRow } from "./checks";
 import { awsClients, onlineChecks, type AwsClients } from "./aws";
+import { didYouMean } from "../../contracts/did-you-mean";
 
 const USAGE = `Usage: llm-ha preflight --stack ENV [--online]
 
@@ -39,7 +40,7 @@ export async function preflightCommand(argv: string[], clients?: (region: string
     else if (a === "--stack") stackArg = argv[++i];
     else if (a.startsWith("--stack=")) stackArg = a.slice("--stack=".length);
     else {
-      process.stderr.write(`llm-ha preflight: unknown argument ${JSON.stringify(a)}\n\n${USAGE}`);
+      process.stderr.write(`llm-ha preflight: unknown ${a.startsWith("-") ? "flag" : "argument"} ${JSON.stringify(a)}${didYouMean(a.split("=")[0], ["--stack", "--online", "--help"])}\n\n${USAGE}`);
       return 2;
     }
   }

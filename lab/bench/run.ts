@@ -7,9 +7,27 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync, existsSync } from "node:fs";
 import { join } from "node:path";
 import { runL1Bench } from "./agent-l1";
+import { didYouMean } from "../../contracts/did-you-mean";
+
+const USAGE = `Usage: llm-ha bench [--quick] [--only l1|fleet|edge|standby] [--out FILE]   (also: npm run bench)
+
+Every measured figure as one JSON document on stdout, progress on stderr (docs/bench.md).
+Builds the agent first, so the overhead figure is the compiled agent the image runs.
+`;
+const FLAGS = ["--quick", "--only", "--out", "--help"];
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const unknown = argv.find((a, i) => a.startsWith("-") && !FLAGS.includes(a) && !["--only", "--out"].includes(argv[i - 1]));
+  if (unknown) {
+    process.stderr.write(`llm-ha bench: unknown flag ${unknown}${didYouMean(unknown, FLAGS)}\n\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
   const quick = argv.includes("--quick");
   const only = argv.includes("--only") ? argv[argv.indexOf("--only") + 1] : null;
   const outFile = argv.includes("--out") ? argv[argv.indexOf("--out") + 1] : null;

@@ -29,7 +29,7 @@ export async function runStandbyBench(o: { runs: number; log: (l: string) => voi
     return {
       drillExitCode: code,
       runs: runs.length,
-      target: "wake-up decided ≤ 10 s (DESIGN L2)",
+      target: "wake-up decided ≤ 10 s (docs/design.md, L2)",
       wakeDecisionMs: summary("wakeDecisionMs"),
       wakeCallMs: summary("wakeCallMs"),
       firstStandbyServingMs: summary("firstStandbyMs"),

@@ -1,8 +1,9 @@
 /**
  * A practice wake on request (issue 15): `llm-ha practice` run as a process against a real
- * redis-server writes the request; the schedule step acts on it once, as on a firing, also
- * with no cron; a request while the standby is awake is skipped; a bad Redis URL or an
- * unreachable Redis is a clear error with a non-zero exit.
+ * redis-server reads the fleet first and writes the request only when the leader would act on
+ * it (L0, the standby asleep), refusing otherwise and on a cluster with no data; the schedule
+ * step acts on a request once, as on a firing, also with no cron; a request while the standby
+ * is awake is skipped; a bad Redis URL or an unreachable Redis is a clear error with a non-zero exit.
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -53,11 +54,33 @@ describe("llm-ha practice", () => {
     await redis?.stop();
   });
 
-  it("writes the request (Redis time, epoch ms) under the cluster's prefix and says what happens next", async () => {
+  /** A cluster as a leader leaves it: the tier and the standby's desired state (`wake` 0 = asleep). */
+  async function seed(cluster: string, tier: string, standby: { az: string; wake: 0 | 1 } | null): Promise<void> {
+    const c = new Redis(redis.url);
+    try {
+      const k = new RedisKeys(cluster);
+      await c.hset(k.tier, { level: tier, reason: tier === "L0" ? "all AZs serve" : "az-a down", updatedAt: Date.now() });
+      if (standby) await c.hset(k.standbyWake, { az: standby.az, wake: standby.wake, reason: standby.wake ? "az-a down" : "not needed", updatedAt: Date.now() });
+    } finally {
+      c.disconnect();
+    }
+  }
+  async function requested(cluster: string): Promise<string | null> {
+    const c = new Redis(redis.url);
+    try {
+      return await c.get(new RedisKeys(cluster).practiceRequest);
+    } finally {
+      c.disconnect();
+    }
+  }
+
+  it("at L0 with the standby asleep: writes the request (Redis time, epoch ms) and says what the leader will do", async () => {
+    await seed("prac-1", "L0", { az: "az-c", wake: 0 });
     const r = await llmha(["practice", "--redis-url", redis.url, "--cluster", "prac-1"]);
-    expect(r.code).toBe(0);
+    expect(r.code, r.err).toBe(0);
     expect(r.out).toContain("practice wake requested");
-    expect(r.out).toContain("no leader holds the lease now");
+    expect(r.out).toContain("tier L0; standby az-c asleep");
+    expect(r.out).toContain("no leader holds the lease now: the next leader wakes the standby");
     const c = new Redis(redis.url);
     try {
       const at = Number(await c.get(new RedisKeys("prac-1").practiceRequest));
@@ -66,6 +89,41 @@ describe("llm-ha practice", () => {
     } finally {
       c.disconnect();
     }
+  }, 20_000);
+
+  it("refuses, writing nothing, what the leader would skip: the tier above L0, the standby awake, no standby AZ", async () => {
+    await seed("prac-l2", "L2", { az: "az-c", wake: 0 });
+    const l2 = await llmha(["practice", "--redis-url", redis.url, "--cluster", "prac-l2"]);
+    expect(l2.code).toBe(4);
+    expect(l2.out).toBe("");
+    expect(l2.err).toContain("llm-ha practice: not requested: the tier is L2 (az-a down): the leader skips a practice above L0");
+    expect(await requested("prac-l2")).toBeNull();
+
+    await seed("prac-awake", "L0", { az: "az-c", wake: 1 });
+    const awake = await llmha(["practice", "--redis-url", redis.url, "--cluster", "prac-awake"]);
+    expect(awake.code).toBe(4);
+    expect(awake.err).toContain("the standby az-c is already awake");
+    expect(await requested("prac-awake")).toBeNull();
+
+    await seed("prac-nosb", "L0", null);
+    const none = await llmha(["practice", "--redis-url", redis.url, "--cluster", "prac-nosb"]);
+    expect(none.code).toBe(4);
+    expect(none.err).toContain("no standby AZ is published");
+    expect(await requested("prac-nosb")).toBeNull();
+  }, 30_000);
+
+  it("refuses a cluster with no data (exit 3, as status), writing nothing", async () => {
+    const r = await llmha(["practice", "--redis-url", redis.url, "--cluster", "prac-empty"]);
+    expect(r.code).toBe(3);
+    expect(r.err).toContain("no llm-ha data for cluster prac-empty");
+    expect(await requested("prac-empty")).toBeNull();
+  }, 20_000);
+
+  it("--help is practice's own help, on stdout, exit 0", async () => {
+    const r = await llmha(["practice", "--help"]);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("Usage: llm-ha practice");
+    expect(r.out).not.toContain("Usage: llm-ha status");
   }, 20_000);
 
   it("an unreachable Redis or a bad URL is a clear error and a non-zero exit", async () => {

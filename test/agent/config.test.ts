@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, parseConfig, helpText } from "../../agent/src/config/load";
 import { OPTION_SPECS, flagOf } from "../../agent/src/config/spec";
-import { configReferenceMarkdown } from "../../agent/src/config/reference";
+import { configReferenceMarkdown, settingsPage } from "../../agent/src/config/reference";
 
 const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
 const base = { LLMHA_AZ: "az-a", LLMHA_NODE_ID: "n1" };
@@ -16,7 +16,7 @@ function runCli(args: string[], env: Record<string, string>): { code: number | n
 }
 
 describe("configuration", () => {
-  it("has the DESIGN.md defaults", () => {
+  it("has the contract defaults (docs/settings.md)", () => {
     const c = parseConfig([], base);
     expect(c).toMatchObject({
       cluster: "default",
@@ -89,9 +89,10 @@ describe("configuration", () => {
   });
 });
 
-describe("README", () => {
-  it("carries the configuration reference generated from the code", async () => {
-    const readme = readFileSync(join(__dirname, "..", "..", "README.md"), "utf8");
-    expect(readme).toContain(configReferenceMarkdown());
+describe("docs/settings.md", () => {
+  it("is the settings page generated from the spec (npx tsx agent/src/config/reference.ts > docs/settings.md)", async () => {
+    const page = readFileSync(join(__dirname, "..", "..", "docs", "settings.md"), "utf8");
+    expect(page).toBe(settingsPage());
+    expect(page).toContain(configReferenceMarkdown());
   });
 });

@@ -158,7 +158,7 @@ describe("llm-ha cost", () => {
     expect((await cost(["--stack", "prod", "--month", "2026-2"])).stderr).toMatch(/--month "2026-2": expected YYYY-MM/);
     const unknown = await cost(["--stack", "prod", "--verbose"]);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toMatch(/unknown argument "--verbose"/);
+    expect(unknown.stderr).toMatch(/unknown flag "--verbose"/);
     expect((await cost([])).stderr).toMatch(/--stack is required/);
     const help = await cost(["--help"]);
     expect(help.code).toBe(0);

@@ -1,5 +1,5 @@
 /**
- * The one-way boundaries of DESIGN.md are lint errors: `npm run lint` (ESLint with the
+ * The one-way boundaries of docs/architecture.md are lint errors: `npm run lint` (ESLint with the
  * repository's own eslint.config.mjs) must refuse a wrong-way import, static or dynamic,
  * and an import circle — and accept the allowed directions.
  */

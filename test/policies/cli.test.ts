@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { policies } from "../../policies/all";
 import { PENDING_ADVISORY } from "./fixtures";
+import { stackStandIns } from "../../infra/capture";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "..", "..");
@@ -30,13 +31,47 @@ describe("npm run policy", () => {
     const lines = stdout.trim().split("\n");
     expect(lines[0]).toMatch(/^POLICY\s+LEVEL\s+RESOURCE\s+MESSAGE$/);
     expect(lines[1]).toMatch(/^failover-record-ttl\s+mandatory\s+Record dns-\S+\s+Failover record dns-\S+ has ttl \d+; it must be at most 10\.$/);
-    expect(lines[lines.length - 1]).toMatch(new RegExp(`^dev: \\d+ resources, ${policies.length} policies, [1-9]\\d* mandatory and ${PENDING_ADVISORY} advisory violations$`));
+    // required-tags is disabled by the config: not run, not counted.
+    expect(lines[lines.length - 1]).toMatch(new RegExp(`^dev: \\d+ resources, ${policies.length - 1} policies, [1-9]\\d* mandatory and ${PENDING_ADVISORY} advisory violations \\(\\d+ settings were stand-ins\\)$`));
+    expect(stdout).toMatch(new RegExp(`^policies run \\(${policies.length - 1}\\): `, "m"));
+    expect(stdout).not.toMatch(/policies run[^]*required-tags[^]*stand-ins/);
   });
 
   it("exits 0 on a clean stack", async () => {
     const { code, stdout } = await policyCli(["--stack", "prod"]);
     expect(code).toBe(0);
     expect(stdout).toMatch(new RegExp(`prod: \\d+ resources, ${policies.length} policies, 0 mandatory and ${PENDING_ADVISORY} advisory violations`));
+  });
+
+  it("lists the policies it ran and the settings it filled with stand-ins; -o json carries both", async () => {
+    const { code, stdout } = await policyCli(["--stack", "prod", "-o", "json"]);
+    expect(code).toBe(0);
+    const doc = JSON.parse(stdout) as { version: number; policies: string[]; standIns: string[]; violations: unknown[] };
+    expect(doc.version).toBe(1);
+    expect(doc.policies).toEqual(policies.map((p) => p.name));
+    // The settings only a user gives, which Pulumi.prod.yaml leaves out on purpose.
+    expect(doc.standIns).toEqual(expect.arrayContaining(["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName"]));
+    const text = await policyCli(["--stack", "prod"]);
+    expect(text.stdout).toContain(`policies run (${policies.length}): ${policies[0].name}, ${policies[1].name}`);
+    expect(text.stdout).toContain(`stand-ins (${doc.standIns.length}): llm-ha:redisAuthToken, llm-ha:dns.zoneId`);
+    expect(text.stdout).toContain("Pulumi.prod.yaml leaves these out; this offline run filled them with placeholders");
+    expect(text.stdout).toContain(`(${doc.standIns.length} settings were stand-ins)`);
+  }, 180_000);
+
+  it("a setting the stack file gives is not a stand-in", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "policy-cli-"));
+    const file = path.join(dir, "Pulumi.prod.yaml");
+    const prod = fs.readFileSync(path.join(ROOT, "Pulumi.prod.yaml"), "utf8");
+    expect(stackStandIns("prod")).toContain("llm-ha:hfToken");
+    fs.writeFileSync(file, prod.replace(/^config:\n/m, "config:\n  llm-ha:hfToken: hf_given_by_the_user\n"));
+    expect(stackStandIns("prod", file)).not.toContain("llm-ha:hfToken");
+    expect(stackStandIns("prod", file).length).toBe(stackStandIns("prod").length - 1);
+  });
+
+  it("--help prints the usage on stdout and exits 0", async () => {
+    const { code, stdout } = await policyCli(["--help"]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("Usage: llm-ha policy --stack");
   });
 
   it("exits 2 with the usage on an unknown stack", async () => {

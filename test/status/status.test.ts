@@ -157,7 +157,7 @@ describe("llm-ha status against a real redis-server and a real fleet", () => {
 
   it("bad flags: exit 2 with one line", async () => {
     const cases: [string[], NodeJS.ProcessEnv, RegExp][] = [
-      [["--bogus"], cleanEnv({ LLMHA_REDIS_URL: redis.url }), /Unknown option '--bogus'/],
+      [["--bogus"], cleanEnv({ LLMHA_REDIS_URL: redis.url }), /unknown flag --bogus/],
       [[], cleanEnv(), /no Redis to read: pass --redis-url or set LLMHA_REDIS_URL/],
       [["--redis-url", "http://x"], cleanEnv(), /--redis-url: must start with redis:\/\/ or rediss:\/\//],
       [["--redis-url", redis.url, "--events", "lots"], cleanEnv(), /--events must be a whole number from 0 to 1000/],

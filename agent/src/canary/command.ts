@@ -9,6 +9,7 @@
  */
 import { CONNECT_TIMEOUT_MS, explainContact, firstContact, openFleetRedis } from "../status/command";
 import { safeUrl } from "../util/log";
+import { didYouMean } from "../../../contracts/did-you-mean";
 import type { CanaryTolerance } from "./answers";
 import { fleetMajority } from "./learn";
 import { readExpectations, readNodeAnswers, recordExpectation } from "./store";
@@ -18,10 +19,14 @@ const TOLERANCE: CanaryTolerance = { prefixTokens: 8, logprobDelta: 0.1 };
 /** Answers older than this are not recorded (a node gone, a model changed). */
 const RECENT_MS = 600_000;
 
-export const CANARY_USAGE = `llm-ha canary show [status flags]
-llm-ha canary record [--model KEY] [--node ID] [status flags]
+export const CANARY_USAGE = `Usage:
+  llm-ha canary show [fleet flags]
+  llm-ha canary record [--model KEY] [--node ID] [fleet flags]
+
   show     the expected canary answers per model key (id@revision …), learned or recorded
   record   record the fleet's current majority answers (or one node's, --node) as the expectation of --model
+
+Fleet flags: --redis-url URL (default $LLMHA_REDIS_URL), --cluster NAME, --redis-ca-file PATH
 `;
 
 /** Takes `--name value` out of argv; returns the value (undefined when absent). */
@@ -38,9 +43,13 @@ export async function canaryCommand(argv: string[]): Promise<number> {
     process.stderr.write(`llm-ha canary: ${line}\n`);
   };
   const [sub, ...rest] = argv;
+  if (sub === "--help" || sub === "-h" || sub === "help") {
+    process.stdout.write(CANARY_USAGE);
+    return 0;
+  }
   if (sub !== "show" && sub !== "record") {
-    process.stderr.write(sub === undefined || sub === "--help" || sub === "-h" ? CANARY_USAGE : `llm-ha canary: unknown subcommand ${JSON.stringify(sub)}\n${CANARY_USAGE}`);
-    return sub === undefined || sub === "--help" || sub === "-h" ? 0 : 2;
+    err(sub === undefined ? "which one: show or record? (see llm-ha canary --help)" : `unknown subcommand ${JSON.stringify(sub)}${didYouMean(sub, ["show", "record"])} (see llm-ha canary --help)`);
+    return 2;
   }
   const model = take(rest, "--model");
   const node = take(rest, "--node");
@@ -48,7 +57,7 @@ export async function canaryCommand(argv: string[]): Promise<number> {
     err("--model and --node are for record");
     return 2;
   }
-  const opened = openFleetRedis(rest, "llmha-canary", err);
+  const opened = openFleetRedis(rest, "llmha-canary", err, { name: "canary", usage: CANARY_USAGE });
   if (typeof opened === "number") return opened;
   const { args, keys, client } = opened;
   try {

@@ -8,6 +8,7 @@ import { keyFileProblem } from "../sources/credential";
 import { ACTUATOR_KINDS, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
 import { cronProblem, Zone } from "../../../contracts/cron";
 import { RedisAuthError, redisAuthFromEnv } from "../redis/auth";
+import { closest, flagErrorMessage } from "../../../contracts/did-you-mean";
 
 /** A bad setting: names the variable and its flag. `llm-ha agent` exits 2 on it. */
 export class ConfigError extends Error {
@@ -15,7 +16,8 @@ export class ConfigError extends Error {
     readonly variable: string,
     message: string,
   ) {
-    super(`${variable} (${flagOf(variable)}): ${message}`);
+    // "argv" is the command line itself (an unknown flag), which has no variable to name.
+    super(variable === "argv" ? message : `${variable} (${flagOf(variable)}): ${message}`);
     this.name = "ConfigError";
   }
 }
@@ -28,7 +30,7 @@ export function rawSettings(argv: string[], env: NodeJS.ProcessEnv): Map<string,
   try {
     parsed = parseArgs({ args: argv, options, allowPositionals: false, strict: true });
   } catch (err) {
-    throw new ConfigError("argv", (err as Error).message);
+    throw new ConfigError("argv", flagErrorMessage(err, Object.keys(options)));
   }
   const raw = new Map<string, string>();
   for (const s of OPTION_SPECS) {
@@ -196,17 +198,6 @@ export const CONFIG_DEFAULTS: Readonly<typeof DEFAULTS> = Object.freeze({ ...DEF
 
 const CLUSTER_RE = /^[A-Za-z0-9_.-]{1,64}$/;
 
-/** Edit distance, for "did you mean" on a misspelt variable name. */
-function distance(a: string, b: string): number {
-  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-    prev = cur;
-  }
-  return prev[b.length];
-}
-
 /**
  * `LLMHA_*` variables in the environment that no setting reads (a typo such as
  * `LLMHA_INTERVALMS` would otherwise be ignored in silence), each with the closest real
@@ -217,10 +208,7 @@ export function unknownSettings(env: NodeJS.ProcessEnv): { name: string; suggest
   return Object.keys(env)
     .filter((n) => n.startsWith("LLMHA_") && !known.includes(n))
     .sort()
-    .map((name) => {
-      const best = known.map((k) => ({ k, d: distance(name, k) })).sort((a, b) => a.d - b.d)[0];
-      return { name, suggestion: best && best.d <= 3 ? best.k : null };
-    });
+    .map((name) => ({ name, suggestion: closest(name, known) }));
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Every setting of `llm-ha agent`: its environment variable, its `--flag`, its default and
- * what it means. This table is the single source for parsing, `--help` and the README's
- * configuration reference (a test checks README against it). Contract: shared/DESIGN.md.
+ * what it means. This table is the single source for parsing, `--help` and the settings
+ * page docs/settings.md (a test checks the page against it). Contract: docs/design.md.
  */
 
 export const INFERENCE_KINDS = ["vllm", "tgi", "triton", "llamacpp", "openai"] as const;
@@ -21,13 +21,13 @@ export interface OptionSpec {
   readonly key: keyof AgentConfig;
   readonly env: string;
   readonly type: OptionType;
-  /** Shown in `--help` and README; `undefined` means no default. */
+  /** Shown in `--help` and docs/settings.md; `undefined` means no default. */
   readonly defaultText: string;
   readonly description: string;
   /** Inclusive bounds for `int`. */
   readonly min?: number;
   readonly max?: number;
-  /** Part of the external contract in DESIGN.md (tests outside the project drive it). */
+  /** Part of the external contract (docs/design.md) (tests outside the project drive it). */
   readonly contract?: boolean;
 }
 

@@ -2,10 +2,11 @@
  * Operator commands of the public edge:
  *   `llm-ha keys add|list|revoke|rotate` — client API keys (Redis, by hash only);
  *   `llm-ha edge-sync` — the L1 pod's loop that copies them into HAProxy's map.
- * Both take the fleet flags of `llm-ha status` (`--redis-url`, `--cluster`, `--ca-file`).
+ * Both take the fleet flags of `llm-ha status` (`--redis-url`, `--cluster`, `--redis-ca-file`).
  */
 import { parseArgs } from "node:util";
-import { CONNECT_TIMEOUT_MS, explainContact, firstContact, openFleetRedis } from "../status/command";
+import { CONNECT_TIMEOUT_MS, explainContact, FLAG_ALIASES, FLEET_FLAGS, firstContact, jsonWanted, openFleetRedis } from "../status/command";
+import { flagErrorMessage } from "../../../contracts/did-you-mean";
 import { createLogger, safeUrl } from "../util/log";
 import { DEFAULT_KEY_LIMITS, KeyStore, KeyStoreError, type StoredKey } from "./keys";
 import { EdgeSync, mapFileText, writeAtomic } from "./sync";
@@ -20,11 +21,11 @@ without a reload.
 
   add --tenant T [--rps N] [--concurrency N] [--note TEXT]
                       a new key for tenant T (defaults: --rps ${DEFAULT_KEY_LIMITS.rps}, --concurrency ${DEFAULT_KEY_LIMITS.concurrency})
-  list [--json]       every key: id, tenant, limits, age (never the key)
+  list [--json|-o json]  every key: id, tenant, limits, age (never the key)
   rotate ID           a new key with the same tenant and limits; the old one works until revoked
   revoke ID           the key stops working within a second
 
-Fleet flags: --redis-url URL (default $LLMHA_REDIS_URL), --cluster NAME, --ca-file PATH
+Fleet flags: --redis-url URL (default $LLMHA_REDIS_URL), --cluster NAME, --redis-ca-file PATH
 Exit codes: 0 done, 1 Redis unreachable, 2 bad flags, 3 no such key.
 `;
 
@@ -41,10 +42,8 @@ no reload, no connection dropped). Runs beside HAProxy in the L1 pod.
   --max-body BYTES  the limit the 413 names (default 8388608)
   --once            write the map file from Redis and exit (an init container: an empty map
                     when Redis cannot be reached within 5 s, so HAProxy can start)
-Fleet flags: --redis-url URL, --cluster NAME, --ca-file PATH
+Fleet flags: --redis-url URL, --cluster NAME, --redis-ca-file PATH
 `;
-
-const FLEET_FLAGS = new Set(["--redis-url", "--cluster", "--ca-file"]);
 
 /** Splits argv into the fleet flags (for `openFleetRedis`) and the rest. */
 function splitFleet(argv: string[]): { fleet: string[]; rest: string[] } {
@@ -53,7 +52,7 @@ function splitFleet(argv: string[]): { fleet: string[]; rest: string[] } {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const name = a.split("=")[0];
-    if (FLEET_FLAGS.has(name)) {
+    if ((FLEET_FLAGS as readonly string[]).includes(name) || name in FLAG_ALIASES) {
       fleet.push(a);
       if (!a.includes("=") && i + 1 < argv.length) fleet.push(argv[++i]);
     } else rest.push(a);
@@ -86,17 +85,23 @@ function whole(flag: string, v: string | undefined, dflt: number): number {
 export async function keysCommand(argv: string[]): Promise<number> {
   const err = (line: string): void => void process.stderr.write(`llm-ha keys: ${line}\n`);
   const { fleet, rest } = splitFleet(argv);
-  let values: { tenant?: string; rps?: string; concurrency?: string; note?: string; json?: boolean; help?: boolean };
+  let values: { tenant?: string; rps?: string; concurrency?: string; note?: string; json?: boolean; output?: string; help?: boolean };
   let positionals: string[];
+  const options = {
+    tenant: { type: "string" },
+    rps: { type: "string" },
+    concurrency: { type: "string" },
+    note: { type: "string" },
+    json: { type: "boolean" },
+    output: { type: "string", short: "o" },
+    help: { type: "boolean", short: "h" },
+  } as const;
+  let json: boolean;
   try {
-    ({ values, positionals } = parseArgs({
-      args: rest,
-      strict: true,
-      allowPositionals: true,
-      options: { tenant: { type: "string" }, rps: { type: "string" }, concurrency: { type: "string" }, note: { type: "string" }, json: { type: "boolean" }, help: { type: "boolean", short: "h" } },
-    }));
+    ({ values, positionals } = parseArgs({ args: rest, strict: true, allowPositionals: true, options }));
+    json = jsonWanted(values, (m) => new KeysUsageError(m));
   } catch (e) {
-    err(`${(e as Error).message} (see llm-ha keys --help)`);
+    err(`${flagErrorMessage(e, [...Object.keys(options), ...FLEET_FLAGS.map((f) => f.slice(2))], FLAG_ALIASES)} (see llm-ha keys --help)`);
     return 2;
   }
   const [sub, id, ...extra] = positionals;
@@ -127,7 +132,7 @@ export async function keysCommand(argv: string[]): Promise<number> {
     const store = new KeyStore(client.redis, keys);
     if (sub === "add" || sub === "rotate") {
       const made = sub === "add" ? await store.add(values.tenant!, limits, values.note ?? "") : await store.rotate(id);
-      if (values.json) process.stdout.write(JSON.stringify({ version: 1, key: made.key, id: made.record.id, tenant: made.record.tenant, rps: made.record.rps, concurrency: made.record.concurrency }) + "\n");
+      if (json) process.stdout.write(JSON.stringify({ version: 1, key: made.key, id: made.record.id, tenant: made.record.tenant, rps: made.record.rps, concurrency: made.record.concurrency }) + "\n");
       else {
         process.stdout.write(`${made.key}\n`);
         process.stderr.write(
@@ -147,7 +152,7 @@ export async function keysCommand(argv: string[]): Promise<number> {
       return 0;
     }
     const all = await store.list();
-    if (values.json) process.stdout.write(JSON.stringify({ version: 1, cluster: keys.cluster, keys: all.map(({ hash: _h, ...k }) => k) }) + "\n");
+    if (json) process.stdout.write(JSON.stringify({ version: 1, cluster: keys.cluster, keys: all.map(({ hash: _h, ...k }) => k) }) + "\n");
     else process.stdout.write(`${"ID".padEnd(12)} ${"TENANT".padEnd(20)} ${"REQ/S".padStart(6)} ${"INFL".padStart(6)}  ${"AGE".padStart(5)}  NOTE\n${all.map(keyLine).join("\n")}${all.length ? "\n" : ""}`);
     return 0;
   } catch (e) {
@@ -166,23 +171,19 @@ export async function edgeSyncCommand(argv: string[]): Promise<number> {
   const err = (line: string): void => void process.stderr.write(`llm-ha edge-sync: ${line}\n`);
   const { fleet, rest } = splitFleet(argv);
   let values: { map?: string; socket?: string[]; interval?: string; once?: boolean; help?: boolean; sink?: string; "max-body"?: string };
+  const options = {
+    map: { type: "string" },
+    socket: { type: "string", multiple: true },
+    interval: { type: "string" },
+    once: { type: "boolean" },
+    sink: { type: "string" },
+    "max-body": { type: "string" },
+    help: { type: "boolean", short: "h" },
+  } as const;
   try {
-    ({ values } = parseArgs({
-      args: rest,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        map: { type: "string" },
-        socket: { type: "string", multiple: true },
-        interval: { type: "string" },
-        once: { type: "boolean" },
-        sink: { type: "string" },
-        "max-body": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
+    ({ values } = parseArgs({ args: rest, strict: true, allowPositionals: false, options }));
   } catch (e) {
-    err(`${(e as Error).message} (see llm-ha edge-sync --help)`);
+    err(`${flagErrorMessage(e, [...Object.keys(options), ...FLEET_FLAGS.map((f) => f.slice(2))], FLAG_ALIASES)} (see llm-ha edge-sync --help)`);
     return 2;
   }
   if (values.help) {

@@ -12,6 +12,7 @@ import { Replayer } from "./replay";
 import { ResultStore } from "./results";
 import { FallbackService } from "./server";
 import { TierReader } from "./tier";
+import { didYouMean } from "../../../contracts/did-you-mean";
 
 export interface RunningFallback {
   port: number;
@@ -162,16 +163,21 @@ export async function fallbackCommand(argv: string[]): Promise<number> {
 
 const CACHE_USAGE = `Usage:
   llm-ha cache import FILE.jsonl   add verified answers: one {"request": {...}, "answer": "...", "ttlSeconds"?: N} per line
-  llm-ha cache list [--json]       entries, most recently used first
+  llm-ha cache list [--json|-o json]  entries, most recently used first
   llm-ha cache rm KEY...           remove entries (full key or a unique prefix of ≥ 8 hex digits)
 Redis from LLMHA_REDIS_URL (or --redis-url), namespace LLMHA_CLUSTER (or --cluster).
 `;
 
 export async function cacheCommand(argv: string[], out: NodeJS.WritableStream = process.stdout, err: NodeJS.WritableStream = process.stderr): Promise<number> {
   const [sub, ...rest0] = argv;
-  if (!sub || sub === "--help" || sub === "-h" || sub === "help") {
+  if (sub === "--help" || sub === "-h" || sub === "help") {
     out.write(CACHE_USAGE);
-    return sub ? 0 : 2;
+    return 0;
+  }
+  const subs = ["import", "list", "rm"];
+  if (!sub || !subs.includes(sub)) {
+    err.write(`llm-ha cache: ${sub ? `unknown subcommand ${JSON.stringify(sub)}${didYouMean(sub, subs)}` : "which one: import, list or rm?"} (see llm-ha cache --help)\n`);
+    return 2;
   }
   const rest: string[] = [];
   let redisUrl = process.env.LLMHA_REDIS_URL ?? "";
@@ -183,15 +189,21 @@ export async function cacheCommand(argv: string[], out: NodeJS.WritableStream = 
     else if (a.startsWith("--redis-url=")) redisUrl = a.slice(12);
     else if (a === "--cluster") cluster = rest0[++i] ?? "";
     else if (a.startsWith("--cluster=")) cluster = a.slice(10);
-    else if (a === "--json") json = true;
-    else rest.push(a);
+    else if (a === "--json" || a === "-o=json" || a === "--output=json") json = true;
+    else if (a === "-o" || a === "--output") {
+      const v = rest0[++i];
+      if (v !== "json" && v !== "text") {
+        err.write(`llm-ha cache: -o/--output must be json or text, got ${JSON.stringify(v ?? "")}\n`);
+        return 2;
+      }
+      json = v === "json";
+    } else if (a.startsWith("-")) {
+      err.write(`llm-ha cache: unknown flag ${a}${didYouMean(a.split("=")[0], ["--redis-url", "--cluster", "--json", "--output"])} (see llm-ha cache --help)\n`);
+      return 2;
+    } else rest.push(a);
   }
   if (!redisUrl) {
     err.write("llm-ha cache: LLMHA_REDIS_URL (or --redis-url) is required\n");
-    return 2;
-  }
-  if (!["import", "list", "rm"].includes(sub)) {
-    err.write(`llm-ha cache: unknown subcommand ${JSON.stringify(sub)}\n${CACHE_USAGE}`);
     return 2;
   }
   const log = createLogger({ level: "silent" });
@@ -233,7 +245,8 @@ export async function cacheCommand(argv: string[], out: NodeJS.WritableStream = 
     if (sub === "list") {
       const entries = await cache.list();
       if (json) {
-        out.write(JSON.stringify(entries.map((e) => ({ key: e.key, kind: e.kind, model: e.model, source: e.source, bytes: e.bytes, ttlLeftS: e.ttlLeftS, lastUsedAt: e.lastUsedAt, request: e.request, answer: e.answer }))) + "\n");
+        const rows = entries.map((e) => ({ key: e.key, kind: e.kind, model: e.model, source: e.source, bytes: e.bytes, ttlLeftS: e.ttlLeftS, lastUsedAt: e.lastUsedAt, request: e.request, answer: e.answer }));
+        out.write(JSON.stringify({ version: 1, cluster, entries: rows }) + "\n");
         return 0;
       }
       const s = await cache.stats();

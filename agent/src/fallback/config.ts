@@ -4,6 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { KafkaAuth } from "./queue";
+import { didYouMean } from "../../../contracts/did-you-mean";
 
 export class FallbackConfigError extends Error {
   constructor(message: string) {
@@ -119,7 +120,7 @@ export function loadFallbackConfig(argv: string[], env: NodeJS.ProcessEnv): Fall
     const a = argv[i];
     const [flag, inline] = a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a, undefined];
     const s = FALLBACK_SETTINGS.find((x) => flagOf(x.env) === flag);
-    if (!s) throw new FallbackConfigError(`unknown flag ${a}`);
+    if (!s) throw new FallbackConfigError(`unknown flag ${a}${didYouMean(flag, FALLBACK_SETTINGS.map((x) => flagOf(x.env)))} (see llm-ha fallback --help)`);
     const v = inline ?? argv[++i];
     if (v === undefined) throw new FallbackConfigError(`${flag} needs a value`);
     values.set(s.env, v);

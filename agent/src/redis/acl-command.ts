@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { flagErrorMessage } from "../../../contracts/did-you-mean";
 import { RedisKeys } from "./keys";
 import { accessString, aclFile, redisRoles, ROLE_NAMES, RoleError } from "./roles";
 
@@ -39,14 +40,11 @@ export function redisAclCommand(argv: string[], env: NodeJS.ProcessEnv = process
     return 2;
   };
   let values: { "password-dir"?: string; cluster?: string; "access-strings"?: boolean; help?: boolean };
+  const options = { "password-dir": { type: "string" }, cluster: { type: "string" }, "access-strings": { type: "boolean" }, help: { type: "boolean", short: "h" } } as const;
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      options: { "password-dir": { type: "string" }, cluster: { type: "string" }, "access-strings": { type: "boolean" }, help: { type: "boolean", short: "h" } },
-    }));
+    ({ values } = parseArgs({ args: argv, strict: true, options }));
   } catch (err) {
-    return fail(`${(err as Error).message}\n\n${REDIS_ACL_HELP}`);
+    return fail(`${flagErrorMessage(err, Object.keys(options))} (see llm-ha redis-acl --help)`);
   }
   if (values.help) {
     process.stdout.write(REDIS_ACL_HELP);

@@ -1,5 +1,5 @@
 /**
- * Every Redis key llm-ha uses, built in one place (contracts in shared/DESIGN.md).
+ * Every Redis key llm-ha uses, built in one place (contracts in docs/design.md).
  * All keys live under `llmha:<cluster>:`; the Lua scripts that must reach a key they
  * cannot be handed up front (a node's hash while sweeping) get the prefix as an argument.
  *

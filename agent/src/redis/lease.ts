@@ -1,5 +1,5 @@
 /**
- * Leader lease with fencing tokens (DESIGN.md "Leader lease"). A small API in the manner of
+ * Leader lease with fencing tokens (docs/design.md, Redis keys). A small API in the manner of
  * node-redlock: settings as `Partial<LeaseSettings>` over frozen defaults, named errors,
  * one `AbortSignal` per term that aborts when the lease is lost.
  *

@@ -14,7 +14,7 @@ export interface HttpView {
   gpus(): GpuInfo[];
   model(): string | null;
   probe(): { lastLatencyMs: number | null; p50Ms: number | null; p95Ms: number | null; inFlightMs: number | null; last: string | null };
-  /** What `GET /az/health` answers (contract in DESIGN.md). */
+  /** What `GET /az/health` answers (contract in docs/design.md). */
   azHealth(): Promise<AzHealthResponse>;
   /** Extra `/status` fields (fleet: leader, Redis). */
   extra?(): Record<string, unknown>;

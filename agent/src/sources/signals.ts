@@ -66,7 +66,7 @@ export type ModelObservation =
 
 export type ProbeObservation =
   | { kind: "ok"; latencyMs: number }
-  /** A probe still running past the latency threshold: counts as over it (DESIGN.md L1). */
+  /** A probe still running past the latency threshold: counts as over it (docs/design.md, L1). */
   | { kind: "in-flight"; elapsedMs: number }
   | { kind: "timeout"; elapsedMs: number }
   | { kind: "failed"; detail: string }

@@ -9,6 +9,7 @@
 import { readFileSync } from "node:fs";
 import type { ConnectionOptions } from "node:tls";
 import { parseArgs } from "node:util";
+import { flagErrorMessage } from "../../../contracts/did-you-mean";
 import { createRedisClient, describeRedisError, RedisUrlError, speaksResp, type RedisClient } from "../redis/client";
 import { RedisKeys } from "../redis/keys";
 import { createLogger, safeUrl } from "../util/log";
@@ -23,9 +24,10 @@ AZ states, leader and fencing token, tier level, standby, suspect checks, the la
 
   --redis-url URL   redis:// or rediss:// (default $LLMHA_REDIS_URL; required)
   --cluster NAME    key namespace (default $LLMHA_CLUSTER or "default")
-  --ca-file PATH    CA bundle for rediss:// (default $LLMHA_REDIS_CA_FILE)
+  --redis-ca-file PATH  CA bundle for rediss:// (default $LLMHA_REDIS_CA_FILE)
   --events N        how many of the newest events (default 10, 0-1000)
-  --json            one JSON document (with --watch: one line per refresh)
+  --json, -o json   one JSON document with a \`version\` (with --watch: one line per refresh),
+                    also when the cluster is empty or Redis cannot be reached
   --watch           redraw until Ctrl-C; a Redis outage shows a banner and keeps trying
   --interval MS     refresh period with --watch (default 2000, at least 100)
   --help            this text
@@ -51,27 +53,44 @@ export interface StatusArgs {
   intervalMs: number;
 }
 
+/** The fleet flags every command reading Redis takes, as `llm-ha agent` names them. */
+export const FLEET_FLAGS = ["--redis-url", "--cluster", "--redis-ca-file"] as const;
+/** Old spellings that still work, never suggested: `--ca-file` was status's name for `--redis-ca-file`. */
+export const FLAG_ALIASES: Readonly<Record<string, string>> = { "--ca-file": "--redis-ca-file" };
+
+/** `argv` with every old flag spelling (`--ca-file`, `--ca-file=X`) replaced by its current one. */
+export function renameAliases(argv: readonly string[]): string[] {
+  return argv.map((a) => {
+    const [name, ...value] = a.split("=");
+    const now = FLAG_ALIASES[name];
+    return now ? [now, ...value].join("=") : a;
+  });
+}
+
+/** `--json` or `-o json` (`-o text` is the default); anything else for `-o` is a usage error. */
+export function jsonWanted(values: { json?: boolean; output?: string }, usageError: (message: string) => Error): boolean {
+  if (values.output !== undefined && values.output !== "json" && values.output !== "text") throw usageError(`-o/--output must be json or text, got ${JSON.stringify(values.output)}`);
+  return values.json === true || values.output === "json";
+}
+
 /** Flags over the environment; null for `--help`. Throws `StatusUsageError`. */
 export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv): StatusArgs | null {
+  const options = {
+    "redis-url": { type: "string" },
+    cluster: { type: "string" },
+    "redis-ca-file": { type: "string" },
+    events: { type: "string" },
+    json: { type: "boolean" },
+    output: { type: "string", short: "o" },
+    watch: { type: "boolean" },
+    interval: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  } as const;
   let values;
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
-        "redis-url": { type: "string" },
-        cluster: { type: "string" },
-        "ca-file": { type: "string" },
-        events: { type: "string" },
-        json: { type: "boolean" },
-        watch: { type: "boolean" },
-        interval: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
+    ({ values } = parseArgs({ args: renameAliases(argv), strict: true, allowPositionals: false, options }));
   } catch (err) {
-    throw new StatusUsageError((err as Error).message);
+    throw new StatusUsageError(flagErrorMessage(err, Object.keys(options), FLAG_ALIASES));
   }
   if (values.help) return null;
   const int = (flag: string, v: string, min: number, max: number): number => {
@@ -84,9 +103,9 @@ export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv): StatusA
   return {
     redisUrl,
     cluster: values.cluster ?? (env.LLMHA_CLUSTER || "default"),
-    caFile: values["ca-file"] ?? (env.LLMHA_REDIS_CA_FILE || null),
+    caFile: values["redis-ca-file"] ?? (env.LLMHA_REDIS_CA_FILE || null),
     events: values.events === undefined ? 10 : int("--events", values.events, 0, 1000),
-    json: values.json ?? false,
+    json: jsonWanted(values, (m) => new StatusUsageError(m)),
     watch: values.watch ?? false,
     intervalMs: values.interval === undefined ? 2000 : int("--interval", values.interval, 100, 3_600_000),
   };
@@ -132,15 +151,24 @@ function emptyMessage(cluster: string, others: string[]): string {
 
 export const CONNECT_TIMEOUT_MS = 2000;
 
-/** The flags of a command reading the fleet's Redis (status, practice), checked, and a client on it; an exit code when they are bad. */
-export function openFleetRedis(argv: string[], name: string, err: (line: string) => void): { args: StatusArgs; keys: RedisKeys; client: RedisClient } | number {
+/**
+ * The flags of a command reading the fleet's Redis (status, practice, canary…), checked, and a
+ * client on it; an exit code when they are bad. `command` names the command in `--help` hints
+ * and `usage` is what its `--help` prints.
+ */
+export function openFleetRedis(
+  argv: string[],
+  name: string,
+  err: (line: string) => void,
+  command: { name: string; usage: string } = { name: "status", usage: STATUS_USAGE },
+): { args: StatusArgs; keys: RedisKeys; client: RedisClient } | number {
   let args: StatusArgs | null;
   let keys: RedisKeys;
   let tls: ConnectionOptions | undefined;
   try {
     args = parseStatusArgs(argv, process.env);
     if (!args) {
-      process.stdout.write(STATUS_USAGE);
+      process.stdout.write(command.usage);
       return 0;
     }
     try {
@@ -152,12 +180,12 @@ export function openFleetRedis(argv: string[], name: string, err: (line: string)
       try {
         tls = { ca: readFileSync(args.caFile) };
       } catch (e) {
-        throw new StatusUsageError(`--ca-file cannot be read: ${(e as Error).message}`);
+        throw new StatusUsageError(`--redis-ca-file cannot be read: ${(e as Error).message}`);
       }
     }
   } catch (e) {
     if (e instanceof StatusUsageError) {
-      err(`${e.message} (see llm-ha status --help)`);
+      err(`${e.message} (see llm-ha ${command.name} --help)`);
       return 2;
     }
     throw e;
@@ -204,22 +232,31 @@ export async function statusCommand(argv: string[]): Promise<number> {
   return new Promise<number>(() => process.stdout.write("", () => process.exit(code)));
 }
 
+/** The `--json` document when there is no fleet view to show: the schema version, what was asked, the error. */
+function errorDocument(a: StatusArgs, shown: string, error: string): { version: number; cluster: string; redis: string; now: number; error: string } {
+  return { version: STATUS_JSON_VERSION, cluster: a.cluster, redis: shown, now: Date.now(), error };
+}
+
 async function once(client: RedisClient, keys: RedisKeys, a: StatusArgs, shown: string, err: (l: string) => void): Promise<number> {
+  // With --json a pipe into jq always gets a document: the error rides in it, the message on stderr.
+  const fail = (message: string, code: number): number => {
+    if (a.json) process.stdout.write(JSON.stringify(errorDocument(a, shown, message), null, 2) + "\n");
+    err(message);
+    return code;
+  };
   const contact = await firstContact(client, CONNECT_TIMEOUT_MS + 1000);
-  if (contact !== null) {
-    err(`cannot reach Redis at ${shown}: ${await explainContact(a.redisUrl, contact)}`);
-    return 1;
-  }
+  if (contact !== null) return fail(`cannot reach Redis at ${shown}: ${await explainContact(a.redisUrl, contact)}`, 1);
   let view: FleetView;
   try {
     view = await readFleetView(client.redis, keys, { events: a.events, url: shown });
     if (view.empty) {
-      err(emptyMessage(a.cluster, await findClusters(client.redis)));
+      const message = emptyMessage(a.cluster, await findClusters(client.redis));
+      if (a.json) process.stdout.write(JSON.stringify(view, null, 2) + "\n");
+      err(message);
       return 3;
     }
   } catch (e) {
-    err(`Redis at ${shown} failed the read: ${(e as Error).message}`);
-    return 1;
+    return fail(`Redis at ${shown} failed the read: ${(e as Error).message}`, 1);
   }
   const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
   process.stdout.write(a.json ? JSON.stringify(view, null, 2) + "\n" : renderFleetView(view, { color }).join("\n") + "\n");
@@ -263,7 +300,7 @@ function watch(client: RedisClient, keys: RedisKeys, a: StatusArgs, shown: strin
     } catch (e) {
       const msg = (e as Error).message;
       if (a.json) {
-        write([JSON.stringify({ version: STATUS_JSON_VERSION, cluster: a.cluster, redis: shown, now: Date.now(), error: `redis unreachable: ${msg}` })]);
+        write([JSON.stringify(errorDocument(a, shown, `redis unreachable: ${msg}`))]);
         return;
       }
       const since = lastGood ? `; below: the last good read, from ${formatAge(Date.now() - lastGoodAt)}` : "";
