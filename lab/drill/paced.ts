@@ -67,18 +67,30 @@ export interface FloodOrder {
   epochMs: number;
 }
 
-/** `paced` in a child process, round-robin over `urls`; `stop()` ends it and returns its records. */
-export function pacedInChild(o: FloodOrder): { stop(): Promise<Sent[]> } {
+/**
+ * `paced` in a child process, round-robin over `urls`; resolves once the process is ready
+ * (its first line); `go()` starts the sending, `stop()` ends it and returns its records.
+ */
+export async function pacedInChild(o: FloodOrder): Promise<{ go(): void; stop(): Promise<Sent[]> }> {
   const child = spawn(process.execPath, ["--import", "tsx", join(__dirname, "flood-child.ts"), JSON.stringify(o)], { stdio: ["pipe", "pipe", "inherit"] });
   let out = "";
-  child.stdout.on("data", (d: Buffer) => (out += d.toString("utf8")));
   const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  await new Promise<void>((resolve) => {
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString("utf8");
+      if (out.includes("\n")) resolve();
+    });
+    void closed.then(() => resolve());
+  });
   return {
+    go() {
+      child.stdin.write("go\n");
+    },
     async stop() {
       child.stdin.end();
       await closed;
       try {
-        return JSON.parse(out) as Sent[];
+        return JSON.parse(out.slice(out.indexOf("\n") + 1)) as Sent[];
       } catch {
         return [];
       }

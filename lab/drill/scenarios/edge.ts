@@ -98,14 +98,19 @@ export async function runEdgeFlood(ctx: ScenarioContext, spec: ScenarioSpec, run
   let rr = 0;
   const target = (): string => url(ctx, active[rr++ % active.length]);
   const legitPerS = 20;
+  // The flood and the noisy tenant come from processes of their own, as they would from other hosts
+  // (started before the quiet window: a process start-up would weigh on the quiet figure).
+  const urls = active.map((a) => url(ctx, a));
+  const epochMs = Date.now() - ctx.now();
+  const [floodChild, loudChild] = await Promise.all([
+    pacedInChild({ urls, headers: {}, perS: 10 * legitPerS + 50, epochMs }),
+    pacedInChild({ urls, headers: { authorization: `Bearer ${noisy.key}` }, perS: 50, epochMs }),
+  ]);
   const legit = good.map((g) => paced(target, () => ({ authorization: `Bearer ${g.key}` }), legitPerS / 2, ctx.now));
   await sleep(8000);
   r.injectAt = mark(ctx, "inject", `${spec.name}: unauthenticated flood at ${10 * legitPerS + 50}/s and a tenant at 10× its limit`);
-  // The flood and the noisy tenant come from processes of their own, as they would from other hosts.
-  const urls = active.map((a) => url(ctx, a));
-  const epochMs = Date.now() - ctx.now();
-  const floodChild = pacedInChild({ urls, headers: {}, perS: 10 * legitPerS + 50, epochMs });
-  const loudChild = pacedInChild({ urls, headers: { authorization: `Bearer ${noisy.key}` }, perS: 50, epochMs });
+  floodChild.go();
+  loudChild.go();
   await sleep(8000);
   r.healAt = mark(ctx, "heal", `${spec.name}: flood stopped`);
   const [floodRecords, loudRecords] = await Promise.all([floodChild.stop(), loudChild.stop()]);
