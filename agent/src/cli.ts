@@ -1,10 +1,11 @@
 import { ConfigError, helpText, loadConfig, unknownSettings } from "./config/load";
-import { runAgent, StartupError } from "./main";
+import { runRole, StartupError } from "./main";
 
 export const USAGE = `llm-ha — keeps LLM inference on GPUs answering when a GPU, a node, a zone or a dependency fails
 
 Usage:
-  llm-ha agent [flags]     run the health agent on a GPU node (llm-ha agent --help for every flag)
+  llm-ha agent [flags]     run the health agent on a GPU node (llm-ha agent --help for every flag);
+                           LLMHA_ROLE=controller runs the controller alone (system nodes), node never leads
   llm-ha status [flags]    show the fleet from Redis (--watch, --json)
   llm-ha practice [flags]  ask the leader for a practice wake of the standby now (status flags)
   llm-ha canary CMD        correctness canaries: show the expected answers, record [--model KEY] [--node ID]
@@ -36,7 +37,7 @@ async function agentCommand(argv: string[]): Promise<number> {
   }
   let running;
   try {
-    running = await runAgent(cfg);
+    running = await runRole(cfg);
   } catch (err) {
     if (err instanceof StartupError) {
       process.stderr.write(`llm-ha agent: cannot start: ${err.message}\n`);

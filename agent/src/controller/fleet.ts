@@ -52,8 +52,10 @@ export interface FleetOptions {
   username?: string;
   /** Lease holder id. Default `<nodeId>/<pid>`. */
   holderId?: string;
-  /** Take part in the leader election. Default true. */
+  /** Take part in the leader election. Default true; false for node agents (`LLMHA_ROLE=node`). */
   contend?: boolean;
+  /** Heartbeat a node record. Default true; false for the controller (`LLMHA_ROLE=controller`), which checks no node. */
+  register?: boolean;
   /** Correctness canaries: the leader learns and publishes the expected answers (issue 32); none when off. */
   canary?: CanaryLearning;
 }
@@ -191,7 +193,7 @@ export class Fleet {
   start(getReport: () => NodeReport): void {
     if (this.started || this.stopped) return;
     this.started = true;
-    this.registry.start(getReport);
+    if (this.o.register !== false) this.registry.start(getReport);
     this.controller.start();
     // Contend once connected: a first attempt that fails would wait a whole contend period.
     void this.client.whenReady(2000).then(() => {
@@ -219,7 +221,7 @@ export class Fleet {
     await this.actuator?.close();
     await this.lease.release();
     try {
-      await this.registry.remove();
+      if (this.o.register !== false) await this.registry.remove();
     } catch (err) {
       this.registry.stopLoop();
       this.log.warn({ err: (err as Error).message }, "could not remove the node from the registry; it expires by TTL");
