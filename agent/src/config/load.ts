@@ -325,7 +325,8 @@ async function checkAwsFormats(cfg: AgentConfig): Promise<void> {
   check("LLMHA_SHIFT_RESOURCES", cfg.shiftResources.length ? "" : null, () => checkShiftResources(cfg.shiftResources));
   if (cfg.zonalShift && cfg.azIds) {
     const ids = parseAzIds(cfg.azIds);
-    const missing = [cfg.az, cfg.standbyAz].filter((az): az is string => az !== null && !(az in ids));
+    // The controller's own "AZ" is no zone (it checks no node).
+    const missing = [cfg.role === "controller" ? null : cfg.az, cfg.standbyAz].filter((az): az is string => az !== null && !(az in ids));
     if (missing.length) throw new ConfigError("LLMHA_AZ_IDS", `has no AZ id for ${missing.join(", ")}`);
   }
 }
