@@ -7,7 +7,7 @@
  */
 import { createServer, type Server } from "node:http";
 import { readFileSync } from "node:fs";
-import { Registry } from "prom-client";
+import { collectDefaultMetrics, Registry } from "prom-client";
 import { createActuator } from "../actuators/index";
 import type { AgentConfig } from "../config/spec";
 import { redisAuthFromEnv } from "../redis/auth";
@@ -64,6 +64,9 @@ function listenHttp(server: Server, host: string, port: number): Promise<void> {
 /** `llm-ha agent` with `LLMHA_ROLE=controller`: contends for the lease and, leading, runs the controller and the actuator. */
 export async function runController(cfg: AgentConfig, log: Logger): Promise<RunningController> {
   const registry = new Registry();
+  // Its own `node` (the pod) and `az` (`controller`) on every series, as each agent's: the leader-only alerts join on them.
+  registry.setDefaultLabels({ node: cfg.nodeId, az: cfg.az });
+  collectDefaultMetrics({ register: registry, prefix: "llmha_process_" });
   const fleet = new Fleet(fleetOptions(cfg, log, registry, { prefixTokens: cfg.canaryPrefixTokens, logprobDelta: cfg.canaryLogprobTolerance }));
   await attachActuator(fleet, cfg);
   const send = (res: import("node:http").ServerResponse, code: number, body: string, type = "application/json"): void => {
