@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError, parseConfig } from "../../agent/src/config/load";
+import { ConfigError, loadConfig, parseConfig } from "../../agent/src/config/load";
 import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
 import { RedisKeys } from "../../agent/src/redis/keys";
 import { freePort, sleep, waitFor } from "../../agent/src/util/net";
@@ -112,6 +112,22 @@ describe("LLMHA_ROLE settings", () => {
   it("defaults to all (every agent contends, as before)", () => {
     expect(parseConfig([], base).role).toBe("all");
   });
+  it("loads the controller Deployment's settings: no LLMHA_AZ and no IMDS call, its AZ not needed in LLMHA_AZ_IDS", async () => {
+    const env = {
+      LLMHA_ROLE: "controller",
+      LLMHA_REDIS_URL: "rediss://redis.internal:6379",
+      LLMHA_ACTUATOR: "aws",
+      LLMHA_AWS_REGION: "us-east-1",
+      LLMHA_AZ_IDS: "us-east-1a=use1-az4,us-east-1b=use1-az6,us-east-1c=use1-az1",
+      LLMHA_STANDBY_AZ: "us-east-1c",
+      LLMHA_STANDBY_ASGS: "eks-gpu-us-east-1c-h100-asg=2",
+      LLMHA_SHIFT_RESOURCES: "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/l1-us-east-1a/0123456789abcdef",
+      LLMHA_ZONAL_SHIFT: "true",
+    };
+    const cfg = await loadConfig([], env, () => Promise.reject(new Error("the controller must not ask IMDS")));
+    expect(cfg).toMatchObject({ role: "controller", az: "controller", actuator: "aws", awsRegion: "us-east-1" });
+  });
+
   it("refuses an actuator on a node agent and a controller without Redis, naming the variable", () => {
     expect(() => parseConfig([], { ...base, LLMHA_ROLE: "node", LLMHA_ACTUATOR: "dry-run", LLMHA_STANDBY_AZ: "az-c" })).toThrow(ConfigError);
     expect(() => parseConfig([], { ...base, LLMHA_ROLE: "node", LLMHA_ACTUATOR: "dry-run", LLMHA_STANDBY_AZ: "az-c" })).toThrow(/LLMHA_ACTUATOR.*LLMHA_ROLE=node/);
