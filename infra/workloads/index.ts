@@ -99,8 +99,9 @@ export function nlbName(clusterName: string, az: string): string {
 
 /**
  * Everything that runs in the cluster: the NVIDIA device plugin, per (AZ, GPU class) an
- * inference Deployment and an agent DaemonSet, per AZ a headless Service and the L1
- * HAProxy tier behind its own NLB, and NetworkPolicies.
+ * inference Deployment and an agent DaemonSet (`LLMHA_ROLE=node`), the controller Deployment
+ * on the system nodes (the only holder of the cloud role), per AZ a headless Service and the
+ * L1 HAProxy tier behind its own NLB, and NetworkPolicies.
  */
 export class Workloads extends pulumi.ComponentResource {
   /** NLB name per AZ. */
