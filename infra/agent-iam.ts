@@ -4,13 +4,14 @@ import { Problems } from "./problems";
 import { tagged } from "./tags";
 
 /**
- * What the agent's actuator may call (docs/actuators.md), and nothing else. The policy pack
- * (policies/iam.ts) holds the agent role to this list.
+ * What the controller's actuator may call (docs/actuators.md), and nothing else. The policy
+ * pack (policies/iam.ts) holds the role to this list. Only the controller Deployment on the
+ * system nodes holds the role (issue 26): GPU-node agents hold no AWS credential.
  */
 export const AGENT_ACTIONS = Object.freeze({
   /** Reads; Auto Scaling has no resource-level permission for Describe, and ARC none for List. */
   anyResource: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts"],
-  /** Writes on the standby AZ's groups only. */
+  /** Writes on the standby AZ's groups only (resizes bounded, tags only the pre-wake one: see `agentPolicy`). */
   standbyGroups: [
     "autoscaling:UpdateAutoScalingGroup",
     "autoscaling:SuspendProcesses",
@@ -30,6 +31,25 @@ export const AGENT_ACTIONS = Object.freeze({
 /** Tag that marks the role as the agent's, for the policy pack. */
 export const AGENT_ROLE_TAG = Object.freeze({ key: "llm-ha.io/identity", value: "agent" });
 
+/** The one ASG tag the actuator writes (agent/src/actuators/aws/standby.ts `PRE_WAKE_TAG`; a test holds them equal). */
+export const PRE_WAKE_TAG_KEY = "llm-ha:pre-wake";
+/** The tag EKS puts on every managed node group's Auto Scaling group: the grant is scoped to the stack's cluster by it. */
+export const EKS_CLUSTER_TAG = "eks:cluster-name";
+
+/** A group the controller may resize, and the largest size it may give it. */
+export interface BoundedGroup {
+  name: string;
+  /** Largest `MinSize`/`MaxSize` the role may set (the group's own `maxSize`). */
+  maxSize: number;
+}
+
+export class AgentIamError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "AgentIamError";
+  }
+}
+
 export interface AgentIamArgs {
   /** EKS cluster name; the role is `<clusterName>-agent`. Required. */
   clusterName: string;
@@ -39,17 +59,17 @@ export interface AgentIamArgs {
   oidcProviderArn: pulumi.Input<string>;
   /** Its issuer URL (`https://oidc.eks.<region>.amazonaws.com/id/…`). Required. */
   oidcProviderUrl: pulumi.Input<string>;
-  /** Namespace and name of the agent's ServiceAccount. Required. */
+  /** Namespace and name of the controller's ServiceAccount, the only one trusted (never the GPU-node agents'). Required. */
   namespace: string;
   serviceAccountName: string;
-  /** Names of the standby AZ's Auto Scaling groups (wake/release). Default none. */
-  standbyAsgNames?: pulumi.Input<string>[];
-  /** Load balancer ARNs the agent may zonal-shift. Default none. */
+  /** The standby AZ's Auto Scaling groups and their fallbacks (wake/release), each with its size bound. Default none. */
+  standbyGroups?: { name: pulumi.Input<string>; maxSize: number }[];
+  /** The stack's load balancer ARNs the controller may zonal-shift (no wildcard). Default none. */
   shiftResources?: string[];
 }
 
 /**
- * The agent's AWS identity through IRSA: an IAM role only the agent's ServiceAccount can
+ * The controller's AWS identity through IRSA: an IAM role only the controller's ServiceAccount can
  * assume (trust: the cluster's OIDC provider, `sub` = `system:serviceaccount:<ns>:<sa>`,
  * `aud` = `sts.amazonaws.com`), with one inline policy granting the actuator's calls on
  * exactly the standby groups and the configured load balancers.
@@ -84,19 +104,46 @@ export function irsaTrustPolicy(providerArn: string, providerUrl: string, namesp
   });
 }
 
-/** The permission policy: one statement per resource scope, none with a write on `*`. */
-export function agentPolicy(account: string, region: string, asgNames: string[], shiftResources: string[]): string {
+/**
+ * The permission policy: one statement per resource scope, none with a write on `*`. What IAM
+ * can hold, it holds, so a stolen credential is bounded whatever the code does:
+ * - a resize names the group, the cluster's tag (`autoscaling:ResourceTag/eks:cluster-name`)
+ *   and bounds `autoscaling:MinSize`/`MaxSize` by the group's own maximum (Auto Scaling refuses
+ *   a desired capacity above the max, so it is bounded too). A request without `MaxSize`
+ *   carries no key, the numeric condition does not match, and it is refused.
+ *   `SetDesiredCapacity` (which has no size key) is not granted;
+ * - tags: only `llm-ha:pre-wake` (`aws:TagKeys`), so the role cannot retag a group into or out of
+ *   its own scope;
+ * - zonal shifts: the stack's load balancer ARNs, each named; a wildcard is refused here.
+ */
+export function agentPolicy(account: string, region: string, clusterName: string, groups: BoundedGroup[], shiftResources: string[]): string {
+  const wild = shiftResources.filter((r) => r.includes("*") || r.includes("?"));
+  if (wild.length) throw new AgentIamError(`zonal shift resources must be the stack's load balancer ARNs, not patterns: ${wild.join(", ")}`);
   const statements: Record<string, unknown>[] = [
     // Describe/List cannot be scoped by resource in IAM; they only read.
     { Sid: "ReadState", Effect: "Allow", Action: [...AGENT_ACTIONS.anyResource], Resource: "*" },
   ];
-  if (asgNames.length > 0) {
+  // The `*` is the group's id (a UUID the ARN carries); the name pins the group.
+  const arn = (n: string) => `arn:aws:autoscaling:${region}:${account}:autoScalingGroup:*:autoScalingGroupName/${n}`;
+  const inCluster = { StringEquals: { [`autoscaling:ResourceTag/${EKS_CLUSTER_TAG}`]: clusterName } };
+  groups.forEach((g, i) => {
     statements.push({
-      Sid: "WakeStandbyGroups",
+      Sid: `ResizeStandbyGroup${i}`,
       Effect: "Allow",
-      Action: [...AGENT_ACTIONS.standbyGroups],
-      // The `*` is the group's id (a UUID the ARN carries); the name pins the group.
-      Resource: asgNames.map((n) => `arn:aws:autoscaling:${region}:${account}:autoScalingGroup:*:autoScalingGroupName/${n}`),
+      Action: ["autoscaling:UpdateAutoScalingGroup"],
+      Resource: arn(g.name),
+      Condition: { ...inCluster, NumericLessThanEquals: { "autoscaling:MaxSize": String(g.maxSize), "autoscaling:MinSize": String(g.maxSize) } },
+    });
+  });
+  if (groups.length > 0) {
+    const resources = groups.map((g) => arn(g.name));
+    statements.push({ Sid: "HoldStandbySchedule", Effect: "Allow", Action: ["autoscaling:SuspendProcesses", "autoscaling:ResumeProcesses"], Resource: resources, Condition: inCluster });
+    statements.push({
+      Sid: "TagPreWakeSizes",
+      Effect: "Allow",
+      Action: ["autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"],
+      Resource: resources,
+      Condition: { ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": [PRE_WAKE_TAG_KEY] } },
     });
   }
   if (shiftResources.length > 0) {
@@ -107,16 +154,18 @@ export function agentPolicy(account: string, region: string, asgNames: string[],
 
 export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.Resource): aws.iam.Role {
   const p = new Problems();
-  const asgs = args.standbyAsgNames ?? [];
+  const asgs = args.standbyGroups ?? [];
   const lbs = args.shiftResources ?? [];
-  if (asgs.length === 0 && lbs.length === 0) p.add("standbyAsgNames", "the agent needs standby groups or load balancers to act on, else no role");
+  if (asgs.length === 0 && lbs.length === 0) p.add("standbyGroups", "the controller needs standby groups or load balancers to act on, else no role");
+  for (const r of lbs) if (r.includes("*") || r.includes("?")) p.add("shiftResources", `${r} is a pattern: name each of the stack's load balancers`);
+  for (const g of asgs) if (!(Number.isInteger(g.maxSize) && g.maxSize >= 1)) p.add("standbyGroups", `maxSize must be a whole number ≥ 1, got ${g.maxSize}`);
   p.throwIfAny("AgentIam arguments");
   const opts = { parent };
   const role = new aws.iam.Role(
     `${name}-role`,
     {
       name: `${args.clusterName}-agent`,
-      description: "llm-ha agent (IRSA): wakes the standby AZ's GPU groups and zonal-shifts the zones' load balancers",
+      description: "llm-ha controller (IRSA, the controller Deployment only): wakes the standby AZ's GPU groups and zonal-shifts the zones' load balancers",
       assumeRolePolicy: pulumi
         .all([args.oidcProviderArn, args.oidcProviderUrl])
         .apply(([arn, url]) => irsaTrustPolicy(arn, url, args.namespace, args.serviceAccountName)),
@@ -129,7 +178,9 @@ export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.
     `${name}-actuator`,
     {
       role: role.name,
-      policy: pulumi.all([account, pulumi.all(asgs)]).apply(([acct, names]) => agentPolicy(acct, args.region, names, lbs)),
+      policy: pulumi
+        .all([account, pulumi.all(asgs.map((g) => g.name))])
+        .apply(([acct, names]) => agentPolicy(acct, args.region, args.clusterName, names.map((name, i) => ({ name, maxSize: asgs[i].maxSize })), lbs)),
     },
     opts,
   );

@@ -15,7 +15,7 @@ import { Observability } from "./observability";
 import { Redis } from "./redis";
 import { StandbySchedule } from "./standby-schedule";
 import { INFERENCE_SERVICE_ACCOUNT, Workloads, type WorkloadsArgs } from "./workloads";
-import { AGENT_SERVICE_ACCOUNT } from "./workloads/agent";
+import { CONTROLLER_SERVICE_ACCOUNT } from "./workloads/controller";
 import { FallbackIam } from "./workloads/fallback";
 import { WORKLOADS_NAMESPACE } from "./names";
 
@@ -101,7 +101,8 @@ export function createStack(): StackOutputs {
     volumeSizeGb: c.kafka.volumeSizeGb,
   });
 
-  // The leader's AWS actuator: wakes the standby groups, shifts the configured NLBs (IRSA).
+  // The controller's AWS actuator: wakes the standby groups, shifts the configured NLBs (IRSA,
+  // the controller Deployment's ServiceAccount only; GPU-node agents hold no AWS role).
   const standby = gpu.groups.filter((g) => g.role === "standby" && !g.fallback);
   const fallbacks = gpu.groups.filter((g) => g.fallback);
   const shiftResources = c.dns.zonalShift ? c.dns.zonalShiftResources : [];
@@ -113,9 +114,10 @@ export function createStack(): StackOutputs {
       oidcProviderArn: cluster.oidcProvider.arn,
       oidcProviderUrl: cluster.oidcProvider.url,
       namespace: WORKLOADS_NAMESPACE,
-      serviceAccountName: AGENT_SERVICE_ACCOUNT,
-      // The fallback groups too: a wake of one must not be AccessDenied (and nothing else is named).
-      standbyAsgNames: [...standby, ...fallbacks].map((g) => g.asgName),
+      serviceAccountName: CONTROLLER_SERVICE_ACCOUNT,
+      // The fallback groups too: a wake of one must not be AccessDenied (and nothing else is named);
+      // each resize bounded by the group's own maximum.
+      standbyGroups: [...standby, ...fallbacks].map((g) => ({ name: g.asgName, maxSize: g.maxSize })),
       shiftResources,
     });
     agentActuator = {
@@ -192,6 +194,7 @@ export function createStack(): StackOutputs {
     inferenceRoleArn: weightsRole?.arn,
     lbController,
     redisUrl: redis.url,
+    redisRoleUrls: { agent: redis.roleUrls["llmha-agent"], controller: redis.roleUrls["llmha-controller"] },
     vpcCidr: c.vpcCidr,
     haproxyImage: c.haproxy.image ? cache.cacheRoot.apply((root) => pullRefOf(c.haproxy.image, root)) : cached("haproxy"),
     haproxyReplicas: c.haproxy.replicas,

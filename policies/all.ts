@@ -9,6 +9,7 @@ import { imagesByDigest, l1AuthRequired, l1TlsRequired } from "./edge";
 import { eksVersionSupported, gpuCapacitySettings, nlbNeedsLbController } from "./deployability";
 import { mskHaEncrypted, redisHaEncrypted } from "./data";
 import { agentRoleLeastPrivilege, mskQueueWriterOnlyFallback } from "./iam";
+import { gpuAgentsHoldNoCloudRole } from "./cloud-holder";
 import { failoverRecordPairs, failoverRecordTtl, route53HealthCheckFast } from "./dns";
 import {
   gpuInstanceTypesAllowed,
@@ -45,6 +46,7 @@ export const policies: Policies = [
   standbyCapacityFallback,
   noPublicHaPorts,
   agentRoleLeastPrivilege,
+  gpuAgentsHoldNoCloudRole,
   mskQueueWriterOnlyFallback,
   requiredTags,
   eksControlPlaneLogging,

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ConfigError, helpText, loadConfig, unknownSettings } from "./config/load";
-import { runAgent, StartupError } from "./main";
+import { runRole, StartupError } from "./main";
 import { didYouMean } from "../../contracts/did-you-mean";
 
 /** One `llm-ha` command: its line in the overview, and what runs it. */
@@ -47,7 +47,7 @@ async function agentCommand(argv: string[]): Promise<number> {
   }
   let running;
   try {
-    running = await runAgent(cfg);
+    running = await runRole(cfg);
   } catch (err) {
     if (err instanceof StartupError) {
       process.stderr.write(`llm-ha agent: cannot start: ${err.message}\n`);
@@ -65,7 +65,7 @@ async function agentCommand(argv: string[]): Promise<number> {
 
 /** The image's commands; a checkout's `lab/cli.ts` adds the drill and the operator tools. */
 export const IMAGE_COMMANDS: readonly Command[] = [
-  { name: "agent", args: "[flags]", summary: "run the health agent on a GPU node", run: agentCommand },
+  { name: "agent", args: "[flags]", summary: "run the health agent on a GPU node (LLMHA_ROLE=controller: the controller alone)", run: agentCommand },
   { name: "status", args: "[flags]", summary: "show the fleet from Redis (--watch, -o json)", run: async (a) => (await import("./status/command.js")).statusCommand(a) },
   { name: "practice", args: "[flags]", summary: "ask the leader for a practice wake of the standby now", run: async (a) => (await import("./status/practice-request.js")).practiceCommand(a) },
   { name: "canary", args: "CMD", summary: "correctness canaries: show the expected answers, record them", run: async (a) => (await import("./canary/command.js")).canaryCommand(a) },

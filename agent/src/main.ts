@@ -1,9 +1,7 @@
 import type { Server } from "node:net";
-import { readFileSync } from "node:fs";
 import { Agent } from "./agent";
-import { createActuator } from "./actuators/index";
 import { Fleet } from "./controller/fleet";
-import { redisAuthFromEnv } from "./redis/auth";
+import { attachActuator, fleetOptions, runController } from "./controller/run";
 import { servedReport, type NodeReport } from "./redis/registry";
 import type { AgentConfig } from "./config/spec";
 import { AgentCheckResponder, startAgentCheckServer } from "./reporters/agent-check";
@@ -30,6 +28,12 @@ export class StartupError extends Error {
 export interface RunningAgent {
   agent: Agent;
   shutdown(reason: string): Promise<void>;
+}
+
+/** What `llm-ha agent` runs for its `LLMHA_ROLE`: the controller alone, or the node agent (`all`, `node`). */
+export async function runRole(cfg: AgentConfig, log: Logger = createLogger({ level: cfg.logLevel })): Promise<{ shutdown(reason: string): Promise<void> }> {
+  if (cfg.role === "controller") return listen("HTTP", "LLMHA_HTTP_PORT", cfg.httpPort, () => runController(cfg, log));
+  return runAgent(cfg, log);
 }
 
 async function listen<T>(what: string, variable: string, port: number, start: () => Promise<T>): Promise<T> {
@@ -87,25 +91,7 @@ function startCanaries(cfg: AgentConfig, agent: Agent, fleet: Fleet | null, log:
 export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ level: cfg.logLevel })): Promise<RunningAgent> {
   const metrics = new AgentMetrics(cfg.nodeId, cfg.az);
   const agent = new Agent(cfg, log, metrics);
-  const fleet = cfg.redisUrl
-    ? new Fleet({
-        redisUrl: cfg.redisUrl,
-        cluster: cfg.cluster,
-        nodeId: cfg.nodeId,
-        az: cfg.az,
-        intervalMs: cfg.intervalMs,
-        lease: { ttlMs: cfg.leaseTtlMs, renewMs: cfg.leaseRenewMs, contendMs: cfg.leaseContendMs, marginMs: Math.min(2000, Math.floor(cfg.leaseTtlMs / 5)) },
-        controller: { standbyAz: cfg.standbyAz, standbyHoldMs: cfg.standbyHoldMs, standbyCapacityRatio: cfg.standbyCapacityPercent / 100, coldStartGraceMs: cfg.coldStartGraceMs, zonalShift: cfg.zonalShift },
-        // With a standby AZ, practices run on request (`llm-ha practice`) even without a schedule.
-        practice: cfg.standbyAz ? { cron: cfg.practiceWake, timeZone: cfg.practiceWakeTz, budgetMs: cfg.practiceWakeBudgetMs } : undefined,
-        log,
-        metrics: metrics.registry,
-        tls: cfg.redisCaFile ? { ca: readFileSync(cfg.redisCaFile) } : undefined,
-        ...redisAuthFromEnv({ LLMHA_REDIS_USER: cfg.redisUser ?? undefined, LLMHA_REDIS_PASSWORD_FILE: cfg.redisPasswordFile ?? undefined }),
-        // A node's answers older than 5 rounds are a node gone or a model changed: no vote.
-        canary: cfg.canaryIntervalMs > 0 ? { tolerance: canaryTolerance(cfg), maxAgeMs: 5 * cfg.canaryIntervalMs } : undefined,
-      })
-    : null;
+  const fleet = cfg.redisUrl ? new Fleet(fleetOptions(cfg, log, metrics.registry, canaryTolerance(cfg))) : null;
   // One live agent per node id: a second one (a copied manifest, a typo) would take turns
   // with the first in Redis and, on stopping, remove the live node (seen: a brief L4).
   const held = fleet ? await fleet.registry.nodeIdConflict(cfg.nodeId) : null;
@@ -114,11 +100,7 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
     const ago = held.lastHeartbeatAgoMs === null ? "" : `, last heartbeat ${held.lastHeartbeatAgoMs} ms ago`;
     throw new StartupError(`LLMHA_NODE_ID ${cfg.nodeId} is in use by another live agent (instance ${held.heldBy}${ago}): give each agent its own node id`);
   }
-  // Only the leader acts: every call goes through the fencing gate with its term's token.
-  if (fleet) fleet.attachActuator(await createActuator(cfg, fleet.actuatorDeps()), {
-    shiftExpiryMs: cfg.shiftExpiryMs,
-    reassertMs: Math.min(30_000, Math.floor(cfg.shiftExpiryMs / 3)),
-  });
+  if (fleet) await attachActuator(fleet, cfg);
   const report = (): NodeReport => ({
     nodeId: cfg.nodeId,
     az: cfg.az,

@@ -68,6 +68,8 @@ export const L1_SCRAPE_PARAMS = Object.freeze({ "no-maint": [""] });
 export function scrapeTargets(l1Keep: readonly string[], opts: { fallback?: boolean } = {}): ScrapeTarget[] {
   return [
     { app: APP.agent, port: "http", honorLabels: true },
+    // The controller Deployment (issue 26): the leader's series come from here; its own `node` (the pod) wins.
+    { app: APP.controller, port: "http", honorLabels: true },
     { app: APP.l1, port: "monitor", honorLabels: false, params: { ...L1_SCRAPE_PARAMS }, keep: l1Keep },
     { app: APP.inference, port: "http", honorLabels: false },
     // The L4 fallback beside HAProxy in the same pods, on its own metrics listener (9411), as its own job.

@@ -25,23 +25,6 @@ export const XID_LOG = `${XID_DIR}/kmsg.log`;
 /** The sidecar's pipeline: new kernel records only, XID lines only, line-buffered into the shared file. */
 export const XID_RELAY = `dmesg --follow-new --nopager | grep --line-buffered 'NVRM: Xid' >> ${XID_LOG}`;
 
-/** The agents' ServiceAccount: IRSA binds the actuator's IAM role to it. */
-export const AGENT_SERVICE_ACCOUNT = "llm-ha-agent";
-
-/** What the elected leader may do in AWS (agent/src/actuators/aws.ts); the settings `LLMHA_ACTUATOR=aws` reads. */
-export interface AgentActuatorEnv {
-  /** `LLMHA_AWS_REGION`. */
-  region: string;
-  /** `LLMHA_AZ_IDS`: `us-east-1a=use1-az1,…` (ARC names zones by id). */
-  azIds: pulumi.Input<string>;
-  /** `LLMHA_STANDBY_ASGS`: `asg=wakeSize,…`; absent when there is no standby AZ. */
-  standbyAsgs?: pulumi.Input<string>;
-  /** `LLMHA_STANDBY_FALLBACK`: the standby AZ's fallback groups, `asg=wakeSize,…`, in order; absent when there are none. */
-  standbyFallback?: pulumi.Input<string>;
-  /** `LLMHA_SHIFT_RESOURCES` (and `LLMHA_ZONAL_SHIFT=true` when non-empty). */
-  shiftResources: string[];
-}
-
 export interface AgentSpec {
   namespace: string;
   az: string;
@@ -54,14 +37,6 @@ export interface AgentSpec {
   model: string;
   /** Secret holding `url` = `rediss://:<token>@<primary>:6379`. */
   redisSecretName: string;
-  /** `LLMHA_STANDBY_AZ`: the AZ the schedule scales to zero. Default none. */
-  standbyAz?: string;
-  /** The AWS actuator's settings; the pods then run as `AGENT_SERVICE_ACCOUNT`. Default none (the leader acts on nothing). */
-  actuator?: AgentActuatorEnv;
-  /** `LLMHA_STANDBY_CAPACITY_PERCENT`: the standby's size as a percentage of an active AZ. Default none (100). */
-  standbyCapacityPercent?: number;
-  /** `LLMHA_PRACTICE_WAKE`, `_TZ`, `_BUDGET_MS`. Default none. */
-  practiceWake?: { cron: string; timeZone: string; budgetMinutes: number };
   /** Secret holding `key` = the inference API key (vLLM `VLLM_API_KEY`), mounted as `LLMHA_INFERENCE_API_KEY_FILE`. Default none. */
   inferenceKeySecretName?: string;
 }
@@ -69,35 +44,6 @@ export interface AgentSpec {
 /** Where the agent reads the inference API key: a Secret volume (updated in place on rotation), never env or argv. */
 export const INFERENCE_KEY_DIR = "/run/secrets/llm-ha-inference";
 const INFERENCE_KEY_VOLUME = "inference-key";
-
-/** The standby's settings the leader reads: its AZ, its size relative to an active AZ, its practice wakes. */
-function standbyEnv(s: AgentSpec): { name: string; value: string }[] {
-  if (!s.standbyAz) return [];
-  const env = [{ name: "LLMHA_STANDBY_AZ", value: s.standbyAz }];
-  if (s.standbyCapacityPercent !== undefined && s.standbyCapacityPercent < 100) env.push({ name: "LLMHA_STANDBY_CAPACITY_PERCENT", value: String(s.standbyCapacityPercent) });
-  if (s.practiceWake) {
-    env.push(
-      { name: "LLMHA_PRACTICE_WAKE", value: s.practiceWake.cron },
-      { name: "LLMHA_PRACTICE_WAKE_TZ", value: s.practiceWake.timeZone },
-      { name: "LLMHA_PRACTICE_WAKE_BUDGET_MS", value: String(s.practiceWake.budgetMinutes * 60_000) },
-    );
-  }
-  return env;
-}
-
-function actuatorEnv(a: AgentActuatorEnv): { name: string; value: pulumi.Input<string> }[] {
-  const env = [
-    { name: "LLMHA_ACTUATOR", value: "aws" },
-    { name: "LLMHA_AWS_REGION", value: a.region },
-    { name: "LLMHA_AZ_IDS", value: a.azIds },
-  ];
-  if (a.standbyAsgs !== undefined) env.push({ name: "LLMHA_STANDBY_ASGS", value: a.standbyAsgs });
-  if (a.standbyFallback !== undefined) env.push({ name: "LLMHA_STANDBY_FALLBACK", value: a.standbyFallback });
-  if (a.shiftResources.length > 0) {
-    env.push({ name: "LLMHA_SHIFT_RESOURCES", value: a.shiftResources.join(",") }, { name: "LLMHA_ZONAL_SHIFT", value: "true" });
-  }
-  return env;
-}
 
 /**
  * The health agent on every GPU node of one (AZ, GPU class).
@@ -128,8 +74,7 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
           nodeSelector: gpuNodeSelector(s.az, s.gpuClass.name),
           tolerations: [GPU_TOLERATION],
           terminationGracePeriodSeconds: 15,
-          ...(s.actuator ? { serviceAccountName: AGENT_SERVICE_ACCOUNT } : {}),
-          // fsGroup: the projected IRSA token must be readable by the non-root user.
+          // No ServiceAccount with a cloud role (issue 26): the controller Deployment alone acts.
           securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
           containers: [
             {
@@ -147,8 +92,8 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
                 env("LLMHA_HTTP_PORT", String(PORTS.agentHttp)),
                 env("LLMHA_AGENT_CHECK_PORT", String(PORTS.agentCheck)),
                 { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "url" } } },
-                ...standbyEnv(s),
-                ...(s.actuator ? actuatorEnv(s.actuator) : []),
+                // A node agent checks its node and never leads: the controller Deployment does (workloads/controller.ts).
+                env("LLMHA_ROLE", "node"),
                 // The NVIDIA runtime mounts nvidia-smi and every GPU for reading without the
                 // pod requesting `nvidia.com/gpu` (which would take GPUs from inference).
                 env("NVIDIA_VISIBLE_DEVICES", "all"),

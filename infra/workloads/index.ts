@@ -3,7 +3,8 @@ import * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig, standbySize, type PracticeWakeConfig } from "../config";
 import { WORKLOADS_NAMESPACE } from "../names";
 import { Problems } from "../problems";
-import { AGENT_SERVICE_ACCOUNT, agentDaemonSet, type AgentActuatorEnv } from "./agent";
+import { agentDaemonSet } from "./agent";
+import { CONTROLLER_SERVICE_ACCOUNT, controllerManifests, type AgentActuatorEnv } from "./controller";
 import { objectName } from "./common";
 import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
 import { inferenceHeadlessService, inferenceManifests } from "./inference";
@@ -39,6 +40,12 @@ export interface WorkloadsArgs {
   lbController?: pulumi.Resource;
   /** `rediss://:<token>@<host>:6379`, kept in a Secret. Required. */
   redisUrl: pulumi.Input<string>;
+  /**
+   * Per-role URLs where Redis roles are on (`llm-ha:redisRolePasswords`): the GPU-node agents log
+   * in as `llmha-agent`, the controller as `llmha-controller`, each from its own Secret. Default
+   * none: both use `redisUrl`.
+   */
+  redisRoleUrls?: { agent?: pulumi.Input<string>; controller?: pulumi.Input<string> };
   /** VPC CIDR: the NLB's health checks come from inside it. Required. */
   vpcCidr: string;
   /** Namespace of everything but the device plugin. Default `llm-ha`. */
@@ -57,7 +64,7 @@ export interface WorkloadsArgs {
   standbyCapacityRatio?: number;
   /** Practice wakes of the standby (`LLMHA_PRACTICE_WAKE*`). Default none. */
   practiceWake?: PracticeWakeConfig;
-  /** The agents' AWS actuator: the IRSA role for their ServiceAccount and its settings. Default none. */
+  /** The controller's AWS actuator: the IRSA role for its ServiceAccount (never the GPU-node agents') and its settings. Default none. */
   agentActuator?: AgentActuatorEnv & { roleArn: pulumi.Input<string> };
   /**
    * The L4 fallback (`llm-ha fallback`, docs/fallback.md) beside each AZ's L1 proxy: its IRSA
@@ -92,8 +99,9 @@ export function nlbName(clusterName: string, az: string): string {
 
 /**
  * Everything that runs in the cluster: the NVIDIA device plugin, per (AZ, GPU class) an
- * inference Deployment and an agent DaemonSet, per AZ a headless Service and the L1
- * HAProxy tier behind its own NLB, and NetworkPolicies.
+ * inference Deployment and an agent DaemonSet (`LLMHA_ROLE=node`), the controller Deployment
+ * on the system nodes (the only holder of the cloud role), per AZ a headless Service and the
+ * L1 HAProxy tier behind its own NLB, and NetworkPolicies.
  */
 export class Workloads extends pulumi.ComponentResource {
   /** NLB name per AZ. */
@@ -133,16 +141,26 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     { metadata: { name: "llm-ha-redis", namespace }, type: "Opaque", stringData: { url: pulumi.secret(args.redisUrl) } },
     inNs,
   );
-  const agentDeps: pulumi.Resource[] = [ns, redisSecret];
+  // Each role its own Redis user where roles are on; else the one URL.
+  const roleSecret = (role: "agent" | "controller"): { secret: k8s.core.v1.Secret; name: string } => {
+    const url = args.redisRoleUrls?.[role];
+    if (url === undefined) return { secret: redisSecret, name: "llm-ha-redis" };
+    const secretName = `llm-ha-redis-${role}`;
+    return { secret: new k8s.core.v1.Secret(`${name}-redis-${role}`, { metadata: { name: secretName, namespace }, type: "Opaque", stringData: { url: pulumi.secret(url) } }, inNs), name: secretName };
+  };
+  const agentRedis = roleSecret("agent");
+  const agentDeps: pulumi.Resource[] = [ns, agentRedis.secret];
+  const controllerRedis = roleSecret("controller");
+  const controllerDeps: pulumi.Resource[] = [ns, controllerRedis.secret];
   if (args.agentActuator) {
-    agentDeps.push(
+    controllerDeps.push(
       new k8s.core.v1.ServiceAccount(
-        `${name}-agent`,
+        `${name}-controller`,
         {
           metadata: {
-            name: AGENT_SERVICE_ACCOUNT,
+            name: CONTROLLER_SERVICE_ACCOUNT,
             namespace,
-            labels: { "app.kubernetes.io/name": APP.agent, "app.kubernetes.io/part-of": "llm-ha" },
+            labels: { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" },
             annotations: { "eks.amazonaws.com/role-arn": args.agentActuator.roleArn },
           },
         },
@@ -150,6 +168,20 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       ),
     );
   }
+  // The controller on the system nodes, one replica per AZ: it alone leads and acts (issue 26).
+  const ctl = controllerManifests({
+    namespace,
+    image: args.agentImage,
+    clusterName: args.clusterName,
+    redisSecretName: controllerRedis.name,
+    replicas: args.azs.length,
+    standbyAz: args.standbyAz,
+    standbyCapacityPercent: Math.round((args.standbyCapacityRatio ?? 1) * 100),
+    practiceWake: args.practiceWake,
+    actuator: args.agentActuator,
+  });
+  new k8s.apps.v1.Deployment(`${name}-controller`, ctl.deployment, { ...opts, dependsOn: controllerDeps, customTimeouts: { create: "10m", update: "10m" } });
+  new k8s.policy.v1.PodDisruptionBudget(`${name}-controller`, ctl.pdb, inNs);
   let hfTokenSecretName: string | undefined;
   if (args.hfToken !== undefined) {
     hfTokenSecretName = HF_TOKEN_SECRET;
@@ -253,11 +285,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
           image: args.agentImage,
           clusterName: args.clusterName,
           model: args.inference.model,
-          redisSecretName: "llm-ha-redis",
-          standbyAz: args.standbyAz,
-          standbyCapacityPercent: Math.round((args.standbyCapacityRatio ?? 1) * 100),
-          practiceWake: args.practiceWake,
-          actuator: args.agentActuator,
+          redisSecretName: agentRedis.name,
           inferenceKeySecretName,
         }),
         { ...opts, dependsOn: agentDeps },

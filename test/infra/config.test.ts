@@ -22,13 +22,13 @@ describe("stack configuration", () => {
     const dns = { zoneId: "ZDEVTESTZONE1", serviceName: "infer.dev.llm-ha.net", zonalShift: true, zonalShiftResources: [nlb] };
     const rs = await captureStack("dev", { "llm-ha:dns": JSON.stringify(dns) });
     const policy = JSON.parse(String(rs.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === "agent-actuator")?.props.policy));
-    expect(policy.Statement[2]).toEqual({
+    expect(policy.Statement.find((st: { Sid: string }) => st.Sid === "ShiftZoneLoadBalancers")).toEqual({
       Sid: "ShiftZoneLoadBalancers",
       Effect: "Allow",
       Action: ["arc-zonal-shift:StartZonalShift", "arc-zonal-shift:UpdateZonalShift", "arc-zonal-shift:CancelZonalShift", "arc-zonal-shift:GetManagedResource"],
       Resource: [nlb],
     });
-    const agent = rs.find((r) => r.type === "kubernetes:apps/v1:DaemonSet" && String(r.name).endsWith("-agent"));
+    const agent = rs.find((r) => r.type === "kubernetes:apps/v1:Deployment" && String(r.name).endsWith("-controller"));
     const env = (agent?.props as { spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } } }).spec.template.spec.containers[0].env;
     expect(env.filter((e) => ["LLMHA_SHIFT_RESOURCES", "LLMHA_ZONAL_SHIFT"].includes(e.name))).toEqual([
       { name: "LLMHA_SHIFT_RESOURCES", value: nlb },

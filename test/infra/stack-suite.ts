@@ -312,55 +312,87 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       }
     });
 
-    it("lets only the agents' ServiceAccount act, and only on the standby groups (IRSA, least privilege)", () => {
+    it("lets only the controller's ServiceAccount act, only on the standby groups within their sizes and the stack's NLBs (IRSA, least privilege)", () => {
       const role = ofType(rs, "aws:iam/role:Role").find((r) => r.name === "agent-role")!.props as O;
       const trust = JSON.parse(role.assumeRolePolicy).Statement[0];
       const issuer = "oidc.eks.us-east-1.amazonaws.com/id/eks-eks";
+      // Trusts the controller's ServiceAccount alone: a GPU node's agent cannot assume it.
       expect(trust).toEqual({
         Effect: "Allow",
         Principal: { Federated: "arn:aws:iam:us-east-1:123456789012:eks-oidc" },
         Action: "sts:AssumeRoleWithWebIdentity",
-        Condition: { StringEquals: { [`${issuer}:sub`]: "system:serviceaccount:llm-ha:llm-ha-agent", [`${issuer}:aud`]: "sts.amazonaws.com" } },
+        Condition: { StringEquals: { [`${issuer}:sub`]: "system:serviceaccount:llm-ha:llm-ha-controller", [`${issuer}:aud`]: "sts.amazonaws.com" } },
       });
       const policy = JSON.parse((ofType(rs, "aws:iam/rolePolicy:RolePolicy").find((r) => r.name === "agent-actuator")!.props as O).policy);
       // The standby groups and their fallback groups (a wake of a fallback must not be AccessDenied), nothing else.
       const arn = (group: string) => `arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/eks-${group}-asg`;
-      const asgs = [...classes.map((c) => arn(`gpu-${standbyAz}-${c}`)), ...fallbackClasses().map((c) => arn(`gpu-${standbyAz}-${c.name}-fallback`))];
+      const groups = [...classes.map((c) => `gpu-${standbyAz}-${c}`), ...fallbackClasses().map((c) => `gpu-${standbyAz}-${c.name}-fallback`)];
+      const maxOf = (g: string) => (ofType(rs, "aws:eks/nodeGroup:NodeGroup").find((r) => r.name === g)!.props as O).scalingConfig.maxSize as number;
+      const inCluster = { StringEquals: { "autoscaling:ResourceTag/eks:cluster-name": cfg["llm-ha:clusterName"] ?? `llm-ha-${env}` } };
       const shift = json("dns").zonalShiftResources as unknown as string[] | undefined;
       expect(policy.Statement).toEqual([
         { Sid: "ReadState", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts"], Resource: "*" },
-        {
-          Sid: "WakeStandbyGroups",
+        // Each resize bounded by the group's own maximum (MinSize and MaxSize; desired cannot pass max).
+        ...groups.map((g, i) => ({
+          Sid: `ResizeStandbyGroup${i}`,
           Effect: "Allow",
-          Action: ["autoscaling:UpdateAutoScalingGroup", "autoscaling:SuspendProcesses", "autoscaling:ResumeProcesses", "autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"],
-          Resource: asgs,
+          Action: ["autoscaling:UpdateAutoScalingGroup"],
+          Resource: arn(g),
+          Condition: { ...inCluster, NumericLessThanEquals: { "autoscaling:MaxSize": String(maxOf(g)), "autoscaling:MinSize": String(maxOf(g)) } },
+        })),
+        { Sid: "HoldStandbySchedule", Effect: "Allow", Action: ["autoscaling:SuspendProcesses", "autoscaling:ResumeProcesses"], Resource: groups.map(arn), Condition: inCluster },
+        {
+          Sid: "TagPreWakeSizes",
+          Effect: "Allow",
+          Action: ["autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"],
+          Resource: groups.map(arn),
+          Condition: { ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": ["llm-ha:pre-wake"] } },
         },
         ...(shift?.length ? [expect.objectContaining({ Sid: "ShiftZoneLoadBalancers", Resource: shift })] : []),
       ]);
-      const sa = k8s("ServiceAccount").find((x) => x.metadata.name === "llm-ha-agent")!;
-      expect(sa.metadata).toMatchObject({ name: "llm-ha-agent", namespace: "llm-ha", annotations: { "eks.amazonaws.com/role-arn": "arn:aws:iam:us-east-1:123456789012:agent-role" } });
+      // No write on a wildcard, no SetDesiredCapacity (it has no size key).
+      for (const st of policy.Statement.slice(1)) expect(JSON.stringify(st.Resource)).not.toMatch(/"\*"/);
+      expect(JSON.stringify(policy)).not.toContain("SetDesiredCapacity");
+      const sa = k8s("ServiceAccount").find((x) => x.metadata.name === "llm-ha-controller")!;
+      expect(sa.metadata).toMatchObject({ name: "llm-ha-controller", namespace: "llm-ha", annotations: { "eks.amazonaws.com/role-arn": "arn:aws:iam:us-east-1:123456789012:agent-role" } });
+      // No other ServiceAccount carries the role.
+      expect(k8s("ServiceAccount").filter((x) => x.metadata.annotations?.["eks.amazonaws.com/role-arn"] === "arn:aws:iam:us-east-1:123456789012:agent-role")).toHaveLength(1);
       const ids: Record<string, string> = { "us-east-1a": "use1-az4", "us-east-1b": "use1-az6", "us-east-1c": "use1-az1" };
+      // GPU-node agents: no ServiceAccount with a role (so no web identity token), no actuator, never lead.
       for (const a of k8s("DaemonSet").filter((d) => d.metadata.labels["app.kubernetes.io/name"] === "llm-ha-agent")) {
         const pod = a.spec.template.spec;
-        expect(pod.serviceAccountName).toBe("llm-ha-agent");
-        const env = Object.fromEntries(pod.containers[0].env.map((e: O) => [e.name, e.value ?? e.valueFrom]));
-        expect(env).toMatchObject({
-          LLMHA_ACTUATOR: "aws",
-          LLMHA_AWS_REGION: "us-east-1",
-          LLMHA_STANDBY_AZ: standbyAz,
-          LLMHA_AZ_IDS: azs.map((az) => `${az}=${ids[az]}`).join(","),
-          LLMHA_STANDBY_ASGS: (json("gpuClasses") as unknown as O[]).map((c) => `eks-gpu-${standbyAz}-${c.name}-asg=${Math.max(1, c.desiredPerAz as number)}`).join(","),
-          // Each fallback group wakes to its standby group's size.
-          LLMHA_STANDBY_FALLBACK: fallbackClasses().map((c) => `eks-gpu-${standbyAz}-${c.name}-fallback-asg=${Math.max(1, c.desiredPerAz as number)}`).join(","),
-          // A weekly practice wake while the standby sleeps (Sunday 04:00 in the schedule's zone), 20 min budget.
-          LLMHA_PRACTICE_WAKE: "0 4 * * 0",
-          LLMHA_PRACTICE_WAKE_TZ: json("schedule").timeZone,
-          LLMHA_PRACTICE_WAKE_BUDGET_MS: "1200000",
-        });
-        // Full redundancy in every stack file: the controller is not told otherwise.
-        expect(env.LLMHA_STANDBY_CAPACITY_PERCENT).toBeUndefined();
-        expect(env.LLMHA_SHIFT_RESOURCES).toBe(shift?.length ? shift.join(",") : undefined);
+        expect(pod.serviceAccountName).toBeUndefined();
+        const nodeEnv = Object.fromEntries(pod.containers.flatMap((c: O) => c.env ?? []).map((e: O) => [e.name, e.value ?? e.valueFrom]));
+        expect(nodeEnv.LLMHA_ROLE).toBe("node");
+        for (const k of Object.keys(nodeEnv)) expect(k).not.toMatch(/^(AWS_|LLMHA_ACTUATOR|LLMHA_STANDBY_ASGS|LLMHA_SHIFT_RESOURCES|LLMHA_AZ_IDS)/);
       }
+      // The controller: system nodes, one replica per AZ spread by zone, the role's ServiceAccount, the actuator's settings.
+      const ctl = k8s("Deployment").find((d) => d.metadata.labels["app.kubernetes.io/name"] === "llm-ha-controller")!;
+      expect(ctl.spec.replicas).toBe(azs.length);
+      const pod = ctl.spec.template.spec;
+      expect(pod.serviceAccountName).toBe("llm-ha-controller");
+      expect(pod.nodeSelector).toEqual({ "llm-ha.io/node-role": "system" });
+      expect(pod.tolerations ?? []).toEqual([]);
+      expect(pod.topologySpreadConstraints).toEqual([expect.objectContaining({ topologyKey: "topology.kubernetes.io/zone", maxSkew: 1, whenUnsatisfiable: "DoNotSchedule" })]);
+      const ctlEnv = Object.fromEntries(pod.containers[0].env.map((e: O) => [e.name, e.value ?? e.valueFrom]));
+      expect(ctlEnv).toMatchObject({
+        LLMHA_ROLE: "controller",
+        LLMHA_ACTUATOR: "aws",
+        LLMHA_AWS_REGION: "us-east-1",
+        LLMHA_STANDBY_AZ: standbyAz,
+        LLMHA_AZ_IDS: azs.map((az) => `${az}=${ids[az]}`).join(","),
+        LLMHA_STANDBY_ASGS: (json("gpuClasses") as unknown as O[]).map((c) => `eks-gpu-${standbyAz}-${c.name}-asg=${Math.max(1, c.desiredPerAz as number)}`).join(","),
+        // Each fallback group wakes to its standby group's size.
+        LLMHA_STANDBY_FALLBACK: fallbackClasses().map((c) => `eks-gpu-${standbyAz}-${c.name}-fallback-asg=${Math.max(1, c.desiredPerAz as number)}`).join(","),
+        // A weekly practice wake while the standby sleeps (Sunday 04:00 in the schedule's zone), 20 min budget.
+        LLMHA_PRACTICE_WAKE: "0 4 * * 0",
+        LLMHA_PRACTICE_WAKE_TZ: json("schedule").timeZone,
+        LLMHA_PRACTICE_WAKE_BUDGET_MS: "1200000",
+      });
+      // Full redundancy in every stack file: the controller is not told otherwise.
+      expect(ctlEnv.LLMHA_STANDBY_CAPACITY_PERCENT).toBeUndefined();
+      expect(ctlEnv.LLMHA_SHIFT_RESOURCES).toBe(shift?.length ? shift.join(",") : undefined);
+      expect(k8s("PodDisruptionBudget").find((p) => p.metadata.name === "llm-ha-controller")?.spec).toMatchObject({ maxUnavailable: 1 });
     });
   });
 }

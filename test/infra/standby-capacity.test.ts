@@ -14,12 +14,13 @@ const failure = stackFailure;
 const problems = (e: pulumi.InputPropertiesError) => e.errors.map((x) => `${x.propertyPath}: ${x.reason}`);
 
 const group = (rs: CapturedResource[], name: string) => rs.find((r) => r.type === "aws:eks/nodeGroup:NodeGroup" && r.name === name)?.props as O | undefined;
+/** The controller's settings (issue 26: the controller Deployment reads them, not the GPU-node agents). */
 const agentEnv = (rs: CapturedResource[]): Record<string, unknown> => {
-  const ds = rs.find((r) => r.type === "kubernetes:apps/v1:DaemonSet" && (r.props as O).metadata.labels["app.kubernetes.io/name"] === "llm-ha-agent")!.props as O;
+  const ds = rs.find((r) => r.type === "kubernetes:apps/v1:Deployment" && (r.props as O).metadata.labels["app.kubernetes.io/name"] === "llm-ha-controller")!.props as O;
   return Object.fromEntries(ds.spec.template.spec.containers[0].env.map((e: O) => [e.name, e.value ?? e.valueFrom]));
 };
 const wakePolicy = (rs: CapturedResource[]): string[] =>
-  JSON.parse(String(rs.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === "agent-actuator")!.props.policy)).Statement.find((s: O) => s.Sid === "WakeStandbyGroups").Resource;
+  JSON.parse(String(rs.find((r) => r.type === "aws:iam/rolePolicy:RolePolicy" && r.name === "agent-actuator")!.props.policy)).Statement.find((s: O) => s.Sid === "HoldStandbySchedule").Resource;
 
 describe("standby sizing", () => {
   it("rounds up, keeps a max of at least one node", () => {

@@ -348,6 +348,27 @@ const TESTS: TestGroup[] = [
     ],
   },
   {
+    name: "foreign cloud actions (issue 26): the leader's audit seeing one fires at once and holds while it stands; a former leader's stale gauge does not; a sighting counted and gone within 15 m still fires",
+    interval: "1m",
+    input_series: [
+      ...leaderSeries("n1", "n2", "1x30", "0x30"),
+      s("llmha_foreign_actions_active", { ...node("n1", "a"), kind: "shift" }, "0x4 1x5 0x20"),
+      s("llmha_foreign_actions_total", { ...node("n1", "a"), kind: "shift" }, "0x4 1x25"),
+      s("llmha_foreign_actions_active", { ...node("n1", "a"), kind: "standby" }, "0x30"),
+      s("llmha_foreign_actions_total", { ...node("n1", "a"), kind: "standby" }, "0x30"),
+      // n2 led before: its gauge is stale (its counter never moved).
+      s("llmha_foreign_actions_active", { ...node("n2", "b"), kind: "standby" }, "1x30"),
+      s("llmha_foreign_actions_total", { ...node("n2", "b"), kind: "standby" }, "0x30"),
+    ],
+    alert_rule_test: [
+      at("3m", "LlmHaForeignCloudAction"),
+      at("5m", "LlmHaForeignCloudAction", fires("LlmHaForeignCloudAction", { cluster: C, kind: "shift" })),
+      // Cancelled at 10 m: the 15 m increase keeps it until the counter's rise leaves the window.
+      at("12m", "LlmHaForeignCloudAction", fires("LlmHaForeignCloudAction", { cluster: C, kind: "shift" })),
+      at("25m", "LlmHaForeignCloudAction"),
+    ],
+  },
+  {
     name: "practice wakes (issue 15): a failed practice fires until one serves, whichever agent recorded it; the last served practice slower than 15 m fires",
     interval: "1m",
     input_series: [

@@ -252,7 +252,18 @@ const httpsIn = res("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
 
 const agentRole = res("aws:iam/role:Role", "agent-role", {
   name: "llm-agent",
-  assumeRolePolicy: JSON.stringify({ Version: "2012-10-17", Statement: [{ Effect: "Allow", Principal: { Federated: "arn:aws:iam::123456789012:oidc-provider/x" }, Action: "sts:AssumeRoleWithWebIdentity" }] }),
+  // Only the controller's ServiceAccount (issue 26): GPU-node agents hold no cloud role.
+  assumeRolePolicy: JSON.stringify({
+    Version: "2012-10-17",
+    Statement: [
+      {
+        Effect: "Allow",
+        Principal: { Federated: "arn:aws:iam::123456789012:oidc-provider/x" },
+        Action: "sts:AssumeRoleWithWebIdentity",
+        Condition: { StringEquals: { "oidc.eks.us-east-1.amazonaws.com/id/X:sub": "system:serviceaccount:llm-ha:llm-ha-controller", "oidc.eks.us-east-1.amazonaws.com/id/X:aud": "sts.amazonaws.com" } },
+      },
+    ],
+  }),
   tags: { ...TAGS, "llm-ha.io/identity": "agent" },
 });
 

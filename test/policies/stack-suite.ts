@@ -127,7 +127,7 @@ export function describeStackPolicies(env: Env): void {
         [
           "agent-role-least-privilege",
           rp.urn,
-          `Agent role policy ${rp.name} allows autoscaling:UpdateAutoScalingGroup, autoscaling:SuspendProcesses, autoscaling:ResumeProcesses, autoscaling:CreateOrUpdateTags and autoscaling:DeleteTags on Resource "*"; name the standby groups and load balancers.`,
+          `Agent role policy ${rp.name} allows autoscaling:UpdateAutoScalingGroup on Resource "*"; name the standby groups and load balancers.`,
         ],
       ]);
     });

@@ -104,6 +104,9 @@ describe("status renderer", () => {
     expect(ev(["type", "standby", "from", "1", "az", "c", "wake", "0", "reason", "active AZs OK"]).summary).toBe("standby c back to schedule: active AZs OK");
     expect(ev(["type", "shift", "from", "", "shiftAz", "a", "shiftReason", "AZ a DOWN"])).toMatchObject({ summary: "zonal shift away from a: AZ a DOWN", tone: "bad" });
     expect(ev(["type", "shift", "from", "a", "shiftAz", "", "shiftReason", "AZ a OK"]).summary).toBe("zonal shift away from a ended: AZ a OK");
+    expect(ev(["type", "foreign-action", "kind", "shift", "az", "a", "id", "zs-9", "detail", "l1-a shifted away from use1-az1 by zs-9"])).toMatchObject({
+      summary: "not made by llm-ha: shift change in a: l1-a shifted away from use1-az1 by zs-9", tone: "bad",
+    });
     expect(ev(["type", "future", "x", "1"]).summary).toBe("type=future x=1");
   });
 });

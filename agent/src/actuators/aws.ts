@@ -20,12 +20,12 @@ import type { Logger } from "../util/log";
 // To use the official client once the registry carries it, change this line (and the
 // command import in aws/zonal-shift.ts) to `from "@aws-sdk/client-arc-zonal-shift"`.
 import { ARCZonalShiftClient } from "./arc-zonal-shift";
-import { AwsCalls } from "./aws/calls";
+import { AwsCalls, CallTrace } from "./aws/calls";
 import { checkShiftResources, type StandbyGroup } from "./aws/settings";
 import { StandbyActions } from "./aws/standby";
 import { ZonalShiftActions } from "./aws/zonal-shift";
 import type { RetrySettings } from "./retry";
-import type { ActionContext, ActionResult, Actuator, ShiftContext } from "./types";
+import type { ActionContext, ActionResult, Actuator, ForeignAction, ShiftContext } from "./types";
 
 export { AWS_CALLS_METRIC, AWS_OPERATIONS, AwsCallError, MissingIdentifierError, type AwsOperation } from "./aws/calls";
 export { ActuatorSettingError, checkShiftResources, parseAzIds, parseStandbyGroups, type StandbyGroup } from "./aws/settings";
@@ -95,6 +95,14 @@ export class AwsActuator implements Actuator {
 
   cancelZonalShift(az: string, _ctx: ActionContext): Promise<ActionResult> {
     return this.calls.act("shift.cancel", az, (trace) => this.shifts.cancel(az, trace));
+  }
+
+  /** Shifts and standby states the controller did not make (reads only); a part with nothing configured is skipped. */
+  async audit(): Promise<ForeignAction[]> {
+    const trace = new CallTrace();
+    const shifts = this.o.shiftResources.length ? await this.shifts.foreign(trace) : [];
+    const standby = this.o.standbyGroups.length ? await this.standby.foreign(trace) : [];
+    return [...shifts, ...standby];
   }
 
   async close(): Promise<void> {

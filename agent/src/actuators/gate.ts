@@ -11,7 +11,7 @@ import type { Redis } from "ioredis";
 import { Counter, Histogram, type Registry } from "prom-client";
 import type { RedisKeys } from "../redis/keys";
 import type { Logger } from "../util/log";
-import { ACTIONS, OUTCOMES, type ActionContext, type ActionName, type ActionResult, type Actuator, type ShiftContext } from "./types";
+import { ACTIONS, OUTCOMES, type ActionContext, type ActionName, type ActionResult, type Actuator, type ForeignAction, type ShiftContext } from "./types";
 
 export class ActuatorMetrics {
   readonly calls: Counter<"action" | "outcome" | "kind">;
@@ -78,6 +78,10 @@ export class FencedActuator implements Actuator {
   }
   async close(): Promise<void> {
     await this.inner.close?.();
+  }
+  /** Reads only, so no token is checked; the caller publishes what it finds only while it leads (foreign.ts). */
+  async audit(): Promise<ForeignAction[]> {
+    return this.inner.audit ? this.inner.audit() : [];
   }
 
   /** Null when `token` may act; else why not. */

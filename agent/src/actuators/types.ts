@@ -78,6 +78,23 @@ export interface WakeReport {
   stepWokenAt?: number;
 }
 
+/**
+ * A change to the cloud the controller did not make (issue 26): a zonal shift without llm-ha's
+ * comment, a standby or fallback group resized or held off its schedule by someone else.
+ * Reported (metric, event, alert), never undone by llm-ha: it may be an operator's.
+ */
+export const FOREIGN_KINDS = ["shift", "standby"] as const;
+export type ForeignKind = (typeof FOREIGN_KINDS)[number];
+
+export interface ForeignAction {
+  kind: ForeignKind;
+  /** Stable while the change stands (a shift's id; a group with its sizes): reported once per sighting. */
+  id: string;
+  /** The AZ it concerns, when known. */
+  az: string | null;
+  detail: string;
+}
+
 export interface Actuator {
   /** `aws`, `local`, `dry-run` (shown in events, metrics and `llm-ha status`). */
   readonly kind: string;
@@ -89,6 +106,8 @@ export interface Actuator {
   startZonalShift(az: string, ctx: ShiftContext): Promise<ActionResult>;
   /** Cancel our shift away from `az`. */
   cancelZonalShift(az: string, ctx: ActionContext): Promise<ActionResult>;
+  /** Reads the world for changes the controller did not make (reads only). Absent: the actuator cannot tell. */
+  audit?(): Promise<ForeignAction[]>;
   /** Release clients and timers. */
   close?(): Promise<void>;
 }

@@ -5,7 +5,7 @@ import { parseArgs } from "node:util";
 import { maskUserinfo, safeUrl } from "../util/log";
 import { parseXidRules, XidRulesError } from "../sources/xid-rules";
 import { keyFileProblem } from "../sources/credential";
-import { ACTUATOR_KINDS, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
+import { ACTUATOR_KINDS, AGENT_ROLES, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
 import { cronProblem, Zone } from "../../../contracts/cron";
 import { RedisAuthError, redisAuthFromEnv } from "../redis/auth";
 import { closest, flagErrorMessage } from "../../../contracts/did-you-mean";
@@ -87,6 +87,9 @@ function parseValue(spec: OptionSpec, v: string): string | number | boolean | st
       }
       return v;
     }
+    case "role":
+      if (!(AGENT_ROLES as readonly string[]).includes(v)) throw new ConfigError(spec.env, `must be one of ${AGENT_ROLES.join(", ")}, got ${JSON.stringify(v)}`);
+      return v;
     case "actuator":
       if (!(ACTUATOR_KINDS as readonly string[]).includes(v)) {
         throw new ConfigError(spec.env, `must be one of ${ACTUATOR_KINDS.join(", ")}, got ${JSON.stringify(v)}`);
@@ -130,6 +133,7 @@ function parseValue(spec: OptionSpec, v: string): string | number | boolean | st
 
 const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   cluster: "default",
+  role: "all",
   nvidiaSmi: "nvidia-smi",
   gpuCount: null,
   inferenceUrl: "http://127.0.0.1:8000",
@@ -257,6 +261,8 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
 function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): void {
   if (cfg.standbyAz !== null && !CLUSTER_RE.test(cfg.standbyAz)) throw new ConfigError("LLMHA_STANDBY_AZ", "must be 1-64 letters, digits, '.', '_' or '-'");
   checkPracticeWake(cfg);
+  if (cfg.role === "controller" && !cfg.redisUrl) throw new ConfigError("LLMHA_REDIS_URL", "is required with LLMHA_ROLE=controller: the lease and the registry live in Redis");
+  if (cfg.role === "node" && cfg.actuator !== "none") throw new ConfigError("LLMHA_ACTUATOR", `must be none with LLMHA_ROLE=node (got ${cfg.actuator}): node agents hold no cloud credential; the controller acts (LLMHA_ROLE=controller)`);
   if (cfg.actuator === "none") return;
   if (!cfg.redisUrl) throw new ConfigError("LLMHA_ACTUATOR", `${cfg.actuator} needs LLMHA_REDIS_URL: only the elected leader acts`);
   if (!cfg.standbyAz && !cfg.zonalShift) throw new ConfigError("LLMHA_STANDBY_AZ", `LLMHA_ACTUATOR=${cfg.actuator} has nothing to do: set LLMHA_STANDBY_AZ or LLMHA_ZONAL_SHIFT=true`);
@@ -307,7 +313,8 @@ async function checkAwsFormats(cfg: AgentConfig): Promise<void> {
   check("LLMHA_SHIFT_RESOURCES", cfg.shiftResources.length ? "" : null, () => checkShiftResources(cfg.shiftResources));
   if (cfg.zonalShift && cfg.azIds) {
     const ids = parseAzIds(cfg.azIds);
-    const missing = [cfg.az, cfg.standbyAz].filter((az): az is string => az !== null && !(az in ids));
+    // The controller's own "AZ" is no zone (it checks no node).
+    const missing = [cfg.role === "controller" ? null : cfg.az, cfg.standbyAz].filter((az): az is string => az !== null && !(az in ids));
     if (missing.length) throw new ConfigError("LLMHA_AZ_IDS", `has no AZ id for ${missing.join(", ")}`);
   }
 }
@@ -343,7 +350,8 @@ export async function imdsAvailabilityZone(timeoutMs = 1000): Promise<string | n
 /** The full configuration, with `LLMHA_AZ` resolved from IMDSv2 when unset. */
 export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv, imds: () => Promise<string | null> = imdsAvailabilityZone): Promise<AgentConfig> {
   const cfg = parseConfig(argv, env);
-  const az = cfg.az ?? (await imds());
+  // The controller checks no node: its AZ only labels its series (no IMDS call from a pod).
+  const az = cfg.az ?? (cfg.role === "controller" ? "controller" : await imds());
   if (!az) throw new ConfigError("LLMHA_AZ", "is required: not set, and no EC2 instance metadata to read the placement from");
   const full: AgentConfig = { ...cfg, az };
   if (full.actuator === "aws") {

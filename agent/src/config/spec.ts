@@ -11,7 +11,16 @@ export type InferenceKind = (typeof INFERENCE_KINDS)[number];
 export const ACTUATOR_KINDS = ["none", "dry-run", "aws", "local"] as const;
 export type ActuatorKind = (typeof ACTUATOR_KINDS)[number];
 
-export type OptionType = "string" | "int" | "url" | "kind" | "actuator" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex" | "number";
+/**
+ * What one `llm-ha agent` process does (`LLMHA_ROLE`): `all` checks its node and contends for
+ * the lease (the old way, every agent a possible leader); `node` checks its node and never
+ * contends nor acts (GPU nodes: no cloud credential); `controller` checks no node, contends,
+ * and alone acts (the controller Deployment on the system nodes).
+ */
+export const AGENT_ROLES = ["all", "node", "controller"] as const;
+export type AgentRole = (typeof AGENT_ROLES)[number];
+
+export type OptionType = "string" | "int" | "url" | "kind" | "actuator" | "role" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex" | "number";
 
 /** pino levels `LLMHA_LOG_LEVEL` takes. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -35,6 +44,7 @@ export interface AgentConfig {
   nodeId: string;
   az: string;
   cluster: string;
+  role: AgentRole;
   nvidiaSmi: string;
   gpuCount: number | null;
   inferenceUrl: string;
@@ -118,6 +128,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "leaseTtlMs", env: "LLMHA_LEASE_TTL_MS", type: "int", min: 500, max: 600_000, defaultText: ms(20_000), description: "leader lease time to live", contract: true },
   { key: "leaseRenewMs", env: "LLMHA_LEASE_RENEW_MS", type: "int", min: 100, max: 600_000, defaultText: ms(7000), description: "renew period, about a third of the TTL", contract: true },
   { key: "leaseContendMs", env: "LLMHA_LEASE_CONTEND_MS", type: "int", min: 100, max: 600_000, defaultText: ms(5000), description: "how often a non-leader tries to acquire", contract: true },
+  { key: "role", env: "LLMHA_ROLE", type: "role", defaultText: "all", description: "`all`: check this node and contend for the leader lease (every agent a possible leader); `node`: check this node, never contend or act (GPU nodes hold no cloud credential; Redis user `llmha-agent`); `controller`: no node checks, contend and act (the controller Deployment; Redis user `llmha-controller`)" },
   { key: "bindAddress", env: "LLMHA_BIND_ADDRESS", type: "ip", defaultText: "0.0.0.0", description: "address the HTTP and agent-check ports listen on" },
   { key: "fall", env: "LLMHA_FALL", type: "int", min: 1, max: 100, defaultText: "3", description: "consecutive soft-fault results before acting" },
   { key: "rise", env: "LLMHA_RISE", type: "int", min: 1, max: 100, defaultText: "2", description: "consecutive clean results before the warmup ramp starts" },
@@ -141,7 +152,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "drainMs", env: "LLMHA_DRAIN_MS", type: "int", min: 0, max: 600_000, defaultText: ms(1500), description: "on SIGTERM, how long to answer `drain` / 503 before stopping" },
   { key: "drainFile", env: "LLMHA_DRAIN_FILE", type: "string", defaultText: "none", description: "a file whose presence is a planned drain (`PLANNED_DRAIN`: `drain` / 503 while it exists, serving again once it is gone); the inference pod's preStop hook writes it (`/run/llm-ha/drain` in the shipped manifests)" },
   { key: "redisCaFile", env: "LLMHA_REDIS_CA_FILE", type: "path", defaultText: "none", description: "CA bundle for `rediss://` (system CAs otherwise)" },
-  { key: "redisUser", env: "LLMHA_REDIS_USER", type: "string", defaultText: "the URL's user, else `default`", description: "Redis ACL user (`llmha-agent-leader` for agents that contend for the lease; see docs/redis-roles.md)" },
+  { key: "redisUser", env: "LLMHA_REDIS_USER", type: "string", defaultText: "the URL's user, else `default`", description: "Redis ACL user (`llmha-agent` with `LLMHA_ROLE=node`, `llmha-controller` with `controller`, `llmha-agent-leader` with `all`; see docs/redis-roles.md)" },
   { key: "redisPasswordFile", env: "LLMHA_REDIS_PASSWORD_FILE", type: "path", defaultText: "the URL's password", description: "file holding the Redis user's password (a mounted secret): never on the command line" },
   { key: "logLevel", env: "LLMHA_LOG_LEVEL", type: "logLevel", defaultText: "info", description: "pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`" },
   { key: "standbyAz", env: "LLMHA_STANDBY_AZ", type: "string", defaultText: "none", description: "the AZ kept scaled to zero that the leader wakes when an active AZ degrades; while not wanted awake its nodes do not count toward the tier" },

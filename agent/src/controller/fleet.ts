@@ -13,6 +13,7 @@ import type { ConnectionOptions } from "node:tls";
 import type { FencedActuator } from "../actuators/gate";
 import type { ActuatorDeps } from "../actuators/index";
 import { Reconciler, type ReconcilerSettings } from "../actuators/reconciler";
+import { ForeignWatch } from "../actuators/foreign";
 import { createRedisClient, type RedisClient } from "../redis/client";
 import { FencedWriter } from "../redis/fenced";
 import { RedisKeys } from "../redis/keys";
@@ -52,8 +53,10 @@ export interface FleetOptions {
   username?: string;
   /** Lease holder id. Default `<nodeId>/<pid>`. */
   holderId?: string;
-  /** Take part in the leader election. Default true. */
+  /** Take part in the leader election. Default true; false for node agents (`LLMHA_ROLE=node`). */
   contend?: boolean;
+  /** Heartbeat a node record. Default true; false for the controller (`LLMHA_ROLE=controller`), which checks no node. */
+  register?: boolean;
   /** Correctness canaries: the leader learns and publishes the expected answers (issue 32); none when off. */
   canary?: CanaryLearning;
 }
@@ -85,6 +88,7 @@ export class Fleet {
   private readonly writer: FencedWriter;
   private actuator: FencedActuator | null = null;
   private reconciler: Reconciler | null = null;
+  private foreign: ForeignWatch | null = null;
 
   constructor(o: FleetOptions) {
     this.o = o;
@@ -129,7 +133,10 @@ export class Fleet {
       metrics: this.metrics,
       heartbeatTtlMs: this.registry.ttlMs,
       redisTroubleAt: () => this.redisTroubleAt,
-      onPublished: (e, token) => this.reconciler?.onEvaluation(e, token),
+      onPublished: (e, token) => {
+        this.reconciler?.onEvaluation(e, token);
+        this.foreign?.onPeriod(token);
+      },
       standbyUnavailable: () => this.reconciler?.standbyUnavailable() ?? null,
       practice: o.practice ? new PracticeSchedule(o.practice, o.metrics) : undefined,
       canary: o.canary,
@@ -153,6 +160,7 @@ export class Fleet {
       this.metrics.fencingToken.set(0);
       this.metrics.leaseLosses.inc({ reason });
       this.reconciler?.endTerm();
+      this.foreign?.endTerm();
     });
   }
 
@@ -176,6 +184,17 @@ export class Fleet {
       registry: this.o.metrics,
       settings: { retryBaseMs: this.controller.settings.intervalMs, ...settings },
     });
+    // What the controller did not make is reported, audited as often as its own actions are re-asserted.
+    this.foreign = new ForeignWatch({
+      audit: () => actuator.audit(),
+      redis: this.client.redis,
+      keys: this.keys,
+      currentToken: () => this.lease.current?.token ?? null,
+      log: this.o.log,
+      registry: this.o.metrics,
+      holder: this.lease.holderId,
+      everyMs: this.reconciler.settings.reassertMs,
+    });
     this.log.info({ actuator: actuator.kind, standbyAz: this.controller.settings.standbyAz, zonalShift: this.controller.settings.zonalShift }, "leader actuator attached");
   }
 
@@ -191,7 +210,7 @@ export class Fleet {
   start(getReport: () => NodeReport): void {
     if (this.started || this.stopped) return;
     this.started = true;
-    this.registry.start(getReport);
+    if (this.o.register !== false) this.registry.start(getReport);
     this.controller.start();
     // Contend once connected: a first attempt that fails would wait a whole contend period.
     void this.client.whenReady(2000).then(() => {
@@ -214,12 +233,13 @@ export class Fleet {
     if (this.connTimer) clearTimeout(this.connTimer);
     this.controller.stop();
     this.reconciler?.endTerm();
+    this.foreign?.endTerm();
     // A call in flight finishes (or not) on its own; shutdown waits for it a little only.
     if (this.reconciler) await Promise.race([this.reconciler.idle(), sleep(3000)]);
     await this.actuator?.close();
     await this.lease.release();
     try {
-      await this.registry.remove();
+      if (this.o.register !== false) await this.registry.remove();
     } catch (err) {
       this.registry.stopLoop();
       this.log.warn({ err: (err as Error).message }, "could not remove the node from the registry; it expires by TTL");

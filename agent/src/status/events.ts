@@ -74,6 +74,11 @@ export function eventRow(id: string, flat: string[], now: number, keys: RedisKey
       summary = `action ${f.action} ${f.az} ${f.outcome} (${f.actuator})${f.detail ? `: ${f.detail}` : ""}`;
       tone = f.outcome === "failed" || f.outcome === "refused-stale" ? "bad" : "info";
       break;
+    case "foreign-action":
+      // Issue 26: a cloud change the controller did not make (actuators/foreign.ts).
+      summary = `not made by llm-ha: ${f.kind} change${f.az ? ` in ${f.az}` : ""}: ${f.detail ?? f.id ?? ""}`;
+      tone = "bad";
+      break;
     case "model": {
       // The leader's `models` hash (issue 16): written when the odd nodes change.
       const n = Number(f.outlierCount ?? (f.outliers ? f.outliers.split(",").length : 0));

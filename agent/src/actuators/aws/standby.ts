@@ -21,6 +21,7 @@ import type { Logger } from "../../util/log";
 import { MissingIdentifierError, type ActionBody, type AwsCalls, type CallTrace } from "./calls";
 import { ActuatorSettingError, type StandbyGroup } from "./settings";
 import { DEFAULT_WAKE_BOUND_MS, planWake, type WakeGroupView } from "../wake-follow";
+import type { ForeignAction } from "../types";
 
 /** ASG tag holding `min/max/desired@<wake epoch ms>` from before the wake, for whichever leader releases. */
 export const PRE_WAKE_TAG = "llm-ha:pre-wake";
@@ -241,6 +242,48 @@ export class StandbyActions {
     }
     if (changes.length === 0) return { outcome: "already", detail: `no ${PRE_WAKE_TAG} tag on ${groups.map((g) => g.name).join(", ")}: with the schedule` };
     return { outcome: "applied", detail: changes.join("; ") };
+  }
+
+  /**
+   * Groups in a state no llm-ha wake explains (issue 26), from one read of the groups and, for a
+   * group llm-ha did not wake, its schedule's last say: its scheduled actions held off with no
+   * `llm-ha:pre-wake` tag; sizes other than the schedule last set; a fallback group (desired 0
+   * until llm-ha wakes it) raised; a woken group raised past its wake or taken below it.
+   */
+  async foreign(trace: CallTrace): Promise<ForeignAction[]> {
+    const fallback = this.o.standbyFallback ?? [];
+    const all = [...this.o.standbyGroups, ...fallback.filter((f) => !this.o.standbyGroups.some((g) => g.name === f.name))];
+    const states = await this.describe(trace, [], all);
+    const az = this.o.standbyAz ?? null;
+    const out: ForeignAction[] = [];
+    for (const g of all) {
+      const cur = states.get(g.name);
+      if (!cur) continue;
+      const seen = (why: string): void => {
+        out.push({ kind: "standby", id: `${g.name}:${fmtSizes(cur)}:${cur.scheduleSuspended ? "held" : "scheduled"}`, az, detail: `${g.name} ${fmtSizes(cur)} (min/max/desired): ${why}` });
+      };
+      if (cur.preWake !== undefined) {
+        const pre = parsePreWake(cur.preWake);
+        const top = Math.max(g.wakeSize, pre?.max ?? 0);
+        if (cur.desired > top || cur.max > top) seen(`raised past its wake (${g.wakeSize}, ${pre ? `${pre.max} before it` : "no readable pre-wake sizes"})`);
+        else if (cur.desired < g.wakeSize) seen(`taken below its wake size ${g.wakeSize} while woken`);
+        continue;
+      }
+      if (cur.scheduleSuspended) {
+        seen("scheduled actions suspended with no llm-ha wake (no llm-ha:pre-wake tag)");
+        continue;
+      }
+      if (fallback.some((f) => f.name === g.name) && !this.o.standbyGroups.some((p) => p.name === g.name)) {
+        if (cur.desired > 0) seen("a fallback group raised with no llm-ha wake");
+        continue;
+      }
+      // The schedule's last say within a week (a weekly schedule fires at least that often).
+      const say = await this.scheduleSay(trace, g.name, this.d.now() - 8 * 86_400_000);
+      if (!say) continue;
+      const differs = (["min", "max", "desired"] as const).filter((k) => say.sizes[k] !== undefined && say.sizes[k] !== cur[k]);
+      if (differs.length) seen(`differs from its schedule (${say.name} set ${differs.map((k) => `${k} ${say.sizes[k]}`).join(", ")}) with no llm-ha wake`);
+    }
+    return out;
   }
 
   private groupsOf(az: string): StandbyGroup[] {

@@ -15,7 +15,7 @@ import {
   type ARCZonalShiftClient,
   type ZonalShiftSummary,
 } from "../arc-zonal-shift";
-import type { ActionContext, ShiftContext } from "../types";
+import type { ActionContext, ForeignAction, ShiftContext } from "../types";
 import { MissingIdentifierError, type ActionBody, type AwsCalls, type CallTrace } from "./calls";
 
 /** Shift comments start with this; only such shifts are extended or cancelled. */
@@ -111,6 +111,24 @@ export class ZonalShiftActions {
     }
     if (changes.length === 0) return { outcome: "already", detail: `no active llm-ha shift away from ${azId}` };
     return { outcome: "applied", detail: changes.join("; ") };
+  }
+
+  /** Active shifts on the configured load balancers without llm-ha's comment: someone else's (issue 26). */
+  async foreign(trace: CallTrace): Promise<ForeignAction[]> {
+    const names = new Map(Object.entries(this.o.azIds).map(([name, id]) => [id, name]));
+    const out: ForeignAction[] = [];
+    for (const r of this.o.shiftResources) {
+      for (const s of await this.activeShifts(trace, r)) {
+        if (s.comment.startsWith(SHIFT_COMMENT_PREFIX)) continue;
+        out.push({
+          kind: "shift",
+          id: s.zonalShiftId,
+          az: names.get(s.awayFrom) ?? null,
+          detail: `${shortArn(r)} shifted away from ${s.awayFrom} by ${s.zonalShiftId} until ${s.expiryTime.toISOString()} (${JSON.stringify(s.comment.slice(0, 128))})`,
+        });
+      }
+    }
+    return out;
   }
 
   private azIdOf(az: string): string {

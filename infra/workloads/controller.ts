@@ -1,0 +1,137 @@
+import type * as pulumi from "@pulumi/pulumi";
+import { PORTS } from "../../contracts/names";
+import { APP } from "../names";
+import { onePodAtATime, type Deployment, type PodDisruptionBudget } from "./common";
+
+/**
+ * The controller apart from the GPU nodes (issue 26): `llm-ha agent` with `LLMHA_ROLE=controller`,
+ * the agent image, on the system nodes, one replica per AZ (spread by zone). The replicas contend
+ * for the same fenced Redis lease the agents used to; the leader publishes AZ states and the tier
+ * and, alone in the cluster, holds the actuator's IAM role (IRSA on `CONTROLLER_SERVICE_ACCOUNT`).
+ * GPU-node agents run `LLMHA_ROLE=node`: they check their node and never lead.
+ */
+export const CONTROLLER_SERVICE_ACCOUNT = "llm-ha-controller";
+
+/** What the elected leader may do in AWS (agent/src/actuators/aws.ts); the settings `LLMHA_ACTUATOR=aws` reads. */
+export interface AgentActuatorEnv {
+  /** `LLMHA_AWS_REGION`. */
+  region: string;
+  /** `LLMHA_AZ_IDS`: `us-east-1a=use1-az1,…` (ARC names zones by id). */
+  azIds: pulumi.Input<string>;
+  /** `LLMHA_STANDBY_ASGS`: `asg=wakeSize,…`; absent when there is no standby AZ. */
+  standbyAsgs?: pulumi.Input<string>;
+  /** `LLMHA_STANDBY_FALLBACK`: the standby AZ's fallback groups, `asg=wakeSize,…`, in order; absent when there are none. */
+  standbyFallback?: pulumi.Input<string>;
+  /** `LLMHA_SHIFT_RESOURCES` (and `LLMHA_ZONAL_SHIFT=true` when non-empty). */
+  shiftResources: string[];
+}
+
+
+/** The standby's settings the leader reads: its AZ, its size relative to an active AZ, its practice wakes. */
+function standbyEnv(s: ControllerSpec): { name: string; value: string }[] {
+  if (!s.standbyAz) return [];
+  const env = [{ name: "LLMHA_STANDBY_AZ", value: s.standbyAz }];
+  if (s.standbyCapacityPercent !== undefined && s.standbyCapacityPercent < 100) env.push({ name: "LLMHA_STANDBY_CAPACITY_PERCENT", value: String(s.standbyCapacityPercent) });
+  if (s.practiceWake) {
+    env.push(
+      { name: "LLMHA_PRACTICE_WAKE", value: s.practiceWake.cron },
+      { name: "LLMHA_PRACTICE_WAKE_TZ", value: s.practiceWake.timeZone },
+      { name: "LLMHA_PRACTICE_WAKE_BUDGET_MS", value: String(s.practiceWake.budgetMinutes * 60_000) },
+    );
+  }
+  return env;
+}
+
+function actuatorEnv(a: AgentActuatorEnv): { name: string; value: pulumi.Input<string> }[] {
+  const env = [
+    { name: "LLMHA_ACTUATOR", value: "aws" },
+    { name: "LLMHA_AWS_REGION", value: a.region },
+    { name: "LLMHA_AZ_IDS", value: a.azIds },
+  ];
+  if (a.standbyAsgs !== undefined) env.push({ name: "LLMHA_STANDBY_ASGS", value: a.standbyAsgs });
+  if (a.standbyFallback !== undefined) env.push({ name: "LLMHA_STANDBY_FALLBACK", value: a.standbyFallback });
+  if (a.shiftResources.length > 0) {
+    env.push({ name: "LLMHA_SHIFT_RESOURCES", value: a.shiftResources.join(",") }, { name: "LLMHA_ZONAL_SHIFT", value: "true" });
+  }
+  return env;
+}
+
+
+export interface ControllerSpec {
+  namespace: string;
+  /** The agent image (agent/Dockerfile), by digest. */
+  image: pulumi.Input<string>;
+  /** `LLMHA_CLUSTER`. */
+  clusterName: string;
+  /** Secret holding `url` (the controller's Redis user where roles are on). */
+  redisSecretName: string;
+  /** Replicas: one per AZ of the stack (at least 2: a lost AZ leaves a contender). */
+  replicas: number;
+  /** `LLMHA_STANDBY_AZ`. Default none. */
+  standbyAz?: string;
+  /** `LLMHA_STANDBY_CAPACITY_PERCENT`. Default none (100). */
+  standbyCapacityPercent?: number;
+  /** `LLMHA_PRACTICE_WAKE`, `_TZ`, `_BUDGET_MS`. Default none. */
+  practiceWake?: { cron: string; timeZone: string; budgetMinutes: number };
+  /** The AWS actuator's settings; the pods then run as `CONTROLLER_SERVICE_ACCOUNT`. Default none (the leader acts on nothing). */
+  actuator?: AgentActuatorEnv;
+}
+
+export function controllerLabels(): Record<string, string> {
+  return { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" };
+}
+
+/** The controller Deployment and its PDB (one replica down at a time, so a contender stays). */
+export function controllerManifests(s: ControllerSpec): { deployment: Deployment; pdb: PodDisruptionBudget } {
+  const labels = controllerLabels();
+  const env = (name: string, value: string) => ({ name, value });
+  const deployment: Deployment = {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: APP.controller, namespace: s.namespace, labels },
+    spec: {
+      replicas: s.replicas,
+      selector: { matchLabels: labels },
+      // One down at a time: a rollout never leaves the lease without a contender.
+      strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
+      template: {
+        metadata: { labels },
+        spec: {
+          nodeSelector: { "llm-ha.io/node-role": "system" },
+          // A zone lost takes one replica: the others contend and lead from the surviving zones.
+          topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "DoNotSchedule", labelSelector: { matchLabels: labels } }],
+          affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: labels } } }] } },
+          priorityClassName: "system-cluster-critical",
+          terminationGracePeriodSeconds: 15,
+          // The only pods with the cloud role; without an actuator no token is mounted at all.
+          ...(s.actuator ? { serviceAccountName: CONTROLLER_SERVICE_ACCOUNT } : { automountServiceAccountToken: false }),
+          // fsGroup: the projected IRSA token must be readable by the non-root user.
+          securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
+          containers: [
+            {
+              name: "controller",
+              image: s.image,
+              args: ["agent"],
+              env: [
+                env("LLMHA_ROLE", "controller"),
+                // The pod's name: the lease holder is `<pod>/<pid>`.
+                { name: "LLMHA_NODE_ID", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                env("LLMHA_CLUSTER", s.clusterName),
+                env("LLMHA_HTTP_PORT", String(PORTS.agentHttp)),
+                { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "url" } } },
+                ...standbyEnv(s),
+                ...(s.actuator ? actuatorEnv(s.actuator) : []),
+              ],
+              ports: [{ name: "http", containerPort: PORTS.agentHttp }],
+              livenessProbe: { httpGet: { path: "/livez", port: PORTS.agentHttp }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 2 },
+              readinessProbe: { httpGet: { path: "/readyz", port: PORTS.agentHttp }, periodSeconds: 5, failureThreshold: 3, timeoutSeconds: 2 },
+              resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "256Mi" } },
+              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+            },
+          ],
+        },
+      },
+    },
+  };
+  return { deployment, pdb: onePodAtATime(APP.controller, s.namespace, labels) };
+}
