@@ -19,6 +19,7 @@ import {
 } from "./gpu";
 import { agentDaemonSetOnGpuNodes, gpuDeploymentPdb, gpuDeploymentSpread } from "./k8s";
 import { inferenceOneModel } from "./model";
+import { haPortsFenced } from "./fences";
 import { noPublicHaPorts } from "./network";
 import { standbyScheduleRules } from "./schedule";
 import { standbyCapacityFallback } from "./standby-capacity";
@@ -44,6 +45,7 @@ export const policies: Policies = [
   standbyScheduleRules,
   standbyCapacityFallback,
   noPublicHaPorts,
+  haPortsFenced,
   agentRoleLeastPrivilege,
   mskQueueWriterOnlyFallback,
   requiredTags,

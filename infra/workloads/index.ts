@@ -9,7 +9,8 @@ import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
 import { inferenceHeadlessService, inferenceManifests } from "./inference";
 import { fallbackMetricsNetworkPolicy, fallbackProviderObjects, fallbackServiceAccount, type FallbackProvider, type FallbackSidecarSpec } from "./fallback";
 import { l1ProxyManifests } from "./l1-proxy";
-import { PORTS } from "../../contracts/names";
+import { workloadNetworkPolicies } from "./network-policies";
+import { DEFAULT_PROMETHEUS_NAMESPACE } from "./fallback-names";
 import { APP } from "../names";
 
 export interface WorkloadsArgs {
@@ -39,8 +40,12 @@ export interface WorkloadsArgs {
   lbController?: pulumi.Resource;
   /** `rediss://:<token>@<host>:6379`, kept in a Secret. Required. */
   redisUrl: pulumi.Input<string>;
-  /** VPC CIDR: the NLB's health checks come from inside it. Required. */
+  /** VPC CIDR: where the pods' egress to Redis, MSK and the GPU nodes goes. Required. */
   vpcCidr: string;
+  /** The NLBs' subnets: their target health checks reach the L1 monitor port from there. Required. */
+  nlbCidrs: readonly string[];
+  /** The SecurityGroupPolicies of the pod roles (infra/fences.ts): the L1 pods start after them. Default none. */
+  podFences?: pulumi.Resource[];
   /** Namespace of everything but the device plugin. Default `llm-ha`. */
   namespace?: string;
   /** HAProxy image, by digest: 2.6, the major version the drill and the tests run (Debian 12 ships 2.6.12), so what is measured is what serves; 2.6 is an LTS branch. Required. */
@@ -197,7 +202,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   // The L4 fallback: one ServiceAccount (IRSA), providers.json and the keys' Secret, shared by every AZ's L1 pods.
   let fallback: FallbackSidecarSpec | undefined;
   // The edge's key sync reads Redis (the agents' Secret), with or without the fallback.
-  const l1Deps: pulumi.Resource[] = [ns, redisSecret, ...(inferenceKeySecret ? [inferenceKeySecret] : [])];
+  const l1Deps: pulumi.Resource[] = [ns, redisSecret, ...(inferenceKeySecret ? [inferenceKeySecret] : []), ...(args.podFences ?? [])];
   if (args.fallback) {
     const f = args.fallback;
     fallback = {
@@ -294,30 +299,10 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     nlbHostnames[az] = svc.status.loadBalancer.ingress.apply((i) => i?.[0]?.hostname ?? "");
   }
 
-  // Only the L1 proxies take traffic from outside the namespace. The inference servers and
-  // agents run on the host network, which NetworkPolicy does not cover: the node security
-  // group fences ports 8000/9400/9401.
-  new k8s.networking.v1.NetworkPolicy(
-    `${name}-default-deny`,
-    { metadata: { name: "default-deny-ingress", namespace }, spec: { podSelector: {}, policyTypes: ["Ingress"] } },
-    inNs,
-  );
-  new k8s.networking.v1.NetworkPolicy(
-    `${name}-l1-ingress`,
-    {
-      metadata: { name: "l1-proxy-ingress", namespace },
-      spec: {
-        podSelector: { matchLabels: { "app.kubernetes.io/name": APP.l1 } },
-        policyTypes: ["Ingress"],
-        ingress: [
-          // Clients (client IP preserved through the NLB) and Route53 health checkers (their own `/az/health` listener).
-          { ports: [{ protocol: "TCP", port: PORTS.l1 }, { protocol: "TCP", port: PORTS.l1AzHealth }] },
-          // The NLB's own target health checks, from its addresses in the VPC.
-          { from: [{ ipBlock: { cidr: args.vpcCidr } }], ports: [{ protocol: "TCP", port: PORTS.l1Monitor }] },
-        ],
-      },
-    },
-    inNs,
-  );
+  // Default deny both ways; what each pod role may take and call (docs/security.md "Network fences").
+  const prometheusNamespace = args.fallback?.prometheusNamespace ?? DEFAULT_PROMETHEUS_NAMESPACE;
+  for (const [id, np] of Object.entries(workloadNetworkPolicies({ namespace, vpcCidr: args.vpcCidr, nlbCidrs: args.nlbCidrs, prometheusNamespace }))) {
+    new k8s.networking.v1.NetworkPolicy(`${name}-${id}`, np, inNs);
+  }
   return { nlbNames, nlbHostnames };
 }

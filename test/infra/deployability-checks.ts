@@ -92,7 +92,8 @@ export function describeDeployability(env: Env, resources: () => CapturedResourc
   });
 
   it("puts the GPU nodes' instance-store NVMe in RAID0 and drops EFA", () => {
-    const lts = ofType(resources(), "aws:ec2/launchTemplate:LaunchTemplate").map((r) => r.props as O);
+    // The GPU groups' templates (the system group's sets IMDS only).
+    const lts = ofType(resources(), "aws:ec2/launchTemplate:LaunchTemplate").filter((r) => r.name.startsWith("gpu-")).map((r) => r.props as O);
     expect(lts.length).toBeGreaterThan(0);
     for (const lt of lts) {
       expect(Buffer.from(lt.userData, "base64").toString()).toBe(NVME_RAID0_USER_DATA);

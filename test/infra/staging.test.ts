@@ -1,3 +1,3 @@
 import { describeStack } from "./stack-suite";
 
-describeStack("staging", { resources: 144 });
+describeStack("staging", { resources: 195 });
