@@ -21,6 +21,7 @@ import { agentDaemonSetOnGpuNodes, gpuDeploymentPdb, gpuDeploymentSpread } from 
 import { inferenceOneModel } from "./model";
 import { haPortsFenced } from "./fences";
 import { noPublicHaPorts } from "./network";
+import { podSecurity } from "./pod-security";
 import { standbyScheduleRules } from "./schedule";
 import { standbyCapacityFallback } from "./standby-capacity";
 import { requiredTags } from "./tags";
@@ -46,6 +47,7 @@ export const policies: Policies = [
   standbyCapacityFallback,
   noPublicHaPorts,
   haPortsFenced,
+  podSecurity,
   agentRoleLeastPrivilege,
   mskQueueWriterOnlyFallback,
   requiredTags,

@@ -83,6 +83,20 @@ export interface WorkloadsArgs {
 }
 
 
+/**
+ * Pod Security Admission of the workloads namespace. Enforced `privileged` because two pods
+ * need the host: the agent (host network: HAProxy reaches 9400/9401 at the node IP; its XID
+ * relay holds CAP_SYSLOG) and vLLM (host network for the same address; the model cache and the
+ * drain file are hostPath). `audit` and `warn` at `restricted` name every
+ * deviation in the audit log and at apply time. Policy
+ * `pod-security` keeps host access out of every other namespace.
+ */
+export const WORKLOADS_POD_SECURITY = Object.freeze({
+  "pod-security.kubernetes.io/enforce": "privileged",
+  "pod-security.kubernetes.io/audit": "restricted",
+  "pod-security.kubernetes.io/warn": "restricted",
+});
+
 /** The Secret holding the Hugging Face token (`token`). */
 export const HF_TOKEN_SECRET = "llm-ha-hf-token";
 /** The Secret holding the inference API key (`key`). */
@@ -130,7 +144,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   validate(args);
   const opts = { parent, provider: args.provider };
   const namespace = args.namespace ?? WORKLOADS_NAMESPACE;
-  const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: namespace, labels: { "app.kubernetes.io/part-of": "llm-ha" } } }, opts);
+  const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: namespace, labels: { "app.kubernetes.io/part-of": "llm-ha", ...WORKLOADS_POD_SECURITY } } }, opts);
   const inNs = { ...opts, dependsOn: [ns] };
 
   const redisSecret = new k8s.core.v1.Secret(

@@ -169,6 +169,8 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
           topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: labels } }],
           terminationGracePeriodSeconds: stop.terminationGracePeriodSeconds,
           securityContext: { runAsNonRoot: true, runAsUser: 99, runAsGroup: 99, seccompProfile: { type: "RuntimeDefault" }, ...(s.fallback ? { fsGroup: 10001 } : {}) },
+          // Neither HAProxy, the key sync nor the fallback calls the Kubernetes API (IRSA's token is projected apart).
+          automountServiceAccountToken: false,
           initContainers: [edgeInitContainer(s.edge)],
           ...(s.fallback ? { serviceAccountName: FALLBACK_SERVICE_ACCOUNT } : {}),
           containers: [
