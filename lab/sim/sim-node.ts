@@ -4,7 +4,7 @@
  * and the bench build fleets from these.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -285,12 +285,15 @@ export class SimNode {
   }
 
   agentEnv(): NodeJS.ProcessEnv {
+    // The agent runs nvidia-smi with a minimal environment: the state file's path is baked into a wrapper.
+    const nvsmi = join(this.opts.dir, `${this.id}-nvidia-smi.sh`);
+    writeFileSync(nvsmi, `#!/bin/sh\nFAKE_NVSMI_STATE='${this.statePath}' exec '${FAKE_NVIDIA_SMI_PATH}' "$@"\n`, { mode: 0o755 });
     return {
       ...process.env,
       FAKE_NVSMI_STATE: this.statePath,
       LLMHA_NODE_ID: this.id,
       LLMHA_AZ: this.az,
-      LLMHA_NVIDIA_SMI: FAKE_NVIDIA_SMI_PATH,
+      LLMHA_NVIDIA_SMI: nvsmi,
       LLMHA_GPU_COUNT: String(this.opts.gpuCount ?? 8),
       LLMHA_INFERENCE_URL: this.inferenceUrl,
       LLMHA_INFERENCE_KIND: this.opts.kind ?? "vllm",
