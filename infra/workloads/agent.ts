@@ -47,6 +47,10 @@ export const XID_RELAY_SECURITY = Object.freeze({
   capabilities: { drop: ["ALL"], add: ["SYSLOG"] },
 });
 
+/** Where the agent reads the Redis password (`LLMHA_REDIS_PASSWORD_FILE`). */
+export const REDIS_SECRET_DIR = "/run/secrets/llm-ha-redis";
+const REDIS_SECRET_VOLUME = "redis-password";
+
 /** The agents' ServiceAccount: IRSA binds the actuator's IAM role to it. */
 export const AGENT_SERVICE_ACCOUNT = "llm-ha-agent";
 
@@ -74,7 +78,7 @@ export interface AgentSpec {
   clusterName: string;
   /** `LLMHA_MODEL`: the model id that must be served. */
   model: string;
-  /** Secret holding `url` = `rediss://:<token>@<primary>:6379`. */
+  /** Secret holding `endpoint` (the Redis URL without its password) and `password`. */
   redisSecretName: string;
   /** `LLMHA_STANDBY_AZ`: the AZ the schedule scales to zero. Default none. */
   standbyAz?: string;
@@ -170,7 +174,9 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
                 env("LLMHA_MODEL", s.model),
                 env("LLMHA_HTTP_PORT", String(PORTS.agentHttp)),
                 env("LLMHA_AGENT_CHECK_PORT", String(PORTS.agentCheck)),
-                { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "url" } } },
+                // The URL without its password; the password as a file (never in the environment children inherit).
+                { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "endpoint" } } },
+                env("LLMHA_REDIS_PASSWORD_FILE", `${REDIS_SECRET_DIR}/password`),
                 ...standbyEnv(s),
                 ...(s.actuator ? actuatorEnv(s.actuator) : []),
                 // The NVIDIA runtime mounts nvidia-smi and every GPU for reading without the
@@ -185,6 +191,7 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
               volumeMounts: [
                 { name: XID_VOLUME, mountPath: XID_DIR, readOnly: true },
                 { name: DRAIN_VOLUME, mountPath: DRAIN_DIR, readOnly: true },
+                { name: REDIS_SECRET_VOLUME, mountPath: REDIS_SECRET_DIR, readOnly: true },
                 ...(s.inferenceKeySecretName ? [{ name: INFERENCE_KEY_VOLUME, mountPath: INFERENCE_KEY_DIR, readOnly: true }] : []),
               ],
               ports: [
@@ -210,6 +217,8 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
           volumes: [
             { name: XID_VOLUME, emptyDir: { medium: "Memory", sizeLimit: "8Mi" } },
             { name: DRAIN_VOLUME, hostPath: { path: DRAIN_DIR, type: "DirectoryOrCreate" } },
+            // Group-readable for fsGroup 10001: the agent's user, not the relay.
+            { name: REDIS_SECRET_VOLUME, secret: { secretName: s.redisSecretName, items: [{ key: "password", path: "password" }], defaultMode: 0o440 } },
             // 0400 for the agent's user (fsGroup is not needed: the kubelet writes it owned by root, readable by mode).
             ...(s.inferenceKeySecretName ? [{ name: INFERENCE_KEY_VOLUME, secret: { secretName: s.inferenceKeySecretName, defaultMode: 0o444 } }] : []),
           ],

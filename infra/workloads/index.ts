@@ -97,6 +97,17 @@ export const WORKLOADS_POD_SECURITY = Object.freeze({
   "pod-security.kubernetes.io/warn": "restricted",
 });
 
+/** The Redis URL split for a program that reads its password from a file: `endpoint` (no password in it) and `password`. */
+export function redisSecretParts(redisUrl: pulumi.Input<string>): { endpoint: pulumi.Output<string>; password: pulumi.Output<string> } {
+  const parts = pulumi.output(redisUrl).apply((u) => {
+    const x = new URL(u);
+    const password = decodeURIComponent(x.password);
+    x.password = "";
+    return { endpoint: x.toString().replace(/\/$/, ""), password };
+  });
+  return { endpoint: pulumi.secret(parts.endpoint), password: pulumi.secret(parts.password) };
+}
+
 /** The Secret holding the Hugging Face token (`token`). */
 export const HF_TOKEN_SECRET = "llm-ha-hf-token";
 /** The Secret holding the inference API key (`key`). */
@@ -149,7 +160,8 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
 
   const redisSecret = new k8s.core.v1.Secret(
     `${name}-redis`,
-    { metadata: { name: "llm-ha-redis", namespace }, type: "Opaque", stringData: { url: pulumi.secret(args.redisUrl) } },
+    // `url` for the fallback and the key sync (they read the URL); the agents take `endpoint` and the password as a file.
+    { metadata: { name: "llm-ha-redis", namespace }, type: "Opaque", stringData: { url: pulumi.secret(args.redisUrl), ...redisSecretParts(args.redisUrl) } },
     inNs,
   );
   const agentDeps: pulumi.Resource[] = [ns, redisSecret];

@@ -46,7 +46,10 @@ describe("agent DaemonSet: XIDs on", () => {
     expect(relay.volumeMounts).toContainEqual({ name: XID_VOLUME, mountPath: XID_DIR });
     expect(pod.volumes.find((v) => v.name === XID_VOLUME)?.emptyDir).toEqual({ medium: "Memory", sizeLimit: "8Mi" });
     const env = Object.fromEntries(agent.env.filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
-    expect(parseConfig([], env).xidLog).toBe(XID_LOG);
+    // The Redis password file the manifest names exists on a node only: a stand-in here.
+    const pw = join(dir, "redis-password");
+    writeFileSync(pw, "pw\n");
+    expect(parseConfig([], { ...env, LLMHA_REDIS_PASSWORD_FILE: pw }).xidLog).toBe(XID_LOG);
   });
 
   it("keeps the relay unprivileged: CAP_SYSLOG alone, no escalation, read-only root; the agent non-root with no capabilities; no API token", () => {
