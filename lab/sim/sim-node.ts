@@ -285,8 +285,7 @@ export class SimNode {
   }
 
   agentEnv(): NodeJS.ProcessEnv {
-    // The agent runs nvidia-smi with a minimal environment: the state file's path is baked into a wrapper.
-    const nvsmi = join(this.opts.dir, `${this.id}-nvidia-smi.sh`);
+    const nvsmi = join(this.opts.dir, `${this.id}-nvidia-smi.sh`); // nvidia-smi gets a minimal env: the state path baked in
     writeFileSync(nvsmi, `#!/bin/sh\nFAKE_NVSMI_STATE='${this.statePath}' exec '${FAKE_NVIDIA_SMI_PATH}' "$@"\n`, { mode: 0o755 });
     return {
       ...process.env,
