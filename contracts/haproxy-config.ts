@@ -114,8 +114,10 @@ export interface HaproxyFallback {
 export interface HaproxyConfigArgs {
   /** Admin stats socket path (`show stat`). */
   statsSocket?: string;
-  /** `address:port` of the HTTP stats page and `/healthz` of the proxy itself. */
+  /** `address:port` of `/healthz` of the proxy itself (and of the HTTP stats page without `statsBind`). */
   monitorBind?: string;
+  /** `address:port` of the stats page (`/stats`) alone (loopback: `kubectl port-forward`). Default none: on `monitorBind`. */
+  statsBind?: string;
   /** Serve HAProxy's built-in Prometheus exporter at `/metrics` on `monitorBind`. Default false. */
   prometheusExporter?: boolean;
   /** DNS servers for `dns` servers; omitted means `parse-resolv-conf`. */
@@ -337,6 +339,8 @@ function renderFallbackBackend(name: string, f: HaproxyFallback): string[] {
 }
 
 /** Renders a complete `haproxy.cfg`. Throws `HaproxyConfigError` for input HAProxy would refuse. */
+const STATS_PAGE = ["  stats enable", "  stats uri /stats", "  stats refresh 5s"];
+
 export function renderHaproxyConfig(args: HaproxyConfigArgs): string {
   if (args.proxies.length === 0) throw new HaproxyConfigError("no proxies to render");
   const g = globalsOf(args);
@@ -374,12 +378,15 @@ export function renderHaproxyConfig(args: HaproxyConfigArgs): string {
   }
   if (args.monitorBind) {
     out.push("", "frontend monitor", `  bind ${args.monitorBind}`, `  maxconn ${Math.max(1, Math.floor(healthReserve(g) / 2))}`);
-    out.push("  monitor-uri /healthz", "  stats enable", "  stats uri /stats", "  stats refresh 5s");
+    out.push("  monitor-uri /healthz");
+    if (!args.statsBind) out.push(...STATS_PAGE);
     // Built into Debian's and the official images' HAProxy (USE_PROMEX): failed requests at L1.
     if (args.prometheusExporter) out.push("  http-request use-service prometheus-exporter if { path /metrics }");
   } else if (args.prometheusExporter) {
     throw new HaproxyConfigError("prometheusExporter needs monitorBind");
   }
+  // The stats page names every server and its state: a listener of its own can stay off the network.
+  if (args.statsBind) out.push("", "frontend stats", `  bind ${args.statsBind}`, "  maxconn 4", ...STATS_PAGE);
   const names = new Set<string>();
   for (const p of args.proxies) {
     checkName("proxy name", p.name);

@@ -14,8 +14,18 @@ import { tagged } from "./tags";
 export const ADDON_NAMES = Object.freeze(["vpc-cni", "coredns", "kube-proxy", "eks-pod-identity-agent", "aws-ebs-csi-driver", "eks-node-monitoring-agent"] as const);
 export type AddonName = (typeof ADDON_NAMES)[number];
 
-/** vpc-cni's configuration: NetworkPolicy enforced by its node agent (off by default in EKS). */
-export const VPC_CNI_CONFIGURATION = Object.freeze({ enableNetworkPolicy: "true", nodeAgent: { enablePolicyEventLogs: "false" } });
+/**
+ * vpc-cni's configuration: NetworkPolicy enforced by its node agent (off by default in EKS),
+ * and security groups for pods (infra/fences.ts): branch ENIs (`ENABLE_POD_ENI`), `standard`
+ * mode (a pod's groups and the NetworkPolicies both apply), and TCP early demux off so the
+ * kubelet's TCP probes reach a pod with its own groups.
+ */
+export const VPC_CNI_CONFIGURATION = Object.freeze({
+  enableNetworkPolicy: "true",
+  nodeAgent: { enablePolicyEventLogs: "false" },
+  env: { ENABLE_POD_ENI: "true", POD_SECURITY_GROUP_ENFORCING_MODE: "standard" },
+  init: { env: { DISABLE_TCP_EARLY_DEMUX: "true" } },
+});
 
 export interface AddonsArgs {
   clusterName: pulumi.Input<string>;

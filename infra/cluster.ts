@@ -41,6 +41,12 @@ export interface ClusterAccess {
   awsProfile?: string;
 }
 
+/** The cluster role's managed policy for security groups for pods (branch ENIs). */
+export const VPC_RESOURCE_CONTROLLER_POLICY = "arn:aws:iam::aws:policy/AmazonEKSVPCResourceController";
+
+/** IMDS of every node: IMDSv2 only, one hop (host-network processes only). */
+export const SYSTEM_NODE_METADATA = Object.freeze({ httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: 1 });
+
 /** EKS's access policy for full cluster access (docs: "Associate access policies with access entries"). */
 export const CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy";
 
@@ -139,6 +145,8 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
 
   const clusterRole = new aws.iam.Role(`${name}-cluster-role`, { assumeRolePolicy: trustPolicy("eks.amazonaws.com"), tags: tagged() }, opts);
   const clusterPolicy = new aws.iam.RolePolicyAttachment(`${name}-cluster-policy`, { role: clusterRole.name, policyArn: aws.iam.ManagedPolicy.AmazonEKSClusterPolicy }, opts);
+  // Security groups for pods (infra/fences.ts): the VPC resource controller attaches the pods' branch ENIs.
+  const podEniPolicy = new aws.iam.RolePolicyAttachment(`${name}-cluster-pod-eni`, { role: clusterRole.name, policyArn: VPC_RESOURCE_CONTROLLER_POLICY }, opts);
 
   // Nodes get only what kubelet, the VPC CNI and image pulls need; the agent talks to
   // IMDS and Redis, never to AWS APIs.
@@ -176,7 +184,7 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
     // The role is named by ARN only, so without this the cluster may be created before its
     // policy is attached (EKS then cannot manage its ENIs), and destroy would detach the
     // policy while EKS still deletes them, leaving ENIs and security groups behind.
-    { parent, dependsOn: [clusterPolicy] },
+    { parent, dependsOn: [clusterPolicy, podEniPolicy] },
   );
 
   const oidcProvider = new aws.iam.OpenIdConnectProvider(
@@ -193,9 +201,17 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
 
   const nodePull = nodePullThroughPolicy(`${name}-node-pull`, { clusterName: args.clusterName, region: args.region, nodeRoleName: nodeRole.name }, parent);
   const nodesNeed = [...nodeAttachments, nodePull, ...addons.network];
+  // IMDSv2 with hop limit 1: a pod off the host network cannot reach the node role's
+  // credentials (the AMI default is 2). Without security groups here EKS adds the cluster's.
+  const systemLt = new aws.ec2.LaunchTemplate(
+    `${name}-system-lt`,
+    { metadataOptions: SYSTEM_NODE_METADATA, tagSpecifications: [{ resourceType: "instance", tags: tagged({ Name: `${args.clusterName}-system` }) }], tags: tagged() },
+    opts,
+  );
   const systemNodes = new aws.eks.NodeGroup(
     `${name}-system`,
     {
+      launchTemplate: { id: systemLt.id, version: pulumi.interpolate`${systemLt.latestVersion}` },
       clusterName: cluster.name,
       nodeRoleArn: nodeRole.arn,
       subnetIds: args.privateSubnetIds,

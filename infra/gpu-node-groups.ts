@@ -1,6 +1,7 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { isScarceGpuType } from "../contracts/scarce-gpus";
+import { SYSTEM_NODE_METADATA } from "./cluster";
 import { GpuClassConfig, standbySize } from "./config";
 import { GPU_TAINT, LABELS, STANDBY_FALLBACK_LABEL, CAPACITY_WAIVER_TAG } from "./names";
 import { Problems } from "./problems";
@@ -56,6 +57,8 @@ export interface GpuNodeGroupsArgs {
   standbyFallback?: Partial<Record<string, string[]>>;
   /** Why the standby needs no capacity fallback: tagged on its groups for the policy pack. Default none. */
   standbyCapacityWaiver?: string;
+  /** The GPU nodes' security group (`Fences.gpuNodes`): 8000/9400/9401 fenced. Required. */
+  securityGroupId: pulumi.Input<string>;
   /** What every group waits for (the node role's policy attachments). Default none. */
   dependsOn?: pulumi.Resource[];
 }
@@ -162,9 +165,12 @@ function nodeGroupOf(id: string, args: GpuNodeGroupsArgs, parent: pulumi.Resourc
   const lt = new aws.ec2.LaunchTemplate(
     `${id}-lt`,
     {
-      // IMDSv2 only. Hop limit 2 lets the agent (hostNetwork) and containers that need
-      // their placement read it; with hostNetwork 1 would do, 2 covers bridged pods too.
-      metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: 2 },
+      // IMDSv2 only, one hop: the agent and vLLM (host network) read their placement; a pod
+      // off the host network cannot reach the node role's credentials.
+      metadataOptions: { ...SYSTEM_NODE_METADATA },
+      // The GPU nodes' own group only (infra/fences.ts): out of the cluster security group,
+      // whose members all reach each other on every port.
+      vpcSecurityGroupIds: [args.securityGroupId],
       blockDeviceMappings: [
         { deviceName: "/dev/xvda", ebs: { volumeSize: args.diskSizeGb ?? 500, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" } },
       ],

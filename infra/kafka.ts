@@ -7,8 +7,8 @@ export interface KafkaArgs {
   vpcId: pulumi.Input<string>;
   /** Private subnets, one per AZ: MSK takes 2 or 3. Required. */
   subnetIds: pulumi.Input<string>[];
-  /** The only security group allowed in: the nodes'. Required. */
-  clientSecurityGroupId: pulumi.Input<string>;
+  /** The only security groups allowed in: those of the nodes and pods that use it (infra/fences.ts). Required, non-empty. */
+  clientSecurityGroupIds: Record<string, pulumi.Input<string>>;
   /** Brokers per AZ; total brokers = this × AZs, at least 3. Default 1. */
   brokersPerAz?: number;
   /** Default `3.6.0`. */
@@ -53,16 +53,20 @@ export function createKafka(name: string, args: KafkaArgs, parent: pulumi.Resour
   const brokers = (args.brokersPerAz ?? 1) * azs;
   if (azs < 2 || azs > 3) p.add("subnetIds", `MSK takes subnets in 2 or 3 AZs, got ${azs}`);
   if (brokers < 3) p.add("brokersPerAz", `${brokers} brokers cannot hold replication factor 3`);
+  if (Object.keys(args.clientSecurityGroupIds).length === 0) p.add("clientSecurityGroupIds", "needs at least one client security group");
   p.throwIfAny("Kafka arguments");
   const opts = { parent };
   const kafkaVersion = args.kafkaVersion ?? "3.6.0";
 
-  const sg = new aws.ec2.SecurityGroup(`${name}-sg`, { vpcId: args.vpcId, description: "MSK IAM/TLS from the EKS nodes only", tags: tagged() }, opts);
-  new aws.vpc.SecurityGroupIngressRule(
-    `${name}-from-nodes`,
-    { securityGroupId: sg.id, referencedSecurityGroupId: args.clientSecurityGroupId, ipProtocol: "tcp", fromPort: 9098, toPort: 9098, description: "IAM over TLS", tags: tagged() },
-    opts,
-  );
+  const sg = new aws.ec2.SecurityGroup(`${name}-sg`, { vpcId: args.vpcId, description: "MSK IAM/TLS from its clients' security groups only", tags: tagged() }, opts);
+  // Each client group by reference, never a CIDR: a pod outside them has no route in.
+  for (const [client, groupId] of Object.entries(args.clientSecurityGroupIds)) {
+    new aws.vpc.SecurityGroupIngressRule(
+      `${name}-from-${client}`,
+      { securityGroupId: sg.id, referencedSecurityGroupId: groupId, ipProtocol: "tcp", fromPort: 9098, toPort: 9098, description: client, tags: tagged() },
+      opts,
+    );
+  }
   const configuration = new aws.msk.Configuration(`${name}-config`, { kafkaVersions: [kafkaVersion], serverProperties: KAFKA_SERVER_PROPERTIES }, opts);
   const key = new aws.kms.Key(`${name}-kms`, { description: "llm-ha MSK at rest", enableKeyRotation: true, tags: tagged() }, opts);
   return new aws.msk.Cluster(

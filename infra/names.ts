@@ -22,3 +22,11 @@ export const APP = Object.freeze({ inference: "inference", agent: "llm-ha-agent"
 
 /** Namespace of everything but the device plugin, unless `namespace` says otherwise. */
 export const WORKLOADS_NAMESPACE = "llm-ha";
+
+/**
+ * Pod label that puts a pod behind its role's security group (security groups for pods,
+ * infra/fences.ts): `l1` the L1 proxies, `controller` the controller.
+ */
+export const NET_ROLE_LABEL = "llm-ha.io/net-role";
+export const NET_ROLES = Object.freeze(["l1", "controller"] as const);
+export type NetRole = (typeof NET_ROLES)[number];

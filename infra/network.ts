@@ -32,6 +32,11 @@ export function subnetCidr(cidr: string, newBits: number, index: number): string
   return `${[24, 16, 8, 0].map((s) => Math.floor(ip / 2 ** s) % 256).join(".")}/${len}`;
 }
 
+/** The public subnets' CIDRs, AZ by AZ (the NLBs' addresses: their health checks come from there). */
+export function publicSubnetCidrs(cidr: string, azs: number): string[] {
+  return Array.from({ length: azs }, (_, i) => subnetCidr(cidr, 8, 240 + i));
+}
+
 /**
  * A VPC over the given AZs: a public and a private subnet per AZ, NAT per AZ (or one),
  * and endpoints so that image pulls and STS calls stay inside the VPC.

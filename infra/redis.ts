@@ -8,8 +8,8 @@ export interface RedisArgs {
   vpcId: pulumi.Input<string>;
   /** Private subnets, one per AZ. Required, ≥ 2. */
   subnetIds: pulumi.Input<string>[];
-  /** The only security group allowed in: the nodes'. Required. */
-  clientSecurityGroupId: pulumi.Input<string>;
+  /** The only security groups allowed in: those of the nodes and pods that use it (infra/fences.ts). Required, non-empty. */
+  clientSecurityGroupIds: Record<string, pulumi.Input<string>>;
   /** AUTH token (a Pulumi secret), 16–128 characters. Required. */
   authToken: pulumi.Input<string>;
   /** Default `cache.r7g.large`. */
@@ -96,15 +96,19 @@ export function createRedis(name: string, args: RedisArgs, parent: pulumi.Resour
   const nodes = args.nodes ?? 3;
   if (nodes < 2) p.add("nodes", "automatic failover needs a primary and at least one replica");
   if (args.subnetIds.length < 2) p.add("subnetIds", "Multi-AZ needs subnets in at least 2 AZs");
+  if (Object.keys(args.clientSecurityGroupIds).length === 0) p.add("clientSecurityGroupIds", "needs at least one client security group");
   p.throwIfAny("Redis arguments");
   const opts = { parent };
 
-  const sg = new aws.ec2.SecurityGroup(`${name}-sg`, { vpcId: args.vpcId, description: "Redis from the EKS nodes only", tags: tagged() }, opts);
-  new aws.vpc.SecurityGroupIngressRule(
-    `${name}-from-nodes`,
-    { securityGroupId: sg.id, referencedSecurityGroupId: args.clientSecurityGroupId, ipProtocol: "tcp", fromPort: 6379, toPort: 6379, description: "agents", tags: tagged() },
-    opts,
-  );
+  const sg = new aws.ec2.SecurityGroup(`${name}-sg`, { vpcId: args.vpcId, description: "Redis from its clients' security groups only", tags: tagged() }, opts);
+  // Each client group by reference, never a CIDR: a pod outside them has no route in.
+  for (const [client, groupId] of Object.entries(args.clientSecurityGroupIds)) {
+    new aws.vpc.SecurityGroupIngressRule(
+      `${name}-from-${client}`,
+      { securityGroupId: sg.id, referencedSecurityGroupId: groupId, ipProtocol: "tcp", fromPort: 6379, toPort: 6379, description: client, tags: tagged() },
+      opts,
+    );
+  }
   const subnets = new aws.elasticache.SubnetGroup(`${name}-subnets`, { subnetIds: args.subnetIds, tags: tagged() }, opts);
   const key = new aws.kms.Key(`${name}-kms`, { description: "llm-ha Redis at rest", enableKeyRotation: true, tags: tagged() }, opts);
   return new aws.elasticache.ReplicationGroup(

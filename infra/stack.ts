@@ -8,9 +8,10 @@ import { createWeightsReaderRole } from "./weights-iam";
 import { Cluster } from "./cluster";
 import { loadConfig } from "./config";
 import { Dns } from "./dns";
+import { Fences } from "./fences";
 import { GpuNodeGroups, type GpuNodeGroup } from "./gpu-node-groups";
 import { Kafka } from "./kafka";
-import { Network } from "./network";
+import { Network, publicSubnetCidrs } from "./network";
 import { Observability } from "./observability";
 import { Redis } from "./redis";
 import { StandbySchedule } from "./standby-schedule";
@@ -34,6 +35,8 @@ export interface StackOutputs {
   kafkaBootstrapBrokers: pulumi.Output<string>;
   /** The stack's ECR repository for the agent image. */
   agentRepositoryUrl: pulumi.Output<string>;
+  /** The security group to give Prometheus (a SecurityGroupPolicy in its namespace): it alone scrapes the GPU nodes' fenced ports. */
+  scraperSecurityGroupId: pulumi.Output<string>;
   /**
    * GPU node groups created below their running size (scarce types with no reservation or
    * Capacity Block start at 0), each with the size to scale it to after `pulumi up`:
@@ -64,11 +67,22 @@ export function createStack(): StackOutputs {
     systemDesiredSize: c.system.desiredSize,
     systemMaxSize: c.system.maxSize,
   });
+  // Security groups for the GPU nodes and the pods that call them, Redis or MSK (docs/security.md "Network fences").
+  const fences = new Fences("fence", {
+    vpcId: network.vpc.id,
+    vpcCidr: c.vpcCidr,
+    clusterName: c.clusterName,
+    clusterSecurityGroupId: cluster.nodeSecurityGroupId,
+    provider: cluster.provider,
+    namespace: WORKLOADS_NAMESPACE,
+    dependsOn: cluster.addons,
+  });
   const gpu = new GpuNodeGroups(
     "gpu",
     {
       clusterName: cluster.cluster.name,
       nodeRoleArn: cluster.nodeRole.arn,
+      securityGroupId: fences.gpuNodes.id,
       subnets: network.subnets.map((s) => ({ az: s.az, subnetId: s.privateSubnet.id })),
       gpuClasses: c.gpuClasses,
       standbyAz: c.standbyAz,
@@ -84,7 +98,8 @@ export function createStack(): StackOutputs {
   const redis = new Redis("redis", {
     vpcId: network.vpc.id,
     subnetIds: network.privateSubnetIds,
-    clientSecurityGroupId: cluster.nodeSecurityGroupId,
+    // The agents (GPU nodes), the controller, and the L1 pods' fallback and key sync.
+    clientSecurityGroupIds: { "gpu-nodes": fences.gpuNodes.id, l1: fences.podGroups.l1.id, controller: fences.podGroups.controller.id },
     authToken: c.redis.authToken,
     cluster: c.clusterName,
     rolePasswords: c.redis.rolePasswords,
@@ -94,7 +109,8 @@ export function createStack(): StackOutputs {
   const kafka = new Kafka("kafka", {
     vpcId: network.vpc.id,
     subnetIds: network.privateSubnetIds,
-    clientSecurityGroupId: cluster.nodeSecurityGroupId,
+    // Only the L4 fallback in the L1 pods produces and consumes.
+    clientSecurityGroupIds: { l1: fences.podGroups.l1.id },
     brokersPerAz: c.kafka.brokersPerAz,
     kafkaVersion: c.kafka.version,
     instanceType: c.kafka.instanceType,
@@ -196,6 +212,8 @@ export function createStack(): StackOutputs {
     redisUrl: redis.url,
     redisRoleUrls: { agent: redis.roleUrls["llmha-agent"], controller: redis.roleUrls["llmha-controller"] },
     vpcCidr: c.vpcCidr,
+    nlbCidrs: publicSubnetCidrs(c.vpcCidr, c.azs.length),
+    podFences: fences.policies,
     haproxyImage: c.haproxy.image ? cache.cacheRoot.apply((root) => pullRefOf(c.haproxy.image, root)) : cached("haproxy"),
     haproxyReplicas: c.haproxy.replicas,
     zonalShift: c.dns.zonalShift,
@@ -240,6 +258,7 @@ export function createStack(): StackOutputs {
     redisEndpoint: redis.primaryEndpoint,
     kafkaBootstrapBrokers: kafka.bootstrapBrokers,
     agentRepositoryUrl: agentImage.repository.repositoryUrl,
+    scraperSecurityGroupId: fences.scrapers.id,
     // The standby's groups reach their size at the schedule's next scale-up (a standby AZ always has one).
     gpuScaleUp: pulumi
       .all(gpu.groups.filter((g) => g.createSize < g.desiredSize && g.role === "active").map((g) => g.nodeGroup.nodeGroupName.apply((n) => [n, g.desiredSize] as const)))

@@ -20,7 +20,9 @@ import {
 } from "./gpu";
 import { agentDaemonSetOnGpuNodes, gpuDeploymentPdb, gpuDeploymentSpread } from "./k8s";
 import { inferenceOneModel } from "./model";
+import { haPortsFenced } from "./fences";
 import { noPublicHaPorts } from "./network";
+import { podSecurity } from "./pod-security";
 import { standbyScheduleRules } from "./schedule";
 import { standbyCapacityFallback } from "./standby-capacity";
 import { requiredTags } from "./tags";
@@ -45,6 +47,8 @@ export const policies: Policies = [
   standbyScheduleRules,
   standbyCapacityFallback,
   noPublicHaPorts,
+  haPortsFenced,
+  podSecurity,
   agentRoleLeastPrivilege,
   gpuAgentsHoldNoCloudRole,
   mskQueueWriterOnlyFallback,

@@ -16,7 +16,7 @@ export const AUTH_401_LINE = /^\s*http-request return status 401 /m;
 /** `l1-auth-required` refuses a stack whose public frontend lets a request without a client key through. */
 export const L1_AUTH_ENFORCEMENT: EnforcementLevel = "mandatory";
 
-const WORKLOAD_TYPES = [
+export const WORKLOAD_TYPES = [
   "kubernetes:apps/v1:Deployment",
   "kubernetes:apps/v1:DaemonSet",
   "kubernetes:apps/v1:StatefulSet",
@@ -79,7 +79,7 @@ export const l1AuthRequired: ResourceValidationPolicy = {
   },
 };
 
-function podSpecOf(type: string, props: Props): Props | undefined {
+export function podSpecOf(type: string, props: Props): Props | undefined {
   const spec = record(props.spec);
   if (type === "kubernetes:core/v1:Pod") return spec;
   if (type === "kubernetes:batch/v1:CronJob") return record(record(record(record(spec?.jobTemplate)?.spec)?.template)?.spec);

@@ -39,7 +39,7 @@ function isAgentRole(role: PolicyResource | undefined): boolean {
 export const agentRoleLeastPrivilege: StackValidationPolicy = {
   name: "agent-role-least-privilege",
   description:
-    "The agent's IAM role grants only the actuator's actions, and no write action on Resource \"*\" (L2 cluster and L3 zone tiers: the leader may wake the standby AZ and shift a zone's load balancers, nothing else, on every GPU node).",
+    "The agent's IAM role grants only the actuator's actions, and no write action on a wildcard Resource: \"*\" or any ARN whose name is only wildcards, read as IAM's glob (arn:aws:ec2:*:*:*) (L2 cluster and L3 zone tiers: the leader may wake the standby AZ and shift a zone's load balancers, nothing else, on every GPU node).",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
@@ -91,16 +91,31 @@ export const agentRoleLeastPrivilege: StackValidationPolicy = {
         if (beyond.length > 0) {
           reportViolation(`Agent role policy ${rp.name} allows ${joinWords(beyond)}, beyond the actuator's actions.`, rp.urn);
         }
-        if (oneOrMany(s.Resource).includes("*")) {
+        const wild = oneOrMany(s.Resource).filter(isWildcardResource);
+        if (wild.length > 0) {
           const writes = actions.filter((a) => allowed.has(a.toLowerCase()) && !readOnly.has(a.toLowerCase()));
           if (writes.length > 0) {
-            reportViolation(`Agent role policy ${rp.name} allows ${joinWords(writes)} on Resource "*"; name the standby groups and load balancers.`, rp.urn);
+            reportViolation(`Agent role policy ${rp.name} allows ${joinWords(writes)} on Resource ${wild.map((r) => `"${r}"`).join(", ")}; name the standby groups and load balancers.`, rp.urn);
           }
         }
       }
     }
   },
 };
+
+/**
+ * A Resource that names no particular resource, read as the glob IAM matches it with: `*`, an
+ * ARN of any service (`arn:aws:*:…`), or one whose resource name is only wildcards
+ * (`arn:aws:ec2:*:*:*`, `…:loadbalancer/net/*`, `…:autoScalingGroupName/*`). A wildcard inside a
+ * named resource (an ASG ARN's group id) still names it.
+ */
+export function isWildcardResource(resource: string): boolean {
+  const parts = resource.split(":");
+  const onlyWild = (x: string) => /^[*?]*$/.test(x);
+  if (parts[0] !== "arn" || parts.length < 6) return onlyWild(resource);
+  if (onlyWild(parts[2])) return true;
+  return onlyWild(parts.slice(5).join(":").split(/[/:]/).pop() ?? "");
+}
 
 /** The tag infra/workloads/fallback.ts puts on the L4 fallback's role. */
 export const FALLBACK_ROLE_TAG = { key: "llm-ha.io/identity", value: "fallback" };

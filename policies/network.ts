@@ -1,7 +1,9 @@
 // The ports the HA machinery listens on: an agent port open to the internet lets anyone
 // mark nodes down (L1); Redis and Kafka hold the registry, lease and queue (L2, L4); the
-// kubelet runs pods. None of them may face 0.0.0.0/0 or ::/0.
+// kubelet runs pods. None of them may face the internet: 0.0.0.0/0, ::/0 or any other
+// public block (policies/cidr.ts), e.g. an office's /24 or a /1 pair.
 import { type ResourceValidationPolicy } from "@pulumi/policy";
+import { isPublicCidr } from "./cidr";
 import { list, num, record, str, strings, type Props } from "./props";
 
 export interface PortRange {
@@ -14,28 +16,29 @@ export interface NoPublicPortsConfig {
   ports: PortRange[];
 }
 
-const WORLD = ["0.0.0.0/0", "::/0"];
 const SG_TYPE = "aws:ec2/securityGroup:SecurityGroup";
 const INGRESS_RULE_TYPE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule";
 const SG_RULE_TYPE = "aws:ec2/securityGroupRule:SecurityGroupRule";
-const SG_TYPES = [SG_TYPE, INGRESS_RULE_TYPE, SG_RULE_TYPE];
+export const SG_TYPES = [SG_TYPE, INGRESS_RULE_TYPE, SG_RULE_TYPE];
 
-interface Ingress {
+export interface Ingress {
   from: number;
   to: number;
   protocol: string;
   cidrs: string[];
+  /** The property naming the source security group, when the rule has one (`self` counts as a group). */
+  sourceProperty?: string;
 }
 
 /** Protocol "-1" (or "all") opens every port whatever fromPort/toPort say. */
-function opensPorts(i: Ingress, range: PortRange): boolean {
+export function opensPorts(i: Ingress, range: PortRange): boolean {
   const p = i.protocol.toLowerCase();
   if (p === "-1" || p === "all") return true;
   if (p !== "tcp" && p !== "6") return false;
   return i.from <= range.to && i.to >= range.from;
 }
 
-function ingressesOf(type: string, props: Props): Ingress[] {
+export function ingressesOf(type: string, props: Props): Ingress[] {
   const proto = (v: unknown) => str(v) ?? String(num(v) ?? "");
   if (type === SG_TYPE) {
     return list(props.ingress).map((x) => {
@@ -45,6 +48,7 @@ function ingressesOf(type: string, props: Props): Ingress[] {
         to: num(r.toPort) ?? 0,
         protocol: proto(r.protocol),
         cidrs: [...strings(r.cidrBlocks), ...strings(r.ipv6CidrBlocks)],
+        sourceProperty: strings(r.securityGroups).length > 0 || r.self === true ? "ingress" : undefined,
       };
     });
   }
@@ -55,6 +59,7 @@ function ingressesOf(type: string, props: Props): Ingress[] {
         to: num(props.toPort) ?? 65535,
         protocol: proto(props.ipProtocol),
         cidrs: [str(props.cidrIpv4), str(props.cidrIpv6)].filter((c): c is string => c !== undefined),
+        sourceProperty: props.referencedSecurityGroupId !== undefined ? "referencedSecurityGroupId" : undefined,
       },
     ];
   }
@@ -65,6 +70,7 @@ function ingressesOf(type: string, props: Props): Ingress[] {
         to: num(props.toPort) ?? 0,
         protocol: proto(props.protocol),
         cidrs: [...strings(props.cidrBlocks), ...strings(props.ipv6CidrBlocks)],
+        sourceProperty: props.sourceSecurityGroupId !== undefined || props.self === true ? "sourceSecurityGroupId" : undefined,
       },
     ];
   }
@@ -74,7 +80,7 @@ function ingressesOf(type: string, props: Props): Ingress[] {
 export const noPublicHaPorts: ResourceValidationPolicy = {
   name: "no-public-ha-ports",
   description:
-    "No security group opens Redis (6379), Kafka (9092-9098), the llm-ha agent (9400-9401) or the kubelet (10250) to 0.0.0.0/0 or ::/0 (L1 node tier: nobody outside can drain nodes through the agent-check port; L2/L4: the registry, lease and queue stay private).",
+    "No security group opens Redis (6379), Kafka (9092-9098), the llm-ha agent (9400-9401) or the kubelet (10250) to the internet: 0.0.0.0/0, ::/0 or any public block (L1 node tier: nobody outside can drain nodes through the agent-check port; L2/L4: the registry, lease and queue stay private).",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
@@ -99,7 +105,7 @@ export const noPublicHaPorts: ResourceValidationPolicy = {
     if (!SG_TYPES.includes(args.type)) args.notApplicable(`Policy only applies to ${SG_TYPES.join(", ")}`);
     const { ports } = args.getConfig<NoPublicPortsConfig>();
     for (const ingress of ingressesOf(args.type, args.props as Props)) {
-      const world = ingress.cidrs.filter((c) => WORLD.includes(c));
+      const world = ingress.cidrs.filter(isPublicCidr);
       if (world.length === 0) continue;
       for (const range of ports) {
         if (!opensPorts(ingress, range)) continue;

@@ -6,24 +6,50 @@ import { PORTS } from "../../contracts/names";
 import { APP } from "../names";
 
 /**
- * XIDs in Kubernetes (issue 16). Reading `/dev/kmsg` from a container needs two things no
- * capability gives an unprivileged container: the device cgroup must allow char device 1:11
- * (only `privileged` lifts it — a hostPath mount of /dev/kmsg still fails with EPERM, even with
- * every capability added), and with `kernel.dmesg_restrict=1` the reader needs CAP_SYSLOG,
- * which Kubernetes grants a non-root process only through `privileged` + root. So the agent
- * stays unprivileged, and a sidecar of a few lines holds that privilege alone: it follows the
- * kernel log for new records only (`dmesg --follow-new`, util-linux in the image), keeps the
- * `NVRM: Xid` lines, and appends them to a small memory-backed volume that the agent mounts
- * read-only and reads as `LLMHA_XID_LOG` (a growing file: the reader skips what was there at
- * its start). A restart of either container neither replays nor loses the log's past.
+ * XIDs in Kubernetes (issues 16, 26). The kernel log is read through syslog(2)
+ * (`dmesg --syslog`), not `/dev/kmsg`: the device file needs the device cgroup to allow char
+ * device 1:11, which only `privileged` lifts, while syslog(2)'s read-all needs CAP_SYSLOG alone
+ * (with `kernel.dmesg_restrict=1`), and containerd's default seccomp profile allows the call
+ * when that capability is held. Kubernetes gives an added capability to a root process only, so
+ * the relay runs as root with every capability dropped but SYSLOG, no privilege escalation, a
+ * read-only root file system, no ServiceAccount token and no secret: it can read the kernel
+ * log and write its small memory-backed volume, nothing else. syslog(2) cannot follow, so it
+ * polls every 2 s: lines after the last timestamp it has seen (kept in the volume, so a restart
+ * of either container neither replays nor loses the past), XID lines only, appended to the file
+ * the unprivileged agent reads as `LLMHA_XID_LOG` (a growing file: the reader skips what was
+ * there at its start). The first poll only records where the log stands.
  */
 export const XID_VOLUME = "xid-log";
 /** The node directory of the planned-drain file, shared with the inference pod (read-only here). */
 export const DRAIN_VOLUME = "llmha-run";
 export const XID_DIR = "/run/llmha-xid";
 export const XID_LOG = `${XID_DIR}/kmsg.log`;
-/** The sidecar's pipeline: new kernel records only, XID lines only, line-buffered into the shared file. */
-export const XID_RELAY = `dmesg --follow-new --nopager | grep --line-buffered 'NVRM: Xid' >> ${XID_LOG}`;
+/** The relay's position: the kernel timestamp (seconds since boot) of the newest line seen. */
+export const XID_STATE = `${XID_DIR}/.last`;
+/** Kernel timestamp of a `[ 8812.901234] …` line, as awk reads it. */
+const AWK_TS = 't = substr($0, 2, index($0, "]") - 2) + 0';
+/** One poll of the relay: new XID lines appended, the position moved on. */
+export const XID_RELAY_STEP = [
+  "buf=$(dmesg --syslog --nopager) || exit 1",
+  `if [ -f ${XID_STATE} ]; then printf '%s\n' "$buf" | awk -v last="$(cat ${XID_STATE})" '/NVRM: Xid/ { ${AWK_TS}; if (t > last + 0) print }' >> ${XID_LOG}; fi`,
+  `printf '%s\n' "$buf" | awk -v last="$(cat ${XID_STATE} 2>/dev/null || echo -1)" 'BEGIN { m = last + 0 } { ${AWK_TS}; if (t > m) m = t } END { printf "%.6f\\n", m }' > ${XID_STATE}.new`,
+  `mv ${XID_STATE}.new ${XID_STATE}`,
+].join("; ");
+/** The sidecar's loop. */
+export const XID_RELAY = `while :; do ${XID_RELAY_STEP}; sleep 2; done`;
+
+/** The relay's only privilege: reading the kernel log. */
+export const XID_RELAY_SECURITY = Object.freeze({
+  runAsUser: 0,
+  runAsNonRoot: false,
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ["ALL"], add: ["SYSLOG"] },
+});
+
+/** Where the agent reads the Redis password (`LLMHA_REDIS_PASSWORD_FILE`). */
+export const REDIS_SECRET_DIR = "/run/secrets/llm-ha-redis";
+const REDIS_SECRET_VOLUME = "redis-password";
 
 export interface AgentSpec {
   namespace: string;
@@ -35,7 +61,7 @@ export interface AgentSpec {
   clusterName: string;
   /** `LLMHA_MODEL`: the model id that must be served. */
   model: string;
-  /** Secret holding `url` = `rediss://:<token>@<primary>:6379`. */
+  /** Secret holding `endpoint` (the Redis URL without its password) and `password`. */
   redisSecretName: string;
   /** Secret holding `key` = the inference API key (vLLM `VLLM_API_KEY`), mounted as `LLMHA_INFERENCE_API_KEY_FILE`. Default none. */
   inferenceKeySecretName?: string;
@@ -75,6 +101,8 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
           tolerations: [GPU_TOLERATION],
           terminationGracePeriodSeconds: 15,
           // No ServiceAccount with a cloud role (issue 26): the controller Deployment alone acts.
+          // The agent never calls the Kubernetes API either.
+          automountServiceAccountToken: false,
           securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
           containers: [
             {
@@ -91,7 +119,9 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
                 env("LLMHA_MODEL", s.model),
                 env("LLMHA_HTTP_PORT", String(PORTS.agentHttp)),
                 env("LLMHA_AGENT_CHECK_PORT", String(PORTS.agentCheck)),
-                { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "url" } } },
+                // The URL without its password; the password as a file (never in the environment children inherit).
+                { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "endpoint" } } },
+                env("LLMHA_REDIS_PASSWORD_FILE", `${REDIS_SECRET_DIR}/password`),
                 // A node agent checks its node and never leads: the controller Deployment does (workloads/controller.ts).
                 env("LLMHA_ROLE", "node"),
                 // The NVIDIA runtime mounts nvidia-smi and every GPU for reading without the
@@ -106,6 +136,7 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
               volumeMounts: [
                 { name: XID_VOLUME, mountPath: XID_DIR, readOnly: true },
                 { name: DRAIN_VOLUME, mountPath: DRAIN_DIR, readOnly: true },
+                { name: REDIS_SECRET_VOLUME, mountPath: REDIS_SECRET_DIR, readOnly: true },
                 ...(s.inferenceKeySecretName ? [{ name: INFERENCE_KEY_VOLUME, mountPath: INFERENCE_KEY_DIR, readOnly: true }] : []),
               ],
               ports: [
@@ -124,13 +155,15 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
               command: ["sh", "-c", XID_RELAY],
               volumeMounts: [{ name: XID_VOLUME, mountPath: XID_DIR }],
               resources: { requests: { cpu: "5m", memory: "16Mi" }, limits: { memory: "32Mi" } },
-              // privileged for the device cgroup, root for CAP_SYSLOG (see XID_VOLUME); nothing else.
-              securityContext: { privileged: true, runAsUser: 0, runAsNonRoot: false, readOnlyRootFilesystem: true },
+              // CAP_SYSLOG for syslog(2), root because Kubernetes grants added capabilities to root only (see XID_VOLUME).
+              securityContext: XID_RELAY_SECURITY,
             },
           ],
           volumes: [
             { name: XID_VOLUME, emptyDir: { medium: "Memory", sizeLimit: "8Mi" } },
             { name: DRAIN_VOLUME, hostPath: { path: DRAIN_DIR, type: "DirectoryOrCreate" } },
+            // Group-readable for fsGroup 10001: the agent's user, not the relay.
+            { name: REDIS_SECRET_VOLUME, secret: { secretName: s.redisSecretName, items: [{ key: "password", path: "password" }], defaultMode: 0o440 } },
             // 0400 for the agent's user (fsGroup is not needed: the kubelet writes it owned by root, readable by mode).
             ...(s.inferenceKeySecretName ? [{ name: INFERENCE_KEY_VOLUME, secret: { secretName: s.inferenceKeySecretName, defaultMode: 0o444 } }] : []),
           ],

@@ -1,6 +1,6 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { PORTS } from "../../contracts/names";
-import { APP } from "../names";
+import { APP, NET_ROLE_LABEL } from "../names";
 import { onePodAtATime, type Deployment, type PodDisruptionBudget } from "./common";
 
 /**
@@ -81,6 +81,11 @@ export function controllerLabels(): Record<string, string> {
   return { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" };
 }
 
+/** Exit 0 when the pod's own HTTP port answers `path` with a 2xx (the image has node, no curl). */
+export function localGet(path: string): string[] {
+  return ["node", "-e", `fetch('http://127.0.0.1:${PORTS.agentHttp}${path}',{signal:AbortSignal.timeout(2000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))`];
+}
+
 /** The controller Deployment and its PDB (one replica down at a time, so a contender stays). */
 export function controllerManifests(s: ControllerSpec): { deployment: Deployment; pdb: PodDisruptionBudget } {
   const labels = controllerLabels();
@@ -95,7 +100,8 @@ export function controllerManifests(s: ControllerSpec): { deployment: Deployment
       // One down at a time: a rollout never leaves the lease without a contender.
       strategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
       template: {
-        metadata: { labels },
+        // The net-role label gives the pods the controller's security group (infra/fences.ts).
+        metadata: { labels: { ...labels, [NET_ROLE_LABEL]: "controller" } },
         spec: {
           nodeSelector: { "llm-ha.io/node-role": "system" },
           // A zone lost takes one replica: the others contend and lead from the surviving zones.
@@ -123,8 +129,9 @@ export function controllerManifests(s: ControllerSpec): { deployment: Deployment
                 ...(s.actuator ? actuatorEnv(s.actuator) : []),
               ],
               ports: [{ name: "http", containerPort: PORTS.agentHttp }],
-              livenessProbe: { httpGet: { path: "/livez", port: PORTS.agentHttp }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 2 },
-              readinessProbe: { httpGet: { path: "/readyz", port: PORTS.agentHttp }, periodSeconds: 5, failureThreshold: 3, timeoutSeconds: 2 },
+              // Exec probes: the pod's security group takes no connection from the kubelet (infra/fences.ts).
+              livenessProbe: { exec: { command: localGet("/livez") }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 3 },
+              readinessProbe: { exec: { command: localGet("/readyz") }, periodSeconds: 5, failureThreshold: 3, timeoutSeconds: 3 },
               resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "256Mi" } },
               securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
             },

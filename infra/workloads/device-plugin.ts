@@ -19,6 +19,8 @@ export function devicePluginDaemonSet(image: string = DEVICE_PLUGIN_IMAGE): Daem
         metadata: { labels },
         spec: {
           priorityClassName: "system-node-critical",
+          // It talks to the kubelet's socket, never to the API server.
+          automountServiceAccountToken: false,
           tolerations: [GPU_TOLERATION],
           affinity: {
             nodeAffinity: {

@@ -10,7 +10,8 @@ import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
 import { inferenceHeadlessService, inferenceManifests } from "./inference";
 import { fallbackMetricsNetworkPolicy, fallbackProviderObjects, fallbackServiceAccount, type FallbackProvider, type FallbackSidecarSpec } from "./fallback";
 import { l1ProxyManifests } from "./l1-proxy";
-import { PORTS } from "../../contracts/names";
+import { workloadNetworkPolicies } from "./network-policies";
+import { DEFAULT_PROMETHEUS_NAMESPACE } from "./fallback-names";
 import { APP } from "../names";
 
 export interface WorkloadsArgs {
@@ -46,8 +47,12 @@ export interface WorkloadsArgs {
    * none: both use `redisUrl`.
    */
   redisRoleUrls?: { agent?: pulumi.Input<string>; controller?: pulumi.Input<string> };
-  /** VPC CIDR: the NLB's health checks come from inside it. Required. */
+  /** VPC CIDR: where the pods' egress to Redis, MSK and the GPU nodes goes. Required. */
   vpcCidr: string;
+  /** The NLBs' subnets: their target health checks reach the L1 monitor port from there. Required. */
+  nlbCidrs: readonly string[];
+  /** The SecurityGroupPolicies of the pod roles (infra/fences.ts): the L1 pods start after them. Default none. */
+  podFences?: pulumi.Resource[];
   /** Namespace of everything but the device plugin. Default `llm-ha`. */
   namespace?: string;
   /** HAProxy image, by digest: 2.6, the major version the drill and the tests run (Debian 12 ships 2.6.12), so what is measured is what serves; 2.6 is an LTS branch. Required. */
@@ -84,6 +89,31 @@ export interface WorkloadsArgs {
   };
 }
 
+
+/**
+ * Pod Security Admission of the workloads namespace. Enforced `privileged` because two pods
+ * need the host: the agent (host network: HAProxy reaches 9400/9401 at the node IP; its XID
+ * relay holds CAP_SYSLOG) and vLLM (host network for the same address; the model cache and the
+ * drain file are hostPath). `audit` and `warn` at `restricted` name every
+ * deviation in the audit log and at apply time. Policy
+ * `pod-security` keeps host access out of every other namespace.
+ */
+export const WORKLOADS_POD_SECURITY = Object.freeze({
+  "pod-security.kubernetes.io/enforce": "privileged",
+  "pod-security.kubernetes.io/audit": "restricted",
+  "pod-security.kubernetes.io/warn": "restricted",
+});
+
+/** The Redis URL split for a program that reads its password from a file: `endpoint` (no password in it) and `password`. */
+export function redisSecretParts(redisUrl: pulumi.Input<string>): { endpoint: pulumi.Output<string>; password: pulumi.Output<string> } {
+  const parts = pulumi.output(redisUrl).apply((u) => {
+    const x = new URL(u);
+    const password = decodeURIComponent(x.password);
+    x.password = "";
+    return { endpoint: x.toString().replace(/\/$/, ""), password };
+  });
+  return { endpoint: pulumi.secret(parts.endpoint), password: pulumi.secret(parts.password) };
+}
 
 /** The Secret holding the Hugging Face token (`token`). */
 export const HF_TOKEN_SECRET = "llm-ha-hf-token";
@@ -133,12 +163,13 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   validate(args);
   const opts = { parent, provider: args.provider };
   const namespace = args.namespace ?? WORKLOADS_NAMESPACE;
-  const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: namespace, labels: { "app.kubernetes.io/part-of": "llm-ha" } } }, opts);
+  const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: namespace, labels: { "app.kubernetes.io/part-of": "llm-ha", ...WORKLOADS_POD_SECURITY } } }, opts);
   const inNs = { ...opts, dependsOn: [ns] };
 
   const redisSecret = new k8s.core.v1.Secret(
     `${name}-redis`,
-    { metadata: { name: "llm-ha-redis", namespace }, type: "Opaque", stringData: { url: pulumi.secret(args.redisUrl) } },
+    // `url` for the fallback and the key sync (they read the URL); the agents take `endpoint` and the password as a file.
+    { metadata: { name: "llm-ha-redis", namespace }, type: "Opaque", stringData: { url: pulumi.secret(args.redisUrl), ...redisSecretParts(args.redisUrl) } },
     inNs,
   );
   // Each role its own Redis user where roles are on; else the one URL.
@@ -146,7 +177,11 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     const url = args.redisRoleUrls?.[role];
     if (url === undefined) return { secret: redisSecret, name: "llm-ha-redis" };
     const secretName = `llm-ha-redis-${role}`;
-    return { secret: new k8s.core.v1.Secret(`${name}-redis-${role}`, { metadata: { name: secretName, namespace }, type: "Opaque", stringData: { url: pulumi.secret(url) } }, inNs), name: secretName };
+    // `url` and, for a reader of the password as a file, `endpoint` + `password`.
+    return {
+      secret: new k8s.core.v1.Secret(`${name}-redis-${role}`, { metadata: { name: secretName, namespace }, type: "Opaque", stringData: { url: pulumi.secret(url), ...redisSecretParts(url) } }, inNs),
+      name: secretName,
+    };
   };
   const agentRedis = roleSecret("agent");
   const agentDeps: pulumi.Resource[] = [ns, agentRedis.secret];
@@ -229,7 +264,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   // The L4 fallback: one ServiceAccount (IRSA), providers.json and the keys' Secret, shared by every AZ's L1 pods.
   let fallback: FallbackSidecarSpec | undefined;
   // The edge's key sync reads Redis (the agents' Secret), with or without the fallback.
-  const l1Deps: pulumi.Resource[] = [ns, redisSecret, ...(inferenceKeySecret ? [inferenceKeySecret] : [])];
+  const l1Deps: pulumi.Resource[] = [ns, redisSecret, ...(inferenceKeySecret ? [inferenceKeySecret] : []), ...(args.podFences ?? [])];
   if (args.fallback) {
     const f = args.fallback;
     fallback = {
@@ -322,30 +357,10 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     nlbHostnames[az] = svc.status.loadBalancer.ingress.apply((i) => i?.[0]?.hostname ?? "");
   }
 
-  // Only the L1 proxies take traffic from outside the namespace. The inference servers and
-  // agents run on the host network, which NetworkPolicy does not cover: the node security
-  // group fences ports 8000/9400/9401.
-  new k8s.networking.v1.NetworkPolicy(
-    `${name}-default-deny`,
-    { metadata: { name: "default-deny-ingress", namespace }, spec: { podSelector: {}, policyTypes: ["Ingress"] } },
-    inNs,
-  );
-  new k8s.networking.v1.NetworkPolicy(
-    `${name}-l1-ingress`,
-    {
-      metadata: { name: "l1-proxy-ingress", namespace },
-      spec: {
-        podSelector: { matchLabels: { "app.kubernetes.io/name": APP.l1 } },
-        policyTypes: ["Ingress"],
-        ingress: [
-          // Clients (client IP preserved through the NLB) and Route53 health checkers (their own `/az/health` listener).
-          { ports: [{ protocol: "TCP", port: PORTS.l1 }, { protocol: "TCP", port: PORTS.l1AzHealth }] },
-          // The NLB's own target health checks, from its addresses in the VPC.
-          { from: [{ ipBlock: { cidr: args.vpcCidr } }], ports: [{ protocol: "TCP", port: PORTS.l1Monitor }] },
-        ],
-      },
-    },
-    inNs,
-  );
+  // Default deny both ways; what each pod role may take and call (docs/security.md "Network fences").
+  const prometheusNamespace = args.fallback?.prometheusNamespace ?? DEFAULT_PROMETHEUS_NAMESPACE;
+  for (const [id, np] of Object.entries(workloadNetworkPolicies({ namespace, vpcCidr: args.vpcCidr, nlbCidrs: args.nlbCidrs, prometheusNamespace }))) {
+    new k8s.networking.v1.NetworkPolicy(`${name}-${id}`, np, inNs);
+  }
   return { nlbNames, nlbHostnames };
 }

@@ -33,8 +33,17 @@ export interface InferenceSpec {
 
 /** The model cache on the node's instance-store NVMe (nodeadm RAID0 at /mnt/k8s-disks/0). */
 export const MODEL_CACHE_HOST_PATH = "/mnt/k8s-disks/0/llm-ha/huggingface";
-/** `HF_HOME` inside the inference container. */
-export const HF_HOME = "/root/.cache/huggingface";
+/** `HF_HOME` inside the inference containers (outside /root: the server runs as `INFERENCE_UID`). */
+export const HF_HOME = "/models/huggingface";
+/** The user vLLM and the model fetchers run as: not root, no capabilities. */
+export const INFERENCE_UID = 1000;
+/** Where the model fetcher alone finds the Hugging Face token, as a file (`HF_TOKEN_PATH`), never in its environment. */
+export const HF_TOKEN_DIR = "/run/secrets/llm-ha-hf";
+
+/** The model fetcher's command without an S3 copy: the hub, with the token read from `HF_TOKEN_PATH`. */
+export function hubFetchCommand(model: string): string[] {
+  return ["python3", "-c", "import sys\nfrom huggingface_hub import snapshot_download\nsnapshot_download(sys.argv[1])", model];
+}
 
 /**
  * The readiness check of an inference pod, run in its container: the node's agent decides
@@ -66,28 +75,48 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
   const labels = appLabels(APP.inference, s.az, s.gpuClass.name);
   const gpus = s.gpusPerPod ?? s.gpuClass.gpusPerNode;
   const health = { httpGet: { path: "/health", port: PORTS.inference } };
-  const env: { name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } }[] = [{ name: "HF_HOME", value: HF_HOME }];
-  if (s.hfTokenSecretName) env.push({ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: s.hfTokenSecretName, key: "token" } } });
-  // vLLM reads the key from VLLM_API_KEY as from --api-key; the environment keeps it out of `ps`.
+  type Env = { name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } };
+  // The server reads the cache only (a compromised server cannot plant weights every later pod
+  // would serve) and never reaches the hub; its home and caches are on a scratch volume.
+  const env: Env[] = [
+    { name: "HF_HOME", value: HF_HOME },
+    { name: "HF_HUB_OFFLINE", value: "1" },
+    { name: "HOME", value: "/tmp" },
+  ];
+  // vLLM reads the key from VLLM_API_KEY or --api-key only (no file); the environment keeps it out of `ps`.
   if (s.apiKeySecretName) env.push({ name: "VLLM_API_KEY", valueFrom: { secretKeyRef: { name: s.apiKeySecretName, key: "key" } } });
-  const cache = { name: "cache", mountPath: HF_HOME };
-  // A woken standby node is a new instance with an empty NVMe: fetch the weights from S3 in
-  // the region (GB/s) rather than from the Hugging Face hub; `sync` copies only what is missing.
+  const cacheRo = { name: "cache", mountPath: HF_HOME, readOnly: true };
+  const cacheRw = { name: "cache", mountPath: HF_HOME };
+  const scratch = { name: "scratch", mountPath: "/tmp" };
   const run = { name: "llmha-run", mountPath: DRAIN_DIR };
+  const nonRoot = { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } };
+  // The one container that writes the cache, and the only one with the means to fetch: the hub
+  // token as a file, or the weights role (IRSA: the other containers are skipped). A woken
+  // standby node is a new instance with an empty NVMe: S3 in the region (GB/s) beats the hub;
+  // `sync` copies only what is missing.
+  const fetcher = s.weightsS3Uri
+    ? { name: "weights", image: s.awsCliImage ?? "", command: ["aws", "s3", "sync", "--only-show-errors", s.weightsS3Uri, HF_HOME], env: [{ name: "HOME", value: "/tmp" }], volumeMounts: [cacheRw, scratch], securityContext: nonRoot }
+    : {
+        name: "model",
+        image: s.image,
+        command: hubFetchCommand(s.model),
+        env: [{ name: "HF_HOME", value: HF_HOME }, { name: "HOME", value: "/tmp" }, ...(s.hfTokenSecretName ? [{ name: "HF_TOKEN_PATH", value: `${HF_TOKEN_DIR}/token` }] : [])],
+        volumeMounts: [cacheRw, scratch, ...(s.hfTokenSecretName ? [{ name: "hf-token", mountPath: HF_TOKEN_DIR, readOnly: true }] : [])],
+        securityContext: nonRoot,
+      };
   const initContainers = [
+    // The kubelet creates hostPath directories owned by root: hand the node's cache and drain
+    // directories to the server's user (root with CAP_CHOWN alone, nothing else).
+    {
+      name: "own-dirs",
+      image: s.image,
+      command: ["chown", `${INFERENCE_UID}:${INFERENCE_UID}`, HF_HOME, DRAIN_DIR],
+      volumeMounts: [cacheRw, run],
+      securityContext: { runAsUser: 0, runAsNonRoot: false, allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"], add: ["CHOWN"] } },
+    },
     // The node's agent serves this node again only once a new server starts.
-    { name: "clear-drain", image: s.image, command: clearDrainCommand(), volumeMounts: [run], securityContext: { allowPrivilegeEscalation: false } },
-    ...(s.weightsS3Uri
-      ? [
-          {
-            name: "weights",
-            image: s.awsCliImage ?? "",
-            command: ["aws", "s3", "sync", "--only-show-errors", s.weightsS3Uri, HF_HOME],
-            volumeMounts: [cache],
-            securityContext: { allowPrivilegeEscalation: false },
-          },
-        ]
-      : []),
+    { name: "clear-drain", image: s.image, command: clearDrainCommand(), volumeMounts: [run], securityContext: nonRoot },
+    fetcher,
   ];
   const deployment: Deployment = {
     apiVersion: "apps/v1",
@@ -99,9 +128,13 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
       // Every GPU node is taken: a surge pod would only sit Pending.
       strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
       template: {
-        metadata: { labels },
+        // The weights role (IRSA) reaches the S3 fetcher alone: the webhook skips the other containers.
+        metadata: { labels, ...(s.serviceAccountName ? { annotations: { "eks.amazonaws.com/skip-containers": "own-dirs,clear-drain,vllm" } } : {}) },
         spec: {
           ...(s.serviceAccountName ? { serviceAccountName: s.serviceAccountName } : {}),
+          // Nothing here calls the Kubernetes API.
+          automountServiceAccountToken: false,
+          securityContext: { runAsNonRoot: true, runAsUser: INFERENCE_UID, runAsGroup: INFERENCE_UID, fsGroup: INFERENCE_UID, seccompProfile: { type: "RuntimeDefault" } },
           // The agent on the same node reaches the server at 127.0.0.1:8000 and HAProxy at
           // the node IP the headless Service returns, so the server shares the node's network.
           hostNetwork: true,
@@ -156,12 +189,8 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
               livenessProbe: { ...health, periodSeconds: 10, failureThreshold: 6, timeoutSeconds: 5 },
               // A rolling update, scale-in or node drain: out of rotation first, then stopped once idle.
               lifecycle: { preStop: { exec: { command: preStopCommand() } } },
-              securityContext: { allowPrivilegeEscalation: false },
-              volumeMounts: [
-                { name: "shm", mountPath: "/dev/shm" },
-                cache,
-                run,
-              ],
+              securityContext: nonRoot,
+              volumeMounts: [{ name: "shm", mountPath: "/dev/shm" }, cacheRo, scratch, run],
             },
           ],
           volumes: [
@@ -171,6 +200,8 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
             { name: "cache", hostPath: { path: s.cacheHostPath ?? MODEL_CACHE_HOST_PATH, type: "DirectoryOrCreate" } },
             // The drain file the node's agent reads (read-only there).
             { name: "llmha-run", hostPath: { path: DRAIN_DIR, type: "DirectoryOrCreate" } },
+            { name: "scratch", emptyDir: { sizeLimit: "20Gi" } },
+            ...(s.hfTokenSecretName && !s.weightsS3Uri ? [{ name: "hf-token", secret: { secretName: s.hfTokenSecretName, defaultMode: 0o440 } }] : []),
           ],
         },
       },

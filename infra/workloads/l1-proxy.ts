@@ -11,7 +11,7 @@ import {
 } from "../../contracts/haproxy-config";
 import { appLabels, ConfigMap, Deployment, objectName, onePodAtATime, PodDisruptionBudget, Service } from "./common";
 import { L1_PROXY_NAME, PLAIN_HTTP_WAIVER, PORTS } from "../../contracts/names";
-import { APP, LABELS } from "../names";
+import { APP, LABELS, NET_ROLE_LABEL } from "../names";
 import { fallbackContainer, fallbackProxyField, fallbackVolumes, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec } from "./fallback";
 import { edgeInitContainer, edgeSyncContainer, edgeVolumes, haproxyEdgeEnv, l1Edge, L1_ADMIN_SOCKET, type L1EdgeSpec } from "./l1-edge";
 
@@ -100,10 +100,15 @@ export function dnsGroup(namespace: string, az: string, slots: number): HaproxyD
   };
 }
 
+/** HAProxy's stats page in the L1 pods: loopback only (`kubectl port-forward <pod> 8405`). */
+export const L1_STATS_BIND = "127.0.0.1:8405";
+
 /** `haproxy.cfg` of one AZ's L1 proxy, from the same generator the drill runs. */
 export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" | "slots" | "fallback"> & { edge?: Pick<L1EdgeSpec, "upstreamKeySecretName"> }): string {
   return renderHaproxyConfig({
     monitorBind: `:${PORTS.l1Monitor}`,
+    // The monitor port is open to the NLB and Prometheus; the stats page only to `kubectl port-forward`.
+    statsBind: L1_STATS_BIND,
     prometheusExporter: true,
     statsSocket: L1_ADMIN_SOCKET,
     maxconn: L1_GLOBALS.maxconn,
@@ -150,7 +155,8 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
       strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       template: {
         // A new configuration rolls the pods.
-        metadata: { labels, annotations: { "llm-ha.io/config-sha256": crypto.createHash("sha256").update(cfg).digest("hex") } },
+        // The net-role label gives the pods the L1 security group (infra/fences.ts).
+        metadata: { labels: { ...labels, [NET_ROLE_LABEL]: "l1" }, annotations: { "llm-ha.io/config-sha256": crypto.createHash("sha256").update(cfg).digest("hex") } },
         spec: {
           nodeSelector: { [LABELS.zone]: s.az, "llm-ha.io/node-role": "system" },
           affinity: {
@@ -163,6 +169,8 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
           topologySpreadConstraints: [{ maxSkew: 1, topologyKey: "kubernetes.io/hostname", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: labels } }],
           terminationGracePeriodSeconds: stop.terminationGracePeriodSeconds,
           securityContext: { runAsNonRoot: true, runAsUser: 99, runAsGroup: 99, seccompProfile: { type: "RuntimeDefault" }, ...(s.fallback ? { fsGroup: 10001 } : {}) },
+          // Neither HAProxy, the key sync nor the fallback calls the Kubernetes API (IRSA's token is projected apart).
+          automountServiceAccountToken: false,
           initContainers: [edgeInitContainer(s.edge)],
           ...(s.fallback ? { serviceAccountName: FALLBACK_SERVICE_ACCOUNT } : {}),
           containers: [

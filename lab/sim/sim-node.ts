@@ -4,7 +4,7 @@
  * and the bench build fleets from these.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -286,12 +286,14 @@ export class SimNode {
   }
 
   agentEnv(): NodeJS.ProcessEnv {
+    const nvsmi = join(this.opts.dir, `${this.id}-nvidia-smi.sh`); // nvidia-smi gets a minimal env: the state path baked in
+    writeFileSync(nvsmi, `#!/bin/sh\nFAKE_NVSMI_STATE='${this.statePath}' exec '${FAKE_NVIDIA_SMI_PATH}' "$@"\n`, { mode: 0o755 });
     return {
       ...process.env,
       FAKE_NVSMI_STATE: this.statePath,
       LLMHA_NODE_ID: this.id,
       LLMHA_AZ: this.az,
-      LLMHA_NVIDIA_SMI: FAKE_NVIDIA_SMI_PATH,
+      LLMHA_NVIDIA_SMI: nvsmi,
       LLMHA_GPU_COUNT: String(this.opts.gpuCount ?? 8),
       LLMHA_INFERENCE_URL: this.inferenceUrl,
       LLMHA_INFERENCE_KIND: this.opts.kind ?? "vllm",

@@ -133,7 +133,8 @@ describe("the manifests", () => {
     const pod = podOf(deployment);
     const vllm = pod.containers[0];
     expect(vllm.lifecycle?.preStop?.exec?.command).toEqual(preStopCommand());
-    expect(pod.initContainers?.[0]).toMatchObject({ name: "clear-drain", command: clearDrainCommand() });
+    // After own-dirs (the directories handed to the server's user), before the model fetcher.
+    expect(pod.initContainers?.[1]).toMatchObject({ name: "clear-drain", command: clearDrainCommand() });
     expect(DRAIN_MAX_S * 1000).toBeGreaterThanOrEqual(DEFAULT_HAPROXY_TUNING.timeoutServerMs);
     expect(pod.terminationGracePeriodSeconds).toBe(INFERENCE_TERMINATION_GRACE_S);
     expect(pod.terminationGracePeriodSeconds!).toBeGreaterThan(DRAIN_MAX_S);

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DaemonSet } from "kubernetes-models/apps/v1";
 import { afterAll, describe, expect, it } from "vitest";
-import { agentDaemonSet, XID_DIR, XID_LOG, XID_RELAY, XID_VOLUME } from "../../infra/workloads/agent";
+import { agentDaemonSet, XID_DIR, XID_LOG, XID_RELAY, XID_RELAY_STEP, XID_STATE, XID_VOLUME } from "../../infra/workloads/agent";
 import { parseConfig } from "../../agent/src/config/load";
 import { XidReader } from "../../agent/src/sources/xid";
 
@@ -46,29 +46,47 @@ describe("agent DaemonSet: XIDs on", () => {
     expect(relay.volumeMounts).toContainEqual({ name: XID_VOLUME, mountPath: XID_DIR });
     expect(pod.volumes.find((v) => v.name === XID_VOLUME)?.emptyDir).toEqual({ medium: "Memory", sizeLimit: "8Mi" });
     const env = Object.fromEntries(agent.env.filter((e) => e.value !== undefined).map((e) => [e.name, e.value!]));
-    expect(parseConfig([], env).xidLog).toBe(XID_LOG);
+    // The Redis password file the manifest names exists on a node only: a stand-in here.
+    const pw = join(dir, "redis-password");
+    writeFileSync(pw, "pw\n");
+    expect(parseConfig([], { ...env, LLMHA_REDIS_PASSWORD_FILE: pw }).xidLog).toBe(XID_LOG);
   });
 
-  it("keeps the privilege in the relay alone: the agent stays non-root, no capabilities, no escalation", () => {
+  it("keeps the relay unprivileged: CAP_SYSLOG alone, no escalation, read-only root; the agent non-root with no capabilities; no API token", () => {
     expect(agent.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } });
-    expect(relay.securityContext).toEqual({ privileged: true, runAsUser: 0, runAsNonRoot: false, readOnlyRootFilesystem: true });
+    expect(relay.securityContext).toEqual({ runAsUser: 0, runAsNonRoot: false, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"], add: ["SYSLOG"] } });
+    expect(JSON.stringify(pod)).not.toContain('"privileged"');
+    expect((pod as unknown as { automountServiceAccountToken: boolean }).automountServiceAccountToken).toBe(false);
     expect(relay.command).toEqual(["sh", "-c", XID_RELAY]);
+    expect(XID_RELAY).toContain("dmesg --syslog");
+    expect(XID_RELAY).not.toContain("/dev/kmsg");
   });
 
-  it("the relay's pipeline, run against a stand-in dmesg, writes only XID lines that the agent's reader reads", () => {
+  it("the relay's poll, run against a stand-in dmesg, appends only new XID lines, which the agent's reader reads", () => {
     const bin = join(dir, "bin");
     execFileSync("mkdir", ["-p", bin]);
-    // What util-linux dmesg --follow-new prints: new records only, `[seconds] message`.
-    writeFileSync(
-      join(bin, "dmesg"),
-      `#!/bin/sh\n[ "$1" = "--follow-new" ] || exit 64\nprintf '%s\\n' '[ 8812.112233] eth0: link up' '[ 8812.901234] NVRM: Xid (PCI:0000:53:00): 79, pid=4242, name=python3, GPU has fallen off the bus.' '[ 8813.000001] NVRM: Xid (PCI:0000:64:00): 94, pid=4243, name=python3, Ch 00000008'\n`,
-    );
+    // What dmesg --syslog prints: the whole ring buffer, `[seconds] message`, from the file the test rewrites.
+    const ring = join(dir, "ring");
+    writeFileSync(join(bin, "dmesg"), `#!/bin/sh\n[ "$1" = "--syslog" ] || exit 64\ncat ${ring}\n`);
     chmodSync(join(bin, "dmesg"), 0o755);
     const log = join(dir, "kmsg.log");
+    const state = join(dir, "last");
     writeFileSync(log, "");
+    const old = "[ 8800.000001] NVRM: Xid (PCI:0000:11:00): 48, pid=1, name=python3, before the relay started";
+    const poll = () =>
+      execFileSync("sh", ["-c", XID_RELAY_STEP.replaceAll(XID_STATE, state).replaceAll(XID_LOG, log)], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+    writeFileSync(ring, `${old}\n[ 8812.112233] eth0: link up\n`);
     const reader = new XidReader(log);
     expect(reader.read()).toEqual([]);
-    execFileSync("sh", ["-c", XID_RELAY.replaceAll(XID_LOG, log)], { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` } });
+    poll();
+    // The first poll records the position only: what was in the log before is not replayed.
+    expect(readFileSync(log, "utf8")).toBe("");
+    writeFileSync(
+      ring,
+      `${old}\n[ 8812.112233] eth0: link up\n[ 8812.901234] NVRM: Xid (PCI:0000:53:00): 79, pid=4242, name=python3, GPU has fallen off the bus.\n[ 8813.000001] NVRM: Xid (PCI:0000:64:00): 94, pid=4243, name=python3, Ch 00000008\n`,
+    );
+    poll();
+    poll();
     expect(readFileSync(log, "utf8").trim().split("\n")).toHaveLength(2);
     expect(reader.read().map((x) => [x.code, x.busId])).toEqual([
       [79, "0000:53:00"],

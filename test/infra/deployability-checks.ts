@@ -78,21 +78,27 @@ export function describeDeployability(env: Env, resources: () => CapturedResourc
     }
   });
 
-  it("passes a Hugging Face token for a gated model through a Secret only", () => {
+  it("passes a Hugging Face token for a gated model through a Secret, as a file of the model fetcher alone", () => {
     const gated = GATED_MODEL_ORGS.includes(model.split("/")[0]);
     const secret = k8s("Secret").find((s) => (s.props as O).metadata.name === "llm-ha-hf-token");
     expect(secret !== undefined).toBe(gated);
     for (const d of k8s("Deployment").filter((x) => (x.props as O).metadata.labels["app.kubernetes.io/name"] === "inference")) {
-      const env = (d.props as O).spec.template.spec.containers[0].env as O[];
-      const hf = env.find((e) => e.name === "HF_TOKEN");
-      if (gated) expect(hf).toEqual({ name: "HF_TOKEN", valueFrom: { secretKeyRef: { name: "llm-ha-hf-token", key: "token" } } });
-      else expect(hf).toBeUndefined();
-      expect(JSON.stringify(env)).not.toContain("hf_");
+      const pod = (d.props as O).spec.template.spec;
+      // No container has the token in its environment; only the model fetcher mounts it, as a file.
+      for (const c of [...pod.initContainers, ...pod.containers] as O[]) {
+        expect((c.env ?? []).map((e: O) => e.name)).not.toContain("HF_TOKEN");
+        expect(JSON.stringify(c.env ?? [])).not.toContain("hf_");
+      }
+      const holders = ([...pod.initContainers, ...pod.containers] as O[]).filter((c) => (c.volumeMounts ?? []).some((m: O) => m.name === "hf-token")).map((c) => c.name);
+      const fetchesFromHub = pod.initContainers.some((c: O) => c.name === "model");
+      expect(holders).toEqual(gated && fetchesFromHub ? ["model"] : []);
+      if (gated && fetchesFromHub) expect(pod.volumes).toContainEqual({ name: "hf-token", secret: { secretName: "llm-ha-hf-token", defaultMode: 0o440 } });
     }
   });
 
   it("puts the GPU nodes' instance-store NVMe in RAID0 and drops EFA", () => {
-    const lts = ofType(resources(), "aws:ec2/launchTemplate:LaunchTemplate").map((r) => r.props as O);
+    // The GPU groups' templates (the system group's sets IMDS only).
+    const lts = ofType(resources(), "aws:ec2/launchTemplate:LaunchTemplate").filter((r) => r.name.startsWith("gpu-")).map((r) => r.props as O);
     expect(lts.length).toBeGreaterThan(0);
     for (const lt of lts) {
       expect(Buffer.from(lt.userData, "base64").toString()).toBe(NVME_RAID0_USER_DATA);

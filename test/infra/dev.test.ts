@@ -1,3 +1,3 @@
 import { describeStack } from "./stack-suite";
 
-describeStack("dev", { resources: 122 });
+describeStack("dev", { resources: 180 });

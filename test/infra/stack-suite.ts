@@ -28,6 +28,8 @@ const KINDS: Record<string, (o: O) => { validate(): void }> = {
   "kubernetes:core/v1:ServiceAccount": (o) => new ServiceAccount(o),
   "kubernetes:policy/v1:PodDisruptionBudget": (o) => new PodDisruptionBudget(o),
   "kubernetes:networking.k8s.io/v1:NetworkPolicy": (o) => new NetworkPolicy(o),
+  // vpc-cni's CRD (security groups for pods): a selector and the groups.
+  "kubernetes:vpcresources.k8s.aws/v1beta1:SecurityGroupPolicy": (o) => ({ validate: () => expect(o.spec).toEqual({ podSelector: { matchLabels: expect.any(Object) }, securityGroups: { groupIds: [expect.any(String)] } }) }),
   "kubernetes:monitoring.coreos.com/v1:PrometheusRule": operatorObject,
   "kubernetes:monitoring.coreos.com/v1:PodMonitor": operatorObject,
   // A Helm release is not an object of the API server; its chart, version and values are checked below.
@@ -148,7 +150,9 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         const env = Object.fromEntries(c.env.map((e: O) => [e.name, e.value ?? e.valueFrom]));
         expect(env.LLMHA_AZ).toBe(pod.nodeSelector["llm-ha.io/az"]);
         expect(env.LLMHA_NODE_ID).toEqual({ fieldRef: { fieldPath: "spec.nodeName" } });
-        expect(env.LLMHA_REDIS_URL).toEqual({ secretKeyRef: { name: "llm-ha-redis", key: "url" } });
+        // The URL without its password; the password as a mounted file (issue 26).
+        expect(env.LLMHA_REDIS_URL).toEqual({ secretKeyRef: { name: "llm-ha-redis", key: "endpoint" } });
+        expect(env.LLMHA_REDIS_PASSWORD_FILE).toBe("/run/secrets/llm-ha-redis/password");
         expect(env.LLMHA_MODEL).toBe(json("inference").model);
         expect(pod.hostNetwork).toBe(true);
         expect(pod.tolerations).toContainEqual({ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" });
@@ -158,6 +162,8 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       }
       const secret = k8s("Secret").find((s) => s.metadata.name === "llm-ha-redis");
       expect(secret?.stringData.url).toMatch(new RegExp(`^rediss://:${TEST_REDIS_TOKEN}@.+:6379$`));
+      expect(secret?.stringData.endpoint).toMatch(/^rediss:\/\/[^:@]+:6379$/);
+      expect(secret?.stringData.password).toBe(TEST_REDIS_TOKEN);
       expect(k8s("DaemonSet").some((d) => d.metadata.name === "nvidia-device-plugin")).toBe(true);
     });
 
@@ -183,7 +189,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         const headless = k8s("Service").find((s) => s.metadata.name === `inference-${az}`)!;
         expect(headless.spec.clusterIP).toBe("None");
       }
-      expect(k8s("NetworkPolicy").some((n) => n.metadata.name === "default-deny-ingress")).toBe(true);
+      expect(k8s("NetworkPolicy").find((n) => n.metadata.name === "default-deny")?.spec.policyTypes).toEqual(["Ingress", "Egress"]);
     });
 
     it("validates every Kubernetes object against the Kubernetes schemas", () => {
@@ -222,14 +228,15 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       }
     });
 
-    it("runs Redis Multi-AZ with failover, TLS required, KMS at rest, AUTH, reachable from the nodes only", () => {
+    it("runs Redis Multi-AZ with failover, TLS required, KMS at rest, AUTH, reachable from its clients' groups only", () => {
       const [rg] = props("aws:elasticache/replicationGroup:ReplicationGroup");
       expect(rg).toMatchObject({ multiAzEnabled: true, automaticFailoverEnabled: true, transitEncryptionEnabled: true, transitEncryptionMode: "required", atRestEncryptionEnabled: true, authToken: TEST_REDIS_TOKEN });
       expect(rg.kmsKeyId).toBeTruthy();
       expect(rg.numCacheClusters).toBeGreaterThanOrEqual(2);
       const rules = props("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule").filter((r) => r.fromPort === 6379);
-      expect(rules).toEqual([expect.objectContaining({ referencedSecurityGroupId: "sg-eks-eks" })]);
-      expect(rules[0].cidrIpv4).toBeUndefined();
+      // The agents' GPU nodes, the L1 pods and the controller's pods by group; no CIDR, not the cluster's group.
+      expect(rules.map((r) => r.referencedSecurityGroupId).sort()).toEqual(["fence-controller-pods-id", "fence-gpu-nodes-id", "fence-l1-pods-id"]);
+      for (const r of rules) expect(r.cidrIpv4).toBeUndefined();
     });
 
     it("runs MSK with brokers a multiple of the AZs, TLS everywhere, IAM auth only, RF 3 / min ISR 2", () => {

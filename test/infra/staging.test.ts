@@ -1,3 +1,3 @@
 import { describeStack } from "./stack-suite";
 
-describeStack("staging", { resources: 146 });
+describeStack("staging", { resources: 204 });

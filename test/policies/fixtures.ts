@@ -24,7 +24,9 @@ function subnet(az: string): CapturedResource {
 
 function launchTemplate(az: string): CapturedResource {
   return res("aws:ec2/launchTemplate:LaunchTemplate", `gpu-${az}-lt`, {
-    metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: 2 },
+    metadataOptions: { httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: 1 },
+    // The GPU nodes' own group: out of the cluster's (ha-ports-fenced).
+    vpcSecurityGroupIds: ["gpu-nodes-sg-id"],
     tags: TAGS,
   });
 }
@@ -233,10 +235,12 @@ function schedule(name: string, size: number): CapturedResource {
   });
 }
 
+const vpc = res("aws:ec2/vpc:Vpc", "vpc", { cidrBlock: "10.0.0.0/16", tags: TAGS });
+
 const nodeSg = res("aws:ec2/securityGroup:SecurityGroup", "redis-sg", {
   vpcId: "vpc-id",
-  description: "Redis from the nodes",
-  ingress: [{ protocol: "tcp", fromPort: 6379, toPort: 6379, cidrBlocks: ["10.0.0.0/16"] }],
+  description: "Redis from its clients' groups",
+  ingress: [{ protocol: "tcp", fromPort: 6379, toPort: 6379, securityGroups: ["gpu-nodes-sg-id"] }],
   egress: [{ protocol: "-1", fromPort: 0, toPort: 0, cidrBlocks: ["0.0.0.0/0"] }],
   tags: TAGS,
 });
@@ -302,6 +306,7 @@ const eks = res("aws:eks/cluster:Cluster", "eks", {
 export function happyStack(): CapturedResource[] {
   const azs = ["us-east-1a", "us-east-1b", "us-east-1c"];
   const resources = [
+    vpc,
     ...azs.map(subnet),
     ...azs.map(launchTemplate),
     ...azs.map((az) => nodeGroup(az, az === "us-east-1c" ? "standby" : "active")),

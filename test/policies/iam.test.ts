@@ -25,6 +25,15 @@ describe("agent-role-least-privilege", () => {
     ]);
   });
 
+  it("reads Resource as a glob: any ARN whose name is only wildcards counts as *", async () => {
+    const rs = withPolicy((d) => (d.Statement[1].Resource = ["arn:aws:ec2:*:*:*", "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/*", "arn:*:*:*:*:x"]));
+    expect(await messages(agentRoleLeastPrivilege, rs)).toEqual([
+      'Agent role policy agent-actuator allows autoscaling:UpdateAutoScalingGroup, autoscaling:SuspendProcesses, autoscaling:ResumeProcesses, autoscaling:CreateOrUpdateTags and autoscaling:DeleteTags on Resource "arn:aws:ec2:*:*:*", "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/*", "arn:*:*:*:*:x"; name the standby groups and load balancers.',
+    ]);
+    // A wildcard in the group's id still names the group.
+    expect(await messages(agentRoleLeastPrivilege, happyStack())).toEqual([]);
+  });
+
   it("fails an action beyond the list, wildcards included", async () => {
     const rs = withPolicy((d) => (d.Statement[1].Action = ["autoscaling:*", "ec2:TerminateInstances"]));
     expect(await messages(agentRoleLeastPrivilege, rs)).toEqual([

@@ -52,6 +52,16 @@ describe("no-public-ha-ports", () => {
     ]);
   });
 
+  it("counts any public block as the world, not only 0.0.0.0/0 (an office /24, half the internet, global IPv6)", async () => {
+    const rs = changed("redis-sg", (p) => (p.ingress = [{ protocol: "tcp", fromPort: 6379, toPort: 6379, cidrBlocks: ["203.0.113.0/24", "0.0.0.0/1", "10.1.0.0/16"], ipv6CidrBlocks: ["2001:db8::/32", "fd00::/8"] }]));
+    expect(await messages(noPublicHaPorts, rs)).toEqual(["redis-sg opens Redis (6379) to 203.0.113.0/24 and 0.0.0.0/1 and 2001:db8::/32."]);
+  });
+
+  it("lets private, CGNAT and unique-local blocks through", async () => {
+    const rs = changed("redis-sg", (p) => (p.ingress = [{ protocol: "tcp", fromPort: 6379, toPort: 6379, cidrBlocks: ["172.16.0.0/12", "192.168.1.0/24", "100.64.0.0/10"], ipv6CidrBlocks: ["fd12:3456::/48"] }]));
+    expect(await messages(noPublicHaPorts, rs)).toEqual([]);
+  });
+
   it("ignores egress rules and UDP", async () => {
     const rs = [
       ...happyStack(),

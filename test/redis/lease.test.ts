@@ -149,6 +149,28 @@ describe("leader lease (in-process)", () => {
     expect(Object.isFrozen(resolveLeaseSettings({ ttlMs: 3000, renewMs: 1000, marginMs: 500 }))).toBe(true);
     expect(() => resolveLeaseSettings({ ttlMs: 3000 })).toThrow(LeaseSettingsError); // renew 7 s ≥ TTL − margin
   });
+
+  it("after losing the lease to a takeover, no longer names itself (or anyone stale) as the leader (issue 26)", async () => {
+    const log = testLogger();
+    const c = createRedisClient(redis.url, { name: "takeover-test", log });
+    const keys = new RedisKeys(freshCluster());
+    const a = new LeaderLease({ redis: c.redis, keys, holderId: "a", settings: S, log });
+    try {
+      a.start();
+      await waitFor("a leads", () => a.isLeader, { timeoutMs: 5000 });
+      const lost = new Promise<void>((r) => a.once("lost", () => r()));
+      // Another holder takes over (its value, a higher token): a's next renewal finds the key not its own.
+      await c.redis.set(keys.leader, "b:999999", "PX", 5000);
+      await lost;
+      expect(a.isLeader).toBe(false);
+      expect(a.leaderId).not.toBe("a");
+      // Its next contend reads the new holder.
+      await waitFor("a sees b", () => a.leaderId === "b", { timeoutMs: 5000 });
+    } finally {
+      await a.release();
+      await c.close();
+    }
+  });
 });
 
 async function waitAny<T>(hs: Holder[], f: (h: Holder) => T | undefined, timeoutMs: number): Promise<T> {

@@ -64,7 +64,8 @@ interface Setting {
 
 export const FALLBACK_SETTINGS: readonly Setting[] = [
   { key: "cluster", env: "LLMHA_CLUSTER", kind: "string", def: "default", help: "cluster name; Redis key namespace and Kafka topic" },
-  { key: "host", env: "LLMHA_FALLBACK_HOST", kind: "string", def: "0.0.0.0", help: "address to listen on" },
+  // Loopback: the API has no client authentication of its own; HAProxy in the same pod is its only client.
+  { key: "host", env: "LLMHA_FALLBACK_HOST", kind: "string", def: "127.0.0.1", help: "address to listen on (the OpenAI API: reachable by the proxy beside it only, unless widened on purpose)" },
   { key: "port", env: "LLMHA_FALLBACK_PORT", kind: "int", def: "9410", help: "HTTP port (OpenAI API, /metrics)", min: 0 },
   { key: "metricsAddr", env: "LLMHA_FALLBACK_METRICS_ADDR", kind: "addr", def: "0.0.0.0:9411", help: "metrics listener host:port (GET /metrics and /healthz only, for Prometheus); off = none" },
   { key: "redisUrl", env: "LLMHA_REDIS_URL", kind: "string", def: "", help: "Redis: cache, results, tier; without it no cache and no results" },

@@ -377,6 +377,8 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
     const term = this.term;
     if (!term) return;
     this.term = null;
+    // Not ours any more, and who holds it is unknown until the next read: never name ourselves.
+    this.lastHolder = null;
     if (this.fenceTimer) clearTimeout(this.fenceTimer);
     this.fenceTimer = null;
     term.ctrl.abort(new LeaseLostError(reason));

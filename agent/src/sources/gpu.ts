@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { GpuInfo, GpuObservation, PciObservation } from "./signals";
+import { childEnv } from "../util/child-env";
 
 /**
  * The nvidia-smi fields the agent reads, in query order. Older drivers lack some
@@ -167,7 +168,8 @@ export class GpuSource {
       const args = [`--query-gpu=${this.fields.join(",")}`, "--format=csv,noheader,nounits"];
       let child: ChildProcess;
       try {
-        child = spawn(this.path, args, { stdio: ["ignore", "pipe", "pipe"] });
+        // A minimal environment: nvidia-smi gets none of the agent's settings or secrets.
+        child = spawn(this.path, args, { stdio: ["ignore", "pipe", "pipe"], env: childEnv() });
       } catch (e) {
         resolve({ code: null, stdout: "", stderr: "", timedOut: false, spawnError: (e as Error).message });
         return;

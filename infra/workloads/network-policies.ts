@@ -1,0 +1,105 @@
+import * as k8s from "@pulumi/kubernetes";
+import { PORTS } from "../../contracts/names";
+import { APP, NET_ROLE_LABEL, type NetRole } from "../names";
+
+export type NetworkPolicy = k8s.types.input.networking.v1.NetworkPolicy;
+type EgressRule = k8s.types.input.networking.v1.NetworkPolicyEgressRule;
+
+const PART_OF = { "app.kubernetes.io/part-of": "llm-ha" };
+
+/** Kubernetes' DNS (CoreDNS in kube-system), UDP and TCP 53. */
+const DNS: EgressRule = {
+  to: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "kube-system" } }, podSelector: { matchLabels: { "k8s-app": "kube-dns" } } }],
+  ports: [
+    { protocol: "UDP", port: 53 },
+    { protocol: "TCP", port: 53 },
+  ],
+};
+
+/** AWS APIs (STS, MSK's IAM signer's endpoints, ECR) and the fallback's providers: HTTPS anywhere. */
+const HTTPS: EgressRule = { ports: [{ protocol: "TCP", port: 443 }] };
+
+/**
+ * No pod of the namespace takes or sends anything the policies below do not name. The agents
+ * and inference servers run on the host network, which NetworkPolicy does not cover: their
+ * fence is the GPU nodes' security group (infra/fences.ts).
+ */
+export function defaultDeny(namespace: string): NetworkPolicy {
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: "default-deny", namespace, labels: PART_OF },
+    spec: { podSelector: {}, policyTypes: ["Ingress", "Egress"] },
+  };
+}
+
+/**
+ * Into the L1 proxies: clients (their addresses kept through the NLB) and Route53's checkers on
+ * 8080/8081; the monitor port (8404: `/healthz`, `/metrics`) from the NLBs' subnets (their
+ * target health checks) and the Prometheus namespace only, not the whole VPC. HAProxy's stats
+ * page is on the pod's loopback (`L1_STATS_BIND`).
+ */
+export function l1Ingress(namespace: string, nlbCidrs: readonly string[], prometheusNamespace: string): NetworkPolicy {
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: "l1-proxy-ingress", namespace, labels: PART_OF },
+    spec: {
+      podSelector: { matchLabels: { "app.kubernetes.io/name": APP.l1 } },
+      policyTypes: ["Ingress"],
+      ingress: [
+        { ports: [{ protocol: "TCP", port: PORTS.l1 }, { protocol: "TCP", port: PORTS.l1AzHealth }] },
+        {
+          from: [...nlbCidrs.map((cidr) => ({ ipBlock: { cidr } })), { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": prometheusNamespace } } }],
+          ports: [{ protocol: "TCP", port: PORTS.l1Monitor }],
+        },
+      ],
+    },
+  };
+}
+
+/** Into the controller: Prometheus on its HTTP port (`/metrics`); its probes are exec probes, so nothing else. */
+export function controllerIngress(namespace: string, prometheusNamespace: string): NetworkPolicy {
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: "controller-ingress", namespace, labels: PART_OF },
+    spec: {
+      podSelector: { matchLabels: { "app.kubernetes.io/name": APP.controller } },
+      policyTypes: ["Ingress"],
+      ingress: [{ from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": prometheusNamespace } } }], ports: [{ protocol: "TCP", port: PORTS.agentHttp }] }],
+    },
+  };
+}
+
+/** What each role's pods may call: the VPC-internal services by port (their own security groups fence them), DNS, HTTPS. */
+const EGRESS: Record<NetRole, number[]> = {
+  // Redis (key sync, fallback), MSK (the L4 queue), the inference servers and the agents (`/az/health`, agent-check).
+  l1: [6379, 9098, PORTS.inference, PORTS.agentHttp, PORTS.agentCheck],
+  controller: [6379],
+};
+
+/** Egress of the pods of one net role (`llm-ha.io/net-role`). */
+export function roleEgress(namespace: string, role: NetRole, vpcCidr: string): NetworkPolicy {
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: `${role}-egress`, namespace, labels: PART_OF },
+    spec: {
+      podSelector: { matchLabels: { [NET_ROLE_LABEL]: role } },
+      policyTypes: ["Egress"],
+      egress: [DNS, HTTPS, { to: [{ ipBlock: { cidr: vpcCidr } }], ports: EGRESS[role].map((port) => ({ protocol: "TCP", port })) }],
+    },
+  };
+}
+
+/** Every NetworkPolicy of the workloads namespace but the fallback's metrics one. */
+export function workloadNetworkPolicies(s: { namespace: string; vpcCidr: string; nlbCidrs: readonly string[]; prometheusNamespace: string }): Record<string, NetworkPolicy> {
+  return {
+    "default-deny": defaultDeny(s.namespace),
+    "l1-ingress": l1Ingress(s.namespace, s.nlbCidrs, s.prometheusNamespace),
+    "l1-egress": roleEgress(s.namespace, "l1", s.vpcCidr),
+    "controller-egress": roleEgress(s.namespace, "controller", s.vpcCidr),
+    "controller-ingress": controllerIngress(s.namespace, s.prometheusNamespace),
+  };
+}

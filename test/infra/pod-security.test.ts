@@ -1,0 +1,68 @@
+// Issue 26.6 over the prod stack: who holds what inside the pods and on the nodes.
+import { beforeAll, describe, expect, it } from "vitest";
+import { Deployment } from "kubernetes-models/apps/v1";
+import { captureStack, ofType, type CapturedResource } from "../../infra/capture";
+import { HF_HOME, HF_TOKEN_DIR, inferenceManifests, INFERENCE_UID } from "../../infra/workloads/inference";
+
+type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
+
+const gpuClass = { name: "h100", instanceType: "p5.48xlarge", instanceTypes: ["p5.48xlarge"], gpusPerNode: 8, desiredPerAz: 2, maxPerAz: 4 } as never;
+const base = { namespace: "llm-ha", az: "us-east-1a", gpuClass, image: `vllm/vllm-openai@sha256:${"c".repeat(64)}`, model: "meta-llama/Llama-3.1-70B-Instruct" };
+const podOf = (d: O): O => d.spec.template.spec;
+const all = (pod: O): O[] => [...(pod.initContainers ?? []), ...pod.containers];
+
+describe("pod security", () => {
+  let rs: CapturedResource[];
+  beforeAll(async () => {
+    rs = await captureStack("prod");
+  });
+
+  it("runs vLLM as non-root with no capabilities, no escalation, and the model cache read-only", () => {
+    const { deployment } = inferenceManifests({ ...base, hfTokenSecretName: "llm-ha-hf-token", apiKeySecretName: "llm-ha-inference-key" });
+    expect(() => new Deployment(deployment as never).validate()).not.toThrow();
+    const pod = podOf(deployment as O);
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: INFERENCE_UID, seccompProfile: { type: "RuntimeDefault" } });
+    expect(pod.automountServiceAccountToken).toBe(false);
+    const vllm = pod.containers.find((c: O) => c.name === "vllm");
+    expect(vllm.securityContext).toEqual({ allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } });
+    expect(vllm.volumeMounts).toContainEqual({ name: "cache", mountPath: HF_HOME, readOnly: true });
+    expect(vllm.env).toContainEqual({ name: "HF_HUB_OFFLINE", value: "1" });
+    // Only the fetcher writes the cache and holds the token, as a file.
+    const writers = all(pod).filter((c) => c.volumeMounts.some((m: O) => m.name === "cache" && !m.readOnly)).map((c) => c.name);
+    expect(writers).toEqual(["own-dirs", "model"]);
+    const prepare = pod.initContainers.find((c: O) => c.name === "own-dirs");
+    expect(prepare.securityContext.capabilities).toEqual({ drop: ["ALL"], add: ["CHOWN"] });
+    const model = pod.initContainers.find((c: O) => c.name === "model");
+    expect(model.env).toContainEqual({ name: "HF_TOKEN_PATH", value: `${HF_TOKEN_DIR}/token` });
+    expect(all(pod).filter((c) => c.volumeMounts.some((m: O) => m.name === "hf-token")).map((c) => c.name)).toEqual(["model"]);
+    for (const c of all(pod)) expect((c.env ?? []).map((e: O) => e.name)).not.toContain("HF_TOKEN");
+  });
+
+  it("gives the weights role to the S3 fetcher alone", () => {
+    const { deployment } = inferenceManifests({ ...base, weightsS3Uri: "s3://b/p", awsCliImage: `amazon/aws-cli@sha256:${"d".repeat(64)}`, serviceAccountName: "llm-ha-inference" });
+    const d = deployment as O;
+    expect(d.spec.template.metadata.annotations["eks.amazonaws.com/skip-containers"]).toBe("own-dirs,clear-drain,vllm");
+    expect(podOf(d).initContainers.map((c: O) => c.name)).toEqual(["own-dirs", "clear-drain", "weights"]);
+  });
+
+  it("labels every namespace the stack creates with its Pod Security Admission level", () => {
+    const nss = rs.filter((r) => r.type === "kubernetes:core/v1:Namespace").map((r) => r.props as O);
+    expect(nss.length).toBeGreaterThan(0);
+    for (const ns of nss) expect(["privileged", "baseline", "restricted"]).toContain(ns.metadata.labels["pod-security.kubernetes.io/enforce"]);
+  });
+
+  it("sets IMDSv2 with hop limit 1 on every node group's launch template, the system group's included", () => {
+    const lts = ofType(rs, "aws:ec2/launchTemplate:LaunchTemplate");
+    expect(lts.map((l) => l.name)).toContain("eks-system-lt");
+    for (const lt of lts) expect((lt.props as O).metadataOptions).toMatchObject({ httpTokens: "required", httpPutResponseHopLimit: 1 });
+    for (const g of ofType(rs, "aws:eks/nodeGroup:NodeGroup")) expect((g.props as O).launchTemplate?.id, g.name).toBeTruthy();
+  });
+
+  it("mounts no API token into pods that never call the API, and runs nothing privileged", () => {
+    const workloads = rs.filter((r) => ["kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:DaemonSet"].includes(r.type)).map((r) => r.props as O);
+    const llmha = workloads.filter((w) => w.metadata.namespace === "llm-ha" || w.metadata.name === "nvidia-device-plugin");
+    expect(llmha.length).toBeGreaterThan(3);
+    for (const w of llmha) expect(podOf(w).automountServiceAccountToken, w.metadata.name).toBe(false);
+    expect(JSON.stringify(workloads)).not.toContain('"privileged":true');
+  });
+});
