@@ -39,7 +39,7 @@ function privileged(spec: Props): string[] {
 export const podSecurity: ResourceValidationPolicy = {
   name: "pod-security",
   description:
-    "No container runs privileged; pods with host access (host network, PID or IPC, hostPath volumes, added capabilities) run only in the namespaces allowed to have them " +
+    "L1–L3 run on these pods: no container runs privileged; pods with host access (host network, PID or IPC, hostPath volumes, added capabilities) run only in the namespaces allowed to have them " +
     "(the workloads namespace: agents and vLLM on the host network; kube-system: the device plugin); every Namespace the stack creates carries a Pod Security Admission enforce level.",
   enforcementLevel: "mandatory",
   configSchema: {

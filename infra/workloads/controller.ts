@@ -109,8 +109,10 @@ export function controllerManifests(s: ControllerSpec): { deployment: Deployment
           affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: labels } } }] } },
           priorityClassName: "system-cluster-critical",
           terminationGracePeriodSeconds: 15,
-          // The only pods with the cloud role; without an actuator no token is mounted at all.
-          ...(s.actuator ? { serviceAccountName: CONTROLLER_SERVICE_ACCOUNT } : { automountServiceAccountToken: false }),
+          // The only pods with the cloud role. No Kubernetes API token: the controller never calls the
+          // API, and IRSA projects its own web-identity token whatever this says.
+          ...(s.actuator ? { serviceAccountName: CONTROLLER_SERVICE_ACCOUNT } : {}),
+          automountServiceAccountToken: false,
           // fsGroup: the projected IRSA token must be readable by the non-root user.
           securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
           containers: [

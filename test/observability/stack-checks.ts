@@ -125,7 +125,7 @@ export function expectObservability(rs: CapturedResource[], clusterName: string,
 
   // Each scrape job selects pods the stack runs, on a port they name, and labels the cluster.
   const jobs = JSON.parse(cm("llm-ha-scrape-configs")?.data[SCRAPE_FILE] as string).scrape_configs as P[];
-  expect(jobs.map((j) => j.job_name).sort()).toEqual(["inference", "l1-proxy", "llm-ha-agent", "llm-ha-fallback"]);
+  expect(jobs.map((j) => j.job_name).sort()).toEqual(["inference", "l1-proxy", "llm-ha-agent", "llm-ha-controller", "llm-ha-fallback"]);
   const workloads = [...k8s("DaemonSet"), ...k8s("Deployment")];
   for (const j of jobs) {
     const [app, port] = j.relabel_configs.filter((r: P) => r.action === "keep").map((r: P) => r.regex);
