@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the engines the drill and the tests run are installed: redis-server, haproxy,
-# pdns_server with the bind backend (L3), kcat (a mock Kafka cluster, L4), promtool. As root it installs what is missing
+# pdns_server with the bind backend (L3), kcat (a mock Kafka cluster, L4), and for the tests (LLMHA_WITH_PROMTOOL=1)
+# promtool, prometheus and amtool/alertmanager (the alert rules' tests). As root it installs what is missing
 # with apt-get; otherwise it prints one line naming the command to run, and exits 1.
 set -euo pipefail
 missing=()
@@ -9,7 +10,10 @@ command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
 command -v pdns_server >/dev/null 2>&1 || missing+=(pdns-server)
 ls /usr/lib/x86_64-linux-gnu/pdns/libbindbackend.so /usr/lib/*/pdns/libbindbackend.so >/dev/null 2>&1 || missing+=(pdns-backend-bind)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
-if [ "${LLMHA_WITH_PROMTOOL:-0}" = 1 ]; then command -v promtool >/dev/null 2>&1 || missing+=(prometheus); fi
+if [ "${LLMHA_WITH_PROMTOOL:-0}" = 1 ]; then
+  command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
+  command -v amtool >/dev/null 2>&1 || missing+=(prometheus-alertmanager)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "llm-ha: installing ${missing[*]} with apt-get" >&2
