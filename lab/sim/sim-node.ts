@@ -323,7 +323,8 @@ export class SimNode {
         const r = await fetch(`${this.agentUrl}/livez`, { signal: AbortSignal.timeout(500) });
         return r.ok;
       },
-      { timeoutMs: 20_000, everyMs: 50 },
+      // As the inference server: a tsx start on a loaded 2-core host (npm test) took over 20 s.
+      { timeoutMs: 45_000, everyMs: 50 },
     );
   }
 

@@ -128,14 +128,16 @@ describe("verified-answer cache", () => {
 
   it("lists and removes entries; a bad import line names the line and imports nothing", async () => {
     const list = await cli(["list", "--json"]);
-    const entries = JSON.parse(list.out) as Array<{ key: string; answer: string; source: string; ttlLeftS: number }>;
+    const doc = JSON.parse(list.out) as { version: number; entries: Array<{ key: string; answer: string; source: string; ttlLeftS: number }> };
+    expect(doc.version).toBe(1);
+    const entries = doc.entries;
     expect(entries.map((e) => e.answer).sort()).toEqual(["4", "Paris."]);
     expect(entries.find((e) => e.answer === "Paris.")?.ttlLeftS).toBeLessThanOrEqual(3600);
     writeFileSync(join(dir, "bad.jsonl"), JSON.stringify({ request: { model: "x", messages: [{ role: "user", content: "ok" }] }, answer: "ok" }) + "\n{not json\n");
     const bad = await cli(["import", join(dir, "bad.jsonl")]);
     expect(bad.code).toBe(1);
     expect(bad.err).toContain("line 2");
-    expect(JSON.parse((await cli(["list", "--json"])).out)).toHaveLength(2);
+    expect((JSON.parse((await cli(["list", "--json"])).out) as { entries: unknown[] }).entries).toHaveLength(2);
     const four = entries.find((e) => e.answer === "4")!;
     expect(await cli(["rm", four.key.slice(0, 12)])).toMatchObject({ code: 0, out: "removed 1 of 1\n" });
     await expect(client.completions.create({ model: "llama-local", prompt: "2+2=", max_tokens: 4 })).rejects.toMatchObject({ status: 503 });
