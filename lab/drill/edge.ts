@@ -25,6 +25,8 @@ export interface DrillEdge {
   store: KeyStore;
   sync: EdgeSync;
   sink: EdgeSink;
+  /** Stores the client classes' keys again (an operator after Redis lost its data): new keys, used from then on. */
+  reseed(): Promise<void>;
 }
 
 export async function startDrillEdge(
@@ -37,7 +39,10 @@ export async function startDrillEdge(
   client.on("error", () => undefined); // Redis scenarios take it away; the sync retries
   const keys = new RedisKeys(cluster);
   const store = new KeyStore(client, keys);
-  for (const t of DRILL_TENANTS) setDrillKey(t, (await store.add(`drill-${t}`, DRILL_TENANT_LIMITS, "the drill's client class")).key);
+  const seed = async (): Promise<void> => {
+    for (const t of DRILL_TENANTS) setDrillKey(t, (await store.add(`drill-${t}`, DRILL_TENANT_LIMITS, "the drill's client class")).key);
+  };
+  await seed();
   const sink = await startEdgeSink({ host: "127.0.0.1", port: 0, maxBodyBytes: DRILL_MAX_BODY });
   const mapPath = join(o.dir, "edge-keys.map");
   const sync = new EdgeSync({ redis: client, keys, sockets, mapPath, log: createLogger({ level: "silent" }), periodMs: DRILL_EDGE_SYNC_MS });
@@ -49,5 +54,5 @@ export async function startDrillEdge(
     await sink.close();
     client.disconnect();
   });
-  return { config: { keysMap: mapPath, maxBodyBytes: DRILL_MAX_BODY, sinkAddress: `127.0.0.1:${sink.port}` }, store, sync, sink };
+  return { config: { keysMap: mapPath, maxBodyBytes: DRILL_MAX_BODY, sinkAddress: `127.0.0.1:${sink.port}` }, store, sync, sink, reseed: seed };
 }

@@ -55,7 +55,7 @@ export interface DrillAz {
 export interface DrillStack {
   readonly cluster: string;
   /** The public edge of the AZ proxies: the key store, its sync into their maps, the 413 sink. */
-  readonly edge: { store: KeyStore; sync: EdgeSync; sink: EdgeSink };
+  readonly edge: { store: KeyStore; sync: EdgeSync; sink: EdgeSink; reseed(): Promise<void> };
   /**
    * Primary + replica + sentinels behind one endpoint, as ElastiCache Multi-AZ, with the
    * production roles' ACL file (default user off): `url` is the harness's own admin login.
@@ -311,7 +311,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   );
   return {
     cluster,
-    edge: { store: edge.store, sync: edge.sync, sink: edge.sink },
+    edge: { store: edge.store, sync: edge.sync, sink: edge.sink, reseed: edge.reseed },
     redis,
     redisAs,
     azs,

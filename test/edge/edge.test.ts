@@ -248,4 +248,20 @@ describe("the public edge (HAProxy + client keys)", () => {
     expect(sent).toBeGreaterThan(20);
     expect(failed).toBe(0);
   });
+
+  it("keeps the last map when the key store is gone from Redis (a restart without persistence), and applies keys stored again", async () => {
+    const { key } = await store.add("hotel");
+    await applied();
+    // Redis lost its data: no revision, no keys.
+    const k = new RedisKeys(`edge-${process.pid}`);
+    await client.del(k.edgeKeysRev, k.edgeKeys);
+    await waitFor("the sync to notice", async () => (sync.state.lastError ?? "").includes("gone from Redis"), { timeoutMs: 5000, everyMs: 20 });
+    await sleep(300);
+    expect((await call(url, { headers: bearer(key) })).status).toBe(200);
+    // The operator stores keys again: that set applies, the old one goes.
+    const { key: fresh } = await store.add("hotel");
+    await applied();
+    expect((await call(url, { headers: bearer(fresh) })).status).toBe(200);
+    expect((await call(url, { headers: bearer(key) })).status).toBe(401);
+  });
 });

@@ -120,7 +120,14 @@ export class EdgeSync {
 
   /** One pass now (tests, `--once`); `force` compares with every proxy even when the revision did not move. */
   async pass(force = false): Promise<void> {
-    const rev = (await this.o.redis.get(this.o.keys.edgeKeysRev)) ?? "0";
+    const stored = await this.o.redis.get(this.o.keys.edgeKeysRev);
+    // The store gone after keys were applied (Redis restarted without persistence, a flush):
+    // an empty map would refuse every client. The proxies keep what they have until keys are
+    // stored again (`llm-ha keys add`: the revision starts over and that set applies).
+    if (stored === null && this.st.revision !== null && this.st.revision !== "0") {
+      throw new EdgeSyncError(`the client keys are gone from Redis (${this.o.keys.edgeKeysRev} missing): the proxies keep the ${this.st.keys} keys last applied (revision ${this.st.revision}) until keys are stored again`);
+    }
+    const rev = stored ?? "0";
     const full = force || Date.now() - this.lastFull >= (this.o.fullEveryMs ?? 30_000);
     if (rev === this.st.revision && !full) return;
     const desired = await this.desired();

@@ -84,8 +84,11 @@ export async function runRedisRestart(ctx: ScenarioContext, spec: ScenarioSpec, 
   const leaderBack = (f: FleetSample): boolean => typeof f.leader === "string";
   const published = (f: FleetSample): boolean => ctx.stack.azs.every((a) => f.azState[a.name] !== undefined);
   await until(ctx, 15_000, () => ctx.tl.fleet.some((f) => f.t > restartedAt && leaderBack(f) && published(f)));
+  // The proxies kept the client keys they had; the operator stores them again (here: new keys).
+  r.extra.edgeKeysKept = ctx.stack.edge.sync.state.lastError?.includes("gone from Redis") ? 1 : 0;
+  await ctx.stack.edge.reseed();
   await sleep(1000);
-  r.healAt = mark(ctx, "heal", "redis back");
+  r.healAt = mark(ctx, "heal", "redis back, client keys stored again");
   r.endAt = ctx.now();
   r.leaderMs = firstAfter(ctx.tl.fleet, restartedAt + 1, leaderBack);
   r.extra.republishedMs = firstAfter(ctx.tl.fleet, restartedAt + 1, published);
