@@ -25,7 +25,7 @@ export interface DrillEdge {
   store: KeyStore;
   sync: EdgeSync;
   sink: EdgeSink;
-  /** Stores the client classes' keys again (an operator after Redis lost its data): new keys, used from then on. */
+  /** Stores the client classes' keys again from a backup taken at start (an operator after Redis lost its data). */
   reseed(): Promise<void>;
 }
 
@@ -39,10 +39,13 @@ export async function startDrillEdge(
   client.on("error", () => undefined); // Redis scenarios take it away; the sync retries
   const keys = new RedisKeys(cluster);
   const store = new KeyStore(client, keys);
+  for (const t of DRILL_TENANTS) setDrillKey(t, (await store.add(`drill-${t}`, DRILL_TENANT_LIMITS, "the drill's client class")).key);
+  // The stored records as an operator's backup: restored as they are, the clients' keys stay valid.
+  const backup = await client.hgetall(keys.edgeKeys);
   const seed = async (): Promise<void> => {
-    for (const t of DRILL_TENANTS) setDrillKey(t, (await store.add(`drill-${t}`, DRILL_TENANT_LIMITS, "the drill's client class")).key);
+    await client.hset(keys.edgeKeys, backup);
+    await client.incr(keys.edgeKeysRev);
   };
-  await seed();
   const sink = await startEdgeSink({ host: "127.0.0.1", port: 0, maxBodyBytes: DRILL_MAX_BODY });
   const mapPath = join(o.dir, "edge-keys.map");
   const sync = new EdgeSync({ redis: client, keys, sockets, mapPath, log: createLogger({ level: "silent" }), periodMs: DRILL_EDGE_SYNC_MS });
