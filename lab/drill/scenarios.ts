@@ -1,6 +1,6 @@
 /**
  * The fault matrix: one row per scenario with its tier, whether `--quick` runs it, how
- * often it repeats, and its targets (DESIGN.md's failure-tier table and issue 4). Pure
+ * often it repeats, and its targets (docs/design.md's failure-tier table and issue 4). Pure
  * data and selection; the injectors live in `scenarios/` (one file per family).
  */
 import { DRILL_TIMING } from "./settings";

@@ -70,7 +70,7 @@ describe("scenario table", () => {
     expect(() => selectScenarios({ scenario: "meteor", mode: "full" })).toThrow(UnknownScenarioError);
     expect(selectScenarios({ scenario: "standby-wake", mode: "full", runs: 7 })[0].runs).toBe(7);
   });
-  it("carries DESIGN.md's L1 targets", () => {
+  it("carries the design's L1 targets (docs/design.md)", () => {
     const t = (n: string) => SCENARIOS.find((s) => s.name === n)!.targets;
     expect(t("crash")).toMatchObject({ l1P50Ms: 700, l1Ms: 1200, failedBeyondInFlight: 0 });
     expect(t("gpu-lost").l1Ms).toBe(2000);

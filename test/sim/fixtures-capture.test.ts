@@ -2,9 +2,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
-// The fake's data files are copies of sections of the shared captures; a fresh checkout has no ../shared,
-// so the comparison runs only where the captures are present.
-const CAPTURES = resolve(__dirname, "../../../shared/fixtures/nvidia-smi");
+// The fake's data files are copies of sections of the whole captures kept beside them (captures/).
+const CAPTURES = resolve(__dirname, "../../lab/sim/fixtures/captures");
 const OURS = resolve(__dirname, "../../lab/sim/fixtures");
 const H100 = join(CAPTURES, "h100-80gb-hbm3-driver-590.48.01-capture.txt");
 const H100X8 = join(CAPTURES, "8xh100-80gb-hbm3-driver-535.183.01-q.txt");
