@@ -16,6 +16,7 @@ import { Problems } from "../problems";
 import { tagged } from "../tags";
 import type { ConfigMap } from "./common";
 import { APP } from "../names";
+import { fromNamespace } from "./network-policies";
 import { DEFAULT_PROMETHEUS_NAMESPACE, FALLBACK_METRICS_PORT, FALLBACK_METRICS_PORT_NAME, FALLBACK_PORT } from "./fallback-names";
 
 export type Container = k8s.types.input.core.v1.Container;
@@ -255,7 +256,7 @@ export function fallbackMetricsNetworkPolicy(namespace: string, prometheusNamesp
       policyTypes: ["Ingress"],
       ingress: [
         {
-          from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": prometheusNamespace } } }],
+          from: [fromNamespace(prometheusNamespace)],
           ports: [{ protocol: "TCP", port: FALLBACK_METRICS_PORT }],
         },
       ],

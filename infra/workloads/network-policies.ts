@@ -33,6 +33,9 @@ export function defaultDeny(namespace: string): NetworkPolicy {
   };
 }
 
+/** A peer: every pod of one namespace (the Prometheus one). */
+export const fromNamespace = (name: string): { namespaceSelector: { matchLabels: Record<string, string> } } => ({ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": name } } });
+
 /**
  * Into the L1 proxies: clients (their addresses kept through the NLB) and Route53's checkers on
  * 8080/8081; the monitor port (8404: `/healthz`, `/metrics`) from the NLBs' subnets (their
@@ -50,7 +53,7 @@ export function l1Ingress(namespace: string, nlbCidrs: readonly string[], promet
       ingress: [
         { ports: [{ protocol: "TCP", port: PORTS.l1 }, { protocol: "TCP", port: PORTS.l1AzHealth }] },
         {
-          from: [...nlbCidrs.map((cidr) => ({ ipBlock: { cidr } })), { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": prometheusNamespace } } }],
+          from: [...nlbCidrs.map((cidr) => ({ ipBlock: { cidr } })), fromNamespace(prometheusNamespace)],
           ports: [{ protocol: "TCP", port: PORTS.l1Monitor }],
         },
       ],
@@ -67,7 +70,7 @@ export function controllerIngress(namespace: string, prometheusNamespace: string
     spec: {
       podSelector: { matchLabels: { "app.kubernetes.io/name": APP.controller } },
       policyTypes: ["Ingress"],
-      ingress: [{ from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": prometheusNamespace } } }], ports: [{ protocol: "TCP", port: PORTS.agentHttp }] }],
+      ingress: [{ from: [fromNamespace(prometheusNamespace)], ports: [{ protocol: "TCP", port: PORTS.agentHttp }] }],
     },
   };
 }

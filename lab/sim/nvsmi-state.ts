@@ -1,8 +1,18 @@
+import { writeFileSync } from "node:fs";
 import { rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /** The fake nvidia-smi executable; point `LLMHA_NVIDIA_SMI` at it and `FAKE_NVSMI_STATE` at a state file. */
 export const FAKE_NVIDIA_SMI_PATH = join(__dirname, "fake-nvidia-smi.cjs");
+
+/**
+ * Writes `path`, a script running the fake with `statePath` baked in: the agent gives nvidia-smi a
+ * minimal environment (no `FAKE_NVSMI_STATE`), as it would give the real one. Returns `path`.
+ */
+export function writeFakeNvidiaSmiWrapper(path: string, statePath: string): string {
+  writeFileSync(path, `#!/bin/sh\nFAKE_NVSMI_STATE='${statePath}' exec '${FAKE_NVIDIA_SMI_PATH}' "$@"\n`, { mode: 0o755 });
+  return path;
+}
 
 /**
  * What the fake nvidia-smi answers, read from the file named by `FAKE_NVSMI_STATE` on every call.

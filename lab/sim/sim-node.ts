@@ -4,7 +4,7 @@
  * and the bench build fleets from these.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, mkdirSync, writeFileSync, type WriteStream } from "node:fs";
+import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -12,13 +12,14 @@ import type { InferenceKind } from "../../agent/src/config/spec";
 import { DRAIN_SETTLE_S, preStopCommand } from "../../contracts/drain";
 import { stopChild } from "../engines/child";
 import { freePort, sleep, socketExchange, waitFor } from "../../agent/src/util/net";
-import { FAKE_NVIDIA_SMI_PATH, NVSMI_FAULTS, writeNvsmiState, type NvsmiFault, type NvsmiState } from "./nvsmi-state";
+import { NVSMI_FAULTS, writeFakeNvidiaSmiWrapper, writeNvsmiState, type NvsmiFault, type NvsmiState } from "./nvsmi-state";
 import { setFakeInferenceMode, type FakeInferenceMode, type FakeInferenceSettings } from "./fake-inference";
 
 const REPO = join(__dirname, "..", "..");
 const CLI = join(REPO, "agent", "src", "cli.ts");
 const FAKE_INFERENCE = join(__dirname, "fake-inference.ts");
 const BUILT_CLI = join(REPO, "dist", "agent", "src", "cli.js");
+const START_LIMIT_MS = 45_000; // for the inference server and the agent: a tsx start on a loaded 2-core host took over 20 s
 
 export interface SimNodeOptions {
   id: string;
@@ -280,14 +281,12 @@ export class SimNode {
       });
       p.exited.then(() => reject(new SimNodeError(`fake inference server of ${this.id} exited at start-up (see ${this.opts.dir}/${this.id}.log)`)));
     });
-    // A loaded host can take tens of seconds to start a tsx process: a start-up slower than that is a failure.
-    await Promise.race([ready, sleep(45_000).then(() => Promise.reject(new SimNodeError(`fake inference server of ${this.id} did not start in 45 s`)))]);
+    await Promise.race([ready, sleep(START_LIMIT_MS).then(() => Promise.reject(new SimNodeError(`fake inference server of ${this.id} did not start in ${START_LIMIT_MS / 1000} s`)))]);
     rl.close();
   }
 
   agentEnv(): NodeJS.ProcessEnv {
-    const nvsmi = join(this.opts.dir, `${this.id}-nvidia-smi.sh`); // nvidia-smi gets a minimal env: the state path baked in
-    writeFileSync(nvsmi, `#!/bin/sh\nFAKE_NVSMI_STATE='${this.statePath}' exec '${FAKE_NVIDIA_SMI_PATH}' "$@"\n`, { mode: 0o755 });
+    const nvsmi = writeFakeNvidiaSmiWrapper(join(this.opts.dir, `${this.id}-nvidia-smi.sh`), this.statePath);
     return {
       ...process.env,
       FAKE_NVSMI_STATE: this.statePath,
@@ -323,8 +322,7 @@ export class SimNode {
         const r = await fetch(`${this.agentUrl}/livez`, { signal: AbortSignal.timeout(500) });
         return r.ok;
       },
-      // As the inference server: a tsx start on a loaded 2-core host (npm test) took over 20 s.
-      { timeoutMs: 45_000, everyMs: 50 },
+      { timeoutMs: START_LIMIT_MS, everyMs: 50 },
     );
   }
 
