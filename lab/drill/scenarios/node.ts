@@ -9,7 +9,7 @@ import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
 import { DRILL_TIMING } from "../settings";
 import { backendOf, BASELINE_DEFAULT, BASELINE_TUNED } from "../stack";
-import { failuresBetween, firstAfter, l1Reduced, l1Removed } from "../timeline";
+import { firstAfter, l1Reduced, l1Removed } from "../timeline";
 import { inFlightOf } from "./proxy-measure";
 import { blank, finish, healthy, MAIN_CLIENT, mark, nextVictim, rowOf, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
@@ -29,9 +29,6 @@ export interface NodeFault {
   killsInFlight?: boolean;
 }
 
-/** Failures within this long after the kill are requests the dead server held (their sockets close at once). */
-const IN_FLIGHT_WINDOW_MS = 50;
-
 /** One run of a node fault; a degraded fault is judged by the lowered weight, and its L1 time is also given net of the latency threshold. */
 export async function runNodeFault(ctx: ScenarioContext, spec: ScenarioSpec, run: number, f: NodeFault): Promise<RunResult> {
   const r = blank(spec.name, run);
@@ -42,6 +39,7 @@ export async function runNodeFault(ctx: ScenarioContext, spec: ScenarioSpec, run
   const inFlight = f.killsInFlight ? await inFlightOf(n) : null;
   r.injectAt = mark(ctx, "inject", `${spec.name} ${n.id}`);
   await f.inject(n);
+  const injectedAt = ctx.now();
   await until(ctx, f.holdMaxMs, (s) => pred(s.l1[row]) && l1Removed(s.l1[`${backendOf(BASELINE_DEFAULT)}/${n.id}`]) && l1Removed(s.l1[`${backendOf(BASELINE_TUNED)}/${n.id}`]));
   // Hold a little past L1 so that failed requests caused by the fault are counted.
   await sleep(300);
@@ -56,7 +54,10 @@ export async function runNodeFault(ctx: ScenarioContext, spec: ScenarioSpec, run
   if (f.degraded && r.l1Ms !== null) r.extra.l1AfterThresholdMs = r.l1Ms - DRILL_TIMING.probeLatencyMs;
   r.extra.holdMs = r.healAt - r.injectAt;
   if (f.killsInFlight) {
-    const held = failuresBetween(ctx.tl, MAIN_CLIENT, r.injectAt, r.injectAt + IN_FLIGHT_WINDOW_MS);
+    // Requests that began before the kill had ended (the process exited) and failed after the
+    // kill began: the dead server may have held them. Judged by when they began, not when their
+    // failure was seen: on a loaded host the client sees a closed socket late.
+    const held = ctx.tl.failures.filter((x) => x.client === MAIN_CLIENT && x.t <= injectedAt && (x.end ?? x.t) >= r.injectAt).length;
     r.extra.inFlightAtKill = inFlight;
     r.extra.failedBeyondInFlight = Math.max(0, r.failed - Math.max(inFlight ?? 0, held));
   }
