@@ -17,6 +17,13 @@ import { createTypeScriptImportResolver } from "eslint-import-resolver-typescrip
  *               program under mocks (infra/capture), as `pulumi preview` would;
  *   lab/        drill, simulated nodes, engines, bench: imports the runtime, never infra's
  *               Pulumi program, policies or tests.
+ * Inside agent/src the folders say where each part runs (docs/architecture.md):
+ *   node/       on every GPU node (sources, evaluator, reporters, canaries): never the controller,
+ *               the actuators, the edge or the operator commands;
+ *   fleet/      Redis and the elected controller with its actuators: never the edge or ops;
+ *   edge/       the L1 pod (L4 fallback, key sync): Redis only, never node/, the controller or ops;
+ *   ops/        operator commands: may read everything;
+ *   util/       the leaf every part shares.
  */
 export const BOUNDARY_ZONES = [
   { target: "./contracts", from: ".", except: ["./contracts", "./node_modules"], message: "contracts/ is the shared leaf: it imports no other folder." },
@@ -25,6 +32,10 @@ export const BOUNDARY_ZONES = [
   { target: "./policies", from: ["./agent", "./test", "./lab"], message: "policies/ imports contracts/ only (docs/architecture.md)." },
   { target: "./policies", from: "./infra", except: ["./capture.ts"], message: "policies/ imports contracts/ only; its offline CLI may run infra/capture (docs/architecture.md)." },
   { target: "./lab", from: ["./policies", "./test"], message: "the lab imports the runtime and contracts, never policies or tests." },
+  { target: "./agent/src/node", from: ["./agent/src/fleet/controller", "./agent/src/fleet/actuators", "./agent/src/edge", "./agent/src/ops"], message: "agent/src/node runs on every GPU node: it never imports the controller, the actuators, the edge or operator commands." },
+  { target: "./agent/src/fleet", from: ["./agent/src/edge", "./agent/src/ops"], message: "agent/src/fleet (Redis, controller, actuators) never imports the edge or operator commands." },
+  { target: "./agent/src/edge", from: ["./agent/src/node", "./agent/src/fleet/controller", "./agent/src/fleet/actuators", "./agent/src/ops"], message: "agent/src/edge runs in the L1 pod: Redis and util only, never node/, the controller, the actuators or ops." },
+  { target: "./agent/src/util", from: "./agent/src", except: ["./util"], message: "agent/src/util is the runtime's leaf: it imports no other folder of agent/src." },
 ];
 
 export default tseslint.config(

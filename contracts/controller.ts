@@ -77,3 +77,25 @@ export const DEFAULT_CONTROLLER_SETTINGS: Readonly<ControllerSettings> = Object.
   staleAfterMs: 30_000,
   silenceGraceMs: 10_000,
 });
+
+/** The body of `GET /az/health` (DESIGN contract): the leader's published state of one AZ. */
+export interface AzHealthBody {
+  az: string;
+  state: AzState | "UNKNOWN";
+  healthyCapacity: number | null;
+  totalCapacity: number | null;
+  /** Holder id of the leader that published the state. */
+  leader: string | null;
+  fencingToken: number | null;
+  /** Epoch ms of the publication. */
+  updatedAt?: number;
+  /** Present (true) when the answer does not come from a fresh publication. */
+  stale?: true;
+  /** Why the answer is stale. */
+  staleReason?: "redis-unreachable" | "not-published" | "too-old";
+}
+
+export interface AzHealthResponse {
+  code: 200 | 503;
+  body: AzHealthBody;
+}

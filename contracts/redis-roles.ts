@@ -1,7 +1,7 @@
 /**
  * Who may do what in Redis: one ACL user per role, defined once here (a contract: the runtime
  * renders it as a redis-server ACL file with `llm-ha redis-acl` for the drill and the tests,
- * infra/redis.ts as ElastiCache RBAC users) over the keys of agent/src/redis/keys.ts (a test
+ * infra/redis.ts as ElastiCache RBAC users) over the keys of agent/src/fleet/redis/keys.ts (a test
  * holds the two together). A key not named here is out of reach of every role; a command not named
  * here is refused.
  *
@@ -60,7 +60,7 @@ const R = (pattern: string): KeyGrant => ({ pattern, access: "R" });
 const W = (pattern: string): KeyGrant => ({ pattern, access: "W" });
 const RW = (pattern: string): KeyGrant => ({ pattern, access: "RW" });
 
-/** The key names of agent/src/redis/keys.ts, as this leaf module may not import it. */
+/** The key names of agent/src/fleet/redis/keys.ts, as this leaf module may not import it. */
 function keyNames(cluster: string) {
   const prefix = `llmha:${cluster}:`;
   const s = (suffix: string): string => `${prefix}${suffix}`;

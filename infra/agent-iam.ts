@@ -31,7 +31,7 @@ export const AGENT_ACTIONS = Object.freeze({
 /** Tag that marks the role as the agent's, for the policy pack. */
 export const AGENT_ROLE_TAG = Object.freeze({ key: "llm-ha.io/identity", value: "agent" });
 
-/** The one ASG tag the actuator writes (agent/src/actuators/aws/standby.ts `PRE_WAKE_TAG`; a test holds them equal). */
+/** The one ASG tag the actuator writes (agent/src/fleet/actuators/aws/standby.ts `PRE_WAKE_TAG`; a test holds them equal). */
 export const PRE_WAKE_TAG_KEY = "llm-ha:pre-wake";
 /** The tag EKS puts on every managed node group's Auto Scaling group: the grant is scoped to the stack's cluster by it. */
 export const EKS_CLUSTER_TAG = "eks:cluster-name";

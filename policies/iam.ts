@@ -121,7 +121,7 @@ export function isWildcardResource(resource: string): boolean {
 export const FALLBACK_ROLE_TAG = { key: "llm-ha.io/identity", value: "fallback" };
 /** The ServiceAccount that role trusts (IRSA). */
 export const FALLBACK_SERVICE_ACCOUNT = "llmha-fallback";
-/** Any L4 queue topic: `llmha.<cluster>.requests` (agent/src/fallback/queue.ts) on any MSK cluster. */
+/** Any L4 queue topic: `llmha.<cluster>.requests` (agent/src/edge/fallback/queue.ts) on any MSK cluster. */
 export const QUEUE_TOPIC_PATTERN = "arn:*:kafka:*:*:topic/*/*/llmha.*.requests";
 /** The MSK data-plane actions that put records on a topic. */
 export const KAFKA_WRITE_ACTIONS = ["kafka-cluster:WriteData", "kafka-cluster:WriteDataIdempotently"];

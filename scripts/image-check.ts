@@ -175,12 +175,12 @@ async function check(): Promise<void> {
     if (!help.includes("llm-ha agent")) throw new ImageCheckError("bin/llm-ha help did not print the agent's usage", help);
     // The agent started below runs without Redis, so it never loads the Lua scripts: load them here, from the compiled module, as a Redis client would.
     const probe =
-      "const s = require('./dist/agent/src/redis/scripts.js'); const names = [];" +
+      "const s = require('./dist/agent/src/fleet/redis/scripts.js'); const names = [];" +
       "s.defineScripts({ defineCommand: (n) => names.push(n) });" +
       "if (!s.SCRIPT_NAMES.every((n) => names.includes(n))) { console.error('missing', s.SCRIPT_NAMES, names); process.exit(1); }" +
       "console.log(names.length + ' scripts');";
-    const lua = await runCommand([process.execPath, "-e", probe], app, env, "loading the Lua scripts from dist/agent/src/redis");
-    log(`bin/llm-ha help ok; ${lua.trim()} loaded from dist/agent/src/redis`);
+    const lua = await runCommand([process.execPath, "-e", probe], app, env, "loading the Lua scripts from dist/agent/src/fleet/redis");
+    log(`bin/llm-ha help ok; ${lua.trim()} loaded from dist/agent/src/fleet/redis`);
     const pkgs = [...requiredPackages(join(app, "dist"))].filter(([p]) => !BUILTINS.has(p));
     const missing = pkgs.filter(([p]) => !existsSync(join(app, "node_modules", p, "package.json")));
     if (missing.length) {

@@ -66,14 +66,14 @@ async function agentCommand(argv: string[]): Promise<number> {
 /** The image's commands; a checkout's `lab/cli.ts` adds the drill and the operator tools. */
 export const IMAGE_COMMANDS: readonly Command[] = [
   { name: "agent", args: "[flags]", summary: "run the health agent on a GPU node (LLMHA_ROLE=controller: the controller alone)", run: agentCommand },
-  { name: "status", args: "[flags]", summary: "show the fleet from Redis (--watch, -o json)", run: async (a) => (await import("./status/command.js")).statusCommand(a) },
-  { name: "practice", args: "[flags]", summary: "ask the leader for a practice wake of the standby now", run: async (a) => (await import("./status/practice-request.js")).practiceCommand(a) },
-  { name: "canary", args: "CMD", summary: "correctness canaries: show the expected answers, record them", run: async (a) => (await import("./canary/command.js")).canaryCommand(a) },
-  { name: "fallback", args: "[flags]", summary: "the L4 service: verified-answer cache, provider failover, Kafka queue", run: async (a) => (await import("./fallback/command.js")).fallbackCommand(a) },
-  { name: "cache", args: "CMD", summary: "verified answers: import FILE.jsonl, list, rm KEY", run: async (a) => (await import("./fallback/command.js")).cacheCommand(a) },
-  { name: "keys", args: "CMD", summary: "client API keys of the public edge: add, list, rotate, revoke", run: async (a) => (await import("./edge/command.js")).keysCommand(a) },
-  { name: "edge-sync", args: "[flags]", summary: "copy the client keys into the L1 proxies' HAProxy map (the L1 pod)", run: async (a) => (await import("./edge/command.js")).edgeSyncCommand(a) },
-  { name: "redis-acl", args: "[flags]", summary: "the Redis roles as a redis-server ACL file or ElastiCache access strings", run: async (a) => (await import("./redis/acl-command.js")).redisAclCommand(a) },
+  { name: "status", args: "[flags]", summary: "show the fleet from Redis (--watch, -o json)", run: async (a) => (await import("./ops/status/command.js")).statusCommand(a) },
+  { name: "practice", args: "[flags]", summary: "ask the leader for a practice wake of the standby now", run: async (a) => (await import("./ops/status/practice-request.js")).practiceCommand(a) },
+  { name: "canary", args: "CMD", summary: "correctness canaries: show the expected answers, record them", run: async (a) => (await import("./ops/canary.js")).canaryCommand(a) },
+  { name: "fallback", args: "[flags]", summary: "the L4 service: verified-answer cache, provider failover, Kafka queue", run: async (a) => (await import("./edge/fallback/command.js")).fallbackCommand(a) },
+  { name: "cache", args: "CMD", summary: "verified answers: import FILE.jsonl, list, rm KEY", run: async (a) => (await import("./edge/fallback/command.js")).cacheCommand(a) },
+  { name: "keys", args: "CMD", summary: "client API keys of the public edge: add, list, rotate, revoke", run: async (a) => (await import("./ops/keys.js")).keysCommand(a) },
+  { name: "edge-sync", args: "[flags]", summary: "copy the client keys into the L1 proxies' HAProxy map (the L1 pod)", run: async (a) => (await import("./ops/keys.js")).edgeSyncCommand(a) },
+  { name: "redis-acl", args: "[flags]", summary: "the Redis roles as a redis-server ACL file or ElastiCache access strings", run: async (a) => (await import("./fleet/redis/acl-command.js")).redisAclCommand(a) },
 ];
 
 /** The overview: every command, one line each. */

@@ -1,21 +1,21 @@
 import type { Server } from "node:net";
-import { Agent } from "./agent";
-import { Fleet } from "./controller/fleet";
-import { attachActuator, fleetOptions, runController } from "./controller/run";
-import { servedReport, type NodeReport } from "./redis/registry";
+import { Agent } from "./node/agent";
+import { Fleet } from "./fleet/controller/fleet";
+import { attachActuator, fleetOptions, runController } from "./fleet/controller/run";
+import { servedReport, type NodeReport } from "./fleet/redis/registry";
 import type { AgentConfig } from "./config/spec";
-import { AgentCheckResponder, startAgentCheckServer } from "./reporters/agent-check";
-import { startHttpServer } from "./reporters/http";
-import type { AzHealthResponse } from "./controller/az-health";
-import { AgentMetrics } from "./reporters/metrics";
+import { AgentCheckResponder, startAgentCheckServer } from "./node/reporters/agent-check";
+import { startHttpServer } from "./node/reporters/http";
+import type { AzHealthResponse } from "./fleet/controller/az-health";
+import { AgentMetrics } from "./node/reporters/metrics";
 import { takesTraffic } from "./types";
 import { createLogger, safeUrl, type Logger } from "./util/log";
 import { sleep } from "./util/net";
 import { measured, quantile } from "./util/stats";
-import type { CanaryTolerance } from "./canary/answers";
-import { canaryDrains } from "./canary/decide";
-import { CanaryRunner } from "./canary/runner";
-import { modelKey, normalizeDtype } from "./evaluator/model-sameness";
+import type { CanaryTolerance } from "./node/canary/answers";
+import { canaryDrains } from "./node/canary/decide";
+import { CanaryRunner } from "./node/canary/runner";
+import { modelKey, normalizeDtype } from "./node/evaluator/model-sameness";
 
 /** Start-up failure that is not a bad setting (a port in use): exit 1 with this message. */
 export class StartupError extends Error {

@@ -12,7 +12,7 @@ import { onePodAtATime, type Deployment, type PodDisruptionBudget } from "./comm
  */
 export const CONTROLLER_SERVICE_ACCOUNT = "llm-ha-controller";
 
-/** What the elected leader may do in AWS (agent/src/actuators/aws.ts); the settings `LLMHA_ACTUATOR=aws` reads. */
+/** What the elected leader may do in AWS (agent/src/fleet/actuators/aws.ts); the settings `LLMHA_ACTUATOR=aws` reads. */
 export interface AgentActuatorEnv {
   /** `LLMHA_AWS_REGION`. */
   region: string;

@@ -38,7 +38,7 @@ export const FALLBACK_MSK_ACTIONS = Object.freeze({
   group: ["kafka-cluster:DescribeGroup", "kafka-cluster:AlterGroup"],
 });
 
-/** `llmha.<cluster>.requests` and `llmha.<cluster>.replay`: what agent/src/fallback/queue.ts uses. */
+/** `llmha.<cluster>.requests` and `llmha.<cluster>.replay`: what agent/src/edge/fallback/queue.ts uses. */
 export function fallbackTopic(cluster: string): string {
   return `llmha.${cluster}.requests`;
 }

@@ -14,7 +14,7 @@ import { startHaproxy, startHaproxyWith } from "../engines/haproxy";
 import { freePort, waitFor } from "../../agent/src/util/net";
 import { quantile } from "../../agent/src/util/stats";
 import { edgeMapLine } from "../../contracts/haproxy-edge";
-import { hashKey, newKey } from "../../agent/src/edge/keys";
+import { hashKey, newKey } from "../../agent/src/edge/keys/keys";
 
 export interface EdgeBenchOptions {
   rounds: number;

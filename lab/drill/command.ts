@@ -9,7 +9,7 @@ import { drillAuth } from "./credentials";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ensureSystemDeps, SystemDepsError } from "../engines/system-deps";
-import { RedisKeys } from "../../agent/src/redis/keys";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { startObserver, type Observer } from "./observer";
 import { figuresLine, renderTable, standbyLine, summarize, type ScenarioSummary } from "./report";
 import { detectFleet, MAIN_CLIENT, runScenario, type RunResult, type ScenarioContext } from "./run-scenario";

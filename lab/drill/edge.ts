@@ -6,10 +6,10 @@
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import type { HaproxyEdge } from "../../contracts/haproxy-edge";
-import { KeyStore } from "../../agent/src/edge/keys";
-import { EdgeSync } from "../../agent/src/edge/sync";
-import { startEdgeSink, type EdgeSink } from "../../agent/src/edge/sink";
-import { RedisKeys } from "../../agent/src/redis/keys";
+import { KeyStore } from "../../agent/src/edge/keys/keys";
+import { EdgeSync } from "../../agent/src/edge/keys/sync";
+import { startEdgeSink, type EdgeSink } from "../../agent/src/edge/keys/sink";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { createLogger } from "../../agent/src/util/log";
 import { DRILL_TENANTS, setDrillKey } from "./credentials";
 

@@ -24,8 +24,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { LocalCloudReply, LocalGroupsReply } from "../../agent/src/actuators/local";
-import type { ActionName } from "../../agent/src/actuators/types";
+import type { LocalCloudReply, LocalGroupsReply } from "../../agent/src/fleet/actuators/local";
+import type { ActionName } from "../../agent/src/fleet/actuators/types";
 import type { HaproxyHandle } from "../engines/haproxy";
 import type { SimNode } from "../sim/sim-node";
 

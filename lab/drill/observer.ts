@@ -5,8 +5,8 @@
  * limit; a read that fails is recorded as such, never thrown.
  */
 import { Redis } from "ioredis";
-import { parseLeaseValue } from "../../agent/src/redis/lease";
-import { RedisKeys } from "../../agent/src/redis/keys";
+import { parseLeaseValue } from "../../agent/src/fleet/redis/lease";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { Loop } from "../../agent/src/util/loop";
 import type { DrillStack } from "./stack";
 import type { FleetSample, L1Sample, NodeSample, Sample, Timeline } from "./timeline";

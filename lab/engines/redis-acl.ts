@@ -1,5 +1,5 @@
 /**
- * The lab's Redis with the production roles (agent/src/redis/roles.ts): a random password per
+ * The lab's Redis with the production roles (agent/src/fleet/redis/roles.ts): a random password per
  * role, the rendered ACL file (default user off) and, for the harness itself (the drill's
  * observer, fault injection, replication and the endpoint's check), one lab-only admin user.
  * Role passwords carry `#`, `?`, `%` and `@` on purpose: every URL and file on the way must
@@ -8,8 +8,8 @@
 import { randomBytes } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { redisUrl } from "../../agent/src/redis/auth";
-import { aclFile, passwordHash, ROLE_NAMES, type RoleName } from "../../agent/src/redis/roles";
+import { redisUrl } from "../../agent/src/fleet/redis/auth";
+import { aclFile, passwordHash, ROLE_NAMES, type RoleName } from "../../agent/src/fleet/redis/roles";
 
 /** The lab harness's own user: everything, on every key (never given to a runtime process). */
 export const LAB_ADMIN_USER = "llmha-lab-admin";

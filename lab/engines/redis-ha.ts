@@ -20,7 +20,7 @@ import { stopChild } from "./child";
 import { startHaproxyWith, type HaproxyHandle } from "./haproxy";
 import { redisServerBinary, startRedisServer, type RedisServerHandle } from "./redis-server";
 import { FreezableProxy } from "./tcp-link";
-import type { RoleName } from "../../agent/src/redis/roles";
+import type { RoleName } from "../../agent/src/fleet/redis/roles";
 import { LAB_ADMIN_USER, labUrlAs, type LabRedisAcl } from "./redis-acl";
 
 /** The name the sentinels monitor the primary under. */

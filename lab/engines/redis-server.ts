@@ -9,7 +9,7 @@ import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, sleep } from "../../agent/src/util/net";
-import type { RoleName } from "../../agent/src/redis/roles";
+import type { RoleName } from "../../agent/src/fleet/redis/roles";
 import { EngineMissingError, stopChild } from "./child";
 import { LAB_ADMIN_USER, labUrlAs, writeLabAcl, type LabRedisAcl } from "./redis-acl";
 

@@ -10,12 +10,12 @@
  *   us-east-1c: standby, no nodes; the leader wants it awake.
  */
 import { Registry } from "prom-client";
-import { FencedActuator } from "../../agent/src/actuators/gate";
-import type { ActionResult, Actuator } from "../../agent/src/actuators/types";
-import { Fleet } from "../../agent/src/controller/fleet";
-import { createRedisClient } from "../../agent/src/redis/client";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { NodeRegistry, type NodeReport } from "../../agent/src/redis/registry";
+import { FencedActuator } from "../../agent/src/fleet/actuators/gate";
+import type { ActionResult, Actuator } from "../../agent/src/fleet/actuators/types";
+import { Fleet } from "../../agent/src/fleet/controller/fleet";
+import { createRedisClient } from "../../agent/src/fleet/redis/client";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { NodeRegistry, type NodeReport } from "../../agent/src/fleet/redis/registry";
 import type { Decision, Reason } from "../../agent/src/types";
 import type { Logger } from "../../agent/src/util/log";
 import { sleep, waitFor } from "../../agent/src/util/net";

@@ -9,11 +9,11 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { escapeXml, STATUS_COLORS } from "../drill/svg";
 import { startRedisServer } from "../engines/redis-server";
-import { RedisKeys } from "../../agent/src/redis/keys";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { createLogger, safeUrl } from "../../agent/src/util/log";
 import { startDemoFleet } from "./demo";
-import { renderFleetView, SGR } from "../../agent/src/status/render";
-import { readFleetView } from "../../agent/src/status/view";
+import { renderFleetView, SGR } from "../../agent/src/ops/status/render";
+import { readFleetView } from "../../agent/src/ops/status/view";
 
 const FG: Readonly<Record<string, string>> = Object.freeze({
   [SGR.red]: STATUS_COLORS.UNHEALTHY,

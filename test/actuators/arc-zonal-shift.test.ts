@@ -16,9 +16,9 @@ import {
   ListZonalShiftsCommand,
   StartZonalShiftCommand,
   UpdateZonalShiftCommand,
-} from "../../agent/src/actuators/arc-zonal-shift";
-import { AwsActuator } from "../../agent/src/actuators/aws";
-import { withRetry } from "../../agent/src/actuators/retry";
+} from "../../agent/src/fleet/actuators/arc-zonal-shift";
+import { AwsActuator } from "../../agent/src/fleet/actuators/aws";
+import { withRetry } from "../../agent/src/fleet/actuators/retry";
 import { testLogger } from "../redis/helpers";
 
 const REGION = "us-east-1";

@@ -1,7 +1,7 @@
 import { AutoScalingServiceException, DescribeAutoScalingGroupsCommand, UpdateAutoScalingGroupCommand } from "@aws-sdk/client-auto-scaling";
 import { Registry } from "prom-client";
 import { beforeEach, describe, expect, it } from "vitest";
-import { ListZonalShiftsCommand } from "../../agent/src/actuators/arc-zonal-shift";
+import { ListZonalShiftsCommand } from "../../agent/src/fleet/actuators/arc-zonal-shift";
 import {
   ActuatorSettingError,
   AwsActuator,
@@ -11,8 +11,8 @@ import {
   parseStandbyGroups,
   shiftComment,
   type AwsActuatorOptions,
-} from "../../agent/src/actuators/aws";
-import { DryRunActuator } from "../../agent/src/actuators/dry-run";
+} from "../../agent/src/fleet/actuators/aws";
+import { DryRunActuator } from "../../agent/src/fleet/actuators/dry-run";
 import { testLogger } from "../redis/helpers";
 import { arcClient, arcMock, asgMock, autoScalingClient, AZ_IDS, FakeArc, FakeAutoScaling, NLB_A, NLB_C, REGION, sent, throttling } from "./fakes";
 

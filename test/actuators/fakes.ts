@@ -29,7 +29,7 @@ import {
   StartZonalShiftCommand,
   UpdateZonalShiftCommand,
   type ZonalShiftSummary,
-} from "../../agent/src/actuators/arc-zonal-shift";
+} from "../../agent/src/fleet/actuators/arc-zonal-shift";
 
 export const REGION = "us-east-1";
 export const FAKE_CREDENTIALS = Object.freeze({ accessKeyId: "AKIDLLMHATEST", secretAccessKey: "llm-ha-test-secret" });

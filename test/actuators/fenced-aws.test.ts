@@ -3,12 +3,12 @@
 // happen lands in the events stream and in the metrics.
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { AwsActuator } from "../../agent/src/actuators/aws";
-import { ActuatorMetrics, FencedActuator } from "../../agent/src/actuators/gate";
+import { AwsActuator } from "../../agent/src/fleet/actuators/aws";
+import { ActuatorMetrics, FencedActuator } from "../../agent/src/fleet/actuators/gate";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { LeaderLease } from "../../agent/src/redis/lease";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { LeaderLease } from "../../agent/src/fleet/redis/lease";
 import { waitFor } from "../../agent/src/util/net";
 import { freshCluster, testLogger } from "../redis/helpers";
 import { arcClient, arcMock, asgMock, autoScalingClient, AZ_IDS, FakeAutoScaling, NLB_A, REGION } from "./fakes";

@@ -4,12 +4,12 @@
 // the events stream on a real redis-server.
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { AwsActuator } from "../../agent/src/actuators/aws";
-import { ForeignWatch } from "../../agent/src/actuators/foreign";
-import { FencedActuator } from "../../agent/src/actuators/gate";
-import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { LeaderLease } from "../../agent/src/redis/lease";
+import { AwsActuator } from "../../agent/src/fleet/actuators/aws";
+import { ForeignWatch } from "../../agent/src/fleet/actuators/foreign";
+import { FencedActuator } from "../../agent/src/fleet/actuators/gate";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { LeaderLease } from "../../agent/src/fleet/redis/lease";
 import { waitFor } from "../../agent/src/util/net";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { freshCluster, testLogger } from "../redis/helpers";

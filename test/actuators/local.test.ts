@@ -8,7 +8,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LocalActuator } from "../../agent/src/actuators/local";
+import { LocalActuator } from "../../agent/src/fleet/actuators/local";
 import { LocalCloud } from "../../lab/drill/local-cloud";
 import { DRILL_AGENT_ENV } from "../../lab/drill/settings";
 import { azProxy, backendOf, DRILL_ZONE, nodeAddress, nodeGroup, nodesRecord, slotNames } from "../../lab/drill/stack";

@@ -7,8 +7,8 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emptyPracticeMemory, PracticeSchedule, type PracticeInput } from "../../agent/src/actuators/practice";
-import { RedisKeys } from "../../agent/src/redis/keys";
+import { emptyPracticeMemory, PracticeSchedule, type PracticeInput } from "../../agent/src/fleet/actuators/practice";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { freePort } from "../../agent/src/util/net";
 import { runLlmHa } from "../../lab/cli-process";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";

@@ -5,16 +5,16 @@
 import type { Redis } from "ioredis";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ActuatorMetrics, fenceRefusal, FencedActuator } from "../../agent/src/actuators/gate";
-import { Reconciler } from "../../agent/src/actuators/reconciler";
-import type { ActionContext, ActionName, ActionResult, Actuator, ShiftContext } from "../../agent/src/actuators/types";
-import { FleetMetrics } from "../../agent/src/controller/metrics";
-import type { Evaluation } from "../../agent/src/controller/state";
+import { ActuatorMetrics, fenceRefusal, FencedActuator } from "../../agent/src/fleet/actuators/gate";
+import { Reconciler } from "../../agent/src/fleet/actuators/reconciler";
+import type { ActionContext, ActionName, ActionResult, Actuator, ShiftContext } from "../../agent/src/fleet/actuators/types";
+import { FleetMetrics } from "../../agent/src/fleet/controller/metrics";
+import type { Evaluation } from "../../agent/src/fleet/controller/state";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
-import { FencedWriter } from "../../agent/src/redis/fenced";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { LeaderLease } from "../../agent/src/redis/lease";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { FencedWriter } from "../../agent/src/fleet/redis/fenced";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { LeaderLease } from "../../agent/src/fleet/redis/lease";
 import { waitFor } from "../../agent/src/util/net";
 import { freshCluster, testLogger } from "../redis/helpers";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { backoffMs, classifyError, DEFAULT_RETRY, resolveRetrySettings, RetrySettingsError, withRetry } from "../../agent/src/actuators/retry";
+import { backoffMs, classifyError, DEFAULT_RETRY, resolveRetrySettings, RetrySettingsError, withRetry } from "../../agent/src/fleet/actuators/retry";
 
 const err = (name: string, extra: object = {}) => Object.assign(new Error(name), { name, ...extra });
 

@@ -4,11 +4,11 @@
  * and learning the expectation from the fleet's majority.
  */
 import { describe, expect, it } from "vitest";
-import { compareAnswers, parsePythonJson, type CanaryAnswer, type CanaryTolerance } from "../../agent/src/canary/answers";
-import { canaryDrains, canaryStep, initialCanaryState, type CanaryRound, type CanaryState } from "../../agent/src/canary/decide";
-import { fleetMajority, learnExpectations, type NodeAnswers } from "../../agent/src/canary/learn";
-import { judge } from "../../agent/src/canary/runner";
-import { evaluate, initialState, DEFAULT_WARMUP_STEPS } from "../../agent/src/evaluator/evaluate";
+import { compareAnswers, parsePythonJson, type CanaryAnswer, type CanaryTolerance } from "../../agent/src/node/canary/answers";
+import { canaryDrains, canaryStep, initialCanaryState, type CanaryRound, type CanaryState } from "../../agent/src/node/canary/decide";
+import { fleetMajority, learnExpectations, type NodeAnswers } from "../../agent/src/node/canary/learn";
+import { judge } from "../../agent/src/node/canary/runner";
+import { evaluate, initialState, DEFAULT_WARMUP_STEPS } from "../../agent/src/node/evaluator/evaluate";
 
 const TOL: CanaryTolerance = { prefixTokens: 4, logprobDelta: 0.1 };
 const ans = (tokens: string[], logprobs: number[] | null = tokens.map(() => -0.5)): CanaryAnswer => ({ text: tokens.join(""), tokens, logprobs });

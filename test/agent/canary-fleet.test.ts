@@ -7,13 +7,13 @@
  */
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { CanaryTolerance } from "../../agent/src/canary/answers";
-import { CanaryRunner } from "../../agent/src/canary/runner";
-import { publishExpectations, readExpectation, readNodeAnswers, recordExpectation } from "../../agent/src/canary/store";
-import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
-import { FencedWriter } from "../../agent/src/redis/fenced";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { LeaderLease } from "../../agent/src/redis/lease";
+import type { CanaryTolerance } from "../../agent/src/node/canary/answers";
+import { CanaryRunner } from "../../agent/src/node/canary/runner";
+import { publishExpectations, readExpectation, readNodeAnswers, recordExpectation } from "../../agent/src/node/canary/store";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { FencedWriter } from "../../agent/src/fleet/redis/fenced";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { LeaderLease } from "../../agent/src/fleet/redis/lease";
 import { waitFor } from "../../agent/src/util/net";
 import { startFakeInference, type FakeInference } from "../../lab/sim/fake-inference";
 import { runLlmHa } from "../../lab/cli-process";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_WARMUP_STEPS, evaluate, initialState, type EvaluatorSettings, type EvaluatorState } from "../../agent/src/evaluator/evaluate";
-import type { GpuObservation, ModelObservation, ProbeObservation, Signals } from "../../agent/src/sources/signals";
+import { DEFAULT_WARMUP_STEPS, evaluate, initialState, type EvaluatorSettings, type EvaluatorState } from "../../agent/src/node/evaluator/evaluate";
+import type { GpuObservation, ModelObservation, ProbeObservation, Signals } from "../../agent/src/node/sources/signals";
 
 const S: EvaluatorSettings = {
   gpuCount: 8,

@@ -2,8 +2,8 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { GPU_FIELDS, GpuSource, parseGpuCsv } from "../../agent/src/sources/gpu";
-import { parseXidLine, XidReader, FATAL_XIDS } from "../../agent/src/sources/xid";
+import { GPU_FIELDS, GpuSource, parseGpuCsv } from "../../agent/src/node/sources/gpu";
+import { parseXidLine, XidReader, FATAL_XIDS } from "../../agent/src/node/sources/xid";
 import { FAKE_NVIDIA_SMI_PATH, NVSMI_FAULTS, writeNvsmiState, type NvsmiFault } from "../../lab/sim/nvsmi-state";
 
 const dir = mkdtempSync(join(tmpdir(), "llmha-gpu-"));

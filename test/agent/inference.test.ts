@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { INFERENCE_KINDS, type InferenceKind } from "../../agent/src/config/spec";
-import { parseVllmMetrics, promSum } from "../../agent/src/sources/engine-metrics";
-import { ADAPTERS, request, servedModels } from "../../agent/src/sources/inference";
+import { parseVllmMetrics, promSum } from "../../agent/src/node/sources/engine-metrics";
+import { ADAPTERS, request, servedModels } from "../../agent/src/node/sources/inference";
 import { startFakeInference, type FakeInference, type FakeInferenceMode } from "../../lab/sim/fake-inference";
 
 const MODEL = "llm-ha/test-model";

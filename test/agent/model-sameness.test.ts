@@ -1,19 +1,19 @@
 import { Redis } from "ioredis";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Fleet } from "../../agent/src/controller/fleet";
-import { modelSameness } from "../../agent/src/evaluator/model-sameness";
-import { modelReasons } from "../../agent/src/evaluator/rules";
-import { ADAPTERS } from "../../agent/src/sources/inference";
-import type { NodeReport } from "../../agent/src/redis/registry";
+import { Fleet } from "../../agent/src/fleet/controller/fleet";
+import { modelSameness } from "../../agent/src/node/evaluator/model-sameness";
+import { modelReasons } from "../../agent/src/node/evaluator/rules";
+import { ADAPTERS } from "../../agent/src/node/sources/inference";
+import type { NodeReport } from "../../agent/src/fleet/redis/registry";
 import type { Decision } from "../../agent/src/types";
 import { waitFor } from "../../agent/src/util/net";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { startFakeInference, WRONG_MODEL_ID, type FakeInference } from "../../lab/sim/fake-inference";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { defineScripts } from "../../agent/src/redis/scripts";
-import { renderFleetView } from "../../agent/src/status/render";
-import { readFleetView } from "../../agent/src/status/view";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { defineScripts } from "../../agent/src/fleet/redis/scripts";
+import { renderFleetView } from "../../agent/src/ops/status/render";
+import { readFleetView } from "../../agent/src/ops/status/view";
 import { freshCluster, testLogger } from "../redis/helpers";
 
 /** Issue 16: same model everywhere — what each server serves, the fleet's majority, the odd one out. */

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SimNode } from "../../lab/sim/sim-node";
-import { pciKey } from "../../agent/src/sources/gpu";
+import { pciKey } from "../../agent/src/node/sources/gpu";
 import { sleep, waitFor } from "../../agent/src/util/net";
 
 /**

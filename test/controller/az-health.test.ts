@@ -5,10 +5,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { fencedHsetScript } from "../../agent/src/redis/scripts";
-import { readAzHealth } from "../../agent/src/controller/az-health";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { fencedHsetScript } from "../../agent/src/fleet/redis/scripts";
+import { readAzHealth } from "../../agent/src/fleet/controller/az-health";
 import { freshCluster, testLogger } from "../redis/helpers";
 
 let server: RedisServerHandle;

@@ -1,8 +1,8 @@
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Fleet } from "../../agent/src/controller/fleet";
+import { Fleet } from "../../agent/src/fleet/controller/fleet";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import type { NodeReport } from "../../agent/src/redis/registry";
+import type { NodeReport } from "../../agent/src/fleet/redis/registry";
 import type { Decision, Reason } from "../../agent/src/types";
 import { waitFor } from "../../agent/src/util/net";
 import { freshCluster, testLogger } from "../redis/helpers";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { NodeView } from "../../agent/src/redis/registry";
+import type { NodeView } from "../../agent/src/fleet/redis/registry";
 import {
   blastRadius,
   DEFAULT_CONTROLLER_SETTINGS,
@@ -15,7 +15,7 @@ import {
   tierLevel,
   type AzMemory,
   type AzState,
-} from "../../agent/src/controller/state";
+} from "../../agent/src/fleet/controller/state";
 
 const S = DEFAULT_CONTROLLER_SETTINGS;
 

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { runLlmHa } from "../../lab/cli-process";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { hashKey } from "../../agent/src/edge/keys";
+import { hashKey } from "../../agent/src/edge/keys/keys";
 import { freePort } from "../../agent/src/util/net";
 
 describe("llm-ha keys and edge-sync --once", () => {

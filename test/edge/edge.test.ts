@@ -13,10 +13,10 @@ import { startHaproxy, type HaproxyHandle } from "../../lab/engines/haproxy";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { freePort, sleep, waitFor } from "../../agent/src/util/net";
 import { createLogger } from "../../agent/src/util/log";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { KeyStore } from "../../agent/src/edge/keys";
-import { EdgeSync } from "../../agent/src/edge/sync";
-import { startEdgeSink, type EdgeSink } from "../../agent/src/edge/sink";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { KeyStore } from "../../agent/src/edge/keys/keys";
+import { EdgeSync } from "../../agent/src/edge/keys/sync";
+import { startEdgeSink, type EdgeSink } from "../../agent/src/edge/keys/sink";
 import { fakeServer, staticServer, type FakeServer } from "../l1/fixtures";
 
 interface Reply {

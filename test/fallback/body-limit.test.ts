@@ -11,8 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runFallback, type RunningFallback } from "../../agent/src/fallback/command";
-import { loadFallbackConfig } from "../../agent/src/fallback/config";
+import { runFallback, type RunningFallback } from "../../agent/src/edge/fallback/command";
+import { loadFallbackConfig } from "../../agent/src/edge/fallback/config";
 import { captureLogger } from "./helpers";
 
 const TEN_MB = 10 * 1024 * 1024;

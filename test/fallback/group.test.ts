@@ -5,8 +5,8 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runFallback, type RunningFallback } from "../../agent/src/fallback/command";
-import { loadFallbackConfig } from "../../agent/src/fallback/config";
+import { runFallback, type RunningFallback } from "../../agent/src/edge/fallback/command";
+import { loadFallbackConfig } from "../../agent/src/edge/fallback/config";
 import { startKafkaMock, type KafkaMockHandle } from "../../lab/engines/kafka-mock";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { waitFor } from "../../agent/src/util/net";

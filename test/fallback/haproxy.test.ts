@@ -6,8 +6,8 @@
 import { createServer, type Server } from "node:http";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { runFallback } from "../../agent/src/fallback/command";
-import { loadFallbackConfig } from "../../agent/src/fallback/config";
+import { runFallback } from "../../agent/src/edge/fallback/command";
+import { loadFallbackConfig } from "../../agent/src/edge/fallback/config";
 import { startKafkaMock } from "../../lab/engines/kafka-mock";
 import { startRedisServer } from "../../lab/engines/redis-server";
 import { captureLogger } from "./helpers";

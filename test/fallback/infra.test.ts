@@ -9,7 +9,7 @@ import { NetworkPolicy as K8sNetworkPolicy } from "kubernetes-models/networking.
 import { ConfigMap as K8sConfigMap, Secret as K8sSecret, ServiceAccount as K8sServiceAccount } from "kubernetes-models/v1";
 import { beforeAll, describe, expect, it } from "vitest";
 import { checkHaproxyConfig } from "../../lab/engines/haproxy";
-import { loadFallbackConfig } from "../../agent/src/fallback/config";
+import { loadFallbackConfig } from "../../agent/src/edge/fallback/config";
 import { podMonitors, scrapeConfigs } from "../../infra/observability/manifests";
 import {
   FALLBACK_METRICS_PORT, FALLBACK_METRICS_PORT_NAME, FALLBACK_SCRAPE_JOB, fallbackMetricsNetworkPolicy,

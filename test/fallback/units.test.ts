@@ -2,14 +2,14 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { main } from "../../agent/src/cli";
-import { VerifiedCache } from "../../agent/src/fallback/cache";
-import { FallbackConfigError, loadFallbackConfig } from "../../agent/src/fallback/config";
-import { BadRequestError, normalizeRequest, requestKey } from "../../agent/src/fallback/normalize";
-import { CircuitBreaker, loadProviders, ProviderConfigError } from "../../agent/src/fallback/providers";
-import { kafkaClientConfig, mskIamToken, QueueUnavailableError } from "../../agent/src/fallback/queue";
+import { VerifiedCache } from "../../agent/src/edge/fallback/cache";
+import { FallbackConfigError, loadFallbackConfig } from "../../agent/src/edge/fallback/config";
+import { BadRequestError, normalizeRequest, requestKey } from "../../agent/src/edge/fallback/normalize";
+import { CircuitBreaker, loadProviders, ProviderConfigError } from "../../agent/src/edge/fallback/providers";
+import { kafkaClientConfig, mskIamToken, QueueUnavailableError } from "../../agent/src/edge/fallback/queue";
 import { captureLogger } from "./helpers";
-import { RateLimiter } from "../../agent/src/fallback/replay";
-import { TierReader } from "../../agent/src/fallback/tier";
+import { RateLimiter } from "../../agent/src/edge/fallback/replay";
+import { TierReader } from "../../agent/src/edge/fallback/tier";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 
 let redis: RedisServerHandle;

@@ -6,7 +6,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { GpuSource } from "../../agent/src/sources/gpu";
+import { GpuSource } from "../../agent/src/node/sources/gpu";
 import { childEnv } from "../../agent/src/util/child-env";
 
 const dir = mkdtempSync(join(tmpdir(), "llmha-childenv-"));

@@ -7,9 +7,9 @@
 import { Redis } from "ioredis";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Fleet } from "../../agent/src/controller/fleet";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import type { NodeReport } from "../../agent/src/redis/registry";
+import { Fleet } from "../../agent/src/fleet/controller/fleet";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import type { NodeReport } from "../../agent/src/fleet/redis/registry";
 import { sleep, waitFor } from "../../agent/src/util/net";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { freshCluster, testLogger } from "../redis/helpers";

@@ -4,7 +4,7 @@
  */
 import { connect, type Server } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { startAgentCheckServer } from "../../agent/src/reporters/agent-check";
+import { startAgentCheckServer } from "../../agent/src/node/reporters/agent-check";
 import { freePort, waitFor } from "../../agent/src/util/net";
 
 let servers: Server[] = [];
@@ -68,7 +68,7 @@ describe("agent-check sockets", () => {
 
 describe("HTTP port limits", () => {
   it("cuts off a client that never finishes its request head (slowloris) and caps connections", async () => {
-    const { startHttpServer } = await import("../../agent/src/reporters/http.js");
+    const { startHttpServer } = await import("../../agent/src/node/reporters/http.js");
     const { Registry } = await import("prom-client");
     const port = await freePort();
     const view = {

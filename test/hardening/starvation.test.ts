@@ -9,8 +9,8 @@ import { request } from "node:http";
 import { connect, type Server } from "node:net";
 import { Registry } from "prom-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startAgentCheckServer } from "../../agent/src/reporters/agent-check";
-import { startHttpServer, type HttpView } from "../../agent/src/reporters/http";
+import { startAgentCheckServer } from "../../agent/src/node/reporters/agent-check";
+import { startHttpServer, type HttpView } from "../../agent/src/node/reporters/http";
 import { freePort, sleep } from "../../agent/src/util/net";
 import { flood, slowloris } from "../../lab/drill/scenarios/security";
 

@@ -38,7 +38,7 @@ describe("agent/Dockerfile as image:check reads it", () => {
     const files = copiedFiles();
     expect(files).toContain("package-lock.json");
     expect(files).toContain("agent/src/cli.ts");
-    expect(files).toContain("agent/src/redis/acquire-3.lua");
+    expect(files).toContain("agent/src/fleet/redis/acquire-3.lua");
     expect(files.some((f) => f.startsWith("contracts/") && f.endsWith(".ts"))).toBe(true);
   });
 

@@ -6,7 +6,7 @@ import { DaemonSet } from "kubernetes-models/apps/v1";
 import { afterAll, describe, expect, it } from "vitest";
 import { agentDaemonSet, XID_DIR, XID_LOG, XID_RELAY, XID_RELAY_STEP, XID_STATE, XID_VOLUME } from "../../infra/workloads/agent";
 import { parseConfig } from "../../agent/src/config/load";
-import { XidReader } from "../../agent/src/sources/xid";
+import { XidReader } from "../../agent/src/node/sources/xid";
 
 /**
  * Issue 16: XIDs are on in production. The shipped DaemonSet relays the kernel log's XID lines

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { AgentIamError, agentPolicy, PRE_WAKE_TAG_KEY } from "../../infra/agent-iam";
-import { PRE_WAKE_TAG } from "../../agent/src/actuators/aws";
+import { PRE_WAKE_TAG } from "../../agent/src/fleet/actuators/aws";
 
 const NLB = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/l1-a/0123456789abcdef";
 

@@ -7,7 +7,7 @@
 import type { Server } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import type { HaproxyHandle } from "../../lab/engines/haproxy";
-import { AgentCheckResponder, startAgentCheckServer } from "../../agent/src/reporters/agent-check";
+import { AgentCheckResponder, startAgentCheckServer } from "../../agent/src/node/reporters/agent-check";
 import type { Decision } from "../../agent/src/types";
 import { freePort, sleep } from "../../agent/src/util/net";
 import { answer, fakeServer, startL1, staticServer, waitStatus, type FakeServer } from "./fixtures";

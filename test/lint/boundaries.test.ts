@@ -21,10 +21,16 @@ describe("import boundaries (npm run lint)", () => {
   const wrong: [string, string, string][] = [
     ["the image's runtime reaching into infra", "agent/src/probe.ts", 'import { resolveConfig } from "../../infra/config";\nexport const x = resolveConfig;\n'],
     ["the runtime loading the lab dynamically", "agent/src/probe.ts", 'export const x = () => import("../../lab/drill/command.js");\n'],
-    ["the runtime importing a test helper", "agent/src/controller/probe.ts", 'import { testLogger } from "../../../test/redis/helpers";\nexport const x = testLogger;\n'],
-    ["infra importing the agent's runtime", "infra/probe.ts", 'import { evaluate } from "../agent/src/evaluator/evaluate";\nexport const x = evaluate;\n'],
+    ["the runtime importing a test helper", "agent/src/fleet/controller/probe.ts", 'import { testLogger } from "../../../../test/redis/helpers";\nexport const x = testLogger;\n'],
+    ["infra importing the agent's runtime", "infra/probe.ts", 'import { evaluate } from "../agent/src/node/evaluator/evaluate";\nexport const x = evaluate;\n'],
     ["a policy importing a test", "policies/probe.ts", 'import { PROJECT } from "../test/infra/stack-yaml";\nexport const x = PROJECT;\n'],
-    ["contracts importing the runtime", "contracts/probe.ts", 'import { evaluate } from "../agent/src/evaluator/evaluate";\nexport const x = evaluate;\n'],
+    ["contracts importing the runtime", "contracts/probe.ts", 'import { evaluate } from "../agent/src/node/evaluator/evaluate";\nexport const x = evaluate;\n'],
+    // Inside the runtime, the folders say where each part runs (issue 26 item 8).
+    ["a GPU node's part importing the actuators", "agent/src/node/sources/probe.ts", 'import { FencedActuator } from "../../fleet/actuators/gate";\nexport const x = FencedActuator;\n'],
+    ["a GPU node's part importing an operator command", "agent/src/node/probe.ts", 'import { STATUS_USAGE } from "../ops/status/command";\nexport const x = STATUS_USAGE;\n'],
+    ["the edge importing the controller", "agent/src/edge/fallback/probe.ts", 'import { Controller } from "../../fleet/controller/controller";\nexport const x = Controller;\n'],
+    ["the fleet importing the edge", "agent/src/fleet/redis/probe.ts", 'import { KeyStore } from "../../edge/keys/keys";\nexport const x = KeyStore;\n'],
+    ["the runtime's leaf importing a part", "agent/src/util/probe.ts", 'import { RedisKeys } from "../fleet/redis/keys";\nexport const x = RedisKeys;\n'],
     ["the lab importing a test", "lab/probe.ts", 'import { testLogger } from "../test/redis/helpers";\nexport const x = testLogger;\n'],
   ];
   for (const [what, file, code] of wrong) {
@@ -36,7 +42,9 @@ describe("import boundaries (npm run lint)", () => {
   it("accepts the allowed directions", async () => {
     expect(await ruleIds("agent/src/probe.ts", 'import { PORTS } from "../../contracts/names";\nexport const x = PORTS;\n')).toEqual([]);
     expect(await ruleIds("infra/probe.ts", 'import { renderHaproxyConfig } from "../contracts/haproxy-config";\nexport const x = renderHaproxyConfig;\n')).toEqual([]);
-    expect(await ruleIds("lab/probe.ts", 'import { evaluate } from "../agent/src/evaluator/evaluate";\nexport const x = evaluate;\n')).toEqual([]);
+    expect(await ruleIds("agent/src/node/reporters/probe.ts", 'import { RedisKeys } from "../../fleet/redis/keys";\nexport const x = RedisKeys;\n')).toEqual([]);
+    expect(await ruleIds("agent/src/ops/probe.ts", 'import { Controller } from "../fleet/controller/controller";\nexport const x = Controller;\n')).toEqual([]);
+    expect(await ruleIds("lab/probe.ts", 'import { evaluate } from "../agent/src/node/evaluator/evaluate";\nexport const x = evaluate;\n')).toEqual([]);
     expect(await ruleIds("policies/cli-probe.ts", 'import { captureStack } from "../infra/capture";\nexport const x = captureStack;\n')).toEqual([]);
   });
 

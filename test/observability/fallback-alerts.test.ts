@@ -6,8 +6,8 @@
  * panel reads is one a REAL fallback serves on its metrics listener.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runFallback, type RunningFallback } from "../../agent/src/fallback/command";
-import { loadFallbackConfig } from "../../agent/src/fallback/config";
+import { runFallback, type RunningFallback } from "../../agent/src/edge/fallback/command";
+import { loadFallbackConfig } from "../../agent/src/edge/fallback/config";
 import { createLogger } from "../../agent/src/util/log";
 import { alertRuleGroups } from "../../infra/observability/alerts";
 import { buildDashboard, dashboardExprs } from "../../infra/observability/dashboard";

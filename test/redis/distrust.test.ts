@@ -6,10 +6,10 @@
  * controller computes AZ states from, and named.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { readSnapshot } from "../../agent/src/redis/registry";
-import { acquireScript, fencedHsetScript, heartbeatScript } from "../../agent/src/redis/scripts";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { readSnapshot } from "../../agent/src/fleet/redis/registry";
+import { acquireScript, fencedHsetScript, heartbeatScript } from "../../agent/src/fleet/redis/scripts";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { freshCluster, testLogger } from "./helpers";
 

@@ -7,11 +7,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { Writable } from "node:stream";
-import { CLUSTER_MODE_MESSAGE, createRedisClient } from "../../agent/src/redis/client";
+import { CLUSTER_MODE_MESSAGE, createRedisClient } from "../../agent/src/fleet/redis/client";
 import { createLogger } from "../../agent/src/util/log";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { LeaderLease, parseLeaseValue } from "../../agent/src/redis/lease";
-import { acquireScript } from "../../agent/src/redis/scripts";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { LeaderLease, parseLeaseValue } from "../../agent/src/fleet/redis/lease";
+import { acquireScript } from "../../agent/src/fleet/redis/scripts";
 import { sleep, waitFor } from "../../agent/src/util/net";
 import { FreezableProxy, freshCluster, testLogger } from "./helpers";
 

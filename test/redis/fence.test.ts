@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { fencedHsetScript, sweepScript } from "../../agent/src/redis/scripts";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { fencedHsetScript, sweepScript } from "../../agent/src/fleet/redis/scripts";
 import { freshCluster, testLogger } from "./helpers";
 
 let server: RedisServerHandle;

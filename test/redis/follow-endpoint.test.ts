@@ -6,8 +6,8 @@
  * standing in for the endpoint's name.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
-import { followEndpoint } from "../../agent/src/redis/follow";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { followEndpoint } from "../../agent/src/fleet/redis/follow";
 import { waitFor } from "../../agent/src/util/net";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { FreezableProxy, testLogger } from "./helpers";

@@ -8,10 +8,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { LeaderLease } from "../../agent/src/redis/lease";
-import { fencedHsetScript } from "../../agent/src/redis/scripts";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { LeaderLease } from "../../agent/src/fleet/redis/lease";
+import { fencedHsetScript } from "../../agent/src/fleet/redis/scripts";
 import { sleep } from "../../agent/src/util/net";
 import { FreezableProxy, freshCluster, testLogger } from "./helpers";
 

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { createRedisClient } from "../../agent/src/redis/client";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { LeaderLease, LeaseSettingsError, resolveLeaseSettings } from "../../agent/src/redis/lease";
+import { createRedisClient } from "../../agent/src/fleet/redis/client";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { LeaderLease, LeaseSettingsError, resolveLeaseSettings } from "../../agent/src/fleet/redis/lease";
 import { waitFor } from "../../agent/src/util/net";
 import { acceptedInOrder, freshCluster, spawnHolder, testLogger, type Holder } from "./helpers";
 

@@ -1,5 +1,5 @@
 /**
- * The Redis roles (agent/src/redis/roles.ts) on a real redis-server started with the rendered
+ * The Redis roles (agent/src/fleet/redis/roles.ts) on a real redis-server started with the rendered
  * ACL file (default user off): each role does its job through the same code the runtime
  * runs, and is refused (NOPERM) outside it. Role passwords carry `#?%@`: the URLs and
  * password files on the way keep them whole.
@@ -8,13 +8,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { accessString, aclFile, redisRoles, type RoleName } from "../../agent/src/redis/roles";
-import { acquireScript, fencedHsetScript, heartbeatScript, readNodesScript, releaseScript, removeScript, renewScript, sweepScript } from "../../agent/src/redis/scripts";
-import { VerifiedCache } from "../../agent/src/fallback/cache";
-import { ResultStore } from "../../agent/src/fallback/results";
-import { TierReader } from "../../agent/src/fallback/tier";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { accessString, aclFile, redisRoles, type RoleName } from "../../agent/src/fleet/redis/roles";
+import { acquireScript, fencedHsetScript, heartbeatScript, readNodesScript, releaseScript, removeScript, renewScript, sweepScript } from "../../agent/src/fleet/redis/scripts";
+import { VerifiedCache } from "../../agent/src/edge/fallback/cache";
+import { ResultStore } from "../../agent/src/edge/fallback/results";
+import { TierReader } from "../../agent/src/edge/fallback/tier";
 import { labRedisAcl, labRoleEnv, type LabRedisAcl } from "../../lab/engines/redis-acl";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { testLogger } from "./helpers";

@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
-import { SWEEP_CHUNK } from "../../agent/src/redis/fenced";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { heartbeatOnPipeline, sweepScript, type SweepResult } from "../../agent/src/redis/scripts";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { SWEEP_CHUNK } from "../../agent/src/fleet/redis/fenced";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { heartbeatOnPipeline, sweepScript, type SweepResult } from "../../agent/src/fleet/redis/scripts";
 import { sleep } from "../../agent/src/util/net";
 import { freshCluster, testLogger } from "./helpers";
 

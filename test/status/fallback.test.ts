@@ -6,11 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runLlmHa } from "../../lab/cli-process";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { createRedisClient, type RedisClient } from "../../agent/src/redis/client";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { fallbackQueueKey } from "../../agent/src/status/view";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { fallbackQueueKey } from "../../agent/src/ops/status/view";
 import { freshCluster, testLogger } from "../redis/helpers";
-import type { FleetView } from "../../agent/src/status/types";
+import type { FleetView } from "../../agent/src/ops/status/types";
 
 const cli = (args: string[]) => runLlmHa(["status", ...args]);
 
@@ -35,7 +35,7 @@ describe("llm-ha status: L4 and the fallback's queue", () => {
   it("L4 active with 12 queued requests, as the fallback publishes them", async () => {
     const cluster = freshCluster("l4");
     await tier(cluster, "L4", "every AZ DOWN");
-    // What agent/src/fallback/command.ts writes every 2 s.
+    // What agent/src/edge/fallback/command.ts writes every 2 s.
     const key = fallbackQueueKey(cluster);
     await client.redis.multi().hset(key, { depth: 12, topic: `llmha.${cluster}.requests`, updatedAt: Date.now() - 1500 }).pexpire(key, 30_000).exec();
 

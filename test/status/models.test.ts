@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { eventRow } from "../../agent/src/status/events";
-import { renderFleetView, stripAnsi } from "../../agent/src/status/render";
-import type { FleetView, ModelsView } from "../../agent/src/status/types";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { eventRow } from "../../agent/src/ops/status/events";
+import { renderFleetView, stripAnsi } from "../../agent/src/ops/status/render";
+import type { FleetView, ModelsView } from "../../agent/src/ops/status/types";
 
 /** Issue 16: the `model` line of `llm-ha status` — the fleet's majority model and what differs. */
 const NOW = 1_800_000_000_000;

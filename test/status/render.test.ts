@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { RedisKeys } from "../../agent/src/redis/keys";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { ansiSpans, terminalSvg } from "../../lab/status/picture";
-import { formatAge, renderFleetView, stripAnsi } from "../../agent/src/status/render";
-import type { FleetView, NodeRow } from "../../agent/src/status/types";
-import { eventRow } from "../../agent/src/status/events";
+import { formatAge, renderFleetView, stripAnsi } from "../../agent/src/ops/status/render";
+import type { FleetView, NodeRow } from "../../agent/src/ops/status/types";
+import { eventRow } from "../../agent/src/ops/status/events";
 
 const NOW = 1_800_000_000_000;
 const keys = new RedisKeys("prod");

@@ -2,13 +2,13 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { createRedisClient } from "../../agent/src/redis/client";
-import { RedisKeys } from "../../agent/src/redis/keys";
-import { NodeRegistry } from "../../agent/src/redis/registry";
+import { createRedisClient } from "../../agent/src/fleet/redis/client";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { NodeRegistry } from "../../agent/src/fleet/redis/registry";
 import { DEMO_AZS, demoDecision, startDemoFleet, type DemoFleet } from "../../lab/status/demo";
 import { freePort, waitFor } from "../../agent/src/util/net";
 import { freshCluster, testLogger } from "../redis/helpers";
-import type { FleetView } from "../../agent/src/status/types";
+import type { FleetView } from "../../agent/src/ops/status/types";
 
 const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
 

@@ -3,11 +3,11 @@ import { hostname } from "node:os";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { maskUserinfo, safeUrl } from "../util/log";
-import { parseXidRules, XidRulesError } from "../sources/xid-rules";
-import { keyFileProblem } from "../sources/credential";
+import { parseXidRules, XidRulesError } from "../node/sources/xid-rules";
+import { keyFileProblem } from "../node/sources/credential";
 import { ACTUATOR_KINDS, AGENT_ROLES, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
 import { cronProblem, Zone } from "../../../contracts/cron";
-import { RedisAuthError, redisAuthFromEnv } from "../redis/auth";
+import { RedisAuthError, redisAuthFromEnv } from "../fleet/redis/auth";
 import { closest, flagErrorMessage } from "../../../contracts/did-you-mean";
 
 /** A bad setting: names the variable and its flag. `llm-ha agent` exits 2 on it. */
@@ -298,7 +298,7 @@ export function resolveAwsRegion(cfg: Pick<AgentConfig, "awsRegion" | "az">, env
 
 /** The `aws` formats, checked with the actuator's own parsers (loaded only when `aws` is chosen). */
 async function checkAwsFormats(cfg: AgentConfig): Promise<void> {
-  const { parseStandbyGroups, parseAzIds, checkShiftResources } = await import("../actuators/aws.js");
+  const { parseStandbyGroups, parseAzIds, checkShiftResources } = await import("../fleet/actuators/aws.js");
   const check = (variable: string, value: string | null, parse: (v: string) => unknown): void => {
     if (value === null) return;
     try {

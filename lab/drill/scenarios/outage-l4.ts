@@ -8,8 +8,8 @@
  */
 import OpenAI from "openai";
 import { TENANT_HEADER } from "../../../contracts/edge";
-import { kafkaClient, RequestQueue } from "../../../agent/src/fallback/queue";
-import { groupFor, topicFor } from "../../../agent/src/fallback/queue";
+import { kafkaClient, RequestQueue } from "../../../agent/src/edge/fallback/queue";
+import { groupFor, topicFor } from "../../../agent/src/edge/fallback/queue";
 import type { Logger } from "../../../agent/src/util/log";
 import { sleep } from "../../../agent/src/util/net";
 import type { KafkaMockHandle } from "../../engines/kafka-mock";

@@ -19,7 +19,7 @@
  */
 import { Redis } from "ioredis";
 import { sleep } from "../../../agent/src/util/net";
-import { RedisKeys } from "../../../agent/src/redis/keys";
+import { RedisKeys } from "../../../agent/src/fleet/redis/keys";
 import { within } from "../../engines/redis-ha";
 import type { ScenarioSpec } from "../scenarios";
 import { DRILL_TIMING } from "../settings";

@@ -14,7 +14,7 @@ import { request } from "node:http";
 import { connect, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { createHash } from "node:crypto";
-import { RedisKeys } from "../../../agent/src/redis/keys";
+import { RedisKeys } from "../../../agent/src/fleet/redis/keys";
 import { sleep } from "../../../agent/src/util/net";
 import type { SimNode } from "../../sim/sim-node";
 import type { ScenarioSpec } from "../scenarios";

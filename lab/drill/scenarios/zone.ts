@@ -4,7 +4,7 @@
  * AZ lost, HAProxy included (L3: DNS drops the AZ's address).
  */
 import { Redis } from "ioredis";
-import { RedisKeys } from "../../../agent/src/redis/keys";
+import { RedisKeys } from "../../../agent/src/fleet/redis/keys";
 import type { SimNode } from "../../sim/sim-node";
 import { sleep } from "../../../agent/src/util/net";
 import type { CloudAction } from "../local-cloud";

@@ -1,0 +1,49 @@
+/**
+ * The fallback's metrics listener (`LLMHA_FALLBACK_METRICS_ADDR`, default `0.0.0.0:9411`):
+ * what Prometheus scrapes. Read-only and nothing else: `GET`/`HEAD /metrics` (the fallback's
+ * registry) and `/healthz`; every other path is a 404, every other method a 405, and no
+ * request body is read. The OpenAI-compatible API stays on its own listener (loopback in the
+ * L1 pod), so opening this port to Prometheus opens no way to send or read requests.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { FallbackMetrics } from "./metrics";
+import { closeHttpServer, listenHttp } from "../../util/net";
+
+export class FallbackMetricsServer {
+  private server: Server | null = null;
+
+  constructor(private readonly metrics: FallbackMetrics) {}
+
+  private readonly handler = (req: IncomingMessage, res: ServerResponse): void => {
+    const path = (req.url ?? "/").split("?")[0];
+    const send = (status: number, type: string, body: string, headers: Record<string, string> = {}): void => {
+      res.writeHead(status, { "content-type": type, "content-length": Buffer.byteLength(body), "cache-control": "no-store", ...headers });
+      res.end(req.method === "HEAD" ? undefined : body);
+    };
+    // Nothing is read: a body sent anyway is dropped with the connection.
+    req.resume();
+    if (path !== "/metrics" && path !== "/healthz") return send(404, "text/plain; charset=utf-8", "not found: this listener serves GET /metrics and /healthz only\n");
+    if (req.method !== "GET" && req.method !== "HEAD") return send(405, "text/plain; charset=utf-8", "method not allowed: GET or HEAD\n", { allow: "GET, HEAD" });
+    if (path === "/healthz") return send(200, "text/plain; charset=utf-8", "ok\n");
+    this.metrics.registry.metrics().then(
+      (text) => send(200, this.metrics.registry.contentType, text),
+      (err: unknown) => send(500, "text/plain; charset=utf-8", `metrics unavailable: ${(err as Error).message}\n`),
+    );
+  };
+
+  /** Listens; resolves with the port (useful with port 0). A port in use fails with the address named. */
+  async listen(port: number, host: string): Promise<number> {
+    const s = createServer(this.handler);
+    s.requestTimeout = 10_000;
+    s.headersTimeout = 5_000;
+    const got = await listenHttp(s, port, host, (err) => new Error(`LLMHA_FALLBACK_METRICS_ADDR: cannot listen on ${host}:${port} (${err.code ?? err.message})`));
+    this.server = s;
+    return got;
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = null;
+    await closeHttpServer(s);
+  }
+}

@@ -1,0 +1,367 @@
+/**
+ * The leader's duties (L2–L4): while the lease is held, every period it sweeps expired
+ * nodes out of the available sets, reads the registry, evaluates (pure, `state.ts`) and
+ * publishes AZ states, the tier, the suspect checks, the standby and zonal-shift desired
+ * state — each a fenced write. A refused write means a newer leader exists: the lease steps
+ * down and this loop ends with the term's signal. After each published period `onPublished`
+ * hands the evaluation to the reconciler, which acts on it in the background.
+ */
+import type { Redis } from "ioredis";
+import type { FencedWriter } from "../redis/fenced";
+import type { RedisKeys } from "../redis/keys";
+import type { LeaderLease } from "../redis/lease";
+import { readSnapshot, type RegistrySnapshot } from "../redis/registry";
+import { modelSameness } from "../../node/evaluator/model-sameness";
+import type { CanaryTolerance } from "../../node/canary/answers";
+import { publishExpectations } from "../../node/canary/store";
+import type { Logger } from "../../util/log";
+import type { FleetMetrics } from "./metrics";
+import { emptyPracticeMemory, type PracticeMemory, type PracticeSchedule } from "../actuators/practice";
+import {
+  AZ_STATES,
+  emptyControllerMemory,
+  evaluate,
+  resolveControllerSettings,
+  TIER_LEVELS,
+  type AzState,
+  type ControllerMemory,
+  type ControllerSettings,
+  type Evaluation,
+} from "./state";
+
+
+/** Outlier nodes named in the `models` hash (the count is always exact). */
+const MODEL_OUTLIERS_LISTED = 50;
+
+/** Sweep calls one controller period makes at most (× `SWEEP_CHUNK` nodes). */
+const MAX_SWEEP_CALLS = 20;
+
+/** What the leader needs to learn canary expectations: the tolerance, and how old a node's answers may be. */
+export interface CanaryLearning {
+  tolerance: CanaryTolerance;
+  maxAgeMs: number;
+}
+
+export interface ControllerOptions {
+  redis: Redis;
+  keys: RedisKeys;
+  lease: LeaderLease;
+  writer: FencedWriter;
+  settings?: Partial<ControllerSettings>;
+  log: Logger;
+  metrics?: FleetMetrics;
+  /** Registry heartbeat TTL: nodes silent longer are checked for expiry by the sweep. */
+  heartbeatTtlMs?: number;
+  /** Called after every published period with the term's token; must not block (the reconciler). */
+  onPublished?: (evaluation: Evaluation, token: number) => void;
+  /**
+   * Epoch ms of the last Redis trouble this process saw outside the controller (its own
+   * heartbeat failing, the connection lost), null when none: with the controller's own
+   * failed periods it starts the silence grace (`silenceGraceMs`).
+   */
+  redisTroubleAt?: () => number | null;
+  /** Correctness canaries on: every 2nd period the expectations are learned and published. */
+  canary?: CanaryLearning;
+  /** The reconciler's word that the standby cannot be woken (every fallback step failed), null when it can: shown in the tier. */
+  standbyUnavailable?: () => string | null;
+  /** Practice wakes of the standby on a schedule (`LLMHA_PRACTICE_WAKE`); none when absent. */
+  practice?: PracticeSchedule;
+}
+
+export class Controller {
+  readonly settings: Readonly<ControllerSettings>;
+  private readonly o: ControllerOptions;
+  private readonly log: Logger;
+  private lastModelOutliers = "";
+  private lastSkipped = "";
+  private closed = false;
+  private timer: NodeJS.Timeout | null = null;
+  private memory: ControllerMemory = emptyControllerMemory();
+  private practice: PracticeMemory = emptyPracticeMemory();
+  private last: Evaluation | null = null;
+  private lastAggregationMs: number | null = null;
+  private ticks = 0;
+  /** Epoch ms of this controller's last failed period (a Redis error), null when none. */
+  private failedAt: number | null = null;
+  private readonly onAcquired = (token: number): void => {
+    const term = this.o.lease.current;
+    if (term && term.token === token) void this.runTerm(term.signal);
+  };
+
+  constructor(o: ControllerOptions) {
+    this.o = o;
+    this.settings = resolveControllerSettings(o.settings);
+    this.log = o.log.child({ component: "controller" });
+  }
+
+  /** The last evaluation this process published (null when it never led). */
+  get lastEvaluation(): Evaluation | null {
+    return this.last;
+  }
+  get lastAggregationTimeMs(): number | null {
+    return this.lastAggregationMs;
+  }
+  get tickCount(): number {
+    return this.ticks;
+  }
+
+  start(): void {
+    this.o.lease.on("acquired", this.onAcquired);
+    const term = this.o.lease.current;
+    if (term) void this.runTerm(term.signal);
+  }
+
+  stop(): void {
+    this.closed = true;
+    this.o.lease.off("acquired", this.onAcquired);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private async runTerm(signal: AbortSignal): Promise<void> {
+    try {
+      await this.seedMemory();
+    } catch (err) {
+      this.log.warn({ err: (err as Error).message }, "could not read the published state; starting fresh");
+      this.memory = emptyControllerMemory();
+    }
+    const loop = (): void => {
+      if (this.closed || signal.aborted) return;
+      const started = performance.now();
+      this.tick()
+        .catch((err: unknown) => {
+          this.failedAt = Date.now();
+          if (!signal.aborted) this.log.warn({ err: (err as Error).message }, "controller period failed");
+        })
+        .finally(() => {
+          if (this.closed || signal.aborted) return;
+          const wait = Math.max(0, this.settings.intervalMs - (performance.now() - started));
+          this.timer = setTimeout(loop, wait);
+        });
+    };
+    signal.addEventListener("abort", () => {
+      if (this.timer) clearTimeout(this.timer);
+      this.timer = null;
+    }, { once: true });
+    loop();
+  }
+
+  /** A new leader continues from what the previous one published, so hysteresis does not restart. */
+  private async seedMemory(): Promise<void> {
+    const { redis, keys } = this.o;
+    const azs = await redis.smembers(keys.azs);
+    const mem = emptyControllerMemory();
+    const p = redis.pipeline();
+    for (const az of azs) p.hgetall(keys.azState(az));
+    p.hgetall(keys.standbyWake);
+    p.hgetall(keys.actuation);
+    p.hgetall(`${keys.prefix}practice`);
+    const rs = (await p.exec()) ?? [];
+    azs.forEach((az, i) => {
+      const h = (rs[i]?.[1] ?? {}) as Record<string, string>;
+      if ((AZ_STATES as readonly string[]).includes(h.state)) {
+        const since = Number(h.since ?? Date.now());
+        // States published before `firstSeen`/`everOk` existed: an OK state proves it was OK once.
+        mem.az.set(az, { state: h.state as AzState, better: 0, since, firstSeen: Number(h.firstSeen ?? since), everOk: h.everOk === "1" || h.state === "OK" });
+      }
+    });
+    const sb = (rs[azs.length]?.[1] ?? {}) as Record<string, string>;
+    if (sb.wake === "1") mem.standby = { wake: true, lastTriggerAt: Number(sb.lastTriggerAt ?? Date.now()) };
+    // A shift the previous leader started is kept (and cancelled in time) rather than forgotten until it expires.
+    const act = (rs[azs.length + 1]?.[1] ?? {}) as Record<string, string>;
+    if (act.shiftAz) mem.shift = { az: act.shiftAz, since: Number(act.shiftSince ?? Date.now()), okSince: null };
+    // A practice the previous leader started goes on (its start kept); a firing it acted on is not acted on again.
+    const pr = (rs[azs.length + 2]?.[1] ?? {}) as Record<string, string>;
+    this.practice = { ...emptyPracticeMemory(Number(pr.firedAt) || 0), startedAt: Number(pr.startedAt) || null };
+    this.memory = mem;
+  }
+
+  /**
+   * Why missing heartbeats are not to be acted on now, or null: Redis trouble (ours or the
+   * process's) within `silenceGraceMs` explains node hashes that expired meanwhile.
+   */
+  silenceExplained(now = Date.now()): string | null {
+    const at = Math.max(this.failedAt ?? 0, this.o.redisTroubleAt?.() ?? 0);
+    if (at === 0 || now - at >= this.settings.silenceGraceMs) return null;
+    return `Redis trouble ${Math.round((now - at) / 1000)} s ago`;
+  }
+
+  /** One period: sweep, read, evaluate, publish (all fenced). */
+  async tick(now = Date.now()): Promise<Evaluation | null> {
+    const { redis, keys, writer, metrics } = this.o;
+    const term = this.o.lease.current;
+    if (!term) return null;
+    const explained = this.silenceExplained(now);
+    // The sweep marks expired nodes and takes them out of the sets: not while their silence is Redis's.
+    if (explained === null) {
+      // In chunks (`SWEEP_CHUNK` nodes a call), other clients served in between; what a
+      // period leaves (a zone of thousands dying at once) waits for the next one.
+      let expired = 0;
+      for (let call = 0; call < MAX_SWEEP_CALLS; call++) {
+        const sweep = await writer.sweep({
+          silentMs: Math.min(this.settings.intervalMs, this.o.heartbeatTtlMs ?? this.settings.intervalMs),
+          forgetAfterMs: this.settings.forgetAfterMs,
+        });
+        if (!sweep.accepted) return null;
+        expired += sweep.expired;
+        if (!sweep.more) break;
+      }
+      if (expired) this.log.info({ expired }, "expired nodes swept from the available sets");
+    }
+    const t0 = performance.now();
+    const snap = await readSnapshot(redis, keys);
+    this.reportSkipped(snap);
+    const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now, { silenceExplained: explained, standbyUnavailable: this.o.standbyUnavailable?.() ?? null });
+    const aggMs = performance.now() - t0;
+    this.lastAggregationMs = aggMs;
+    metrics?.controllerTick.observe(aggMs / 1000);
+
+    const writes: Promise<{ accepted: boolean }>[] = [];
+    // Practice wake: overrides the published standby decision while it runs; the tier is not touched.
+    let practice = this.practice;
+    if (this.o.practice && evaluation.standby.az) {
+      // An operator's request matters only when no practice runs (a running one ignores it): no read meanwhile.
+      const requested = this.practice.startedAt === null ? Number(await redis.get(keys.practiceRequest).catch(() => null)) || null : null;
+      const step = this.o.practice.step(this.practice, {
+        tier: evaluation.tier.level, standbyWanted: evaluation.standby.wake, standbyHealthy: evaluation.standbyHealthy, unavailable: this.o.standbyUnavailable?.() ?? null, requestedAt: requested,
+      }, now);
+      practice = step.memory;
+      if (step.wake) evaluation.standby = { ...evaluation.standby, wake: true, reason: step.reason };
+      if (step.record || step.memory.startedAt !== this.practice.startedAt) {
+        const r = step.record;
+        const fields: Record<string, string | number> = { firedAt: step.memory.firedAt, startedAt: step.memory.startedAt ?? "", updatedAt: now };
+        if (r) Object.assign(fields, { last: `${r.outcome}@${r.at}`, lastAt: r.at, lastOutcome: r.outcome, lastWakeMs: r.wakeMs ?? "", lastReason: r.reason.slice(0, 300) });
+        writes.push(writer.hset(`${keys.prefix}practice`, fields, { changeField: r ? "last" : "startedAt", eventType: "practice" }));
+        if (r) this.o.practice.recorded(r);
+        if (r) this.log[r.outcome === "failed" ? "warn" : "info"]({ outcome: r.outcome, wakeMs: r.wakeMs, reason: r.reason }, "practice wake");
+        else this.log.info({ az: evaluation.standby.az, reason: step.reason }, "practice wake started");
+      }
+    }
+    for (const a of evaluation.azs) {
+      const m = memory.az.get(a.az);
+      writes.push(
+        writer.hset(keys.azState(a.az), {
+          state: a.state, healthyCapacity: a.healthyCapacity, totalCapacity: a.totalCapacity,
+          nodes: a.nodes, nodesIn: a.nodesIn, since: m?.since ?? now, firstSeen: m?.firstSeen ?? now, everOk: m?.everOk ? 1 : 0, updatedAt: now,
+        }, { changeField: "state", eventType: "az" }),
+      );
+    }
+    writes.push(writer.hset(keys.tier, { level: evaluation.tier.level, reason: evaluation.tier.reason, standbyUnavailable: evaluation.standby.unavailable ?? "", updatedAt: now }, { changeField: "level", eventType: "tier" }));
+    writes.push(
+      writer.hset(keys.suspect, {
+        codes: evaluation.suspect.join(","),
+        counts: JSON.stringify(evaluation.suspectCounts),
+        updatedAt: now,
+      }, { changeField: "codes", eventType: "suspect", mode: "replace" }),
+    );
+    if (evaluation.standby.az) {
+      writes.push(
+        writer.hset(keys.standbyWake, {
+          az: evaluation.standby.az, wake: evaluation.standby.wake ? 1 : 0, reason: evaluation.standby.reason,
+          lastTriggerAt: memory.standby.lastTriggerAt ?? 0, capacity: evaluation.standby.unavailable ? "unavailable" : "ok",
+          capacityReason: evaluation.standby.unavailable ?? "", updatedAt: now,
+        }, { changeField: "wake", eventType: "standby" }),
+      );
+    }
+    if (this.settings.zonalShift) {
+      writes.push(
+        writer.hset(keys.actuation, {
+          shiftAz: evaluation.shift.az ?? "", shiftSince: memory.shift.since ?? 0, shiftReason: evaluation.shift.reason, updatedAt: now,
+        }, { changeField: "shiftAz", eventType: "shift" }),
+      );
+    }
+    // Same model everywhere (issue 16): every 10th period, what each live node says it serves.
+    if (this.ticks % 10 === 0) writes.push(this.publishModelSameness(snap, now));
+    // Correctness canaries (issue 32): the expected answers per model, from the fleet's majority or an operator's record.
+    if (this.o.canary && this.ticks % 2 === 0) writes.push(publishExpectations(redis, keys, writer, this.o.canary.tolerance, now, this.o.canary.maxAgeMs));
+    const results = await Promise.all(writes);
+    if (results.some((r) => !r.accepted)) return null;
+
+    this.logTransitions(evaluation);
+    this.memory = memory;
+    this.practice = practice;
+    this.last = evaluation;
+    this.ticks += 1;
+    if (metrics) {
+      for (const a of evaluation.azs) metrics.setAz(a.az, a.state, a.healthyCapacity, a.totalCapacity);
+      metrics.setTier(evaluation.tier.level);
+      metrics.setSuspect(evaluation.suspect);
+      metrics.standbyWake.set(evaluation.standby.wake ? 1 : 0);
+      metrics.standbyHealthy.set(evaluation.standbyHealthy);
+    }
+    this.o.onPublished?.(evaluation, term.token);
+    return evaluation;
+  }
+
+  /**
+   * The fleet's majority model and the nodes and AZs that differ (id, revision, dtype, context:
+   * what each node's server says it serves): a fenced hash, an event on change, a warning, and
+   * the leader's `llmha_model_*` series.
+   */
+  private async publishModelSameness(snap: RegistrySnapshot, now: number): Promise<{ accepted: boolean }> {
+    const { redis, keys, writer, metrics } = this.o;
+    const alive = snap.nodes.filter((n) => n.alive);
+    const pipe = redis.pipeline();
+    for (const n of alive) pipe.hmget(keys.node(n.nodeId), "model", "modelRevision", "modelDtype", "maxContext");
+    const got = (await pipe.exec()) ?? [];
+    const same = modelSameness(
+      alive.map((n, i) => {
+        const [model, revision, dtype, ctx] = (Array.isArray(got[i]?.[1]) ? got[i][1] : []) as (string | null)[];
+        return { nodeId: n.nodeId, az: n.az, model: model ?? "", revision: revision || null, dtype: dtype || null, maxContext: ctx ? Number(ctx) : null };
+      }),
+    );
+    const listed = same.outliers.slice(0, MODEL_OUTLIERS_LISTED);
+    const outliers = listed.map((o) => `${o.nodeId}=${o.model}`).join(",");
+    const outlierKey = same.outliers.map((o) => `${o.nodeId}=${o.model}`).join(",");
+    if (outlierKey !== this.lastModelOutliers) {
+      if (outlierKey) {
+        this.log.warn(
+          { majority: same.majority, outliers: listed, outlierCount: same.outliers.length, outlierAzs: same.outlierAzs },
+          "nodes serve another model than the fleet's majority",
+        );
+      } else if (this.lastModelOutliers) this.log.info({ majority: same.majority }, "every serving node serves the fleet's majority model again");
+      this.lastModelOutliers = outlierKey;
+    }
+    const r = await writer.hset(
+      `${keys.prefix}models`,
+      {
+        majority: same.majority ?? "", outliers, outlierCount: same.outliers.length, outlierAzs: same.outlierAzs.join(","),
+        agreeing: same.agreeing, differs: JSON.stringify(Object.fromEntries(listed.map((o) => [o.nodeId, o.differs.join("+")]))), updatedAt: now,
+      },
+      { changeField: "outliers", eventType: "model" },
+    );
+    if (r.accepted) metrics?.setModels(same, snap.nodes.map((n) => n.az));
+    return r;
+  }
+
+  /** Node records that cannot be an agent's (forged or corrupted) were left out: counted every tick, logged when the set changes. */
+  private reportSkipped(snap: RegistrySnapshot): void {
+    const skipped = snap.skipped ?? [];
+    if (skipped.length) this.o.metrics?.distrusted.inc({ what: "node" }, skipped.length);
+    const key = skipped.map((s) => `${s.nodeId}:${s.reason}`).join(",");
+    if (key === this.lastSkipped) return;
+    this.lastSkipped = key;
+    if (skipped.length) this.log.warn({ skipped: skipped.slice(0, 20), count: skipped.length }, "node records in Redis that no agent could have written were left out of the AZ states");
+  }
+
+  private logTransitions(e: Evaluation): void {
+    const prev = this.last;
+    for (const a of e.azs) {
+      const before = prev?.azs.find((x) => x.az === a.az)?.state;
+      if (before !== a.state) this.log.warn({ az: a.az, from: before ?? null, to: a.state, healthy: a.healthyCapacity, total: a.totalCapacity }, "AZ state");
+    }
+    if (prev?.tier.level !== e.tier.level) {
+      const worse = TIER_LEVELS.indexOf(e.tier.level) > TIER_LEVELS.indexOf(prev?.tier.level ?? "L0");
+      this.log[worse ? "warn" : "info"]({ from: prev?.tier.level ?? null, to: e.tier.level, reason: e.tier.reason }, "tier");
+    }
+    if ((prev?.suspect.join(",") ?? "") !== e.suspect.join(",")) {
+      this.log.warn({ suspect: e.suspect, counts: e.suspectCounts }, "blast-radius cap: suspect checks changed");
+    }
+    if (prev?.standby.wake !== e.standby.wake && e.standby.az) {
+      this.log.warn({ az: e.standby.az, wake: e.standby.wake, reason: e.standby.reason }, "standby desired state");
+    }
+    if ((prev?.shift.az ?? null) !== e.shift.az && this.settings.zonalShift) {
+      this.log.warn({ az: e.shift.az, from: prev?.shift.az ?? null, reason: e.shift.reason }, "zonal shift desired state");
+    }
+  }
+}

@@ -1,0 +1,360 @@
+import { EventEmitter } from "node:events";
+import type { AgentConfig } from "../config/spec";
+import { DEFAULT_WARMUP_STEPS, evaluate, initialState, type EvaluatorSettings, type EvaluatorState } from "./evaluator/evaluate";
+import type { AgentMetrics, SourceName } from "./reporters/metrics";
+import { GpuSource, readPciGpus } from "./sources/gpu";
+import { InferenceCredential, splitUserinfo } from "./sources/credential";
+import { defaultMetricsUrl, readEngine } from "./sources/engine-metrics";
+import { ADAPTERS, request, type InferenceAdapter } from "./sources/inference";
+import type { GpuInfo, ModelIdentity, ProbeObservation, Sample, Signals, XidEvent } from "./sources/signals";
+import { ConnectionWatch } from "./sources/watch";
+import { XidReader } from "./sources/xid";
+import { parseXidRules, XidJudge } from "./sources/xid-rules";
+import { takesTraffic, type Decision, type Reason } from "../types";
+import type { Logger } from "../util/log";
+import { existsSync } from "node:fs";
+import { Loop } from "../util/loop";
+
+/**
+ * The node agent's runtime: sources on their own loops (one failing never stops the
+ * others), the pure evaluator run on every new result and every period, and the
+ * current decision for the reporters. Emits `decision` (Decision, changed) after each
+ * evaluation.
+ */
+export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
+  readonly signals: Signals = { fatalXids: [], probeLatencies: [], probeInFlightSince: null };
+  private state: EvaluatorState;
+  private readonly settings: EvaluatorSettings;
+  private readonly adapter: InferenceAdapter;
+  private readonly gpu: GpuSource;
+  private readonly xid: XidReader | null;
+  private readonly xidJudge: XidJudge;
+  private readonly metricsUrl: string | null;
+  /** `LLMHA_INFERENCE_URL` without its user part: what requests go to and what reasons may show. */
+  private readonly inferenceBase: string;
+  private readonly credential: InferenceCredential;
+  private readonly probeExpect: RegExp | null;
+  private servedIdentity: ModelIdentity | null = null;
+  private lastGoodGpus: GpuInfo[] = [];
+  /** The last error reading the kernel log (null: readable), so it is logged once, not every period. */
+  private xidError: string | null = null;
+  private readonly loops: Loop[] = [];
+  private readonly watch: ConnectionWatch;
+  private readonly modelLoop: Loop;
+  private seq = 0;
+  private draining = false;
+  /** The drain file as last read, and when. */
+  private drainFileSeen = false;
+  private drainFileAt: number | null = null;
+  private suspects: ReadonlySet<string> = new Set();
+  private probeAbort: AbortController | null = null;
+  private probeTimers: NodeJS.Timeout[] = [];
+  private servedModel: string | null = null;
+  /** Times the inference server became ready after not being ready: a restart the canaries wait for. */
+  serverStarts = 0;
+  private failingSince: number | null = null;
+  lastEvaluationAt = 0;
+
+  constructor(
+    readonly cfg: AgentConfig,
+    private readonly log: Logger,
+    private readonly metrics: AgentMetrics,
+    private readonly clock: () => number = Date.now,
+  ) {
+    super();
+    this.state = initialState(clock());
+    this.settings = {
+      gpuCount: cfg.gpuCount,
+      model: cfg.model,
+      probeLatencyMs: cfg.probeLatencyMs,
+      wedgeMs: cfg.wedgeMs,
+      probeStuckMs: cfg.probeStuckMs,
+      modelRevision: cfg.modelRevision,
+      fall: cfg.fall,
+      rise: cfg.rise,
+      warmupStepMs: cfg.warmupStepMs,
+      warmupSteps: DEFAULT_WARMUP_STEPS,
+      degradedWeight: cfg.degradedWeight,
+    };
+    this.adapter = ADAPTERS[cfg.inferenceKind];
+    this.gpu = new GpuSource(cfg.nvidiaSmi, cfg.gpuTimeoutMs);
+    this.xid = cfg.xidLog ? new XidReader(cfg.xidLog) : null;
+    this.xidJudge = new XidJudge(parseXidRules(cfg.xidRules));
+    const target = splitUserinfo(cfg.inferenceUrl);
+    this.inferenceBase = target.url;
+    this.credential = new InferenceCredential(cfg.inferenceApiKeyFile, target.basic, log);
+    this.metricsUrl = cfg.metricsUrl ?? defaultMetricsUrl(cfg.inferenceKind, this.inferenceBase);
+    this.probeExpect = cfg.probeExpect ? new RegExp(cfg.probeExpect) : null;
+    const u = new URL(cfg.inferenceUrl);
+    const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
+    this.modelLoop = this.loop("model", () => this.checkModel());
+    this.watch = new ConnectionWatch(u.hostname, port, Math.min(cfg.intervalMs, 500), () => this.modelLoop.kick());
+  }
+
+  get decision(): Decision {
+    return this.state.decision;
+  }
+
+  /**
+   * The node's GPUs as last seen. While a failed query has not yet been acted on (the node
+   * still takes traffic), the last good list stands: the heartbeat must not tell the
+   * controller "0 GPUs" while agent-check still tells HAProxy `up`.
+   */
+  get gpus(): GpuInfo[] {
+    const g = this.signals.gpu?.value;
+    if (g?.kind === "ok") return g.gpus;
+    return takesTraffic(this.state.decision) ? this.lastGoodGpus : [];
+  }
+
+  get model(): string | null {
+    return this.servedModel;
+  }
+
+  /** What the server says about the model it serves (revision, dtype, context), where its API tells. */
+  get modelIdentity(): ModelIdentity | null {
+    return this.servedIdentity;
+  }
+
+  /** SIGTERM, or the drain file as the last evaluation read it (agent-check, `/readyz` and the decision agree). */
+  get isDraining(): boolean {
+    return this.draining || this.drainFileSeen;
+  }
+
+  /**
+   * A planned drain: the drain file exists (the inference pod's preStop hook wrote it before
+   * its server stops). Read at most once per evaluation period; an unreadable directory is no
+   * drain (the file's absence is the normal state).
+   */
+  private plannedDrain(): boolean {
+    const file = this.cfg.drainFile;
+    if (!file) return false;
+    const now = this.clock();
+    if (this.drainFileAt !== null && now - this.drainFileAt < this.cfg.intervalMs / 2) return this.drainFileSeen;
+    this.drainFileAt = now;
+    const seen = existsSync(file);
+    if (seen !== this.drainFileSeen) this.log.info({ event: seen ? "planned-drain" : "planned-drain-over", file }, seen ? `planned drain: ${file} present, HAProxy gets drain` : `planned drain over: ${file} gone`);
+    this.drainFileSeen = seen;
+    return seen;
+  }
+
+  /** The canaries' verdict: a mismatch's detail takes the node out (`CANARY_MISMATCH`), null lets it serve. */
+  setCanaryMismatch(detail: string | null): void {
+    if ((this.signals.canaryMismatch ?? null) === detail) return;
+    this.signals.canaryMismatch = detail;
+    this.evaluateNow();
+  }
+
+  /** Soft-fault codes the controller marked suspect (blast-radius cap). */
+  setSuspects(codes: ReadonlySet<string>): void {
+    this.suspects = codes;
+  }
+
+  start(): void {
+    const i = this.cfg.intervalMs;
+    this.loops.push(this.loop("gpu", () => this.checkGpu()), this.modelLoop, this.loop("probe", () => this.runProbe()));
+    if (this.metricsUrl) this.loops.push(this.loop("engine", () => this.checkEngine(), this.cfg.engineIntervalMs));
+    if (this.xid) this.loops.push(this.loop("xid", async () => this.checkXid()));
+    this.loops.push(new Loop(i, async () => this.evaluateNow(), (e) => this.log.error({ err: e }, "evaluation failed")));
+    for (const l of this.loops) l.start();
+    this.watch.start();
+  }
+
+  /** SIGTERM: answer `drain` / 503 from now on. */
+  drain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    this.log.info({ event: "draining" }, "draining: HAProxy gets drain, /readyz 503");
+    this.evaluateNow();
+  }
+
+  stop(): void {
+    for (const l of this.loops) l.stop();
+    this.watch.stop();
+    this.probeAbort?.abort();
+    for (const t of this.probeTimers) clearTimeout(t);
+    this.xid?.close();
+  }
+
+  private loop(name: SourceName, task: () => Promise<void>, periodMs = this.cfg.intervalMs): Loop {
+    return new Loop(periodMs, task, (err) => {
+      this.metrics.source(name, 0, true);
+      this.log.error({ err, source: name }, "source failed unexpectedly");
+    });
+  }
+
+  private sample<T>(value: T): Sample<T> {
+    return { seq: ++this.seq, at: this.clock(), value };
+  }
+
+  private async checkGpu(): Promise<void> {
+    const t0 = performance.now();
+    const obs = await this.gpu.read();
+    if (obs.kind === "ok") this.lastGoodGpus = obs.gpus;
+    if (this.cfg.pciDevices) this.signals.pci = this.sample(readPciGpus(this.cfg.pciDevices));
+    this.metrics.source("gpu", performance.now() - t0, obs.kind !== "ok");
+    this.signals.gpu = this.sample(obs);
+    this.metrics.signals(this.signals, this.cfg.gpuCount);
+    this.evaluateNow();
+  }
+
+  private async checkModel(): Promise<void> {
+    const t0 = performance.now();
+    const obs = await this.adapter.check(this.inferenceBase, this.cfg.model, this.cfg.modelTimeoutMs, this.credential.headers());
+    this.metrics.source("model", performance.now() - t0, obs.kind !== "ready");
+    if (obs.kind === "ready" && this.signals.model?.value.kind !== "ready") this.serverStarts += 1;
+    if (obs.kind === "ready") {
+      // What the probe asks for: the configured model (its absence is MODEL_MISSING), else the first served.
+      this.servedModel = this.cfg.model ?? obs.served[0] ?? null;
+      // What the server really serves (the registry reports it; issue 16): the configured model when it
+      // is served, else the first id it lists — a server on the wrong model shows as that model.
+      const id = this.cfg.model !== null && obs.served.includes(this.cfg.model) ? this.cfg.model : (obs.served[0] ?? null);
+      const identity: ModelIdentity | null = id === null ? null : obs.identity?.id === id ? obs.identity : { id, revision: null, dtype: null, maxContext: null };
+      if (JSON.stringify(identity) !== JSON.stringify(this.servedIdentity)) this.log.info({ event: "model", ...identity }, `serving ${identity?.id ?? "nothing"}`);
+      this.servedIdentity = identity;
+    }
+    this.signals.model = this.sample(obs);
+    if (obs.kind !== "ready") this.resetProbe();
+    this.evaluateNow();
+  }
+
+  private async checkEngine(): Promise<void> {
+    const t0 = performance.now();
+    const e = this.metricsUrl ? await readEngine(this.metricsUrl, this.cfg.modelTimeoutMs, this.credential.headers()) : null;
+    this.metrics.source("engine", performance.now() - t0, e === null);
+    this.signals.engine = this.sample(e);
+    this.metrics.signals(this.signals, this.cfg.gpuCount);
+    this.evaluateNow();
+  }
+
+  private async checkXid(): Promise<void> {
+    let events: XidEvent[];
+    try {
+      events = this.xid ? this.xid.read() : [];
+    } catch (err) {
+      this.metrics.source("xid", 0, true);
+      // Once per distinct error, not every period: a missing log stays missing.
+      const msg = (err as Error).message;
+      if (msg !== this.xidError) this.log.warn({ err: msg, path: this.cfg.xidLog }, "cannot read the kernel log for XIDs; XID checks are off until it can");
+      this.xidError = msg;
+      return;
+    }
+    if (this.xidError !== null) this.log.info({ path: this.cfg.xidLog }, "kernel log readable again; XID checks are on");
+    this.xidError = null;
+    const now = this.clock();
+    for (const x of events) {
+      const action = this.xidJudge.add(x, now);
+      this.log.warn({ event: "xid", xid: x.code, busId: x.busId, action: typeof action === "string" ? action : `${action.count}/${action.windowMs}ms` }, x.line);
+    }
+    // Windowed rules are judged against the clock: a window that ends clears its fault.
+    const v = this.xidJudge.verdict(now);
+    const before = `${this.signals.fatalXids?.length ?? 0}/${JSON.stringify(this.signals.xidRepeated ?? [])}`;
+    this.signals.fatalXids = v.fatal;
+    this.signals.xidRepeated = v.repeated;
+    if (events.length || before !== `${v.fatal.length}/${JSON.stringify(v.repeated)}`) this.evaluateNow();
+  }
+
+  private resetProbe(): void {
+    this.probeAbort?.abort();
+    this.probeAbort = null;
+    for (const t of this.probeTimers) clearTimeout(t);
+    this.probeTimers = [];
+    this.signals.probe = undefined;
+    this.signals.probeInFlightSince = null;
+    this.signals.probeUnansweredSince = null;
+  }
+
+  /**
+   * One probe at a time; a probe still running past the threshold is reported as over it —
+   * at the threshold and then every `period / fall` while it runs, so `fall` results are in
+   * within one period after the threshold is passed (latency creep acts within one period).
+   */
+  private async runProbe(): Promise<void> {
+    if (this.signals.probeInFlightSince != null) return;
+    if (this.signals.model?.value.kind !== "ready") return;
+    const req = this.adapter.probe(this.inferenceBase, this.servedModel, this.cfg.probeMaxTokens, this.cfg.probePrompt);
+    if (!req) return;
+    const abort = new AbortController();
+    this.probeAbort = abort;
+    const started = this.clock();
+    this.signals.probeInFlightSince = started;
+    const unansweredSince = (this.signals.probeUnansweredSince ??= started);
+    const at = (ms: number, fn: () => void): void => {
+      const t = setTimeout(fn, ms);
+      t.unref?.();
+      this.probeTimers.push(t);
+    };
+    // Act within one period of the threshold being passed, not when the probe returns.
+    const step = Math.max(50, Math.floor(this.cfg.intervalMs / this.cfg.fall));
+    const overdue = (): void => {
+      this.setProbe({ kind: "in-flight", elapsedMs: this.clock() - started });
+      at(step, overdue);
+    };
+    at(this.cfg.probeLatencyMs, overdue);
+    // The stuck bound (counted from the first probe of an unanswered run) acts when it is passed, not at the next period.
+    const stuckIn = this.cfg.probeStuckMs - (started - unansweredSince);
+    if (stuckIn < this.cfg.probeTimeoutMs) at(Math.max(0, stuckIn), () => this.evaluateNow());
+    void (async () => {
+      const r = await request(req.url, this.cfg.probeTimeoutMs, req.body, abort.signal, this.credential.headers());
+      if (abort.signal.aborted) return;
+      for (const t of this.probeTimers) clearTimeout(t);
+      this.probeTimers = [];
+      this.probeAbort = null;
+      this.signals.probeInFlightSince = null;
+      const elapsed = this.clock() - started;
+      let obs: ProbeObservation;
+      if ("kind" in r) obs = r.kind === "timeout" ? { kind: "timeout", elapsedMs: elapsed } : { kind: "failed", detail: r.detail };
+      else if (r.status !== 200) obs = { kind: "failed", detail: `probe answered ${r.status}` };
+      else if (req.answer(r.text) === null) obs = { kind: "failed", detail: `probe answer is not a completion: ${JSON.stringify(r.text.slice(0, 80))}` };
+      else if (this.probeExpect && !this.probeExpect.test(req.answer(r.text) ?? "")) {
+        obs = { kind: "wrong-answer", latencyMs: elapsed, detail: `probe answer ${JSON.stringify((req.answer(r.text) ?? "").slice(0, 60))} does not match ${this.probeExpect}` };
+      } else {
+        obs = { kind: "ok", latencyMs: elapsed };
+        this.metrics.probe(elapsed);
+        const lat = [...(this.signals.probeLatencies ?? []), elapsed];
+        this.signals.probeLatencies = lat.slice(-this.cfg.probeWindow);
+      }
+      // Any answer — even an error — ends an unanswered run; a timeout continues it.
+      if (obs.kind !== "timeout") this.signals.probeUnansweredSince = null;
+      this.metrics.source("probe", elapsed, obs.kind !== "ok");
+      this.setProbe(obs);
+    })();
+  }
+
+  private setProbe(obs: ProbeObservation): void {
+    this.signals.probe = this.sample(obs);
+    this.evaluateNow();
+  }
+
+  /** Runs the evaluator on the current signals; logs and counts only changes. */
+  evaluateNow(): void {
+    const now = this.clock();
+    const prev = this.state.decision;
+    let next = evaluate(this.signals, this.state, now, this.settings, this.suspects);
+    const planned = this.plannedDrain();
+    if (this.draining || planned) {
+      const r: Reason = this.draining
+        ? { source: "agent", code: "AGENT_DRAINING", hard: true, effect: "unknown", detail: "agent is shutting down" }
+        : { source: "agent", code: "PLANNED_DRAIN", hard: true, effect: "unknown", detail: `${this.cfg.drainFile} present: the inference server is being stopped on purpose` };
+      next = { ...next, decision: { ...next.decision, phase: "draining", weight: 0, reasons: [r, ...next.decision.reasons] } };
+    }
+    this.state = next;
+    this.lastEvaluationAt = now;
+    const d = next.decision;
+    const changed = d.status !== prev.status || d.phase !== prev.phase;
+    const anyFailing = d.pending.length > 0 || d.reasons.some((r) => r.source !== "agent");
+    if (anyFailing && this.failingSince === null) this.failingSince = now;
+    if (changed) {
+      const out = d.phase === "down" || d.phase === "loading";
+      if (out && this.failingSince !== null) this.metrics.lastDetection.set((now - this.failingSince) / 1000);
+      this.log.info(
+        { event: "transition", from: prev.status, to: d.status, phase: d.phase, weight: d.weight, reasons: d.reasons.map((r) => r.code), detail: d.reasons[0]?.detail },
+        `${prev.status} -> ${d.status} (${d.phase}${d.reasons.length ? ": " + d.reasons.map((r) => r.code).join(", ") : ""})`,
+      );
+    } else if (d.weight !== prev.weight) {
+      this.log.debug({ event: "weight", weight: d.weight }, `weight ${prev.weight}% -> ${d.weight}%`);
+    }
+    if (!anyFailing) this.failingSince = null;
+    this.metrics.decision(d, changed);
+    this.emit("decision", d, changed);
+  }
+}

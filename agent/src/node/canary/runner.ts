@@ -1,0 +1,159 @@
+/**
+ * The agent's canary loop (issue 32): every `LLMHA_CANARY_INTERVAL_MS` one round — the set the
+ * decision asks for, one request at a time to the node's own server — then the answers go to
+ * Redis (the fleet learns from them), the expectation for the served model is read back, and the
+ * pure decision (`decide.ts`) steps. A SUSPECT node's re-check runs at once, not a period later.
+ * Cost is bounded (one round a period, 3 short greedy requests, never two rounds at once) and
+ * published: `llmha_canary_requests_total`, `llmha_canary_seconds_total`, `llmha_canary_time_share`.
+ */
+import type { Redis } from "ioredis";
+import { Counter, Gauge, type Registry } from "prom-client";
+import type { InferenceKind } from "../../config/spec";
+import type { RedisKeys } from "../../fleet/redis/keys";
+import { request } from "../sources/inference";
+import type { Logger } from "../../util/log";
+import { Loop } from "../../util/loop";
+import { CANARY_PROMPTS, canaryRequest, compareAnswers, selfCheck, type CanaryAnswer, type CanaryTolerance } from "./answers";
+import { CANARY_PHASES, canaryStep, initialCanaryState, type CanaryRound, type CanaryState } from "./decide";
+import { publishAnswers, readExpectation } from "./store";
+
+export interface CanaryOptions {
+  kind: InferenceKind;
+  baseUrl: string;
+  nodeId: string;
+  az: string;
+  intervalMs: number;
+  maxTokens: number;
+  timeoutMs: number;
+  tolerance: CanaryTolerance;
+  /** The model id to ask for and its key (`modelKey`: id@revision …), null while nothing is served. */
+  served(): { id: string | null; key: string } | null;
+  /** Ready for traffic as the model check last saw it. */
+  ready(): boolean;
+  /** Times the inference server became ready after not being ready (a restart raises it). */
+  serverStarts(): number;
+  fleet(): { redis: Redis; keys: RedisKeys } | null;
+  log: Logger;
+  registry: Registry;
+  onChange(s: CanaryState): void;
+  clock?: () => number;
+}
+
+export class CanaryRunner {
+  private st: CanaryState;
+  private readonly loop: Loop;
+  private readonly answers: Record<string, CanaryAnswer> = {};
+  private readonly requests: Counter;
+  private readonly seconds: Counter;
+  private readonly share: Gauge;
+  private readonly phase: Gauge;
+  private readonly startedAt: number;
+  private spentMs = 0;
+  private lastKey: string | null = null;
+  private readonly clock: () => number;
+
+  constructor(private readonly o: CanaryOptions) {
+    this.clock = o.clock ?? Date.now;
+    this.startedAt = this.clock();
+    this.st = initialCanaryState(this.startedAt);
+    const r = [o.registry];
+    this.requests = new Counter({ name: "llmha_canary_requests_total", help: "Canary requests sent to the node's server, by set and result", labelNames: ["set", "result"], registers: r });
+    this.seconds = new Counter({ name: "llmha_canary_seconds_total", help: "Time the node's server spent answering canaries", registers: r });
+    this.share = new Gauge({ name: "llmha_canary_time_share", help: "Canary request time as a share of wall time since the agent started (one request at a time: an upper bound of the GPU share)", registers: r });
+    this.phase = new Gauge({ name: "llmha_canary_phase", help: "1 for the canary decision's current phase (unknown, ok, suspect, mismatch, capped)", labelNames: ["phase"], registers: r });
+    for (const p of CANARY_PHASES) this.phase.set({ phase: p }, p === "unknown" ? 1 : 0);
+    for (const set of ["first", "second"]) for (const result of ["ok", "error"]) this.requests.inc({ set, result }, 0);
+    this.loop = new Loop(o.intervalMs, () => this.round(), (err) => o.log.error({ err, source: "canary" }, "canary round failed unexpectedly"));
+  }
+
+  get state(): CanaryState {
+    return this.st;
+  }
+
+  /** What status shows: the phase, the detail, and the cost so far. */
+  view(): { phase: string; since: number; detail: string; next: string; timeShare: number } {
+    return { phase: this.st.phase, since: this.st.since, detail: this.st.detail, next: this.st.next, timeShare: this.timeShare() };
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): void {
+    this.loop.stop();
+  }
+
+  private timeShare(): number {
+    const wall = this.clock() - this.startedAt;
+    return wall > 0 ? this.spentMs / wall : 0;
+  }
+
+  /** One round; exported for tests through `runOnce`. */
+  async runOnce(): Promise<CanaryState> {
+    await this.round();
+    return this.st;
+  }
+
+  private async round(): Promise<void> {
+    const served = this.o.served();
+    if (!served || !this.o.ready()) return;
+    if (served.key !== this.lastKey) {
+      // Another model or revision: answers of the old one mean nothing for the new.
+      for (const k of Object.keys(this.answers)) delete this.answers[k];
+      this.lastKey = served.key;
+    }
+    const set = this.st.next;
+    const got: Record<string, CanaryAnswer> = {};
+    for (const p of CANARY_PROMPTS[set]) {
+      const req = canaryRequest(this.o.kind, this.o.baseUrl, served.id, p, this.o.maxTokens);
+      if (!req) return;
+      const t0 = this.clock();
+      const r = await request(req.url, this.o.timeoutMs, req.body);
+      const dt = this.clock() - t0;
+      this.spentMs += dt;
+      this.seconds.inc(dt / 1000);
+      const a = "kind" in r || r.status !== 200 ? null : req.parse(r.text);
+      this.requests.inc({ set, result: a ? "ok" : "error" });
+      // A failed request is the probe's business: the round judges only what was answered.
+      if (a) got[p.id] = a;
+    }
+    this.share.set(this.timeShare());
+    Object.assign(this.answers, got);
+    const fleet = this.o.fleet();
+    let expected: Awaited<ReturnType<typeof readExpectation>> = null;
+    if (fleet) {
+      try {
+        await publishAnswers(fleet.redis, fleet.keys, { nodeId: this.o.nodeId, az: this.o.az, model: served.key, at: this.clock(), answers: this.answers });
+        expected = await readExpectation(fleet.redis, fleet.keys, served.key);
+      } catch (err) {
+        this.o.log.warn({ err: (err as Error).message, source: "canary" }, "canary answers not shared with the fleet (Redis)");
+      }
+    }
+    this.step({ set, ...judge(got, expected?.answers ?? {}, this.o.tolerance), capped: expected?.capped === true, serverStarts: this.o.serverStarts() });
+  }
+
+  private step(r: CanaryRound): void {
+    const prev = this.st;
+    this.st = canaryStep(prev, r, this.clock());
+    if (this.st.phase !== prev.phase) {
+      for (const p of CANARY_PHASES) this.phase.set({ phase: p }, p === this.st.phase ? 1 : 0);
+      const level = this.st.phase === "ok" ? "info" : "warn";
+      this.o.log[level]({ event: "canary", from: prev.phase, to: this.st.phase, set: r.set, detail: this.st.detail }, `canary ${prev.phase} -> ${this.st.phase}${this.st.detail ? `: ${this.st.detail}` : ""}`);
+      this.o.onChange(this.st);
+    }
+    // A suspect node is re-checked with the second set at once.
+    if (this.st.phase === "suspect") this.loop.kick();
+  }
+}
+
+/** A round's outcome: a mismatch names the first prompt that differs; a match needs something judged (an expectation, or logprobs to self-check). */
+export function judge(got: Record<string, CanaryAnswer>, expected: Record<string, CanaryAnswer>, tol: CanaryTolerance): Pick<CanaryRound, "outcome" | "detail"> {
+  let judged = false;
+  for (const [id, a] of Object.entries(got)) {
+    const want = expected[id];
+    const why = want ? compareAnswers(a, want, tol) : selfCheck(a);
+    if (why) return { outcome: "mismatch", detail: `${id}: ${why}` };
+    if (want || a.logprobs) judged = true;
+  }
+  return judged ? { outcome: "match", detail: "" } : { outcome: "none", detail: "" };
+}

@@ -1,0 +1,98 @@
+/**
+ * Canary answers and expectations in Redis (issue 32; keys in `redis/keys.ts`): each agent writes
+ * its latest answers, the leader learns and publishes the expectations (fenced, as the `models`
+ * hash), an operator records one (`llm-ha canary record`), and each agent reads the one for the
+ * model its server serves.
+ */
+import type { Redis } from "ioredis";
+import type { FencedWriter } from "../../fleet/redis/fenced";
+import type { RedisKeys } from "../../fleet/redis/keys";
+import type { CanaryAnswer, CanaryTolerance } from "./answers";
+import { learnExpectations, type Expectation, type NodeAnswers } from "./learn";
+
+/** Fields of the expectation hashes are `m:<model key>`; the rest are the fenced writer's own. */
+const FIELD = "m:";
+
+/** A stored value that is not what it should be (named, so a bad write shows where it came from). */
+export class CanaryStoreError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "CanaryStoreError";
+  }
+}
+
+/** JSON has no NaN: a logprob written as null comes back NaN (it was not finite). */
+function reviveAnswer(a: CanaryAnswer): CanaryAnswer {
+  return { ...a, logprobs: a.logprobs ? a.logprobs.map((x) => (typeof x === "number" ? x : Number.NaN)) : null };
+}
+
+function reviveAll(m: Record<string, CanaryAnswer>): Record<string, CanaryAnswer> {
+  return Object.fromEntries(Object.entries(m).map(([k, a]) => [k, reviveAnswer(a)]));
+}
+
+function parseExpectations(h: Record<string, string>): Record<string, Expectation> {
+  const out: Record<string, Expectation> = {};
+  for (const [f, v] of Object.entries(h)) {
+    if (!f.startsWith(FIELD)) continue;
+    try {
+      const e = JSON.parse(v) as Expectation;
+      out[f.slice(FIELD.length)] = { ...e, answers: reviveAll(e.answers) };
+    } catch {
+      // An unreadable entry is no expectation: the fleet learns it again.
+    }
+  }
+  return out;
+}
+
+/** An agent's latest answers, per prompt id, for the model key its server serves. */
+export async function publishAnswers(redis: Redis, keys: RedisKeys, n: NodeAnswers): Promise<void> {
+  await redis.hset(keys.canaryAnswers, n.nodeId, JSON.stringify({ az: n.az, model: n.model, at: n.at, answers: n.answers }));
+}
+
+/** The expectation for one model key, or null when none is learned or recorded. */
+export async function readExpectation(redis: Redis, keys: RedisKeys, model: string): Promise<Expectation | null> {
+  const v = await redis.hget(keys.canaryExpect, FIELD + model);
+  return v ? (parseExpectations({ [FIELD + model]: v })[model] ?? null) : null;
+}
+
+/** Every published expectation (status, the CLI). */
+export async function readExpectations(redis: Redis, keys: RedisKeys): Promise<Record<string, Expectation>> {
+  return parseExpectations(await redis.hgetall(keys.canaryExpect));
+}
+
+/** Every node's answers written within `maxAgeMs` (older ones are a node gone or a model changed). */
+export async function readNodeAnswers(redis: Redis, keys: RedisKeys, now: number, maxAgeMs: number): Promise<NodeAnswers[]> {
+  const h = await redis.hgetall(keys.canaryAnswers);
+  const out: NodeAnswers[] = [];
+  for (const [nodeId, v] of Object.entries(h)) {
+    try {
+      const x = JSON.parse(v) as Omit<NodeAnswers, "nodeId">;
+      if (now - x.at <= maxAgeMs) out.push({ ...x, nodeId, answers: reviveAll(x.answers) });
+    } catch {
+      // Skipped: the node writes it again next round.
+    }
+  }
+  return out;
+}
+
+/** The leader's step: learn from the fleet's recent answers and publish every expectation, fenced. */
+export async function publishExpectations(redis: Redis, keys: RedisKeys, writer: FencedWriter, tol: CanaryTolerance, now: number, maxAgeMs: number): Promise<{ accepted: boolean; expectations: Record<string, Expectation> }> {
+  const [nodes, prev, rec] = await Promise.all([readNodeAnswers(redis, keys, now, maxAgeMs), redis.hgetall(keys.canaryExpect), redis.hgetall(keys.canaryRecorded)]);
+  const expectations = learnExpectations(nodes, parseExpectations(prev), parseExpectations(rec), tol, now);
+  const fields = Object.fromEntries(Object.entries(expectations).map(([m, e]) => [FIELD + m, JSON.stringify(e)]));
+  if (Object.keys(fields).length === 0) return { accepted: true, expectations };
+  const r = await writer.hset(keys.canaryExpect, { ...fields, updatedAt: now });
+  return { accepted: r.accepted, expectations };
+}
+
+/**
+ * An operator's record (`llm-ha canary record`): the answers of one node (`from`), or the fleet's
+ * current majority, become the expectation of `model`. Returns what was recorded.
+ */
+export async function recordExpectation(redis: Redis, keys: RedisKeys, model: string, answers: Record<string, CanaryAnswer>, now: number): Promise<Expectation> {
+  if (Object.keys(answers).length === 0) throw new CanaryStoreError(`no canary answers to record for ${model}: no node serving it has answered canaries yet`);
+  const e: Expectation = { source: "operator", at: now, answers, nodes: 0, agreeing: 0, disagreeing: [], capped: false };
+  // The leader publishes it (fenced) with its next step.
+  await redis.hset(keys.canaryRecorded, FIELD + model, JSON.stringify(e));
+  return e;
+}

@@ -1,0 +1,214 @@
+import { REASON_EFFECTS, type Decision, type NodeStatus, type Reason, type ReasonEffect, type ServingPhase } from "../../types";
+import type { Signals } from "../sources/signals";
+import { measured, quantile } from "../../util/stats";
+import { engineReasons, gpuReasons, modelReasons, pciReasons, probeReasons, PROBE_CODES, probeWithEngine, xidReasons, type RuleSettings } from "./rules";
+
+/**
+ * The evaluator: a pure function of (signals, previous state, clock). Hard faults act on
+ * the first result, soft faults after `fall` results of their source in a row; recovery
+ * needs `rise` clean periods, then a warmup ramp. Timers live at the edges, not here.
+ */
+
+export interface EvaluatorSettings extends RuleSettings {
+  fall: number;
+  rise: number;
+  warmupStepMs: number;
+  /** Weight shares of the warmup ramp, ending at 100. */
+  warmupSteps: readonly number[];
+  degradedWeight: number;
+}
+
+export const DEFAULT_WARMUP_STEPS: readonly number[] = Object.freeze([25, 50, 75, 100]);
+
+type SourceName = "gpu" | "model" | "probe" | "engine";
+
+export interface EvaluatorState {
+  readonly decision: Decision;
+  /** The inference server has answered ready since the agent started. */
+  readonly everReady: boolean;
+  /** Consecutive results per soft-fault code. */
+  readonly softCounts: Readonly<Record<string, number>>;
+  readonly lastSeq: Readonly<Record<SourceName, number>>;
+  /** Clean model results in a row while recovering. */
+  readonly okStreak: number;
+  /** When the warmup ramp started, or null when not ramping. */
+  readonly warmupStartedAt: number | null;
+  /** Engine token counter and when it last moved. */
+  readonly progress: { readonly tokens: number; readonly at: number } | null;
+}
+
+const BLOCKING: ReadonlySet<ReasonEffect> = new Set(["unreachable", "unhealthy", "loading", "unknown"]);
+
+export function initialState(now: number): EvaluatorState {
+  return {
+    decision: {
+      status: "UNKNOWN",
+      phase: "down",
+      weight: 0,
+      reasons: [{ source: "agent", code: "AGENT_STARTING", hard: true, effect: "unknown", detail: "no results yet" }],
+      pending: [],
+      suppressed: [],
+      since: now,
+      checkedAt: now,
+      loadScore: 0,
+    },
+    everReady: false,
+    softCounts: {},
+    lastSeq: { gpu: 0, model: 0, probe: 0, engine: 0 },
+    okStreak: 0,
+    warmupStartedAt: null,
+    progress: null,
+  };
+}
+
+function worstEffect(reasons: readonly Reason[]): ReasonEffect | null {
+  for (const e of REASON_EFFECTS) if (reasons.some((x) => x.effect === e)) return e;
+  return null;
+}
+
+function statusOf(effect: ReasonEffect): NodeStatus {
+  switch (effect) {
+    case "unreachable":
+      return "UNREACHABLE";
+    case "unhealthy":
+    case "loading":
+      return "UNHEALTHY";
+    case "unknown":
+      return "UNKNOWN";
+    case "degraded":
+      return "DEGRADED";
+  }
+}
+
+function loadScore(signals: Signals): number {
+  const e = signals.engine?.value;
+  if (e) return Math.round((e.running + 2 * e.waiting + 10 * (e.kvCacheUsage ?? 0)) * 100) / 100;
+  const p50 = quantile(measured(signals.probeLatencies ?? []), 0.5);
+  return p50 === null ? 0 : Math.round(p50) / 1000;
+}
+
+export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s: EvaluatorSettings, suspects: ReadonlySet<string> = new Set()): EvaluatorState {
+  const seq: Record<SourceName, number> = {
+    gpu: signals.gpu?.seq ?? 0,
+    model: signals.model?.seq ?? 0,
+    probe: signals.probe?.seq ?? 0,
+    engine: signals.engine?.seq ?? 0,
+  };
+  const advanced = (src: SourceName): boolean => seq[src] !== prev.lastSeq[src];
+
+  const model = signals.model?.value;
+  const everReady = prev.everReady || (model?.kind === "ready" && (s.model === null || model.served.includes(s.model)));
+
+  let progress = prev.progress;
+  const eng = signals.engine?.value;
+  if (eng && (progress === null || eng.tokensTotal !== progress.tokens)) progress = { tokens: eng.tokensTotal, at: signals.engine?.at ?? now };
+
+  const observed: Reason[] = [];
+  // No traffic before both nvidia-smi and the model check have answered once: a node whose
+  // first GPU reading is slow (a loaded host) would otherwise serve with 0 GPUs in its heartbeat.
+  const awaiting = [signals.gpu ? null : "nvidia-smi", model ? null : "the model check"].filter((x) => x !== null);
+  if (awaiting.length) observed.push({ source: "agent", code: "AGENT_STARTING", hard: true, effect: "unknown", detail: `no result yet from ${awaiting.join(" or ")}` });
+  if (signals.gpu) observed.push(...gpuReasons(signals.gpu.value, s));
+  observed.push(...pciReasons(signals.pci?.value, signals.gpu?.value, s));
+  observed.push(...xidReasons(signals.fatalXids ?? [], signals.xidRepeated ?? []));
+  if (model) observed.push(...modelReasons(model, s, prev.everReady));
+  const modelReady = model?.kind === "ready";
+  const progressAt = progress?.at ?? null;
+  if (modelReady) {
+    const own = signals.probe ? probeReasons(signals.probe.value, s) : [];
+    observed.push(...probeWithEngine(own, signals.probe, signals.probeInFlightSince ?? null, signals.engine, progressAt, now, s, signals.probeUnansweredSince ?? null));
+  }
+  observed.push(...engineReasons(signals.engine, progressAt, s));
+  // Wrong answers with 200 (issue 32): hard, the node is out until its answers match after a restart.
+  if (signals.canaryMismatch) observed.push({ source: "probe", code: "CANARY_MISMATCH", hard: true, effect: "unhealthy", detail: `canary answers differ from the expected ones: ${signals.canaryMismatch}` });
+
+  const softCounts: Record<string, number> = {};
+  const active: Reason[] = [];
+  const pending: Reason[] = [];
+  const suppressed: Reason[] = [];
+  const probeSuspect = [...PROBE_CODES].some((c) => suspects.has(c));
+  for (const reason of observed) {
+    if (reason.hard) {
+      if (reason.code === "PROBE_STUCK" && probeSuspect) suppressed.push(reason);
+      else active.push(reason);
+      continue;
+    }
+    const before = prev.softCounts[reason.code] ?? 0;
+    const count = reason.source === "agent" || advanced(reason.source) ? before + 1 : Math.max(before, 1);
+    softCounts[reason.code] = count;
+    if (suspects.has(reason.code)) suppressed.push(reason);
+    else if (count >= s.fall) active.push(reason);
+    else pending.push(reason);
+  }
+
+  const prevD = prev.decision;
+  const worst = worstEffect(active);
+  let status: NodeStatus;
+  let phase: ServingPhase;
+  let weight: number;
+  let reasons: Reason[] = active;
+  let okStreak = prev.okStreak;
+  let warmupStartedAt = prev.warmupStartedAt;
+
+  if (worst !== null && BLOCKING.has(worst)) {
+    status = statusOf(worst);
+    phase = worst === "loading" ? "loading" : "down";
+    weight = 0;
+    okStreak = 0;
+    warmupStartedAt = null;
+  } else {
+    const wasBlocked = prevD.phase === "down" || prevD.phase === "loading";
+    if (wasBlocked) {
+      const clean = pending.length === 0;
+      // Rise counts clean periods, clocked by the model check (it runs every period).
+      okStreak = clean ? (advanced("model") ? okStreak + 1 : okStreak) : 0;
+      if (okStreak < s.rise) {
+        // Still out until `rise` clean results: keep the old status, say why.
+        const r: Reason = { source: "agent", code: "RECOVERING", hard: true, effect: "unknown", detail: `${okStreak}/${s.rise} clean results` };
+        return {
+          decision: { ...prevD, reasons: [r], pending, suppressed, checkedAt: now, loadScore: loadScore(signals) },
+          everReady,
+          softCounts,
+          lastSeq: seq,
+          okStreak,
+          warmupStartedAt: null,
+          progress,
+        };
+      }
+      warmupStartedAt = s.warmupStepMs > 0 ? now : null;
+    }
+    okStreak = 0;
+    const steps = s.warmupSteps.length ? s.warmupSteps : DEFAULT_WARMUP_STEPS;
+    if (warmupStartedAt !== null) {
+      const step = Math.floor((now - warmupStartedAt) / s.warmupStepMs);
+      if (step >= steps.length - 1) warmupStartedAt = null;
+      weight = steps[Math.min(step, steps.length - 1)];
+    } else {
+      weight = 100;
+    }
+    phase = warmupStartedAt !== null ? "warmup" : "serving";
+    status = worst === "degraded" ? "DEGRADED" : "HEALTHY";
+    if (status === "DEGRADED") weight = Math.min(weight, s.degradedWeight);
+    reasons = active;
+  }
+
+  return {
+    decision: {
+      status,
+      phase,
+      weight,
+      reasons,
+      pending,
+      suppressed,
+      since: status === prevD.status ? prevD.since : now,
+      checkedAt: now,
+      loadScore: loadScore(signals),
+    },
+    everReady,
+    softCounts,
+    lastSeq: seq,
+    okStreak,
+    warmupStartedAt,
+    progress,
+  };
+}

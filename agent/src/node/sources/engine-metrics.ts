@@ -1,0 +1,136 @@
+import type { InferenceKind } from "../../config/spec";
+import { isFail, request, type AuthHeaders } from "./inference";
+import type { EngineObservation } from "./signals";
+
+/**
+ * The inference server's Prometheus metrics: which series each server family exports for its
+ * queue and its progress, and how the agent reads them (the engine source).
+ */
+
+/**
+ * Sums every series of a metric in Prometheus text; null when absent. `labels` keeps only
+ * the series whose labels include each `name="value"` given.
+ */
+export function promSum(text: string, name: string, labels: Readonly<Record<string, string>> = {}): number | null {
+  let total: number | null = null;
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest[0] !== "{" && rest[0] !== " ") continue;
+    if (want.length) {
+      const close = rest.indexOf("}");
+      const set = rest[0] === "{" && close > 0 ? rest.slice(1, close) : "";
+      if (!want.every((w) => set.split(",").some((p) => p.trim() === w))) continue;
+    }
+    const value = Number(rest.slice(rest.lastIndexOf(rest[0] === "{" ? "}" : " ") + 1).trim().split(/\s+/)[0]);
+    if (Number.isFinite(value)) total = (total ?? 0) + value;
+  }
+  return total;
+}
+
+/**
+ * One server family's Prometheus series: what waits, what runs, and the counters that move
+ * whenever the engine makes progress (tokens, decode steps, iterations). Busy ≠ dead rests
+ * on the progress counters: they move every engine step, whatever the queue holds.
+ */
+export interface EngineFamily {
+  readonly name: string;
+  readonly waiting: readonly string[];
+  readonly running: readonly string[];
+  /** Progress counters: their sum must move while the engine works. */
+  readonly progress: readonly (string | readonly [string, Readonly<Record<string, string>>])[];
+  readonly kv?: readonly string[];
+}
+
+/** The families the agent reads, tried in this order; each server exports exactly one. */
+export const ENGINE_FAMILIES: readonly EngineFamily[] = [
+  {
+    name: "vllm",
+    waiting: ["vllm:num_requests_waiting"],
+    running: ["vllm:num_requests_running"],
+    progress: ["vllm:generation_tokens_total", "vllm:prompt_tokens_total"],
+    kv: ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
+  },
+  {
+    // TGI: the queue, the batch, and one count per forward pass (prefill and decode).
+    name: "tgi",
+    waiting: ["tgi_queue_size"],
+    running: ["tgi_batch_current_size"],
+    progress: ["tgi_batch_inference_count", "tgi_request_generated_tokens_sum"],
+  },
+  {
+    // Triton: pending requests per model; TensorRT-LLM's iteration counter moves every engine step,
+    // executions count finished batches for other backends.
+    name: "triton",
+    waiting: ["nv_inference_pending_request_count"],
+    running: [],
+    progress: [["nv_trt_llm_general_metrics", { general_type: "iteration_counter" }], "nv_inference_exec_count"],
+  },
+  {
+    // llama.cpp (`--metrics`): deferred requests wait for a slot; decode calls move every step.
+    name: "llamacpp",
+    waiting: ["llamacpp:requests_deferred"],
+    running: ["llamacpp:requests_processing"],
+    progress: ["llamacpp:n_decode_total", "llamacpp:tokens_predicted_total", "llamacpp:prompt_tokens_total"],
+  },
+  {
+    // SGLang, the usual "generic OpenAI-compatible" server that exports metrics.
+    name: "sglang",
+    waiting: ["sglang:num_queue_reqs"],
+    running: ["sglang:num_running_reqs"],
+    progress: ["sglang:generation_tokens_total", "sglang:prompt_tokens_total"],
+    kv: ["sglang:token_usage"],
+  },
+];
+
+function firstOf(text: string, names: readonly string[]): number | null {
+  for (const n of names) {
+    const v = promSum(text, n);
+    if (v !== null) return v;
+  }
+  return null;
+}
+
+/**
+ * Engine counters from a server's Prometheus text, whichever family it is; null when no
+ * family's queue and progress series are there (metrics off, or an unknown server).
+ */
+export function parseEngineMetrics(text: string): EngineObservation | null {
+  for (const f of ENGINE_FAMILIES) {
+    const waiting = firstOf(text, f.waiting);
+    if (waiting === null) continue;
+    let progress: number | null = null;
+    for (const p of f.progress) {
+      const v = typeof p === "string" ? promSum(text, p) : promSum(text, p[0], p[1]);
+      if (v !== null) progress = (progress ?? 0) + v;
+    }
+    if (progress === null) continue;
+    return { family: f.name, running: firstOf(text, f.running) ?? 0, waiting, kvCacheUsage: f.kv ? firstOf(text, f.kv) : null, tokensTotal: progress };
+  }
+  return null;
+}
+
+/** vLLM engine counters from its Prometheus text; null when they are missing. */
+export function parseVllmMetrics(text: string): EngineObservation | null {
+  const e = parseEngineMetrics(text);
+  return e?.family === "vllm" ? e : null;
+}
+
+/**
+ * Where each kind's metrics are, by default: on the inference port (`/metrics`), except Triton,
+ * whose metrics port is 8002; a generic OpenAI-compatible server has none unless configured.
+ */
+export function defaultMetricsUrl(kind: InferenceKind, inferenceUrl: string): string | null {
+  if (kind === "openai") return null;
+  const u = new URL(inferenceUrl);
+  if (kind === "triton") u.port = "8002";
+  return `${u.origin}${u.pathname.replace(/\/+$/, "")}/metrics`;
+}
+
+/** Reads the engine metrics at `url`; null when they cannot be read or hold no known family. */
+export async function readEngine(url: string, timeoutMs: number, headers: AuthHeaders = {}): Promise<EngineObservation | null> {
+  const r = await request(url, timeoutMs, undefined, undefined, headers);
+  if (isFail(r) || r.status !== 200) return null;
+  return parseEngineMetrics(r.text);
+}

@@ -1,0 +1,245 @@
+/**
+ * The shape of what `llm-ha status` shows; also the `--json` document (docs/status.md):
+ * add fields freely, bump `STATUS_JSON_VERSION` when one changes meaning.
+ */
+import type { AzState, TierLevel } from "../../../../contracts/controller";
+import type { NodeView } from "../../fleet/redis/registry";
+
+export const STATUS_JSON_VERSION = 1;
+
+export interface LeaderView {
+  /** Holder id of the lease (`<nodeId>/<pid>`), null when no one leads. */
+  holder: string | null;
+  /** Fencing token of the current lease. */
+  token: number | null;
+  /** Milliseconds before the lease expires unless renewed. */
+  ttlMs: number | null;
+  /** Highest token Redis has accepted a write from (`fence:last`): lower ones are refused. */
+  highestToken: number | null;
+  highestHolder: string | null;
+}
+
+export interface TierView {
+  level: TierLevel;
+  reason: string;
+  token: number | null;
+  updatedAt: number | null;
+  ageMs: number | null;
+  /** Not refreshed by a leader for longer than the controller's stale limit (30 s). */
+  stale: boolean;
+}
+
+export interface AzPublished {
+  state: AzState;
+  healthyCapacity: number;
+  totalCapacity: number;
+  nodes: number;
+  nodesIn: number;
+  /** Epoch ms the AZ entered this state. */
+  since: number | null;
+  updatedAt: number | null;
+  ageMs: number | null;
+  token: number | null;
+  stale: boolean;
+}
+
+export interface NodeRow {
+  id: string;
+  az: string;
+  /** `EXPIRED`: the node stopped heartbeating (its capacity still counts toward the AZ until forgotten). */
+  status: NodeView["status"];
+  phase: NodeView["phase"];
+  /** Share of the HAProxy weight, 0–100. */
+  weight: number;
+  /** Lower is better (the `az:<az>:available` score); null when expired. */
+  loadScore: number | null;
+  gpus: number;
+  gpusExpected: number;
+  /** Soft reason codes: acted on, pending `fall`, or suppressed as suspect. */
+  soft: string[];
+  /** Hard reason codes: act at once. */
+  hard: string[];
+  /** The model id the node's server says it serves (issue 16: not the configured one). */
+  model: string | null;
+  /** What the server says beyond the id, where it tells (absent from older agents' hashes). */
+  modelRevision?: string | null;
+  modelDtype?: string | null;
+  maxContext?: number | null;
+  alive: boolean;
+  takesTraffic: boolean;
+  /** Redis time (epoch ms) of the last heartbeat, null when unknown. */
+  lastHeartbeatAt: number | null;
+  heartbeatAgeMs: number | null;
+}
+
+export interface AzRow {
+  az: string;
+  /** The leader's publication (`az:<az>:state`); null when none (no leader yet, or a standby AZ scaled to zero). */
+  published: AzPublished | null;
+  /** This AZ is the standby AZ the leader may wake. */
+  standby: boolean;
+  nodes: NodeRow[];
+}
+
+export interface StandbyView {
+  az: string;
+  /** The leader's desired state: true = keep the standby AZ awake. */
+  wake: boolean;
+  reason: string;
+  token: number | null;
+  updatedAt: number | null;
+  ageMs: number | null;
+  /** Set while it is wanted awake and cannot be woken (every fallback step failed): why (issue 15). */
+  unavailable?: string;
+}
+
+/** The followed standby wake (issue 15), from the `actuation` hash. */
+export interface WakeView {
+  /** `waiting`, `fallback`, `serving`, `unavailable`. */
+  phase: string;
+  /** `2/3`: the step in charge of the fallback order. */
+  step: string;
+  groups: string;
+  /** `capacity on <asg>: <AWS message>`, empty when no launch failed. */
+  failure: string;
+  /** Decision to first standby node serving, when measured. */
+  servedMs: number | null;
+}
+
+/** The last practice wake (issue 15), from the `practice` hash. */
+export interface PracticeView {
+  /** `served`, `failed`, `skipped`, `interrupted`; null before the first one. */
+  outcome: string | null;
+  at: number | null;
+  wakeMs: number | null;
+  reason: string;
+  /** A practice running now: its start. */
+  runningSince: number | null;
+}
+
+export interface ActionView {
+  /** `standby.wake`, `standby.release`, `shift.start`, `shift.cancel`. */
+  action: string;
+  az: string;
+  /** `applied`, `already`, `dry-run`, `refused-stale`, `failed`. */
+  outcome: string;
+  detail: string;
+  reason: string;
+  token: number | null;
+  at: number | null;
+  ageMs: number | null;
+}
+
+export interface ActuationView {
+  /** `aws`, `local`, `dry-run`: what the leader acts through. */
+  actuator: string;
+  /** The last standby action (wake / release). */
+  standby: ActionView | null;
+  /** The last zonal-shift action, and when the shift ends unless renewed. */
+  shift: (ActionView & { expiresAt: number | null }) | null;
+  /** The AZ the leader wants traffic shifted away from, if any. */
+  shiftAz: string | null;
+  /** The followed standby wake, when the actuator follows it. */
+  wake?: WakeView;
+}
+
+export interface SuspectView {
+  /** Soft checks the blast-radius cap marked suspect: nodes failing only these are kept in. */
+  codes: string[];
+  /** Live nodes failing each soft check within the window. */
+  counts: Record<string, number>;
+  updatedAt: number | null;
+  ageMs: number | null;
+}
+
+/** Same model everywhere (issue 16): the leader's `models` hash, refreshed every 10 periods. */
+export interface ModelsView {
+  /** The fleet's majority: `id@revision dtype:… ctx:…` (unknown parts left out); null when no node serves one. */
+  majority: string | null;
+  /** Serving nodes that agree with it; null when not published. */
+  agreeing: number | null;
+  /** Nodes serving something else (the first 50), with what and which fields differ (`id`, `revision`, `dtype`, `maxContext`). */
+  outliers: { nodeId: string; model: string; differs: string[] }[];
+  /** Every outlier node, also those not listed. */
+  outlierCount: number;
+  /** AZs where no serving node serves the majority. */
+  outlierAzs: string[];
+  updatedAt: number | null;
+  ageMs: number | null;
+  /** Not refreshed by a leader for longer than the controller's stale limit. */
+  stale: boolean;
+}
+
+/** The L4 queue as the fallback publishes it (`llmha:<cluster>:fallback:queue`, every 2 s, expiring after 30 s). */
+export interface FallbackQueueView {
+  /** Requests queued and not yet replayed (the replay group's lag plus what was produced since); null when unknown. */
+  depth: number | null;
+  /** Kafka topic, `llmha.<cluster>.requests`. */
+  topic: string;
+  updatedAt: number | null;
+  ageMs: number | null;
+  /** Not refreshed for longer than `FALLBACK_QUEUE_STALE_MS`: no fallback samples it any more. */
+  stale: boolean;
+}
+
+/** L4 (docs/fallback.md): whether the L1 proxies send to `llm-ha fallback`, and its queue. */
+export interface FallbackView {
+  /** The published tier is L4 (no inference server of any AZ can serve); null when no tier is published. */
+  l4: boolean | null;
+  /** null when no fallback with Kafka publishes its queue. */
+  queue: FallbackQueueView | null;
+}
+
+export const EVENT_TONES = ["ok", "warn", "bad", "info"] as const;
+export type EventTone = (typeof EVENT_TONES)[number];
+
+export interface EventRow {
+  /** Stream id (`<ms>-<seq>`). */
+  id: string;
+  at: number;
+  ageMs: number;
+  /** `node`, `az`, `tier`, `standby`, `suspect`, `shift`, `action`, or whatever a newer writer uses. */
+  type: string;
+  /** One line for a person. */
+  summary: string;
+  /** ok = something recovered, warn = degraded, bad = out or down, info = neither. */
+  tone: EventTone;
+  /** Fencing token the leader wrote it with, if any. */
+  token: number | null;
+  /** Every field as written. */
+  fields: Record<string, string>;
+}
+
+export interface FleetView {
+  version: typeof STATUS_JSON_VERSION;
+  cluster: string;
+  /** The Redis URL with the password replaced. */
+  redis: string;
+  /** Redis time of the read (epoch ms); every age is measured from it. */
+  now: number;
+  leader: LeaderView;
+  tier: TierView | null;
+  standby: StandbyView | null;
+  /** What the leader last asked of the cloud (the `actuation` hash); null when it never acted. */
+  actuation: ActuationView | null;
+  suspect: SuspectView | null;
+  /** L4 state and the fallback's queue depth. */
+  fallback: FallbackView;
+  /** The fleet's majority model and the odd nodes (issue 16); null when no leader published it yet, absent in older documents. */
+  models?: ModelsView | null;
+  /** The last practice wake; absent when none was ever scheduled. */
+  practice?: PracticeView;
+  azs: AzRow[];
+  events: EventRow[];
+  /** Nothing of this cluster is in Redis (no members, AZs, lease, tier or events). */
+  empty: boolean;
+}
+
+export interface ReadFleetViewOptions {
+  /** How many of the newest events. Default 10. */
+  events?: number;
+  /** Shown as `redis` (pass it through `safeUrl`). Default "". */
+  url?: string;
+  /** Published states older than this are flagged stale. Default the controller's 30000 ms. */
+  staleAfterMs?: number;
+}
