@@ -147,7 +147,8 @@ export async function startHaproxyWith(render: (statsSocket: string) => string, 
     child.once("error", (e: NodeJS.ErrnoException) => reject(e.code === "ENOENT" ? new HaproxyMissingError(bin) : e)),
   );
   child.once("exit", () => (exited = true));
-  const deadline = Date.now() + (opts.startTimeoutMs ?? 10_000);
+  // Milliseconds when quiet; a loaded machine (tsx processes starting beside it) took over 10 s.
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 30_000);
   const ready = (async (): Promise<void> => {
     for (;;) {
       if (exited) throw new HaproxyStartError(`haproxy exited at start-up:\n${stderr}`);

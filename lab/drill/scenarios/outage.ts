@@ -12,13 +12,14 @@
  * empty queue, 503s carrying Retry-After, and the baseline: the drill's own client through
  * the AZ proxies, which have no L4, fails every request meanwhile.
  */
-import { createWriteStream } from "node:fs";
+import { appendFileSync, createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { VerifiedCache } from "../../../agent/src/edge/fallback/cache";
 import { runFallback, type RunningFallback } from "../../../agent/src/edge/fallback/command";
 import { loadFallbackConfig } from "../../../agent/src/edge/fallback/config";
+import { promSum } from "../../../agent/src/node/sources/engine-metrics";
 import { createLogger } from "../../../agent/src/util/log";
 import { freePort, sleep } from "../../../agent/src/util/net";
 import type { HaproxyStaticServer } from "../../../contracts/haproxy-config";
@@ -94,31 +95,44 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
   let fb: RunningFallback | null = null;
   let hp: HaproxyHandle | null = null;
   let second: FallbackProcess | null = null;
+  let survivor: FallbackProcess | null = null;
   const redis = new Redis(stack.redis.url, { maxRetriesPerRequest: 1 });
   const logPath = join(tmpdir(), `llmha-drill-fallback-${process.pid}-${run}.log`);
   try {
     kafka = await startKafkaMock();
-    const [fbPort, l4Port] = [await freePort(), await freePort()];
+    const [fbPort, l4Port, metricsPort] = [await freePort(), await freePort(), await freePort()];
     const l4Url = `http://127.0.0.1:${l4Port}`;
+    // The fallback that answers at L4 runs in the drill's process (its figures are read from it)
+    // and replays nothing: the replay group is two fallbacks of their own, as two L1 pods run it
+    // — one survives, one is killed with SIGKILL as the tier drops. A replay member inside the
+    // drill's busy process was always late to sync after a rebalance (the broker frozen for the
+    // retried-503 check evicts every member), and the kcat mock broker refuses a member that
+    // syncs after its leader: it crashed and rejoined in a loop and the replay stalled.
     const cfg = loadFallbackConfig([
       "--host", "127.0.0.1", "--port", String(fbPort), "--metrics-addr", "127.0.0.1:0", "--cluster", stack.cluster, "--redis-url", stack.redis.urlAs("llmha-fallback"),
-      "--kafka-brokers", kafka.bootstrap, "--models", DRILL_MODEL, "--l1-url", l4Url, "--replay-rps", "20",
-      "--replay-attempts", "10", "--replay-timeout-ms", "10000", "--retry-after-s", "10", "--wake-eta-s", "60",
+      "--kafka-brokers", kafka.bootstrap, "--models", DRILL_MODEL, "--l1-url", l4Url, "--replay", "false", "--retry-after-s", "10", "--wake-eta-s", "60",
     ], {});
     const fbLog = createLogger({ level: "info", name: "llm-ha-fallback", destination: createWriteStream(logPath) });
-    fb = await runFallback(cfg, { log: fbLog });
-    // A second fallback in the same replay group (another AZ's), as its own process: killed with SIGKILL as the tier drops.
-    second = await startFallbackProcess([
-      "--metrics-addr", "off", "--cluster", stack.cluster, "--redis-url", stack.redis.url, "--kafka-brokers", kafka.bootstrap, "--models", DRILL_MODEL,
+    const member = (metricsAddr: string): Promise<FallbackProcess> => startFallbackProcess([
+      "--metrics-addr", metricsAddr, "--cluster", stack.cluster, "--redis-url", stack.redis.url, "--kafka-brokers", kafka!.bootstrap, "--models", DRILL_MODEL,
       "--l1-url", l4Url, "--replay-rps", "20", "--replay-attempts", "10", "--replay-timeout-ms", "10000", "--log-level", "warn",
     ], 120_000); // a loaded machine takes a while to load the sources
-    hp = await startHaproxy({
+    // Everything at once: the members' start (tsx loading the sources) is most of the wait.
+    const fbStarted = runFallback(cfg, { log: fbLog });
+    const hpStarted = startHaproxy({
       proxies: [{
         name: L4_PROXY, bind: `127.0.0.1:${l4Port}`, health: "agent", tuning: DRILL_AGENT_TUNING,
         servers: { kind: "static", local: active.map(staticServer), backup: stack.nodes.filter((n) => stack.azOf(n).standby).map(staticServer) },
         fallback: { address: `127.0.0.1:${fbPort}`, timeoutServerMs: 15_000 },
       }],
     });
+    const started = await Promise.allSettled([fbStarted, hpStarted, member(`127.0.0.1:${metricsPort}`), member("off")]);
+    fb = started[0].status === "fulfilled" ? started[0].value : null;
+    hp = started[1].status === "fulfilled" ? started[1].value : null;
+    survivor = started[2].status === "fulfilled" ? started[2].value : null;
+    second = started[3].status === "fulfilled" ? started[3].value : null;
+    const failed = started.find((x): x is PromiseRejectedResult => x.status === "rejected");
+    if (failed || !fb || !hp || !survivor || !second) throw failed?.reason ?? new Error("the L4 pieces did not start");
     // Verified answers come from an operator (the fallback's own role only reads them).
     const operator = new Redis(stack.redis.urlAs("llmha-operator"), { maxRetriesPerRequest: 1 });
     const imported = await new VerifiedCache(operator, stack.cluster).importJsonl(
@@ -224,8 +238,9 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     r.endAt = ctx.now();
     finish(ctx, r, active, l1Removed);
 
-    const replayed = await fb.metrics.replayed.get();
-    const count = (result: string): number => replayed.values.filter((v) => v.labels.result === result).reduce((a, v) => a + v.value, 0);
+    // Replay results as the surviving member counts them (the killed one's died with it).
+    const replayed = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((x) => x.text(), () => "");
+    const count = (result: string): number => promSum(replayed, "llmha_fallback_replayed_total", { result }) ?? 0;
     const inOutage = recs.filter((x) => outAt !== null && x.t >= outAt && x.end <= r.healAt);
     const l4Answers = recs.filter((x) => outAt !== null && x.end >= outAt && x.degraded !== null).sort((a, b) => a.end - b.end);
     const cachedServed = inOutage.filter((x) => x.kind === "cached" && x.degraded === "cache");
@@ -289,6 +304,8 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     if (typeof r.extra.firstL4Ms === "number" && r.extra.firstL4Ms > 1000) r.notes.push(`first L4 answer ${r.extra.firstL4Ms} ms > 1 s target`);
     r.notes.push(`fallback log: ${logPath}`);
   } finally {
+    if (survivor) appendFileSync(logPath, survivor.output());
+    await survivor?.stop().catch(() => undefined);
     await second?.stop().catch(() => undefined);
     redis.disconnect();
     await fb?.close().catch(() => undefined);
