@@ -210,7 +210,7 @@ export function createStack(): StackOutputs {
     inferenceRoleArn: weightsRole?.arn,
     lbController,
     redisUrl: redis.url,
-    redisRoleUrls: { agent: redis.roleUrls["llmha-agent"], controller: redis.roleUrls["llmha-controller"] },
+    redisRoleUrls: { agent: redis.roleUrls["llmha-agent"], controller: redis.roleUrls["llmha-controller"], fallback: redis.roleUrls["llmha-fallback"], edge: redis.roleUrls["llmha-edge"] },
     vpcCidr: c.vpcCidr,
     nlbCidrs: publicSubnetCidrs(c.vpcCidr, c.azs.length),
     podFences: fences.policies,

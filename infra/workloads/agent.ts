@@ -4,6 +4,7 @@ import { appLabels, DaemonSet, GPU_TOLERATION, gpuNodeSelector, objectName, SKIP
 import { DRAIN_DIR, DRAIN_FILE } from "../../contracts/drain";
 import { PORTS } from "../../contracts/names";
 import { APP } from "../names";
+import { redisCredential } from "./redis-secret";
 
 /**
  * XIDs in Kubernetes (issues 16, 26). The kernel log is read through syslog(2)
@@ -47,9 +48,6 @@ export const XID_RELAY_SECURITY = Object.freeze({
   capabilities: { drop: ["ALL"], add: ["SYSLOG"] },
 });
 
-/** Where the agent reads the Redis password (`LLMHA_REDIS_PASSWORD_FILE`). */
-export const REDIS_SECRET_DIR = "/run/secrets/llm-ha-redis";
-const REDIS_SECRET_VOLUME = "redis-password";
 
 export interface AgentSpec {
   namespace: string;
@@ -79,6 +77,8 @@ const INFERENCE_KEY_VOLUME = "inference-key";
  * does not hang on an IMDS call (the agent's fallback). Per class, for `LLMHA_GPU_COUNT`.
  */
 export function agentDaemonSet(s: AgentSpec): DaemonSet {
+  // The URL without its password; the password as a file, group-readable for fsGroup 10001 (the agent's user, not the relay).
+  const redis = redisCredential(s.redisSecretName, "llm-ha-redis", 0o440);
   const labels = appLabels(APP.agent, s.az, s.gpuClass.name);
   const env = (name: string, value: string) => ({ name, value });
   return {
@@ -120,8 +120,7 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
                 env("LLMHA_HTTP_PORT", String(PORTS.agentHttp)),
                 env("LLMHA_AGENT_CHECK_PORT", String(PORTS.agentCheck)),
                 // The URL without its password; the password as a file (never in the environment children inherit).
-                { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "endpoint" } } },
-                env("LLMHA_REDIS_PASSWORD_FILE", `${REDIS_SECRET_DIR}/password`),
+                ...redis.env,
                 // A node agent checks its node and never leads: the controller Deployment does (workloads/controller.ts).
                 env("LLMHA_ROLE", "node"),
                 // The NVIDIA runtime mounts nvidia-smi and every GPU for reading without the
@@ -136,7 +135,7 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
               volumeMounts: [
                 { name: XID_VOLUME, mountPath: XID_DIR, readOnly: true },
                 { name: DRAIN_VOLUME, mountPath: DRAIN_DIR, readOnly: true },
-                { name: REDIS_SECRET_VOLUME, mountPath: REDIS_SECRET_DIR, readOnly: true },
+                redis.mount,
                 ...(s.inferenceKeySecretName ? [{ name: INFERENCE_KEY_VOLUME, mountPath: INFERENCE_KEY_DIR, readOnly: true }] : []),
               ],
               ports: [
@@ -162,8 +161,7 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
           volumes: [
             { name: XID_VOLUME, emptyDir: { medium: "Memory", sizeLimit: "8Mi" } },
             { name: DRAIN_VOLUME, hostPath: { path: DRAIN_DIR, type: "DirectoryOrCreate" } },
-            // Group-readable for fsGroup 10001: the agent's user, not the relay.
-            { name: REDIS_SECRET_VOLUME, secret: { secretName: s.redisSecretName, items: [{ key: "password", path: "password" }], defaultMode: 0o440 } },
+            redis.volume,
             // 0400 for the agent's user (fsGroup is not needed: the kubelet writes it owned by root, readable by mode).
             ...(s.inferenceKeySecretName ? [{ name: INFERENCE_KEY_VOLUME, secret: { secretName: s.inferenceKeySecretName, defaultMode: 0o444 } }] : []),
           ],

@@ -2,6 +2,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { PORTS } from "../../contracts/names";
 import { APP, NET_ROLE_LABEL } from "../names";
 import { onePodAtATime, type Deployment, type PodDisruptionBudget } from "./common";
+import { redisCredential } from "./redis-secret";
 
 /**
  * The controller apart from the GPU nodes (issue 26): `llm-ha agent` with `LLMHA_ROLE=controller`,
@@ -88,6 +89,8 @@ export function localGet(path: string): string[] {
 
 /** The controller Deployment and its PDB (one replica down at a time, so a contender stays). */
 export function controllerManifests(s: ControllerSpec): { deployment: Deployment; pdb: PodDisruptionBudget } {
+  // fsGroup 10001 reads the 0440 password file.
+  const redis = redisCredential(s.redisSecretName, "controller-redis", 0o440);
   const labels = controllerLabels();
   const env = (name: string, value: string) => ({ name, value });
   const deployment: Deployment = {
@@ -126,7 +129,7 @@ export function controllerManifests(s: ControllerSpec): { deployment: Deployment
                 { name: "LLMHA_NODE_ID", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
                 env("LLMHA_CLUSTER", s.clusterName),
                 env("LLMHA_HTTP_PORT", String(PORTS.agentHttp)),
-                { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "url" } } },
+                ...redis.env,
                 ...standbyEnv(s),
                 ...(s.actuator ? actuatorEnv(s.actuator) : []),
               ],
@@ -136,8 +139,10 @@ export function controllerManifests(s: ControllerSpec): { deployment: Deployment
               readinessProbe: { exec: { command: localGet("/readyz") }, periodSeconds: 5, failureThreshold: 3, timeoutSeconds: 3 },
               resources: { requests: { cpu: "50m", memory: "128Mi" }, limits: { memory: "256Mi" } },
               securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
+              volumeMounts: [redis.mount],
             },
           ],
+          volumes: [redis.volume],
         },
       },
     },

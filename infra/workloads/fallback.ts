@@ -17,6 +17,7 @@ import { tagged } from "../tags";
 import type { ConfigMap } from "./common";
 import { APP } from "../names";
 import { fromNamespace } from "./network-policies";
+import { redisCredential } from "./redis-secret";
 import { DEFAULT_PROMETHEUS_NAMESPACE, FALLBACK_METRICS_PORT, FALLBACK_METRICS_PORT_NAME, FALLBACK_PORT } from "./fallback-names";
 
 export type Container = k8s.types.input.core.v1.Container;
@@ -198,7 +199,8 @@ export function fallbackContainer(s: FallbackSidecarSpec, l1Port: number): Conta
       env("LLMHA_FALLBACK_PORT", String(FALLBACK_PORT)),
       // Prometheus scrapes this one (the NetworkPolicy lets only its namespace in); the API stays on loopback.
       env("LLMHA_FALLBACK_METRICS_ADDR", `0.0.0.0:${FALLBACK_METRICS_PORT}`),
-      { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "url" } } },
+      // Its own Redis user (`llmha-fallback` where roles are on): the fallback's keys and the tier, nothing else.
+      ...redisCredential(s.redisSecretName, FALLBACK_REDIS_VOLUME).env,
       env("LLMHA_FALLBACK_MODELS", s.models.join(",")),
       env("LLMHA_FALLBACK_PROVIDERS_FILE", `${PROVIDERS_DIR}/providers.json`),
       env("LLMHA_KAFKA_BROKERS", s.kafkaBootstrap),
@@ -221,16 +223,20 @@ export function fallbackContainer(s: FallbackSidecarSpec, l1Port: number): Conta
     securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
     volumeMounts: [
       { name: "fallback-providers", mountPath: PROVIDERS_DIR, readOnly: true },
+      redisCredential(s.redisSecretName, FALLBACK_REDIS_VOLUME).mount,
       ...(hasKeys ? [{ name: "fallback-keys", mountPath: KEYS_DIR, readOnly: true }] : []),
     ],
   };
 }
+
+const FALLBACK_REDIS_VOLUME = "fallback-redis";
 
 /** The pod volumes the container mounts. */
 export function fallbackVolumes(s: FallbackSidecarSpec): Volume[] {
   const hasKeys = (s.providers ?? []).some((p) => p.key !== undefined);
   return [
     { name: "fallback-providers", configMap: { name: objectNameOf("providers") } },
+    redisCredential(s.redisSecretName, FALLBACK_REDIS_VOLUME).volume,
     ...(hasKeys ? [{ name: "fallback-keys", secret: { secretName: objectNameOf("keys"), defaultMode: 0o440 } }] : []),
   ];
 }

@@ -46,7 +46,7 @@ export interface WorkloadsArgs {
    * in as `llmha-agent`, the controller as `llmha-controller`, each from its own Secret. Default
    * none: both use `redisUrl`.
    */
-  redisRoleUrls?: { agent?: pulumi.Input<string>; controller?: pulumi.Input<string> };
+  redisRoleUrls?: Partial<Record<RedisWorkloadRole, pulumi.Input<string>>>;
   /** VPC CIDR: where the pods' egress to Redis, MSK and the GPU nodes goes. Required. */
   vpcCidr: string;
   /** The NLBs' subnets: their target health checks reach the L1 monitor port from there. Required. */
@@ -115,6 +115,9 @@ export function redisSecretParts(redisUrl: pulumi.Input<string>): { endpoint: pu
   return { endpoint: pulumi.secret(parts.endpoint), password: pulumi.secret(parts.password) };
 }
 
+/** The workloads that reach Redis, each with its own user where roles are on (contracts/redis-roles.ts). */
+export type RedisWorkloadRole = "agent" | "controller" | "fallback" | "edge";
+
 /** The Secret holding the Hugging Face token (`token`). */
 export const HF_TOKEN_SECRET = "llm-ha-hf-token";
 /** The Secret holding the inference API key (`key`). */
@@ -168,18 +171,17 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
 
   const redisSecret = new k8s.core.v1.Secret(
     `${name}-redis`,
-    // `url` for the fallback and the key sync (they read the URL); the agents take `endpoint` and the password as a file.
-    { metadata: { name: "llm-ha-redis", namespace }, type: "Opaque", stringData: { url: pulumi.secret(args.redisUrl), ...redisSecretParts(args.redisUrl) } },
+    // `endpoint` (the URL without its password) and `password`, which every client reads as a file (workloads/redis-secret.ts).
+    { metadata: { name: "llm-ha-redis", namespace }, type: "Opaque", stringData: redisSecretParts(args.redisUrl) },
     inNs,
   );
   // Each role its own Redis user where roles are on; else the one URL.
-  const roleSecret = (role: "agent" | "controller"): { secret: k8s.core.v1.Secret; name: string } => {
+  const roleSecret = (role: RedisWorkloadRole): { secret: k8s.core.v1.Secret; name: string } => {
     const url = args.redisRoleUrls?.[role];
     if (url === undefined) return { secret: redisSecret, name: "llm-ha-redis" };
     const secretName = `llm-ha-redis-${role}`;
-    // `url` and, for a reader of the password as a file, `endpoint` + `password`.
     return {
-      secret: new k8s.core.v1.Secret(`${name}-redis-${role}`, { metadata: { name: secretName, namespace }, type: "Opaque", stringData: { url: pulumi.secret(url), ...redisSecretParts(url) } }, inNs),
+      secret: new k8s.core.v1.Secret(`${name}-redis-${role}`, { metadata: { name: secretName, namespace }, type: "Opaque", stringData: redisSecretParts(url) }, inNs),
       name: secretName,
     };
   };
@@ -187,6 +189,9 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const agentDeps: pulumi.Resource[] = [ns, agentRedis.secret];
   const controllerRedis = roleSecret("controller");
   const controllerDeps: pulumi.Resource[] = [ns, controllerRedis.secret];
+  // The L1 pod's two Redis clients, each its own user: the fallback (its keys, the tier) and the key sync (the client keys).
+  const fallbackRedis = roleSecret("fallback");
+  const edgeRedis = roleSecret("edge");
   if (args.agentActuator) {
     controllerDeps.push(
       new k8s.core.v1.ServiceAccount(
@@ -264,7 +269,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   // The L4 fallback: one ServiceAccount (IRSA), providers.json and the keys' Secret, shared by every AZ's L1 pods.
   let fallback: FallbackSidecarSpec | undefined;
   // The edge's key sync reads Redis (the agents' Secret), with or without the fallback.
-  const l1Deps: pulumi.Resource[] = [ns, redisSecret, ...(inferenceKeySecret ? [inferenceKeySecret] : []), ...(args.podFences ?? [])];
+  const l1Deps: pulumi.Resource[] = [ns, edgeRedis.secret, ...(inferenceKeySecret ? [inferenceKeySecret] : []), ...(args.podFences ?? [])];
   if (args.fallback) {
     const f = args.fallback;
     fallback = {
@@ -273,7 +278,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       cluster: args.clusterName,
       region: f.region,
       kafkaBootstrap: f.kafkaBootstrap,
-      redisSecretName: "llm-ha-redis",
+      redisSecretName: fallbackRedis.name,
       models: f.models,
       providers: f.providers,
       maxQueueDepth: f.maxQueueDepth,
@@ -281,7 +286,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     };
     const objs = fallbackProviderObjects(fallback);
     l1Deps.push(
-      redisSecret,
+      fallbackRedis.secret,
       new k8s.core.v1.ServiceAccount(`${name}-fallback`, fallbackServiceAccount(namespace, f.roleArn), inNs),
       new k8s.core.v1.ConfigMap(`${name}-fallback-providers`, objs.configMap, inNs),
     );
@@ -340,7 +345,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       tls: args.tls,
       fallback,
       // HAProxy sends the servers their own key (vLLM --api-key), never the client's.
-      edge: { image: args.agentImage, cluster: args.clusterName, redisSecretName: "llm-ha-redis", upstreamKeySecretName: inferenceKeySecretName },
+      edge: { image: args.agentImage, cluster: args.clusterName, redisSecretName: edgeRedis.name, upstreamKeySecretName: inferenceKeySecretName },
     });
     const cm = new k8s.core.v1.ConfigMap(`${name}-l1-${az}`, l1.configMap, inNs);
     // Explicit wait: Ready needs the system nodes, two image pulls (HAProxy, the agent image

@@ -8,6 +8,9 @@
 import type * as pulumi from "@pulumi/pulumi";
 import type { HaproxyEdge } from "../../contracts/haproxy-edge";
 import type { Container, Volume } from "./fallback";
+import { redisCredential } from "./redis-secret";
+
+const EDGE_REDIS_VOLUME = "edge-redis";
 
 export interface L1EdgeSpec {
   /** The agent image (it carries `llm-ha edge-sync`). */
@@ -53,13 +56,15 @@ function syncContainer(s: L1EdgeSpec, name: string, args: string[]): Container {
     args: ["edge-sync", "--map", EDGE_MAP, ...args],
     env: [
       { name: "LLMHA_CLUSTER", value: s.cluster },
-      { name: "LLMHA_REDIS_URL", valueFrom: { secretKeyRef: { name: s.redisSecretName, key: "url" } } },
+      // Its own Redis user (`llmha-edge` where roles are on): reads the client keys only.
+      ...redisCredential(s.redisSecretName, EDGE_REDIS_VOLUME).env,
     ],
     resources: { requests: { cpu: "20m", memory: "64Mi" }, limits: { memory: "256Mi" } },
     securityContext: { runAsNonRoot: true, runAsUser: HAPROXY_UID, runAsGroup: HAPROXY_UID, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
     volumeMounts: [
       { name: "edge-map", mountPath: EDGE_MAP_DIR },
       { name: "run", mountPath: "/var/run/haproxy" },
+      redisCredential(s.redisSecretName, EDGE_REDIS_VOLUME).mount,
     ],
   };
 }
@@ -74,6 +79,6 @@ export function edgeSyncContainer(s: L1EdgeSpec): Container {
   return { ...syncContainer(s, "edge-sync", ["--socket", L1_ADMIN_SOCKET, "--sink", `127.0.0.1:${EDGE_SINK_PORT}`]), ports: [{ name: "edge-sink", containerPort: EDGE_SINK_PORT }] };
 }
 
-export function edgeVolumes(): Volume[] {
-  return [{ name: "edge-map", emptyDir: {} }];
+export function edgeVolumes(s: Pick<L1EdgeSpec, "redisSecretName">): Volume[] {
+  return [{ name: "edge-map", emptyDir: {} }, redisCredential(s.redisSecretName, EDGE_REDIS_VOLUME).volume];
 }

@@ -202,7 +202,7 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
           volumes: [
             { name: "config", configMap: { name } },
             { name: "run", emptyDir: {} },
-            ...edgeVolumes(),
+            ...edgeVolumes(s.edge),
             ...(s.fallback ? fallbackVolumes(s.fallback) : []),
           ],
         },

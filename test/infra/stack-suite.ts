@@ -161,7 +161,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(pod.securityContext.runAsNonRoot).toBe(true);
       }
       const secret = k8s("Secret").find((s) => s.metadata.name === "llm-ha-redis");
-      expect(secret?.stringData.url).toMatch(new RegExp(`^rediss://:${TEST_REDIS_TOKEN}@.+:6379$`));
+      expect(secret?.stringData.url).toBeUndefined(); // no URL with the password in it: endpoint + password file
       expect(secret?.stringData.endpoint).toMatch(/^rediss:\/\/[^:@]+:6379$/);
       expect(secret?.stringData.password).toBe(TEST_REDIS_TOKEN);
       expect(k8s("DaemonSet").some((d) => d.metadata.name === "nvidia-device-plugin")).toBe(true);
@@ -312,7 +312,8 @@ export function describeStack(env: Env, expected: { resources: number }): void {
           LLMHA_KAFKA_AUTH: "msk-iam",
           LLMHA_KAFKA_REGION: "us-east-1",
           LLMHA_FALLBACK_MODELS: json("inference").model,
-          LLMHA_REDIS_URL: { secretKeyRef: { name: "llm-ha-redis", key: "url" } },
+          LLMHA_REDIS_URL: { secretKeyRef: { name: "llm-ha-redis", key: "endpoint" } },
+          LLMHA_REDIS_PASSWORD_FILE: "/run/secrets/fallback-redis/password",
         });
         const dl1 = rs.find((r) => r.type === "kubernetes:apps/v1:Deployment" && (r.props as O).metadata.name === d.metadata.name)!;
         expect(dl1.opts.dependsOn.some((u) => u.endsWith("::app-fallback"))).toBe(true);

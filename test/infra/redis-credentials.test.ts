@@ -1,0 +1,72 @@
+/**
+ * Issue 26 (least privilege): every workload that reaches Redis does so with its own role's
+ * user where roles are on — the L1 pod's fallback and key sync included, which used to take the
+ * one superuser URL — and no container gets a password in an environment variable or a URL.
+ */
+import { describe, expect, it } from "vitest";
+import { captureStack, type CapturedResource } from "../../infra/capture";
+import { ROLE_NAMES } from "../../contracts/redis-roles";
+
+type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
+
+const PASSWORDS = Object.fromEntries(ROLE_NAMES.map((r, i) => [r, `pw-${r}-${"x".repeat(16)}-${i}`]));
+
+function containers(rs: CapturedResource[]): { workload: string; c: O; volumes: O[] }[] {
+  return rs
+    .filter((r) => r.type === "kubernetes:apps/v1:Deployment" || r.type === "kubernetes:apps/v1:DaemonSet")
+    .flatMap((r) => {
+      const pod = (r.props as O).spec.template.spec;
+      return [...(pod.initContainers ?? []), ...pod.containers].map((c: O) => ({ workload: (r.props as O).metadata.name as string, c, volumes: (pod.volumes ?? []) as O[] }));
+    });
+}
+
+/** The Secret a container's Redis endpoint comes from, and whether its password file is mounted from that Secret. */
+function redisOf(x: { c: O; volumes: O[] }): { secret: string; fileFromSameSecret: boolean } | null {
+  const url = (x.c.env ?? []).find((e: O) => e.name === "LLMHA_REDIS_URL");
+  if (!url) return null;
+  expect(url.valueFrom?.secretKeyRef?.key, `${x.c.name}: LLMHA_REDIS_URL`).toBe("endpoint");
+  const secret = url.valueFrom.secretKeyRef.name as string;
+  const file = (x.c.env as O[]).find((e) => e.name === "LLMHA_REDIS_PASSWORD_FILE")?.value as string | undefined;
+  const mount = (x.c.volumeMounts ?? []).find((m: O) => file?.startsWith(`${m.mountPath}/`));
+  const volume = x.volumes.find((v) => v.name === mount?.name);
+  return { secret, fileFromSameSecret: volume?.secret?.secretName === secret };
+}
+
+describe("each Redis client with its own credential, the password as a file", () => {
+  it("roles on (prod with llm-ha:redisRolePasswords): agent, controller, fallback and key sync each their role's Secret", async () => {
+    const rs = await captureStack("prod", { "llm-ha:redisRolePasswords": JSON.stringify(PASSWORDS) });
+    const byContainer = new Map<string, Set<string>>();
+    for (const x of containers(rs)) {
+      const r = redisOf(x);
+      if (!r) continue;
+      expect(r.fileFromSameSecret, `${x.workload}/${x.c.name}`).toBe(true);
+      byContainer.set(x.c.name, (byContainer.get(x.c.name) ?? new Set()).add(r.secret));
+    }
+    expect(Object.fromEntries([...byContainer].map(([k, v]) => [k, [...v]]))).toEqual({
+      agent: ["llm-ha-redis-agent"],
+      controller: ["llm-ha-redis-controller"],
+      fallback: ["llm-ha-redis-fallback"],
+      "edge-map": ["llm-ha-redis-edge"],
+      "edge-sync": ["llm-ha-redis-edge"],
+    });
+    const secrets = rs.filter((r) => r.type === "kubernetes:core/v1:Secret").map((r) => r.props as O);
+    for (const [name, user] of [["llm-ha-redis-fallback", "llmha-fallback"], ["llm-ha-redis-edge", "llmha-edge"]]) {
+      const s = secrets.find((x) => x.metadata.name === name);
+      expect(s?.stringData.endpoint, name).toMatch(new RegExp(`^rediss://${user}@[^:@]+:6379$`));
+      expect(s?.stringData.password, name).toBe(PASSWORDS[user]);
+    }
+  });
+
+  it("roles off: every client reads the one Secret's endpoint and password file; no container has a Redis password in its environment", async () => {
+    const rs = await captureStack("prod");
+    for (const x of containers(rs)) {
+      const r = redisOf(x);
+      if (r) expect([x.c.name, r]).toEqual([x.c.name, { secret: "llm-ha-redis", fileFromSameSecret: true }]);
+      // No Redis URL with its password (the Secret's `url`), no password variable.
+      for (const e of x.c.env ?? []) {
+        const ref = e.valueFrom?.secretKeyRef as O | undefined;
+        expect(`${x.workload}/${x.c.name} ${e.name} ${ref ? `${ref.name}:${ref.key}` : ""}`).not.toMatch(/ llm-ha-redis[\w-]*:url$|REDIS\w*PASSWORD(?!_FILE)/);
+      }
+    }
+  });
+});
