@@ -105,6 +105,8 @@ export class SimNode {
   readonly inferenceExits: { at: number; planned: boolean }[] = [];
   /** Set while a planned stop ends the inference process. */
   private stopping = false;
+  /** Set by stop(): nothing starts after it. */
+  private closed = false;
   private readonly log: WriteStream;
   private nvsmi: NvsmiState;
 
@@ -253,22 +255,10 @@ export class SimNode {
 
   /** Starts the fake inference server process and waits for its ready line. */
   async startInference(mode: FakeInferenceMode = "ready"): Promise<void> {
+    this.refuseWhenStopped("inference server");
     const args = [
-      "--import",
-      "tsx",
-      FAKE_INFERENCE,
-      "--host",
-      this.address,
-      "--port",
-      String(this.inferencePort),
-      "--admin-port",
-      String(this.adminPort),
-      "--kind",
-      this.opts.kind ?? "vllm",
-      "--model",
-      this.opts.model ?? "llm-ha/test-model",
-      "--mode",
-      mode,
+      "--import", "tsx", FAKE_INFERENCE, "--host", this.address, "--port", String(this.inferencePort), "--admin-port", String(this.adminPort),
+      "--kind", this.opts.kind ?? "vllm", "--model", this.opts.model ?? "llm-ha/test-model", "--mode", mode,
       ...(this.opts.inferenceApiKey ? ["--api-key", this.opts.inferenceApiKey] : []),
     ];
     const p = start(process.execPath, args, { ...process.env }, this.log);
@@ -310,6 +300,7 @@ export class SimNode {
 
   /** Starts the real agent process and waits until it answers `/livez`. */
   async startAgent(): Promise<void> {
+    this.refuseWhenStopped("agent");
     const args = this.opts.built ? [BUILT_CLI, "agent"] : ["--import", "tsx", CLI, "agent"];
     this.agent = start(process.execPath, args, this.agentEnv(), this.log);
     const a = this.agent;
@@ -391,7 +382,16 @@ export class SimNode {
     this.inference = null;
   }
 
+  /**
+   * A boot still under way when the drill stops (a standby woken in its last seconds) must not
+   * start a process after this: nobody would end it.
+   */
+  private refuseWhenStopped(what: string): void {
+    if (this.closed) throw new SimNodeError(`${this.id}: not starting its ${what}: the node was stopped`);
+  }
+
   async stop(): Promise<void> {
+    this.closed = true;
     await Promise.all([end(this.agent, "SIGTERM"), this.endPlanned()]);
     this.agent = null;
     this.inference = null;
