@@ -130,6 +130,10 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients, today = 
         },
       ];
     }
+    if (c.dns.serviceName === zone) {
+      // infra/dns.ts makes the service name's weighted records CNAMEs (aliases of the per-AZ CNAME pairs).
+      return [{ check: "hosted zone", status: "invalid", detail: `${c.dns.serviceName} is the zone's apex: Route53 refuses a CNAME record there, and the service name's records are CNAMEs`, fix: `set llm-ha:dns.serviceName to a name inside ${zone} (infer.${zone})` }];
+    }
     return [{ check: "hosted zone", status: "ok", detail: `${c.dns.zoneId} is ${zone}, public; ${c.dns.serviceName} is inside it`, fix: "" }];
   });
   if (clients.cli) await cliChecks(c, clients.cli, guard);
@@ -180,7 +184,7 @@ export function reservationRow(w: WantedReservation, x: CapacityReservation | un
   const daysLeft = x.EndDate ? (x.EndDate.getTime() - today.getTime()) / 86_400_000 : undefined;
   if (daysLeft !== undefined && daysLeft < RESERVATION_END_WARN_DAYS) {
     warnings.push(`it ends in ${Math.max(0, Math.floor(daysLeft))} days: EC2 takes its instances back then`);
-    fixes.push(`${w.block ? "buy or extend the next Capacity Block" : "extend the reservation"} and set gpuClasses[${w.cls}].capacityReservations.${w.az} to it before the end`);
+    fixes.push(`extend it before the end (its id stays), or ${w.block ? "buy the next Capacity Block" : "reserve again"} and set gpuClasses[${w.cls}].capacityReservations.${w.az} to it`);
   }
   return warnings.length ? { check, status: "warn", detail: `${detail}; ${warnings.join("; ")}`, fix: fixes.join("; ") } : { check, status: "ok", detail, fix: "" };
 }

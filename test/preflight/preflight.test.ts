@@ -171,6 +171,12 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     expect(out).toMatch(/3 blocking\n$/);
   });
 
+  it("a service name at the zone's apex is invalid: its records are CNAMEs (issue 27)", async () => {
+    route53.on(GetHostedZoneCommand).resolves({ HostedZone: { Id: "/hostedzone/Z04217753KQ3ZPLMVTB2", Name: "infer.qa.llm-ha.net.", CallerReference: "x", Config: { PrivateZone: false } } });
+    expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(1);
+    expect(out).toMatch(/hosted zone\s+invalid\s+infer\.qa\.llm-ha\.net is the zone's apex: Route53 refuses a CNAME record there/);
+  });
+
   it("a reservation in another AZ than configured is invalid", async () => {
     const file = variant((y) => y.replace("    - name: a100\n", "    - name: a100\n      capacityReservations:\n        us-east-1a: cr-0123456789abcdef0\n"));
     ec2.on(DescribeCapacityReservationsCommand).resolves({
@@ -195,7 +201,7 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     const ending = reservationRow({ ...want, block: true, max: 2 }, block, "us-east-1", today);
     expect(ending.status).toBe("warn");
     expect(ending.detail).toBe("p5.48xlarge × 2 in us-east-1a, active until 2026-12-09 11:30 UTC; it ends in 7 days: EC2 takes its instances back then");
-    expect(ending.fix).toMatch(/^buy or extend the next Capacity Block and set gpuClasses\[h100\]\.capacityReservations\.us-east-1a to it before the end$/);
+    expect(ending.fix).toBe("extend it before the end (its id stays), or buy the next Capacity Block and set gpuClasses[h100].capacityReservations.us-east-1a to it");
     expect(reservationRow({ ...want, block: true, max: 2 }, { ...block, EndDate: new Date("2027-03-01T11:30:00Z") }, "us-east-1", today).status).toBe("ok");
     expect(reservationRow({ ...want, block: true, max: 2 }, cr, "us-east-1", today)).toMatchObject({
       status: "invalid",
