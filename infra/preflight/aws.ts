@@ -7,7 +7,7 @@ import { DescribeCapacityReservationsCommand, DescribeInstanceTypeOfferingsComma
 import { GetHostedZoneCommand, Route53Client } from "@aws-sdk/client-route-53";
 import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
 import { standbySize, type StackConfig } from "../config";
-import { P_QUOTA_CODE, pQuotaNeeded, type CheckRow } from "./checks";
+import { P_QUOTA_CODE, RESERVATION_END_WARN_DAYS, pQuotaNeeded, type CheckRow } from "./checks";
 import { awsCli, cliChecks, type AwsCli } from "./aws-cli";
 
 export interface AwsClients {
@@ -149,9 +149,6 @@ interface WantedReservation {
   block: boolean;
   max: number;
 }
-
-/** Days a reservation with an end date gets a warning before it: time to buy or extend the next block. */
-export const RESERVATION_END_WARN_DAYS = 14;
 
 /**
  * One configured reservation against what EC2 says of it. Invalid: not there, another AZ or
