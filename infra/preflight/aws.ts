@@ -175,7 +175,7 @@ export function reservationRow(w: WantedReservation, x: CapacityReservation | un
   const warnings: string[] = [];
   const fixes: string[] = [];
   if (count !== undefined && count < w.max) {
-    warnings.push(`maxPerAz ${w.max} is above its ${count}: a targeted reservation does not overflow to On-Demand, launches past ${count} fail (ReservationCapacityExceeded)`);
+    warnings.push(`the group in ${w.az} may grow to ${w.max}, above its ${count}: a targeted reservation does not overflow to On-Demand, launches past ${count} fail (ReservationCapacityExceeded)`);
     fixes.push(`raise the reservation to ${w.max} instances or lower gpuClasses[${w.cls}].maxPerAz`);
   }
   const daysLeft = x.EndDate ? (x.EndDate.getTime() - today.getTime()) / 86_400_000 : undefined;

@@ -193,7 +193,7 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     expect(reservationRow(want, cr, "us-east-1", today)).toEqual({
       check: "reservation cr-0123456789abcdef0",
       status: "warn",
-      detail: "p5.48xlarge × 2 in us-east-1a, active; maxPerAz 4 is above its 2: a targeted reservation does not overflow to On-Demand, launches past 2 fail (ReservationCapacityExceeded)",
+      detail: "p5.48xlarge × 2 in us-east-1a, active; the group in us-east-1a may grow to 4, above its 2: a targeted reservation does not overflow to On-Demand, launches past 2 fail (ReservationCapacityExceeded)",
       fix: "raise the reservation to 4 instances or lower gpuClasses[h100].maxPerAz",
     });
     expect(reservationRow({ ...want, max: 2 }, cr, "us-east-1", today).status).toBe("ok");
