@@ -2,8 +2,10 @@
  * Amazon EKS Kubernetes versions and their support windows: the one table the stack's
  * default, its validation (infra/config/cluster.ts), the policy pack (`eks-version-supported`) and
  * `llm-ha preflight` read. Dates are AWS's (standard support 14 months from release, then
- * 12 months of extended support at extra cost); checked 2026-11-30. Add a row when AWS
- * releases a version; a version missing from the table is refused as unknown.
+ * 12 months of extended support at extra cost); checked 2026-11-30, 1.36 added 2026-12-02
+ * (its EKS release day from a third-party post, the two ends by AWS's 14 + 12 month rule:
+ * `aws eks describe-cluster-versions` confirms them). Add a row when AWS releases a version;
+ * a version older than the table or never released is refused, a newer one only warned.
  */
 export interface EksVersionSupport {
   /** `1.35` */
@@ -22,9 +24,15 @@ export const EKS_VERSIONS: readonly EksVersionSupport[] = Object.freeze([
   { version: "1.33", released: "2025-05-29", standardUntil: "2026-07-29", extendedUntil: "2027-07-29" },
   { version: "1.34", released: "2025-10-02", standardUntil: "2026-12-02", extendedUntil: "2027-12-02" },
   { version: "1.35", released: "2026-01-28", standardUntil: "2027-03-27", extendedUntil: "2028-03-27" },
+  { version: "1.36", released: "2026-06-02", standardUntil: "2027-08-02", extendedUntil: "2028-08-02" },
 ]);
 
-/** The version a stack gets when it sets none: the newest in the table. */
+/**
+ * The version a stack gets when it sets none: 1.35, in standard support until 2027-03-27, not
+ * the newest row. Moving the default upgrades the control plane of every stack that sets none
+ * on its next `pulumi up` (and its nodes and add-ons after it), so it moves on purpose, with a
+ * migration note; a new stack may set `llm-ha:kubernetesVersion: "1.36"` today.
+ */
 export const DEFAULT_EKS_VERSION = "1.35";
 
 /** `YYYY-MM-DD` of a date, in UTC. */

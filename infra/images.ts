@@ -54,8 +54,8 @@ export const IMAGES = Object.freeze({
     digest: "sha256:af31e2b7c7f89834c4e5219860def7ac2e49a207b3d4e8610d5a26772b7738e5",
     setting: "devicePluginDigest",
   },
-  /** The AWS Load Balancer Controller image the chart runs (chart 1.14.0 ships v2.14.0). */
-  lbController: { repository: "public.ecr.aws/eks/aws-load-balancer-controller", tag: "v2.14.0", digest: null, setting: "lbControllerDigest" },
+  /** The AWS Load Balancer Controller image the chart runs (chart 3.5.0 ships v3.5.0: the same number from 3.0). */
+  lbController: { repository: "public.ecr.aws/eks/aws-load-balancer-controller", tag: "v3.5.0", digest: null, setting: "lbControllerDigest" },
 } satisfies Record<string, PinnedImage>);
 export type ImageName = keyof typeof IMAGES;
 

@@ -5,10 +5,15 @@ import { irsaTrustPolicy } from "./agent-iam";
 import { IMAGES } from "./images";
 import { tagged } from "./tags";
 
-/** The Helm chart (eks-charts) and version the stack installs: chart 1.14.0 is controller v2.14.0. */
+/**
+ * The Helm chart (eks-charts) and version the stack installs. From 3.0 the chart's version is
+ * the controller's (chart 3.5.0 runs controller v3.5.0; 1.14.0 ran v2.14.0, two majors behind:
+ * issue 27). `lbControllerPolicy` below matches that release's docs/install/iam_policy.json
+ * (unchanged from v2.14.0 to v3.5.0), and every value set here exists in its values.yaml.
+ */
 export const LB_CONTROLLER_CHART = Object.freeze({
   chart: "aws-load-balancer-controller",
-  version: "1.14.0",
+  version: "3.5.0",
   repo: "https://aws.github.io/eks-charts",
   namespace: "kube-system",
   serviceAccount: "aws-load-balancer-controller",
@@ -158,7 +163,7 @@ export interface LbControllerArgs {
 }
 
 /**
- * The chart renders `<image.repository>:<image.tag>`: a tag of `v2.14.0@sha256:…` makes that
+ * The chart renders `<image.repository>:<image.tag>`: a tag of `v3.5.0@sha256:…` makes that
  * a digest reference (the runtime pulls by the digest; the tag stays for people).
  */
 export function chartImageValues(ref: string, tag: string): { repository: string; tag: string } {

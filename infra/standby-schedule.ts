@@ -34,7 +34,10 @@ export function createStandbySchedule(name: string, args: StandbyScheduleArgs, p
   p.throwIfAny("StandbySchedule arguments");
   const s = args.schedule;
   const actions: aws.autoscaling.Schedule[] = [];
-  for (const g of standby) {
+  // A group on a Capacity Block is not parked: the block is paid for whether it runs or not,
+  // and it ends (≤ 182 days, EC2 takes the instances back): a weekly scale-up outlives it
+  // and would launch into a reservation that is gone (policy standby-schedule-rules).
+  for (const g of standby.filter((x) => x.gpuClass.capacityType !== "CAPACITY_BLOCK")) {
     const id = `${name}-${g.az}-${g.gpuClass.name}`;
     const plan: [string, string | undefined, number][] = [
       ["down", s.scaleDown, 0],

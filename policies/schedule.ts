@@ -41,7 +41,7 @@ function targetGroup(resources: readonly PolicyResource[], schedule: PolicyResou
 export const standbyScheduleRules: StackValidationPolicy = {
   name: "standby-schedule-rules",
   description:
-    "Scheduled scaling only parks standby GPU node groups, and every scale-down has a matching scale-up on the same group; no schedule touches an active group (L2 cluster tier: the active AZs keep their capacity and the standby AZ always comes back).",
+    "Scheduled scaling only parks standby GPU node groups, and every scale-down has a matching scale-up on the same group; no schedule touches an active group or a group on a Capacity Block (L2 cluster tier: the active AZs keep their capacity and the standby AZ always comes back; a block ends and AWS scales it down itself, which a recurring scale-up would fight).",
   enforcementLevel: "mandatory",
   configSchema: { properties: {} },
   validateStack: (args, reportViolation) => {
@@ -62,6 +62,13 @@ export const standbyScheduleRules: StackValidationPolicy = {
       const role = azRole(gp);
       if (isGpuNodeGroup(gp) && role !== "standby") {
         reportViolation(`Schedule ${s.name} targets ${role ?? "unlabelled"} GPU node group ${group.name}; only standby groups may be scheduled.`, s.urn);
+        continue;
+      }
+      if (str(gp.capacityType) === "CAPACITY_BLOCK") {
+        reportViolation(
+          `Schedule ${s.name} targets ${group.name}, which runs on a Capacity Block: the block is paid for whether it runs or not, and it ends (≤ 182 days; EC2 scales it down and takes the instances back), so a recurring schedule saves nothing and outlives it. Leave block groups unscheduled.`,
+          s.urn,
+        );
         continue;
       }
       if (isScaleDown(p)) {

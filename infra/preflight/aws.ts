@@ -3,11 +3,11 @@
  * turned into rows of the preflight table. Clients are passed in so tests drive them with
  * aws-sdk-client-mock.
  */
-import { DescribeCapacityReservationsCommand, DescribeInstanceTypeOfferingsCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { DescribeCapacityReservationsCommand, DescribeInstanceTypeOfferingsCommand, EC2Client, type CapacityReservation } from "@aws-sdk/client-ec2";
 import { GetHostedZoneCommand, Route53Client } from "@aws-sdk/client-route-53";
 import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
-import type { StackConfig } from "../config";
-import { P_QUOTA_CODE, pQuotaNeeded, type CheckRow } from "./checks";
+import { standbySize, type StackConfig } from "../config";
+import { P_QUOTA_CODE, RESERVATION_END_WARN_DAYS, pQuotaNeeded, type CheckRow } from "./checks";
 import { awsCli, cliChecks, type AwsCli } from "./aws-cli";
 
 export interface AwsClients {
@@ -25,7 +25,7 @@ export function awsClients(region: string): AwsClients {
 const why = (err: unknown) => (err instanceof Error ? `${err.name}: ${err.message}` : String(err));
 
 /** Runs every online check; a failing call is a `fail` row naming the call, never a crash. */
-export async function onlineChecks(c: StackConfig, clients: AwsClients): Promise<CheckRow[]> {
+export async function onlineChecks(c: StackConfig, clients: AwsClients, today = new Date()): Promise<CheckRow[]> {
   const rows: CheckRow[] = [];
   const guard = async (check: string, f: () => Promise<CheckRow[]>) => {
     try {
@@ -91,23 +91,21 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients): Promise
     return out.length ? out : [{ check: "instance types offered", status: "ok", detail: `${types.join(", ")} offered in ${c.azs.join(", ")}`, fix: "" }];
   });
 
-  const wanted = c.gpuClasses.flatMap((g) => Object.entries(g.capacityReservations).map(([az, id]) => ({ id, az, type: g.instanceType, cls: g.name })));
+  const wanted = c.gpuClasses.flatMap((g) =>
+    Object.entries(g.capacityReservations).map(([az, id]) => ({
+      id,
+      az,
+      type: g.instanceType,
+      cls: g.name,
+      block: g.capacityType === "CAPACITY_BLOCK",
+      max: az === c.standbyAz ? standbySize(g, c.standbyCapacityRatio).max : g.maxPerAz,
+    })),
+  );
   if (wanted.length) {
     await guard("capacity reservations", async () => {
       const r = await clients.ec2.send(new DescribeCapacityReservationsCommand({ CapacityReservationIds: wanted.map((w) => w.id) }));
       const found = new Map((r.CapacityReservations ?? []).map((x) => [x.CapacityReservationId, x]));
-      return wanted.map((w): CheckRow => {
-        const x = found.get(w.id);
-        const check = `reservation ${w.id}`;
-        if (!x) return { check, status: "missing", detail: `not found in ${c.region}`, fix: `check gpuClasses[${w.cls}].capacityReservations.${w.az}` };
-        const problems: string[] = [];
-        if (x.AvailabilityZone !== w.az) problems.push(`it is in ${x.AvailabilityZone}, configured for ${w.az}`);
-        if (x.InstanceType !== w.type) problems.push(`it is for ${x.InstanceType}, the class launches ${w.type}`);
-        if (!["active", "scheduled", "pending"].includes(String(x.State))) problems.push(`its state is ${x.State}`);
-        return problems.length
-          ? { check, status: "invalid", detail: problems.join("; "), fix: `set gpuClasses[${w.cls}].capacityReservations to {<its AZ>: ${w.id}} or use another reservation` }
-          : { check, status: "ok", detail: `${x.InstanceType} × ${x.TotalInstanceCount ?? "?"} in ${x.AvailabilityZone}, ${x.State}`, fix: "" };
-      });
+      return wanted.map((w) => reservationRow(w, found.get(w.id), c.region, today));
     });
   }
 
@@ -132,8 +130,58 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients): Promise
         },
       ];
     }
+    if (c.dns.serviceName === zone) {
+      // infra/dns.ts makes the service name's weighted records CNAMEs (aliases of the per-AZ CNAME pairs).
+      return [{ check: "hosted zone", status: "invalid", detail: `${c.dns.serviceName} is the zone's apex: Route53 refuses a CNAME record there, and the service name's records are CNAMEs`, fix: `set llm-ha:dns.serviceName to a name inside ${zone} (infer.${zone})` }];
+    }
     return [{ check: "hosted zone", status: "ok", detail: `${c.dns.zoneId} is ${zone}, public; ${c.dns.serviceName} is inside it`, fix: "" }];
   });
   if (clients.cli) await cliChecks(c, clients.cli, guard);
   return rows;
+}
+
+/** A configured reservation: its class, AZ, type, whether the class runs on Capacity Blocks, and the group's maximum there. */
+interface WantedReservation {
+  id: string;
+  az: string;
+  type: string;
+  cls: string;
+  block: boolean;
+  max: number;
+}
+
+/**
+ * One configured reservation against what EC2 says of it. Invalid: not there, another AZ or
+ * type, not usable, a plain reservation for a CAPACITY_BLOCK class. Warned, with the capacity
+ * semantics of docs/infra.md: a group whose maximum is above the reservation's count (a
+ * targeted reservation does not overflow to On-Demand: the launches past it fail), and a
+ * reservation that ends soon (a Capacity Block runs at most 182 days and EC2 reclaims its
+ * instances at the end).
+ */
+export function reservationRow(w: WantedReservation, x: CapacityReservation | undefined, region: string, today: Date): CheckRow {
+  const check = `reservation ${w.id}`;
+  if (!x) return { check, status: "missing", detail: `not found in ${region}`, fix: `check gpuClasses[${w.cls}].capacityReservations.${w.az}` };
+  const problems: string[] = [];
+  if (x.AvailabilityZone !== w.az) problems.push(`it is in ${x.AvailabilityZone}, configured for ${w.az}`);
+  if (x.InstanceType !== w.type) problems.push(`it is for ${x.InstanceType}, the class launches ${w.type}`);
+  if (!["active", "scheduled", "pending"].includes(String(x.State))) problems.push(`its state is ${x.State}`);
+  if (w.block && x.ReservationType !== "capacity-block") problems.push(`the class is CAPACITY_BLOCK but this is a ${x.ReservationType ?? "default"} reservation, not a Capacity Block`);
+  if (problems.length) {
+    return { check, status: "invalid", detail: problems.join("; "), fix: `set gpuClasses[${w.cls}].capacityReservations to {<its AZ>: ${w.id}} or use another reservation` };
+  }
+  const count = x.TotalInstanceCount;
+  const ends = x.EndDate ? ` until ${x.EndDate.toISOString().slice(0, 16).replace("T", " ")} UTC` : "";
+  const detail = `${x.InstanceType} × ${count ?? "?"} in ${x.AvailabilityZone}, ${x.State}${ends}`;
+  const warnings: string[] = [];
+  const fixes: string[] = [];
+  if (count !== undefined && count < w.max) {
+    warnings.push(`the group in ${w.az} may grow to ${w.max}, above its ${count}: a targeted reservation does not overflow to On-Demand, launches past ${count} fail (ReservationCapacityExceeded)`);
+    fixes.push(`raise the reservation to ${w.max} instances or lower gpuClasses[${w.cls}].maxPerAz`);
+  }
+  const daysLeft = x.EndDate ? (x.EndDate.getTime() - today.getTime()) / 86_400_000 : undefined;
+  if (daysLeft !== undefined && daysLeft < RESERVATION_END_WARN_DAYS) {
+    warnings.push(`it ends in ${Math.max(0, Math.floor(daysLeft))} days: EC2 takes its instances back then`);
+    fixes.push(`extend it before the end (its id stays), or ${w.block ? "buy the next Capacity Block" : "reserve again"} and set gpuClasses[${w.cls}].capacityReservations.${w.az} to it`);
+  }
+  return warnings.length ? { check, status: "warn", detail: `${detail}; ${warnings.join("; ")}`, fix: fixes.join("; ") } : { check, status: "ok", detail, fix: "" };
 }

@@ -71,13 +71,19 @@ export function offlineChecks(values: Record<string, string>, project: string, s
   }
 
   if (config) {
-    const row = EKS_VERSIONS.find((v) => v.version === config!.kubernetesVersion)!;
-    const daysLeft = Math.floor((Date.parse(row.standardUntil) - Date.parse(isoDay(today))) / 86_400_000);
+    const row = EKS_VERSIONS.find((v) => v.version === config!.kubernetesVersion);
+    // A version newer than the table passes validation with a warning: say so here too.
+    const daysLeft = row ? Math.floor((Date.parse(row.standardUntil) - Date.parse(isoDay(today))) / 86_400_000) : undefined;
     rows.push({
       check: `EKS ${config.kubernetesVersion} support`,
-      status: daysLeft < 60 ? "warn" : "ok",
-      detail: `standard support until ${row.standardUntil} (${daysLeft} days); upgradePolicy STANDARD`,
-      fix: daysLeft < 60 ? "plan the upgrade: set llm-ha:kubernetesVersion to the next version in contracts/eks-versions.ts" : "",
+      status: daysLeft === undefined || daysLeft < 60 ? "warn" : "ok",
+      detail: row ? `standard support until ${row.standardUntil} (${daysLeft} days); upgradePolicy STANDARD` : "not in the support table (contracts/eks-versions.ts): its window is not checked",
+      fix:
+        daysLeft === undefined
+          ? "add its row from aws eks describe-cluster-versions"
+          : daysLeft < 60
+            ? "plan the upgrade: set llm-ha:kubernetesVersion to the next version in contracts/eks-versions.ts"
+            : "",
     });
     for (const c of config.gpuClasses) {
       const reserved = Object.keys(c.capacityReservations);
@@ -122,7 +128,7 @@ export function onlinePlan(c: StackConfig | undefined, missing: string[] = []): 
   return [
     `GPU quota: service-quotas get-service-quota --service-code ec2 --quota-code ${P_QUOTA_CODE} (Running On-Demand P instances) in ${c.region} ≥ ${pQuotaNeeded(c)} vCPUs`,
     `instance types offered: ec2 describe-instance-type-offerings --location-type availability-zone (${types.join(", ")} in ${c.azs.join(", ")})`,
-    crs.length ? `capacity reservations: ec2 describe-capacity-reservations ${crs.join(", ")}: each active/scheduled, in its AZ, of its type` : "capacity reservations: none configured",
+    crs.length ? `capacity reservations: ec2 describe-capacity-reservations ${crs.join(", ")}: each active/scheduled, in its AZ, of its type (a Capacity Block for a CAPACITY_BLOCK class), holding the group's maximum (no overflow), not ending within ${RESERVATION_END_WARN_DAYS} days` : "capacity reservations: none configured",
     `hosted zone: route53 get-hosted-zone --id ${or("llm-ha:dns.zoneId", c.dns.zoneId)}: exists, is public and a parent of ${or("llm-ha:dns.serviceName", c.dns.serviceName)}`,
     `add-on versions: eks describe-addon-versions --kubernetes-version ${c.kubernetesVersion} for ${ADDON_NAMES.join(", ")}: each has a default version${Object.keys(c.addonVersions).length ? ", and each pinned one is offered" : ""}`,
     c.agentImageBuild
@@ -133,6 +139,9 @@ export function onlinePlan(c: StackConfig | undefined, missing: string[] = []): 
       : "model weights: llm-ha:inference.weightsS3Uri is not set (warned: every new node pulls from the hub through NAT)",
   ];
 }
+
+/** Days before a reservation's or Capacity Block's end that `--online` warns: time to extend it or buy the next. */
+export const RESERVATION_END_WARN_DAYS = 14;
 
 /**
  * vCPUs the On-Demand P quota must hold at every group's maximum (groups launching into a

@@ -8,6 +8,7 @@ import { expect, it } from "vitest";
 import { DEFAULT_EKS_VERSION, eksVersionProblem, isoDay } from "../../contracts/eks-versions";
 import { ADDON_NAMES } from "../../infra/addons";
 import { NVME_RAID0_USER_DATA } from "../../infra/gpu-node-groups";
+import { IMAGES } from "../../infra/images";
 import { LB_CONTROLLER_CHART } from "../../infra/lb-controller";
 import { mockAddonVersion, ofType, stackConfig, type CapturedResource, type Env } from "../../infra/capture";
 import { GATED_MODEL_ORGS } from "../../infra/config";
@@ -24,6 +25,9 @@ export function describeDeployability(env: Env, resources: () => CapturedResourc
     expect(release, "a Helm release of the controller").toBeDefined();
     const p = release.props as O;
     expect(p).toMatchObject({ chart: "aws-load-balancer-controller", version: LB_CONTROLLER_CHART.version, namespace: "kube-system", repositoryOpts: { repo: "https://aws.github.io/eks-charts" } });
+    // Issue 27: a current chart (3.x, whose version is the controller's), running that release's image.
+    expect(Number(LB_CONTROLLER_CHART.version.split(".")[0])).toBeGreaterThanOrEqual(3);
+    expect(IMAGES.lbController.tag).toBe(`v${LB_CONTROLLER_CHART.version}`);
     expect(p.values).toMatchObject({ clusterName: `llm-ha-${env}`, region: "us-east-1", vpcId: "net-vpc-id" });
     expect(p.values.serviceAccount.annotations["eks.amazonaws.com/role-arn"]).toBe("arn:aws:iam:us-east-1:123456789012:lbc-role");
     const role = ofType(resources(), "aws:iam/role:Role").find((r) => r.name === "lbc-role")!.props as O;

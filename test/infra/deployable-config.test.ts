@@ -137,10 +137,16 @@ describe("user settings are refused with the key named", () => {
     const warned: string[] = [];
     expect(resolveOn("1.31", warned).kubernetesVersion).toBe("1.31");
     expect(warned).toEqual([expect.stringMatching(/^llm-ha:kubernetesVersion: EKS version 1.31 left standard support on 2025-11-26/)]);
+    // 1.36 is in the table (issue 27) and in standard support: no warning.
+    const current: string[] = [];
+    expect(resolveOn("1.36", current).kubernetesVersion).toBe("1.36");
+    expect(current).toEqual([]);
+    expect(eksVersionProblem("1.36", "2026-12-02")).toBeUndefined();
+    expect(EKS_VERSIONS.map((v) => v.version)).toContain("1.36");
     // A version newer than the table runs, with a warning to add its row.
     const newer: string[] = [];
-    expect(resolveOn("1.36", newer).kubernetesVersion).toBe("1.36");
-    expect(newer[0]).toMatch(/1.36 is newer than the support table/);
+    expect(resolveOn("1.37", newer).kubernetesVersion).toBe("1.37");
+    expect(newer[0]).toMatch(/1.37 is newer than the support table/);
     expect(paths(await failure({ "llm-ha:kubernetesVersion": "1.29" }))).toEqual(["llm-ha:kubernetesVersion"]);
     expect(paths(await failure({ "llm-ha:kubernetesVersion": "latest" }))).toEqual(["llm-ha:kubernetesVersion"]);
     expect(eksVersionProblem("1.34", "2026-12-02")).toBeUndefined();
@@ -191,6 +197,8 @@ describe("capacity settings that match AWS", () => {
       expect(g.capacityType).toBe("CAPACITY_BLOCK");
       expect(g.instanceTypes).toBeUndefined();
     }
+    // dev's standby AZ (us-east-1b) on a block is not parked: no scheduled action fights the block's end (issue 27).
+    expect(rs.filter((r) => r.type === "aws:autoscaling/schedule:Schedule").map((r) => r.name)).toEqual([]);
     const missing = await failure(gpu({ capacityType: "CAPACITY_BLOCK", capacityReservations: { "us-east-1a": "cr-0aaaaaaaaaaaaaaa1" } }));
     expect(missing.message).toMatch(/CAPACITY_BLOCK needs a capacity block reservation in every AZ; missing: us-east-1b/);
   });

@@ -13,7 +13,7 @@ describe("eks-version-supported", () => {
   it("fails 1.31 after its support ended, naming the dates and what is supported", async () => {
     const rs = changed("eks", (p) => (p.version = "1.31"));
     expect(await messages(eksVersionSupported, rs, ON("2026-11-30"))).toEqual([
-      "EKS cluster eks: EKS version 1.31 left standard support on 2025-11-26 and extended support on 2026-11-26; in standard support on 2026-11-30: 1.34, 1.35.",
+      "EKS cluster eks: EKS version 1.31 left standard support on 2025-11-26 and extended support on 2026-11-26; in standard support on 2026-11-30: 1.34, 1.35, 1.36.",
     ]);
   });
 
@@ -21,7 +21,7 @@ describe("eks-version-supported", () => {
     const rs = changed("eks", (p) => (p.version = "1.34"));
     expect(await messages(eksVersionSupported, rs, ON("2026-12-02"))).toEqual([]);
     expect(await messages(eksVersionSupported, rs, ON("2026-12-03"))).toEqual([
-      "EKS cluster eks: EKS version 1.34 left standard support on 2026-12-02 (extended support, at extra cost, until 2027-12-02); in standard support on 2026-12-03: 1.35.",
+      "EKS cluster eks: EKS version 1.34 left standard support on 2026-12-02 (extended support, at extra cost, until 2027-12-02); in standard support on 2026-12-03: 1.35, 1.36.",
     ]);
     expect(await messages(eksVersionSupported, rs, { "eks-version-supported": { asOf: "2026-12-03", allowExtendedSupport: true } })).toEqual([]);
   });

@@ -48,4 +48,13 @@ describe("standby-schedule-rules", () => {
       "Schedule standby-down targets active GPU node group gpu-us-east-1c-h100x; only standby groups may be scheduled.",
     ]);
   });
+
+  it("fails a schedule on a group that runs on a Capacity Block (issue 27: the block ends and AWS scales it down; a weekly scale-up would fight it)", async () => {
+    const rs = changed("gpu-us-east-1c-h100", (p) => (p.capacityType = "CAPACITY_BLOCK"));
+    const m = await messages(standbyScheduleRules, rs);
+    expect(m).toHaveLength(2);
+    expect(m[0]).toBe(
+      "Schedule standby-down targets gpu-us-east-1c-h100, which runs on a Capacity Block: the block is paid for whether it runs or not, and it ends (≤ 182 days; EC2 scales it down and takes the instances back), so a recurring schedule saves nothing and outlives it. Leave block groups unscheduled.",
+    );
+  });
 });

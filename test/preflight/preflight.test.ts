@@ -15,6 +15,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { preflightCommand } from "../../infra/preflight/command";
 import { offlineChecks } from "../../infra/preflight/checks";
 import { AwsCliError, type AwsCli } from "../../infra/preflight/aws-cli";
+import { reservationRow } from "../../infra/preflight/aws";
 import { stackConfig } from "../../infra/capture";
 
 const run = promisify(execFile);
@@ -101,6 +102,12 @@ describe("llm-ha preflight offline", () => {
     expect(rows.filter((r) => r.status === "invalid").map((r) => r.check)).toEqual(["setting llm-ha:dns.serviceName", "setting llm-ha:dns.zoneId"]);
   });
 
+  it("a Kubernetes version newer than the support table: a warning row, not a crash (issue 27)", () => {
+    const values = { ...stackConfig("dev"), "llm-ha:kubernetesVersion": "1.37" };
+    const row = offlineChecks(values, "llm-ha", "dev").rows.find((r) => r.check === "EKS 1.37 support");
+    expect(row).toMatchObject({ status: "warn", detail: "not in the support table (contracts/eks-versions.ts): its window is not checked" });
+  });
+
   it("exits 2 without --stack", async () => {
     expect((await cli([])).code).toBe(2);
   });
@@ -164,6 +171,12 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     expect(out).toMatch(/3 blocking\n$/);
   });
 
+  it("a service name at the zone's apex is invalid: its records are CNAMEs (issue 27)", async () => {
+    route53.on(GetHostedZoneCommand).resolves({ HostedZone: { Id: "/hostedzone/Z04217753KQ3ZPLMVTB2", Name: "infer.qa.llm-ha.net.", CallerReference: "x", Config: { PrivateZone: false } } });
+    expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(1);
+    expect(out).toMatch(/hosted zone\s+invalid\s+infer\.qa\.llm-ha\.net is the zone's apex: Route53 refuses a CNAME record there/);
+  });
+
   it("a reservation in another AZ than configured is invalid", async () => {
     const file = variant((y) => y.replace("    - name: a100\n", "    - name: a100\n      capacityReservations:\n        us-east-1a: cr-0123456789abcdef0\n"));
     ec2.on(DescribeCapacityReservationsCommand).resolves({
@@ -171,6 +184,29 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     });
     expect(await preflightCommand(["--stack", file, "--online"], clients)).toBe(1);
     expect(out).toMatch(/reservation cr-0123456789abcdef0\s+invalid\s+it is in us-east-1b, configured for us-east-1a/);
+  });
+
+  it("capacity semantics (issue 27): a maximum above the reservation's count, a block about to end, a plain reservation for a block class", () => {
+    const today = new Date("2026-12-02T00:00:00Z");
+    const want = { id: "cr-0123456789abcdef0", az: "us-east-1a", type: "p5.48xlarge", cls: "h100", block: false, max: 4 };
+    const cr = { CapacityReservationId: want.id, AvailabilityZone: "us-east-1a", InstanceType: "p5.48xlarge", State: "active" as const, TotalInstanceCount: 2 };
+    expect(reservationRow(want, cr, "us-east-1", today)).toEqual({
+      check: "reservation cr-0123456789abcdef0",
+      status: "warn",
+      detail: "p5.48xlarge × 2 in us-east-1a, active; the group in us-east-1a may grow to 4, above its 2: a targeted reservation does not overflow to On-Demand, launches past 2 fail (ReservationCapacityExceeded)",
+      fix: "raise the reservation to 4 instances or lower gpuClasses[h100].maxPerAz",
+    });
+    expect(reservationRow({ ...want, max: 2 }, cr, "us-east-1", today).status).toBe("ok");
+    const block = { ...cr, ReservationType: "capacity-block" as const, EndDate: new Date("2026-12-09T11:30:00Z") };
+    const ending = reservationRow({ ...want, block: true, max: 2 }, block, "us-east-1", today);
+    expect(ending.status).toBe("warn");
+    expect(ending.detail).toBe("p5.48xlarge × 2 in us-east-1a, active until 2026-12-09 11:30 UTC; it ends in 7 days: EC2 takes its instances back then");
+    expect(ending.fix).toBe("extend it before the end (its id stays), or buy the next Capacity Block and set gpuClasses[h100].capacityReservations.us-east-1a to it");
+    expect(reservationRow({ ...want, block: true, max: 2 }, { ...block, EndDate: new Date("2027-03-01T11:30:00Z") }, "us-east-1", today).status).toBe("ok");
+    expect(reservationRow({ ...want, block: true, max: 2 }, cr, "us-east-1", today)).toMatchObject({
+      status: "invalid",
+      detail: "the class is CAPACITY_BLOCK but this is a default reservation, not a Capacity Block",
+    });
   });
 
   it("a failing AWS call is a failed row, not a crash", async () => {
