@@ -8,6 +8,7 @@ import { execFile } from "node:child_process";
 import { ADDON_NAMES } from "../addons";
 import type { StackConfig } from "../config";
 import type { CheckRow } from "./checks";
+import { prometheusRows } from "./prometheus-check";
 
 /** Runs `aws <args> --output json` and returns the parsed answer; rejects with `AwsCliError`. */
 export type AwsCli = (args: string[]) => Promise<unknown>;
@@ -41,6 +42,7 @@ export function awsCli(region: string, timeoutMs = 30_000): AwsCli {
 }
 
 type Obj = Record<string, unknown>;
+const CHECK_PROMETHEUS = "prometheus";
 const arr = (v: unknown): Obj[] => (Array.isArray(v) ? (v as Obj[]) : []);
 
 /** EKS's versions of one add-on for a Kubernetes version, and which is its default. */
@@ -57,7 +59,7 @@ export function ecrImage(ref: string): { account: string; region: string; reposi
   return m ? { account: m[1], region: m[2], repository: m[3], digest: m[4] } : undefined;
 }
 
-/** The add-on versions, the agent image and the weights prefix, one guarded check each. */
+/** The add-on versions, the agent image, the weights prefix and who reads the alert rules, one guarded check each. */
 export async function cliChecks(c: StackConfig, cli: AwsCli, guard: (check: string, f: () => Promise<CheckRow[]>) => Promise<void>): Promise<void> {
   await guard("add-on versions", async () => {
     const rows: CheckRow[] = [];
@@ -100,4 +102,6 @@ export async function cliChecks(c: StackConfig, cli: AwsCli, guard: (check: stri
       ? [{ check: "model weights", status: "ok", detail: `${uri} has objects`, fix: "" }]
       : [{ check: "model weights", status: "missing", detail: `nothing under ${uri}`, fix: `aws s3 sync <local copy of ${c.inference.model}> ${uri}` }];
   });
+
+  await guard(CHECK_PROMETHEUS, () => prometheusRows(c, cli));
 }

@@ -137,6 +137,7 @@ export function onlinePlan(c: StackConfig | undefined, missing: string[] = []): 
     c.inference.weightsS3Uri
       ? `model weights: s3api list-objects-v2 --prefix: ${c.inference.weightsS3Uri} holds objects`
       : "model weights: llm-ha:inference.weightsS3Uri is not set (warned: every new node pulls from the hub through NAT)",
+    `prometheus: eks describe-cluster --name ${c.clusterName}, amp list-scrapers: an Amazon Managed Prometheus scraper reads the cluster (an in-cluster Prometheus is not visible to the AWS API: the row names the kubectl check)`,
   ];
 }
 

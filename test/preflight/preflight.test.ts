@@ -230,12 +230,18 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
   let out: string;
   let calls: string[][];
 
-  /** Answers as `aws … --output json` does; `fail` maps a command to the error code the CLI prints. */
-  function fakeCli(fail: Record<string, string> = {}, pinnedOffered = true): AwsCli {
+  const CLUSTER_ARN = "arn:aws:eks:us-east-1:111122223333:cluster/llm-ha-qa";
+  /** Answers as `aws … --output json` does; `fail` maps a command to the error code the CLI prints; no cluster yet unless `cluster`. */
+  function fakeCli(fail: Record<string, string> = {}, pinnedOffered = true, cluster: { scrapers: string[] } | null = null): AwsCli {
     return async (args) => {
       calls.push(args);
       const cmd = args.slice(0, 2).join(" ");
       if (fail[cmd]) throw new AwsCliError(`aws ${cmd}: An error occurred (${fail[cmd]})`, fail[cmd]);
+      if (cmd === "eks describe-cluster") {
+        if (!cluster) throw new AwsCliError("aws eks describe-cluster: An error occurred (ResourceNotFoundException)", "ResourceNotFoundException");
+        return { cluster: { name: args[3], arn: CLUSTER_ARN } };
+      }
+      if (cmd === "amp list-scrapers") return { scrapers: (cluster?.scrapers ?? []).map((alias) => ({ alias, scraperId: `s-${alias}`, source: { eksConfiguration: { clusterArn: CLUSTER_ARN } } })) };
       if (cmd === "eks describe-addon-versions") {
         const name = args[args.indexOf("--addon-name") + 1];
         const k8s = args[args.indexOf("--kubernetes-version") + 1];
@@ -292,6 +298,18 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
   it("no weights in S3: a warning (every woken node pulls from the hub through NAT), not a block", async () => {
     expect(await preflightCommand(["--stack", variant(), "--online"], clients(fakeCli()))).toBe(0);
     expect(out).toMatch(/model weights\s+warn\s+llm-ha:inference\.weightsS3Uri is not set/);
+  });
+
+  it("who reads the alert rules: none before the cluster exists, an AMP scraper on it, or the kubectl command for an in-cluster one", async () => {
+    expect(await preflightCommand(["--stack", variant(), "--online"], clients(fakeCli()))).toBe(0);
+    expect(out).toMatch(/prometheus\s+warn\s+cluster \S+ does not exist yet; the stack installs no Prometheus/);
+    out = "";
+    expect(await preflightCommand(["--stack", variant(), "--online"], clients(fakeCli({}, true, { scrapers: ["llm-ha-qa-scraper"] })))).toBe(0);
+    expect(out).toMatch(/prometheus\s+ok\s+Amazon Managed Prometheus scraper llm-ha-qa-scraper reads/);
+    out = "";
+    const operator = variant((y) => y.replace("config:\n", "config:\n  llm-ha:observability:\n    prometheusOperator: true\n"));
+    expect(await preflightCommand(["--stack", operator, "--online"], clients(fakeCli({}, true, { scrapers: [] })))).toBe(0);
+    expect(out).toMatch(/prometheus\s+warn\s+no Amazon Managed Prometheus scraper reads .* kubectl get crd prometheusrules\.monitoring\.coreos\.com podmonitors/s);
   });
 
   it("a failing CLI call is a failed row naming the permissions", async () => {
