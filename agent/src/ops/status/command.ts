@@ -73,8 +73,11 @@ export function jsonWanted(values: { json?: boolean; output?: string }, usageErr
   return values.json === true || values.output === "json";
 }
 
-/** Flags over the environment; null for `--help`. Throws `StatusUsageError`. */
-export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv): StatusArgs | null {
+/**
+ * Flags over the environment; null for `--help`. Throws `StatusUsageError`. `otherFlags`: the
+ * calling command's own flags (already taken out of `argv`), offered by "did you mean".
+ */
+export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv, otherFlags: readonly string[] = []): StatusArgs | null {
   const options = {
     "redis-url": { type: "string" },
     cluster: { type: "string" },
@@ -90,7 +93,7 @@ export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv): StatusA
   try {
     ({ values } = parseArgs({ args: renameAliases(argv), strict: true, allowPositionals: false, options }));
   } catch (err) {
-    throw new StatusUsageError(flagErrorMessage(err, Object.keys(options), FLAG_ALIASES));
+    throw new StatusUsageError(flagErrorMessage(err, [...Object.keys(options), ...otherFlags], FLAG_ALIASES));
   }
   if (values.help) return null;
   const int = (flag: string, v: string, min: number, max: number): number => {
@@ -160,13 +163,13 @@ export function openFleetRedis(
   argv: string[],
   name: string,
   err: (line: string) => void,
-  command: { name: string; usage: string } = { name: "status", usage: STATUS_USAGE },
+  command: { name: string; usage: string; flags?: readonly string[] } = { name: "status", usage: STATUS_USAGE },
 ): { args: StatusArgs; keys: RedisKeys; client: RedisClient } | number {
   let args: StatusArgs | null;
   let keys: RedisKeys;
   let tls: ConnectionOptions | undefined;
   try {
-    args = parseStatusArgs(argv, process.env);
+    args = parseStatusArgs(argv, process.env, command.flags);
     if (!args) {
       process.stdout.write(command.usage);
       return 0;
