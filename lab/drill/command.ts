@@ -11,6 +11,7 @@ import { join, resolve } from "node:path";
 import { ensureSystemDeps, SystemDepsError } from "../engines/system-deps";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { startObserver, type Observer } from "./observer";
+import { terminalColumns } from "../../contracts/table";
 import { figuresLine, renderTable, standbyLine, summarize, type ScenarioSummary } from "./report";
 import { detectFleet, MAIN_CLIENT, runScenario, type RunResult, type ScenarioContext } from "./run-scenario";
 import { SCENARIOS, UnknownScenarioError } from "./scenarios";
@@ -39,6 +40,8 @@ With no flag it runs a first, short matrix: one scenario per tier, the L4 outage
   --scenario NAME[,NAME]  run only these scenarios, in this order (see the list below)
   --check                 exit 1 when a scenario misses its target (or cannot be measured)
   --json FILE             write every figure as JSON
+  -o wide                 the table with every column (by default: the verdict first, fitted to
+                          $COLUMNS, the sdk, cut and baseline columns left out)
   --out DIR               logs and timeline.svg (default: a new folder under the system tmp)
   --nodes N               simulated GPU nodes (default 6; at least 4)
   --runs N                runs of each selected scenario (default: its own count, e.g. crash ×5)
@@ -59,6 +62,8 @@ export interface DrillArgs {
   full?: boolean;
   check: boolean;
   json?: string;
+  /** The table with every column (\`-o wide\`). */
+  wide?: boolean;
   out?: string;
   nodes: number;
   /** Runs of each selected scenario instead of its own count. */
@@ -95,6 +100,13 @@ export function parseDrillArgs(argv: readonly string[]): DrillArgs {
       case "--out":
         a.out = value();
         break;
+      case "-o":
+      case "--output": {
+        const v = value();
+        if (v !== "wide" && v !== "text") throw new DrillUsageError(`${flag} must be text or wide (the JSON goes to a file: --json FILE), got ${JSON.stringify(v)}`);
+        a.wide = v === "wide";
+        break;
+      }
       case "--nodes": {
         const n = Number(value());
         if (!Number.isInteger(n) || n < 4 || n > 24) throw new DrillUsageError("--nodes must be an integer from 4 to 24");
@@ -266,7 +278,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
     writeFileSync(join(outDir, "timeline.svg"), svg);
     writeFileSync(join(outDir, "timeline.json"), JSON.stringify(tl));
     if (args.json) writeFileSync(args.json, JSON.stringify(report, null, 2) + "\n");
-    io.out(renderTable(summaries));
+    io.out(renderTable(summaries, { width: terminalColumns(), wide: args.wide ?? false }));
     io.out(
       `\nfailed column: llm-ha (baseline 2s×3 / baseline 0.5s×2); sdk: the official openai client with its default retries (what an application sees); ` +
         `cut: streams cut after their answer began, every client class; "(k had to)": their server or AZ proxy died under them, or (sdk) no server was left anywhere — ` +
