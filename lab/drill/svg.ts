@@ -79,6 +79,13 @@ export function renderTimelineSvg(whole: Timeline, o: SvgOptions): string {
   const gap = 4;
   const x = (t: number): number => left + ((t - from) / Math.max(1, endT - from)) * plotW;
   const asleep = new Set(o.azs.filter((a) => a.standby).map((a) => a.name));
+  /** The leader's last word before `t` on the standby; asked in time order, so one pass over the fleet samples. */
+  let fi = -1;
+  const wantedAwake = (t: number): boolean => {
+    if (fi >= 0 && tl.fleet[fi].t > t) fi = -1;
+    while (fi + 1 < tl.fleet.length && tl.fleet[fi + 1].t <= t) fi++;
+    return fi >= 0 && tl.fleet[fi].standbyWake;
+  };
   const parts: string[] = [];
   let y = 52;
   const lane = (label: string, runs: { from: number; to: number; v: string }[]): void => {
@@ -108,7 +115,9 @@ export function renderTimelineSvg(whole: Timeline, o: SvgOptions): string {
   }
   section("AZs: in the DNS answer / published state");
   for (const az of o.azs) {
-    lane(`${az.name} DNS${az.standby ? " (standby)" : ""}`, runsOf(tl.samples.filter((s) => s.dns !== null).map((s) => ({ t: s.t, v: s.dns!.includes(az.address) ? "IN" : az.standby ? "ASLEEP" : "OUT" })), endT));
+    // Out of DNS is the standby's rest state: grey unless the leader wants it awake.
+    const out = (t: number): string => (az.standby && !wantedAwake(t) ? "ASLEEP" : "OUT");
+    lane(`${az.name} DNS${az.standby ? " (standby)" : ""}`, runsOf(tl.samples.filter((s) => s.dns !== null).map((s) => ({ t: s.t, v: s.dns!.includes(az.address) ? "IN" : out(s.t) })), endT));
     lane(`${az.name} state`, runsOf(tl.fleet.map((f) => ({ t: f.t, v: f.azState[az.name] ?? "NONE" })), endT));
   }
   section("tier");

@@ -36,6 +36,8 @@ function drill() {
     tl.samples.push(s);
   }
   tl.fleet.push({ t: 0, azState: { "az-a": "OK", "az-b": "OK" }, tier: "L0", tokens: {}, standbyWake: false, suspect: "" });
+  // From 20 s the leader wants the standby awake: out of DNS then is a fault to see, not its sleep.
+  tl.fleet.push({ t: 20_000, azState: { "az-a": "DEGRADED", "az-b": "OK" }, tier: "L2", tokens: {}, standbyWake: true, suspect: "" });
   tl.sent = { main: 3000 };
   tl.marks.push({ t: 5000, label: "crash a1", kind: "inject" }, { t: 9000, label: "heal", kind: "heal" }, { t: 17_000, label: "crash a1", kind: "inject" });
   tl.failures.push({ t: 5100, client: "main", why: "ECONNRESET" }, { t: 5150, client: "main", why: "ECONNRESET" }, { t: 17_200, client: "main", why: "HTTP 503" });
@@ -67,6 +69,7 @@ const seen = [...document.querySelectorAll("section.scenario")].map((s) => {
     reasons: [...s.querySelectorAll("text.reason")].map((t) => t.textContent),
     grey: fill("${STATUS_COLORS.ASLEEP}"),
     err: fill("${STATUS_COLORS.ERR}"),
+    out: [...s.querySelectorAll("rect title")].filter((t) => /^az-c DNS \\(standby\\): OUT/.test(t.textContent)).length,
     labels: [...s.querySelectorAll("svg text")].map((t) => t.textContent),
   };
 });
@@ -86,7 +89,7 @@ describe("the HTML drill report", () => {
     expect(dom.status, dom.stderr).toBe(0);
     const m = /<pre id="seen">([\s\S]*?)<\/pre>/.exec(dom.stdout);
     expect(m, dom.stdout.slice(0, 500)).not.toBeNull();
-    const seen = JSON.parse(m![1].replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&")) as { heading: string; width: number; height: number; targets: string[]; reasons: string[]; grey: number; err: number; labels: string[] }[];
+    const seen = JSON.parse(m![1].replace(/&quot;/g, '"').replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&")) as { heading: string; width: number; height: number; targets: string[]; reasons: string[]; grey: number; err: number; out: number; labels: string[] }[];
     expect(seen).toHaveLength(2);
     const [ok, late] = seen;
     expect(ok.heading).toMatch(/^ok\s+crash\b/);
@@ -101,6 +104,8 @@ describe("the HTML drill report", () => {
     }
     expect(ok.targets).toContain("L1 ≤ 1.2s (0.30s)");
     expect(late.targets).toContain("L1 ≤ 1.2s (never)");
+    expect(ok.out).toBe(0);
+    expect(late.out).toBeGreaterThan(0);
     expect(ok.reasons).toEqual(["ECONNRESET"]);
     expect(late.reasons).toEqual(["HTTP 503"]);
     // Each panel is its own stretch of the run: the first crash's panel does not hold the second's failure.
