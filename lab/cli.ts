@@ -26,6 +26,7 @@ const SCRIPT_COMMANDS: readonly Command[] = [
 export const CHECKOUT_COMMANDS: readonly Command[] = [
   ...IMAGE_COMMANDS,
   { name: "drill", args: "[flags]", summary: "the local drill: real Redis, HAProxy, PowerDNS and a fault matrix", run: async (a) => (await import("./drill/command.js")).drillCommand(a) },
+  { name: "demo", args: "[flags]", summary: "a live demo fleet on its own Redis, faults coming and going: the llm-ha status line to paste", run: async (a) => (await import("./status/demo-command.js")).demoCommand(a) },
   { name: "cost", args: "--stack ENV", summary: "GPU hours and money per month, with and without the standby schedule", run: async (a) => (await import("../infra/cost/command.js")).costCommand(a) },
   { name: "preflight", args: "--stack ENV", summary: "what blocks pulumi up on this account, before anything is created", run: async (a) => (await import("../infra/preflight/command.js")).preflightCommand(a) },
   ...SCRIPT_COMMANDS,

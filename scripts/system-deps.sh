@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure the engines the drill and the tests run are installed: redis-server, haproxy,
 # pdns_server with the bind backend (L3), kcat (a mock Kafka cluster, L4), and for the tests (LLMHA_WITH_PROMTOOL=1)
-# promtool, prometheus and amtool/alertmanager (the alert rules' tests). As root it installs what is missing
+# promtool, prometheus and amtool/alertmanager (the alert rules' tests) and chromium (the HTML drill report's test
+# opens it headless). As root it installs what is missing
 # with apt-get; otherwise it prints one line naming the command to run, and exits 1.
 set -euo pipefail
 missing=()
@@ -13,6 +14,7 @@ command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 if [ "${LLMHA_WITH_PROMTOOL:-0}" = 1 ]; then
   command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
   command -v amtool >/dev/null 2>&1 || missing+=(prometheus-alertmanager)
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -3,6 +3,7 @@ import { dirname, join } from "node:path";
 import { ConfigError, helpText, loadConfig, unknownSettings } from "./config/load";
 import { runRole, StartupError } from "./main";
 import { didYouMean } from "../../contracts/did-you-mean";
+import { terminalColumns } from "../../contracts/table";
 
 /** One `llm-ha` command: its line in the overview, and what runs it. */
 export interface Command {
@@ -29,7 +30,8 @@ export function packageVersion(): string {
 
 async function agentCommand(argv: string[]): Promise<number> {
   if (argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(helpText());
+    const columns = terminalColumns();
+    process.stdout.write(helpText(Number.isFinite(columns) ? columns : undefined));
     return 0;
   }
   for (const u of unknownSettings(process.env)) {

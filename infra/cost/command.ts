@@ -9,8 +9,9 @@ import { priceOverride, PriceError, priceTable } from "./prices";
 import { renderCost } from "./render";
 import { MonthError, monthOf } from "./schedule";
 import { didYouMean } from "../../contracts/did-you-mean";
+import { OutputFlagError, outputMode, terminalColumns, type OutputMode } from "../../contracts/table";
 
-const USAGE = `Usage: llm-ha cost --stack ENV [--month YYYY-MM] [--json] [--price TYPE=USD_PER_HOUR ...]
+const USAGE = `Usage: llm-ha cost --stack ENV [--month YYYY-MM] [-o text|wide|json] [--price TYPE=USD_PER_HOUR ...]
 
 GPU hours and On-Demand money per month for one environment, always on and with the
 standby AZ's scale-to-zero schedule, from the stack's config (Pulumi.<ENV>.yaml, resolved
@@ -18,6 +19,8 @@ as the Pulumi program resolves it) and the price table in infra/cost/prices.json
 
   --stack ENV        dev, staging, prod (a Pulumi.<ENV>.yaml beside Pulumi.yaml), or a path to one
   --month YYYY-MM    the month to replay the schedule over (default: the current UTC month)
+  -o text            (default) fitted to $COLUMNS: the instance type and GPU-hour columns left out
+  -o wide            every column
   --json, -o json    the same numbers, and the prices used, as JSON
   --price T=P        use P USD/h for instance type T in the stack's region (repeatable)
   -h, --help         this text
@@ -37,12 +40,12 @@ export class UsageError extends Error {
 interface Args {
   stack: string;
   month?: string;
-  json: boolean;
+  output: OutputMode;
   prices: string[];
 }
 
 function parseArgs(argv: string[]): Args | "help" {
-  const a: Partial<Args> & { prices: string[]; json: boolean } = { prices: [], json: false };
+  const a: Partial<Args> & { prices: string[]; output: OutputMode } = { prices: [], output: "text" };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].startsWith("--") && argv[i].includes("=") ? [argv[i].slice(0, argv[i].indexOf("=")), argv[i].slice(argv[i].indexOf("=") + 1)] : [argv[i], undefined];
     const val = (): string => {
@@ -55,15 +58,16 @@ function parseArgs(argv: string[]): Args | "help" {
       case "--help":
         return "help";
       case "--json":
-        a.json = true;
+        a.output = "json";
         break;
       case "-o":
-      case "--output": {
-        const v = val();
-        if (v !== "json" && v !== "text") throw new UsageError(`${flag} must be json or text, got ${JSON.stringify(v)}`);
-        a.json = v === "json";
+      case "--output":
+        try {
+          a.output = outputMode(val());
+        } catch (e) {
+          throw e instanceof OutputFlagError ? new UsageError(e.message) : e;
+        }
         break;
-      }
       case "--stack":
         a.stack = val();
         break;
@@ -78,7 +82,7 @@ function parseArgs(argv: string[]): Args | "help" {
     }
   }
   if (a.stack === undefined) throw new UsageError("--stack is required");
-  return { stack: a.stack, month: a.month, json: a.json, prices: a.prices };
+  return { stack: a.stack, month: a.month, output: a.output, prices: a.prices };
 }
 
 /** The nearest folder at or above `from` that holds a Pulumi.yaml. */
@@ -146,7 +150,7 @@ export async function costCommand(argv: string[]): Promise<number> {
     const cfg = resolveConfig({ project: new pulumi.Config(sf.project), aws: new pulumi.Config("aws"), stack: sf.stack });
     const overrides = args.prices.map((p) => priceOverride(p, cfg.region, new Date()));
     const report = estimateCost(cfg, { stack: sf.stack, file: sf.file, month, prices: priceTable(), overrides });
-    process.stdout.write(args.json ? JSON.stringify(report, null, 2) + "\n" : renderCost(report));
+    process.stdout.write(args.output === "json" ? JSON.stringify(report, null, 2) + "\n" : renderCost(report, { width: terminalColumns(), wide: args.output === "wide" }));
     return 0;
   } catch (err) {
     if (err instanceof UsageError || err instanceof MonthError || err instanceof PriceError || err instanceof StackYamlError) {

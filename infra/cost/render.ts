@@ -1,18 +1,29 @@
 import type { CostReport, Totals } from "./estimate";
+import { renderTable, wrapText, type Column } from "../../contracts/table";
 
 const num = (x: number): string => x.toLocaleString("en-US", { maximumFractionDigits: 2 });
 const usd = (x: number): string => `$${x.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
 const pct = (x: number): string => `${x.toFixed(1)} %`;
 
-/** Columns left-aligned for text, right-aligned for numbers, two spaces apart. */
-function table(rows: string[][], rightFrom: number): string {
-  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => (r[c] ?? "").length)));
-  return rows.map((r) => r.map((cell, c) => (c >= rightFrom ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join("  ").trimEnd()).join("\n");
-}
-
 /** The report as the table `llm-ha cost` prints. */
-export function renderCost(r: CostReport): string {
-  const head = ["AZ", "role", "class", "instance", "nodes", "GPUs", "GPU-h always-on", "GPU-h scheduled", "$/month always-on", "$/month scheduled", "saved"];
+/**
+ * The report as the table `llm-ha cost` prints: fitted to `width` (the instance type and the
+ * GPU-hour columns only with `wide`), the prose wrapped to it.
+ */
+export function renderCost(r: CostReport, o: { width?: number; wide?: boolean } = {}): string {
+  const columns: Column[] = [
+    { head: "AZ" },
+    { head: "role" },
+    { head: "class" },
+    { head: "instance", wide: true },
+    { head: "nodes", right: true },
+    { head: "GPUs", right: true },
+    { head: "GPU-h always-on", right: true, wide: true },
+    { head: "GPU-h scheduled", right: true, wide: true },
+    { head: "$/mo always-on", right: true },
+    { head: "$/mo scheduled", right: true },
+    { head: "saved", right: true },
+  ];
   const totalRow = (label: string, t: Totals): string[] => [
     label,
     "",
@@ -27,7 +38,6 @@ export function renderCost(r: CostReport): string {
     pct(t.savedPct),
   ];
   const rows = [
-    head,
     ...r.groups.map((g) => [
       g.az,
       g.role,
@@ -49,7 +59,7 @@ export function renderCost(r: CostReport): string {
   if (r.standby) rows.push(totalRow("standby AZ", r.standby));
   rows.push(totalRow("total", r.total));
 
-  const out = [`llm-ha cost: stack ${r.stack} (${r.file}), ${r.region}, ${r.month}: ${r.hours} h (UTC month), On-Demand prices`, "", table(rows, 4), ""];
+  const out = [`llm-ha cost: stack ${r.stack} (${r.file}), ${r.region}, ${r.month}: ${r.hours} h (UTC month), On-Demand prices`, "", ...renderTable(columns, rows, o), ""];
   const s = r.schedule;
   if (s) {
     const crons = [`down "${s.scaleDown}"`, ...(s.weekendDown ? [`weekend down "${s.weekendDown}"`] : []), `up "${s.scaleUp}"`].join(", ");
@@ -90,5 +100,6 @@ export function renderCost(r: CostReport): string {
     "scaling above the desired size, boot and drain time, EBS volumes, system nodes, EKS, Redis, MSK, NAT, load balancers",
     "and data transfer.",
   );
-  return out.join("\n") + "\n";
+  const width = o.wide ? Infinity : (o.width ?? Infinity);
+  return out.flatMap((line) => wrapText(line, width, /^ */.exec(line)![0] + "  ")).join("\n") + "\n";
 }

@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { inhibitText } from "./inhibit";
-import { DASHBOARD_FILE, dashboardText, INHIBIT_FILE, RULES_FILE, rulesFileText, SCRAPE_FILE, scrapeConfigs } from "./manifests";
+import { DASHBOARD_FILE, dashboardText, INHIBIT_FILE, RULES_FILE, rulesFileText, SCRAPE_FILE, scrapeConfigs, yamlText } from "./manifests";
 import { observabilityObjects } from "./objects";
 import { AlertThresholdError } from "./thresholds";
 import { WORKLOADS_NAMESPACE } from "../names";
@@ -37,6 +37,8 @@ export interface FilesOptions {
   selectorLabels?: Record<string, string>;
   /** Also list the PrometheusRule and the PodMonitors (needs prometheus-operator's CRDs). */
   prometheusOperator?: boolean;
+  /** Page every alert's \`runbook_url\` points into (stack setting \`llm-ha:observability.runbookBaseUrl\`). Default the repository's docs/observability.md. */
+  runbookBaseUrl?: string;
 }
 
 /** The files' contents; `infra/observability/generated/` holds them for the defaults. */
@@ -46,13 +48,13 @@ export function observabilityFiles(o: FilesOptions): ObservabilityFiles {
     clusterName: o.cluster,
     prometheusOperator: o.prometheusOperator ?? false,
     selectorLabels: o.selectorLabels ?? {},
-    thresholds: { standbyAz: o.standbyAz ?? null },
+    thresholds: { standbyAz: o.standbyAz ?? null, ...(o.runbookBaseUrl ? { runbookBaseUrl: o.runbookBaseUrl } : {}) },
   });
   const items = [...objs.configMaps, ...objs.operator];
   return {
     [RULES_FILE]: rulesFileText(objs.groups),
     [DASHBOARD_FILE]: dashboardText(objs.dashboard),
-    [SCRAPE_FILE]: JSON.stringify({ scrape_configs: scrapeConfigs({ namespace: o.namespace, clusterName: o.cluster }, objs.l1Keep) }, null, 2) + "\n",
+    [SCRAPE_FILE]: yamlText({ scrape_configs: scrapeConfigs({ namespace: o.namespace, clusterName: o.cluster }, objs.l1Keep) }),
     [INHIBIT_FILE]: inhibitText(),
     [KUBERNETES_FILE]: JSON.stringify({ apiVersion: "v1", kind: "List", items }, null, 2) + "\n",
   };
@@ -60,11 +62,13 @@ export function observabilityFiles(o: FilesOptions): ObservabilityFiles {
 
 const USAGE =
   "usage: npm run observability -- [--out DIR (default infra/observability/generated)] [--cluster NAME (default default)]\n" +
-  "         [--namespace NS (default llm-ha)] [--standby-az AZ] [--selector-label KEY=VALUE]... [--prometheus-operator]\n";
+  "         [--namespace NS (default llm-ha)] [--standby-az AZ] [--selector-label KEY=VALUE]... [--prometheus-operator]\n" +
+  "         [--runbook-url BASE (each alert's runbook_url is BASE#<alert name in lower case>; default the repository's\n" +
+  "          docs/observability.md; the stack setting is llm-ha:observability.runbookBaseUrl)]\n";
 
 /** Parses the arguments into file options and an output folder; a string is the error to print (exit 2). */
 export function parseCli(argv: string[]): { out?: string; options: FilesOptions } | { help: true } | string {
-  let values: { out?: string; cluster?: string; namespace?: string; "standby-az"?: string; "selector-label"?: string[]; "prometheus-operator"?: boolean; help?: boolean };
+  let values: { out?: string; cluster?: string; namespace?: string; "standby-az"?: string; "selector-label"?: string[]; "prometheus-operator"?: boolean; "runbook-url"?: string; help?: boolean };
   const options = {
     out: { type: "string" },
     cluster: { type: "string" },
@@ -72,6 +76,7 @@ export function parseCli(argv: string[]): { out?: string; options: FilesOptions 
     "standby-az": { type: "string" },
     "selector-label": { type: "string", multiple: true },
     "prometheus-operator": { type: "boolean" },
+    "runbook-url": { type: "string" },
     help: { type: "boolean", short: "h" },
   } as const;
   try {
@@ -94,6 +99,7 @@ export function parseCli(argv: string[]): { out?: string; options: FilesOptions 
       standbyAz: values["standby-az"] ?? null,
       selectorLabels,
       prometheusOperator: values["prometheus-operator"] === true,
+      ...(values["runbook-url"] !== undefined ? { runbookBaseUrl: values["runbook-url"] } : {}),
     },
   };
 }

@@ -58,6 +58,7 @@ function thresholds(p: PanelSpec): Record<string, unknown> {
 function panel(p: PanelSpec, id: number, x: number, y: number): DashboardPanel {
   const defaults: Record<string, unknown> = { thresholds: thresholds(p) };
   if (p.unit) defaults.unit = p.unit;
+  if (p.decimals !== undefined) defaults.decimals = p.decimals;
   if (p.min !== undefined) defaults.min = p.min;
   if (p.max !== undefined) defaults.max = p.max;
   if (p.mappings) {

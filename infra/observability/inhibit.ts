@@ -5,6 +5,8 @@
  * slow one). Merge `inhibit_rules` into `alertmanager.yml`; a test runs them in a real
  * Alertmanager.
  */
+import { yamlText } from "./manifests";
+
 export interface InhibitRule {
   source_matchers: string[];
   target_matchers: string[];
@@ -50,5 +52,5 @@ export function inhibitRules(): InhibitRule[] {
 }
 
 export function inhibitText(): string {
-  return JSON.stringify({ inhibit_rules: inhibitRules() }, null, 2) + "\n";
+  return yamlText({ inhibit_rules: inhibitRules() });
 }

@@ -4,6 +4,7 @@
  * PodMonitors with prometheus-operator), the rules (a ConfigMap, or a PrometheusRule),
  * Alertmanager's inhibition rules and the Grafana dashboard ConfigMap its sidecar picks up.
  */
+import { stringify } from "yaml";
 import { type ConfigMap } from "../workloads/common";
 import { type RuleGroup } from "./alerts";
 import { DASHBOARD_UID, type Dashboard } from "./dashboard";
@@ -149,7 +150,7 @@ export function scrapeConfigMap(s: { namespace: string; clusterName: string }, l
     apiVersion: "v1",
     kind: "ConfigMap",
     metadata: { name: "llm-ha-scrape-configs", namespace: s.namespace, labels: { ...PART_OF } },
-    data: { [SCRAPE_FILE]: JSON.stringify({ scrape_configs: scrapeConfigs(s, l1Keep, opts) }, null, 2) + "\n" },
+    data: { [SCRAPE_FILE]: yamlText({ scrape_configs: scrapeConfigs(s, l1Keep, opts) }) },
   };
 }
 
@@ -174,8 +175,16 @@ export function prometheusRule(s: MonitorSpec, groups: RuleGroup[]): OperatorObj
 }
 
 /** The rules file `promtool` and a plain Prometheus read (JSON is YAML). */
+/**
+ * A file Prometheus or Alertmanager reads, as block YAML (as they are written by hand and in
+ * their docs); long expressions stay on one line (no folding), so that a diff shows the change.
+ */
+export function yamlText(doc: unknown): string {
+  return stringify(doc, { lineWidth: 0 });
+}
+
 export function rulesFileText(groups: RuleGroup[]): string {
-  return JSON.stringify({ groups }, null, 2) + "\n";
+  return yamlText({ groups });
 }
 
 export function dashboardText(d: Dashboard): string {

@@ -1,57 +1,21 @@
 /**
  * What the dashboard shows, row by row: each panel's queries over the agent's and
  * HAProxy's real series (a test scrapes both and checks every name). `dashboard.ts`
- * lays the rows out and adds the variables.
+ * lays the rows out and adds the variables. The user-facing and fleet rows are here; the
+ * per-node rows (probe, engine, GPUs, L1 proxy) in `panels-node.ts`; the rows that give
+ * each remaining alert its panel (standby and practice wakes, the L4 fallback, agents and
+ * models) in `panels-alerts.ts`.
  */
-import { fromLeader } from "./alerts";
 import { sloSeries } from "./alerts/slo";
 import { type AlertThresholds } from "./thresholds";
 import { L1_BACKEND } from "../../contracts/names";
+import { hq, l1, leader, leaderFleet, m, mc, type RowSpec } from "./panel-spec";
+import { nodeRows } from "./panels-node";
+import { alertRows } from "./panels-alerts";
 
-/** The data source variable every panel and query uses. */
-export const DS = { type: "prometheus" as const, uid: "${datasource}" };
-
-export interface PanelSpec {
-  type: "stat" | "timeseries" | "state-timeline" | "table" | "bargauge";
-  title: string;
-  description: string;
-  /** Width in Grafana's 24-column grid. */
-  w: number;
-  h?: number;
-  queries: { expr: string; legend?: string; instant?: boolean; table?: boolean }[];
-  unit?: string;
-  min?: number;
-  max?: number;
-  /** Value → text (and colour) mappings, e.g. tier levels or AZ states. */
-  mappings?: { value: number; text: string; color: string }[];
-  /** Red above this value. */
-  redAbove?: number;
-  /** Red below this value. */
-  redBelow?: number;
-}
-
-export interface RowSpec {
-  title: string;
-  panels: PanelSpec[];
-}
-
-/** `name{cluster=~"$cluster", az=~"$az", …}`: every panel follows the two variables. */
-function m(name: string, extra = ""): string {
-  return `${name}{cluster=~"$cluster", az=~"$az"${extra ? `, ${extra}` : ""}}`;
-}
-
-/** `name{cluster=~"$cluster"}`: fleet-wide series, whose `az` is only the reporting agent's. */
-function mc(name: string): string {
-  return `${name}{cluster=~"$cluster"}`;
-}
-
-/** A series as the current leader publishes it: per AZ (filtered by `$az`), or fleet-wide. */
-const leader = (name: string, extra = "") => fromLeader(m(name, extra), mc("llmha_leader"));
-const leaderFleet = (name: string) => fromLeader(mc(name), mc("llmha_leader"));
+export { DS, type PanelSpec, type RowSpec } from "./panel-spec";
 
 export function dashboardRows(t: AlertThresholds): RowSpec[] {
-  const hq = (q: number, by: string, histogram: string, sel = m) => `histogram_quantile(${q}, sum by (${by}, le) (rate(${sel(`${histogram}_bucket`)}[$__rate_interval])))`;
-  const l1 = (code?: string) => m("haproxy_backend_http_responses_total", `proxy="${L1_BACKEND}"${code ? `, code="${code}"` : ""}`);
   const azState = `max by (az) ${leader("llmha_az_state", 'state="DEGRADED"')} + 2 * max by (az) ${leader("llmha_az_state", 'state="DOWN"')}`;
   const l1b = (name: string) => m(name, `proxy="${L1_BACKEND}"`);
   const rec = (name: string) => `${name}{cluster=~"$cluster"}`;
@@ -79,6 +43,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
         w: 6,
         unit: "percentunit",
         redBelow: t.availabilityObjective,
+        alerts: ["LlmHaAvailabilityBudgetBurnFast", "LlmHaAvailabilityBudgetBurnSlow"],
         queries: [{ expr: `1 - ${recAz(sloSeries("cluster_az", "l1", "error_ratio", "5m"))}`, legend: "{{az}}" }],
       },
       {
@@ -96,6 +61,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
         description: "How fast the availability and latency budgets burn (1 = spent exactly in 30 days); the page fires at 14.4 (1 h and 5 m) or 6 (6 h and 30 m)",
         w: 8,
         redAbove: 6,
+        alerts: ["LlmHaAvailabilityBudgetBurnFast", "LlmHaAvailabilityBudgetBurnSlow"],
         queries: [
           { expr: `${rec(sloSeries("cluster", "l1", "error_ratio", "1h"))} / ${+availBudget.toPrecision(6)}`, legend: "availability {{cluster}}" },
           { expr: `${rec(sloSeries("cluster", "ttft", "error_ratio", "1h"))} / ${+(1 - t.latencyObjective).toPrecision(6)}`, legend: "latency {{cluster}}" },
@@ -147,6 +113,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
         w: 6,
         unit: "percentunit",
         redBelow: t.latencyObjective,
+        alerts: ["LlmHaLatencyBudgetBurnFast", "LlmHaLatencyBudgetBurnSlow"],
         queries: [{ expr: `1 - ${recAz(sloSeries("cluster_az", "ttft", "error_ratio", "5m"))}`, legend: "{{az}}" }],
       },
       {
@@ -182,6 +149,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
           description: "L0 all well · L1 some node out · L2 an AZ degraded, traffic crosses zones · L3 an AZ out of DNS · L4 every AZ down (published by the leader)",
           w: 4,
           h: 5,
+          alerts: ["LlmHaTierElevated", "LlmHaZoneFailedOver", "LlmHaGlobalOutage"],
           queries: [{ expr: `max ${leaderFleet("llmha_tier_level")}`, instant: true }],
           mappings: [
             { value: 0, text: "L0", color: "green" },
@@ -197,6 +165,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
           description: "The node whose agent holds the leader lease",
           w: 5,
           h: 5,
+          alerts: ["LlmHaNoLeader"],
           queries: [{ expr: `max by (node) (${mc("llmha_leader")}) == 1`, legend: "{{node}}", instant: true }],
           mappings: [{ value: 1, text: "leader", color: "green" }],
         },
@@ -206,6 +175,9 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
           description: "Token of the current leader term; it only grows. A jump means a new term.",
           w: 3,
           h: 5,
+          // A token, not a quantity: the whole number, never "1.80 T".
+          unit: "none",
+          decimals: 0,
           queries: [{ expr: `max(${mc("llmha_fencing_token")})`, instant: true }],
         },
         {
@@ -218,6 +190,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
           min: 0,
           max: 1,
           redBelow: 1,
+          alerts: ["LlmHaRedisUnreachable", "LlmHaRedisUnreachableFleet"],
           queries: [{ expr: `avg(${m("llmha_redis_connected")})`, instant: true }],
         },
         {
@@ -227,18 +200,32 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
           w: 4,
           h: 5,
           redAbove: 1,
-          queries: [{ expr: `max ${leaderFleet("llmha_blast_radius_suspect_checks")}`, instant: true }],
+          alerts: ["LlmHaBlastRadiusCapTripped"],
+          queries: [
+            { expr: `max ${leaderFleet("llmha_blast_radius_suspect_checks")}`, legend: "suspect checks", instant: true },
+            { expr: `max by (check) ${leaderFleet("llmha_blast_radius_suspect")}`, legend: "{{check}}", instant: true },
+          ],
         },
         {
           type: "stat",
           title: "Standby AZ",
-          description: "Whether the leader wants the standby AZ awake, and its healthy GPUs",
-          w: 4,
+          description: "Whether the leader wants the standby AZ awake (asleep: scaled to zero by design, not a fault)",
+          w: 2,
           h: 5,
-          queries: [
-            { expr: `max ${leaderFleet("llmha_standby_wake")}`, legend: "wake wanted", instant: true },
-            { expr: `max ${leaderFleet("llmha_standby_healthy_capacity")}`, legend: "healthy GPUs", instant: true },
+          queries: [{ expr: `max ${leaderFleet("llmha_standby_wake")}`, instant: true }],
+          mappings: [
+            { value: 0, text: "asleep", color: "text" },
+            { value: 1, text: "awake", color: "blue" },
           ],
+        },
+        {
+          type: "stat",
+          title: "Standby healthy GPUs",
+          description: "Healthy GPUs in the standby AZ (leader view)",
+          w: 2,
+          h: 5,
+          decimals: 0,
+          queries: [{ expr: `max ${leaderFleet("llmha_standby_healthy_capacity")}`, instant: true }],
         },
       ],
     },
@@ -251,6 +238,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
           title: "Nodes by AZ and status",
           description: "Each agent reports its node's status: HEALTHY, DEGRADED (lower weight), UNHEALTHY, UNREACHABLE, UNKNOWN",
           w: 8,
+          alerts: ["LlmHaNodeUnhealthy", "LlmHaNodeStatusUnknown"],
           queries: [{ expr: `sum by (az, status) (${m("llmha_node_status")}) > 0`, legend: "{{az}} {{status}}", instant: true }],
         },
         {
@@ -262,6 +250,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
           min: 0,
           max: 1,
           redBelow: t.azCapacityRatio,
+          alerts: ["LlmHaAzCapacityLow"],
           queries: [{ expr: `max by (az) ${leader("llmha_az_healthy_capacity")} / max by (az) ${leader("llmha_az_total_capacity")}`, legend: "{{az}}" }],
         },
         {
@@ -281,6 +270,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
           title: "Reasons acted on",
           description: "Why each node out of service (or at lower weight) is there, by machine-readable reason code",
           w: 12,
+          alerts: ["LlmHaGpuHardwareFault", "LlmHaGpuResetPending", "LlmHaModelLoadStuck", "LlmHaCanaryMismatch", "LlmHaNodeUnhealthy"],
           queries: [{ expr: `max by (az, node, code) (${m("llmha_node_reason_active")}) == 1`, table: true }],
         },
         {
@@ -318,6 +308,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
           title: "Leader terms",
           description: "Lease acquisitions by node and terms ended by reason (self-fence, not-ours, fenced-out, released)",
           w: 8,
+          alerts: ["LlmHaLeaderChurn"],
           queries: [
             { expr: `sum by (node) (increase(${mc("llmha_lease_acquisitions_total")}[$__rate_interval]))`, legend: "acquired {{node}}" },
             { expr: `sum by (reason) (increase(${mc("llmha_lease_losses_total")}[$__rate_interval]))`, legend: "lost: {{reason}}" },
@@ -357,135 +348,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
         },
       ],
     },
-    {
-      title: "Probe and engine",
-      panels: [
-        {
-          type: "timeseries",
-          title: "Probe latency P95",
-          description: `P95 of the tiny completion each agent sends; the alert fires above ${t.probeLatencyP95Seconds} s for 5 minutes`,
-          w: 12,
-          unit: "s",
-          redAbove: t.probeLatencyP95Seconds,
-          queries: [{ expr: hq(0.95, "az, node", "llmha_probe_latency_seconds"), legend: "{{node}}" }],
-        },
-        {
-          type: "timeseries",
-          title: "Probe latency P50",
-          description: "Median probe latency per node",
-          w: 12,
-          unit: "s",
-          queries: [{ expr: hq(0.5, "az, node", "llmha_probe_latency_seconds"), legend: "{{node}}" }],
-        },
-        {
-          type: "timeseries",
-          title: "Source errors",
-          description: "Results of each source (gpu, model, probe, engine, xid) that were errors or timeouts",
-          w: 8,
-          queries: [{ expr: `sum by (source) (rate(${m("llmha_source_errors_total")}[$__rate_interval]))`, legend: "{{source}}" }],
-        },
-        {
-          type: "timeseries",
-          title: "Engine queue",
-          description: "Requests the inference engine runs and keeps waiting, per node",
-          w: 8,
-          queries: [
-            { expr: `max by (node) (${m("llmha_engine_requests_running")})`, legend: "{{node}} running" },
-            { expr: `max by (node) (${m("llmha_engine_requests_waiting")})`, legend: "{{node}} waiting" },
-          ],
-        },
-        {
-          type: "timeseries",
-          title: "KV cache usage",
-          description: "Share of the engine's KV cache in use",
-          w: 8,
-          unit: "percentunit",
-          min: 0,
-          max: 1,
-          queries: [{ expr: `max by (node) (${m("llmha_engine_kv_cache_usage_ratio")})`, legend: "{{node}}" }],
-        },
-      ],
-    },
-    {
-      title: "GPUs",
-      panels: [
-        {
-          type: "timeseries",
-          title: "GPU temperature",
-          description: "Per node and GPU index",
-          w: 8,
-          unit: "celsius",
-          redAbove: 85,
-          queries: [{ expr: `max by (node, gpu) (${m("llmha_gpu_temperature_celsius")})`, legend: "{{node}}/{{gpu}}" }],
-        },
-        {
-          type: "timeseries",
-          title: "GPU power",
-          description: "Power draw per node and GPU index",
-          w: 8,
-          unit: "watt",
-          queries: [{ expr: `max by (node, gpu) (${m("llmha_gpu_power_watts")})`, legend: "{{node}}/{{gpu}}" }],
-        },
-        {
-          type: "timeseries",
-          title: "Uncorrected ECC errors",
-          description: "Volatile uncorrected ECC errors; any is a hard fault that takes the node out",
-          w: 8,
-          redAbove: 1,
-          queries: [{ expr: `max by (node, gpu) (${m("llmha_gpu_ecc_uncorrected_volatile")})`, legend: "{{node}}/{{gpu}}" }],
-        },
-        {
-          type: "timeseries",
-          title: "GPUs visible vs expected",
-          description: "Fewer visible than expected is a fault (EKS treats it as XID 79)",
-          w: 12,
-          queries: [
-            { expr: `sum by (node) (${m("llmha_gpus_visible")})`, legend: "{{node}} visible" },
-            { expr: `sum by (node) (${m("llmha_gpus_expected")})`, legend: "{{node}} expected" },
-          ],
-        },
-        {
-          type: "timeseries",
-          title: "GPU utilization",
-          description: "Average over the node's GPUs",
-          w: 12,
-          unit: "percent",
-          min: 0,
-          max: 100,
-          queries: [{ expr: `avg by (node) (${m("llmha_gpu_utilization_percent")})`, legend: "{{node}}" }],
-        },
-      ],
-    },
-    {
-      title: "L1 proxy (HAProxy)",
-      panels: [
-        {
-          type: "timeseries",
-          title: "Error ratio",
-          description: `Share of L1 responses that are 5xx, per AZ; at the availability objective ${t.availabilityObjective} the budget allows ${+availBudget.toPrecision(6)}`,
-          w: 8,
-          unit: "percentunit",
-          redAbove: +availBudget.toPrecision(6),
-          queries: [{ expr: `sum by (az) (rate(${l1("5xx")}[$__rate_interval])) / sum by (az) (rate(${l1()}[$__rate_interval]))`, legend: "{{az}}" }],
-        },
-        {
-          type: "table",
-          title: "Servers by state",
-          description: "Each L1 proxy's servers and their state now (slots of the server-template not resolved are left out of the scrape: no-maint)",
-          w: 8,
-          queries: [{ expr: `max by (az, server, state) (${m("haproxy_server_status", `proxy="${L1_BACKEND}"`)}) == 1`, table: true, instant: true }],
-        },
-        {
-          type: "timeseries",
-          title: "Servers up",
-          description: "Own-AZ (active) and cross-zone (backup) servers HAProxy sees UP",
-          w: 8,
-          queries: [
-            { expr: `sum by (az) (${m("haproxy_backend_active_servers", `proxy="${L1_BACKEND}"`)})`, legend: "{{az}} active" },
-            { expr: `sum by (az) (${m("haproxy_backend_backup_servers", `proxy="${L1_BACKEND}"`)})`, legend: "{{az}} backup" },
-          ],
-        },
-      ],
-    },
+    ...nodeRows(t),
+    ...alertRows(t),
   ];
 }

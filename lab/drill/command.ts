@@ -11,6 +11,8 @@ import { join, resolve } from "node:path";
 import { ensureSystemDeps, SystemDepsError } from "../engines/system-deps";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { startObserver, type Observer } from "./observer";
+import { terminalColumns } from "../../contracts/table";
+import { renderHtmlReport } from "./html-report";
 import { figuresLine, renderTable, standbyLine, summarize, type ScenarioSummary } from "./report";
 import { detectFleet, MAIN_CLIENT, runScenario, type RunResult, type ScenarioContext } from "./run-scenario";
 import { SCENARIOS, UnknownScenarioError } from "./scenarios";
@@ -38,7 +40,9 @@ With no flag it runs a first, short matrix: one scenario per tier, the L4 outage
   --quick                 the short CI subset (crash ×3, gpu-lost, wedged, az-gpu-loss, standby-wake)
   --scenario NAME[,NAME]  run only these scenarios, in this order (see the list below)
   --check                 exit 1 when a scenario misses its target (or cannot be measured)
-  --json FILE             write every figure as JSON
+  --json FILE             write every figure as JSON, and the HTML report beside it (its name ending in .html)
+  -o wide                 the table with every column (by default: the verdict first, fitted to
+                          $COLUMNS, the sdk, cut and baseline columns left out)
   --out DIR               logs and timeline.svg (default: a new folder under the system tmp)
   --nodes N               simulated GPU nodes (default 6; at least 4)
   --runs N                runs of each selected scenario (default: its own count, e.g. crash ×5)
@@ -59,6 +63,8 @@ export interface DrillArgs {
   full?: boolean;
   check: boolean;
   json?: string;
+  /** The table with every column (\`-o wide\`). */
+  wide?: boolean;
   out?: string;
   nodes: number;
   /** Runs of each selected scenario instead of its own count. */
@@ -95,6 +101,13 @@ export function parseDrillArgs(argv: readonly string[]): DrillArgs {
       case "--out":
         a.out = value();
         break;
+      case "-o":
+      case "--output": {
+        const v = value();
+        if (v !== "wide" && v !== "text") throw new DrillUsageError(`${flag} must be text or wide (the JSON goes to a file: --json FILE), got ${JSON.stringify(v)}`);
+        a.wide = v === "wide";
+        break;
+      }
       case "--nodes": {
         const n = Number(value());
         if (!Number.isInteger(n) || n < 4 || n > 24) throw new DrillUsageError("--nodes must be an integer from 4 to 24");
@@ -258,15 +271,17 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
       scenarios: summaries,
       outDir,
     };
-    const svg = renderTimelineSvg(tl, {
-      title: `llm-ha drill ${report.startedAt} — ${args.nodes} nodes, ${st.azs.length} AZs${args.scenario ? "" : ` (${drillMode(args)})`}`,
-      nodes: st.nodes.map((n) => ({ id: n.id, az: n.az, proxy: st.azOf(n).proxy })),
-      azs: report.azs,
-    });
-    writeFileSync(join(outDir, "timeline.svg"), svg);
+    const title = `llm-ha drill ${report.startedAt} — ${args.nodes} nodes, ${st.azs.length} AZs${args.scenario ? "" : ` (${drillMode(args)})`}`;
+    const lanes = { nodes: st.nodes.map((n) => ({ id: n.id, az: n.az, proxy: st.azOf(n).proxy })), azs: report.azs };
+    writeFileSync(join(outDir, "timeline.svg"), renderTimelineSvg(tl, { title, ...lanes }));
     writeFileSync(join(outDir, "timeline.json"), JSON.stringify(tl));
+    // The page for a person: one panel per scenario; next to the JSON when there is one, always in the run's folder.
+    const html = renderHtmlReport(tl, { title, scenarios: summaries, table: renderTable(summaries), svg: lanes });
+    const htmlFile = args.json ? `${args.json.replace(/\.json$/i, "")}.html` : join(outDir, "report.html");
+    writeFileSync(join(outDir, "report.html"), html);
     if (args.json) writeFileSync(args.json, JSON.stringify(report, null, 2) + "\n");
-    io.out(renderTable(summaries));
+    if (args.json) writeFileSync(htmlFile, html);
+    io.out(renderTable(summaries, { width: terminalColumns(), wide: args.wide ?? false }));
     io.out(
       `\nfailed column: llm-ha (baseline 2s×3 / baseline 0.5s×2); sdk: the official openai client with its default retries (what an application sees); ` +
         `cut: streams cut after their answer began, every client class; "(k had to)": their server or AZ proxy died under them, or (sdk) no server was left anywhere — ` +
@@ -280,7 +295,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
       const fired = s.runs_detail.map((r) => r.extra.alerts).filter((a): a is string => typeof a === "string");
       if (fired.length) io.out(`alerts ${s.name}: ${[...new Set(fired)].join(" | ")}\n`);
     }
-    io.out(`timeline: ${join(outDir, "timeline.svg")}${args.json ? `; json: ${args.json}` : ""}\n`);
+    io.out(`timeline: ${join(outDir, "timeline.svg")}${args.json ? `; json: ${args.json}` : ""}; report: ${htmlFile}\n`);
     return args.check && !pass ? 1 : 0;
   } finally {
     progress("stopping everything");

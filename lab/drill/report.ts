@@ -5,6 +5,7 @@
 import { p50max } from "./timeline";
 import type { RunResult } from "./run-scenario";
 import type { ScenarioSpec, Targets } from "./scenarios";
+import { renderTable as tableLines, type Column } from "../../contracts/table";
 
 export interface ScenarioSummary {
   name: string;
@@ -257,29 +258,45 @@ function targetText(t: Targets): string {
   return parts.join(", ");
 }
 
-/** Left-aligned columns, two spaces apart. */
-export function renderColumns(rows: readonly string[][]): string {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd()).join("\n") + "\n";
-}
-
-export const TABLE_HEADER = ["scenario", "runs", "detect", "L1", "DNS", "cross/leader", "recovery", "failed", "sdk", "cut", "false fo", "base 2s×3", "base 0.5s×2", "target", "result"];
+/**
+ * The drill's columns, the verdict first: without \`-o wide\` the sdk, cut and baseline columns
+ * are left out and the target text shortened to fit the terminal.
+ */
+export const TABLE_COLUMNS: readonly Column[] = [
+  { head: "result" },
+  { head: "scenario" },
+  { head: "runs", right: true },
+  { head: "detect" },
+  { head: "L1" },
+  { head: "DNS" },
+  { head: "cross/leader" },
+  { head: "recovery" },
+  { head: "failed" },
+  { head: "sdk", wide: true },
+  { head: "cut", wide: true },
+  { head: "false fo" },
+  { head: "base 2s×3", wide: true },
+  { head: "base 0.5s×2", wide: true },
+  { head: "target", shrink: true },
+];
 
 /** `n`, or `n (k had to)` when some of them had to be. */
 function hadTo(n: number, k: number): string {
   return k > 0 ? `${n} (${k} had to)` : String(n);
 }
 
-export function renderTable(summaries: readonly ScenarioSummary[]): string {
-  const rows: string[][] = [TABLE_HEADER];
+/** One row per scenario, fitted to \`width\` unless \`wide\` (the default: every column, as in the JSON). */
+export function renderTable(summaries: readonly ScenarioSummary[], o: { width?: number; wide?: boolean } = { wide: true }): string {
+  const rows: string[][] = [];
   for (const s of summaries) {
     if (s.notMeasured) {
-      rows.push([s.name, "0", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", targetText(s.targets), "NOT MEASURED"]);
+      rows.push(["NOT MEASURED", s.name, "0", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", targetText(s.targets)]);
       continue;
     }
     const l1Applies = (s.tier === "L1" || s.tier === "L2") && !s.noFault;
     const crossOrLeader = s.tier === "L2" ? fmtFigure(s.cross, s.targets.crossMs !== undefined || s.cross.p50 !== null) : s.targets.leaderMs !== undefined || s.leader.p50 !== null ? fmtFigure(s.leader) : "-";
     rows.push([
+      s.pass ? "ok" : "MISS",
       s.name,
       String(s.runs),
       fmtFigure(s.detect, (s.tier !== "fleet" || s.name === "flap") && !s.noFault),
@@ -295,10 +312,9 @@ export function renderTable(summaries: readonly ScenarioSummary[]): string {
       fmtFigure(s.baselineDefault, l1Applies),
       fmtFigure(s.baselineTuned, l1Applies),
       targetText(s.targets),
-      s.pass ? "ok" : "MISS",
     ]);
   }
-  return renderColumns(rows);
+  return tableLines(TABLE_COLUMNS, rows, o).join("\n") + "\n";
 }
 
 /** A proxy scenario's key figures, one line (null when the run has none). */

@@ -119,6 +119,77 @@ describe("llm-ha practice", () => {
     expect(await requested("prac-empty")).toBeNull();
   }, 20_000);
 
+  /** Plays the leader's part on the `practice` hash as the controller writes it: acts on the request, then records `outcome`. */
+  async function leaderActs(cluster: string, outcome: "served" | "failed" | "skipped" | "interrupted"): Promise<void> {
+    const c = new Redis(redis.url);
+    const k = new RedisKeys(cluster);
+    try {
+      let req: string | null = null;
+      for (let i = 0; i < 100 && !req; i++) {
+        req = await c.get(k.practiceRequest);
+        if (!req) await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(req, "the command wrote no request").not.toBeNull();
+      const start = Date.now();
+      if (outcome === "skipped") {
+        await c.hset(k.practice, { firedAt: req!, startedAt: "", lastAt: start, lastOutcome: "skipped", lastWakeMs: "", lastReason: "skipped: tier L2" });
+        return;
+      }
+      await c.hset(k.practice, { firedAt: req!, startedAt: start });
+      await new Promise((r) => setTimeout(r, 1200));
+      const reason = outcome === "served" ? "first standby node serving 4.0 s after the practice wake" : outcome === "failed" ? "no standby node serving 1200 s after the practice wake (budget 1200 s)" : "an incident wants the standby";
+      await c.hset(k.practice, { startedAt: "", lastAt: start, lastOutcome: outcome, lastWakeMs: outcome === "served" ? 4000 : "", lastReason: reason });
+    } finally {
+      c.disconnect();
+    }
+  }
+
+  it("--wait follows the request to the leader's outcome, with its exit code (served 0, skipped 4, failed 5, interrupted 6)", async () => {
+    for (const [outcome, code] of [["served", 0], ["skipped", 4], ["failed", 5], ["interrupted", 6]] as const) {
+      const cluster = `prac-wait-${outcome}`;
+      await seed(cluster, "L0", { az: "az-c", wake: 0 });
+      // An older practice's record must not be taken for this one's.
+      const c = new Redis(redis.url);
+      await c.hset(new RedisKeys(cluster).practice, { firedAt: 1, startedAt: "", lastAt: 1, lastOutcome: "served", lastWakeMs: 3000, lastReason: "old" });
+      c.disconnect();
+      const [r] = await Promise.all([llmha(["practice", "--redis-url", redis.url, "--cluster", cluster, "--wait", "--wait-timeout", "20"]), leaderActs(cluster, outcome)]);
+      expect(r.code, `${outcome}: ${r.err}`).toBe(code);
+      if (outcome !== "skipped") expect(r.out).toContain("practice wake started at");
+      if (outcome === "served") expect(r.out).toContain("practice wake served in 4.0 s");
+      else expect(r.err).toContain(`llm-ha practice: practice wake ${outcome}`);
+    }
+  }, 90_000);
+
+  it("--wait with no leader acting gives up after --wait-timeout with exit 7; --wait-timeout alone is a usage error", async () => {
+    await seed("prac-noleader", "L0", { az: "az-c", wake: 0 });
+    const r = await llmha(["practice", "--redis-url", redis.url, "--cluster", "prac-noleader", "--wait", "--wait-timeout=1"]);
+    expect(r.code).toBe(7);
+    expect(r.err).toContain("no outcome within 1 s (no leader acted on the request");
+    const bad = await llmha(["practice", "--redis-url", redis.url, "--cluster", "prac-noleader", "--wait-timeout", "5"]);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain("--wait-timeout only applies with --wait");
+    const typo = await llmha(["practice", "--redis-url", redis.url, "--wiat"]);
+    expect(typo.code).toBe(2);
+    expect(typo.err).toContain("did you mean --wait?");
+  }, 30_000);
+
+  it("status shows a pending request (text and -o json) until the leader acts on it", async () => {
+    await seed("prac-pending", "L0", { az: "az-c", wake: 0 });
+    expect((await llmha(["practice", "--redis-url", redis.url, "--cluster", "prac-pending"])).code).toBe(0);
+    const text = await llmha(["status", "--redis-url", redis.url, "--cluster", "prac-pending"]);
+    expect(text.out).toMatch(/practice\s+requested \d+s ago, pending: the leader acts on its next period/);
+    const json = JSON.parse((await llmha(["status", "--redis-url", redis.url, "--cluster", "prac-pending", "-o", "json"])).out);
+    const req = Number(await requested("prac-pending"));
+    expect(json.practice.requestedAt).toBe(req);
+    // The leader acted (firedAt moved to the request): no longer pending.
+    const c = new Redis(redis.url);
+    await c.hset(new RedisKeys("prac-pending").practice, { firedAt: req, startedAt: Date.now() });
+    c.disconnect();
+    const after = JSON.parse((await llmha(["status", "--redis-url", redis.url, "--cluster", "prac-pending", "-o", "json"])).out);
+    expect(after.practice.requestedAt).toBeNull();
+    expect(after.practice.runningSince).not.toBeNull();
+  }, 30_000);
+
   it("--help is practice's own help, on stdout, exit 0", async () => {
     const r = await llmha(["practice", "--help"]);
     expect(r.code).toBe(0);

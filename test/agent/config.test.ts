@@ -3,14 +3,14 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, parseConfig, helpText } from "../../agent/src/config/load";
-import { OPTION_SPECS, flagOf } from "../../agent/src/config/spec";
+import { OPTION_GROUPS, OPTION_SPECS, flagOf } from "../../agent/src/config/spec";
 import { configReferenceMarkdown, settingsPage } from "../../agent/src/config/reference";
 
 const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
 const base = { LLMHA_AZ: "az-a", LLMHA_NODE_ID: "n1" };
 
 function runCli(args: string[], env: Record<string, string>): { code: number | null; stderr: string; stdout: string } {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("LLMHA_")));
+  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("LLMHA_") && k !== "COLUMNS"));
   const r = spawnSync(process.execPath, ["--import", "tsx", CLI, ...args], { env: { ...clean, ...env }, encoding: "utf8", timeout: 20_000 });
   return { code: r.status, stderr: r.stderr, stdout: r.stdout };
 }
@@ -78,14 +78,23 @@ describe("configuration", () => {
     expect(f.stderr).toMatch(/no-such-flag/);
   });
 
-  it("`llm-ha agent --help` lists every option with its default", () => {
+  it("`llm-ha agent --help` lists every option with its default, grouped by concern, fitting $COLUMNS", () => {
     const r = runCli(["agent", "--help"], {});
     expect(r.code).toBe(0);
+    // Descriptions wrap: read them with the line breaks undone.
+    const flat = r.stdout.replace(/\n {6}/g, " ");
     for (const s of OPTION_SPECS) {
       expect(r.stdout).toContain(`${flagOf(s.env)} / ${s.env}`);
-      expect(r.stdout).toContain(`(default: ${s.defaultText})`);
+      expect(flat).toContain(`(default: ${s.defaultText})`);
     }
     expect(helpText()).toBe(r.stdout);
+    const titles = OPTION_GROUPS.map((g) => g.title);
+    expect(r.stdout.split("\n").filter((l) => titles.includes(l))).toEqual(titles);
+    // Each setting in exactly one group.
+    expect(OPTION_GROUPS.flatMap((g) => g.keys).sort()).toEqual(OPTION_SPECS.map((s) => s.key).sort());
+    const narrow = runCli(["agent", "--help"], { COLUMNS: "80" });
+    for (const l of narrow.stdout.split("\n")) expect([...l].length, l).toBeLessThanOrEqual(80);
+    expect(r.stdout.indexOf("--standby-az")).toBeGreaterThan(r.stdout.indexOf("Standby AZ and practice wakes"));
   });
 });
 

@@ -92,7 +92,7 @@ describe("usage errors: stderr, exit 2, did you mean", () => {
       [["cost", "--stak", "dev"], 'unknown flag "--stak" (did you mean --stack?)'],
       [["preflight", "--stak", "dev"], 'unknown flag "--stak" (did you mean --stack?)'],
       [["policy", "--stak", "dev"], "unknown flag --stak (did you mean --stack?)"],
-      [["status", "-o", "yaml", "--redis-url", "redis://127.0.0.1:1"], "-o/--output must be json or text"],
+      [["status", "-o", "yaml", "--redis-url", "redis://127.0.0.1:1"], "-o/--output must be text, wide or json"],
       [["cache"], "which one: import, list or rm?"],
       [["observability", "--clustr", "x"], "unknown flag --clustr (did you mean --cluster?)"],
       [["bench", "--quik"], "unknown flag --quik (did you mean --quick?)"],

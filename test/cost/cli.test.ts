@@ -11,8 +11,14 @@ const ROOT = path.resolve(__dirname, "..", "..");
 const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
 
 async function cost(args: string[], cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
+  return costEnv(args, {}, cwd);
+}
+
+/** `cost` with `env` over the test's environment (no COLUMNS of the caller's unless given). */
+async function costEnv(args: string[], env: Record<string, string>, cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(TSX, [path.join(ROOT, "lab/cli.ts"), "cost", ...args], { cwd });
+    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "COLUMNS"));
+    const { stdout, stderr } = await run(TSX, [path.join(ROOT, "lab/cli.ts"), "cost", ...args], { cwd, env: { ...base, ...env } });
     return { code: 0, stdout, stderr };
   } catch (e) {
     const err = e as { code: number; stdout: string; stderr: string };
@@ -70,11 +76,21 @@ describe("llm-ha cost", () => {
     });
   }
 
-  it("prints prod as a table with one row per AZ and class, the standby subtotal and the total", async () => {
-    const { code, stdout } = await cost(["--stack", "prod", "--month", "2026-02"]);
+  it("fits $COLUMNS by default: the instance type and GPU-hour columns left out, the prose wrapped", async () => {
+    const { code, stdout } = await costEnv(["--stack", "prod", "--month", "2026-02"], { COLUMNS: "80" });
     expect(code).toBe(0);
     const lines = stdout.split("\n");
-    expect(lines[2]).toMatch(/^AZ\s+role\s+class\s+instance\s+nodes\s+GPUs\s+GPU-h always-on\s+GPU-h scheduled\s+\$\/month always-on\s+\$\/month scheduled\s+saved$/);
+    for (const l of lines) expect([...l].length, l).toBeLessThanOrEqual(80);
+    expect(lines.find((l) => l.startsWith("AZ"))).toMatch(/^AZ\s+role\s+class\s+nodes\s+GPUs\s+\$\/mo always-on\s+\$\/mo scheduled\s+saved$/);
+    expect(stdout).toMatch(/^us-east-1c\s+standby\s+h100\s+2\s+16\s+\$73,973\.76\s+\$49,756\.16\s+32\.7 %$/m);
+    expect(stdout).not.toContain("p5.48xlarge  ");
+  });
+
+  it("prints prod as a table (-o wide: every column) with one row per AZ and class, the standby subtotal and the total", async () => {
+    const { code, stdout } = await cost(["--stack", "prod", "--month", "2026-02", "-o", "wide"]);
+    expect(code).toBe(0);
+    const lines = stdout.split("\n");
+    expect(lines[2]).toMatch(/^AZ\s+role\s+class\s+instance\s+nodes\s+GPUs\s+GPU-h always-on\s+GPU-h scheduled\s+\$\/mo always-on\s+\$\/mo scheduled\s+saved$/);
     expect(lines.filter((l) => /^us-east-1[abc]\s+(active|standby)\s+(a100|h100)\s+p[45]/.test(l))).toHaveLength(6);
     // 220 of 672 hours at zero on the standby AZ: 32.7 % of that AZ's cost.
     expect(stdout).toMatch(/^us-east-1c\s+standby\s+h100\s+p5\.48xlarge\s+2\s+16\s+10,752\s+7,232\s+\$73,973\.76\s+\$49,756\.16\s+32\.7 %$/m);

@@ -143,18 +143,30 @@ describe("report formatting", () => {
   it("renders one aligned row per scenario with the baselines beside llm-ha", () => {
     const table = renderTable([summarize(SCENARIOS[0], [run(), run({ l1Ms: 500 })])]);
     const [head, row] = table.trimEnd().split("\n");
-    expect(head).toMatch(/^scenario\s+runs\s+detect\s+L1\s+DNS/);
-    expect(row).toMatch(/^crash\s+2\s+0\.08s\s+0\.30\/0\.50s\s+-/);
+    expect(head).toMatch(/^result\s+scenario\s+runs\s+detect\s+L1\s+DNS/);
+    expect(row).toMatch(/^ok\s+crash\s+2\s+0\.08s\s+0\.30\/0\.50s\s+-/);
     expect(row).toMatch(/0 \(4\/2\)\s+0\s+0\s/);
     expect(row).toContain("5.20s");
-    expect(row).toMatch(/ok$/);
     expect(head.indexOf("L1")).toBe(row.indexOf("0.30/0.50s"));
+  });
+  it("fits a width with the verdict first: the sdk, cut and baseline columns only with -o wide, the target shortened", () => {
+    const s = [summarize(SCENARIOS[0], [run(), run({ l1Ms: 500 })])];
+    const lines = renderTable(s, { width: 100 }).trimEnd().split("\n");
+    for (const l of lines) expect([...l].length, l).toBeLessThanOrEqual(100);
+    expect(lines[1]).toMatch(/…$/); // the target text shortened
+    expect(lines[0]).toMatch(/^result\s+scenario\s+runs\s+detect\s+L1\s+DNS\s+cross\/leader\s+recovery\s+failed\s+false fo\s+target$/);
+    expect(lines[1]).toMatch(/^ok\s+crash\s+2\s/);
+    expect(lines[1]).not.toContain("5.20s");
+    const wide = renderTable(s, { width: 100, wide: true }).trimEnd().split("\n");
+    expect(wide[0]).toContain("base 2s×3");
+    expect(wide[1]).toContain("5.20s");
+    expect(Math.max(...wide.map((l) => [...l].length))).toBeGreaterThan(100);
   });
   it("shows no detection, removal or recovery for a scenario that injects no fault", () => {
     const spec = SCENARIOS.find((s) => s.name === "long-generation")!;
     const quiet = run({ scenario: spec.name, victims: [], detectMs: null, l1Ms: null, recoveryMs: null, baselineMs: { default: null, tuned: null } });
     const row = renderTable([summarize(spec, [quiet])]).trimEnd().split("\n")[1];
-    expect(row).toMatch(/^long-generation\s+1\s+-\s+-\s+-\s+-\s+-\s+0 \(/);
+    expect(row).toMatch(/^ok\s+long-generation\s+1\s+-\s+-\s+-\s+-\s+-\s+0 \(/);
     expect(row).not.toContain("never");
   });
 });

@@ -3,6 +3,7 @@
  * keys from stack secrets (a Secret mounted as files, never in providers.json or an env var),
  * every bad setting named by its key; `enabled: false` leaves the L1 proxies as before.
  */
+import { parse as parseYaml } from "yaml";
 import * as pulumi from "@pulumi/pulumi";
 import { Deployment } from "kubernetes-models/apps/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
@@ -68,7 +69,7 @@ describe("llm-ha:fallback in the stack", () => {
     const others = rs.filter((r) => (r.props as O).kind === "NetworkPolicy" && r.props !== np).map((r) => JSON.stringify((r.props as O).spec));
     expect(others.length).toBeGreaterThan(0);
     for (const o of others) expect(o).not.toContain("9411");
-    const jobs = JSON.parse(k8s(rs, "ConfigMap", "llm-ha-scrape-configs")!.data["scrape-configs.yml"]).scrape_configs as O[];
+    const jobs = parseYaml(k8s(rs, "ConfigMap", "llm-ha-scrape-configs")!.data["scrape-configs.yml"]).scrape_configs as O[];
     const job = jobs.find((j) => j.job_name === "llm-ha-fallback")!;
     const [app, port] = job.relabel_configs.filter((r: O) => r.action === "keep").map((r: O) => r.regex);
     const l1 = rs.filter((r) => r.type === "kubernetes:apps/v1:Deployment" && (r.props as O).metadata.labels["app.kubernetes.io/name"] === app);

@@ -10,6 +10,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { GENERATED_DIR, observabilityFiles } from "../../infra/observability/cli";
 import { buildDashboard, dashboardExprs, type DashboardPanel } from "../../infra/observability/dashboard";
 import { havePromtool, promtool } from "./promql";
+import { alertRuleGroups, alertRules, alertThresholds } from "../../infra/observability/alerts";
+import { dashboardRows } from "../../infra/observability/panels";
 
 const d = buildDashboard();
 const rows = d.panels.filter((p) => p.type === "row");
@@ -28,7 +30,7 @@ function inRow(row: string): DashboardPanel[] {
 describe("Grafana dashboard", () => {
   it("has the rows and panels the issue asks for", () => {
     // User impact first (issue 19 item 6), then the tier and AZ states, then the alerts table.
-    expect(rows.map((r) => r.title)).toEqual(["User impact", "Fleet at a glance", "Alerts", "Nodes and AZs", "Detection and failover", "Probe and engine", "GPUs", "L1 proxy (HAProxy)"]);
+    expect(rows.map((r) => r.title)).toEqual(["User impact", "Fleet at a glance", "Alerts", "Nodes and AZs", "Detection and failover", "Probe and engine", "GPUs", "L1 proxy (HAProxy)", "Standby AZ and practice wakes", "L4 fallback (llm-ha fallback)", "Agents, models and cloud actions"]);
     const titles = (row: string) => inRow(row).map((p) => p.title);
     expect(titles("User impact")).toEqual([
       "Requests",
@@ -91,6 +93,40 @@ describe("Grafana dashboard", () => {
 });
 
 describe("infra/observability/generated/ in the repository", () => {
+  it("has a panel for every shipped alert, reading that alert's own series", () => {
+    /** The series a query reads, recording rules named by the series they record (`cluster:x:leader` → x). */
+    const series = (expr: string): Set<string> =>
+      new Set(
+        [...expr.matchAll(/[a-zA-Z_][a-zA-Z0-9_:]*(?=\s*[{[)\s=<>*/+-]|$)/g)]
+          .flatMap((x) => x[0].split(":"))
+          .filter((n) => /^(llmha_|haproxy_|up$)/.test(n) && n !== "llmha_leader"),
+      );
+    const specs = dashboardRows(alertThresholds()).flatMap((r) => r.panels);
+    const alerts = alertRules(alertRuleGroups());
+    const names = new Set(alerts.map((a) => a.alert));
+    for (const p of specs) for (const a of p.alerts ?? []) expect(names.has(a), `${p.title} names ${a}, which is no alert`).toBe(true);
+    const missing: string[] = [];
+    for (const a of alerts) {
+      const own = series(a.expr);
+      const shown = specs.filter((p) => p.alerts?.includes(a.alert));
+      if (shown.length === 0) missing.push(`${a.alert}: no panel`);
+      for (const p of shown) {
+        const read = series(p.queries.map((q) => q.expr).join(" "));
+        // LlmHaNoLeader reads only llmha_leader: its panel reads it too.
+        const ok = own.size === 0 ? p.queries.some((q) => q.expr.includes("llmha_leader")) : [...own].some((n) => read.has(n));
+        if (!ok) missing.push(`${a.alert}: panel ${p.title} reads none of ${[...own].join(", ")}`);
+      }
+    }
+    expect(missing).toEqual([]);
+    // Units and value mappings a person reads: the token whole, the sleeping standby named, the fallback's tier named.
+    const byTitle = (t: string) => panels.find((p) => p.title === t)!;
+    expect(byTitle("Fencing token").fieldConfig?.defaults).toMatchObject({ unit: "none", decimals: 0 });
+    expect(JSON.stringify(byTitle("Standby AZ").fieldConfig)).toContain('"0":{"text":"asleep"');
+    expect(JSON.stringify(byTitle("Standby AZ").fieldConfig)).toContain('"1":{"text":"awake"');
+    expect(JSON.stringify(byTitle("Fallback's view of the tier").fieldConfig)).toContain("L4 active");
+    expect(inRow("L4 fallback (llm-ha fallback)").length).toBeGreaterThanOrEqual(5);
+  });
+
   it("holds what `npm run observability` writes (run it after changing alerts or panels)", () => {
     const files = observabilityFiles({ cluster: "default", namespace: "llm-ha" });
     for (const [name, text] of Object.entries(files)) {

@@ -6,6 +6,7 @@
  * config, bad values named. The per-environment suites check the
  * default objects themselves (`stack-checks.ts`).
  */
+import { parse as parseYaml } from "yaml";
 import * as pulumi from "@pulumi/pulumi";
 import { describe, expect, it } from "vitest";
 import { alertRuleGroups } from "../../infra/observability/alerts";
@@ -52,7 +53,7 @@ describe("observability in the stack", () => {
     ]);
     const cm = (name: string) => rs.find((r) => (r.props as P).metadata?.name === name)!.props as P;
     expect(cm("llm-ha-dashboard").metadata.namespace).toBe("monitoring");
-    const rules = JSON.parse(cm("llm-ha-alert-rules").data["alerts.rules.yml"] as string) as { groups: unknown };
+    const rules = parseYaml(cm("llm-ha-alert-rules").data["alerts.rules.yml"] as string) as { groups: unknown };
     expect(rules.groups).toEqual(alertRuleGroups({ probeLatencyP95Seconds: 3, standbyAz: "us-east-1b" }));
     expect(JSON.stringify(rules)).toContain('cluster_az:llmha_az_healthy_capacity:leader{az!=\\"us-east-1b\\"}');
     expect(JSON.stringify(rules)).toContain("le) (rate(llmha_probe_latency_seconds_bucket[5m]))) > 3");

@@ -3,6 +3,7 @@
  * a hand-written shape check of the prometheus-operator objects (kubernetes-models has no
  * schema for `monitoring.coreos.com/v1`). Used by the per-environment infra suites.
  */
+import { parse as parseYaml } from "yaml";
 import { expect } from "vitest";
 import { alertRuleGroups } from "../../infra/observability/alerts";
 import { DASHBOARD_UID } from "../../infra/observability/dashboard";
@@ -121,10 +122,10 @@ export function expectObservability(rs: CapturedResource[], clusterName: string,
   expect(cm("llm-ha-alert-rules")?.data[RULES_FILE]).toBe(rulesFileText(alertRuleGroups({ standbyAz })));
   const dash = cms.find((c) => c.metadata.labels?.grafana_dashboard === "1");
   expect(JSON.parse(dash?.data[`${DASHBOARD_UID}.json`] as string).uid).toBe(DASHBOARD_UID);
-  expect(JSON.parse(cm("llm-ha-alertmanager-inhibit")?.data[INHIBIT_FILE] as string).inhibit_rules.length).toBeGreaterThan(5);
+  expect(parseYaml(cm("llm-ha-alertmanager-inhibit")?.data[INHIBIT_FILE] as string).inhibit_rules.length).toBeGreaterThan(5);
 
   // Each scrape job selects pods the stack runs, on a port they name, and labels the cluster.
-  const jobs = JSON.parse(cm("llm-ha-scrape-configs")?.data[SCRAPE_FILE] as string).scrape_configs as P[];
+  const jobs = parseYaml(cm("llm-ha-scrape-configs")?.data[SCRAPE_FILE] as string).scrape_configs as P[];
   expect(jobs.map((j) => j.job_name).sort()).toEqual(["inference", "l1-proxy", "llm-ha-agent", "llm-ha-controller", "llm-ha-fallback"]);
   const workloads = [...k8s("DaemonSet"), ...k8s("Deployment")];
   for (const j of jobs) {

@@ -55,9 +55,10 @@ function variant(edit: (yaml: string) => string = (y) => y): string {
   return file;
 }
 
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(TSX, [path.join(ROOT, "lab/cli.ts"), "preflight", ...args], { cwd: ROOT });
+    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "COLUMNS"));
+    const { stdout, stderr } = await run(TSX, [path.join(ROOT, "lab/cli.ts"), "preflight", ...args], { cwd: ROOT, env: { ...base, ...env } });
     return { code: 0, stdout, stderr };
   } catch (e) {
     const err = e as { code: number; stdout: string; stderr: string };
@@ -71,7 +72,7 @@ describe("llm-ha preflight offline", () => {
     expect(code).toBe(1);
     const edge = ["llm-ha:inferenceApiKey", "llm-ha:edge.certificateArn", "llm-ha:images.dockerHubSecretArn", "llm-ha:images.haproxyDigest", "llm-ha:images.lbControllerDigest"];
     for (const key of ["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken", ...edge]) {
-      expect(stdout).toMatch(new RegExp(`setting ${key.replace(/\./g, "\\.")}\\s+missing`));
+      expect(stdout).toMatch(new RegExp(`missing\\s+setting ${key.replace(/\./g, "\\.")}`));
     }
     expect(stdout).toContain("pulumi config set --secret llm-ha:hfToken");
     // A digest nobody pinned: the command that reads it, ready to paste.
@@ -82,16 +83,16 @@ describe("llm-ha preflight offline", () => {
     expect(stdout).toContain("quota-code L-417A185B (Running On-Demand P instances) in us-east-1 ≥ 5376 vCPUs");
     expect(stdout).toContain("add-on versions: eks describe-addon-versions --kubernetes-version 1.35 for vpc-cni, coredns, kube-proxy, eks-pod-identity-agent, aws-ebs-csi-driver, eks-node-monitoring-agent: each has a default version");
     expect(stdout).toContain("agent image: ecr describe-images --image-ids imageDigest=… for <llm-ha:agentImage>: the digest exists in its repository");
-    expect(stdout).toMatch(/capacity h100\s+warn\s+p5\.48xlarge On-Demand without a reservation/);
+    expect(stdout).toMatch(/warn\s+capacity h100\s+p5\.48xlarge On-Demand without a reservation/);
     // Nothing in the stack reads the shipped rules and dashboards unless the user's Prometheus does (issue 27).
-    expect(stdout).toMatch(/observability\s+warn\s+(alert rules, scrape jobs and the dashboard ship as ConfigMaps|PrometheusRule and PodMonitors need)/);
+    expect(stdout).toMatch(/warn\s+observability\s+(alert rules, scrape jobs and the dashboard ship as ConfigMaps|PrometheusRule and PodMonitors need)/);
     expect(stdout).toMatch(/11 blocking \(offline checks only\)\n$/);
   });
 
   it("a filled-in stack file: nothing blocks offline, exit 0", async () => {
     const { code, stdout } = await cli(["--stack", variant()]);
     expect(code, stdout).toBe(0);
-    expect(stdout).toMatch(/user settings\s+ok/);
+    expect(stdout).toMatch(/ok\s+user settings/);
     expect(stdout).toContain("route53 get-hosted-zone --id Z04217753KQ3ZPLMVTB2: exists, is public and a parent of infer.qa.llm-ha.net");
     expect(stdout).toMatch(/nothing blocks \(offline checks only\)\n$/);
   });
@@ -107,6 +108,25 @@ describe("llm-ha preflight offline", () => {
     const row = offlineChecks(values, "llm-ha", "dev").rows.find((r) => r.check === "EKS 1.37 support");
     expect(row).toMatchObject({ status: "warn", detail: "not in the support table (contracts/eks-versions.ts): its window is not checked" });
   });
+
+  it("fits $COLUMNS with the verdict first and each fix whole under its row; -o json is a versioned document", async () => {
+    const { code, stdout } = await cli(["--stack", "prod"], { COLUMNS: "80" });
+    expect(code).toBe(1);
+    const lines = stdout.split("\n");
+    for (const l of lines) expect([...l].length, l).toBeLessThanOrEqual(80);
+    expect(lines[2]).toMatch(/^STATUS\s+CHECK\s+DETAIL$/);
+    // A long fix is broken with a trailing backslash, so the pasted lines still run as one command.
+    const fix = stdout.slice(stdout.indexOf("fix: pulumi config set --secret llm-ha:redisAuthToken"));
+    expect(fix.split("\n").slice(0, 2).join("\n").replace(/ \\\n +/g, " ")).toContain('pulumi config set --secret llm-ha:redisAuthToken "$(openssl rand -hex 32)"');
+    const json = await cli(["--stack", "prod", "-o", "json"]);
+    expect(json.code).toBe(1);
+    const doc = JSON.parse(json.stdout) as { version: number; stack: string; rows: Record<string, string>[]; blocking: number; onlinePlan: string[] };
+    expect(doc).toMatchObject({ version: 1, stack: "prod", blocking: 11 });
+    expect(Object.keys(doc)).toEqual(["version", "stack", "file", "online", "rows", "onlinePlan", "blocking"]);
+    for (const r of doc.rows) expect(Object.keys(r)).toEqual(["check", "status", "detail", "fix"]);
+    expect(doc.onlinePlan.length).toBeGreaterThan(3);
+    expect((await cli(["--stack", "prod", "-o", "yaml"])).code).toBe(2);
+  }, 120_000);
 
   it("exits 2 without --stack", async () => {
     expect((await cli([])).code).toBe(2);
@@ -137,11 +157,11 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
   it("all good: quota, offerings and the hosted zone pass, exit 0", async () => {
     expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(0);
     // p4d × 2 per AZ × 2 AZs, and the standby's p4de fallback group at 2.
-    expect(out).toMatch(/GPU quota\s+ok\s+Running On-Demand P instances: 2000 vCPUs ≥ 576 needed at every group's maximum \(standby fallback groups included\)/);
-    expect(out).toMatch(/hosted zone\s+ok/);
+    expect(out).toMatch(/ok\s+GPU quota\s+Running On-Demand P instances: 2000 vCPUs ≥ 576 needed at every group's maximum \(standby fallback groups included\)/);
+    expect(out).toMatch(/ok\s+hosted zone/);
     expect(out).toMatch(/nothing blocks\n$/);
     // The standby's p4de fallback group (issue 15) is asked for too; not offered here: a warning, not a block.
-    expect(out).toMatch(/fallback a100 in us-east-1b\s+warn\s+none of p4de\.24xlarge is offered in us-east-1b: the standby's fallback group could never launch/);
+    expect(out).toMatch(/warn\s+fallback a100 in us-east-1b\s+none of p4de\.24xlarge is offered in us-east-1b: the standby's fallback group could never launch/);
     expect(ec2.commandCalls(DescribeInstanceTypeOfferingsCommand)[0].args[0].input.Filters).toEqual([
       { Name: "instance-type", Values: ["p4d.24xlarge", "p4de.24xlarge"] },
       { Name: "location", Values: ["us-east-1a", "us-east-1b"] },
@@ -157,24 +177,24 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     });
     expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(0);
     expect(out).not.toMatch(/fallback a100/);
-    expect(out).toMatch(/instance types offered\s+ok\s+p4d\.24xlarge, p4de\.24xlarge offered/);
+    expect(out).toMatch(/ok\s+instance types offered\s+p4d\.24xlarge, p4de\.24xlarge offered/);
   });
 
   it("a short quota, a type not offered, a missing zone: each a blocking row with the fix", async () => {
     quotas.on(GetServiceQuotaCommand).resolves({ Quota: { Value: 96 } });
     ec2.on(DescribeInstanceTypeOfferingsCommand).resolves({ InstanceTypeOfferings: [{ InstanceType: "p4d.24xlarge", Location: "us-east-1a" }] });
     route53.on(GetHostedZoneCommand).rejects(Object.assign(new Error("No hosted zone found with ID"), { name: "NoSuchHostedZone" }));
-    expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(1);
-    expect(out).toMatch(/GPU quota\s+missing\s+Running On-Demand P instances: 96 vCPUs in us-east-1, 576 needed.*request-service-quota-increase --service-code ec2 --quota-code L-417A185B --desired-value 576/);
-    expect(out).toMatch(/offered a100 in us-east-1b\s+missing\s+none of p4d\.24xlarge is offered in us-east-1b/);
-    expect(out).toMatch(/hosted zone\s+missing\s+no hosted zone Z04217753KQ3ZPLMVTB2/);
+    expect(await preflightCommand(["--stack", variant(), "--online", "-o", "wide"], clients)).toBe(1);
+    expect(out).toMatch(/missing\s+GPU quota\s+Running On-Demand P instances: 96 vCPUs in us-east-1, 576 needed.*request-service-quota-increase --service-code ec2 --quota-code L-417A185B --desired-value 576/);
+    expect(out).toMatch(/missing\s+offered a100 in us-east-1b\s+none of p4d\.24xlarge is offered in us-east-1b/);
+    expect(out).toMatch(/missing\s+hosted zone\s+no hosted zone Z04217753KQ3ZPLMVTB2/);
     expect(out).toMatch(/3 blocking\n$/);
   });
 
   it("a service name at the zone's apex is invalid: its records are CNAMEs (issue 27)", async () => {
     route53.on(GetHostedZoneCommand).resolves({ HostedZone: { Id: "/hostedzone/Z04217753KQ3ZPLMVTB2", Name: "infer.qa.llm-ha.net.", CallerReference: "x", Config: { PrivateZone: false } } });
     expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(1);
-    expect(out).toMatch(/hosted zone\s+invalid\s+infer\.qa\.llm-ha\.net is the zone's apex: Route53 refuses a CNAME record there/);
+    expect(out).toMatch(/invalid\s+hosted zone\s+infer\.qa\.llm-ha\.net is the zone's apex: Route53 refuses a CNAME record there/);
   });
 
   it("a reservation in another AZ than configured is invalid", async () => {
@@ -183,7 +203,7 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
       CapacityReservations: [{ CapacityReservationId: "cr-0123456789abcdef0", AvailabilityZone: "us-east-1b", InstanceType: "p4d.24xlarge", State: "active", TotalInstanceCount: 2 }],
     });
     expect(await preflightCommand(["--stack", file, "--online"], clients)).toBe(1);
-    expect(out).toMatch(/reservation cr-0123456789abcdef0\s+invalid\s+it is in us-east-1b, configured for us-east-1a/);
+    expect(out).toMatch(/invalid\s+reservation cr-0123456789abcdef0\s+it is in us-east-1b, configured for us-east-1a/);
   });
 
   it("capacity semantics (issue 27): a maximum above the reservation's count, a block about to end, a plain reservation for a block class", () => {
@@ -212,13 +232,13 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
   it("a failing AWS call is a failed row, not a crash", async () => {
     quotas.on(GetServiceQuotaCommand).rejects(Object.assign(new Error("not authorized"), { name: "AccessDeniedException" }));
     expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(1);
-    expect(out).toMatch(/GPU quota\s+fail\s+the AWS call failed: AccessDeniedException: not authorized/);
+    expect(out).toMatch(/fail\s+GPU quota\s+the AWS call failed: AccessDeniedException: not authorized/);
   });
 
   it("skips the online calls while offline rows are missing", async () => {
     expect(await preflightCommand(["--stack", "prod", "--online"], clients)).toBe(1);
     expect(quotas.commandCalls(GetServiceQuotaCommand)).toHaveLength(0);
-    expect(out).toMatch(/online checks\s+missing\s+skipped: fix the offline rows first/);
+    expect(out).toMatch(/missing\s+online checks\s+skipped: fix the offline rows first/);
   });
 });
 
@@ -271,9 +291,9 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
 
   it("all there: each add-on resolves for 1.35, the image digest exists in ECR, the weights prefix holds objects", async () => {
     expect(await preflightCommand(["--stack", variant(withWeights), "--online"], clients(fakeCli()))).toBe(0);
-    expect(out).toMatch(/add-on vpc-cni\s+ok\s+resolves to v1\.7\.0-eksbuild\.2 for 1\.35/);
-    expect(out).toMatch(/agent image\s+ok\s+llm-ha-qa\/agent@sha256:c3c3c3c3c3c3…/);
-    expect(out).toMatch(/model weights\s+ok\s+s3:\/\/llm-ha-qa-weights\/models\/qwen has objects/);
+    expect(out).toMatch(/ok\s+add-on vpc-cni\s+resolves to v1\.7\.0-eksbuild\.2 for 1\.35/);
+    expect(out).toMatch(/ok\s+agent image\s+llm-ha-qa\/agent@sha256:c3c3c3c3c3c3…/);
+    expect(out).toMatch(/ok\s+model weights\s+s3:\/\/llm-ha-qa-weights\/models\/qwen has objects/);
     expect(calls).toContainEqual(["eks", "describe-addon-versions", "--kubernetes-version", "1.35", "--addon-name", "kube-proxy"]);
     expect(calls).toContainEqual(["ecr", "describe-images", "--registry-id", "111122223333", "--repository-name", "llm-ha-qa/agent", "--image-ids", `imageDigest=${DIGEST}`]);
     expect(calls).toContainEqual(["s3api", "list-objects-v2", "--bucket", "llm-ha-qa-weights", "--prefix", "models/qwen", "--max-items", "1"]);
@@ -288,32 +308,32 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
       }
       return fakeCli({ "ecr describe-images": "ImageNotFoundException" }, false)(args);
     };
-    expect(await preflightCommand(["--stack", file, "--online"], clients(cli))).toBe(1);
-    expect(out).toMatch(/add-on vpc-cni\s+invalid\s+v1\.20\.4-eksbuild\.2 is not offered for Kubernetes 1\.35\s+remove llm-ha:addonVersions\.vpc-cni \(the stack resolves v1\.7\.0-eksbuild\.2\)/);
-    expect(out).toMatch(/agent image\s+missing\s+sha256:c3c3.* is not in llm-ha-qa\/agent \(ImageNotFoundException\)/);
-    expect(out).toMatch(/model weights\s+missing\s+nothing under s3:\/\/llm-ha-qa-weights\/models\/qwen/);
+    expect(await preflightCommand(["--stack", file, "--online", "-o", "wide"], clients(cli))).toBe(1);
+    expect(out).toMatch(/invalid\s+add-on vpc-cni\s+v1\.20\.4-eksbuild\.2 is not offered for Kubernetes 1\.35\s+remove llm-ha:addonVersions\.vpc-cni \(the stack resolves v1\.7\.0-eksbuild\.2\)/);
+    expect(out).toMatch(/missing\s+agent image\s+sha256:c3c3.* is not in llm-ha-qa\/agent \(ImageNotFoundException\)/);
+    expect(out).toMatch(/missing\s+model weights\s+nothing under s3:\/\/llm-ha-qa-weights\/models\/qwen/);
     expect(out).toMatch(/3 blocking\n$/);
   });
 
   it("no weights in S3: a warning (every woken node pulls from the hub through NAT), not a block", async () => {
     expect(await preflightCommand(["--stack", variant(), "--online"], clients(fakeCli()))).toBe(0);
-    expect(out).toMatch(/model weights\s+warn\s+llm-ha:inference\.weightsS3Uri is not set/);
+    expect(out).toMatch(/warn\s+model weights\s+llm-ha:inference\.weightsS3Uri is not set/);
   });
 
   it("who reads the alert rules: none before the cluster exists, an AMP scraper on it, or the kubectl command for an in-cluster one", async () => {
     expect(await preflightCommand(["--stack", variant(), "--online"], clients(fakeCli()))).toBe(0);
-    expect(out).toMatch(/prometheus\s+warn\s+cluster \S+ does not exist yet; the stack installs no Prometheus/);
+    expect(out).toMatch(/warn\s+prometheus\s+cluster \S+ does not exist yet; the stack installs no Prometheus/);
     out = "";
     expect(await preflightCommand(["--stack", variant(), "--online"], clients(fakeCli({}, true, { scrapers: ["llm-ha-qa-scraper"] })))).toBe(0);
-    expect(out).toMatch(/prometheus\s+ok\s+Amazon Managed Prometheus scraper llm-ha-qa-scraper reads/);
+    expect(out).toMatch(/ok\s+prometheus\s+Amazon Managed Prometheus scraper llm-ha-qa-scraper reads/);
     out = "";
     const operator = variant((y) => y.replace("config:\n", "config:\n  llm-ha:observability:\n    prometheusOperator: true\n"));
     expect(await preflightCommand(["--stack", operator, "--online"], clients(fakeCli({}, true, { scrapers: [] })))).toBe(0);
-    expect(out).toMatch(/prometheus\s+warn\s+no Amazon Managed Prometheus scraper reads .* kubectl get crd prometheusrules\.monitoring\.coreos\.com podmonitors/s);
+    expect(out).toMatch(/warn\s+prometheus\s+no Amazon Managed Prometheus scraper reads .* kubectl get crd prometheusrules\.monitoring\.coreos\.com podmonitors/s);
   });
 
   it("a failing CLI call is a failed row naming the permissions", async () => {
     expect(await preflightCommand(["--stack", variant(), "--online"], clients(fakeCli({ "eks describe-addon-versions": "AccessDeniedException" })))).toBe(1);
-    expect(out).toMatch(/add-on versions\s+fail\s+the AWS call failed: AwsCliError: aws eks describe-addon-versions: An error occurred \(AccessDeniedException\)/);
+    expect(out).toMatch(/fail\s+add-on versions\s+the AWS call failed: AwsCliError: aws eks describe-addon-versions: An error occurred \(AccessDeniedException\)/);
   });
 });

@@ -14,7 +14,7 @@ const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
 
 /** The environment without any LLMHA_ setting or NO_COLOR, so each test says what it means. */
 function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("LLMHA_") && k !== "NO_COLOR"));
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("LLMHA_") && k !== "NO_COLOR" && k !== "COLUMNS"));
   return { ...env, ...extra };
 }
 
@@ -110,6 +110,19 @@ describe("llm-ha status against a real redis-server and a real fleet", () => {
     expect(events).toMatch(/\d+s ago +node a2 \(us-east-1a\) HEALTHY → DEGRADED soft PROBE_SLOW\n/);
     expect(events.indexOf("action standby.wake")).toBeLessThan(events.indexOf("HEALTHY → DEGRADED"));
     expect(events.split("\n").filter((l) => /^ +\d+s ago/.test(l))).toHaveLength(10);
+  });
+
+  it("fits $COLUMNS (long reasons end in …); -o wide prints every line whole", async () => {
+    const narrow = await cli(["--cluster", cluster], cleanEnv({ LLMHA_REDIS_URL: redis.url, COLUMNS: "60" }));
+    expect(narrow.code, narrow.stderr).toBe(0);
+    const lines = narrow.stdout.trimEnd().split("\n");
+    for (const line of lines) expect([...line].length, line).toBeLessThanOrEqual(60);
+    expect(lines.some((l) => l.endsWith("…"))).toBe(true);
+    const wide = await cli(["--cluster", cluster, "-o", "wide"], cleanEnv({ LLMHA_REDIS_URL: redis.url, COLUMNS: "60" }));
+    expect(wide.code, wide.stderr).toBe(0);
+    expect(wide.stdout).not.toContain("…");
+    expect(wide.stdout).toMatch(/standby +us-east-1c +WAKE +capacity lost: us-east-1a=DEGRADED/);
+    expect(Math.max(...wide.stdout.split("\n").map((l) => [...l].length))).toBeGreaterThan(60);
   });
 
   it("--json: one document with a version and the values a script needs", async () => {

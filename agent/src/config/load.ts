@@ -5,7 +5,8 @@ import { parseArgs } from "node:util";
 import { maskUserinfo, safeUrl } from "../util/log";
 import { parseXidRules, XidRulesError } from "../node/sources/xid-rules";
 import { keyFileProblem } from "../node/sources/credential";
-import { ACTUATOR_KINDS, AGENT_ROLES, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf } from "./spec";
+import { ACTUATOR_KINDS, AGENT_ROLES, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf, groupedSpecs } from "./spec";
+import { wrapText } from "../../../contracts/table";
 import { cronProblem, Zone } from "../../../contracts/cron";
 import { RedisAuthError, redisAuthFromEnv } from "../fleet/redis/auth";
 import { closest, flagErrorMessage } from "../../../contracts/did-you-mean";
@@ -361,13 +362,15 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv, imds: (
   return full;
 }
 
-/** `--help` text: every option with its variable and default, from the spec table. */
-export function helpText(): string {
-  const lines = ["Usage: llm-ha agent [--flag value ...]", "", "Every flag is also an environment variable; flags win.", ""];
-  const width = Math.max(...OPTION_SPECS.map((s) => flagOf(s.env).length + s.env.length)) + 6;
-  for (const s of OPTION_SPECS) {
-    const left = `  ${flagOf(s.env)} / ${s.env}`;
-    lines.push(`${left.padEnd(width)}${s.description.replace(/`/g, "")} (default: ${s.defaultText})`);
+/**
+ * \`--help\` text: every option with its variable and default, from the spec table, grouped by
+ * concern; the descriptions wrapped to \`width\` columns.
+ */
+export function helpText(width = 100): string {
+  const lines = ["Usage: llm-ha agent [--flag value ...]", "", "Every flag is also an environment variable (flags win); see docs/settings.md"];
+  for (const g of groupedSpecs()) {
+    lines.push("", g.title);
+    for (const s of g.specs) lines.push(`  ${flagOf(s.env)} / ${s.env}`, ...wrapText(`      ${s.description.replace(/`/g, "")} (default: ${s.defaultText})`, width, "      "));
   }
   return lines.join("\n") + "\n";
 }

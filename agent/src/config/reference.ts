@@ -1,9 +1,13 @@
-import { OPTION_SPECS, flagOf } from "./spec";
+import { OPTION_SPECS, flagOf, groupedSpecs } from "./spec";
 
-/** The configuration table, from the spec (docs/settings.md carries it; a test keeps them equal). */
+/** The configuration tables, one per concern, from the spec (docs/settings.md carries them; a test keeps them equal). */
 export function configReferenceMarkdown(): string {
-  const rows = OPTION_SPECS.map((s) => `| \`${s.env}\` | \`${flagOf(s.env)}\` | ${s.defaultText} | ${s.description}${s.contract ? "" : " *(llm-ha extension)*"} |`);
-  return ["| variable | flag | default | meaning |", "|---|---|---|---|", ...rows].join("\n");
+  return groupedSpecs()
+    .map((g) => {
+      const rows = g.specs.map((s) => `| \`${s.env}\` | \`${flagOf(s.env)}\` | ${s.defaultText} | ${s.description}${s.contract ? "" : " *(llm-ha extension)*"} |`);
+      return [`## ${g.title}`, "", "| variable | flag | default | meaning |", "|---|---|---|---|", ...rows].join("\n");
+    })
+    .join("\n\n");
 }
 
 /** docs/settings.md, whole: regenerate with `npx tsx agent/src/config/reference.ts > docs/settings.md`. */
@@ -16,7 +20,7 @@ export function settingsPage(): string {
 
 Every setting is an environment variable and a \`--flag\` of \`llm-ha agent\` (flags win). A bad value stops start-up
 with a message naming the variable, exit code 2; a port already in use exits 1; an \`LLMHA_*\` variable no setting
-reads is warned about at start, with the closest real name. \`llm-ha agent --help\` prints the same list. The ${contract}
+reads is warned about at start, with the closest real name. \`llm-ha agent --help\` prints the same list, in the same groups. The ${contract}
 rows not marked *llm-ha extension* are the external contract ([design.md](design.md#environment-variables)); the
 rest are llm-ha's own.
 

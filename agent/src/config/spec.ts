@@ -179,6 +179,29 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "canaryLogprobTolerance", env: "LLMHA_CANARY_LOGPROB_TOLERANCE", type: "number", min: 0, max: 10, defaultText: "0.1", description: "largest difference between a compared token's logprob and the expected one (where the kind returns logprobs); NaN or Inf is always a mismatch" },
 ];
 
+/**
+ * The settings by concern, in the order \`--help\` and docs/settings.md show them (a test checks
+ * that each setting is in exactly one group).
+ */
+export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: readonly (keyof AgentConfig)[] }[] = [
+  { title: "Node identity and role", keys: ["nodeId", "az", "cluster", "role", "bindAddress", "httpPort", "agentCheckPort", "logLevel"] },
+  { title: "Health decisions and rotation", keys: ["intervalMs", "fall", "rise", "warmupStepMs", "degradedWeight", "drainMs", "drainFile"] },
+  { title: "GPU checks", keys: ["nvidiaSmi", "gpuCount", "gpuTimeoutMs", "xidLog", "xidRules", "pciDevices"] },
+  {
+    title: "Inference server and probe",
+    keys: ["inferenceUrl", "inferenceKind", "inferenceApiKeyFile", "model", "modelRevision", "modelTimeoutMs", "probeLatencyMs", "probeTimeoutMs", "probeWindow", "probeMaxTokens", "probePrompt", "probeExpect", "probeStuckMs", "wedgeMs", "engineIntervalMs", "metricsUrl"],
+  },
+  { title: "Redis and the leader lease", keys: ["redisUrl", "redisCaFile", "redisUser", "redisPasswordFile", "leaseTtlMs", "leaseRenewMs", "leaseContendMs"] },
+  { title: "Standby AZ and practice wakes", keys: ["standbyAz", "standbyHoldMs", "standbyCapacityPercent", "coldStartGraceMs", "standbyAsgs", "standbyFallback", "standbyWakeBoundMs", "practiceWake", "practiceWakeTz", "practiceWakeBudgetMs"] },
+  { title: "Acting on the cloud (the leader)", keys: ["actuator", "zonalShift", "shiftExpiryMs", "awsRegion", "shiftResources", "azIds", "localCloudUrl"] },
+  { title: "Correctness canaries", keys: ["canaryIntervalMs", "canaryMaxTokens", "canaryPrefixTokens", "canaryLogprobTolerance"] },
+];
+
+/** The specs of each group, in group order. */
+export function groupedSpecs(): { title: string; specs: OptionSpec[] }[] {
+  return OPTION_GROUPS.map((g) => ({ title: g.title, specs: g.keys.map((k) => OPTION_SPECS.find((s) => s.key === k)!) }));
+}
+
 /** `LLMHA_NODE_ID` → `--node-id`. */
 export function flagOf(env: string): string {
   return "--" + env.replace(/^LLMHA_/, "").toLowerCase().replace(/_/g, "-");

@@ -10,10 +10,11 @@ import { readFileSync } from "node:fs";
 import type { ConnectionOptions } from "node:tls";
 import { parseArgs } from "node:util";
 import { flagErrorMessage } from "../../../../contracts/did-you-mean";
+import { OutputFlagError, outputMode, terminalColumns } from "../../../../contracts/table";
 import { createRedisClient, describeRedisError, RedisUrlError, speaksResp, type RedisClient } from "../../fleet/redis/client";
 import { RedisKeys } from "../../fleet/redis/keys";
 import { createLogger, safeUrl } from "../../util/log";
-import { formatAge, renderBanner, renderFleetView } from "./render";
+import { formatAge, renderBanner, renderFleetView, STATUS_WIDTH } from "./render";
 import { findClusters, readFleetView, StatusReadError } from "./view";
 import { STATUS_JSON_VERSION, type FleetView } from "./types";
 
@@ -28,6 +29,8 @@ AZ states, leader and fencing token, tier level, standby, suspect checks, the la
   --events N        how many of the newest events (default 10, 0-1000)
   --json, -o json   one JSON document with a \`version\` (with --watch: one line per refresh),
                     also when the cluster is empty or Redis cannot be reached
+  -o wide           every line whole (by default lines fit $COLUMNS, else the terminal,
+                    else 100 columns, long reasons ending in "…")
   --watch           redraw until Ctrl-C; a Redis outage shows a banner and keeps trying
   --interval MS     refresh period with --watch (default 2000, at least 100)
   --help            this text
@@ -49,6 +52,8 @@ export interface StatusArgs {
   caFile: string | null;
   events: number;
   json: boolean;
+  /** Columns each line fits (Infinity with \`-o wide\`). */
+  width: number;
   watch: boolean;
   intervalMs: number;
 }
@@ -73,8 +78,11 @@ export function jsonWanted(values: { json?: boolean; output?: string }, usageErr
   return values.json === true || values.output === "json";
 }
 
-/** Flags over the environment; null for `--help`. Throws `StatusUsageError`. */
-export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv): StatusArgs | null {
+/**
+ * Flags over the environment; null for `--help`. Throws `StatusUsageError`. `otherFlags`: the
+ * calling command's own flags (already taken out of `argv`), offered by "did you mean".
+ */
+export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv, otherFlags: readonly string[] = []): StatusArgs | null {
   const options = {
     "redis-url": { type: "string" },
     cluster: { type: "string" },
@@ -90,7 +98,7 @@ export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv): StatusA
   try {
     ({ values } = parseArgs({ args: renameAliases(argv), strict: true, allowPositionals: false, options }));
   } catch (err) {
-    throw new StatusUsageError(flagErrorMessage(err, Object.keys(options), FLAG_ALIASES));
+    throw new StatusUsageError(flagErrorMessage(err, [...Object.keys(options), ...otherFlags], FLAG_ALIASES));
   }
   if (values.help) return null;
   const int = (flag: string, v: string, min: number, max: number): number => {
@@ -100,12 +108,20 @@ export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv): StatusA
   const redisUrl = values["redis-url"] ?? env.LLMHA_REDIS_URL ?? "";
   if (!redisUrl) throw new StatusUsageError("no Redis to read: pass --redis-url or set LLMHA_REDIS_URL");
   if (values.interval !== undefined && !values.watch) throw new StatusUsageError("--interval only applies with --watch");
+  let mode;
+  try {
+    mode = outputMode(values.output, values.json);
+  } catch (e) {
+    throw e instanceof OutputFlagError ? new StatusUsageError(e.message) : e;
+  }
+  const columns = terminalColumns(env);
   return {
     redisUrl,
     cluster: values.cluster ?? (env.LLMHA_CLUSTER || "default"),
     caFile: values["redis-ca-file"] ?? (env.LLMHA_REDIS_CA_FILE || null),
     events: values.events === undefined ? 10 : int("--events", values.events, 0, 1000),
-    json: jsonWanted(values, (m) => new StatusUsageError(m)),
+    json: mode === "json",
+    width: mode === "wide" ? Infinity : Number.isFinite(columns) ? columns : STATUS_WIDTH,
     watch: values.watch ?? false,
     intervalMs: values.interval === undefined ? 2000 : int("--interval", values.interval, 100, 3_600_000),
   };
@@ -160,13 +176,13 @@ export function openFleetRedis(
   argv: string[],
   name: string,
   err: (line: string) => void,
-  command: { name: string; usage: string } = { name: "status", usage: STATUS_USAGE },
+  command: { name: string; usage: string; flags?: readonly string[] } = { name: "status", usage: STATUS_USAGE },
 ): { args: StatusArgs; keys: RedisKeys; client: RedisClient } | number {
   let args: StatusArgs | null;
   let keys: RedisKeys;
   let tls: ConnectionOptions | undefined;
   try {
-    args = parseStatusArgs(argv, process.env);
+    args = parseStatusArgs(argv, process.env, command.flags);
     if (!args) {
       process.stdout.write(command.usage);
       return 0;
@@ -259,7 +275,7 @@ async function once(client: RedisClient, keys: RedisKeys, a: StatusArgs, shown: 
     return fail(`Redis at ${shown} failed the read: ${(e as Error).message}`, 1);
   }
   const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
-  process.stdout.write(a.json ? JSON.stringify(view, null, 2) + "\n" : renderFleetView(view, { color }).join("\n") + "\n");
+  process.stdout.write(a.json ? JSON.stringify(view, null, 2) + "\n" : renderFleetView(view, { color, width: a.width }).join("\n") + "\n");
   return 0;
 }
 
@@ -294,7 +310,7 @@ function watch(client: RedisClient, keys: RedisKeys, a: StatusArgs, shown: strin
       lastGood = view;
       lastGoodAt = Date.now();
       if (a.json) return write([JSON.stringify(view)]);
-      const lines = renderFleetView(view, { color });
+      const lines = renderFleetView(view, { color, width: a.width });
       if (view.empty) lines.unshift(renderBanner(`${emptyMessage(a.cluster, await findClusters(client.redis))}; waiting for it`, { color }));
       write(lines);
     } catch (e) {
@@ -307,7 +323,7 @@ function watch(client: RedisClient, keys: RedisKeys, a: StatusArgs, shown: strin
       write([
         renderBanner(`Redis unreachable at ${shown}: ${msg}`, { color }),
         renderBanner(`retrying every ${a.intervalMs} ms${since}`, { color }),
-        ...(lastGood ? renderFleetView(lastGood, { color }) : []),
+        ...(lastGood ? renderFleetView(lastGood, { color, width: a.width }) : []),
       ]);
     }
   };

@@ -154,14 +154,15 @@ function practiceLine(v: FleetView, now: number): Line[] {
   const p = v.practice;
   if (!p) return [];
   const line: Line = [{ t: pad("practice", 9), s: "bold" }];
-  if (p.runningSince !== null) line.push({ t: `running for ${formatAge(now - p.runningSince)}`, s: "yellow" });
+  if (p.requestedAt !== null) line.push({ t: `requested ${formatAge(now - p.requestedAt)}, pending: the leader acts on its next period`, s: "cyan" });
+  if (p.runningSince !== null) line.push({ t: `${line.length > 1 ? "  " : ""}running, started ${formatAge(now - p.runningSince)}`, s: "yellow" });
   if (p.outcome) {
     line.push(
-      { t: `${p.runningSince !== null ? "  last " : "last "}${p.at === null ? "?" : new Date(p.at).toISOString().slice(0, 16)}Z ` },
+      { t: `${line.length > 1 ? "  last " : "last "}${p.at === null ? "?" : new Date(p.at).toISOString().slice(0, 16)}Z ` },
       { t: p.outcome, s: p.outcome === "served" ? "green" : p.outcome === "failed" ? "red" : "yellow" },
       { t: p.wakeMs !== null ? `  wake ${(p.wakeMs / 1000).toFixed(1)} s` : `  ${p.reason}`, s: p.outcome === "failed" ? "red" : "dim" },
     );
-  } else if (p.runningSince === null) line.push({ t: "none yet", s: "dim" });
+  } else if (line.length === 1) line.push({ t: "none yet", s: "dim" });
   return [line];
 }
 

@@ -115,6 +115,8 @@ export interface PracticeView {
   reason: string;
   /** A practice running now: its start. */
   runningSince: number | null;
+  /** An operator's request (`llm-ha practice`) the leader has not acted on yet: its time; null when none pends. */
+  requestedAt: number | null;
 }
 
 export interface ActionView {

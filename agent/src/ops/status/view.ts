@@ -60,6 +60,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     .hgetall(fallbackQueueKey(keys.cluster))
     .hgetall(`${keys.prefix}practice`)
     .hgetall(`${keys.prefix}models`)
+    .get(keys.practiceRequest)
     .exec();
   if (!first) throw new StatusReadError("the status read was aborted");
   for (const [err] of first) if (err) throw err;
@@ -175,7 +176,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
       : null,
     actuation: actuationView(r[10] as Record<string, string>, now),
     fallback: fallbackView(tierH.level, r[11] as Record<string, string>, now),
-    ...practiceView(r[12] as Record<string, string>),
+    ...practiceView(r[12] as Record<string, string>, r[14] as string | null),
     models: modelsView(r[13] as Record<string, string>, now, staleAfterMs),
     suspect: suspectH.updatedAt
       ? { codes: suspectH.codes ? suspectH.codes.split(",") : [], counts: parseCounts(suspectH.counts), updatedAt: suspectAt, ageMs: ageOf(now, suspectAt) }
@@ -267,9 +268,15 @@ function modelsView(h: Record<string, string>, now: number, staleAfterMs: number
   };
 }
 
-function practiceView(h: Record<string, string>): { practice?: PracticeView } {
-  if (!h || Object.keys(h).length === 0) return {};
-  return { practice: { outcome: h.lastOutcome || null, at: num(h.lastAt), wakeMs: num(h.lastWakeMs), reason: h.lastReason ?? "", runningSince: num(h.startedAt) } };
+/**
+ * The `practice` hash and an operator's request (`practice:request`): the request is pending
+ * until the leader acts on it, which moves `firedAt` to it (or past it).
+ */
+function practiceView(h: Record<string, string>, request: string | null): { practice?: PracticeView } {
+  const asked = num(request);
+  const requestedAt = asked !== null && asked > (num(h.firedAt) ?? 0) ? asked : null;
+  if (Object.keys(h ?? {}).length === 0 && requestedAt === null) return {};
+  return { practice: { outcome: h.lastOutcome || null, at: num(h.lastAt), wakeMs: num(h.lastWakeMs), reason: h.lastReason ?? "", runningSince: num(h.startedAt), requestedAt } };
 }
 
 
