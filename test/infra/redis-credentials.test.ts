@@ -4,7 +4,7 @@
  * one superuser URL — and no container gets a password in an environment variable or a URL.
  */
 import { describe, expect, it } from "vitest";
-import { captureStack, type CapturedResource } from "../../infra/capture";
+import { captureStack, TEST_REDIS_TOKEN, type CapturedResource } from "../../infra/capture";
 import { ROLE_NAMES } from "../../contracts/redis-roles";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
@@ -59,6 +59,8 @@ describe("each Redis client with its own credential, the password as a file", ()
 
   it("roles off: every client reads the one Secret's endpoint and password file; no container has a Redis password in its environment", async () => {
     const rs = await captureStack("prod");
+    const secret = rs.find((r) => r.type === "kubernetes:core/v1:Secret" && (r.props as O).metadata.name === "llm-ha-redis")?.props as O;
+    expect(secret.stringData).toEqual({ endpoint: expect.stringMatching(/^rediss:\/\/[^:@]+:6379$/), password: TEST_REDIS_TOKEN });
     for (const x of containers(rs)) {
       const r = redisOf(x);
       if (r) expect([x.c.name, r]).toEqual([x.c.name, { secret: "llm-ha-redis", fileFromSameSecret: true }]);

@@ -150,9 +150,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         const env = Object.fromEntries(c.env.map((e: O) => [e.name, e.value ?? e.valueFrom]));
         expect(env.LLMHA_AZ).toBe(pod.nodeSelector["llm-ha.io/az"]);
         expect(env.LLMHA_NODE_ID).toEqual({ fieldRef: { fieldPath: "spec.nodeName" } });
-        // The URL without its password; the password as a mounted file (issue 26).
-        expect(env.LLMHA_REDIS_URL).toEqual({ secretKeyRef: { name: "llm-ha-redis", key: "endpoint" } });
-        expect(env.LLMHA_REDIS_PASSWORD_FILE).toBe("/run/secrets/llm-ha-redis/password");
+        // Redis: endpoint + password file, test/infra/redis-credentials.test.ts.
         expect(env.LLMHA_MODEL).toBe(json("inference").model);
         expect(pod.hostNetwork).toBe(true);
         expect(pod.tolerations).toContainEqual({ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" });
@@ -160,10 +158,6 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(c.readinessProbe).toBeUndefined();
         expect(pod.securityContext.runAsNonRoot).toBe(true);
       }
-      const secret = k8s("Secret").find((s) => s.metadata.name === "llm-ha-redis");
-      expect(secret?.stringData.url).toBeUndefined(); // no URL with the password in it: endpoint + password file
-      expect(secret?.stringData.endpoint).toMatch(/^rediss:\/\/[^:@]+:6379$/);
-      expect(secret?.stringData.password).toBe(TEST_REDIS_TOKEN);
       expect(k8s("DaemonSet").some((d) => d.metadata.name === "nvidia-device-plugin")).toBe(true);
     });
 
