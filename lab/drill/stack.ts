@@ -26,6 +26,7 @@ import { startDrillEdge } from "./edge";
 import { SimNode, type SimNodePorts } from "../sim/sim-node";
 import { freePort } from "../../agent/src/util/net";
 import { LocalCloud } from "./local-cloud";
+import { placeMembers, RedisPaths, type DrillPlacement } from "./placement";
 import { DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_STANDBY_ENV, DRILL_TUNED_BASELINE, DRILL_MODEL } from "./settings";
 
 export { DRILL_MODEL };
@@ -67,6 +68,10 @@ export interface DrillStack {
    */
   redisAs(role: RoleName): { url: string; env: Record<string, string> };
   readonly azs: DrillAz[];
+  /** Where each Redis member and Kafka broker lives (each AZ proxy and node lives in its own AZ). */
+  readonly placement: DrillPlacement;
+  /** Each node's own path to the Redis endpoint (from its address): what a cut or a delay acts on. */
+  readonly redisPaths: RedisPaths;
   readonly nodes: SimNode[];
   readonly baseline: HaproxyHandle;
   readonly baselinePorts: { default: number; tuned: number };
@@ -221,6 +226,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const redisAs = (role: RoleName): { url: string; env: Record<string, string> } => ({ url: `redis://127.0.0.1:${redis.port}`, env: labRoleEnv(acl, secrets, role) });
   // The leader runs inside an agent process today: agents that contend hold the agent and controller roles.
   const agentRedis = redisAs("llmha-agent-leader");
+  const paths = new RedisPaths(redis.port, await freePort());
+  o.track(() => paths.close());
   const nodes: SimNode[] = [];
   const placement = placeNodes(o.nodes, names);
   const reserved = new Map<string, number>();
@@ -245,15 +252,18 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     // Reserve the id before the await so two starts in the same AZ never share it.
     const seq = reserved.get(az) ?? 0;
     reserved.set(az, seq + 1);
+    const address = nodeAddress(names.indexOf(az), seq);
+    // The agent reaches Redis over its node's own path (leaving from the node's address).
+    const path = await paths.open(address);
     const node = await startNodeWithRetry(() =>
       SimNode.start({
         id: `gpu-${az.slice(3)}${seq + 1}`,
         az,
         dir: join(o.dir, "nodes"),
         model: DRILL_MODEL,
-        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: agentRedis.url, ...agentRedis.env, LLMHA_CLUSTER: cluster },
+        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: `redis://${path.url}`, ...agentRedis.env, LLMHA_CLUSTER: cluster },
         stopped: az === standbyName,
-        address: nodeAddress(names.indexOf(az), seq),
+        address,
         ports: nodePorts,
       }),
     );
@@ -315,6 +325,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     redis,
     redisAs,
     azs,
+    placement: placeMembers(names),
+    redisPaths: paths,
     nodes,
     baseline,
     baselinePorts,
@@ -346,6 +358,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
       await cloud?.stop();
       await Promise.allSettled([dns.stop(), baseline.stop(), ...azs.map((a) => a.haproxy?.stop())]);
       await Promise.allSettled(nodes.map((n) => n.stop()));
+      await paths.close();
       await redis.stop();
     },
   };

@@ -1,0 +1,28 @@
+/**
+ * Faults as the field has them (issue 30): compound faults, partitions and slow links. Targets
+ * and why in docs/drill.md (Gray failures); injectors in scenarios/<name>.ts, wired in
+ * scenarios/gray.ts. The ones that cut links need the drill's own network namespace.
+ */
+import type { ScenarioSpec } from "./scenarios";
+import { DRILL_TIMING } from "./settings";
+
+/** A new leader within one lease TTL plus one contend period of the lease becoming free. */
+const LEADER_MS = DRILL_TIMING.leaseTtlMs + DRILL_TIMING.leaseContendMs;
+
+export const GRAY_SCENARIOS: readonly ScenarioSpec[] = [
+  {
+    name: "redis-failover-then-leader-kill",
+    tier: "fleet",
+    title: "Redis primary moves, the old node takes writes again (far side of a partition), then the leader is killed",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    targets: {
+      leaderMs: LEADER_MS,
+      staleWrites: 0,
+      tokenRegressions: 0,
+      falseFailovers: 0,
+      extraCounts: { oldNodeClients: 0, leaseNotOnPrimary: 0, leaderChanges: 0 },
+    },
+  },
+];

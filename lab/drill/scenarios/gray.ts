@@ -1,0 +1,8 @@
+/** The runs of issue 30's scenarios (specs in ../gray-specs.ts), one file each; run-scenario.ts spreads this table into its own. */
+import type { ScenarioSpec } from "../scenarios";
+import type { RunResult, ScenarioContext } from "./runner";
+import { runRedisFailoverThenLeaderKill } from "./redis-failover-then-leader-kill";
+
+export const GRAY_RUNS: readonly [string, (ctx: ScenarioContext, spec: ScenarioSpec, run: number) => Promise<RunResult>][] = [
+  ["redis-failover-then-leader-kill", runRedisFailoverThenLeaderKill],
+];
