@@ -25,4 +25,23 @@ export const GRAY_SCENARIOS: readonly ScenarioSpec[] = [
       extraCounts: { oldNodeClients: 0, leaseNotOnPrimary: 0, leaderChanges: 0 },
     },
   },
+  {
+    name: "leader-isolated",
+    tier: "fleet",
+    title: "the leader's node cut from Redis (iptables) while everything else runs",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    needsNetns: true,
+    targets: { leaderMs: LEADER_MS, staleWrites: 0, tokenRegressions: 0, falseFailovers: 0, extraCounts: { leaderChurn: 0, othersExpired: 0 } },
+  },
+  {
+    name: "redis-latency",
+    tier: "fleet",
+    title: "Redis 300 ms away from every node for 30 s (delay proxy on each node's path)",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    targets: { staleWrites: 0, tokenRegressions: 0, falseFailovers: 0, extraCounts: { leaderChanges: 0, nodesExpired: 0 } },
+  },
 ];

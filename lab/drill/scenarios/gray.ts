@@ -2,7 +2,11 @@
 import type { ScenarioSpec } from "../scenarios";
 import type { RunResult, ScenarioContext } from "./runner";
 import { runRedisFailoverThenLeaderKill } from "./redis-failover-then-leader-kill";
+import { runLeaderIsolated } from "./leader-isolated";
+import { runRedisLatency } from "./redis-latency";
 
 export const GRAY_RUNS: readonly [string, (ctx: ScenarioContext, spec: ScenarioSpec, run: number) => Promise<RunResult>][] = [
   ["redis-failover-then-leader-kill", runRedisFailoverThenLeaderKill],
+  ["leader-isolated", runLeaderIsolated],
+  ["redis-latency", runRedisLatency],
 ];

@@ -42,6 +42,19 @@ export async function onServer<T>(ctx: ScenarioContext, s: RedisServerHandle, fn
   }
 }
 
+/** An endpoint runtime command, tried a few times (its admin socket answers slowly on a loaded host). */
+async function endpointCommand(ctx: ScenarioContext, cmd: string): Promise<void> {
+  for (let i = 1; ; i++) {
+    try {
+      await ctx.stack.redis.endpoint.command(cmd);
+      return;
+    } catch (err) {
+      if (i >= 4) throw err;
+      await sleep(250);
+    }
+  }
+}
+
 /** Connections of llm-ha agents on a data server (`CLIENT LIST`, names `llmha-<node>/<pid>-…`). */
 export function agentClientsOn(ctx: ScenarioContext, s: RedisServerHandle): Promise<string[]> {
   return onServer(ctx, s, async (r) =>
@@ -76,7 +89,7 @@ export async function runRedisFailoverThenLeaderKill(ctx: ScenarioContext, spec:
   r.extra.endpointMs = ctx.now() - r.injectAt;
   // The far side of a partition: the endpoint's name is on the new primary (nothing new goes to
   // the old node), but the old node is reachable and takes writes again on whatever still talks to it.
-  await ha.endpoint.command(`disable server ${endpointServer(ctx, old)}`);
+  await endpointCommand(ctx, `disable server ${endpointServer(ctx, old)}`);
   await onServer(ctx, old, (a) => a.call("REPLICAOF", "NO", "ONE"));
   await sleep(WRITABLE_MS);
   r.extra.oldNodeClientsBeforeKill = (await agentClientsOn(ctx, old).catch(() => [])).length;
@@ -110,8 +123,8 @@ export async function runRedisFailoverThenLeaderKill(ctx: ScenarioContext, spec:
   if (!(await until(ctx, 30_000, (s) => healthy(ctx, s, victim)))) r.notes.push(`${victim.id} did not recover in 30 s`);
   r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, (s) => healthy(ctx, s, victim));
   r.endAt = ctx.now();
-  r.victims = [`${victim.id} (leader)`, `redis ${old.port} (old primary)`];
   finish(ctx, r, [], l1Removed);
+  r.victims = [`${victim.id} (leader)`, `redis ${old.port} (old primary)`];
   const worse = azWorsenings(ctx.tl.fleet, r.injectAt, r.endAt);
   r.extra.tokenRegressions = tokenRegressions(ctx.tl.fleet, r.injectAt);
   r.staleWrites = staleWrites(ctx.tl.fleet, r.injectAt);
@@ -129,6 +142,6 @@ async function healOld(ctx: ScenarioContext, old: RedisServerHandle, next: Redis
   const ha = ctx.stack.redis;
   // The sentinels would demote it anyway, later.
   await onServer(ctx, old, (a) => a.call("REPLICAOF", "127.0.0.1", String(next.port))).catch(() => undefined);
-  await ha.endpoint.command(`enable server ${endpointServer(ctx, old)}`).catch(() => undefined);
+  await endpointCommand(ctx, `enable server ${endpointServer(ctx, old)}`).catch(() => undefined);
   await ha.settle().catch(() => undefined);
 }
