@@ -44,4 +44,15 @@ export const GRAY_SCENARIOS: readonly ScenarioSpec[] = [
     needsFleet: true,
     targets: { staleWrites: 0, tokenRegressions: 0, falseFailovers: 0, extraCounts: { leaderChanges: 0, nodesExpired: 0 } },
   },
+  {
+    name: "cross-az-loss",
+    tier: "L2",
+    title: "20 % of cross-AZ connections lost while az-a's GPUs are lost (its proxy spills to the other AZs)",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    needsNetns: true,
+    // az-gpu-loss's spill target, kept under loss; every request through az-a's proxy answered.
+    targets: { crossMs: 3000, falseFailovers: 0, extraCounts: { fieldFailed: 0, backupsOut: 0 } },
+  },
 ];

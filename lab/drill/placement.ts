@@ -36,6 +36,12 @@ export function redisServerIn(p: DrillPlacement, az: string): number | null {
   return i < 0 ? null : i;
 }
 
+/** An HAProxy configuration whose server connections and checks leave from `address` (`source` in `defaults`). */
+export function connectFrom(config: string, address: string): string {
+  if (!/^defaults$/m.test(config)) throw new PlacementError("HAProxy configuration without a defaults section");
+  return config.replace(/^defaults$/m, `defaults\n  source ${address}`);
+}
+
 /**
  * Each node's path to the Redis endpoint: listens on the node's address (the same port for
  * every node), leaves from it. Started before the node so its agent is given the path's URL.

@@ -78,20 +78,31 @@ export function reexecInNetns(argv: readonly string[], env: NodeJS.ProcessEnv = 
   });
 }
 
-/** A link between two loopback addresses, optionally one TCP port of `to`. */
+/** A link between two loopback addresses (or 127.x prefixes such as `127.1.1.0/24`), optionally one TCP port of `to`. */
 export interface LinkSpec {
   from: string;
   to: string;
   /** Only traffic to this port of `to` (and its answers); absent: every port. */
   port?: number;
+  /**
+   * A share (0–1) of the new TCP connections from `from` to `to` refused (their SYN answered
+   * with a reset: a dropped connection), the rest untouched; absent: every packet dropped both ways.
+   */
+  share?: number;
 }
 
-const ADDRESS = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
+const ADDRESS = /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}(\/(8|16|24|32))?$/;
 
 /** The iptables arguments (after `-A`/`-D OUTPUT`) that drop one direction of a link. */
 export function dropRules(l: LinkSpec): string[][] {
   for (const a of [l.from, l.to]) if (!ADDRESS.test(a)) throw new NetnsError(`link address ${JSON.stringify(a)} is not a loopback address (127.x.y.z)`);
   if (l.port !== undefined && !(Number.isInteger(l.port) && l.port > 0 && l.port < 65536)) throw new NetnsError(`link port ${l.port} is not a TCP port`);
+  if (l.share !== undefined) {
+    if (!(Number.isFinite(l.share) && l.share > 0 && l.share <= 1)) throw new NetnsError(`link loss share ${l.share}: must be above 0 and at most 1`);
+    // Per SYN: a retransmitted SYN draws again, as on a lossy link; refused with a reset so the
+    // client learns at once (HAProxy's `retries` then tries another server).
+    return [["-s", l.from, "-d", l.to, "-p", "tcp", "--syn", ...(l.port ? ["--dport", String(l.port)] : []), "-m", "statistic", "--mode", "random", "--probability", String(l.share), "-j", "REJECT", "--reject-with", "tcp-reset"]];
+  }
   // Both directions: on loopback every packet passes OUTPUT once, so one rule each way cuts the link
   // whichever side sends (a connect times out, an open connection's data is lost: a partition, not a reset).
   const there = ["-s", l.from, "-d", l.to, ...(l.port ? ["-p", "tcp", "--dport", String(l.port)] : []), "-j", "DROP"];
@@ -99,7 +110,7 @@ export function dropRules(l: LinkSpec): string[][] {
   return [there, back];
 }
 
-const key = (l: LinkSpec): string => `${l.from}>${l.to}:${l.port ?? "*"}`;
+const key = (l: LinkSpec): string => `${l.from}>${l.to}:${l.port ?? "*"}~${l.share ?? 1}`;
 
 /**
  * Cuts and heals links inside the drill's namespace. Every rule it added is removed by
@@ -129,8 +140,8 @@ export class LinkCuts {
   }
 
   /** Every link cut between any of `a` and any of `b` (an AZ from another, from Redis…). */
-  cutBetween(a: readonly string[], b: readonly string[], port?: number): LinkSpec[] {
-    const links = a.flatMap((from) => b.filter((to) => to !== from).map((to) => ({ from, to, port })));
+  cutBetween(a: readonly string[], b: readonly string[], o: { port?: number; share?: number } = {}): LinkSpec[] {
+    const links = a.flatMap((from) => b.filter((to) => to !== from).map((to) => ({ from, to, ...o })));
     for (const l of links) this.cut(l);
     return links;
   }

@@ -43,6 +43,10 @@ describe("drill network namespace", () => {
       else process.env[NETNS_ENV] = saved;
     }
     expect(() => dropRules({ from: "10.0.0.1", to: "127.0.0.1" })).toThrow(/not a loopback address/);
+    expect(() => dropRules({ from: "127.0.0.2", to: "127.1.1.0/24", share: 1.5 })).toThrow(/share/);
+    expect(dropRules({ from: "127.0.0.2", to: "127.1.1.0/24", share: 0.2 })).toEqual([
+      ["-s", "127.0.0.2", "-d", "127.1.1.0/24", "-p", "tcp", "--syn", "-m", "statistic", "--mode", "random", "--probability", "0.2", "-j", "REJECT", "--reject-with", "tcp-reset"],
+    ]);
     expect(dropRules({ from: "127.1.0.1", to: "127.0.0.1", port: 6379 })).toEqual([
       ["-s", "127.1.0.1", "-d", "127.0.0.1", "-p", "tcp", "--dport", "6379", "-j", "DROP"],
       ["-s", "127.0.0.1", "-d", "127.1.0.1", "-p", "tcp", "--sport", "6379", "-j", "DROP"],

@@ -4,9 +4,11 @@ import type { RunResult, ScenarioContext } from "./runner";
 import { runRedisFailoverThenLeaderKill } from "./redis-failover-then-leader-kill";
 import { runLeaderIsolated } from "./leader-isolated";
 import { runRedisLatency } from "./redis-latency";
+import { runCrossAzLoss } from "./cross-az-loss";
 
 export const GRAY_RUNS: readonly [string, (ctx: ScenarioContext, spec: ScenarioSpec, run: number) => Promise<RunResult>][] = [
   ["redis-failover-then-leader-kill", runRedisFailoverThenLeaderKill],
   ["leader-isolated", runLeaderIsolated],
   ["redis-latency", runRedisLatency],
+  ["cross-az-loss", runCrossAzLoss],
 ];
