@@ -55,4 +55,14 @@ export const GRAY_SCENARIOS: readonly ScenarioSpec[] = [
     // az-gpu-loss's spill target, kept under loss; every request through az-a's proxy answered.
     targets: { crossMs: 3000, falseFailovers: 0, extraCounts: { fieldFailed: 0, backupsOut: 0 } },
   },
+  {
+    name: "az-power-interruption",
+    tier: "L3",
+    title: "az-a's power interrupted: its proxy, nodes, the leader placed there and the Redis primary placed there, at once",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    // leaderMs counts from the endpoint reaching the promoted replica (Redis writable again).
+    targets: { dnsMs: 5000, leaderMs: LEADER_MS, staleWrites: 0, tokenRegressions: 0, extraCounts: { healthyWorsened: 0, l4Entered: 0 } },
+  },
 ];

@@ -9,8 +9,8 @@
 import { spawn, spawnSync } from "node:child_process";
 import { readlinkSync } from "node:fs";
 
-/** Set in the re-executed drill's environment to the namespace it came from (`net:[inode]`): the one it must not be in. */
-export const NETNS_ENV = "LLMHA_DRILL_NETNS";
+/** Set in the re-executed drill's environment to the namespace it came from (`net:[inode]`): the one it must not be in. Not `LLMHA_…`: the agents warn about any such name that is not a setting. */
+export const NETNS_ENV = "DRILL_NETNS_FROM";
 
 export class NetnsError extends Error {
   constructor(message: string) {

@@ -5,10 +5,12 @@ import { runRedisFailoverThenLeaderKill } from "./redis-failover-then-leader-kil
 import { runLeaderIsolated } from "./leader-isolated";
 import { runRedisLatency } from "./redis-latency";
 import { runCrossAzLoss } from "./cross-az-loss";
+import { runAzPowerInterruption } from "./az-power-interruption";
 
 export const GRAY_RUNS: readonly [string, (ctx: ScenarioContext, spec: ScenarioSpec, run: number) => Promise<RunResult>][] = [
   ["redis-failover-then-leader-kill", runRedisFailoverThenLeaderKill],
   ["leader-isolated", runLeaderIsolated],
   ["redis-latency", runRedisLatency],
   ["cross-az-loss", runCrossAzLoss],
+  ["az-power-interruption", runAzPowerInterruption],
 ];
