@@ -199,7 +199,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   const tl = emptyTimeline();
   try {
     progress(`plan: ${plan.map((p) => `${p.spec.name}${p.runs > 1 ? `×${p.runs}` : ""}`).join(", ")}; logs in ${outDir}`);
-    stack = await startStack({ nodes: args.nodes, dir: outDir, progress, now, track: (s) => void stops.push(s) });
+    stack = await startStack({ nodes: args.nodes, dir: outDir, progress, now, track: (s) => void stops.push(s), redisPaths: plan.some((p) => p.spec.needsRedisPaths) });
     const st = stack;
     for (const p of st.pids()) pids.add(p);
     observer = startObserver(st, tl, now, DRILL_TIMING);

@@ -33,6 +33,7 @@ export const GRAY_SCENARIOS: readonly ScenarioSpec[] = [
     repeat: { full: 1, quick: 1 },
     needsFleet: true,
     needsNetns: true,
+    needsRedisPaths: true,
     targets: { leaderMs: LEADER_MS, staleWrites: 0, tokenRegressions: 0, falseFailovers: 0, extraCounts: { leaderChurn: 0, othersExpired: 0 } },
   },
   {
@@ -42,6 +43,7 @@ export const GRAY_SCENARIOS: readonly ScenarioSpec[] = [
     quick: false,
     repeat: { full: 1, quick: 1 },
     needsFleet: true,
+    needsRedisPaths: true,
     targets: { staleWrites: 0, tokenRegressions: 0, falseFailovers: 0, extraCounts: { leaderChanges: 0, nodesExpired: 0 } },
   },
   {
@@ -62,6 +64,8 @@ export const GRAY_SCENARIOS: readonly ScenarioSpec[] = [
     quick: false,
     repeat: { full: 1, quick: 1 },
     needsFleet: true,
+    // The leader placed on an az-a node (the others' paths slowed while they contend).
+    needsRedisPaths: true,
     // leaderMs counts from the endpoint reaching the promoted replica (Redis writable again).
     targets: { dnsMs: 5000, leaderMs: LEADER_MS, staleWrites: 0, tokenRegressions: 0, extraCounts: { healthyWorsened: 0, l4Entered: 0 } },
   },

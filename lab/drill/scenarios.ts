@@ -131,6 +131,8 @@ export interface ScenarioSpec {
   needsFleet: boolean;
   /** Cuts links between drill members (iptables): needs the drill's own network namespace (root); skipped elsewhere. */
   needsNetns?: boolean;
+  /** Cuts or slows nodes' own paths to Redis (placement.ts): the drill starts them when a planned scenario needs them. */
+  needsRedisPaths?: boolean;
   targets: Targets;
 }
 

@@ -71,8 +71,11 @@ export interface DrillStack {
   readonly azs: DrillAz[];
   /** Where each Redis member and Kafka broker lives (each AZ proxy and node lives in its own AZ). */
   readonly placement: DrillPlacement;
-  /** Each node's own path to the Redis endpoint (from its address): what a cut or a delay acts on. */
-  readonly redisPaths: RedisPaths;
+  /**
+   * Each node's own path to the Redis endpoint (from its address): what a cut or a delay acts on.
+   * Null unless asked for (`StackOptions.redisPaths`): the paths run in the drill's own process.
+   */
+  readonly redisPaths: RedisPaths | null;
   readonly nodes: SimNode[];
   readonly baseline: HaproxyHandle;
   readonly baselinePorts: { default: number; tuned: number };
@@ -118,6 +121,12 @@ export interface StackOptions {
   track(stop: () => Promise<void>): void;
   /** Drill clock (the local cloud's action log). */
   now?(): number;
+  /**
+   * Every node reaches Redis over a path of its own (placement.ts), for the scenarios that cut
+   * or slow it. Off by default: the paths run in the drill's process, whose event loop then sits
+   * on every agent's Redis traffic.
+   */
+  redisPaths?: boolean;
 }
 
 /** Which AZ each of `n` nodes lands in: round-robin over the AZ names. */
@@ -227,8 +236,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const redisAs = (role: RoleName): { url: string; env: Record<string, string> } => ({ url: `redis://127.0.0.1:${redis.port}`, env: labRoleEnv(acl, secrets, role) });
   // The leader runs inside an agent process today: agents that contend hold the agent and controller roles.
   const agentRedis = redisAs("llmha-agent-leader");
-  const paths = new RedisPaths(redis.port, await freePort());
-  o.track(() => paths.close());
+  const paths = o.redisPaths ? new RedisPaths(redis.port, await freePort()) : null;
+  if (paths) o.track(() => paths.close());
   const nodes: SimNode[] = [];
   const placement = placeNodes(o.nodes, names);
   const reserved = new Map<string, number>();
@@ -254,15 +263,15 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     const seq = reserved.get(az) ?? 0;
     reserved.set(az, seq + 1);
     const address = nodeAddress(names.indexOf(az), seq);
-    // The agent reaches Redis over its node's own path (leaving from the node's address).
-    const path = await paths.open(address);
+    // The agent reaches Redis over its node's own path (leaving from the node's address), when asked for.
+    const redisUrl = paths ? `redis://${(await paths.open(address)).url}` : agentRedis.url;
     const node = await startNodeWithRetry(() =>
       SimNode.start({
         id: `gpu-${az.slice(3)}${seq + 1}`,
         az,
         dir: join(o.dir, "nodes"),
         model: DRILL_MODEL,
-        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: `redis://${path.url}`, ...agentRedis.env, LLMHA_CLUSTER: cluster },
+        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: redisUrl, ...agentRedis.env, LLMHA_CLUSTER: cluster },
         stopped: az === standbyName,
         address,
         ports: nodePorts,
@@ -363,7 +372,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
       await cloud?.stop();
       await Promise.allSettled([dns.stop(), baseline.stop(), ...azs.map((a) => a.haproxy?.stop())]);
       await Promise.allSettled(nodes.map((n) => n.stop()));
-      await paths.close();
+      await paths?.close();
       await redis.stop();
     },
   };

@@ -38,6 +38,7 @@ export async function runAzPowerInterruption(ctx: ScenarioContext, spec: Scenari
   if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
   const victims = stack.nodes.filter((n) => n.az === az.name && n.running);
   try {
+    if (!stack.redisPaths) throw new Error("no Redis paths to place the leader with");
     const ms = await placeLeader(stack, stack.redisPaths, victims[0]);
     r.notes.push(`setup: leader placed on ${victims[0].id} in ${(ms / 1000).toFixed(1)} s`);
   } catch (err) {

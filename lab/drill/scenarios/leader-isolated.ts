@@ -20,8 +20,8 @@ import { blank, finish, healthy, mark, steady, until, type RunResult, type Scena
 
 export async function runLeaderIsolated(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   const r = blank(spec.name, run);
-  if (!ctx.cuts) {
-    r.notMeasured = "needs the drill's own network namespace (root) to cut a link";
+  if (!ctx.cuts || !ctx.stack.redisPaths) {
+    r.notMeasured = ctx.cuts ? "the nodes' own Redis paths were not started" : "needs the drill's own network namespace (root) to cut a link";
     return r;
   }
   if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");

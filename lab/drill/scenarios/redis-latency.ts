@@ -22,6 +22,10 @@ const HOLD_MS = 30_000;
 
 export async function runRedisLatency(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   const r = blank(spec.name, run);
+  if (!ctx.stack.redisPaths) {
+    r.notMeasured = "the nodes' own Redis paths were not started";
+    return r;
+  }
   if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
   const paths = ctx.stack.redisPaths.all();
   const registry = watchRegistry(ctx);
