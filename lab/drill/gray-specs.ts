@@ -69,4 +69,16 @@ export const GRAY_SCENARIOS: readonly ScenarioSpec[] = [
     // leaderMs counts from the endpoint reaching the promoted replica (Redis writable again).
     targets: { dnsMs: 5000, leaderMs: LEADER_MS, staleWrites: 0, tokenRegressions: 0, extraCounts: { healthyWorsened: 0, l4Entered: 0 } },
   },
+  {
+    name: "az-partition",
+    tier: "L3",
+    title: "az-a serves its own proxy but is cut from Redis and from the other AZs (iptables)",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    needsNetns: true,
+    needsRedisPaths: true,
+    // One consistent decision: az-a keeps its clients (its /az/health fails open), nothing flaps.
+    targets: { falseFailovers: 0, staleWrites: 0, tokenRegressions: 0, azHealth503: 0, extraCounts: { fieldFailed: 0, leaseChurn: 0 } },
+  },
 ];

@@ -6,6 +6,7 @@ import { runLeaderIsolated } from "./leader-isolated";
 import { runRedisLatency } from "./redis-latency";
 import { runCrossAzLoss } from "./cross-az-loss";
 import { runAzPowerInterruption } from "./az-power-interruption";
+import { runAzPartition } from "./az-partition";
 
 export const GRAY_RUNS: readonly [string, (ctx: ScenarioContext, spec: ScenarioSpec, run: number) => Promise<RunResult>][] = [
   ["redis-failover-then-leader-kill", runRedisFailoverThenLeaderKill],
@@ -13,4 +14,5 @@ export const GRAY_RUNS: readonly [string, (ctx: ScenarioContext, spec: ScenarioS
   ["redis-latency", runRedisLatency],
   ["cross-az-loss", runCrossAzLoss],
   ["az-power-interruption", runAzPowerInterruption],
+  ["az-partition", runAzPartition],
 ];

@@ -90,7 +90,13 @@ export async function runRedisFailoverThenLeaderKill(ctx: ScenarioContext, spec:
   // The far side of a partition: the endpoint's name is on the new primary (nothing new goes to
   // the old node), but the old node is reachable and takes writes again on whatever still talks to it.
   await endpointCommand(ctx, `disable server ${endpointServer(ctx, old)}`);
-  await onServer(ctx, old, (a) => a.call("REPLICAOF", "NO", "ONE"));
+  try {
+    await onServer(ctx, old, (a) => a.call("REPLICAOF", "NO", "ONE"));
+  } catch (err) {
+    r.notMeasured = `could not make the old node (port ${old.port}) writable again: ${(err as Error).message}`;
+    await healOld(ctx, old, next);
+    return r;
+  }
   await sleep(WRITABLE_MS);
   r.extra.oldNodeClientsBeforeKill = (await agentClientsOn(ctx, old).catch(() => [])).length;
   const victim = leaderNode(ctx);
