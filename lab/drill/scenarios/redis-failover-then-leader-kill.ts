@@ -10,12 +10,12 @@
  * TTLs after); no agent connection left on the old node (`CLIENT LIST`, by the `llmha-` names
  * the agents give every connection); 0 stale writes, 0 token regressions, 0 false failovers.
  */
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { sleep } from "../../../agent/src/util/net";
 import { RedisKeys } from "../../../agent/src/fleet/redis/keys";
 import { parseLeaseValue } from "../../../agent/src/fleet/redis/lease";
 import type { RedisServerHandle } from "../../engines/redis-server";
-import { within } from "../../engines/redis-ha";
+import { call, within } from "../../engines/redis-ha";
 import type { ScenarioSpec } from "../scenarios";
 import { DRILL_TIMING } from "../settings";
 import { dnsChanges, firstAfter, l1Removed, type FleetSample } from "../timeline";
@@ -29,17 +29,9 @@ function endpointServer(ctx: ScenarioContext, s: RedisServerHandle): string {
 }
 
 /** Runs `fn` on one data server directly (not through the endpoint), as the lab admin the endpoint URL names. */
-export async function onServer<T>(ctx: ScenarioContext, s: RedisServerHandle, fn: (r: Redis) => Promise<T>): Promise<T> {
+export function onServer<T>(ctx: ScenarioContext, s: RedisServerHandle, fn: (r: Redis) => Promise<T>): Promise<T> {
   const url = new URL(ctx.stack.redis.url);
-  const auth = url.username ? { username: decodeURIComponent(url.username), password: decodeURIComponent(url.password) } : {};
-  const r = new Redis({ host: "127.0.0.1", port: s.port, ...auth, lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 1000, retryStrategy: () => null });
-  r.on("error", () => undefined);
-  try {
-    await r.connect();
-    return await fn(r);
-  } finally {
-    r.disconnect();
-  }
+  return call(s.port, fn, url.username ? { username: decodeURIComponent(url.username), password: decodeURIComponent(url.password) } : undefined);
 }
 
 /** An endpoint runtime command, tried a few times (its admin socket answers slowly on a loaded host). */
