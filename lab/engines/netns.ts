@@ -72,9 +72,25 @@ export function netnsCommand(argv: readonly string[]): [string, string[]] {
 export function reexecInNetns(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const [cmd, args] = netnsCommand(argv);
   const child = spawn(cmd, args, { stdio: "inherit", env: { ...env, [NETNS_ENV]: netnsMark() } });
+  // A signal sent to this process alone (not to the terminal's group) reaches the drill too: it
+  // is the same pid as the command (unshare and sh exec it), and it stops what it started. Once,
+  // as SIGTERM: after a Ctrl-C the drill already has its SIGINT, and its SIGTERM handler joins the
+  // same clean-up, where a second SIGINT would end it before the clean-up did.
+  let forwarded = false;
+  const forward = (): void => {
+    if (forwarded) return;
+    forwarded = true;
+    child.kill("SIGTERM");
+  };
+  const signals: NodeJS.Signals[] = ["SIGINT", "SIGTERM"];
+  for (const s of signals) process.on(s, forward);
   return new Promise((resolve) => {
-    child.on("error", () => resolve(2));
-    child.on("exit", (code, signal) => resolve(code ?? (signal ? 130 : 1)));
+    const done = (code: number): void => {
+      for (const s of signals) process.removeListener(s, forward);
+      resolve(code);
+    };
+    child.on("error", () => done(2));
+    child.on("exit", (code, signal) => done(code ?? (signal ? 130 : 1)));
   });
 }
 
