@@ -11,6 +11,8 @@ command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
 command -v pdns_server >/dev/null 2>&1 || missing+=(pdns-server)
 ls /usr/lib/x86_64-linux-gnu/pdns/libbindbackend.so /usr/lib/*/pdns/libbindbackend.so >/dev/null 2>&1 || missing+=(pdns-backend-bind)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
+# The drill cuts links between its members with iptables inside a network namespace of its own (root only).
+if [ "$(id -u)" = 0 ]; then command -v iptables >/dev/null 2>&1 || missing+=(iptables); fi
 if [ "${LLMHA_WITH_PROMTOOL:-0}" = 1 ]; then
   command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
   command -v amtool >/dev/null 2>&1 || missing+=(prometheus-alertmanager)

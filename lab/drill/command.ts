@@ -24,6 +24,7 @@ import { renderTimelineSvg } from "./svg";
 import { emptyTimeline } from "./timeline";
 import { alertNames, startDrillPrometheus } from "./alerts";
 import { sdkClient } from "./sdk-traffic";
+import { inDrillNetns, LinkCuts, netnsSupport, reexecInNetns } from "../engines/netns";
 import { startTraffic, type Traffic } from "./traffic";
 
 const REPO = join(__dirname, "..", "..");
@@ -46,6 +47,9 @@ With no flag it runs a first, short matrix: one scenario per tier, the L4 outage
   --out DIR               logs and timeline.svg (default: a new folder under the system tmp)
   --nodes N               simulated GPU nodes (default 6; at least 4)
   --runs N                runs of each selected scenario (default: its own count, e.g. crash ×5)
+  --no-netns              stay in this network namespace even as root (the scenarios that cut
+                          links are then skipped); as root the drill otherwise runs itself in
+                          one of its own (unshare -n) where it can cut and slow links
   --help                  this text
 `;
 
@@ -70,6 +74,8 @@ export interface DrillArgs {
   /** Runs of each selected scenario instead of its own count. */
   runs?: number;
   help: boolean;
+  /** Stay in the caller's network namespace (as root the drill otherwise makes one of its own). */
+  noNetns?: boolean;
 }
 
 export function parseDrillArgs(argv: readonly string[]): DrillArgs {
@@ -120,6 +126,9 @@ export function parseDrillArgs(argv: readonly string[]): DrillArgs {
         a.runs = n;
         break;
       }
+      case "--no-netns":
+        a.noNetns = true;
+        break;
       case "--help":
       case "-h":
         a.help = true;
@@ -155,7 +164,13 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   const t0 = Date.now();
   const now = (): number => Date.now() - t0;
   const progress = (line: string): void => io.err(`[drill ${(now() / 1000).toFixed(1).padStart(6)}s] ${line}\n`);
-  const plan = selectScenarios({ scenario: args.scenario, mode: drillMode(args), runs: args.runs });
+  const netns = inDrillNetns();
+  const selected = selectScenarios({ scenario: args.scenario, mode: drillMode(args), runs: args.runs });
+  // Link cuts need the drill's own namespace: without one those scenarios are skipped, saying why.
+  const why = netns ? null : args.noNetns ? "--no-netns" : (() => { const s = netnsSupport(); return s.ok ? "not in the drill's own network namespace" : s.why; })();
+  const skipped = selected.filter((p) => p.spec.needsNetns && !netns).map((p) => p.spec.name);
+  const plan = selected.filter((p) => !(p.spec.needsNetns && !netns));
+  if (skipped.length) progress(`skipping ${skipped.join(", ")}: they cut or slow links between drill members, which needs the drill's own network namespace (${why})`);
   const runs = plan.reduce((n, p) => n + p.runs, 0);
   progress(
     `${plan.length} scenario${plan.length === 1 ? "" : "s"}, ${runs} run${runs === 1 ? "" : "s"}: about ${Math.ceil(estimateSeconds(plan) / 60)} min on 2 quiet cores` +
@@ -169,11 +184,18 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   let traffic: Traffic | null = null;
   let observer: Observer | null = null;
   let stack: DrillStack | null = null;
+  const cuts = netns ? new LinkCuts() : null;
   let cleaning: Promise<void> | null = null;
   const cleanup = (): Promise<void> =>
     (cleaning ??= (async () => {
       await traffic?.stop();
       await observer?.stop();
+      // Every cut healed before anything stops (the namespace takes what is left with it anyway).
+      try {
+        cuts?.healAll();
+      } catch {
+        // the namespace goes with the drill
+      }
       // Last started, first stopped; each stop is idempotent.
       for (const s of stops.reverse()) await s().catch(() => undefined);
       await stack?.stop().catch(() => undefined);
@@ -190,7 +212,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   const tl = emptyTimeline();
   try {
     progress(`plan: ${plan.map((p) => `${p.spec.name}${p.runs > 1 ? `×${p.runs}` : ""}`).join(", ")}; logs in ${outDir}`);
-    stack = await startStack({ nodes: args.nodes, dir: outDir, progress, now, track: (s) => void stops.push(s) });
+    stack = await startStack({ nodes: args.nodes, dir: outDir, progress, now, track: (s) => void stops.push(s), redisPaths: plan.some((p) => p.spec.needsRedisPaths) });
     const st = stack;
     for (const p of st.pids()) pids.add(p);
     observer = startObserver(st, tl, now, DRILL_TIMING);
@@ -231,7 +253,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
     const prom = await startDrillPrometheus(st, progress);
     if (prom) stops.push(() => prom.stop());
     for (const p of st.pids()) pids.add(p);
-    const ctx: ScenarioContext = { stack: st, tl, observer, now, progress, fleetWired };
+    const ctx: ScenarioContext = { stack: st, tl, observer, now, progress, fleetWired, cuts };
     const summaries: DrillReport["scenarios"] = [];
     for (const { spec, runs } of plan) {
       const results: RunResult[] = [];
@@ -289,6 +311,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
     );
     io.out(`requests: ${Object.entries(tl.sent).map(([c, n]) => `${c} ${failed[c] ?? 0} failed of ${n}`).join("; ")}\n`);
     for (const s of summaries) for (const m of s.misses) io.out(`  ${s.name}: ${m}\n`);
+    if (skipped.length) io.out(`skipped (no network namespace of the drill's own: ${why}): ${skipped.join(", ")}\n`);
     for (const line of summaries.flatMap((s) => s.runs_detail.map(standbyLine))) if (line) io.out(`${line}\n`);
     for (const line of summaries.flatMap((s) => s.runs_detail.map(figuresLine))) if (line) io.out(`${line}\n`);
     for (const s of summaries) {
@@ -331,6 +354,12 @@ export async function drillCommand(argv: string[]): Promise<number> {
       return 2;
     }
     throw err;
+  }
+  if (!args.noNetns && !inDrillNetns() && netnsSupport().ok) {
+    // As root: the same command again in a network namespace of its own, where links between
+    // its members can be cut (iptables) without touching the host's network.
+    process.stderr.write("llm-ha drill: running in a network namespace of its own (unshare -n; --no-netns to stay)\n");
+    return reexecInNetns([process.execPath, ...process.execArgv, ...process.argv.slice(1)]);
   }
   return runDrill(args);
 }

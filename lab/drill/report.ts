@@ -114,8 +114,11 @@ function valueOf(r: RunResult, key: string): number | null {
 /** Checks every target of a scenario over its runs; a target whose figure was never measured is a miss. */
 export function checkTargets(targets: Targets, runs: readonly RunResult[]): { pass: boolean; misses: string[] } {
   const misses: string[] = [];
-  for (const [tk, rk, label] of TIME_TARGETS) {
-    const t = targets[tk];
+  const times: [string, number | undefined, string][] = [
+    ...TIME_TARGETS.map(([tk, rk, label]): [string, number | undefined, string] => [rk, targets[tk] as number | undefined, label]),
+    ...Object.entries(targets.extraTimes ?? {}).map(([k, t]): [string, number, string] => [`extra.${k}`, t, k]),
+  ];
+  for (const [rk, t, label] of times) {
     if (t === undefined) continue;
     const vals = runs.map((r) => valueOf(r, rk));
     const never = vals.filter((v) => v === null).length;
@@ -123,8 +126,10 @@ export function checkTargets(targets: Targets, runs: readonly RunResult[]): { pa
     const max = Math.max(...vals.filter((v): v is number => v !== null));
     if (vals.some((v) => v !== null && v > t)) misses.push(`${label}: max ${fmtS(max)} > ${fmtS(t)}`);
   }
-  for (const [tk, key, label] of COUNT_TARGETS) {
-    const t = targets[tk];
+  const counts: [string, number | undefined][] = [...COUNT_TARGETS.map(([tk, key]): [string, number | undefined] => [key, targets[tk] as number | undefined]), ...Object.entries(targets.extraCounts ?? {})];
+  const labels = new Map(COUNT_TARGETS.map(([, key, label]) => [key, label]));
+  for (const [key, t] of counts) {
+    const label = labels.get(key) ?? key;
     if (t === undefined) continue;
     const vals = runs.map((r) => r.extra[key]);
     const nums = vals.filter((v): v is number => typeof v === "number");

@@ -22,6 +22,7 @@ import { runBurst, SIGNAL_FAULTS } from "./scenarios/signals";
 import { runEdgeAuth, runEdgeFlood } from "./scenarios/edge";
 import { runAgentStarve, runRedisForgery } from "./scenarios/security";
 import { runCanaryNoise, runSilentCorruption } from "./scenarios/correctness";
+import { GRAY_RUNS } from "./scenarios/gray";
 
 export { MAIN_CLIENT, type RunResult, type ScenarioContext } from "./scenarios/runner";
 export { staleWrites } from "./scenarios/fleet";
@@ -63,6 +64,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["edge-flood", runEdgeFlood],
   ["redis-forgery", runRedisForgery],
   ["agent-starve", runAgentStarve],
+  ...GRAY_RUNS,
 ]);
 
 /** Runs one run of one scenario. */

@@ -6,6 +6,7 @@
 import { DRILL_TIMING } from "./settings";
 import { SECURITY_SCENARIOS } from "./security-specs";
 import { CORRECTNESS_SCENARIOS } from "./correctness-specs";
+import { GRAY_SCENARIOS } from "./gray-specs";
 
 export type ScenarioTier = "L1" | "L2" | "L3" | "fleet";
 
@@ -112,6 +113,10 @@ export interface Targets {
   checksUnanswered?: number;
   /** Canaries short of the number a scenario must send (issue 32's canary-noise: ≥ 1,000). */
   canariesShort?: number;
+  /** Further counts a scenario records in `extra` under these names, each measured and at most its value (issue 30's scenarios). */
+  extraCounts?: Readonly<Record<string, number>>;
+  /** Further times (ms) a scenario records in `extra` under these names, each seen and at most its value. */
+  extraTimes?: Readonly<Record<string, number>>;
 }
 
 export interface ScenarioSpec {
@@ -124,6 +129,10 @@ export interface ScenarioSpec {
   repeat: { full: number; quick: number };
   /** Needs the fleet layer (registry, leader, controller) in the agents. */
   needsFleet: boolean;
+  /** Cuts links between drill members (iptables): needs the drill's own network namespace (root); skipped elsewhere. */
+  needsNetns?: boolean;
+  /** Cuts or slows nodes' own paths to Redis (placement.ts): the drill starts them when a planned scenario needs them. */
+  needsRedisPaths?: boolean;
   targets: Targets;
 }
 
@@ -365,6 +374,7 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     targets: { wakeDecisionMs: 5000, failed: 0, sdkFailed: 0, falseFailovers: 0, practiceNotServed: 0, notReleased: 0 },
   },
   ...SECURITY_SCENARIOS,
+  ...GRAY_SCENARIOS,
 ];
 
 export class UnknownScenarioError extends Error {

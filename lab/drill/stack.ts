@@ -14,7 +14,8 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { RoleName } from "../../agent/src/fleet/redis/roles";
 import { labRedisAcl, labRoleEnv } from "../engines/redis-acl";
-import { startHaproxy, type HaproxyHandle } from "../engines/haproxy";
+import { startHaproxy, startHaproxyWith, type HaproxyHandle } from "../engines/haproxy";
+import { renderHaproxyConfig } from "../../contracts/haproxy-config";
 import { startPdns, type PdnsHandle } from "../engines/pdns";
 import { startRedisHa, type RedisHaHandle } from "../engines/redis-ha";
 import type { HaproxyDnsGroup, HaproxyProxy, HaproxyStaticServer } from "../../contracts/haproxy-config";
@@ -26,6 +27,7 @@ import { startDrillEdge } from "./edge";
 import { SimNode, type SimNodePorts } from "../sim/sim-node";
 import { freePort } from "../../agent/src/util/net";
 import { LocalCloud } from "./local-cloud";
+import { connectFrom, placeMembers, RedisPaths, type DrillPlacement } from "./placement";
 import { DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_STANDBY_ENV, DRILL_TUNED_BASELINE, DRILL_MODEL } from "./settings";
 
 export { DRILL_MODEL };
@@ -67,6 +69,13 @@ export interface DrillStack {
    */
   redisAs(role: RoleName): { url: string; env: Record<string, string> };
   readonly azs: DrillAz[];
+  /** Where each Redis member and Kafka broker lives (each AZ proxy and node lives in its own AZ). */
+  readonly placement: DrillPlacement;
+  /**
+   * Each node's own path to the Redis endpoint (from its address): what a cut or a delay acts on.
+   * Null unless asked for (`StackOptions.redisPaths`): the paths run in the drill's own process.
+   */
+  readonly redisPaths: RedisPaths | null;
   readonly nodes: SimNode[];
   readonly baseline: HaproxyHandle;
   readonly baselinePorts: { default: number; tuned: number };
@@ -112,6 +121,12 @@ export interface StackOptions {
   track(stop: () => Promise<void>): void;
   /** Drill clock (the local cloud's action log). */
   now?(): number;
+  /**
+   * Every node reaches Redis over a path of its own (placement.ts), for the scenarios that cut
+   * or slow it. Off by default: the paths run in the drill's process, whose event loop then sits
+   * on every agent's Redis traffic.
+   */
+  redisPaths?: boolean;
 }
 
 /** Which AZ each of `n` nodes lands in: round-robin over the AZ names. */
@@ -221,6 +236,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const redisAs = (role: RoleName): { url: string; env: Record<string, string> } => ({ url: `redis://127.0.0.1:${redis.port}`, env: labRoleEnv(acl, secrets, role) });
   // The leader runs inside an agent process today: agents that contend hold the agent and controller roles.
   const agentRedis = redisAs("llmha-agent-leader");
+  const paths = o.redisPaths ? new RedisPaths(redis.port, await freePort()) : null;
+  if (paths) o.track(() => paths.close());
   const nodes: SimNode[] = [];
   const placement = placeNodes(o.nodes, names);
   const reserved = new Map<string, number>();
@@ -245,15 +262,18 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     // Reserve the id before the await so two starts in the same AZ never share it.
     const seq = reserved.get(az) ?? 0;
     reserved.set(az, seq + 1);
+    const address = nodeAddress(names.indexOf(az), seq);
+    // The agent reaches Redis over its node's own path (leaving from the node's address), when asked for.
+    const redisUrl = paths ? `redis://${(await paths.open(address)).url}` : agentRedis.url;
     const node = await startNodeWithRetry(() =>
       SimNode.start({
         id: `gpu-${az.slice(3)}${seq + 1}`,
         az,
         dir: join(o.dir, "nodes"),
         model: DRILL_MODEL,
-        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: agentRedis.url, ...agentRedis.env, LLMHA_CLUSTER: cluster },
+        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: redisUrl, ...agentRedis.env, LLMHA_CLUSTER: cluster },
         stopped: az === standbyName,
-        address: nodeAddress(names.indexOf(az), seq),
+        address,
         ports: nodePorts,
       }),
     );
@@ -281,6 +301,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     groups: standby.length ? [active, standby] : [active],
     healthPort: azHealthPort,
     records: Object.fromEntries(names.map((az) => [nodesRecord(az), records(az)])),
+    // Measured: 0.8 s on a quiet host, over 10 s while the shared 2-core host ran at load 30+.
+    startTimeoutMs: 30_000,
   });
   o.track(() => dns.stop());
   const groups = new Map(names.map((az) => [az, nodeGroup(az, nodes.filter((n) => n.az === az).length, nodePorts)] as const));
@@ -292,7 +314,9 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     configs.set(az, p);
   }
   const startAzProxy = async (az: DrillAz): Promise<void> => {
-    const h = await startHaproxy({ proxies: [configs.get(az)!], monitorBind: `${az.address}:${monitorPort}`, prometheusExporter: true, nameservers: [`127.0.0.1:${dns.port}`] });
+    // The proxy connects to servers from its AZ's address, so a link cut can tell its AZ's traffic apart.
+    const args = { proxies: [configs.get(az)!], monitorBind: `${az.address}:${monitorPort}`, prometheusExporter: true, nameservers: [`127.0.0.1:${dns.port}`] };
+    const h = await startHaproxyWith((statsSocket) => connectFrom(renderHaproxyConfig({ ...args, statsSocket }), az.address));
     az.haproxy = h;
     o.track(() => h.stop());
   };
@@ -315,6 +339,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     redis,
     redisAs,
     azs,
+    placement: placeMembers(names),
+    redisPaths: paths,
     nodes,
     baseline,
     baselinePorts,
@@ -346,6 +372,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
       await cloud?.stop();
       await Promise.allSettled([dns.stop(), baseline.stop(), ...azs.map((a) => a.haproxy?.stop())]);
       await Promise.allSettled(nodes.map((n) => n.stop()));
+      await paths?.close();
       await redis.stop();
     },
   };

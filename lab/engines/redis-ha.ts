@@ -71,7 +71,8 @@ export interface RedisHaHandle {
   stop(): Promise<void>;
 }
 
-async function call<T>(port: number, fn: (r: Redis) => Promise<T>, auth?: { username: string; password: string }): Promise<T> {
+/** One command exchange on a server by its port (a fresh connection, closed after). */
+export async function call<T>(port: number, fn: (r: Redis) => Promise<T>, auth?: { username: string; password: string }): Promise<T> {
   const r = new Redis({ host: "127.0.0.1", port, ...auth, lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 1000, commandTimeout: 2000, retryStrategy: () => null });
   r.on("error", () => undefined);
   try {

@@ -54,6 +54,7 @@ describe("scenario table", () => {
       "redis-failover-lag", "redis-failover", "redis-blackhole", "redis-slow", "redis-restart", "redis-readonly", "flap", "mass-probe",
       "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "server-kinds", "silent-corruption", "canary-noise", "corrupt-weights", "global-outage", "standby-ice",
       "practice-wake", "edge-auth", "edge-flood", "redis-forgery", "agent-starve",
+      "redis-failover-then-leader-kill", "leader-isolated", "redis-latency", "cross-az-loss", "az-power-interruption", "az-partition",
     ]);
     const quick = selectScenarios({ mode: "quick" });
     expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);
@@ -118,6 +119,16 @@ describe("target checks", () => {
     const c = checkTargets(crash.targets, [run({ l1Ms: 800 }), run({ l1Ms: 1300, failed: 3, extra: { failedBeyondInFlight: 2 } }), run({ l1Ms: null })]);
     expect(c.pass).toBe(false);
     expect(c.misses).toEqual(["L1: not seen in 1 of 3 run(s) (target ≤ 1.20s)", "L1: max 1.30s > 1.20s", "failed requests beyond those in flight at the kill: 2 > 0", "L1: p50 0.80s > 0.70s"]);
+  });
+  it("judges issue 30's extra counts and times: measured and within, by name", () => {
+    const t = { extraCounts: { oldNodeClients: 0 }, extraTimes: { redisWritableMs: 5000 } };
+    expect(checkTargets(t, [run({ extra: { oldNodeClients: 0, redisWritableMs: 4000 } })]).pass).toBe(true);
+    expect(checkTargets(t, [run({ extra: { oldNodeClients: 2, redisWritableMs: 6000 } }), run({ extra: {} })]).misses).toEqual([
+      "redisWritableMs: not seen in 1 of 2 run(s) (target ≤ 5.00s)",
+      "redisWritableMs: max 6.00s > 5.00s",
+      "oldNodeClients: not measured in 1 of 2 run(s) (target ≤ 0)",
+      "oldNodeClients: 2 > 0",
+    ]);
   });
   it("reports a scenario that could not run as not measured, never as passed", () => {
     const s = summarize(SCENARIOS.find((x) => x.name === "leader-kill")!, [run({ notMeasured: "no leader in Redis" })]);
@@ -228,6 +239,7 @@ describe("command line and system deps", () => {
     expect(() => parseDrillArgs(["--nodes", "2"])).toThrow(DrillUsageError);
     expect(() => parseDrillArgs(["--json"])).toThrow(/needs a value/);
     expect(() => parseDrillArgs(["--fast"])).toThrow(/unknown flag/);
+    expect(parseDrillArgs(["--no-netns"]).noNetns).toBe(true);
   });
   it("names the Debian packages that are missing", () => {
     expect(missingSystemPackages({ onPath: () => true, bindBackend: () => true })).toEqual([]);

@@ -12,7 +12,7 @@ import { dnsChanges, firstAfter, l1Removed, removedBetween, type FleetSample } f
 import { blank, finish, healthy, localRows, mark, nextVictim, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 /** The node whose agent holds the lease (the holder id starts with the node id; the longest match wins). */
-function leaderNode(ctx: ScenarioContext): SimNode | null {
+export function leaderNode(ctx: ScenarioContext): SimNode | null {
   const holder = ctx.observer.latestFleet()?.leader;
   if (!holder) return null;
   const matches = ctx.stack.nodes.filter((n) => holder === n.id || holder.startsWith(n.id));

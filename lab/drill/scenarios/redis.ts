@@ -41,7 +41,7 @@ export function tokenRegressions(fleet: readonly FleetSample[], from: number): n
 }
 
 /** Polls every active AZ's own `/az/health` listener; counts the 503s (each AZ's nodes stay alive). */
-function watchAzHealth(ctx: ScenarioContext): { stop(): Promise<{ polls: number; bad: number; seen: string[] }> } {
+export function watchAzHealth(ctx: ScenarioContext): { stop(): Promise<{ polls: number; bad: number; seen: string[] }> } {
   let on = true;
   let polls = 0;
   let bad = 0;
@@ -90,7 +90,7 @@ async function registryBack(ctx: ScenarioContext, from: number, limitMs: number)
 }
 
 /** The endpoint reaches the server with this port (by its `ROLE` and the port it reports). */
-async function endpointOn(url: string, port: number): Promise<boolean> {
+export async function endpointOn(url: string, port: number): Promise<boolean> {
   const r = new Redis(url, { maxRetriesPerRequest: 0, connectTimeout: 500, commandTimeout: 500, retryStrategy: () => null, lazyConnect: true });
   r.on("error", () => undefined);
   try {

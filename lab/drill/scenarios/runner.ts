@@ -7,6 +7,7 @@
  */
 import type { SimNode } from "../../sim/sim-node";
 import type { Observer } from "../observer";
+import type { LinkCuts } from "../../engines/netns";
 import { DRILL_TIMING } from "../settings";
 import type { LocalCloud } from "../local-cloud";
 import { backendOf, BASELINE_DEFAULT, BASELINE_TUNED, type DrillAz, type DrillStack } from "../stack";
@@ -60,6 +61,8 @@ export interface ScenarioContext {
   progress(line: string): void;
   /** A leader was seen in Redis at start-up: the fleet layer is running in the agents. */
   fleetWired: boolean;
+  /** Link cuts between drill members (iptables in the drill's own network namespace); null outside one. */
+  cuts: LinkCuts | null;
 }
 
 /** A result with nothing measured yet; a run fills in what it saw. */

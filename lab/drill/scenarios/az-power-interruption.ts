@@ -1,0 +1,99 @@
+/**
+ * `az-power-interruption` (issue 30), as AWS FIS's "AZ Availability: Power Interruption":
+ * everything placed in `az-a` fails at once — its proxy, its nodes' inference servers and
+ * agents (SIGKILL), the leader (placed on an `az-a` node first) and the Redis primary (placed
+ * in `az-a`: SIGKILL; the sentinels in the other AZs promote the replica in `az-b`). Heal: the
+ * old primary back as a replica, the AZ's processes started again.
+ *
+ * Judged: DNS drops `az-a` within the L3 target (5 s); a new leader within lease TTL + contend
+ * after the endpoint reaches the new primary (Redis writable again); the healthy AZs never
+ * published worse; 0 stale writes, 0 token regressions; the tier never L4 while other AZs
+ * serve; SDK-class failures only for streams whose server or proxy died (every scenario's rule).
+ * The Kafka broker placed in `az-a` is not failed: the drill's mock cluster (kcat) runs its
+ * brokers in one process and runs only in the L4 outage.
+ */
+import { sleep } from "../../../agent/src/util/net";
+import type { ScenarioSpec } from "../scenarios";
+import { DRILL_TIMING } from "../settings";
+import { firstAfter, l1Removed, type FleetSample, type Sample } from "../timeline";
+import { azWorsenings, staleWrites } from "./fleet";
+import { placeLeader, redisServerIn } from "../placement";
+import { endpointOn, tokenRegressions } from "./redis";
+import { blank, finish, healthy, mark, steady, until, type RunResult, type ScenarioContext } from "./runner";
+
+export async function runAzPowerInterruption(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  const { stack } = ctx;
+  const az = stack.azs[0];
+  const ha = stack.redis;
+  const primaryIdx = redisServerIn(stack.placement, az.name);
+  if (primaryIdx === null) {
+    r.notMeasured = `no Redis server placed in ${az.name}`;
+    return r;
+  }
+  const dying = ha.servers[primaryIdx];
+  const survivor = ha.servers[1 - primaryIdx];
+  // Setup: the server placed in az-a is the primary, the leader on an az-a node.
+  if ((await ha.primary()) !== dying) await ha.restoreFirstPrimary().catch((err: Error) => r.notes.push(`setup: ${err.message}`));
+  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  const victims = stack.nodes.filter((n) => n.az === az.name && n.running);
+  try {
+    if (!stack.redisPaths) throw new Error("no Redis paths to place the leader with");
+    const ms = await placeLeader(stack, stack.redisPaths, victims[0]);
+    r.notes.push(`setup: leader placed on ${victims[0].id} in ${(ms / 1000).toFixed(1)} s`);
+  } catch (err) {
+    r.notes.push(`setup: ${(err as Error).message}`);
+  }
+  if (!(await steady(ctx))) r.notes.push("fleet not steady after placing the leader");
+  const oldLeader = ctx.observer.latestFleet()?.leader ?? null;
+  r.injectAt = mark(ctx, "inject", `power interruption in ${az.name}: proxy, nodes, leader, Redis primary`);
+  stack.killAzProxy(az);
+  dying.kill("SIGKILL");
+  await Promise.all(victims.map((n) => Promise.all([n.crashInference(), n.killAgent("SIGKILL")])));
+  const gone = (s: Sample): boolean => s.dns !== null && !s.dns.includes(az.address);
+  const onNew = (await (async () => {
+    const end = Date.now() + 30_000;
+    while (Date.now() < end) {
+      if (await endpointOn(ha.url, survivor.port).catch(() => false)) return true;
+      await sleep(100);
+    }
+    return false;
+  })()) ? ctx.now() : null;
+  if (onNew === null) r.notes.push("the endpoint did not reach the promoted replica in 30 s");
+  const writableAt = onNew ?? ctx.now();
+  r.extra.redisWritableMs = writableAt - r.injectAt;
+  const newLeader = (f: FleetSample): boolean => typeof f.leader === "string" && f.leader !== oldLeader;
+  await until(ctx, 15_000, (s) => gone(s) && ctx.tl.fleet.some((f) => f.t >= writableAt && newLeader(f)));
+  await sleep(3000);
+  r.healAt = mark(ctx, "heal", `${az.name} powered again`);
+  await dying.restart(["--replicaof", "127.0.0.1", String(survivor.port)]);
+  await ha.settle().catch((err: Error) => r.notes.push(`sentinels not settled: ${err.message}`));
+  await Promise.all(victims.map(async (n) => {
+    await n.startInference("ready");
+    await n.startAgent();
+  }));
+  await stack.startAzProxy(az);
+  const back = (s: Sample): boolean => victims.every((n) => healthy(ctx, s, n)) && s.dns !== null && s.dns.includes(az.address);
+  if (!(await until(ctx, 40_000, back))) r.notes.push(`${az.name} did not recover in 40 s`);
+  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
+  await sleep(300);
+  r.endAt = ctx.now();
+  r.dnsMs = firstAfter(ctx.tl.samples, r.injectAt, gone, r.healAt);
+  const led = firstAfter(ctx.tl.fleet, writableAt, newLeader);
+  r.leaderMs = led;
+  finish(ctx, r, [], l1Removed);
+  r.victims = [`${az.name}: proxy, ${victims.map((n) => n.id).join(", ")}, leader, redis primary ${dying.port}`];
+  r.detectMs = r.dnsMs;
+  const healthyAzs = stack.azs.filter((a) => a !== az).map((a) => a.name);
+  const worse = azWorsenings(ctx.tl.fleet, r.injectAt, r.healAt);
+  r.extra.healthyWorsened = worse.seen.filter((w) => healthyAzs.includes(w.split(" ")[0])).length;
+  r.extra.l4Entered = ctx.tl.fleet.some((f) => f.t >= r.injectAt && f.t <= r.healAt && f.tier === "L4") ? 1 : 0;
+  r.staleWrites = staleWrites(ctx.tl.fleet, r.injectAt);
+  r.extra.tokenRegressions = tokenRegressions(ctx.tl.fleet, r.injectAt);
+  const fmt = (v: number | null): string => (v === null ? "never" : `${(v / 1000).toFixed(2)}s`);
+  r.extra.figures =
+    `DNS without ${az.name} ${fmt(r.dnsMs)}; Redis writable on the promoted replica ${fmt(writableAt - r.injectAt)} after the fault, a new leader ${fmt(led)} after that (TTL + contend ${((DRILL_TIMING.leaseTtlMs + DRILL_TIMING.leaseContendMs) / 1000).toFixed(1)}s); ` +
+    `AZ states worsened: ${worse.seen.join(", ") || "none"}; L4 entered ${r.extra.l4Entered ? "yes" : "no"}; token regressions ${r.extra.tokenRegressions}`;
+  r.notes.push(r.extra.figures);
+  return r;
+}

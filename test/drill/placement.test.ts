@@ -1,0 +1,83 @@
+/**
+ * Issue 30's pieces that need no root: placement as AWS has it, the AZ proxy connecting from
+ * its own address, and the delay/loss link (bytes held in order, a lost connection hears nothing).
+ */
+import { connect, createServer, type Server } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { LinkOptionError, LossyLink } from "../../lab/engines/lossy-link";
+import { connectFrom, placeMembers, redisServerIn } from "../../lab/drill/placement";
+
+describe("placement", () => {
+  it("puts the primary and the replica in different AZs, a sentinel and a broker in each", () => {
+    const p = placeMembers(["az-a", "az-b", "az-c"]);
+    expect(p.redisServers).toEqual(["az-a", "az-b"]);
+    expect(p.sentinels).toEqual(["az-a", "az-b", "az-c"]);
+    expect(p.brokers).toEqual(["az-a", "az-b", "az-c"]);
+    expect(redisServerIn(p, "az-a")).toBe(0);
+    expect(redisServerIn(p, "az-c")).toBeNull();
+  });
+
+  it("makes an AZ proxy's server connections leave from its own address", () => {
+    expect(connectFrom("global\n  maxconn 1\n\ndefaults\n  mode http\n", "127.0.0.2")).toBe("global\n  maxconn 1\n\ndefaults\n  source 127.0.0.2\n  mode http\n");
+    expect(() => connectFrom("global\n", "127.0.0.2")).toThrow(/defaults/);
+  });
+});
+
+describe("LossyLink", () => {
+  let echo: Server | null = null;
+  let link: LossyLink | null = null;
+  afterEach(async () => {
+    await link?.close();
+    echo?.close();
+  });
+
+  async function start(): Promise<LossyLink> {
+    echo = createServer((s) => s.on("data", (d) => s.write(d)));
+    await new Promise<void>((r) => echo!.listen(0, "127.0.0.1", () => r()));
+    link = await LossyLink.start({ listen: { host: "127.0.0.1" }, target: { host: "127.0.0.1", port: (echo.address() as { port: number }).port } });
+    return link;
+  }
+
+  /** Sends the chunks one by one; resolves what came back and how long the whole took (null: nothing within `limitMs`). */
+  function exchange(l: LossyLink, chunks: string[], limitMs: number): Promise<{ got: string; ms: number } | null> {
+    const want = chunks.join("");
+    return new Promise((resolve) => {
+      const t = Date.now();
+      let got = "";
+      const c = connect(l.port, "127.0.0.1", () => chunks.forEach((x, i) => setTimeout(() => c.write(x), i * 5)));
+      const timer = setTimeout(() => (c.destroy(), resolve(null)), limitMs);
+      c.on("data", (d) => {
+        got += d.toString();
+        if (got.length >= want.length) {
+          clearTimeout(timer);
+          c.destroy();
+          resolve({ got, ms: Date.now() - t });
+        }
+      });
+      c.on("error", () => undefined);
+    });
+  }
+
+  it("holds every byte the delay each way, in order", async () => {
+    const l = await start();
+    const quick = await exchange(l, ["a"], 2000);
+    expect(quick?.got).toBe("a");
+    l.setDelay(100);
+    const slow = await exchange(l, ["1", "2", "3", "4"], 3000);
+    expect(slow?.got).toBe("1234");
+    expect(slow!.ms).toBeGreaterThanOrEqual(200);
+    l.heal();
+    expect((await exchange(l, ["b"], 2000))?.got).toBe("b");
+  });
+
+  it("loses the share of new connections it is told to, and refuses nonsense", async () => {
+    const l = await start();
+    l.setLoss(1);
+    expect(await exchange(l, ["x"], 500)).toBeNull();
+    expect(l.lost).toBe(1);
+    l.setLoss(0);
+    expect((await exchange(l, ["y"], 2000))?.got).toBe("y");
+    expect(() => l.setLoss(2)).toThrow(LinkOptionError);
+    expect(() => l.setDelay(-1)).toThrow(LinkOptionError);
+  });
+});
