@@ -72,8 +72,9 @@ export function renderContinuation(name: string, c: HaproxyContinuation, t: { ti
     `backend ${name}_continuation`,
     "  mode http",
     "  timeout connect 1s",
-    // Two servers in turn may answer one request.
-    `  timeout server ${ms(2 * t.timeoutServerMs + 5_000)}`,
+    // The servers' own bound (an idle timeout: a stream sends all along); the pod's stop budget
+    // (hard-stop-after) is built on it.
+    `  timeout server ${ms(t.timeoutServerMs)}`,
     "  retries 1",
     "  retry-on conn-failure",
     `  server relay ${c.relay} check inter 1s fall 2 rise 1`,

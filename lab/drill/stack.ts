@@ -15,6 +15,7 @@ import { join } from "node:path";
 import type { RoleName } from "../../agent/src/fleet/redis/roles";
 import { labRedisAcl, labRoleEnv } from "../engines/redis-acl";
 import { startHaproxy, type HaproxyHandle } from "../engines/haproxy";
+import { startDrillRelay } from "./continuation";
 import { startPdns, type PdnsHandle } from "../engines/pdns";
 import { startRedisHa, type RedisHaHandle } from "../engines/redis-ha";
 import type { HaproxyDnsGroup, HaproxyProxy, HaproxyStaticServer } from "../../contracts/haproxy-config";
@@ -262,6 +263,12 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     o.progress(`  node ${node.id} (${az}, ${node.address}) ${node.running ? "up" : "stopped (standby)"}`);
   });
   nodes.sort((a, b) => a.id.localeCompare(b.id));
+  // The relays beside the AZ proxies (on the proxies' addresses, 127.0.0.2…) start while PowerDNS and the edge do: a tsx start is slow here.
+  const relayPorts = { relay: await freePort(), upstream: await freePort() };
+  o.progress(`starting ${azCount} llm-ha continue (one per AZ proxy, :${relayPorts.relay} → :${relayPorts.upstream})`);
+  const relaysStarting = Promise.all(names.map((az, i) => startDrillRelay(`127.0.0.${i + 2}`, relayPorts, o.dir, az, (stop) => o.track(stop))));
+  // Awaited below; a failure meanwhile must not be an unhandled rejection.
+  relaysStarting.catch(() => undefined);
   // Stopped before the nodes (last tracked, first stopped): no boot starts behind the clean-up.
   const started = cloud;
   if (started) o.track(() => started.stop());
@@ -286,8 +293,9 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const groups = new Map(names.map((az) => [az, nodeGroup(az, nodes.filter((n) => n.az === az).length, nodePorts)] as const));
   const edge = await startDrillEdge(o, redis.url, cluster, () => azs.flatMap((a) => (a.haproxy ? [a.haproxy.statsSocket] : [])));
   const configs = new Map<DrillAz, HaproxyProxy>();
-  for (const az of azs) {
-    const p = azProxy(az, port, groups, azHealthPort, edge.config);
+  const relays = await relaysStarting;
+  for (const [i, az] of azs.entries()) {
+    const p = { ...azProxy(az, port, groups, azHealthPort, edge.config), continuation: relays[i].config };
     az.proxy = backendOf(p.name);
     configs.set(az, p);
   }

@@ -48,7 +48,8 @@ export async function runQueryOfDeath(ctx: ScenarioContext, spec: ScenarioSpec, 
   const az = ctx.stack.azs[0];
   const alive = ctx.stack.running().filter(inferenceAlive);
   r.injectAt = mark(ctx, "inject", `${spec.name} via ${az.name}`);
-  const rec = await sendRecorded(field(ctx, 10_000), proxyUrl(ctx, az), { shape: "chat", promptBytes: 2048, maxTokens: 16, marker: QUERY_OF_DEATH_MARKER });
+  const shape = spec.name === "query-of-death-stream" ? "completion-stream" : "chat";
+  const rec = await sendRecorded(field(ctx, 10_000), proxyUrl(ctx, az), { shape, promptBytes: 2048, maxTokens: 16, marker: QUERY_OF_DEATH_MARKER });
   // Retries, if any, happen within milliseconds; give the processes time to be reaped.
   await sleep(1500);
   const crashed = alive.filter((n) => !inferenceAlive(n));
