@@ -18,6 +18,11 @@ export interface DrillRelay {
   stop(): Promise<void>;
 }
 
+/** What the AZ proxy on `address` names for its relay. */
+export function drillRelayConfig(address: string, ports: { relay: number; upstream: number }): HaproxyContinuation {
+  return { relay: `${address}:${ports.relay}`, bind: `${address}:${ports.upstream}` };
+}
+
 /** Starts the relay of the AZ proxy on `address`; resolves once its metrics listener answers. */
 export async function startDrillRelay(address: string, ports: { relay: number; upstream: number }, dir: string, name: string, track: (stop: () => Promise<void>) => void): Promise<DrillRelay> {
   const metricsPort = await freePort();
@@ -54,7 +59,7 @@ export async function startDrillRelay(address: string, ports: { relay: number; u
     { timeoutMs: 180_000, everyMs: 100 },
   );
   return {
-    config: { relay: `${address}:${ports.relay}`, bind: `${address}:${ports.upstream}` },
+    config: drillRelayConfig(address, ports),
     metricsUrl,
     stop,
   };

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import type { RoleName } from "../../agent/src/fleet/redis/roles";
 import { labRedisAcl, labRoleEnv } from "../engines/redis-acl";
 import { startHaproxy, type HaproxyHandle } from "../engines/haproxy";
-import { startDrillRelay } from "./continuation";
+import { drillRelayConfig, startDrillRelay } from "./continuation";
 import { startPdns, type PdnsHandle } from "../engines/pdns";
 import { startRedisHa, type RedisHaHandle } from "../engines/redis-ha";
 import type { HaproxyDnsGroup, HaproxyProxy, HaproxyStaticServer } from "../../contracts/haproxy-config";
@@ -263,12 +263,6 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     o.progress(`  node ${node.id} (${az}, ${node.address}) ${node.running ? "up" : "stopped (standby)"}`);
   });
   nodes.sort((a, b) => a.id.localeCompare(b.id));
-  // The relays beside the AZ proxies (on the proxies' addresses, 127.0.0.2…) start while PowerDNS and the edge do: a tsx start is slow here.
-  const relayPorts = { relay: await freePort(), upstream: await freePort() };
-  o.progress(`starting ${azCount} llm-ha continue (one per AZ proxy, :${relayPorts.relay} → :${relayPorts.upstream})`);
-  const relaysStarting = Promise.all(names.map((az, i) => startDrillRelay(`127.0.0.${i + 2}`, relayPorts, o.dir, az, (stop) => o.track(stop))));
-  // Awaited below; a failure meanwhile must not be an unhandled rejection.
-  relaysStarting.catch(() => undefined);
   // Stopped before the nodes (last tracked, first stopped): no boot starts behind the clean-up.
   const started = cloud;
   if (started) o.track(() => started.stop());
@@ -293,9 +287,9 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const groups = new Map(names.map((az) => [az, nodeGroup(az, nodes.filter((n) => n.az === az).length, nodePorts)] as const));
   const edge = await startDrillEdge(o, redis.url, cluster, () => azs.flatMap((a) => (a.haproxy ? [a.haproxy.statsSocket] : [])));
   const configs = new Map<DrillAz, HaproxyProxy>();
-  const relays = await relaysStarting;
-  for (const [i, az] of azs.entries()) {
-    const p = { ...azProxy(az, port, groups, azHealthPort, edge.config), continuation: relays[i].config };
+  const relayPorts = { relay: await freePort(), upstream: await freePort() };
+  for (const az of azs) {
+    const p = { ...azProxy(az, port, groups, azHealthPort, edge.config), continuation: drillRelayConfig(az.address, relayPorts) };
     az.proxy = backendOf(p.name);
     configs.set(az, p);
   }
@@ -306,6 +300,10 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   };
   o.progress(`starting ${azCount} HAProxy (one per AZ, on ${azs.map((a) => a.address).join(", ")}:${port}; server-template + resolvers) and the baselines`);
   for (const az of azs) await startAzProxy(az);
+  // The relays start last (a tsx start is slow on a loaded host, and the other engines have
+  // start limits); until one is up its proxy sends completions straight to the servers.
+  o.progress(`starting ${azCount} llm-ha continue (one per AZ proxy, :${relayPorts.relay} → :${relayPorts.upstream})`);
+  await Promise.all(azs.map((az) => startDrillRelay(az.address, relayPorts, o.dir, az.name, (stop) => o.track(stop))));
   edge.sync.start();
   const baselinePorts = { default: await freePort(), tuned: await freePort() };
   const baseline = await startHaproxy({ proxies: baselineProxies(baselinePorts, nodes) });
