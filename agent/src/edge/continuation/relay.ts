@@ -178,6 +178,7 @@ class Exchange {
         // The second answer of a cut stream was refused (no server left, an error status).
         r.resume();
         settled = true;
+        this.o.log?.("continuation refused", { status: r.statusCode, proxy_made: proxyMade, content_type: r.headers["content-type"] });
         return this.endWithError("the server answering this stream failed and no other could carry it on", "continuation_failed", "failed");
       }
       // A whole answer is small: it is kept until complete, so a server dying mid-body can still be retried.
