@@ -3,6 +3,7 @@
  * over fake vLLM servers, driven with the official `openai` package as an application would.
  * Each case kills a server under a request and checks what the application got.
  */
+import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import OpenAI from "openai";
 import { startHaproxy, type HaproxyHandle } from "../../lab/engines/haproxy";
@@ -119,6 +120,31 @@ describe("stream continuation at the L1 tier", () => {
     expect(cut.finish).toBe("length");
     expect(cut.usage?.completion_tokens).toBe(40);
     expect(await outcome(s.metrics, "continued")).toBe(1);
+  }, 30_000);
+
+  it("a continued stream says so: an SSE comment in the stream and the x-llmha-continued trailer", async () => {
+    const s = await stack(3);
+    const kill = killer(s, 10);
+    const body = JSON.stringify({ model: MODEL, prompt: "Tell me", max_tokens: 30, temperature: 0, seed: 7, stream: true });
+    const got = await new Promise<{ text: string; trailers: NodeJS.Dict<string> }>((resolve, reject) => {
+      const req = request(`${s.client.baseURL}/completions`, { method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+        let text = "";
+        let events = 0;
+        res.setEncoding("utf8");
+        res.on("data", (d: string) => {
+          text += d;
+          events += d.split("\n\n").length - 1;
+          kill(events);
+        });
+        res.on("end", () => resolve({ text, trailers: res.trailers }));
+        res.on("error", reject);
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+    expect(got.text).toMatch(/^: x-llmha-continued continue after \d+ tokens$/m);
+    expect(got.text.trimEnd().endsWith("data: [DONE]")).toBe(true);
+    expect(got.trailers["x-llmha-continued"]).toBe("continue");
   }, 30_000);
 
   it("a chat stream is continued with the partial assistant message (vLLM's continue_final_message)", async () => {
