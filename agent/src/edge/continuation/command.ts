@@ -4,6 +4,7 @@ import { createLogger, type Logger } from "../../util/log";
 import { ContinueConfigError, continueHelp, loadContinueConfig, type ContinueConfig } from "./config";
 import { ContinuationMetrics } from "./metrics";
 import { ContinuationRelay } from "./relay";
+import { serveCommand } from "../serve";
 
 export interface RunningContinuation {
   port: number;
@@ -41,25 +42,11 @@ export async function runContinuation(cfg: ContinueConfig, opts: { log?: Logger 
   };
 }
 
-export async function continueCommand(argv: string[]): Promise<number> {
-  if (argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(continueHelp());
-    return 0;
-  }
-  let running: RunningContinuation;
-  try {
-    running = await runContinuation(loadContinueConfig(argv, process.env));
-  } catch (err) {
-    if (err instanceof ContinueConfigError) {
-      process.stderr.write(`llm-ha continue: bad configuration: ${err.message}\n`);
-      return 2;
-    }
-    throw err;
-  }
-  const stop = (): void => {
-    void running.close().then(() => process.exit(0));
-  };
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
-  return -1;
+export function continueCommand(argv: string[]): Promise<number> {
+  return serveCommand(argv, {
+    name: "continue",
+    help: continueHelp,
+    start: () => runContinuation(loadContinueConfig(argv, process.env)),
+    isConfigError: (err) => err instanceof ContinueConfigError,
+  });
 }
