@@ -13,6 +13,13 @@ export const IDEMPOTENCY_HEADER = "idempotency-key";
 /** Response header of a stream that was continued on another server after its first one died. */
 export const CONTINUED_HEADER = "x-llmha-continued";
 
+/**
+ * Header the L1 proxy's continuation listener puts on an answer it made itself (a 502 for a
+ * server that died before answering, a 503 with no server left): what the continuation relay
+ * tells apart from a server's own status. It never reaches the client.
+ */
+export const PROXY_ANSWER_HEADER = "x-llmha-proxy-answer";
+
 /** Prefix of the L4 result route (`GET /v1/llmha/requests/{id}`): served by `llm-ha fallback` at every tier. */
 export const RESULT_ROUTE_PREFIX = "/v1/llmha/requests/";
 

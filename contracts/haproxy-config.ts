@@ -15,9 +15,13 @@ import {
   healthReserve,
   type HaproxyGlobals,
   type HaproxyTuning,
+  HaproxyConfigError,
 } from "./haproxy-tuning";
 import { RESULT_ROUTE_PREFIX } from "./edge";
 import { renderEdgeRules, renderEdgeTables, renderUpstreamKey, type HaproxyEdge } from "./haproxy-edge";
+import { renderContinuation, renderContinuationRoute, renderFallbackBackend, type HaproxyContinuation, type HaproxyFallback } from "./haproxy-sidecars";
+
+export type { HaproxyContinuation, HaproxyFallback } from "./haproxy-sidecars";
 
 // The settings live in their own file; importers of the generator keep finding them here.
 export {
@@ -32,6 +36,7 @@ export {
   healthReserve,
   type HaproxyGlobals,
   type HaproxyTuning,
+  HaproxyConfigError,
 } from "./haproxy-tuning";
 
 /** Health-check style of a proxy. `agent` is llm-ha's; the others are the baselines it is measured against. */
@@ -101,14 +106,12 @@ export interface HaproxyProxy {
    * the servers, never the fallback. Reachable only inside the pod. Default none.
    */
   internalBind?: string;
-}
-
-/** Where `llm-ha fallback` listens, beside the proxy. */
-export interface HaproxyFallback {
-  /** `address:port`, e.g. `127.0.0.1:9410` (a container in the proxy's pod). */
-  address: string;
-  /** `timeout server` toward it; a provider's answer or a Kafka ack must fit. Default 60000 ms. */
-  timeoutServerMs?: number;
+  /**
+   * The continuation relay (`llm-ha continue`, docs/continuation.md): completions go through it
+   * so an answer whose server dies is carried on by another. Each such request then holds two
+   * frontend connections, so both frontends get half the frontend maxconn. Default none.
+   */
+  continuation?: HaproxyContinuation;
 }
 
 export interface HaproxyConfigArgs {
@@ -137,14 +140,6 @@ export interface HaproxyConfigArgs {
 }
 
 const NAME_RE = /^[A-Za-z0-9_.:-]+$/;
-
-/** Thrown when the generator is asked for a configuration HAProxy would refuse. */
-export class HaproxyConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "HaproxyConfigError";
-  }
-}
 
 function ms(v: number): string {
   return `${Math.round(v)}ms`;
@@ -251,7 +246,7 @@ function globalsOf(args: HaproxyConfigArgs): HaproxyGlobals {
 /** The inference frontend, its optional `/az/health` listener, and its backends. */
 function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
   const t: HaproxyTuning = { ...DEFAULT_HAPROXY_TUNING, ...(p.health === "agent" ? {} : BASELINE_HAPROXY_TUNING), ...p.tuning };
-  const feMax = frontendMaxconn(t, g);
+  const feMax = p.continuation && t.frontendMaxconn === undefined ? Math.floor(frontendMaxconn(t, g) / 2) : frontendMaxconn(t, g);
   positiveInt(`frontendMaxconn of ${p.name}`, feMax);
   if (feMax >= g.maxconn) throw new HaproxyConfigError(`frontendMaxconn ${feMax} of ${p.name} must stay below the global maxconn ${g.maxconn}`);
   positiveInt(`serverMaxconn of ${p.name}`, t.serverMaxconn);
@@ -277,7 +272,9 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
     // means no inference server anywhere can take the request.
     out.push(`  use_backend ${p.name}_fallback if { nbsrv(${p.name}_servers) eq 0 }`);
   }
+  if (p.continuation) out.push(...renderContinuationRoute(p.name));
   out.push(`  default_backend ${p.name}_servers`);
+  if (p.continuation) out.push(...renderContinuation(p.name, p.continuation, t, feMax));
   if (p.azHealthBind) {
     out.push(
       "",
@@ -321,21 +318,6 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
   if (p.fallback) out.push("", ...renderFallbackBackend(p.name, p.fallback));
   if (p.edge) out.push(...renderEdgeTables(p.name, p.edge));
   return out;
-}
-
-function renderFallbackBackend(name: string, f: HaproxyFallback): string[] {
-  if (!/^[A-Za-z0-9_.:[\]-]+:\d{1,5}$/.test(f.address)) throw new HaproxyConfigError(`fallback address ${JSON.stringify(f.address)} of ${name} must be address:port`);
-  const timeout = f.timeoutServerMs ?? 60_000;
-  positiveInt(`fallback timeoutServerMs of ${name}`, timeout);
-  return [
-    `backend ${name}_fallback`,
-    "  mode http",
-    "  timeout connect 1s",
-    `  timeout server ${ms(timeout)}`,
-    "  retries 1",
-    "  retry-on conn-failure",
-    `  server fallback ${f.address} check inter 1s fall 2 rise 1`,
-  ];
 }
 
 /** Renders a complete `haproxy.cfg`. Throws `HaproxyConfigError` for input HAProxy would refuse. */

@@ -154,3 +154,11 @@ export function hardStopAfterMs(tunings: readonly Partial<HaproxyTuning>[]): num
   );
   return longest + HARD_STOP_MARGIN_MS;
 }
+
+/** Thrown when the generator is asked for a configuration HAProxy would refuse. */
+export class HaproxyConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "HaproxyConfigError";
+  }
+}

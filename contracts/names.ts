@@ -8,7 +8,7 @@
  * and the L1 proxy's: `l1` inference, `l1Monitor` `/healthz` + `/metrics`, `l1AzHealth` its
  * own `/az/health` listener (what Route53 checks; a full inference frontend does not hold it up).
  */
-export const PORTS = Object.freeze({ inference: 8000, agentHttp: 9400, agentCheck: 9401, l1: 8080, l1Monitor: 8404, l1AzHealth: 8081, l1Internal: 8082 });
+export const PORTS = Object.freeze({ inference: 8000, agentHttp: 9400, agentCheck: 9401, l1: 8080, l1Monitor: 8404, l1AzHealth: 8081, l1Internal: 8082, l1Continue: 9420, l1ContinueMetrics: 9421, l1ContinueUpstream: 9422 });
 
 /** Frontend name of the L1 proxy; HAProxy's exporter labels its backend `proxy="inference_servers"`. */
 export const L1_PROXY_NAME = "inference";

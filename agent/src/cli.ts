@@ -72,6 +72,7 @@ export const IMAGE_COMMANDS: readonly Command[] = [
   { name: "practice", args: "[flags]", summary: "ask the leader for a practice wake of the standby now", run: async (a) => (await import("./ops/status/practice-request.js")).practiceCommand(a) },
   { name: "canary", args: "CMD", summary: "correctness canaries: show the expected answers, record them", run: async (a) => (await import("./ops/canary.js")).canaryCommand(a) },
   { name: "fallback", args: "[flags]", summary: "the L4 service: verified-answer cache, provider failover, Kafka queue", run: async (a) => (await import("./edge/fallback/command.js")).fallbackCommand(a) },
+  { name: "continue", args: "[flags]", summary: "carry a completion on when its server dies mid-answer (the L1 pod)", run: async (a) => (await import("./edge/continuation/command.js")).continueCommand(a) },
   { name: "cache", args: "CMD", summary: "verified answers: import FILE.jsonl, list, rm KEY", run: async (a) => (await import("./edge/fallback/command.js")).cacheCommand(a) },
   { name: "keys", args: "CMD", summary: "client API keys of the public edge: add, list, rotate, revoke", run: async (a) => (await import("./ops/keys.js")).keysCommand(a) },
   { name: "edge-sync", args: "[flags]", summary: "copy the client keys into the L1 proxies' HAProxy map (the L1 pod)", run: async (a) => (await import("./ops/keys.js")).edgeSyncCommand(a) },

@@ -13,6 +13,7 @@ import { appLabels, ConfigMap, Deployment, objectName, onePodAtATime, PodDisrupt
 import { L1_PROXY_NAME, PLAIN_HTTP_WAIVER, PORTS } from "../../contracts/names";
 import { APP, LABELS, NET_ROLE_LABEL } from "../names";
 import { fallbackContainer, fallbackProxyField, fallbackVolumes, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec } from "./fallback";
+import { continuationContainer, continuationProxyField } from "./continuation";
 import { edgeInitContainer, edgeSyncContainer, edgeVolumes, haproxyEdgeEnv, l1Edge, L1_ADMIN_SOCKET, type L1EdgeSpec } from "./l1-edge";
 
 export interface L1ProxySpec {
@@ -131,6 +132,8 @@ export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" 
         },
         // The fallback replays through a loopback frontend without the edge (it holds no client key).
         ...(s.fallback ? { fallback: fallbackProxyField(), internalBind: `127.0.0.1:${PORTS.l1Internal}` } : {}),
+        // Completions go through `llm-ha continue` (the container beside HAProxy).
+        continuation: continuationProxyField(),
       },
     ],
   });
@@ -198,6 +201,7 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
             },
             edgeSyncContainer(s.edge),
             ...(s.fallback ? [fallbackContainer(s.fallback, PORTS.l1Internal)] : []),
+            continuationContainer(s.edge.image),
           ],
           volumes: [
             { name: "config", configMap: { name } },

@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every measured figure as one JSON document on stdout (progress on
- * stderr). `--quick` runs few trials; `--only l1|fleet|edge|standby`; `--out FILE` also writes it.
+ * stderr). `--quick` runs few trials; `--only l1|fleet|edge|standby|continuation`; `--out FILE` also writes it.
  * Builds the agent first so the overhead figure is the compiled agent the image runs.
  */
 import { execFileSync } from "node:child_process";
@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { runL1Bench } from "./agent-l1";
 import { didYouMean } from "../../contracts/did-you-mean";
 
-const USAGE = `Usage: llm-ha bench [--quick] [--only l1|fleet|edge|standby] [--out FILE]   (also: npm run bench)
+const USAGE = `Usage: llm-ha bench [--quick] [--only l1|fleet|edge|standby|continuation] [--out FILE]   (also: npm run bench)
 
 Every measured figure as one JSON document on stdout, progress on stderr (docs/bench.md).
 Builds the agent first, so the overhead figure is the compiled agent the image runs.
@@ -48,6 +48,11 @@ async function main(): Promise<void> {
     log("edge: what client authentication and limits add per request at the proxy");
     const { runEdgeBench } = await import("./edge.js");
     result.edge = await runEdgeBench(quick ? { rounds: 2, secondsPerRound: 2, concurrency: 8, log } : { rounds: 6, secondsPerRound: 4, concurrency: 8, log });
+  }
+  if (!only || only === "continuation") {
+    log("continuation: what llm-ha continue adds to streams nobody cut, against HAProxy alone");
+    const { runContinuationBench } = await import("./continuation.js");
+    result.continuation = await runContinuationBench(quick ? { streams: 50, chunks: 50, chunkMs: 20, rounds: 2, log } : { streams: 200, chunks: 100, chunkMs: 20, rounds: 4, log });
   }
   if (!only || only === "standby") {
     log("standby: wake-up of the standby AZ on the drill's real pieces");

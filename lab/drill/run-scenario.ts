@@ -53,6 +53,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["flap", runFlap],
   ["mass-probe", runMassProbe],
   ["query-of-death", runQueryOfDeath],
+  ["query-of-death-stream", runQueryOfDeath],
   ["long-prompt-crash", runLongPromptCrash],
   ["overload", runOverload],
   ["l2-spread", runL2Spread],

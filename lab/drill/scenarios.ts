@@ -286,7 +286,18 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     quick: false,
     repeat: { full: 1, quick: 1 },
     needsFleet: false,
-    targets: { crashedServers: 1, recoveryMs: 15_000 },
+    // The continuation relay asks a second server once when the first died before answering:
+    // a query of death costs two servers at most, never more.
+    targets: { crashedServers: 2, recoveryMs: 15_000 },
+  },
+  {
+    name: "query-of-death-stream",
+    tier: "L1",
+    title: "one streamed request whose prompt kills every server it reaches: two servers at most, then an error (the continuation relay's guard)",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    targets: { crashedServers: 2, recoveryMs: 15_000 },
   },
   {
     name: "long-prompt-crash",

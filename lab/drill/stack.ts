@@ -16,6 +16,7 @@ import type { RoleName } from "../../agent/src/fleet/redis/roles";
 import { labRedisAcl, labRoleEnv } from "../engines/redis-acl";
 import { startHaproxy, startHaproxyWith, type HaproxyHandle } from "../engines/haproxy";
 import { renderHaproxyConfig } from "../../contracts/haproxy-config";
+import { drillRelayConfig, startDrillRelay } from "./continuation";
 import { startPdns, type PdnsHandle } from "../engines/pdns";
 import { startRedisHa, type RedisHaHandle } from "../engines/redis-ha";
 import type { HaproxyDnsGroup, HaproxyProxy, HaproxyStaticServer } from "../../contracts/haproxy-config";
@@ -308,8 +309,9 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const groups = new Map(names.map((az) => [az, nodeGroup(az, nodes.filter((n) => n.az === az).length, nodePorts)] as const));
   const edge = await startDrillEdge(o, redis.url, cluster, () => azs.flatMap((a) => (a.haproxy ? [a.haproxy.statsSocket] : [])));
   const configs = new Map<DrillAz, HaproxyProxy>();
+  const relayPorts = { relay: await freePort(), upstream: await freePort() };
   for (const az of azs) {
-    const p = azProxy(az, port, groups, azHealthPort, edge.config);
+    const p = { ...azProxy(az, port, groups, azHealthPort, edge.config), continuation: drillRelayConfig(az.address, relayPorts) };
     az.proxy = backendOf(p.name);
     configs.set(az, p);
   }
@@ -322,6 +324,10 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   };
   o.progress(`starting ${azCount} HAProxy (one per AZ, on ${azs.map((a) => a.address).join(", ")}:${port}; server-template + resolvers) and the baselines`);
   for (const az of azs) await startAzProxy(az);
+  // The relays start last (a tsx start is slow on a loaded host, and the other engines have
+  // start limits); until one is up its proxy sends completions straight to the servers.
+  o.progress(`starting ${azCount} llm-ha continue (one per AZ proxy, :${relayPorts.relay} → :${relayPorts.upstream})`);
+  await Promise.all(azs.map((az) => startDrillRelay(az.address, relayPorts, o.dir, az.name, (stop) => o.track(stop))));
   edge.sync.start();
   const baselinePorts = { default: await freePort(), tuned: await freePort() };
   const baseline = await startHaproxy({ proxies: baselineProxies(baselinePorts, nodes) });

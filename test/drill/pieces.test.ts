@@ -52,7 +52,7 @@ describe("scenario table", () => {
       "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
       "leader-kill", "leader-pause", "node-drain", "rolling-restart",
       "redis-failover-lag", "redis-failover", "redis-blackhole", "redis-slow", "redis-restart", "redis-readonly", "flap", "mass-probe",
-      "query-of-death", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "server-kinds", "silent-corruption", "canary-noise", "corrupt-weights", "global-outage", "standby-ice",
+      "query-of-death", "query-of-death-stream", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "server-kinds", "silent-corruption", "canary-noise", "corrupt-weights", "global-outage", "standby-ice",
       "practice-wake", "edge-auth", "edge-flood", "redis-forgery", "agent-starve",
       "redis-failover-then-leader-kill", "leader-isolated", "redis-latency", "cross-az-loss", "az-power-interruption", "az-partition",
     ]);
@@ -250,7 +250,7 @@ describe("command line and system deps", () => {
 describe("proxy scenarios: targets and figures", () => {
   const t = (n: string) => SCENARIOS.find((s) => s.name === n)!.targets;
   it("carries issue 20's targets", () => {
-    expect(t("query-of-death")).toMatchObject({ crashedServers: 1 });
+    expect(t("query-of-death")).toMatchObject({ crashedServers: 2 });
     expect(t("long-prompt-crash")).toMatchObject({ failedBeyondInFlight: 0 });
     expect(t("overload")).toMatchObject({ healthMs: 1000, retryAfterMissing: 0, otherFailures: 0, falseFailovers: 0 });
     expect(t("l2-spread")).toMatchObject({ spreadRatio: 1.5 });

@@ -65,7 +65,7 @@ describe("the L1 proxy with and without the fallback", () => {
     new K8sDeployment(m.deployment as never).validate();
     const spec = (m.deployment as unknown as { spec: { template: { spec: { serviceAccountName: string; containers: Array<{ name: string; args: string[]; env: Array<{ name: string; value?: string }> }>; volumes: Array<{ name: string }> } } } }).spec.template.spec;
     expect(spec.serviceAccountName).toBe(FALLBACK_SERVICE_ACCOUNT);
-    expect(spec.containers.map((c) => c.name)).toEqual(["haproxy", "edge-sync", "fallback"]);
+    expect(spec.containers.map((c) => c.name)).toEqual(["haproxy", "edge-sync", "fallback", "continue"]);
     const fb = spec.containers[2];
     expect(fb.args).toEqual(["fallback"]);
     const env = Object.fromEntries(fb.env.map((e) => [e.name, e.value]));

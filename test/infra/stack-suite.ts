@@ -298,7 +298,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       for (const d of l1) {
         const pod = d.spec.template.spec;
         expect(pod.serviceAccountName).toBe(FALLBACK_SERVICE_ACCOUNT);
-        expect(pod.containers.map((c: O) => c.name)).toEqual(["haproxy", "edge-sync", "fallback"]);
+        expect(pod.containers.map((c: O) => c.name)).toEqual(["haproxy", "edge-sync", "fallback", "continue"]);
         const env = Object.fromEntries(pod.containers[2].env.map((e: O) => [e.name, e.value ?? e.valueFrom]));
         expect(env).toMatchObject({
           LLMHA_CLUSTER: cluster,

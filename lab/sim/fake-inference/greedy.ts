@@ -24,9 +24,8 @@ export interface GreedyToken {
   logprob: number;
 }
 
-/** FNV-1a: a stable hash, so every fake of the fleet derives the same answer from the same prompt. */
-function fnv(s: string): number {
-  let h = 0x811c9dc5;
+/** FNV-1a fed `s` from state `h`: a stable hash, so every fake of the fleet derives the same answer from the same context. */
+function fnv(s: string, h = 0x811c9dc5): number {
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);
     h = Math.imul(h, 0x01000193) >>> 0;
@@ -34,13 +33,27 @@ function fnv(s: string): number {
   return h >>> 0;
 }
 
-/** The true greedy tokens of a prompt. */
+/** MurmurHash3's finalizer: FNV's low bits depend on the low bits of its input alone, so a token is chosen from all of them. */
+function mix(h: number): number {
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/**
+ * The true greedy tokens of a prompt. Autoregressive, as a model decodes: each token is a
+ * function of the whole context before it (the prompt and the tokens so far), so the answer
+ * to `prompt + its first k tokens` is exactly its remaining tokens — what a continuation
+ * on another server relies on.
+ */
 export function trueGreedy(prompt: string, n: number): GreedyToken[] {
   const out: GreedyToken[] = [];
+  let ctx = fnv(prompt);
   for (let i = 0; i < n; i++) {
-    const h = fnv(`${prompt}#${i}`);
+    const h = mix(fnv("#", ctx));
     const id = h % VOCAB.length;
     out.push({ id, text: VOCAB[id], logprob: -((h >>> 8) % 2000) / 1000 - 0.001 });
+    ctx = fnv(VOCAB[id], ctx);
   }
   return out;
 }

@@ -5,7 +5,7 @@
  */
 import type { ServerResponse } from "node:http";
 import type { GreedyToken } from "./greedy";
-import type { FakeInferenceSettings, FakeInferenceStats } from "./settings";
+import type { FakeInferenceSettings, FakeInferenceStats, InferenceKind } from "./settings";
 import type { Reply } from "./wire";
 
 /** A parsed JSON request body (an empty object when the request had none). */
@@ -49,6 +49,8 @@ export interface StreamFormat {
  * endpoints to replies and never decides on its own whether a completion fails.
  */
 export interface Engine {
+  /** The server kind imitated (its continuation parameters differ). */
+  readonly kind: InferenceKind;
   readonly settings: Readonly<FakeInferenceSettings>;
   /** Unix seconds at start, the `created` field of model lists. */
   readonly created: number;

@@ -8,6 +8,8 @@
 import type { ServerResponse } from "node:http";
 import { openaiLogprobs, isSeededGreedy } from "./greedy";
 import { str, wantedTokens, type Body, type Engine, type StreamFormat } from "./kind";
+import type { InferenceKind } from "./settings";
+import { KIND_CONTINUATION } from "../../../contracts/continuation";
 import { garbageJson, json, type Reply } from "./wire";
 
 /** `{"error": {message, type, param, code}}`, the shape the OpenAI API and vLLM answer errors with. */
@@ -51,16 +53,42 @@ export function completions(e: Engine, body: Body, res: ServerResponse): Promise
   });
 }
 
-/** `POST /v1/chat/completions`: the prompt is every message's content, one a line; streamed as `chat.completion.chunk`s when asked. */
-export function chatCompletions(e: Engine, body: Body, res: ServerResponse): Promise<Reply | undefined> {
+/**
+ * `POST /v1/chat/completions`: the prompt is every message's content, one a line, then a new
+ * assistant turn; streamed as `chat.completion.chunk`s when asked. A kind that continues a final
+ * assistant message (contracts/continuation.ts) leaves it open when asked, as its chat template
+ * does; otherwise that message is a closed turn and a new one starts.
+ */
+export async function chatCompletions(e: Engine, body: Body, res: ServerResponse): Promise<Reply | undefined> {
+  const prompt = chatPrompt(e.kind, body);
+  if (typeof prompt !== "string") return prompt;
   return e.infer(res, {
     model: str(body.model) || undefined,
-    prompt: Array.isArray(body.messages) ? body.messages.map((m: unknown) => str((m as Body | null)?.content)).join("\n") : "",
+    prompt,
     maxTokens: wantedTokens(body.max_completion_tokens ?? body.max_tokens),
+    seeded: isSeededGreedy(body.temperature, body.seed),
     ok: (text, tokens, prompt) =>
       openaiBody(e, "chat.completion", { index: 0, message: { role: "assistant", content: text }, logprobs: null, finish_reason: "length" }, tokens, prompt),
     stream: body.stream === true ? chatStream(e, body) : undefined,
   });
+}
+
+/** The context a chat request renders to, or the 400 its kind answers a bad continuation with. */
+export function chatPrompt(kind: InferenceKind, body: Body): string | Reply {
+  const msgs = Array.isArray(body.messages) ? (body.messages as unknown[]).map((m) => (typeof m === "object" && m !== null ? (m as Body) : {})) : [];
+  const text = msgs.map((m) => str(m.content)).join("\n");
+  const lastIsAssistant = msgs.at(-1)?.role === "assistant";
+  const k = KIND_CONTINUATION[kind];
+  // llama-server prefills a trailing assistant message unless told otherwise.
+  const open = k.chat === "continue" && (body.continue_final_message === true || (kind === "llamacpp" && lastIsAssistant && body.continue_final_message !== false));
+  if (open) {
+    // vLLM's add_generation_prompt defaults to true, and vLLM refuses both.
+    const genPrompt = body.add_generation_prompt ?? (kind === "vllm" ? true : false);
+    if (genPrompt === true) return OPENAI_REPLIES.badRequest("Cannot set both `continue_final_message` and `add_generation_prompt` to True.");
+    if (!lastIsAssistant) return OPENAI_REPLIES.badRequest("continue_final_message needs a final assistant message");
+    return text;
+  }
+  return text + (lastIsAssistant ? "</s>" : "") + "\n";
 }
 
 const newId = (prefix: string): string => `${prefix}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 10)}`;

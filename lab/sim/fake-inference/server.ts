@@ -258,7 +258,7 @@ class FakeInferenceServer implements FakeInference, Engine {
     if (stream) {
       // A stream whose first chunk is on its way: what a crash now would cut.
       this.counters.streaming++;
-      const whole = await sendStream(res, stream, c.maxTokens, prompt, tokenMs, () => gone, () => this.thaw(g), text).finally(() => this.counters.streaming--);
+      const whole = await sendStream(res, stream, c.maxTokens, prompt, tokenMs, () => gone, () => this.thaw(g), greedy ? greedy.map((t) => t.text) : text).finally(() => this.counters.streaming--);
       if (!whole) return undefined;
     }
     answered = true;

@@ -31,7 +31,8 @@ export async function sendStream(
   gone: () => boolean,
   /** Resolves when the engine may produce the next token (a wedge holds it). */
   hold: () => Promise<void> = async () => undefined,
-  text = TOKEN_TEXT,
+  /** One text for every token, or each token's own (a seeded greedy answer). */
+  text: string | readonly string[] = TOKEN_TEXT,
 ): Promise<boolean> {
   if (gone() || res.destroyed) return false;
   res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
@@ -40,7 +41,7 @@ export async function sendStream(
     if (i > 0) await sleep(tokenMs);
     await hold();
     if (gone() || res.destroyed) return false;
-    res.write(sseEvent(f.token(text)));
+    res.write(sseEvent(f.token(typeof text === "string" ? text : text[i])));
   }
   res.end(f.closing(tokens, prompt).map(sseEvent).join("") + SSE_DONE);
   return true;

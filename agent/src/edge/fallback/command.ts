@@ -13,6 +13,7 @@ import { ResultStore } from "./results";
 import { FallbackService } from "./server";
 import { TierReader } from "./tier";
 import { didYouMean } from "../../../../contracts/did-you-mean";
+import { serveCommand } from "../serve";
 
 export interface RunningFallback {
   port: number;
@@ -138,27 +139,13 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
   };
 }
 
-export async function fallbackCommand(argv: string[]): Promise<number> {
-  if (argv.includes("--help") || argv.includes("-h")) {
-    process.stdout.write(fallbackHelp());
-    return 0;
-  }
-  let running: RunningFallback;
-  try {
-    running = await runFallback(loadFallbackConfig(argv, process.env));
-  } catch (err) {
-    if (err instanceof FallbackConfigError || err instanceof ProviderConfigError) {
-      process.stderr.write(`llm-ha fallback: bad configuration: ${err.message}\n`);
-      return 2;
-    }
-    throw err;
-  }
-  const stop = (): void => {
-    void running.close().then(() => process.exit(0));
-  };
-  process.once("SIGTERM", stop);
-  process.once("SIGINT", stop);
-  return -1;
+export function fallbackCommand(argv: string[]): Promise<number> {
+  return serveCommand(argv, {
+    name: "fallback",
+    help: fallbackHelp,
+    start: () => runFallback(loadFallbackConfig(argv, process.env)),
+    isConfigError: (err) => err instanceof FallbackConfigError || err instanceof ProviderConfigError,
+  });
 }
 
 const CACHE_USAGE = `Usage:

@@ -12,7 +12,7 @@ import { closeHttpServer, listenHttp } from "../../util/net";
 export class FallbackMetricsServer {
   private server: Server | null = null;
 
-  constructor(private readonly metrics: FallbackMetrics) {}
+  constructor(private readonly metrics: { readonly registry: FallbackMetrics["registry"] }) {}
 
   private readonly handler = (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? "/").split("?")[0];

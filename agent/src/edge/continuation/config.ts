@@ -1,0 +1,88 @@
+/**
+ * Settings of `llm-ha continue`: environment variables, each also a `--flag`. Bad values stop
+ * start-up with a message naming the variable (exit code 2).
+ */
+import { CONTINUATION_KINDS, type ContinuationKind } from "../../../../contracts/continuation";
+import { didYouMean } from "../../../../contracts/did-you-mean";
+import { parseListenAddr } from "../fallback/config";
+
+export class ContinueConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ContinueConfigError";
+  }
+}
+
+export interface ContinueConfig {
+  host: string;
+  port: number;
+  upstream: { host: string; port: number };
+  kind: ContinuationKind;
+  stallMs: number;
+  maxBodyBytes: number;
+  metricsAddr: { host: string; port: number } | null;
+  logLevel: string;
+}
+
+interface Setting {
+  env: string;
+  def: string;
+  help: string;
+}
+
+export const CONTINUE_SETTINGS: readonly Setting[] = [
+  // Loopback: HAProxy in the same pod is its only client; the edge authenticated the request.
+  { env: "LLMHA_CONTINUE_HOST", def: "127.0.0.1", help: "address to listen on (the proxy beside it only)" },
+  { env: "LLMHA_CONTINUE_PORT", def: "9420", help: "port HAProxy sends completions to" },
+  { env: "LLMHA_CONTINUE_UPSTREAM", def: "127.0.0.1:9422", help: "the proxy's loopback continuation listener host:port (same servers backend)" },
+  { env: "LLMHA_CONTINUE_KIND", def: "vllm", help: `inference server kind, how a chat answer is carried on: ${CONTINUATION_KINDS.join(", ")}` },
+  { env: "LLMHA_CONTINUE_STALL_MS", def: "30000", help: "no chunk this long after an answer began: its server is taken for dead" },
+  { env: "LLMHA_CONTINUE_MAX_BODY_BYTES", def: "8388608", help: "largest request body (the edge's limit)" },
+  { env: "LLMHA_CONTINUE_METRICS_ADDR", def: "0.0.0.0:9421", help: "metrics listener host:port (GET /metrics, /healthz); off = none" },
+  { env: "LLMHA_LOG_LEVEL", def: "info", help: "log level" },
+];
+
+function flagOf(env: string): string {
+  return "--" + env.replace(/^LLMHA_(CONTINUE_)?/, "").toLowerCase().replace(/_/g, "-");
+}
+
+export function continueHelp(): string {
+  const rows = CONTINUE_SETTINGS.map((s) => `  ${(flagOf(s.env) + " / " + s.env).padEnd(52)} ${s.help} (default ${s.def})`);
+  return `llm-ha continue — carries a completion on when its server dies mid-answer (the L1 pod)\n\nUsage: llm-ha continue [flags]\n\n${rows.join("\n")}\n`;
+}
+
+function int(env: string, raw: string, min: number): number {
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min) throw new ContinueConfigError(`${env}=${JSON.stringify(raw)} must be an integer ≥ ${min}`);
+  return n;
+}
+
+/** Parses flags (`--x v` or `--x=v`) over the environment. */
+export function loadContinueConfig(argv: string[], env: NodeJS.ProcessEnv): ContinueConfig {
+  const v = new Map<string, string>();
+  for (const s of CONTINUE_SETTINGS) v.set(s.env, (env[s.env] ?? s.def).trim());
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const [flag, inline] = a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a, undefined];
+    const s = CONTINUE_SETTINGS.find((x) => flagOf(x.env) === flag);
+    if (!s) throw new ContinueConfigError(`unknown flag ${a}${didYouMean(flag, CONTINUE_SETTINGS.map((x) => flagOf(x.env)))} (see llm-ha continue --help)`);
+    const val = inline ?? argv[++i];
+    if (val === undefined) throw new ContinueConfigError(`${flag} needs a value`);
+    v.set(s.env, val.trim());
+  }
+  const get = (k: string): string => v.get(k) ?? "";
+  const upstream = parseListenAddr("LLMHA_CONTINUE_UPSTREAM", get("LLMHA_CONTINUE_UPSTREAM"));
+  if (!upstream || upstream.port === 0) throw new ContinueConfigError(`LLMHA_CONTINUE_UPSTREAM=${JSON.stringify(get("LLMHA_CONTINUE_UPSTREAM"))} must be host:port of the proxy's continuation listener`);
+  const kind = get("LLMHA_CONTINUE_KIND");
+  if (!(CONTINUATION_KINDS as readonly string[]).includes(kind)) throw new ContinueConfigError(`LLMHA_CONTINUE_KIND=${JSON.stringify(kind)} must be one of ${CONTINUATION_KINDS.join(", ")}`);
+  return {
+    host: get("LLMHA_CONTINUE_HOST"),
+    port: int("LLMHA_CONTINUE_PORT", get("LLMHA_CONTINUE_PORT"), 0),
+    upstream,
+    kind: kind as ContinuationKind,
+    stallMs: int("LLMHA_CONTINUE_STALL_MS", get("LLMHA_CONTINUE_STALL_MS"), 100),
+    maxBodyBytes: int("LLMHA_CONTINUE_MAX_BODY_BYTES", get("LLMHA_CONTINUE_MAX_BODY_BYTES"), 1024),
+    metricsAddr: parseListenAddr("LLMHA_CONTINUE_METRICS_ADDR", get("LLMHA_CONTINUE_METRICS_ADDR")),
+    logLevel: get("LLMHA_LOG_LEVEL"),
+  };
+}

@@ -1,0 +1,342 @@
+/**
+ * The continuation relay (`llm-ha continue`), in the L1 pod between HAProxy's public frontend
+ * and its loopback continuation listener: it forwards a completion, watches the answer, and when
+ * the server dies under it — a reset, an end without the final event, no chunk within the stall
+ * bound — it asks once more through the same listener (same backend: health checks, agent-check,
+ * retries) with what was already delivered, and splices the second answer into the first.
+ * At most two servers per request: a request that killed both is a query of death, and ends
+ * with an error. It keeps only the delivered text of each answer.
+ */
+import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { CONTINUED_HEADER, PROXY_ANSWER_HEADER } from "../../../../contracts/edge";
+import type { ContinuationKind, ContinuationOutcome } from "../../../../contracts/continuation";
+import { Delivered, SseSplitter, Splicer, errorEvent, eventData, planContinuation, type Body, type Route } from "./answer";
+import type { ContinuationMetrics } from "./metrics";
+import { closeHttpServer, listenHttp } from "../../util/net";
+
+export interface RelayOptions {
+  /** The proxy's loopback continuation listener. */
+  upstream: { host: string; port: number };
+  /** The servers' kind: how a chat answer is carried on (contracts/continuation.ts). */
+  kind: ContinuationKind;
+  /** No chunk for this long after the answer began: the server is taken for dead. */
+  stallMs: number;
+  /** Largest request body read (the edge already refused larger ones). */
+  maxBodyBytes: number;
+  metrics: ContinuationMetrics;
+  log?: (msg: string, fields: Record<string, unknown>) => void;
+}
+
+const HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "expect", "upgrade", "te", "trailer", PROXY_ANSWER_HEADER]);
+
+function forwardable(h: IncomingHttpHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(h)) if (v !== undefined && !HOP.has(k)) out[k] = v;
+  return out;
+}
+
+function routeOf(method: string | undefined, url: string | undefined): Route | null {
+  if (method !== "POST") return null;
+  const path = (url ?? "").split("?")[0];
+  return path === "/v1/chat/completions" ? "chat" : path === "/v1/completions" ? "completions" : null;
+}
+
+function jsonError(res: ServerResponse, status: number, message: string, code: string, extra: Record<string, string> = {}): void {
+  const body = JSON.stringify({ error: { message, type: "server_error", param: null, code } });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...extra });
+  res.end(body);
+}
+
+export class ContinuationRelay {
+  private server: Server | null = null;
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+
+  constructor(readonly opts: RelayOptions) {}
+
+  async listen(port: number, host: string): Promise<number> {
+    const s = createServer((req, res) => this.onRequest(req, res));
+    s.keepAliveTimeout = 65_000;
+    s.headersTimeout = 15_000;
+    s.requestTimeout = 0;
+    const got = await listenHttp(s, port, host, (err) => new Error(`LLMHA_CONTINUE_PORT: cannot listen on ${host}:${port} (${err.code ?? err.message})`));
+    this.server = s;
+    return got;
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = null;
+    await closeHttpServer(s);
+    this.agent.destroy();
+  }
+
+  private onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on("data", (b: Buffer) => {
+      size += b.length;
+      if (size <= this.opts.maxBodyBytes) parts.push(b);
+    });
+    req.on("end", () => {
+      if (size > this.opts.maxBodyBytes) return jsonError(res, 413, `request body larger than ${this.opts.maxBodyBytes} bytes`, "request_too_large");
+      const raw = Buffer.concat(parts);
+      const route = routeOf(req.method, req.url);
+      let body: Body | null = null;
+      if (route) {
+        try {
+          const v: unknown = JSON.parse(raw.toString("utf8"));
+          if (typeof v === "object" && v !== null && !Array.isArray(v)) body = v as Body;
+        } catch {
+          // Not JSON: the server answers its own 400.
+        }
+      }
+      new Exchange(this, req, res, route && body ? { route, body } : null, raw).start();
+    });
+    req.on("error", () => res.destroy());
+  }
+
+  /** One request to the continuation listener. */
+  upstream(req: IncomingMessage, payload: Buffer): ReturnType<typeof request> {
+    return request({
+      host: this.opts.upstream.host,
+      port: this.opts.upstream.port,
+      method: req.method,
+      path: req.url,
+      headers: { ...forwardable(req.headers), "content-length": payload.length },
+      agent: this.agent,
+    });
+  }
+}
+
+type Phase = "first" | "second";
+
+/** One client request and the one or two upstream requests made for it. */
+class Exchange {
+  private phase: Phase = "first";
+  private splicer: Splicer | null = null;
+  private failedAt = 0;
+  private how: "continue" | "restart" | "retry" | null = null;
+  private readonly d: Delivered | null;
+  private ended = false;
+  private streamOpen = false;
+  private heldBytes = 0;
+
+  constructor(
+    private readonly relay: ContinuationRelay,
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly watched: { route: Route; body: Body } | null,
+    private readonly raw: Buffer,
+  ) {
+    this.d = watched ? new Delivered(watched.route) : null;
+  }
+
+  private get o(): RelayOptions {
+    return this.relay.opts;
+  }
+
+  start(): void {
+    if (this.watched) this.o.metrics.requests.inc({ route: this.watched.route, stream: String(this.watched.body.stream === true) });
+    this.res.on("close", () => this.finish());
+    this.send(this.raw);
+  }
+
+  private outcome(o: ContinuationOutcome): void {
+    this.o.metrics.outcomes.inc({ outcome: o, kind: this.o.kind });
+    this.o.log?.("continuation", { outcome: o, route: this.watched?.route, delivered_tokens: this.d?.tokens ?? 0 });
+  }
+
+  private finish(): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (this.streamOpen) this.o.metrics.open.dec();
+    this.o.metrics.deliveredBytes.dec(this.heldBytes);
+  }
+
+  private send(payload: Buffer): void {
+    const up = this.relay.upstream(this.req, payload);
+    let settled = false;
+    const fail = (why: string): void => {
+      if (settled) return;
+      settled = true;
+      up.destroy();
+      this.onFailure(why);
+    };
+    this.res.on("close", () => {
+      if (!this.res.writableFinished) up.destroy();
+    });
+    up.on("error", () => fail("error"));
+    up.on("response", (r) => {
+      const sse = /^text\/event-stream/i.test(String(r.headers["content-type"] ?? ""));
+      const proxyMade = r.headers[PROXY_ANSWER_HEADER] !== undefined;
+      if (r.statusCode === 502 && proxyMade && this.watched) {
+        r.resume();
+        return fail("no-answer");
+      }
+      if (this.watched && r.statusCode === 200 && sse) return this.onStream(r, () => (settled = true), fail);
+      if (this.res.headersSent) {
+        // The second answer of a cut stream was refused (no server left, an error status).
+        r.resume();
+        settled = true;
+        this.o.log?.("continuation refused", { status: r.statusCode, proxy_made: proxyMade, content_type: r.headers["content-type"] });
+        return this.endWithError("the server answering this stream failed and no other could carry it on", "continuation_failed", "failed");
+      }
+      // A whole answer is small: it is kept until complete, so a server dying mid-body can still be retried.
+      const parts: Buffer[] = [];
+      r.on("data", (b: Buffer) => parts.push(b));
+      r.on("end", () => {
+        if (settled) return;
+        settled = true;
+        const headers: Record<string, string | string[]> = forwardable(r.headers);
+        if (this.phase === "second") headers[CONTINUED_HEADER] = "retried";
+        this.res.writeHead(r.statusCode ?? 502, headers);
+        this.res.end(Buffer.concat(parts));
+        if (this.how === "retry") this.o.metrics.added.observe({ how: "retry" }, (Date.now() - this.failedAt) / 1000);
+      });
+      r.on("aborted", () => fail(this.watched ? "aborted" : "pass"));
+      r.on("error", () => fail("aborted"));
+    });
+    up.end(payload);
+  }
+
+  /** An SSE answer: passed on event by event (the first) or spliced (the second). */
+  private onStream(r: IncomingMessage, settle: () => void, fail: (why: string) => void): void {
+    const d = this.d as Delivered;
+    if (!this.res.headersSent) {
+      const headers: Record<string, string | string[]> = forwardable(r.headers);
+      headers.trailer = CONTINUED_HEADER;
+      if (this.phase === "second") headers[CONTINUED_HEADER] = "retried";
+      this.res.writeHead(200, headers);
+      this.streamOpen = true;
+      this.o.metrics.open.inc();
+    }
+    const split = new SseSplitter();
+    let stall: NodeJS.Timeout | null = null;
+    const arm = (): void => {
+      if (stall) clearTimeout(stall);
+      stall = setTimeout(() => fail("stall"), this.o.stallMs);
+    };
+    const disarm = (): void => {
+      if (stall) clearTimeout(stall);
+      stall = null;
+    };
+    arm();
+    let firstSpliced = false;
+    r.setEncoding("utf8");
+    r.on("data", (text: string) => {
+      arm();
+      for (const ev of split.push(text)) {
+        const data = eventData(ev);
+        if (data === "[DONE]") {
+          if (this.splicer && !this.splicer.caughtUp) {
+            disarm();
+            settle();
+            return this.endWithError("the answer run again did not match what was already sent", "continuation_mismatch", "mismatch");
+          }
+          d.done = true;
+          this.res.write(ev);
+          continue;
+        }
+        if (data === null) {
+          if (!this.splicer) this.res.write(ev);
+          continue;
+        }
+        if (this.splicer) {
+          const out = this.splicer.feed(data);
+          if (this.splicer.mismatch) {
+            disarm();
+            settle();
+            r.destroy();
+            return this.endWithError("the answer run again did not match what was already sent", "continuation_mismatch", "mismatch");
+          }
+          if (!out) continue;
+          this.track(out);
+          this.res.write(`data: ${JSON.stringify(out)}\n\n`);
+          if (!firstSpliced) {
+            firstSpliced = true;
+            this.o.metrics.added.observe({ how: this.how ?? "continue" }, (Date.now() - this.failedAt) / 1000);
+          }
+        } else {
+          this.track(data);
+          this.res.write(ev);
+        }
+      }
+    });
+    r.on("end", () => {
+      disarm();
+      if (d.done) {
+        settle();
+        if (this.phase === "second") this.res.addTrailers({ [CONTINUED_HEADER]: this.how ?? "continued" });
+        this.res.end();
+        return;
+      }
+      fail("ended");
+    });
+    r.on("aborted", () => {
+      disarm();
+      fail("aborted");
+    });
+    r.on("error", () => {
+      disarm();
+      fail("aborted");
+    });
+  }
+
+  private track(chunk: Body): void {
+    const d = this.d as Delivered;
+    const before = d.text.length;
+    d.add(chunk);
+    const grew = d.text.length - before;
+    if (grew > 0) {
+      this.heldBytes += grew;
+      this.o.metrics.deliveredBytes.inc(grew);
+    }
+  }
+
+  private endWithError(message: string, code: string, outcome: ContinuationOutcome | null): void {
+    if (outcome) this.outcome(outcome);
+    if (!this.res.headersSent) return jsonError(this.res, 502, message, code);
+    this.res.end(errorEvent(message, code));
+  }
+
+  private onFailure(why: string): void {
+    if (this.ended || this.res.writableEnded) return;
+    if (!this.watched || why === "pass") {
+      if (!this.res.headersSent) return jsonError(this.res, 502, "the inference server failed before answering", "upstream_failed");
+      this.res.destroy();
+      return;
+    }
+    const d = this.d as Delivered;
+    if (this.phase === "second") {
+      // The query-of-death guard: one request costs at most two servers.
+      return this.endWithError("the servers answering this request failed twice; it is not tried again (it may be what kills them)", "query_of_death_guard", "failed_twice");
+    }
+    this.phase = "second";
+    this.failedAt = Date.now();
+    if (!this.res.headersSent || d.text === "") {
+      if (this.res.headersSent && d.toolCalls) return this.endWithError("the server died while emitting tool calls; tool-call streams are not continued", "continuation_unsupported", "tool_calls");
+      // Nothing delivered: the same request once more.
+      this.how = "retry";
+      this.outcome("retried");
+      if (this.res.headersSent) this.splicer = new Splicer(d, "continue");
+      return this.send(this.raw);
+    }
+    if (d.finished) {
+      // Every token was out; only the closing events were lost.
+      this.res.end("data: [DONE]\n\n");
+      return;
+    }
+    const w = this.watched;
+    const plan = planContinuation(w.route, this.o.kind, w.body, d);
+    if (plan.how === "none") {
+      const msg = plan.outcome === "tool_calls" ? "the server died while emitting tool calls; tool-call streams are not continued" : `the server died mid-answer and ${this.o.kind} servers cannot continue a chat answer that is not greedy with a seed`;
+      return this.endWithError(msg, "continuation_unsupported", plan.outcome);
+    }
+    this.how = plan.how;
+    this.outcome(plan.how === "continue" ? "continued" : "restarted");
+    this.splicer = new Splicer(d, plan.how);
+    // An SSE comment: clients ignore it; a reader of the raw stream sees where the answer was carried on.
+    this.res.write(`: ${CONTINUED_HEADER} ${plan.how} after ${d.tokens} tokens\n\n`);
+    this.send(Buffer.from(JSON.stringify(plan.body)));
+  }
+}

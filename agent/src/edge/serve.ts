@@ -1,0 +1,34 @@
+/** How the L1 pod's long-running commands (`llm-ha fallback`, `llm-ha continue`) start and stop. */
+
+export interface ServiceCommand {
+  /** The command's name in messages (`llm-ha <name>`). */
+  name: string;
+  help: () => string;
+  /** Parses the settings and starts the service; a bad setting throws an error `isConfigError` knows. */
+  start: () => Promise<{ close(): Promise<void> }>;
+  isConfigError: (err: unknown) => boolean;
+}
+
+/** `--help`, start-up (a bad setting exits 2 with the message), then running until SIGTERM/SIGINT (-1: keep running). */
+export async function serveCommand(argv: string[], c: ServiceCommand): Promise<number> {
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(c.help());
+    return 0;
+  }
+  let running: { close(): Promise<void> };
+  try {
+    running = await c.start();
+  } catch (err) {
+    if (c.isConfigError(err)) {
+      process.stderr.write(`llm-ha ${c.name}: bad configuration: ${(err as Error).message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const stop = (): void => {
+    void running.close().then(() => process.exit(0));
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+  return -1;
+}

@@ -1,0 +1,58 @@
+/**
+ * Stream continuation at the L1 tier (`llm-ha continue`, docs/continuation.md): how each
+ * inference server kind can carry on an answer another server started. The relay reads it to
+ * build the second request, the fake servers to imitate each kind, the docs to say what a
+ * client sees per kind.
+ */
+
+/** Server kinds the relay knows (the agent's `LLMHA_INFERENCE_KIND` values plus SGLang). */
+export const CONTINUATION_KINDS = ["vllm", "sglang", "tgi", "triton", "llamacpp", "openai"] as const;
+export type ContinuationKind = (typeof CONTINUATION_KINDS)[number];
+
+/**
+ * How a kind carries on a chat answer:
+ * - `continue`: the partial assistant message is appended and the server continues it
+ *   (the fields of `chatFields` tell it not to open a new turn);
+ * - `restart`: the server cannot; a greedy seeded request (temperature 0 + seed) is run again
+ *   and the delivered prefix skipped after checking it matches; any other ends with an error event.
+ * Completions always continue: the prompt plus the delivered text is a plain prompt for every kind.
+ */
+export interface KindContinuation {
+  chat: "continue" | "restart";
+  /** Request fields that make the server continue the final assistant message. */
+  chatFields: Readonly<Record<string, boolean>>;
+  /** Where the behaviour is documented (checked for docs/continuation.md). */
+  source: string;
+}
+
+export const KIND_CONTINUATION: Readonly<Record<ContinuationKind, KindContinuation>> = Object.freeze({
+  // vLLM refuses continue_final_message together with add_generation_prompt (which defaults to true).
+  vllm: { chat: "continue", chatFields: { continue_final_message: true, add_generation_prompt: false }, source: "vLLM OpenAI server, extra chat parameters" },
+  sglang: { chat: "continue", chatFields: { continue_final_message: true }, source: "sgl-project/sglang PR #4226 (2025-03)" },
+  tgi: { chat: "continue", chatFields: { continue_final_message: true }, source: "huggingface/text-generation-inference PR #2733 (2024-11)" },
+  // llama-server prefills a trailing assistant message by default (PR #13174) and takes vLLM's flags since PR #23012.
+  llamacpp: { chat: "continue", chatFields: { continue_final_message: true, add_generation_prompt: false }, source: "ggml-org/llama.cpp PRs #13174, #23012" },
+  triton: { chat: "restart", chatFields: {}, source: "Triton's OpenAI frontend (beta) documents no assistant prefill" },
+  openai: { chat: "restart", chatFields: {}, source: "a generic OpenAI-compatible server: no continuation parameter is part of the API" },
+});
+
+/** Outcomes of a request the relay watched, the `outcome` label of its metrics. */
+export const CONTINUATION_OUTCOMES = [
+  /** A stream cut after output, carried on by a second server. */
+  "continued",
+  /** A greedy seeded stream run again on a kind that cannot continue, the delivered prefix skipped. */
+  "restarted",
+  /** A request whose server died before answering, sent once more. */
+  "retried",
+  /** The second server failed too: the query-of-death guard ended it with an error. */
+  "failed_twice",
+  /** Cut while emitting tool calls: not continued. */
+  "tool_calls",
+  /** Cut on a kind that cannot continue, and not greedy with a seed. */
+  "not_continuable",
+  /** The restarted answer did not begin with what was delivered. */
+  "mismatch",
+  /** The second request was refused (no server left, an error status). */
+  "failed",
+] as const;
+export type ContinuationOutcome = (typeof CONTINUATION_OUTCOMES)[number];

@@ -1,0 +1,82 @@
+/**
+ * What the one generator (`haproxy-config.ts`) renders for the two services beside HAProxy in
+ * the L1 pod: the L4 fallback (`llm-ha fallback`) and the continuation relay (`llm-ha
+ * continue`, docs/continuation.md), each a loopback backend of its own.
+ */
+import { PROXY_ANSWER_HEADER } from "./edge";
+import { HaproxyConfigError } from "./haproxy-tuning";
+
+/** Where `llm-ha fallback` listens, beside the proxy. */
+export interface HaproxyFallback {
+  /** `address:port`, e.g. `127.0.0.1:9410` (a container in the proxy's pod). */
+  address: string;
+  /** `timeout server` toward it; a provider's answer or a Kafka ack must fit. Default 60000 ms. */
+  timeoutServerMs?: number;
+}
+
+/**
+ * The continuation relay: completions go from the public frontend (after the edge) to
+ * `llm-ha continue`, which sends them to a loopback listener of their own over the same servers
+ * backend, and carries an answer on when its server dies under it.
+ */
+export interface HaproxyContinuation {
+  /** `address:port` of `llm-ha continue` (`LLMHA_CONTINUE_PORT`), e.g. `127.0.0.1:9420`. */
+  relay: string;
+  /** Loopback `address:port` of the listener the relay sends to (`LLMHA_CONTINUE_UPSTREAM`), e.g. `127.0.0.1:9422`. */
+  bind: string;
+}
+
+const ADDR_RE = /^[A-Za-z0-9_.:[\]-]+:\d{1,5}$/;
+const LOOPBACK_RE = /^(127\.\d+\.\d+\.\d+|\[::1\]):\d{1,5}$/;
+
+function ms(v: number): string {
+  return `${Math.round(v)}ms`;
+}
+
+export function renderFallbackBackend(name: string, f: HaproxyFallback): string[] {
+  if (!ADDR_RE.test(f.address)) throw new HaproxyConfigError(`fallback address ${JSON.stringify(f.address)} of ${name} must be address:port`);
+  const timeout = f.timeoutServerMs ?? 60_000;
+  if (!Number.isInteger(timeout) || timeout < 1) throw new HaproxyConfigError(`fallback timeoutServerMs ${timeout} of ${name} must be an integer ≥ 1`);
+  return [
+    `backend ${name}_fallback`,
+    "  mode http",
+    "  timeout connect 1s",
+    `  timeout server ${ms(timeout)}`,
+    "  retries 1",
+    "  retry-on conn-failure",
+    `  server fallback ${f.address} check inter 1s fall 2 rise 1`,
+  ];
+}
+
+/** The public frontend's rule: completions to the relay while it is up (otherwise straight to the servers, as without it). */
+export function renderContinuationRoute(name: string): string[] {
+  return [`  use_backend ${name}_continuation if METH_POST { path /v1/chat/completions /v1/completions } { nbsrv(${name}_continuation) gt 0 }`];
+}
+
+/** The relay's backend and the loopback listener it sends to. */
+export function renderContinuation(name: string, c: HaproxyContinuation, t: { timeoutClientMs: number; timeoutServerMs: number }, maxconn: number): string[] {
+  if (!ADDR_RE.test(c.relay)) throw new HaproxyConfigError(`continuation relay ${JSON.stringify(c.relay)} of ${name} must be address:port`);
+  if (!LOOPBACK_RE.test(c.bind)) throw new HaproxyConfigError(`continuation bind ${JSON.stringify(c.bind)} of ${name} must be a loopback address:port`);
+  return [
+    "",
+    `frontend ${name}_continuation`,
+    `  bind ${c.bind}`,
+    `  maxconn ${maxconn}`,
+    `  timeout client ${ms(t.timeoutClientMs)}`,
+    // http-response rules see only a server's answers; an answer HAProxy made itself (a server
+    // that died before answering: 502) is marked for the relay, which may then ask once more.
+    "  http-response set-var(txn.llmha_srv) int(1)",
+    `  http-after-response set-header ${PROXY_ANSWER_HEADER} 1 unless { var(txn.llmha_srv) -m found }`,
+    `  default_backend ${name}_servers`,
+    "",
+    `backend ${name}_continuation`,
+    "  mode http",
+    "  timeout connect 1s",
+    // The servers' own bound (an idle timeout: a stream sends all along); the pod's stop budget
+    // (hard-stop-after) is built on it.
+    `  timeout server ${ms(t.timeoutServerMs)}`,
+    "  retries 1",
+    "  retry-on conn-failure",
+    `  server relay ${c.relay} check inter 1s fall 2 rise 1`,
+  ];
+}

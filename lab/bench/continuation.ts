@@ -1,0 +1,165 @@
+/**
+ * What `llm-ha continue` costs an answer nobody cut: the same streams through one HAProxy, once
+ * straight to the server and once through the relay (its own process, the built CLI as the image
+ * runs it), in alternating rounds of the same run. Added latency per request (to the first chunk)
+ * and per chunk (server send → client arrival), the relay's CPU per 1,000 tokens/s relayed, and
+ * its memory per open stream. The server is a stub that streams on a clock, so its own timing
+ * does not blur the figures.
+ */
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { createServer, request, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { startHaproxy } from "../engines/haproxy";
+import { stopChild } from "../engines/child";
+import { freePort, sleep, waitFor } from "../../agent/src/util/net";
+
+export interface ContinuationBenchOptions {
+  /** Streams open at once. */
+  streams: number;
+  /** Chunks (tokens) per stream, `chunkMs` apart. */
+  chunks: number;
+  chunkMs: number;
+  /** Rounds per mode, alternating. */
+  rounds: number;
+  log: (l: string) => void;
+}
+
+const pct = (xs: number[], p: number): number => {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+/** A server streaming `chunks` completion chunks, each stamped with its send time. */
+async function stubServer(chunks: number, chunkMs: number): Promise<Server> {
+  const s = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      if (req.method !== "POST") return void res.writeHead(200).end("ok");
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      let i = 0;
+      const tick = (): void => {
+        if (res.destroyed) return;
+        const last = i === chunks - 1;
+        res.write(`data: {"id":"cmpl-b","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" tok","finish_reason":${last ? '"length"' : "null"}}],"t":${performance.now()}}\n\n`);
+        if (last) return void res.end("data: [DONE]\n\n");
+        i++;
+        setTimeout(tick, chunkMs);
+      };
+      tick();
+    });
+  });
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  return s;
+}
+
+/** One stream: ms to the first chunk, and each chunk's ms from the server's send to its arrival. */
+function oneStream(port: number): Promise<{ ttfb: number; lags: number[] }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const body = JSON.stringify({ model: "m", prompt: "p", max_tokens: 64, stream: true });
+    const req = request({ host: "127.0.0.1", port, method: "POST", path: "/v1/completions", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      let ttfb = -1;
+      const lags: number[] = [];
+      let tail = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => {
+        const now = performance.now();
+        if (ttfb < 0) ttfb = now - t0;
+        tail += d;
+        for (let i = tail.indexOf("\n\n"); i >= 0; i = tail.indexOf("\n\n")) {
+          const m = /"t":([\d.]+)/.exec(tail.slice(0, i));
+          if (m) lags.push(now - Number(m[1]));
+          tail = tail.slice(i + 2);
+        }
+      });
+      res.on("end", () => resolve({ ttfb, lags }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** utime + stime of a process in seconds, and its RSS in bytes (Linux /proc). */
+function procUsage(pid: number): { cpuS: number; rss: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  const cpuS = (Number(stat[11]) + Number(stat[12])) / 100;
+  const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) * 1024;
+  return { cpuS, rss };
+}
+
+export async function runContinuationBench(o: ContinuationBenchOptions): Promise<Record<string, unknown>> {
+  const stub = await stubServer(o.chunks, o.chunkMs);
+  const stubPort = (stub.address() as AddressInfo).port;
+  const [plain, relayed, relayPort, upstream] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const repo = join(__dirname, "..", "..");
+  const built = join(repo, "dist", "agent", "src", "cli.js");
+  const args = existsSync(built) ? [built, "continue"] : ["--import", "tsx", join(repo, "agent", "src", "cli.ts"), "continue"];
+  const env = { ...process.env, LLMHA_CONTINUE_PORT: String(relayPort), LLMHA_CONTINUE_UPSTREAM: `127.0.0.1:${upstream}`, LLMHA_CONTINUE_METRICS_ADDR: "off", LLMHA_LOG_LEVEL: "warn" };
+  const child = spawn(process.execPath, args, { env, stdio: "ignore" });
+  const servers = { kind: "static" as const, local: [{ name: "stub", address: "127.0.0.1", port: stubPort, agentPort: await freePort(), httpPort: 1 }], backup: [] };
+  // Enough connections for the streams on both paths; the stub takes them all.
+  const tuning = { serverMaxconn: o.streams * 2, frontendMaxconn: o.streams * 2 + 16 };
+  const hp = await startHaproxy({
+    maxconn: o.streams * 6 + 200,
+    proxies: [
+      { name: "plain", bind: `127.0.0.1:${plain}`, health: "agent", tuning, servers },
+      { name: "relayed", bind: `127.0.0.1:${relayed}`, health: "agent", tuning, servers, continuation: { relay: `127.0.0.1:${relayPort}`, bind: `127.0.0.1:${upstream}` } },
+    ],
+  });
+  try {
+    await waitFor("relay and stub UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 3, { timeoutMs: 60_000, everyMs: 100 });
+    const idle = procUsage(child.pid as number);
+    const res = { plain: { ttfb: [] as number[], lag: [] as number[] }, relayed: { ttfb: [] as number[], lag: [] as number[] } };
+    let relayCpuS = 0;
+    let relayWallS = 0;
+    let relayTokens = 0;
+    let openRss = 0;
+    for (let round = 0; round < o.rounds; round++) {
+      for (const mode of ["plain", "relayed"] as const) {
+        const before = procUsage(child.pid as number);
+        const t0 = performance.now();
+        const port = mode === "plain" ? plain : relayed;
+        const all = Array.from({ length: o.streams }, () => oneStream(port));
+        // Halfway through, every stream is open: the relay's memory with them all.
+        const sample = sleep((o.chunks * o.chunkMs) / 2).then(() => (mode === "relayed" ? (openRss = Math.max(openRss, procUsage(child.pid as number).rss)) : 0));
+        const done = await Promise.all(all);
+        await sample;
+        for (const d of done) {
+          res[mode].ttfb.push(d.ttfb);
+          res[mode].lag.push(...d.lags);
+        }
+        if (mode === "relayed") {
+          relayCpuS += procUsage(child.pid as number).cpuS - before.cpuS;
+          relayWallS += (performance.now() - t0) / 1000;
+          relayTokens += done.reduce((a, d) => a + d.lags.length, 0);
+        }
+      }
+      o.log(`continuation: round ${round + 1}/${o.rounds} (${o.streams} streams × ${o.chunks} chunks each way)`);
+    }
+    const added = (what: "ttfb" | "lag", p: number): number => r3(pct(res.relayed[what], p) - pct(res.plain[what], p));
+    const tokensPerS = relayTokens / relayWallS;
+    return {
+      streams: o.streams,
+      chunksPerStream: o.chunks,
+      chunkMs: o.chunkMs,
+      rounds: o.rounds,
+      perRequestMs: { plainP50: r3(pct(res.plain.ttfb, 50)), relayedP50: r3(pct(res.relayed.ttfb, 50)), addedP50: added("ttfb", 50), plainP99: r3(pct(res.plain.ttfb, 99)), relayedP99: r3(pct(res.relayed.ttfb, 99)), addedP99: added("ttfb", 99) },
+      perChunkMs: { plainP50: r3(pct(res.plain.lag, 50)), relayedP50: r3(pct(res.relayed.lag, 50)), addedP50: added("lag", 50), plainP99: r3(pct(res.plain.lag, 99)), relayedP99: r3(pct(res.relayed.lag, 99)), addedP99: added("lag", 99) },
+      relayTokensPerS: Math.round(tokensPerS),
+      // Cores the relay used per 1,000 tokens/s relayed.
+      relayCoresPer1000TokensPerS: r3(relayCpuS / relayWallS / (tokensPerS / 1000)),
+      relayIdleRssMiB: r3(idle.rss / 2 ** 20),
+      relayBytesPerOpenStream: Math.round((openRss - idle.rss) / o.streams),
+    };
+  } finally {
+    await hp.stop();
+    await stopChild(child);
+    await new Promise<void>((r) => stub.close(() => r()));
+  }
+}
