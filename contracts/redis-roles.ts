@@ -72,7 +72,7 @@ function keyNames(cluster: string) {
     members: s("members"), nodes: s("nodes"), dead: s("dead"), azs: s("azs"), leader: s("leader"), fence: s("fence"), fenceLast: s("fence:last"),
     tier: s("tier"), standbyWake: s("standby:wake"), practiceRequest: s("practice:request"), actuation: s("actuation"), suspect: s("suspect"),
     events: s("events"), practice: s("practice"), models: s("models"),
-    fallbackCache: s("fallback:cache:"), fallbackRequests: s("fallback:req:"), fallbackQueue: s("fallback:queue"),
+    fallbackCache: s("fallback:cache:"), fallbackRequests: s("fallback:req:"), fallbackIdempotency: s("fallback:idem:"), fallbackQueue: s("fallback:queue"),
     edgeKeys: s("edge:keys"), edgeKeysRev: s("edge:keys:rev"),
     canaryAnswers: s("canary:answers"), canaryExpect: s("canary:expect"), canaryRecorded: s("canary:recorded"),
   };
@@ -116,10 +116,11 @@ export function redisRoles(cluster: string): RedisRole[] {
     commands: [...CONNECTION, "evalsha", "eval", "get", "set", "time", "zadd", "zrem", "zscore", "zcard", "hget", "hset", "hdel", "decrby", "pexpire", "multi", "exec"],
     keys: [
       R(`${k.fallbackCache}e:*`), RW(`${k.fallbackCache}lru`), RW(`${k.fallbackCache}size`), RW(`${k.fallbackCache}bytes`),
-      RW(`${k.fallbackRequests}*`), RW(k.fallbackQueue), R(k.tier), R(k.standbyWake),
+      RW(`${k.fallbackRequests}*`), RW(`${k.fallbackIdempotency}*`), RW(k.fallbackQueue), R(k.tier), R(k.standbyWake),
     ],
     // An expired entry's bookkeeping is dropped on a miss (DEL of the entry): deleting is allowed, writing one is not.
-    selectors: [{ commands: ["del"], keys: [W(`${k.fallbackCache}e:*`)] }],
+    // A cancelled request frees its tenant's idempotency key (DEL) so that the client's retry is a new request.
+    selectors: [{ commands: ["del"], keys: [W(`${k.fallbackCache}e:*`), W(`${k.fallbackIdempotency}*`)] }],
   };
   const edge: RedisRole = {
     name: "llmha-edge",

@@ -136,6 +136,11 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
     expect(await store.accepting(rec)).toBe(true);
     expect(await store.confirm(rec)).toBe(true);
     expect((await store.get("req-1"))?.state).toBe("pending");
+    // Idempotency keys: bound, read back, freed by a cancel (NOPERM here answered every Idempotency-Key request 503 at L4).
+    expect(await store.bindIdempotencyKey("t1", "key-1", "req-1")).toBe("req-1");
+    expect(await store.bindIdempotencyKey("t1", "key-1", "req-2")).toBe("req-1");
+    await store.releaseIdempotencyKey("t1", "key-1", "req-1");
+    expect(await store.boundRequest("t1", "key-1")).toBeNull();
     const tier = await new TierReader(fb.redis, CLUSTER, { retryAfterS: 5, wakeEtaS: 60 }).read();
     expect(tier.readable).toBe(true);
     const [k, a] = hb("forged-1");
@@ -171,7 +176,7 @@ describe("the role table and the key table agree", () => {
   const k = new RedisKeys("c1");
   const every = [
     k.node("n1"), k.azAvailable("a"), k.azState("a"), k.members, k.nodes, k.dead, k.azs, k.leader, k.fence, k.fenceLast, k.tier, k.standbyWake,
-    k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, k.fallbackQueue, k.edgeKeys, k.edgeKeysRev,
+    k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, `${k.fallbackIdempotency}t:abc`, k.fallbackQueue, k.edgeKeys, k.edgeKeysRev,
     k.canaryAnswers, k.canaryExpect, k.canaryRecorded,
   ];
   it("every role's pattern names a key of keys.ts, and every key has a writer", () => {

@@ -22,6 +22,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
+import { RedisKeys } from "../../fleet/redis/keys";
 
 export type RequestState = "accepting" | "pending" | "running" | "cancelled" | "done" | "failed";
 export type FinalState = "done" | "failed";
@@ -73,12 +74,13 @@ export const ANONYMOUS_TENANT = "_anonymous";
 
 export class ResultStore {
   readonly prefix: string;
-  private readonly base: string;
+  private readonly idemPrefix: string;
   private readonly r: ResultsRedis;
 
   constructor(redis: Redis, cluster: string, readonly ttlS = 86_400) {
-    this.base = `llmha:${cluster}:fallback:`;
-    this.prefix = `${this.base}req:`;
+    const keys = new RedisKeys(cluster);
+    this.prefix = keys.fallbackRequests;
+    this.idemPrefix = keys.fallbackIdempotency;
     if (!("llmhaMove" in redis)) redis.defineCommand("llmhaMove", { numberOfKeys: 1, lua: MOVE_LUA });
     this.r = redis as ResultsRedis;
   }
@@ -133,7 +135,7 @@ export class ResultStore {
   }
 
   private idemKey(tenant: string, key: string): string {
-    return `${this.base}idem:${tenant}:${createHash("sha256").update(key).digest("hex")}`;
+    return `${this.idemPrefix}${tenant}:${createHash("sha256").update(key).digest("hex")}`;
   }
 
   /** Maps the tenant's idempotency key to `id` unless it maps to one already; returns the id it maps to. */

@@ -114,6 +114,10 @@ export class RedisKeys {
   get fallbackRequests(): string {
     return `${this.prefix}fallback:req:`;
   }
+  /** A tenant's idempotency key starts with this: `<prefix><tenant>:<sha256 of the key>`. */
+  get fallbackIdempotency(): string {
+    return `${this.prefix}fallback:idem:`;
+  }
   get fallbackQueue(): string {
     return `${this.prefix}fallback:queue`;
   }
