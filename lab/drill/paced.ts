@@ -6,7 +6,6 @@
  */
 import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
-import { setPriority } from "node:os";
 import { join } from "node:path";
 import { DRILL_MODEL } from "./settings";
 
@@ -74,15 +73,6 @@ export interface FloodOrder {
  */
 export async function pacedInChild(o: FloodOrder): Promise<{ go(): void; stop(): Promise<Sent[]> }> {
   const child = spawn(process.execPath, ["--import", "tsx", join(__dirname, "flood-child.ts"), JSON.stringify(o)], { stdio: ["pipe", "pipe", "inherit"] });
-  // The flood comes from other hosts in the field: its generator gets what CPU is left over, so
-  // what the legitimate tenants feel is the proxy's work on the flood, not the generator's.
-  if (child.pid !== undefined) {
-    try {
-      setPriority(child.pid, 19);
-    } catch {
-      // not permitted: the figure then includes the generator's share (said in docs/drill.md)
-    }
-  }
   let out = "";
   const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
   await new Promise<void>((resolve) => {
