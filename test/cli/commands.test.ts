@@ -50,11 +50,17 @@ async function pool<T, R>(items: readonly T[], n: number, f: (x: T) => Promise<R
 describe("llm-ha help", () => {
   it("every command has its own help: `llm-ha help CMD` and `llm-ha CMD --help` print the same text, on stdout, exit 0", async () => {
     const names = CHECKOUT_COMMANDS.map((c) => c.name);
-    const runs = await pool(names, 3, async (name) => ({ name, help: await llmha("help", name), flag: await llmha(name, "--help") }));
+    // `help CMD` for every command; `CMD --help` beside it for one command of each entry kind (the
+    // image's, the checkout's, a script of bin/llm-ha's own): each is a process start, and the
+    // launcher maps one onto the other for all of them.
+    const sampled = new Set(["status", "practice", "drill", "policy", "fallback"]);
+    const runs = await pool(names, 3, async (name) => ({ name, help: await llmha("help", name), flag: sampled.has(name) ? await llmha(name, "--help") : null }));
     for (const { name, help, flag } of runs) {
       expect(help.code, `llm-ha help ${name}: ${help.stderr}`).toBe(0);
-      expect(flag.code, `llm-ha ${name} --help: ${flag.stderr}`).toBe(0);
-      expect(help.stdout, name).toBe(flag.stdout);
+      if (flag) {
+        expect(flag.code, `llm-ha ${name} --help: ${flag.stderr}`).toBe(0);
+        expect(help.stdout, name).toBe(flag.stdout);
+      }
       expect(help.stdout, name).toMatch(new RegExp(`llm-ha ${name}|npm run ${name}`));
       expect(help.stdout.length, name).toBeGreaterThan(80);
     }
