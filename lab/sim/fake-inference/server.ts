@@ -10,21 +10,8 @@ import type { Body, Completion, Engine, KindApi } from "./kind";
 import { LLAMACPP } from "./llamacpp";
 import { OPENAI } from "./openai";
 import {
-  DEFAULT_SETTINGS,
-  FAKE_SERVER_HEADER,
-  FakeInferenceSettingsError,
-  INFERENCE_KINDS,
-  parseSettingsChange,
-  QUERY_OF_DEATH_MARKER,
-  CORRUPT_TOKEN_TEXT,
-  WRONG_MODEL_ID,
-  type FakeInference,
-  type FakeInferenceMode,
-  type FakeInferenceOptions,
-  type FakeInferenceSettings,
-  type FakeInferenceState,
-  type FakeInferenceStats,
-  type InferenceKind,
+  CORRUPT_TOKEN_TEXT, DEFAULT_SETTINGS, FAKE_SERVER_HEADER, FakeInferenceSettingsError, INFERENCE_KINDS, parseSettingsChange, QUERY_OF_DEATH_MARKER, WRONG_MODEL_ID,
+  type FakeInference, type FakeInferenceMode, type FakeInferenceOptions, type FakeInferenceSettings, type FakeInferenceState, type FakeInferenceStats, type InferenceKind,
 } from "./settings";
 import { sendStream, TOKEN_TEXT } from "./stream";
 import { corruptText, greedyAnswer, pythonJson } from "./greedy";
