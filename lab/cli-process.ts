@@ -28,3 +28,13 @@ export function runLlmHa(args: readonly string[], env: Record<string, string> = 
     child.once("close", (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/** Whether a process with this id still exists (signal 0: nothing is sent). */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -8,7 +8,7 @@ import { execFile } from "node:child_process";
 import { ADDON_NAMES } from "../addons";
 import type { StackConfig } from "../config";
 import type { CheckRow } from "./checks";
-import { prometheusRows } from "./prometheus-check";
+import { PROMETHEUS_CHECK, prometheusRows } from "./prometheus-check";
 
 /** Runs `aws <args> --output json` and returns the parsed answer; rejects with `AwsCliError`. */
 export type AwsCli = (args: string[]) => Promise<unknown>;
@@ -42,7 +42,6 @@ export function awsCli(region: string, timeoutMs = 30_000): AwsCli {
 }
 
 type Obj = Record<string, unknown>;
-const CHECK_PROMETHEUS = "prometheus";
 const arr = (v: unknown): Obj[] => (Array.isArray(v) ? (v as Obj[]) : []);
 
 /** EKS's versions of one add-on for a Kubernetes version, and which is its default. */
@@ -103,5 +102,5 @@ export async function cliChecks(c: StackConfig, cli: AwsCli, guard: (check: stri
       : [{ check: "model weights", status: "missing", detail: `nothing under ${uri}`, fix: `aws s3 sync <local copy of ${c.inference.model}> ${uri}` }];
   });
 
-  await guard(CHECK_PROMETHEUS, () => prometheusRows(c, cli));
+  await guard(PROMETHEUS_CHECK, () => prometheusRows(c, cli));
 }

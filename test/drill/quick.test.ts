@@ -9,17 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { DrillReport } from "../../lab/drill/command";
+import { pidAlive } from "../../lab/cli-process";
 
 const CLI = join(__dirname, "..", "..", "lab", "cli.ts");
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe("llm-ha drill --quick", () => {
   // The targets themselves are `--check`'s verdict on a quiet machine (`npm run drill`); beside
@@ -60,6 +52,6 @@ describe("llm-ha drill --quick", () => {
     expect(readFileSync(join(dir, "out", "timeline.svg"), "utf8")).toMatch(/^<svg/);
     const pids = JSON.parse(readFileSync(join(dir, "out", "pids.json"), "utf8")) as number[];
     expect(pids.length).toBeGreaterThanOrEqual(6 * 2 + 5);
-    expect(pids.filter(alive)).toEqual([]);
+    expect(pids.filter(pidAlive)).toEqual([]);
   }, 480_000); // the quick drill takes 3–5 min on 2 cores; more when other suites run beside it
 });

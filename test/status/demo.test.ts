@@ -7,18 +7,9 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { runLlmHa } from "../../lab/cli-process";
+import { pidAlive, runLlmHa } from "../../lab/cli-process";
 
 const LAB_CLI = join(__dirname, "..", "..", "lab", "cli.ts");
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe("llm-ha demo", () => {
   const child = spawn(process.execPath, ["--import", "tsx", LAB_CLI, "demo", "--fault-every", "1"], { stdio: ["ignore", "pipe", "pipe"] });
@@ -38,7 +29,7 @@ describe("llm-ha demo", () => {
       await new Promise((r) => setTimeout(r, 200));
     }
     const pid = Number(/redis-server pid (\d+)/.exec(out)?.[1]);
-    expect(alive(pid)).toBe(true);
+    expect(pidAlive(pid)).toBe(true);
     const line = /^ {2}bin\/llm-ha (status --redis-url \S+ --cluster \S+) --watch$/m.exec(out);
     expect(line, out).not.toBeNull();
     // The pasted line, without --watch so that it reads once.
@@ -51,7 +42,7 @@ describe("llm-ha demo", () => {
     child.kill("SIGINT");
     expect(await closed).toBe(0);
     expect(out).toContain("stopped: nothing of the demo is left running");
-    expect(alive(pid)).toBe(false);
+    expect(pidAlive(pid)).toBe(false);
     expect(err).toBe("");
   }, 120_000);
 });

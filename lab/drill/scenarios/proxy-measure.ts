@@ -10,6 +10,7 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import type { SimNode } from "../../sim/sim-node";
 import { l1Full, l1Removed, type L1Sample, type Sample } from "../timeline";
+import { pidAlive } from "../../cli-process";
 
 /** One answer of a polled endpoint: its time, or the time limit when it failed. */
 export interface Poll {
@@ -152,13 +153,7 @@ export function serverMaxconnOf(configPath: string): number | null {
 /** Whether the node's inference process is running (it may have exited on its own). */
 export function inferenceAlive(n: SimNode): boolean {
   const pid = n.inferencePid;
-  if (pid === null) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
+  return pid !== null && pidAlive(pid);
 }
 
 /** Completions the node's fake inference server has not answered yet (null when it did not say). */
