@@ -1,5 +1,6 @@
 import { writeFileSync } from "node:fs";
-import { rename, writeFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { mkdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 /** The fake nvidia-smi executable; point `LLMHA_NVIDIA_SMI` at it and `FAKE_NVSMI_STATE` at a state file. */
@@ -8,9 +9,32 @@ export const FAKE_NVIDIA_SMI_PATH = join(__dirname, "fake-nvidia-smi.cjs");
 /**
  * Writes `path`, a script running the fake with `statePath` baked in: the agent gives nvidia-smi a
  * minimal environment (no `FAKE_NVSMI_STATE`), as it would give the real one. Returns `path`.
+ *
+ * Fast path: an answer the fake already rendered for the state's version (`<state>.ver`, the
+ * hash of its content, written by `writeNvsmiState`) and the same arguments is printed by the
+ * shell alone (`<state>.c/<version>-<length of the arguments>.{args,out,err,code}`; the stored
+ * arguments must match), without starting node. Six agents asking twice a second each started
+ * twelve node processes a second — most of a core on the drill's 2-core machine, and the fake's
+ * own slowness under that load read as `GPU_QUERY_TIMEOUT`. A miss runs the fake, which fills
+ * the cache when the state it read is that version.
  */
 export function writeFakeNvidiaSmiWrapper(path: string, statePath: string): string {
-  writeFileSync(path, `#!/bin/sh\nFAKE_NVSMI_STATE='${statePath}' exec '${FAKE_NVIDIA_SMI_PATH}' "$@"\n`, { mode: 0o755 });
+  const q = (x: string): string => `'${x.replace(/'/g, "'\\''")}'`;
+  writeFileSync(path, [
+    "#!/bin/sh",
+    `S=${q(statePath)}`,
+    'if read -r v 2>/dev/null < "$S.ver"; then',
+    '  a="$*"; f="$S.c/$v-${#a}"',
+    '  if read -r c 2>/dev/null < "$f.code" && read -r b 2>/dev/null < "$f.args" && [ "$b" = "$a" ]; then',
+    '    while IFS= read -r l; do printf \'%s\\n\' "$l"; done < "$f.out"',
+    '    while IFS= read -r l; do printf \'%s\\n\' "$l" >&2; done < "$f.err"',
+    '    exit "$c"',
+    "  fi",
+    '  export FAKE_NVSMI_CACHE="$f" FAKE_NVSMI_VERSION="$v"',
+    "fi",
+    `FAKE_NVSMI_STATE="$S" exec ${q(FAKE_NVIDIA_SMI_PATH)} "$@"`,
+    "",
+  ].join("\n"), { mode: 0o755 });
   return path;
 }
 
@@ -89,9 +113,19 @@ export type NvsmiFault = keyof typeof NVSMI_FAULTS;
 
 let tmpSeq = 0;
 
-/** Writes the state atomically (temp file + rename) so a concurrent nvidia-smi call never reads half a file. */
+/**
+ * Writes the state atomically (temp file + rename) so a concurrent nvidia-smi call never reads
+ * half a file, then its version (the content's hash) for the wrapper's cache: state first, so a
+ * call that reads the new version always finds the new state.
+ */
 export async function writeNvsmiState(path: string, state: NvsmiState): Promise<void> {
-  const tmp = `${path}.${process.pid}.${tmpSeq++}.tmp`;
-  await writeFile(tmp, JSON.stringify(state));
-  await rename(tmp, path);
+  const text = JSON.stringify(state);
+  const put = async (file: string, content: string): Promise<void> => {
+    const tmp = `${file}.${process.pid}.${tmpSeq++}.tmp`;
+    await writeFile(tmp, content);
+    await rename(tmp, file);
+  };
+  await put(path, text);
+  await mkdir(`${path}.c`, { recursive: true });
+  await put(`${path}.ver`, `${createHash("sha1").update(text).digest("hex").slice(0, 16)}\n`);
 }

@@ -109,6 +109,8 @@ export class SimNode {
   private closed = false;
   private readonly log: WriteStream;
   private nvsmi: NvsmiState;
+  /** Booted on an unusable GPU: its server's port stays closed until the GPU is healed. */
+  private crashLooping = false;
 
   private constructor(readonly opts: SimNodeOptions) {
     this.id = opts.id;
@@ -174,7 +176,10 @@ export class SimNode {
 
   /** Starts the node's processes (a new instance of the group booting): inference server, then agent. */
   async boot(): Promise<void> {
-    await this.startInference(this.opts.mode ?? "ready");
+    // vLLM exits at CUDA init on a GPU the driver cannot open (lost, driver gone or mismatched):
+    // the pod restarts in a loop with its port closed until the GPU is back (see gpuFault).
+    this.crashLooping = this.gpuUnusable();
+    await this.startInference(this.crashLooping ? "refused" : (this.opts.mode ?? "ready"));
     if (!this.opts.noAgent) await this.startAgent();
   }
 
@@ -243,11 +248,12 @@ export class SimNode {
     }
   }
 
-  /** Completions per drill tag this node's inference server answered (`l4#<tag>`); null when it does not answer. */
-  async tagged(): Promise<Record<string, number> | null> {
+  /** The drill tags' counts and, per tag, who sent each run (`x-llmha-replay`'s request id, or `direct`). */
+  async taggedRuns(): Promise<{ tagged: Record<string, number>; via: Record<string, string[]> } | null> {
     try {
       const r = await fetch(`${this.adminUrl}/stats`, { signal: AbortSignal.timeout(1000) });
-      return ((await r.json()) as { tagged?: Record<string, number> }).tagged ?? {};
+      const s = (await r.json()) as { tagged?: Record<string, number>; taggedVia?: Record<string, string[]> };
+      return { tagged: s.tagged ?? {}, via: s.taggedVia ?? {} };
     } catch {
       return null;
     }
@@ -335,6 +341,16 @@ export class SimNode {
 
   async gpuFault(fault: NvsmiFault | null): Promise<void> {
     await this.setGpu(fault ? NVSMI_FAULTS[fault] : {});
+    if (this.crashLooping && !this.gpuUnusable() && this.inference) {
+      // The crash-looping pod's next restart finds the GPU: its server loads and listens.
+      this.crashLooping = false;
+      await this.setMode(this.opts.mode ?? "ready");
+    }
+  }
+
+  /** nvidia-smi fails outright (exit code set): CUDA cannot open the GPU, no server can start on it. */
+  private gpuUnusable(): boolean {
+    return (this.nvsmi.exitCode ?? 0) !== 0;
   }
 
   async setMode(change: FakeInferenceMode | Partial<FakeInferenceSettings>): Promise<void> {

@@ -10,6 +10,7 @@
  */
 import type { SimNode } from "../../sim/sim-node";
 import type { Corruption } from "../../sim/fake-inference/greedy";
+import { CONFIG_DEFAULTS as DEFAULTS } from "../../../agent/src/config/load";
 import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
 import { DRILL_TIMING } from "../settings";
@@ -34,16 +35,17 @@ async function corruptServed(n: SimNode): Promise<number | null> {
   }
 }
 
-/** Canary requests an agent has sent so far (its `/metrics`); null when it does not answer. */
-async function canariesSent(n: SimNode): Promise<number | null> {
+/** The sum of an agent's counter over its labels (its `/metrics`); null when it does not answer. */
+async function agentCounter(n: SimNode, name: string): Promise<number | null> {
   try {
     const r = await fetch(`${n.agentUrl}/metrics`, { signal: AbortSignal.timeout(1000) });
     const text = await r.text();
-    return [...text.matchAll(/^llmha_canary_requests_total\{[^}]*\} (\S+)$/gm)].reduce((a, m) => a + Number(m[1]), 0);
+    return [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, "gm"))].reduce((a, m) => a + Number(m[1]), 0);
   } catch {
     return null;
   }
 }
+
 
 /** The agent's canary phase as `/status` shows it. */
 async function canaryPhase(n: SimNode): Promise<string> {
@@ -101,8 +103,10 @@ export async function runCanaryNoise(ctx: ScenarioContext, spec: ScenarioSpec, r
   const r = blank(spec.name, run);
   if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
   const nodes = ctx.stack.running().filter((n) => !ctx.stack.azOf(n).standby);
-  const count = async (): Promise<number> => (await Promise.all(nodes.map(canariesSent))).reduce<number>((a, x) => a + (x ?? 0), 0);
+  const sum = async (name: string): Promise<number> => (await Promise.all(nodes.map((n) => agentCounter(n, name)))).reduce<number>((a, x) => a + (x ?? 0), 0);
+  const count = (): Promise<number> => sum("llmha_canary_requests_total");
   const start = await count();
+  const busyStart = await sum("llmha_canary_seconds_total");
   r.injectAt = mark(ctx, "inject", `nondeterminism ${NOISE} on ${nodes.length} servers`);
   await Promise.all(nodes.map((n) => n.setMode({ noise: NOISE })));
   let sent = 0;
@@ -111,6 +115,8 @@ export async function runCanaryNoise(ctx: ScenarioContext, spec: ScenarioSpec, r
     await sleep(2000);
     sent = (await count()) - start;
   }
+  const busy = (await sum("llmha_canary_seconds_total")) - busyStart;
+  const windowS = (ctx.now() - r.injectAt) / 1000;
   r.healAt = mark(ctx, "heal", "nondeterminism off");
   await Promise.all(nodes.map((n) => n.setMode({ noise: 0 })));
   await sleep(300);
@@ -123,5 +129,12 @@ export async function runCanaryNoise(ctx: ScenarioContext, spec: ScenarioSpec, r
   r.extra.canaries = sent;
   r.extra.canariesShort = Math.max(0, NOISE_CANARIES - sent);
   r.extra.seconds = Math.round((r.healAt - r.injectAt) / 1000);
+  // The cost (issue 32): the servers' time on canaries as a share of wall time, at the drill's
+  // cadence, and scaled to the production default (one round a minute instead of one a second).
+  const share = nodes.length && windowS > 0 ? busy / (nodes.length * windowS) : null;
+  r.extra.canaryMsPerRound = sent > 0 ? Math.round((busy * 1000 * 3) / sent) : null;
+  r.extra.canaryShareDrillPct = share === null ? null : Math.round(share * 10_000) / 100;
+  r.extra.canaryShareProdPct = share === null ? null : Math.round(share * (DRILL_TIMING.canaryIntervalMs / DEFAULTS.canaryIntervalMs) * 1_000_000) / 10_000;
+  r.notes.push(`canary cost: ${r.extra.canaryMsPerRound ?? "n/a"} ms of server time a round (3 requests); ${r.extra.canaryShareDrillPct ?? "n/a"}% of each server's time at the drill's ${DRILL_TIMING.canaryIntervalMs} ms cadence, ${r.extra.canaryShareProdPct ?? "n/a"}% at the default ${DEFAULTS.canaryIntervalMs / 1000} s`);
   return r;
 }

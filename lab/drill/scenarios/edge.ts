@@ -68,7 +68,7 @@ export async function runEdgeAuth(ctx: ScenarioContext, spec: ScenarioSpec, run:
   await sleep(1500);
   r.healAt = mark(ctx, "heal", `${spec.name}: done`);
   await Promise.all([victim.stop(), rot.stop()]);
-  const reached = (await taggedRuns(ctx.stack.running())).get(tag) ?? 0;
+  const reached = (await taggedRuns(ctx.stack.running())).runs.get(tag) ?? 0;
   r.endAt = ctx.now();
   finish(ctx, r, [], l1Removed);
   r.extra.refusedNot401 = refused.filter((s) => s.status !== 401).length;

@@ -34,10 +34,14 @@ export function sdkFor(baseUrl: string, tenant: string): OpenAI {
 }
 
 /** Completions per tag over every node's inference server. */
-export async function taggedRuns(nodes: readonly SimNode[]): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for (const t of await Promise.all(nodes.map((n) => n.tagged()))) for (const [k, v] of Object.entries(t ?? {})) out.set(k, (out.get(k) ?? 0) + v);
-  return out;
+export async function taggedRuns(nodes: readonly SimNode[]): Promise<{ runs: Map<string, number>; via: Map<string, string[]> }> {
+  const runs = new Map<string, number>();
+  const via = new Map<string, string[]>();
+  for (const t of await Promise.all(nodes.map((n) => n.taggedRuns()))) {
+    for (const [k, v] of Object.entries(t?.tagged ?? {})) runs.set(k, (runs.get(k) ?? 0) + v);
+    for (const [k, v] of Object.entries(t?.via ?? {})) via.set(k, [...(via.get(k) ?? []), ...v]);
+  }
+  return { runs, via };
 }
 
 const ask = (content: string, extra: Record<string, unknown> = {}): OpenAI.ChatCompletionCreateParamsNonStreaming =>

@@ -73,7 +73,8 @@ async function send(url: string, kind: Kind, seq: number, now: () => number): Pr
       method: "POST",
       headers,
       body: JSON.stringify({ model: DRILL_MODEL, messages: [{ role: "user", content: prompt }], temperature: 0, max_tokens: 8 }),
-      signal: AbortSignal.timeout(5000),
+      // Past the fallback's 5 s wait for the broker's acknowledgement (its 503 comes after it).
+      signal: AbortSignal.timeout(15_000),
     });
     const body = (await res.json().catch(() => null)) as { id?: string; choices?: Array<{ message?: { content?: string } }> } | null;
     return {
@@ -115,7 +116,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     const fbLog = createLogger({ level: "info", name: "llm-ha-fallback", destination: createWriteStream(logPath) });
     const member = (metricsAddr: string): Promise<FallbackProcess> => startFallbackProcess([
       "--metrics-addr", metricsAddr, "--cluster", stack.cluster, "--redis-url", stack.redis.url, "--kafka-brokers", kafka!.bootstrap, "--models", DRILL_MODEL,
-      "--l1-url", l4Url, "--replay-rps", "20", "--replay-attempts", "10", "--replay-timeout-ms", "10000", "--log-level", "warn",
+      "--l1-url", l4Url, "--replay-rps", "20", "--replay-attempts", "10", "--replay-timeout-ms", "10000", "--log-level", "info",
     ], 120_000); // a loaded machine takes a while to load the sources
     // Everything at once: the members' start (tsx loading the sources) is most of the wait.
     const fbStarted = runFallback(cfg, { log: fbLog });
@@ -224,8 +225,8 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
       await Promise.all([...tenantOfId.keys()].filter((id) => !states.has(id)).map(async (id) => {
         const res = await fetch(`${l4Url}/v1/llmha/requests/${id}`, { headers: asTenant(tenantOfId.get(id)!) }).catch(() => null);
         if (res?.status === 200) {
-          const body = (await res.json()) as { state: string; response?: unknown };
-          states.set(id, body.state);
+          const body = (await res.json()) as { state: string; response?: unknown; error?: { message?: string } };
+          states.set(id, body.error?.message ? `${body.state}: ${body.error.message}` : body.state);
           results.set(id, body.response);
         } else await res?.arrayBuffer();
       }));
@@ -249,7 +250,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     const s503 = inOutage.filter((x) => x.status === 503);
     const lost = [...tenantOfId.keys()].filter((id) => states.get(id) !== "done").length;
     // Runs counted at the inference servers: each queued request once, the repeated key and the retried 503 once.
-    const runs = await taggedRuns(stack.nodes);
+    const { runs, via } = await taggedRuns(stack.nodes);
     const runsOf = (tag: string): number => runs.get(tag) ?? 0;
     // A poisoning attempt: the victim asks the verified prompt at the fallback (directly, as at L4) and must get the verified answer.
     const victim = await fetch(`http://127.0.0.1:${fbPort}/v1/chat/completions`, {
@@ -301,7 +302,15 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
       `503s with Retry-After ${f(r.extra.retryAfterPct, "%")} of ${s503.length}; results through L1 ${f(r.extra.resultsViaL1Pct, "%")}; ` +
       `idempotency key same id ${checks.idemSame}, run ${checks.idemTag ? runsOf(checks.idemTag) : "n/a"}×; retried 503 run ${checks.retry503Status === 503 ? runsOf("retry503") : "n/a"}×; poisoning served ${poisonServed}; replay resumed ${f(crashed.resumeMs, " ms")} after kill -9 of one fallback; baseline (AZ proxies, no L4) failed ${f(baselineFailed)} requests meanwhile`;
     r.notes.push(r.extra.figures);
-    if (typeof r.extra.firstL4Ms === "number" && r.extra.firstL4Ms > 1000) r.notes.push(`first L4 answer ${r.extra.firstL4Ms} ms > 1 s target`);
+    // What counted against L4, named: a user reading the report sees which answers and which ids.
+    if (bad.length) r.notes.push(`not L4's answers: ${bad.slice(0, 8).map((x) => `${x.kind} ${x.status === 0 ? "no answer" : x.status}${x.degraded ? ` (${x.degraded})` : ""} at +${x.t - (outAt ?? 0)} ms`).join(", ")}`);
+    const twice = [...runs].filter(([, n]) => n > 1).map(([tag]) => `${tag} ×${runsOf(tag)} via ${(via.get(tag) ?? []).join(" + ")}`);
+    if (twice.length) r.notes.push(`run more than once: ${twice.slice(0, 8).join("; ")}`);
+    if (lost) r.notes.push(`not done: ${[...tenantOfId.keys()].filter((id) => states.get(id) !== "done").slice(0, 8).map((id) => `${id} (${states.get(id) ?? "no 200"})`).join(", ")}`);
+    if (typeof r.extra.firstL4Ms === "number" && r.extra.firstL4Ms > 1000 && outAt !== null) {
+      const early = recs.filter((x) => x.t >= outAt - 200 && x.t <= outAt + 1000).sort((a, b) => a.t - b.t);
+      r.notes.push(`first L4 answer ${r.extra.firstL4Ms} ms > 1 s target; the requests sent around the last server out: ${early.slice(0, 10).map((x) => `${x.kind} +${x.t - outAt} ms → ${x.status || "no answer"}${x.degraded ? ` (${x.degraded})` : ""} in ${x.end - x.t} ms`).join(", ")}`);
+    }
     r.notes.push(`fallback log: ${logPath}`);
   } finally {
     if (survivor) appendFileSync(logPath, survivor.output());

@@ -58,6 +58,8 @@ class FakeInferenceServer implements FakeInference, Engine {
   };
   /** Completions per drill tag (a last message starting `l4#<tag> `): how often one L4 request reached a server. */
   private readonly tagged = new Map<string, number>();
+  /** Per drill tag, who sent each run: the replay's request id (`x-llmha-replay`) or `direct`. */
+  private readonly taggedVia = new Map<string, string[]>();
   private readonly inference: Server;
   private readonly admin: Server;
   private listening = false;
@@ -124,7 +126,7 @@ class FakeInferenceServer implements FakeInference, Engine {
     const now = Date.now();
     let partial = 0;
     for (const g of this.active) partial += this.producedBy(g, now);
-    return { ...this.counters, generationTokens: this.counters.generationTokens + partial, tagged: Object.fromEntries(this.tagged) };
+    return { ...this.counters, generationTokens: this.counters.generationTokens + partial, tagged: Object.fromEntries(this.tagged), taggedVia: Object.fromEntries(this.taggedVia) };
   }
 
   async close(): Promise<void> {
@@ -368,7 +370,11 @@ class FakeInferenceServer implements FakeInference, Engine {
       return;
     }
     const tag = /^l4#(\S+)/.exec(String((body.messages as Array<{ content?: unknown }> | undefined)?.at(-1)?.content ?? ""))?.[1];
-    if (tag) this.tagged.set(tag, (this.tagged.get(tag) ?? 0) + 1);
+    if (tag) {
+      this.tagged.set(tag, (this.tagged.get(tag) ?? 0) + 1);
+      const via = req.headers["x-llmha-replay"];
+      this.taggedVia.set(tag, [...(this.taggedVia.get(tag) ?? []), typeof via === "string" ? via : "direct"]);
+    }
     try {
       const reply = await this.api.route(this, req.method ?? "GET", path, body, res);
       if (reply) send(res, reply);

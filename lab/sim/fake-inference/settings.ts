@@ -141,6 +141,8 @@ export interface FakeInferenceStats {
   corruptServed: number;
   /** Completions per drill tag (`l4#<tag>` opening the last message). */
   tagged?: Record<string, number>;
+  /** Per drill tag, who sent each run: the replaying fallback's request id, or `direct`. */
+  taggedVia?: Record<string, string[]>;
 }
 
 export interface FakeInferenceState extends FakeInferenceSettings {

@@ -87,14 +87,28 @@ export class Replayer {
     });
     this.consumer = c;
     // kafkajs stops for good on an error it deems fatal (this member evicted while the brokers
-    // were frozen: "The coordinator is not aware of this member"): start a new member instead.
+    // were frozen: "The coordinator is not aware of this member"; a commit refused because a dead
+    // member's eviction started a rebalance; it has left the group by then): start a new member,
+    // after 1 s — rejoining at once (100 ms) held the drill's replay up for 27 s once, the mock
+    // broker still waiting out that rebalance — and again until one runs.
     c.on(c.events.CRASH, (e) => {
       if (e.payload.restart || this.stopping) return;
-      this.o.log.warn({ err: e.payload.error.message }, "replay: consumer stopped; starting a new one in 1 s");
-      setTimeout(() => {
-        if (this.stopping || this.consumer !== c) return;
-        this.start().catch((err: unknown) => this.o.log.error({ err: (err as Error).message }, "replay: consumer did not restart"));
-      }, 1000).unref();
+      this.o.log.warn({ err: e.payload.error.message }, "replay: consumer stopped; starting a new member");
+      void (async () => {
+        // Until a new member runs (the brokers may still be down): a replay that stays stopped loses nothing but waits forever.
+        let failed = c;
+        for (let delay = 1000; !this.stopping; delay = Math.min(delay * 2, 5000)) {
+          await sleep(delay);
+          if (this.stopping || this.consumer !== failed) return; // stopped, or another restart took over
+          try {
+            return await this.start();
+          } catch (err) {
+            this.o.log.error({ err: (err as Error).message, retryInMs: Math.min(delay * 2, 5000) }, "replay: consumer did not restart");
+            failed = this.consumer ?? failed;
+            await failed.disconnect().catch(() => undefined);
+          }
+        }
+      })();
     });
     await c.connect();
     await c.subscribe({ topic: this.o.topic, fromBeginning: true });
