@@ -2,6 +2,7 @@
  * From runs to verdicts and text: per scenario a summary (p50/max when it repeats), the
  * target check, and the table on stdout. Pure; the JSON report is these objects.
  */
+import { overloadNote } from "./pressure";
 import { p50max } from "./timeline";
 import type { RunResult } from "./run-scenario";
 import type { ScenarioSpec, Targets } from "./scenarios";
@@ -169,6 +170,8 @@ function sdkAvoidableOf(r: RunResult): number {
 export function summarize(spec: ScenarioSpec, runs: readonly RunResult[]): ScenarioSummary {
   const nm = runs.find((r) => r.notMeasured)?.notMeasured;
   const checked = nm ? { pass: null, misses: [`not measured: ${nm}`] } : checkTargets(spec.targets, runs);
+  const overload = checked.pass === false ? overloadNote(runs) : null;
+  if (overload) checked.misses.push(overload);
   const sum = (f: (r: RunResult) => number): number => runs.reduce((a, r) => a + f(r), 0);
   return {
     name: spec.name,

@@ -14,6 +14,7 @@ import { runNodeDrain, runRollingRestart } from "./scenarios/planned";
 import { runRedisBlackhole, runRedisFailover, runRedisFailoverLag, runRedisSlow } from "./scenarios/redis";
 import { runGlobalOutage } from "./scenarios/outage";
 import { runL2Spread, runLongGeneration, runLongPromptCrash, runOverload, runQueryOfDeath } from "./scenarios/proxy";
+import { measurePressure } from "./pressure";
 import { blank, type RunResult, type ScenarioContext } from "./scenarios/runner";
 import { runAzGpuLoss, runAzLoss, runStandbyWake } from "./scenarios/zone";
 import { runPracticeWake, runStandbyIce } from "./scenarios/capacity";
@@ -76,7 +77,14 @@ export async function runScenario(ctx: ScenarioContext, spec: ScenarioSpec, run:
     return r;
   }
   const go = RUNS.get(spec.name);
-  if (go) return go(ctx, spec, run);
+  if (go) {
+    const pressure = measurePressure();
+    const r = await go(ctx, spec, run);
+    const p = pressure.stop();
+    r.extra.cpuPressurePct = p.cpuPressurePct;
+    r.extra.loopDelayMaxMs = p.loopDelayMaxMs;
+    return r;
+  }
   const r = blank(spec.name, run);
   r.notMeasured = "no injector for this scenario";
   return r;

@@ -51,7 +51,8 @@ const ask = (content: string, extra: Record<string, unknown> = {}): OpenAI.ChatC
 async function queueVia(client: OpenAI, body: OpenAI.ChatCompletionCreateParamsNonStreaming, headers: Record<string, string>): Promise<{ status: number; id: string | null }> {
   try {
     const { data, response } = await client.chat.completions.create(body, { headers: { "x-llmha-queue": "allow", ...headers } }).withResponse();
-    return { status: response.status, id: (data as unknown as { id?: string }).id ?? null };
+    // Only a 202 names a queued request; a server's own answer (200) has a completion id.
+    return { status: response.status, id: response.status === 202 ? ((data as unknown as { id?: string }).id ?? null) : null };
   } catch (err) {
     return { status: (err as { status?: number }).status ?? 0, id: null };
   }

@@ -248,7 +248,10 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     const cachedCorrect = cachedServed.filter((x) => typeof x.ref === "number" && x.content === CACHED[x.ref].answer);
     const cachedAsked = inOutage.filter((x) => x.kind === "cached");
     const s503 = inOutage.filter((x) => x.status === 503);
-    const lost = [...tenantOfId.keys()].filter((id) => states.get(id) !== "done").length;
+    // A request the killed fallback had claimed is failed, never run again (at most once): the
+    // client reads `failed: interrupted` and may send it anew. Counted apart from the lost ones.
+    const interruptedIds = [...tenantOfId.keys()].filter((id) => /^failed: interrupted/.test(states.get(id) ?? ""));
+    const lost = [...tenantOfId.keys()].filter((id) => states.get(id) !== "done").length - interruptedIds.length;
     // Runs counted at the inference servers: each queued request once, the repeated key and the retried 503 once.
     const { runs, via } = await taggedRuns(stack.nodes);
     const runsOf = (tag: string): number => runs.get(tag) ?? 0;
@@ -279,8 +282,10 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     r.extra.replayedFailed = count("failed");
     r.extra.duplicates = duplicates;
     r.extra.lost = lost;
+    r.extra.interrupted = interruptedIds.length;
     r.extra.drainMs = drainedAt === null ? null : drainedAt - r.healAt;
-    r.extra.resultsViaL1Pct = tenantOfId.size ? Math.round((1000 * [...states.values()].filter((x) => x === "done").length) / tenantOfId.size) / 10 : null;
+    // Reachable: a final state (done, or failed with its reason) fetched through the L1 proxy as its tenant.
+    r.extra.resultsViaL1Pct = tenantOfId.size ? Math.round((1000 * states.size) / tenantOfId.size) / 10 : null;
     r.extra.idempotentSameId = checks.idemSame ? 1 : 0;
     r.extra.idemRuns = checks.idemTag ? runsOf(checks.idemTag) : null;
     r.extra.retry503Runs = runsOf("retry503");
@@ -298,7 +303,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     const f = (v: unknown, unit = ""): string => (v === null || v === undefined ? "n/a" : `${v}${unit}`);
     r.extra.figures =
       `first L4 answer ${f(r.extra.firstL4Ms, " ms")} after the last server out (no server for ${f(outTotalMs, " ms")} in all); cached ${cachedServed.length}/${cachedAsked.length} served, ${f(r.extra.cachedCorrectPct, "%")} correct; ` +
-      `queued ${queuedIds.length}, replayed once ${count("done")}, lost ${lost}, duplicates ${duplicates}; queue empty ${f(r.extra.drainMs, " ms")} after the heal; ` +
+      `queued ${queuedIds.length}, replayed once ${count("done")}, lost ${lost}, interrupted by the kill ${interruptedIds.length}, duplicates ${duplicates}; queue empty ${f(r.extra.drainMs, " ms")} after the heal; ` +
       `503s with Retry-After ${f(r.extra.retryAfterPct, "%")} of ${s503.length}; results through L1 ${f(r.extra.resultsViaL1Pct, "%")}; ` +
       `idempotency key same id ${checks.idemSame}, run ${checks.idemTag ? runsOf(checks.idemTag) : "n/a"}×; retried 503 run ${checks.retry503Status === 503 ? runsOf("retry503") : "n/a"}×; poisoning served ${poisonServed}; replay resumed ${f(crashed.resumeMs, " ms")} after kill -9 of one fallback; baseline (AZ proxies, no L4) failed ${f(baselineFailed)} requests meanwhile`;
     r.notes.push(r.extra.figures);
@@ -306,7 +311,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     if (bad.length) r.notes.push(`not L4's answers: ${bad.slice(0, 8).map((x) => `${x.kind} ${x.status === 0 ? "no answer" : x.status}${x.degraded ? ` (${x.degraded})` : ""} at +${x.t - (outAt ?? 0)} ms`).join(", ")}`);
     const twice = [...runs].filter(([, n]) => n > 1).map(([tag]) => `${tag} ×${runsOf(tag)} via ${(via.get(tag) ?? []).join(" + ")}`);
     if (twice.length) r.notes.push(`run more than once: ${twice.slice(0, 8).join("; ")}`);
-    if (lost) r.notes.push(`not done: ${[...tenantOfId.keys()].filter((id) => states.get(id) !== "done").slice(0, 8).map((id) => `${id} (${states.get(id) ?? "no 200"})`).join(", ")}`);
+    if (lost + interruptedIds.length) r.notes.push(`not done: ${[...tenantOfId.keys()].filter((id) => states.get(id) !== "done").slice(0, 8).map((id) => `${id} (${states.get(id) ?? "no 200"})`).join(", ")}`);
     if (typeof r.extra.firstL4Ms === "number" && r.extra.firstL4Ms > 1000 && outAt !== null) {
       const early = recs.filter((x) => x.t >= outAt - 200 && x.t <= outAt + 1000).sort((a, b) => a.t - b.t);
       r.notes.push(`first L4 answer ${r.extra.firstL4Ms} ms > 1 s target; the requests sent around the last server out: ${early.slice(0, 10).map((x) => `${x.kind} +${x.t - outAt} ms → ${x.status || "no answer"}${x.degraded ? ` (${x.degraded})` : ""} in ${x.end - x.t} ms`).join(", ")}`);
