@@ -166,7 +166,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       for (const az of azs) {
         const cfgText = k8s("ConfigMap").find((c) => c.metadata.name === `l1-${az}`)?.data["haproxy.cfg"] as string;
         // With the L4 fallback's rule and backend (the generator only asks whether there is one).
-        expect(cfgText).toBe(l1HaproxyConfig({ namespace: "llm-ha", az, azs, slots, fallback: {} as FallbackSidecarSpec, edge: { upstreamKeySecretName: INFERENCE_KEY_SECRET } }));
+        expect(cfgText).toBe(l1HaproxyConfig({ serversNamespace: "llm-ha", az, azs, slots, fallback: {} as FallbackSidecarSpec, edge: { upstreamKeySecretName: INFERENCE_KEY_SECRET } }));
         // The public frontend authenticates clients, and the servers get their own key.
         expect(cfgText).toMatch(/^\s*http-request return status 401 /m);
         expect(cfgText).toContain('http-request set-header authorization "Bearer ${LLMHA_INFERENCE_API_KEY}"');
