@@ -60,7 +60,7 @@ function restricted(spec: Props, pod: Props, cs: ReturnType<typeof containersOf>
   const found: string[] = [];
   for (const v of list(spec.volumes).map((x) => record(x) ?? {})) {
     const kind = Object.keys(v).find((k) => k !== "name");
-    if (kind !== undefined && kind !== "hostPath" && !RESTRICTED_VOLUMES.includes(kind)) found.push(`volume ${str(v.name) ?? "?"} is a ${kind} volume`);
+    if (kind !== undefined && kind !== "hostPath" && !RESTRICTED_VOLUMES.includes(kind)) found.push(`volume ${str(v.name) ?? "?"} is of type ${kind}`);
   }
   if (num(pod.runAsUser) === 0) found.push("the pod runs as UID 0");
   const seccompOk = (sc: Props) => ["RuntimeDefault", "Localhost"].includes(str(record(sc.seccompProfile)?.type) ?? "");
