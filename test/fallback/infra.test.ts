@@ -121,6 +121,9 @@ describe("the fallback's metrics: port, scrape, NetworkPolicy", () => {
     const ep = (pm.spec.podMetricsEndpoints as Array<{ port: string; relabelings: unknown[] }>)[0];
     expect(pm.spec.jobLabel).toBeUndefined();
     expect(pm.spec.selector).toEqual({ matchLabels: { "app.kubernetes.io/name": "l1-proxy" } });
+    // The monitor lives in the workloads namespace; the L1 pods are in the edge one.
+    expect(pm.metadata.namespace).toBe("llm-ha");
+    expect(pm.spec.namespaceSelector).toEqual({ matchNames: ["llm-ha-edge"] });
     expect(ep.port).toBe(FALLBACK_METRICS_PORT_NAME);
     expect(ep.relabelings[0]).toEqual({ targetLabel: "job", replacement: FALLBACK_SCRAPE_JOB });
   });
