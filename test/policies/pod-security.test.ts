@@ -73,5 +73,5 @@ describe("pod-security with the two namespaces (issue 26: restricted wherever po
 function edgeDeployment(): CapturedResource {
   const { deployment } = controllerManifests({ namespace: "llm-ha-edge", image: `agent@sha256:${"ab".repeat(32)}`, clusterName: "prod", redisSecretName: "llm-ha-redis", replicas: 3 });
   const type = "kubernetes:apps/v1:Deployment";
-  return { type, name: "controller", urn: `urn:pulumi:test::llm-ha::${type}::controller`, props: structuredClone(deployment) as Record<string, unknown> };
+  return { type, name: "controller", urn: `urn:pulumi:test::llm-ha::${type}::controller`, props: structuredClone(deployment) as unknown as Record<string, unknown> };
 }
