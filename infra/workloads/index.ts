@@ -140,6 +140,9 @@ function validate(args: WorkloadsArgs): void {
     if (gpus > c.gpusPerNode) p.add(`inference.gpusPerPod`, `${gpus} GPUs do not fit a ${c.name} node (${c.gpusPerNode}) [gpuClasses[${i}]]`);
   });
   if ((args.haproxyReplicas ?? 2) < 1) p.add("haproxyReplicas", "must be ≥ 1");
+  // The edge namespace is named after it (`<namespace>-edge`): both must be DNS-1123 labels.
+  const edge = edgeNamespaceOf(args.namespace ?? WORKLOADS_NAMESPACE);
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(edge)) p.add("namespace", `must be a namespace name of at most 58 characters (its edge namespace is ${JSON.stringify(edge)})`);
   p.throwIfAny("Workloads arguments");
 }
 
