@@ -20,8 +20,21 @@ export const GPU_TAINT = Object.freeze({ key: "nvidia.com/gpu", value: "true", e
 /** `app.kubernetes.io/name` of each workload. */
 export const APP = Object.freeze({ inference: "inference", agent: "llm-ha-agent", controller: "llm-ha-controller", l1: "l1-proxy", devicePlugin: "nvidia-device-plugin" });
 
-/** Namespace of everything but the device plugin, unless `namespace` says otherwise. */
+/**
+ * Namespace of what needs the host (the agents, vLLM) and their headless Services, unless
+ * `namespace` says otherwise. Pod Security Admission `privileged` (infra/workloads/namespaces.ts).
+ */
 export const WORKLOADS_NAMESPACE = "llm-ha";
+
+/**
+ * Namespace of what needs nothing from the host: the L1 tier (HAProxy, key sync, fallback,
+ * continuation relay) and the controller, next to the workloads namespace it is named after.
+ * Pod Security Admission `restricted`.
+ */
+export function edgeNamespaceOf(workloadsNamespace: string): string {
+  return `${workloadsNamespace}-edge`;
+}
+export const EDGE_NAMESPACE = edgeNamespaceOf(WORKLOADS_NAMESPACE);
 
 /**
  * Pod label that puts a pod behind its role's security group (security groups for pods,

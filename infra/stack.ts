@@ -18,7 +18,7 @@ import { StandbySchedule } from "./standby-schedule";
 import { INFERENCE_SERVICE_ACCOUNT, Workloads, type WorkloadsArgs } from "./workloads";
 import { CONTROLLER_SERVICE_ACCOUNT } from "./workloads/controller";
 import { FallbackIam } from "./workloads/fallback";
-import { WORKLOADS_NAMESPACE } from "./names";
+import { EDGE_NAMESPACE, WORKLOADS_NAMESPACE } from "./names";
 
 /** What `pulumi stack output` shows. */
 export interface StackOutputs {
@@ -74,7 +74,8 @@ export function createStack(): StackOutputs {
     clusterName: c.clusterName,
     clusterSecurityGroupId: cluster.nodeSecurityGroupId,
     provider: cluster.provider,
-    namespace: WORKLOADS_NAMESPACE,
+    // The pods they select (the L1 tier, the controller) run in the edge namespace.
+    namespace: EDGE_NAMESPACE,
     dependsOn: cluster.addons,
   });
   const gpu = new GpuNodeGroups(
@@ -129,7 +130,8 @@ export function createStack(): StackOutputs {
       region: c.region,
       oidcProviderArn: cluster.oidcProvider.arn,
       oidcProviderUrl: cluster.oidcProvider.url,
-      namespace: WORKLOADS_NAMESPACE,
+      // The controller's ServiceAccount, in the edge namespace with its pods.
+      namespace: EDGE_NAMESPACE,
       serviceAccountName: CONTROLLER_SERVICE_ACCOUNT,
       // The fallback groups too: a wake of one must not be AccessDenied (and nothing else is named);
       // each resize bounded by the group's own maximum.
@@ -183,7 +185,8 @@ export function createStack(): StackOutputs {
       mskClusterArn: kafka.cluster.arn,
       oidcProviderArn: cluster.oidcProvider.arn,
       oidcProviderUrl: cluster.oidcProvider.url,
-      namespace: WORKLOADS_NAMESPACE,
+      // The L1 pods' ServiceAccount, in the edge namespace.
+      namespace: EDGE_NAMESPACE,
     });
     fallback = {
       roleArn: fallbackIam.roleArn,

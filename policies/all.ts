@@ -23,6 +23,7 @@ import { inferenceOneModel } from "./model";
 import { haPortsFenced } from "./fences";
 import { noPublicHaPorts } from "./network";
 import { podSecurity } from "./pod-security";
+import { podsMeetNamespaceLevel } from "./pod-standards";
 import { standbyScheduleRules } from "./schedule";
 import { standbyCapacityFallback } from "./standby-capacity";
 import { requiredTags } from "./tags";
@@ -49,6 +50,7 @@ export const policies: Policies = [
   noPublicHaPorts,
   haPortsFenced,
   podSecurity,
+  podsMeetNamespaceLevel,
   agentRoleLeastPrivilege,
   gpuAgentsHoldNoCloudRole,
   mskQueueWriterOnlyFallback,

@@ -1,9 +1,11 @@
 // A pod with the host's network, PIDs or files, or with privilege, is worth the node: only
 // the namespaces whose Pod Security Admission level is `privileged` on purpose may run one,
 // and no pod runs `privileged` at all (the XID relay needs CAP_SYSLOG alone). Every namespace
-// the stack creates says its Pod Security Admission level.
+// the stack creates says its Pod Security Admission level, and every one but those host
+// namespaces enforces `restricted` (the L1 tier and the controller need nothing from the host).
 import type { ResourceValidationPolicy } from "@pulumi/policy";
 import { podSpecOf, WORKLOAD_TYPES } from "./edge";
+import { NAMESPACE_TYPE, PSA_ENFORCE as ENFORCE } from "./pod-standards";
 import { joinWords, list, record, str, stringMap, type Props } from "./props";
 
 export interface PodSecurityConfig {
@@ -13,8 +15,6 @@ export interface PodSecurityConfig {
   allowedCapabilities: string[];
 }
 
-const NAMESPACE_TYPE = "kubernetes:core/v1:Namespace";
-const ENFORCE = "pod-security.kubernetes.io/enforce";
 const LEVELS = ["privileged", "baseline", "restricted"];
 
 /** What in a pod spec reaches past its own sandbox, as words for a message. */
@@ -40,7 +40,8 @@ export const podSecurity: ResourceValidationPolicy = {
   name: "pod-security",
   description:
     "L1–L3 run on these pods: no container runs privileged; pods with host access (host network, PID or IPC, hostPath volumes, added capabilities) run only in the namespaces allowed to have them " +
-    "(the workloads namespace: agents and vLLM on the host network; kube-system: the device plugin); every Namespace the stack creates carries a Pod Security Admission enforce level.",
+    "(the workloads namespace: agents and vLLM on the host network; kube-system: the device plugin); every Namespace the stack creates carries a Pod Security Admission enforce level, " +
+    "`restricted` for every one but those (the edge namespace of the L1 proxies and the controller).",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
@@ -51,8 +52,12 @@ export const podSecurity: ResourceValidationPolicy = {
   validateResource: (args, reportViolation) => {
     const props = args.props as Props;
     if (args.type === NAMESPACE_TYPE) {
+      const name = str(record(props.metadata)?.name) ?? args.name;
       const level = stringMap(record(props.metadata)?.labels)[ENFORCE];
-      if (!level || !LEVELS.includes(level)) reportViolation(`Namespace ${str(record(props.metadata)?.name) ?? args.name} has no ${ENFORCE} label (privileged, baseline or restricted).`);
+      if (!level || !LEVELS.includes(level)) reportViolation(`Namespace ${name} has no ${ENFORCE} label (privileged, baseline or restricted).`);
+      else if (level !== "restricted" && !args.getConfig<PodSecurityConfig>().hostNamespaces.includes(name)) {
+        reportViolation(`Namespace ${name} enforces ${level}: only ${joinWords(args.getConfig<PodSecurityConfig>().hostNamespaces)} may enforce less than restricted (their pods need the host); enforce restricted.`);
+      }
       return;
     }
     if (!WORKLOAD_TYPES.includes(args.type)) args.notApplicable(`Policy only applies to ${[NAMESPACE_TYPE, ...WORKLOAD_TYPES].join(", ")}`);

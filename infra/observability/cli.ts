@@ -62,7 +62,7 @@ export function observabilityFiles(o: FilesOptions): ObservabilityFiles {
 
 const USAGE =
   "usage: npm run observability -- [--out DIR (default infra/observability/generated)] [--cluster NAME (default default)]\n" +
-  "         [--namespace NS (default llm-ha)] [--standby-az AZ] [--selector-label KEY=VALUE]... [--prometheus-operator]\n" +
+  "         [--namespace NS (default llm-ha; the L1 tier and the controller are scraped in NS-edge)] [--standby-az AZ] [--selector-label KEY=VALUE]... [--prometheus-operator]\n" +
   "         [--runbook-url BASE (each alert's runbook_url is BASE#<alert name in lower case>; default the repository's\n" +
   "          docs/observability.md; the stack setting is llm-ha:observability.runbookBaseUrl)]\n";
 

@@ -8,7 +8,7 @@ import { stringify } from "yaml";
 import { type ConfigMap } from "../workloads/common";
 import { type RuleGroup } from "./alerts";
 import { DASHBOARD_UID, type Dashboard } from "./dashboard";
-import { APP, LABELS } from "../names";
+import { APP, edgeNamespaceOf, LABELS } from "../names";
 import { FALLBACK_METRICS_PORT_NAME, FALLBACK_SCRAPE_JOB } from "../workloads/fallback-names";
 
 /** Label Grafana's dashboard sidecar watches (kube-prometheus-stack's default). */
@@ -28,7 +28,7 @@ export interface OperatorObject {
 }
 
 export interface MonitorSpec {
-  /** Namespace of the workloads (and of the monitors). */
+  /** Namespace of the workloads (and of the monitors); the edge tier's pods are in `<namespace>-edge`. */
   namespace: string;
   /** Written as the `cluster` label of every scraped series. */
   clusterName: string;
@@ -55,6 +55,13 @@ export interface ScrapeTarget {
   params?: Record<string, string[]>;
   /** Metric names kept (everything else is dropped at ingestion); omitted keeps all. */
   keep?: readonly string[];
+  /** The pods run in the edge namespace (the L1 tier, the controller), not the workloads one. */
+  edge?: boolean;
+}
+
+/** The namespace a target's pods run in, from the workloads namespace (infra/workloads/namespaces.ts). */
+export function targetNamespace(workloadsNamespace: string, t: Pick<ScrapeTarget, "edge">): string {
+  return t.edge ? edgeNamespaceOf(workloadsNamespace) : workloadsNamespace;
 }
 
 /** HAProxy's exporter without the `server-template` slots in MAINT (unresolved): 2,640 of a prod pod's 2,926 series. */
@@ -70,11 +77,11 @@ export function scrapeTargets(l1Keep: readonly string[], opts: { fallback?: bool
   return [
     { app: APP.agent, port: "http", honorLabels: true },
     // The controller Deployment (issue 26): the leader's series come from here; its own `node` (the pod) wins.
-    { app: APP.controller, port: "http", honorLabels: true },
-    { app: APP.l1, port: "monitor", honorLabels: false, params: { ...L1_SCRAPE_PARAMS }, keep: l1Keep },
+    { app: APP.controller, port: "http", honorLabels: true, edge: true },
+    { app: APP.l1, port: "monitor", honorLabels: false, params: { ...L1_SCRAPE_PARAMS }, keep: l1Keep, edge: true },
     { app: APP.inference, port: "http", honorLabels: false },
     // The L4 fallback beside HAProxy in the same pods, on its own metrics listener (9411), as its own job.
-    ...(opts.fallback === false ? [] : [{ app: APP.l1, job: FALLBACK_SCRAPE_JOB, port: FALLBACK_METRICS_PORT_NAME, honorLabels: false }]),
+    ...(opts.fallback === false ? [] : [{ app: APP.l1, job: FALLBACK_SCRAPE_JOB, port: FALLBACK_METRICS_PORT_NAME, honorLabels: false, edge: true }]),
   ];
 }
 
@@ -94,7 +101,8 @@ function podMonitor(s: MonitorSpec, t: ScrapeTarget): OperatorObject {
     spec: {
       // A job of its own is set by a relabeling (after the operator's own `job`).
       ...(t.job ? {} : { jobLabel: "app.kubernetes.io/name" }),
-      namespaceSelector: { matchNames: [s.namespace] },
+      // The monitor lives in the workloads namespace; the edge tier's pods are next door.
+      namespaceSelector: { matchNames: [targetNamespace(s.namespace, t)] },
       selector: { matchLabels: { "app.kubernetes.io/name": t.app } },
       podMetricsEndpoints: [
         {
@@ -129,7 +137,7 @@ export function scrapeConfigs(s: { namespace: string; clusterName: string }, l1K
     scrape_interval: "15s",
     metrics_path: "/metrics",
     ...(t.params ? { params: t.params } : {}),
-    kubernetes_sd_configs: [{ role: "pod", namespaces: { names: [s.namespace] } }],
+    kubernetes_sd_configs: [{ role: "pod", namespaces: { names: [targetNamespace(s.namespace, t)] } }],
     relabel_configs: [
       { source_labels: [podLabelMeta("app.kubernetes.io/name")], regex: t.app, action: "keep" },
       { source_labels: ["__meta_kubernetes_pod_container_port_name"], regex: t.port, action: "keep" },

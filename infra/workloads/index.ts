@@ -1,7 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig, standbySize, type PracticeWakeConfig } from "../config";
-import { WORKLOADS_NAMESPACE } from "../names";
+import { edgeNamespaceOf, WORKLOADS_NAMESPACE } from "../names";
 import { Problems } from "../problems";
 import { agentDaemonSet } from "./agent";
 import { CONTROLLER_SERVICE_ACCOUNT, controllerManifests, type AgentActuatorEnv } from "./controller";
@@ -11,6 +11,8 @@ import { inferenceHeadlessService, inferenceManifests } from "./inference";
 import { fallbackMetricsNetworkPolicy, fallbackProviderObjects, fallbackServiceAccount, type FallbackProvider, type FallbackSidecarSpec } from "./fallback";
 import { l1ProxyManifests } from "./l1-proxy";
 import { workloadNetworkPolicies } from "./network-policies";
+import { EDGE_POD_SECURITY, namespaceManifest, WORKLOADS_POD_SECURITY } from "./namespaces";
+import { REDIS_ROLE_TIER, redisSecretParts, type RedisWorkloadRole } from "./redis-secret";
 import { DEFAULT_PROMETHEUS_NAMESPACE } from "./fallback-names";
 import { APP } from "../names";
 
@@ -53,7 +55,10 @@ export interface WorkloadsArgs {
   nlbCidrs: readonly string[];
   /** The SecurityGroupPolicies of the pod roles (infra/fences.ts): the L1 pods start after them. Default none. */
   podFences?: pulumi.Resource[];
-  /** Namespace of everything but the device plugin. Default `llm-ha`. */
+  /**
+   * Namespace of the host's pods (agents, vLLM) and the headless Services. Default `llm-ha`. The
+   * L1 tier and the controller go to `<namespace>-edge` (PSA `restricted`, workloads/namespaces.ts).
+   */
   namespace?: string;
   /** HAProxy image, by digest: 2.6, the major version the drill and the tests run (Debian 12 ships 2.6.12), so what is measured is what serves; 2.6 is an LTS branch. Required. */
   haproxyImage: pulumi.Input<string>;
@@ -90,33 +95,8 @@ export interface WorkloadsArgs {
 }
 
 
-/**
- * Pod Security Admission of the workloads namespace. Enforced `privileged` because two pods
- * need the host: the agent (host network: HAProxy reaches 9400/9401 at the node IP; its XID
- * relay holds CAP_SYSLOG) and vLLM (host network for the same address; the model cache and the
- * drain file are hostPath). `audit` and `warn` at `restricted` name every
- * deviation in the audit log and at apply time. Policy
- * `pod-security` keeps host access out of every other namespace.
- */
-export const WORKLOADS_POD_SECURITY = Object.freeze({
-  "pod-security.kubernetes.io/enforce": "privileged",
-  "pod-security.kubernetes.io/audit": "restricted",
-  "pod-security.kubernetes.io/warn": "restricted",
-});
-
-/** The Redis URL split for a program that reads its password from a file: `endpoint` (no password in it) and `password`. */
-export function redisSecretParts(redisUrl: pulumi.Input<string>): { endpoint: pulumi.Output<string>; password: pulumi.Output<string> } {
-  const parts = pulumi.output(redisUrl).apply((u) => {
-    const x = new URL(u);
-    const password = decodeURIComponent(x.password);
-    x.password = "";
-    return { endpoint: x.toString().replace(/\/$/, ""), password };
-  });
-  return { endpoint: pulumi.secret(parts.endpoint), password: pulumi.secret(parts.password) };
-}
-
-/** The workloads that reach Redis, each with its own user where roles are on (contracts/redis-roles.ts). */
-export type RedisWorkloadRole = "agent" | "controller" | "fallback" | "edge";
+export { EDGE_POD_SECURITY, WORKLOADS_POD_SECURITY } from "./namespaces";
+export { redisSecretParts, type RedisWorkloadRole } from "./redis-secret";
 
 /** The Secret holding the Hugging Face token (`token`). */
 export const HF_TOKEN_SECRET = "llm-ha-hf-token";
@@ -132,9 +112,10 @@ export function nlbName(clusterName: string, az: string): string {
 
 /**
  * Everything that runs in the cluster: the NVIDIA device plugin, per (AZ, GPU class) an
- * inference Deployment and an agent DaemonSet (`LLMHA_ROLE=node`), the controller Deployment
- * on the system nodes (the only holder of the cloud role), per AZ a headless Service and the
- * L1 HAProxy tier behind its own NLB, and NetworkPolicies.
+ * inference Deployment and an agent DaemonSet (`LLMHA_ROLE=node`) and per AZ a headless Service
+ * in the workloads namespace; the controller Deployment on the system nodes (the only holder of
+ * the cloud role) and per AZ the L1 HAProxy tier behind its own NLB in the edge namespace; and
+ * NetworkPolicies in both.
  */
 export class Workloads extends pulumi.ComponentResource {
   /** NLB name per AZ. */
@@ -159,36 +140,49 @@ function validate(args: WorkloadsArgs): void {
     if (gpus > c.gpusPerNode) p.add(`inference.gpusPerPod`, `${gpus} GPUs do not fit a ${c.name} node (${c.gpusPerNode}) [gpuClasses[${i}]]`);
   });
   if ((args.haproxyReplicas ?? 2) < 1) p.add("haproxyReplicas", "must be ≥ 1");
+  // The edge namespace is named after it (`<namespace>-edge`): both must be DNS-1123 labels.
+  const edge = edgeNamespaceOf(args.namespace ?? WORKLOADS_NAMESPACE);
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(edge)) p.add("namespace", `must be a namespace name of at most 58 characters (its edge namespace is ${JSON.stringify(edge)})`);
   p.throwIfAny("Workloads arguments");
 }
 
 export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulumi.Resource) {
   validate(args);
   const opts = { parent, provider: args.provider };
+  // Two namespaces (workloads/namespaces.ts): the host's pods, `privileged`; the L1 tier and the controller, `restricted`.
   const namespace = args.namespace ?? WORKLOADS_NAMESPACE;
-  const ns = new k8s.core.v1.Namespace(`${name}-ns`, { metadata: { name: namespace, labels: { "app.kubernetes.io/part-of": "llm-ha", ...WORKLOADS_POD_SECURITY } } }, opts);
+  const edgeNamespace = edgeNamespaceOf(namespace);
+  const ns = new k8s.core.v1.Namespace(`${name}-ns`, namespaceManifest(namespace, WORKLOADS_POD_SECURITY), opts);
+  const edgeNs = new k8s.core.v1.Namespace(`${name}-edge-ns`, namespaceManifest(edgeNamespace, EDGE_POD_SECURITY), opts);
   const inNs = { ...opts, dependsOn: [ns] };
+  const inEdge = { ...opts, dependsOn: [edgeNs] };
+  const tiers = { workloads: { namespace, opts: inNs, id: name }, edge: { namespace: edgeNamespace, opts: inEdge, id: `${name}-edge` } };
 
-  const redisSecret = new k8s.core.v1.Secret(
-    `${name}-redis`,
-    // `endpoint` (the URL without its password) and `password`, which every client reads as a file (workloads/redis-secret.ts).
-    { metadata: { name: "llm-ha-redis", namespace }, type: "Opaque", stringData: redisSecretParts(args.redisUrl) },
-    inNs,
-  );
-  // Each role its own Redis user where roles are on; else the one URL.
+  // `endpoint` (the URL without its password) and `password`, which every client reads as a file
+  // (workloads/redis-secret.ts). The one URL's Secret, per namespace that has a role without its own user.
+  const sharedRedis = new Map<keyof typeof tiers, k8s.core.v1.Secret>();
+  const sharedRedisIn = (tier: keyof typeof tiers): k8s.core.v1.Secret => {
+    const t = tiers[tier];
+    const secret = sharedRedis.get(tier) ?? new k8s.core.v1.Secret(`${t.id}-redis`, { metadata: { name: "llm-ha-redis", namespace: t.namespace }, type: "Opaque", stringData: redisSecretParts(args.redisUrl) }, t.opts);
+    sharedRedis.set(tier, secret);
+    return secret;
+  };
+  sharedRedisIn("workloads");
+  // Each role its own Redis user where roles are on, else the one URL; in the namespace of its pods.
   const roleSecret = (role: RedisWorkloadRole): { secret: k8s.core.v1.Secret; name: string } => {
     const url = args.redisRoleUrls?.[role];
-    if (url === undefined) return { secret: redisSecret, name: "llm-ha-redis" };
+    const t = tiers[REDIS_ROLE_TIER[role]];
+    if (url === undefined) return { secret: sharedRedisIn(REDIS_ROLE_TIER[role]), name: "llm-ha-redis" };
     const secretName = `llm-ha-redis-${role}`;
     return {
-      secret: new k8s.core.v1.Secret(`${name}-redis-${role}`, { metadata: { name: secretName, namespace }, type: "Opaque", stringData: redisSecretParts(url) }, inNs),
+      secret: new k8s.core.v1.Secret(`${name}-redis-${role}`, { metadata: { name: secretName, namespace: t.namespace }, type: "Opaque", stringData: redisSecretParts(url) }, t.opts),
       name: secretName,
     };
   };
   const agentRedis = roleSecret("agent");
   const agentDeps: pulumi.Resource[] = [ns, agentRedis.secret];
   const controllerRedis = roleSecret("controller");
-  const controllerDeps: pulumi.Resource[] = [ns, controllerRedis.secret];
+  const controllerDeps: pulumi.Resource[] = [edgeNs, controllerRedis.secret];
   // The L1 pod's two Redis clients, each its own user: the fallback (its keys, the tier) and the key sync (the client keys).
   const fallbackRedis = roleSecret("fallback");
   const edgeRedis = roleSecret("edge");
@@ -199,18 +193,18 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
         {
           metadata: {
             name: CONTROLLER_SERVICE_ACCOUNT,
-            namespace,
+            namespace: edgeNamespace,
             labels: { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" },
             annotations: { "eks.amazonaws.com/role-arn": args.agentActuator.roleArn },
           },
         },
-        inNs,
+        inEdge,
       ),
     );
   }
   // The controller on the system nodes, one replica per AZ: it alone leads and acts (issue 26).
   const ctl = controllerManifests({
-    namespace,
+    namespace: edgeNamespace,
     image: args.agentImage,
     clusterName: args.clusterName,
     redisSecretName: controllerRedis.name,
@@ -221,7 +215,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     actuator: args.agentActuator,
   });
   new k8s.apps.v1.Deployment(`${name}-controller`, ctl.deployment, { ...opts, dependsOn: controllerDeps, customTimeouts: { create: "10m", update: "10m" } });
-  new k8s.policy.v1.PodDisruptionBudget(`${name}-controller`, ctl.pdb, inNs);
+  new k8s.policy.v1.PodDisruptionBudget(`${name}-controller`, ctl.pdb, inEdge);
   let hfTokenSecretName: string | undefined;
   if (args.hfToken !== undefined) {
     hfTokenSecretName = HF_TOKEN_SECRET;
@@ -231,17 +225,16 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       inNs,
     );
   }
+  // The inference API key in both namespaces: the agents (workloads) and HAProxy (edge) each read their own copy.
   let inferenceKeySecretName: string | undefined;
   let inferenceKeySecret: k8s.core.v1.Secret | undefined;
   if (args.inferenceApiKey !== undefined) {
+    const key = args.inferenceApiKey;
+    const keySecret = (tier: keyof typeof tiers) =>
+      new k8s.core.v1.Secret(`${tiers[tier].id}-inference-key`, { metadata: { name: INFERENCE_KEY_SECRET, namespace: tiers[tier].namespace }, type: "Opaque", stringData: { key: pulumi.secret(key) } }, tiers[tier].opts);
     inferenceKeySecretName = INFERENCE_KEY_SECRET;
-    agentDeps.push(
-      (inferenceKeySecret = new k8s.core.v1.Secret(
-        `${name}-inference-key`,
-        { metadata: { name: INFERENCE_KEY_SECRET, namespace }, type: "Opaque", stringData: { key: pulumi.secret(args.inferenceApiKey) } },
-        inNs,
-      )),
-    );
+    agentDeps.push(keySecret("workloads"));
+    inferenceKeySecret = keySecret("edge");
   }
   let inferenceServiceAccount: string | undefined;
   if (args.inferenceRoleArn !== undefined) {
@@ -269,12 +262,12 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   // The L4 fallback: one ServiceAccount (IRSA), providers.json and the keys' Secret, shared by every AZ's L1 pods.
   let fallback: FallbackSidecarSpec | undefined;
   // The edge's key sync reads Redis (the agents' Secret), with or without the fallback.
-  const l1Deps: pulumi.Resource[] = [ns, edgeRedis.secret, ...(inferenceKeySecret ? [inferenceKeySecret] : []), ...(args.podFences ?? [])];
+  const l1Deps: pulumi.Resource[] = [edgeNs, edgeRedis.secret, ...(inferenceKeySecret ? [inferenceKeySecret] : []), ...(args.podFences ?? [])];
   if (args.fallback) {
     const f = args.fallback;
     fallback = {
       image: args.agentImage,
-      namespace,
+      namespace: edgeNamespace,
       cluster: args.clusterName,
       region: f.region,
       kafkaBootstrap: f.kafkaBootstrap,
@@ -287,12 +280,12 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     const objs = fallbackProviderObjects(fallback);
     l1Deps.push(
       fallbackRedis.secret,
-      new k8s.core.v1.ServiceAccount(`${name}-fallback`, fallbackServiceAccount(namespace, f.roleArn), inNs),
-      new k8s.core.v1.ConfigMap(`${name}-fallback-providers`, objs.configMap, inNs),
+      new k8s.core.v1.ServiceAccount(`${name}-fallback`, fallbackServiceAccount(edgeNamespace, f.roleArn), inEdge),
+      new k8s.core.v1.ConfigMap(`${name}-fallback-providers`, objs.configMap, inEdge),
     );
-    if (objs.secret) l1Deps.push(new k8s.core.v1.Secret(`${name}-fallback-keys`, objs.secret, inNs));
+    if (objs.secret) l1Deps.push(new k8s.core.v1.Secret(`${name}-fallback-keys`, objs.secret, inEdge));
     // Its metrics port (9411) is open to the Prometheus namespace only; its API stays on the pod's loopback.
-    new k8s.networking.v1.NetworkPolicy(`${name}-fallback-metrics`, fallbackMetricsNetworkPolicy(namespace, f.prometheusNamespace), inNs);
+    new k8s.networking.v1.NetworkPolicy(`${name}-fallback-metrics`, fallbackMetricsNetworkPolicy(edgeNamespace, f.prometheusNamespace), inEdge);
   }
 
   const nlbNames: Record<string, string> = {};
@@ -333,7 +326,8 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     }
     nlbNames[az] = nlbName(args.clusterName, az);
     const l1 = l1ProxyManifests({
-      namespace,
+      namespace: edgeNamespace,
+      serversNamespace: namespace,
       az,
       azs: azNames,
       slots,
@@ -347,25 +341,28 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       // HAProxy sends the servers their own key (vLLM --api-key), never the client's.
       edge: { image: args.agentImage, cluster: args.clusterName, redisSecretName: edgeRedis.name, upstreamKeySecretName: inferenceKeySecretName },
     });
-    const cm = new k8s.core.v1.ConfigMap(`${name}-l1-${az}`, l1.configMap, inNs);
+    const cm = new k8s.core.v1.ConfigMap(`${name}-l1-${az}`, l1.configMap, inEdge);
     // Explicit wait: Ready needs the system nodes, two image pulls (HAProxy, the agent image
     // for the fallback) and the fallback's Kafka/Redis connections; the default 10 minutes
     // is not a number anyone chose (policies/create-time.ts, waits-bounded).
     new k8s.apps.v1.Deployment(`${name}-l1-${az}`, l1.deployment, { ...opts, dependsOn: [...l1Deps, cm], customTimeouts: { create: "20m", update: "20m" } });
-    new k8s.policy.v1.PodDisruptionBudget(`${name}-l1-${az}`, l1.pdb, inNs);
-    // The load balancer controller gives the Service its NLB; provisioning takes minutes.
+    new k8s.policy.v1.PodDisruptionBudget(`${name}-l1-${az}`, l1.pdb, inEdge);
+    // The load balancer controller gives the Service its NLB; provisioning takes minutes. A
+    // replaced Service (a new namespace) wants the same NLB name: the old one must go first.
     const svc = new k8s.core.v1.Service(`${name}-l1-${az}-nlb`, l1.service, {
       ...opts,
-      dependsOn: args.lbController ? [ns, args.lbController] : [ns],
+      dependsOn: args.lbController ? [edgeNs, args.lbController] : [edgeNs],
       customTimeouts: { create: "20m", update: "20m" },
+      deleteBeforeReplace: true,
     });
     nlbHostnames[az] = svc.status.loadBalancer.ingress.apply((i) => i?.[0]?.hostname ?? "");
   }
 
   // Default deny both ways; what each pod role may take and call (docs/security.md "Network fences").
   const prometheusNamespace = args.fallback?.prometheusNamespace ?? DEFAULT_PROMETHEUS_NAMESPACE;
-  for (const [id, np] of Object.entries(workloadNetworkPolicies({ namespace, vpcCidr: args.vpcCidr, nlbCidrs: args.nlbCidrs, prometheusNamespace }))) {
-    new k8s.networking.v1.NetworkPolicy(`${name}-${id}`, np, inNs);
+  const nps = workloadNetworkPolicies({ namespace, edgeNamespace, vpcCidr: args.vpcCidr, nlbCidrs: args.nlbCidrs, prometheusNamespace });
+  for (const tier of ["workloads", "edge"] as const) {
+    for (const [id, np] of Object.entries(nps[tier])) new k8s.networking.v1.NetworkPolicy(`${name}-${id}`, np, tiers[tier].opts);
   }
   return { nlbNames, nlbHostnames };
 }

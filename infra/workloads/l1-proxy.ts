@@ -17,7 +17,10 @@ import { continuationContainer, continuationProxyField } from "./continuation";
 import { edgeInitContainer, edgeSyncContainer, edgeVolumes, haproxyEdgeEnv, l1Edge, L1_ADMIN_SOCKET, type L1EdgeSpec } from "./l1-edge";
 
 export interface L1ProxySpec {
+  /** Namespace of the L1 objects (the edge namespace, PSA `restricted`). */
   namespace: string;
+  /** Namespace of the inference servers' headless Services (the workloads namespace): HAProxy's DNS names point there. */
+  serversNamespace: string;
   /** The AZ this proxy serves; its nodes are the servers, the other AZs' the `backup`s. */
   az: string;
   /** Every AZ, in stack order. */
@@ -89,7 +92,7 @@ export function l1Memory(slots: Record<string, number>): { requestMi: number; li
 /** The NLB Service's port names: the TLS listeners are chosen by name (`…-ssl-ports`). */
 export const L1_PORT_NAMES = Object.freeze({ api: "https", azHealth: "az-health" });
 
-/** A headless Service's group of servers in HAProxy's `server-template`. */
+/** A headless Service's group of servers in HAProxy's `server-template`; `namespace`: the Service's (the workloads namespace). */
 export function dnsGroup(namespace: string, az: string, slots: number): HaproxyDnsGroup {
   return {
     prefix: objectName(az, "n"),
@@ -105,7 +108,7 @@ export function dnsGroup(namespace: string, az: string, slots: number): HaproxyD
 export const L1_STATS_BIND = "127.0.0.1:8405";
 
 /** `haproxy.cfg` of one AZ's L1 proxy, from the same generator the drill runs. */
-export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" | "slots" | "fallback"> & { edge?: Pick<L1EdgeSpec, "upstreamKeySecretName"> }): string {
+export function l1HaproxyConfig(s: Pick<L1ProxySpec, "serversNamespace" | "az" | "azs" | "slots" | "fallback"> & { edge?: Pick<L1EdgeSpec, "upstreamKeySecretName"> }): string {
   return renderHaproxyConfig({
     monitorBind: `:${PORTS.l1Monitor}`,
     // The monitor port is open to the NLB and Prometheus; the stats page only to `kubectl port-forward`.
@@ -127,8 +130,9 @@ export function l1HaproxyConfig(s: Pick<L1ProxySpec, "namespace" | "az" | "azs" 
         edge: l1Edge(!!s.edge?.upstreamKeySecretName),
         servers: {
           kind: "dns",
-          local: dnsGroup(s.namespace, s.az, s.slots[s.az]),
-          backup: s.azs.filter((a) => a !== s.az).map((a) => dnsGroup(s.namespace, a, s.slots[a])),
+          // The servers live in the workloads namespace, the proxy in the edge one.
+          local: dnsGroup(s.serversNamespace, s.az, s.slots[s.az]),
+          backup: s.azs.filter((a) => a !== s.az).map((a) => dnsGroup(s.serversNamespace, a, s.slots[a])),
         },
         // The fallback replays through a loopback frontend without the edge (it holds no client key).
         ...(s.fallback ? { fallback: fallbackProxyField(), internalBind: `127.0.0.1:${PORTS.l1Internal}` } : {}),

@@ -22,7 +22,7 @@ const HTTPS: EgressRule = { ports: [{ protocol: "TCP", port: 443 }] };
 /**
  * No pod of the namespace takes or sends anything the policies below do not name. The agents
  * and inference servers run on the host network, which NetworkPolicy does not cover: their
- * fence is the GPU nodes' security group (infra/fences.ts).
+ * fence is the GPU nodes' security group (infra/fences.ts). One in each namespace.
  */
 export function defaultDeny(namespace: string): NetworkPolicy {
   return {
@@ -96,13 +96,51 @@ export function roleEgress(namespace: string, role: NetRole, vpcCidr: string): N
   };
 }
 
-/** Every NetworkPolicy of the workloads namespace but the fallback's metrics one. */
-export function workloadNetworkPolicies(s: { namespace: string; vpcCidr: string; nlbCidrs: readonly string[]; prometheusNamespace: string }): Record<string, NetworkPolicy> {
+/**
+ * Into the inference servers and the agents (workloads namespace): the L1 pods of the edge
+ * namespace on 8000/9400/9401, Prometheus on 8000 and 9400. Both run on the host network, which
+ * NetworkPolicy does not cover (their fence is the GPU nodes' security group, infra/fences.ts):
+ * this names the same clients across the two namespaces, so a pod of theirs on the pod network
+ * would be fenced alike and the namespace's default deny keeps no exception unwritten.
+ */
+export function gpuIngress(namespace: string, edgeNamespace: string, prometheusNamespace: string): NetworkPolicy {
+  const tcp = (...ports: number[]) => ports.map((port) => ({ protocol: "TCP", port }));
   return {
-    "default-deny": defaultDeny(s.namespace),
-    "l1-ingress": l1Ingress(s.namespace, s.nlbCidrs, s.prometheusNamespace),
-    "l1-egress": roleEgress(s.namespace, "l1", s.vpcCidr),
-    "controller-egress": roleEgress(s.namespace, "controller", s.vpcCidr),
-    "controller-ingress": controllerIngress(s.namespace, s.prometheusNamespace),
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: "gpu-ingress", namespace, labels: PART_OF },
+    spec: {
+      podSelector: { matchExpressions: [{ key: "app.kubernetes.io/name", operator: "In", values: [APP.inference, APP.agent] }] },
+      policyTypes: ["Ingress"],
+      ingress: [
+        { from: [{ ...fromNamespace(edgeNamespace), podSelector: { matchLabels: { [NET_ROLE_LABEL]: "l1" } } }], ports: tcp(PORTS.inference, PORTS.agentHttp, PORTS.agentCheck) },
+        { from: [fromNamespace(prometheusNamespace)], ports: tcp(PORTS.inference, PORTS.agentHttp) },
+      ],
+    },
+  };
+}
+
+/**
+ * Every NetworkPolicy of the two namespaces but the fallback's metrics one, by namespace:
+ * default deny in both, the GPU pods' in the workloads namespace, the L1 pods' and the
+ * controller's in the edge namespace.
+ */
+export function workloadNetworkPolicies(s: {
+  namespace: string;
+  edgeNamespace: string;
+  vpcCidr: string;
+  nlbCidrs: readonly string[];
+  prometheusNamespace: string;
+}): { workloads: Record<string, NetworkPolicy>; edge: Record<string, NetworkPolicy> } {
+  const edge = s.edgeNamespace;
+  return {
+    workloads: { "default-deny": defaultDeny(s.namespace), "gpu-ingress": gpuIngress(s.namespace, edge, s.prometheusNamespace) },
+    edge: {
+      "edge-default-deny": defaultDeny(edge),
+      "l1-ingress": l1Ingress(edge, s.nlbCidrs, s.prometheusNamespace),
+      "l1-egress": roleEgress(edge, "l1", s.vpcCidr),
+      "controller-egress": roleEgress(edge, "controller", s.vpcCidr),
+      "controller-ingress": controllerIngress(edge, s.prometheusNamespace),
+    },
   };
 }

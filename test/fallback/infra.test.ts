@@ -20,7 +20,7 @@ import { l1HaproxyConfig, l1ProxyManifests, type L1ProxySpec } from "../../infra
 
 const CLUSTER_ARN = "arn:aws:kafka:eu-west-1:123456789012:cluster/llmha-prod/0a1b2c3d-4e5f-6789-abcd-ef0123456789-2";
 const base: L1ProxySpec = {
-  namespace: "llm-ha", az: "eu-west-1a", azs: ["eu-west-1a", "eu-west-1b", "eu-west-1c"], slots: { "eu-west-1a": 4, "eu-west-1b": 4, "eu-west-1c": 2 },
+  namespace: "llm-ha-edge", serversNamespace: "llm-ha", az: "eu-west-1a", azs: ["eu-west-1a", "eu-west-1b", "eu-west-1c"], slots: { "eu-west-1a": 4, "eu-west-1b": 4, "eu-west-1c": 2 },
   image: "haproxy:2.6", replicas: 2, publicSubnetId: "subnet-1", nlbName: "llmha-prod-a", zonalShift: false, tls: null,
   edge: { image: "123456789012.dkr.ecr.eu-west-1.amazonaws.com/llm-ha-agent:1", cluster: "prod", redisSecretName: "llmha-redis" },
 };
@@ -121,6 +121,9 @@ describe("the fallback's metrics: port, scrape, NetworkPolicy", () => {
     const ep = (pm.spec.podMetricsEndpoints as Array<{ port: string; relabelings: unknown[] }>)[0];
     expect(pm.spec.jobLabel).toBeUndefined();
     expect(pm.spec.selector).toEqual({ matchLabels: { "app.kubernetes.io/name": "l1-proxy" } });
+    // The monitor lives in the workloads namespace; the L1 pods are in the edge one.
+    expect(pm.metadata.namespace).toBe("llm-ha");
+    expect(pm.spec.namespaceSelector).toEqual({ matchNames: ["llm-ha-edge"] });
     expect(ep.port).toBe(FALLBACK_METRICS_PORT_NAME);
     expect(ep.relabelings[0]).toEqual({ targetLabel: "job", replacement: FALLBACK_SCRAPE_JOB });
   });

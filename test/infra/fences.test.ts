@@ -21,8 +21,18 @@ describe("network fences", () => {
   it("denies the namespace both ways, lets the monitor port in from the NLBs' subnets and Prometheus only, and passes ha-ports-fenced", async () => {
     const nlbCidrs = publicSubnetCidrs("10.0.0.0/16", 3);
     expect(nlbCidrs).toEqual(["10.0.240.0/24", "10.0.241.0/24", "10.0.242.0/24"]);
-    const nps = workloadNetworkPolicies({ namespace: "llm-ha", vpcCidr: "10.0.0.0/16", nlbCidrs, prometheusNamespace: "monitoring" });
+    const byNs = workloadNetworkPolicies({ namespace: "llm-ha", edgeNamespace: "llm-ha-edge", vpcCidr: "10.0.0.0/16", nlbCidrs, prometheusNamespace: "monitoring" });
+    const nps = { ...byNs.workloads, ...byNs.edge };
     for (const np of Object.values(nps)) expect(() => new NetworkPolicy(np as never).validate()).not.toThrow();
+    // Default deny in both namespaces; the L1 pods' and the controller's policies where their pods are.
+    expect(Object.values(byNs.workloads).map((np) => np.metadata)).toEqual([expect.objectContaining({ name: "default-deny", namespace: "llm-ha" }), expect.objectContaining({ name: "gpu-ingress", namespace: "llm-ha" })]);
+    for (const np of Object.values(byNs.edge)) expect((np.metadata as { namespace: string }).namespace).toBe("llm-ha-edge");
+    expect(nps["edge-default-deny"].spec).toEqual({ podSelector: {}, policyTypes: ["Ingress", "Egress"] });
+    // Across the namespaces: into vLLM and the agents, the edge namespace's L1 pods (all three ports) and Prometheus (metrics) only.
+    expect((nps["gpu-ingress"].spec as { ingress: unknown[] }).ingress).toEqual([
+      { from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "llm-ha-edge" } }, podSelector: { matchLabels: { "llm-ha.io/net-role": "l1" } } }], ports: [8000, 9400, 9401].map((port) => ({ protocol: "TCP", port })) },
+      { from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }], ports: [8000, 9400].map((port) => ({ protocol: "TCP", port })) },
+    ]);
     expect(nps["default-deny"].spec).toEqual({ podSelector: {}, policyTypes: ["Ingress", "Egress"] });
     const monitor = JSON.stringify(nps["l1-ingress"]);
     expect(monitor).not.toContain("10.0.0.0/16");
@@ -37,7 +47,7 @@ describe("network fences", () => {
   });
 
   it("serves HAProxy's stats page on the pod's loopback only, not on the monitor port", () => {
-    const cfg = l1HaproxyConfig({ namespace: "llm-ha", az: "a", azs: ["a", "b"], slots: { a: 2, b: 2 } });
+    const cfg = l1HaproxyConfig({ serversNamespace: "llm-ha", az: "a", azs: ["a", "b"], slots: { a: 2, b: 2 } });
     const monitor = cfg.slice(cfg.indexOf("frontend monitor"), cfg.indexOf("\n\n", cfg.indexOf("frontend monitor")));
     expect(monitor).toContain("monitor-uri /healthz");
     expect(monitor).not.toContain("stats");

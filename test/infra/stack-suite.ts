@@ -13,6 +13,7 @@ import { INFERENCE_KEY_SECRET } from "../../infra/workloads";
 import { fallbackMskPolicy, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec } from "../../infra/workloads/fallback";
 import { MODEL_CACHE_HOST_PATH, readinessCommand } from "../../infra/workloads/inference";
 import { describeDeployability } from "./deployability-checks";
+import { describeNamespaces } from "./namespace-checks";
 import { expectObservability, operatorObject } from "../observability/stack-checks";
 import { captureStack, ofType, stackConfig, TEST_REDIS_TOKEN, type CapturedResource, type Env } from "../../infra/capture";
 
@@ -166,7 +167,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       for (const az of azs) {
         const cfgText = k8s("ConfigMap").find((c) => c.metadata.name === `l1-${az}`)?.data["haproxy.cfg"] as string;
         // With the L4 fallback's rule and backend (the generator only asks whether there is one).
-        expect(cfgText).toBe(l1HaproxyConfig({ namespace: "llm-ha", az, azs, slots, fallback: {} as FallbackSidecarSpec, edge: { upstreamKeySecretName: INFERENCE_KEY_SECRET } }));
+        expect(cfgText).toBe(l1HaproxyConfig({ serversNamespace: "llm-ha", az, azs, slots, fallback: {} as FallbackSidecarSpec, edge: { upstreamKeySecretName: INFERENCE_KEY_SECRET } }));
         // The public frontend authenticates clients, and the servers get their own key.
         expect(cfgText).toMatch(/^\s*http-request return status 401 /m);
         expect(cfgText).toContain('http-request set-header authorization "Bearer ${LLMHA_INFERENCE_API_KEY}"');
@@ -183,7 +184,6 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         const headless = k8s("Service").find((s) => s.metadata.name === `inference-${az}`)!;
         expect(headless.spec.clusterIP).toBe("None");
       }
-      expect(k8s("NetworkPolicy").find((n) => n.metadata.name === "default-deny")?.spec.policyTypes).toEqual(["Ingress", "Egress"]);
     });
 
     it("validates every Kubernetes object against the Kubernetes schemas", () => {
@@ -196,7 +196,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       }
     });
 
-    describeDeployability(env, () => rs);
+    for (const checks of [describeDeployability, describeNamespaces]) checks(env, () => rs);
 
     it("ships the alert rules, the Grafana dashboard and the scrape monitors", () => {
       expectObservability(rs, cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`, cfg["llm-ha:standbyAz"] ?? null);
@@ -282,7 +282,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       expect(role.tags).toEqual({ "llm-ha.io/identity": "fallback", Project: "llm-ha", Environment: env });
       const issuer = "oidc.eks.us-east-1.amazonaws.com/id/eks-eks";
       expect(JSON.parse(role.assumeRolePolicy).Statement[0].Condition.StringEquals).toEqual({
-        [`${issuer}:sub`]: `system:serviceaccount:llm-ha:${FALLBACK_SERVICE_ACCOUNT}`,
+        [`${issuer}:sub`]: `system:serviceaccount:llm-ha-edge:${FALLBACK_SERVICE_ACCOUNT}`,
         [`${issuer}:aud`]: "sts.amazonaws.com",
       });
       const policy = ofType(rs, "aws:iam/rolePolicy:RolePolicy").find((r) => r.name === "fallback-msk")!.props as O;
@@ -323,7 +323,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         Effect: "Allow",
         Principal: { Federated: "arn:aws:iam:us-east-1:123456789012:eks-oidc" },
         Action: "sts:AssumeRoleWithWebIdentity",
-        Condition: { StringEquals: { [`${issuer}:sub`]: "system:serviceaccount:llm-ha:llm-ha-controller", [`${issuer}:aud`]: "sts.amazonaws.com" } },
+        Condition: { StringEquals: { [`${issuer}:sub`]: "system:serviceaccount:llm-ha-edge:llm-ha-controller", [`${issuer}:aud`]: "sts.amazonaws.com" } },
       });
       const policy = JSON.parse((ofType(rs, "aws:iam/rolePolicy:RolePolicy").find((r) => r.name === "agent-actuator")!.props as O).policy);
       // The standby groups and their fallback groups (a wake of a fallback must not be AccessDenied), nothing else.
@@ -356,7 +356,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       for (const st of policy.Statement.slice(1)) expect(JSON.stringify(st.Resource)).not.toMatch(/"\*"/);
       expect(JSON.stringify(policy)).not.toContain("SetDesiredCapacity");
       const sa = k8s("ServiceAccount").find((x) => x.metadata.name === "llm-ha-controller")!;
-      expect(sa.metadata).toMatchObject({ name: "llm-ha-controller", namespace: "llm-ha", annotations: { "eks.amazonaws.com/role-arn": "arn:aws:iam:us-east-1:123456789012:agent-role" } });
+      expect(sa.metadata).toMatchObject({ name: "llm-ha-controller", namespace: "llm-ha-edge", annotations: { "eks.amazonaws.com/role-arn": "arn:aws:iam:us-east-1:123456789012:agent-role" } });
       // No other ServiceAccount carries the role.
       expect(k8s("ServiceAccount").filter((x) => x.metadata.annotations?.["eks.amazonaws.com/role-arn"] === "arn:aws:iam:us-east-1:123456789012:agent-role")).toHaveLength(1);
       const ids: Record<string, string> = { "us-east-1a": "use1-az4", "us-east-1b": "use1-az6", "us-east-1c": "use1-az1" };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { podSecurity } from "../../policies/pod-security";
 import type { CapturedResource } from "../../policies/runner";
+import { controllerManifests } from "../../infra/workloads/controller";
 import { at, find, happyStack, messages } from "./fixtures";
 
 function namespace(name: string, labels: Record<string, string>): CapturedResource {
@@ -44,3 +45,33 @@ describe("pod-security", () => {
     ]);
   });
 });
+
+describe("pod-security with the two namespaces (issue 26: restricted wherever possible)", () => {
+  const PSA = (enforce: string) => ({ "pod-security.kubernetes.io/enforce": enforce, "pod-security.kubernetes.io/audit": "restricted", "pod-security.kubernetes.io/warn": "restricted" });
+  const layout = () => [...happyStack(), namespace("llm-ha", PSA("privileged")), namespace("llm-ha-edge", PSA("restricted")), edgeDeployment()];
+
+  it("accepts the host's pods in llm-ha (privileged) and the controller in llm-ha-edge (restricted)", async () => {
+    expect(await messages(podSecurity, layout())).toEqual([]);
+  });
+
+  it("refuses a pod with host access in the edge namespace", async () => {
+    const rs = layout();
+    at(find(rs, "controller").props, "spec.template.spec").hostNetwork = true;
+    expect(await messages(podSecurity, rs)).toEqual(["llm-ha-controller in namespace llm-ha-edge has host access (hostNetwork); only llm-ha and kube-system may run such pods."]);
+  });
+
+  it("refuses the edge namespace (or any but the host namespaces) enforced at anything but restricted", async () => {
+    for (const level of ["privileged", "baseline"]) {
+      const rs = [...happyStack(), namespace("llm-ha", PSA("privileged")), namespace("llm-ha-edge", PSA(level))];
+      expect(await messages(podSecurity, rs)).toEqual([`Namespace llm-ha-edge enforces ${level}: only llm-ha and kube-system may enforce less than restricted (their pods need the host); enforce restricted.`]);
+    }
+    expect(await messages(podSecurity, [...happyStack(), namespace("llm-ha-edge", {})])).toEqual(["Namespace llm-ha-edge has no pod-security.kubernetes.io/enforce label (privileged, baseline or restricted)."]);
+  });
+});
+
+/** The controller as infra/workloads/controller.ts renders it, in the edge namespace. */
+function edgeDeployment(): CapturedResource {
+  const { deployment } = controllerManifests({ namespace: "llm-ha-edge", image: `agent@sha256:${"ab".repeat(32)}`, clusterName: "prod", redisSecretName: "llm-ha-redis", replicas: 3 });
+  const type = "kubernetes:apps/v1:Deployment";
+  return { type, name: "controller", urn: `urn:pulumi:test::llm-ha::${type}::controller`, props: structuredClone(deployment) as unknown as Record<string, unknown> };
+}

@@ -31,7 +31,7 @@ export function fallbackRules(t: AlertThresholds): RuleGroupSpec {
             `The fleet is below L4, yet the replay group's consumer lag on the L4 queue stayed above ${t.fallbackLagMessages} with nothing replayed for ${t.fallbackLagFor}: ` +
             "clients that got a 202 keep getting 202 from /v1/llmha/requests/{id}, and their results expire with Kafka's retention if nothing moves.",
           runbook:
-            "kubectl -n llm-ha logs -l app.kubernetes.io/name=l1-proxy -c fallback (replay lines: Redis unreadable, L1 answering 5xx, rebalances); " +
+            "kubectl -n llm-ha-edge logs -l app.kubernetes.io/name=l1-proxy -c fallback (replay lines: Redis unreadable, L1 answering 5xx, rebalances); " +
             "llmha_fallback_tier_l4 per pod (a fallback that cannot read the tier waits); the group's offsets (kafka-consumer-groups --describe --group llmha.<cluster>.replay).",
         },
       },
@@ -61,7 +61,7 @@ export function fallbackRules(t: AlertThresholds): RuleGroupSpec {
             "The provider answered 401, 403 or 404 within the last 15 minutes: the API key (keyFile), its permissions or the model mapping in providers.json is wrong. " +
             "The fallback tried the next provider; clients saw a generic error only if none answered.",
           runbook:
-            "kubectl -n llm-ha logs -l app.kubernetes.io/name=l1-proxy -c fallback | grep 'no provider answered' (the status per provider); " +
+            "kubectl -n llm-ha-edge logs -l app.kubernetes.io/name=l1-proxy -c fallback | grep 'no provider answered' (the status per provider); " +
             "check the provider's key in the Pulumi secret (llm-ha:fallback providers), its permissions for the mapped model, and the `models` mapping; the alert clears 15 m after the last refusal.",
         },
       },

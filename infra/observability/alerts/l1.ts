@@ -19,7 +19,7 @@ export function l1Rules(t: AlertThresholds): RuleGroupSpec {
         annotations: {
           summary: "Prometheus scrapes no L1 proxy that answers",
           description: "No L1 proxy target is up: the availability SLO, its burn-rate alerts and the missing-server alert are blind.",
-          runbook: "kubectl -n llm-ha get pods -l app.kubernetes.io/name=l1-proxy; the l1-proxy PodMonitor (or scrape job) and Prometheus' targets page.",
+          runbook: "kubectl -n llm-ha-edge get pods -l app.kubernetes.io/name=l1-proxy; the l1-proxy PodMonitor (or scrape job) and Prometheus' targets page.",
         },
       },
       {

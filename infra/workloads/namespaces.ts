@@ -1,0 +1,39 @@
+/**
+ * The stack's two namespaces and their Pod Security Admission levels (issue 26, docs/security.md
+ * "Pod security"). Kubernetes can only grant host access per namespace, so what needs the host
+ * and what does not live apart:
+ * - the workloads namespace (`llm-ha`): the agent DaemonSets (host network: HAProxy reaches
+ *   9400/9401 at the node's address; the XID relay reads the kernel log) and vLLM (host network
+ *   for the same address; the model cache and the drain file are hostPath). Enforced
+ *   `privileged`, because nothing lower admits those pods;
+ * - the edge namespace (`llm-ha-edge`): the internet-facing L1 pods (HAProxy, key sync, the L4
+ *   fallback, the continuation relay) and the controller, the only holder of the cloud role.
+ *   None of them needs anything from the host: enforced `restricted`, so a pod there that asks
+ *   for the host, root or a capability is refused by the API server itself.
+ * `audit` and `warn` are `restricted` in both: every deviation of the host's pods is named in the
+ * audit log and at apply time. No `*-version` label: the levels follow the cluster's Kubernetes
+ * version, which the stack pins (`llm-ha:kubernetesVersion`), so their meaning moves only with a
+ * deliberate upgrade. Policies `pod-security` and `pods-meet-namespace-level` check both.
+ */
+import type * as k8s from "@pulumi/kubernetes";
+
+export type PodSecurityLevel = "privileged" | "baseline" | "restricted";
+
+/** The Pod Security Admission labels: `enforce` as given, `audit` and `warn` always `restricted`. */
+export function podSecurityLabels(enforce: PodSecurityLevel): Readonly<Record<string, string>> {
+  return Object.freeze({
+    "pod-security.kubernetes.io/enforce": enforce,
+    "pod-security.kubernetes.io/audit": "restricted",
+    "pod-security.kubernetes.io/warn": "restricted",
+  });
+}
+
+/** The workloads namespace: the host's pods (agents, vLLM). */
+export const WORKLOADS_POD_SECURITY = podSecurityLabels("privileged");
+/** The edge namespace: the L1 pods and the controller. */
+export const EDGE_POD_SECURITY = podSecurityLabels("restricted");
+
+/** A Namespace of the stack with its Pod Security Admission labels. */
+export function namespaceManifest(name: string, podSecurity: Readonly<Record<string, string>>): k8s.types.input.core.v1.Namespace {
+  return { apiVersion: "v1", kind: "Namespace", metadata: { name, labels: { "app.kubernetes.io/part-of": "llm-ha", ...podSecurity } } };
+}
