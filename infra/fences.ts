@@ -21,11 +21,6 @@ export interface FencesArgs {
   clusterName: string;
   /** The EKS cluster security group (control plane, system nodes and their pods). Required. */
   clusterSecurityGroupId: pulumi.Input<string>;
-  /** Kubernetes provider and namespace of the SecurityGroupPolicies. Required. */
-  provider: k8s.Provider;
-  namespace: string;
-  /** What the SecurityGroupPolicies wait for (vpc-cni ships their CRD; its pod ENIs must be on). Default none. */
-  dependsOn?: pulumi.Resource[];
 }
 
 type Rule = { ipProtocol: string; fromPort?: number; toPort?: number };
@@ -75,8 +70,6 @@ export class Fences extends pulumi.ComponentResource {
   readonly gpuNodes: aws.ec2.SecurityGroup;
   readonly podGroups: Record<NetRole, aws.ec2.SecurityGroup>;
   readonly scrapers: aws.ec2.SecurityGroup;
-  /** The SecurityGroupPolicies: a pod selected by one must start after it (its group is set at creation). */
-  readonly policies: k8s.apiextensions.CustomResource[];
 
   constructor(name: string, args: FencesArgs, opts?: pulumi.ComponentResourceOptions) {
     super("llm-ha:infra:Fences", name, {}, opts);
@@ -150,19 +143,33 @@ export class Fences extends pulumi.ComponentResource {
     }
     egress("scrapers-to-vpc", this.scrapers, args.vpcCidr, { ipProtocol: "tcp", fromPort: 0, toPort: 65535 }, "scrape targets");
 
-    this.policies = NET_ROLES.map(
-      (role) =>
-        new k8s.apiextensions.CustomResource(
-          `${name}-sgp-${role}`,
-          {
-            apiVersion: "vpcresources.k8s.aws/v1beta1",
-            kind: "SecurityGroupPolicy",
-            metadata: { name: `llmha-${role}`, namespace: args.namespace, labels: { "app.kubernetes.io/part-of": "llm-ha" } },
-            spec: { podSelector: { matchLabels: { [NET_ROLE_LABEL]: role } }, securityGroups: { groupIds: [this.podGroups[role].id] } },
-          },
-          { parent: this, provider: args.provider, dependsOn: args.dependsOn },
-        ),
-    );
     this.registerOutputs({ gpuNodes: this.gpuNodes.id, scrapers: this.scrapers.id });
   }
+}
+
+/**
+ * The SecurityGroupPolicies giving each pod role its group, in the namespace of those pods (the
+ * edge namespace): created by the workloads after that namespace exists — made before it, the
+ * first `pulumi up` failed with "namespace not found" — and before the pods they select, whose
+ * groups are set when they are created. `dependsOn`: vpc-cni, which ships their CRD.
+ */
+export function createSecurityGroupPolicies(
+  name: string,
+  groupIds: Record<NetRole, pulumi.Input<string>>,
+  namespace: string,
+  opts: pulumi.CustomResourceOptions,
+): k8s.apiextensions.CustomResource[] {
+  return NET_ROLES.map(
+    (role) =>
+      new k8s.apiextensions.CustomResource(
+        `${name}-sgp-${role}`,
+        {
+          apiVersion: "vpcresources.k8s.aws/v1beta1",
+          kind: "SecurityGroupPolicy",
+          metadata: { name: `llmha-${role}`, namespace, labels: { "app.kubernetes.io/part-of": "llm-ha" } },
+          spec: { podSelector: { matchLabels: { [NET_ROLE_LABEL]: role } }, securityGroups: { groupIds: [groupIds[role]] } },
+        },
+        opts,
+      ),
+  );
 }

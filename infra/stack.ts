@@ -73,10 +73,6 @@ export function createStack(): StackOutputs {
     vpcCidr: c.vpcCidr,
     clusterName: c.clusterName,
     clusterSecurityGroupId: cluster.nodeSecurityGroupId,
-    provider: cluster.provider,
-    // The pods they select (the L1 tier, the controller) run in the edge namespace.
-    namespace: EDGE_NAMESPACE,
-    dependsOn: cluster.addons,
   });
   const gpu = new GpuNodeGroups(
     "gpu",
@@ -216,7 +212,7 @@ export function createStack(): StackOutputs {
     redisRoleUrls: { agent: redis.roleUrls["llmha-agent"], controller: redis.roleUrls["llmha-controller"], fallback: redis.roleUrls["llmha-fallback"], edge: redis.roleUrls["llmha-edge"] },
     vpcCidr: c.vpcCidr,
     nlbCidrs: publicSubnetCidrs(c.vpcCidr, c.azs.length),
-    podFences: fences.policies,
+    podFences: { groupIds: { l1: fences.podGroups.l1.id, controller: fences.podGroups.controller.id }, dependsOn: cluster.addons },
     haproxyImage: c.haproxy.image ? cache.cacheRoot.apply((root) => pullRefOf(c.haproxy.image, root)) : cached("haproxy"),
     haproxyReplicas: c.haproxy.replicas,
     zonalShift: c.dns.zonalShift,
@@ -237,6 +233,7 @@ export function createStack(): StackOutputs {
         prometheusOperator: c.observability.prometheusOperator,
         selectorLabels: c.observability.selectorLabels,
         thresholds: { standbyAz: c.standbyAz ?? null, ...c.observability.thresholds },
+        namespaceResource: workloads.namespace,
       },
       // The namespace comes from the workloads.
       { dependsOn: [workloads] },

@@ -13,6 +13,8 @@ export interface ObservabilityArgs {
   clusterName: string;
   /** Namespace of the agents and L1 proxies; the monitors and rules go there too. Default `WORKLOADS_NAMESPACE` (`llm-ha`). */
   namespace?: string;
+  /** What creates that namespace: every object here is created after it. Default none (an existing namespace). */
+  namespaceResource?: pulumi.Resource;
   /** Namespace of the dashboard ConfigMap (where Grafana's sidecar looks). Default: `namespace`. */
   grafanaNamespace?: string;
   /**
@@ -58,7 +60,7 @@ function validate(args: ObservabilityArgs): void {
 
 export function createObservability(name: string, args: ObservabilityArgs, parent: pulumi.Resource): string[] {
   validate(args);
-  const opts = { parent, provider: args.provider };
+  const opts = { parent, provider: args.provider, dependsOn: args.namespaceResource ? [args.namespaceResource] : [] };
   const namespace = args.namespace ?? WORKLOADS_NAMESPACE;
   const o = observabilityObjects({
     namespace,

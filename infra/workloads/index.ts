@@ -1,7 +1,8 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig, standbySize, type PracticeWakeConfig } from "../config";
-import { edgeNamespaceOf, WORKLOADS_NAMESPACE } from "../names";
+import { edgeNamespaceOf, WORKLOADS_NAMESPACE, type NetRole } from "../names";
+import { createSecurityGroupPolicies } from "../fences";
 import { Problems } from "../problems";
 import { agentDaemonSet } from "./agent";
 import { CONTROLLER_SERVICE_ACCOUNT, controllerManifests, type AgentActuatorEnv } from "./controller";
@@ -53,8 +54,12 @@ export interface WorkloadsArgs {
   vpcCidr: string;
   /** The NLBs' subnets: their target health checks reach the L1 monitor port from there. Required. */
   nlbCidrs: readonly string[];
-  /** The SecurityGroupPolicies of the pod roles (infra/fences.ts): the L1 pods start after them. Default none. */
-  podFences?: pulumi.Resource[];
+  /**
+   * Security groups for pods (infra/fences.ts): each role's group, given to its pods by a
+   * SecurityGroupPolicy made here in the edge namespace, before the pods; `dependsOn` what ships
+   * their CRD (vpc-cni). Default none (no SecurityGroupPolicy).
+   */
+  podFences?: { groupIds: Record<NetRole, pulumi.Input<string>>; dependsOn?: pulumi.Resource[] };
   /**
    * Namespace of the host's pods (agents, vLLM) and the headless Services. Default `llm-ha`. The
    * L1 tier and the controller go to `<namespace>-edge` (PSA `restricted`, workloads/namespaces.ts).
@@ -122,12 +127,15 @@ export class Workloads extends pulumi.ComponentResource {
   readonly nlbNames: Record<string, string>;
   /** NLB DNS name per AZ, as the load balancer controller reports it. */
   readonly nlbHostnames: Record<string, pulumi.Output<string>>;
+  /** The workloads namespace: what else lives in it (the observability ConfigMaps) is created after it. */
+  readonly namespace: k8s.core.v1.Namespace;
 
   constructor(name: string, args: WorkloadsArgs, opts?: pulumi.ComponentResourceOptions) {
     super("llm-ha:infra:Workloads", name, {}, opts);
     const r = createWorkloads(name, args, this);
     this.nlbNames = r.nlbNames;
     this.nlbHostnames = r.nlbHostnames;
+    this.namespace = r.namespace;
     this.registerOutputs({ nlbNames: this.nlbNames, nlbHostnames: this.nlbHostnames });
   }
 }
@@ -157,6 +165,9 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const inNs = { ...opts, dependsOn: [ns] };
   const inEdge = { ...opts, dependsOn: [edgeNs] };
   const tiers = { workloads: { namespace, opts: inNs, id: name }, edge: { namespace: edgeNamespace, opts: inEdge, id: `${name}-edge` } };
+  const sgps = args.podFences
+    ? createSecurityGroupPolicies(`${name}-edge`, args.podFences.groupIds, edgeNamespace, { ...opts, dependsOn: [edgeNs, ...(args.podFences.dependsOn ?? [])] })
+    : [];
 
   // `endpoint` (the URL without its password) and `password`, which every client reads as a file
   // (workloads/redis-secret.ts). The one URL's Secret, per namespace that has a role without its own user.
@@ -182,7 +193,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const agentRedis = roleSecret("agent");
   const agentDeps: pulumi.Resource[] = [ns, agentRedis.secret];
   const controllerRedis = roleSecret("controller");
-  const controllerDeps: pulumi.Resource[] = [edgeNs, controllerRedis.secret];
+  const controllerDeps: pulumi.Resource[] = [edgeNs, controllerRedis.secret, ...sgps];
   // The L1 pod's two Redis clients, each its own user: the fallback (its keys, the tier) and the key sync (the client keys).
   const fallbackRedis = roleSecret("fallback");
   const edgeRedis = roleSecret("edge");
@@ -262,7 +273,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   // The L4 fallback: one ServiceAccount (IRSA), providers.json and the keys' Secret, shared by every AZ's L1 pods.
   let fallback: FallbackSidecarSpec | undefined;
   // The edge's key sync reads Redis (the agents' Secret), with or without the fallback.
-  const l1Deps: pulumi.Resource[] = [edgeNs, edgeRedis.secret, ...(inferenceKeySecret ? [inferenceKeySecret] : []), ...(args.podFences ?? [])];
+  const l1Deps: pulumi.Resource[] = [edgeNs, edgeRedis.secret, ...(inferenceKeySecret ? [inferenceKeySecret] : []), ...sgps];
   if (args.fallback) {
     const f = args.fallback;
     fallback = {
@@ -364,5 +375,5 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   for (const tier of ["workloads", "edge"] as const) {
     for (const [id, np] of Object.entries(nps[tier])) new k8s.networking.v1.NetworkPolicy(`${name}-${id}`, np, tiers[tier].opts);
   }
-  return { nlbNames, nlbHostnames };
+  return { nlbNames, nlbHostnames, namespace: ns };
 }

@@ -133,3 +133,25 @@ describe("blocker 7: explicit waits", () => {
     for (const d of l1) expect(d.opts.customTimeouts, d.name).toEqual({ create: "20m", update: "20m" });
   });
 });
+
+describe("namespaces before what lives in them", () => {
+  it("every object in a namespace the stack creates depends on that Namespace (the SecurityGroupPolicies included: made before it, the first up failed)", () => {
+    const byUrn = new Map(prod.map((r) => [r.urn, r]));
+    const after = (r: CapturedResource, seen = new Set<string>()): Set<string> => {
+      for (const u of r.opts.dependsOn) {
+        if (seen.has(u)) continue;
+        seen.add(u);
+        const d = byUrn.get(u);
+        if (d) after(d, seen);
+      }
+      return seen;
+    };
+    const namespaces = ofType(prod, "kubernetes:core/v1:Namespace");
+    expect(namespaces.map((n) => (n.props as O).metadata.name).sort()).toEqual(["llm-ha", "llm-ha-edge"]);
+    const urnOf = new Map(namespaces.map((n) => [(n.props as O).metadata.name as string, n.urn]));
+    const inThem = prod.filter((r) => r.type.startsWith("kubernetes:") && urnOf.has((r.props as O)?.metadata?.namespace));
+    expect(inThem.filter((r) => r.type.endsWith(":SecurityGroupPolicy")).length).toBe(2);
+    const early = inThem.filter((r) => !after(r).has(urnOf.get((r.props as O).metadata.namespace)!)).map((r) => `${r.type} ${r.name}`);
+    expect(early).toEqual([]);
+  });
+});
