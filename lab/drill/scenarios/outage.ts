@@ -98,6 +98,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
   let second: FallbackProcess | null = null;
   let survivor: FallbackProcess | null = null;
   const redis = new Redis(stack.redis.url, { maxRetriesPerRequest: 1 });
+  redis.on("error", () => undefined); // a dropped connection reconnects; unhandled, ioredis prints each one
   const logPath = join(tmpdir(), `llmha-drill-fallback-${process.pid}-${run}.log`);
   try {
     kafka = await startKafkaMock();
