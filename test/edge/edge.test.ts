@@ -18,6 +18,7 @@ import { KeyStore } from "../../agent/src/edge/keys/keys";
 import { EdgeSync } from "../../agent/src/edge/keys/sync";
 import { startEdgeSink, type EdgeSink } from "../../agent/src/edge/keys/sink";
 import { fakeServer, staticServer, type FakeServer } from "../l1/fixtures";
+import { rawPaced } from "../../lab/drill/raw-flood";
 
 interface Reply {
   status: number;
@@ -130,6 +131,23 @@ describe("the public edge (HAProxy + client keys)", () => {
     expect((await call(url, { headers: bearer(key) })).status).toBe(200);
   });
 
+  it("answers the drill's pipelined flood (lab/drill/raw-flood.ts) request by request: 401 without a key, 200 with one", async () => {
+    const { key } = await store.add("foxtrot", { rps: 100_000, concurrency: 1000 });
+    await applied();
+    const before = hitsNow();
+    const t0 = performance.now();
+    const anon = rawPaced([url], {}, 400, () => performance.now() - t0);
+    const good = rawPaced([url], bearer(key), 100, () => performance.now() - t0);
+    await sleep(1000);
+    await Promise.all([anon.stop(), good.stop()]);
+    // Every request sent got its own answer, in order: the counts match what was asked for a second.
+    expect(anon.records.length).toBeGreaterThanOrEqual(300);
+    expect(anon.records.filter((r) => r.status !== 401)).toEqual([]);
+    expect(good.records.length).toBeGreaterThanOrEqual(70);
+    expect(good.records.filter((r) => r.status !== 200)).toEqual([]);
+    expect(hitsNow() - before).toBe(good.records.length);
+  });
+
   it("sets the tenant header itself, drops the client's, and sends the servers their own key instead of the client's", async () => {
     const { key } = await store.add("bravo");
     await applied();
@@ -234,18 +252,23 @@ describe("the public edge (HAProxy + client keys)", () => {
         if (r.status !== 200) failed++;
       }
     })();
-    await sleep(300);
+    // Each phase lasts until the worker has sent 8 more requests (a time would be too few on a loaded machine).
+    const more = async (n: number): Promise<void> => {
+      const target = sent + n;
+      await waitFor(`${target} requests sent`, () => sent >= target, { timeoutMs: 20_000, everyMs: 20 });
+    };
+    await more(8);
     const oldId = (await store.list()).filter((k) => k.tenant === "golf").at(-1)!.id;
     const next = await store.rotate(oldId);
     await applied();
     current = next.key;
-    await sleep(200);
+    await more(8);
     await store.revoke(oldId);
     await applied();
-    await sleep(300);
+    await more(8);
     on = false;
     await worker;
-    expect(sent).toBeGreaterThan(20);
+    expect(sent).toBeGreaterThanOrEqual(24);
     expect(failed).toBe(0);
   });
 
