@@ -117,7 +117,7 @@ describe("llm-ha cost", () => {
     expect(u.total.usdScheduled).toBe(20464.53);
     const off = await cost(["--stack", devVariant((y) => y.replace(/ {2}llm-ha:practiceWake:\n[\s\S]*$/, "  llm-ha:practiceWake: false\n")), "--month", "2026-02", "--json"], os.tmpdir());
     expect((JSON.parse(off.stdout) as CostReport).practice).toBeNull();
-  });
+  }, 180_000); // several CLI starts (tsx loading the sources each time): a loaded runner took over 60 s
 
   it("shows what a standby at half an active AZ saves against full redundancy", async () => {
     const file = devVariant((y) => `${y.replace("desiredPerAz: 1", "desiredPerAz: 2").replace("maxPerAz: 2", "maxPerAz: 4")}  llm-ha:standbyCapacityRatio: 0.5\n`);
@@ -179,5 +179,5 @@ describe("llm-ha cost", () => {
     const help = await cost(["--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^Usage: llm-ha cost --stack ENV/);
-  });
+  }, 180_000); // several CLI starts (tsx loading the sources each time): a loaded runner took over 60 s
 });

@@ -122,7 +122,8 @@ describe("leader lease (child processes, real redis-server)", () => {
     const got = await b.waitEvent((e) => e.ev === "acquired", S.contendMs + SLACK + 3000);
     // One contend period after the release, plus scheduling slack on a loaded runner (CI saw 638 ms).
     expect(got.t - rel.t).toBeLessThanOrEqual(S.contendMs + SLACK);
-    expect(got.t - stoppedAt).toBeLessThanOrEqual(S.contendMs + SLACK);
+    // From SIGTERM it is the child's own start on the signal too: a loaded machine took 3.5 s there; the release above is the lease's part.
+    expect(got.t - stoppedAt).toBeLessThanOrEqual(S.ttlMs + S.contendMs + SLACK * 2);
     expectMonotonic([a, b]);
   });
 });
