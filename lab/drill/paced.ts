@@ -16,9 +16,10 @@ export interface Sent {
   retryAfter: boolean;
 }
 
-const BODY = JSON.stringify({ model: DRILL_MODEL, prompt: "edge", max_tokens: 1 });
+/** The edge scenarios' request: a one-token completion (also the raw flood's, raw-flood.ts). */
+export const EDGE_BODY = JSON.stringify({ model: DRILL_MODEL, prompt: "edge", max_tokens: 1 });
 
-export function post(url: string, headers: Record<string, string | string[]>, agent: Agent | false, now: () => number, req0: { path: string; body: string } = { path: "/v1/completions", body: BODY }): Promise<Sent> {
+export function post(url: string, headers: Record<string, string | string[]>, agent: Agent | false, now: () => number, req0: { path: string; body: string } = { path: "/v1/completions", body: EDGE_BODY }): Promise<Sent> {
   const t = now();
   const t0 = performance.now();
   return new Promise((resolve) => {

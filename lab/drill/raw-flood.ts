@@ -9,10 +9,8 @@
  * arriving behind the next one (seen: 21 of 400 pipelined requests cut).
  */
 import { connect, type Socket } from "node:net";
-import { DRILL_MODEL } from "./settings";
-import type { Sent } from "./paced";
+import { EDGE_BODY as BODY, type Sent } from "./paced";
 
-const BODY = JSON.stringify({ model: DRILL_MODEL, prompt: "edge", max_tokens: 1 });
 /** Sockets per proxy at most: past it, requests wait for a free one (sent late, not dropped). */
 const MAX_SOCKETS_PER_URL = 32;
 const TICK_MS = 50;
