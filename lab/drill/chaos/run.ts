@@ -16,7 +16,7 @@ import type { Sample } from "../timeline";
 import { createWorld, noLinksWhy } from "../world";
 import { fire, type BusyNodes } from "./faults";
 import { excerpt, INVARIANT, InvariantChecker, type FaultWindow, type Violation } from "./invariants";
-import { CHAOS_CATALOGUE, formatSchedule, makeSchedule, type ChaosEvent } from "./schedule";
+import { CHAOS_CATALOGUE, formatSchedule, makeSchedule, type ChaosEvent, type ChaosFleet } from "./schedule";
 
 export interface ChaosArgs {
   /** Absent: drawn from the clock and printed (pass it back with --seed to replay). */
@@ -97,7 +97,10 @@ export interface ChaosReport {
   nodes: number;
   concurrency: number;
   allAzs: boolean;
+  /** Link faults in the catalogue (true) or why not. */
   linkFaults: boolean | string;
+  /** The fleet the schedule was drawn for (with the seed and flags above: the same schedule again). */
+  fleet: ChaosFleet;
   schedule: ChaosEvent[];
   fired: FaultWindow[];
   skipped: { n: number; kind: string; why: string }[];
@@ -129,6 +132,7 @@ export async function runChaos(args: { nodes: number; out?: string; json?: strin
   const skipped: ChaosReport["skipped"] = [];
   const windows: FaultWindow[] = [];
   let schedule: ChaosEvent[];
+  let fleet: ChaosFleet;
   let settleMs: number | null = null;
   let c0 = 0;
   let checker: InvariantChecker;
@@ -149,7 +153,7 @@ export async function runChaos(args: { nodes: number; out?: string; json?: strin
     }
     const active = stack.azs.filter((a) => !a.standby);
     proxies.push(...stack.azs.map((a) => a.proxy));
-    const fleet = { azs: active.map((a) => a.name), nodes: stack.nodes.filter((n) => !stack.azOf(n).standby).map((n) => ({ id: n.id, az: n.az })) };
+    fleet = { azs: active.map((a) => a.name), nodes: stack.nodes.filter((n) => !stack.azOf(n).standby).map((n) => ({ id: n.id, az: n.az })) };
     schedule = makeSchedule(fleet, { seed, minutes: args.chaos.minutes, concurrency: args.chaos.concurrency, allAzs: args.chaos.allAzs, links: why === null });
     io.out(
       `chaos campaign: seed ${seed}, ${args.chaos.minutes} min, --nodes ${args.nodes}, at most ${args.chaos.concurrency} faults at once, ` +
@@ -266,6 +270,7 @@ export async function runChaos(args: { nodes: number; out?: string; json?: strin
     concurrency: args.chaos.concurrency,
     allAzs: args.chaos.allAzs,
     linkFaults: why ?? true,
+    fleet,
     schedule,
     fired: windows,
     skipped,
