@@ -3,8 +3,9 @@
  * and the invariant checker on timelines built by hand.
  */
 import { describe, expect, it } from "vitest";
-import { InvariantChecker, INVARIANT, noServerAt, type FaultWindow } from "../../lab/drill/chaos/invariants";
+import { InvariantChecker, INVARIANT, noServerBetween, type FaultWindow } from "../../lab/drill/chaos/invariants";
 import { CHAOS_CATALOGUE, makeSchedule, mulberry32, type ChaosEvent } from "../../lab/drill/chaos/schedule";
+import { lateConflict } from "../../lab/drill/chaos/run";
 import { parseDrillArgs } from "../../lab/drill/command";
 import { SDK_CLIENT } from "../../lab/drill/sdk-traffic";
 import { emptyTimeline, type FleetSample, type Sample } from "../../lab/drill/timeline";
@@ -61,6 +62,17 @@ describe("chaos schedule", () => {
     expect(noLinks.filter((e) => linkKinds.includes(e.kind))).toEqual([]);
   });
 
+  it("skips a fault that a slower heal pushed into another's window when it breaks the bounds", () => {
+    const ev = (n: number, azs: string[]): ChaosEvent => ({ n, at: 0, kind: "crash", target: "x", durationMs: 1000, azs, holds: [] });
+    const w = (n: number, azs: string[], healedAt: number | null): FaultWindow => ({ n, kind: "crash", target: "x", victims: [], azs, injectAt: 0, healAt: healedAt, healedAt });
+    const o = { concurrency: 2, allAzs: false };
+    // az-a's fault healed 2 s ago is still recovering: az-b's would touch every AZ.
+    expect(lateConflict(ev(3, ["az-b"]), [w(1, ["az-a"], 8000)], 10_000, o, FLEET.azs)).toMatch(/#1 still held or recovering it would touch every AZ/);
+    expect(lateConflict(ev(3, ["az-b"]), [w(1, ["az-a"], 8000)], 20_000, o, FLEET.azs)).toBeNull();
+    expect(lateConflict(ev(3, ["az-b"]), [w(1, ["az-a"], 8000)], 10_000, { ...o, allAzs: true }, FLEET.azs)).toBeNull();
+    expect(lateConflict(ev(3, []), [w(1, ["az-a"], null), w(2, [], null)], 10_000, o, FLEET.azs)).toMatch(/over the concurrency/);
+  });
+
   it("takes its flags only with --chaos", () => {
     expect(parseDrillArgs(["--chaos", "--seed", "7", "--minutes", "1.5", "--chaos-concurrency=3", "--chaos-all-azs"]).chaos).toEqual({ on: true, seed: 7, minutes: 1.5, concurrency: 3, allAzs: true });
     expect(() => parseDrillArgs(["--seed", "7"])).toThrow(/go with --chaos/);
@@ -107,13 +119,15 @@ describe("chaos invariants", () => {
     expect(v.map((x) => `${x.t} ${x.detail}`)).toEqual(["3500 az-a published DOWN in Redis with no fault touching it", "3900 az-b published DOWN in Redis with no fault touching it"]);
   });
 
-  it("counts an SDK-class failure unless no server was in rotation anywhere when it was sent", () => {
+  it("counts an SDK-class failure unless no server was in rotation anywhere while it was in flight", () => {
     const tl = emptyTimeline();
     tl.samples.push(sample(0, true), sample(1000, false), sample(2000, true));
     tl.failures.push({ t: 1200, end: 1300, client: SDK_CLIENT, why: "ECONNREFUSED" });
     tl.failures.push({ t: 2200, end: 2300, client: SDK_CLIENT, why: "HTTP 502" });
     tl.failures.push({ t: 2200, end: 2300, client: "llm-ha", why: "HTTP 502" });
-    expect(noServerAt(tl.samples, 1200, ["az-a_servers"])).toBe(true);
+    expect(noServerBetween(tl.samples, 1200, 1300, ["az-a_servers"])).toBe(true);
+    expect(noServerBetween(tl.samples, 500, 900, ["az-a_servers"])).toBe(false);
+    expect(noServerBetween(tl.samples, 500, 1100, ["az-a_servers"])).toBe(true);
     const c = checker();
     expect(c.step(tl, [], 2350)).toEqual([]); // not judged before judgeAfterMs
     const v = c.step(tl, [], 5000);

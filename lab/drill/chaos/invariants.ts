@@ -78,11 +78,16 @@ export function sampleAt(samples: readonly Sample[], t: number): Sample | null {
   return best;
 }
 
-/** No AZ proxy had a server row in rotation: L4's case (the drill's AZ proxies carry no fallback backend). */
-export function noServerAt(samples: readonly Sample[], t: number, proxies: readonly string[]): boolean {
-  const s = sampleAt(samples, t);
-  if (!s) return false;
+/** No AZ proxy had a server row in rotation in this sample: L4's case (the drill's AZ proxies carry no fallback backend). */
+function noServer(s: Sample, proxies: readonly string[]): boolean {
   return !Object.entries(s.l1).some(([k, v]) => proxies.some((p) => k.startsWith(`${p}/`)) && !l1Removed(v));
+}
+
+/** Whether, at some sample from the one in force at `from` to `until`, no AZ proxy had a server in rotation. */
+export function noServerBetween(samples: readonly Sample[], from: number, until: number, proxies: readonly string[]): boolean {
+  const first = sampleAt(samples, from);
+  if (first && noServer(first, proxies)) return true;
+  return samples.some((s) => s.t > from && s.t <= until && noServer(s, proxies));
 }
 
 /**
@@ -150,7 +155,7 @@ export class InvariantChecker {
     for (const f of ready) {
       this.counts.judged++;
       if (isStreamCut(f.why) && cutHadToBe(f, this.o.deaths())) this.counts.excusedCut++;
-      else if (noServerAt(tl.samples, f.t, this.o.proxies)) this.counts.excusedNoServer++;
+      else if (noServerBetween(tl.samples, f.t, f.end ?? f.t, this.o.proxies)) this.counts.excusedNoServer++;
       else
         out.push({
           invariant: INVARIANT.answered,

@@ -16,7 +16,7 @@ import type { Sample } from "../timeline";
 import { createWorld, noLinksWhy } from "../world";
 import { fire, type BusyNodes } from "./faults";
 import { excerpt, INVARIANT, InvariantChecker, type FaultWindow, type Violation } from "./invariants";
-import { CHAOS_CATALOGUE, formatSchedule, makeSchedule, type ChaosEvent, type ChaosFleet } from "./schedule";
+import { AZ_RECOVERY_MS, CHAOS_CATALOGUE, formatSchedule, makeSchedule, type ChaosEvent, type ChaosFleet } from "./schedule";
 
 export interface ChaosArgs {
   /** Absent: drawn from the clock and printed (pass it back with --seed to replay). */
@@ -113,6 +113,16 @@ export interface ChaosReport {
   outDir: string;
 }
 
+/** Why a fault due now would break the schedule's bounds given the faults as they run (null: it fits). */
+export function lateConflict(ev: ChaosEvent, windows: readonly FaultWindow[], t: number, o: Pick<ChaosArgs, "concurrency" | "allAzs">, azs: readonly string[]): string | null {
+  const holding = windows.filter((w) => w.healedAt === null);
+  if (holding.length >= o.concurrency) return `${holding.length} faults still held or healing (${holding.map((w) => `#${w.n}`).join(", ")}): over the concurrency`;
+  if (o.allAzs || ev.azs.length === 0) return null;
+  const recent = windows.filter((w) => w.healedAt === null || t < w.healedAt + AZ_RECOVERY_MS);
+  const touched = new Set([...recent.flatMap((w) => w.azs), ...ev.azs]);
+  return azs.every((az) => touched.has(az)) ? `with ${recent.map((w) => `#${w.n}`).join(", ")} still held or recovering it would touch every AZ at once` : null;
+}
+
 type Io = { out: (s: string) => void; err: (s: string) => void };
 
 /** Runs one campaign; resolves the exit code (1 on a violation or a fault that could not be injected or healed, 2 without a fleet layer). */
@@ -195,6 +205,14 @@ export async function runChaos(args: { nodes: number; out?: string; json?: strin
         // A fault on a target a slower heal still holds waits for that heal.
         await Promise.all(before);
         const label = `#${ev.n} ${ev.kind} ${ev.target}`;
+        // A heal slower than its hold stretches its fault past the schedule's slot: what the
+        // schedule promised (its concurrency, never every AZ) is checked again against the faults as they run.
+        const late = lateConflict(ev, windows, now(), args.chaos, fleet.azs);
+        if (late) {
+          skipped.push({ n: ev.n, kind: ev.kind, why: late });
+          progress(`${label}: skipped (${late})`);
+          return;
+        }
         const injectAt = now();
         let fired;
         try {

@@ -95,6 +95,11 @@ export function catalogue(links: boolean): FaultSpec[] {
   return CHAOS_CATALOGUE.filter((f) => links || !f.needsNetns);
 }
 
+/**
+ * For the every-AZ rule a fault's AZ counts as touched this long after its hold: a healed node
+ * is back in rotation only after its agent's rise and its proxy's check (seconds on 2 loaded cores).
+ */
+export const AZ_RECOVERY_MS = 8000;
 /** Gap between one start and the next draw: 1–6 s. */
 const GAP_MS: readonly [number, number] = [1000, 6000];
 /** Room left between the last heal and the end of the campaign's minutes. */
@@ -118,8 +123,8 @@ function targetsOf(spec: FaultSpec, fleet: ChaosFleet): { target: string; azs: s
 /**
  * Draws the schedule: from t = 0, every 1–6 s a fault kind (weighted by the catalogue) and one
  * of its targets that holds nothing an active fault holds (none: no fault this time); no more than `concurrency` at once (when full, the
- * next draw waits for the earliest heal); unless `allAzs`, the active faults' AZs never cover
- * every active AZ. Each hold is drawn in its kind's range and ends by `minutes` (less a tail).
+ * next draw waits for the earliest heal); unless `allAzs`, the AZs of the active faults (and of
+ * those healed less than `AZ_RECOVERY_MS` ago) never cover every active AZ. Each hold is drawn in its kind's range and ends by `minutes` (less a tail).
  */
 export function makeSchedule(fleet: ChaosFleet, o: ChaosOptions): ChaosEvent[] {
   if (!(o.minutes > 0)) throw new RangeError(`campaign minutes must be above 0, got ${o.minutes}`);
@@ -137,7 +142,7 @@ export function makeSchedule(fleet: ChaosFleet, o: ChaosOptions): ChaosEvent[] {
       continue;
     }
     const held = new Set(active.flatMap((e) => e.holds));
-    const touched = new Set(active.flatMap((e) => e.azs));
+    const touched = new Set(out.filter((e) => e.at <= t && e.at + e.durationMs + AZ_RECOVERY_MS > t).flatMap((e) => e.azs));
     // The kind is drawn from the whole catalogue, then one of its targets that fits now; a kind
     // with none that fits draws nothing this time, so faults that need a quiet AZ are not starved
     // by the node faults that always fit somewhere.
