@@ -66,11 +66,12 @@ describe("chaos schedule", () => {
     const ev = (n: number, azs: string[]): ChaosEvent => ({ n, at: 0, kind: "crash", target: "x", durationMs: 1000, azs, holds: [] });
     const w = (n: number, azs: string[], healedAt: number | null): FaultWindow => ({ n, kind: "crash", target: "x", victims: [], azs, injectAt: 0, healAt: healedAt, healedAt });
     const o = { concurrency: 2, allAzs: false };
+    const planned = (n: number): string[] => (n === 1 ? ["az-a"] : []);
     // az-a's fault healed 2 s ago is still recovering: az-b's would touch every AZ.
-    expect(lateConflict(ev(3, ["az-b"]), [w(1, ["az-a"], 8000)], 10_000, o, FLEET.azs)).toMatch(/#1 still held or recovering it would touch every AZ/);
-    expect(lateConflict(ev(3, ["az-b"]), [w(1, ["az-a"], 8000)], 20_000, o, FLEET.azs)).toBeNull();
-    expect(lateConflict(ev(3, ["az-b"]), [w(1, ["az-a"], 8000)], 10_000, { ...o, allAzs: true }, FLEET.azs)).toBeNull();
-    expect(lateConflict(ev(3, []), [w(1, ["az-a"], null), w(2, [], null)], 10_000, o, FLEET.azs)).toMatch(/over the concurrency/);
+    expect(lateConflict(ev(3, ["az-b"]), [w(1, ["az-a"], 8000)], 10_000, o, FLEET.azs, planned)).toMatch(/#1 still held or recovering it would touch every AZ/);
+    expect(lateConflict(ev(3, ["az-b"]), [w(1, ["az-a"], 8000)], 20_000, o, FLEET.azs, planned)).toBeNull();
+    expect(lateConflict(ev(3, ["az-b"]), [w(1, ["az-a"], 8000)], 10_000, { ...o, allAzs: true }, FLEET.azs, planned)).toBeNull();
+    expect(lateConflict(ev(3, []), [w(1, ["az-a"], null), w(2, [], null)], 10_000, o, FLEET.azs, planned)).toMatch(/over the concurrency/);
   });
 
   it("takes its flags only with --chaos", () => {
@@ -105,8 +106,12 @@ describe("chaos invariants", () => {
     tl.fleet.push(fleetSample(500, { leader: "gpu-b1/2", leaderToken: 6, tokens: { tier: 5 } }));
     tl.fleet.push(fleetSample(700, { leader: "gpu-a2/3", leaderToken: 6, tokens: { tier: 5 } }));
     tl.fleet.push(fleetSample(900, { leader: "gpu-a1/1", leaderToken: 5, tokens: { tier: 5 } }));
-    const v = checker().step(tl, [], 1000);
+    // A rollback (a promoted server that missed writes): older hashes, no lease — no writer, so no stale write.
+    tl.fleet.push(fleetSample(950, { leader: null, leaderToken: null, tokens: { tier: 4 } }));
+    const c = checker();
+    const v = c.step(tl, [], 1000);
     expect(v.map((x) => x.invariant)).toEqual([INVARIANT.stale, INVARIANT.term, INVARIANT.term]);
+    expect(c.counts.rollbacks).toBe(2);
     expect(v[1].detail).toMatch(/term 6 held by gpu-b1\/2, then by gpu-a2\/3/);
   });
 
@@ -133,6 +138,6 @@ describe("chaos invariants", () => {
     const v = c.step(tl, [], 5000);
     expect(v.map((x) => x.invariant)).toEqual([INVARIANT.answered]);
     expect(v[0].detail).toMatch(/HTTP 502/);
-    expect(c.counts).toEqual({ judged: 2, excusedCut: 0, excusedNoServer: 1 });
+    expect(c.counts).toEqual({ judged: 2, excusedCut: 0, excusedNoServer: 1, rollbacks: 0 });
   });
 });

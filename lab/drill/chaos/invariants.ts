@@ -98,14 +98,15 @@ export class InvariantChecker {
   private fleetAt = 0;
   private samplesAt = 0;
   private failuresAt = 0;
-  private readonly stale = new StaleWriteWatch();
+  private readonly stale = new StaleWriteWatch("same-read");
+  private lastTokens: Record<string, number> = {};
   private readonly termHolder = new Map<number, string>();
   private highestTerm = 0;
   private pending: FailedRequest[] = [];
   /** One violation per (invariant, subject) while it lasts: a DOWN held for 5 s is one finding, not 100. */
   private readonly open = new Set<string>();
   /** Counted figures for the summary. */
-  readonly counts = { judged: 0, excusedCut: 0, excusedNoServer: 0 };
+  readonly counts = { judged: 0, excusedCut: 0, excusedNoServer: 0, rollbacks: 0 };
 
   constructor(private readonly o: CheckerOptions) {}
 
@@ -122,7 +123,10 @@ export class InvariantChecker {
     };
     for (; this.fleetAt < tl.fleet.length; this.fleetAt++) {
       const f = tl.fleet[this.fleetAt];
-      for (const k of this.stale.see(f, this.o.from)) out.push({ invariant: INVARIANT.stale, t: f.t, detail: `${k}: a write with a lower fencing token than the lease already held` });
+      for (const k of this.stale.see(f, this.o.from)) out.push({ invariant: INVARIANT.stale, t: f.t, detail: `${k}: a write with a lower fencing token than the lease in the same read` });
+      // Published hashes back at older tokens: the endpoint's server lost writes (reported, not a violation).
+      if (f.t >= this.o.from && Object.entries(f.tokens).some(([k, tok]) => this.lastTokens[k] !== undefined && tok < this.lastTokens[k])) this.counts.rollbacks++;
+      this.lastTokens = { ...this.lastTokens, ...f.tokens };
       if (f.t < this.o.from) continue;
       if (typeof f.leader === "string" && typeof f.leaderToken === "number") {
         const tok = f.leaderToken;
