@@ -25,6 +25,14 @@ export class ChaosFaultError extends Error {
   }
 }
 
+/** An inject whose precondition is missing (e.g. no replica in sync to promote): the fault is skipped, saying why. */
+export class ChaosSkip extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ChaosSkip";
+  }
+}
+
 /** A fault as it fired: what it hit (AZs by the node it resolved to) and how to undo it. */
 export interface FiredFault {
   victims: string[];
@@ -103,7 +111,13 @@ async function redisFault(ctx: ScenarioContext, kind: string, holdMs: number): P
   const ha = ctx.stack.redis;
   switch (kind) {
     case "redis-failover":
-      await ha.failover();
+      try {
+        await ha.failover();
+      } catch (err) {
+        // After a slow settle the sentinels may not count the replica as in sync yet: nothing to fail over to.
+        if (/NOGOODSLAVE/.test((err as Error).message)) throw new ChaosSkip("no replica in sync to promote (sentinels: NOGOODSLAVE)");
+        throw err;
+      }
       return () => ha.settle();
     case "redis-primary-kill": {
       const [first, second] = ha.servers;
@@ -153,6 +167,15 @@ function linkFault(ctx: ScenarioContext, kind: string): () => Promise<void> {
 
 /** Fires one scheduled fault; resolves what it hit and its heal, or a reason it was skipped. */
 export async function fire(ctx: ScenarioContext, ev: ChaosEvent, busy: BusyNodes): Promise<FiredFault | { skipped: string }> {
+  try {
+    return await fireOrThrow(ctx, ev, busy);
+  } catch (err) {
+    if (err instanceof ChaosSkip) return { skipped: err.message };
+    throw err;
+  }
+}
+
+async function fireOrThrow(ctx: ScenarioContext, ev: ChaosEvent, busy: BusyNodes): Promise<FiredFault | { skipped: string }> {
   const { stack } = ctx;
   const node = (id: string): SimNode => {
     const n = stack.nodes.find((x) => x.id === id);
