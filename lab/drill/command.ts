@@ -5,27 +5,22 @@
  * Everything it starts is stopped on exit, on Ctrl-C and on error.
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { drillAuth } from "./credentials";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { ensureSystemDeps, SystemDepsError } from "../engines/system-deps";
-import { RedisKeys } from "../../agent/src/fleet/redis/keys";
-import { startObserver, type Observer } from "./observer";
 import { terminalColumns } from "../../contracts/table";
 import { renderHtmlReport } from "./html-report";
 import { figuresLine, renderTable, standbyLine, summarize, type ScenarioSummary } from "./report";
-import { detectFleet, MAIN_CLIENT, runScenario, type RunResult, type ScenarioContext } from "./run-scenario";
+import { runScenario, type RunResult } from "./run-scenario";
 import { SCENARIOS, UnknownScenarioError } from "./scenarios";
 import { estimateSeconds, selectScenarios, type DrillMode } from "./plan";
 import { DEFAULT_HAPROXY_TUNING } from "../../contracts/haproxy-tuning";
-import { CLIENT_TIMEOUT_MS, DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_TIMING, DRILL_TUNED_BASELINE } from "./settings";
-import { BASELINE_DEFAULT, BASELINE_TUNED, DRILL_MODEL, startStack, type DrillStack } from "./stack";
+import { CLIENT_TIMEOUT_MS, DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_TUNED_BASELINE } from "./settings";
 import { renderTimelineSvg } from "./svg";
-import { emptyTimeline } from "./timeline";
 import { alertNames, startDrillPrometheus } from "./alerts";
-import { sdkClient } from "./sdk-traffic";
-import { inDrillNetns, LinkCuts, netnsSupport, reexecInNetns } from "../engines/netns";
-import { startTraffic, type Traffic } from "./traffic";
+import { inDrillNetns, netnsSupport, reexecInNetns } from "../engines/netns";
+import { createWorld, noLinksWhy } from "./world";
+import { CHAOS_USAGE, chaosArgs, parseChaosFlag, runChaos, type ChaosFlags } from "./chaos/run";
 
 const REPO = join(__dirname, "..", "..");
 
@@ -51,7 +46,9 @@ With no flag it runs a first, short matrix: one scenario per tier, the L4 outage
                           links are then skipped); as root the drill otherwise runs itself in
                           one of its own (unshare -n) where it can cut and slow links
   --help                  this text
-`;
+
+The chaos campaign (npm run drill -- --chaos --seed N --minutes M):
+${CHAOS_USAGE}`;
 
 export class DrillUsageError extends Error {
   constructor(message: string) {
@@ -76,6 +73,8 @@ export interface DrillArgs {
   help: boolean;
   /** Stay in the caller's network namespace (as root the drill otherwise makes one of its own). */
   noNetns?: boolean;
+  /** The chaos campaign's flags (`--chaos`, `--seed`…), absent when none was given. */
+  chaos?: ChaosFlags;
 }
 
 export function parseDrillArgs(argv: readonly string[]): DrillArgs {
@@ -133,11 +132,16 @@ export function parseDrillArgs(argv: readonly string[]): DrillArgs {
       case "-h":
         a.help = true;
         break;
-      default:
-        throw new DrillUsageError(`unknown flag ${JSON.stringify(arg)}`);
+      default: {
+        const c: ChaosFlags = a.chaos ?? {};
+        if (!parseChaosFlag(c, flag, value, (m) => new DrillUsageError(m))) throw new DrillUsageError(`unknown flag ${JSON.stringify(arg)}`);
+        a.chaos = c;
+      }
     }
   }
   if (a.quick && a.full) throw new DrillUsageError("--quick and --full are exclusive: pick one");
+  if (a.chaos && !a.chaos.on) throw new DrillUsageError("--seed, --minutes, --chaos-concurrency and --chaos-all-azs go with --chaos");
+  if (a.chaos?.on && (a.scenario || a.quick || a.full || a.runs)) throw new DrillUsageError("--chaos runs a campaign, not the fault matrix: drop --scenario, --quick, --full and --runs");
   return a;
 }
 
@@ -167,7 +171,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   const netns = inDrillNetns();
   const selected = selectScenarios({ scenario: args.scenario, mode: drillMode(args), runs: args.runs });
   // Link cuts need the drill's own namespace: without one those scenarios are skipped, saying why.
-  const why = netns ? null : args.noNetns ? "--no-netns" : (() => { const s = netnsSupport(); return s.ok ? "not in the drill's own network namespace" : s.why; })();
+  const why = noLinksWhy(args.noNetns);
   const skipped = selected.filter((p) => p.spec.needsNetns && !netns).map((p) => p.spec.name);
   const plan = selected.filter((p) => !(p.spec.needsNetns && !netns));
   if (skipped.length) progress(`skipping ${skipped.join(", ")}: they cut or slow links between drill members, which needs the drill's own network namespace (${why})`);
@@ -178,82 +182,16 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   );
   const outDir = resolve(args.out ?? mkdtempSync(join(tmpdir(), "llmha-drill-")));
   mkdirSync(outDir, { recursive: true });
-  const stops: (() => Promise<void>)[] = [];
-  // Every pid seen, written after clean-up so a test can check that none is left running.
-  const pids = new Set<number>();
-  let traffic: Traffic | null = null;
-  let observer: Observer | null = null;
-  let stack: DrillStack | null = null;
-  const cuts = netns ? new LinkCuts() : null;
-  let cleaning: Promise<void> | null = null;
-  const cleanup = (): Promise<void> =>
-    (cleaning ??= (async () => {
-      await traffic?.stop();
-      await observer?.stop();
-      // Every cut healed before anything stops (the namespace takes what is left with it anyway).
-      try {
-        cuts?.healAll();
-      } catch {
-        // the namespace goes with the drill
-      }
-      // Last started, first stopped; each stop is idempotent.
-      for (const s of stops.reverse()) await s().catch(() => undefined);
-      await stack?.stop().catch(() => undefined);
-    })());
-  const onSignal = (sig: NodeJS.Signals): void => {
-    progress(`${sig}: stopping every process the drill started`);
-    void cleanup().then(() => {
-      writeFileSync(join(outDir, "pids.json"), JSON.stringify([...pids]));
-      process.exit(130);
-    });
-  };
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
-  const tl = emptyTimeline();
+  const world = createWorld({ nodes: args.nodes, outDir, now, progress, netns, redisPaths: plan.some((p) => p.spec.needsRedisPaths) });
+  const tl = world.tl;
   try {
     progress(`plan: ${plan.map((p) => `${p.spec.name}${p.runs > 1 ? `×${p.runs}` : ""}`).join(", ")}; logs in ${outDir}`);
-    stack = await startStack({ nodes: args.nodes, dir: outDir, progress, now, track: (s) => void stops.push(s), redisPaths: plan.some((p) => p.spec.needsRedisPaths) });
-    const st = stack;
-    for (const p of st.pids()) pids.add(p);
-    observer = startObserver(st, tl, now, DRILL_TIMING);
-    progress(`waiting for a leader in Redis (fleet layer)`);
-    const fleetWired = await detectFleet(st.redis.url, new RedisKeys(st.cluster).leader, 3 * DRILL_TIMING.leaseTtlMs);
-    progress(fleetWired ? "fleet layer running: leader elected" : "no leader in Redis: fleet scenarios (L2 state, DNS by AZ state, leader, Redis, blast radius) will be reported as not measured");
-    const dnsAnswer: { v: string[] } = { v: [] };
-    let rr = 0;
-    let dnsClosed = false;
-    const dnsLoop = (async () => {
-      // The client resolves the service name like a resolver honouring the 1 s TTL would, a little more often.
-      while (!dnsClosed) {
-        try {
-          dnsAnswer.v = await st.dns.query();
-        } catch {
-          // keep the last answer, as a resolver would
-        }
-        await new Promise((r) => setTimeout(r, 250));
-      }
-    })();
-    stops.push(async () => {
-      dnsClosed = true;
-      await dnsLoop;
-    });
-    traffic = startTraffic({
-      timeline: tl,
-      now,
-      model: DRILL_MODEL,
-      timeoutMs: CLIENT_TIMEOUT_MS,
-      clients: [
-        { name: MAIN_CLIENT, workers: 3, headers: drillAuth("app"), target: () => (dnsAnswer.v.length ? `http://${dnsAnswer.v[rr++ % dnsAnswer.v.length]}:${st.port}` : null) },
-        { name: BASELINE_DEFAULT, workers: 1, target: () => `http://127.0.0.1:${st.baselinePorts.default}` },
-        { name: BASELINE_TUNED, workers: 1, target: () => `http://127.0.0.1:${st.baselinePorts.tuned}` },
-        // What an application sees: the official SDK with its default retries, resolving the name per attempt.
-        sdkClient({ address: () => (dnsAnswer.v.length ? dnsAnswer.v[rr++ % dnsAnswer.v.length] : null), port: st.port, workers: 2, model: DRILL_MODEL }),
-      ],
-    });
+    const ctx = await world.start();
+    const st = ctx.stack;
+    const fleetWired = ctx.fleetWired;
     const prom = await startDrillPrometheus(st, progress);
-    if (prom) stops.push(() => prom.stop());
-    for (const p of st.pids()) pids.add(p);
-    const ctx: ScenarioContext = { stack: st, tl, observer, now, progress, fleetWired, cuts };
+    if (prom) world.track(() => prom.stop());
+    world.notePids();
     const summaries: DrillReport["scenarios"] = [];
     for (const { spec, runs } of plan) {
       const results: RunResult[] = [];
@@ -263,7 +201,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
         // The shipped rules' verdict on this run (their windows are minutes long: an alert may carry over from the run before).
         if (prom && !r.notMeasured) r.extra.alerts = alertNames(await prom.fired(t0 + r.injectAt, t0 + r.endAt).catch(() => [])).join(", ") || "none";
         results.push(r);
-        for (const p of st.pids()) pids.add(p);
+        world.notePids();
         const f = (v: number | null): string => (v === null ? "never" : `${(v / 1000).toFixed(2)}s`);
         progress(
           r.notMeasured
@@ -274,9 +212,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
       }
       summaries.push({ ...summarize(spec, results), runs_detail: results });
     }
-    await traffic.stop();
-    traffic = null;
-    await observer.stop();
+    await world.stopTraffic();
     const failed: Record<string, number> = {};
     for (const f of tl.failures) failed[f.client] = (failed[f.client] ?? 0) + 1;
     const pass = summaries.every((s) => s.pass === true);
@@ -322,10 +258,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
     return args.check && !pass ? 1 : 0;
   } finally {
     progress("stopping everything");
-    await cleanup();
-    writeFileSync(join(outDir, "pids.json"), JSON.stringify([...pids]));
-    process.removeListener("SIGINT", onSignal);
-    process.removeListener("SIGTERM", onSignal);
+    await world.close();
   }
 }
 
@@ -361,5 +294,5 @@ export async function drillCommand(argv: string[]): Promise<number> {
     process.stderr.write("llm-ha drill: running in a network namespace of its own (unshare -n; --no-netns to stay)\n");
     return reexecInNetns([process.execPath, ...process.execArgv, ...process.argv.slice(1)]);
   }
-  return runDrill(args);
+  return args.chaos?.on ? runChaos({ ...args, chaos: chaosArgs(args.chaos) }) : runDrill(args);
 }

@@ -169,8 +169,10 @@ export function pdnsConfigText(o: { dir: string; port: number; checkIntervalS?: 
   ].join("\n");
 }
 
+/** Whether `bin` can be run: only "no such file" means missing (on a loaded host `--version` can outlast its time limit). */
 function exists(bin: string): boolean {
-  return !spawnSync(bin, ["--version"], { stdio: "ignore", timeout: 5000 }).error;
+  const err = spawnSync(bin, ["--version"], { stdio: "ignore", timeout: 5000 }).error as NodeJS.ErrnoException | undefined;
+  return !err || err.code !== "ENOENT";
 }
 
 /** Starts pdns_server and waits until the service name answers. */

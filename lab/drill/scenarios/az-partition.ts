@@ -17,7 +17,8 @@
  */
 import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
-import { DRILL_MODEL } from "../stack";
+import type { LinkSpec } from "../../engines/netns";
+import { DRILL_MODEL, type DrillAz, type DrillStack } from "../stack";
 import { dnsChanges, firstAfter, l1Removed, type Sample } from "../timeline";
 import { startWorkload, type WorkloadMix } from "../workload";
 import { azWorsenings, staleWrites } from "./fleet";
@@ -29,6 +30,16 @@ import { blank, finish, healthy, mark, steady, until, type RunResult, type Scena
 const HOLD_MS = 15_000;
 const SHORT_MIX: WorkloadMix = { promptBytes: [1024, 4 * 1024], maxTokens: [1, 4], streamShare: 0, chatShare: 0.5 };
 
+/** The links that partition `az`: its nodes' paths to the Redis endpoint, its proxy ↔ the other AZs' nodes, their proxies ↔ its nodes. */
+export function partitionLinks(stack: DrillStack, az: DrillAz): LinkSpec[] {
+  const others = stack.azs.filter((a) => a !== az);
+  return [
+    ...stack.nodes.filter((n) => n.az === az.name).map((n) => ({ from: n.address, to: "127.0.0.1", port: stack.redis.port })),
+    ...others.map((o) => ({ from: az.address, to: `127.1.${o.index}.0/24` })),
+    ...others.map((o) => ({ from: o.address, to: `127.1.${az.index}.0/24` })),
+  ];
+}
+
 export async function runAzPartition(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   const r = blank(spec.name, run);
   const { stack } = ctx;
@@ -38,17 +49,11 @@ export async function runAzPartition(ctx: ScenarioContext, spec: ScenarioSpec, r
   }
   if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
   const az = stack.azs[0];
-  const inside = stack.nodes.filter((n) => n.az === az.name);
-  const others = stack.azs.filter((a) => a !== az);
   const health = watchAzHealth(ctx);
   const wl = startWorkload({ client: FIELD_CLIENT, timeline: ctx.tl, now: ctx.now, model: DRILL_MODEL, timeoutMs: 10_000, target: () => `http://${az.address}:${stack.port}`, mix: SHORT_MIX, concurrency: 4 });
   await sleep(1000);
   r.injectAt = mark(ctx, "inject", `${az.name} partitioned from Redis and the other AZs`);
-  const links = [
-    ...inside.map((n) => ({ from: n.address, to: "127.0.0.1", port: stack.redis.port })),
-    ...others.map((o) => ({ from: az.address, to: `127.1.${o.index}.0/24` })),
-    ...others.map((o) => ({ from: o.address, to: `127.1.${az.index}.0/24` })),
-  ];
+  const links = partitionLinks(stack, az);
   for (const l of links) ctx.cuts.cut(l);
   await sleep(HOLD_MS);
   r.healAt = mark(ctx, "heal", `${az.name} joined again`);

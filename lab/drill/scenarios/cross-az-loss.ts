@@ -12,7 +12,8 @@
  */
 import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
-import { DRILL_MODEL } from "../stack";
+import type { LinkSpec } from "../../engines/netns";
+import { DRILL_MODEL, type DrillStack } from "../stack";
 import { firstAfter, l1Removed, removedBetween, type Sample } from "../timeline";
 import { startWorkload, type WorkloadMix } from "../workload";
 import { FIELD_CLIENT } from "./proxy";
@@ -22,6 +23,11 @@ import { blank, finish, healthy, mark, steady, until, type RunResult, type Scena
 export const CROSS_AZ_LOSS = 0.2;
 const HOLD_MS = 10_000;
 const SHORT_MIX: WorkloadMix = { promptBytes: [1024, 4 * 1024], maxTokens: [1, 4], streamShare: 0, chatShare: 0.5 };
+
+/** Every AZ proxy's new connections to another AZ's nodes, `share` of them refused. */
+export function crossAzLinks(stack: DrillStack, share: number): LinkSpec[] {
+  return stack.azs.flatMap((from) => stack.azs.filter((to) => to !== from).map((to) => ({ from: from.address, to: `127.1.${to.index}.0/24`, share })));
+}
 
 export async function runCrossAzLoss(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   const r = blank(spec.name, run);
@@ -37,7 +43,7 @@ export async function runCrossAzLoss(ctx: ScenarioContext, spec: ScenarioSpec, r
   const wl = startWorkload({ client: FIELD_CLIENT, timeline: ctx.tl, now: ctx.now, model: DRILL_MODEL, timeoutMs: 10_000, target: () => `http://${az.address}:${ctx.stack.port}`, mix: SHORT_MIX, concurrency: 6 });
   await sleep(1000);
   r.injectAt = mark(ctx, "inject", `${CROSS_AZ_LOSS * 100} % of cross-AZ connections lost; ${az.name}'s GPUs lost`);
-  const links = ctx.stack.azs.flatMap((from) => ctx.stack.azs.filter((to) => to !== from).map((to) => ({ from: from.address, to: `127.1.${to.index}.0/24`, share: CROSS_AZ_LOSS })));
+  const links = crossAzLinks(ctx.stack, CROSS_AZ_LOSS);
   for (const l of links) ctx.cuts.cut(l);
   const before = backupTotal(ctx.observer.latest()!);
   await Promise.all(victims.map((n) => n.gpuFault("gpuLost")));

@@ -20,21 +20,35 @@ export function leaderNode(ctx: ScenarioContext): SimNode | null {
 }
 
 /**
- * Fenced writes a deposed leader got through: a published hash (AZ state, tier) that changed
- * after a higher token was already in the lease, carrying a lower token.
+ * Fenced writes a deposed leader got through, sample by sample: a published hash (AZ state,
+ * tier) that changed after a higher token was already in the lease, carrying a lower token.
+ * `highest`: higher than any lease token seen so far (the scenarios'). `same-read`: higher than
+ * the lease in the same read (the chaos campaign's: a promoted replica that missed writes brings
+ * back older hashes and an older or no lease with no writer at all — a rollback, not a stale
+ * write; a sample without a lease judges nothing).
  */
-export function staleWrites(fleet: readonly FleetSample[], from: number): number {
-  let highest = 0;
-  let stale = 0;
-  let prev: Record<string, number> = {};
-  for (const f of fleet) {
+export class StaleWriteWatch {
+  private highest = 0;
+  private prev: Record<string, number> = {};
+  constructor(private readonly against: "highest" | "same-read" = "highest") {}
+
+  /** The keys written stale in this sample (none before `from`). */
+  see(f: FleetSample, from = 0): string[] {
+    const stale: string[] = [];
+    const bar = this.against === "highest" ? this.highest : (f.leaderToken ?? 0);
     for (const [k, tok] of Object.entries(f.tokens)) {
-      if (f.t >= from && prev[k] !== undefined && tok !== prev[k] && tok < highest) stale++;
+      if (f.t >= from && this.prev[k] !== undefined && tok !== this.prev[k] && tok < bar) stale.push(`${k} token ${tok} < ${bar}`);
     }
-    prev = { ...prev, ...f.tokens };
-    if (f.leaderToken !== undefined && f.leaderToken !== null) highest = Math.max(highest, f.leaderToken);
+    this.prev = { ...this.prev, ...f.tokens };
+    if (f.leaderToken !== undefined && f.leaderToken !== null) this.highest = Math.max(this.highest, f.leaderToken);
+    return stale;
   }
-  return stale;
+}
+
+/** Stale writes (`StaleWriteWatch`) over a whole timeline, counted from `from`. */
+export function staleWrites(fleet: readonly FleetSample[], from: number): number {
+  const w = new StaleWriteWatch();
+  return fleet.reduce((n, f) => n + w.see(f, from).length, 0);
 }
 
 /** The leader killed (a new one must take the lease) or paused past its TTL (its late writes must be fenced). */
