@@ -77,20 +77,21 @@ export const VICTIM_TENANT = "drill-b";
  * for 6 s: the first attempt is answered 503 after the 5 s ack timeout, the SDK retries after
  * `Retry-After`), and the poisoning attempt on a verified prompt.
  */
-export async function duringL4(l4Url: string, kafka: KafkaMockHandle, poisonPrompt: string): Promise<L4ClientChecks> {
+export async function duringL4(l4Url: string, kafka: KafkaMockHandle, poisonPrompt: string, run: number): Promise<L4ClientChecks> {
   const a = sdkFor(l4Url, "drill-a");
   const evil = sdkFor(l4Url, POISON_TENANT);
   const out: L4ClientChecks = { queued: [], idemSame: false, idemTag: null, retry503Status: 0, poison: { evilId: null }, notes: [] };
   // A server that passes its check while booting (the standby) answers some requests itself:
   // the check is made on an attempt the fallback queued (a fresh key and tag each try).
   for (let i = 0; i < 10 && out.idemTag === null; i++) {
-    const tag = `idem${i}`;
-    const first = await queueVia(a, ask(`l4#${tag} repeat me`), { "idempotency-key": `drill-idem-${i}` });
+    // Tags and keys unique per run: a key of the run before is still bound to its (done) request.
+    const tag = `r${run}idem${i}`;
+    const first = await queueVia(a, ask(`l4#${tag} repeat me`), { "idempotency-key": `drill-idem-${run}-${i}` });
     if (first.status !== 202 || first.id === null) {
       await sleep(500);
       continue;
     }
-    const second = await queueVia(a, ask(`l4#${tag} repeat me`), { "idempotency-key": `drill-idem-${i}` });
+    const second = await queueVia(a, ask(`l4#${tag} repeat me`), { "idempotency-key": `drill-idem-${run}-${i}` });
     out.idemTag = tag;
     out.idemSame = second.status === 202 && first.id === second.id;
     out.queued.push({ id: first.id, tenant: "drill-a" });
@@ -103,14 +104,14 @@ export async function duringL4(l4Url: string, kafka: KafkaMockHandle, poisonProm
   // the 5 s ack timeout, whose late ack must not run it), the retry after the broker is back.
   const once = new OpenAI({ baseURL: `${l4Url}/v1`, apiKey: "llm-ha-drill", defaultHeaders: asTenant("drill-a"), maxRetries: 0 });
   kafka.pause();
-  const frozen = await queueVia(once, ask("l4#retry503 run me once"), { "idempotency-key": "drill-retry-1" }).finally(() => kafka.resume());
+  const frozen = await queueVia(once, ask(`l4#r${run}retry503 run me once`), { "idempotency-key": `drill-retry-${run}` }).finally(() => kafka.resume());
   out.retry503Status = frozen.status;
   if (frozen.status !== 503) {
     out.notes.push(`the request meeting the frozen broker got ${frozen.status}, not 503 (a server answered it): the retried-503 check is not made`);
     return out;
   }
   for (let i = 0; i < 10; i++) {
-    const retried = await queueVia(once, ask("l4#retry503 run me once"), { "idempotency-key": "drill-retry-1" });
+    const retried = await queueVia(once, ask(`l4#r${run}retry503 run me once`), { "idempotency-key": `drill-retry-${run}` });
     if (retried.id) {
       out.queued.push({ id: retried.id, tenant: "drill-a" });
       break;

@@ -61,10 +61,11 @@ function staticServer(n: SimNode): HaproxyStaticServer {
   return { name: n.id, address: n.address, port: n.inferencePort, agentPort: n.agentCheckPort, httpPort: n.httpPort };
 }
 
-async function send(url: string, kind: Kind, seq: number, now: () => number): Promise<L4Record> {
+async function send(url: string, kind: Kind, seq: number, now: () => number, run: number): Promise<L4Record> {
   const t = now();
   const ref = kind === "cached" ? seq % CACHED.length : null;
-  const tag = `${kind[0]}${seq}`;
+  // Unique per run: the servers' counts and the idempotency keys outlive a run.
+  const tag = `r${run}${kind[0]}${seq}`;
   const prompt = kind === "cached" ? CACHED[seq % CACHED.length].prompt : `l4#${tag} ${kind} request ${seq}`;
   const headers: Record<string, string> = { "content-type": "application/json", ...asTenant("drill-a") };
   if (kind === "queue") headers["x-llmha-queue"] = "allow";
@@ -158,7 +159,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     const traffic = (async () => {
       const kinds: Kind[] = ["cached", "queue", "plain"];
       for (let seq = 0; !stopTraffic; seq++) {
-        void send(l4Url, kinds[seq % 3], Math.floor(seq / 3), ctx.now).then((x) => recs.push(x));
+        void send(l4Url, kinds[seq % 3], Math.floor(seq / 3), ctx.now, run).then((x) => recs.push(x));
         await sleep(80);
       }
     })();
@@ -192,7 +193,8 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     if (!l4Seen) r.notes.push(ctx.fleetWired ? "tier L4 not published within 15 s" : "fleet layer not wired: no tier published");
     // The SDK-class checks while L4 holds (at least 8 s of outage in all).
     const l4ChecksAt = ctx.now();
-    const checks = await duringL4(l4Url, kafka, CACHED[2].prompt);
+    const checks = await duringL4(l4Url, kafka, CACHED[2].prompt, run);
+    const retryTag = `r${run}retry503`;
     r.notes.push(...checks.notes);
     await sleep(Math.max(0, 8000 - (ctx.now() - l4ChecksAt)));
     const outAt = lastOutAt as number | null;
@@ -266,7 +268,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     if (checks.poison.evilId === null) r.notes.push(`${POISON_TENANT}'s poisoning attempt was not queued`);
     // A 200 without the header is the fleet's own answer (a standby node booting).
     const bad = inOutage.filter((x) => x.status !== 200 && x.status !== 202 && !(x.status === 503 && x.retryAfter !== null));
-    const duplicates = queuedRecs.filter((x) => runsOf(x.tag) > 1).length + (checks.idemTag ? Math.max(0, runsOf(checks.idemTag) - 1) : 0) + Math.max(0, runsOf("retry503") - 1);
+    const duplicates = queuedRecs.filter((x) => runsOf(x.tag) > 1).length + (checks.idemTag ? Math.max(0, runsOf(checks.idemTag) - 1) : 0) + Math.max(0, runsOf(retryTag) - 1);
     const baselineFailed = outAt === null ? null : failuresBetween(ctx.tl, MAIN_CLIENT, outAt, r.healAt);
     // The SDK class talks to the AZ proxies: while no server is left anywhere, nothing can answer
     // it but L4's 503 (it asks neither a verified prompt nor the queue).
@@ -289,7 +291,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     r.extra.resultsViaL1Pct = tenantOfId.size ? Math.round((1000 * states.size) / tenantOfId.size) / 10 : null;
     r.extra.idempotentSameId = checks.idemSame ? 1 : 0;
     r.extra.idemRuns = checks.idemTag ? runsOf(checks.idemTag) : null;
-    r.extra.retry503Runs = runsOf("retry503");
+    r.extra.retry503Runs = runsOf(retryTag);
     r.extra.poisonServed = poisonServed;
     r.extra.crashResumeMs = crashed.resumeMs;
     r.extra.unavailable503 = s503.length;
@@ -298,7 +300,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
     // What L4 must never do: an answer that is neither L4's (cache, 202) nor a 503 with
     // Retry-After, a wrong verified answer, a queued request lost or answered twice.
     r.extra.otherFailures = bad.length + (cachedServed.length - cachedCorrect.length) + lost + duplicates + poisonServed +
-      (checks.idemTag === null || (checks.idemSame && runsOf(checks.idemTag) === 1) ? 0 : 1) + (checks.retry503Status !== 503 || runsOf("retry503") === 1 ? 0 : 1) +
+      (checks.idemTag === null || (checks.idemSame && runsOf(checks.idemTag) === 1) ? 0 : 1) + (checks.retry503Status !== 503 || runsOf(retryTag) === 1 ? 0 : 1) +
       (crashed.resumeMs === null || crashed.resumeMs < 5000 ? 0 : 1);
     r.extra.baselineFailed = baselineFailed;
     const f = (v: unknown, unit = ""): string => (v === null || v === undefined ? "n/a" : `${v}${unit}`);
@@ -306,7 +308,7 @@ export async function runGlobalOutage(ctx: ScenarioContext, spec: ScenarioSpec, 
       `first L4 answer ${f(r.extra.firstL4Ms, " ms")} after the last server out (no server for ${f(outTotalMs, " ms")} in all); cached ${cachedServed.length}/${cachedAsked.length} served, ${f(r.extra.cachedCorrectPct, "%")} correct; ` +
       `queued ${queuedIds.length}, replayed once ${count("done")}, lost ${lost}, interrupted by the kill ${interruptedIds.length}, duplicates ${duplicates}; queue empty ${f(r.extra.drainMs, " ms")} after the heal; ` +
       `503s with Retry-After ${f(r.extra.retryAfterPct, "%")} of ${s503.length}; results through L1 ${f(r.extra.resultsViaL1Pct, "%")}; ` +
-      `idempotency key same id ${checks.idemSame}, run ${checks.idemTag ? runsOf(checks.idemTag) : "n/a"}×; retried 503 run ${checks.retry503Status === 503 ? runsOf("retry503") : "n/a"}×; poisoning served ${poisonServed}; replay resumed ${f(crashed.resumeMs, " ms")} after kill -9 of one fallback; baseline (AZ proxies, no L4) failed ${f(baselineFailed)} requests meanwhile`;
+      `idempotency key same id ${checks.idemSame}, run ${checks.idemTag ? runsOf(checks.idemTag) : "n/a"}×; retried 503 run ${checks.retry503Status === 503 ? runsOf(retryTag) : "n/a"}×; poisoning served ${poisonServed}; replay resumed ${f(crashed.resumeMs, " ms")} after kill -9 of one fallback; baseline (AZ proxies, no L4) failed ${f(baselineFailed)} requests meanwhile`;
     r.notes.push(r.extra.figures);
     // What counted against L4, named: a user reading the report sees which answers and which ids.
     if (bad.length) r.notes.push(`not L4's answers: ${bad.slice(0, 8).map((x) => `${x.kind} ${x.status === 0 ? "no answer" : x.status}${x.degraded ? ` (${x.degraded})` : ""} at +${x.t - (outAt ?? 0)} ms`).join(", ")}`);
