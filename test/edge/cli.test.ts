@@ -55,7 +55,7 @@ describe("llm-ha keys and edge-sync --once", () => {
     expect(table.stdout).toMatch(/team-a\s+7\s+3/);
     expect(table.stdout).not.toMatch(new RegExp(`^${id} `, "m"));
     expect(table.stdout).toContain(`rotated from ${id}`);
-  });
+  }, 180_000); // six CLI starts (tsx loading the sources each time): over 60 s on a loaded runner
 
   it("refuses bad flags with exit 2 and a message naming the flag", async () => {
     const cases: [string[], RegExp][] = [
