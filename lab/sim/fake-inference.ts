@@ -33,7 +33,7 @@ export {
   type InferenceKind,
 } from "./fake-inference/settings";
 export { startFakeInference } from "./fake-inference/server";
-export { setFakeInferenceMode } from "./fake-inference/admin";
+export { fakeInferenceStats, setFakeInferenceMode } from "./fake-inference/admin";
 export { parseFakeInferenceArgs } from "./fake-inference/cli";
 
 if (require.main === module) void runFakeInferenceCli(process.argv.slice(2));

@@ -13,7 +13,7 @@ import { DRAIN_SETTLE_S, preStopCommand } from "../../contracts/drain";
 import { stopChild } from "../engines/child";
 import { freePort, sleep, socketExchange, waitFor } from "../../agent/src/util/net";
 import { NVSMI_FAULTS, writeFakeNvidiaSmiWrapper, writeNvsmiState, type NvsmiFault, type NvsmiState } from "./nvsmi-state";
-import { setFakeInferenceMode, type FakeInferenceMode, type FakeInferenceSettings } from "./fake-inference";
+import { fakeInferenceStats, setFakeInferenceMode, type FakeInferenceMode, type FakeInferenceSettings, type FakeInferenceStats } from "./fake-inference";
 
 const REPO = join(__dirname, "..", "..");
 const CLI = join(REPO, "agent", "src", "cli.ts");
@@ -154,21 +154,11 @@ export class SimNode {
     return n;
   }
 
-  get inferenceUrl(): string {
-    return `http://${this.address}:${this.inferencePort}`;
-  }
-  get agentUrl(): string {
-    return `http://${this.address}:${this.httpPort}`;
-  }
-  get adminUrl(): string {
-    return `http://${this.address}:${this.adminPort}`;
-  }
-  get agentPid(): number | null {
-    return this.agent?.child.pid ?? null;
-  }
-  get inferencePid(): number | null {
-    return this.inference?.child.pid ?? null;
-  }
+  get inferenceUrl(): string { return `http://${this.address}:${this.inferencePort}`; }
+  get agentUrl(): string { return `http://${this.address}:${this.httpPort}`; }
+  get adminUrl(): string { return `http://${this.address}:${this.adminPort}`; }
+  get agentPid(): number | null { return this.agent?.child.pid ?? null; }
+  get inferencePid(): number | null { return this.inference?.child.pid ?? null; }
   /** True while its inference server or agent process runs. */
   get running(): boolean {
     return this.inference !== null || this.agent !== null;
@@ -239,24 +229,13 @@ export class SimNode {
 
   /** Completions the inference server holds now and, of those, streams already sending; null when it does not answer. */
   async activity(): Promise<{ inFlight: number; streaming: number } | null> {
-    try {
-      const r = await fetch(`${this.adminUrl}/stats`, { signal: AbortSignal.timeout(1000) });
-      const s = (await r.json()) as { inFlight?: unknown; streaming?: unknown };
-      return typeof s.inFlight === "number" ? { inFlight: s.inFlight, streaming: typeof s.streaming === "number" ? s.streaming : 0 } : null;
-    } catch {
-      return null;
-    }
+    const s = await this.stats();
+    return typeof s?.inFlight === "number" ? { inFlight: s.inFlight, streaming: s.streaming ?? 0 } : null;
   }
 
-  /** The drill tags' counts and, per tag, who sent each run (`x-llmha-replay`'s request id, or `direct`). */
-  async taggedRuns(): Promise<{ tagged: Record<string, number>; via: Record<string, string[]> } | null> {
-    try {
-      const r = await fetch(`${this.adminUrl}/stats`, { signal: AbortSignal.timeout(1000) });
-      const s = (await r.json()) as { tagged?: Record<string, number>; taggedVia?: Record<string, string[]> };
-      return { tagged: s.tagged ?? {}, via: s.taggedVia ?? {} };
-    } catch {
-      return null;
-    }
+  /** The fake server's counters (its admin `/stats`); null when it does not answer. */
+  stats(): Promise<Partial<FakeInferenceStats> | null> {
+    return fakeInferenceStats(this.adminUrl);
   }
 
   /** Starts the fake inference server process and waits for its ready line. */

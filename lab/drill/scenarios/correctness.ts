@@ -26,13 +26,8 @@ const NOISE = 0.8;
 
 /** A fake's count of wrong answers served (completions other than canaries while corrupted); null when it does not answer. */
 async function corruptServed(n: SimNode): Promise<number | null> {
-  try {
-    const r = await fetch(`${n.adminUrl}/stats`, { signal: AbortSignal.timeout(1000) });
-    const v = ((await r.json()) as { corruptServed?: unknown }).corruptServed;
-    return typeof v === "number" ? v : null;
-  } catch {
-    return null;
-  }
+  const v = (await n.stats())?.corruptServed;
+  return typeof v === "number" ? v : null;
 }
 
 /** The sum of an agent's counter over its labels (its `/metrics`); null when it does not answer. */

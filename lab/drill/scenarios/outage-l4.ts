@@ -37,9 +37,9 @@ export function sdkFor(baseUrl: string, tenant: string): OpenAI {
 export async function taggedRuns(nodes: readonly SimNode[]): Promise<{ runs: Map<string, number>; via: Map<string, string[]> }> {
   const runs = new Map<string, number>();
   const via = new Map<string, string[]>();
-  for (const t of await Promise.all(nodes.map((n) => n.taggedRuns()))) {
+  for (const t of await Promise.all(nodes.map((n) => n.stats()))) {
     for (const [k, v] of Object.entries(t?.tagged ?? {})) runs.set(k, (runs.get(k) ?? 0) + v);
-    for (const [k, v] of Object.entries(t?.via ?? {})) via.set(k, [...(via.get(k) ?? []), ...v]);
+    for (const [k, v] of Object.entries(t?.taggedVia ?? {})) via.set(k, [...(via.get(k) ?? []), ...v]);
   }
   return { runs, via };
 }

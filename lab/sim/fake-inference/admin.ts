@@ -4,7 +4,7 @@
  * client the drill and process tests change a running fake's mode with.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { FakeInferenceAdminError, FakeInferenceSettingsError, parseSettingsChange, type FakeInference, type FakeInferenceSettings, type FakeInferenceState } from "./settings";
+import { FakeInferenceAdminError, FakeInferenceSettingsError, parseSettingsChange, type FakeInference, type FakeInferenceSettings, type FakeInferenceState, type FakeInferenceStats } from "./settings";
 import { json, readBody, send } from "./wire";
 
 /** Answers one admin request: 400 for a bad change, so a caller can tell its mistake from a broken fake. */
@@ -46,4 +46,14 @@ export async function setFakeInferenceMode(
   const text = await res.text();
   if (res.status !== 200) throw new FakeInferenceAdminError(`${adminUrl}/mode answered ${res.status}: ${text}`);
   return JSON.parse(text) as FakeInferenceState;
+}
+
+/** A running fake's counters (`GET /stats` on its admin port); null when it does not answer within `timeoutMs`. */
+export async function fakeInferenceStats(adminUrl: string, timeoutMs = 1000): Promise<Partial<FakeInferenceStats> | null> {
+  try {
+    const r = await fetch(new URL("/stats", adminUrl), { signal: AbortSignal.timeout(timeoutMs) });
+    return (await r.json()) as Partial<FakeInferenceStats>;
+  } catch {
+    return null;
+  }
 }
