@@ -15,8 +15,16 @@ import { EDGE_BODY as BODY, type Sent } from "./paced";
 const MAX_SOCKETS_PER_URL = 32;
 const TICK_MS = 50;
 
-interface Conn {
+/** One proxy: its pre-built request, its sockets, and the send times waiting for a free socket. */
+interface Target {
   url: URL;
+  bytes: Buffer;
+  conns: Conn[];
+  queued: number[];
+}
+
+interface Conn {
+  target: Target;
   sock: Socket;
   buf: Buffer;
   /** The request in flight: its send time (drill clock) and performance.now() at the write; null when idle. */
@@ -49,20 +57,19 @@ function chunkedLength(buf: Buffer, from: number): number | null {
 /** Sends at `perS` requests a second round-robin over `urls` until stopped. */
 export function rawPaced(urls: readonly string[], headers: Record<string, string>, perS: number, now: () => number): { records: Sent[]; stop(): Promise<void> } {
   const records: Sent[] = [];
-  const targets = urls.map((u) => new URL(u)).map((url) => ({ url, bytes: requestBytes(url, headers), conns: [] as Conn[], queued: [] as number[] }));
+  const targets: Target[] = urls.map((u) => new URL(u)).map((url) => ({ url, bytes: requestBytes(url, headers), conns: [], queued: [] }));
   let stopped = false;
   const send = (c: Conn, t: number): void => {
     c.busy = { t, t0: performance.now() };
-    c.sock.write(targets.find((x) => x.url === c.url)!.bytes);
+    c.sock.write(c.target.bytes);
   };
   const idle = (c: Conn): void => {
     c.busy = null;
-    const target = targets.find((x) => x.url === c.url)!;
-    const t = target.queued.shift();
+    const t = c.target.queued.shift();
     if (t !== undefined && !stopped) send(c, t);
   };
-  const open = (target: (typeof targets)[number]): Conn => {
-    const c: Conn = { url: target.url, sock: connect(Number(target.url.port), target.url.hostname), buf: Buffer.alloc(0), busy: null };
+  const open = (target: Target): Conn => {
+    const c: Conn = { target, sock: connect(Number(target.url.port), target.url.hostname), buf: Buffer.alloc(0), busy: null };
     c.sock.setNoDelay(true);
     c.sock.on("data", (d: Buffer) => read(c, d));
     c.sock.on("error", () => undefined);

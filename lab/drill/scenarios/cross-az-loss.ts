@@ -17,7 +17,7 @@ import { DRILL_MODEL, type DrillStack } from "../stack";
 import { firstAfter, l1Removed, removedBetween, type Sample } from "../timeline";
 import { startWorkload, type WorkloadMix } from "../workload";
 import { FIELD_CLIENT } from "./proxy";
-import { blank, finish, healthy, mark, steady, until, type RunResult, type ScenarioContext } from "./runner";
+import { awaitRecovery, blank, finish, healthy, mark, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 /** Share of cross-AZ connections lost. */
 export const CROSS_AZ_LOSS = 0.2;
@@ -54,9 +54,7 @@ export async function runCrossAzLoss(ctx: ScenarioContext, spec: ScenarioSpec, r
   r.healAt = mark(ctx, "heal", `${az.name}'s GPUs back; cross-AZ links whole`);
   await Promise.all(victims.map((n) => n.gpuFault(null)));
   for (const l of links) ctx.cuts.heal(l);
-  const back = (s: Sample): boolean => victims.every((n) => healthy(ctx, s, n)) && s.dns !== null && s.dns.includes(az.address);
-  if (!(await until(ctx, 30_000, back))) r.notes.push(`${az.name} did not recover in 30 s`);
-  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
+  await awaitRecovery(ctx, r, az.name, (s) => victims.every((n) => healthy(ctx, s, n)) && s.dns !== null && s.dns.includes(az.address));
   await sleep(300);
   r.endAt = ctx.now();
   await wl.stop();

@@ -9,7 +9,7 @@ import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
 import { DRILL_TIMING } from "../settings";
 import { dnsChanges, firstAfter, l1Removed, removedBetween, type FleetSample } from "../timeline";
-import { blank, finish, healthy, localRows, mark, nextVictim, steady, until, type RunResult, type ScenarioContext } from "./runner";
+import { awaitRecovery, blank, finish, healthy, localRows, mark, nextVictim, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 /** The node whose agent holds the lease (the holder id starts with the node id; the longest match wins). */
 export function leaderNode(ctx: ScenarioContext): SimNode | null {
@@ -75,8 +75,7 @@ export async function runLeader(ctx: ScenarioContext, spec: ScenarioSpec, run: n
   }
   r.healAt = mark(ctx, "heal", `heal ${n.id}`);
   if (how === "kill") await n.startAgent();
-  if (!(await until(ctx, 30_000, (s) => healthy(ctx, s, n)))) r.notes.push(`${n.id} did not recover in 30 s`);
-  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, (s) => healthy(ctx, s, n));
+  await awaitRecovery(ctx, r, n.id, (s) => healthy(ctx, s, n));
   await sleep(300);
   r.endAt = ctx.now();
   r.leaderMs = firstAfter(ctx.tl.fleet, r.injectAt, newLeader, r.healAt);

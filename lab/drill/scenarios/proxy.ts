@@ -17,7 +17,7 @@ import { DRILL_MODEL, type DrillAz } from "../stack";
 import { firstAfter, l1Full, l1Removed, p50max, removedBetween, type Sample } from "../timeline";
 import { sendRecorded, startWorkload, type RequestRecord, type WorkloadMix, type WorkloadOptions } from "../workload";
 import { inferenceAlive, inFlightOf, pollEndpoints, serverMaxconnOf, sharesOf, slowest, spreadRatio, tally } from "./proxy-measure";
-import { blank, finish, healthy, mark, rowOf, steady, until, type RunResult, type ScenarioContext } from "./runner";
+import { awaitRecovery, blank, finish, healthy, mark, rowOf, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 /** The field traffic's client in the timeline and the report, beside the light `llm-ha` one. */
 export const FIELD_CLIENT = "llm-ha-field";
@@ -199,9 +199,7 @@ export async function runOverload(ctx: ScenarioContext, spec: ScenarioSpec, run:
   const canary = canaries.flat();
   r.healAt = mark(ctx, "heal", `heal ${az.name}`);
   await Promise.all(victims.map((n) => n.gpuFault(null)));
-  const back = (s: Sample): boolean => victims.every((n) => healthy(ctx, s, n)) && s.dns !== null && s.dns.includes(az.address);
-  if (!(await until(ctx, 30_000, back))) r.notes.push(`${az.name} did not recover in 30 s`);
-  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
+  await awaitRecovery(ctx, r, az.name, (s) => victims.every((n) => healthy(ctx, s, n)) && s.dns !== null && s.dns.includes(az.address));
   await sleep(300);
   r.endAt = ctx.now();
   finish(ctx, r, victims, l1Removed);
@@ -277,9 +275,7 @@ export async function runL2Spread(ctx: ScenarioContext, spec: ScenarioSpec, run:
   const to = ctx.now();
   r.healAt = mark(ctx, "heal", `heal ${az.name}`);
   await Promise.all(victims.map((n) => n.gpuFault(null)));
-  const back = (s: Sample): boolean => victims.every((n) => healthy(ctx, s, n));
-  if (!(await until(ctx, 30_000, back))) r.notes.push(`${az.name} did not recover in 30 s`);
-  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
+  await awaitRecovery(ctx, r, az.name, (s) => victims.every((n) => healthy(ctx, s, n)));
   await sleep(300);
   r.endAt = ctx.now();
   await wl.stop();

@@ -21,7 +21,7 @@ import { DRILL_TIMING } from "../settings";
 import { dnsChanges, firstAfter, l1Removed, type FleetSample } from "../timeline";
 import { azWorsenings, leaderNode, staleWrites } from "./fleet";
 import { endpointOn, tokenRegressions } from "./redis";
-import { blank, finish, healthy, mark, steady, until, type RunResult, type ScenarioContext } from "./runner";
+import { awaitRecovery, blank, finish, healthy, mark, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 /** The endpoint's server line for a data server (`redis_primary/r1`, `/r2`: `redis-ha.ts`). */
 function endpointServer(ctx: ScenarioContext, s: RedisServerHandle): string {
@@ -118,8 +118,7 @@ export async function runRedisFailoverThenLeaderKill(ctx: ScenarioContext, spec:
   r.healAt = mark(ctx, "heal", `old node a replica again; ${victim.id} restarted`);
   await healOld(ctx, old, next);
   await victim.startAgent();
-  if (!(await until(ctx, 30_000, (s) => healthy(ctx, s, victim)))) r.notes.push(`${victim.id} did not recover in 30 s`);
-  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, (s) => healthy(ctx, s, victim));
+  await awaitRecovery(ctx, r, victim.id, (s) => healthy(ctx, s, victim));
   r.endAt = ctx.now();
   finish(ctx, r, [], l1Removed);
   r.victims = [`${victim.id} (leader)`, `redis ${old.port} (old primary)`];

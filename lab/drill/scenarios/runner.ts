@@ -195,11 +195,18 @@ export async function standbyReady(ctx: ScenarioContext, r: RunResult): Promise<
  * weight (`recoveryMs`), then the controller's hysteresis, the hold and the release until the
  * standby is at zero again; a note for each that does not come.
  */
+/**
+ * After a heal: waits up to 30 s for `back`, records when it first held (`recoveryMs`, from the
+ * heal) and a note naming `what` when it never did.
+ */
+export async function awaitRecovery(ctx: ScenarioContext, r: RunResult, what: string, back: (s: Sample) => boolean): Promise<void> {
+  if (!(await until(ctx, 30_000, back))) r.notes.push(`${what} did not recover in 30 s`);
+  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
+}
+
 export async function healAzThenStandbyBack(ctx: ScenarioContext, r: RunResult, az: DrillAz, victims: SimNode[], standby: DrillAz): Promise<void> {
   r.healAt = mark(ctx, "heal", `heal ${az.name}`);
   await Promise.all(victims.map((n) => n.gpuFault(null)));
-  const back = (s: Sample): boolean => victims.every((n) => healthy(ctx, s, n));
-  if (!(await until(ctx, 30_000, back))) r.notes.push(`${az.name} did not recover in 30 s`);
-  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
+  await awaitRecovery(ctx, r, az.name, (s) => victims.every((n) => healthy(ctx, s, n)));
   if (!(await until(ctx, DRILL_TIMING.standbyHoldMs + 15_000, () => standbyAtZero(ctx)))) r.notes.push(`${standby.name} not back at zero ${DRILL_TIMING.standbyHoldMs / 1000} s + 15 s after recovery`);
 }

@@ -11,7 +11,7 @@ import type { CloudAction } from "../local-cloud";
 import type { ScenarioSpec } from "../scenarios";
 import type { DrillAz } from "../stack";
 import { failuresBetween, firstAfter, l1Removed, type FleetSample, type Sample } from "../timeline";
-import { blank, finish, healAzThenStandbyBack, healthy, MAIN_CLIENT, mark, standbyReady, steady, until, type RunResult, type ScenarioContext } from "./runner";
+import { awaitRecovery, blank, finish, healAzThenStandbyBack, healthy, MAIN_CLIENT, mark, standbyReady, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 /** Polls `GET /az/health` through one AZ's proxy address until stopped; records the first non-200. */
 function watchAzHealth(ctx: ScenarioContext, az: DrillAz): { first503: () => number | null; stop(): void } {
@@ -63,9 +63,7 @@ export async function runAzGpuLoss(ctx: ScenarioContext, spec: ScenarioSpec, run
   watch.stop();
   r.healAt = mark(ctx, "heal", `heal ${az.name}`);
   await Promise.all(victims.map((n) => n.gpuFault(null)));
-  const ok = await until(ctx, 30_000, (s) => victims.every((n) => healthy(ctx, s, n)) && s.dns !== null && s.dns.includes(az.address));
-  if (!ok) r.notes.push(`${az.name} did not recover in 30 s`);
-  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, (s) => victims.every((n) => healthy(ctx, s, n)) && s.dns !== null && s.dns.includes(az.address));
+  await awaitRecovery(ctx, r, az.name, (s) => victims.every((n) => healthy(ctx, s, n)) && s.dns !== null && s.dns.includes(az.address));
   await sleep(300);
   r.endAt = ctx.now();
   r.crossMs = firstAfter(ctx.tl.samples, r.injectAt, crossed, r.healAt);
@@ -99,9 +97,7 @@ export async function runAzLoss(ctx: ScenarioContext, spec: ScenarioSpec, run: n
     await n.startAgent();
   }));
   await ctx.stack.startAzProxy(az);
-  const back = (s: Sample): boolean => victims.every((n) => healthy(ctx, s, n)) && s.dns !== null && s.dns.includes(az.address);
-  if (!(await until(ctx, 30_000, back))) r.notes.push(`${az.name} did not recover in 30 s`);
-  r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
+  await awaitRecovery(ctx, r, az.name, (s) => victims.every((n) => healthy(ctx, s, n)) && s.dns !== null && s.dns.includes(az.address));
   await sleep(300);
   r.endAt = ctx.now();
   r.dnsMs = firstAfter(ctx.tl.samples, r.injectAt, gone, r.healAt);
