@@ -143,17 +143,15 @@ export function renderEdgeRules(proxy: string, edge: HaproxyEdge): string[] {
     ...(unauth === undefined ? [] : [`  http-request sc-inc-gpc0(1) unless { var(${key}) -m found }`]),
     answer(401, "missing or invalid API key (Authorization: Bearer <key>)", "invalid_request_error", "invalid_api_key", " hdr WWW-Authenticate Bearer") +
       ` unless { var(${key}) -m found }`,
-    `  http-request set-var(txn.llmha_key_id) var(${key}),field(1,:)`,
-    `  http-request set-var(txn.llmha_tenant) var(${key}),field(2,:)`,
+    // The map value is read where it is used (a variable each costs a rule): its fields are
+    // `<keyId>:<tenant>:<rps>:<concurrency>`; `sub` takes only a variable, so the limits get one.
+    `  http-request track-sc0 var(${key}),field(1,:) table ${t.keys}`,
     `  http-request set-var(txn.llmha_rps) var(${key}),field(3,:)`,
     `  http-request set-var(txn.llmha_conc) var(${key}),field(4,:)`,
-    `  http-request track-sc0 var(txn.llmha_key_id) table ${t.keys}`,
     // Limits per key: over the rate of the last second, or more in flight (this one included) than allowed.
-    "  http-request set-var(txn.llmha_over_rate) sc_http_req_rate(0),sub(txn.llmha_rps)",
-    "  http-request set-var(txn.llmha_over_conc) sc0_trackers,sub(txn.llmha_conc)",
     answer(429, "rate limit of this API key reached", "rate_limit_error", "rate_limit_exceeded", " hdr Retry-After 1") +
-      " if { var(txn.llmha_over_rate) -m int gt 0 } or { var(txn.llmha_over_conc) -m int gt 0 }",
-    `  http-request set-header ${TENANT_HEADER} %[var(txn.llmha_tenant)]`,
+      " if { sc_http_req_rate(0),sub(txn.llmha_rps) gt 0 } or { sc0_trackers,sub(txn.llmha_conc) gt 0 }",
+    `  http-request set-header ${TENANT_HEADER} %[var(${key}),field(2,:)]`,
     // Client keys never go past the proxy; the servers get their own (backend rule).
     "  http-request del-header authorization",
   ];

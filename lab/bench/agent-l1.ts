@@ -4,7 +4,7 @@
  * 500ms fall 2) over the same servers in the same HAProxy, in the same run; failed client
  * requests during inference crashes; the agent's own CPU and memory.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startHaproxy, type HaproxyHandle } from "../engines/haproxy";
@@ -14,6 +14,7 @@ import { startTraffic, type Traffic } from "../drill/traffic";
 import { SimNode } from "../sim/sim-node";
 import { freePort, sleep, waitFor } from "../../agent/src/util/net";
 import { measured, quantile } from "../../agent/src/util/stats";
+import { procUsage } from "./proc";
 
 type FaultKind = "crash" | "gpuLost" | "eccUncorrected" | "wedged" | "slow";
 const PROXIES = ["inference", "baseline_default", "baseline_tuned"] as const;
@@ -187,13 +188,6 @@ export async function runL1Bench(o: L1Options = {}): Promise<Record<string, unkn
   }
 }
 
-function procTimes(pid: number): { self: number; children: number } {
-  const f = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = f.slice(f.lastIndexOf(")") + 2).split(" ");
-  const tick = 100; // USER_HZ on Linux
-  return { self: (Number(fields[11]) + Number(fields[12])) / tick, children: (Number(fields[13]) + Number(fields[14])) / tick };
-}
-
 /** Agent overhead at default periods with 8 GPUs: the compiled agent (what the image runs), not tsx. */
 async function overhead(dir: string, seconds: number, log: (l: string) => void): Promise<Record<string, unknown>> {
   const { existsSync } = await import("node:fs");
@@ -202,17 +196,16 @@ async function overhead(dir: string, seconds: number, log: (l: string) => void):
   try {
     await sleep(3000);
     const pid = n.agentPid!;
-    const t0 = procTimes(pid);
+    const t0 = procUsage(pid);
     await sleep(seconds * 1000);
-    const t1 = procTimes(pid);
-    const status = readFileSync(`/proc/${pid}/status`, "utf8");
-    const hwm = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
-    const rss = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
+    const t1 = procUsage(pid);
+    const hwm = t1.hwm / 2 ** 20;
+    const rss = t1.rss / 2 ** 20;
     const r = {
       seconds,
       runtime: built ? "node dist (compiled)" : "node --import tsx (run npm run build for the compiled figure)",
-      agentCpuPercentOfOneCore: Math.round(((t1.self - t0.self) / seconds) * 10000) / 100,
-      nvidiaSmiChildrenCpuPercentOfOneCore: Math.round(((t1.children - t0.children) / seconds) * 10000) / 100,
+      agentCpuPercentOfOneCore: Math.round(((t1.cpuS - t0.cpuS) / seconds) * 10000) / 100,
+      nvidiaSmiChildrenCpuPercentOfOneCore: Math.round(((t1.childrenCpuS - t0.childrenCpuS) / seconds) * 10000) / 100,
       agentPeakRssMiB: Math.round(hwm * 10) / 10,
       agentRssMiB: Math.round(rss * 10) / 10,
     };

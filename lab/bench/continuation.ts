@@ -7,7 +7,7 @@
  * does not blur the figures.
  */
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -15,6 +15,7 @@ import { performance } from "node:perf_hooks";
 import { startHaproxy } from "../engines/haproxy";
 import { stopChild } from "../engines/child";
 import { freePort, sleep, waitFor } from "../../agent/src/util/net";
+import { procUsage } from "./proc";
 
 export interface ContinuationBenchOptions {
   /** Streams open at once. */
@@ -83,14 +84,6 @@ function oneStream(port: number): Promise<{ ttfb: number; lags: number[] }> {
     req.on("error", reject);
     req.end(body);
   });
-}
-
-/** utime + stime of a process in seconds, and its RSS in bytes (Linux /proc). */
-function procUsage(pid: number): { cpuS: number; rss: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  const cpuS = (Number(stat[11]) + Number(stat[12])) / 100;
-  const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) * 1024;
-  return { cpuS, rss };
 }
 
 export async function runContinuationBench(o: ContinuationBenchOptions): Promise<Record<string, unknown>> {

@@ -10,7 +10,6 @@
  * `npx tsx lab/bench/fleet.ts [--quick]` prints JSON; `runFleetBench()` is composed into `npm run bench`.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import type { Redis } from "ioredis";
 import pino from "pino";
@@ -26,6 +25,7 @@ import type { Decision } from "../../agent/src/types";
 import { createLogger } from "../../agent/src/util/log";
 import { sleep } from "../../agent/src/util/net";
 import { measured, quantile } from "../../agent/src/util/stats";
+import { procUsage } from "./proc";
 
 const log = createLogger({ level: process.env.LLMHA_BENCH_LOG ?? "silent", destination: pino.destination({ fd: 2, sync: true }) });
 
@@ -156,12 +156,6 @@ async function worker(url: string, cluster: string, from: number, to: number, du
   await new Promise<void>((resolve) => process.stdout.write(line, () => resolve()));
 }
 
-function procTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return Number(f[11]) + Number(f[12]); // utime + stime, in clock ticks (USER_HZ = 100)
-}
-
 /** EVALSHA calls and their total server-side µs (`INFO commandstats`). */
 async function evalStats(redis: Redis): Promise<{ calls: number; usec: number }> {
   const info = await redis.info("commandstats");
@@ -201,7 +195,7 @@ async function registryBench(srv: RedisServerHandle, nodes: number, durationMs: 
   const warm = 1500; // let every node register once before measuring
   const workers = [runWorker(srv.url, cluster, 0, half, durationMs + warm), runWorker(srv.url, cluster, half, nodes, durationMs + warm)];
   await sleep(warm);
-  const cpu0 = procTicks(srv.pid);
+  const cpu0 = procUsage(srv.pid).cpuS;
   const ev0 = await evalStats(client.redis);
   const load0 = loadavg()[0];
   const w0 = performance.now();
@@ -216,7 +210,7 @@ async function registryBench(srv: RedisServerHandle, nodes: number, durationMs: 
     if (e) members = e.azs.reduce((s, a) => s + a.nodes, 0);
     await sleep(Math.max(0, 1000 - (performance.now() - t)));
   }
-  const cpuSeconds = (procTicks(srv.pid) - cpu0) / 100;
+  const cpuSeconds = procUsage(srv.pid).cpuS - cpu0;
   const ev1 = await evalStats(client.redis);
   const wallSeconds = (performance.now() - w0) / 1000;
   const results = await Promise.all(workers);

@@ -1,0 +1,27 @@
+/** What a process has used so far, from Linux /proc (USER_HZ = 100): the bench's one reader. */
+import { readFileSync } from "node:fs";
+
+const TICK = 100;
+
+export interface ProcUsage {
+  /** utime + stime of the process itself, seconds. */
+  cpuS: number;
+  /** cutime + cstime: its waited-for children, seconds. */
+  childrenCpuS: number;
+  /** Resident set now and its high-water mark, bytes. */
+  rss: number;
+  hwm: number;
+}
+
+export function procUsage(pid: number): ProcUsage {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (name: string): number => Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0) * 1024;
+  return {
+    cpuS: (Number(f[11]) + Number(f[12])) / TICK,
+    childrenCpuS: (Number(f[13]) + Number(f[14])) / TICK,
+    rss: kb("VmRSS"),
+    hwm: kb("VmHWM"),
+  };
+}
