@@ -206,7 +206,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
         progress(
           r.notMeasured
             ? `  not measured: ${r.notMeasured}`
-            : `  ${r.victims.join(",")}: detect ${f(r.detectMs)} L1 ${f(r.l1Ms)}${r.dnsMs !== null ? ` DNS ${f(r.dnsMs)}` : ""}${r.crossMs !== null ? ` cross ${f(r.crossMs)}` : ""}${r.leaderMs !== null ? ` leader ${f(r.leaderMs)}` : ""} recovery ${f(r.recoveryMs)} failed ${r.failed} (baselines ${r.failedBaseline.default}/${r.failedBaseline.tuned}) sdk ${r.failedSdk} cut ${r.cuts.all.cut}/${r.cuts.all.hadTo} false-fo ${r.falseFailovers}; baselines ${f(r.baselineMs.default)}/${f(r.baselineMs.tuned)}${typeof r.extra.cpuPressurePct === "number" ? `; cpu pressure ${r.extra.cpuPressurePct}%` : ""}${r.notes.length ? `; ${r.notes.join("; ")}` : ""}`,
+            : `  ${r.victims.join(",")}: detect ${f(r.detectMs)} L1 ${f(r.l1Ms)}${r.dnsMs !== null ? ` DNS ${f(r.dnsMs)}` : ""}${r.crossMs !== null ? ` cross ${f(r.crossMs)}` : ""}${r.leaderMs !== null ? ` leader ${f(r.leaderMs)}` : ""} recovery ${f(r.recoveryMs)} failed ${r.failed} (baselines ${r.failedBaseline.default}/${r.failedBaseline.tuned}) sdk ${r.failedSdk} cut ${r.cuts.all.cut}/${r.cuts.all.hadTo}${r.continued.n ? ` continued ${r.continued.n} (greedy exact ${r.continued.exact}/${r.continued.greedy})` : ""} false-fo ${r.falseFailovers}; baselines ${f(r.baselineMs.default)}/${f(r.baselineMs.tuned)}${typeof r.extra.cpuPressurePct === "number" ? `; cpu pressure ${r.extra.cpuPressurePct}%` : ""}${r.notes.length ? `; ${r.notes.join("; ")}` : ""}`,
         );
         if (r.notMeasured) break;
       }

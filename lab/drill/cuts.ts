@@ -6,7 +6,7 @@
  * planned move or a wrong decision cut. Pure: the deaths come from the stack, the cuts from the
  * timeline.
  */
-import { isStreamCut, type FailedRequest } from "./timeline";
+import { isStreamCut, type ContinuedStream, type FailedRequest } from "./timeline";
 
 /** A server or AZ proxy that died (drill clock): streams on `server` (`address:port`) or sent to `via` (an address) were lost with it. */
 export interface Death {
@@ -37,4 +37,18 @@ export function cutHadToBe(f: FailedRequest, deaths: readonly Death[]): boolean 
 export function countCuts(failures: readonly FailedRequest[], client: string | null, from: number, until: number, deaths: readonly Death[]): CutCount {
   const cuts = failures.filter((f) => (client === null || f.client === client) && isStreamCut(f.why) && f.t <= until && (f.end ?? f.t) >= from);
   return { cut: cuts.length, hadTo: cuts.filter((f) => cutHadToBe(f, deaths)).length };
+}
+
+export interface ContinuedCount {
+  /** Answers the continuation relay carried on (issue 31). */
+  n: number;
+  /** Of those, greedy seeded ones, and how many of them read exactly as an undisturbed run. */
+  greedy: number;
+  exact: number;
+}
+
+/** Answers continued in [from, until] (of every client class). */
+export function countContinued(continued: readonly ContinuedStream[], from: number, until: number): ContinuedCount {
+  const c = continued.filter((x) => x.t <= until && x.end >= from);
+  return { n: c.length, greedy: c.filter((x) => x.exact !== null).length, exact: c.filter((x) => x.exact === true).length };
 }

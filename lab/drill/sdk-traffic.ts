@@ -6,11 +6,15 @@
  * so a retry after a dead AZ's address can land on a live one. Every worker alternates a short
  * completion and a streamed chat of about a second; a failure is what the application would
  * have seen after the SDK's own retries. A stream cut after its first chunk is never retried.
+ * The chats are greedy and seeded: a stream the continuation relay carried on must read exactly
+ * as an undisturbed run of it (issue 31), which the drill records in the timeline.
  */
 import { OpenAI } from "openai";
 import type { TrafficClient } from "./traffic";
 import { drillKey } from "./credentials";
 import { failureOf, send, type RequestShape } from "./workload";
+import { continuationWatchingFetch } from "./continued";
+import type { Timeline } from "./timeline";
 
 /** The SDK-default client class's name in the timeline and the report. */
 export const SDK_CLIENT = "llm-ha-sdk";
@@ -32,16 +36,19 @@ export function resolvingFetch(address: () => string | null): typeof fetch {
  * The SDK-default class as a traffic client: `address()` gives an address of the latest DNS
  * answer for each attempt; even requests are 1-token completions, odd ones ~1 s streamed chats.
  */
-export function sdkClient(o: { address(): string | null; port: number; workers: number; model: string }): TrafficClient {
-  const client = new OpenAI({ baseURL: `http://${SERVICE_HOST}:${o.port}/v1`, apiKey: drillKey("sdk"), fetch: resolvingFetch(o.address) });
+export function sdkClient(o: { address(): string | null; port: number; workers: number; model: string; timeline: Timeline; now(): number }): TrafficClient {
+  const client = new OpenAI({ baseURL: `http://${SERVICE_HOST}:${o.port}/v1`, apiKey: drillKey("sdk"), fetch: continuationWatchingFetch(resolvingFetch(o.address)) });
   return {
     name: SDK_CLIENT,
     workers: o.workers,
     target: () => SERVICE_HOST,
     send: async (_host, n) => {
       const shape: RequestShape = n % 2 === 0 ? "completion" : "chat-stream";
+      const t = o.now();
       try {
-        await send(client, o.model, shape, "ping", shape === "completion" ? 1 : 50, new AbortController().signal);
+        // The chats greedy and seeded: one the relay continued is checked against an undisturbed run.
+        const got = await send(client, o.model, shape, "ping", shape === "completion" ? 1 : 50, new AbortController().signal, shape === "chat-stream");
+        if (got.continued) o.timeline.continued.push({ t, end: o.now(), client: SDK_CLIENT, how: got.continued, exact: got.exact });
         return null;
       } catch (err) {
         const f = failureOf(err);

@@ -199,5 +199,5 @@ export function windowOf(tl: Timeline, from: number, to: number): Timeline {
     const before = xs.filter((s) => s.t < from).at(-1);
     return [...(before ? [{ ...before, t: from }] : []), ...xs.filter((s) => s.t >= from && s.t <= to)];
   };
-  return { samples: cut(tl.samples), fleet: cut(tl.fleet), failures: tl.failures.filter((f) => f.t >= from && f.t <= to), sent: tl.sent, marks: tl.marks.filter((m) => m.t >= from && m.t <= to) };
+  return { samples: cut(tl.samples), fleet: cut(tl.fleet), failures: tl.failures.filter((f) => f.t >= from && f.t <= to), continued: tl.continued.filter((c) => c.t >= from && c.t <= to), sent: tl.sent, marks: tl.marks.filter((m) => m.t >= from && m.t <= to) };
 }

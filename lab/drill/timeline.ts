@@ -60,17 +60,29 @@ export interface FailedRequest {
   place?: { server: string | null; via: string | null };
 }
 
+/** A stream the continuation relay carried on (its SSE comment seen by the client), and whether its text is an undisturbed run's. */
+export interface ContinuedStream {
+  t: number;
+  end: number;
+  client: string;
+  /** What the relay did (`continue after 12 tokens`). */
+  how: string;
+  /** The text received equals the undisturbed greedy answer; null when the request was not greedy. */
+  exact: boolean | null;
+}
+
 export interface Timeline {
   samples: Sample[];
   fleet: FleetSample[];
   failures: FailedRequest[];
+  continued: ContinuedStream[];
   /** Requests sent per client. */
   sent: Record<string, number>;
   marks: { t: number; label: string; kind: "inject" | "heal" }[];
 }
 
 export function emptyTimeline(): Timeline {
-  return { samples: [], fleet: [], failures: [], sent: {}, marks: [] };
+  return { samples: [], fleet: [], failures: [], continued: [], sent: {}, marks: [] };
 }
 
 /** A server out of rotation: DOWN, DRAIN, MAINT, or weight 0. */

@@ -11,6 +11,7 @@ import { drillKey } from "./credentials";
 import { sleep } from "../../agent/src/util/net";
 import { FAKE_SERVER_HEADER } from "../sim/fake-inference/settings";
 import { STREAM_CUT, type Timeline } from "./timeline";
+import { continuationOf, continuationWatchingFetch, DRILL_SEED, undisturbedText } from "./continued";
 
 export type RequestShape = "chat-stream" | "completion-stream" | "chat" | "completion";
 
@@ -158,33 +159,63 @@ function hostOf(url: string): string | null {
   }
 }
 
-/** Sends one request of `shape` and returns the tokens it got; throws when it failed or came back short. */
-export async function send(client: OpenAI, model: string, shape: RequestShape, prompt: string, maxTokens: number, signal: AbortSignal): Promise<number> {
+/** What one answered request got. */
+export interface Sent {
+  tokens: number;
+  /** How the continuation relay carried the answer on (`continue after 12 tokens`, `retried`), or null. */
+  continued: string | null;
+  /** A greedy request's text equals an undisturbed run's; null when not greedy. */
+  exact: boolean | null;
+}
+
+/**
+ * Sends one request of `shape`; throws when it failed or came back short. `greedy`: a seeded
+ * greedy request (temperature 0), whose text is then checked against an undisturbed run's.
+ * The client's `fetch` should be `continuationWatchingFetch` for `continued` to be seen.
+ */
+export async function send(client: OpenAI, model: string, shape: RequestShape, prompt: string, maxTokens: number, signal: AbortSignal, greedy = false): Promise<Sent> {
   const opts = { signal };
+  const sampling = greedy ? { temperature: 0, seed: DRILL_SEED } : {};
   let tokens = 0;
+  let text = "";
   let finish: string | null = null;
+  let response: Response;
   if (shape === "completion") {
-    const r = await client.completions.create({ model, prompt, max_tokens: maxTokens }, opts);
-    tokens = r.usage?.completion_tokens ?? 0;
-    finish = r.choices[0]?.finish_reason ?? null;
+    const r = await client.completions.create({ model, prompt, max_tokens: maxTokens, ...sampling }, opts).withResponse();
+    response = r.response;
+    tokens = r.data.usage?.completion_tokens ?? 0;
+    text = r.data.choices[0]?.text ?? "";
+    finish = r.data.choices[0]?.finish_reason ?? null;
   } else if (shape === "chat") {
-    const r = await client.chat.completions.create({ model, messages: [{ role: "user", content: prompt }], max_tokens: maxTokens }, opts);
-    tokens = r.usage?.completion_tokens ?? 0;
-    finish = r.choices[0]?.finish_reason ?? null;
+    const r = await client.chat.completions.create({ model, messages: [{ role: "user", content: prompt }], max_tokens: maxTokens, ...sampling }, opts).withResponse();
+    response = r.response;
+    tokens = r.data.usage?.completion_tokens ?? 0;
+    text = r.data.choices[0]?.message?.content ?? "";
+    finish = r.data.choices[0]?.finish_reason ?? null;
   } else if (shape === "completion-stream") {
-    const { data: s, response } = await client.completions.create({ model, prompt, max_tokens: maxTokens, stream: true }, opts).withResponse();
-    await cutIfBroken(response, async () => {
-      for await (const c of s) {
-        if (c.choices[0]?.text) tokens++;
+    const r = await client.completions.create({ model, prompt, max_tokens: maxTokens, stream: true, ...sampling }, opts).withResponse();
+    response = r.response;
+    await cutIfBroken(r.response, async () => {
+      for await (const c of r.data) {
+        const t = c.choices[0]?.text;
+        if (t) {
+          tokens++;
+          text += t;
+        }
         finish = c.choices[0]?.finish_reason ?? finish;
       }
       if (finish === null) throw new ShortAnswerError(STREAM_CUT);
     });
   } else {
-    const { data: s, response } = await client.chat.completions.create({ model, messages: [{ role: "user", content: prompt }], max_tokens: maxTokens, stream: true }, opts).withResponse();
-    await cutIfBroken(response, async () => {
-      for await (const c of s) {
-        if (c.choices[0]?.delta?.content) tokens++;
+    const r = await client.chat.completions.create({ model, messages: [{ role: "user", content: prompt }], max_tokens: maxTokens, stream: true, ...sampling }, opts).withResponse();
+    response = r.response;
+    await cutIfBroken(r.response, async () => {
+      for await (const c of r.data) {
+        const t = c.choices[0]?.delta?.content;
+        if (t) {
+          tokens++;
+          text += t;
+        }
         finish = c.choices[0]?.finish_reason ?? finish;
       }
       if (finish === null) throw new ShortAnswerError(STREAM_CUT);
@@ -192,12 +223,13 @@ export async function send(client: OpenAI, model: string, shape: RequestShape, p
   }
   if (finish === null) throw new ShortAnswerError(shape.endsWith("stream") ? STREAM_CUT : "no finish reason");
   if (tokens < maxTokens) throw new ShortAnswerError(`short answer (${tokens} of ${maxTokens} tokens)`);
-  return tokens;
+  const exact = greedy ? text === undisturbedText(shape.startsWith("chat") ? "chat" : "completion", prompt, maxTokens) : null;
+  return { tokens, continued: continuationOf(response), exact };
 }
 
 /** A client for one base URL: the official one, no retries of its own. */
 export function openaiClient(baseUrl: string, timeoutMs: number): OpenAI {
-  return new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: drillKey("ops"), maxRetries: 0, timeout: timeoutMs });
+  return new OpenAI({ baseURL: `${baseUrl}/v1`, apiKey: drillKey("ops"), maxRetries: 0, timeout: timeoutMs, fetch: continuationWatchingFetch() });
 }
 
 /** One request, recorded; a failure also goes to the timeline under `client`. */
@@ -213,8 +245,12 @@ export async function sendRecorded(
   o.timeline.sent[o.client] = (o.timeline.sent[o.client] ?? 0) + 1;
   const rec: RequestRecord = { t, end: t, shape: req.shape, promptBytes: req.promptBytes, maxTokens: req.maxTokens, tokens: 0, ok: false };
   try {
-    rec.tokens = await send(client, o.model, req.shape, promptOf(req.promptBytes, req.marker), req.maxTokens, AbortSignal.timeout(o.timeoutMs));
+    // Streams greedy: a continued one is checked against an undisturbed run.
+    const greedy = req.shape.endsWith("stream");
+    const got = await send(client, o.model, req.shape, promptOf(req.promptBytes, req.marker), req.maxTokens, AbortSignal.timeout(o.timeoutMs), greedy);
+    rec.tokens = got.tokens;
     rec.ok = true;
+    if (got.continued) o.timeline.continued.push({ t, end: o.now(), client: o.client, how: got.continued, exact: got.exact });
   } catch (err) {
     Object.assign(rec, failureOf(err));
     o.timeline.failures.push({ t, end: o.now(), client: o.client, why: rec.why ?? "error", ...(rec.place ? { place: rec.place } : {}) });

@@ -133,7 +133,7 @@ export function createWorld(o: WorldOptions): DrillWorld {
         { name: BASELINE_DEFAULT, workers: 1, target: () => `http://127.0.0.1:${st.baselinePorts.default}` },
         { name: BASELINE_TUNED, workers: 1, target: () => `http://127.0.0.1:${st.baselinePorts.tuned}` },
         // What an application sees: the official SDK with its default retries, resolving the name per attempt.
-        sdkClient({ address: () => (dnsAnswer.v.length ? dnsAnswer.v[rr++ % dnsAnswer.v.length] : null), port: st.port, workers: 2, model: DRILL_MODEL }),
+        sdkClient({ address: () => (dnsAnswer.v.length ? dnsAnswer.v[rr++ % dnsAnswer.v.length] : null), port: st.port, workers: 2, model: DRILL_MODEL, timeline: tl, now: o.now }),
       ],
     });
     return { stack: st, tl, observer, now: o.now, progress: o.progress, fleetWired, cuts };

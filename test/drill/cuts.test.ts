@@ -70,7 +70,7 @@ describe("a real stream cut", () => {
 
   it("a whole stream is no failure, and the server counts no stream after it", async () => {
     fake = await startFakeInference({ model: "m", tokenMs: 1 });
-    const tokens = await send(openaiClient(fake.url, 10_000), "m", "completion-stream", "hello", 20, AbortSignal.timeout(10_000));
+    const { tokens } = await send(openaiClient(fake.url, 10_000), "m", "completion-stream", "hello", 20, AbortSignal.timeout(10_000));
     expect(tokens).toBe(20);
     expect(fake.stats()).toMatchObject({ streamed: 1, streaming: 0 });
   });

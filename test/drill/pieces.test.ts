@@ -35,6 +35,7 @@ function run(over: Partial<RunResult> = {}): RunResult {
     failed: 0,
     failedSdk: 0,
     cuts: { all: { cut: 0, hadTo: 0 }, sdk: { cut: 0, hadTo: 0 } },
+    continued: { n: 0, greedy: 0, exact: 0 },
     failedSdkNoServer: 0,
     failedBaseline: { default: 2, tuned: 1 },
     falseFailovers: 0,
@@ -88,6 +89,11 @@ describe("scenario table", () => {
     const cn = SCENARIOS.find((x) => x.name === "canary-noise")!;
     expect(checkTargets(cn.targets, [run({ scenario: "canary-noise", falseFailovers: 0, extra: { canariesShort: 0 } })]).pass).toBe(true);
     expect(checkTargets(cn.targets, [run({ scenario: "canary-noise", falseFailovers: 0, extra: { canariesShort: 200 } })]).misses).toEqual(["canaries short of the number to send: 200 > 0"]);
+  });
+  it("every scenario: a continued greedy answer must read as an undisturbed run (issue 31)", () => {
+    const spec = SCENARIOS.find((x) => x.name === "crash")!;
+    expect(checkTargets(spec.targets, [run({ continued: { n: 3, greedy: 2, exact: 2 } })]).pass).toBe(true);
+    expect(checkTargets(spec.targets, [run({ continued: { n: 3, greedy: 2, exact: 1 } })]).misses).toEqual(["continued greedy answers whose text differs from an undisturbed run: 1 of 2"]);
   });
   it("standby-ice: the fallback must start ≤ 30 s after the first capacity failure, no request failing", () => {
     const spec = SCENARIOS.find((x) => x.name === "standby-ice")!;
@@ -340,7 +346,7 @@ describe("redis failover figures", () => {
 
 describe("client classes", () => {
   it("counts a failed request in a window when it was in flight in it (a stream started before the fault and cut by it)", () => {
-    const tl = { samples: [], fleet: [], sent: {}, marks: [], failures: [
+    const tl = { samples: [], fleet: [], sent: {}, marks: [], continued: [], failures: [
       { t: 900, end: 1200, client: "c", why: "stream cut" },
       { t: 500, end: 800, client: "c", why: "HTTP 503" },
       { t: 1500, client: "c", why: "ECONNREFUSED" },

@@ -14,6 +14,8 @@ import { ContinuationMetrics } from "../../agent/src/edge/continuation/metrics";
 import type { ContinuationKind } from "../../contracts/continuation";
 import { freePort, waitFor } from "../../agent/src/util/net";
 import { fakeServer, staticServer, type FakeServer } from "../l1/fixtures";
+import { continuationWatchingFetch, undisturbedText } from "../../lab/drill/continued";
+import { send } from "../../lab/drill/workload";
 
 interface Stack {
   fakes: FakeInference[];
@@ -208,5 +210,24 @@ describe("stream continuation at the L1 tier", () => {
   it("without the relay the same crash cuts the stream (what the relay removes)", async () => {
     const s = await stack(3, { relay: false });
     await expect(completionStream(s, "Tell me about the sea", killer(s, 12))).rejects.toThrow();
+  }, 30_000);
+});
+
+describe("the drill's view of a continued stream (lab/drill/continued.ts)", () => {
+  it("the SDK client sees the relay's comment through its fetch and the text equals an undisturbed run; a stream not cut is not continued", async () => {
+    const s = await stack(3);
+    const client = new OpenAI({ baseURL: s.client.baseURL, apiKey: "unused", maxRetries: 0, timeout: 20_000, fetch: continuationWatchingFetch() });
+    const prompt = "Tell me about the sea";
+    const calm = await send(client, MODEL, "chat-stream", prompt, 40, AbortSignal.timeout(20_000), true);
+    expect(calm).toEqual({ tokens: 40, continued: null, exact: true });
+    // Kill the server under the stream once it has sent a few chunks.
+    const sending = send(client, MODEL, "chat-stream", prompt, 40, AbortSignal.timeout(20_000), true);
+    await waitFor("a stream under way", async () => s.fakes.some((f) => f.stats().streaming > 0), { timeoutMs: 5_000, everyMs: 10 });
+    await new Promise((r) => setTimeout(r, 150));
+    await s.fakes.find((f) => f.stats().streaming > 0)?.close();
+    const cut = await sending;
+    expect(cut.continued).toMatch(/^continue after \d+ tokens$/);
+    expect(cut.exact).toBe(true);
+    expect(undisturbedText("chat", prompt, 40)).not.toBe(undisturbedText("chat", `${prompt}!`, 40));
   }, 30_000);
 });

@@ -8,7 +8,8 @@ import { BadRequestError, normalizeRequest, requestKey } from "../../agent/src/e
 import { CircuitBreaker, loadProviders, ProviderConfigError } from "../../agent/src/edge/fallback/providers";
 import { kafkaClientConfig, mskIamToken, QueueUnavailableError } from "../../agent/src/edge/fallback/queue";
 import { captureLogger } from "./helpers";
-import { RateLimiter } from "../../agent/src/edge/fallback/replay";
+import { groupRejoinError, RateLimiter } from "../../agent/src/edge/fallback/replay";
+import { KafkaJSNonRetriableError, KafkaJSProtocolError } from "kafkajs";
 import { TierReader } from "../../agent/src/edge/fallback/tier";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 
@@ -24,6 +25,20 @@ afterAll(async () => {
 });
 
 const chat = (content: string, extra: Record<string, unknown> = {}) => normalizeRequest("chat", { model: "m", messages: [{ role: "user", content }], ...extra });
+
+describe("replay consumer group errors", () => {
+  it("finds the rebalance inside kafkajs's retrier wrapping, so eachMessage rethrows it bare and the runner rejoins instead of crashing", () => {
+    const bare = new KafkaJSProtocolError({ type: "REBALANCE_IN_PROGRESS", code: 27, retriable: false, message: "The group is rebalancing, so a rejoin is needed" } as unknown as Error);
+    // What runner.commitOffsets's retrier throws for it (retry/index.js): `type` no longer on the outside.
+    const wrapped = new (KafkaJSNonRetriableError as unknown as new (e: Error, o: { cause: Error }) => Error)(bare, { cause: bare });
+    expect((wrapped as unknown as { type?: string }).type).toBeUndefined();
+    expect(groupRejoinError(wrapped)).toBe(bare);
+    expect(groupRejoinError(bare)).toBe(bare);
+    const other = new KafkaJSNonRetriableError(new Error("broker gone") as never);
+    expect(groupRejoinError(other)).toBeNull();
+    expect(groupRejoinError(undefined)).toBeNull();
+  });
+});
 
 describe("normalize", () => {
   it("ignores whitespace, key order and parameters that do not change the output", () => {

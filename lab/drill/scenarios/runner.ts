@@ -12,7 +12,7 @@ import { DRILL_TIMING } from "../settings";
 import type { LocalCloud } from "../local-cloud";
 import { backendOf, BASELINE_DEFAULT, BASELINE_TUNED, type DrillAz, type DrillStack } from "../stack";
 import { SDK_CLIENT } from "../sdk-traffic";
-import { countCuts, type CutCount, type Death } from "../cuts";
+import { countContinued, countCuts, type ContinuedCount, type CutCount, type Death } from "../cuts";
 import { failuresBetween, firstAfter, l1Full, l1Removed, removedBetween, type L1Sample, type Sample, type Timeline } from "../timeline";
 
 /** The traffic client that goes through llm-ha's proxies; the baseline clients are measured beside it. */
@@ -40,6 +40,8 @@ export interface RunResult {
    * `hadTo`: those whose own server or AZ proxy died under them (`cuts.ts`).
    */
   cuts: { all: CutCount; sdk: CutCount };
+  /** Streams the continuation relay carried on; of the greedy ones, how many read exactly as an undisturbed run. */
+  continued: ContinuedCount;
   /** SDK-class failures nothing could have saved beyond its cuts that had to be (no server anywhere: set by the scenario). */
   failedSdkNoServer: number;
   failedBaseline: { default: number; tuned: number };
@@ -83,6 +85,7 @@ export function blank(scenario: string, run: number): RunResult {
     failed: 0,
     failedSdk: 0,
     cuts: { all: { cut: 0, hadTo: 0 }, sdk: { cut: 0, hadTo: 0 } },
+    continued: { n: 0, greedy: 0, exact: 0 },
     failedSdkNoServer: 0,
     failedBaseline: { default: 0, tuned: 0 },
     falseFailovers: 0,
@@ -161,6 +164,7 @@ export function finish(ctx: ScenarioContext, r: RunResult, victims: SimNode[], r
   const offset = Date.now() - ctx.now();
   const deaths: Death[] = ctx.stack.deaths().map((d) => ({ ...d, t: d.at - offset }));
   r.cuts = { all: countCuts(tl.failures, null, r.injectAt, r.endAt, deaths), sdk: countCuts(tl.failures, SDK_CLIENT, r.injectAt, r.endAt, deaths) };
+  r.continued = countContinued(tl.continued, r.injectAt, r.endAt);
   r.failedBaseline = { default: failuresBetween(tl, BASELINE_DEFAULT, r.injectAt, r.endAt), tuned: failuresBetween(tl, BASELINE_TUNED, r.injectAt, r.endAt) };
   const vk = new Set(victims.map((n) => rowOf(ctx, n)));
   r.falseFailovers += removedBetween(tl, localRows(ctx).filter((k) => !vk.has(k)), r.injectAt, r.healAt).length;

@@ -61,16 +61,49 @@ export class RateLimiter {
 }
 
 const TRANSIENT = new Set([502, 503, 504]);
-/** How long a claimed request stays the claiming member's without a renewal (renewed every third). */
-const LEASE_MS = 30_000;
+
+/** Kafka error types after which kafkajs's runner rejoins the group itself (runner.js), when it sees them unwrapped. */
+const REJOIN_TYPES = new Set(["REBALANCE_IN_PROGRESS", "NOT_COORDINATOR_FOR_GROUP", "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID"]);
+
+/**
+ * The group error inside `err`, if it is one the runner rejoins on. A commit goes through
+ * kafkajs's retrier, which wraps such a (non-retriable) error in `KafkaJSNonRetriableError`;
+ * thrown out of `eachMessage` like that, the runner no longer recognises it and the consumer
+ * stops for good ("Crash: … The group is rebalancing"), where the bare error makes it rejoin.
+ */
+export function groupRejoinError(err: unknown): Error | null {
+  for (let e = err as { type?: unknown; cause?: unknown; originalError?: unknown } | undefined, depth = 0; e && depth < 5; depth++) {
+    if (typeof e.type === "string" && REJOIN_TYPES.has(e.type)) return e as unknown as Error;
+    e = (e.originalError ?? e.cause) as typeof e;
+  }
+  return null;
+}
+
+/** Runs a group call inside `eachMessage`; a rejoin error leaves unwrapped, so the runner rejoins. */
+async function inGroup<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw groupRejoinError(err) ?? err;
+  }
+}
 
 export class Replayer {
   private consumer: Consumer | null = null;
   private stopping = false;
   private readonly limiter: RateLimiter;
+  /**
+   * How long a claimed request stays this member's without a renewal (renewed every third).
+   * The group's session: a member that died has lost its partitions that long after its last
+   * heartbeat, and the member that takes them over finds the requests it had claimed already
+   * free to be given up as interrupted. (A 30 s lease held the drill's queue up for 26 s after a
+   * kill -9: the survivor waited out the dead member's claim on the head of a partition.)
+   */
+  private readonly leaseMs: number;
 
   constructor(private readonly o: ReplayOptions) {
     this.limiter = new RateLimiter(o.rps);
+    this.leaseMs = Math.max(1000, o.sessionTimeoutMs);
   }
 
   async start(): Promise<void> {
@@ -119,12 +152,13 @@ export class Replayer {
         const next = (BigInt(message.offset) + 1n).toString();
         this.o.metrics.replayInFlight.inc();
         try {
-          await this.handle(message.value?.toString("utf8") ?? "", heartbeat);
+          await this.handle(message.value?.toString("utf8") ?? "", () => inGroup(heartbeat));
         } finally {
           this.o.metrics.replayInFlight.dec();
         }
-        // Commit after the result is stored: a crash before this replays the message, which is skipped by id.
-        await c.commitOffsets([{ topic, partition, offset: next }]);
+        // Commit after the result is stored: a crash before this replays the message, which is
+        // skipped by id; so is a commit refused by a rebalance, which makes this member rejoin.
+        await inGroup(() => c.commitOffsets([{ topic, partition, offset: next }]));
       },
     });
   }
@@ -196,11 +230,11 @@ export class Replayer {
         return !t.readable || t.level === "L4";
       }, heartbeat);
       await this.limiter.take();
-      const claimed = await store.claim(base, LEASE_MS).catch(() => false);
+      const claimed = await store.claim(base, this.leaseMs).catch(() => false);
       if (claimed) break;
     }
     // The lease is renewed while this member works on it: a redelivery elsewhere waits.
-    const renew = setInterval(() => void store.claim(base, LEASE_MS, ["running"]).catch(() => undefined), LEASE_MS / 3);
+    const renew = setInterval(() => void store.claim(base, this.leaseMs, ["running"]).catch(() => undefined), this.leaseMs / 3);
     try {
       await this.run(q, base, heartbeat);
     } finally {
@@ -245,7 +279,7 @@ export class Replayer {
       }, heartbeat);
       await this.limiter.take();
       // Taken back (released above, or renewed): another member may have it now, or it is final.
-      if (!(await store.claim(base, LEASE_MS, released ? ["pending"] : ["running"]).catch(() => false))) return;
+      if (!(await store.claim(base, this.leaseMs, released ? ["pending"] : ["running"]).catch(() => false))) return;
     }
     await this.waitWhile(async () => {
       try {
