@@ -3,7 +3,8 @@ import { AgentIam, azIdsSetting } from "./agent-iam";
 import { AgentImage } from "./agent-image";
 import { ImageCache } from "./image-cache";
 import { IMAGES, pullRef, pullRefOf } from "./images";
-import { createLbController } from "./lb-controller";
+import { verifiedChartArchive, type PinnedChart } from "./chart-archive";
+import { createLbController, LB_CONTROLLER_CHART } from "./lb-controller";
 import { createWeightsReaderRole } from "./weights-iam";
 import { Cluster } from "./cluster";
 import { loadConfig } from "./config";
@@ -51,9 +52,19 @@ function asgSetting(groups: GpuNodeGroup[]): pulumi.Output<string> | undefined {
   return pulumi.all(groups.map((g) => g.asgName)).apply((names) => names.map((n, i) => `${n}=${groups[i].wakeSize}`).join(","));
 }
 
+/** What the program reaches outside the cloud APIs; the offline runs (infra/capture.ts) give their own. */
+export interface StackDeps {
+  /**
+   * The local path of a pinned chart's archive, checked against its digest (`archivePath`: the
+   * runner's copy from `llm-ha:charts`). Default `verifiedChartArchive`: downloads and checks.
+   */
+  chartArchive?: (chart: PinnedChart, archivePath: string | undefined) => Promise<string>;
+}
+
 /** Builds the whole stack from the validated stack configuration. */
-export function createStack(): StackOutputs {
+export function createStack(deps: StackDeps = {}): StackOutputs {
   const c = loadConfig();
+  const chartArchive = deps.chartArchive ?? ((chart, archivePath) => verifiedChartArchive(chart, { archivePath }));
   const network = new Network("net", { azs: c.azs, cidr: c.vpcCidr, natPerAz: c.natPerAz, clusterName: c.clusterName, region: c.region });
   const cluster = new Cluster("eks", {
     clusterName: c.clusterName,
@@ -150,7 +161,9 @@ export function createStack(): StackOutputs {
   const cached = (name: "haproxy" | "awsCli" | "lbController") => cache.cacheRoot.apply((root) => pullRef(IMAGES[name].repository, c.images.digests[name], root));
 
   // Everything with an NLB waits for the controller that makes NLBs.
+  // The chart's archive is fetched and checked in preview as in up: a mismatch stops both before anything changes.
   const lbController = createLbController("lbc", {
+    chartArchive: pulumi.output(chartArchive(LB_CONTROLLER_CHART, c.charts.lbControllerArchive)),
     image: cached("lbController"),
     provider: cluster.provider,
     clusterName: cluster.cluster.name,
