@@ -7,6 +7,7 @@ import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
 import { verifiedArchivePath } from "../contracts/charts";
 import { archiveName, type PinnedChart } from "./chart-archive";
+import type { StackDeps } from "./stack";
 import { readStackFile } from "./stack-yaml";
 import { withStandIns } from "./user-settings";
 
@@ -173,11 +174,12 @@ export async function captureStack(env: Env | string, configOverrides: Record<st
   return (await captureStackGraph(env, configOverrides, file)).resources;
 }
 
-/** `captureStack`, with the data-source calls the program made. */
+/** `captureStack`, with the data-source calls the program made; `deps` replace what the program reaches outside the mocks. */
 export async function captureStackGraph(
   env: Env | string,
   configOverrides: Record<string, string> = {},
   file?: string,
+  deps: StackDeps = { chartArchive: offlineChartArchive },
 ): Promise<{ resources: CapturedResource[]; invokes: CapturedInvoke[] }> {
   // Read before the mocks are set: a bad file stops here, naming itself.
   const fileConfig = file === undefined ? stackConfig(env as Env) : readStackFile(file);
@@ -225,7 +227,7 @@ export async function captureStackGraph(
 
   // Imported after setMocks, as the runtime requires; stack.ts has no top-level effects.
   const { createStack } = await import("./stack.js");
-  const outputs = createStack({ chartArchive: offlineChartArchive });
+  const outputs = await createStack(deps);
   // Resolve every output and drain every registration before reading the capture.
   await Promise.all(Object.values(outputs as unknown as Record<string, pulumi.Output<unknown>>).map((o) => new Promise((resolve) => o.apply(resolve))));
   await pulumi.runtime.disconnect();

@@ -61,10 +61,15 @@ export interface StackDeps {
   chartArchive?: (chart: PinnedChart, archivePath: string | undefined) => Promise<string>;
 }
 
-/** Builds the whole stack from the validated stack configuration. */
-export function createStack(deps: StackDeps = {}): StackOutputs {
+/**
+ * Builds the whole stack from the validated stack configuration. Asynchronous for one reason:
+ * the pinned chart archives are fetched and checked before the first resource is registered,
+ * so an archive that is not the pinned one stops preview and up alike with nothing created.
+ */
+export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
   const c = loadConfig();
   const chartArchive = deps.chartArchive ?? ((chart, archivePath) => verifiedChartArchive(chart, { archivePath }));
+  const lbChartArchive = await chartArchive(LB_CONTROLLER_CHART, c.charts.lbControllerArchive);
   const network = new Network("net", { azs: c.azs, cidr: c.vpcCidr, natPerAz: c.natPerAz, clusterName: c.clusterName, region: c.region });
   const cluster = new Cluster("eks", {
     clusterName: c.clusterName,
@@ -161,9 +166,8 @@ export function createStack(deps: StackDeps = {}): StackOutputs {
   const cached = (name: "haproxy" | "awsCli" | "lbController") => cache.cacheRoot.apply((root) => pullRef(IMAGES[name].repository, c.images.digests[name], root));
 
   // Everything with an NLB waits for the controller that makes NLBs.
-  // The chart's archive is fetched and checked in preview as in up: a mismatch stops both before anything changes.
   const lbController = createLbController("lbc", {
-    chartArchive: pulumi.output(chartArchive(LB_CONTROLLER_CHART, c.charts.lbControllerArchive)),
+    chartArchive: lbChartArchive,
     image: cached("lbController"),
     provider: cluster.provider,
     clusterName: cluster.cluster.name,
