@@ -5,6 +5,9 @@
  */
 import * as path from "node:path";
 import * as pulumi from "@pulumi/pulumi";
+import { verifiedArchivePath } from "../contracts/charts";
+import { archiveName, type PinnedChart } from "./chart-archive";
+import type { StackDeps } from "./stack";
 import { readStackFile } from "./stack-yaml";
 import { withStandIns } from "./user-settings";
 
@@ -121,6 +124,19 @@ function fakeOutputs(type: string, name: string, inputs: Record<string, unknown>
   }
 }
 
+/** Where the offline runs say a verified chart archive lies: no such folder exists, nothing is read from it. */
+export const OFFLINE_CHART_ROOT = "/offline-stand-in/llm-ha/helm-charts";
+
+/**
+ * The chart archive of an offline run: the path a real run hands Helm (the cache layout, named
+ * by the pinned digest), without downloading or reading anything: the mocks install nothing, and
+ * tests and `npm run policy` run without network. The check itself is tested on its own
+ * (test/infra/chart-archive.test.ts).
+ */
+async function offlineChartArchive(chart: PinnedChart): Promise<string> {
+  return verifiedArchivePath(OFFLINE_CHART_ROOT, chart.digest, archiveName(chart));
+}
+
 /** Secrets arrive wrapped in the RPC signature; policies and tests want the plain values. */
 export function unwrapSecrets(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(unwrapSecrets);
@@ -158,11 +174,12 @@ export async function captureStack(env: Env | string, configOverrides: Record<st
   return (await captureStackGraph(env, configOverrides, file)).resources;
 }
 
-/** `captureStack`, with the data-source calls the program made. */
+/** `captureStack`, with the data-source calls the program made; `deps` replace what the program reaches outside the mocks. */
 export async function captureStackGraph(
   env: Env | string,
   configOverrides: Record<string, string> = {},
   file?: string,
+  deps: StackDeps = { chartArchive: offlineChartArchive },
 ): Promise<{ resources: CapturedResource[]; invokes: CapturedInvoke[] }> {
   // Read before the mocks are set: a bad file stops here, naming itself.
   const fileConfig = file === undefined ? stackConfig(env as Env) : readStackFile(file);
@@ -210,7 +227,7 @@ export async function captureStackGraph(
 
   // Imported after setMocks, as the runtime requires; stack.ts has no top-level effects.
   const { createStack } = await import("./stack.js");
-  const outputs = createStack();
+  const outputs = await createStack(deps);
   // Resolve every output and drain every registration before reading the capture.
   await Promise.all(Object.values(outputs as unknown as Record<string, pulumi.Output<unknown>>).map((o) => new Promise((resolve) => o.apply(resolve))));
   await pulumi.runtime.disconnect();

@@ -1,14 +1,19 @@
 // Entry point named in Pulumi.yaml. The program lives in stack.ts so tests can run it
-// under Pulumi's mocks without this module's top-level exports.
+// under Pulumi's mocks without this module's exports. It is exported as a function: Pulumi
+// awaits it, so the pinned chart archive is fetched and checked (stack.ts) before any
+// resource is registered, in preview as in up; its result's fields are the stack outputs.
 import { createStack } from "./stack";
 
-const out = createStack();
-
-export const clusterName = out.clusterName;
-export const kubeconfig = out.kubeconfig;
-export const serviceDnsName = out.serviceDnsName;
-export const nlbNames = out.nlbNames;
-export const nlbHostnames = out.nlbHostnames;
-export const redisEndpoint = out.redisEndpoint;
-export const kafkaBootstrapBrokers = out.kafkaBootstrapBrokers;
-export const agentRepositoryUrl = out.agentRepositoryUrl;
+export = async () => {
+  const out = await createStack();
+  return {
+    clusterName: out.clusterName,
+    kubeconfig: out.kubeconfig,
+    serviceDnsName: out.serviceDnsName,
+    nlbNames: out.nlbNames,
+    nlbHostnames: out.nlbHostnames,
+    redisEndpoint: out.redisEndpoint,
+    kafkaBootstrapBrokers: out.kafkaBootstrapBrokers,
+    agentRepositoryUrl: out.agentRepositoryUrl,
+  };
+};

@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { irsaTrustPolicy } from "./agent-iam";
+import type { PinnedChart } from "./chart-archive";
 import { IMAGES } from "./images";
 import { tagged } from "./tags";
 
@@ -10,14 +11,20 @@ import { tagged } from "./tags";
  * the controller's (chart 3.5.0 runs controller v3.5.0; 1.14.0 ran v2.14.0, two majors behind:
  * issue 27). `lbControllerPolicy` below matches that release's docs/install/iam_policy.json
  * (unchanged from v2.14.0 to v3.5.0), and every value set here exists in its values.yaml.
+ * `digest` is the sha256 of aws-load-balancer-controller-3.5.0.tgz as the repository's
+ * index.yaml lists it (three sources agreed, issue 25): the stack installs that archive or
+ * nothing (infra/chart-archive.ts). A new version needs its new digest beside it.
  */
 export const LB_CONTROLLER_CHART = Object.freeze({
   chart: "aws-load-balancer-controller",
   version: "3.5.0",
   repo: "https://aws.github.io/eks-charts",
+  digest: "sha256:45051f634b33e10baccb3354d0681b7de787c60445e599fa276e0c9aedd4ccd5",
+  setting: "lbControllerArchive",
+  pinnedIn: "LB_CONTROLLER_CHART in infra/lb-controller.ts",
   namespace: "kube-system",
   serviceAccount: "aws-load-balancer-controller",
-});
+} satisfies PinnedChart & Record<string, string>);
 
 /**
  * The IAM policy the controller needs (its project publishes it as docs/install/iam_policy.json
@@ -151,6 +158,11 @@ export function lbControllerPolicy(): string {
 
 export interface LbControllerArgs {
   provider: k8s.Provider;
+  /**
+   * The local path of `LB_CONTROLLER_CHART`'s archive, its sha256 checked (`verifiedChartArchive`).
+   * Helm installs that file; no repository is named, so Helm downloads nothing.
+   */
+  chartArchive: pulumi.Input<string>;
   clusterName: pulumi.Input<string>;
   region: string;
   vpcId: pulumi.Input<string>;
@@ -174,7 +186,7 @@ export function chartImageValues(ref: string, tag: string): { repository: string
 /**
  * The AWS Load Balancer Controller: without it the L1 `LoadBalancer` Services (class
  * `service.k8s.aws/nlb`) never get an address, Pulumi waits on them and fails, and Route53
- * has no NLB hostname to point at. IRSA role + the chart, pinned; the Release waits until the
+ * has no NLB hostname to point at. IRSA role + the chart, pinned by digest; the Release waits until the
  * controller's Deployment (and its webhook) is ready, so Services created after it are
  * admitted and reconciled at once.
  */
@@ -195,9 +207,9 @@ export function createLbController(name: string, args: LbControllerArgs, parent:
     `${name}-release`,
     {
       name: LB_CONTROLLER_CHART.chart,
-      chart: LB_CONTROLLER_CHART.chart,
+      // A path, not a name: with repositoryOpts Helm would fetch whatever the repository serves (charts-by-digest).
+      chart: args.chartArchive,
       version: LB_CONTROLLER_CHART.version,
-      repositoryOpts: { repo: LB_CONTROLLER_CHART.repo },
       namespace: LB_CONTROLLER_CHART.namespace,
       atomic: true,
       timeout: 600,

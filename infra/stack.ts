@@ -3,7 +3,8 @@ import { AgentIam, azIdsSetting } from "./agent-iam";
 import { AgentImage } from "./agent-image";
 import { ImageCache } from "./image-cache";
 import { IMAGES, pullRef, pullRefOf } from "./images";
-import { createLbController } from "./lb-controller";
+import { verifiedChartArchive, type PinnedChart } from "./chart-archive";
+import { createLbController, LB_CONTROLLER_CHART } from "./lb-controller";
 import { createWeightsReaderRole } from "./weights-iam";
 import { Cluster } from "./cluster";
 import { loadConfig } from "./config";
@@ -51,9 +52,24 @@ function asgSetting(groups: GpuNodeGroup[]): pulumi.Output<string> | undefined {
   return pulumi.all(groups.map((g) => g.asgName)).apply((names) => names.map((n, i) => `${n}=${groups[i].wakeSize}`).join(","));
 }
 
-/** Builds the whole stack from the validated stack configuration. */
-export function createStack(): StackOutputs {
+/** What the program reaches outside the cloud APIs; the offline runs (infra/capture.ts) give their own. */
+export interface StackDeps {
+  /**
+   * The local path of a pinned chart's archive, checked against its digest (`archivePath`: the
+   * runner's copy from `llm-ha:charts`). Default `verifiedChartArchive`: downloads and checks.
+   */
+  chartArchive?: (chart: PinnedChart, archivePath: string | undefined) => Promise<string>;
+}
+
+/**
+ * Builds the whole stack from the validated stack configuration. Asynchronous for one reason:
+ * the pinned chart archives are fetched and checked before the first resource is registered,
+ * so an archive that is not the pinned one stops preview and up alike with nothing created.
+ */
+export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
   const c = loadConfig();
+  const chartArchive = deps.chartArchive ?? ((chart, archivePath) => verifiedChartArchive(chart, { archivePath }));
+  const lbChartArchive = await chartArchive(LB_CONTROLLER_CHART, c.charts.lbControllerArchive);
   const network = new Network("net", { azs: c.azs, cidr: c.vpcCidr, natPerAz: c.natPerAz, clusterName: c.clusterName, region: c.region });
   const cluster = new Cluster("eks", {
     clusterName: c.clusterName,
@@ -151,6 +167,7 @@ export function createStack(): StackOutputs {
 
   // Everything with an NLB waits for the controller that makes NLBs.
   const lbController = createLbController("lbc", {
+    chartArchive: lbChartArchive,
     image: cached("lbController"),
     provider: cluster.provider,
     clusterName: cluster.cluster.name,

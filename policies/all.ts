@@ -5,7 +5,7 @@ import { eksControlPlaneLogging } from "./cluster";
 import { crdsInstalled } from "./crds";
 import { createOrderFollowsReferences } from "./create-order";
 import { addonVersionsForCluster, clusterAccessEntries, gpuScarceStartAtZero, probesReachable, waitsBounded } from "./create-time";
-import { imagesByDigest, l1AuthRequired, l1TlsRequired } from "./edge";
+import { chartsByDigest, imagesByDigest, l1AuthRequired, l1TlsRequired } from "./edge";
 import { eksVersionSupported, gpuCapacitySettings, nlbNeedsLbController } from "./deployability";
 import { mskHaEncrypted, redisHaEncrypted } from "./data";
 import { agentRoleLeastPrivilege, mskQueueWriterOnlyFallback } from "./iam";
@@ -69,4 +69,5 @@ export const policies: Policies = [
   l1TlsRequired,
   l1AuthRequired,
   imagesByDigest,
+  chartsByDigest,
 ];

@@ -2,6 +2,7 @@
 // cannot see it: a supported EKS version, capacity settings that match how AWS reserves
 // GPUs, and the controller every NLB Service waits for.
 import { type StackValidationPolicy } from "@pulumi/policy";
+import { chartNameOf } from "../contracts/charts";
 import { eksVersionProblem, isoDay } from "../contracts/eks-versions";
 import { gpuNodeGroupsWithTemplates, nodeGroupAzs, AZ_LABEL } from "./conventions";
 import { record, str, stringMap, strings, type Props } from "./props";
@@ -115,7 +116,8 @@ export const nlbNeedsLbController: StackValidationPolicy = {
       (r) => r.type === "kubernetes:core/v1:Service" && str(record((r.props as Props).spec)?.loadBalancerClass) === NLB_CLASS,
     );
     if (nlbs.length === 0) return;
-    const releases = args.resources.filter((r) => r.type === HELM_RELEASE_TYPE && str((r.props as Props).chart) === LB_CONTROLLER_CHART);
+    // By name, archive path or OCI reference alike (charts-by-digest wants one of the last two).
+    const releases = args.resources.filter((r) => r.type === HELM_RELEASE_TYPE && chartNameOf(str((r.props as Props).chart) ?? "", str((r.props as Props).version)) === LB_CONTROLLER_CHART);
     if (releases.length === 0) {
       reportViolation(
         `${nlbs.length} Service${nlbs.length > 1 ? "s" : ""} of class ${NLB_CLASS} (${nlbs.map((s) => s.name).join(", ")}) but no Helm release of ${LB_CONTROLLER_CHART} in the stack: nothing would give them an NLB.`,

@@ -1,7 +1,9 @@
 // The public edge (issue 25): what faces the internet is the L1 NLB and HAProxy behind it. It
 // speaks only TLS, HAProxy authenticates every client before anything reaches a server or
-// the fallback, and every container the stack runs is the image that was reviewed (by digest).
+// the fallback, and every container and Helm chart the stack runs is the one that was
+// reviewed (by digest).
 import type { EnforcementLevel, ResourceValidationPolicy } from "@pulumi/policy";
+import { chartReference } from "../contracts/charts";
 import { PLAIN_HTTP_WAIVER } from "../contracts/names";
 import { list, record, str, stringMap, type Props } from "./props";
 
@@ -98,6 +100,31 @@ export const imagesByDigest: ResourceValidationPolicy = {
     for (const c of [...list(spec?.initContainers), ...list(spec?.containers)].map(record)) {
       const image = str(c?.image) ?? "";
       if (!DIGEST_REF.test(image)) reportViolation(`${args.name}: container ${str(c?.name) ?? "?"} runs ${image || "no image"} by tag, not by digest (<repo>@sha256:<64 hex>).`);
+    }
+  },
+};
+
+/** Helm releases and charts the Kubernetes provider installs from a chart reference. */
+export const HELM_CHART_TYPES = ["kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart"];
+
+export const chartsByDigest: ResourceValidationPolicy = {
+  name: "charts-by-digest",
+  description:
+    "L1–L4: every Helm release installs its chart by digest: a packaged archive whose sha256 the program checked (a path under a `sha256-<64 hex>/` folder, no repository named) or an OCI reference `@sha256:`. A chart named by version only is whatever archive its repository serves that day (infra/chart-archive.ts).",
+  enforcementLevel: "mandatory",
+  configSchema: { properties: {} },
+  validateResource: (args, reportViolation) => {
+    if (!HELM_CHART_TYPES.includes(args.type)) args.notApplicable(`Policy only applies to ${HELM_CHART_TYPES.join(", ")}`);
+    const props = args.props as Props;
+    const chart = str(props.chart) ?? "";
+    const version = str(props.version);
+    const repo = str(record(props.repositoryOpts)?.repo);
+    const ref = chartReference(chart);
+    const what = `${chart || "no chart"}${version ? ` ${version}` : ""}${repo ? ` from ${repo}` : ""}`;
+    if (ref.digest === null) {
+      reportViolation(`${args.name}: chart ${what} is referenced by version only, not by digest: install the archive checked against a pinned sha256 (infra/chart-archive.ts) or oci://…@sha256:<64 hex>.`);
+    } else if (ref.kind === "archive" && repo) {
+      reportViolation(`${args.name}: chart ${what} names a repository: Helm would download the chart from it instead of installing the checked archive; drop repositoryOpts.`);
     }
   },
 };

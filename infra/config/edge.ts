@@ -1,5 +1,8 @@
 import { digestCommand, IMAGES, SHA256_DIGEST, splitDigestRef, type ImageName } from "../images";
 import * as pulumi from "@pulumi/pulumi";
+import { didYouMean } from "../../contracts/did-you-mean";
+import { archiveName } from "../chart-archive";
+import { LB_CONTROLLER_CHART } from "../lb-controller";
 import type { Settings } from "./read";
 import type { StackConfig } from "./stack-config";
 
@@ -59,6 +62,24 @@ export function imagesOf(s: Settings): StackConfig["images"] {
     p.add(key("images.dockerHubSecretArn"), `${dockerHubSecretArn} must be a Secrets Manager secret ARN whose name starts with ecr-pullthroughcache/ (ECR refuses others)`);
   } else if (dockerHubSecretArn.includes(EXAMPLE_ACCOUNT)) p.add(key("images.dockerHubSecretArn"), `${dockerHubSecretArn} is the documentation's example account: create the secret and set its ARN`);
   return { digests, dockerHubSecretArn };
+}
+
+/**
+ * `llm-ha:charts`: copies of the pinned chart archives already on the runner, for runners
+ * without internet (`lbControllerArchive`: a path to aws-load-balancer-controller-<version>.tgz).
+ * Checked against the pinned digest like a download (infra/chart-archive.ts).
+ */
+export function chartsOf(s: Settings): StackConfig["charts"] {
+  const charts = s.obj("charts");
+  const known = [LB_CONTROLLER_CHART.setting];
+  const out: StackConfig["charts"] = {};
+  for (const [k, v] of Object.entries(charts)) {
+    const path = s.key(`charts.${k}`);
+    if (k !== LB_CONTROLLER_CHART.setting) s.p.add(path, `is not a chart setting${didYouMean(k, known)}; known: ${known.join(", ")}`);
+    else if (typeof v !== "string" || v.trim() === "") s.p.add(path, `must be the path of ${archiveName(LB_CONTROLLER_CHART)} on this runner`);
+    else out.lbControllerArchive = v;
+  }
+  return out;
 }
 
 /** A missing digest the stack needs (`needed`), reported with the command that reads it. */

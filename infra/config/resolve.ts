@@ -3,7 +3,7 @@ import { Problems } from "../problems";
 import { clusterAccessOf, clusterOf, systemNodesOf } from "./cluster";
 import { kafkaOf, redisOf } from "./data";
 import { dnsOf } from "./dns";
-import { edgeOf, imagesOf, inferenceKeyOf, requireDigest } from "./edge";
+import { chartsOf, edgeOf, imagesOf, inferenceKeyOf, requireDigest } from "./edge";
 import { fallbackOf } from "./fallback";
 import { gpuClassesOf } from "./gpu";
 import { networkOf } from "./network";
@@ -39,6 +39,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   const dns = dnsOf(s);
   const edge = edgeOf(s, src.stack);
   const images = imagesOf(s);
+  const charts = chartsOf(s);
   const inferenceApiKey = inferenceKeyOf(s);
   requireDigest(s, images, "haproxy", haproxy.image === "");
   requireDigest(s, images, "awsCli", inference.inference.weightsS3Uri !== undefined);
@@ -64,6 +65,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     dns,
     edge,
     images,
+    charts,
     inferenceApiKey,
     redis,
     kafka,

@@ -39,6 +39,8 @@ export interface StackConfig {
   edge: { certificateArn: string | null; plainHttp: boolean; sslPolicy: string };
   /** Digests by image (infra/images.ts; empty where none is pinned or set) and the Docker Hub cache rule's secret (`llm-ha:images`). */
   images: { digests: Record<ImageName, string>; dockerHubSecretArn: string };
+  /** Copies of pinned chart archives already on the runner (`llm-ha:charts`); absent: downloaded and checked. */
+  charts: { lbControllerArchive?: string };
   /** `rolePasswords` (`llm-ha:redisRolePasswords`, secret object role → password): one ElastiCache RBAC user per role (docs/redis-roles.md); absent = the AUTH token alone. */
   redis: { nodeType: string; replicas: number; authToken: pulumi.Output<string>; rolePasswords?: Partial<Record<RoleName, pulumi.Output<string>>> };
   kafka: { version: string; brokersPerAz: number; instanceType: string; volumeSizeGb: number };

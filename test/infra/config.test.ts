@@ -69,6 +69,14 @@ describe("stack configuration", () => {
     expect(paths(e)).toEqual(["llm-ha:dns.ttl", "llm-ha:dns.failureThreshold"]);
   });
 
+  it("refuses an unknown llm-ha:charts key (naming the near one) and an empty archive path", async () => {
+    const typo = await failure({ "llm-ha:charts": JSON.stringify({ lbControlerArchive: "/srv/charts/aws-load-balancer-controller-3.5.0.tgz" }) });
+    expect(paths(typo)).toEqual(["llm-ha:charts.lbControlerArchive"]);
+    expect(typo.message).toContain("llm-ha:charts.lbControlerArchive: is not a chart setting (did you mean lbControllerArchive?); known: lbControllerArchive");
+    const empty = await failure({ "llm-ha:charts": JSON.stringify({ lbControllerArchive: "" }) });
+    expect(empty.message).toContain("llm-ha:charts.lbControllerArchive: must be the path of aws-load-balancer-controller-3.5.0.tgz on this runner");
+  });
+
   it("reports every bad key at once in one error", async () => {
     const e = await failure({
       "llm-ha:azs": JSON.stringify(["us-east-1a"]),

@@ -10,7 +10,8 @@ import { ADDON_NAMES } from "../../infra/addons";
 import { NVME_RAID0_USER_DATA } from "../../infra/gpu-node-groups";
 import { IMAGES } from "../../infra/images";
 import { LB_CONTROLLER_CHART } from "../../infra/lb-controller";
-import { mockAddonVersion, ofType, stackConfig, type CapturedResource, type Env } from "../../infra/capture";
+import { verifiedArchivePath } from "../../contracts/charts";
+import { mockAddonVersion, OFFLINE_CHART_ROOT, ofType, stackConfig, type CapturedResource, type Env } from "../../infra/capture";
 import { GATED_MODEL_ORGS } from "../../infra/config";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
@@ -20,11 +21,13 @@ export function describeDeployability(env: Env, resources: () => CapturedResourc
   const cfg = stackConfig(env);
   const model = String(JSON.parse(cfg["llm-ha:inference"]).model);
 
-  it("installs the AWS Load Balancer Controller (IRSA, pinned chart) and every NLB Service waits for it", () => {
+  it("installs the AWS Load Balancer Controller (IRSA, chart pinned by digest) and every NLB Service waits for it", () => {
     const [release] = ofType(resources(), "kubernetes:helm.sh/v3:Release");
     expect(release, "a Helm release of the controller").toBeDefined();
     const p = release.props as O;
-    expect(p).toMatchObject({ chart: "aws-load-balancer-controller", version: LB_CONTROLLER_CHART.version, namespace: "kube-system", repositoryOpts: { repo: "https://aws.github.io/eks-charts" } });
+    // Issue 25.5: the archive checked against the pinned digest, by path; no repository for Helm to download from.
+    expect(p).toMatchObject({ chart: verifiedArchivePath(OFFLINE_CHART_ROOT, LB_CONTROLLER_CHART.digest, "aws-load-balancer-controller-3.5.0.tgz"), version: LB_CONTROLLER_CHART.version, namespace: "kube-system" });
+    expect(p.repositoryOpts).toBeUndefined();
     // Issue 27: a current chart (3.x, whose version is the controller's), running that release's image.
     expect(Number(LB_CONTROLLER_CHART.version.split(".")[0])).toBeGreaterThanOrEqual(3);
     expect(IMAGES.lbController.tag).toBe(`v${LB_CONTROLLER_CHART.version}`);

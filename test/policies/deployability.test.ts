@@ -104,6 +104,12 @@ describe("nlb-needs-lb-controller", () => {
     ]);
   });
 
+  it("finds the controller by its checked archive's path as by its name", async () => {
+    const archived = release(undefined, "arn:aws:iam::1:role/lbc");
+    archived.props = { ...archived.props, chart: `/c/sha256-${"ab".repeat(32)}/aws-load-balancer-controller-3.5.0.tgz`, version: "3.5.0" };
+    expect(await messages(nlbNeedsLbController, [...happyStack(), nlb, archived])).toEqual([]);
+  });
+
   it("fails an unpinned chart and a controller without an IAM role", async () => {
     expect(await messages(nlbNeedsLbController, [...happyStack(), nlb, release(undefined, "arn:aws:iam::1:role/lbc")])).toEqual([
       "Helm release lbc-release of aws-load-balancer-controller has version unset; pin an exact chart version.",

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { imagesByDigest, l1AuthRequired, l1TlsRequired, L1_AUTH_ENFORCEMENT } from "../../policies/edge";
+import { chartsByDigest, imagesByDigest, l1AuthRequired, l1TlsRequired, L1_AUTH_ENFORCEMENT } from "../../policies/edge";
+import type { CapturedResource } from "../../policies/runner";
 import { at, changed, happyStack, messages } from "./fixtures";
 
 const LB = "service.beta.kubernetes.io/aws-load-balancer";
@@ -60,5 +61,37 @@ describe("images-by-digest", () => {
   it("checks init containers too", async () => {
     const rs = changed("agent", (p) => (at(p, "spec.template.spec").initContainers = [{ name: "weights", image: "public.ecr.aws/aws-cli/aws-cli:2.27.50" }]));
     expect(await messages(imagesByDigest, rs)).toEqual(["agent: container weights runs public.ecr.aws/aws-cli/aws-cli:2.27.50 by tag, not by digest (<repo>@sha256:<64 hex>)."]);
+  });
+});
+
+describe("charts-by-digest", () => {
+  const HEX = "45051f634b33e10baccb3354d0681b7de787c60445e599fa276e0c9aedd4ccd5";
+  const release = (props: Record<string, unknown>): CapturedResource => ({
+    type: "kubernetes:helm.sh/v3:Release",
+    name: "lbc-release",
+    urn: "urn:pulumi:test::llm-ha::kubernetes:helm.sh/v3:Release::lbc-release",
+    props: { name: "aws-load-balancer-controller", version: "3.5.0", namespace: "kube-system", ...props },
+  });
+  const ARCHIVE = `/home/ci/.cache/llm-ha/helm-charts/sha256-${HEX}/aws-load-balancer-controller-3.5.0.tgz`;
+
+  it("passes the archive checked against its digest, and an OCI reference by digest", async () => {
+    expect(await messages(chartsByDigest, [...happyStack(), release({ chart: ARCHIVE })])).toEqual([]);
+    expect(await messages(chartsByDigest, [release({ chart: `oci://public.ecr.aws/eks-charts/aws-load-balancer-controller@sha256:${HEX}` })])).toEqual([]);
+  });
+
+  // What the stack did before issue 25.5: name and version from the repository, nothing pinning the archive.
+  it("fails a chart referenced by version only", async () => {
+    expect(await messages(chartsByDigest, [release({ chart: "aws-load-balancer-controller", repositoryOpts: { repo: "https://aws.github.io/eks-charts" } })])).toEqual([
+      "lbc-release: chart aws-load-balancer-controller 3.5.0 from https://aws.github.io/eks-charts is referenced by version only, not by digest: install the archive checked against a pinned sha256 (infra/chart-archive.ts) or oci://…@sha256:<64 hex>.",
+    ]);
+    expect(await messages(chartsByDigest, [release({ chart: "oci://public.ecr.aws/eks-charts/aws-load-balancer-controller", version: "3.5.0" })])).toHaveLength(1);
+    // An archive outside a digest folder is any file of that name.
+    expect(await messages(chartsByDigest, [release({ chart: "/tmp/aws-load-balancer-controller-3.5.0.tgz" })])).toHaveLength(1);
+  });
+
+  it("fails a checked archive that still names a repository (Helm would download from it)", async () => {
+    expect(await messages(chartsByDigest, [release({ chart: ARCHIVE, repositoryOpts: { repo: "https://aws.github.io/eks-charts" } })])).toEqual([
+      `lbc-release: chart ${ARCHIVE} 3.5.0 from https://aws.github.io/eks-charts names a repository: Helm would download the chart from it instead of installing the checked archive; drop repositoryOpts.`,
+    ]);
   });
 });

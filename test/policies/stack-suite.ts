@@ -77,6 +77,14 @@ export function describeStackPolicies(env: Env): void {
       if (env !== "dev") expect(found).toEqual(expect.arrayContaining([["l1-tls-required", svc.urn]]));
     });
 
+    // Issue 25.5: the chart as the stack named it before, by repository, name and version.
+    it("flags the stack once the controller's chart is referenced by version only", async () => {
+      const broken = structuredClone(rs);
+      const release = broken.find((r) => r.type === "kubernetes:helm.sh/v3:Release")!;
+      Object.assign(release.props, { chart: "aws-load-balancer-controller", repositoryOpts: { repo: "https://aws.github.io/eks-charts" } });
+      expect(mandatory(await runPolicies(policies, broken)).map((v) => [v.policy, v.urn])).toEqual([["charts-by-digest", release.urn]]);
+    });
+
     it("flags the stack once one of its health checks is slowed to threshold 3", async () => {
       const broken = structuredClone(rs);
       const hc = broken.find((r) => r.type === "aws:route53/healthCheck:HealthCheck");
