@@ -15,5 +15,7 @@ export = async () => {
     redisEndpoint: out.redisEndpoint,
     kafkaBootstrapBrokers: out.kafkaBootstrapBrokers,
     agentRepositoryUrl: out.agentRepositoryUrl,
+    // docs/infra.md step 13: the GPU groups created at 0 and the size to scale each to.
+    gpuScaleUp: out.gpuScaleUp,
   };
 };

@@ -121,6 +121,16 @@ describe("user settings are refused with the key named", () => {
     expect(readFileSync(join(__dirname, "../../infra/index.ts"), "utf8")).not.toMatch(/hfToken|HF_TOKEN/);
   });
 
+  it("every output docs/infra.md names (and tells users to read) is one the program exports", () => {
+    const docs = readFileSync(join(__dirname, "../../docs/infra.md"), "utf8");
+    const line = /^Outputs: ([\s\S]*?)\n\n/m.exec(docs)?.[1] ?? "";
+    const named = [...line.matchAll(/`([A-Za-z]+)`/g)].map((m) => m[1]);
+    expect(named).toContain("gpuScaleUp");
+    const program = readFileSync(join(__dirname, "../../infra/index.ts"), "utf8");
+    const exported = [...program.matchAll(/^\s+([A-Za-z]+): out\./gm)].map((m) => m[1]);
+    expect(exported.sort()).toEqual([...named].sort());
+  });
+
   it("EFA is refused with the reason; the launch templates carry no EFA interface", async () => {
     const gpu = JSON.stringify([{ name: "h100", desiredPerAz: 1, maxPerAz: 2, efa: true }]);
     const e = await failure({ "llm-ha:gpuClasses": gpu });
