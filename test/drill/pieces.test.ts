@@ -145,6 +145,11 @@ describe("target checks", () => {
     const f = (t: number, tokens: Record<string, number>, leaderToken: number) => ({ t, azState: {}, tier: null, tokens, standbyWake: false, suspect: "", leader: "x", leaderToken });
     expect(staleWrites([f(0, { tier: 3 }, 3), f(1, { tier: 4 }, 4), f(2, { tier: 4 }, 4)], 0)).toBe(0);
     expect(staleWrites([f(0, { tier: 3 }, 3), f(1, { tier: 3 }, 4), f(2, { tier: 4 }, 4), f(3, { tier: 3 }, 4)], 0)).toBe(1);
+    // A counter rolled back by an earlier scenario (long before this fault) is not this run's stale write.
+    const earlier = [f(0, { tier: 9 }, 9), f(1, { tier: 9 }, 9)];
+    const now = [f(60_000, { tier: 3 }, 3), f(61_000, { tier: 4 }, 4), f(62_000, { tier: 4 }, 4)];
+    expect(staleWrites([...earlier, ...now], 61_000)).toBe(0);
+    expect(staleWrites([...earlier, f(55_000, { tier: 9 }, 9), ...now], 61_000)).toBe(1);
   });
 });
 

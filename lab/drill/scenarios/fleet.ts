@@ -45,10 +45,18 @@ export class StaleWriteWatch {
   }
 }
 
-/** Stale writes (`StaleWriteWatch`) over a whole timeline, counted from `from`. */
+/**
+ * How far before a fault the stale-write watch starts: the tokens of the run's own steady
+ * state. Earlier samples belong to earlier scenarios of the same drill, and a fencing counter
+ * rolled back on purpose there (`redis-failover-lag` promotes a replica that missed writes;
+ * its own run judges the regression) would make every later, valid write look stale.
+ */
+export const STALE_WATCH_LEAD_MS = 10_000;
+
+/** Stale writes (`StaleWriteWatch`) counted from `from`, against the tokens seen since `STALE_WATCH_LEAD_MS` before it. */
 export function staleWrites(fleet: readonly FleetSample[], from: number): number {
   const w = new StaleWriteWatch();
-  return fleet.reduce((n, f) => n + w.see(f, from).length, 0);
+  return fleet.filter((f) => f.t >= from - STALE_WATCH_LEAD_MS).reduce((n, f) => n + w.see(f, from).length, 0);
 }
 
 /** The leader killed (a new one must take the lease) or paused past its TTL (its late writes must be fenced). */
