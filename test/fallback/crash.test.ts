@@ -74,3 +74,50 @@ describe("replay after kill -9 of the fallback", () => {
     expect(resumeMs).toBeLessThan(5000);
   }, 90_000);
 });
+
+// Two members; the one killed held claimed requests (its answers slow): the survivor gives those
+// up as interrupted once their lease — one group session — lapses, and replays the rest. With a
+// 30 s lease the survivor waited out each claim at the head of a partition (26 s in the drill).
+describe("kill -9 of one of two replaying fallbacks, mid-request", () => {
+  it("the survivor finishes the queue within seconds: the dead member's claims given up, nothing run twice", async () => {
+    const slowHits = new Map<string, number>();
+    const slow = await fakeHttp((req, _body, res) => {
+      const id = String(req.headers["x-llmha-replay"]);
+      slowHits.set(id, (slowHits.get(id) ?? 0) + 1);
+      setTimeout(() => json(res, 200, chatResponse(`answer ${id}`)), 1500);
+    });
+    const flags = ["--metrics-addr", "off", "--cluster", "d", "--redis-url", redis.url, "--kafka-brokers", kafka.bootstrap, "--models", "m", "--l1-url", slow.url, "--replay-rps", "50", "--log-level", "warn"];
+    let dying: FallbackProcess | null = null;
+    let survivor: RunningFallback | null = null;
+    try {
+      await r.hset("llmha:d:tier", { level: "L4" });
+      survivor = await runFallback(loadFallbackConfig([...flags, "--port", "0", "--host", "127.0.0.1"], {}), { log: cap.log });
+      dying = await startFallbackProcess(flags);
+      const ids = await Promise.all(Array.from({ length: 16 }, async (_, i) => {
+        const res = await fetch(`http://127.0.0.1:${survivor!.port}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", "x-llmha-queue": "allow" }, body: JSON.stringify({ model: "m", messages: [{ role: "user", content: `two ${i}` }] }) });
+        expect(res.status).toBe(202);
+        return ((await res.json()) as { id: string }).id;
+      }));
+      // Both join and share the partitions, waiting out L4.
+      await new Promise((res) => setTimeout(res, 8000));
+      await r.hset("llmha:d:tier", { level: "L0" });
+      // Kill one while requests are in flight at the slow L1 (each takes 1.5 s).
+      await waitFor("requests in flight", async () => slowHits.size >= 4, { timeoutMs: 20_000, everyMs: 20 });
+      await dying.crash();
+      const killedAt = Date.now();
+      const state = async (id: string): Promise<string> => (JSON.parse((await r.get(`llmha:d:fallback:req:${id}`)) ?? "{}") as { state?: string }).state ?? "none";
+      await waitFor("every request final", async () => (await Promise.all(ids.map(state))).every((s) => s === "done" || s === "failed"), { timeoutMs: 40_000, everyMs: 100 });
+      const tookMs = Date.now() - killedAt;
+      const states = await Promise.all(ids.map(state));
+      console.log(`kill -9 of one of two members mid-request: every request final ${tookMs} ms later; ${states.filter((s) => s === "failed").length} given up as interrupted`);
+      // At most once: nothing reached the fleet twice; every request not given up was answered.
+      expect(ids.every((id) => (slowHits.get(id) ?? 0) <= 1)).toBe(true);
+      expect(ids.filter((_, i) => states[i] === "done").every((id) => slowHits.get(id) === 1)).toBe(true);
+      expect(tookMs).toBeLessThan(15_000);
+    } finally {
+      await dying?.stop().catch(() => undefined);
+      await survivor?.close();
+      await slow.close();
+    }
+  }, 120_000);
+});
