@@ -11,7 +11,11 @@ import type { FleetSample } from "../timeline";
 import type { ScenarioContext } from "./runner";
 
 export interface RegistryWatch {
-  /** Running nodes whose hash was missing at some sample (expired: heartbeats stopped reaching Redis). */
+  /**
+   * Running nodes whose hash was there at one sample and missing at a later one (expired:
+   * heartbeats stopped reaching Redis). A node never seen — a standby node still booting, whose
+   * agent has not written its first heartbeat — has not expired.
+   */
   expired: string[];
   /** Oldest heartbeat seen (Redis clock minus the node's score in `nodes`), ms. */
   maxHeartbeatAgeMs: number;
@@ -24,6 +28,7 @@ export function watchRegistry(ctx: ScenarioContext, o: { everyMs?: number; ignor
   const r = new Redis(ctx.stack.redis.url, { maxRetriesPerRequest: 0, enableOfflineQueue: false, connectTimeout: 500, commandTimeout: 500, retryStrategy: () => 100 });
   r.on("error", () => undefined);
   const out: RegistryWatch = { expired: [], maxHeartbeatAgeMs: 0, samples: 0 };
+  const seen = new Set<string>();
   let on = true;
   const loop = (async () => {
     while (on) {
@@ -35,7 +40,9 @@ export function watchRegistry(ctx: ScenarioContext, o: { everyMs?: number; ignor
         const [sec, usec] = (res[0]?.[1] as [string, string] | undefined) ?? ["0", "0"];
         const nowMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
         ids.forEach((id, i) => {
-          if (res[1 + 2 * i]?.[1] === 0 && !out.expired.includes(id)) out.expired.push(id);
+          const present = res[1 + 2 * i]?.[1] === 1;
+          if (present) seen.add(id);
+          else if (seen.has(id) && !out.expired.includes(id)) out.expired.push(id);
           const score = Number(res[2 + 2 * i]?.[1]);
           if (Number.isFinite(score) && score > 0) out.maxHeartbeatAgeMs = Math.max(out.maxHeartbeatAgeMs, nowMs - score);
         });
