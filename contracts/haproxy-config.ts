@@ -151,7 +151,7 @@ function ms(v: number): string {
 }
 
 /** Options shared by every server line of a proxy: the heart of the L1 tier. */
-export function serverOptions(health: HaproxyHealthMode, t: HaproxyTuning, agentPort: number): string {
+export function serverOptions(health: HaproxyHealthMode, t: HaproxyTuning, agentPort: number, backup = false): string {
   // A GPU node serves a bounded batch: past `serverMaxconn` requests wait in the backend
   // queue (then a fast 503) instead of piling onto the node.
   const limit = `maxconn ${t.serverMaxconn}`;
@@ -165,10 +165,13 @@ export function serverOptions(health: HaproxyHealthMode, t: HaproxyTuning, agent
   const parts = [
     "weight 100",
     // A plain check catches a dead node: an agent HAProxy cannot reach counts for nothing.
-    `check inter ${ms(t.checkInterMs)} fall ${t.fall} rise ${t.rise}`,
+    `check inter ${ms(t.checkInterMs)} fall ${backup ? t.backupFall : t.fall} rise ${t.rise}`,
     `agent-check agent-port ${agentPort} agent-inter ${ms(t.agentInterMs)}`,
-    // A refused or reset connection in live traffic marks the server down at once.
-    "observe layer4 error-limit 1 on-error mark-down",
+    // A refused or reset connection in live traffic marks a local server down at once (a
+    // crash is out of rotation in milliseconds). A backup is across the inter-AZ network,
+    // where a connection lost now and then is the link, not the node: two in a row count as
+    // one failed check, and `backupFall` of those take it out (the drill's cross-az-loss).
+    backup ? "observe layer4 error-limit 2 on-error fail-check" : "observe layer4 error-limit 1 on-error mark-down",
   ];
   if (t.slowstartMs > 0) parts.push(`slowstart ${ms(t.slowstartMs)}`);
   parts.push(limit);
@@ -187,14 +190,14 @@ function renderServers(p: HaproxyProxy, t: HaproxyTuning): string[] {
     for (const [list, backup] of [[s.local, false], [s.backup, true]] as const) {
       for (const srv of list) {
         checkName("server name", srv.name);
-        const opts = serverOptions(p.health, t, srv.agentPort);
+        const opts = serverOptions(p.health, t, srv.agentPort, backup);
         lines.push(`  server ${srv.name} ${srv.address}:${srv.port} ${opts}${backup ? " backup" : ""}`);
       }
     }
   } else {
     for (const [g, backup] of [[s.local, false], ...s.backup.map((b) => [b, true] as const)] as const) {
       checkName("server prefix", g.prefix);
-      const opts = serverOptions(p.health, t, g.agentPort);
+      const opts = serverOptions(p.health, t, g.agentPort, backup);
       lines.push(
         `  server-template ${g.prefix} 1-${g.slots} ${g.fqdn}:${g.port} resolvers cluster init-addr none resolve-prefer ipv4 ${opts}${backup ? " backup" : ""}`,
       );

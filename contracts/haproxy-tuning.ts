@@ -12,6 +12,14 @@ export interface HaproxyTuning {
   fall: number;
   /** Consecutive passed checks to mark UP again. Default 2. */
   rise: number;
+  /**
+   * `fall` of the backup rows (the other AZs' nodes, across the inter-AZ network). A lossy
+   * cross-AZ link must not take a healthy backup out while it carries a spill: with one
+   * connection in five refused, two failed checks in a row happen 4 % of the time per pair
+   * (every second, at a 500 ms interval), four 0.16 %. A backup that really died is out after
+   * 4 × `checkInterMs` (2 s), and its own AZ's proxy takes it out at once. Default 4.
+   */
+  backupFall: number;
   /** How often HAProxy asks the agent. Default 500 ms. */
   agentInterMs: number;
   /** HAProxy's own ramp after a server comes back UP; 0 turns it off. Default 5000 ms. */
@@ -66,6 +74,7 @@ export const DEFAULT_HAPROXY_TUNING: Readonly<HaproxyTuning> = Object.freeze({
   checkInterMs: 500,
   fall: 2,
   rise: 2,
+  backupFall: 4,
   agentInterMs: 500,
   slowstartMs: 5000,
   retries: 1,
