@@ -18,17 +18,15 @@
 import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
 import type { LinkSpec } from "../../engines/netns";
-import { DRILL_MODEL, type DrillAz, type DrillStack } from "../stack";
+import type { DrillAz, DrillStack } from "../stack";
 import { dnsChanges, firstAfter, l1Removed, type Sample } from "../timeline";
-import { startWorkload, type WorkloadMix } from "../workload";
 import { azWorsenings, staleWrites } from "./fleet";
 import { leaderChanges } from "./gray-watch";
-import { FIELD_CLIENT } from "./proxy";
+import { shortThroughProxy } from "./proxy";
 import { tokenRegressions, watchAzHealth } from "./redis";
 import { blank, finish, healthy, mark, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 const HOLD_MS = 15_000;
-const SHORT_MIX: WorkloadMix = { promptBytes: [1024, 4 * 1024], maxTokens: [1, 4], streamShare: 0, chatShare: 0.5 };
 
 /** The links that partition `az`: its nodes' paths to the Redis endpoint, its proxy ↔ the other AZs' nodes, their proxies ↔ its nodes. */
 export function partitionLinks(stack: DrillStack, az: DrillAz): LinkSpec[] {
@@ -50,7 +48,7 @@ export async function runAzPartition(ctx: ScenarioContext, spec: ScenarioSpec, r
   if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
   const az = stack.azs[0];
   const health = watchAzHealth(ctx);
-  const wl = startWorkload({ client: FIELD_CLIENT, timeline: ctx.tl, now: ctx.now, model: DRILL_MODEL, timeoutMs: 10_000, target: () => `http://${az.address}:${stack.port}`, mix: SHORT_MIX, concurrency: 4 });
+  const wl = shortThroughProxy(ctx, az, 4);
   await sleep(1000);
   r.injectAt = mark(ctx, "inject", `${az.name} partitioned from Redis and the other AZs`);
   const links = partitionLinks(stack, az);

@@ -13,16 +13,14 @@
 import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
 import type { LinkSpec } from "../../engines/netns";
-import { DRILL_MODEL, type DrillStack } from "../stack";
+import type { DrillStack } from "../stack";
 import { firstAfter, l1Removed, removedBetween, type Sample } from "../timeline";
-import { startWorkload, type WorkloadMix } from "../workload";
-import { FIELD_CLIENT } from "./proxy";
+import { shortThroughProxy } from "./proxy";
 import { awaitRecovery, blank, finish, healthy, mark, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 /** Share of cross-AZ connections lost. */
 export const CROSS_AZ_LOSS = 0.2;
 const HOLD_MS = 10_000;
-const SHORT_MIX: WorkloadMix = { promptBytes: [1024, 4 * 1024], maxTokens: [1, 4], streamShare: 0, chatShare: 0.5 };
 
 /** Every AZ proxy's new connections to another AZ's nodes, `share` of them refused. */
 export function crossAzLinks(stack: DrillStack, share: number): LinkSpec[] {
@@ -40,7 +38,7 @@ export async function runCrossAzLoss(ctx: ScenarioContext, spec: ScenarioSpec, r
   const victims = ctx.stack.nodes.filter((n) => n.az === az.name);
   const backupRows = ctx.stack.nodes.filter((n) => n.az !== az.name && n.running).map((n) => `${az.proxy}/${n.id}`);
   const backupTotal = (s: Sample): number => backupRows.reduce((a, k) => a + (s.l1[k]?.total ?? 0), 0);
-  const wl = startWorkload({ client: FIELD_CLIENT, timeline: ctx.tl, now: ctx.now, model: DRILL_MODEL, timeoutMs: 10_000, target: () => `http://${az.address}:${ctx.stack.port}`, mix: SHORT_MIX, concurrency: 6 });
+  const wl = shortThroughProxy(ctx, az, 6);
   await sleep(1000);
   r.injectAt = mark(ctx, "inject", `${CROSS_AZ_LOSS * 100} % of cross-AZ connections lost; ${az.name}'s GPUs lost`);
   const links = crossAzLinks(ctx.stack, CROSS_AZ_LOSS);

@@ -15,7 +15,7 @@ import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
 import { DRILL_MODEL, type DrillAz } from "../stack";
 import { firstAfter, l1Full, l1Removed, p50max, removedBetween, type Sample } from "../timeline";
-import { sendRecorded, startWorkload, type RequestRecord, type WorkloadMix, type WorkloadOptions } from "../workload";
+import { sendRecorded, startWorkload, type RequestRecord, type Workload, type WorkloadMix, type WorkloadOptions } from "../workload";
 import { inferenceAlive, inFlightOf, pollEndpoints, serverMaxconnOf, sharesOf, slowest, spreadRatio, tally } from "./proxy-measure";
 import { awaitRecovery, blank, finish, healthy, mark, rowOf, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
@@ -37,6 +37,14 @@ const field = (ctx: ScenarioContext, timeoutMs: number): Pick<WorkloadOptions, "
   model: DRILL_MODEL,
   timeoutMs,
 });
+/** Short requests (1–4 KiB prompts, 1–4 tokens, not streamed): many of them, so a change of route shows at once. */
+export const SHORT_MIX: WorkloadMix = { promptBytes: [1024, 4 * 1024], maxTokens: [1, 4], streamShare: 0, chatShare: 0.5 };
+/**
+ * Short requests straight to one AZ's proxy, `concurrency` at a time, until stopped: a client
+ * that still has the AZ's address (a resolver's cache), whatever DNS answers meanwhile.
+ */
+export const shortThroughProxy = (ctx: ScenarioContext, az: DrillAz, concurrency: number): Workload =>
+  startWorkload({ ...field(ctx, 10_000), target: () => proxyUrl(ctx, az), mix: SHORT_MIX, concurrency });
 const fmt = (ms: number | null | undefined): string => (typeof ms === "number" ? `${(ms / 1000).toFixed(2)}s` : "never");
 /** Field requests that failed and ended in [from, to] (their start may be earlier: in flight at the fault). */
 const failedIn = (recs: readonly RequestRecord[], from: number, to: number): RequestRecord[] => recs.filter((x) => !x.ok && x.end >= from && x.t <= to);
