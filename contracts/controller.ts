@@ -92,7 +92,7 @@ export interface AzHealthBody {
   /** Present (true) when the answer does not come from a fresh publication. */
   stale?: true;
   /** Why the answer is stale. */
-  staleReason?: "redis-unreachable" | "not-published" | "too-old";
+  staleReason?: "redis-unreachable" | "not-published" | "too-old" | "rejoining";
 }
 
 export interface AzHealthResponse {

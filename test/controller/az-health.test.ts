@@ -63,6 +63,13 @@ describe("/az/health freshness on Redis's clock", () => {
     expect(await readAzHealth(client.redis, keys, "az-a", { staleAfterMs: 30_000 })).toMatchObject({ code: 503, body: { state: "DOWN" } });
   });
 
+  it("a fresh DOWN read by a node rejoining (its heartbeats back only moments ago) fails open: the leader has not seen the AZ back yet", async () => {
+    const keys = new RedisKeys(freshCluster("azh"));
+    await client.redis.hset(keys.azState("az-a"), { state: "DOWN", healthyCapacity: 0, totalCapacity: 16, leader: "l", token: 9, updatedAt: Date.now(), at: await redisNowMs() });
+    expect(await readAzHealth(client.redis, keys, "az-a", { rejoining: true })).toMatchObject({ code: 200, body: { state: "DOWN", stale: true, staleReason: "rejoining" } });
+    expect(await readAzHealth(client.redis, keys, "az-a", { rejoining: false })).toMatchObject({ code: 503, body: { state: "DOWN" } });
+  });
+
   it("a publication without `at` (an older leader) falls back to the leader's updatedAt", async () => {
     const keys = new RedisKeys(freshCluster("azh"));
     await client.redis.hset(keys.azState("az-a"), { state: "DOWN", healthyCapacity: 0, totalCapacity: 16, updatedAt: Date.now() - 40_000 });

@@ -207,8 +207,11 @@ describe("Redis unreachable", () => {
     try {
       reg.start(() => report("n1", "a"));
       await waitFor("registered", () => reg.connected, { timeoutMs: 5000 });
+      // The first registration is not a return: /az/health's `rejoining` starts only after failures.
+      expect(reg.resumedAt).toBeNull();
       own.kill("SIGKILL");
       await waitFor("disconnected", () => !reg.connected && reg.errors > 0, { timeoutMs: 5000 });
+      expect(reg.failing).toBe(true);
       expect(reg.lastReport?.decision.status).toBe("HEALTHY");
       await sleep(1000);
       const errs = reg.errors;
@@ -217,6 +220,8 @@ describe("Redis unreachable", () => {
       const t = Date.now();
       await waitFor("re-registered", () => reg.connected, { timeoutMs: 5000 });
       expect(Date.now() - t).toBeLessThan(2000);
+      expect(reg.resumedAt).toBeGreaterThanOrEqual(t);
+      expect(reg.failing).toBe(false);
       const probe = createRedisClient(own.url, { name: "probe", log });
       await waitFor("probe", () => probe.connected);
       expect(await probe.redis.zrange(keys.azAvailable("a"), "0", "-1")).toEqual(["n1"]);

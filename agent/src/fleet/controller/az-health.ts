@@ -2,7 +2,12 @@
  * What `GET /az/health` answers on every agent: the leader's published state of this node's
  * AZ. Route53 (or PowerDNS `ifurlup`) pulls the zone from DNS on 503, so this fails OPEN:
  * Redis unreachable, nothing published yet, or a state no leader refreshed lately all answer
- * 200 with `stale: true` — losing Redis must never take a healthy zone out of DNS.
+ * 200 with `stale: true` — losing Redis must never take a healthy zone out of DNS. So does a
+ * DOWN read by an agent whose own heartbeats reach Redis again only since moments ago
+ * (`rejoining`): the leader published it while this AZ could not write (a partition, a cut
+ * path) and has not seen the AZ back yet; right after the heal the AZ that served all along
+ * would otherwise leave DNS for the seconds until the leader's next evaluation (the drill's
+ * az-partition: 503 for 3.4 s after the heal, and one DNS change).
  */
 import type { Redis } from "ioredis";
 import type { RedisKeys } from "../redis/keys";
@@ -37,6 +42,8 @@ export interface AzHealthOptions {
   staleAfterMs?: number;
   /** Judge the age by this local time against the leader's `updatedAt` instead (tests). */
   now?: number;
+  /** This node's heartbeats reach Redis again only since moments ago: a DOWN is not answered 503. */
+  rejoining?: boolean;
 }
 
 export async function readAzHealth(redis: Redis, keys: RedisKeys, az: string, o: AzHealthOptions = {}): Promise<AzHealthResponse> {
@@ -75,5 +82,6 @@ export async function readAzHealth(redis: Redis, keys: RedisKeys, az: string, o:
   if (!(age <= (o.staleAfterMs ?? 30_000))) {
     return { code: 200, body: { ...body, stale: true, staleReason: "too-old" } };
   }
+  if (body.state === "DOWN" && o.rejoining) return { code: 200, body: { ...body, stale: true, staleReason: "rejoining" } };
   return { code: body.state === "DOWN" ? 503 : 200, body };
 }

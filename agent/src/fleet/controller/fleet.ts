@@ -249,11 +249,21 @@ export class Fleet {
     this.metrics.redisConnected.set(0);
   }
 
-  /** `GET /az/health` for this node's AZ; fails open (200, stale) without Redis. */
+  /**
+   * `GET /az/health` for this node's AZ; fails open (200, stale) without Redis, and on a DOWN
+   * while this node is rejoining: while its heartbeats fail (Redis may answer this read before
+   * the next heartbeat lands), and after they reach Redis again for one heartbeat period plus
+   * the leader's `recoverPeriods` evaluations and one more: the time the leader needs to see
+   * the AZ back and publish it better (a state recovers only after that many evaluations).
+   */
   async azHealth(): Promise<AzHealthResponse> {
+    const resumed = this.registry.resumedAt;
+    const c = this.controller.settings;
+    const graceMs = (c.recoverPeriods + 1) * c.intervalMs + this.registry.settings.intervalMs;
     return readAzHealth(this.client.redis, this.keys, this.o.az, {
       connected: this.client.connected,
       staleAfterMs: this.controller.settings.staleAfterMs,
+      rejoining: this.registry.failing || (resumed !== null && Date.now() - resumed < graceMs),
     });
   }
 

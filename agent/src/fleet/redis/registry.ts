@@ -143,6 +143,7 @@ export class NodeRegistry {
   private errorCount = 0;
   private last: NodeReport | null = null;
   private lastOkAt: number | null = null;
+  private resumedOkAt: number | null = null;
   private suspect: readonly string[] = [];
   private everRegistered = false;
   private inFlight = false;
@@ -221,6 +222,14 @@ export class NodeRegistry {
   get lastHeartbeatAt(): number | null {
     return this.lastOkAt;
   }
+  /** The last heartbeat failed: the leader's view of the fleet may lack this node now. */
+  get failing(): boolean {
+    return this.failures > 0;
+  }
+  /** Epoch ms (local clock) of the first heartbeat Redis accepted after some failed: this node back in the leader's view. */
+  get resumedAt(): number | null {
+    return this.resumedOkAt;
+  }
   /** Soft check codes the leader marked suspect (blast-radius cap), as of the last heartbeat. */
   get suspectChecks(): readonly string[] {
     return this.suspect;
@@ -288,6 +297,7 @@ export class NodeRegistry {
         this.arm(this.settings.intervalMs);
         return;
       }
+      if (this.failures > 0 && this.everRegistered) this.resumedOkAt = Date.now();
       if (this.failures > 0 || !this.everRegistered) {
         this.log.info({ nodeId: report.nodeId, az: report.az, afterFailures: this.failures }, this.everRegistered ? "re-registered" : "registered");
       }
