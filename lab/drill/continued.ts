@@ -7,6 +7,7 @@
  */
 import { CONTINUED_HEADER } from "../../contracts/edge";
 import { trueGreedy } from "../sim/fake-inference/greedy";
+import type { Timeline } from "./timeline";
 
 /** The seed of the drill's greedy requests (any integer: the fakes' greedy answer ignores its value). */
 export const DRILL_SEED = 31;
@@ -17,12 +18,10 @@ const seen = new WeakMap<Response, { how: string | null }>();
 export function continuationWatchingFetch(inner: typeof fetch = fetch): typeof fetch {
   return async (input, init) => {
     const res = await inner(input, init);
-    // Retried before anything was sent: a header says so.
-    const retried = res.headers.get(CONTINUED_HEADER);
-    if (retried) seen.set(res, { how: retried });
-    if (!res.body || !(res.headers.get("content-type") ?? "").includes("text/event-stream")) return res;
-    const mark = { how: retried };
+    // Retried before anything was sent: a header says so; a stream carried on says so inside.
+    const mark = { how: res.headers.get(CONTINUED_HEADER) };
     seen.set(res, mark);
+    if (!res.body || !(res.headers.get("content-type") ?? "").includes("text/event-stream")) return res;
     const decoder = new TextDecoder();
     let tail = "";
     const watched = res.body.pipeThrough(
@@ -56,4 +55,9 @@ export function undisturbedText(shape: "chat" | "completion", prompt: string, ma
   return trueGreedy(shape === "chat" ? `${prompt}\n` : prompt, maxTokens)
     .map((t) => t.text)
     .join("");
+}
+
+/** Records in the timeline an answer the relay carried on (nothing for one it did not). */
+export function recordContinued(timeline: Timeline, client: string, t: number, end: number, got: { continued: string | null; exact: boolean | null }): void {
+  if (got.continued) timeline.continued.push({ t, end, client, how: got.continued, exact: got.exact });
 }

@@ -13,7 +13,7 @@ import { OpenAI } from "openai";
 import type { TrafficClient } from "./traffic";
 import { drillKey } from "./credentials";
 import { failureOf, send, type RequestShape } from "./workload";
-import { continuationWatchingFetch } from "./continued";
+import { continuationWatchingFetch, recordContinued } from "./continued";
 import type { Timeline } from "./timeline";
 
 /** The SDK-default client class's name in the timeline and the report. */
@@ -48,7 +48,7 @@ export function sdkClient(o: { address(): string | null; port: number; workers: 
       try {
         // The chats greedy and seeded: one the relay continued is checked against an undisturbed run.
         const got = await send(client, o.model, shape, "ping", shape === "completion" ? 1 : 50, new AbortController().signal, shape === "chat-stream");
-        if (got.continued) o.timeline.continued.push({ t, end: o.now(), client: SDK_CLIENT, how: got.continued, exact: got.exact });
+        recordContinued(o.timeline, SDK_CLIENT, t, o.now(), got);
         return null;
       } catch (err) {
         const f = failureOf(err);

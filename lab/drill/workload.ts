@@ -11,7 +11,7 @@ import { drillKey } from "./credentials";
 import { sleep } from "../../agent/src/util/net";
 import { FAKE_SERVER_HEADER } from "../sim/fake-inference/settings";
 import { STREAM_CUT, type Timeline } from "./timeline";
-import { continuationOf, continuationWatchingFetch, DRILL_SEED, undisturbedText } from "./continued";
+import { continuationOf, continuationWatchingFetch, DRILL_SEED, recordContinued, undisturbedText } from "./continued";
 
 export type RequestShape = "chat-stream" | "completion-stream" | "chat" | "completion";
 
@@ -192,31 +192,22 @@ export async function send(client: OpenAI, model: string, shape: RequestShape, p
     tokens = r.data.usage?.completion_tokens ?? 0;
     text = r.data.choices[0]?.message?.content ?? "";
     finish = r.data.choices[0]?.finish_reason ?? null;
-  } else if (shape === "completion-stream") {
-    const r = await client.completions.create({ model, prompt, max_tokens: maxTokens, stream: true, ...sampling }, opts).withResponse();
-    response = r.response;
-    await cutIfBroken(r.response, async () => {
-      for await (const c of r.data) {
-        const t = c.choices[0]?.text;
-        if (t) {
-          tokens++;
-          text += t;
-        }
-        finish = c.choices[0]?.finish_reason ?? finish;
-      }
-      if (finish === null) throw new ShortAnswerError(STREAM_CUT);
-    });
   } else {
-    const r = await client.chat.completions.create({ model, messages: [{ role: "user", content: prompt }], max_tokens: maxTokens, stream: true, ...sampling }, opts).withResponse();
+    // One reader for both streams: a token is a chunk with text (a completion's `text`, a chat's `delta.content`).
+    const r =
+      shape === "completion-stream"
+        ? await client.completions.create({ model, prompt, max_tokens: maxTokens, stream: true, ...sampling }, opts).withResponse()
+        : await client.chat.completions.create({ model, messages: [{ role: "user", content: prompt }], max_tokens: maxTokens, stream: true, ...sampling }, opts).withResponse();
     response = r.response;
     await cutIfBroken(r.response, async () => {
-      for await (const c of r.data) {
-        const t = c.choices[0]?.delta?.content;
+      for await (const c of r.data as AsyncIterable<{ choices: { text?: string; delta?: { content?: string | null }; finish_reason?: string | null }[] }>) {
+        const choice = c.choices[0];
+        const t = choice?.text ?? choice?.delta?.content;
         if (t) {
           tokens++;
           text += t;
         }
-        finish = c.choices[0]?.finish_reason ?? finish;
+        finish = choice?.finish_reason ?? finish;
       }
       if (finish === null) throw new ShortAnswerError(STREAM_CUT);
     });
@@ -250,7 +241,7 @@ export async function sendRecorded(
     const got = await send(client, o.model, req.shape, promptOf(req.promptBytes, req.marker), req.maxTokens, AbortSignal.timeout(o.timeoutMs), greedy);
     rec.tokens = got.tokens;
     rec.ok = true;
-    if (got.continued) o.timeline.continued.push({ t, end: o.now(), client: o.client, how: got.continued, exact: got.exact });
+    recordContinued(o.timeline, o.client, t, o.now(), got);
   } catch (err) {
     Object.assign(rec, failureOf(err));
     o.timeline.failures.push({ t, end: o.now(), client: o.client, why: rec.why ?? "error", ...(rec.place ? { place: rec.place } : {}) });
