@@ -15,6 +15,7 @@ import { SimNode } from "../sim/sim-node";
 import { freePort, sleep, waitFor } from "../../agent/src/util/net";
 import { measured, quantile } from "../../agent/src/util/stats";
 import { procUsage } from "./proc";
+import { builtCli } from "./built";
 
 type FaultKind = "crash" | "gpuLost" | "eccUncorrected" | "wedged" | "slow";
 const PROXIES = ["inference", "baseline_default", "baseline_tuned"] as const;
@@ -190,8 +191,7 @@ export async function runL1Bench(o: L1Options = {}): Promise<Record<string, unkn
 
 /** Agent overhead at default periods with 8 GPUs: the compiled agent (what the image runs), not tsx. */
 async function overhead(dir: string, seconds: number, log: (l: string) => void): Promise<Record<string, unknown>> {
-  const { existsSync } = await import("node:fs");
-  const built = existsSync(join(__dirname, "..", "..", "dist", "agent", "src", "cli.js"));
+  const built = builtCli(log) !== null;
   const n = await SimNode.start({ id: "gpu-overhead", az: "az-a", dir, gpuCount: 8, built });
   try {
     await sleep(3000);

@@ -7,7 +7,6 @@
  * does not blur the figures.
  */
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -16,6 +15,7 @@ import { startHaproxy } from "../engines/haproxy";
 import { stopChild } from "../engines/child";
 import { freePort, sleep, waitFor } from "../../agent/src/util/net";
 import { procUsage } from "./proc";
+import { builtCli } from "./built";
 
 export interface ContinuationBenchOptions {
   /** Streams open at once. */
@@ -25,6 +25,8 @@ export interface ContinuationBenchOptions {
   chunkMs: number;
   /** Rounds per mode, alternating. */
   rounds: number;
+  /** HAProxy's threads. Default none: one per CPU, as `nbthread` unset does. */
+  nbthread?: number;
   log: (l: string) => void;
 }
 
@@ -90,9 +92,8 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
   const stub = await stubServer(o.chunks, o.chunkMs);
   const stubPort = (stub.address() as AddressInfo).port;
   const [plain, relayed, relayPort, upstream] = [await freePort(), await freePort(), await freePort(), await freePort()];
-  const repo = join(__dirname, "..", "..");
-  const built = join(repo, "dist", "agent", "src", "cli.js");
-  const args = existsSync(built) ? [built, "continue"] : ["--import", "tsx", join(repo, "agent", "src", "cli.ts"), "continue"];
+  const built = builtCli(o.log);
+  const args = built ? [built, "continue"] : ["--import", "tsx", join(__dirname, "..", "..", "agent", "src", "cli.ts"), "continue"];
   const env = { ...process.env, LLMHA_CONTINUE_PORT: String(relayPort), LLMHA_CONTINUE_UPSTREAM: `127.0.0.1:${upstream}`, LLMHA_CONTINUE_METRICS_ADDR: "off", LLMHA_LOG_LEVEL: "warn" };
   const child = spawn(process.execPath, args, { env, stdio: "ignore" });
   const servers = { kind: "static" as const, local: [{ name: "stub", address: "127.0.0.1", port: stubPort, agentPort: await freePort(), httpPort: 1 }], backup: [] };
@@ -100,6 +101,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
   const tuning = { serverMaxconn: o.streams * 2, frontendMaxconn: o.streams * 2 + 16 };
   const hp = await startHaproxy({
     maxconn: o.streams * 6 + 200,
+    ...(o.nbthread ? { nbthread: o.nbthread } : {}),
     proxies: [
       { name: "plain", bind: `127.0.0.1:${plain}`, health: "agent", tuning, servers },
       { name: "relayed", bind: `127.0.0.1:${relayed}`, health: "agent", tuning, servers, continuation: { relay: `127.0.0.1:${relayPort}`, bind: `127.0.0.1:${upstream}` } },

@@ -75,6 +75,8 @@ export function startObserver(stack: DrillStack, tl: Timeline, now: () => number
         p.get(keys.leader);
         p.hgetall(keys.standbyWake);
         p.hgetall(keys.suspect);
+        // Which server answered: a failover can bring back older hashes (a rollback), which the stale-write watch must not judge as writes.
+        p.info("server");
         const res = (await Promise.race([p.exec(), new Promise<null>((r) => setTimeout(() => r(null), 400))])) ?? [];
         const val = (i: number): unknown => res[i]?.[1];
         stack.azs.forEach((az, i) => {
@@ -94,6 +96,8 @@ export function startObserver(stack: DrillStack, tl: Timeline, now: () => number
         }
         f.standbyWake = ((val(n + 2) ?? {}) as Record<string, string>).wake === "1";
         f.suspect = ((val(n + 3) ?? {}) as Record<string, string>).codes ?? "";
+        const info = val(n + 4);
+        if (typeof info === "string") f.server = /^run_id:(\w+)/m.exec(info)?.[1];
       } catch {
         // Redis down (the restart scenario): leader stays undefined = unknown.
       }

@@ -46,6 +46,8 @@ export interface FleetSample {
   standbyWake: boolean;
   /** Suspect soft-check codes (blast-radius cap). */
   suspect: string;
+  /** `run_id` of the Redis server that answered the read (the endpoint's primary then); absent when unknown. */
+  server?: string;
 }
 
 /** A client request that failed, with when and why. */

@@ -3,7 +3,7 @@
  * and the invariant checker on timelines built by hand.
  */
 import { describe, expect, it } from "vitest";
-import { InvariantChecker, INVARIANT, noServerBetween, type FaultWindow } from "../../lab/drill/chaos/invariants";
+import { InvariantChecker, INVARIANT, noServerBetween, type FaultWindow, type Violation } from "../../lab/drill/chaos/invariants";
 import { CHAOS_CATALOGUE, makeSchedule, mulberry32, type ChaosEvent } from "../../lab/drill/chaos/schedule";
 import { lateConflict } from "../../lab/drill/chaos/run";
 import { parseDrillArgs } from "../../lab/drill/command";
@@ -113,6 +113,22 @@ describe("chaos invariants", () => {
     expect(v.map((x) => x.invariant)).toEqual([INVARIANT.stale, INVARIANT.term, INVARIANT.term]);
     expect(c.counts.rollbacks).toBe(2);
     expect(v[1].detail).toMatch(/term 6 held by gpu-b1\/2, then by gpu-a2\/3/);
+  });
+
+  it("does not take a failover's older hashes beside the new term's lease for a stale write (chaos seed 4)", () => {
+    // Seed 4 at 143 s: the replica promoted without the last term's writes; the next leader took
+    // the lease on it before rewriting the hashes, so one read had a new lease and older hashes.
+    const rolledBack = (server: string): Violation[] => {
+      const tl = emptyTimeline();
+      tl.fleet.push(fleetSample(100, { leader: "gpu-a1/1", leaderToken: 5, tokens: { tier: 5 }, server: "A" }));
+      tl.fleet.push(fleetSample(300, { leader: "gpu-b1/2", leaderToken: 6, tokens: { tier: 6 }, server: "A" }));
+      tl.fleet.push(fleetSample(500, { leader: "gpu-b2/3", leaderToken: 7, tokens: { tier: 5 }, server }));
+      tl.fleet.push(fleetSample(700, { leader: "gpu-b2/3", leaderToken: 7, tokens: { tier: 7 }, server }));
+      return checker().step(tl, [], 1000);
+    };
+    expect(rolledBack("B")).toEqual([]);
+    // The same read from the server that had the newer hash: a write, and stale.
+    expect(rolledBack("A").map((x) => x.invariant)).toEqual([INVARIANT.stale]);
   });
 
   it("excuses a DOWN only while a fault touches the AZ (and its grace), once per stretch", () => {

@@ -30,14 +30,22 @@ export function leaderNode(ctx: ScenarioContext): SimNode | null {
 export class StaleWriteWatch {
   private highest = 0;
   private prev: Record<string, number> = {};
+  /** The server each `prev` token was read from. */
+  private prevServer: Record<string, string | undefined> = {};
   constructor(private readonly against: "highest" | "same-read" = "highest") {}
 
-  /** The keys written stale in this sample (none before `from`). */
+  /**
+   * The keys written stale in this sample (none before `from`). A token is compared only with
+   * one read from the same server: across a failover the promoted replica may bring back older
+   * hashes that nobody wrote since (a rollback: the writes it missed are lost, not stale), so
+   * a write landing on the new server before its first read is the one this cannot see.
+   */
   see(f: FleetSample, from = 0): string[] {
     const stale: string[] = [];
     const bar = this.against === "highest" ? this.highest : (f.leaderToken ?? 0);
     for (const [k, tok] of Object.entries(f.tokens)) {
-      if (f.t >= from && this.prev[k] !== undefined && tok !== this.prev[k] && tok < bar) stale.push(`${k} token ${tok} < ${bar}`);
+      if (f.t >= from && this.prev[k] !== undefined && this.prevServer[k] === f.server && tok !== this.prev[k] && tok < bar) stale.push(`${k} token ${tok} < ${bar}`);
+      this.prevServer[k] = f.server;
     }
     this.prev = { ...this.prev, ...f.tokens };
     if (f.leaderToken !== undefined && f.leaderToken !== null) this.highest = Math.max(this.highest, f.leaderToken);

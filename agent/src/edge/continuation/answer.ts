@@ -32,9 +32,11 @@ export class SseSplitter {
 
 /** The JSON of an event's `data:` line, `"[DONE]"`, or null (a comment, another field). */
 export function eventData(event: string): Body | "[DONE]" | null {
-  const line = event.split("\n").find((l) => l.startsWith("data:"));
-  if (!line) return null;
-  const data = line.slice(5).trim();
+  // The servers put `data:` first; a comment or another field before it is rare.
+  const at = event.startsWith("data:") ? 0 : event.indexOf("\ndata:") + 1;
+  if (at === 0 && !event.startsWith("data:")) return null;
+  const end = event.indexOf("\n", at);
+  const data = event.slice(at + 5, end < 0 ? undefined : end).trim();
   if (data === "[DONE]") return "[DONE]";
   try {
     const v: unknown = JSON.parse(data);

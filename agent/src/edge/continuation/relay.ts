@@ -212,9 +212,10 @@ class Exchange {
     }
     const split = new SseSplitter();
     let stall: NodeJS.Timeout | null = null;
+    // One timer per stream, pushed back on every chunk (`refresh` reuses it: no new timer a token).
     const arm = (): void => {
-      if (stall) clearTimeout(stall);
-      stall = setTimeout(() => fail("stall"), this.o.stallMs);
+      if (stall) stall.refresh();
+      else stall = setTimeout(() => fail("stall"), this.o.stallMs);
     };
     const disarm = (): void => {
       if (stall) clearTimeout(stall);
