@@ -113,6 +113,9 @@ export class Fences extends pulumi.ComponentResource {
       ingress(`l1-${port}-from-cluster`, l1, args.clusterSecurityGroupId, { ipProtocol: "tcp", fromPort: port, toPort: port }, "kubelet probes");
     }
     ingress(`l1-metrics-from-scrapers`, l1, this.scrapers.id, { ipProtocol: "tcp", fromPort: PORTS.l1Monitor, toPort: 9411 }, "Prometheus (HAProxy exporter, fallback metrics)");
+    // The continuation relay's metrics alone: a rule of its own, not the range up to 9421, which
+    // would take in its completions (9420) and HAProxy's continuation listener (9422) in between.
+    ingress(`l1-continue-metrics-from-scrapers`, l1, this.scrapers.id, { ipProtocol: "tcp", fromPort: PORTS.l1ContinueMetrics, toPort: PORTS.l1ContinueMetrics }, "Prometheus (continuation relay metrics)");
     // The controller takes Prometheus alone (its `/metrics`); its probes are exec probes.
     ingress(`controller-metrics-from-scrapers`, this.podGroups.controller, this.scrapers.id, { ipProtocol: "tcp", fromPort: PORTS.agentHttp, toPort: PORTS.agentHttp }, "Prometheus");
     const podEgress: Record<NetRole, { id: string; r: Rule; what: string }[]> = {

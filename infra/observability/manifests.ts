@@ -10,6 +10,7 @@ import { type RuleGroup } from "./alerts";
 import { DASHBOARD_UID, type Dashboard } from "./dashboard";
 import { APP, edgeNamespaceOf, LABELS } from "../names";
 import { FALLBACK_METRICS_PORT_NAME, FALLBACK_SCRAPE_JOB } from "../workloads/fallback-names";
+import { CONTINUE_METRICS_PORT_NAME, CONTINUE_SCRAPE_JOB } from "../workloads/continuation-names";
 
 /** Label Grafana's dashboard sidecar watches (kube-prometheus-stack's default). */
 export const GRAFANA_DASHBOARD_LABEL = Object.freeze({ grafana_dashboard: "1" });
@@ -70,7 +71,8 @@ export const L1_SCRAPE_PARAMS = Object.freeze({ "no-maint": [""] });
 /**
  * The scrapes: agents (port `http`, 9400), L1 proxies (HAProxy's exporter on port
  * `monitor`, 8404, only the names `l1Keep` lists), inference servers (vLLM's `/metrics`
- * on port `http`, 8000: the TTFT and end-to-end latency histograms) and, unless
+ * on port `http`, 8000: the TTFT and end-to-end latency histograms), the continuation relay
+ * in every L1 pod (port `ct-metrics`, 9421, job `llm-ha-continue`) and, unless
  * `fallback: false`, the L4 fallback in the L1 pods (port `fb-metrics`, 9411, job `llm-ha-fallback`).
  */
 export function scrapeTargets(l1Keep: readonly string[], opts: { fallback?: boolean } = {}): ScrapeTarget[] {
@@ -80,6 +82,8 @@ export function scrapeTargets(l1Keep: readonly string[], opts: { fallback?: bool
     { app: APP.controller, port: "http", honorLabels: true, edge: true },
     { app: APP.l1, port: "monitor", honorLabels: false, params: { ...L1_SCRAPE_PARAMS }, keep: l1Keep, edge: true },
     { app: APP.inference, port: "http", honorLabels: false },
+    // The continuation relay, in every L1 pod (l1ProxyManifests), on its own metrics listener (9421), as its own job.
+    { app: APP.l1, job: CONTINUE_SCRAPE_JOB, port: CONTINUE_METRICS_PORT_NAME, honorLabels: false, edge: true },
     // The L4 fallback beside HAProxy in the same pods, on its own metrics listener (9411), as its own job.
     ...(opts.fallback === false ? [] : [{ app: APP.l1, job: FALLBACK_SCRAPE_JOB, port: FALLBACK_METRICS_PORT_NAME, honorLabels: false, edge: true }]),
   ];

@@ -2,8 +2,10 @@
  * The continuation relay's container in the L1 pod (`llm-ha continue`, docs/continuation.md):
  * HAProxy sends completions to it on the pod's loopback after the edge, and it sends them back
  * to HAProxy's loopback continuation listener over the same servers backend. Fenced like the
- * fallback: nothing listens beyond the pod's loopback (its metrics included, until a scrape
- * NetworkPolicy opens them), and it needs no credentials, no Redis and no Kubernetes API.
+ * fallback: its completions listener stays on the pod's loopback, only its metrics-only listener
+ * (`GET /metrics`, `/healthz`) is on the pod's address, where the NetworkPolicy
+ * `llmha-continue-metrics` lets the Prometheus namespace alone in; it needs no credentials, no
+ * Redis and no Kubernetes API.
  */
 import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
@@ -11,6 +13,7 @@ import { PORTS } from "../../contracts/names";
 import type { HaproxyContinuation } from "../../contracts/haproxy-config";
 import type { ContinuationKind } from "../../contracts/continuation";
 import { loopbackProbeCommand } from "./fallback";
+import { CONTINUE_METRICS_PORT_NAME } from "./continuation-names";
 
 type Container = k8s.types.input.core.v1.Container;
 
@@ -31,10 +34,16 @@ export function continuationContainer(image: pulumi.Input<string>, kind: Continu
       env("LLMHA_CONTINUE_PORT", String(PORTS.l1Continue)),
       env("LLMHA_CONTINUE_UPSTREAM", `127.0.0.1:${PORTS.l1ContinueUpstream}`),
       env("LLMHA_CONTINUE_KIND", kind),
-      env("LLMHA_CONTINUE_METRICS_ADDR", `127.0.0.1:${PORTS.l1ContinueMetrics}`),
+      // Prometheus scrapes this one (the NetworkPolicy lets only its namespace in); completions stay on loopback.
+      env("LLMHA_CONTINUE_METRICS_ADDR", `0.0.0.0:${PORTS.l1ContinueMetrics}`),
     ],
-    ports: [{ name: "continue", containerPort: PORTS.l1Continue }],
-    // The kubelet probes from the node; the listener is the pod's loopback, so the probe runs inside.
+    ports: [
+      { name: "continue", containerPort: PORTS.l1Continue },
+      { name: CONTINUE_METRICS_PORT_NAME, containerPort: PORTS.l1ContinueMetrics },
+    ],
+    // Still exec probes on 127.0.0.1 (which 0.0.0.0 includes): an httpGet would come from the
+    // node, i.e. the cluster security group, and need 9421 opened to it (every node and pod)
+    // in infra/fences.ts and the NetworkPolicy; this way only Prometheus reaches the port.
     readinessProbe: { exec: { command: loopbackProbeCommand(PORTS.l1ContinueMetrics, "/healthz") }, periodSeconds: 5, failureThreshold: 2, timeoutSeconds: 3 },
     livenessProbe: { exec: { command: loopbackProbeCommand(PORTS.l1ContinueMetrics, "/healthz") }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 3 },
     // Memory: the delivered text of each open stream (a few KiB) plus Node's own ~60 MiB.

@@ -15,10 +15,8 @@ import { irsaTrustPolicy } from "../agent-iam";
 import { Problems } from "../problems";
 import { tagged } from "../tags";
 import type { ConfigMap } from "./common";
-import { APP } from "../names";
-import { fromNamespace } from "./network-policies";
 import { redisCredential } from "./redis-secret";
-import { DEFAULT_PROMETHEUS_NAMESPACE, FALLBACK_METRICS_PORT, FALLBACK_METRICS_PORT_NAME, FALLBACK_PORT } from "./fallback-names";
+import { FALLBACK_METRICS_PORT, FALLBACK_METRICS_PORT_NAME, FALLBACK_PORT } from "./fallback-names";
 
 export type Container = k8s.types.input.core.v1.Container;
 export type Volume = k8s.types.input.core.v1.Volume;
@@ -239,33 +237,4 @@ export function fallbackVolumes(s: FallbackSidecarSpec): Volume[] {
     redisCredential(s.redisSecretName, FALLBACK_REDIS_VOLUME).volume,
     ...(hasKeys ? [{ name: "fallback-keys", secret: { secretName: objectNameOf("keys"), defaultMode: 0o440 } }] : []),
   ];
-}
-
-export type NetworkPolicy = k8s.types.input.networking.v1.NetworkPolicy;
-
-/**
- * Ingress to the fallback's metrics port of the L1 pods from the Prometheus namespace only
- * (`kubernetes.io/metadata.name`, which Kubernetes sets on every namespace). NetworkPolicies
- * add up: the L1 pods' own policy opens other ports, none of them this one, and the
- * namespace's default deny holds for everything else.
- */
-export function fallbackMetricsNetworkPolicy(namespace: string, prometheusNamespace: string = DEFAULT_PROMETHEUS_NAMESPACE): NetworkPolicy {
-  const p = new Problems();
-  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(prometheusNamespace)) p.add("fallback.prometheusNamespace", `must be a namespace name (DNS-1123 label), got ${JSON.stringify(prometheusNamespace)}`);
-  p.throwIfAny("fallback metrics NetworkPolicy");
-  return {
-    apiVersion: "networking.k8s.io/v1",
-    kind: "NetworkPolicy",
-    metadata: { name: "llmha-fallback-metrics", namespace, labels: { "app.kubernetes.io/name": "llm-ha-fallback", "app.kubernetes.io/part-of": "llm-ha" } },
-    spec: {
-      podSelector: { matchLabels: { "app.kubernetes.io/name": APP.l1 } },
-      policyTypes: ["Ingress"],
-      ingress: [
-        {
-          from: [fromNamespace(prometheusNamespace)],
-          ports: [{ protocol: "TCP", port: FALLBACK_METRICS_PORT }],
-        },
-      ],
-    },
-  };
 }

@@ -9,9 +9,9 @@ import { CONTROLLER_SERVICE_ACCOUNT, controllerManifests, type AgentActuatorEnv 
 import { objectName } from "./common";
 import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
 import { inferenceHeadlessService, inferenceManifests } from "./inference";
-import { fallbackMetricsNetworkPolicy, fallbackProviderObjects, fallbackServiceAccount, type FallbackProvider, type FallbackSidecarSpec } from "./fallback";
+import { fallbackProviderObjects, fallbackServiceAccount, type FallbackProvider, type FallbackSidecarSpec } from "./fallback";
 import { l1ProxyManifests } from "./l1-proxy";
-import { workloadNetworkPolicies } from "./network-policies";
+import { L1_METRICS_LISTENERS, l1MetricsNetworkPolicy, workloadNetworkPolicies } from "./network-policies";
 import { EDGE_POD_SECURITY, namespaceManifest, WORKLOADS_POD_SECURITY } from "./namespaces";
 import { REDIS_ROLE_TIER, redisSecretParts, type RedisWorkloadRole } from "./redis-secret";
 import { DEFAULT_PROMETHEUS_NAMESPACE } from "./fallback-names";
@@ -94,9 +94,13 @@ export interface WorkloadsArgs {
     providers?: FallbackProvider[];
     maxQueueDepth?: number;
     replayRps?: number;
-    /** Namespace of the Prometheus that scrapes the fallback's metrics port (9411); only it is let in. Default `monitoring`. */
-    prometheusNamespace?: string;
   };
+  /**
+   * Namespace of the Prometheus that scrapes llm-ha: the only one let in to the metrics ports
+   * (HAProxy's 8404, the fallback's 9411, the continuation relay's 9421, the controller's and the
+   * GPU pods'). Default `monitoring`. (Was `fallback.prometheusNamespace`.)
+   */
+  prometheusNamespace?: string;
 }
 
 
@@ -157,6 +161,7 @@ function validate(args: WorkloadsArgs): void {
 export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulumi.Resource) {
   validate(args);
   const opts = { parent, provider: args.provider };
+  const prometheusNamespace = args.prometheusNamespace ?? DEFAULT_PROMETHEUS_NAMESPACE;
   // Two namespaces (workloads/namespaces.ts): the host's pods, `privileged`; the L1 tier and the controller, `restricted`.
   const namespace = args.namespace ?? WORKLOADS_NAMESPACE;
   const edgeNamespace = edgeNamespaceOf(namespace);
@@ -296,8 +301,11 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     );
     if (objs.secret) l1Deps.push(new k8s.core.v1.Secret(`${name}-fallback-keys`, objs.secret, inEdge));
     // Its metrics port (9411) is open to the Prometheus namespace only; its API stays on the pod's loopback.
-    new k8s.networking.v1.NetworkPolicy(`${name}-fallback-metrics`, fallbackMetricsNetworkPolicy(edgeNamespace, f.prometheusNamespace), inEdge);
+    new k8s.networking.v1.NetworkPolicy(`${name}-fallback-metrics`, l1MetricsNetworkPolicy(edgeNamespace, L1_METRICS_LISTENERS.fallback, prometheusNamespace), inEdge);
   }
+  // The continuation relay is in every L1 pod (l1ProxyManifests), fallback or not: its metrics port
+  // (9421) likewise; its completions (9420) and HAProxy's continuation listener (9422) stay on loopback.
+  new k8s.networking.v1.NetworkPolicy(`${name}-continue-metrics`, l1MetricsNetworkPolicy(edgeNamespace, L1_METRICS_LISTENERS.continuation, prometheusNamespace), inEdge);
 
   const nlbNames: Record<string, string> = {};
   const nlbHostnames: Record<string, pulumi.Output<string>> = {};
@@ -370,7 +378,6 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   }
 
   // Default deny both ways; what each pod role may take and call (docs/security.md "Network fences").
-  const prometheusNamespace = args.fallback?.prometheusNamespace ?? DEFAULT_PROMETHEUS_NAMESPACE;
   const nps = workloadNetworkPolicies({ namespace, edgeNamespace, vpcCidr: args.vpcCidr, nlbCidrs: args.nlbCidrs, prometheusNamespace });
   for (const tier of ["workloads", "edge"] as const) {
     for (const [id, np] of Object.entries(nps[tier])) new k8s.networking.v1.NetworkPolicy(`${name}-${id}`, np, tiers[tier].opts);

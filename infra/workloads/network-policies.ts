@@ -1,6 +1,9 @@
 import * as k8s from "@pulumi/kubernetes";
 import { PORTS } from "../../contracts/names";
 import { APP, NET_ROLE_LABEL, type NetRole } from "../names";
+import { Problems } from "../problems";
+import { CONTINUE_SCRAPE_JOB } from "./continuation-names";
+import { DEFAULT_PROMETHEUS_NAMESPACE, FALLBACK_METRICS_PORT, FALLBACK_SCRAPE_JOB } from "./fallback-names";
 
 export type NetworkPolicy = k8s.types.input.networking.v1.NetworkPolicy;
 type EgressRule = k8s.types.input.networking.v1.NetworkPolicyEgressRule;
@@ -57,6 +60,44 @@ export function l1Ingress(namespace: string, nlbCidrs: readonly string[], promet
           ports: [{ protocol: "TCP", port: PORTS.l1Monitor }],
         },
       ],
+    },
+  };
+}
+
+/** A metrics-only listener of a container in the L1 pods, on the pod's address for Prometheus. */
+export interface L1MetricsListener {
+  /** The NetworkPolicy's name. */
+  policy: string;
+  /** Its `app.kubernetes.io/name` label: the container it opens, not the pods it selects. */
+  component: string;
+  port: number;
+}
+
+/** The L1 pods' metrics listeners beside HAProxy's monitor port: the L4 fallback's (9411) and the continuation relay's (9421). */
+export const L1_METRICS_LISTENERS = Object.freeze({
+  fallback: Object.freeze({ policy: "llmha-fallback-metrics", component: FALLBACK_SCRAPE_JOB, port: FALLBACK_METRICS_PORT }),
+  continuation: Object.freeze({ policy: "llmha-continue-metrics", component: CONTINUE_SCRAPE_JOB, port: PORTS.l1ContinueMetrics }),
+} satisfies Record<string, L1MetricsListener>);
+
+/**
+ * Ingress to one metrics port of the L1 pods from the Prometheus namespace only
+ * (`kubernetes.io/metadata.name`, which Kubernetes sets on every namespace). NetworkPolicies
+ * add up: the L1 pods' own policy opens other ports, none of these, and the namespace's default
+ * deny holds for everything else (the fallback's API, the relay's completions and HAProxy's
+ * continuation listener stay on the pod's loopback anyway).
+ */
+export function l1MetricsNetworkPolicy(namespace: string, listener: L1MetricsListener, prometheusNamespace: string = DEFAULT_PROMETHEUS_NAMESPACE): NetworkPolicy {
+  const p = new Problems();
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(prometheusNamespace)) p.add("prometheusNamespace", `must be a namespace name (DNS-1123 label), got ${JSON.stringify(prometheusNamespace)}`);
+  p.throwIfAny(`${listener.policy} NetworkPolicy`);
+  return {
+    apiVersion: "networking.k8s.io/v1",
+    kind: "NetworkPolicy",
+    metadata: { name: listener.policy, namespace, labels: { "app.kubernetes.io/name": listener.component, ...PART_OF } },
+    spec: {
+      podSelector: { matchLabels: { "app.kubernetes.io/name": APP.l1 } },
+      policyTypes: ["Ingress"],
+      ingress: [{ from: [fromNamespace(prometheusNamespace)], ports: [{ protocol: "TCP", port: listener.port }] }],
     },
   };
 }

@@ -10,9 +10,13 @@ import { ConfigMap as K8sConfigMap, Secret as K8sSecret, ServiceAccount as K8sSe
 import { beforeAll, describe, expect, it } from "vitest";
 import { checkHaproxyConfig } from "../../lab/engines/haproxy";
 import { loadFallbackConfig } from "../../agent/src/edge/fallback/config";
+import { loadContinueConfig } from "../../agent/src/edge/continuation/config";
 import { podMonitors, scrapeConfigs } from "../../infra/observability/manifests";
+import { CONTINUE_METRICS_PORT_NAME, CONTINUE_SCRAPE_JOB } from "../../infra/workloads/continuation-names";
+import { L1_METRICS_LISTENERS, l1MetricsNetworkPolicy } from "../../infra/workloads/network-policies";
+import { probeProblems } from "../../policies/create-time";
 import {
-  FALLBACK_METRICS_PORT, FALLBACK_METRICS_PORT_NAME, FALLBACK_SCRAPE_JOB, fallbackMetricsNetworkPolicy,
+  FALLBACK_METRICS_PORT, FALLBACK_METRICS_PORT_NAME, FALLBACK_SCRAPE_JOB,
   FallbackIam, fallbackMskPolicy, fallbackProviderObjects, fallbackServiceAccount, FALLBACK_MSK_ACTIONS, FALLBACK_SERVICE_ACCOUNT, mskResourceArn, FallbackArnError,
   type FallbackSidecarSpec,
 } from "../../infra/workloads/fallback";
@@ -90,7 +94,7 @@ describe("the L1 proxy with and without the fallback", () => {
   });
 });
 
-describe("the fallback's metrics: port, scrape, NetworkPolicy", () => {
+describe("the L1 pods' metrics listeners (the fallback's, the continuation relay's): port, scrape, NetworkPolicy", () => {
   type C = { name: string; env: Array<{ name: string; value?: string }>; ports: Array<{ name: string; containerPort: number }> };
   const fallbackOf = (m: ReturnType<typeof l1ProxyManifests>): C =>
     (m.deployment as unknown as { spec: { template: { spec: { containers: C[] } } } }).spec.template.spec.containers.find((c) => c.name === "fallback")!;
@@ -107,6 +111,27 @@ describe("the fallback's metrics: port, scrape, NetworkPolicy", () => {
     const cfg = loadFallbackConfig([], { LLMHA_FALLBACK_HOST: env.LLMHA_FALLBACK_HOST, LLMHA_FALLBACK_PORT: env.LLMHA_FALLBACK_PORT, LLMHA_FALLBACK_METRICS_ADDR: env.LLMHA_FALLBACK_METRICS_ADDR });
     expect(cfg.metricsAddr).toEqual({ host: "0.0.0.0", port: FALLBACK_METRICS_PORT });
     expect(cfg.host).toBe("127.0.0.1");
+  });
+
+  it("the relay names its metrics port and listens for it on the pod's address; its completions and HAProxy's continuation listener stay on loopback", () => {
+    const m = l1ProxyManifests(base);
+    new K8sDeployment(m.deployment as never).validate();
+    const ct = (m.deployment as unknown as { spec: { template: { spec: { containers: C[] } } } }).spec.template.spec.containers.find((c) => c.name === "continue")!;
+    expect(ct.ports).toEqual([{ name: "continue", containerPort: 9420 }, { name: CONTINUE_METRICS_PORT_NAME, containerPort: 9421 }]);
+    expect(CONTINUE_METRICS_PORT_NAME.length).toBeLessThanOrEqual(15);
+    const env = Object.fromEntries(ct.env.map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({ LLMHA_CONTINUE_HOST: "127.0.0.1", LLMHA_CONTINUE_PORT: "9420", LLMHA_CONTINUE_UPSTREAM: "127.0.0.1:9422", LLMHA_CONTINUE_METRICS_ADDR: "0.0.0.0:9421" });
+    // What the container is told is what the relay reads.
+    const cfg = loadContinueConfig([], env);
+    expect(cfg.metricsAddr).toEqual({ host: "0.0.0.0", port: 9421 });
+    expect(cfg.host).toBe("127.0.0.1");
+    expect(cfg.upstream).toEqual({ host: "127.0.0.1", port: 9422 });
+    // HAProxy's side of the relay stays on loopback too.
+    const haproxy = (m.configMap.data as Record<string, string>)["haproxy.cfg"];
+    expect(haproxy).toContain("bind 127.0.0.1:9422");
+    expect(haproxy).not.toMatch(/bind (0\.0\.0\.0)?:942[0-2]\b/);
+    // The exec probes still reach the listener (0.0.0.0 includes the pod's 127.0.0.1), and the probes policy passes.
+    expect(probeProblems(ct as never, false)).toEqual([]);
   });
 
   it("a scrape job of its own selects the L1 pods' metrics port (plain scrape_configs and PodMonitor)", () => {
@@ -128,8 +153,25 @@ describe("the fallback's metrics: port, scrape, NetworkPolicy", () => {
     expect(ep.relabelings[0]).toEqual({ targetLabel: "job", replacement: FALLBACK_SCRAPE_JOB });
   });
 
+  it("the relay's scrape job selects its metrics port of the L1 pods, with or without the fallback", () => {
+    for (const fallback of [true, false]) {
+      const jobs = scrapeConfigs({ namespace: "llm-ha", clusterName: "prod" }, [], { fallback }) as Array<{ job_name: string; relabel_configs: Array<Record<string, unknown>>; kubernetes_sd_configs: unknown }>;
+      const job = jobs.find((j) => j.job_name === CONTINUE_SCRAPE_JOB)!;
+      expect(job, `fallback: ${fallback}`).toBeDefined();
+      expect(job.relabel_configs.filter((r) => r.action === "keep").map((r) => r.regex)).toEqual(["l1-proxy", CONTINUE_METRICS_PORT_NAME]);
+      expect(job.kubernetes_sd_configs).toEqual([{ role: "pod", namespaces: { names: ["llm-ha-edge"] } }]);
+    }
+    const pm = podMonitors({ namespace: "llm-ha", clusterName: "prod", selectorLabels: {} }, []).find((p) => p.metadata.name === CONTINUE_SCRAPE_JOB)!;
+    const ep = (pm.spec.podMetricsEndpoints as Array<{ port: string; relabelings: unknown[] }>)[0];
+    expect(pm.spec.selector).toEqual({ matchLabels: { "app.kubernetes.io/name": "l1-proxy" } });
+    expect(pm.spec.namespaceSelector).toEqual({ matchNames: ["llm-ha-edge"] });
+    expect(ep.port).toBe(CONTINUE_METRICS_PORT_NAME);
+    expect(ep.relabelings[0]).toEqual({ targetLabel: "job", replacement: CONTINUE_SCRAPE_JOB });
+  });
+
   it("the NetworkPolicy lets only the Prometheus namespace reach port 9411 of the L1 pods, and validates", () => {
-    const np = fallbackMetricsNetworkPolicy("llm-ha");
+    const np = l1MetricsNetworkPolicy("llm-ha", L1_METRICS_LISTENERS.fallback);
+    expect(np.metadata).toEqual({ name: "llmha-fallback-metrics", namespace: "llm-ha", labels: { "app.kubernetes.io/name": "llm-ha-fallback", "app.kubernetes.io/part-of": "llm-ha" } });
     new K8sNetworkPolicy(np as never).validate();
     const spec = np.spec as { podSelector: unknown; policyTypes: string[]; ingress: Array<{ from: unknown[]; ports: unknown[] }> };
     expect(spec.podSelector).toEqual({ matchLabels: { "app.kubernetes.io/name": "l1-proxy" } });
@@ -137,10 +179,22 @@ describe("the fallback's metrics: port, scrape, NetworkPolicy", () => {
     expect(spec.ingress).toEqual([{ from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }], ports: [{ protocol: "TCP", port: 9411 }] }]);
     // No rule without `from` and nothing but the metrics port: neither the API (9410, loopback anyway) nor anything else.
     expect(JSON.stringify(spec.ingress)).not.toContain("9410");
-    const other = fallbackMetricsNetworkPolicy("llm-ha", "observability");
+    const other = l1MetricsNetworkPolicy("llm-ha", L1_METRICS_LISTENERS.fallback, "observability");
     new K8sNetworkPolicy(other as never).validate();
     expect(JSON.stringify(other.spec)).toContain('"kubernetes.io/metadata.name":"observability"');
-    expect(() => fallbackMetricsNetworkPolicy("llm-ha", "Bad_NS")).toThrow(/fallback\.prometheusNamespace: must be a namespace name/);
+    expect(() => l1MetricsNetworkPolicy("llm-ha", L1_METRICS_LISTENERS.fallback, "Bad_NS")).toThrow(/prometheusNamespace: must be a namespace name/);
+  });
+
+  it("the relay's NetworkPolicy (the same function) lets only the Prometheus namespace reach port 9421, not 9420 or 9422", () => {
+    const np = l1MetricsNetworkPolicy("llm-ha-edge", L1_METRICS_LISTENERS.continuation);
+    new K8sNetworkPolicy(np as never).validate();
+    expect(np.metadata).toEqual({ name: "llmha-continue-metrics", namespace: "llm-ha-edge", labels: { "app.kubernetes.io/name": "llm-ha-continue", "app.kubernetes.io/part-of": "llm-ha" } });
+    const spec = np.spec as { podSelector: unknown; policyTypes: string[]; ingress: unknown[] };
+    expect(spec.podSelector).toEqual({ matchLabels: { "app.kubernetes.io/name": "l1-proxy" } });
+    expect(spec.policyTypes).toEqual(["Ingress"]);
+    expect(spec.ingress).toEqual([{ from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }], ports: [{ protocol: "TCP", port: 9421 }] }]);
+    expect(JSON.stringify(spec)).not.toMatch(/942[02]/);
+    expect(() => l1MetricsNetworkPolicy("llm-ha-edge", L1_METRICS_LISTENERS.continuation, "Bad_NS")).toThrow(/llmha-continue-metrics NetworkPolicy.*prometheusNamespace: must be a namespace name/s);
   });
 });
 

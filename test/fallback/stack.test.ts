@@ -85,6 +85,28 @@ describe("llm-ha:fallback in the stack", () => {
     }
   });
 
+  it("the continuation relay's metrics likewise: port 9421 named in every L1 pod, its own scrape job, only the Prometheus namespace let in — with or without the fallback", async () => {
+    for (const rs of [await captureStack("dev"), await captureStack("dev", { "llm-ha:fallback": JSON.stringify({ enabled: false }) })]) {
+      const np = k8s(rs, "NetworkPolicy", "llmha-continue-metrics")!;
+      new NetworkPolicy(np).validate();
+      expect(np.metadata.namespace).toBe("llm-ha-edge");
+      expect(np.spec.ingress).toEqual([{ from: [{ namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "monitoring" } } }], ports: [{ protocol: "TCP", port: 9421 }] }]);
+      const others = rs.filter((r) => (r.props as O).kind === "NetworkPolicy" && r.props !== np).map((r) => JSON.stringify((r.props as O).spec));
+      for (const o of others) expect(o).not.toMatch(/942[0-2]/);
+      const jobs = parseYaml(k8s(rs, "ConfigMap", "llm-ha-scrape-configs")!.data["scrape-configs.yml"]).scrape_configs as O[];
+      const [app, port] = jobs.find((j) => j.job_name === "llm-ha-continue")!.relabel_configs.filter((r: O) => r.action === "keep").map((r: O) => r.regex);
+      const l1 = rs.filter((r) => r.type === "kubernetes:apps/v1:Deployment" && (r.props as O).metadata.labels["app.kubernetes.io/name"] === app);
+      expect(l1.length).toBeGreaterThan(0);
+      for (const d of l1) {
+        expect((d.props as O).spec.template.metadata.labels).toMatchObject(np.spec.podSelector.matchLabels);
+        const ct = (d.props as O).spec.template.spec.containers.find((c: O) => c.name === "continue");
+        expect(ct.ports).toContainEqual({ name: port, containerPort: 9421 });
+        expect(ct.env).toContainEqual({ name: "LLMHA_CONTINUE_METRICS_ADDR", value: "0.0.0.0:9421" });
+        expect(ct.env).toContainEqual({ name: "LLMHA_CONTINUE_HOST", value: "127.0.0.1" });
+      }
+    }
+  });
+
   it("enabled: false leaves no fallback: no role, no container, no nbsrv rule", async () => {
     const rs = await captureStack("dev", { "llm-ha:fallback": JSON.stringify({ enabled: false }) });
     // (The GPU node groups' own "fallback" groups of issue 15, `gpu-<az>-<class>-fallback`, are another thing.)

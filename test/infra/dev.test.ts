@@ -1,3 +1,3 @@
 import { describeStack } from "./stack-suite";
 
-describeStack("dev", { resources: 185 });
+describeStack("dev", { resources: 187 });

@@ -81,8 +81,8 @@ describe("the L1 proxies' scrape", () => {
   });
 
   it.skipIf(!havePromtool())("the generated scrape_configs pass promtool check config (Debian's build has no Kubernetes SD: static targets stand in)", () => {
-    // The agents and vLLM in the workloads namespace; the L1 tier (HAProxy, fallback) and the controller in the edge one.
-    const edgeJobs = ["llm-ha-controller", "l1-proxy", "llm-ha-fallback"];
+    // The agents and vLLM in the workloads namespace; the L1 tier (HAProxy, fallback, continuation relay) and the controller in the edge one.
+    const edgeJobs = ["llm-ha-controller", "l1-proxy", "llm-ha-fallback", "llm-ha-continue"];
     const jobs = scrapeConfigs({ namespace: "llm-ha", clusterName: "prod" }, objs.l1Keep).map(({ kubernetes_sd_configs: sd, ...j }) => {
       expect(sd, j.job_name as string).toEqual([{ role: "pod", namespaces: { names: [edgeJobs.includes(j.job_name as string) ? "llm-ha-edge" : "llm-ha"] } }]);
       return { ...j, static_configs: [{ targets: ["127.0.0.1:9"] }] };

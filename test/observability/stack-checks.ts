@@ -126,13 +126,13 @@ export function expectObservability(rs: CapturedResource[], clusterName: string,
 
   // Each scrape job selects pods the stack runs, on a port they name, and labels the cluster.
   const jobs = parseYaml(cm("llm-ha-scrape-configs")?.data[SCRAPE_FILE] as string).scrape_configs as P[];
-  expect(jobs.map((j) => j.job_name).sort()).toEqual(["inference", "l1-proxy", "llm-ha-agent", "llm-ha-controller", "llm-ha-fallback"]);
+  expect(jobs.map((j) => j.job_name).sort()).toEqual(["inference", "l1-proxy", "llm-ha-agent", "llm-ha-continue", "llm-ha-controller", "llm-ha-fallback"]);
   const workloads = [...k8s("DaemonSet"), ...k8s("Deployment")];
   for (const j of jobs) {
     const [app, port] = j.relabel_configs.filter((r: P) => r.action === "keep").map((r: P) => r.regex);
     const selected = workloads.filter((w) => w.spec.template.metadata.labels["app.kubernetes.io/name"] === app);
     expect(selected.length, j.job_name).toBeGreaterThan(0);
-    // The port may be any container's (the fallback's metrics port is on its own container in the L1 pods).
+    // The port may be any container's (the fallback's and the relay's metrics ports are on their own containers in the L1 pods).
     for (const w of selected) expect(w.spec.template.spec.containers.flatMap((c: P) => (c.ports ?? []).map((p: P) => p.name))).toContain(port);
     expect(j.relabel_configs).toContainEqual({ target_label: "cluster", replacement: clusterName });
   }
