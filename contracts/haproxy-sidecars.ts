@@ -63,6 +63,9 @@ export function renderContinuation(name: string, c: HaproxyContinuation, t: { ti
     `  bind ${c.bind}`,
     `  maxconn ${maxconn}`,
     `  timeout client ${ms(t.timeoutClientMs)}`,
+    // The relay keeps its idle connections here for 20 s (relay.ts): longer here, so it is the
+    // one to close them, never this side under a request it is sending.
+    "  timeout http-keep-alive 30s",
     // http-response rules see only a server's answers; an answer HAProxy made itself (a server
     // that died before answering: 502) is marked for the relay, which may then ask once more.
     "  http-response set-var(txn.llmha_srv) int(1)",

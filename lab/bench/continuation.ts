@@ -8,6 +8,7 @@
  */
 import { spawn } from "node:child_process";
 import { createServer, request, type Server } from "node:http";
+import { connect } from "node:net";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -25,6 +26,14 @@ export interface ContinuationBenchOptions {
   chunkMs: number;
   /** Rounds per mode, alternating. */
   rounds: number;
+  /**
+   * Arrivals. `cold` (default): the streams arrive over half a stream's length onto idle
+   * proxies, every one on a new connection. `steady`: they keep arriving at `streams` per
+   * stream length for two lengths, so from the first length on `streams` are open at once and a
+   * new one can take the idle connection a finished one left, as in a pod under constant
+   * load; only those arriving from then on are measured.
+   */
+  arrivals?: "cold" | "steady";
   /** HAProxy's threads. Default none: one per CPU, as `nbthread` unset does. */
   nbthread?: number;
   log: (l: string) => void;
@@ -44,14 +53,18 @@ async function stubServer(chunks: number, chunkMs: number): Promise<Server> {
     req.on("end", () => {
       if (req.method !== "POST") return void res.writeHead(200).end("ok");
       res.writeHead(200, { "content-type": "text/event-stream" });
+      // `?chunks=N&ms=M` (the one-in-flight series) overrides the round's stream shape.
+      const q = new URL(req.url ?? "/", "http://stub").searchParams;
+      const n = Number(q.get("chunks") ?? chunks);
+      const gap = Number(q.get("ms") ?? chunkMs);
       let i = 0;
       const tick = (): void => {
         if (res.destroyed) return;
-        const last = i === chunks - 1;
+        const last = i === n - 1;
         res.write(`data: {"id":"cmpl-b","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" tok","finish_reason":${last ? '"length"' : "null"}}],"t":${performance.now()}}\n\n`);
         if (last) return void res.end("data: [DONE]\n\n");
         i++;
-        setTimeout(tick, chunkMs);
+        setTimeout(tick, gap);
       };
       tick();
     });
@@ -61,11 +74,11 @@ async function stubServer(chunks: number, chunkMs: number): Promise<Server> {
 }
 
 /** One stream: ms to the first chunk, and each chunk's ms from the server's send to its arrival. */
-function oneStream(port: number): Promise<{ ttfb: number; lags: number[] }> {
+function oneStream(port: number, query = ""): Promise<{ ttfb: number; lags: number[] }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const body = JSON.stringify({ model: "m", prompt: "p", max_tokens: 64, stream: true });
-    const req = request({ host: "127.0.0.1", port, method: "POST", path: "/v1/completions", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+    const req = request({ host: "127.0.0.1", port, method: "POST", path: `/v1/completions${query}`, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
       let ttfb = -1;
       const lags: number[] = [];
       let tail = "";
@@ -86,6 +99,38 @@ function oneStream(port: number): Promise<{ ttfb: number; lags: number[] }> {
     req.on("error", reject);
     req.end(body);
   });
+}
+
+/**
+ * One loopback round trip between two processes (a byte out, its echo back) at one in flight,
+ * `gapMs` apart: the price of a hop on this machine, which every process on a path pays.
+ */
+async function loopbackRoundTrip(samples: number, gapMs: number): Promise<{ p50: number; p99: number }> {
+  const code = `const s=require("net").createServer((c)=>{c.setNoDelay(true);c.on("data",(d)=>c.write(d))});s.listen(0,"127.0.0.1",()=>console.log(s.address().port))`;
+  const echo = spawn(process.execPath, ["-e", code], { stdio: ["ignore", "pipe", "ignore"] });
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      echo.stdout.once("data", (d: Buffer) => resolve(Number(d.toString().trim())));
+      echo.once("exit", () => reject(new Error("the echo process exited before listening")));
+    });
+    const c = connect(port, "127.0.0.1");
+    c.setNoDelay(true);
+    await new Promise<void>((r) => c.once("connect", () => r()));
+    const rtt: number[] = [];
+    for (let i = 0; i < samples; i++) {
+      const t0 = performance.now();
+      await new Promise<void>((r) => {
+        c.once("data", () => r());
+        c.write("x");
+      });
+      rtt.push(performance.now() - t0);
+      await sleep(gapMs);
+    }
+    c.destroy();
+    return { p50: r3(pct(rtt, 50)), p99: r3(pct(rtt, 99)) };
+  } finally {
+    await stopChild(echo);
+  }
 }
 
 export async function runContinuationBench(o: ContinuationBenchOptions): Promise<Record<string, unknown>> {
@@ -120,17 +165,24 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
         const before = procUsage(child.pid as number);
         const t0 = performance.now();
         const port = mode === "plain" ? plain : relayed;
-        // Streams start spread over half a stream's length, as clients arrive: from then on every
-        // stream is open at once, at a steady arrival rate (1,000 streams of 10 s: 200 a second). A
-        // thousand connections opened in the same millisecond measure the client's own connect
-        // burst instead (p99 ~0.5 s on both paths).
-        const spreadMs = (o.chunks * o.chunkMs) / 2;
-        const all = Array.from({ length: o.streams }, (_, i) => sleep((i * spreadMs) / o.streams).then(() => oneStream(port)));
-        // Halfway through, every stream is open: the relay's memory with them all.
-        const sample = sleep(spreadMs + (o.chunks * o.chunkMs) / 4).then(() => (mode === "relayed" ? (openRss = Math.max(openRss, procUsage(child.pid as number).rss)) : 0));
+        // Cold: streams start spread over half a stream's length, as clients arrive: from then on
+        // every stream is open at once, at a steady arrival rate (1,000 streams of 10 s: 200 a
+        // second). A thousand connections opened in the same millisecond measure the client's own
+        // connect burst instead (p99 ~0.5 s on both paths).
+        const streamMs = o.chunks * o.chunkMs;
+        const steady = o.arrivals === "steady";
+        const arrivals = steady ? o.streams * 2 : o.streams;
+        const overMs = steady ? 2 * streamMs : streamMs / 2;
+        const all = Array.from({ length: arrivals }, (_, i) => {
+          const at = (i * overMs) / arrivals;
+          return sleep(at).then(async () => ({ ...(await oneStream(port)), at }));
+        });
+        // With every stream open: the relay's memory with them all.
+        const sample = sleep(steady ? 1.5 * streamMs : overMs + streamMs / 4).then(() => (mode === "relayed" ? (openRss = Math.max(openRss, procUsage(child.pid as number).rss)) : 0));
         const done = await Promise.all(all);
         await sample;
         for (const d of done) {
+          if (steady && d.at < streamMs) continue;
           res[mode].ttfb.push(d.ttfb);
           res[mode].lag.push(...d.lags);
         }
@@ -142,15 +194,35 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
       }
       o.log(`continuation: round ${round + 1}/${o.rounds} (${o.streams} streams × ${o.chunks} chunks each way)`);
     }
-    const added = (what: "ttfb" | "lag", p: number): number => r3(pct(res.relayed[what], p) - pct(res.plain[what], p));
+    // One request in flight (no queue anywhere): what the relay's two extra hops and its own work
+    // cost a request and a chunk, alternating, short streams of 4 chunks 5 ms apart.
+    const one = { plain: { ttfb: [] as number[], lag: [] as number[] }, relayed: { ttfb: [] as number[], lag: [] as number[] } };
+    for (let i = 0; i < 200; i++) {
+      for (const mode of ["plain", "relayed"] as const) {
+        const d = await oneStream(mode === "plain" ? plain : relayed, "?chunks=4&ms=5");
+        one[mode].ttfb.push(d.ttfb);
+        one[mode].lag.push(...d.lags);
+        await sleep(5);
+      }
+    }
+    const hop = await loopbackRoundTrip(400, 5);
+    const added = (what: "ttfb" | "lag", p: number, r = res): number => r3(pct(r.relayed[what], p) - pct(r.plain[what], p));
     const tokensPerS = relayTokens / relayWallS;
     return {
       streams: o.streams,
       chunksPerStream: o.chunks,
       chunkMs: o.chunkMs,
       rounds: o.rounds,
+      arrivals: o.arrivals ?? "cold",
       perRequestMs: { plainP50: r3(pct(res.plain.ttfb, 50)), relayedP50: r3(pct(res.relayed.ttfb, 50)), addedP50: added("ttfb", 50), plainP99: r3(pct(res.plain.ttfb, 99)), relayedP99: r3(pct(res.relayed.ttfb, 99)), addedP99: added("ttfb", 99) },
       perChunkMs: { plainP50: r3(pct(res.plain.lag, 50)), relayedP50: r3(pct(res.relayed.lag, 50)), addedP50: added("lag", 50), plainP99: r3(pct(res.plain.lag, 99)), relayedP99: r3(pct(res.relayed.lag, 99)), addedP99: added("lag", 99) },
+      oneInFlight: {
+        perRequestMs: { plainP50: r3(pct(one.plain.ttfb, 50)), relayedP50: r3(pct(one.relayed.ttfb, 50)), addedP50: added("ttfb", 50, one), addedP99: added("ttfb", 99, one) },
+        perChunkMs: { plainP50: r3(pct(one.plain.lag, 50)), relayedP50: r3(pct(one.relayed.lag, 50)), addedP50: added("lag", 50, one), addedP99: added("lag", 99, one) },
+      },
+      // A request crosses four more process hops through the relay (HAProxy → relay → HAProxy, each
+      // way), a chunk two: this is what one round trip (two hops) costs here.
+      loopbackRoundTripMs: hop,
       relayTokensPerS: Math.round(tokensPerS),
       // Cores the relay used per 1,000 tokens/s relayed.
       relayCoresPer1000TokensPerS: r3(relayCpuS / relayWallS / (tokensPerS / 1000)),

@@ -57,6 +57,8 @@ async function main(): Promise<void> {
     // 2-core machine that runs the client, HAProxy, the relay and the stub is not saturated; at 20
     // tokens/s each (20,000/s) HAProxy alone already delays a chunk by ~110 ms p50 there.
     result.continuation = await runContinuationBench(quick ? { streams: 50, chunks: 50, chunkMs: 20, rounds: 2, log } : { streams: 1000, chunks: 40, chunkMs: 250, rounds: 3, log });
+    // The same 1,000 open at once under constant arrivals (a pod in service): idle connections reused.
+    if (!quick) result.continuationSteady = await runContinuationBench({ streams: 1000, chunks: 40, chunkMs: 250, rounds: 2, arrivals: "steady", log });
   }
   if (!only || only === "standby") {
     log("standby: wake-up of the standby AZ on the drill's real pieces");

@@ -49,7 +49,12 @@ function jsonError(res: ServerResponse, status: number, message: string, code: s
 
 export class ContinuationRelay {
   private server: Server | null = null;
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  /**
+   * Connections to the proxy's listener, kept idle for the next request (a new one costs two
+   * loopback handshakes before the request even leaves): as many as were ever busy at once,
+   * each closed after 20 s idle, before the listener's own 30 s keep-alive bound.
+   */
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: Infinity, timeout: 20_000 });
 
   constructor(readonly opts: RelayOptions) {}
 
