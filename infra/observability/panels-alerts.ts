@@ -129,6 +129,41 @@ export function alertRows(t: AlertThresholds): RowSpec[] {
       ],
     },
     {
+      title: "Stream continuation (llm-ha continue)",
+      panels: [
+        {
+          type: "timeseries",
+          title: "Answers carried on, by outcome",
+          description: "Requests whose server failed under them: continued, restarted or retried on another server (the client saw one answer), or ended with an error (failed_twice = the query-of-death guard, mismatch, tool_calls, not_continuable, failed)",
+          w: 8,
+          unit: "reqps",
+          queries: [{ expr: rate("llmha_continue_outcomes_total", "outcome"), legend: "{{outcome}}" }],
+          alerts: ["LlmHaQueryOfDeath", "LlmHaContinuationMismatch"],
+        },
+        {
+          type: "timeseries",
+          title: "Time a continuation added",
+          description: "From the failure seen to the second server's first chunk sent on, p50 and p99, by how",
+          w: 8,
+          unit: "s",
+          queries: [
+            { expr: `histogram_quantile(0.5, sum by (how, le) (rate(${mc("llmha_continue_added_seconds_bucket")}[$__rate_interval])))`, legend: "p50 {{how}}" },
+            { expr: `histogram_quantile(0.99, sum by (how, le) (rate(${mc("llmha_continue_added_seconds_bucket")}[$__rate_interval])))`, legend: "p99 {{how}}" },
+          ],
+        },
+        {
+          type: "timeseries",
+          title: "Open streams and text held",
+          description: "Streams the relays carry now, and the delivered text they hold for them (what their memory per stream is bounded by)",
+          w: 8,
+          queries: [
+            { expr: `sum(${mc("llmha_continue_open_streams")})`, legend: "open streams" },
+            { expr: `sum(${mc("llmha_continue_delivered_bytes")})`, legend: "delivered bytes held" },
+          ],
+        },
+      ],
+    },
+    {
       title: "Agents, models and cloud actions",
       panels: [
         {
