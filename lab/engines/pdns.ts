@@ -234,7 +234,11 @@ export async function startPdns(args: PdnsArgs): Promise<PdnsHandle> {
   let serial = a.serial;
   let changes: Promise<void> = Promise.resolve();
   const setRecords = (rname: string, addresses: readonly string[]): Promise<void> => {
+    // A writer still running while the drill tears down (the local cloud's last sync) has no
+    // server left to answer for: nothing to write (its folder is gone), not an error to log.
+    if (stopped) return Promise.resolve();
     const next = changes.then(async () => {
+      if (stopped) return;
       const text = pdnsZoneText({ ...args, records: { ...records, [rname]: [...addresses] }, serial: serial + 1 });
       records[rname] = [...addresses];
       serial += 1;

@@ -33,23 +33,26 @@ afterEach(async () => {
 });
 
 /** `n` fake servers behind an L1 proxy; with `relay` the completions go through `llm-ha continue`. */
-async function stack(n: number, opts: { relay?: boolean; kind?: ContinuationKind; tokenMs?: number; extra?: FakeServer } = {}): Promise<Stack> {
+async function stack(n: number, opts: { relay?: boolean; kind?: ContinuationKind; tokenMs?: number; extra?: FakeServer; fakesAsBackup?: boolean; resendDelayMs?: number } = {}): Promise<Stack> {
   const kind = opts.kind ?? "vllm";
   const fakes = await Promise.all(Array.from({ length: n }, () => startFakeInference({ kind: kind === "sglang" ? "vllm" : kind, tokenMs: opts.tokenMs ?? 15, latencyMs: 2 })));
   const servers = await Promise.all(fakes.map(async (f, i) => staticServer({ name: `s${i}`, port: f.port }, await freePort())));
-  if (opts.extra) servers.push(staticServer({ name: "extra", port: opts.extra.port }, await freePort()));
+  const extra = opts.extra ? [staticServer({ name: "extra", port: opts.extra.port }, await freePort())] : [];
+  // `fakesAsBackup`: the extra server is the AZ's only own server, the fakes another AZ's (used once it is down).
+  const rows = opts.fakesAsBackup ? { local: extra, backup: servers } : { local: [...servers, ...extra], backup: [] };
   const bind = `127.0.0.1:${await freePort()}`;
   const metrics = new ContinuationMetrics(kind);
   let relay: ContinuationRelay | null = null;
   let continuation;
   if (opts.relay !== false) {
     const upstreamPort = await freePort();
-    relay = new ContinuationRelay({ upstream: { host: "127.0.0.1", port: upstreamPort }, kind, stallMs: 2_000, maxBodyBytes: 1 << 20, metrics });
+    relay = new ContinuationRelay({ upstream: { host: "127.0.0.1", port: upstreamPort }, kind, stallMs: 2_000, maxBodyBytes: 1 << 20, metrics, resendDelayMs: opts.resendDelayMs });
     const relayPort = await relay.listen(0, "127.0.0.1");
     continuation = { relay: `127.0.0.1:${relayPort}`, bind: `127.0.0.1:${upstreamPort}` };
   }
-  const hp: HaproxyHandle = await startHaproxy({ proxies: [{ name: "l1", bind, health: "agent", continuation, servers: { kind: "static", local: servers, backup: [] } }] });
-  await waitFor("servers and relay UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === servers.length + (relay ? 1 : 0), { timeoutMs: 10_000, everyMs: 50 });
+  const hp: HaproxyHandle = await startHaproxy({ proxies: [{ name: "l1", bind, health: "agent", continuation, servers: { kind: "static", ...rows } }] });
+  const all = rows.local.length + rows.backup.length;
+  await waitFor("servers and relay UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === all + (relay ? 1 : 0), { timeoutMs: 10_000, everyMs: 50 });
   const client = new OpenAI({ baseURL: `http://${bind}/v1`, apiKey: "unused", maxRetries: 0, timeout: 20_000 });
   const s: Stack = {
     fakes,
@@ -190,6 +193,39 @@ describe("stream continuation at the L1 tier", () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(s.fakes.filter((f) => !f.state().listening)).toHaveLength(2);
     expect(await outcome(s.metrics, "failed_twice")).toBe(1);
+  }, 30_000);
+
+  it("a server that dies while its AZ has no other: the second request waits for the proxy to take it out, and is continued on another AZ's (chaos seed 5)", async () => {
+    // Chaos seed 5 at 274 s: gpu-b1 crashed while gpu-b2 was down; the relay asked again at once,
+    // the proxy still had gpu-b1 (its only own server) in rotation, sent it there while the
+    // process was going away, and the relay took the second failure for a query of death.
+    /** A server that streams three tokens and goes away: its stream reset, connections in the next 150 ms accepted and reset, then refused. */
+    const dying = async (): Promise<FakeServer> => {
+      let gone = false;
+      const f: FakeServer = await fakeServer("dying", (_req, res) => {
+        if (gone) return void res.socket?.destroy();
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        const head = { id: "cmpl-d", object: "text_completion", created: 1, model: MODEL };
+        for (const t of [" The", " sea", " is"]) res.write(`data: ${JSON.stringify({ ...head, choices: [{ index: 0, text: t, finish_reason: null }] })}\n\n`);
+        setTimeout(() => {
+          gone = true;
+          res.socket?.destroy();
+          setTimeout(() => void f.close(), 150);
+        }, 30);
+      });
+      return f;
+    };
+    const immediate = await stack(1, { extra: await dying(), fakesAsBackup: true, resendDelayMs: 0 });
+    await expect(completionStream(immediate, "Tell me about the sea")).rejects.toThrow(/failed twice|query/);
+    expect(await outcome(immediate.metrics, "failed_twice")).toBe(1);
+    await immediate.close();
+    open = null;
+    const waiting = await stack(1, { extra: await dying(), fakesAsBackup: true, resendDelayMs: 250 });
+    const got = await completionStream(waiting, "Tell me about the sea");
+    expect(got.text.slice(0, 40), JSON.stringify(got)).toMatch(/^ The sea is/);
+    expect(got.finish).toBe("length");
+    expect(await outcome(waiting.metrics, "continued")).toBe(1);
+    expect(await outcome(waiting.metrics, "failed_twice")).toBe(0);
   }, 30_000);
 
   it("a stream emitting tool calls is not continued", async () => {

@@ -22,6 +22,7 @@ export async function runContinuation(cfg: ContinueConfig, opts: { log?: Logger 
     upstream: cfg.upstream,
     kind: cfg.kind,
     stallMs: cfg.stallMs,
+    resendDelayMs: cfg.resendDelayMs,
     maxBodyBytes: cfg.maxBodyBytes,
     metrics,
     // Only what happened and how much was delivered: never the prompt or the answer.

@@ -19,6 +19,8 @@ export interface ContinueConfig {
   upstream: { host: string; port: number };
   kind: ContinuationKind;
   stallMs: number;
+  /** Pause before the second request after a server vanished (not after a stall). */
+  resendDelayMs: number;
   maxBodyBytes: number;
   metricsAddr: { host: string; port: number } | null;
   logLevel: string;
@@ -37,6 +39,7 @@ export const CONTINUE_SETTINGS: readonly Setting[] = [
   { env: "LLMHA_CONTINUE_UPSTREAM", def: "127.0.0.1:9422", help: "the proxy's loopback continuation listener host:port (same servers backend)" },
   { env: "LLMHA_CONTINUE_KIND", def: "vllm", help: `inference server kind, how a chat answer is carried on: ${CONTINUATION_KINDS.join(", ")}` },
   { env: "LLMHA_CONTINUE_STALL_MS", def: "30000", help: "no chunk this long after an answer began: its server is taken for dead" },
+  { env: "LLMHA_CONTINUE_RESEND_DELAY_MS", def: "250", help: "pause before asking again after a server vanished under an answer (reset, cut), so the proxy has taken it out first" },
   { env: "LLMHA_CONTINUE_MAX_BODY_BYTES", def: "8388608", help: "largest request body (the edge's limit)" },
   { env: "LLMHA_CONTINUE_METRICS_ADDR", def: "0.0.0.0:9421", help: "metrics listener host:port (GET /metrics, /healthz); off = none" },
   { env: "LLMHA_LOG_LEVEL", def: "info", help: "log level" },
@@ -81,6 +84,7 @@ export function loadContinueConfig(argv: string[], env: NodeJS.ProcessEnv): Cont
     upstream,
     kind: kind as ContinuationKind,
     stallMs: int("LLMHA_CONTINUE_STALL_MS", get("LLMHA_CONTINUE_STALL_MS"), 100),
+    resendDelayMs: int("LLMHA_CONTINUE_RESEND_DELAY_MS", get("LLMHA_CONTINUE_RESEND_DELAY_MS"), 0),
     maxBodyBytes: int("LLMHA_CONTINUE_MAX_BODY_BYTES", get("LLMHA_CONTINUE_MAX_BODY_BYTES"), 1024),
     metricsAddr: parseListenAddr("LLMHA_CONTINUE_METRICS_ADDR", get("LLMHA_CONTINUE_METRICS_ADDR")),
     logLevel: get("LLMHA_LOG_LEVEL"),

@@ -21,6 +21,14 @@ export interface RelayOptions {
   kind: ContinuationKind;
   /** No chunk for this long after the answer began: the server is taken for dead. */
   stallMs: number;
+  /**
+   * Pause before the second request when the server vanished under the answer (a reset, a cut,
+   * the proxy's own 502): the proxy still has it in rotation for a few checks, and with no other
+   * server of its AZ up it would send the second request to the same dying server — the chaos
+   * campaign saw that end as a "query of death" that was not one. Not after a stall: that waited
+   * long enough. Default none (the command's default is 250 ms).
+   */
+  resendDelayMs?: number;
   /** Largest request body read (the edge already refused larger ones). */
   maxBodyBytes: number;
   metrics: ContinuationMetrics;
@@ -325,7 +333,7 @@ class Exchange {
       this.how = "retry";
       this.outcome("retried");
       if (this.res.headersSent) this.splicer = new Splicer(d, "continue");
-      return this.send(this.raw);
+      return this.resend(why, this.raw);
     }
     if (d.finished) {
       // Every token was out; only the closing events were lost.
@@ -343,6 +351,15 @@ class Exchange {
     this.splicer = new Splicer(d, plan.how);
     // An SSE comment: clients ignore it; a reader of the raw stream sees where the answer was carried on.
     this.res.write(`: ${CONTINUED_HEADER} ${plan.how} after ${d.tokens} tokens\n\n`);
-    this.send(Buffer.from(JSON.stringify(plan.body)));
+    this.resend(why, Buffer.from(JSON.stringify(plan.body)));
+  }
+
+  /** The second request: after `resendDelayMs` when the server vanished, at once after a stall; not if the client left meanwhile. */
+  private resend(why: string, payload: Buffer): void {
+    const delay = why === "stall" ? 0 : (this.o.resendDelayMs ?? 0);
+    if (delay === 0) return this.send(payload);
+    setTimeout(() => {
+      if (!this.ended && !this.res.writableEnded) this.send(payload);
+    }, delay);
   }
 }
