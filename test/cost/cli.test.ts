@@ -135,7 +135,7 @@ describe("llm-ha cost", () => {
     const bad = await cost(["--stack", devVariant((y) => `${y}  llm-ha:standbyCapacityRatio: 1.5\n`)], os.tmpdir());
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('llm-ha:standbyCapacityRatio: "1.5" must be a number from 0.01 to 1');
-  });
+  }, 180_000); // three CLI starts, as the test above: the whole npm test on 2 cores took it past 60 s
 
   it("takes a path to a stack file and a --price override", async () => {
     const file = devVariant((y) => y);

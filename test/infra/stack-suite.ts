@@ -14,6 +14,7 @@ import { fallbackMskPolicy, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec }
 import { MODEL_CACHE_HOST_PATH, readinessCommand } from "../../infra/workloads/inference";
 import { describeDeployability } from "./deployability-checks";
 import { describeNamespaces } from "./namespace-checks";
+import { describeL1MetricsFence } from "./l1-metrics-checks";
 import { expectObservability, operatorObject } from "../observability/stack-checks";
 import { captureStack, ofType, stackConfig, TEST_REDIS_TOKEN, type CapturedResource, type Env } from "../../infra/capture";
 
@@ -195,8 +196,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(() => make(r.props as O).validate(), `${r.type} ${r.name}`).not.toThrow();
       }
     });
-
-    for (const checks of [describeDeployability, describeNamespaces]) checks(env, () => rs);
+    for (const checks of [describeDeployability, describeNamespaces, describeL1MetricsFence]) checks(env, () => rs);
 
     it("ships the alert rules, the Grafana dashboard and the scrape monitors", () => {
       expectObservability(rs, cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`, cfg["llm-ha:standbyAz"] ?? null);
@@ -231,18 +231,6 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       // The agents' GPU nodes, the L1 pods and the controller's pods by group; no CIDR, not the cluster's group.
       expect(rules.map((r) => r.referencedSecurityGroupId).sort()).toEqual(["fence-controller-pods-id", "fence-gpu-nodes-id", "fence-l1-pods-id"]);
       for (const r of rules) expect(r.cidrIpv4).toBeUndefined();
-    });
-
-    it("lets Prometheus into the L1 pods' metrics ports only (HAProxy 8404 to the fallback's 9411, the relay's 9421), by group and NetworkPolicy; never the relay's loopback ports 9420/9422", () => {
-      const fromScrapers = props("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule").filter((r) => r.securityGroupId === "fence-l1-pods-id" && r.referencedSecurityGroupId === "fence-scrapers-id");
-      expect(fromScrapers.map((r) => [r.fromPort, r.toPort]).sort()).toEqual([[8404, 9411], [9421, 9421]]);
-      // Nothing from anywhere opens the relay's completions (9420) or HAProxy's continuation listener (9422) on the L1 pods.
-      const l1Rules = props("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule").filter((r) => r.securityGroupId === "fence-l1-pods-id");
-      for (const port of [9420, 9422]) expect(l1Rules.filter((r) => r.fromPort <= port && port <= r.toPort), String(port)).toEqual([]);
-      const nps = k8s("NetworkPolicy").filter((np) => np.metadata.namespace === "llm-ha-edge");
-      const metrics = nps.filter((np) => ["llmha-fallback-metrics", "llmha-continue-metrics"].includes(np.metadata.name));
-      expect(metrics.map((np) => np.spec.ingress[0].ports[0].port).sort()).toEqual([9411, 9421]);
-      for (const np of nps) expect(JSON.stringify(np.spec), np.metadata.name).not.toMatch(/"port":942[02]\b/);
     });
 
     it("runs MSK with brokers a multiple of the AZs, TLS everywhere, IAM auth only, RF 3 / min ISR 2", () => {
