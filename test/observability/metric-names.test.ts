@@ -105,6 +105,8 @@ function missing(exprs: { where: string; expr: string }[], pages: { agent: Expor
       if (SYNTHETIC.has(name) || RECORDED.has(name)) continue;
       // The L4 fallback's own series: checked against a real fallback's metrics listener in fallback-alerts.test.ts.
       if (name.startsWith("llmha_fallback_")) continue;
+      // The continuation relay's: against a real relay's metrics listener in continuation-alerts.test.ts.
+      if (name.startsWith("llmha_continue_")) continue;
       if (name.startsWith("vllm:")) {
         if (!VLLM_HISTOGRAMS.has(name.replace(/_(bucket|count|sum)$/, "")) || !/_(bucket|count|sum)$/.test(name)) out.push(`${where}: ${name}`);
         continue;
