@@ -5,6 +5,13 @@
  * client sees per kind.
  */
 
+/**
+ * How long the relay keeps an idle connection to HAProxy's continuation listener, and how long
+ * the listener keeps it (`timeout http-keep-alive`): longer there, so the relay is always the
+ * one to close it, never HAProxy under a request the relay is sending on it.
+ */
+export const CONTINUE_IDLE = Object.freeze({ relayMs: 20_000, listenerMs: 30_000 });
+
 /** Server kinds the relay knows (the agent's `LLMHA_INFERENCE_KIND` values plus SGLang). */
 export const CONTINUATION_KINDS = ["vllm", "sglang", "tgi", "triton", "llamacpp", "openai"] as const;
 export type ContinuationKind = (typeof CONTINUATION_KINDS)[number];

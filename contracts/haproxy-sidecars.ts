@@ -3,6 +3,7 @@
  * the L1 pod: the L4 fallback (`llm-ha fallback`) and the continuation relay (`llm-ha
  * continue`, docs/continuation.md), each a loopback backend of its own.
  */
+import { CONTINUE_IDLE } from "./continuation";
 import { PROXY_ANSWER_HEADER } from "./edge";
 import { HaproxyConfigError } from "./haproxy-tuning";
 
@@ -63,9 +64,8 @@ export function renderContinuation(name: string, c: HaproxyContinuation, t: { ti
     `  bind ${c.bind}`,
     `  maxconn ${maxconn}`,
     `  timeout client ${ms(t.timeoutClientMs)}`,
-    // The relay keeps its idle connections here for 20 s (relay.ts): longer here, so it is the
-    // one to close them, never this side under a request it is sending.
-    "  timeout http-keep-alive 30s",
+    // Longer than the relay keeps its idle connections here (CONTINUE_IDLE): it closes them, never this side.
+    `  timeout http-keep-alive ${ms(CONTINUE_IDLE.listenerMs)}`,
     // http-response rules see only a server's answers; an answer HAProxy made itself (a server
     // that died before answering: 502) is marked for the relay, which may then ask once more.
     "  http-response set-var(txn.llmha_srv) int(1)",

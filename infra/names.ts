@@ -36,6 +36,9 @@ export function edgeNamespaceOf(workloadsNamespace: string): string {
 }
 export const EDGE_NAMESPACE = edgeNamespaceOf(WORKLOADS_NAMESPACE);
 
+/** A Kubernetes namespace name: a DNS-1123 label (at most 63 characters). */
+export const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
 /**
  * Pod label that puts a pod behind its role's security group (security groups for pods,
  * infra/fences.ts): `l1` the L1 proxies, `controller` the controller.

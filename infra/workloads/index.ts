@@ -1,7 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig, standbySize, type PracticeWakeConfig } from "../config";
-import { edgeNamespaceOf, WORKLOADS_NAMESPACE, type NetRole } from "../names";
+import { edgeNamespaceOf, NAMESPACE_NAME, WORKLOADS_NAMESPACE, type NetRole } from "../names";
 import { createSecurityGroupPolicies } from "../fences";
 import { Problems } from "../problems";
 import { agentDaemonSet } from "./agent";
@@ -154,7 +154,7 @@ function validate(args: WorkloadsArgs): void {
   if ((args.haproxyReplicas ?? 2) < 1) p.add("haproxyReplicas", "must be ≥ 1");
   // The edge namespace is named after it (`<namespace>-edge`): both must be DNS-1123 labels.
   const edge = edgeNamespaceOf(args.namespace ?? WORKLOADS_NAMESPACE);
-  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(edge)) p.add("namespace", `must be a namespace name of at most 58 characters (its edge namespace is ${JSON.stringify(edge)})`);
+  if (!NAMESPACE_NAME.test(edge)) p.add("namespace", `must be a namespace name of at most 58 characters (its edge namespace is ${JSON.stringify(edge)})`);
   p.throwIfAny("Workloads arguments");
 }
 

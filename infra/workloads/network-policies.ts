@@ -1,6 +1,6 @@
 import * as k8s from "@pulumi/kubernetes";
 import { PORTS } from "../../contracts/names";
-import { APP, NET_ROLE_LABEL, type NetRole } from "../names";
+import { APP, NAMESPACE_NAME, NET_ROLE_LABEL, type NetRole } from "../names";
 import { Problems } from "../problems";
 import { CONTINUE_SCRAPE_JOB } from "./continuation-names";
 import { DEFAULT_PROMETHEUS_NAMESPACE, FALLBACK_METRICS_PORT, FALLBACK_SCRAPE_JOB } from "./fallback-names";
@@ -88,7 +88,7 @@ export const L1_METRICS_LISTENERS = Object.freeze({
  */
 export function l1MetricsNetworkPolicy(namespace: string, listener: L1MetricsListener, prometheusNamespace: string = DEFAULT_PROMETHEUS_NAMESPACE): NetworkPolicy {
   const p = new Problems();
-  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(prometheusNamespace)) p.add("prometheusNamespace", `must be a namespace name (DNS-1123 label), got ${JSON.stringify(prometheusNamespace)}`);
+  if (!NAMESPACE_NAME.test(prometheusNamespace)) p.add("prometheusNamespace", `must be a namespace name (DNS-1123 label), got ${JSON.stringify(prometheusNamespace)}`);
   p.throwIfAny(`${listener.policy} NetworkPolicy`);
   return {
     apiVersion: "networking.k8s.io/v1",

@@ -4,9 +4,9 @@
  */
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { BUILT_CLI } from "../sim/sim-node";
 
 const REPO = join(__dirname, "..", "..");
-export const BUILT_CLI = join(REPO, "dist", "agent", "src", "cli.js");
 
 function newestSource(dir: string): number {
   let newest = 0;

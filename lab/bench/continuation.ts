@@ -46,6 +46,17 @@ const pct = (xs: number[], p: number): number => {
 };
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 
+/** Per path, ms to each stream's first chunk (`ttfb`) and each chunk's lag from the server's send. */
+type Paths = Record<"plain" | "relayed", { ttfb: number[]; lag: number[] }>;
+const paths = (): Paths => ({ plain: { ttfb: [], lag: [] }, relayed: { ttfb: [], lag: [] } });
+
+/** p50 and p99 of one measure on each path, and what the relay added. */
+function compare(r: Paths, what: "ttfb" | "lag"): Record<string, number> {
+  const q = (path: keyof Paths, p: number): number => pct(r[path][what], p);
+  const at = (p: number) => ({ [`plainP${p}`]: r3(q("plain", p)), [`relayedP${p}`]: r3(q("relayed", p)), [`addedP${p}`]: r3(q("relayed", p) - q("plain", p)) });
+  return { ...at(50), ...at(99) };
+}
+
 /** A server streaming `chunks` completion chunks, each stamped with its send time. */
 async function stubServer(chunks: number, chunkMs: number): Promise<Server> {
   const s = createServer((req, res) => {
@@ -155,7 +166,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
   try {
     await waitFor("relay and stub UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 3, { timeoutMs: 60_000, everyMs: 100 });
     const idle = procUsage(child.pid as number);
-    const res = { plain: { ttfb: [] as number[], lag: [] as number[] }, relayed: { ttfb: [] as number[], lag: [] as number[] } };
+    const res = paths();
     let relayCpuS = 0;
     let relayWallS = 0;
     let relayTokens = 0;
@@ -196,7 +207,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
     }
     // One request in flight (no queue anywhere): what the relay's two extra hops and its own work
     // cost a request and a chunk, alternating, short streams of 4 chunks 5 ms apart.
-    const one = { plain: { ttfb: [] as number[], lag: [] as number[] }, relayed: { ttfb: [] as number[], lag: [] as number[] } };
+    const one = paths();
     for (let i = 0; i < 200; i++) {
       for (const mode of ["plain", "relayed"] as const) {
         const d = await oneStream(mode === "plain" ? plain : relayed, "?chunks=4&ms=5");
@@ -206,7 +217,6 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
       }
     }
     const hop = await loopbackRoundTrip(400, 5);
-    const added = (what: "ttfb" | "lag", p: number, r = res): number => r3(pct(r.relayed[what], p) - pct(r.plain[what], p));
     const tokensPerS = relayTokens / relayWallS;
     return {
       streams: o.streams,
@@ -214,12 +224,9 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
       chunkMs: o.chunkMs,
       rounds: o.rounds,
       arrivals: o.arrivals ?? "cold",
-      perRequestMs: { plainP50: r3(pct(res.plain.ttfb, 50)), relayedP50: r3(pct(res.relayed.ttfb, 50)), addedP50: added("ttfb", 50), plainP99: r3(pct(res.plain.ttfb, 99)), relayedP99: r3(pct(res.relayed.ttfb, 99)), addedP99: added("ttfb", 99) },
-      perChunkMs: { plainP50: r3(pct(res.plain.lag, 50)), relayedP50: r3(pct(res.relayed.lag, 50)), addedP50: added("lag", 50), plainP99: r3(pct(res.plain.lag, 99)), relayedP99: r3(pct(res.relayed.lag, 99)), addedP99: added("lag", 99) },
-      oneInFlight: {
-        perRequestMs: { plainP50: r3(pct(one.plain.ttfb, 50)), relayedP50: r3(pct(one.relayed.ttfb, 50)), addedP50: added("ttfb", 50, one), addedP99: added("ttfb", 99, one) },
-        perChunkMs: { plainP50: r3(pct(one.plain.lag, 50)), relayedP50: r3(pct(one.relayed.lag, 50)), addedP50: added("lag", 50, one), addedP99: added("lag", 99, one) },
-      },
+      perRequestMs: compare(res, "ttfb"),
+      perChunkMs: compare(res, "lag"),
+      oneInFlight: { perRequestMs: compare(one, "ttfb"), perChunkMs: compare(one, "lag") },
       // A request crosses four more process hops through the relay (HAProxy → relay → HAProxy, each
       // way), a chunk two: this is what one round trip (two hops) costs here.
       loopbackRoundTripMs: hop,

@@ -18,7 +18,8 @@ import { fakeInferenceStats, setFakeInferenceMode, type FakeInferenceMode, type 
 const REPO = join(__dirname, "..", "..");
 const CLI = join(REPO, "agent", "src", "cli.ts");
 const FAKE_INFERENCE = join(__dirname, "fake-inference.ts");
-const BUILT_CLI = join(REPO, "dist", "agent", "src", "cli.js");
+/** The compiled CLI (`npm run build`): what the image runs. */
+export const BUILT_CLI = join(REPO, "dist", "agent", "src", "cli.js");
 const START_LIMIT_MS = 45_000; // for the inference server and the agent: a tsx start on a loaded 2-core host took over 20 s
 
 export interface SimNodeOptions {

@@ -9,7 +9,7 @@
  */
 import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { CONTINUED_HEADER, PROXY_ANSWER_HEADER } from "../../../../contracts/edge";
-import type { ContinuationKind, ContinuationOutcome } from "../../../../contracts/continuation";
+import { CONTINUE_IDLE, type ContinuationKind, type ContinuationOutcome } from "../../../../contracts/continuation";
 import { Delivered, SseSplitter, Splicer, errorEvent, eventData, planContinuation, type Body, type Route } from "./answer";
 import type { ContinuationMetrics } from "./metrics";
 import { closeHttpServer, listenHttp } from "../../util/net";
@@ -60,9 +60,9 @@ export class ContinuationRelay {
   /**
    * Connections to the proxy's listener, kept idle for the next request (a new one costs two
    * loopback handshakes before the request even leaves): as many as were ever busy at once,
-   * each closed after 20 s idle, before the listener's own 30 s keep-alive bound.
+   * each closed when idle for `CONTINUE_IDLE.relayMs`, before the listener's own keep-alive bound.
    */
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: Infinity, timeout: 20_000 });
+  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: Infinity, timeout: CONTINUE_IDLE.relayMs });
 
   constructor(readonly opts: RelayOptions) {}
 

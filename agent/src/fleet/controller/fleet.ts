@@ -262,7 +262,7 @@ export class Fleet {
     const graceMs = (c.recoverPeriods + 1) * c.intervalMs + this.registry.settings.intervalMs;
     return readAzHealth(this.client.redis, this.keys, this.o.az, {
       connected: this.client.connected,
-      staleAfterMs: this.controller.settings.staleAfterMs,
+      staleAfterMs: c.staleAfterMs,
       rejoining: this.registry.failing || (resumed !== null && Date.now() - resumed < graceMs),
     });
   }
