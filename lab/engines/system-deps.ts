@@ -1,6 +1,7 @@
 /**
  * The engines the drill runs: redis-server, haproxy, pdns_server with the bind backend,
- * kcat (librdkafka's mock Kafka cluster, for the L4 queue).
+ * kcat (librdkafka's mock Kafka cluster, for the L4 queue) and python3 (the same cluster hosted
+ * with its mock API, to fail one broker: `kafka-mock-host.py`).
  * Missing ones are installed by `scripts/system-deps.sh` when we are root; otherwise the
  * caller prints one line naming the `apt-get install` to run.
  */
@@ -47,6 +48,7 @@ export function missingSystemPackages(probe: DepsProbe = REAL_PROBE): string[] {
   if (!probe.onPath(process.env.LLMHA_PDNS_SERVER ?? "pdns_server")) missing.push("pdns-server");
   if (!probe.bindBackend()) missing.push("pdns-backend-bind");
   if (!probe.onPath(process.env.LLMHA_KCAT ?? "kcat")) missing.push("kcat");
+  if (!probe.onPath(process.env.LLMHA_PYTHON3 ?? "python3")) missing.push("python3");
   return missing;
 }
 

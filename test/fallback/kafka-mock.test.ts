@@ -48,3 +48,43 @@ describe("kafka mock broker", () => {
     expect(refused).toBe(true);
   }, 20_000);
 });
+
+describe("kafka mock broker with its mock API (python3 host)", () => {
+  it("fails one broker: its partitions refuse writes until their leaders move, the others keep taking them", async () => {
+    const b = await startKafkaMock({ control: true });
+    const kafka = new Kafka({ clientId: "t", brokers: b.brokers, logLevel: logLevel.NOTHING, retry: { retries: 1, initialRetryTime: 50, maxRetryTime: 200 } });
+    const admin = kafka.admin();
+    const p = kafka.producer({ retry: { retries: 1, initialRetryTime: 50, maxRetryTime: 200 } });
+    try {
+      expect(b.control).not.toBeNull();
+      await b.control!.createTopic("q1", 6, 3);
+      // The mock puts every leader on one broker; MSK spreads them: so does the drill.
+      for (let x = 0; x < 6; x++) await b.control!.setLeader("q1", x, (x % 3) + 1);
+      await admin.connect();
+      // Broker ids are 1..N in bootstrap order (what the drill's placement counts on).
+      const cluster = await admin.describeCluster();
+      for (const [i, addr] of b.brokers.entries()) expect(cluster.brokers.find((x) => x.nodeId === i + 1 && `${x.host}:${x.port}` === addr)).toBeTruthy();
+      const meta = await admin.fetchTopicMetadata({ topics: ["q1"] });
+      const parts = meta.topics[0].partitions;
+      expect(parts).toHaveLength(6);
+      expect(parts.map((x) => x.leader).sort()).toEqual([1, 1, 2, 2, 3, 3]);
+      const led = parts.filter((x) => x.leader === 1).map((x) => x.partitionId);
+      await p.connect();
+      const write = (partition: number): Promise<boolean> => p.send({ topic: "q1", acks: -1, timeout: 1000, messages: [{ partition, value: "v" }] }).then(() => true, () => false);
+      for (const x of parts) expect(await write(x.partitionId)).toBe(true);
+      await b.control!.brokerDown(1);
+      expect(await write(led[0])).toBe(false);
+      const other = parts.find((x) => x.leader !== 1)!.partitionId;
+      expect(await write(other)).toBe(true);
+      for (const [i, x] of led.entries()) await b.control!.setLeader("q1", x, 2 + (i % 2));
+      await waitFor("the moved partitions take writes", async () => (await Promise.all(led.map(write))).every(Boolean), { timeoutMs: 10_000 });
+      await b.control!.brokerUp(1);
+      await expect(b.control!.brokerDown(9)).rejects.toThrow(/brokers 1 to 3/);
+      await expect(b.control!.setLeader("q1", 99, 2)).rejects.toThrow(/mock cluster: leader q1 99 2/);
+    } finally {
+      await p.disconnect().catch(() => undefined);
+      await admin.disconnect().catch(() => undefined);
+      await b.stop();
+    }
+  }, 40_000);
+});

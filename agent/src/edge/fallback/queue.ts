@@ -1,10 +1,12 @@
 /**
  * The durable queue of L4: requests that opted in are produced to Kafka (topic per cluster,
- * key = request id, acks = all) and answered 202 only once the broker acknowledged them.
+ * key = request id, acks = all) and answered 202 only once the broker acknowledged them. A
+ * request whose partition's leader is lost (its broker's AZ down: the controller moves the
+ * leader only after the broker's session times out) goes to a partition another broker leads.
  * kafkajs; on AWS, MSK with IAM auth (SASL OAUTHBEARER carrying a SigV4-presigned
  * `kafka-cluster:Connect` URL, what aws-msk-iam-sasl-signer-js builds) over TLS.
  */
-import { Kafka, logLevel, type Admin, type KafkaConfig, type Producer, type SASLOptions } from "kafkajs";
+import { Kafka, logLevel, Partitioners, type Admin, type KafkaConfig, type Message, type Producer, type SASLOptions } from "kafkajs";
 import { Sha256 } from "@aws-crypto/sha256-js";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { HttpRequest } from "@smithy/protocol-http";
@@ -135,6 +137,10 @@ export class RequestQueue {
   /** Produced by this process since the last lag sample. */
   private producedSinceSample = 0;
   private lastLag: number | null = null;
+  /** The producer's partitioner (kafkajs's default, Java-compatible), to know where a key went. */
+  private readonly partitioner = Partitioners.DefaultPartitioner();
+  /** Requests produced to another partition than their key's, their leader being unreachable. */
+  redirected = 0;
 
   constructor(
     private readonly kafka: Kafka,
@@ -147,7 +153,7 @@ export class RequestQueue {
   private async connected(): Promise<Producer> {
     if (this.producer) return this.producer;
     this.connecting ??= (async () => {
-      const p = this.kafka.producer({ allowAutoTopicCreation: true, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 } });
+      const p = this.kafka.producer({ allowAutoTopicCreation: true, createPartitioner: Partitioners.DefaultPartitioner, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 } });
       p.on(p.events.DISCONNECT, () => {
         if (this.producer === p) this.producer = null;
       });
@@ -199,7 +205,17 @@ export class RequestQueue {
       await Promise.race([
         (async () => {
           const p = await this.connected();
-          await p.send({ topic: this.topic, acks: -1, timeout: this.produceTimeoutMs, messages: [{ key: req.id, value: JSON.stringify(req) }] });
+          const message: Message = { key: req.id, value: JSON.stringify(req) };
+          const send = (m: Message): Promise<unknown> => p.send({ topic: this.topic, acks: -1, timeout: this.produceTimeoutMs, messages: [m] });
+          try {
+            await send(message);
+          } catch (err) {
+            const other = await this.partitionAwayFrom(message).catch(() => null);
+            if (other === null) throw err;
+            this.log.warn({ topic: this.topic, partition: other, err: (err as Error).message }, "partition unwritable; request produced to a partition another broker leads");
+            await send({ ...message, partition: other });
+            this.redirected += 1;
+          }
         })(),
         timeout,
       ]);
@@ -225,14 +241,40 @@ export class RequestQueue {
     return (await this.sampleLagDetail()).total;
   }
 
-  async sampleLagDetail(): Promise<LagSample> {
+  /**
+   * A partition led by another broker than the one the message's key maps to (fresh metadata),
+   * picked at random among them; null when there is none (one broker, or no leader anywhere).
+   */
+  private async partitionAwayFrom(message: Message): Promise<number | null> {
+    const meta = await this.withAdmin((a) => a.fetchTopicMetadata({ topics: [this.topic] }));
+    const partitionMetadata = meta.topics.find((t) => t.name === this.topic)?.partitions ?? [];
+    if (partitionMetadata.length < 2) return null;
+    const mapped = this.partitioner({ topic: this.topic, partitionMetadata, message });
+    const lost = partitionMetadata.find((x) => x.partitionId === mapped)?.leader;
+    const others = partitionMetadata.filter((x) => x.leader >= 0 && x.leader !== lost);
+    return others.length ? others[Math.floor(Math.random() * others.length)].partitionId : null;
+  }
+
+  /** The admin connection, made once; dropped after a failure (the next call makes a fresh one). */
+  private async withAdmin<T>(fn: (a: Admin) => Promise<T>): Promise<T> {
     if (!this.admin) {
       const a = this.kafka.admin();
       await a.connect();
       this.admin = a;
     }
+    const admin = this.admin;
     try {
-      const [ends, committed] = await Promise.all([this.admin.fetchTopicOffsets(this.topic), this.admin.fetchOffsets({ groupId: this.groupId, topics: [this.topic] })]);
+      return await fn(admin);
+    } catch (err) {
+      if (this.admin === admin) this.admin = null;
+      void admin.disconnect().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  async sampleLagDetail(): Promise<LagSample> {
+    return this.withAdmin(async (admin) => {
+      const [ends, committed] = await Promise.all([admin.fetchTopicOffsets(this.topic), admin.fetchOffsets({ groupId: this.groupId, topics: [this.topic] })]);
       const done = new Map<number, number>();
       for (const t of committed) for (const p of t.partitions) done.set(p.partition, Number(p.offset));
       let lag = 0;
@@ -247,12 +289,7 @@ export class RequestQueue {
       this.lastLag = lag;
       this.producedSinceSample = 0;
       return { total: lag, byPartition };
-    } catch (err) {
-      const a = this.admin;
-      this.admin = null;
-      void a.disconnect().catch(() => undefined);
-      throw err;
-    }
+    });
   }
 
   /** Best estimate of the depth without a round trip: the last sample plus what was produced since. */
