@@ -67,7 +67,8 @@ export const GRAY_SCENARIOS: readonly ScenarioSpec[] = [
     // The leader placed on an az-a node (the others' paths slowed while they contend).
     needsRedisPaths: true,
     // leaderMs counts from the endpoint reaching the promoted replica (Redis writable again).
-    targets: { dnsMs: 5000, leaderMs: LEADER_MS, staleWrites: 0, tokenRegressions: 0, extraCounts: { healthyWorsened: 0, l4Entered: 0 } },
+    // queueFailed: writes to the L4 queue not acknowledged while the broker placed in az-a is down.
+    targets: { dnsMs: 5000, leaderMs: LEADER_MS, staleWrites: 0, tokenRegressions: 0, extraCounts: { healthyWorsened: 0, l4Entered: 0, queueFailed: 0 } },
   },
   {
     name: "az-partition",

@@ -1,16 +1,16 @@
 /**
  * `az-power-interruption` (issue 30), as AWS FIS's "AZ Availability: Power Interruption":
  * everything placed in `az-a` fails at once — its proxy, its nodes' inference servers and
- * agents (SIGKILL), the leader (placed on an `az-a` node first) and the Redis primary (placed
- * in `az-a`: SIGKILL; the sentinels in the other AZs promote the replica in `az-b`). Heal: the
- * old primary back as a replica, the AZ's processes started again.
+ * agents (SIGKILL), the leader (placed on an `az-a` node first), the Redis primary (placed
+ * in `az-a`: SIGKILL; the sentinels in the other AZs promote the replica in `az-b`) and the
+ * Kafka broker placed in `az-a` (down; its partitions keep it as leader, queue-probe.ts). Heal:
+ * the old primary back as a replica, the broker up, the AZ's processes started again.
  *
  * Judged: DNS drops `az-a` within the L3 target (5 s); a new leader within lease TTL + contend
  * after the endpoint reaches the new primary (Redis writable again); the healthy AZs never
  * published worse; 0 stale writes, 0 token regressions; the tier never L4 while other AZs
- * serve; SDK-class failures only for streams whose server or proxy died (every scenario's rule).
- * The Kafka broker placed in `az-a` is not failed: the drill's mock cluster (kcat) runs its
- * brokers in one process and runs only in the L4 outage.
+ * serve; SDK-class failures only for streams whose server or proxy died (every scenario's rule);
+ * the L4 queue, written every 100 ms throughout, acknowledges every write.
  */
 import { sleep } from "../../../agent/src/util/net";
 import type { ScenarioSpec } from "../scenarios";
@@ -19,6 +19,9 @@ import { firstAfter, l1Removed, type FleetSample, type Sample } from "../timelin
 import { azWorsenings, staleWrites } from "./fleet";
 import { placeLeader, redisServerIn } from "../placement";
 import { endpointOn, tokenRegressions } from "./redis";
+import { QueueProbe } from "./queue-probe";
+import type { DrillAz } from "../stack";
+import type { RedisServerHandle } from "../../engines/redis-server";
 import { blank, finish, healthy, mark, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 export async function runAzPowerInterruption(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
@@ -35,6 +38,26 @@ export async function runAzPowerInterruption(ctx: ScenarioContext, spec: Scenari
   const survivor = ha.servers[1 - primaryIdx];
   // Setup: the server placed in az-a is the primary, the leader on an az-a node.
   if ((await ha.primary()) !== dying) await ha.restoreFirstPrimary().catch((err: Error) => r.notes.push(`setup: ${err.message}`));
+  const queue = await QueueProbe.start({ cluster: stack.cluster, placement: stack.placement, now: ctx.now }).catch((err: Error) => {
+    r.notes.push(`setup: no Kafka cluster to fail a broker of: ${err.message}`);
+    return null;
+  });
+  try {
+    return await interrupt(ctx, r, queue, { az, dying, survivor });
+  } finally {
+    await queue?.stop();
+  }
+}
+
+async function interrupt(
+  ctx: ScenarioContext,
+  r: RunResult,
+  queue: QueueProbe | null,
+  o: { az: DrillAz; dying: RedisServerHandle; survivor: RedisServerHandle },
+): Promise<RunResult> {
+  const { stack } = ctx;
+  const { az, dying, survivor } = o;
+  const ha = stack.redis;
   if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
   const victims = stack.nodes.filter((n) => n.az === az.name && n.running);
   try {
@@ -46,9 +69,10 @@ export async function runAzPowerInterruption(ctx: ScenarioContext, spec: Scenari
   }
   if (!(await steady(ctx))) r.notes.push("fleet not steady after placing the leader");
   const oldLeader = ctx.observer.latestFleet()?.leader ?? null;
-  r.injectAt = mark(ctx, "inject", `power interruption in ${az.name}: proxy, nodes, leader, Redis primary`);
+  r.injectAt = mark(ctx, "inject", `power interruption in ${az.name}: proxy, nodes, leader, Redis primary, Kafka broker`);
   stack.killAzProxy(az);
   dying.kill("SIGKILL");
+  const brokerDown = queue?.failAz(az.name).catch((err: Error) => r.notes.push(`Kafka broker not failed: ${err.message}`));
   await Promise.all(victims.map((n) => Promise.all([n.crashInference(), n.killAgent("SIGKILL")])));
   const gone = (s: Sample): boolean => s.dns !== null && !s.dns.includes(az.address);
   const onNew = (await (async () => {
@@ -66,6 +90,8 @@ export async function runAzPowerInterruption(ctx: ScenarioContext, spec: Scenari
   await until(ctx, 15_000, (s) => gone(s) && ctx.tl.fleet.some((f) => f.t >= writableAt && newLeader(f)));
   await sleep(3000);
   r.healAt = mark(ctx, "heal", `${az.name} powered again`);
+  await brokerDown;
+  await queue?.healAz().catch((err: Error) => r.notes.push(`Kafka broker not back: ${err.message}`));
   await dying.restart(["--replicaof", "127.0.0.1", String(survivor.port)]);
   await ha.settle().catch((err: Error) => r.notes.push(`sentinels not settled: ${err.message}`));
   await Promise.all(victims.map(async (n) => {
@@ -82,18 +108,22 @@ export async function runAzPowerInterruption(ctx: ScenarioContext, spec: Scenari
   const led = firstAfter(ctx.tl.fleet, writableAt, newLeader);
   r.leaderMs = led;
   finish(ctx, r, [], l1Removed);
-  r.victims = [`${az.name}: proxy, ${victims.map((n) => n.id).join(", ")}, leader, redis primary ${dying.port}`];
+  const q = queue?.figures(r.injectAt, r.healAt) ?? null;
+  r.victims = [`${az.name}: proxy, ${victims.map((n) => n.id).join(", ")}, leader, redis primary ${dying.port}${q?.failedBrokers.length ? `, kafka ${q.failedBrokers.join(", ")}` : ""}`];
   r.detectMs = r.dnsMs;
   const healthyAzs = stack.azs.filter((a) => a !== az).map((a) => a.name);
   const worse = azWorsenings(ctx.tl.fleet, r.injectAt, r.healAt);
   r.extra.healthyWorsened = worse.seen.filter((w) => healthyAzs.includes(w.split(" ")[0])).length;
   r.extra.l4Entered = ctx.tl.fleet.some((f) => f.t >= r.injectAt && f.t <= r.healAt && f.tier === "L4") ? 1 : 0;
+  // Without a cluster (python3 missing) the count stays unset and the report says it was not measured.
+  if (q) r.extra.queueFailed = q.failed;
   r.staleWrites = staleWrites(ctx.tl.fleet, r.injectAt);
   r.extra.tokenRegressions = tokenRegressions(ctx.tl.fleet, r.injectAt);
   const fmt = (v: number | null): string => (v === null ? "never" : `${(v / 1000).toFixed(2)}s`);
   r.extra.figures =
     `DNS without ${az.name} ${fmt(r.dnsMs)}; Redis writable on the promoted replica ${fmt(writableAt - r.injectAt)} after the fault, a new leader ${fmt(led)} after that (TTL + contend ${((DRILL_TIMING.leaseTtlMs + DRILL_TIMING.leaseContendMs) / 1000).toFixed(1)}s); ` +
-    `AZ states worsened: ${worse.seen.join(", ") || "none"}; L4 entered ${r.extra.l4Entered ? "yes" : "no"}; token regressions ${r.extra.tokenRegressions}`;
+    `AZ states worsened: ${worse.seen.join(", ") || "none"}; L4 entered ${r.extra.l4Entered ? "yes" : "no"}; token regressions ${r.extra.tokenRegressions}; ` +
+    (q ? `L4 queue with ${q.failedBrokers.join(", ") || "no broker"} down: ${q.writes - q.failed} of ${q.writes} writes acknowledged, ${q.redirected} to another broker's partition, slowest ${q.maxMs} ms` : "L4 queue not measured");
   r.notes.push(r.extra.figures);
   return r;
 }
