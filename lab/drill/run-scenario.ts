@@ -79,7 +79,12 @@ export async function runScenario(ctx: ScenarioContext, spec: ScenarioSpec, run:
   const go = RUNS.get(spec.name);
   if (go) {
     const pressure = measurePressure();
-    const r = await go(ctx, spec, run);
+    // A run that throws is this run's failure (not measured, which --check counts), not the drill's end.
+    const r = await go(ctx, spec, run).catch((err: unknown) => {
+      const failed = blank(spec.name, run);
+      failed.notMeasured = `the run failed: ${err instanceof Error ? err.message : String(err)}`;
+      return failed;
+    });
     const p = pressure.stop();
     r.extra.cpuPressurePct = p.cpuPressurePct;
     r.extra.loopDelayMaxMs = p.loopDelayMaxMs;

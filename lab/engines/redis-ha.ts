@@ -217,13 +217,18 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
       },
       async failover() {
         const before = await handle.primary();
+        // The address the sentinels name now: the first server's link until a failover, its own port after one.
+        const was = await handle.sentinelPrimaryPort();
         await call(sentinels[0].port, (r) => r.call("SENTINEL", "failover", SENTINEL_MASTER));
         // Sentinel converts a live old primary only after ~8 s, and meanwhile the endpoint sees
         // two primaries. ElastiCache demotes the old primary itself as it moves the name: so
-        // does the drill, as soon as the sentinels name the new one.
+        // does the drill, as soon as the sentinels name the new one. (Compared with the link's
+        // port, a first server named at its own port looked moved before the failover began:
+        // the drill demoted the primary itself, the two servers replicated from each other and
+        // the next failover found no replica to promote.)
         const moved = await within(failoverTimeoutMs * 2, async () => {
           const at = await handle.sentinelPrimaryPort();
-          return at !== null && at !== (before === first ? link.port : before?.port);
+          return at !== null && at !== was;
         });
         if (!moved || !before) return;
         const next = before === first ? replica : first;
