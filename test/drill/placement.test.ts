@@ -1,11 +1,13 @@
 /**
  * Issue 30's pieces that need no root: placement as AWS has it, the AZ proxy connecting from
- * its own address, and the delay/loss link (bytes held in order, a lost connection hears nothing).
+ * its own address, the delay/loss link (bytes held in order, a lost connection hears nothing), and
+ * the queue probe that fails the Kafka broker placed in an AZ.
  */
 import { connect, createServer, type Server } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { LinkOptionError, LossyLink } from "../../lab/engines/lossy-link";
 import { connectFrom, placeMembers, redisServerIn } from "../../lab/drill/placement";
+import { QueueProbe } from "../../lab/drill/scenarios/queue-probe";
 
 describe("placement", () => {
   it("puts the primary and the replica in different AZs, a sentinel and a broker in each", () => {
@@ -21,6 +23,26 @@ describe("placement", () => {
     expect(connectFrom("global\n  maxconn 1\n\ndefaults\n  mode http\n", "127.0.0.2")).toBe("global\n  maxconn 1\n\ndefaults\n  source 127.0.0.2\n  mode http\n");
     expect(() => connectFrom("global\n", "127.0.0.2")).toThrow(/defaults/);
   });
+});
+
+describe("the L4 queue probe of az-power-interruption", () => {
+  it("takes down the broker placed in the AZ; every write is still acknowledged, the lost broker's keys redirected", async () => {
+    const t0 = Date.now();
+    const probe = await QueueProbe.start({ cluster: "c1", placement: placeMembers(["az-a", "az-b", "az-c"]), now: () => Date.now() - t0 });
+    try {
+      const from = Date.now() - t0;
+      await probe.failAz("az-a");
+      await new Promise((r) => setTimeout(r, 2500));
+      const f = probe.figures(from, Date.now() - t0);
+      expect(f.failedBrokers).toEqual(["broker 1 (az-a)"]);
+      expect(f.writes).toBeGreaterThan(5);
+      expect(f.failed).toBe(0);
+      expect(f.redirected).toBeGreaterThan(0);
+      await probe.healAz();
+    } finally {
+      await probe.stop();
+    }
+  }, 30_000);
 });
 
 describe("LossyLink", () => {

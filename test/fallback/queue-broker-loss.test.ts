@@ -26,6 +26,8 @@ describe("the L4 queue when one broker is lost", () => {
   it("acknowledges every request: the lost broker's keys go to partitions the others lead; none lost", async () => {
     const { log, lines } = captureLogger();
     const q = new RequestQueue(kafkaClient({ brokers: broker.brokers, auth: "none", ssl: false, clientId: "t" }, log), topic, groupFor("c1"), log);
+    let counted = 0;
+    q.onRedirected = () => void (counted += 1);
     const req = (i: number) => ({ id: `r${i}`, kind: "chat" as const, path: "/v1/chat/completions" as const, body: { model: "m", messages: [] }, receivedAt: Date.now() });
     try {
       await q.enqueue(req(0));
@@ -37,6 +39,7 @@ describe("the L4 queue when one broker is lost", () => {
       // 24 keys over 6 partitions: a third map to broker 1's (some did, or this proves nothing).
       expect(q.redirected).toBeGreaterThan(0);
       expect(lines.some((l) => /partition unwritable/.test(l))).toBe(true);
+      expect(counted).toBe(q.redirected);
       console.log(`one broker down: 24 acks=all enqueues, ${q.redirected} redirected, ${ms.toFixed(0)} ms each on average`);
       await broker.control!.brokerUp(1);
       // Every acknowledged request is in the topic.

@@ -53,6 +53,7 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
     const q = queue;
     metrics.queueDepthCap.set(cfg.maxQueueDepth);
     metrics.depthSource = () => q.depth;
+    q.onRedirected = () => metrics.queueRedirected.inc();
     let sampling = false;
     const sample = (): void => {
       // One sample at a time: a slow broker does not pile admin calls up.

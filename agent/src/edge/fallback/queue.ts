@@ -141,6 +141,8 @@ export class RequestQueue {
   private readonly partitioner = Partitioners.DefaultPartitioner();
   /** Requests produced to another partition than their key's, their leader being unreachable. */
   redirected = 0;
+  /** Called on each of those (the metrics' counter). */
+  onRedirected: (() => void) | null = null;
 
   constructor(
     private readonly kafka: Kafka,
@@ -215,6 +217,7 @@ export class RequestQueue {
             this.log.warn({ topic: this.topic, partition: other, err: (err as Error).message }, "partition unwritable; request produced to a partition another broker leads");
             await send({ ...message, partition: other });
             this.redirected += 1;
+            this.onRedirected?.();
           }
         })(),
         timeout,
