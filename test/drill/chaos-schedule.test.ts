@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { InvariantChecker, INVARIANT, noServerBetween, type FaultWindow, type Violation } from "../../lab/drill/chaos/invariants";
 import { CHAOS_CATALOGUE, makeSchedule, mulberry32, type ChaosEvent } from "../../lab/drill/chaos/schedule";
-import { lateConflict } from "../../lab/drill/chaos/run";
+import { lateConflict, queueViolations } from "../../lab/drill/chaos/run";
 import { parseDrillArgs } from "../../lab/drill/command";
 import { SDK_CLIENT } from "../../lab/drill/sdk-traffic";
 import { emptyTimeline, type FleetSample, type Sample } from "../../lab/drill/timeline";
@@ -46,6 +46,19 @@ describe("chaos schedule", () => {
       }
       // Every kind of the catalogue is drawn over ten minutes.
       expect(new Set(s.map((e) => e.kind)).size, `seed ${seed}`).toBe(CHAOS_CATALOGUE.length);
+    }
+  });
+
+  it("fails one Kafka broker at a time, and a broker fault touches no AZ's capacity", () => {
+    for (const seed of [1, 2, 3]) {
+      const s = makeSchedule(FLEET, { seed, ...OPTS });
+      const kafka = s.filter((e) => e.kind === "kafka-broker-loss");
+      expect(kafka.length, `seed ${seed}`).toBeGreaterThan(0);
+      for (const e of kafka) {
+        expect(e.target).toMatch(/^kafka:az-[ab]$/);
+        expect(e.azs).toEqual([]);
+        expect(kafka.filter((o) => o !== e && o.at < e.at + e.durationMs && e.at < o.at + o.durationMs)).toEqual([]);
+      }
     }
   });
 
@@ -129,6 +142,16 @@ describe("chaos invariants", () => {
     expect(rolledBack("B")).toEqual([]);
     // The same read from the server that had the newer hash: a write, and stale.
     expect(rolledBack("A").map((x) => x.invariant)).toEqual([INVARIANT.stale]);
+  });
+
+  it("makes unacknowledged L4 queue writes one violation per run of them", () => {
+    const w = (t: number) => ({ t, ms: 5000, ok: false });
+    const v = queueViolations([w(5000), w(1000), w(1100), w(1900)]);
+    expect(v.map((x) => `${x.invariant} ${x.t} ${x.detail}`)).toEqual([
+      `${INVARIANT.queued} 1000 3 L4 queue writes not acknowledged from 1.00s to 1.90s`,
+      `${INVARIANT.queued} 5000 1 L4 queue write not acknowledged from 5.00s to 5.00s`,
+    ]);
+    expect(queueViolations([])).toEqual([]);
   });
 
   it("excuses a DOWN only while a fault touches the AZ (and its grace), once per stretch", () => {

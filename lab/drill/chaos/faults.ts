@@ -16,7 +16,8 @@ import { endpointOn } from "../scenarios/redis";
 import { REDIS_ONE_WAY_MS } from "../scenarios/redis-latency";
 import type { ScenarioContext } from "../scenarios/runner";
 import type { DrillAz } from "../stack";
-import type { ChaosEvent } from "./schedule";
+import type { QueueProbe } from "../scenarios/queue-probe";
+import { KAFKA_TARGET, type ChaosEvent } from "./schedule";
 
 export class ChaosFaultError extends Error {
   constructor(message: string) {
@@ -166,16 +167,16 @@ function linkFault(ctx: ScenarioContext, kind: string): () => Promise<void> {
 }
 
 /** Fires one scheduled fault; resolves what it hit and its heal, or a reason it was skipped. */
-export async function fire(ctx: ScenarioContext, ev: ChaosEvent, busy: BusyNodes): Promise<FiredFault | { skipped: string }> {
+export async function fire(ctx: ScenarioContext, ev: ChaosEvent, busy: BusyNodes, queue: QueueProbe | null = null): Promise<FiredFault | { skipped: string }> {
   try {
-    return await fireOrThrow(ctx, ev, busy);
+    return await fireOrThrow(ctx, ev, busy, queue);
   } catch (err) {
     if (err instanceof ChaosSkip) return { skipped: err.message };
     throw err;
   }
 }
 
-async function fireOrThrow(ctx: ScenarioContext, ev: ChaosEvent, busy: BusyNodes): Promise<FiredFault | { skipped: string }> {
+async function fireOrThrow(ctx: ScenarioContext, ev: ChaosEvent, busy: BusyNodes, queue: QueueProbe | null): Promise<FiredFault | { skipped: string }> {
   const { stack } = ctx;
   const node = (id: string): SimNode => {
     const n = stack.nodes.find((x) => x.id === id);
@@ -219,5 +220,11 @@ async function fireOrThrow(ctx: ScenarioContext, ev: ChaosEvent, busy: BusyNodes
   }
   if (ev.target === "redis") return { victims: ["redis"], azs: [], heal: await redisFault(ctx, ev.kind, ev.durationMs) };
   if (ev.target === "links") return { victims: ["links"], azs: [], heal: linkFault(ctx, ev.kind) };
+  if (ev.target.startsWith(KAFKA_TARGET)) {
+    if (!queue) throw new ChaosFaultError("no Kafka cluster with its mock API to fail a broker of (python3 missing?)");
+    const az = ev.target.slice(KAFKA_TARGET.length);
+    const ids = await queue.failAz(az);
+    return { victims: ids.map((id) => `kafka broker ${id} (${az})`), azs: [], heal: () => queue.healAz() };
+  }
   throw new ChaosFaultError(`fault #${ev.n} ${ev.kind}: unknown target ${JSON.stringify(ev.target)}`);
 }

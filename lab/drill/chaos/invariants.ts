@@ -16,6 +16,7 @@ export const INVARIANT = {
   term: "one leader per fencing term",
   healthyAz: "no healthy AZ published DOWN",
   answered: "every accepted request answered",
+  queued: "every L4 queue write acknowledged",
   settled: "back to L0, every node healthy, after the last heal",
   nothingLeft: "nothing left running",
 } as const;

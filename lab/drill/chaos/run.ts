@@ -14,6 +14,7 @@ import { healthy, mark, standbyAtZero, steady, until } from "../scenarios/runner
 import { DRILL_TIMING } from "../settings";
 import type { Sample } from "../timeline";
 import { createWorld, noLinksWhy } from "../world";
+import { QueueProbe, type QueueWrite } from "../scenarios/queue-probe";
 import { fire, type BusyNodes } from "./faults";
 import { excerpt, INVARIANT, InvariantChecker, type FaultWindow, type Violation } from "./invariants";
 import { AZ_RECOVERY_MS, CHAOS_CATALOGUE, formatSchedule, makeSchedule, type ChaosEvent, type ChaosFleet } from "./schedule";
@@ -110,6 +111,8 @@ export interface ChaosReport {
   settleMs: number | null;
   /** SDK-class failures judged and excused; samples where published hashes went back to older tokens (the endpoint's server lost writes). */
   answered: { judged: number; excusedCut: number; excusedNoServer: number; rollbacks: number };
+  /** The L4 queue written every 100 ms through the campaign (the fallback's own producer); null when it could not start. */
+  queue: { writes: number; failed: number; redirected: number; maxMs: number } | null;
   traffic: { sent: Record<string, number>; failed: Record<string, number> };
   pass: boolean;
   outDir: string;
@@ -124,6 +127,22 @@ export function lateConflict(ev: ChaosEvent, windows: readonly FaultWindow[], t:
   const recent = windows.filter((w) => planned(w.n).length && (w.healedAt === null || t < w.healedAt + AZ_RECOVERY_MS));
   const touched = new Set([...recent.flatMap((w) => planned(w.n)), ...ev.azs]);
   return azs.every((az) => touched.has(az)) ? `with ${recent.map((w) => `#${w.n}`).join(", ")} still held or recovering it would touch every AZ at once` : null;
+}
+
+/** Unacknowledged queue writes as violations: one per run of failures no more than a second apart. */
+export function queueViolations(failures: readonly QueueWrite[]): Violation[] {
+  const out: Violation[] = [];
+  let run: QueueWrite[] = [];
+  const close = (): void => {
+    if (run.length) out.push({ invariant: INVARIANT.queued, t: run[0].t, detail: `${run.length} L4 queue write${run.length === 1 ? "" : "s"} not acknowledged from ${(run[0].t / 1000).toFixed(2)}s to ${(run[run.length - 1].t / 1000).toFixed(2)}s` });
+    run = [];
+  };
+  for (const w of [...failures].sort((a, b) => a.t - b.t)) {
+    if (run.length && w.t - run[run.length - 1].t > 1000) close();
+    run.push(w);
+  }
+  close();
+  return out;
 }
 
 type Io = { out: (s: string) => void; err: (s: string) => void };
@@ -149,6 +168,8 @@ export async function runChaos(args: { nodes: number; out?: string; json?: strin
   let settleMs: number | null = null;
   let c0 = 0;
   let checker: InvariantChecker;
+  let queue: QueueProbe | null = null;
+  let queueFigures: ChaosReport["queue"] = null;
   const proxies: string[] = [];
   const printed = new Set<Violation>();
   const report = (v: Violation): void => {
@@ -166,6 +187,12 @@ export async function runChaos(args: { nodes: number; out?: string; json?: strin
     }
     const active = stack.azs.filter((a) => !a.standby);
     proxies.push(...stack.azs.map((a) => a.proxy));
+    // The L4 queue as the L1 pods hold it, written throughout: the broker faults' invariant.
+    queue = await QueueProbe.start({ cluster: stack.cluster, placement: stack.placement, now }).catch((err: Error) => {
+      errors.push(`L4 queue not started (kafka-broker-loss cannot fire): ${err.message}`);
+      progress(`L4 queue not started: ${err.message}`);
+      return null;
+    });
     fleet = { azs: active.map((a) => a.name), nodes: stack.nodes.filter((n) => !stack.azOf(n).standby).map((n) => ({ id: n.id, az: n.az })) };
     schedule = makeSchedule(fleet, { seed, minutes: args.chaos.minutes, concurrency: args.chaos.concurrency, allAzs: args.chaos.allAzs, links: why === null });
     io.out(
@@ -222,7 +249,7 @@ export async function runChaos(args: { nodes: number; out?: string; json?: strin
         windows.push(w);
         let fired;
         try {
-          fired = await fire(ctx, ev, busy);
+          fired = await fire(ctx, ev, busy, queue);
         } catch (err) {
           // Part of it may have acted: it keeps its window, ended now.
           w.healAt = w.healedAt = now();
@@ -277,8 +304,15 @@ export async function runChaos(args: { nodes: number; out?: string; json?: strin
     if (ctx.cuts && ctx.cuts.cuts().length) violations.push({ invariant: INVARIANT.nothingLeft, t: now(), detail: `iptables rules left: ${ctx.cuts.cuts().map((l) => `${l.from}>${l.to}`).join(", ")}` });
     await world.stopTraffic();
     for (const v of ck.step(tl, windows, Infinity)) violations.push(v);
+    if (queue) {
+      await queue.stop();
+      violations.push(...queueViolations(queue.failures().filter((w) => w.t >= c0)));
+      const f = queue.figures(c0, Infinity);
+      queueFigures = { writes: f.writes, failed: f.failed, redirected: f.redirected, maxMs: f.maxMs };
+    }
   } finally {
     progress("stopping everything");
+    await queue?.stop();
     await world.close();
   }
   const left = [...world.pids].filter(pidAlive);
@@ -305,6 +339,7 @@ export async function runChaos(args: { nodes: number; out?: string; json?: strin
     violations,
     settleMs,
     answered: checker.counts,
+    queue: queueFigures,
     traffic: { sent: tl.sent, failed },
     pass: violations.length === 0 && errors.length === 0,
     outDir,
@@ -316,6 +351,7 @@ export async function runChaos(args: { nodes: number; out?: string; json?: strin
       `  ${byInvariant.join("; ")}\n` +
       `  settled ${settleMs === null ? "never" : `${(settleMs / 1000).toFixed(1)} s`} after the last heal (bound ${SETTLE_MS / 1000} s); SDK-class failures judged ${out.answered.judged} (excused: ${out.answered.excusedCut} cut with their server, ${out.answered.excusedNoServer} with no server anywhere); Redis rollbacks seen ${out.answered.rollbacks}\n` +
       `  requests: ${Object.entries(tl.sent).map(([c, n]) => `${c} ${failed[c] ?? 0} failed of ${n}`).join("; ")}\n` +
+      `  L4 queue: ${queueFigures ? `${queueFigures.writes - queueFigures.failed} of ${queueFigures.writes} writes acknowledged, ${queueFigures.redirected} past a lost broker, slowest ${queueFigures.maxMs} ms` : "not written"}\n` +
       `${errors.map((e) => `  error: ${e}\n`).join("")}  replay: npm run drill -- --chaos --seed ${seed} --minutes ${args.chaos.minutes} --nodes ${args.nodes} --chaos-concurrency ${args.chaos.concurrency}${args.chaos.allAzs ? " --chaos-all-azs" : ""}\n` +
       `  timeline: ${join(outDir, "timeline.json")}${args.json ? `; json: ${args.json}` : ""}\n`,
   );

@@ -19,10 +19,11 @@ export function mulberry32(seed: number): () => number {
 
 /**
  * What a fault acts on: one node, one AZ (its proxy and/or its nodes), the leader (whichever
- * node holds the lease when it fires), Redis (the primary, the sentinels, the endpoint), or
- * links between drill members.
+ * node holds the lease when it fires), Redis (the primary, the sentinels, the endpoint), links
+ * between drill members, or the Kafka broker placed in an AZ (one at a time: the L4 queue's
+ * topic has replication factor 3 and `min.insync.replicas` 2, so it promises one broker's loss).
  */
-export type FaultScope = "node" | "az" | "leader" | "redis" | "links";
+export type FaultScope = "node" | "az" | "leader" | "redis" | "links" | "kafka";
 
 export interface FaultSpec {
   kind: string;
@@ -36,6 +37,9 @@ export interface FaultSpec {
   /** Cuts links with iptables: only in the drill's own network namespace. */
   needsNetns?: boolean;
 }
+
+/** A broker fault's target: this prefix and the AZ the broker is placed in. */
+export const KAFKA_TARGET = "kafka:";
 
 /** The campaign's catalogue: the drill's scenario primitives, each with an inject and a heal (`faults.ts`). */
 export const CHAOS_CATALOGUE: readonly FaultSpec[] = [
@@ -55,6 +59,7 @@ export const CHAOS_CATALOGUE: readonly FaultSpec[] = [
   { kind: "leader-isolated", scope: "leader", what: "the leader's node cut from Redis (iptables); heal: rule removed", durationMs: [4000, 10_000], weight: 1, needsNetns: true },
   { kind: "az-partition", scope: "az", what: "the AZ cut from Redis and from the other AZs, its proxy serving its own nodes; heal: rules removed", durationMs: [4000, 12_000], weight: 2, needsNetns: true },
   { kind: "cross-az-loss", scope: "links", what: "20 % of new connections between AZs refused; heal: rules removed", durationMs: [5000, 15_000], weight: 1, needsNetns: true },
+  { kind: "kafka-broker-loss", scope: "kafka", what: "the Kafka broker placed in the AZ down, its partitions left on it (as MSK's controller until the broker's session times out); heal: broker up", durationMs: [5000, 20_000], weight: 1 },
 ];
 
 /** The fleet the schedule is drawn for: the active (non-standby) AZs and their nodes. */
@@ -81,7 +86,7 @@ export interface ChaosEvent {
   n: number;
   at: number;
   kind: string;
-  /** A node id, an AZ name, `leader`, `redis` or `links`. */
+  /** A node id, an AZ name, `leader`, `redis`, `links` or `kafka:<AZ>`. */
   target: string;
   durationMs: number;
   /** AZs it touches by its target (a leader fault's AZ is known only when it fires). */
@@ -117,6 +122,9 @@ function targetsOf(spec: FaultSpec, fleet: ChaosFleet): { target: string; azs: s
       return [{ target: "redis", azs: [], holds: ["redis"] }];
     case "links":
       return [{ target: "links", azs: [], holds: [`links:${spec.kind}`] }];
+    case "kafka":
+      // Serving does not depend on the queue: it touches no AZ's capacity.
+      return fleet.azs.map((az) => ({ target: `${KAFKA_TARGET}${az}`, azs: [], holds: ["kafka"] }));
   }
 }
 

@@ -40,7 +40,9 @@ export class QueueProbe {
   private timer: NodeJS.Timeout | null = null;
   private inFlight = 0;
   private seq = 0;
-  private readonly down: number[] = [];
+  /** Brokers down now, and every broker this probe took down. */
+  private readonly down = new Set<number>();
+  private readonly lost: number[] = [];
 
   private constructor(
     private readonly kafka: KafkaMockHandle,
@@ -85,18 +87,30 @@ export class QueueProbe {
     this.writes.push({ t, ms: this.now() - t, ok });
   }
 
-  /** The brokers placed in `az` lose power. */
-  async failAz(az: string): Promise<void> {
+  /** The brokers placed in `az` lose power; resolves their ids. */
+  async failAz(az: string): Promise<number[]> {
+    const ids: number[] = [];
     for (const [i, where] of this.placement.brokers.entries()) {
       if (where !== az) continue;
       await this.kafka.control!.brokerDown(i + 1);
-      this.down.push(i + 1);
+      this.down.add(i + 1);
+      if (!this.lost.includes(i + 1)) this.lost.push(i + 1);
+      ids.push(i + 1);
+    }
+    return ids;
+  }
+
+  /** Power back: the brokers down now answer again. */
+  async healAz(): Promise<void> {
+    for (const id of [...this.down]) {
+      await this.kafka.control!.brokerUp(id);
+      this.down.delete(id);
     }
   }
 
-  /** Power back: the lost brokers answer again. */
-  async healAz(): Promise<void> {
-    for (const id of this.down) await this.kafka.control!.brokerUp(id);
+  /** Writes not acknowledged so far (drill clock). */
+  failures(): QueueWrite[] {
+    return this.writes.filter((x) => !x.ok);
   }
 
   /** Writes sent in [from, to) (drill clock), and the lost brokers. */
@@ -107,7 +121,7 @@ export class QueueProbe {
       failed: w.filter((x) => !x.ok).length,
       redirected: this.queue.redirected,
       maxMs: w.reduce((m, x) => Math.max(m, x.ms), 0),
-      failedBrokers: this.down.map((id) => `broker ${id} (${this.placement.brokers[id - 1]})`),
+      failedBrokers: this.lost.map((id) => `broker ${id} (${this.placement.brokers[id - 1]})`),
     };
   }
 
