@@ -50,7 +50,9 @@ describe("llm-ha drill --chaos", () => {
     expect(report.fired.length - failedInjects, out).toBeGreaterThan(schedule.length / 2);
     expect(report.fired.every((w) => w.healedAt !== null)).toBe(true);
     const count = (name: string): number => report.violations.filter((v) => v.invariant === name).length;
-    for (const name of [INVARIANT.stale, INVARIANT.term, INVARIANT.nothingLeft]) expect(count(name), `${name}\n${out}`).toBe(0);
+    for (const name of [INVARIANT.stale, INVARIANT.term, INVARIANT.nothingLeft, INVARIANT.queued]) expect(count(name), `${name}\n${out}`).toBe(0);
+    // The L4 queue was written through the whole minute (one write every 100 ms).
+    expect(report.queue?.writes ?? 0, out).toBeGreaterThan(100);
     const bent = [INVARIANT.healthyAz, INVARIANT.answered, INVARIANT.settled].map((n) => `${n}: ${count(n)}`);
     console.log(`chaos seed ${SEED} under test: ${bent.join("; ")}; injector errors ${report.errors.length}; settled ${report.settleMs ?? "never"} ms`);
     expect(report.minutesRun).toBeGreaterThanOrEqual(MINUTES - 0.1);
