@@ -22,6 +22,8 @@ export interface QueueWrite {
   t: number;
   ms: number;
   ok: boolean;
+  /** Why it was not acknowledged. */
+  err?: string;
 }
 
 export interface QueueProbeFigures {
@@ -76,15 +78,15 @@ export class QueueProbe {
     this.inFlight += 1;
     const t = this.now();
     const id = `drill-${++this.seq}`;
-    let ok = true;
+    let err: string | undefined;
     try {
       await this.queue.enqueue({ id, kind: "chat", path: "/v1/chat/completions", body: { model: "drill", messages: [{ role: "user", content: id }] }, receivedAt: Date.now() });
-    } catch {
-      ok = false;
+    } catch (e) {
+      err = (e as Error).message;
     } finally {
       this.inFlight -= 1;
     }
-    this.writes.push({ t, ms: this.now() - t, ok });
+    this.writes.push({ t, ms: this.now() - t, ok: err === undefined, ...(err === undefined ? {} : { err }) });
   }
 
   /** The brokers placed in `az` lose power; resolves their ids. */

@@ -6,7 +6,7 @@
  * kafkajs; on AWS, MSK with IAM auth (SASL OAUTHBEARER carrying a SigV4-presigned
  * `kafka-cluster:Connect` URL, what aws-msk-iam-sasl-signer-js builds) over TLS.
  */
-import { Kafka, logLevel, Partitioners, type Admin, type KafkaConfig, type Message, type Producer, type SASLOptions } from "kafkajs";
+import { Kafka, logLevel, Partitioners, type Admin, type KafkaConfig, type Message, type PartitionMetadata, type Producer, type SASLOptions } from "kafkajs";
 import { Sha256 } from "@aws-crypto/sha256-js";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { HttpRequest } from "@smithy/protocol-http";
@@ -139,6 +139,10 @@ export class RequestQueue {
   private lastLag: number | null = null;
   /** The producer's partitioner (kafkajs's default, Java-compatible), to know where a key went. */
   private readonly partitioner = Partitioners.DefaultPartitioner();
+  /** The topic's partitions as the producer last saw them (its own metadata, handed to its partitioner on each send). */
+  private partitionMetadata: PartitionMetadata[] = [];
+  /** When a produce was last acknowledged (ms since the epoch; 0 never). */
+  private lastAckAt = 0;
   /** Requests produced to another partition than their key's, their leader being unreachable. */
   redirected = 0;
   /** Called on each of those (the metrics' counter). */
@@ -155,7 +159,15 @@ export class RequestQueue {
   private async connected(): Promise<Producer> {
     if (this.producer) return this.producer;
     this.connecting ??= (async () => {
-      const p = this.kafka.producer({ allowAutoTopicCreation: true, createPartitioner: Partitioners.DefaultPartitioner, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 } });
+      // kafkajs's default partitioner, watched: it is handed the producer's metadata on every send.
+      const createPartitioner = (): ReturnType<typeof Partitioners.DefaultPartitioner> => {
+        const inner = Partitioners.DefaultPartitioner();
+        return (args) => {
+          if (args.topic === this.topic) this.partitionMetadata = args.partitionMetadata;
+          return inner(args);
+        };
+      };
+      const p = this.kafka.producer({ allowAutoTopicCreation: true, createPartitioner, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 } });
       p.on(p.events.DISCONNECT, () => {
         if (this.producer === p) this.producer = null;
       });
@@ -212,7 +224,7 @@ export class RequestQueue {
           try {
             await send(message);
           } catch (err) {
-            const other = await this.partitionAwayFrom(message).catch(() => null);
+            const other = this.partitionAwayFrom(message);
             if (other === null) throw err;
             this.log.warn({ topic: this.topic, partition: other, err: (err as Error).message }, "partition unwritable; request produced to a partition another broker leads");
             await send({ ...message, partition: other });
@@ -223,11 +235,15 @@ export class RequestQueue {
         timeout,
       ]);
       this.producedSinceSample += 1;
+      this.lastAckAt = Date.now();
     } catch (err) {
       // A fresh connection next time: kafkajs keeps a producer that lost every broker "connected".
-      const p = this.producer;
-      this.producer = null;
-      if (p) void p.disconnect().catch(() => undefined);
+      // Not while it still gets acknowledgements (one broker lost): the requests in flight on it would fail with it.
+      if (Date.now() - this.lastAckAt > this.produceTimeoutMs) {
+        const p = this.producer;
+        this.producer = null;
+        if (p) void p.disconnect().catch(() => undefined);
+      }
       if (err instanceof QueueUnavailableError) throw err;
       throw new QueueUnavailableError(`Kafka: ${(err as Error).message}`);
     } finally {
@@ -245,12 +261,12 @@ export class RequestQueue {
   }
 
   /**
-   * A partition led by another broker than the one the message's key maps to (fresh metadata),
-   * picked at random among them; null when there is none (one broker, or no leader anywhere).
+   * A partition led by another broker than the one the message's key maps to (the producer's
+   * own metadata: no admin connection, which may land on the lost broker), picked at random
+   * among them; null when there is none (one broker, or no leader anywhere).
    */
-  private async partitionAwayFrom(message: Message): Promise<number | null> {
-    const meta = await this.withAdmin((a) => a.fetchTopicMetadata({ topics: [this.topic] }));
-    const partitionMetadata = meta.topics.find((t) => t.name === this.topic)?.partitions ?? [];
+  private partitionAwayFrom(message: Message): number | null {
+    const partitionMetadata = this.partitionMetadata;
     if (partitionMetadata.length < 2) return null;
     const mapped = this.partitioner({ topic: this.topic, partitionMetadata, message });
     const lost = partitionMetadata.find((x) => x.partitionId === mapped)?.leader;
