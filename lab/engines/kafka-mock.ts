@@ -78,11 +78,6 @@ export function kcatPresent(bin = process.env.LLMHA_KCAT ?? "kcat"): boolean {
 /** The python3 host of the mock cluster with its mock API (this folder). */
 export const KAFKA_MOCK_HOST = join(__dirname, "kafka-mock-host.py");
 
-/** True when python3 runs. */
-export function python3Present(bin = process.env.LLMHA_PYTHON3 ?? "python3"): boolean {
-  return !spawnSync(bin, ["--version"], { stdio: "ignore", timeout: 5000 }).error;
-}
-
 /** Starts a mock Kafka cluster on 127.0.0.1 and waits for its bootstrap servers. */
 export async function startKafkaMock(opts: KafkaMockOptions = {}): Promise<KafkaMockHandle> {
   const n = opts.brokers ?? 3;
@@ -90,9 +85,10 @@ export async function startKafkaMock(opts: KafkaMockOptions = {}): Promise<Kafka
   const timeoutMs = opts.startTimeoutMs ?? 10_000;
   let child: ChildProcess;
   let host: string;
+  let py: string | null = null;
   if (opts.control) {
-    const py = process.env.LLMHA_PYTHON3 ?? "python3";
-    if (!python3Present(py)) throw new EngineMissingError(py, "python3");
+    // No `python3 --version` first: a pyenv shim takes seconds to answer on a loaded machine; a missing one is ENOENT below.
+    py = process.env.LLMHA_PYTHON3 ?? "python3";
     host = "kafka-mock-host.py";
     child = spawn(py, [KAFKA_MOCK_HOST, String(n)], { stdio: ["pipe", "pipe", "pipe"] });
   } else {
@@ -132,9 +128,9 @@ export async function startKafkaMock(opts: KafkaMockOptions = {}): Promise<Kafka
       clearTimeout(timer);
       reject(new KafkaMockStartError(`${host} exited (${code ?? sig}) before the mock cluster came up: ${seen.slice(-500)}`));
     });
-    child.once("error", (err) => {
+    child.once("error", (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      reject(new KafkaMockStartError(`${host} failed to start: ${err.message}`));
+      reject(py !== null && err.code === "ENOENT" ? new EngineMissingError(py, "python3") : new KafkaMockStartError(`${host} failed to start: ${err.message}`));
     });
   });
   let stopped = false;
