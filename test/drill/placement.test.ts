@@ -45,6 +45,20 @@ describe("the L4 queue probe of az-power-interruption", () => {
   }, 30_000);
 });
 
+describe("the chaos campaign's broker fault", () => {
+  it("takes one broker even where the AZ holds two (two AZs, three brokers: chaos seed 9 took both)", async () => {
+    const p = placeMembers(["az-a", "az-b"]);
+    expect(p.brokers).toEqual(["az-a", "az-b", "az-a"]);
+    const probe = await QueueProbe.start({ cluster: "c2", placement: p, now: () => 0 });
+    try {
+      expect(await probe.failBroker("az-a")).toEqual([1]);
+      await probe.healAz();
+    } finally {
+      await probe.stop();
+    }
+  }, 30_000);
+});
+
 describe("LossyLink", () => {
   let echo: Server | null = null;
   let link: LossyLink | null = null;

@@ -89,11 +89,16 @@ export class QueueProbe {
     this.writes.push({ t, ms: this.now() - t, ok: err === undefined, ...(err === undefined ? {} : { err }) });
   }
 
-  /** The brokers placed in `az` lose power; resolves their ids. */
-  async failAz(az: string): Promise<number[]> {
+  /** One broker lost: the first placed in `az` (with fewer AZs than brokers an AZ holds more than one); resolves its id. */
+  async failBroker(az: string): Promise<number[]> {
+    return this.failAz(az, 1);
+  }
+
+  /** The brokers placed in `az` lose power (at most `most` of them); resolves their ids. */
+  async failAz(az: string, most = Infinity): Promise<number[]> {
     const ids: number[] = [];
     for (const [i, where] of this.placement.brokers.entries()) {
-      if (where !== az) continue;
+      if (where !== az || ids.length >= most) continue;
       await this.kafka.control!.brokerDown(i + 1);
       this.down.add(i + 1);
       if (!this.lost.includes(i + 1)) this.lost.push(i + 1);
