@@ -176,13 +176,11 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
             sentinels.map((s) =>
               call(s.port, async (r) => {
                 const m = (await r.call("SENTINEL", "master", SENTINEL_MASTER)) as string[];
-                const f = (k: string): number => Number(m[m.indexOf(k) + 1]);
-                if (!(f("num-other-sentinels") >= 2 && f("num-slaves") >= 1)) return false;
+                if (!(Number(field(m, "num-other-sentinels")) >= 2 && Number(field(m, "num-slaves")) >= 1)) return false;
                 // A replica it could promote now: its own INFO read (a replica known only from the
                 // primary's INFO, just after a RESET, is refused: NOGOODSLAVE), its link to the primary up.
                 const reps = (await r.call("SENTINEL", "replicas", SENTINEL_MASTER)) as string[][];
-                const g = (a: string[], k: string): string => a[a.indexOf(k) + 1];
-                return reps.some((a) => g(a, "flags") === "slave" && g(a, "master-link-status") === "ok" && Number(g(a, "info-refresh")) < 5000);
+                return reps.some((a) => field(a, "flags") === "slave" && field(a, "master-link-status") === "ok" && Number(field(a, "info-refresh")) < 5000);
               }).catch(() => false),
             ),
           )
@@ -197,6 +195,11 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
     started.push(() => endpoint.stop());
     await waitFor("endpoint on the primary", async () => (await call(port, (r) => r.info("replication"), auth)).includes("role:master"), { timeoutMs: 10_000, everyMs: 50 });
 
+    /** The primary's port as one sentinel names it (null: no answer). */
+    const namedBy = (sentinelPort: number): Promise<number | null> =>
+      call(sentinelPort, (r) => r.call("SENTINEL", "get-master-addr-by-name", SENTINEL_MASTER) as Promise<[string, string] | null>)
+        .then((a) => (a ? Number(a[1]) : null))
+        .catch(() => null);
     const servers = [first, replica] as const;
     const role = async (s: RedisServerHandle): Promise<string | null> => call(s.port, async (r) => String(((await r.call("ROLE")) as unknown[])[0]), auth).catch(() => null);
     const handle: RedisHaHandle = {
@@ -210,8 +213,8 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
       endpoint,
       async sentinelPrimaryPort() {
         for (const s of sentinels) {
-          const a = await call(s.port, (r) => r.call("SENTINEL", "get-master-addr-by-name", SENTINEL_MASTER) as Promise<[string, string] | null>).catch(() => null);
-          if (a) return Number(a[1]);
+          const at = await namedBy(s.port);
+          if (at !== null) return at;
         }
         return null;
       },
@@ -255,11 +258,9 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
         await within(failoverTimeoutMs * 2, async () => {
           const p = await handle.primary();
           if (p === null) return false;
-          const named = await Promise.all(
-            sentinels.map((x) => call(x.port, (r) => r.call("SENTINEL", "get-master-addr-by-name", SENTINEL_MASTER) as Promise<[string, string] | null>).catch(() => null)),
-          );
+          const named = await Promise.all(sentinels.map((x) => namedBy(x.port)));
           // Every sentinel, not the first that answers: one still on the old address keeps it through the RESET.
-          return named.every((a) => a !== null && (Number(a[1]) === p.port || (p === first && Number(a[1]) === link.port)));
+          return named.every((at) => at === p.port || (p === first && at === link.port));
         });
         await Promise.all(sentinels.map((x) => call(x.port, (r) => r.call("SENTINEL", "RESET", SENTINEL_MASTER)).catch(() => undefined)));
         await sentinelsReady();
@@ -309,6 +310,12 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
     await stopAll();
     throw err;
   }
+}
+
+/** One field of a Sentinel reply given as a flat name, value, name, value… list. */
+function field(reply: readonly string[], name: string): string | undefined {
+  const i = reply.indexOf(name);
+  return i < 0 ? undefined : reply[i + 1];
 }
 
 /** Waits until `fn` holds, polling every `everyMs`; resolves false at the deadline. */

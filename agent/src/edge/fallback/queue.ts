@@ -159,13 +159,10 @@ export class RequestQueue {
   private async connected(): Promise<Producer> {
     if (this.producer) return this.producer;
     this.connecting ??= (async () => {
-      // kafkajs's default partitioner, watched: it is handed the producer's metadata on every send.
-      const createPartitioner = (): ReturnType<typeof Partitioners.DefaultPartitioner> => {
-        const inner = Partitioners.DefaultPartitioner();
-        return (args) => {
-          if (args.topic === this.topic) this.partitionMetadata = args.partitionMetadata;
-          return inner(args);
-        };
+      // kafkajs's default partitioner (the one `partitionAwayFrom` asks), watched: it is handed the producer's metadata on every send.
+      const createPartitioner = (): ReturnType<typeof Partitioners.DefaultPartitioner> => (args) => {
+        if (args.topic === this.topic) this.partitionMetadata = args.partitionMetadata;
+        return this.partitioner(args);
       };
       const p = this.kafka.producer({ allowAutoTopicCreation: true, createPartitioner, retry: { retries: 2, initialRetryTime: 100, maxRetryTime: 1000 } });
       p.on(p.events.DISCONNECT, () => {
