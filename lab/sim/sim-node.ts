@@ -4,8 +4,8 @@
  * and the bench build fleets from these.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
-import { rm } from "node:fs/promises";
+import { createWriteStream, mkdirSync, readFileSync, type WriteStream } from "node:fs";
+import { appendFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { InferenceKind } from "../../agent/src/config/spec";
@@ -80,6 +80,16 @@ function start(cmd: string, args: string[], env: NodeJS.ProcessEnv, log: WriteSt
   return { child, exited };
 }
 
+/** A node log's last lines, for a start-up error (the test may remove the folder before anyone reads it). */
+function logTail(dir: string, id: string, lines = 15): string {
+  try {
+    const tail = readFileSync(join(dir, `${id}.log`), "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+    return tail ? `; last lines of ${id}.log:\n${tail}` : `; ${id}.log is empty`;
+  } catch {
+    return "";
+  }
+}
+
 async function end(p: Proc | null, signal: NodeJS.Signals = "SIGTERM", graceMs = 5000): Promise<void> {
   if (p) await stopChild(p.child, { signal, graceMs });
 }
@@ -141,7 +151,6 @@ export class SimNode {
     const n = new SimNode(opts);
     try {
       await writeNvsmiState(n.statePath, n.nvsmi);
-      const { appendFile } = await import("node:fs/promises");
       await appendFile(n.xidLogPath, "");
       const p = opts.ports;
       [n.inferencePort, n.adminPort, n.httpPort, n.agentCheckPort] = p
@@ -257,7 +266,7 @@ export class SimNode {
       });
       p.exited.then(() => reject(new SimNodeError(`fake inference server of ${this.id} exited at start-up (see ${this.opts.dir}/${this.id}.log)`)));
     });
-    await Promise.race([ready, sleep(START_LIMIT_MS).then(() => Promise.reject(new SimNodeError(`fake inference server of ${this.id} did not start in ${START_LIMIT_MS / 1000} s`)))]);
+    await Promise.race([ready, sleep(START_LIMIT_MS).then(() => Promise.reject(new SimNodeError(`fake inference server of ${this.id} did not start in ${START_LIMIT_MS / 1000} s${logTail(this.opts.dir, this.id)}`)))]);
     rl.close();
   }
 
@@ -289,9 +298,9 @@ export class SimNode {
     this.refuseWhenStopped("agent");
     const args = this.opts.built ? [BUILT_CLI, "agent"] : ["--import", "tsx", CLI, "agent"];
     this.agent = start(process.execPath, args, this.agentEnv(), this.log);
-    const a = this.agent;
     let gone = false;
-    void a.exited.then(() => (gone = true));
+    void this.agent.exited.then(() => (gone = true));
+    const t0 = Date.now();
     await waitFor(
       `agent ${this.id} /livez`,
       async () => {
@@ -300,7 +309,9 @@ export class SimNode {
         return r.ok;
       },
       { timeoutMs: START_LIMIT_MS, everyMs: 50 },
-    );
+    ).catch((err: Error) => {
+      throw new SimNodeError(`${err.message} (${gone ? "it exited" : `still running after ${Date.now() - t0} ms`})${logTail(this.opts.dir, this.id)}`);
+    });
   }
 
   /** What HAProxy would read from the agent-check port: one line. */
@@ -339,7 +350,6 @@ export class SimNode {
 
   /** Appends a kernel log line the agent reads for XIDs. */
   async xid(code: number): Promise<void> {
-    const { appendFile } = await import("node:fs/promises");
     await appendFile(this.xidLogPath, `[12345.678901] NVRM: Xid (PCI:0000:53:00): ${code}, pid=4242, name=python3, Ch 00000001\n`);
   }
 
@@ -360,12 +370,8 @@ export class SimNode {
     this.agent = null;
   }
 
-  pauseAgent(): void {
-    this.agent?.child.kill("SIGSTOP");
-  }
-  resumeAgent(): void {
-    this.agent?.child.kill("SIGCONT");
-  }
+  pauseAgent(): void { this.agent?.child.kill("SIGSTOP"); }
+  resumeAgent(): void { this.agent?.child.kill("SIGCONT"); }
 
   /** SIGTERM the inference server as a planned stop does. */
   private async endPlanned(): Promise<void> {
@@ -378,10 +384,7 @@ export class SimNode {
     this.inference = null;
   }
 
-  /**
-   * A boot still under way when the drill stops (a standby woken in its last seconds) must not
-   * start a process after this: nobody would end it.
-   */
+  /** A boot still under way when the drill stops (a standby woken late) must start nothing: nobody would end it. */
   private refuseWhenStopped(what: string): void {
     if (this.closed) throw new SimNodeError(`${this.id}: not starting its ${what}: the node was stopped`);
   }
