@@ -36,6 +36,12 @@ export interface ContinuationBenchOptions {
   arrivals?: "cold" | "steady";
   /** HAProxy's threads. Default none: one per CPU, as `nbthread` unset does. */
   nbthread?: number;
+  /**
+   * Where the relay sends: `proxy` (default, as the L1 pod runs it: HAProxy's continuation
+   * listener, the same backend) or `server` (straight to the stub): the design not taken, measured
+   * to show what HAProxy's second pass costs (docs/bench.md).
+   */
+  relayTo?: "proxy" | "server";
   log: (l: string) => void;
 }
 
@@ -150,7 +156,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
   const [plain, relayed, relayPort, upstream] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const built = builtCli(o.log);
   const args = built ? [built, "continue"] : ["--import", "tsx", join(__dirname, "..", "..", "agent", "src", "cli.ts"), "continue"];
-  const env = { ...process.env, LLMHA_CONTINUE_PORT: String(relayPort), LLMHA_CONTINUE_UPSTREAM: `127.0.0.1:${upstream}`, LLMHA_CONTINUE_METRICS_ADDR: "off", LLMHA_LOG_LEVEL: "warn" };
+  const env = { ...process.env, LLMHA_CONTINUE_PORT: String(relayPort), LLMHA_CONTINUE_UPSTREAM: `127.0.0.1:${o.relayTo === "server" ? stubPort : upstream}`, LLMHA_CONTINUE_METRICS_ADDR: "off", LLMHA_LOG_LEVEL: "warn" };
   const child = spawn(process.execPath, args, { env, stdio: "ignore" });
   const servers = { kind: "static" as const, local: [{ name: "stub", address: "127.0.0.1", port: stubPort, agentPort: await freePort(), httpPort: 1 }], backup: [] };
   // Enough connections for the streams on both paths; the stub takes them all.
@@ -224,6 +230,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
       chunkMs: o.chunkMs,
       rounds: o.rounds,
       arrivals: o.arrivals ?? "cold",
+      relayTo: o.relayTo ?? "proxy",
       perRequestMs: compare(res, "ttfb"),
       perChunkMs: compare(res, "lag"),
       oneInFlight: { perRequestMs: compare(one, "ttfb"), perChunkMs: compare(one, "lag") },

@@ -59,6 +59,9 @@ async function main(): Promise<void> {
     result.continuation = await runContinuationBench(quick ? { streams: 50, chunks: 50, chunkMs: 20, rounds: 2, log } : { streams: 1000, chunks: 40, chunkMs: 250, rounds: 3, log });
     // The same 1,000 open at once under constant arrivals (a pod in service): idle connections reused.
     if (!quick) result.continuationSteady = await runContinuationBench({ streams: 1000, chunks: 40, chunkMs: 250, rounds: 2, arrivals: "steady", log });
+    // The design not taken: the relay straight to the server, HAProxy's second pass skipped (its health checks,
+    // agent weights, retries and per-server queue with it). Measured so the price of that pass is a figure.
+    if (!quick) result.continuationToServer = await runContinuationBench({ streams: 1000, chunks: 40, chunkMs: 250, rounds: 2, relayTo: "server", log });
   }
   if (!only || only === "standby") {
     log("standby: wake-up of the standby AZ on the drill's real pieces");
