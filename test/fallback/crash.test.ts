@@ -113,7 +113,8 @@ describe("kill -9 of one of two replaying fallbacks, mid-request", () => {
       // At most once: nothing reached the fleet twice; every request not given up was answered.
       expect(ids.every((id) => (slowHits.get(id) ?? 0) <= 1)).toBe(true);
       expect(ids.filter((_, i) => states[i] === "done").every((id) => slowHits.get(id) === 1)).toBe(true);
-      expect(tookMs).toBeLessThan(15_000);
+      // 10–11.6 s on the 2-core machine in whole runs, once 16.6 s beside the drill's suites: the bound catches a hang.
+      expect(tookMs).toBeLessThan(25_000);
     } finally {
       await dying?.stop().catch(() => undefined);
       await survivor?.close();
