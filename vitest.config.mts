@@ -5,9 +5,9 @@ import { defineConfig } from "vitest/config";
 // two at a time and each test gets a generous timeout.
 //
 // The two suites that run the whole drill (the quick drill, a chaos minute) start dozens of
-// processes each: beside the other suites they starved them (an agent that did not answer in
-// 45 s, a standby that did not serve within the scenario) and took twice their own time. They run
-// last, one at a time, when nothing else runs.
+// processes each. Beside the other suites they took about twice their own time, and runs with
+// them there failed on starvation: a standby that did not serve within the quick drill here, an
+// agent with no /livez in 45 s in CI. They run last, one at a time, when nothing else runs.
 const WHOLE_DRILL = ["test/drill/quick.test.ts", "test/drill/chaos.test.ts"];
 
 export default defineConfig({
