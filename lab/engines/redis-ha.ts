@@ -272,8 +272,9 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
         if (await handle.partitionable()) return;
         link.thaw();
         const current = await handle.primary();
-        if (current === replica) {
-          await waitFor("the first server in sync", async () => /master_link_status:up/.test(await call(first.port, (r) => r.info("replication"), auth)), { timeoutMs: 20_000, everyMs: 100 });
+        // In sync with the replica, or made primary again by the sentinels themselves (seen: right after a failover
+        // away from it, one back to it while it was still syncing; the wait for its sync then never ended).
+        if (current === replica && (await waitFor("the first server in sync", async () => ((await role(first)) === "master" ? "primary" : /master_link_status:up/.test(await call(first.port, (r) => r.info("replication"), auth)) && "synced"), { timeoutMs: 20_000, everyMs: 100 })) === "synced") {
           await call(replica.port, (r) => r.call("CLIENT", "PAUSE", "3000", "WRITE"), auth);
           const offset = (port: number): Promise<number> => call(port, async (r) => Number(/master_repl_offset:(\d+)/.exec(await r.info("replication"))?.[1] ?? -1), auth);
           const target = await offset(replica.port);
@@ -286,9 +287,11 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
         // before, not yet: the replica stayed unpromotable to them until their next INFO, 10 s on, and beside the
         // other suites sentinelsReady's 20 s ran out.
         await waitFor("replica in sync with the first server", async () => /master_link_status:up/.test(await call(replica.port, (r) => r.info("replication"), auth)), { timeoutMs: 20_000, everyMs: 100 });
+        // Every sentinel forgets the old view before any monitors anew: a hello from one still on it carries a higher
+        // config epoch naming the other server, and a sentinel monitoring anew takes it (seen: sentinelsReady ran out).
+        await Promise.all(sentinels.map((x) => call(x.port, (r) => r.call("SENTINEL", "REMOVE", SENTINEL_MASTER)).catch(() => undefined)));
         for (const x of sentinels) {
           await call(x.port, async (r) => {
-            await r.call("SENTINEL", "REMOVE", SENTINEL_MASTER).catch(() => undefined);
             await r.call("SENTINEL", "MONITOR", SENTINEL_MASTER, "127.0.0.1", String(link.port), "2");
             const set = ["down-after-milliseconds", String(downAfterMs), "failover-timeout", String(failoverTimeoutMs), "parallel-syncs", "1"];
             if (auth) set.push("auth-user", auth.username, "auth-pass", auth.password);
