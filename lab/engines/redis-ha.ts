@@ -152,7 +152,9 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
     started.push(() => link.close());
     const replica = await startRedisServer({ acl: o.acl, args: ["--replicaof", "127.0.0.1", String(link.port)] });
     started.push(() => replica.stop());
-    await waitFor("replica in sync", async () => /master_link_status:up/.test(await call(replica.port, (r) => r.info("replication"), auth)), { timeoutMs: 10_000, everyMs: 50 });
+    /** A replica's link to its primary is up (its sync done). */
+    const linkUp = async (s: RedisServerHandle): Promise<boolean> => /master_link_status:up/.test(await call(s.port, (r) => r.info("replication"), auth));
+    await waitFor("replica in sync", () => linkUp(replica), { timeoutMs: 10_000, everyMs: 50 });
     for (let i = 0; i < 3; i++) {
       const port = await freePort();
       const conf = join(dir, `sentinel-${i}.conf`);
@@ -274,7 +276,8 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
         const current = await handle.primary();
         // In sync with the replica, or made primary again by the sentinels themselves (seen: right after a failover
         // away from it, one back to it while it was still syncing; the wait for its sync then never ended).
-        if (current === replica && (await waitFor("the first server in sync", async () => ((await role(first)) === "master" ? "primary" : /master_link_status:up/.test(await call(first.port, (r) => r.info("replication"), auth)) && "synced"), { timeoutMs: 20_000, everyMs: 100 })) === "synced") {
+        const firstNow = current === replica ? await waitFor("the first server in sync", async () => ((await role(first)) === "master" ? "primary" : (await linkUp(first)) && "synced"), { timeoutMs: 20_000, everyMs: 100 }) : null;
+        if (firstNow === "synced") {
           await call(replica.port, (r) => r.call("CLIENT", "PAUSE", "3000", "WRITE"), auth);
           const offset = (port: number): Promise<number> => call(port, async (r) => Number(/master_repl_offset:(\d+)/.exec(await r.info("replication"))?.[1] ?? -1), auth);
           const target = await offset(replica.port);
@@ -286,7 +289,7 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
         // In sync before the sentinels monitor anew: their first INFO of the replica then finds its link up. Seen
         // before, not yet: the replica stayed unpromotable to them until their next INFO, 10 s on, and beside the
         // other suites sentinelsReady's 20 s ran out.
-        await waitFor("replica in sync with the first server", async () => /master_link_status:up/.test(await call(replica.port, (r) => r.info("replication"), auth)), { timeoutMs: 20_000, everyMs: 100 });
+        await waitFor("replica in sync with the first server", () => linkUp(replica), { timeoutMs: 20_000, everyMs: 100 });
         // Every sentinel forgets the old view before any monitors anew: a hello from one still on it carries a higher
         // config epoch naming the other server, and a sentinel monitoring anew takes it (seen: sentinelsReady ran out).
         await Promise.all(sentinels.map((x) => call(x.port, (r) => r.call("SENTINEL", "REMOVE", SENTINEL_MASTER)).catch(() => undefined)));
