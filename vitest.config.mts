@@ -1,14 +1,22 @@
 import { defineConfig } from "vitest/config";
+import { SlowestReporter } from "./test/support/slowest-reporter";
 
-// Suites start real redis-server, HAProxy and PowerDNS processes on loopback; on a
-// 2-core machine running them all at once makes timing figures noisy, so files run
-// two at a time and each test gets a generous timeout.
+// Two tiers (docs/testing.md). A file's tier is in its name:
+//
+// - `*.test.ts`: unit and contract tests, with real engines where a contract needs them (a
+//   redis-server, an HAProxy, the kcat broker). `npm test`: five minutes or less on 2 cores.
+// - `*.e2e.test.ts`: the drill-scale suites. They run simulated nodes (each an agent, a fake
+//   nvidia-smi and a fake inference server as processes), wait for real failovers and crash
+//   recoveries, or run the bench and the drill. `npm run test:e2e`.
 //
 // The two suites that run the whole drill (the quick drill, a chaos minute) start dozens of
-// processes each. Beside the other suites they took about twice their own time, and runs with
-// them there failed on starvation: a standby that did not serve within the quick drill here, an
-// agent with no /livez in 45 s in CI. They run last, one at a time, when nothing else runs.
-const WHOLE_DRILL = ["test/drill/quick.test.ts", "test/drill/chaos.test.ts"];
+// processes each. Beside other suites they took about twice their own time, and runs with them
+// there failed on starvation (a standby that did not serve within the quick drill, an agent with
+// no /livez in 45 s in CI), so they run last, one at a time, when nothing else runs.
+const WHOLE_DRILL = ["test/drill/quick.e2e.test.ts", "test/drill/chaos.e2e.test.ts"];
+
+// Files run two at a time (the machines have 2 cores); each test gets a generous timeout.
+const twoAtATime = { maxWorkers: 2, fileParallelism: true } as const;
 
 export default defineConfig({
   test: {
@@ -17,9 +25,11 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
-    reporters: ["default"],
+    // The ten slowest files after every run: a file that grows slow is seen the day it does.
+    reporters: ["default", new SlowestReporter()],
     projects: [
-      { extends: true, test: { name: "suites", include: ["test/**/*.test.ts"], exclude: WHOLE_DRILL, maxWorkers: 2, fileParallelism: true, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: "unit", include: ["test/**/*.test.ts"], exclude: ["test/**/*.e2e.test.ts"], ...twoAtATime, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: "e2e", include: ["test/**/*.e2e.test.ts"], exclude: WHOLE_DRILL, ...twoAtATime, sequence: { groupOrder: 0 } } },
       { extends: true, test: { name: "whole-drill", include: WHOLE_DRILL, maxWorkers: 1, fileParallelism: false, sequence: { groupOrder: 1 } } },
     ],
   },

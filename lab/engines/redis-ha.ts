@@ -256,7 +256,7 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
         // aborted the switch, left them naming the old address (the link, to a server that came
         // back as a replica) and no replica to find: settle timed out and the next primary loss
         // was never failed over (2 of 8 kill/restore cycles in a row, `lab/engines/redis-ha.ts`'s own
-        // primary-kill cycle in test/drill/redis-ha.test.ts).
+        // primary-kill cycle in test/drill/redis-ha.e2e.test.ts).
         await within(failoverTimeoutMs * 2, async () => {
           const p = await handle.primary();
           if (p === null) return false;

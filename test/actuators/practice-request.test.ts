@@ -1,5 +1,5 @@
 /**
- * A practice wake on request (issue 15): `llm-ha practice` run as a process against a real
+ * A practice wake on request: `llm-ha practice` (its entry function, as bin/llm-ha runs it) against a real
  * redis-server reads the fleet first and writes the request only when the leader would act on
  * it (L0, the standby asleep), refusing otherwise and on a cluster with no data; the schedule
  * step acts on a request once, as on a firing, also with no cron; a request while the standby
@@ -10,13 +10,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emptyPracticeMemory, PracticeSchedule, type PracticeInput } from "../../agent/src/fleet/actuators/practice";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { freePort } from "../../agent/src/util/net";
-import { runLlmHa } from "../../lab/cli-process";
+import { main } from "../../agent/src/cli";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
+import { runInProcess } from "../support/in-process";
 
 const QUIET: PracticeInput = { tier: "L0", standbyWanted: false, standbyHealthy: 0, unavailable: null };
-/** `llm-ha` as a process, with no `LLMHA_REDIS_URL` of the caller's. */
+/** `llm-ha ARGS`, with no `LLMHA_REDIS_URL` of the caller's. */
 async function llmha(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  const r = await runLlmHa(args);
+  const r = await runInProcess(main, args, { cleanLlmha: true });
   return { code: r.code, out: r.stdout, err: r.stderr };
 }
 

@@ -4,7 +4,9 @@
  * mistyped command or flag gets "did you mean", every usage error goes to stderr with exit 2,
  * the fleet flags have one name everywhere (`--redis-ca-file`; `--ca-file` still works), and
  * `--json` / `-o json` always print a JSON document with a `version`, also for an empty
- * cluster or an unreachable Redis. Each run is `bin/llm-ha` as a process, as a user runs it.
+ * cluster or an unreachable Redis. Each run is the command as a user runs it (argv, exit code,
+ * stdout, stderr): the checkout's commands in this process (test/support/in-process.ts), the
+ * scripts bin/llm-ha runs by path (policy, observability, bench) as bin/llm-ha processes.
  */
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -12,20 +14,18 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../agent/src/util/net";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { CHECKOUT_COMMANDS } from "../../lab/cli";
+import { CHECKOUT_COMMANDS, main } from "../../lab/cli";
+import { runInProcess, type Ran } from "../support/in-process";
 
 const ROOT = join(__dirname, "..", "..");
 const BIN = join(ROOT, "bin", "llm-ha");
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
 
-interface Ran {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+/** The commands bin/llm-ha runs as scripts of their own, by path: only a process reaches them. */
+const BIN_SCRIPTS = new Set(["policy", "observability", "bench"]);
 
-/** `bin/llm-ha ARGS` with none of the caller's `LLMHA_*` settings. */
-function llmha(...args: string[]): Promise<Ran> {
+/** `bin/llm-ha ARGS` as a process, with none of the caller's `LLMHA_*` settings. */
+function viaBin(args: string[]): Promise<Ran> {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("LLMHA_") && k !== "NO_COLOR"));
   return new Promise((resolve) => {
     execFile(process.execPath, [BIN, ...args], { env, timeout: 180_000, cwd: ROOT }, (err, stdout, stderr) => {
@@ -34,7 +34,14 @@ function llmha(...args: string[]): Promise<Ran> {
   });
 }
 
-/** Runs `f` over `items`, `n` at a time (each is a process: the machine is small). */
+/** `llm-ha ARGS` with none of the caller's `LLMHA_*` settings. */
+function llmha(...args: string[]): Promise<Ran> {
+  const name = args[0] === "help" ? args[1] : args[0];
+  if (name !== undefined && BIN_SCRIPTS.has(name)) return viaBin(args);
+  return runInProcess(main, args, { cleanLlmha: true, cwd: ROOT });
+}
+
+/** Runs `f` over `items`, `n` at a time (the bin scripts are processes: the machine is small). */
 async function pool<T, R>(items: readonly T[], n: number, f: (x: T) => Promise<R>): Promise<R[]> {
   const out: R[] = [];
   let next = 0;

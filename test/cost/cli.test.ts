@@ -1,29 +1,24 @@
-import { execFile } from "node:child_process";
+/**
+ * `llm-ha cost` as a user runs it (argv, exit code, stdout, stderr), run in this process: the
+ * process boundary of bin/llm-ha is test/cli/bin.test.ts's.
+ */
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import type { CostReport } from "../../infra/cost/estimate";
+import { main } from "../../lab/cli";
+import { runInProcess, type Ran } from "../support/in-process";
 
-const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "..", "..");
-const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
 
-async function cost(args: string[], cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
+function cost(args: string[], cwd = ROOT): Promise<Ran> {
   return costEnv(args, {}, cwd);
 }
 
 /** `cost` with `env` over the test's environment (no COLUMNS of the caller's unless given). */
-async function costEnv(args: string[], env: Record<string, string>, cwd = ROOT): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "COLUMNS"));
-    const { stdout, stderr } = await run(TSX, [path.join(ROOT, "lab/cli.ts"), "cost", ...args], { cwd, env: { ...base, ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
+function costEnv(args: string[], env: Record<string, string>, cwd = ROOT): Promise<Ran> {
+  return runInProcess(main, ["cost", ...args], { env: { COLUMNS: undefined, ...env }, cwd });
 }
 
 /** A copy of dev's stack file with `edit` applied, as its own project folder. */
@@ -117,7 +112,7 @@ describe("llm-ha cost", () => {
     expect(u.total.usdScheduled).toBe(20464.53);
     const off = await cost(["--stack", devVariant((y) => y.replace(/ {2}llm-ha:practiceWake:\n[\s\S]*$/, "  llm-ha:practiceWake: false\n")), "--month", "2026-02", "--json"], os.tmpdir());
     expect((JSON.parse(off.stdout) as CostReport).practice).toBeNull();
-  }, 180_000); // several CLI starts (tsx loading the sources each time): a loaded runner took over 60 s
+  });
 
   it("shows what a standby at half an active AZ saves against full redundancy", async () => {
     const file = devVariant((y) => `${y.replace("desiredPerAz: 1", "desiredPerAz: 2").replace("maxPerAz: 2", "maxPerAz: 4")}  llm-ha:standbyCapacityRatio: 0.5\n`);
@@ -135,7 +130,7 @@ describe("llm-ha cost", () => {
     const bad = await cost(["--stack", devVariant((y) => `${y}  llm-ha:standbyCapacityRatio: 1.5\n`)], os.tmpdir());
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('llm-ha:standbyCapacityRatio: "1.5" must be a number from 0.01 to 1');
-  }, 180_000); // three CLI starts, as the test above: the whole npm test on 2 cores took it past 60 s
+  });
 
   it("takes a path to a stack file and a --price override", async () => {
     const file = devVariant((y) => y);
@@ -179,5 +174,5 @@ describe("llm-ha cost", () => {
     const help = await cost(["--help"]);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^Usage: llm-ha cost --stack ENV/);
-  }, 180_000); // several CLI starts (tsx loading the sources each time): a loaded runner took over 60 s
+  });
 });
