@@ -94,7 +94,7 @@ const COUNT_TARGETS: [keyof Targets, string, string][] = [
   ["refusedNot401", "refusedNot401", "bad-key requests not answered 401"],
   ["revokedAccepted", "revokedAccepted", "requests a revoked key got through"],
   ["rotationFailed", "rotationFailed", "failed requests of the rotated key's client"],
-  ["floodP50Ratio", "floodP50Ratio", "legitimate p50 under the flood over quiet"],
+  ["floodP50Ratio", "floodP50Ratio", "legitimate p50 under the flood over quiet, over the same ratio straight to the servers"],
   ["legitFailed", "legitFailed", "legitimate requests failed during the flood"],
   ["noisyUnlimited", "noisyUnlimited", "noisy tenant not limited (or 429 without Retry-After)"],
   ["floodNot401", "floodNot401", "flood requests not answered 401"],

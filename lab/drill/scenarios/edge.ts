@@ -8,7 +8,7 @@
  *                  noisy tenant gets 429 + Retry-After, no server leaves rotation.
  */
 import { sleep } from "../../../agent/src/util/net";
-import { paced, pacedInChild, post } from "../paced";
+import { paced, pacedInChild, post, type Sent } from "../paced";
 import type { ScenarioSpec } from "../scenarios";
 import { DRILL_MODEL, type DrillAz } from "../stack";
 import { l1Removed } from "../timeline";
@@ -107,6 +107,12 @@ export async function runEdgeFlood(ctx: ScenarioContext, spec: ScenarioSpec, run
     pacedInChild({ urls, headers: { authorization: `Bearer ${noisy.key}` }, perS: 50, epochMs }),
   ]);
   const legit = good.map((g) => paced(target, () => ({ authorization: `Bearer ${g.key}` }), legitPerS / 2, ctx.now));
+  // The baseline in the same moment: the same requests at the same rate straight to the servers,
+  // past the edge. Both series feel what the machine feels (the flood's own processes, any
+  // neighbour); what the flood costs the edge is the proxied series' slowdown over the direct one's.
+  const servers = ctx.stack.running().filter((n) => active.some((a) => a.name === n.az));
+  let sr = 0;
+  const direct = paced(() => servers[sr++ % servers.length].inferenceUrl, () => ({}), legitPerS / 2, ctx.now);
   await sleep(8000);
   r.injectAt = mark(ctx, "inject", `${spec.name}: unauthenticated flood at ${10 * legitPerS + 50}/s and a tenant at 10× its limit`);
   floodChild.go();
@@ -117,16 +123,25 @@ export async function runEdgeFlood(ctx: ScenarioContext, spec: ScenarioSpec, run
   const flood = { records: floodRecords };
   const loud = { records: loudRecords };
   await sleep(1000);
-  await Promise.all(legit.map((l) => l.stop()));
+  await Promise.all([...legit, direct].map((l) => l.stop()));
   r.endAt = ctx.now();
   finish(ctx, r, [], l1Removed);
   const recs = legit.flatMap((l) => l.records);
-  const quietMs = recs.filter((s) => s.t < r.injectAt && s.t > r.injectAt - 6000 && s.status === 200).map((s) => s.ms);
-  const floodMs = recs.filter((s) => s.t >= r.injectAt + 500 && s.t < r.healAt && s.status === 200).map((s) => s.ms);
-  const [q, f] = [p50(quietMs), p50(floodMs)];
-  r.extra.quietP50Ms = q === null ? null : Math.round(q * 100) / 100;
-  r.extra.floodP50Ms = f === null ? null : Math.round(f * 100) / 100;
-  r.extra.floodP50Ratio = q && f ? Math.round((f / q) * 1000) / 1000 : null;
+  const quiet = (xs: readonly Sent[]): number | null => p50(xs.filter((s) => s.t < r.injectAt && s.t > r.injectAt - 6000 && s.status === 200).map((s) => s.ms));
+  const flooded = (xs: readonly Sent[]): number | null => p50(xs.filter((s) => s.t >= r.injectAt + 500 && s.t < r.healAt && s.status === 200).map((s) => s.ms));
+  const [q, f] = [quiet(recs), flooded(recs)];
+  const [dq, df] = [quiet(direct.records), flooded(direct.records)];
+  const ratio = (a: number | null, b: number | null): number | null => (a && b ? b / a : null);
+  const round = (x: number | null, k: number): number | null => (x === null ? null : Math.round(x * k) / k);
+  r.extra.quietP50Ms = round(q, 100);
+  r.extra.floodP50Ms = round(f, 100);
+  r.extra.rawP50Ratio = round(ratio(q, f), 1000);
+  r.extra.directQuietP50Ms = round(dq, 100);
+  r.extra.directFloodP50Ms = round(df, 100);
+  r.extra.directP50Ratio = round(ratio(dq, df), 1000);
+  // Judged: the edge's own slowdown, the proxied ratio over the direct one of the same moments.
+  const own = ratio(q, f) !== null && ratio(dq, df) !== null ? ratio(q, f)! / ratio(dq, df)! : null;
+  r.extra.floodP50Ratio = round(own, 1000);
   r.extra.legitFailed = recs.filter((s) => s.status !== 200).length;
   r.extra.floodSent = flood.records.length;
   r.extra.floodNot401 = flood.records.filter((s) => s.status !== 401).length;
@@ -135,7 +150,7 @@ export async function runEdgeFlood(ctx: ScenarioContext, spec: ScenarioSpec, run
   // The noisy tenant must be limited, each refusal saying when to come back.
   r.extra.noisyUnlimited = limited.length === 0 ? 1 : limited.filter((s) => !s.retryAfter).length;
   r.extra.figures =
-    `legit p50 ${r.extra.quietP50Ms} ms quiet → ${r.extra.floodP50Ms} ms under the flood (×${r.extra.floodP50Ratio}), ${r.extra.legitFailed} legit failed; ` +
+    `legit p50 ${r.extra.quietP50Ms} ms quiet → ${r.extra.floodP50Ms} ms under the flood (×${r.extra.rawP50Ratio}; straight to the servers ×${r.extra.directP50Ratio}: the edge's own ×${r.extra.floodP50Ratio}), ${r.extra.legitFailed} legit failed; ` +
     `flood ${flood.records.length} requests (${r.extra.floodNot401} not 401); noisy tenant ${limited.length} of ${loud.records.length} got 429 + Retry-After`;
   r.notes.push(r.extra.figures);
   return r;

@@ -20,6 +20,18 @@ export interface Poll {
   status: number | null;
   /** Whether the answer carried `Retry-After`. */
   retryAfter: boolean;
+  /**
+   * How long the poller's own process had been stalled (waiting for a CPU, its timers late) when
+   * it read this answer (ms): an answer that arrived in the stall sat unread that long at most. A
+   * figure judged against a bound subtracts it (`answeredMs`): a busy neighbour delays the
+   * measuring process, not the proxy.
+   */
+  lagMs: number;
+}
+
+/** A poll's time less the poller's own lateness while it was open: what the endpoint took, as near as one process can tell. */
+export function answeredMs(p: Poll): number {
+  return Math.max(0, p.ms - p.lagMs);
 }
 
 /** What to poll: a GET by default, or a POST of a JSON body (a completion). */
@@ -33,17 +45,35 @@ export interface PollTarget {
 /**
  * The poller, as a script for a process of its own: each target is asked every `everyMs` on a
  * fresh connection (as Route53 or PowerDNS would) and one line per answer is printed: `index
- * epochMs ms status retryAfter` (status 0: no answer within `timeoutMs`). It exits when its
- * stdin closes.
+ * epochMs ms status retryAfter lagMs` (status 0: no answer within `timeoutMs`). A 5 ms timer
+ * measures the process's own lateness (each tick's delay past its due time); `lagMs` is the
+ * stall that ended when the answer was read. It exits when its stdin closes.
  */
 const POLL_SCRIPT = `
 const http = require("node:http");
 const [everyMs, timeoutMs] = process.argv.slice(1, 3).map(Number);
 const targets = JSON.parse(process.argv[3]);
+const TICK = 5;
+const late = [];
+let due = Date.now() + TICK;
+setInterval(() => {
+  const now = Date.now();
+  late.push([now, Math.max(0, now - due)]);
+  if (late.length > 4000) late.splice(0, 2000);
+  due = now + TICK;
+}, TICK);
+// The stall that ended when the answer was read: the lateness of the ticks that ran right around
+// that moment (an answer that arrived during a stall is read when the stall ends). A stall earlier
+// in the wait delayed nothing and is not counted.
+const stallAt = (t0, t1) => {
+  let m = 0;
+  for (let i = late.length - 1; i >= 0 && late[i][0] >= t1 - TICK; i--) if (late[i][0] <= t1 + TICK && late[i][1] > m) m = late[i][1];
+  return Math.min(m, t1 - t0);
+};
 const one = (x) => new Promise((done) => {
   const t0 = Date.now();
   let settled = false;
-  const end = (status, ra) => { if (!settled) { settled = true; done([t0, Date.now() - t0, status, ra ? 1 : 0]); } };
+  const end = (status, ra) => { if (!settled) { settled = true; const t1 = Date.now(); setTimeout(() => done([t0, t1 - t0, status, ra ? 1 : 0, stallAt(t0, t1)]), TICK + 1); } };
   const body = x.body === undefined ? null : JSON.stringify(x.body);
   const headers = { ...(x.headers || {}), ...(body === null ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(body) }) };
   const req = http.request(x.url, { method: body === null ? "GET" : "POST", agent: false, headers }, (res) => {
@@ -57,8 +87,8 @@ const one = (x) => new Promise((done) => {
 });
 targets.forEach(async (x, i) => {
   for (;;) {
-    const [t, ms, st, ra] = await one(x);
-    process.stdout.write([i, t, ms, st, ra].join(" ") + "\\n");
+    const [t, ms, st, ra, lag] = await one(x);
+    process.stdout.write([i, t, ms, st, ra, lag].join(" ") + "\\n");
     await new Promise((r) => setTimeout(r, everyMs));
   }
 });
@@ -77,8 +107,8 @@ export function pollEndpoints(targets: readonly PollTarget[], now: () => number,
   const child = spawn(process.execPath, ["-e", POLL_SCRIPT, String(everyMs), String(timeoutMs), JSON.stringify(targets)], { stdio: ["pipe", "pipe", "ignore"] });
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
   createInterface({ input: child.stdout! }).on("line", (line) => {
-    const [i, t, ms, st, ra] = line.split(" ").map(Number);
-    polls[i]?.push({ t: t - offset, ms: st === 0 ? timeoutMs : ms, status: st === 0 ? null : st, retryAfter: ra === 1 });
+    const [i, t, ms, st, ra, lag] = line.split(" ").map(Number);
+    polls[i]?.push({ t: t - offset, ms: st === 0 ? timeoutMs : ms, status: st === 0 ? null : st, retryAfter: ra === 1, lagMs: Number.isFinite(lag) ? lag : 0 });
   });
   return {
     polls,
