@@ -22,6 +22,7 @@ import { runServerKinds } from "./scenarios/kinds";
 import { runBurst, SIGNAL_FAULTS } from "./scenarios/signals";
 import { runEdgeAuth, runEdgeFlood } from "./scenarios/edge";
 import { runAgentStarve, runRedisForgery } from "./scenarios/security";
+import { runHealthFlood } from "./scenarios/health-flood";
 import { runCanaryNoise, runSilentCorruption } from "./scenarios/correctness";
 import { GRAY_RUNS } from "./scenarios/gray";
 
@@ -64,6 +65,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["practice-wake", runPracticeWake],
   ["edge-auth", runEdgeAuth],
   ["edge-flood", runEdgeFlood],
+  ["health-flood", runHealthFlood],
   ["redis-forgery", runRedisForgery],
   ["agent-starve", runAgentStarve],
   ...GRAY_RUNS,

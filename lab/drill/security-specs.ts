@@ -21,6 +21,16 @@ export const SECURITY_SCENARIOS: readonly ScenarioSpec[] = [
     targets: { floodP50Ratio: 1.1, legitFailed: 0, noisyUnlimited: 0, floodNot401: 0, falseFailovers: 0 },
   },
   {
+    name: "health-flood",
+    tier: "L1",
+    title: "edge: 1,000 idle and slowloris connections from one unauthenticated address on one AZ's /az/health listener and API frontend",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: false,
+    // The health check must not fail (Route53 would fail a healthy AZ over), keyed clients not slow down.
+    targets: { floodP50Ratio: 1.1, legitFailed: 0, falseFailovers: 0, extraCounts: { healthChecksFailed: 0, dnsDrops: 0 } },
+  },
+  {
     name: "redis-forgery",
     tier: "fleet",
     title: "a stolen fallback credential forges node hashes, the lease, the fence, the tier, a practice wake and a cache entry",

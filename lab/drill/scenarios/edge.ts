@@ -24,6 +24,34 @@ const tagged = (tag: string): { path: string; body: string } => ({
 const url = (ctx: ScenarioContext, az: DrillAz): string => `http://${az.address}:${ctx.stack.port}`;
 const p50 = (xs: number[]): number | null => (xs.length ? [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] : null);
 
+/** What a flood cost requests through the edge, against the same requests sent past it in the same moments. */
+export interface SameMomentSlowdown {
+  quietP50Ms: number | null;
+  floodP50Ms: number | null;
+  /** Through the edge: p50 under the flood over quiet. */
+  rawP50Ratio: number | null;
+  directQuietP50Ms: number | null;
+  directFloodP50Ms: number | null;
+  /** Straight to the servers: what the machine's load (the flood's own processes, any neighbour) cost. */
+  directP50Ratio: number | null;
+  /** The edge's own slowdown, judged: the ratio through the edge over the ratio past it. */
+  floodP50Ratio: number | null;
+}
+
+/** p50s of the successful requests of `through` (the edge) and `direct` (past it) in the quiet and flooded windows `[from, to)`. */
+export function sameMomentSlowdown(through: readonly Sent[], direct: readonly Sent[], quiet: readonly [number, number], flooded: readonly [number, number]): SameMomentSlowdown {
+  const within = (xs: readonly Sent[], [from, to]: readonly [number, number]): number | null => p50(xs.filter((s) => s.t >= from && s.t < to && s.status === 200).map((s) => s.ms));
+  const ratio = (a: number | null, b: number | null): number | null => (a && b ? b / a : null);
+  const round = (x: number | null, k: number): number | null => (x === null ? null : Math.round(x * k) / k);
+  const [q, f, dq, df] = [within(through, quiet), within(through, flooded), within(direct, quiet), within(direct, flooded)];
+  const [raw, dir] = [ratio(q, f), ratio(dq, df)];
+  return {
+    quietP50Ms: round(q, 100), floodP50Ms: round(f, 100), rawP50Ratio: round(raw, 1000),
+    directQuietP50Ms: round(dq, 100), directFloodP50Ms: round(df, 100), directP50Ratio: round(dir, 1000),
+    floodP50Ratio: round(raw !== null && dir !== null ? raw / dir : null, 1000),
+  };
+}
+
 export async function runEdgeAuth(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   const r = blank(spec.name, run);
   if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
@@ -127,21 +155,7 @@ export async function runEdgeFlood(ctx: ScenarioContext, spec: ScenarioSpec, run
   r.endAt = ctx.now();
   finish(ctx, r, [], l1Removed);
   const recs = legit.flatMap((l) => l.records);
-  const quiet = (xs: readonly Sent[]): number | null => p50(xs.filter((s) => s.t < r.injectAt && s.t > r.injectAt - 6000 && s.status === 200).map((s) => s.ms));
-  const flooded = (xs: readonly Sent[]): number | null => p50(xs.filter((s) => s.t >= r.injectAt + 500 && s.t < r.healAt && s.status === 200).map((s) => s.ms));
-  const [q, f] = [quiet(recs), flooded(recs)];
-  const [dq, df] = [quiet(direct.records), flooded(direct.records)];
-  const ratio = (a: number | null, b: number | null): number | null => (a && b ? b / a : null);
-  const round = (x: number | null, k: number): number | null => (x === null ? null : Math.round(x * k) / k);
-  r.extra.quietP50Ms = round(q, 100);
-  r.extra.floodP50Ms = round(f, 100);
-  r.extra.rawP50Ratio = round(ratio(q, f), 1000);
-  r.extra.directQuietP50Ms = round(dq, 100);
-  r.extra.directFloodP50Ms = round(df, 100);
-  r.extra.directP50Ratio = round(ratio(dq, df), 1000);
-  // Judged: the edge's own slowdown, the proxied ratio over the direct one of the same moments.
-  const own = ratio(q, f) !== null && ratio(dq, df) !== null ? ratio(q, f)! / ratio(dq, df)! : null;
-  r.extra.floodP50Ratio = round(own, 1000);
+  Object.assign(r.extra, sameMomentSlowdown(recs, direct.records, [r.injectAt - 6000, r.injectAt], [r.injectAt + 500, r.healAt]));
   r.extra.legitFailed = recs.filter((s) => s.status !== 200).length;
   r.extra.floodSent = flood.records.length;
   r.extra.floodNot401 = flood.records.filter((s) => s.status !== 401).length;
