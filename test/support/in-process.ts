@@ -5,8 +5,11 @@
  * bin script, exit codes through a real process) is tested once, in test/cli/bin.test.ts.
  *
  * One command at a time per test process: stdout, stderr, the environment and the working
- * folder are the process's own, so calls queue behind each other.
+ * folder are the process's own, so calls queue behind each other. `console.log` and
+ * `console.info` count as stdout, `console.error` and `console.warn` as stderr (vitest's own
+ * console would otherwise take them).
  */
+import { format } from "node:util";
 
 export interface Ran {
   code: number | null;
@@ -53,6 +56,9 @@ async function once(entry: (argv: string[]) => Promise<number>, argv: string[], 
   const exitCode = process.exitCode;
   const stdout = capture(process.stdout, out);
   const stderr = capture(process.stderr, err);
+  const consoleWas = { log: console.log, info: console.info, error: console.error, warn: console.warn };
+  console.log = console.info = (...a: unknown[]) => void out.push(`${format(...a)}\n`);
+  console.error = console.warn = (...a: unknown[]) => void err.push(`${format(...a)}\n`);
   try {
     if (o.cwd) process.chdir(o.cwd);
     let code: number | null;
@@ -67,6 +73,7 @@ async function once(entry: (argv: string[]) => Promise<number>, argv: string[], 
   } finally {
     process.stdout.write = stdout;
     process.stderr.write = stderr;
+    Object.assign(console, consoleWas);
     process.chdir(cwd);
     process.exitCode = exitCode;
     for (const [k, v] of savedEnv) {
