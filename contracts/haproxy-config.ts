@@ -118,6 +118,13 @@ export interface HaproxyProxy {
 export interface HaproxyConfigArgs {
   /** Admin stats socket path (`show stat`). */
   statsSocket?: string;
+  /**
+   * A second runtime socket at `level user`, for `llm-ha edge-sync`: on HAProxy 2.6 that level
+   * may `add map`/`set map`/`del map` (measured), while `show env` (the servers' API key in the
+   * environment) needs `operator` and is refused. The admin socket stays for the operator,
+   * the tests and the drill. Default none.
+   */
+  mapSocket?: string;
   /** `address:port` of `/healthz` of the proxy itself (and of the HTTP stats page without `statsBind`). */
   monitorBind?: string;
   /** `address:port` of the stats page (`/stats`) alone (loopback: `kubectl port-forward`). Default none: on `monitorBind`. */
@@ -308,6 +315,7 @@ export function renderHaproxyConfig(args: HaproxyConfigArgs): string {
   // After a soft stop (SIGUSR1, the image's stop signal) requests in flight may finish.
   out.push(`  hard-stop-after ${ms(hardStop)}`);
   if (args.statsSocket) out.push(`  stats socket ${args.statsSocket} mode 600 level admin`);
+  if (args.mapSocket) out.push(`  stats socket ${args.mapSocket} mode 660 level user`);
   out.push(
     "",
     "defaults",

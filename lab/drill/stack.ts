@@ -307,7 +307,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   });
   o.track(() => dns.stop());
   const groups = new Map(names.map((az) => [az, nodeGroup(az, nodes.filter((n) => n.az === az).length, nodePorts)] as const));
-  const edge = await startDrillEdge(o, redis.url, cluster, () => azs.flatMap((a) => (a.haproxy ? [a.haproxy.statsSocket] : [])));
+  const edge = await startDrillEdge(o, redis.url, cluster, () => azs.flatMap((a) => (a.haproxy?.mapSocket ? [a.haproxy.mapSocket] : [])));
   const configs = new Map<DrillAz, HaproxyProxy>();
   const relayPorts = { relay: await freePort(), upstream: await freePort() };
   for (const az of azs) {

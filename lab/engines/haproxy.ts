@@ -5,7 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { renderHaproxyConfig, type HaproxyConfigArgs } from "../../contracts/haproxy-config";
 import { sleep, socketExchange } from "../../agent/src/util/net";
 import { EngineMissingError, stopChild } from "./child";
@@ -45,6 +45,8 @@ export interface HaproxyHandle {
   readonly pid: number;
   readonly configPath: string;
   readonly statsSocket: string;
+  /** The `level user` socket `llm-ha edge-sync` uses (map changes only); "" for a configuration of the caller's. */
+  readonly mapSocket: string;
   /** Server rows of `show stat` (frontends and backend totals left out). */
   stats(): Promise<HaproxyServerStat[]>;
   /** Any admin socket command, e.g. `show servers state`. */
@@ -118,8 +120,10 @@ export interface HaproxyStartOptions {
 }
 
 /** Starts HAProxy in the foreground with a generated configuration; waits for its stats socket. */
-export function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket">, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
-  return startHaproxyWith((statsSocket) => renderHaproxyConfig({ ...args, statsSocket }), opts);
+export async function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket" | "mapSocket">, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
+  let mapSocket = "";
+  const hp = await startHaproxyWith((statsSocket) => renderHaproxyConfig({ ...args, statsSocket, mapSocket: (mapSocket = join(dirname(statsSocket), "map.sock")) }), opts);
+  return { ...hp, mapSocket };
 }
 
 /**
@@ -173,6 +177,7 @@ export async function startHaproxyWith(render: (statsSocket: string) => string, 
     pid: child.pid ?? -1,
     configPath,
     statsSocket,
+    mapSocket: "",
     stats: async () => parseShowStat(await socketCommand(statsSocket, "show stat")),
     command: (cmd) => socketCommand(statsSocket, cmd),
     kill: (signal) => {

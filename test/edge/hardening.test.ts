@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { startHaproxy, type HaproxyHandle } from "../../lab/engines/haproxy";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import { freePort, sleep, waitFor } from "../../agent/src/util/net";
+import { freePort, sleep, socketExchange, waitFor } from "../../agent/src/util/net";
 import { createLogger } from "../../agent/src/util/log";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { KeyStore } from "../../agent/src/edge/keys/keys";
@@ -140,11 +140,11 @@ describe("the public edge holds against a keyed client and against idle connecti
           tuning: { frontendMaxconn: FE_MAXCONN },
           servers: { kind: "static", local: [{ name: "s1", address: "127.0.0.1", port: srv.port, agentPort: await freePort(), httpPort: agent.port }], backup: [] },
           fallback: { address: `127.0.0.1:${fallback.port}` },
-          edge: { keysMap: mapPath, unauthPer10s: UNAUTH, sinkAddress: `127.0.0.1:${sink.port}` },
+          edge: { keysMap: mapPath, unauthPer10s: UNAUTH, sinkAddress: `127.0.0.1:${sink.port}`, upstreamKeyEnv: "LLMHA_TEST_UPSTREAM_KEY" },
         },
       ],
-    });
-    sync = new EdgeSync({ redis: client, keys, sockets: [hp.statsSocket], mapPath, log: createLogger({ level: "silent" }), periodMs: 100 });
+    }, { env: { LLMHA_TEST_UPSTREAM_KEY: "server-key-hard-123" } });
+    sync = new EdgeSync({ redis: client, keys, sockets: [hp.mapSocket], mapPath, log: createLogger({ level: "silent" }), periodMs: 100 });
     sync.start();
     await waitFor("server UP", async () => (await hp.stats()).some((r) => r.server === "s1" && r.status.startsWith("UP")), { timeoutMs: 10_000, everyMs: 50 });
   });
@@ -160,6 +160,21 @@ describe("the public edge holds against a keyed client and against idle connecti
   });
 
   const applied = (): Promise<unknown> => waitFor("keys applied", async () => sync.state.revision === (await store.revision()), { timeoutMs: 5000, everyMs: 20 });
+
+  it("keeps the map current through a socket that cannot show the proxy's environment (the servers' key)", async () => {
+    const { key, record } = await store.add("socket");
+    await applied();
+    expect((await call(port, { path: "/v1/models", key, from: "127.0.0.10" })).status).toBe(200);
+    const mapSock = (cmd: string): Promise<string> => socketExchange({ path: hp.mapSocket }, `${cmd}\n`, 2000, "map socket");
+    expect(await mapSock("show env LLMHA_TEST_UPSTREAM_KEY")).toMatch(/permission denied/i);
+    expect(await mapSock("show env")).not.toContain("server-key-hard-123");
+    // The admin socket stays, for whoever needs it.
+    expect(await hp.command("show env LLMHA_TEST_UPSTREAM_KEY")).toContain("server-key-hard-123");
+    // A revocation goes through the map socket too.
+    await store.revoke(record.id);
+    await applied();
+    expect((await call(port, { path: "/v1/models", key, from: "127.0.0.10" })).status).toBe(401);
+  });
 
   it("refuses dot segments, encoded dots and slashes before routing; the result route matches its id exactly", async () => {
     const { key } = await store.add("paths");

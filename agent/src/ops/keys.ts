@@ -35,7 +35,8 @@ Keeps the client-key map of the L1 proxies equal to the key store in Redis (runt
 no reload, no connection dropped). Runs beside HAProxy in the L1 pod.
 
   --map PATH        the map file HAProxy loads (default $LLMHA_EDGE_MAP)
-  --socket PATH     HAProxy's admin socket; repeat for several (default $LLMHA_EDGE_SOCKET)
+  --socket PATH     HAProxy's map socket (stats socket … level user: map changes only);
+                    repeat for several (default $LLMHA_EDGE_SOCKET)
   --interval MS     poll period (default 1000)
   --sink ADDR       host:port of the 413 answerer HAProxy sends oversized requests to
                     (default $LLMHA_EDGE_SINK; none when unset)
@@ -199,7 +200,7 @@ export async function edgeSyncCommand(argv: string[]): Promise<number> {
     if (sinkAddr !== undefined && !/^[A-Za-z0-9_.-]+:\d{1,5}$/.test(sinkAddr)) throw new KeysUsageError(`--sink ${JSON.stringify(sinkAddr)} must be host:port`);
     maxBody = whole("--max-body", values["max-body"], EDGE_DEFAULTS.maxBodyBytes);
     if (!mapPath) throw new KeysUsageError("no map file: pass --map or set LLMHA_EDGE_MAP");
-    if (!values.once && sockets.length === 0) throw new KeysUsageError("no HAProxy admin socket: pass --socket or set LLMHA_EDGE_SOCKET");
+    if (!values.once && sockets.length === 0) throw new KeysUsageError("no HAProxy map socket: pass --socket or set LLMHA_EDGE_SOCKET");
     periodMs = whole("--interval", values.interval, 1000);
   } catch (e) {
     err(`${(e as Error).message} (see llm-ha edge-sync --help)`);

@@ -20,7 +20,11 @@ import { parseStoredKey } from "./keys";
 export interface EdgeSyncOptions {
   redis: Redis;
   keys: RedisKeys;
-  /** Admin sockets (`stats socket … level admin`) of the proxies that load `mapPath`; a function when they come and go. */
+  /**
+   * Runtime sockets of the proxies that load `mapPath` (a function when they come and go): the
+   * generator's `mapSocket`, at `level user`, which may change maps and nothing more. A socket
+   * at a higher level works but is warned about once: it would show HAProxy's environment.
+   */
   sockets: readonly string[] | (() => readonly string[]);
   /** The map file, as named in the proxies' configuration. */
   mapPath: string;
@@ -100,6 +104,7 @@ export function writeAtomic(path: string, text: string): boolean {
 export class EdgeSync {
   private readonly loop: Loop;
   private lastFull = 0;
+  private readonly levelChecked = new Set<string>();
   private readonly st: EdgeSyncState = { keys: 0, revision: null, syncedAt: null, failures: 0, lastError: null };
 
   constructor(private readonly o: EdgeSyncOptions) {
@@ -162,6 +167,14 @@ export class EdgeSync {
 
   private async apply(socket: string, desired: ReadonlyMap<string, string>): Promise<void> {
     const t = this.o.socketTimeoutMs ?? 2000;
+    if (!this.levelChecked.has(socket)) {
+      // `show env` of a name that is not set: refused below level operator, answered above.
+      const probe = await socketExchange({ path: socket }, "show env LLMHA_EDGE_SYNC_LEVEL_PROBE\n", t, `runtime socket ${socket}`);
+      this.levelChecked.add(socket);
+      if (!/permission denied/i.test(probe)) {
+        this.o.log.warn({ socket }, "this HAProxy socket is above level user: it shows the proxy's environment (the servers' API key); give llm-ha edge-sync the generator's mapSocket (level user)");
+      }
+    }
     const shown = await socketExchange({ path: socket }, `show map ${this.o.mapPath}\n`, t, `admin socket ${socket}`);
     if (/Unknown map identifier/i.test(shown)) throw new EdgeSyncError(`the proxy behind ${socket} has no map ${this.o.mapPath}`);
     const cmds = mapDiff(this.o.mapPath, parseShowMap(shown), desired);
