@@ -176,6 +176,25 @@ describe("the public edge holds against a keyed client and against idle connecti
     expect((await call(port, { path: "/v1/models", key, from: "127.0.0.10" })).status).toBe(401);
   });
 
+  it("drops a rotated-out key from the map once its overlap is over; the new key stays", async () => {
+    const { key: oldKey, record } = await store.add("rotation");
+    await applied();
+    const t0 = Date.now();
+    const { key: newKey, old } = await store.rotate(record.id, 1500);
+    await applied();
+    expect(old.expiresAt).toBeGreaterThanOrEqual(t0 + 1500);
+    expect((await call(port, { key: oldKey, from: "127.0.0.15" })).status).toBe(200);
+    expect((await call(port, { key: newKey, from: "127.0.0.15" })).status).toBe(200);
+    expect((await store.find(record.id))?.expiresAt).toBe(old.expiresAt);
+    // No change in Redis when it expires: the sync drops it on its own, within a period.
+    await waitFor("the old key refused", async () => (await call(port, { key: oldKey, from: "127.0.0.15" })).status === 401, { timeoutMs: 5000, everyMs: 50 });
+    const refusedAfter = Date.now() - (old.expiresAt ?? 0);
+    expect(refusedAfter).toBeLessThan(1000);
+    expect((await call(port, { key: newKey, from: "127.0.0.15" })).status).toBe(200);
+    // The record stays, marked, for `llm-ha keys list`.
+    expect((await store.list()).find((k) => k.id === record.id)?.expiresAt).toBe(old.expiresAt);
+  });
+
   it("refuses dot segments, encoded dots and slashes before routing; the result route matches its id exactly", async () => {
     const { key } = await store.add("paths");
     await applied();
