@@ -110,6 +110,11 @@ export class FallbackService {
   };
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const rawPath = (req.url ?? "/").split("?")[0];
+    // WHATWG URL parsing resolves dot segments (and %2e ones): a result-route path with them
+    // would land on /metrics, /readyz or /livez. A path that parsing would change, or with an
+    // encoded slash, is refused, whoever sent it (the edge refuses them before this too).
+    if (/%2f|%5c|\\/i.test(rawPath) || !rawPath.startsWith("/") || new URL(rawPath, "http://fallback").pathname !== rawPath) throw new HttpError(400, "the path must not hold dot segments or encoded slashes", "invalid_path");
     const url = new URL(req.url ?? "/", "http://fallback");
     const path = url.pathname.replace(/\/+$/, "") || "/";
     if (path === "/livez") return sendJson(res, 200, { ok: true });
