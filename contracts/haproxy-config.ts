@@ -315,7 +315,7 @@ export function renderHaproxyConfig(args: HaproxyConfigArgs): string {
   // After a soft stop (SIGUSR1, the image's stop signal) requests in flight may finish.
   out.push(`  hard-stop-after ${ms(hardStop)}`);
   if (args.statsSocket) out.push(`  stats socket ${args.statsSocket} mode 600 level admin`);
-  if (args.mapSocket) out.push(`  stats socket ${args.mapSocket} mode 660 level user`);
+  if (args.mapSocket) out.push(`  stats socket ${args.mapSocket} mode 600 level user`);
   out.push(
     "",
     "defaults",

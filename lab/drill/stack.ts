@@ -318,7 +318,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const startAzProxy = async (az: DrillAz): Promise<void> => {
     // The proxy connects to servers from its AZ's address, so a link cut can tell its AZ's traffic apart.
     const args = { proxies: [configs.get(az)!], monitorBind: `${az.address}:${monitorPort}`, prometheusExporter: true, nameservers: [`127.0.0.1:${dns.port}`] };
-    const h = await startHaproxyWith((statsSocket) => connectFrom(renderHaproxyConfig({ ...args, statsSocket }), az.address));
+    const h = await startHaproxyWith((statsSocket, mapSocket) => connectFrom(renderHaproxyConfig({ ...args, statsSocket, mapSocket }), az.address));
     az.haproxy = h;
     o.track(() => h.stop());
   };

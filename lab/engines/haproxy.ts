@@ -5,7 +5,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { renderHaproxyConfig, type HaproxyConfigArgs } from "../../contracts/haproxy-config";
 import { sleep, socketExchange } from "../../agent/src/util/net";
 import { EngineMissingError, stopChild } from "./child";
@@ -120,22 +120,24 @@ export interface HaproxyStartOptions {
 }
 
 /** Starts HAProxy in the foreground with a generated configuration; waits for its stats socket. */
-export async function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket" | "mapSocket">, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
-  let mapSocket = "";
-  const hp = await startHaproxyWith((statsSocket) => renderHaproxyConfig({ ...args, statsSocket, mapSocket: (mapSocket = join(dirname(statsSocket), "map.sock")) }), opts);
-  return { ...hp, mapSocket };
+export function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket" | "mapSocket">, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
+  return startHaproxyWith((statsSocket, mapSocket) => renderHaproxyConfig({ ...args, statsSocket, mapSocket }), opts);
 }
 
 /**
  * Starts HAProxy with a configuration of the caller's (e.g. the drill's TCP endpoint in front
- * of Redis); `render` gets the stats socket path its `global` section must declare.
+ * of Redis); `render` gets the stats socket path its `global` section must declare, and a path
+ * for the `level user` map socket it may declare too (the handle's `mapSocket` when it does).
  */
-export async function startHaproxyWith(render: (statsSocket: string) => string, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
+export async function startHaproxyWith(render: (statsSocket: string, mapSocket: string) => string, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
   const bin = opts.bin ?? haproxyBinary();
   const dir = mkdtempSync(join(tmpdir(), "llmha-haproxy-"));
   const statsSocket = join(dir, "admin.sock");
+  const mapPath = join(dir, "map.sock");
   const configPath = join(dir, "haproxy.cfg");
-  writeFileSync(configPath, render(statsSocket));
+  const text = render(statsSocket, mapPath);
+  const mapSocket = text.includes(`stats socket ${mapPath} `) ? mapPath : "";
+  writeFileSync(configPath, text);
   let child: ChildProcess;
   let stderr = "";
   let exited = false;
@@ -177,7 +179,7 @@ export async function startHaproxyWith(render: (statsSocket: string) => string, 
     pid: child.pid ?? -1,
     configPath,
     statsSocket,
-    mapSocket: "",
+    mapSocket,
     stats: async () => parseShowStat(await socketCommand(statsSocket, "show stat")),
     command: (cmd) => socketCommand(statsSocket, cmd),
     kill: (signal) => {
