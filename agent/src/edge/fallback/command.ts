@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { createRedisClient, type RedisClient } from "../../fleet/redis/client";
 import { createLogger, type Logger } from "../../util/log";
+import { TenantTokenBudget } from "./budget";
 import { CacheImportError, VerifiedCache } from "./cache";
 import { FallbackConfigError, fallbackHelp, loadFallbackConfig, readProvidersFile, type FallbackConfig } from "./config";
 import { FallbackMetrics } from "./metrics";
@@ -105,6 +106,7 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
   const service = new FallbackService({
     models, maxBodyBytes: cfg.maxBodyBytes, maxQueueDepth: cfg.maxQueueDepth, queueRoutes: cfg.queueRoutes, upstreamWhen: cfg.upstreamWhen,
     cache, providers, queue, store, tier, metrics, log, cacheReplayedTenants: cfg.cacheReplayedTenants,
+    budget: new TenantTokenBudget(cfg.tenantTokensPerMin),
   });
   for (const p of providers) {
     metrics.misconfigured.inc({ provider: p.name }, 0);
