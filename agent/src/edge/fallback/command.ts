@@ -38,7 +38,7 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
     redis = createRedisClient(cfg.redisUrl, { name: "llmha-fallback", log, commandTimeoutMs: 500 });
     await redis.whenReady(2000);
   }
-  const cache = redis ? new VerifiedCache(redis.redis, cfg.cluster, { maxEntries: cfg.cacheMaxEntries, maxBytes: cfg.cacheMaxBytes, defaultTtlS: cfg.cacheTtlS }) : null;
+  const cache = redis ? new VerifiedCache(redis.redis, cfg.cluster, { maxEntries: cfg.cacheMaxEntries, maxBytes: cfg.cacheMaxBytes, defaultTtlS: cfg.cacheTtlS }, "reader") : null;
   const store = redis ? new ResultStore(redis.redis, cfg.cluster, cfg.resultTtlS) : null;
   const tier = new TierReader(redis?.redis ?? null, cfg.cluster, { retryAfterS: cfg.retryAfterS, wakeEtaS: cfg.wakeEtaS });
   let queue: RequestQueue | null = null;
