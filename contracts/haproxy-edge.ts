@@ -152,7 +152,8 @@ export const EDGE_CONNS_PER_SOURCE = 256;
 
 /** The per-source connection limit a frontend of `maxconn` connections gets. */
 export function edgeConnsPerSource(edge: Pick<HaproxyEdge, "connsPerSource">, frontendMaxconn: number): number {
-  const n = edge.connsPerSource ?? Math.max(1, Math.min(EDGE_CONNS_PER_SOURCE, Math.floor(frontendMaxconn / 4)));
+  if (edge.connsPerSource === undefined) return Math.max(1, Math.min(EDGE_CONNS_PER_SOURCE, Math.floor(frontendMaxconn / 4)));
+  const n = edge.connsPerSource;
   positive("connsPerSource", n);
   if (n >= frontendMaxconn) throw new EdgeMapError(`connsPerSource ${n} must stay below the frontend's maxconn ${frontendMaxconn}: one address would take the whole listener`);
   return n;
