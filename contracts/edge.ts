@@ -23,11 +23,22 @@ export const PROXY_ANSWER_HEADER = "x-llmha-proxy-answer";
 /** Prefix of the L4 result route (`GET /v1/llmha/requests/{id}`): served by `llm-ha fallback` at every tier. */
 export const RESULT_ROUTE_PREFIX = "/v1/llmha/requests/";
 
-/** One route the edge lets through to a backend: exact path (or prefix) and the methods it takes. */
+/**
+ * What a request id in the result route may be (`req_` and 32 hex digits, as `llm-ha fallback`
+ * makes them, within a wider safe set): no dot, slash or percent sign, so a path that passes
+ * the edge's exact match cannot be resolved into another route behind it.
+ */
+export const RESULT_ID_RE = /^[A-Za-z0-9_-]{1,128}$/;
+
+/** The result route, matched exactly: an anchored regex over the raw path, as HAProxy (PCRE) and JavaScript both read it. */
+export const RESULT_ROUTE_PATTERN = `^${RESULT_ROUTE_PREFIX}${RESULT_ID_RE.source.slice(1, -1)}$`;
+
+/** One route the edge lets through to a backend: the exact path (or an anchored pattern) and the methods it takes. */
 export interface EdgeRoute {
+  /** The exact path; with `pattern`, a readable name of the route. */
   path: string;
-  /** `true`: `path` is a prefix (the result route); otherwise the exact path. */
-  prefix?: boolean;
+  /** An anchored regex (source text, no `/` escapes) the raw path must match whole (the result route and its id); otherwise `path` exactly. */
+  pattern?: string;
   methods: readonly ("GET" | "POST")[];
 }
 
@@ -36,7 +47,7 @@ export const EDGE_ROUTES: readonly EdgeRoute[] = Object.freeze([
   { path: "/v1/chat/completions", methods: ["POST"] },
   { path: "/v1/completions", methods: ["POST"] },
   { path: "/v1/models", methods: ["GET"] },
-  { path: RESULT_ROUTE_PREFIX, prefix: true, methods: ["GET"] },
+  { path: `${RESULT_ROUTE_PREFIX}{id}`, pattern: RESULT_ROUTE_PATTERN, methods: ["GET"] },
 ]);
 
 /** Tenant ids: a small safe alphabet, so they can be a header value, a Redis key part and a label. */

@@ -17,7 +17,8 @@ import {
   type HaproxyTuning,
   HaproxyConfigError,
 } from "./haproxy-tuning";
-import { RESULT_ROUTE_PREFIX } from "./edge";
+import { RESULT_ROUTE_PATTERN } from "./edge";
+import { renderAzHealthBackend, renderAzHealthFrontend } from "./haproxy-az-health";
 import { renderEdgeRules, renderEdgeTables, renderUpstreamKey, type HaproxyEdge } from "./haproxy-edge";
 import { renderContinuation, renderContinuationRoute, renderFallbackBackend, type HaproxyContinuation, type HaproxyFallback } from "./haproxy-sidecars";
 
@@ -117,6 +118,13 @@ export interface HaproxyProxy {
 export interface HaproxyConfigArgs {
   /** Admin stats socket path (`show stat`). */
   statsSocket?: string;
+  /**
+   * A second runtime socket at `level user`, for `llm-ha edge-sync`: on HAProxy 2.6 that level
+   * may `add map`/`set map`/`del map` (measured), while `show env` (the servers' API key in the
+   * environment) needs `operator` and is refused. The admin socket stays for the operator,
+   * the tests and the drill. Default none.
+   */
+  mapSocket?: string;
   /** `address:port` of `/healthz` of the proxy itself (and of the HTTP stats page without `statsBind`). */
   monitorBind?: string;
   /** `address:port` of the stats page (`/stats`) alone (loopback: `kubectl port-forward`). Default none: on `monitorBind`. */
@@ -206,33 +214,6 @@ function renderServers(p: HaproxyProxy, t: HaproxyTuning): string[] {
   return lines;
 }
 
-function renderAzHealthBackend(p: HaproxyProxy): string[] {
-  const lines = [
-    `backend ${p.name}_az_health`,
-    "  mode http",
-    "  balance roundrobin",
-    "  option httpchk GET /livez",
-    // The checker (Route53: a status within 2 s of connecting; PowerDNS ifurlup: 2 s) must get
-    // an answer even when one agent is frozen (SIGSTOP, a stuck event loop): each try gets
-    // 800 ms (an agent answers in ≤ 300 ms, failing open on a slow Redis), then one other agent.
-    "  retries 1",
-    "  option redispatch 1",
-    "  retry-on conn-failure empty-response response-timeout",
-    "  timeout server 800ms",
-    "  timeout check 500ms",
-  ];
-  const s = p.servers;
-  if (s.kind === "static") {
-    for (const srv of s.local) lines.push(`  server ${srv.name} ${srv.address}:${srv.httpPort} check inter 1s fall 2 rise 1`);
-  } else {
-    const g = s.local;
-    lines.push(
-      `  server-template ${g.prefix}-agent 1-${g.slots} ${g.fqdn}:${g.httpPort} resolvers cluster init-addr none resolve-prefer ipv4 check inter 1s fall 2 rise 1`,
-    );
-  }
-  return lines;
-}
-
 function positiveInt(what: string, v: number, min = 1): void {
   if (!Number.isInteger(v) || v < min) throw new HaproxyConfigError(`${what} ${v} must be an integer ≥ ${min}`);
 }
@@ -268,14 +249,14 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
   // A 503 (queue full past timeout queue, no server left, a server refusing) says when to
   // come back; a server's own Retry-After is kept.
   out.push(`  http-after-response set-header Retry-After ${t.retryAfterS} if { status 503 } !{ res.hdr(retry-after) -m found }`);
-  if (p.edge) out.push(...renderEdgeRules(p.name, p.edge));
+  if (p.edge) out.push(...renderEdgeRules(p.name, p.edge, { bufsize: g.bufsize, frontendMaxconn: feMax }));
   else if (p.forwardAzHealth) {
     out.push(`  use_backend ${p.name}_az_health if { path /az/health } METH_GET`);
   }
   if (p.fallback) {
     // The L4 result route belongs to the fallback at every tier: results exist exactly when
     // the fleet is back, and an inference server would answer it 404.
-    out.push(`  use_backend ${p.name}_fallback if { path_beg ${RESULT_ROUTE_PREFIX} } METH_GET`);
+    out.push(`  use_backend ${p.name}_fallback if { path_reg ${RESULT_ROUTE_PATTERN} } METH_GET`);
     // nbsrv counts the usable local servers, or when there are none the usable backups: 0
     // means no inference server anywhere can take the request.
     out.push(`  use_backend ${p.name}_fallback if { nbsrv(${p.name}_servers) eq 0 }`);
@@ -283,20 +264,7 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
   if (p.continuation) out.push(...renderContinuationRoute(p.name));
   out.push(`  default_backend ${p.name}_servers`);
   if (p.continuation) out.push(...renderContinuation(p.name, p.continuation, t, feMax));
-  if (p.azHealthBind) {
-    out.push(
-      "",
-      `frontend ${p.name}_az_health`,
-      `  bind ${p.azHealthBind}`,
-      `  maxconn ${Math.max(1, Math.floor(healthReserve(g) / 2))}`,
-      // Only the zone's health: the agents' other pages stay off the public listener.
-      `  http-request return status 404 unless { path /az/health } METH_GET`,
-      // Healthy or not, nothing else: the agents' JSON (leader, fencing token, capacity) stays inside.
-      `  http-response return status 200 content-type application/json string '{"healthy":true}' if { status 200 }`,
-      `  http-response return status 503 content-type application/json string '{"healthy":false}' unless { status 200 }`,
-      `  default_backend ${p.name}_az_health`,
-    );
-  }
+  if (p.azHealthBind) out.push(...renderAzHealthFrontend({ ...p, azHealthBind: p.azHealthBind }, Math.max(1, Math.floor(healthReserve(g) / 2))));
   if (p.internalBind) {
     if (!/^(127\.\d+\.\d+\.\d+|\[::1\]):\d{1,5}$/.test(p.internalBind)) throw new HaproxyConfigError(`internalBind ${JSON.stringify(p.internalBind)} of ${p.name} must be a loopback address:port`);
     out.push("", `frontend ${p.name}_internal`, `  bind ${p.internalBind}`, `  maxconn ${Math.max(1, Math.floor(healthReserve(g) / 2))}`, `  timeout client ${ms(t.timeoutClientMs)}`, `  default_backend ${p.name}_servers`);
@@ -347,6 +315,7 @@ export function renderHaproxyConfig(args: HaproxyConfigArgs): string {
   // After a soft stop (SIGUSR1, the image's stop signal) requests in flight may finish.
   out.push(`  hard-stop-after ${ms(hardStop)}`);
   if (args.statsSocket) out.push(`  stats socket ${args.statsSocket} mode 600 level admin`);
+  if (args.mapSocket) out.push(`  stats socket ${args.mapSocket} mode 600 level user`);
   out.push(
     "",
     "defaults",

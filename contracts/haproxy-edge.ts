@@ -15,7 +15,10 @@ export interface HaproxyEdge {
    * `<sha256 hex of the key> <keyId>:<tenant>:<rps>:<concurrency>` (`edgeMapLine`). Must exist.
    */
   keysMap: string;
-  /** Largest request body (`Content-Length`) in bytes; past it `413`. Default 8 MiB. */
+  /**
+   * Largest request body (`Content-Length`) in bytes; past it `413`. A body without
+   * Content-Length (chunked) gets the same 413 past `chunkedBodyLimit` (half a buffer). Default 8 MiB.
+   */
   maxBodyBytes?: number;
   /**
    * Requests without a valid key one source address may make in 10 s; past it every request
@@ -31,6 +34,12 @@ export interface HaproxyEdge {
    * HAProxy answers 413 itself and closes mid-upload (a client still sending sees EPIPE).
    */
   sinkAddress?: string;
+  /**
+   * Connections one source address may hold open on the frontend at once; past it a new one
+   * is closed as it is accepted. Default `EDGE_CONNS_PER_SOURCE` (256), at most a quarter of
+   * the frontend's maxconn. Needs the clients' own addresses, like `unauthPer10s`.
+   */
+  connsPerSource?: number;
   /** Keys (and source addresses) the stick tables hold. Default 100000. */
   tableSize?: number;
   /**
@@ -109,51 +118,145 @@ function positive(what: string, v: number): void {
   if (!Number.isInteger(v) || v < 1) throw new EdgeMapError(`${what} ${v} must be a whole number ≥ 1`);
 }
 
+/** What the frontend's edge rules need to know of the rest of the configuration. */
+export interface EdgeFrame {
+  /** `tune.bufsize`: a body without Content-Length is measured in one buffer. */
+  bufsize: number;
+  /** The frontend's `maxconn`: one source address may hold at most a share of it. */
+  frontendMaxconn: number;
+}
+
+/**
+ * Largest body without `Content-Length` (chunked) the edge lets through: HAProxy 2.6 can only
+ * measure such a body while it sits whole in one buffer (`wait-for-body`, `req.body_len`).
+ * Half a buffer, with `EDGE_MAX_HEADER_SHARE` for the headers, stays below what the buffer
+ * holds after HAProxy's rewrite reserve: a body larger than this is seen to be larger,
+ * never cut at a full buffer and passed as a small one. With the default 128 KiB buffer:
+ * 64 KiB. A client with a larger body sends its Content-Length (every OpenAI SDK does).
+ */
+export function chunkedBodyLimit(maxBodyBytes: number, bufsize: number): number {
+  return Math.min(maxBodyBytes, Math.floor(bufsize / 2));
+}
+/** Request headers of a body without Content-Length may take at most this share of the buffer. */
+export const EDGE_MAX_HEADER_SHARE = 4;
+/** How long the edge waits for a body without Content-Length to arrive (HAProxy answers 408 past it). */
+export const EDGE_CHUNKED_WAIT_S = 10;
+/**
+ * Time a connection of the API frontend may take to send a request's headers, and may stay
+ * idle between requests: a client holding connections open without sending (slowloris)
+ * loses them within this.
+ */
+export const EDGE_HTTP_REQUEST_S = 5;
+/** Default connections one source address may hold on the API frontend: at most a quarter of its `maxconn`. */
+export const EDGE_CONNS_PER_SOURCE = 256;
+
+/** The per-source connection limit a frontend of `maxconn` connections gets. */
+export function edgeConnsPerSource(edge: Pick<HaproxyEdge, "connsPerSource">, frontendMaxconn: number): number {
+  if (edge.connsPerSource === undefined) return Math.max(1, Math.min(EDGE_CONNS_PER_SOURCE, Math.floor(frontendMaxconn / 4)));
+  const n = edge.connsPerSource;
+  positive("connsPerSource", n);
+  if (n >= frontendMaxconn) throw new EdgeMapError(`connsPerSource ${n} must stay below the frontend's maxconn ${frontendMaxconn}: one address would take the whole listener`);
+  return n;
+}
+
 /** The frontend rules of the edge, in the order they must run. */
-export function renderEdgeRules(proxy: string, edge: HaproxyEdge): string[] {
+export function renderEdgeRules(proxy: string, edge: HaproxyEdge, frame: EdgeFrame): string[] {
   const maxBody = edge.maxBodyBytes ?? EDGE_DEFAULTS.maxBodyBytes;
   const unauth = edge.unauthPer10s;
   positive("maxBodyBytes", maxBody);
   if (unauth !== undefined) positive("unauthPer10s", unauth);
   if (!/^[A-Za-z0-9_./-]+$/.test(edge.keysMap)) throw new EdgeMapError(`keysMap ${JSON.stringify(edge.keysMap)} must be a plain path`);
+  const conns = edgeConnsPerSource(edge, frame.frontendMaxconn);
+  const chunked = chunkedBodyLimit(maxBody, frame.bufsize);
   const t = edgeTables(proxy);
-  const routeAcls = EDGE_ROUTES.map((r, i) => `  acl edge_r${i} ${r.prefix ? "path_beg" : "path"} ${r.path}`);
+  const routeAcls = EDGE_ROUTES.map((r, i) => `  acl edge_r${i} ${r.pattern ? `path_reg ${r.pattern}` : `path ${r.path}`}`);
   const anyRoute = EDGE_ROUTES.map((_, i) => `edge_r${i}`).join(" or ");
   const wrongMethod = EDGE_ROUTES.map((r, i) => `edge_r${i} ${r.methods.map((m) => `!{ method ${m} }`).join(" ")}`).join(" or ");
   const key = "txn.llmha_key";
+  const tooLarge = answer(413, `request body larger than ${maxBody} bytes`, "invalid_request_error", "request_too_large");
+  const tooLargeChunked = answer(413, `request body without Content-Length larger than ${chunked} bytes: send its Content-Length (up to ${maxBody} bytes)`, "invalid_request_error", "request_too_large");
   return [
     "  # llm-ha edge (contracts/haproxy-edge.ts): allow-list, client keys, limits, tenant header",
+    // One address may hold a share of the listener, never all of it (idle connections held
+    // open cost the proxy nothing but a slot each); its connections lose their slot when they
+    // send no request within EDGE_HTTP_REQUEST_S.
+    `  tcp-request connection track-sc1 src table ${t.src}`,
+    `  tcp-request connection reject if { sc_conn_cur(1) gt ${conns} }`,
+    `  timeout http-request ${EDGE_HTTP_REQUEST_S}s`,
+    `  timeout http-keep-alive ${EDGE_HTTP_REQUEST_S}s`,
     ...routeAcls,
+    "  acl edge_key var(txn.llmha_key) -m found",
+    "  acl edge_sized req.hdr(content-length) -m found",
     // A tenant header only ever comes from here.
     `  http-request del-header ${TENANT_HEADER}`,
-    ...(unauth === undefined
-      ? []
-      : [
-          `  http-request track-sc1 src table ${t.src}`,
-          answer(429, "too many requests without a valid API key from this address", "rate_limit_error", "unauthenticated_rate", " hdr Retry-After 10") +
-            ` if { sc_gpc0_rate(1) gt ${unauth} }`,
-        ]),
+    // Routes match the raw path exactly; a path a server behind would resolve into another one
+    // (dot segments, an encoded slash or dot, doubled slashes) is refused before any routing.
+    answer(400, "the path must not hold dot segments, doubled slashes or percent-encoding", "invalid_request_error", "invalid_path") +
+      " if { path -m sub /./ /../ // % } or { path -m end /. /.. }",
     answer(404, "no such route", "invalid_request_error", "not_found") + ` unless ${anyRoute}`,
     answer(405, "method not allowed on this route", "invalid_request_error", "method_not_allowed") + ` if ${wrongMethod}`,
+    // A body of announced size is judged by its Content-Length; one without (chunked) is read
+    // into the buffer first, up to one byte past its own limit, and judged by what arrived.
+    `  http-request wait-for-body time ${EDGE_CHUNKED_WAIT_S}s at-least ${chunked + 1} unless edge_sized`,
     ...(edge.sinkAddress
-      ? [`  use_backend ${t.sink} if { req.hdr_val(content-length) gt ${maxBody} }`]
-      : [answer(413, `request body larger than ${maxBody} bytes`, "invalid_request_error", "request_too_large") + ` if { req.hdr_val(content-length) gt ${maxBody} }`]),
+      ? []
+      : [tooLarge + ` if { req.hdr_val(content-length) gt ${maxBody} }`, tooLargeChunked + ` if !edge_sized { req.body_len gt ${chunked} } or !edge_sized { req.hdrs,length gt ${Math.floor(frame.bufsize / EDGE_MAX_HEADER_SHARE)} }`]),
     // One Authorization header, `Bearer <key>` with a sane key: only then a map lookup (of its hash).
     `  http-request set-var(${key}) req.hdr(authorization),word(2,' '),sha2(256),hex,lower,map(${edge.keysMap}) if { req.hdr_cnt(authorization) eq 1 } { req.hdr(authorization) -m reg -i '^Bearer ${CLIENT_KEY_RE.source.slice(1, -1)}$' }`,
-    ...(unauth === undefined ? [] : [`  http-request sc-inc-gpc0(1) unless { var(${key}) -m found }`]),
-    answer(401, "missing or invalid API key (Authorization: Bearer <key>)", "invalid_request_error", "invalid_api_key", " hdr WWW-Authenticate Bearer") +
-      ` unless { var(${key}) -m found }`,
-    // The map value is read where it is used (a variable each costs a rule): its fields are
-    // `<keyId>:<tenant>:<rps>:<concurrency>`; `sub` takes only a variable, so the limits get one.
-    `  http-request track-sc0 var(${key}),field(1,:) table ${t.keys}`,
-    `  http-request set-var(txn.llmha_rps) var(${key}),field(3,:)`,
-    `  http-request set-var(txn.llmha_conc) var(${key}),field(4,:)`,
-    // Limits per key: over the rate of the last second, or more in flight (this one included) than allowed.
-    answer(429, "rate limit of this API key reached", "rate_limit_error", "rate_limit_exceeded", " hdr Retry-After 1") +
-      " if { sc_http_req_rate(0),sub(txn.llmha_rps) gt 0 } or { sc0_trackers,sub(txn.llmha_conc) gt 0 }",
+    // A valid key is judged by its own limits first: a client behind an address shared with a
+    // flood of requests without a key (a NAT) is never refused for the flood.
+    ...keyLimitRules(t.keys, key),
+    ...unauthRules(unauth),
+    answer(401, "missing or invalid API key (Authorization: Bearer <key>)", "invalid_request_error", "invalid_api_key", " hdr WWW-Authenticate Bearer") + " unless edge_key",
     `  http-request set-header ${TENANT_HEADER} %[var(${key}),field(2,:)]`,
     // Client keys never go past the proxy; the servers get their own (backend rule).
     "  http-request del-header authorization",
+    // Switching rules run after every http-request rule, wherever they stand: last, so it reads so.
+    ...(edge.sinkAddress
+      ? [
+          `  use_backend ${t.sink} if { req.hdr_val(content-length) gt ${maxBody} }`,
+          `  use_backend ${t.sink} if !edge_sized { req.body_len gt ${chunked} } or !edge_sized { req.hdrs,length gt ${Math.floor(frame.bufsize / EDGE_MAX_HEADER_SHARE)} }`,
+        ]
+      : []),
+  ];
+}
+
+/**
+ * Limits per key, in whole-second windows (`date`): the key's stick-table entry holds the
+ * window it counts (`gpt0`) and the requests admitted in it (`gpc0`). A refused request is
+ * not counted, so `Retry-After: 1` holds: the next second admits `rps` requests again, however
+ * many were refused before it. Requests in flight are the entry's trackers (this one included).
+ */
+function keyLimitRules(table: string, key: string): string[] {
+  return [
+    `  http-request track-sc0 var(${key}),field(1,:) table ${table} if edge_key`,
+    "  http-request set-var(txn.llmha_now) date if edge_key",
+    // A new second: the count starts over (sc_clr_gpc0 clears as it is read).
+    "  http-request set-var(txn.llmha_old) sc_clr_gpc0(0) if edge_key !{ sc_get_gpt0(0),sub(txn.llmha_now) eq 0 }",
+    "  http-request sc-set-gpt0(0) var(txn.llmha_now) if edge_key",
+    // The map value's fields are `<keyId>:<tenant>:<rps>:<concurrency>`; `sub` takes only a variable.
+    `  http-request set-var(txn.llmha_rps) var(${key}),field(3,:) if edge_key`,
+    `  http-request set-var(txn.llmha_conc) var(${key}),field(4,:) if edge_key`,
+    answer(429, "rate limit of this API key reached", "rate_limit_error", "rate_limit_exceeded", " hdr Retry-After 1") + " if edge_key { sc_get_gpc0(0),sub(txn.llmha_rps) ge 0 }",
+    answer(429, "requests in flight of this API key at their limit", "rate_limit_error", "rate_limit_exceeded", " hdr Retry-After 1") + " if edge_key { sc0_trackers,sub(txn.llmha_conc) gt 0 }",
+    "  http-request sc-inc-gpc0(0) if edge_key",
+  ];
+}
+
+/**
+ * Requests without a valid key per source address, in fixed 10 s windows (`date,div(10)`),
+ * counted on the connection's own tracker (sc1). Refused ones (429) are not counted, and
+ * `Retry-After` is the time to the next window, when the address is admitted again.
+ */
+function unauthRules(unauth: number | undefined): string[] {
+  if (unauth === undefined) return [];
+  return [
+    "  http-request set-var(txn.llmha_win) date,div(10) unless edge_key",
+    "  http-request set-var(txn.llmha_old) sc_clr_gpc0(1) if !edge_key !{ sc_get_gpt0(1),sub(txn.llmha_win) eq 0 }",
+    "  http-request sc-set-gpt0(1) var(txn.llmha_win) unless edge_key",
+    answer(429, "too many requests without a valid API key from this address", "rate_limit_error", "unauthenticated_rate", ' hdr Retry-After "%[date,mod(10),neg,add(10)]"') +
+      ` if !edge_key { sc_get_gpc0(1) ge ${unauth} }`,
+    `  http-request sc-inc-gpc0(1) unless edge_key`,
   ];
 }
 
@@ -170,8 +273,11 @@ export function renderEdgeTables(proxy: string, edge: HaproxyEdge): string[] {
   return [
     "",
     `backend ${t.keys}`,
-    `  stick-table type string len 32 size ${size} expire 60s store http_req_rate(1s)`,
-    ...(edge.unauthPer10s === undefined ? [] : ["", `backend ${t.src}`, `  stick-table type ipv6 size ${size} expire 60s store gpc0,gpc0_rate(10s)`]),
+    `  stick-table type string len 32 size ${size} expire 60s store gpc0,gpt0`,
+    // Per source address: connections held (always), and the window of requests without a key.
+    "",
+    `backend ${t.src}`,
+    `  stick-table type ipv6 size ${size} expire 60s store conn_cur,gpc0,gpt0`,
     ...(edge.sinkAddress ? ["", `backend ${t.sink}`, "  timeout server 60s", `  server sink ${checkedAddress(edge.sinkAddress)}`] : []),
   ];
 }

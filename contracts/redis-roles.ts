@@ -115,7 +115,7 @@ export function redisRoles(cluster: string): RedisRole[] {
     does: "the L4 fallback (internet-facing): reads verified answers (never writes one), its queued requests' results and queue depth; reads the tier and standby",
     commands: [...CONNECTION, "evalsha", "eval", "get", "set", "time", "zadd", "zrem", "zscore", "zcard", "hget", "hset", "hdel", "decrby", "pexpire", "multi", "exec"],
     keys: [
-      R(`${k.fallbackCache}e:*`), RW(`${k.fallbackCache}lru`), RW(`${k.fallbackCache}size`), RW(`${k.fallbackCache}bytes`),
+      R(`${k.fallbackCache}e:*`), RW(`${k.fallbackCache}lru`), RW(`${k.fallbackCache}size`), R(`${k.fallbackCache}bytes`),
       RW(`${k.fallbackRequests}*`), RW(`${k.fallbackIdempotency}*`), RW(k.fallbackQueue), R(k.tier), R(k.standbyWake),
     ],
     // An expired entry's bookkeeping is dropped on a miss (DEL of the entry): deleting is allowed, writing one is not.

@@ -307,7 +307,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   });
   o.track(() => dns.stop());
   const groups = new Map(names.map((az) => [az, nodeGroup(az, nodes.filter((n) => n.az === az).length, nodePorts)] as const));
-  const edge = await startDrillEdge(o, redis.url, cluster, () => azs.flatMap((a) => (a.haproxy ? [a.haproxy.statsSocket] : [])));
+  const edge = await startDrillEdge(o, redis.url, cluster, () => azs.flatMap((a) => (a.haproxy?.mapSocket ? [a.haproxy.mapSocket] : [])));
   const configs = new Map<DrillAz, HaproxyProxy>();
   const relayPorts = { relay: await freePort(), upstream: await freePort() };
   for (const az of azs) {
@@ -318,7 +318,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const startAzProxy = async (az: DrillAz): Promise<void> => {
     // The proxy connects to servers from its AZ's address, so a link cut can tell its AZ's traffic apart.
     const args = { proxies: [configs.get(az)!], monitorBind: `${az.address}:${monitorPort}`, prometheusExporter: true, nameservers: [`127.0.0.1:${dns.port}`] };
-    const h = await startHaproxyWith((statsSocket) => connectFrom(renderHaproxyConfig({ ...args, statsSocket }), az.address));
+    const h = await startHaproxyWith((statsSocket, mapSocket) => connectFrom(renderHaproxyConfig({ ...args, statsSocket, mapSocket }), az.address));
     az.haproxy = h;
     o.track(() => h.stop());
   };

@@ -45,6 +45,8 @@ export interface HaproxyHandle {
   readonly pid: number;
   readonly configPath: string;
   readonly statsSocket: string;
+  /** The `level user` socket `llm-ha edge-sync` uses (map changes only); "" for a configuration of the caller's. */
+  readonly mapSocket: string;
   /** Server rows of `show stat` (frontends and backend totals left out). */
   stats(): Promise<HaproxyServerStat[]>;
   /** Any admin socket command, e.g. `show servers state`. */
@@ -118,20 +120,24 @@ export interface HaproxyStartOptions {
 }
 
 /** Starts HAProxy in the foreground with a generated configuration; waits for its stats socket. */
-export function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket">, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
-  return startHaproxyWith((statsSocket) => renderHaproxyConfig({ ...args, statsSocket }), opts);
+export function startHaproxy(args: Omit<HaproxyConfigArgs, "statsSocket" | "mapSocket">, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
+  return startHaproxyWith((statsSocket, mapSocket) => renderHaproxyConfig({ ...args, statsSocket, mapSocket }), opts);
 }
 
 /**
  * Starts HAProxy with a configuration of the caller's (e.g. the drill's TCP endpoint in front
- * of Redis); `render` gets the stats socket path its `global` section must declare.
+ * of Redis); `render` gets the stats socket path its `global` section must declare, and a path
+ * for the `level user` map socket it may declare too (the handle's `mapSocket` when it does).
  */
-export async function startHaproxyWith(render: (statsSocket: string) => string, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
+export async function startHaproxyWith(render: (statsSocket: string, mapSocket: string) => string, opts: HaproxyStartOptions = {}): Promise<HaproxyHandle> {
   const bin = opts.bin ?? haproxyBinary();
   const dir = mkdtempSync(join(tmpdir(), "llmha-haproxy-"));
   const statsSocket = join(dir, "admin.sock");
+  const mapPath = join(dir, "map.sock");
   const configPath = join(dir, "haproxy.cfg");
-  writeFileSync(configPath, render(statsSocket));
+  const text = render(statsSocket, mapPath);
+  const mapSocket = text.includes(`stats socket ${mapPath} `) ? mapPath : "";
+  writeFileSync(configPath, text);
   let child: ChildProcess;
   let stderr = "";
   let exited = false;
@@ -173,6 +179,7 @@ export async function startHaproxyWith(render: (statsSocket: string) => string, 
     pid: child.pid ?? -1,
     configPath,
     statsSocket,
+    mapSocket,
     stats: async () => parseShowStat(await socketCommand(statsSocket, "show stat")),
     command: (cmd) => socketCommand(statsSocket, cmd),
     kill: (signal) => {

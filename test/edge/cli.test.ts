@@ -45,17 +45,22 @@ describe("llm-ha keys and edge-sync --once", () => {
     expect(doc.keys).toMatchObject([{ tenant: "team-a", rps: 7, concurrency: 3 }]);
     expect(list.stdout).not.toContain(key.slice(20));
     const id = doc.keys[0].id;
-    const rot = await runLlmHa(["keys", "rotate", id, ...fleet()]);
+    const rot = await runLlmHa(["keys", "rotate", id, "--overlap", "2h", ...fleet()]);
     expect(rot.code).toBe(0);
     expect(rot.stdout.trim()).not.toBe(key);
     expect(rot.stderr).toContain(`llm-ha keys revoke ${id}`);
+    expect(rot.stderr).toMatch(/expires in (2h|120m)/);
+    // The rotated-out key shows when it expires; the new one never does.
+    const rotated = await runLlmHa(["keys", "list", ...fleet()]);
+    expect(rotated.stdout).toMatch(new RegExp(`^${id} .* in (2h|120m) `, "m"));
+    expect(rotated.stdout).toMatch(/EXPIRES/);
     expect((await runLlmHa(["keys", "revoke", id, ...fleet()])).code).toBe(0);
     expect((await runLlmHa(["keys", "revoke", id, ...fleet()])).code).toBe(3);
     const table = await runLlmHa(["keys", "list", ...fleet()]);
     expect(table.stdout).toMatch(/team-a\s+7\s+3/);
     expect(table.stdout).not.toMatch(new RegExp(`^${id} `, "m"));
     expect(table.stdout).toContain(`rotated from ${id}`);
-  }, 180_000); // six CLI starts (tsx loading the sources each time): over 60 s on a loaded runner
+  }, 240_000); // seven CLI starts (tsx loading the sources each time): over 60 s on a loaded runner
 
   it("refuses bad flags with exit 2 and a message naming the flag", async () => {
     const cases: [string[], RegExp][] = [
@@ -65,6 +70,7 @@ describe("llm-ha keys and edge-sync --once", () => {
       [["keys", "revoke", ...fleet()], /revoke needs the key id/],
       [["keys", "frobnicate", ...fleet()], /unknown command "frobnicate"/],
       [["keys", "list", "--bogus", ...fleet()], /bogus/],
+      [["keys", "rotate", "abcd1234", "--overlap", "5 weeks", ...fleet()], /--overlap must be a duration/],
     ];
     for (const [args, msg] of cases) {
       const r = await runLlmHa(args);

@@ -7,6 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { request as httpRequest } from "node:http";
 import { runFallback, type RunningFallback } from "../../agent/src/edge/fallback/command";
 import { loadFallbackConfig } from "../../agent/src/edge/fallback/config";
 import { startKafkaMock, type KafkaMockHandle } from "../../lab/engines/kafka-mock";
@@ -90,6 +91,19 @@ describe("metrics listener", () => {
     expect(chat.status).toBe(404);
     // The API listener is where the requests go (and it still answers /metrics for whoever is inside the pod).
     expect((await fetch(`${api}/v1/models`)).status).toBe(200);
+    // ...but not to a result-route path that URL parsing would resolve onto them (fetch would
+    // resolve it itself: sent raw).
+    const raw = (path: string): Promise<number> =>
+      new Promise((resolve) => {
+        const u = new URL(api);
+        const req = httpRequest({ host: u.hostname, port: u.port, path, agent: false }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on("error", () => resolve(0));
+        req.end();
+      });
+    for (const path of ["/v1/llmha/requests/../../../metrics", "/v1/llmha/requests/%2e%2e/%2e%2e/%2e%2e/readyz", "/v1/llmha/requests/..%2F..%2F..%2Flivez"]) expect(await raw(path), path).toBe(400);
     const text = await scrape();
     for (const o of ["cache_hit", "upstream", "queued", "unavailable", "rejected"]) expect(value(text, `llmha_fallback_requests_total{outcome="${o}"}`), o).toBeGreaterThanOrEqual(0);
     expect(value(text, "llmha_fallback_queue_depth_cap")).toBe(50);

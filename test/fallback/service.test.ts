@@ -257,9 +257,11 @@ describe("queue and replay", () => {
     expect(l1Hits.get(id)).toBe(hitsBefore);
   }, 30_000);
 
-  it("404 for an unknown or malformed request id", async () => {
+  it("404 for an unknown request id, 400 for one with an encoded slash (a path that would resolve elsewhere)", async () => {
     expect((await fetch(`${base}/v1/llmha/requests/req_00000000000000000000000000000000`)).status).toBe(404);
-    expect((await fetch(`${base}/v1/llmha/requests/..%2F..%2Fetc`)).status).toBe(404);
+    const encoded = await fetch(`${base}/v1/llmha/requests/..%2F..%2Fetc`);
+    expect(encoded.status).toBe(400);
+    expect(((await encoded.json()) as { error: { code: string } }).error.code).toBe("invalid_path");
   });
 });
 

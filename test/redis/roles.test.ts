@@ -129,8 +129,14 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
     expect(await outcome(op.redis.hset(keys.tier, "level", "L4"))).toMatch(/NOPERM/);
 
     const fb = await as("llmha-fallback");
-    const cache = new VerifiedCache(fb.redis, CLUSTER);
+    const cache = new VerifiedCache(fb.redis, CLUSTER, undefined, "reader"); // as llm-ha fallback opens it
     expect((await cache.get(n as never))?.answer).toBe("hello");
+    // An expired entry is a plain miss for it: its bookkeeping (the byte count) is the writers' to drop.
+    const brief = { ...n, messages: [{ role: "user", content: "short-lived" }] };
+    await opCache.put(brief as never, "soon gone", { source: "import", ttlS: 1 });
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await cache.get(brief as never)).toBeNull();
+    expect(await outcome(new VerifiedCache(fb.redis, CLUSTER).get(brief as never))).toMatch(/NOPERM|no permissions|can't access/);
     const store = new ResultStore(fb.redis, CLUSTER, 60);
     const rec = { id: "req-1", tenant: "t1", model: "m", queuedAt: Date.now() };
     expect(await store.accepting(rec)).toBe(true);
@@ -155,6 +161,8 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
       outcome(fb.redis.set(keys.practiceRequest, "1")),
       outcome(fb.redis.hset(keys.suspect, "codes", "X")),
       outcome(fb.redis.get(keys.node("n-1"))),
+      // The cache's byte count steers every eviction: the fallback (internet-facing) reads it only.
+      outcome(fb.redis.set(`${keys.fallbackCache}bytes`, "-1000000000")),
     ])) expect(r).toMatch(/NOPERM|no permissions|can't access/);
   });
 

@@ -8,7 +8,7 @@ import { parseArgs } from "node:util";
 import { CONNECT_TIMEOUT_MS, explainContact, FLAG_ALIASES, FLEET_FLAGS, firstContact, jsonWanted, openFleetRedis } from "./status/command";
 import { flagErrorMessage } from "../../../contracts/did-you-mean";
 import { createLogger, safeUrl } from "../util/log";
-import { DEFAULT_KEY_LIMITS, KeyStore, KeyStoreError, type StoredKey } from "../edge/keys/keys";
+import { DEFAULT_KEY_LIMITS, DEFAULT_ROTATION_OVERLAP_MS, keyExpired, KeyStore, KeyStoreError, type StoredKey } from "../edge/keys/keys";
 import { EdgeSync, mapFileText, writeAtomic } from "../edge/keys/sync";
 import { startEdgeSink } from "../edge/keys/sink";
 import { EDGE_DEFAULTS } from "../../../contracts/haproxy-edge";
@@ -22,7 +22,9 @@ without a reload.
   add --tenant T [--rps N] [--concurrency N] [--note TEXT]
                       a new key for tenant T (defaults: --rps ${DEFAULT_KEY_LIMITS.rps}, --concurrency ${DEFAULT_KEY_LIMITS.concurrency})
   list [--json|-o json]  every key: id, tenant, limits, age (never the key)
-  rotate ID           a new key with the same tenant and limits; the old one works until revoked
+  rotate ID [--overlap DURATION]
+                      a new key with the same tenant and limits; the old one keeps working for
+                      the overlap (default 24h; e.g. 90s, 30m, 24h, 7d), then expires
   revoke ID           the key stops working within a second
 
 Fleet flags: --redis-url URL (default $LLMHA_REDIS_URL), --cluster NAME, --redis-ca-file PATH
@@ -35,7 +37,8 @@ Keeps the client-key map of the L1 proxies equal to the key store in Redis (runt
 no reload, no connection dropped). Runs beside HAProxy in the L1 pod.
 
   --map PATH        the map file HAProxy loads (default $LLMHA_EDGE_MAP)
-  --socket PATH     HAProxy's admin socket; repeat for several (default $LLMHA_EDGE_SOCKET)
+  --socket PATH     HAProxy's map socket (stats socket … level user: map changes only);
+                    repeat for several (default $LLMHA_EDGE_SOCKET)
   --interval MS     poll period (default 1000)
   --sink ADDR       host:port of the 413 answerer HAProxy sends oversized requests to
                     (default $LLMHA_EDGE_SINK; none when unset)
@@ -65,8 +68,23 @@ function age(ms: number): string {
   return s < 120 ? `${s}s` : s < 7200 ? `${Math.round(s / 60)}m` : s < 172_800 ? `${Math.round(s / 3600)}h` : `${Math.round(s / 86_400)}d`;
 }
 
+/** When a key expires, as `llm-ha keys list` shows it: `-` (never), `in 3h`, `expired`. */
+export function expiryText(k: Pick<StoredKey, "expiresAt">, now = Date.now()): string {
+  if (k.expiresAt === undefined) return "-";
+  return keyExpired(k, now) ? "expired" : `in ${age(k.expiresAt - now)}`;
+}
+
 function keyLine(k: StoredKey): string {
-  return `${k.id.padEnd(12)} ${k.tenant.padEnd(20)} ${String(k.rps).padStart(6)} ${String(k.concurrency).padStart(6)}  ${age(Date.now() - k.createdAt).padStart(5)}  ${k.note}`;
+  return `${k.id.padEnd(12)} ${k.tenant.padEnd(20)} ${String(k.rps).padStart(6)} ${String(k.concurrency).padStart(6)}  ${age(Date.now() - k.createdAt).padStart(5)}  ${expiryText(k).padEnd(9)}  ${k.note}`;
+}
+
+/** `--overlap`: `90s`, `30m`, `24h`, `7d` (or plain seconds), at most 365 days. */
+export function parseOverlap(v: string | undefined): number {
+  if (v === undefined) return DEFAULT_ROTATION_OVERLAP_MS;
+  const m = /^(\d{1,9})(s|m|h|d)?$/.exec(v);
+  const ms = m ? Number(m[1]) * { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[(m[2] ?? "s") as "s" | "m" | "h" | "d"] : NaN;
+  if (!Number.isFinite(ms) || ms > 365 * 86_400_000) throw new KeysUsageError(`--overlap must be a duration like 90s, 30m, 24h or 7d (at most 365d), got ${JSON.stringify(v)}`);
+  return ms;
 }
 
 class KeysUsageError extends Error {
@@ -85,13 +103,14 @@ function whole(flag: string, v: string | undefined, dflt: number): number {
 export async function keysCommand(argv: string[]): Promise<number> {
   const err = (line: string): void => void process.stderr.write(`llm-ha keys: ${line}\n`);
   const { fleet, rest } = splitFleet(argv);
-  let values: { tenant?: string; rps?: string; concurrency?: string; note?: string; json?: boolean; output?: string; help?: boolean };
+  let values: { tenant?: string; rps?: string; concurrency?: string; note?: string; overlap?: string; json?: boolean; output?: string; help?: boolean };
   let positionals: string[];
   const options = {
     tenant: { type: "string" },
     rps: { type: "string" },
     concurrency: { type: "string" },
     note: { type: "string" },
+    overlap: { type: "string" },
     json: { type: "boolean" },
     output: { type: "string", short: "o" },
     help: { type: "boolean", short: "h" },
@@ -110,12 +129,15 @@ export async function keysCommand(argv: string[]): Promise<number> {
     return values.help || sub === "help" ? 0 : 2;
   }
   let limits: typeof DEFAULT_KEY_LIMITS;
+  let overlapMs: number;
   try {
     if (!["add", "list", "revoke", "rotate"].includes(sub)) throw new KeysUsageError(`unknown command ${JSON.stringify(sub)}: one of add, list, rotate, revoke`);
     if (sub === "add" && !values.tenant) throw new KeysUsageError("add needs --tenant");
     if ((sub === "revoke" || sub === "rotate") && !id) throw new KeysUsageError(`${sub} needs the key id (llm-ha keys list)`);
     if (extra.length || (sub !== "revoke" && sub !== "rotate" && id)) throw new KeysUsageError(`unexpected argument ${JSON.stringify(extra[0] ?? id)}`);
     limits = { rps: whole("--rps", values.rps, DEFAULT_KEY_LIMITS.rps), concurrency: whole("--concurrency", values.concurrency, DEFAULT_KEY_LIMITS.concurrency) };
+    if (values.overlap !== undefined && sub !== "rotate") throw new KeysUsageError("--overlap goes with rotate");
+    overlapMs = parseOverlap(values.overlap);
   } catch (e) {
     err(`${(e as Error).message} (see llm-ha keys --help)`);
     return 2;
@@ -131,13 +153,13 @@ export async function keysCommand(argv: string[]): Promise<number> {
     }
     const store = new KeyStore(client.redis, keys);
     if (sub === "add" || sub === "rotate") {
-      const made = sub === "add" ? await store.add(values.tenant!, limits, values.note ?? "") : await store.rotate(id);
-      if (json) process.stdout.write(JSON.stringify({ version: 1, key: made.key, id: made.record.id, tenant: made.record.tenant, rps: made.record.rps, concurrency: made.record.concurrency }) + "\n");
+      const made: { key: string; record: StoredKey; old?: StoredKey } = sub === "add" ? await store.add(values.tenant!, limits, values.note ?? "") : await store.rotate(id, overlapMs);
+      if (json) process.stdout.write(JSON.stringify({ version: 1, key: made.key, id: made.record.id, tenant: made.record.tenant, rps: made.record.rps, concurrency: made.record.concurrency, ...(made.old ? { oldId: made.old.id, oldExpiresAt: made.old.expiresAt } : {}) }) + "\n");
       else {
         process.stdout.write(`${made.key}\n`);
         process.stderr.write(
           `key ${made.record.id} for tenant ${made.record.tenant} (${made.record.rps} req/s, ${made.record.concurrency} in flight); shown once, store it now` +
-            (sub === "rotate" ? `; the old key ${id} works until \`llm-ha keys revoke ${id}\`` : "") +
+            (made.old ? `; the old key ${id} expires ${expiryText(made.old)} (\`llm-ha keys revoke ${id}\` ends it now)` : "") +
             "\n",
         );
       }
@@ -153,7 +175,7 @@ export async function keysCommand(argv: string[]): Promise<number> {
     }
     const all = await store.list();
     if (json) process.stdout.write(JSON.stringify({ version: 1, cluster: keys.cluster, keys: all.map(({ hash: _h, ...k }) => k) }) + "\n");
-    else process.stdout.write(`${"ID".padEnd(12)} ${"TENANT".padEnd(20)} ${"REQ/S".padStart(6)} ${"INFL".padStart(6)}  ${"AGE".padStart(5)}  NOTE\n${all.map(keyLine).join("\n")}${all.length ? "\n" : ""}`);
+    else process.stdout.write(`${"ID".padEnd(12)} ${"TENANT".padEnd(20)} ${"REQ/S".padStart(6)} ${"INFL".padStart(6)}  ${"AGE".padStart(5)}  ${"EXPIRES".padEnd(9)}  NOTE\n${all.map(keyLine).join("\n")}${all.length ? "\n" : ""}`);
     return 0;
   } catch (e) {
     if (e instanceof KeyStoreError) {
@@ -199,7 +221,7 @@ export async function edgeSyncCommand(argv: string[]): Promise<number> {
     if (sinkAddr !== undefined && !/^[A-Za-z0-9_.-]+:\d{1,5}$/.test(sinkAddr)) throw new KeysUsageError(`--sink ${JSON.stringify(sinkAddr)} must be host:port`);
     maxBody = whole("--max-body", values["max-body"], EDGE_DEFAULTS.maxBodyBytes);
     if (!mapPath) throw new KeysUsageError("no map file: pass --map or set LLMHA_EDGE_MAP");
-    if (!values.once && sockets.length === 0) throw new KeysUsageError("no HAProxy admin socket: pass --socket or set LLMHA_EDGE_SOCKET");
+    if (!values.once && sockets.length === 0) throw new KeysUsageError("no HAProxy map socket: pass --socket or set LLMHA_EDGE_SOCKET");
     periodMs = whole("--interval", values.interval, 1000);
   } catch (e) {
     err(`${(e as Error).message} (see llm-ha edge-sync --help)`);

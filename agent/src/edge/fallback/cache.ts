@@ -111,7 +111,12 @@ export class VerifiedCache {
   readonly prefix: string;
   private readonly r: CacheRedis;
 
-  constructor(redis: Redis, cluster: string, readonly limits: CacheLimits = DEFAULT_CACHE_LIMITS) {
+  /**
+   * `reader` (the fallback, whose Redis role may not write the byte count): a hit still counts
+   * as a use for the LRU, but an expired entry's bookkeeping is left to the writers (the next
+   * `put` evicts it as the least recently used); `writer` (the operator's `llm-ha cache`) drops it.
+   */
+  constructor(redis: Redis, cluster: string, readonly limits: CacheLimits = DEFAULT_CACHE_LIMITS, private readonly access: "writer" | "reader" = "writer") {
     this.prefix = `llmha:${cluster}:fallback:cache:`;
     if (!("llmhaCachePut" in redis)) {
       redis.defineCommand("llmhaCachePut", { numberOfKeys: 0, lua: PUT_LUA });
@@ -127,7 +132,7 @@ export class VerifiedCache {
     const raw = await this.r.get(`${this.prefix}e:${h}`);
     if (raw === null) {
       // Expired: drop its bookkeeping so it stops counting toward the bounds.
-      if ((await this.r.zscore(`${this.prefix}lru`, h)) !== null) await this.r.llmhaCacheRm(this.prefix, h);
+      if (this.access === "writer" && (await this.r.zscore(`${this.prefix}lru`, h)) !== null) await this.r.llmhaCacheRm(this.prefix, h);
       return null;
     }
     await this.r.llmhaCacheTouch(`${this.prefix}lru`, h);

@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import { createRedisClient, type RedisClient } from "../../fleet/redis/client";
 import { createLogger, type Logger } from "../../util/log";
+import { TenantTokenBudget } from "./budget";
 import { CacheImportError, VerifiedCache } from "./cache";
 import { FallbackConfigError, fallbackHelp, loadFallbackConfig, readProvidersFile, type FallbackConfig } from "./config";
 import { FallbackMetrics } from "./metrics";
@@ -37,7 +38,7 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
     redis = createRedisClient(cfg.redisUrl, { name: "llmha-fallback", log, commandTimeoutMs: 500 });
     await redis.whenReady(2000);
   }
-  const cache = redis ? new VerifiedCache(redis.redis, cfg.cluster, { maxEntries: cfg.cacheMaxEntries, maxBytes: cfg.cacheMaxBytes, defaultTtlS: cfg.cacheTtlS }) : null;
+  const cache = redis ? new VerifiedCache(redis.redis, cfg.cluster, { maxEntries: cfg.cacheMaxEntries, maxBytes: cfg.cacheMaxBytes, defaultTtlS: cfg.cacheTtlS }, "reader") : null;
   const store = redis ? new ResultStore(redis.redis, cfg.cluster, cfg.resultTtlS) : null;
   const tier = new TierReader(redis?.redis ?? null, cfg.cluster, { retryAfterS: cfg.retryAfterS, wakeEtaS: cfg.wakeEtaS });
   let queue: RequestQueue | null = null;
@@ -105,6 +106,7 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
   const service = new FallbackService({
     models, maxBodyBytes: cfg.maxBodyBytes, maxQueueDepth: cfg.maxQueueDepth, queueRoutes: cfg.queueRoutes, upstreamWhen: cfg.upstreamWhen,
     cache, providers, queue, store, tier, metrics, log, cacheReplayedTenants: cfg.cacheReplayedTenants,
+    budget: new TenantTokenBudget(cfg.tenantTokensPerMin),
   });
   for (const p of providers) {
     metrics.misconfigured.inc({ provider: p.name }, 0);

@@ -31,6 +31,7 @@ export interface FallbackConfig {
   kafkaTopic: string | null;
   queueRoutes: string[];
   maxQueueDepth: number;
+  tenantTokensPerMin: number;
   replay: boolean;
   l1Url: string;
   replayRps: number;
@@ -80,6 +81,7 @@ export const FALLBACK_SETTINGS: readonly Setting[] = [
   { key: "kafkaTopic", env: "LLMHA_KAFKA_TOPIC", kind: "string", def: "", help: "topic (default llmha.<cluster>.requests)" },
   { key: "queueRoutes", env: "LLMHA_FALLBACK_QUEUE_ROUTES", kind: "list", def: "", help: "paths queued without the x-llmha-queue header, e.g. /v1/completions" },
   { key: "maxQueueDepth", env: "LLMHA_FALLBACK_MAX_QUEUE_DEPTH", kind: "int", def: "100000", help: "queue depth at which opted-in requests get 503 + Retry-After", min: 1 },
+  { key: "tenantTokensPerMin", env: "LLMHA_FALLBACK_TENANT_TOKENS_PER_MIN", kind: "int", def: "200000", help: "tokens (max_tokens × n of each request) a tenant may send the paid providers per minute, per fallback; past it 429 + Retry-After", min: 1 },
   { key: "replay", env: "LLMHA_FALLBACK_REPLAY", kind: "bool", def: "true", help: "run the replay consumer" },
   { key: "l1Url", env: "LLMHA_FALLBACK_L1_URL", kind: "url", def: "http://127.0.0.1:8080", help: "the L1 proxy replayed requests go through" },
   { key: "replayRps", env: "LLMHA_FALLBACK_REPLAY_RPS", kind: "int", def: "5", help: "replayed requests per second at most", min: 1 },

@@ -20,6 +20,7 @@ import { forwardToProviders, type Provider } from "./providers";
 import type { RequestQueue } from "./queue";
 import { ANONYMOUS_TENANT, type ResultStore } from "./results";
 import type { TierReader } from "./tier";
+import { requestTokens, type TenantTokenBudget } from "./budget";
 import { closeHttpServer, listenHttp } from "../../util/net";
 
 export interface FallbackServiceOptions {
@@ -40,6 +41,8 @@ export interface FallbackServiceOptions {
   tier: TierReader;
   metrics: FallbackMetrics;
   log: Logger;
+  /** Tokens per tenant per window sent to the paid providers (`LLMHA_FALLBACK_TENANT_TOKENS_PER_MIN`); none: unbounded. */
+  budget?: TenantTokenBudget;
   /** Tenants whose replayed results are cached for themselves (`LLMHA_FALLBACK_CACHE_REPLAYED_TENANTS`). */
   cacheReplayedTenants?: readonly string[];
 }
@@ -110,6 +113,11 @@ export class FallbackService {
   };
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const rawPath = (req.url ?? "/").split("?")[0];
+    // WHATWG URL parsing resolves dot segments (and %2e ones): a result-route path with them
+    // would land on /metrics, /readyz or /livez. A path that parsing would change, or with an
+    // encoded slash, is refused, whoever sent it (the edge refuses them before this too).
+    if (/%2f|%5c|\\/i.test(rawPath) || !rawPath.startsWith("/") || new URL(rawPath, "http://fallback").pathname !== rawPath) throw new HttpError(400, "the path must not hold dot segments or encoded slashes", "invalid_path");
     const url = new URL(req.url ?? "/", "http://fallback");
     const path = url.pathname.replace(/\/+$/, "") || "/";
     if (path === "/livez") return sendJson(res, 200, { ok: true });
@@ -181,6 +189,15 @@ export class FallbackService {
     const upstreamAllowed = this.o.upstreamWhen === "always" || (this.o.upstreamWhen === "l4" && (tier.level === "L4" || tier.level === null));
     let triedProviders = false;
     if (upstreamAllowed && this.o.providers.length) {
+      // The providers are paid per token and get the client's body as it is: each tenant's
+      // `max_tokens × n` is counted against its budget first (a refusal is not counted).
+      const tokens = requestTokens(body);
+      const charged = this.o.budget?.charge(tenant, tokens) ?? { ok: true as const, release: () => undefined };
+      if (!charged.ok) {
+        this.count("rejected");
+        if (charged.tooLarge) throw new HttpError(400, `max_tokens × n (${tokens}) is more than this tenant may send the external providers in a minute (${this.o.budget?.tokensPerWindow})`, "over_token_budget");
+        throw new HttpError(429, `this tenant's token budget for the external providers is spent for this minute; admitted again in ${charged.retryAfterS} s`, "token_budget_exceeded", { "retry-after": String(charged.retryAfterS) });
+      }
       const out = await forwardToProviders(this.o.providers, kind === "chat" ? "/chat/completions" : "/completions", body, (p, r) => {
         this.o.metrics.upstream.inc({ provider: p, result: r });
         if (r === "misconfigured") this.o.metrics.misconfigured.inc({ provider: p });
@@ -198,6 +215,7 @@ export class FallbackService {
         Readable.fromWeb(up.body as unknown as WebReadableStream).on("error", () => res.destroy()).pipe(res);
         return;
       }
+      charged.release();
       // Which provider failed how is for the operator (log, metrics), never for the client.
       if (out.tried.length) {
         triedProviders = true;

@@ -18,6 +18,19 @@ export interface StoredKey extends EdgeKeyEntry {
   /** Epoch ms. */
   createdAt: number;
   note: string;
+  /**
+   * Epoch ms after which the key is refused (`llm-ha edge-sync` drops it from the map): set on
+   * the old key by a rotation, to the overlap its clients were given to move over. Absent: no expiry.
+   */
+  expiresAt?: number;
+}
+
+/** How long a rotated-out key keeps working by default: a day for its clients to move to the new one. */
+export const DEFAULT_ROTATION_OVERLAP_MS = 24 * 3600 * 1000;
+
+/** Whether a key has expired at `now`. */
+export function keyExpired(k: Pick<StoredKey, "expiresAt">, now = Date.now()): boolean {
+  return k.expiresAt !== undefined && k.expiresAt <= now;
 }
 
 export class KeyStoreError extends Error {
@@ -52,6 +65,7 @@ export function parseStoredKey(hash: string, json: string): StoredKey | null {
       concurrency: Number(v.concurrency),
       createdAt: Number(v.createdAt) || 0,
       note: typeof v.note === "string" ? v.note : "",
+      ...(typeof v.expiresAt === "number" && Number.isFinite(v.expiresAt) ? { expiresAt: v.expiresAt } : {}),
     };
     edgeMapValue(e);
     return /^[0-9a-f]{64}$/.test(hash) ? e : null;
@@ -111,12 +125,20 @@ export class KeyStore {
     return true;
   }
 
-  /** A new key for the same tenant and limits; the old one stays valid until revoked (clients move over without a failed request). */
-  async rotate(id: string): Promise<{ key: string; record: StoredKey; old: StoredKey }> {
+  /**
+   * A new key for the same tenant and limits; the old one stays valid for `overlapMs` (its
+   * clients move over without a failed request), then expires: `llm-ha edge-sync` drops it
+   * from the map. An earlier expiry the old key already had is kept.
+   */
+  async rotate(id: string, overlapMs: number = DEFAULT_ROTATION_OVERLAP_MS): Promise<{ key: string; record: StoredKey; old: StoredKey }> {
+    if (!Number.isFinite(overlapMs) || overlapMs < 0) throw new KeyStoreError(`rotation overlap ${overlapMs} ms must be a number of ms ≥ 0`);
     const old = await this.find(id);
     if (!old) throw new KeyStoreError(`no key with id ${JSON.stringify(id)}`);
     const made = await this.add(old.tenant, { rps: old.rps, concurrency: old.concurrency }, old.note ? `rotated from ${old.id}: ${old.note}`.slice(0, 200) : `rotated from ${old.id}`);
-    return { ...made, old };
+    const expiresAt = Math.min(old.expiresAt ?? Infinity, Date.now() + overlapMs);
+    const { hash, ...stored } = { ...old, expiresAt };
+    await this.redis.multi().hset(this.keys.edgeKeys, hash, JSON.stringify(stored)).incr(this.keys.edgeKeysRev).exec();
+    return { ...made, old: { ...old, expiresAt } };
   }
 
   /** The revision counter (moves on every change). */

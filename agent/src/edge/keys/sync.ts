@@ -15,12 +15,16 @@ import { edgeMapLine, edgeMapValue } from "../../../../contracts/haproxy-edge";
 import { socketExchange } from "../../util/net";
 import { Loop } from "../../util/loop";
 import type { RedisKeys } from "../../fleet/redis/keys";
-import { parseStoredKey } from "./keys";
+import { keyExpired, parseStoredKey } from "./keys";
 
 export interface EdgeSyncOptions {
   redis: Redis;
   keys: RedisKeys;
-  /** Admin sockets (`stats socket … level admin`) of the proxies that load `mapPath`; a function when they come and go. */
+  /**
+   * Runtime sockets of the proxies that load `mapPath` (a function when they come and go): the
+   * generator's `mapSocket`, at `level user`, which may change maps and nothing more. A socket
+   * at a higher level works but is warned about once: it would show HAProxy's environment.
+   */
   sockets: readonly string[] | (() => readonly string[]);
   /** The map file, as named in the proxies' configuration. */
   mapPath: string;
@@ -100,6 +104,9 @@ export function writeAtomic(path: string, text: string): boolean {
 export class EdgeSync {
   private readonly loop: Loop;
   private lastFull = 0;
+  /** Epoch ms when the next key in the map expires (a pass then drops it, with no change in Redis); Infinity when none. */
+  private nextExpiry = Infinity;
+  private readonly levelChecked = new Set<string>();
   private readonly st: EdgeSyncState = { keys: 0, revision: null, syncedAt: null, failures: 0, lastError: null };
 
   constructor(private readonly o: EdgeSyncOptions) {
@@ -129,7 +136,7 @@ export class EdgeSync {
     }
     const rev = stored ?? "0";
     const full = force || Date.now() - this.lastFull >= (this.o.fullEveryMs ?? 30_000);
-    if (rev === this.st.revision && !full) return;
+    if (rev === this.st.revision && !full && Date.now() < this.nextExpiry) return;
     const desired = await this.desired();
     writeAtomic(this.o.mapPath, mapFileText(desired));
     const sockets = typeof this.o.sockets === "function" ? this.o.sockets() : this.o.sockets;
@@ -147,21 +154,39 @@ export class EdgeSync {
     const all = await this.o.redis.hgetall(this.o.keys.edgeKeys);
     const out = new Map<string, string>();
     let bad = 0;
+    let expired = 0;
+    const now = Date.now();
+    this.nextExpiry = Infinity;
     for (const [hash, json] of Object.entries(all)) {
       const k = parseStoredKey(hash, json);
       if (!k) {
         bad++;
         continue;
       }
+      // A rotated-out key past its overlap is refused like a revoked one (its record stays, for `llm-ha keys list`).
+      if (keyExpired(k, now)) {
+        expired++;
+        continue;
+      }
+      if (k.expiresAt !== undefined) this.nextExpiry = Math.min(this.nextExpiry, k.expiresAt);
       edgeMapLine(hash, k);
       out.set(hash, edgeMapValue(k));
     }
     if (bad) this.o.log.warn({ bad }, "edge key records that are not valid were left out of the map");
+    if (expired) this.o.log.debug({ expired }, "expired edge keys left out of the map");
     return out;
   }
 
   private async apply(socket: string, desired: ReadonlyMap<string, string>): Promise<void> {
     const t = this.o.socketTimeoutMs ?? 2000;
+    if (!this.levelChecked.has(socket)) {
+      // `show env` of a name that is not set: refused below level operator, answered above.
+      const probe = await socketExchange({ path: socket }, "show env LLMHA_EDGE_SYNC_LEVEL_PROBE\n", t, `runtime socket ${socket}`);
+      this.levelChecked.add(socket);
+      if (!/permission denied/i.test(probe)) {
+        this.o.log.warn({ socket }, "this HAProxy socket is above level user: it shows the proxy's environment (the servers' API key); give llm-ha edge-sync the generator's mapSocket (level user)");
+      }
+    }
     const shown = await socketExchange({ path: socket }, `show map ${this.o.mapPath}\n`, t, `admin socket ${socket}`);
     if (/Unknown map identifier/i.test(shown)) throw new EdgeSyncError(`the proxy behind ${socket} has no map ${this.o.mapPath}`);
     const cmds = mapDiff(this.o.mapPath, parseShowMap(shown), desired);
