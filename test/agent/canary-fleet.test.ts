@@ -16,7 +16,8 @@ import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { LeaderLease } from "../../agent/src/fleet/redis/lease";
 import { waitFor } from "../../agent/src/util/net";
 import { startFakeInference, type FakeInference } from "../../lab/sim/fake-inference";
-import { runLlmHa } from "../../lab/cli-process";
+import { main } from "../../agent/src/cli";
+import { runInProcess } from "../support/in-process";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { freshCluster, testLogger } from "../redis/helpers";
 
@@ -123,13 +124,13 @@ describe("canaries through a real redis-server", () => {
     const f = await fleetOf(2, "m@cli");
     for (const r of f.runners) await r.runOnce();
     const flags = ["--redis-url", server.url, "--cluster", f.keys.cluster];
-    const rec = await runLlmHa(["canary", "record", ...flags]);
+    const rec = await runInProcess(main, ["canary", "record", ...flags], { cleanLlmha: true });
     expect([rec.code, rec.stdout]).toEqual([0, expect.stringContaining("recorded 3 canary answers for m@cli from the majority of 2 nodes")]);
     expect(await client.redis.hexists(f.keys.canaryRecorded, "m:m@cli")).toBe(1);
-    const bad = await runLlmHa(["canary", "record", "--node", "nope", ...flags]);
+    const bad = await runInProcess(main, ["canary", "record", "--node", "nope", ...flags], { cleanLlmha: true });
     expect([bad.code, bad.stderr]).toEqual([2, expect.stringContaining("node nope has no recent canary answers")]);
     await publishExpectations(client.redis, f.keys, f.writer, TOL, Date.now(), 60_000);
-    const show = await runLlmHa(["canary", "show", ...flags]);
+    const show = await runInProcess(main, ["canary", "show", ...flags], { cleanLlmha: true });
     expect(show.stdout).toContain("m@cli: operator since");
     // Three CLI processes: on a loaded machine each takes seconds to start.
   }, 180_000);

@@ -8,10 +8,14 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { runLlmHa } from "../../lab/cli-process";
+import { main } from "../../agent/src/cli";
+import { runInProcess, type Ran } from "../support/in-process";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { hashKey } from "../../agent/src/edge/keys/keys";
 import { freePort } from "../../agent/src/util/net";
+
+/** `llm-ha ARGS` as the image runs it (its entry function), with none of the caller's `LLMHA_*` settings. */
+const runLlmHa = (args: string[]): Promise<Ran> => runInProcess(main, args, { cleanLlmha: true });
 
 describe("llm-ha keys and edge-sync --once", () => {
   let redis: RedisServerHandle;

@@ -4,7 +4,8 @@
  * `llmha:<cluster>:fallback:queue` {depth, topic, updatedAt} — text view and `--json`.
  */
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { runLlmHa } from "../../lab/cli-process";
+import { main } from "../../agent/src/cli";
+import { runInProcess } from "../support/in-process";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
@@ -12,7 +13,7 @@ import { fallbackQueueKey } from "../../agent/src/ops/status/view";
 import { freshCluster, testLogger } from "../redis/helpers";
 import type { FleetView } from "../../agent/src/ops/status/types";
 
-const cli = (args: string[]) => runLlmHa(["status", ...args]);
+const cli = (args: string[]) => runInProcess(main, ["status", ...args], { cleanLlmha: true });
 
 let redis: RedisServerHandle;
 let client: RedisClient;
