@@ -238,8 +238,9 @@ export async function callFunction(redis: Redis, lib: FunctionLibrary, fn: strin
         throw err;
       }
       if (loader) {
-        o.log?.warn({ library: lib.name }, "Redis has lost the functions library (a restart without persistence, a flush): loading it again");
-        await loadLibrary(redis, lib);
+        // What took one library (a restart without persistence, a FUNCTION FLUSH) took them all: the fallback's too.
+        o.log?.warn({ library: lib.name }, "Redis has lost the functions libraries (a restart without persistence, a flush): loading them again");
+        await Promise.all((o.load ?? [lib]).map((l) => loadLibrary(redis, l)));
         continue;
       }
       if (!missingSince.has(redis)) {
