@@ -47,10 +47,11 @@ export async function redisFunctionsCommand(argv: string[], env: NodeJS.ProcessE
     return fail(`${flagErrorMessage(err, Object.keys(options))} (see llm-ha redis-functions --help)`);
   }
   const action = positionals[0];
-  if (values.help || action === undefined) {
+  if (values.help) {
     process.stdout.write(REDIS_FUNCTIONS_HELP);
-    return action === undefined && !values.help ? 2 : 0;
+    return 0;
   }
+  if (action === undefined) return fail("an action is required: load, list, prune or print (see llm-ha redis-functions --help)");
   if (!["load", "list", "prune", "print"].includes(action) || positionals.length > 1) return fail(`unknown action ${JSON.stringify(positionals.join(" "))}: load, list, prune or print`);
   const libs = allLibraries();
   if (action === "print") {
