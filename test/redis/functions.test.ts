@@ -7,7 +7,10 @@
  * a FUNCTION FLUSH while an agent waits for it; an oversized field is refused by name; the
  * break-glass user ends a runaway function and reads no key.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Redis } from "ioredis";
 import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
 import { FunctionsMissingError } from "../../agent/src/fleet/redis/functions";
@@ -15,7 +18,8 @@ import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { allLibraries } from "../../agent/src/fleet/redis/libraries";
 import { ROLE_NAMES, type RoleName } from "../../agent/src/fleet/redis/roles";
 import { acquireScript, fleetLibrary, heartbeatScript, readNodesScript, releaseScript, renewScript, type HeartbeatArgs, type HeartbeatKeys } from "../../agent/src/fleet/redis/scripts";
-import { labRedisAcl, type LabRedisAcl } from "../../lab/engines/redis-acl";
+import { redisFunctionsCommand } from "../../agent/src/fleet/redis/functions-command";
+import { labRedisAcl, labRoleEnv, type LabRedisAcl } from "../../lab/engines/redis-acl";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { testLogger } from "./helpers";
 
@@ -178,5 +182,35 @@ describe("no EVAL for any production role", () => {
       expect(r).toMatch(/NOPERM|no permissions/);
     }
     await admin.call("FUNCTION", "DELETE", "llmhatest_spin");
+  });
+
+  it("llm-ha redis-functions: the break-glass user loads this build's libraries, lists them, prunes another build's", async () => {
+    const admin = raw("admin");
+    expect(await admin.call("FUNCTION", "FLUSH")).toBe("OK");
+    await admin.call("FUNCTION", "LOAD", "#!lua name=llmha_fleet_000000000000\nredis.register_function('llmha_fleet_000000000000_x', function() return 1 end)");
+    const dir = mkdtempSync(join(tmpdir(), "llmha-fn-"));
+    const out: string[] = [];
+    const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => (out.push(String(chunk)), true));
+    try {
+      const env = { LLMHA_REDIS_URL: `redis://127.0.0.1:${server.port}`, ...labRoleEnv(acl, dir, "llmha-breakglass") };
+      expect(await redisFunctionsCommand(["load"], env)).toBe(0);
+      expect(await redisFunctionsCommand(["list"], env)).toBe(0);
+      expect(await redisFunctionsCommand(["prune"], env)).toBe(0);
+      // A role that may not load is refused, with exit 1 and Redis's reason.
+      expect(await redisFunctionsCommand(["load"], { LLMHA_REDIS_URL: env.LLMHA_REDIS_URL, ...labRoleEnv(acl, dir, "llmha-agent") })).toBe(1);
+    } finally {
+      spy.mockRestore();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const text = out.join("");
+    for (const lib of allLibraries()) {
+      expect(text).toContain(`loaded ${lib.name}`);
+      expect(text).toContain(`* ${lib.name}`);
+    }
+    expect(text).toContain("  llmha_fleet_000000000000");
+    expect(text).toContain("deleted llmha_fleet_000000000000");
+    const held = JSON.stringify(await admin.call("FUNCTION", "LIST", "LIBRARYNAME", "llmha_*"));
+    expect(held).not.toContain("llmha_fleet_000000000000");
+    for (const lib of allLibraries()) expect(held).toContain(lib.name);
   });
 });
