@@ -164,6 +164,25 @@ describe("no EVAL for any production role", () => {
     expect((await readNodesScript(reader.redis, keys.members, keys.prefix, "0", 10)).cursor).toBe("0");
   });
 
+  it("Redis never evicts (noeviction): full, it refuses an agent's heartbeat (OOM) and keeps the lease, which the controller still renews", async () => {
+    const admin = raw("admin");
+    expect(await admin.config("GET", "maxmemory-policy")).toEqual(["maxmemory-policy", "noeviction"]);
+    const ctl = await as("llmha-controller", true);
+    const agent = await as("llmha-agent");
+    const got = await acquireScript(ctl.redis, keys, "ctl-oom", 5000, 0);
+    expect(got.acquired).toBe(true);
+    const value = `ctl-oom:${got.acquired ? got.token : 0}`;
+    await admin.config("SET", "maxmemory", "1");
+    try {
+      expect(await outcome(heartbeatScript(agent.redis, ...hb("oom-1")))).toMatch(/OOM/);
+      expect(await renewScript(ctl.redis, keys.leader, value, 5000)).toBe(true);
+      expect(await admin.get(keys.leader)).toBe(value);
+    } finally {
+      await admin.config("SET", "maxmemory", "0");
+    }
+    expect(await releaseScript(ctl.redis, keys.leader, value)).toBe(true);
+  });
+
   it("break-glass: ends a runaway function that made Redis answer BUSY, and reads no key", async () => {
     const admin = raw("admin");
     // Only a trusted identity could load this; it stands for any script that never returns.

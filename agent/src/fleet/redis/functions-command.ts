@@ -14,7 +14,7 @@ import { allLibraries } from "./libraries";
 export const REDIS_FUNCTIONS_HELP = `llm-ha redis-functions — llm-ha's Lua as Redis Functions libraries (no role may EVAL)
 
 Usage:
-  llm-ha redis-functions load     FUNCTION LOAD this build's libraries (REPLACE: idempotent)
+  llm-ha redis-functions load     FUNCTION LOAD this build's libraries (those Redis lacks)
   llm-ha redis-functions list     the llm-ha libraries Redis holds; * marks this build's
   llm-ha redis-functions prune    FUNCTION DELETE llm-ha libraries of other builds (after a rollout)
   llm-ha redis-functions print    this build's libraries' code (no Redis)

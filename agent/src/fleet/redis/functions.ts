@@ -36,6 +36,11 @@ export interface FunctionSpec {
   readonly lua: string;
   /** Reads only: flagged `no-writes`, called with `FCALL_RO`. */
   readonly readOnly?: boolean;
+  /**
+   * Runs while Redis is out of memory (`allow-oom`): only for writes that cannot grow it (the
+   * lease's renew and release), so that a full Redis (`noeviction`) does not also cost the lease.
+   */
+  readonly allowOom?: boolean;
   /** Names of arguments for the error that refuses an oversized one (index from 1). */
   readonly argNames?: Readonly<Record<number, string>>;
   /** Bound on each argument's size in bytes. Default 4096. */
@@ -97,7 +102,7 @@ export function buildLibrary(family: string, specs: readonly FunctionSpec[]): Fu
     byName.set(s.name, s);
   }
   const version = createHash("sha256")
-    .update(JSON.stringify([...byName.values()].map((s) => [s.name, s.keys, s.lua, !!s.readOnly, s.maxArgBytes ?? null, s.maxArgs ?? null])))
+    .update(JSON.stringify([...byName.values()].map((s) => [s.name, s.keys, s.lua, !!s.readOnly, !!s.allowOom, s.maxArgBytes ?? null, s.maxArgs ?? null])))
     .digest("hex")
     .slice(0, 12);
   const name = `llmha_${family}_${version}`;
@@ -130,7 +135,7 @@ export function buildLibrary(family: string, specs: readonly FunctionSpec[]): Fu
       .join(", ");
     parts.push(
       "",
-      `redis.register_function{function_name="${name}_${s.name}", flags={${s.readOnly ? '"no-writes"' : ""}}, callback=function(KEYS, ARGV)`,
+      `redis.register_function{function_name="${name}_${s.name}", flags={${[s.readOnly ? '"no-writes"' : "", s.allowOom ? '"allow-oom"' : ""].filter(Boolean).join(", ")}}, callback=function(KEYS, ARGV)`,
       `local llmha_refused = llmha_check("${s.name}", ${s.keys}, KEYS, ARGV, ${s.maxArgBytes ?? DEFAULT_MAX_ARG_BYTES}, ${s.maxArgs ?? DEFAULT_MAX_ARGS}, {${names}})`,
       "if llmha_refused then return llmha_refused end",
       s.lua.trimEnd(),
@@ -188,7 +193,7 @@ export function isFunctionMissing(err: unknown): boolean {
   return err instanceof Error && /Function not found/i.test(err.message);
 }
 
-/** `FUNCTION LOAD REPLACE` the library (one at a time per client and library). */
+/** `FUNCTION LOAD` the library unless Redis has it (one load at a time per client and library). */
 export function loadLibrary(redis: Redis, lib: FunctionLibrary): Promise<void> {
   let m = loading.get(redis);
   if (!m) loading.set(redis, (m = new Map()));
@@ -196,9 +201,11 @@ export function loadLibrary(redis: Redis, lib: FunctionLibrary): Promise<void> {
   if (running) return running;
   const p = (async () => {
     try {
-      await redis.call("FUNCTION", "LOAD", "REPLACE", lib.code);
+      // No REPLACE: the name carries a hash of the code, so a library of that name is this one (nothing to recompile or replicate).
+      await redis.call("FUNCTION", "LOAD", lib.code);
     } catch (err) {
       const msg = (err as Error).message;
+      if (/already exists/i.test(msg)) return;
       if (/unknown command/i.test(msg)) throw new FunctionsError(`Redis does not know FUNCTION (llm-ha needs Redis 7 or Valkey): ${msg}`);
       throw err;
     } finally {

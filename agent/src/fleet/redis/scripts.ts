@@ -18,6 +18,9 @@ export type ScriptName = (typeof SCRIPT_NAMES)[number];
 /** Scripts that only read: flagged `no-writes`, called with `FCALL_RO` (the read-only reader role runs them). */
 const READ_ONLY: ReadonlySet<string> = new Set<ScriptName>(["readNodes"]);
 
+/** Writes that cannot grow Redis: they run while it is full (`noeviction`), so a full Redis does not also cost the lease. */
+const ALLOW_OOM: ReadonlySet<string> = new Set<ScriptName>(["renew", "release"]);
+
 /**
  * Bounds above the default 4 KiB per argument: a fenced write carries the leader's field
  * values (a model list, a practice record), and only the leader's keys admit it.
@@ -85,7 +88,7 @@ export function fleetLibrary(): FunctionLibrary {
     if (!m) continue;
     const name = commandName(m[1]);
     const lua = withIncludes(dir, file);
-    specs.push({ name, keys: Number(m[2]), lua, readOnly: READ_ONLY.has(name), argNames: headerArgNames(lua), ...BOUNDS[name as ScriptName] });
+    specs.push({ name, keys: Number(m[2]), lua, readOnly: READ_ONLY.has(name), allowOom: ALLOW_OOM.has(name), argNames: headerArgNames(lua), ...BOUNDS[name as ScriptName] });
   }
   for (const name of SCRIPT_NAMES) {
     if (!specs.some((s) => s.name === name)) throw new ScriptLoadError(`Lua script for ${name} is missing in ${dir}`);
