@@ -5,18 +5,26 @@
  * holds the two together). A key not named here is out of reach of every role; a command not named
  * here is refused.
  *
- * Redis checks a script's key access against the caller: every key passed in `KEYS` to
- * `EVALSHA` must be writable by the user (read-only scripts go as `EVALSHA_RO`), and each
- * `redis.call` inside is checked like a command of its own. So a role's command list holds
- * what its scripts call, and a forged write through a script is refused like a direct one.
+ * No role may run Lua of its own: `EVAL`, `EVALSHA`, `EVAL_RO`, `EVALSHA_RO` and `SCRIPT` are
+ * refused to every one (one `EVAL "while true do end" 0` made Redis answer BUSY to everyone).
+ * llm-ha's scripts are Redis Functions (agent/src/fleet/redis/functions.ts): a role calls them
+ * with `FCALL` (`FCALL_RO` for read-only ones), and only the controller (and the union role of
+ * agents that contend for the lease) may `FUNCTION LOAD` them. Redis checks a function's key
+ * access against the caller as it did a script's: every key passed in `KEYS` to `FCALL` must
+ * be readable and writable by the user (`FCALL_RO`: readable), and each `redis.call` inside is
+ * checked like a command of its own. So a role's command list holds what its functions call,
+ * and a forged write through a function is refused like a direct one.
+ *
+ * The break-glass user (`llmha-breakglass`) ends a runaway script or function (`SCRIPT KILL`,
+ * `FUNCTION KILL`) and loads the libraries at deploy time; it reaches no key.
  */
 
-export const ROLE_NAMES = ["llmha-agent", "llmha-controller", "llmha-agent-leader", "llmha-fallback", "llmha-edge", "llmha-reader", "llmha-operator"] as const;
+export const ROLE_NAMES = ["llmha-agent", "llmha-controller", "llmha-agent-leader", "llmha-fallback", "llmha-edge", "llmha-reader", "llmha-operator", "llmha-breakglass"] as const;
 export type RoleName = (typeof ROLE_NAMES)[number];
 
 /**
  * `R` read only (`%R~`), `W` write only (`%W~`: `SET` without reading), `RW` both (`~`). A key
- * passed in a script's `KEYS` needs `RW` (Redis checks `EVALSHA`'s keys as read and write).
+ * passed in a function's `KEYS` needs `RW` (Redis checks `FCALL`'s keys as read and write).
  */
 export type KeyAccess = "R" | "W" | "RW";
 
@@ -56,6 +64,12 @@ export class RoleError extends Error {
  */
 const CONNECTION = ["ping", "info", "client|setname", "quit", "multi", "exec", "discard"];
 
+/** Loading llm-ha's functions libraries: as powerful as EVAL, so the controller's alone (and break-glass). */
+const LOAD_FUNCTIONS = ["function|load", "function|list"];
+
+/** Commands no production role may hold: arbitrary Lua (roles.test.ts checks every role against it). */
+export const ARBITRARY_LUA = ["eval", "evalsha", "eval_ro", "evalsha_ro", "script", "function|load", "function|delete", "function|flush", "function|restore"] as const;
+
 const R = (pattern: string): KeyGrant => ({ pattern, access: "R" });
 const W = (pattern: string): KeyGrant => ({ pattern, access: "W" });
 const RW = (pattern: string): KeyGrant => ({ pattern, access: "RW" });
@@ -85,7 +99,7 @@ export function redisRoles(cluster: string): RedisRole[] {
   const agent: RedisRole = {
     name: "llmha-agent",
     does: "a GPU node's agent: its own node hash, its AZ's available set, the member/live/dead indexes (heartbeat-7, remove-5), events; reads what the leader published",
-    commands: [...CONNECTION, "evalsha", "eval", "hmget", "hget", "hgetall", "hset", "hdel", "del", "pexpire", "zadd", "zrem", "sadd", "smembers", "xadd", "time", "get", "pttl"],
+    commands: [...CONNECTION, "fcall", "hmget", "hget", "hgetall", "hset", "hdel", "del", "pexpire", "zadd", "zrem", "sadd", "smembers", "xadd", "time", "get", "pttl"],
     keys: [
       RW(k.node("*")), RW(k.azAvailable("*")), RW(k.nodes), RW(k.members), RW(k.dead), RW(k.azs), RW(k.events),
       R(k.leader), R(k.fenceLast), R(k.tier), R(k.azState("*")), R(k.standbyWake), R(k.actuation), R(k.suspect), R(k.practice), R(k.models),
@@ -98,7 +112,7 @@ export function redisRoles(cluster: string): RedisRole[] {
     name: "llmha-controller",
     does: "the leader: lease acquire/renew/release, the fence, AZ states, tier, standby, actuation, suspect, models, practice state (fenced-hset-3), the sweep (sweep-5); reads the registry",
     commands: [
-      ...CONNECTION, "evalsha", "eval", "evalsha_ro", "eval_ro", "wait",
+      ...CONNECTION, "fcall", "fcall_ro", ...LOAD_FUNCTIONS, "wait",
       "get", "set", "del", "pexpire", "pttl", "time", "hget", "hmget", "hgetall", "hset", "hdel", "hscan", "exists",
       "zadd", "zrem", "zrangebyscore", "zmscore", "smembers", "xadd",
     ],
@@ -113,7 +127,7 @@ export function redisRoles(cluster: string): RedisRole[] {
   const fallback: RedisRole = {
     name: "llmha-fallback",
     does: "the L4 fallback (internet-facing): reads verified answers (never writes one), its queued requests' results and queue depth; reads the tier and standby",
-    commands: [...CONNECTION, "evalsha", "eval", "get", "set", "time", "zadd", "zrem", "zscore", "zcard", "hget", "hset", "hdel", "decrby", "pexpire", "multi", "exec"],
+    commands: [...CONNECTION, "fcall", "get", "set", "time", "zadd", "zrem", "zscore", "zcard", "hget", "hset", "hdel", "decrby", "pexpire", "multi", "exec"],
     keys: [
       R(`${k.fallbackCache}e:*`), RW(`${k.fallbackCache}lru`), RW(`${k.fallbackCache}size`), R(`${k.fallbackCache}bytes`),
       RW(`${k.fallbackRequests}*`), RW(`${k.fallbackIdempotency}*`), RW(k.fallbackQueue), R(k.tier), R(k.standbyWake),
@@ -132,18 +146,25 @@ export function redisRoles(cluster: string): RedisRole[] {
   const reader: RedisRole = {
     name: "llmha-reader",
     does: "`llm-ha status`: reads the cluster's keys, writes nothing",
-    commands: [...CONNECTION, "evalsha_ro", "eval_ro", "get", "pttl", "hget", "hgetall", "hmget", "hscan", "smembers", "exists", "zmscore", "xrevrange", "scan", "time"],
+    commands: [...CONNECTION, "fcall_ro", "get", "pttl", "hget", "hgetall", "hmget", "hscan", "smembers", "exists", "zmscore", "xrevrange", "scan", "time"],
     keys: [R(`${k.prefix}*`)],
     selectors: [],
   };
   const operator: RedisRole = {
     name: "llmha-operator",
     does: "an operator: everything `llm-ha status` reads, a practice wake request (`llm-ha practice`), the verified-answer cache (`llm-ha cache import|list|rm`), the edge's client keys (`llm-ha keys`)",
-    commands: [...reader.commands, "evalsha", "eval", "set", "del", "zadd", "zrem", "zrange", "zrevrange", "zcard", "hset", "hdel", "incr", "incrby", "decrby", "multi", "exec"],
+    commands: [...reader.commands, "fcall", "set", "del", "zadd", "zrem", "zrange", "zrevrange", "zcard", "hset", "hdel", "incr", "incrby", "decrby", "multi", "exec"],
     keys: [R(`${k.prefix}*`), W(k.practiceRequest), RW(`${k.fallbackCache}*`), RW(k.edgeKeys), RW(k.edgeKeysRev), RW(k.canaryRecorded)],
     selectors: [],
   };
-  return [agent, controller, union("llmha-agent-leader", "an agent that may win the lease: the leader runs inside an agent process today, so agents that contend hold both roles", agent, controller), fallback, edge, reader, operator];
+  const breakglass: RedisRole = {
+    name: "llmha-breakglass",
+    does: "an operator's last resort when Redis answers BUSY (a runaway script or function): SCRIPT KILL, FUNCTION KILL, FUNCTION STATS; loads llm-ha's functions at deploy time (`llm-ha redis-functions`); reaches no key",
+    commands: ["ping", "info", "client|setname", "quit", "script|kill", "function|kill", "function|stats", ...LOAD_FUNCTIONS, "function|delete"],
+    keys: [],
+    selectors: [],
+  };
+  return [agent, controller, union("llmha-agent-leader", "an agent that may win the lease: the leader runs inside an agent process today, so agents that contend hold both roles", agent, controller), fallback, edge, reader, operator, breakglass];
 }
 
 function union(name: RoleName, does: string, ...roles: RedisRole[]): RedisRole {

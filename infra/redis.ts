@@ -16,7 +16,7 @@ export interface RedisArgs {
   nodeType?: string;
   /** Primary plus replicas; ≥ 2 for automatic failover. Default 3. */
   nodes?: number;
-  /** Default `7.1`. */
+  /** Default `7.1`. At least 7: llm-ha's scripts are Redis Functions (`FUNCTION LOAD`, `FCALL`). */
   engineVersion?: string;
   /**
    * Key namespace of the roles' key patterns (`LLMHA_CLUSTER`). Default `default`.
@@ -97,6 +97,9 @@ export function createRedis(name: string, args: RedisArgs, parent: pulumi.Resour
   if (nodes < 2) p.add("nodes", "automatic failover needs a primary and at least one replica");
   if (args.subnetIds.length < 2) p.add("subnetIds", "Multi-AZ needs subnets in at least 2 AZs");
   if (Object.keys(args.clientSecurityGroupIds).length === 0) p.add("clientSecurityGroupIds", "needs at least one client security group");
+  const engineVersion = args.engineVersion ?? "7.1";
+  const major = Number(/^(\d+)/.exec(engineVersion)?.[1] ?? NaN);
+  if (!(major >= 7)) p.add("engineVersion", `must be 7 or later (got ${JSON.stringify(engineVersion)}): llm-ha's scripts are Redis Functions (FUNCTION LOAD, FCALL), and no role may EVAL`);
   p.throwIfAny("Redis arguments");
   const opts = { parent };
 
@@ -110,13 +113,22 @@ export function createRedis(name: string, args: RedisArgs, parent: pulumi.Resour
     );
   }
   const subnets = new aws.elasticache.SubnetGroup(`${name}-subnets`, { subnetIds: args.subnetIds, tags: tagged() }, opts);
+  // ElastiCache's default `volatile-lru` evicts keys with a TTL under memory pressure: the lease and a node's
+  // record are such keys. With `noeviction` a full Redis refuses writes (an error the agent degrades on) and
+  // never drops the lease or the fence; the functions bound what one call may write.
+  const params = new aws.elasticache.ParameterGroup(
+    `${name}-params`,
+    { family: `redis${major}`, description: "llm-ha: never evict (lease, fence, node records)", parameters: [{ name: "maxmemory-policy", value: "noeviction" }], tags: tagged() },
+    opts,
+  );
   const key = new aws.kms.Key(`${name}-kms`, { description: "llm-ha Redis at rest", enableKeyRotation: true, tags: tagged() }, opts);
   return new aws.elasticache.ReplicationGroup(
     `${name}-rg`,
     {
       description: "llm-ha registry and leader lease",
       engine: "redis",
-      engineVersion: args.engineVersion ?? "7.1",
+      engineVersion,
+      parameterGroupName: params.name,
       nodeType: args.nodeType ?? "cache.r7g.large",
       numCacheClusters: nodes,
       port: 6379,

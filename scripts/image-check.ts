@@ -173,10 +173,9 @@ async function check(): Promise<void> {
     const env = containerEnv(final, {});
     const help = await runCommand([process.execPath, "bin/llm-ha", "help"], app, env, "bin/llm-ha help");
     if (!help.includes("llm-ha agent")) throw new ImageCheckError("bin/llm-ha help did not print the agent's usage", help);
-    // The agent started below runs without Redis, so it never loads the Lua scripts: load them here, from the compiled module, as a Redis client would.
+    // The agent started below runs without Redis, so it never builds the functions library from the Lua scripts: build it here, from the compiled module, as the controller would.
     const probe =
-      "const s = require('./dist/agent/src/fleet/redis/scripts.js'); const names = [];" +
-      "s.defineScripts({ defineCommand: (n) => names.push(n) });" +
+      "const s = require('./dist/agent/src/fleet/redis/scripts.js'); const lib = s.fleetLibrary(); const names = [...lib.specs.keys()];" +
       "if (!s.SCRIPT_NAMES.every((n) => names.includes(n))) { console.error('missing', s.SCRIPT_NAMES, names); process.exit(1); }" +
       "console.log(names.length + ' scripts');";
     const lua = await runCommand([process.execPath, "-e", probe], app, env, "loading the Lua scripts from dist/agent/src/fleet/redis");

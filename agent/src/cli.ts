@@ -77,6 +77,7 @@ export const IMAGE_COMMANDS: readonly Command[] = [
   { name: "keys", args: "CMD", summary: "client API keys of the public edge: add, list, rotate, revoke", run: async (a) => (await import("./ops/keys.js")).keysCommand(a) },
   { name: "edge-sync", args: "[flags]", summary: "copy the client keys into the L1 proxies' HAProxy map (the L1 pod)", run: async (a) => (await import("./ops/keys.js")).edgeSyncCommand(a) },
   { name: "redis-acl", args: "[flags]", summary: "the Redis roles as a redis-server ACL file or ElastiCache access strings", run: async (a) => (await import("./fleet/redis/acl-command.js")).redisAclCommand(a) },
+  { name: "redis-functions", args: "load|list|prune|print", summary: "llm-ha's Lua as Redis Functions: load this build's libraries (break-glass user), list, prune old ones", run: async (a) => (await import("./fleet/redis/functions-command.js")).redisFunctionsCommand(a) },
 ];
 
 /** The overview: every command, one line each. */

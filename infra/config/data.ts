@@ -11,8 +11,14 @@ export function redisOf(s: Settings, azs: string[]): StackConfig["redis"] {
   if (authToken === undefined) s.p.add(s.key("redisAuthToken"), "is required (pulumi config set --secret redisAuthToken <16-128 chars>)");
   const rolePasswordsObj = s.cfg.getSecretObject<Record<string, string>>("redisRolePasswords");
   // Every role gets its user: a role left out would have no way in (pulumi config set --secret --path 'redisRolePasswords.llmha-agent' …).
+  // The break-glass user (SCRIPT KILL, FUNCTION KILL/LOAD; no key) is an operator's, never a workload's: its own
+  // secret, `redisBreakglassPassword`; without it there is no such user.
+  const breakglass = s.cfg.getSecret("redisBreakglassPassword");
   const rolePasswords = rolePasswordsObj
-    ? (Object.fromEntries(ROLE_NAMES.map((r) => [r, pulumi.secret(rolePasswordsObj.apply((o) => o[r] ?? ""))])) as Record<RoleName, pulumi.Output<string>>)
+    ? ({
+        ...Object.fromEntries(ROLE_NAMES.filter((r) => r !== "llmha-breakglass").map((r) => [r, pulumi.secret(rolePasswordsObj.apply((o) => o[r] ?? ""))])),
+        ...(breakglass !== undefined ? { "llmha-breakglass": breakglass } : {}),
+      } as Partial<Record<RoleName, pulumi.Output<string>>>)
     : undefined;
   return { nodeType: s.str(redis, "nodeType", s.key("redis.nodeType"), "cache.r7g.large"), replicas, authToken: authToken ?? pulumi.secret(""), rolePasswords };
 }

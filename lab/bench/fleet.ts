@@ -156,10 +156,10 @@ async function worker(url: string, cluster: string, from: number, to: number, du
   await new Promise<void>((resolve) => process.stdout.write(line, () => resolve()));
 }
 
-/** EVALSHA calls and their total server-side µs (`INFO commandstats`). */
+/** FCALL calls (llm-ha's functions) and their total server-side µs (`INFO commandstats`). */
 async function evalStats(redis: Redis): Promise<{ calls: number; usec: number }> {
   const info = await redis.info("commandstats");
-  const m = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(info);
+  const m = /cmdstat_fcall:calls=(\d+),usec=(\d+)/.exec(info);
   return m ? { calls: Number(m[1]), usec: Number(m[2]) } : { calls: 0, usec: 0 };
 }
 

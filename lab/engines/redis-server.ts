@@ -8,6 +8,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Redis } from "ioredis";
+import { loadLibrary } from "../../agent/src/fleet/redis/functions";
+import { allLibraries } from "../../agent/src/fleet/redis/libraries";
 import { freePort, sleep } from "../../agent/src/util/net";
 import type { RoleName } from "../../agent/src/fleet/redis/roles";
 import { EngineMissingError, stopChild } from "./child";
@@ -45,6 +48,12 @@ export interface RedisServerOptions {
    * lab's admin, `urlAs(role)` as a role. Kept across `restart()`. Default none (the default user, no password).
    */
   acl?: LabRedisAcl;
+  /**
+   * Load llm-ha's Redis functions libraries at each start, as the lab's admin (or the
+   * default user): what the controller does in production. A replica (`--replicaof`) gets
+   * them from its primary. Default true.
+   */
+  functions?: boolean;
 }
 
 export interface RedisServerHandle {
@@ -122,7 +131,9 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     stderr = "";
     const args = [
       "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-      "--dir", dir, "--daemonize", "no", "--loglevel", "warning", ...aclArgs, ...extra,
+      "--dir", dir, "--daemonize", "no", "--loglevel", "warning",
+      // As the ElastiCache parameter group (infra/redis.ts): the lease and the fence are never evicted; a full Redis refuses writes instead.
+      "--maxmemory-policy", "noeviction", ...aclArgs, ...extra,
     ];
     const c = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
     child = c;
@@ -143,11 +154,29 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
     }
   };
 
+  // The lab admin loads the libraries (production roles may not, but the controller's).
+  const loadFunctions = async (): Promise<void> => {
+    if (opts.functions === false) return;
+    const r = new Redis({
+      host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false,
+      ...(acl ? { username: LAB_ADMIN_USER, password: acl.adminPassword } : opts.password ? { password: opts.password } : {}),
+    });
+    try {
+      await r.connect();
+      for (const lib of allLibraries()) await loadLibrary(r, lib);
+    } catch (err) {
+      if (!/READONLY|MASTERDOWN|LOADING/.test((err as Error).message)) throw new RedisServerStartError(`redis-server on port ${port}: loading llm-ha's functions failed: ${(err as Error).message}`);
+    } finally {
+      r.disconnect();
+    }
+  };
+
   const halt = async (): Promise<void> => {
     if (child) await stopChild(child);
   };
 
   await launch();
+  await loadFunctions();
   let stopped = false;
   return {
     url: acl ? labUrlAs(acl, port, LAB_ADMIN_USER) : `redis://127.0.0.1:${port}`,
@@ -172,6 +201,7 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
       await halt();
       if (args) extra = args;
       await launch();
+      await loadFunctions();
     },
     pause() {
       child?.kill("SIGSTOP");

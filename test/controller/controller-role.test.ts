@@ -17,6 +17,7 @@ import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { freePort, sleep, waitFor } from "../../agent/src/util/net";
 import { stopChild } from "../../lab/engines/child";
 import { IMAGE_CLI } from "../../lab/cli-process";
+import { allLibraries } from "../../agent/src/fleet/redis/libraries";
 import { labRedisAcl, labRoleEnv, type LabRedisAcl } from "../../lab/engines/redis-acl";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { SimNode } from "../../lab/sim/sim-node";
@@ -35,7 +36,8 @@ let controller: ChildProcess | undefined;
 
 beforeAll(async () => {
   acl = labRedisAcl(CLUSTER);
-  server = await startRedisServer({ acl });
+  // No functions library loaded by the lab: the controller must load it itself (the node agent may not).
+  server = await startRedisServer({ acl, functions: false });
   dir = mkdtempSync(join(tmpdir(), "llmha-ctlrole-"));
   admin = createRedisClient(server.url, { name: "ctlrole-admin", log: testLogger(), env: {} });
   expect(await admin.whenReady(5000)).toBe(true);
@@ -84,7 +86,9 @@ describe("LLMHA_ROLE: the controller apart from the node agents, real processes"
       },
       stdio: ["ignore", "ignore", "inherit"],
     });
-    // The controller leads and publishes the node's AZ from the node's heartbeat.
+    // The node agent starts first, before any functions library is in Redis: it waits for one.
+    expect(await admin.redis.call("FUNCTION", "LIST", "LIBRARYNAME", "llmha_*")).toEqual([]);
+    // The controller loads it when it connects, leads and publishes the node's AZ from the node's heartbeat.
     await waitFor("the controller leads", async () => ((await admin.redis.get(keys.leader)) ?? "").startsWith("ctl-1/"), { timeoutMs: 20_000, everyMs: 100 });
     await waitFor("az-a published OK", async () => (await admin.redis.hget(keys.azState("az-a"), "state")) === "OK", { timeoutMs: 20_000, everyMs: 100 });
     const status = await getJson(`http://127.0.0.1:${httpPort}/status`);
@@ -102,7 +106,8 @@ describe("LLMHA_ROLE: the controller apart from the node agents, real processes"
     expect(await admin.redis.get(keys.leader)).toBeNull();
     const lease = ((await node.agentGet("/status")).body.fleet as { lease: { isLeader: boolean; acquisitions: number } }).lease;
     expect(lease).toMatchObject({ isLeader: false, acquisitions: 0 });
-    // Not even an attempt: Redis refused nothing from the node agent's user.
+    for (const lib of allLibraries()) expect(JSON.stringify(await admin.redis.call("FUNCTION", "LIST", "LIBRARYNAME", "llmha_*"))).toContain(lib.name);
+    // Not even an attempt (to lead, or to load a library): Redis refused nothing from the node agent's user.
     expect(await refusedFor("llmha-agent")).toEqual([]);
   }, 90_000);
 });

@@ -57,6 +57,26 @@ describe("each Redis client with its own credential, the password as a file", ()
     }
   });
 
+  it("the break-glass user comes from its own secret, reaches no key, may end a script; no workload gets it", async () => {
+    const rs = await captureStack("prod", { "llm-ha:redisRolePasswords": JSON.stringify(PASSWORDS), "llm-ha:redisBreakglassPassword": "bg-0123456789abcdef0123" });
+    const users = rs.filter((r) => r.type === "aws:elasticache/user:User").map((r) => r.props as O);
+    const bg = users.find((u) => u.userName === "llmha-breakglass");
+    expect(bg?.passwords).toEqual(["bg-0123456789abcdef0123"]);
+    expect(bg?.accessString).toMatch(/\+script\|kill/);
+    expect(bg?.accessString).toMatch(/\+function\|kill/);
+    expect(bg?.accessString).not.toMatch(/~/);
+    // Production roles: no EVAL, no SCRIPT; FUNCTION LOAD only the controller's.
+    for (const u of users.filter((x) => x.userName !== "llmha-breakglass" && x.userName !== "default")) {
+      expect(u.accessString, u.userName).not.toMatch(/\+eval|\+evalsha|\+script/);
+      if (!["llmha-controller", "llmha-agent-leader"].includes(u.userName)) expect(u.accessString, u.userName).not.toMatch(/function\|load/);
+    }
+    const secrets = rs.filter((r) => r.type === "kubernetes:core/v1:Secret").map((r) => JSON.stringify(r.props));
+    for (const x of secrets) expect(x).not.toContain("bg-0123456789abcdef0123");
+    // Without the secret there is no break-glass user (an older config keeps deploying).
+    const without = await captureStack("prod", { "llm-ha:redisRolePasswords": JSON.stringify(PASSWORDS) });
+    expect(without.filter((r) => r.type === "aws:elasticache/user:User").map((r) => (r.props as O).userName)).not.toContain("llmha-breakglass");
+  });
+
   it("roles off: every client reads the one Secret's endpoint and password file; no container has a Redis password in its environment", async () => {
     const rs = await captureStack("prod");
     const secret = rs.find((r) => r.type === "kubernetes:core/v1:Secret" && (r.props as O).metadata.name === "llm-ha-redis")?.props as O;

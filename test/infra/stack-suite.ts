@@ -227,6 +227,11 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       expect(rg).toMatchObject({ multiAzEnabled: true, automaticFailoverEnabled: true, transitEncryptionEnabled: true, transitEncryptionMode: "required", atRestEncryptionEnabled: true, authToken: TEST_REDIS_TOKEN });
       expect(rg.kmsKeyId).toBeTruthy();
       expect(rg.numCacheClusters).toBeGreaterThanOrEqual(2);
+      // The lease, the fence and node records are never evicted (ElastiCache's default is volatile-lru); functions need Redis 7.
+      const [pg] = props("aws:elasticache/parameterGroup:ParameterGroup");
+      expect(pg).toMatchObject({ family: "redis7", parameters: [{ name: "maxmemory-policy", value: "noeviction" }] });
+      expect(rg.parameterGroupName).toBe("redis-params");
+      expect(Number(String(rg.engineVersion).split(".")[0])).toBeGreaterThanOrEqual(7);
       const rules = props("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule").filter((r) => r.fromPort === 6379);
       // The agents' GPU nodes, the L1 pods and the controller's pods by group; no CIDR, not the cluster's group.
       expect(rules.map((r) => r.referencedSecurityGroupId).sort()).toEqual(["fence-controller-pods-id", "fence-gpu-nodes-id", "fence-l1-pods-id"]);

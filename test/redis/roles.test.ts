@@ -166,7 +166,7 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
     ])) expect(r).toMatch(/NOPERM|no permissions|can't access/);
   });
 
-  it("llmha-reader reads the registry (EVALSHA_RO) and writes nothing", async () => {
+  it("llmha-reader reads the registry (FCALL_RO) and writes nothing", async () => {
     const c = await as("llmha-reader");
     const page = await readNodesScript(c.redis, keys.members, keys.prefix, "0", 100);
     expect(page.cursor).toBe("0");

@@ -27,11 +27,11 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** Redis's cumulative microseconds spent in scripts (EVALSHA + EVAL). */
+/** Redis's cumulative microseconds spent in llm-ha's functions (FCALL + FCALL_RO). */
 async function scriptUsec(): Promise<number> {
   const info = await client.redis.info("commandstats");
   let us = 0;
-  for (const m of info.matchAll(/cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+),/g)) us += Number(m[1]);
+  for (const m of info.matchAll(/cmdstat_(?:fcall|fcall_ro):calls=\d+,usec=(\d+),/g)) us += Number(m[1]);
   return us;
 }
 

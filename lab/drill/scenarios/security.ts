@@ -3,8 +3,10 @@
  *
  * - `redis-forgery`: with the fallback's Redis credentials (a compromised internet-facing
  *   pod) forge two healthy nodes' hashes as failed, take the lease, poison the fence, write
- *   the tier, request a practice wake and plant a cache entry. Every write must be refused,
- *   no AZ state change, no actuator call, no forged answer.
+ *   the tier, request a practice wake and plant a cache entry; run Lua of its own (`EVAL`, also
+ *   with the agents' credential, also `while true do end`), load a functions library, and call
+ *   llm-ha's functions (`FCALL`) with forged arguments. Every write must be refused, no AZ
+ *   state change, no actuator call, no forged answer, Redis never BUSY.
  * - `agent-starve`: 600 idle agent-check sockets and 300 slowloris HTTP sockets from another
  *   address against one node's agent; its liveness and readiness probes and HAProxy's checks
  *   keep getting answers, nothing fails over, and a real fault under the flood still takes
@@ -14,7 +16,10 @@ import { request } from "node:http";
 import { connect, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { createHash } from "node:crypto";
+import { fallbackLibrary } from "../../../agent/src/fleet/redis/fallback-functions";
+import { callFunction } from "../../../agent/src/fleet/redis/functions";
 import { RedisKeys } from "../../../agent/src/fleet/redis/keys";
+import { fencedHsetScript, heartbeatScript } from "../../../agent/src/fleet/redis/scripts";
 import { sleep } from "../../../agent/src/util/net";
 import type { SimNode } from "../../sim/sim-node";
 import type { ScenarioSpec } from "../scenarios";
@@ -37,8 +42,11 @@ export async function runRedisForgery(ctx: ScenarioContext, spec: ScenarioSpec, 
   const azs = ctx.stack.azs.map((a) => a.name);
   const admin = new Redis(ctx.stack.redis.url, { maxRetriesPerRequest: 1 });
   const thief = new Redis(ctx.stack.redis.urlAs("llmha-fallback"), { maxRetriesPerRequest: 0 });
+  // The agents' credential is on every GPU node: it must not run Lua of its own either.
+  const nodeThief = new Redis(ctx.stack.redis.urlAs("llmha-agent"), { maxRetriesPerRequest: 0, commandTimeout: 2000 });
   admin.on("error", () => undefined);
   thief.on("error", () => undefined);
+  nodeThief.on("error", () => undefined);
   try {
     const before = await azStates(admin, keys, azs);
     const tierBefore = await admin.hget(keys.tier, "level");
@@ -60,7 +68,25 @@ export async function runRedisForgery(ctx: ScenarioContext, spec: ScenarioSpec, 
       ["suspect codes", () => thief.hset(keys.suspect, "codes", "GPU_LOST")],
       ["practice request", () => thief.set(keys.practiceRequest, String(Date.now()), "PX", 60_000)],
       ["cache entry", () => thief.set(`${keys.fallbackCache}e:${h}`, JSON.stringify({ key: h, answer: "forged" }), "PX", 60_000)],
-      ["script write", () => thief.eval("return redis.call('HSET', KEYS[1], 'level', 'L4')", 1, keys.tier)],
+      ["script write (EVAL)", () => thief.eval("return redis.call('HSET', KEYS[1], 'level', 'L4')", 1, keys.tier)],
+      ["script write (EVAL, agent credential)", () => nodeThief.eval("return redis.call('HSET', KEYS[1], 'level', 'L4')", 1, keys.tier)],
+      // Accepted, this answers BUSY to every client (a time-out here counts as accepted; SCRIPT KILL below ends it).
+      ["endless script (EVAL, agent credential)", () => nodeThief.call("EVAL", "while true do end", "0")],
+      ["functions library (FUNCTION LOAD)", () => thief.call("FUNCTION", "LOAD", "REPLACE", "#!lua name=thief\nredis.register_function('thief', function() return 1 end)")],
+      ...victims.map((n): [string, () => Promise<unknown>] => [
+        `forged heartbeat ${n.id} (FCALL)`,
+        () =>
+          heartbeatScript(
+            thief,
+            { node: keys.node(n.id), available: keys.azAvailable(n.az), events: keys.events, nodes: keys.nodes, members: keys.members, azs: keys.azs, dead: keys.dead },
+            {
+              nodeId: n.id, az: n.az, status: "UNHEALTHY", phase: "down", weight: 0, loadScore: 0, gpus: 0, gpusExpected: 8, model: "", updatedAt: Date.now(),
+              ttlMs: 60_000, takesTraffic: false, soft: "", hard: "GPU_LOST", eventsMaxLen: 100, prefix: keys.prefix, instance: "",
+            },
+          ),
+      ]),
+      ["forged fenced tier write (FCALL)", () => fencedHsetScript(thief, { fenceLast: keys.fenceLast, target: keys.tier, events: keys.events, token: 99_999_999_999_999, holder: "thief", eventsMaxLen: 100, fields: { level: "L4" } })],
+      ["forged cache entry (FCALL)", () => callFunction(thief, fallbackLibrary(), "cachePut", [], [keys.fallbackCache, h, JSON.stringify({ key: h, answer: "forged" }), 60_000, 0, 10_000, 64 * 1024 * 1024])],
     ];
     let accepted = 0;
     for (const [what, go] of attempts) {
@@ -69,7 +95,13 @@ export async function runRedisForgery(ctx: ScenarioContext, spec: ScenarioSpec, 
         accepted += 1;
         r.notes.push(`ACCEPTED: ${what}`);
       } catch (err) {
-        if (!/NOPERM|no permissions|can't access/i.test((err as Error).message)) r.notes.push(`${what}: ${(err as Error).message.slice(0, 80)}`);
+        const msg = (err as Error).message;
+        if (/timed out|BUSY/i.test(msg)) {
+          // A script that runs on: Redis is answering BUSY. End it, and count it.
+          accepted += 1;
+          r.notes.push(`ACCEPTED: ${what} (${msg.slice(0, 60)})`);
+          await admin.call("SCRIPT", "KILL").catch(() => undefined);
+        } else if (!/NOPERM|no permissions|can't access/i.test(msg)) r.notes.push(`${what}: ${msg.slice(0, 80)}`);
       }
     }
     await until(ctx, FORGERY_WATCH_MS, () => false);
@@ -85,6 +117,7 @@ export async function runRedisForgery(ctx: ScenarioContext, spec: ScenarioSpec, 
     r.extra.attempts = attempts.length;
   } finally {
     thief.disconnect();
+    nodeThief.disconnect();
     admin.disconnect();
   }
   return r;

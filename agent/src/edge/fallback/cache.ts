@@ -14,6 +14,8 @@
  * | `bytes`      | string | sum of `size` |
  */
 import type { Redis } from "ioredis";
+import { callFunction } from "../../fleet/redis/functions";
+import { fallbackLibrary } from "../../fleet/redis/fallback-functions";
 import { normalizeRequest, requestKey, type NormalizedRequest, type RequestKind } from "./normalize";
 
 export interface CacheEntry {
@@ -42,62 +44,25 @@ export interface CacheLimits {
 
 export const DEFAULT_CACHE_LIMITS: Readonly<CacheLimits> = Object.freeze({ maxEntries: 10_000, maxBytes: 64 * 1024 * 1024, defaultTtlS: 7 * 24 * 3600 });
 
-/** Writes one entry, then evicts the least recently used until both bounds hold. Returns the number evicted. */
-const PUT_LUA = `
-local prefix = ARGV[1]
-local h = ARGV[2]
-local value = ARGV[3]
-local ttl = tonumber(ARGV[4])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local maxEntries = tonumber(ARGV[6])
-local maxBytes = tonumber(ARGV[7])
-local lru, size, bytes = prefix .. 'lru', prefix .. 'size', prefix .. 'bytes'
-local old = tonumber(redis.call('HGET', size, h) or '0')
-redis.call('SET', prefix .. 'e:' .. h, value, 'PX', ttl)
-redis.call('ZADD', lru, now, h)
-redis.call('HSET', size, h, #value)
-local total = redis.call('INCRBY', bytes, #value - old)
-local evicted = 0
-while (redis.call('ZCARD', lru) > maxEntries or total > maxBytes) do
-  local victim = redis.call('ZRANGE', lru, 0, 0)[1]
-  if (not victim) or victim == h then break end
-  redis.call('ZREM', lru, victim)
-  redis.call('DEL', prefix .. 'e:' .. victim)
-  local s = tonumber(redis.call('HGET', size, victim) or '0')
-  redis.call('HDEL', size, victim)
-  total = redis.call('DECRBY', bytes, s)
-  evicted = evicted + 1
-end
-return evicted
-`;
 
-/** Marks an entry used (Redis time in µs: strictly ordered even within one millisecond). */
-const TOUCH_LUA = `
-local t = redis.call('TIME')
-return redis.call('ZADD', ARGV[1], 'XX', tonumber(t[1]) * 1000000 + tonumber(t[2]), ARGV[2])
-`;
 
-/** Removes entries by key; returns how many existed. */
-const RM_LUA = `
-local prefix = ARGV[1]
-local n = 0
-for i = 2, #ARGV do
-  local h = ARGV[i]
-  n = n + redis.call('DEL', prefix .. 'e:' .. h)
-  redis.call('ZREM', prefix .. 'lru', h)
-  local s = tonumber(redis.call('HGET', prefix .. 'size', h) or '0')
-  if s > 0 then redis.call('DECRBY', prefix .. 'bytes', s) end
-  redis.call('HDEL', prefix .. 'size', h)
-end
-return n
-`;
 
-type CacheRedis = Redis & {
-  llmhaCachePut(...args: (string | number)[]): Promise<number>;
-  llmhaCacheRm(...args: string[]): Promise<number>;
-  llmhaCacheTouch(lru: string, h: string): Promise<number>;
-};
+/** The cache's functions (agent/src/fleet/redis/fallback-functions.ts), called with `FCALL`. */
+class CacheFunctions {
+  constructor(private readonly redis: Redis) {}
+  private call(name: string, args: (string | number)[]): Promise<number> {
+    return callFunction(this.redis, fallbackLibrary(), name, [], args).then(Number);
+  }
+  put(...args: (string | number)[]): Promise<number> {
+    return this.call("cachePut", args);
+  }
+  rm(...args: string[]): Promise<number> {
+    return this.call("cacheRm", args);
+  }
+  touch(lru: string, h: string): Promise<number> {
+    return this.call("cacheTouch", [lru, h]);
+  }
+}
 
 export class CacheImportError extends Error {
   constructor(message: string) {
@@ -109,7 +74,8 @@ export class CacheImportError extends Error {
 /** The cache over one ioredis client (the fallback's own). */
 export class VerifiedCache {
   readonly prefix: string;
-  private readonly r: CacheRedis;
+  private readonly r: Redis;
+  private readonly fns: CacheFunctions;
 
   /**
    * `reader` (the fallback, whose Redis role may not write the byte count): a hit still counts
@@ -118,12 +84,8 @@ export class VerifiedCache {
    */
   constructor(redis: Redis, cluster: string, readonly limits: CacheLimits = DEFAULT_CACHE_LIMITS, private readonly access: "writer" | "reader" = "writer") {
     this.prefix = `llmha:${cluster}:fallback:cache:`;
-    if (!("llmhaCachePut" in redis)) {
-      redis.defineCommand("llmhaCachePut", { numberOfKeys: 0, lua: PUT_LUA });
-      redis.defineCommand("llmhaCacheRm", { numberOfKeys: 0, lua: RM_LUA });
-      redis.defineCommand("llmhaCacheTouch", { numberOfKeys: 0, lua: TOUCH_LUA });
-    }
-    this.r = redis as CacheRedis;
+    this.r = redis;
+    this.fns = new CacheFunctions(redis);
   }
 
   /** The entry for a normalized request in a scope (a tenant, or null: the operator's), or null; a hit counts as a use for the LRU. */
@@ -132,10 +94,10 @@ export class VerifiedCache {
     const raw = await this.r.get(`${this.prefix}e:${h}`);
     if (raw === null) {
       // Expired: drop its bookkeeping so it stops counting toward the bounds.
-      if (this.access === "writer" && (await this.r.zscore(`${this.prefix}lru`, h)) !== null) await this.r.llmhaCacheRm(this.prefix, h);
+      if (this.access === "writer" && (await this.r.zscore(`${this.prefix}lru`, h)) !== null) await this.fns.rm(this.prefix, h);
       return null;
     }
-    await this.r.llmhaCacheTouch(`${this.prefix}lru`, h);
+    await this.fns.touch(`${this.prefix}lru`, h);
     return JSON.parse(raw) as CacheEntry;
   }
 
@@ -150,7 +112,7 @@ export class VerifiedCache {
     };
     const value = JSON.stringify(entry);
     if (Buffer.byteLength(value) > this.limits.maxBytes) throw new CacheImportError(`entry of ${Buffer.byteLength(value)} B is over the cache's ${this.limits.maxBytes} B`);
-    const evicted = await this.r.llmhaCachePut(this.prefix, key, value, Math.round(ttlS * 1000), 0, this.limits.maxEntries, this.limits.maxBytes);
+    const evicted = await this.fns.put(this.prefix, key, value, Math.round(ttlS * 1000), 0, this.limits.maxEntries, this.limits.maxBytes);
     return { key, evicted };
   }
 
@@ -162,7 +124,7 @@ export class VerifiedCache {
       const m = all.filter((h) => h === k || (k.length >= 8 && h.startsWith(k)));
       if (m.length === 1) hit.push(m[0]);
     }
-    if (hit.length) await this.r.llmhaCacheRm(this.prefix, ...hit);
+    if (hit.length) await this.fns.rm(this.prefix, ...hit);
     return hit;
   }
 
@@ -184,7 +146,7 @@ export class VerifiedCache {
       const e = JSON.parse(raw) as CacheEntry;
       out.push({ ...e, lastUsedAt: Math.floor(Number(ids[i + 1]) / 1000), ttlLeftS: Math.max(0, Math.round(pttl / 1000)), bytes: Buffer.byteLength(raw) });
     }
-    if (gone.length) await this.r.llmhaCacheRm(this.prefix, ...gone);
+    if (gone.length) await this.fns.rm(this.prefix, ...gone);
     return out;
   }
 

@@ -1,6 +1,6 @@
 /**
  * Queued requests in Redis: one record per request id (JSON, with a TTL) and one mapping per
- * tenant's idempotency key. Every change of state is one Lua script, so the fallback that
+ * tenant's idempotency key. Every change of state is one Redis function (functions.ts), so the fallback that
  * answers the client and the replay consumer (of any AZ) never disagree:
  *
  * ```
@@ -22,7 +22,9 @@
  */
 import { createHash } from "node:crypto";
 import type { Redis } from "ioredis";
+import { callFunction } from "../../fleet/redis/functions";
 import { RedisKeys } from "../../fleet/redis/keys";
+import { fallbackLibrary } from "../../fleet/redis/fallback-functions";
 
 export type RequestState = "accepting" | "pending" | "running" | "cancelled" | "done" | "failed";
 export type FinalState = "done" | "failed";
@@ -46,28 +48,6 @@ export interface RequestRecord {
   leaseUntil?: number;
 }
 
-/**
- * Moves a record from one of the states in ARGV[1] (comma list; `none` = no record) to the JSON
- * in ARGV[2], keeping nothing of the old one but what the caller merged in. Returns the state it
- * found (`none` when absent) and whether it moved: `{found, moved}` as "state:1" / "state:0".
- */
-const MOVE_LUA = `
-local cur = redis.call('GET', KEYS[1])
-local state = 'none'
-if cur then
-  local ok, rec = pcall(cjson.decode, cur)
-  if ok and type(rec) == 'table' and rec.state then state = rec.state end
-end
-for s in string.gmatch(ARGV[1], '[^,]+') do
-  if s == state then
-    redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
-    return state .. ':1'
-  end
-end
-return state .. ':0'
-`;
-
-type ResultsRedis = Redis & { llmhaMove(key: string, from: string, value: string, ttlS: number): Promise<string> };
 
 /** The tenant of a request that came without one (no edge in front). */
 export const ANONYMOUS_TENANT = "_anonymous";
@@ -75,14 +55,13 @@ export const ANONYMOUS_TENANT = "_anonymous";
 export class ResultStore {
   readonly prefix: string;
   private readonly idemPrefix: string;
-  private readonly r: ResultsRedis;
+  private readonly r: Redis;
 
   constructor(redis: Redis, cluster: string, readonly ttlS = 86_400) {
     const keys = new RedisKeys(cluster);
     this.prefix = keys.fallbackRequests;
     this.idemPrefix = keys.fallbackIdempotency;
-    if (!("llmhaMove" in redis)) redis.defineCommand("llmhaMove", { numberOfKeys: 1, lua: MOVE_LUA });
-    this.r = redis as ResultsRedis;
+    this.r = redis;
   }
 
   async get(id: string): Promise<RequestRecord | null> {
@@ -92,7 +71,7 @@ export class ResultStore {
 
   /** The state the record had and whether it moved to `rec`. */
   private async move(rec: RequestRecord, from: ReadonlyArray<RequestState | "none">): Promise<{ found: RequestState | "none"; moved: boolean }> {
-    const out = await this.r.llmhaMove(this.prefix + rec.id, from.join(","), JSON.stringify(rec), this.ttlS);
+    const out = String(await callFunction(this.r, fallbackLibrary(), "move", [this.prefix + rec.id], [from.join(","), JSON.stringify(rec), this.ttlS]));
     const i = out.lastIndexOf(":");
     return { found: out.slice(0, i) as RequestState | "none", moved: out.slice(i + 1) === "1" };
   }

@@ -106,6 +106,9 @@ export class Fleet {
       // heartbeats): node hashes expired there are Redis's doing, not the nodes'. Held like any
       // Redis trouble (`silenceGraceMs`).
       onServerChange: () => (this.redisTroubleAt = Date.now()),
+      // A process that contends for the lease is the controller (its user may load the
+      // functions library); a node agent (`LLMHA_ROLE=node`) waits for it to.
+      loadFunctions: o.contend !== false,
     });
     this.registry = new NodeRegistry({
       client: this.client,

@@ -11,7 +11,8 @@ import type { Logger } from "../../util/log";
 import { connect as netConnect } from "node:net";
 import { safeUrl } from "../../util/log";
 import { redisAuthFromEnv } from "./auth";
-import { defineScripts } from "./scripts";
+import { useFunctions } from "./functions";
+import { allLibraries } from "./libraries";
 import { followEndpoint } from "./follow";
 
 export class RedisUrlError extends Error {
@@ -66,9 +67,16 @@ export interface RedisClientOptions {
   minBackoffMs?: number;
   /** Default 2000 ms. */
   maxBackoffMs?: number;
+  /**
+   * This process is the controller (or an agent that contends for the lease): its Redis user
+   * may `FUNCTION LOAD`, so the client loads llm-ha's functions libraries at each connection
+   * and again when a call finds them gone. Default false: calls wait for the controller to
+   * load them (functions.ts).
+   */
+  loadFunctions?: boolean;
 }
 
-/** An ioredis client with llm-ha's Lua scripts defined, plus a connectivity flag. */
+/** An ioredis client set up to call llm-ha's Redis functions, plus a connectivity flag. */
 export interface RedisClient {
   readonly redis: Redis;
   /** True while the connection is ready for commands. */
@@ -170,7 +178,7 @@ export function createRedisClient(url: string, opts: RedisClientOptions): RedisC
     reconnectOnError: (err: Error) => err.message.startsWith("READONLY"),
   };
   const redis = new Redis(options);
-  defineScripts(redis);
+  useFunctions(redis, { load: opts.loadFunctions ? allLibraries() : undefined, log });
 
   let ready = false;
   let everReady = false;

@@ -16,7 +16,8 @@ import { EventEmitter } from "node:events";
 import type { Redis } from "ioredis";
 import type { Logger } from "../../util/log";
 import type { RedisKeys } from "./keys";
-import { acquireScript, defineScripts, releaseScript, renewScript } from "./scripts";
+import { functionsOptionsOf, useFunctions } from "./functions";
+import { acquireScript, releaseScript, renewScript } from "./scripts";
 import { followEndpoint } from "./follow";
 
 export interface LeaseSettings {
@@ -170,13 +171,13 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
 
   /**
    * The lease's own connection (acquire + `WAIT`), made on first use from the shared one:
-   * same endpoint, TLS and auth, the scripts defined on it.
+   * same endpoint, TLS and auth, and the shared one's way with functions (a loader loads too).
    */
   private ownConnection(): Redis {
     if (!this.own) {
       this.own = this.redis.duplicate({ connectionName: `${this.redis.options.connectionName ?? "llmha"}-lease` });
       this.own.on("error", () => undefined); // the shared client logs Redis trouble; this one is retried by contend
-      defineScripts(this.own);
+      useFunctions(this.own, functionsOptionsOf(this.redis));
       // It writes only when the lease is free: no READONLY would ever move it after a failover.
       followEndpoint(this.own, { everyMs: 1000 });
     }

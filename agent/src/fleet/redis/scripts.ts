@@ -1,17 +1,33 @@
 /**
- * Loads the Lua scripts next to this file (`<name>-<numberOfKeys>.lua`, as bullmq does)
- * with ioredis `defineCommand`, and gives each a typed wrapper. A line `--- @include "x"`
- * is replaced by `x.inc.lua` from the same folder (bullmq's includes), so logic two
- * scripts need — the fencing check — is written once. ioredis sends EVALSHA and
- * falls back to EVAL on NOSCRIPT, so a restarted Redis (empty script cache) just works.
+ * The Lua scripts next to this file (`<name>-<numberOfKeys>.lua`, as bullmq names them) are
+ * the source of the fleet's Redis Functions library (functions.ts): each script becomes one
+ * function, called with `FCALL` (`FCALL_RO` for the read-only registry page), never `EVAL`.
+ * A line `--- @include "x"` is replaced by `x.inc.lua` from the same folder (bullmq's
+ * includes), so logic two scripts need — the fencing check — is written once. Each script
+ * keeps its typed wrapper below; the argument names in a script's header comment
+ * (`ARGV[2] az`) name an argument its function refuses as oversized.
  */
-import { createHash } from "node:crypto";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { ChainableCommander, Redis } from "ioredis";
+import { buildLibrary, callFunction, callFunctionOnPipeline, useFunctions, type FunctionLibrary, type FunctionSpec } from "./functions";
 
 export const SCRIPT_NAMES = ["acquire", "renew", "release", "fencedHset", "heartbeat", "remove", "sweep", "readNodes"] as const;
 export type ScriptName = (typeof SCRIPT_NAMES)[number];
+
+/** Scripts that only read: flagged `no-writes`, called with `FCALL_RO` (the read-only reader role runs them). */
+const READ_ONLY: ReadonlySet<string> = new Set<ScriptName>(["readNodes"]);
+
+/** Writes that cannot grow Redis: they run while it is full (`noeviction`), so a full Redis does not also cost the lease. */
+const ALLOW_OOM: ReadonlySet<string> = new Set<ScriptName>(["renew", "release"]);
+
+/**
+ * Bounds above the default 4 KiB per argument: a fenced write carries the leader's field
+ * values (a model list, a practice record), and only the leader's keys admit it.
+ */
+const BOUNDS: Readonly<Partial<Record<ScriptName, { maxArgBytes?: number; maxArgs?: number }>>> = {
+  fencedHset: { maxArgBytes: 64 * 1024, maxArgs: 512 },
+};
 
 export class ScriptLoadError extends Error {
   constructor(message: string) {
@@ -21,14 +37,6 @@ export class ScriptLoadError extends Error {
 }
 
 type Arg = string | number;
-type ScriptFn = (...args: Arg[]) => Promise<unknown>;
-type PipelineScriptFn = (...args: Arg[]) => ChainableCommander;
-
-interface LoadedScript {
-  readonly command: string;
-  readonly numberOfKeys: number;
-  readonly lua: string;
-}
 
 /** `fenced-hset-3.lua` → `fencedHset`. */
 function commandName(base: string): string {
@@ -54,63 +62,66 @@ function withIncludes(dir: string, file: string): string {
   });
 }
 
-let cache: Map<string, LoadedScript> | null = null;
-
-function loadAll(): Map<string, LoadedScript> {
-  if (cache) return cache;
-  const dir = scriptDir();
-  const out = new Map<string, LoadedScript>();
-  for (const file of readdirSync(dir)) {
-    const m = /^([a-z-]+)-(\d+)\.lua$/.exec(file);
-    if (!m) continue;
-    const command = commandName(m[1]);
-    out.set(command, { command, numberOfKeys: Number(m[2]), lua: withIncludes(dir, file) });
+/**
+ * Argument names from a script's header comment: `ARGV[2]  az` (several on a line, two
+ * spaces apart) → {2: "az"}; the name stops at a parenthesis, a colon or two spaces.
+ */
+export function headerArgNames(lua: string): Record<number, string> {
+  const header = /^--\[\[([\s\S]*?)\]\]/.exec(lua)?.[1] ?? "";
+  const out: Record<number, string> = {};
+  for (const m of header.matchAll(/ARGV\[(\d+)\] +(.+?)(?= {2,}ARGV\[|\n|$)/g)) {
+    const name = m[2].split(/ {2,}|\(|:/)[0].trim().slice(0, 40);
+    if (name) out[Number(m[1])] = name;
   }
-  for (const name of SCRIPT_NAMES) {
-    if (!out.has(name)) throw new ScriptLoadError(`Lua script for ${name} is missing in ${dir}`);
-  }
-  cache = out;
   return out;
 }
 
-const defined = new WeakSet<Redis>();
+let cache: FunctionLibrary | null = null;
+
+/** The fleet's library (`llmha_fleet_<version>`), built once from the .lua files. */
+export function fleetLibrary(): FunctionLibrary {
+  if (cache) return cache;
+  const dir = scriptDir();
+  const specs: FunctionSpec[] = [];
+  for (const file of readdirSync(dir).sort()) {
+    const m = /^([a-z-]+)-(\d+)\.lua$/.exec(file);
+    if (!m) continue;
+    const name = commandName(m[1]);
+    const lua = withIncludes(dir, file);
+    specs.push({ name, keys: Number(m[2]), lua, readOnly: READ_ONLY.has(name), allowOom: ALLOW_OOM.has(name), argNames: headerArgNames(lua), ...BOUNDS[name as ScriptName] });
+  }
+  for (const name of SCRIPT_NAMES) {
+    if (!specs.some((s) => s.name === name)) throw new ScriptLoadError(`Lua script for ${name} is missing in ${dir}`);
+  }
+  cache = buildLibrary("fleet", specs);
+  return cache;
+}
 
 /**
- * Runs a script that only reads as `EVALSHA_RO` (`EVAL_RO` when the server does not have it
- * cached). Redis checks every key given to `EVALSHA` as read and write, so a read-only ACL
- * user (`llmha-reader`, `llm-ha status`) could not run it otherwise; ioredis's `defineCommand`
- * always sends `EVALSHA`.
+ * Kept for callers of the EVAL days: a client needs nothing defined to call functions. It
+ * checks that the scripts load (a missing file fails here, at start) and leaves the client
+ * waiting for the library like an agent unless `useFunctions` made it a loader.
  */
-async function readOnlyScript(redis: Redis, name: ScriptName, ...args: Arg[]): Promise<unknown> {
-  const s = loadAll().get(name);
-  if (!s) throw new ScriptLoadError(`script ${name} is missing`);
-  const sha = createHash("sha1").update(s.lua).digest("hex");
-  try {
-    return await redis.call("EVALSHA_RO", sha, s.numberOfKeys, ...args);
-  } catch (err) {
-    if (!(err as Error).message.includes("NOSCRIPT")) throw err;
-    return redis.call("EVAL_RO", s.lua, s.numberOfKeys, ...args);
-  }
-}
-
-/** Registers every script on a client (idempotent). Pipelines made from it get them too. */
 export function defineScripts(redis: Redis): void {
-  if (defined.has(redis)) return;
-  for (const s of loadAll().values()) redis.defineCommand(s.command, { numberOfKeys: s.numberOfKeys, lua: s.lua });
-  defined.add(redis);
+  fleetLibrary();
+  void redis;
 }
 
-function fn(redis: Redis, name: ScriptName): ScriptFn {
-  const f = (redis as unknown as Record<string, ScriptFn | undefined>)[name];
-  if (typeof f !== "function") throw new ScriptLoadError(`script ${name} not defined on this client: call defineScripts()`);
-  return f.bind(redis);
+function fn(redis: Redis, name: ScriptName): (...args: Arg[]) => Promise<unknown> {
+  const lib = fleetLibrary();
+  const spec = lib.specs.get(name);
+  if (!spec) throw new ScriptLoadError(`script ${name} is missing`);
+  return (...args: Arg[]) => callFunction(redis, lib, name, args.slice(0, spec.keys), args.slice(spec.keys));
 }
 
-function pfn(pipeline: ChainableCommander, name: ScriptName): PipelineScriptFn {
-  const f = (pipeline as unknown as Record<string, PipelineScriptFn | undefined>)[name];
-  if (typeof f !== "function") throw new ScriptLoadError(`script ${name} not defined on this pipeline's client`);
-  return f.bind(pipeline);
+function pfn(pipeline: ChainableCommander, name: ScriptName): (...args: Arg[]) => ChainableCommander {
+  const lib = fleetLibrary();
+  const spec = lib.specs.get(name);
+  if (!spec) throw new ScriptLoadError(`script ${name} is missing`);
+  return (...args: Arg[]) => callFunctionOnPipeline(pipeline, lib, name, args.slice(0, spec.keys), args.slice(spec.keys));
 }
+
+export { useFunctions };
 
 function num(v: unknown): number {
   return typeof v === "number" ? v : Number(v);
@@ -315,7 +326,7 @@ export interface NodePage {
 
 /** One HSCAN page of members with each node's compact view (`read-nodes-1.lua`). */
 export async function readNodesScript(redis: Redis, membersKey: string, prefix: string, cursor: string, count: number): Promise<NodePage> {
-  const flat = (await readOnlyScript(redis, "readNodes", membersKey, prefix, cursor, count)) as unknown[];
+  const flat = (await fn(redis, "readNodes")(membersKey, prefix, cursor, count)) as unknown[];
   const entries: NodePage["entries"] = [];
   for (let i = 1; i + 2 < flat.length; i += 3) {
     entries.push({ id: String(flat[i]), member: String(flat[i + 1]), view: parseCompactNode(flat[i + 2]) });
