@@ -83,9 +83,9 @@ describe("stack configuration", () => {
       "llm-ha:gpuClasses": JSON.stringify([{ name: "t4" }]),
       "llm-ha:dns": JSON.stringify({ zoneId: "ZDEVTESTZONE1", serviceName: "infer.llm-ha.net", ttl: 300 }),
       "llm-ha:schedule": JSON.stringify({ timeZone: "UTC", scaleDown: "0 25 * * *", scaleUp: "0 7 * *" }),
-      "llm-ha:redisAuthToken": "",
+      "llm-ha:redisRolePasswords": "",
     });
-    const keys = ["llm-ha:azs", "llm-ha:standbyAz", "llm-ha:gpuClasses[0].name", "llm-ha:dns.ttl", "llm-ha:redisAuthToken", "llm-ha:schedule.scaleDown", "llm-ha:schedule.scaleUp", "llm-ha:kafka.brokersPerAz"];
+    const keys = ["llm-ha:azs", "llm-ha:standbyAz", "llm-ha:gpuClasses[0].name", "llm-ha:dns.ttl", "llm-ha:redisRolePasswords", "llm-ha:schedule.scaleDown", "llm-ha:schedule.scaleUp", "llm-ha:kafka.brokersPerAz"];
     expect(new Set(paths(e))).toEqual(new Set(keys));
     for (const k of keys) expect(e.message).toContain(k);
   });

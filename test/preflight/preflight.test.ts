@@ -17,6 +17,8 @@ import { offlineChecks } from "../../infra/preflight/checks";
 import { AwsCliError, type AwsCli } from "../../infra/preflight/aws-cli";
 import { reservationRow } from "../../infra/preflight/aws";
 import { stackConfig } from "../../infra/capture";
+import { ROLE_NAMES } from "../../contracts/redis-roles";
+import { ROLE_PASSWORDS_HOW } from "../../infra/config/data";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "..", "..");
@@ -24,8 +26,8 @@ const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
 
 /** The user settings a real user sets for a dev-like stack: what the stack files leave out. */
 const FILLED = [
-  "  llm-ha:redisAuthToken:",
-  "    secure: v1:AAAABBBBCCCCDDDD",
+  "  llm-ha:redisRolePasswords:",
+  ...ROLE_NAMES.flatMap((r, i) => [`    ${r}:`, `      secure: v1:AAAABBBBCCCCDDDD${i}`]),
   "  llm-ha:apiEndpoint:",
   "    access: public",
   "    publicAccessCidrs:",
@@ -71,7 +73,7 @@ describe("llm-ha preflight offline", () => {
     const { code, stdout } = await cli(["--stack", "prod"]);
     expect(code).toBe(1);
     const edge = ["llm-ha:inferenceApiKey", "llm-ha:edge.certificateArn", "llm-ha:images.dockerHubSecretArn", "llm-ha:images.haproxyDigest", "llm-ha:images.lbControllerDigest"];
-    for (const key of ["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken", ...edge]) {
+    for (const key of ["llm-ha:redisRolePasswords", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken", ...edge]) {
       expect(stdout).toMatch(new RegExp(`missing\\s+setting ${key.replace(/\./g, "\\.")}`));
     }
     expect(stdout).toContain("pulumi config set --secret llm-ha:hfToken");
@@ -116,8 +118,8 @@ describe("llm-ha preflight offline", () => {
     for (const l of lines) expect([...l].length, l).toBeLessThanOrEqual(80);
     expect(lines[2]).toMatch(/^STATUS\s+CHECK\s+DETAIL$/);
     // A long fix is broken with a trailing backslash, so the pasted lines still run as one command.
-    const fix = stdout.slice(stdout.indexOf("fix: pulumi config set --secret llm-ha:redisAuthToken"));
-    expect(fix.split("\n").slice(0, 2).join("\n").replace(/ \\\n +/g, " ")).toContain('pulumi config set --secret llm-ha:redisAuthToken "$(openssl rand -hex 32)"');
+    const fix = stdout.slice(stdout.indexOf("fix: for r in llmha-agent"));
+    expect(fix.split("\n").slice(0, 4).join("\n").replace(/ \\\n +/g, " ")).toContain(ROLE_PASSWORDS_HOW);
     const json = await cli(["--stack", "prod", "-o", "json"]);
     expect(json.code).toBe(1);
     const doc = JSON.parse(json.stdout) as { version: number; stack: string; rows: Record<string, string>[]; blocking: number; onlinePlan: string[] };
