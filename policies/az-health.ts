@@ -121,7 +121,8 @@ export const azHealthFromRoute53Only: StackValidationPolicy = {
         }
         continue;
       }
-      const groups = namedGroups(args.resources, svc, refs);
+      // A group several NLBs share (one per AZ) is judged once, under the first Service that names it.
+      const groups = namedGroups(args.resources, svc, refs).filter((g) => !judged.has(g.urn));
       for (const sg of groups) {
         let admitsCheckers = false;
         for (const { r, props } of rulesOf(args.resources, sg)) {

@@ -90,6 +90,18 @@ describe("stack configuration", () => {
     for (const k of keys) expect(e.message).toContain(k);
   });
 
+  it("asks for every Redis role's password, 16-128 characters, and no other key; names the command", async () => {
+    const pw = (n: number) => "p".repeat(n);
+    const e = await failure({ "llm-ha:redisRolePasswords": JSON.stringify({ "llmha-agent": pw(32), "llmha-controller": pw(8), "llmha-admin": pw(32) }) });
+    const keys = paths(e).filter((k) => k.startsWith("llm-ha:redisRolePasswords"));
+    expect(keys).toEqual(expect.arrayContaining(["llm-ha:redisRolePasswords.llmha-controller", "llm-ha:redisRolePasswords.llmha-edge", "llm-ha:redisRolePasswords.llmha-admin"]));
+    expect(keys).not.toContain("llm-ha:redisRolePasswords.llmha-agent");
+    expect(e.message).toContain("llm-ha:redisRolePasswords.llmha-controller: must be 16-128 characters");
+    expect(e.message).toContain("llm-ha:redisRolePasswords.llmha-edge: is required (pulumi config set --secret --path 'llm-ha:redisRolePasswords.llmha-edge'");
+    const none = await failure({ "llm-ha:redisRolePasswords": "" });
+    expect(none.message).toMatch(/llm-ha:redisRolePasswords: is required: one password per Redis role \(for r in llmha-agent /);
+  });
+
   it("accepts the cron forms Auto Scaling takes and rejects the rest", () => {
     for (const ok of ["0 20 * * 1-5", "*/15 * * * *", "30 6 * * MON-FRI", "0 0 1,15 * *"]) expect(isCron(ok), ok).toBe(true);
     for (const bad of ["", "0 20 * *", "60 * * * *", "0 24 * * *", "every night", "0 20 * * 1-5 2025"]) expect(isCron(bad), bad).toBe(false);

@@ -105,6 +105,17 @@ describe("llm-ha preflight offline", () => {
     expect(rows.filter((r) => r.status === "invalid").map((r) => r.check)).toEqual(["setting llm-ha:dns.serviceName", "setting llm-ha:dns.zoneId"]);
   });
 
+  it("the old Redis AUTH token alone: a warning in dev (a migration path), an invalid row in staging and prod, each with the roles' command", () => {
+    for (const [stack, status] of [["dev", "warn"], ["staging", "invalid"], ["prod", "invalid"]] as const) {
+      const values = { ...stackConfig(stack), "llm-ha:redisAuthToken": JSON.stringify({ secure: "v1:AAAABBBBCCCCDDDD" }) };
+      const { rows, missing } = offlineChecks(values, "llm-ha", stack);
+      expect(missing, stack).not.toContain("llm-ha:redisRolePasswords");
+      expect(rows.find((r) => r.check === "setting llm-ha:redisRolePasswords"), stack).toMatchObject({ status, fix: ROLE_PASSWORDS_HOW });
+    }
+    const roles = { ...stackConfig("prod"), "llm-ha:redisRolePasswords": JSON.stringify(Object.fromEntries(ROLE_NAMES.map((r) => [r, { secure: "v1:AAAA" }]))) };
+    expect(offlineChecks(roles, "llm-ha", "prod").rows.filter((r) => r.check.includes("redis"))).toEqual([]);
+  });
+
   it("a Kubernetes version newer than the support table: a warning row, not a crash (issue 27)", () => {
     const values = { ...stackConfig("dev"), "llm-ha:kubernetesVersion": "1.37" };
     const row = offlineChecks(values, "llm-ha", "dev").rows.find((r) => r.check === "EKS 1.37 support");
