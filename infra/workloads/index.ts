@@ -203,7 +203,6 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const controllerRedis = roleSecret("controller");
   const controllerDeps: pulumi.Resource[] = [edgeNs, controllerRedis.secret, ...sgps];
   // The L1 pod's two Redis clients, each its own user: the fallback (its keys, the tier) and the key sync (the client keys).
-  const fallbackRedis = roleSecret("fallback");
   const edgeRedis = roleSecret("edge");
   if (args.agentActuator) {
     controllerDeps.push(
@@ -284,6 +283,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const l1Deps: pulumi.Resource[] = [edgeNs, edgeRedis.secret, ...(inferenceKeySecret ? [inferenceKeySecret] : []), ...sgps];
   if (args.fallback) {
     const f = args.fallback;
+    const fallbackRedis = roleSecret("fallback");
     fallback = {
       image: args.agentImage,
       namespace: edgeNamespace,
