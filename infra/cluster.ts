@@ -56,13 +56,17 @@ export const NODE_ROLE_POLICIES = Object.freeze({
   ecr: "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
 });
 
-/** A node role with `NODE_ROLE_POLICIES` and the pull-through cache's right (infra/image-cache.ts). */
-function nodeRoleOf(name: string, args: Pick<ClusterArgs, "clusterName" | "region">, parent: pulumi.Resource): { role: aws.iam.Role; attachments: pulumi.Resource[] } {
-  const role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: trustPolicy("ec2.amazonaws.com"), tags: tagged() }, { parent });
+/**
+ * A node role with `NODE_ROLE_POLICIES` and the pull-through cache's right (infra/image-cache.ts).
+ * `was`: the logical name the same role had before (its resources are aliased, not replaced).
+ */
+function nodeRoleOf(name: string, args: Pick<ClusterArgs, "clusterName" | "region">, parent: pulumi.Resource, was?: string): { role: aws.iam.Role; attachments: pulumi.Resource[] } {
+  const aliases = (suffix: string) => (was ? [{ name: `${was}-${suffix}` }] : []);
+  const role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: trustPolicy("ec2.amazonaws.com"), tags: tagged() }, { parent, aliases: aliases("role") });
   const attachments: pulumi.Resource[] = Object.entries(NODE_ROLE_POLICIES).map(
-    ([what, arn]) => new aws.iam.RolePolicyAttachment(`${name}-${what}`, { role: role.name, policyArn: arn }, { parent }),
+    ([what, arn]) => new aws.iam.RolePolicyAttachment(`${name}-${what}`, { role: role.name, policyArn: arn }, { parent, aliases: aliases(what) }),
   );
-  attachments.push(nodePullThroughPolicy(`${name}-pull`, { clusterName: args.clusterName, region: args.region, nodeRoleName: role.name }, parent));
+  attachments.push(nodePullThroughPolicy(`${name}-pull`, { clusterName: args.clusterName, region: args.region, nodeRoleName: role.name }, parent, aliases("pull")));
   return { role, attachments };
 }
 
@@ -174,7 +178,10 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
   // Nodes get only what kubelet and image pulls need (the VPC CNI has its own role: addons.ts);
   // the agent talks to IMDS and Redis, never to AWS APIs. The GPU nodes have a role of their
   // own, so nothing added for the system nodes' controllers ever reaches a host-network vLLM.
-  const roles = { system: nodeRoleOf(`${name}-node`, args, parent), gpu: nodeRoleOf(`${name}-gpu-node`, args, parent) };
+  // The GPU groups keep the role all nodes shared before (renamed by alias): a node group's role
+  // cannot change in place, and a replaced GPU group would start empty (scarce types at 0). The
+  // system group, cheap to roll, moves to a new role.
+  const roles = { system: nodeRoleOf(`${name}-system-node`, args, parent), gpu: nodeRoleOf(`${name}-gpu-node`, args, parent, `${name}-node`) };
   const nodeRole = roles.system.role;
 
   const secretsKey = new aws.kms.Key(`${name}-secrets`, { description: `${args.clusterName} Kubernetes secrets`, enableKeyRotation: true, tags: tagged() }, opts);

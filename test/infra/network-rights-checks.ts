@@ -41,10 +41,16 @@ export function describeNetworkRights(env: Env, resources: () => CapturedResourc
     expect(gpu.length).toBeGreaterThan(0);
     for (const g of gpu) expect(g.opts.propertyDependencies.nodeRoleArn, g.name).toEqual([roleNamed("eks-gpu-node-role").urn]);
     // The system nodes (controllers, HAProxy) have a role of their own: nothing added there reaches vLLM.
-    expect(system[0].opts.propertyDependencies.nodeRoleArn).toEqual([roleNamed("eks-node-role").urn]);
+    expect(system[0].opts.propertyDependencies.nodeRoleArn).toEqual([roleNamed("eks-system-node-role").urn]);
     const minimal = ["arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly", "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"];
     expect(attachedTo("eks-gpu-node-role")).toEqual(minimal);
-    expect(attachedTo("eks-node-role")).toEqual(minimal);
+    expect(attachedTo("eks-system-node-role")).toEqual(minimal);
+    // The GPU groups keep the role every node shared before, renamed by alias: a node group's role
+    // cannot change in place, and a replaced GPU group would start empty. Only the system group moves.
+    expect(roleNamed("eks-gpu-node-role").opts.aliases).toEqual(["eks-node-role"]);
+    for (const what of ["worker", "ecr"]) expect(resources().find((r) => r.name === `eks-gpu-node-${what}`)!.opts.aliases).toEqual([`eks-node-${what}`]);
+    expect(resources().find((r) => r.name === "eks-gpu-node-pull")!.opts.aliases).toEqual(["eks-node-pull"]);
+    expect(roleNamed("eks-system-node-role").opts.aliases).toBeUndefined();
     // Its only inline policy: the pull through the stack's ECR cache.
     const inline = ofType(resources(), "aws:iam/rolePolicy:RolePolicy").filter((p) => p.opts.propertyDependencies.role?.includes(roleNamed("eks-gpu-node-role").urn));
     expect(inline.map((p) => JSON.parse(String((p.props as O).policy)).Statement.flatMap((s: O) => s.Action))).toEqual([["ecr:CreateRepository", "ecr:BatchImportUpstreamImage"]]);

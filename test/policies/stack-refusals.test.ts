@@ -51,9 +51,9 @@ describe("the pack refuses each opening an attacker used, over the prod stack", 
 
   it("refuses the GPU node groups on the system nodes' role once that role holds the CNI policy again", async () => {
     const broken = structuredClone(rs);
-    const system = broken.find((r) => r.type === "aws:iam/role:Role" && r.name === "eks-node-role")!;
+    const system = broken.find((r) => r.type === "aws:iam/role:Role" && r.name === "eks-system-node-role")!;
     for (const g of broken.filter((r) => r.type === "aws:eks/nodeGroup:NodeGroup")) g.opts.propertyDependencies.nodeRoleArn = [system.urn];
-    const worker = broken.find((r) => r.name === "eks-node-worker")!;
+    const worker = broken.find((r) => r.name === "eks-system-node-worker")!;
     (worker.props as O).policyArn = CNI;
     // (create-order-follows-references also flags the GPU groups, which do not wait for that role's attachments.)
     expect((await refusals(broken)).filter(([p]) => p === "gpu-node-role-minimal").map(([p, u]) => [p, u])).toEqual([["gpu-node-role-minimal", worker.urn]]);
