@@ -23,6 +23,12 @@ export const ROLE_NAMES = ["llmha-agent", "llmha-controller", "llmha-agent-leade
 export type RoleName = (typeof ROLE_NAMES)[number];
 
 /**
+ * The roles a workload logs in as, whose passwords the stack's `redisRolePasswords` holds: every
+ * one but the break-glass user, an operator's by hand (its own secret, `redisBreakglassPassword`).
+ */
+export const WORKLOAD_ROLE_NAMES: readonly RoleName[] = ROLE_NAMES.filter((r) => r !== "llmha-breakglass");
+
+/**
  * `R` read only (`%R~`), `W` write only (`%W~`: `SET` without reading), `RW` both (`~`). A key
  * passed in a function's `KEYS` needs `RW` (Redis checks `FCALL`'s keys as read and write).
  */

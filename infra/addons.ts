@@ -27,6 +27,11 @@ export const VPC_CNI_CONFIGURATION = Object.freeze({
   init: { env: { DISABLE_TCP_EARLY_DEMUX: "true" } },
 });
 
+/** The VPC CNI's managed policy: EC2 network-interface and IP-address writes (attach, detach, assign, unassign, delete). */
+export const CNI_POLICY_ARN = "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy";
+/** vpc-cni's ServiceAccount (its `aws-node` DaemonSet): the only identity that gets `CNI_POLICY_ARN`. */
+export const CNI_SERVICE_ACCOUNT = { namespace: "kube-system", name: "aws-node" } as const;
+
 export interface AddonsArgs {
   clusterName: pulumi.Input<string>;
   /** The cluster's Kubernetes version (its Output, so the versions follow an upgrade). Required. */
@@ -62,6 +67,20 @@ export function createAddons(name: string, args: AddonsArgs, parent: pulumi.Reso
     { role: ebsRole.name, policyArn: "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy" },
     { parent },
   );
+  // The CNI's EC2 network rights on its own role (IRSA, aws-node only), not on the nodes' role:
+  // vLLM and the agent run on the host network, where IMDS's hop limit does not keep them from
+  // the node role, so code run there could otherwise detach ENIs or unassign the L1 pods' IPs.
+  const cniRole = new aws.iam.Role(
+    `${name}-vpc-cni-role`,
+    {
+      assumeRolePolicy: pulumi
+        .all([args.oidcProviderArn, args.oidcProviderUrl])
+        .apply(([arn, url]) => irsaTrustPolicy(arn, url, CNI_SERVICE_ACCOUNT.namespace, CNI_SERVICE_ACCOUNT.name)),
+      tags: tagged(),
+    },
+    { parent },
+  );
+  const cniPolicy = new aws.iam.RolePolicyAttachment(`${name}-vpc-cni-policy`, { role: cniRole.name, policyArn: CNI_POLICY_ARN }, { parent });
   const addon = (addonName: AddonName, extra: Partial<aws.eks.AddonArgs> = {}, deps: pulumi.Resource[] = []) =>
     new aws.eks.Addon(
       `${name}-${addonName}`,
@@ -78,7 +97,11 @@ export function createAddons(name: string, args: AddonsArgs, parent: pulumi.Reso
     );
   // Node networking first, so the first nodes join with network policy enforcement on; the
   // Deployments (coredns, the EBS CSI controller) once there are nodes to be healthy on.
-  const network = [addon("vpc-cni", { configurationValues: JSON.stringify(VPC_CNI_CONFIGURATION) }), addon("kube-proxy"), addon("eks-pod-identity-agent")];
+  const network = [
+    addon("vpc-cni", { configurationValues: JSON.stringify(VPC_CNI_CONFIGURATION), serviceAccountRoleArn: cniRole.arn }, [cniPolicy]),
+    addon("kube-proxy"),
+    addon("eks-pod-identity-agent"),
+  ];
   const afterNodes = (nodes: pulumi.Resource) => [
     addon("coredns", {}, [nodes]),
     addon("aws-ebs-csi-driver", { serviceAccountRoleArn: ebsRole.arn }, [nodes, ebsPolicy]),

@@ -34,6 +34,8 @@ export interface CapturedResource {
     /** The same per input property (`aliases`, `roleArn`, …). */
     propertyDependencies: Record<string, string[]>;
     customTimeouts?: { create?: string; update?: string; delete?: string };
+    /** Names (or URNs) the resource was known by before (`aliases`): the engine takes it as the same resource. */
+    aliases?: string[];
   };
 }
 
@@ -154,6 +156,7 @@ interface RegisterRequest {
   getDependenciesList(): string[];
   getPropertydependenciesMap(): { forEach(f: (v: { getUrnsList(): string[] }, k: string) => void): void };
   getCustomtimeouts(): { getCreate(): string; getUpdate(): string; getDelete(): string } | undefined;
+  getAliasesList(): { getUrn(): string; getSpec(): { getName(): string } | undefined }[];
 }
 
 interface MonitorLike {
@@ -207,6 +210,7 @@ export async function captureStackGraph(
   const register = monitor.registerResource.bind(monitor);
   monitor.registerResource = (req, callback) => {
     const t = req.getCustomtimeouts();
+    const aliases = req.getAliasesList().map((a) => a.getSpec()?.getName() || a.getUrn());
     const propertyDependencies: Record<string, string[]> = {};
     req.getPropertydependenciesMap().forEach((v, k) => {
       if (v.getUrnsList().length) propertyDependencies[k] = v.getUrnsList();
@@ -216,6 +220,7 @@ export async function captureStackGraph(
       ignoreChanges: req.getIgnorechangesList(),
       dependsOn: req.getDependenciesList(),
       propertyDependencies,
+      ...(aliases.length ? { aliases } : {}),
       ...(t && (t.getCreate() || t.getUpdate() || t.getDelete())
         ? { customTimeouts: { create: t.getCreate() || undefined, update: t.getUpdate() || undefined, delete: t.getDelete() || undefined } }
         : {}),

@@ -50,6 +50,26 @@ export const SYSTEM_NODE_METADATA = Object.freeze({ httpEndpoint: "enabled", htt
 /** EKS's access policy for full cluster access (docs: "Associate access policies with access entries"). */
 export const CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy";
 
+/** What every node's role holds: kubelet's (join, describe) and image pulls from ECR. No EC2 network writes (`gpu-node-role-minimal`). */
+export const NODE_ROLE_POLICIES = Object.freeze({
+  worker: "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+  ecr: "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly",
+});
+
+/**
+ * A node role with `NODE_ROLE_POLICIES` and the pull-through cache's right (infra/image-cache.ts).
+ * `was`: the logical name the same role had before (its resources are aliased, not replaced).
+ */
+function nodeRoleOf(name: string, args: Pick<ClusterArgs, "clusterName" | "region">, parent: pulumi.Resource, was?: string): { role: aws.iam.Role; attachments: pulumi.Resource[] } {
+  const aliases = (suffix: string) => (was ? [{ name: `${was}-${suffix}` }] : []);
+  const role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: trustPolicy("ec2.amazonaws.com"), tags: tagged() }, { parent, aliases: aliases("role") });
+  const attachments: pulumi.Resource[] = Object.entries(NODE_ROLE_POLICIES).map(
+    ([what, arn]) => new aws.iam.RolePolicyAttachment(`${name}-${what}`, { role: role.name, policyArn: arn }, { parent, aliases: aliases(what) }),
+  );
+  attachments.push(nodePullThroughPolicy(`${name}-pull`, { clusterName: args.clusterName, region: args.region, nodeRoleName: role.name }, parent, aliases("pull")));
+  return { role, attachments };
+}
+
 /** Assume-role policy for an AWS service principal. */
 export function trustPolicy(service: string): string {
   return JSON.stringify({
@@ -97,7 +117,10 @@ export function kubeconfigFor(cluster: aws.eks.Cluster, region: string, access: 
  */
 export class Cluster extends pulumi.ComponentResource {
   readonly cluster: aws.eks.Cluster;
+  /** The system nodes' role. */
   readonly nodeRole: aws.iam.Role;
+  /** The GPU nodes' role: kubelet and image pulls only. */
+  readonly gpuNodeRole: aws.iam.Role;
   readonly oidcProvider: aws.iam.OpenIdConnectProvider;
   readonly provider: k8s.Provider;
   readonly kubeconfig: pulumi.Output<string>;
@@ -113,6 +136,8 @@ export class Cluster extends pulumi.ComponentResource {
    * another component (Pulumi does not pass a component's dependsOn to its children).
    */
   readonly nodesNeed: pulumi.Resource[];
+  /** The same for the GPU node groups: their role's attachments and the networking add-ons. */
+  readonly gpuNodesNeed: pulumi.Resource[];
 
   constructor(name: string, args: ClusterArgs, opts?: pulumi.ComponentResourceOptions) {
     super("llm-ha:infra:Cluster", name, {}, opts);
@@ -124,6 +149,8 @@ export class Cluster extends pulumi.ComponentResource {
     this.systemNodes = r.systemNodes;
     this.addons = r.addons;
     this.nodesNeed = r.nodesNeed;
+    this.gpuNodeRole = r.gpuNodeRole;
+    this.gpuNodesNeed = r.gpuNodesNeed;
     this.kubeconfig = pulumi.secret(r.kubeconfig);
     this.nodeSecurityGroupId = r.cluster.vpcConfig.clusterSecurityGroupId;
     this.registerOutputs({ clusterName: this.cluster.name, kubeconfig: this.kubeconfig });
@@ -148,17 +175,14 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
   // Security groups for pods (infra/fences.ts): the VPC resource controller attaches the pods' branch ENIs.
   const podEniPolicy = new aws.iam.RolePolicyAttachment(`${name}-cluster-pod-eni`, { role: clusterRole.name, policyArn: VPC_RESOURCE_CONTROLLER_POLICY }, opts);
 
-  // Nodes get only what kubelet, the VPC CNI and image pulls need; the agent talks to
-  // IMDS and Redis, never to AWS APIs.
-  const nodeRole = new aws.iam.Role(`${name}-node-role`, { assumeRolePolicy: trustPolicy("ec2.amazonaws.com"), tags: tagged() }, opts);
-  const nodePolicies = {
-    worker: aws.iam.ManagedPolicy.AmazonEKSWorkerNodePolicy,
-    cni: aws.iam.ManagedPolicy.AmazonEKS_CNI_Policy,
-    ecr: aws.iam.ManagedPolicy.AmazonEC2ContainerRegistryReadOnly,
-  };
-  const nodeAttachments = Object.entries(nodePolicies).map(
-    ([role, arn]) => new aws.iam.RolePolicyAttachment(`${name}-node-${role}`, { role: nodeRole.name, policyArn: arn }, opts),
-  );
+  // Nodes get only what kubelet and image pulls need (the VPC CNI has its own role: addons.ts);
+  // the agent talks to IMDS and Redis, never to AWS APIs. The GPU nodes have a role of their
+  // own, so nothing added for the system nodes' controllers ever reaches a host-network vLLM.
+  // The GPU groups keep the role all nodes shared before (renamed by alias): a node group's role
+  // cannot change in place, and a replaced GPU group would start empty (scarce types at 0). The
+  // system group, cheap to roll, moves to a new role.
+  const roles = { system: nodeRoleOf(`${name}-system-node`, args, parent), gpu: nodeRoleOf(`${name}-gpu-node`, args, parent, `${name}-node`) };
+  const nodeRole = roles.system.role;
 
   const secretsKey = new aws.kms.Key(`${name}-secrets`, { description: `${args.clusterName} Kubernetes secrets`, enableKeyRotation: true, tags: tagged() }, opts);
   const cluster = new aws.eks.Cluster(
@@ -199,8 +223,8 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
     parent,
   );
 
-  const nodePull = nodePullThroughPolicy(`${name}-node-pull`, { clusterName: args.clusterName, region: args.region, nodeRoleName: nodeRole.name }, parent);
-  const nodesNeed = [...nodeAttachments, nodePull, ...addons.network];
+  const nodesNeed = [...roles.system.attachments, ...addons.network];
+  const gpuNodesNeed = [...roles.gpu.attachments, ...addons.network];
   // IMDSv2 with hop limit 1: a pod off the host network cannot reach the node role's
   // credentials (the AMI default is 2). Without security groups here EKS adds the cluster's.
   const systemLt = new aws.ec2.LaunchTemplate(
@@ -263,5 +287,5 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
   const kubeconfig = kubeconfigFor(cluster, args.region, access);
   // Nothing is applied to the cluster before the principals that apply it have access.
   const provider = new k8s.Provider(`${name}-k8s`, { kubeconfig, enableServerSideApply: true }, { parent, dependsOn: associations });
-  return { cluster, nodeRole, nodeAttachments, nodesNeed, oidcProvider, provider, kubeconfig, systemNodes, addons: allAddons };
+  return { cluster, nodeRole, gpuNodeRole: roles.gpu.role, nodesNeed, gpuNodesNeed, oidcProvider, provider, kubeconfig, systemNodes, addons: allAddons };
 }

@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { PORTS } from "../contracts/names";
+import { checkerCidrs } from "../contracts/route53-ranges";
 import { NET_ROLE_LABEL, NET_ROLES, type NetRole } from "./names";
 import { tagged } from "./tags";
 
@@ -21,6 +22,13 @@ export interface FencesArgs {
   clusterName: string;
   /** The EKS cluster security group (control plane, system nodes and their pods). Required. */
   clusterSecurityGroupId: pulumi.Input<string>;
+  /** The L1 NLBs' client listener: 443 (TLS) or a dev stack's plain 80. Default 443. */
+  apiPort?: number;
+  /**
+   * Where the NLBs' `/az/health` listener (:8081) is reachable from: Route53's health checkers
+   * (contracts/route53-ranges.ts). Default: every checker region's IPv4 blocks of the snapshot.
+   */
+  healthCheckerCidrs?: readonly string[];
 }
 
 type Rule = { ipProtocol: string; fromPort?: number; toPort?: number };
@@ -63,6 +71,9 @@ export function tcpRangesExcept(holes: readonly (readonly [number, number])[]): 
  * - `controllerPods`, the controller's group (`llm-ha.io/net-role: controller`): Redis and AWS.
  * - `scrapers`, for Prometheus: this stack does not own its namespace, so the operator attaches
  *   the group to it (`scraperSecurityGroupId`, docs/security.md).
+ * - `nlbFrontend`, the L1 NLBs' own group (their `aws-load-balancer-security-groups`): the API
+ *   listener to every client, the `/az/health` listener (:8081) to Route53's health checkers
+ *   only, so nobody else can hold its connections until the checkers time out.
  * Egress of the pod groups: DNS, Redis, MSK and the GPU ports inside the VPC, 443 anywhere
  * (AWS APIs, fallback providers).
  */
@@ -70,6 +81,7 @@ export class Fences extends pulumi.ComponentResource {
   readonly gpuNodes: aws.ec2.SecurityGroup;
   readonly podGroups: Record<NetRole, aws.ec2.SecurityGroup>;
   readonly scrapers: aws.ec2.SecurityGroup;
+  readonly nlbFrontend: aws.ec2.SecurityGroup;
 
   constructor(name: string, args: FencesArgs, opts?: pulumi.ComponentResourceOptions) {
     super("llm-ha:infra:Fences", name, {}, opts);
@@ -146,7 +158,21 @@ export class Fences extends pulumi.ComponentResource {
     }
     egress("scrapers-to-vpc", this.scrapers, args.vpcCidr, { ipProtocol: "tcp", fromPort: 0, toPort: 65535 }, "scrape targets");
 
-    this.registerOutputs({ gpuNodes: this.gpuNodes.id, scrapers: this.scrapers.id });
+    // The L1 NLBs' frontend: clients on the API port, Route53's checkers alone on :8081.
+    this.nlbFrontend = sg("l1-nlb", "L1 NLBs: the API to clients, /az/health (8081) to Route53 health checkers only");
+    const apiPort = args.apiPort ?? 443;
+    const cidrIngress = (id: string, cidr: string, port: number, description: string) =>
+      new aws.vpc.SecurityGroupIngressRule(`${name}-${id}`, { securityGroupId: this.nlbFrontend.id, cidrIpv4: cidr, ipProtocol: "tcp", fromPort: port, toPort: port, description, tags: tagged() }, o);
+    cidrIngress("nlb-api", "0.0.0.0/0", apiPort, "inference API clients");
+    for (const cidr of args.healthCheckerCidrs ?? checkerCidrs().ipv4) {
+      cidrIngress(`nlb-az-health-${cidr.replace(/[./:]/g, "-")}`, cidr, PORTS.l1AzHealth, "Route53 health checkers (ROUTE53_HEALTHCHECKS)");
+    }
+    // To the L1 pods: the listeners' targets and the NLB's own target health check.
+    for (const port of [PORTS.l1, PORTS.l1AzHealth, PORTS.l1Monitor]) {
+      egress(`nlb-to-l1-${port}`, this.nlbFrontend, args.vpcCidr, { ipProtocol: "tcp", fromPort: port, toPort: port }, "L1 proxy pods");
+    }
+
+    this.registerOutputs({ gpuNodes: this.gpuNodes.id, scrapers: this.scrapers.id, nlbFrontend: this.nlbFrontend.id });
   }
 }
 

@@ -61,7 +61,12 @@ export function createImageCache(name: string, args: ImageCacheArgs, parent: pul
  * (infra/cluster.ts), so every node group depends on it: a node must never come up unable
  * to pull the images it is there to run.
  */
-export function nodePullThroughPolicy(name: string, a: { clusterName: string; region: string; nodeRoleName: pulumi.Input<string> }, parent: pulumi.Resource): aws.iam.RolePolicy {
+export function nodePullThroughPolicy(
+  name: string,
+  a: { clusterName: string; region: string; nodeRoleName: pulumi.Input<string> },
+  parent: pulumi.Resource,
+  aliases: pulumi.Input<pulumi.Alias | string>[] = [],
+): aws.iam.RolePolicy {
   const account = aws.getCallerIdentityOutput({}, { parent }).accountId;
   const repos = pulumi.interpolate`arn:aws:ecr:${a.region}:${account}:repository/${a.clusterName}/*`;
   return new aws.iam.RolePolicy(
@@ -75,6 +80,6 @@ export function nodePullThroughPolicy(name: string, a: { clusterName: string; re
         }),
       ),
     },
-    { parent },
+    { parent, aliases },
   );
 }

@@ -1,3 +1,4 @@
+import * as crypto from "node:crypto";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { accessString, redisRoles, redisUrl, type RoleName } from "../contracts/redis-roles";
@@ -10,8 +11,12 @@ export interface RedisArgs {
   subnetIds: pulumi.Input<string>[];
   /** The only security groups allowed in: those of the nodes and pods that use it (infra/fences.ts). Required, non-empty. */
   clientSecurityGroupIds: Record<string, pulumi.Input<string>>;
-  /** AUTH token (a Pulumi secret), 16–128 characters. Required. */
-  authToken: pulumi.Input<string>;
+  /**
+   * The old AUTH token (a Pulumi secret), 16–128 characters: every client with every permission.
+   * Alone, a migration path; beside `rolePasswords`, the password of the group's disabled
+   * `default` user. One of the two is required.
+   */
+  authToken?: pulumi.Input<string>;
   /** Default `cache.r7g.large`. */
   nodeType?: string;
   /** Primary plus replicas; ≥ 2 for automatic failover. Default 3. */
@@ -25,8 +30,8 @@ export interface RedisArgs {
   /**
    * One password (a Pulumi secret, 16–128 characters) per Redis role (contracts/redis-roles.ts):
    * each becomes an ElastiCache RBAC user with the role's access string, all in one user group
-   * whose `default` user is off, and the group replaces the AUTH token. Default none: the
-   * AUTH token alone (every client has every permission; the old way).
+   * whose `default` user is off, and the group replaces the AUTH token. The default way; without
+   * it, the AUTH token alone (every client has every permission; the old way).
    */
   rolePasswords?: Partial<Record<RoleName, pulumi.Input<string>>>;
 }
@@ -38,25 +43,41 @@ export interface RedisArgs {
 export class Redis extends pulumi.ComponentResource {
   readonly replicationGroup: aws.elasticache.ReplicationGroup;
   readonly primaryEndpoint: pulumi.Output<string>;
-  /** `rediss://:<token>@<primary>:6379` (secret): what `LLMHA_REDIS_URL` takes (the AUTH token's default user). */
-  readonly url: pulumi.Output<string>;
+  /** `rediss://:<token>@<primary>:6379` (secret), where the AUTH token authenticates (no roles): what every client takes then. */
+  readonly url?: pulumi.Output<string>;
   /** Per role with a password: `rediss://<role>:<password>@<primary>:6379` (secret). */
   readonly roleUrls: Partial<Record<RoleName, pulumi.Output<string>>>;
   readonly userGroup?: aws.elasticache.UserGroup;
 
   constructor(name: string, args: RedisArgs, opts?: pulumi.ComponentResourceOptions) {
     super("llm-ha:infra:Redis", name, {}, opts);
-    this.userGroup = args.rolePasswords ? createRoleUsers(name, args.cluster ?? "default", args.rolePasswords, args.authToken, this) : undefined;
+    const p = new Problems();
+    if (!args.rolePasswords && args.authToken === undefined) p.add("rolePasswords", "is required (or, as the old way, authToken)");
+    p.throwIfAny("Redis arguments");
+    this.userGroup = args.rolePasswords ? createRoleUsers(name, args.cluster ?? "default", args.rolePasswords, args.authToken ?? disabledUserPassword(args.rolePasswords), this) : undefined;
     this.replicationGroup = createRedis(name, args, this, this.userGroup);
     this.primaryEndpoint = this.replicationGroup.primaryEndpointAddress;
     // Built with every part encoded: a token holding `#`, `?` or `%` stays one token.
-    this.url = pulumi.secret(pulumi.all([args.authToken, this.primaryEndpoint]).apply(([password, host]) => redisUrl({ host, port: 6379, tls: true, password })));
+    const token = args.authToken;
+    this.url = this.userGroup || token === undefined ? undefined : pulumi.secret(pulumi.all([token, this.primaryEndpoint]).apply(([password, host]) => redisUrl({ host, port: 6379, tls: true, password })));
     this.roleUrls = {};
     for (const [role, pw] of Object.entries(args.rolePasswords ?? {}) as [RoleName, pulumi.Input<string>][]) {
       this.roleUrls[role] = pulumi.secret(pulumi.all([pw, this.primaryEndpoint]).apply(([password, host]) => redisUrl({ host, port: 6379, tls: true, username: role, password })));
     }
     this.registerOutputs({ primaryEndpoint: this.primaryEndpoint });
   }
+}
+
+/**
+ * The password of the group's `default` user (off: no command, no key) where no AUTH token is
+ * given: ElastiCache wants one. Derived from the roles' passwords (SHA-256, 64 hex characters),
+ * so it is as secret as they are, stable across runs, and needs no setting nobody would use.
+ */
+export function disabledUserPassword(passwords: Partial<Record<RoleName, pulumi.Input<string>>>): pulumi.Output<string> {
+  const names = Object.keys(passwords).sort() as RoleName[];
+  return pulumi.secret(
+    pulumi.all(names.map((n) => passwords[n] as pulumi.Input<string>)).apply((pws) => crypto.createHash("sha256").update(`llm-ha default user\0${names.map((n, i) => `${n}=${pws[i]}`).join("\0")}`).digest("hex")),
+  );
 }
 
 /**
@@ -139,7 +160,7 @@ export function createRedis(name: string, args: RedisArgs, parent: pulumi.Resour
       atRestEncryptionEnabled: true,
       kmsKeyId: key.arn,
       // With roles, the user group replaces the AUTH token (ElastiCache takes one or the other).
-      ...(userGroup ? { userGroupIds: [userGroup.userGroupId] } : { authToken: args.authToken }),
+      ...(userGroup ? { userGroupIds: [userGroup.userGroupId] } : { authToken: args.authToken! }),
       subnetGroupName: subnets.name,
       securityGroupIds: [sg.id],
       snapshotRetentionLimit: 1,

@@ -89,12 +89,13 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     vpcCidr: c.vpcCidr,
     clusterName: c.clusterName,
     clusterSecurityGroupId: cluster.nodeSecurityGroupId,
+    apiPort: c.edge.certificateArn ? 443 : 80,
   });
   const gpu = new GpuNodeGroups(
     "gpu",
     {
       clusterName: cluster.cluster.name,
-      nodeRoleArn: cluster.nodeRole.arn,
+      nodeRoleArn: cluster.gpuNodeRole.arn,
       securityGroupId: fences.gpuNodes.id,
       subnets: network.subnets.map((s) => ({ az: s.az, subnetId: s.privateSubnet.id })),
       gpuClasses: c.gpuClasses,
@@ -102,7 +103,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
       standbyCapacityRatio: c.standbyCapacityRatio,
       standbyFallback: c.standbyFallback,
       standbyCapacityWaiver: c.standbyCapacityWaiver,
-      dependsOn: cluster.nodesNeed,
+      dependsOn: cluster.gpuNodesNeed,
     },
     { dependsOn: [cluster] },
   );
@@ -230,6 +231,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     vpcCidr: c.vpcCidr,
     nlbCidrs: publicSubnetCidrs(c.vpcCidr, c.azs.length),
     podFences: { groupIds: { l1: fences.podGroups.l1.id, controller: fences.podGroups.controller.id }, dependsOn: cluster.addons },
+    nlbSecurityGroupId: fences.nlbFrontend.id,
     haproxyImage: c.haproxy.image ? cache.cacheRoot.apply((root) => pullRefOf(c.haproxy.image, root)) : cached("haproxy"),
     haproxyReplicas: c.haproxy.replicas,
     zonalShift: c.dns.zonalShift,

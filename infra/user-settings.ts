@@ -5,7 +5,9 @@
  * each. The offline tools (the mocks of infra/capture.ts, `llm-ha cost`) fill what is missing
  * with obvious stand-ins, which no real deployment ever sees.
  */
+import { WORKLOAD_ROLE_NAMES } from "../contracts/redis-roles";
 import { GATED_MODEL_ORGS } from "./config";
+import { ROLE_PASSWORDS_HOW } from "./config/data";
 import { digestCommand, IMAGES } from "./images";
 
 export interface UserSetting {
@@ -34,10 +36,21 @@ const gatedModel = (values: Record<string, string>) => GATED_MODEL_ORGS.includes
 
 export const USER_SETTINGS: readonly UserSetting[] = Object.freeze([
   {
+    // Per-role Redis users, the default: a stack that still has only the old AUTH token runs on
+    // it (a migration path: preflight warns in dev and refuses staging and prod, as the policy
+    // redis-roles-required does).
+    key: "llm-ha:redisRolePasswords",
+    secret: true,
+    needed: (values: Record<string, string>) => !hasSetting(values, "llm-ha:redisAuthToken"),
+    how: ROLE_PASSWORDS_HOW,
+    standIn: () => Object.fromEntries(WORKLOAD_ROLE_NAMES.map((r) => [r, `stand-in-${r}-0123456789abcdef`])),
+  },
+  {
+    // The old AUTH token: never asked for, listed so the offline runs pass it on as a secret.
     key: "llm-ha:redisAuthToken",
     secret: true,
-    needed: () => true,
-    how: 'pulumi config set --secret llm-ha:redisAuthToken "$(openssl rand -hex 32)"',
+    needed: () => false,
+    how: 'pulumi config set --secret llm-ha:redisAuthToken "$(openssl rand -hex 32)"   # the old way: one token, every permission',
     standIn: () => "test-token-0123456789abcdef",
   },
   {

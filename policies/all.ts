@@ -7,7 +7,7 @@ import { createOrderFollowsReferences } from "./create-order";
 import { addonVersionsForCluster, clusterAccessEntries, gpuScarceStartAtZero, probesReachable, waitsBounded } from "./create-time";
 import { chartsByDigest, imagesByDigest, l1AuthRequired, l1TlsRequired } from "./edge";
 import { eksVersionSupported, gpuCapacitySettings, nlbNeedsLbController } from "./deployability";
-import { mskHaEncrypted, redisHaEncrypted } from "./data";
+import { mskHaEncrypted, redisHaEncrypted, redisRolesRequired } from "./data";
 import { agentRoleLeastPrivilege, mskQueueWriterOnlyFallback } from "./iam";
 import { gpuAgentsHoldNoCloudRole } from "./cloud-holder";
 import { failoverRecordPairs, failoverRecordTtl, route53HealthCheckFast } from "./dns";
@@ -21,6 +21,8 @@ import {
 import { agentDaemonSetOnGpuNodes, gpuDeploymentPdb, gpuDeploymentSpread } from "./k8s";
 import { inferenceOneModel } from "./model";
 import { haPortsFenced } from "./fences";
+import { azHealthFromRoute53Only } from "./az-health";
+import { gpuNodeRoleMinimal } from "./node-role";
 import { noPublicHaPorts } from "./network";
 import { podSecurity } from "./pod-security";
 import { podsMeetNamespaceLevel } from "./pod-standards";
@@ -44,15 +46,18 @@ export const policies: Policies = [
   route53HealthCheckFast,
   failoverRecordTtl,
   redisHaEncrypted,
+  redisRolesRequired,
   mskHaEncrypted,
   standbyScheduleRules,
   standbyCapacityFallback,
   noPublicHaPorts,
   haPortsFenced,
+  azHealthFromRoute53Only,
   podSecurity,
   podsMeetNamespaceLevel,
   agentRoleLeastPrivilege,
   gpuAgentsHoldNoCloudRole,
+  gpuNodeRoleMinimal,
   mskQueueWriterOnlyFallback,
   requiredTags,
   eksControlPlaneLogging,

@@ -11,7 +11,7 @@ export interface RedisConfig {
 export const redisHaEncrypted: ResourceValidationPolicy = {
   name: "redis-ha-encrypted",
   description:
-    "ElastiCache Redis has cluster mode disabled, automatic failover, multi-AZ, at least 2 cache clusters, TLS required, at-rest encryption and an auth token (L2 cluster tier: the registry and the leader lease survive a node or AZ loss, and nobody on the network can forge node state or fencing tokens).",
+    "ElastiCache Redis has cluster mode disabled, automatic failover, multi-AZ, at least 2 cache clusters, TLS required, at-rest encryption, and authentication: an RBAC user group (userGroupIds: one user per role, llm-ha:redisRolePasswords) or, as the old way, an auth token (L2 cluster tier: the registry and the leader lease survive a node or AZ loss, and nobody on the network can forge node state or fencing tokens).",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
@@ -35,13 +35,49 @@ export const redisHaEncrypted: ResourceValidationPolicy = {
       reportViolation(`Redis ${name} has transitEncryptionMode "preferred"; TLS must be required.`);
     }
     if (rg.atRestEncryptionEnabled !== true) reportViolation(`Redis ${name} must set atRestEncryptionEnabled to true.`);
-    if (!str(rg.authToken)) reportViolation(`Redis ${name} has no authToken.`);
+    // Either a user group (each client its own role's user) or the AUTH token: never neither.
+    if (!str(rg.authToken) && strings(rg.userGroupIds).length === 0) {
+      reportViolation(`Redis ${name} has neither an RBAC user group (userGroupIds) nor an authToken: set llm-ha:redisRolePasswords.`);
+    }
     // One primary: llm-ha's Lua scripts touch keys of several hash slots (cluster mode fails them with CROSSSLOT).
     const shards = num(rg.numNodeGroups);
     const mode = str(rg.clusterMode);
     if ((mode !== undefined && mode !== "disabled") || (shards !== undefined && shards > 1) || /cluster\.on/.test(str(rg.parameterGroupName) ?? "")) {
       reportViolation(`Redis ${name} must run with cluster mode disabled (one primary and its replicas): llm-ha's scripts need every key on one node.`);
     }
+  }),
+};
+
+export interface RedisRolesConfig {
+  tokenOnlyEnvironments: string[];
+}
+
+/** The tag infra/tags.ts puts on every resource: the stack's name. */
+const ENVIRONMENT_TAG = "Environment";
+
+export const redisRolesRequired: ResourceValidationPolicy = {
+  name: "redis-roles-required",
+  description:
+    "ElastiCache Redis authenticates each client as its own role's user (an RBAC user group from llm-ha:redisRolePasswords), not with the one AUTH token alone, outside the environments listed as a migration path (default dev) (L2 cluster tier: a GPU node or the internet-facing L1 pod that leaks its credential leaks its role's keys only, not every key, the lease and the fencing tokens).",
+  enforcementLevel: "mandatory",
+  configSchema: {
+    properties: {
+      tokenOnlyEnvironments: {
+        type: "array",
+        items: { type: "string" },
+        default: ["dev"],
+        description: "Stacks (the Environment tag) that may still run on the AUTH token alone while they migrate.",
+      },
+    },
+  },
+  validateResource: validateResourceOfType(aws.elasticache.ReplicationGroup, (rg, args, reportViolation) => {
+    const { tokenOnlyEnvironments } = args.getConfig<RedisRolesConfig>();
+    if (strings(rg.userGroupIds).length > 0) return;
+    const env = (rg.tags as Record<string, string> | undefined)?.[ENVIRONMENT_TAG];
+    if (env !== undefined && tokenOnlyEnvironments.includes(env)) return;
+    reportViolation(
+      `Redis ${args.name}${env ? ` (${env})` : ""} authenticates with the AUTH token alone: every client holds every permission. Set llm-ha:redisRolePasswords (one password per role: pulumi config set --secret --path 'llm-ha:redisRolePasswords.<role>' …, docs/redis-roles.md), which gives each client its own user.`,
+    );
   }),
 };
 

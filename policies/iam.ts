@@ -16,7 +16,7 @@ export interface AgentRoleConfig {
 }
 
 /** The statements of a policy document given as JSON text or as an object. */
-function statements(doc: unknown): Props[] {
+export function statements(doc: unknown): Props[] {
   let d: unknown = doc;
   if (typeof doc === "string") {
     try {
@@ -30,7 +30,7 @@ function statements(doc: unknown): Props[] {
 }
 
 /** A string or a list of strings, as IAM allows. */
-const oneOrMany = (v: unknown): string[] => (typeof v === "string" ? [v] : strings(list(v)));
+export const oneOrMany = (v: unknown): string[] => (typeof v === "string" ? [v] : strings(list(v)));
 
 function isAgentRole(role: PolicyResource | undefined): boolean {
   return role !== undefined && stringMap((role.props as Props).tags)[AGENT_ROLE_TAG.key] === AGENT_ROLE_TAG.value;

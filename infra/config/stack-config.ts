@@ -41,8 +41,13 @@ export interface StackConfig {
   images: { digests: Record<ImageName, string>; dockerHubSecretArn: string };
   /** Copies of pinned chart archives already on the runner (`llm-ha:charts`); absent: downloaded and checked. */
   charts: { lbControllerArchive?: string };
-  /** `rolePasswords` (`llm-ha:redisRolePasswords`, secret object role → password): one ElastiCache RBAC user per role (docs/redis-roles.md); absent = the AUTH token alone. */
-  redis: { nodeType: string; replicas: number; authToken: pulumi.Output<string>; rolePasswords?: Partial<Record<RoleName, pulumi.Output<string>>> };
+  /**
+   * `rolePasswords` (`llm-ha:redisRolePasswords`, secret object role → password, the default):
+   * one ElastiCache RBAC user per role (docs/redis-roles.md). `authToken` (`llm-ha:redisAuthToken`):
+   * the old AUTH token, alone only as a migration path; beside the roles, the password of the
+   * group's disabled `default` user.
+   */
+  redis: { nodeType: string; replicas: number; authToken?: pulumi.Output<string>; rolePasswords?: Partial<Record<RoleName, pulumi.Output<string>>> };
   kafka: { version: string; brokersPerAz: number; instanceType: string; volumeSizeGb: number };
   /** The L4 fallback beside each L1 proxy (`llm-ha:fallback`, docs/fallback.md). */
   fallback: FallbackConfig;

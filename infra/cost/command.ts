@@ -127,9 +127,6 @@ export function findStack(arg: string): StackFile {
   return { stack: arg, file: path.relative(process.cwd(), file) || file, project: projectName(dir) };
 }
 
-/** Placeholder for secrets: set with `pulumi config set --secret`, never in clear in the file, and not read by this command. */
-const SECRET_STAND_IN = "not-read-by-llm-ha-cost";
-
 export async function costCommand(argv: string[]): Promise<number> {
   try {
     const args = parseArgs(argv);
@@ -140,9 +137,7 @@ export async function costCommand(argv: string[]): Promise<number> {
     const month = monthOf(args.month);
     const sf = findStack(args.stack);
     const file = readStackFile(sf.file);
-    const secretKey = `${sf.project}:redisAuthToken`;
-    file[secretKey] ??= SECRET_STAND_IN;
-    // The settings only a user gives (zone, image, tokens, API access) do not change the cost:
+    // The settings only a user gives (zone, image, tokens, Redis passwords, API access) do not change the cost:
     // stand-ins fill the ones a fresh stack file leaves out (infra/user-settings.ts).
     const { values, secretKeys } = withStandIns(file, sf.stack);
     // The program's own resolution, over Pulumi's own Config reading these values.

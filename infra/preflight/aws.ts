@@ -9,6 +9,7 @@ import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-ser
 import { standbySize, type StackConfig } from "../config";
 import { P_QUOTA_CODE, RESERVATION_END_WARN_DAYS, pQuotaNeeded, type CheckRow } from "./checks";
 import { awsCli, cliChecks, type AwsCli } from "./aws-cli";
+import { fetchIpRanges, route53RangesRow, type IpRangesFetch } from "./route53-ranges";
 
 export interface AwsClients {
   ec2: EC2Client;
@@ -16,10 +17,12 @@ export interface AwsClients {
   route53: Route53Client;
   /** EKS add-on versions, the ECR image, the S3 weights (`aws` CLI). Absent: those checks are not made. */
   cli?: AwsCli;
+  /** AWS's ip-ranges.json (no credentials): the Route53 checkers' ranges against the snapshot. Absent: not compared. */
+  ipRanges?: IpRangesFetch;
 }
 
 export function awsClients(region: string): AwsClients {
-  return { ec2: new EC2Client({ region }), quotas: new ServiceQuotasClient({ region }), route53: new Route53Client({ region: "us-east-1" }), cli: awsCli(region) };
+  return { ec2: new EC2Client({ region }), quotas: new ServiceQuotasClient({ region }), route53: new Route53Client({ region: "us-east-1" }), cli: awsCli(region), ipRanges: fetchIpRanges };
 }
 
 const why = (err: unknown) => (err instanceof Error ? `${err.name}: ${err.message}` : String(err));
@@ -137,6 +140,8 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients, today = 
     return [{ check: "hosted zone", status: "ok", detail: `${c.dns.zoneId} is ${zone}, public; ${c.dns.serviceName} is inside it`, fix: "" }];
   });
   if (clients.cli) await cliChecks(c, clients.cli, guard);
+  // The NLBs' :8081 admits the committed snapshot of the checkers' ranges: warn when AWS has moved them.
+  if (clients.ipRanges) rows.push(await route53RangesRow(clients.ipRanges));
   return rows;
 }
 

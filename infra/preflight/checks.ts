@@ -6,9 +6,11 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { EKS_VERSIONS, isoDay } from "../../contracts/eks-versions";
+import { IP_RANGES_URL, ROUTE53_HEALTHCHECK_SNAPSHOT } from "../../contracts/route53-ranges";
 import { ADDON_NAMES } from "../addons";
 import { resolveConfig, standbySize, type StackConfig } from "../config";
-import { missingUserSettings, withStandIns } from "../user-settings";
+import { ROLE_PASSWORDS_HOW } from "../config/data";
+import { hasSetting, missingUserSettings, withStandIns } from "../user-settings";
 
 export type CheckStatus = "ok" | "missing" | "invalid" | "warn" | "fail" | "offline";
 
@@ -53,6 +55,17 @@ export function offlineChecks(values: Record<string, string>, project: string, s
   const missing = missingUserSettings(values);
   for (const s of missing) rows.push({ check: `setting ${s.key}`, status: "missing", detail: "required and not set", fix: s.how });
   if (missing.length === 0) rows.push({ check: "user settings", status: "ok", detail: "zone, service name, API access, agent image and tokens are set", fix: "" });
+  // The old AUTH token alone: every Redis client with every permission. A migration path in dev only
+  // (the policy redis-roles-required refuses it elsewhere).
+  if (!hasSetting(values, "llm-ha:redisRolePasswords") && hasSetting(values, "llm-ha:redisAuthToken")) {
+    const dev = stack === "dev";
+    rows.push({
+      check: "setting llm-ha:redisRolePasswords",
+      status: dev ? "warn" : "invalid",
+      detail: `only llm-ha:redisAuthToken is set: every Redis client shares one all-powerful token${dev ? " (allowed in dev while it migrates)" : "; staging and prod need per-role users (policy redis-roles-required)"}`,
+      fix: ROLE_PASSWORDS_HOW,
+    });
+  }
 
   const { values: filled, secretKeys } = withStandIns(values, stack);
   pulumi.runtime.setAllConfig(filled, secretKeys.filter((k) => !k.includes(".")));
@@ -137,6 +150,7 @@ export function onlinePlan(c: StackConfig | undefined, missing: string[] = []): 
     c.inference.weightsS3Uri
       ? `model weights: s3api list-objects-v2 --prefix: ${c.inference.weightsS3Uri} holds objects`
       : "model weights: llm-ha:inference.weightsS3Uri is not set (warned: every new node pulls from the hub through NAT)",
+    `route53 checker ranges: ${IP_RANGES_URL} (no credentials): its ROUTE53_HEALTHCHECKS ranges against the committed snapshot the NLBs' :8081 admits (syncToken ${ROUTE53_HEALTHCHECK_SNAPSHOT.syncToken}, ${ROUTE53_HEALTHCHECK_SNAPSHOT.createDate})`,
     `prometheus: eks describe-cluster --name ${c.clusterName}, amp list-scrapers: an Amazon Managed Prometheus scraper reads the cluster (an in-cluster Prometheus is not visible to the AWS API: the row names the kubectl check)`,
   ];
 }

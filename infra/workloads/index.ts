@@ -42,8 +42,8 @@ export interface WorkloadsArgs {
   inferenceRoleArn?: pulumi.Input<string>;
   /** The AWS Load Balancer Controller: every NLB Service waits for it. Required for the NLBs to get an address. */
   lbController?: pulumi.Resource;
-  /** `rediss://:<token>@<host>:6379`, kept in a Secret. Required. */
-  redisUrl: pulumi.Input<string>;
+  /** `rediss://:<token>@<host>:6379`, kept in a Secret: where the AUTH token authenticates (no roles). Required for each role without its own URL. */
+  redisUrl?: pulumi.Input<string>;
   /**
    * Per-role URLs where Redis roles are on (`llm-ha:redisRolePasswords`): the GPU-node agents log
    * in as `llmha-agent`, the controller as `llmha-controller`, each from its own Secret. Default
@@ -60,6 +60,8 @@ export interface WorkloadsArgs {
    * their CRD (vpc-cni). Default none (no SecurityGroupPolicy).
    */
   podFences?: { groupIds: Record<NetRole, pulumi.Input<string>>; dependsOn?: pulumi.Resource[] };
+  /** The L1 NLBs' frontend security group (`Fences.nlbFrontend`: :8081 from Route53's checkers only). Default none: the controller's own, open to the world. */
+  nlbSecurityGroupId?: pulumi.Input<string>;
   /**
    * Namespace of the host's pods (agents, vLLM) and the headless Services. Default `llm-ha`. The
    * L1 tier and the controller go to `<namespace>-edge` (PSA `restricted`, workloads/namespaces.ts).
@@ -179,11 +181,12 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const sharedRedis = new Map<keyof typeof tiers, k8s.core.v1.Secret>();
   const sharedRedisIn = (tier: keyof typeof tiers): k8s.core.v1.Secret => {
     const t = tiers[tier];
-    const secret = sharedRedis.get(tier) ?? new k8s.core.v1.Secret(`${t.id}-redis`, { metadata: { name: "llm-ha-redis", namespace: t.namespace }, type: "Opaque", stringData: redisSecretParts(args.redisUrl) }, t.opts);
+    if (args.redisUrl === undefined) throw new Error("Workloads: a Redis role has neither its own URL (redisRoleUrls) nor the shared redisUrl");
+    const redisUrl = args.redisUrl;
+    const secret = sharedRedis.get(tier) ?? new k8s.core.v1.Secret(`${t.id}-redis`, { metadata: { name: "llm-ha-redis", namespace: t.namespace }, type: "Opaque", stringData: redisSecretParts(redisUrl) }, t.opts);
     sharedRedis.set(tier, secret);
     return secret;
   };
-  sharedRedisIn("workloads");
   // Each role its own Redis user where roles are on, else the one URL; in the namespace of its pods.
   const roleSecret = (role: RedisWorkloadRole): { secret: k8s.core.v1.Secret; name: string } => {
     const url = args.redisRoleUrls?.[role];
@@ -200,7 +203,6 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const controllerRedis = roleSecret("controller");
   const controllerDeps: pulumi.Resource[] = [edgeNs, controllerRedis.secret, ...sgps];
   // The L1 pod's two Redis clients, each its own user: the fallback (its keys, the tier) and the key sync (the client keys).
-  const fallbackRedis = roleSecret("fallback");
   const edgeRedis = roleSecret("edge");
   if (args.agentActuator) {
     controllerDeps.push(
@@ -281,6 +283,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const l1Deps: pulumi.Resource[] = [edgeNs, edgeRedis.secret, ...(inferenceKeySecret ? [inferenceKeySecret] : []), ...sgps];
   if (args.fallback) {
     const f = args.fallback;
+    const fallbackRedis = roleSecret("fallback");
     fallback = {
       image: args.agentImage,
       namespace: edgeNamespace,
@@ -356,6 +359,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       nlbName: nlbNames[az],
       zonalShift: args.zonalShift ?? false,
       tls: args.tls,
+      frontendSecurityGroupId: args.nlbSecurityGroupId,
       fallback,
       // HAProxy sends the servers their own key (vLLM --api-key), never the client's.
       edge: { image: args.agentImage, cluster: args.clusterName, redisSecretName: edgeRedis.name, upstreamKeySecretName: inferenceKeySecretName },

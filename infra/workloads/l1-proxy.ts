@@ -35,6 +35,12 @@ export interface L1ProxySpec {
    * waiver (`llm-ha:edge.plainHttp`), marked on the Service for the policy `l1-tls-required`.
    */
   tls: { certificateArn: string; sslPolicy: string } | null;
+  /**
+   * The NLB's own security group (infra/fences.ts `nlbFrontend`): the API to clients, the
+   * `/az/health` listener to Route53's checkers only. Default none: the load balancer
+   * controller makes one open to the world on every listener.
+   */
+  frontendSecurityGroupId?: pulumi.Input<string>;
   /** Public subnet of this AZ: the NLB lives only there. */
   publicSubnetId: pulumi.Input<string>;
   /** Name of the NLB (≤ 32 characters), stable so dashboards and outputs can name it. */
@@ -249,6 +255,11 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
         [`${lb}-healthcheck-healthy-threshold`]: "2",
         [`${lb}-healthcheck-unhealthy-threshold`]: "2",
         ...tlsAnnotations,
+        // Our frontend group instead of the controller's (which opens every listener to
+        // 0.0.0.0/0); the controller still adds the rules into the L1 pods' group.
+        ...(s.frontendSecurityGroupId
+          ? { [`${lb}-security-groups`]: s.frontendSecurityGroupId, [`${lb}-manage-backend-security-group-rules`]: "true" }
+          : {}),
       },
     },
     spec: {

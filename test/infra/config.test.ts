@@ -83,11 +83,23 @@ describe("stack configuration", () => {
       "llm-ha:gpuClasses": JSON.stringify([{ name: "t4" }]),
       "llm-ha:dns": JSON.stringify({ zoneId: "ZDEVTESTZONE1", serviceName: "infer.llm-ha.net", ttl: 300 }),
       "llm-ha:schedule": JSON.stringify({ timeZone: "UTC", scaleDown: "0 25 * * *", scaleUp: "0 7 * *" }),
-      "llm-ha:redisAuthToken": "",
+      "llm-ha:redisRolePasswords": "",
     });
-    const keys = ["llm-ha:azs", "llm-ha:standbyAz", "llm-ha:gpuClasses[0].name", "llm-ha:dns.ttl", "llm-ha:redisAuthToken", "llm-ha:schedule.scaleDown", "llm-ha:schedule.scaleUp", "llm-ha:kafka.brokersPerAz"];
+    const keys = ["llm-ha:azs", "llm-ha:standbyAz", "llm-ha:gpuClasses[0].name", "llm-ha:dns.ttl", "llm-ha:redisRolePasswords", "llm-ha:schedule.scaleDown", "llm-ha:schedule.scaleUp", "llm-ha:kafka.brokersPerAz"];
     expect(new Set(paths(e))).toEqual(new Set(keys));
     for (const k of keys) expect(e.message).toContain(k);
+  });
+
+  it("asks for every Redis role's password, 16-128 characters, and no other key; names the command", async () => {
+    const pw = (n: number) => "p".repeat(n);
+    const e = await failure({ "llm-ha:redisRolePasswords": JSON.stringify({ "llmha-agent": pw(32), "llmha-controller": pw(8), "llmha-admin": pw(32) }) });
+    const keys = paths(e).filter((k) => k.startsWith("llm-ha:redisRolePasswords"));
+    expect(keys).toEqual(expect.arrayContaining(["llm-ha:redisRolePasswords.llmha-controller", "llm-ha:redisRolePasswords.llmha-edge", "llm-ha:redisRolePasswords.llmha-admin"]));
+    expect(keys).not.toContain("llm-ha:redisRolePasswords.llmha-agent");
+    expect(e.message).toContain("llm-ha:redisRolePasswords.llmha-controller: must be 16-128 characters");
+    expect(e.message).toContain("llm-ha:redisRolePasswords.llmha-edge: is required (pulumi config set --secret --path 'llm-ha:redisRolePasswords.llmha-edge'");
+    const none = await failure({ "llm-ha:redisRolePasswords": "" });
+    expect(none.message).toMatch(/llm-ha:redisRolePasswords: is required: one password per Redis role \(for r in llmha-agent /);
   });
 
   it("accepts the cron forms Auto Scaling takes and rejects the rest", () => {

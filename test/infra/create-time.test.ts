@@ -121,7 +121,10 @@ describe("blocker 6 and the node roles: policies attached before what uses the r
     const urn = (name: string) => byName(prod, name, "aws:iam/rolePolicyAttachment:RolePolicyAttachment").urn;
     expect(byName(prod, "eks-eks", "aws:eks/cluster:Cluster").opts.dependsOn).toContain(urn("eks-cluster-policy"));
     for (const g of ofType(prod, "aws:eks/nodeGroup:NodeGroup")) {
-      for (const a of ["eks-node-worker", "eks-node-cni", "eks-node-ecr"]) expect(g.opts.dependsOn, `${g.name} → ${a}`).toContain(urn(a));
+      // The GPU nodes on their own role, the system nodes on theirs; the CNI's policy is on neither (its own IRSA role).
+      const role = g.name === "eks-system" ? "eks-system-node" : "eks-gpu-node";
+      for (const a of [`${role}-worker`, `${role}-ecr`]) expect(g.opts.dependsOn, `${g.name} → ${a}`).toContain(urn(a));
+      expect(g.opts.dependsOn).toContain(byName(prod, `${role}-pull`, "aws:iam/rolePolicy:RolePolicy").urn);
     }
   });
 });

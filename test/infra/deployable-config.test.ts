@@ -37,7 +37,7 @@ describe("the stack files carry no placeholder that passes validation", () => {
       }
       expect(pulumi.InputPropertiesError.isInstance(err)).toBe(true);
       const missing = missingUserSettings(values).map((s) => s.key);
-      expect(missing).toEqual(expect.arrayContaining(["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage"]));
+      expect(missing).toEqual(expect.arrayContaining(["llm-ha:redisRolePasswords", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage"]));
       for (const k of missing) expect((err as Error).message, k).toContain(k);
       // Nothing that looks like the old placeholders is left.
       const text = JSON.stringify(values);

@@ -5,11 +5,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { captureStack, TEST_REDIS_TOKEN, type CapturedResource } from "../../infra/capture";
-import { ROLE_NAMES } from "../../contracts/redis-roles";
+import { WORKLOAD_ROLE_NAMES } from "../../contracts/redis-roles";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
 
-const PASSWORDS = Object.fromEntries(ROLE_NAMES.map((r, i) => [r, `pw-${r}-${"x".repeat(16)}-${i}`]));
+const PASSWORDS = Object.fromEntries(WORKLOAD_ROLE_NAMES.map((r, i) => [r, `pw-${r}-${"x".repeat(16)}-${i}`]));
 
 function containers(rs: CapturedResource[]): { workload: string; c: O; volumes: O[] }[] {
   return rs
@@ -77,8 +77,24 @@ describe("each Redis client with its own credential, the password as a file", ()
     expect(without.filter((r) => r.type === "aws:elasticache/user:User").map((r) => (r.props as O).userName)).not.toContain("llmha-breakglass");
   });
 
-  it("roles off: every client reads the one Secret's endpoint and password file; no container has a Redis password in its environment", async () => {
+  it("roles by default: a stack file that sets no Redis credential gets a user group, no AUTH token, and no shared Secret", async () => {
+    // The offline run fills llm-ha:redisRolePasswords with stand-ins, as preflight asks the user for them.
     const rs = await captureStack("prod");
+    const rg = rs.find((r) => r.type === "aws:elasticache/replicationGroup:ReplicationGroup")!.props as O;
+    expect(rg.userGroupIds).toHaveLength(1);
+    expect(rg.authToken).toBeUndefined();
+    const users = rs.filter((r) => r.type === "aws:elasticache/user:User").map((r) => r.props as O);
+    // No break-glass user without its own secret (redisBreakglassPassword).
+    expect(users.map((u) => u.userName).sort()).toEqual(["default", ...WORKLOAD_ROLE_NAMES].sort());
+    // The disabled default user still has a password (ElastiCache wants one): 64 hex characters, none of the roles'.
+    const off = users.find((u) => u.userName === "default")!;
+    expect(off.accessString).toMatch(/^off /);
+    expect(off.passwords).toEqual([expect.stringMatching(/^[0-9a-f]{64}$/)]);
+    expect(rs.filter((r) => r.type === "kubernetes:core/v1:Secret" && (r.props as O).metadata.name === "llm-ha-redis")).toEqual([]);
+  });
+
+  it("the old token alone (a migration path): every client reads the one Secret's endpoint and password file; no container has a Redis password in its environment", async () => {
+    const rs = await captureStack("prod", { "llm-ha:redisAuthToken": TEST_REDIS_TOKEN });
     const secret = rs.find((r) => r.type === "kubernetes:core/v1:Secret" && (r.props as O).metadata.name === "llm-ha-redis")?.props as O;
     expect(secret.stringData).toEqual({ endpoint: expect.stringMatching(/^rediss:\/\/[^:@]+:6379$/), password: TEST_REDIS_TOKEN });
     for (const x of containers(rs)) {

@@ -15,6 +15,7 @@ import { MODEL_CACHE_HOST_PATH, readinessCommand } from "../../infra/workloads/i
 import { describeDeployability } from "./deployability-checks";
 import { describeNamespaces } from "./namespace-checks";
 import { describeL1MetricsFence } from "./l1-metrics-checks";
+import { describeNetworkRights } from "./network-rights-checks";
 import { expectObservability, operatorObject } from "../observability/stack-checks";
 import { captureStack, ofType, stackConfig, TEST_REDIS_TOKEN, type CapturedResource, type Env } from "../../infra/capture";
 
@@ -196,7 +197,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(() => make(r.props as O).validate(), `${r.type} ${r.name}`).not.toThrow();
       }
     });
-    for (const checks of [describeDeployability, describeNamespaces, describeL1MetricsFence]) checks(env, () => rs);
+    for (const checks of [describeDeployability, describeNamespaces, describeL1MetricsFence, describeNetworkRights]) checks(env, () => rs);
 
     it("ships the alert rules, the Grafana dashboard and the scrape monitors", () => {
       expectObservability(rs, cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`, cfg["llm-ha:standbyAz"] ?? null);
@@ -222,9 +223,13 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       }
     });
 
-    it("runs Redis Multi-AZ with failover, TLS required, KMS at rest, AUTH, reachable from its clients' groups only", () => {
+    it("runs Redis Multi-AZ with failover, TLS required, KMS at rest, per-role users (no AUTH token), reachable from its clients' groups only", () => {
       const [rg] = props("aws:elasticache/replicationGroup:ReplicationGroup");
-      expect(rg).toMatchObject({ multiAzEnabled: true, automaticFailoverEnabled: true, transitEncryptionEnabled: true, transitEncryptionMode: "required", atRestEncryptionEnabled: true, authToken: TEST_REDIS_TOKEN });
+      expect(rg).toMatchObject({ multiAzEnabled: true, automaticFailoverEnabled: true, transitEncryptionEnabled: true, transitEncryptionMode: "required", atRestEncryptionEnabled: true });
+      // Roles by default: the stack file names no Redis credential, the offline run fills llm-ha:redisRolePasswords.
+      expect(rg.userGroupIds).toEqual([props("aws:elasticache/userGroup:UserGroup")[0].userGroupId]);
+      expect(rg.authToken).toBeUndefined();
+      expect(JSON.stringify(rs)).not.toContain(TEST_REDIS_TOKEN);
       expect(rg.kmsKeyId).toBeTruthy();
       expect(rg.numCacheClusters).toBeGreaterThanOrEqual(2);
       // The lease, the fence and node records are never evicted (ElastiCache's default is volatile-lru); functions need Redis 7.
@@ -273,7 +278,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       expect(attached.filter((a) => !/^arn:aws:iam::aws:policy\/(AmazonEKS|AmazonEC2ContainerRegistryReadOnly|service-role\/AmazonEBSCSIDriverPolicy$)/.test(a))).toEqual([]);
       // The only inline policies: the agent's, the L4 fallback's and the load balancer controller's (IRSA), checked below,
       // and the nodes' pull through the stack's ECR cache (create and import under <cluster>/* only).
-      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "eks-node-pull", "fallback-msk", "lbc-policy"]);
+      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "eks-gpu-node-pull", "eks-system-node-pull", "fallback-msk", "lbc-policy"]);
       const pull = JSON.parse(String(props("aws:iam/rolePolicy:RolePolicy").find((p) => String(p.policy).includes("PullThroughCache"))!.policy));
       expect(pull.Statement[0]).toMatchObject({ Action: ["ecr:CreateRepository", "ecr:BatchImportUpstreamImage"], Resource: `arn:aws:ecr:us-east-1:123456789012:repository/${cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`}/*` });
     });
@@ -311,7 +316,8 @@ export function describeStack(env: Env, expected: { resources: number }): void {
           LLMHA_KAFKA_AUTH: "msk-iam",
           LLMHA_KAFKA_REGION: "us-east-1",
           LLMHA_FALLBACK_MODELS: json("inference").model,
-          LLMHA_REDIS_URL: { secretKeyRef: { name: "llm-ha-redis", key: "endpoint" } },
+          // Its own Redis user (roles are the default).
+          LLMHA_REDIS_URL: { secretKeyRef: { name: "llm-ha-redis-fallback", key: "endpoint" } },
           LLMHA_REDIS_PASSWORD_FILE: "/run/secrets/fallback-redis/password",
         });
         const dl1 = rs.find((r) => r.type === "kubernetes:apps/v1:Deployment" && (r.props as O).metadata.name === d.metadata.name)!;

@@ -50,10 +50,10 @@ describe("npm run policy", () => {
     expect(doc.version).toBe(1);
     expect(doc.policies).toEqual(policies.map((p) => p.name));
     // The settings only a user gives, which Pulumi.prod.yaml leaves out on purpose.
-    expect(doc.standIns).toEqual(expect.arrayContaining(["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName"]));
+    expect(doc.standIns).toEqual(expect.arrayContaining(["llm-ha:redisRolePasswords", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName"]));
     const text = await policyCli(["--stack", "prod"]);
     expect(text.stdout).toContain(`policies run (${policies.length}): ${policies[0].name}, ${policies[1].name}`);
-    expect(text.stdout).toContain(`stand-ins (${doc.standIns.length}): llm-ha:redisAuthToken, llm-ha:dns.zoneId`);
+    expect(text.stdout).toContain(`stand-ins (${doc.standIns.length}): llm-ha:redisRolePasswords, llm-ha:dns.zoneId`);
     expect(text.stdout).toContain("Pulumi.prod.yaml leaves these out; this offline run filled them with placeholders");
     expect(text.stdout).toContain(`(${doc.standIns.length} settings were stand-ins)`);
   }, 180_000);

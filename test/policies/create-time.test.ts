@@ -67,8 +67,8 @@ describe("create-order-follows-references", () => {
   });
 
   it("GPU node groups that do not wait for the node role's policies (a component's dependsOn does not reach them)", async () => {
-    const rs = regress((rs) => dropDeps(named(rs, "gpu-us-east-1a-h100"), "eks-node-worker", "eks-node-cni", "eks-node-ecr"));
-    expect((await messages(createOrderFollowsReferences, rs))[0]).toMatch(/^NodeGroup gpu-us-east-1a-h100 takes role eks-node-role by ARN but does not depend on eks-node-worker, eks-node-cni, eks-node-ecr/);
+    const rs = regress((rs) => dropDeps(named(rs, "gpu-us-east-1a-h100"), "eks-gpu-node-worker", "eks-gpu-node-ecr"));
+    expect((await messages(createOrderFollowsReferences, rs))[0]).toMatch(/^NodeGroup gpu-us-east-1a-h100 takes role eks-gpu-node-role by ARN but does not depend on eks-gpu-node-worker, eks-gpu-node-ecr/);
   });
 
   it("an access policy association made before its principal's access entry", async () => {

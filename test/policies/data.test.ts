@@ -1,6 +1,27 @@
 import { describe, expect, it } from "vitest";
-import { mskHaEncrypted, redisHaEncrypted } from "../../policies/data";
+import { mskHaEncrypted, redisHaEncrypted, redisRolesRequired } from "../../policies/data";
 import { at, changed, happyStack, messages } from "./fixtures";
+
+describe("redis-roles-required", () => {
+  const tokenOnly = (env: string) => changed("registry", (p) => ((p.authToken = "0123456789abcdef0123"), delete p.userGroupIds, (p.tags = { Project: "llm-ha", Environment: env })));
+
+  it("passes a group with per-role users", async () => {
+    expect(await messages(redisRolesRequired, happyStack())).toEqual([]);
+  });
+
+  for (const env of ["prod", "staging"]) {
+    it(`refuses the AUTH token alone in ${env}, naming the setting to use`, async () => {
+      const found = await messages(redisRolesRequired, tokenOnly(env));
+      expect(found).toHaveLength(1);
+      expect(found[0]).toMatch(new RegExp(`^Redis registry \\(${env}\\) authenticates with the AUTH token alone: .*Set llm-ha:redisRolePasswords`));
+    });
+  }
+
+  it("lets dev migrate on the token alone (tokenOnlyEnvironments), and no other stack", async () => {
+    expect(await messages(redisRolesRequired, tokenOnly("dev"))).toEqual([]);
+    expect(await messages(redisRolesRequired, tokenOnly("dev"), { "redis-roles-required": { tokenOnlyEnvironments: [] } })).toHaveLength(1);
+  });
+});
 
 describe("redis-ha-encrypted", () => {
   it("passes a multi-AZ, failover, TLS, encrypted, authenticated group", async () => {
@@ -14,13 +35,21 @@ describe("redis-ha-encrypted", () => {
     ["no TLS", (p) => (p.transitEncryptionEnabled = false), "Redis registry must set transitEncryptionEnabled to true."],
     ["TLS preferred, not required", (p) => (p.transitEncryptionMode = "preferred"), 'Redis registry has transitEncryptionMode "preferred"; TLS must be required.'],
     ["no at-rest encryption", (p) => delete p.atRestEncryptionEnabled, "Redis registry must set atRestEncryptionEnabled to true."],
-    ["no auth token", (p) => delete p.authToken, "Redis registry has no authToken."],
+    ["neither a user group nor an auth token", (p) => delete p.userGroupIds, "Redis registry has neither an RBAC user group (userGroupIds) nor an authToken: set llm-ha:redisRolePasswords."],
+    ["an empty user group list", (p) => (p.userGroupIds = []), "Redis registry has neither an RBAC user group (userGroupIds) nor an authToken: set llm-ha:redisRolePasswords."],
   ];
   for (const [what, change, message] of cases) {
     it(`fails with ${what}`, async () => {
       expect(await messages(redisHaEncrypted, changed("registry", change))).toEqual([message]);
     });
   }
+
+  it("passes the old AUTH token in place of a user group (transit encryption still required)", async () => {
+    const tokenOnly = changed("registry", (p) => ((p.authToken = "0123456789abcdef0123"), delete p.userGroupIds));
+    expect(await messages(redisHaEncrypted, tokenOnly)).toEqual([]);
+    const clear = changed("registry", (p) => ((p.authToken = "0123456789abcdef0123"), delete p.userGroupIds, (p.transitEncryptionEnabled = false)));
+    expect(await messages(redisHaEncrypted, clear)).toEqual(["Redis registry must set transitEncryptionEnabled to true."]);
+  });
 
   it("counts one shard's primary + replicas", async () => {
     const rs = changed("registry", (p) => {

@@ -144,6 +144,8 @@ const l1Service = res("kubernetes:core/v1:Service", "l1-us-east-1a-nlb", {
       [`${LB}-ssl-cert`]: "arn:aws:acm:us-east-1:000011112222:certificate/00000000-0000-4000-8000-000000000000",
       [`${LB}-ssl-ports`]: "https,az-health",
       [`${LB}-ssl-negotiation-policy`]: "ELBSecurityPolicy-TLS13-1-2-2021-06",
+      // The stack's frontend group: /az/health from Route53's checkers only (az-health-from-route53-only).
+      [`${LB}-security-groups`]: "l1-nlb-id",
       // An NLB takes minutes: the wait is bounded (policy waits-bounded).
       "pulumi.com/timeoutSeconds": "1200",
     },
@@ -157,6 +159,12 @@ const l1Service = res("kubernetes:core/v1:Service", "l1-us-east-1a-nlb", {
     ],
   },
 });
+
+/** The L1 NLBs' frontend group: the API to everyone, :8081 to two of Route53's checker blocks. */
+const nlbSg = res("aws:ec2/securityGroup:SecurityGroup", "l1-nlb", { vpcId: "vpc-id", description: "L1 NLBs", tags: TAGS });
+const nlbRule = (name: string, cidr: string, port: number) =>
+  res("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", name, { securityGroupId: "l1-nlb-id", cidrIpv4: cidr, ipProtocol: "tcp", fromPort: port, toPort: port, tags: TAGS });
+export const NLB_RULES = [nlbRule("l1-nlb-api", "0.0.0.0/0", 443), nlbRule("l1-nlb-az-health-global", "15.177.0.0/18", 8081), nlbRule("l1-nlb-az-health-use1", "107.23.255.0/26", 8081)];
 
 /** The L1 HAProxy configuration: a frontend that answers 401 itself to a request without a valid key. */
 export const AUTHENTICATED_HAPROXY_CFG = [
@@ -210,7 +218,8 @@ const redis = res("aws:elasticache/replicationGroup:ReplicationGroup", "registry
   multiAzEnabled: true,
   transitEncryptionEnabled: true,
   atRestEncryptionEnabled: true,
-  authToken: "0123456789abcdef0123",
+  // Per-role users (the default): no AUTH token.
+  userGroupIds: ["registry-llmha"],
   tags: TAGS,
 });
 
@@ -315,6 +324,8 @@ export function happyStack(): CapturedResource[] {
     pdb,
     agent,
     l1Service,
+    nlbSg,
+    ...NLB_RULES,
     l1Config,
     record("us-east-1a", "PRIMARY"),
     record("us-east-1a", "SECONDARY"),

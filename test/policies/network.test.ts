@@ -74,6 +74,7 @@ describe("no-public-ha-ports", () => {
   it("takes the port list from config", async () => {
     const rs = changed("nlb-https", (p) => (p.cidrIpv4 = "0.0.0.0/0"));
     const cfg = { "no-public-ha-ports": { ports: [{ name: "HTTPS", from: 443, to: 443 }] } };
-    expect(await messages(noPublicHaPorts, rs, cfg)).toEqual(["nlb-https opens HTTPS (443) to 0.0.0.0/0."]);
+    // The L1 NLBs' API rule is open to clients on 443 by design: the configured list decides.
+    expect(await messages(noPublicHaPorts, rs, cfg)).toEqual(["l1-nlb-api opens HTTPS (443) to 0.0.0.0/0.", "nlb-https opens HTTPS (443) to 0.0.0.0/0."]);
   });
 });

@@ -17,6 +17,8 @@ import { offlineChecks } from "../../infra/preflight/checks";
 import { AwsCliError, type AwsCli } from "../../infra/preflight/aws-cli";
 import { reservationRow } from "../../infra/preflight/aws";
 import { stackConfig } from "../../infra/capture";
+import { WORKLOAD_ROLE_NAMES } from "../../contracts/redis-roles";
+import { ROLE_PASSWORDS_HOW } from "../../infra/config/data";
 
 const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "..", "..");
@@ -24,8 +26,8 @@ const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
 
 /** The user settings a real user sets for a dev-like stack: what the stack files leave out. */
 const FILLED = [
-  "  llm-ha:redisAuthToken:",
-  "    secure: v1:AAAABBBBCCCCDDDD",
+  "  llm-ha:redisRolePasswords:",
+  ...WORKLOAD_ROLE_NAMES.flatMap((r, i) => [`    ${r}:`, `      secure: v1:AAAABBBBCCCCDDDD${i}`]),
   "  llm-ha:apiEndpoint:",
   "    access: public",
   "    publicAccessCidrs:",
@@ -71,7 +73,7 @@ describe("llm-ha preflight offline", () => {
     const { code, stdout } = await cli(["--stack", "prod"]);
     expect(code).toBe(1);
     const edge = ["llm-ha:inferenceApiKey", "llm-ha:edge.certificateArn", "llm-ha:images.dockerHubSecretArn", "llm-ha:images.haproxyDigest", "llm-ha:images.lbControllerDigest"];
-    for (const key of ["llm-ha:redisAuthToken", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken", ...edge]) {
+    for (const key of ["llm-ha:redisRolePasswords", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken", ...edge]) {
       expect(stdout).toMatch(new RegExp(`missing\\s+setting ${key.replace(/\./g, "\\.")}`));
     }
     expect(stdout).toContain("pulumi config set --secret llm-ha:hfToken");
@@ -103,6 +105,17 @@ describe("llm-ha preflight offline", () => {
     expect(rows.filter((r) => r.status === "invalid").map((r) => r.check)).toEqual(["setting llm-ha:dns.serviceName", "setting llm-ha:dns.zoneId"]);
   });
 
+  it("the old Redis AUTH token alone: a warning in dev (a migration path), an invalid row in staging and prod, each with the roles' command", () => {
+    for (const [stack, status] of [["dev", "warn"], ["staging", "invalid"], ["prod", "invalid"]] as const) {
+      const values = { ...stackConfig(stack), "llm-ha:redisAuthToken": JSON.stringify({ secure: "v1:AAAABBBBCCCCDDDD" }) };
+      const { rows, missing } = offlineChecks(values, "llm-ha", stack);
+      expect(missing, stack).not.toContain("llm-ha:redisRolePasswords");
+      expect(rows.find((r) => r.check === "setting llm-ha:redisRolePasswords"), stack).toMatchObject({ status, fix: ROLE_PASSWORDS_HOW });
+    }
+    const roles = { ...stackConfig("prod"), "llm-ha:redisRolePasswords": JSON.stringify(Object.fromEntries(WORKLOAD_ROLE_NAMES.map((r) => [r, { secure: "v1:AAAA" }]))) };
+    expect(offlineChecks(roles, "llm-ha", "prod").rows.filter((r) => r.check.includes("redis"))).toEqual([]);
+  });
+
   it("a Kubernetes version newer than the support table: a warning row, not a crash (issue 27)", () => {
     const values = { ...stackConfig("dev"), "llm-ha:kubernetesVersion": "1.37" };
     const row = offlineChecks(values, "llm-ha", "dev").rows.find((r) => r.check === "EKS 1.37 support");
@@ -116,8 +129,8 @@ describe("llm-ha preflight offline", () => {
     for (const l of lines) expect([...l].length, l).toBeLessThanOrEqual(80);
     expect(lines[2]).toMatch(/^STATUS\s+CHECK\s+DETAIL$/);
     // A long fix is broken with a trailing backslash, so the pasted lines still run as one command.
-    const fix = stdout.slice(stdout.indexOf("fix: pulumi config set --secret llm-ha:redisAuthToken"));
-    expect(fix.split("\n").slice(0, 2).join("\n").replace(/ \\\n +/g, " ")).toContain('pulumi config set --secret llm-ha:redisAuthToken "$(openssl rand -hex 32)"');
+    const fix = stdout.slice(stdout.indexOf("fix: for r in llmha-agent"));
+    expect(fix.split("\n").slice(0, 4).join("\n").replace(/ \\\n +/g, " ")).toContain(ROLE_PASSWORDS_HOW);
     const json = await cli(["--stack", "prod", "-o", "json"]);
     expect(json.code).toBe(1);
     const doc = JSON.parse(json.stdout) as { version: number; stack: string; rows: Record<string, string>[]; blocking: number; onlinePlan: string[] };
