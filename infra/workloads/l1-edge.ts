@@ -31,9 +31,17 @@ export const EDGE_MAP_DIR = "/var/run/llm-ha-edge";
 export const EDGE_MAP = `${EDGE_MAP_DIR}/keys.map`;
 /** The sink's loopback port in the pod. */
 export const EDGE_SINK_PORT = 9412;
-/** HAProxy's admin socket (the generator's `statsSocket` in the L1 config). */
+/** HAProxy's admin socket (the generator's `statsSocket` in the L1 config): HAProxy's container only. */
 export const L1_ADMIN_SOCKET = "/var/run/haproxy/admin.sock";
-/** HAProxy's user in the official image: the sync runs as it to use the admin socket (mode 600). */
+/**
+ * The socket edge-sync changes the key map through (the generator's `mapSocket`, `level user`):
+ * on HAProxy 2.6 that level may add, set and delete map entries and is refused `show env`, where
+ * the admin and operator levels show the environment and the servers' API key in it. A folder of
+ * its own, so the sync container never sees the admin socket.
+ */
+export const L1_MAP_SOCKET_DIR = "/var/run/llm-ha-map";
+export const L1_MAP_SOCKET = `${L1_MAP_SOCKET_DIR}/map.sock`;
+/** HAProxy's user in the official image: the sync runs as it to use the map socket (mode 600). */
 const HAPROXY_UID = 99;
 
 /**
@@ -63,7 +71,7 @@ function syncContainer(s: L1EdgeSpec, name: string, args: string[]): Container {
     securityContext: { runAsNonRoot: true, runAsUser: HAPROXY_UID, runAsGroup: HAPROXY_UID, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
     volumeMounts: [
       { name: "edge-map", mountPath: EDGE_MAP_DIR },
-      { name: "run", mountPath: "/var/run/haproxy" },
+      { name: "map-socket", mountPath: L1_MAP_SOCKET_DIR },
       redisCredential(s.redisSecretName, EDGE_REDIS_VOLUME).mount,
     ],
   };
@@ -76,9 +84,9 @@ export function edgeInitContainer(s: L1EdgeSpec): Container {
 
 /** The sync + sink container. */
 export function edgeSyncContainer(s: L1EdgeSpec): Container {
-  return { ...syncContainer(s, "edge-sync", ["--socket", L1_ADMIN_SOCKET, "--sink", `127.0.0.1:${EDGE_SINK_PORT}`]), ports: [{ name: "edge-sink", containerPort: EDGE_SINK_PORT }] };
+  return { ...syncContainer(s, "edge-sync", ["--socket", L1_MAP_SOCKET, "--sink", `127.0.0.1:${EDGE_SINK_PORT}`]), ports: [{ name: "edge-sink", containerPort: EDGE_SINK_PORT }] };
 }
 
 export function edgeVolumes(s: Pick<L1EdgeSpec, "redisSecretName">): Volume[] {
-  return [{ name: "edge-map", emptyDir: {} }, redisCredential(s.redisSecretName, EDGE_REDIS_VOLUME).volume];
+  return [{ name: "edge-map", emptyDir: {} }, { name: "map-socket", emptyDir: {} }, redisCredential(s.redisSecretName, EDGE_REDIS_VOLUME).volume];
 }

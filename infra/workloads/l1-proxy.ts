@@ -14,7 +14,7 @@ import { L1_PROXY_NAME, PLAIN_HTTP_WAIVER, PORTS } from "../../contracts/names";
 import { APP, LABELS, NET_ROLE_LABEL } from "../names";
 import { fallbackContainer, fallbackProxyField, fallbackVolumes, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec } from "./fallback";
 import { continuationContainer, continuationProxyField } from "./continuation";
-import { edgeInitContainer, edgeSyncContainer, edgeVolumes, haproxyEdgeEnv, l1Edge, L1_ADMIN_SOCKET, type L1EdgeSpec } from "./l1-edge";
+import { edgeInitContainer, edgeSyncContainer, edgeVolumes, haproxyEdgeEnv, l1Edge, L1_ADMIN_SOCKET, L1_MAP_SOCKET, L1_MAP_SOCKET_DIR, type L1EdgeSpec } from "./l1-edge";
 
 export interface L1ProxySpec {
   /** Namespace of the L1 objects (the edge namespace, PSA `restricted`). */
@@ -121,6 +121,7 @@ export function l1HaproxyConfig(s: Pick<L1ProxySpec, "serversNamespace" | "az" |
     statsBind: L1_STATS_BIND,
     prometheusExporter: true,
     statsSocket: L1_ADMIN_SOCKET,
+    mapSocket: L1_MAP_SOCKET,
     maxconn: L1_GLOBALS.maxconn,
     bufsize: L1_GLOBALS.bufsize,
     hardStopAfterMs: l1StopBudget().hardStopAfterS * 1000,
@@ -206,6 +207,7 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
               volumeMounts: [
                 { name: "config", mountPath: "/usr/local/etc/haproxy", readOnly: true },
                 { name: "run", mountPath: "/var/run/haproxy" },
+                { name: "map-socket", mountPath: L1_MAP_SOCKET_DIR },
                 { name: "edge-map", mountPath: "/var/run/llm-ha-edge", readOnly: true },
               ],
             },

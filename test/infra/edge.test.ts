@@ -32,6 +32,21 @@ describe("the L1 NLB speaks TLS only", () => {
     expect(svc.metadata.annotations["llm-ha.io/plain-http"]).toBeUndefined();
   });
 
+  it("edge-sync reaches HAProxy through the level-user map socket, never the admin socket (whose `show env` holds the servers' key)", () => {
+    const m = l1ProxyManifests(spec) as O;
+    const pod = m.deployment.spec.template.spec as O;
+    const sync = (pod.containers as O[]).find((c) => c.name === "edge-sync")!;
+    const haproxy = (pod.containers as O[]).find((c) => c.name === "haproxy")!;
+    expect(sync.args).toEqual(expect.arrayContaining(["--socket", "/var/run/llm-ha-map/map.sock"]));
+    for (const c of [sync, ...(pod.initContainers as O[]).filter((x) => x.name === "edge-map")]) {
+      expect((c.volumeMounts as O[]).map((v) => v.mountPath), c.name).not.toContain("/var/run/haproxy");
+    }
+    expect((haproxy.volumeMounts as O[]).map((v) => v.mountPath)).toEqual(expect.arrayContaining(["/var/run/haproxy", "/var/run/llm-ha-map"]));
+    const cfg = Object.values((m.configMap as O).data as Record<string, string>).join("\n");
+    expect(cfg).toMatch(/stats socket \/var\/run\/llm-ha-map\/map\.sock mode 600 level user/);
+    expect(cfg).toMatch(/stats socket \/var\/run\/haproxy\/admin\.sock mode 600 level admin/);
+  });
+
   it("without TLS (a dev waiver) the Service says so", () => {
     const svc = l1ProxyManifests({ ...spec, tls: null }).service as O;
     expect(svc.metadata.annotations["llm-ha.io/plain-http"]).toBe("waived");
