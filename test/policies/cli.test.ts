@@ -1,25 +1,21 @@
-import { execFile } from "node:child_process";
+/**
+ * `npm run policy` (policies/cli.ts's entry function, in this process: the process boundary of
+ * bin/llm-ha's scripts is test/cli/commands.test.ts's): argv in, exit code, table or JSON out.
+ */
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { policies } from "../../policies/all";
+import { main } from "../../policies/cli";
 import { PENDING_ADVISORY } from "./fixtures";
 import { stackStandIns } from "../../infra/capture";
+import { runInProcess, type Ran } from "../support/in-process";
 
-const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "..", "..");
-const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
 
-async function policyCli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(TSX, ["policies/cli.ts", ...args], { cwd: ROOT });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
+function policyCli(args: string[]): Promise<Ran> {
+  return runInProcess(main, args, { cwd: ROOT });
 }
 
 describe("npm run policy", () => {

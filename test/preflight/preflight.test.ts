@@ -2,11 +2,9 @@
  * `llm-ha preflight --stack <env>`: offline checks of the stack file, the online checks'
  * plan, and the read-only AWS calls driven through aws-sdk-client-mock.
  */
-import { execFile } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { promisify } from "node:util";
 import { DescribeCapacityReservationsCommand, DescribeInstanceTypeOfferingsCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { GetHostedZoneCommand, Route53Client } from "@aws-sdk/client-route-53";
 import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
@@ -19,10 +17,10 @@ import { reservationRow } from "../../infra/preflight/aws";
 import { stackConfig } from "../../infra/capture";
 import { WORKLOAD_ROLE_NAMES } from "../../contracts/redis-roles";
 import { ROLE_PASSWORDS_HOW } from "../../infra/config/data";
+import { main } from "../../lab/cli";
+import { runInProcess, type Ran } from "../support/in-process";
 
-const run = promisify(execFile);
 const ROOT = path.resolve(__dirname, "..", "..");
-const TSX = path.join(ROOT, "node_modules", ".bin", "tsx");
 
 /** The user settings a real user sets for a dev-like stack: what the stack files leave out. */
 const FILLED = [
@@ -57,15 +55,9 @@ function variant(edit: (yaml: string) => string = (y) => y): string {
   return file;
 }
 
-async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== "COLUMNS"));
-    const { stdout, stderr } = await run(TSX, [path.join(ROOT, "lab/cli.ts"), "preflight", ...args], { cwd: ROOT, env: { ...base, ...env } });
-    return { code: 0, stdout, stderr };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr };
-  }
+/** `llm-ha preflight ARGS` as bin/llm-ha runs it (its entry function, in this process), with no COLUMNS of the caller's unless given. */
+function cli(args: string[], env: Record<string, string> = {}): Promise<Ran> {
+  return runInProcess(main, ["preflight", ...args], { cwd: ROOT, env: { COLUMNS: undefined, ...env } });
 }
 
 describe("llm-ha preflight offline", () => {
