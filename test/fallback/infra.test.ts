@@ -75,7 +75,7 @@ describe("the L1 proxy with and without the fallback", () => {
     const env = Object.fromEntries(fb.env.map((e) => [e.name, e.value]));
     expect(env).toMatchObject({ LLMHA_KAFKA_AUTH: "msk-iam", LLMHA_KAFKA_REGION: "eu-west-1", LLMHA_FALLBACK_L1_URL: "http://127.0.0.1:8082", LLMHA_FALLBACK_PORT: "9410", LLMHA_CLUSTER: "prod" });
     expect(JSON.stringify(fb.env)).not.toContain("sk-PULUMI-SECRET");
-    expect(spec.volumes.map((v) => v.name)).toEqual(["config", "run", "edge-map", "edge-redis", "fallback-providers", "fallback-redis", "fallback-keys"]);
+    expect(spec.volumes.map((v) => v.name)).toEqual(["config", "run", "edge-map", "map-socket", "edge-redis", "fallback-providers", "fallback-redis", "fallback-keys"]);
   });
 
   it("keys come from a Secret (mounted files), providers.json names only their paths", async () => {
