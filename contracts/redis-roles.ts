@@ -69,7 +69,7 @@ function keyNames(cluster: string) {
     node: (id: string) => s(`node:${id}`),
     azAvailable: (az: string) => s(`az:${az}:available`),
     azState: (az: string) => s(`az:${az}:state`),
-    members: s("members"), nodes: s("nodes"), dead: s("dead"), azs: s("azs"), leader: s("leader"), fence: s("fence"), fenceLast: s("fence:last"),
+    members: s("members"), inventory: s("inventory"), nodes: s("nodes"), dead: s("dead"), azs: s("azs"), leader: s("leader"), fence: s("fence"), fenceLast: s("fence:last"),
     tier: s("tier"), standbyWake: s("standby:wake"), practiceRequest: s("practice:request"), actuation: s("actuation"), suspect: s("suspect"),
     events: s("events"), practice: s("practice"), models: s("models"),
     fallbackCache: s("fallback:cache:"), fallbackRequests: s("fallback:req:"), fallbackIdempotency: s("fallback:idem:"), fallbackQueue: s("fallback:queue"),
@@ -104,7 +104,7 @@ export function redisRoles(cluster: string): RedisRole[] {
     ],
     keys: [
       RW(k.leader), RW(k.fence), RW(k.fenceLast), RW(k.azState("*")), RW(k.tier), RW(k.standbyWake), RW(k.actuation), RW(k.suspect),
-      RW(k.models), RW(k.practice), RW(k.events), RW(k.nodes), RW(k.dead), RW(k.members), RW(k.azAvailable("*")),
+      RW(k.models), RW(k.practice), RW(k.events), RW(k.inventory), RW(k.nodes), RW(k.dead), RW(k.members), RW(k.azAvailable("*")),
       R(k.node("*")), R(k.azs), R(k.practiceRequest),
       RW(k.canaryExpect), RW(k.canaryAnswers), R(k.canaryRecorded),
     ],

@@ -245,12 +245,17 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const standbyName = azCount > 2 ? names[azCount - 1] : null;
   let cloud: LocalCloud | null = null;
   let fleetEnv: Record<string, string> = {};
+  // The local cloud also serves the leader's inventory (which GPU nodes exist, in which AZ):
+  // started in every drill, acting on nodes only with a standby AZ.
+  const inventory = new LocalCloud({ now: o.now ?? Date.now, log: o.progress });
+  await inventory.listen();
+  o.track(() => inventory.stop());
+  fleetEnv = { LLMHA_INVENTORY: inventory.url };
+  // Listed as they start (the array fills below): a node is in the inventory once its processes run.
+  inventory.serveInventory(nodes);
   if (standbyName) {
-    const c = new LocalCloud({ now: o.now ?? Date.now, log: o.progress });
-    await c.listen();
-    o.track(() => c.stop());
-    cloud = c;
-    fleetEnv = { ...DRILL_STANDBY_ENV, LLMHA_STANDBY_AZ: standbyName, LLMHA_LOCAL_CLOUD_URL: c.url };
+    cloud = inventory;
+    fleetEnv = { ...fleetEnv, ...DRILL_STANDBY_ENV, LLMHA_STANDBY_AZ: standbyName, LLMHA_LOCAL_CLOUD_URL: inventory.url };
   }
   // Every node gets the same ports on an address of its own, as pods behind a headless Service.
   const [inference, admin, http, agentCheck] = [await freePort(), await freePort(), await freePort(), await freePort()];

@@ -11,6 +11,8 @@ import type { FencedWriter } from "../redis/fenced";
 import type { RedisKeys } from "../redis/keys";
 import type { LeaderLease } from "../redis/lease";
 import { readSnapshot, type RegistrySnapshot } from "../redis/registry";
+import type { Inventory } from "../inventory/inventory";
+import { InventoryTracker } from "../inventory/tracker";
 import { modelSameness } from "../../node/evaluator/model-sameness";
 import type { CanaryTolerance } from "../../node/canary/answers";
 import { publishExpectations } from "../../node/canary/store";
@@ -66,6 +68,12 @@ export interface ControllerOptions {
   standbyUnavailable?: () => string | null;
   /** Practice wakes of the standby on a schedule (`LLMHA_PRACTICE_WAKE`); none when absent. */
   practice?: PracticeSchedule;
+  /**
+   * Which GPU nodes exist and where (`LLMHA_INVENTORY`): with one, the nodes, their AZs and
+   * GPU counts come from it and agents' own indexes (`members`, `azs`) are not trusted;
+   * without one (the bench, older set-ups), from what agents write.
+   */
+  inventory?: Inventory;
 }
 
 export class Controller {
@@ -74,6 +82,7 @@ export class Controller {
   private readonly log: Logger;
   private lastModelOutliers = "";
   private lastSkipped = "";
+  private readonly inventory: InventoryTracker | null;
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
   private memory: ControllerMemory = emptyControllerMemory();
@@ -92,6 +101,7 @@ export class Controller {
     this.o = o;
     this.settings = resolveControllerSettings(o.settings);
     this.log = o.log.child({ component: "controller" });
+    this.inventory = o.inventory ? new InventoryTracker(o.inventory, o.redis, o.keys, this.log) : null;
   }
 
   /** The last evaluation this process published (null when it never led). */
@@ -120,6 +130,7 @@ export class Controller {
 
   private async runTerm(signal: AbortSignal): Promise<void> {
     try {
+      await this.inventory?.seed();
       await this.seedMemory();
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, "could not read the published state; starting fresh");
@@ -209,7 +220,7 @@ export class Controller {
       if (expired) this.log.info({ expired }, "expired nodes swept from the available sets");
     }
     const t0 = performance.now();
-    const snap = await readSnapshot(redis, keys);
+    const snap = this.inventory ? await this.inventory.snapshot(writer, now) : await readSnapshot(redis, keys);
     this.reportSkipped(snap);
     const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now, { silenceExplained: explained, standbyUnavailable: this.o.standbyUnavailable?.() ?? null });
     const aggMs = performance.now() - t0;
@@ -337,11 +348,13 @@ export class Controller {
   /** Node records that cannot be an agent's (forged or corrupted) were left out: counted every tick, logged when the set changes. */
   private reportSkipped(snap: RegistrySnapshot): void {
     const skipped = snap.skipped ?? [];
-    if (skipped.length) this.o.metrics?.distrusted.inc({ what: "node" }, skipped.length);
+    const forged = skipped.filter((s) => s.what === "forged").length;
+    if (forged) this.o.metrics?.distrusted.inc({ what: "forged" }, forged);
+    if (skipped.length - forged) this.o.metrics?.distrusted.inc({ what: "node" }, skipped.length - forged);
     const key = skipped.map((s) => `${s.nodeId}:${s.reason}`).join(",");
     if (key === this.lastSkipped) return;
     this.lastSkipped = key;
-    if (skipped.length) this.log.warn({ skipped: skipped.slice(0, 20), count: skipped.length }, "node records in Redis that no agent could have written were left out of the AZ states");
+    if (skipped.length) this.log.warn({ skipped: skipped.slice(0, 20), count: skipped.length }, forged ? "node records in Redis for nodes the inventory does not list, or for another AZ than the inventory's, were left out of the AZ states: a node credential is being used against other nodes" : "node records in Redis that no agent could have written were left out of the AZ states");
   }
 
   private logTransitions(e: Evaluation): void {

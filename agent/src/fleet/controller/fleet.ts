@@ -8,6 +8,7 @@
  *   ...GET /az/health → await fleet.azHealth(); GET /status → fleet.status()
  *   await fleet.stop();            // SIGTERM: releases the lease, removes the node
  */
+import type { Inventory } from "../inventory/inventory";
 import type { Registry } from "prom-client";
 import type { ConnectionOptions } from "node:tls";
 import type { FencedActuator } from "../actuators/gate";
@@ -42,6 +43,8 @@ export interface FleetOptions {
   controller?: Partial<ControllerSettings>;
   /** Practice wakes of the standby (`LLMHA_PRACTICE_WAKE`); none when absent. */
   practice?: PracticeSettings;
+  /** Which GPU nodes exist and where (`LLMHA_INVENTORY`), for the leader; none: trust agents' indexes. */
+  inventory?: Inventory;
   log: Logger;
   /** The agent's Prometheus registry; the `llmha_…` fleet series are added to it. */
   metrics: Registry;
@@ -140,6 +143,7 @@ export class Fleet {
       standbyUnavailable: () => this.reconciler?.standbyUnavailable() ?? null,
       practice: o.practice ? new PracticeSchedule(o.practice, o.metrics) : undefined,
       canary: o.canary,
+      inventory: o.inventory,
     });
     // A lost connection (a failover moving the endpoint, a restart) is Redis trouble too.
     for (const ev of ["error", "reconnecting"] as const) this.client.redis.on(ev, () => (this.redisTroubleAt = Date.now()));

@@ -54,11 +54,11 @@ export class FleetMetrics {
     });
     this.distrusted = new Counter({
       name: "llmha_redis_distrusted_total",
-      help: "Values read from Redis that were not sane (forged or corrupted): fence tokens left out and healed (what=fence), node records skipped (what=node)",
+      help: "Values read from Redis that were not sane (forged or corrupted): fence tokens left out and healed (what=fence), node records skipped (what=node), records or member entries for nodes the inventory does not list or claiming another AZ than its (what=forged)",
       labelNames: ["what"],
       registers,
     });
-    for (const what of ["fence", "node"]) this.distrusted.inc({ what }, 0);
+    for (const what of ["fence", "node", "forged"]) this.distrusted.inc({ what }, 0);
     this.azState = new Gauge({ name: "llmha_az_state", help: "1 for the AZ's current state (leader view)", labelNames: ["az", "state"], registers });
     this.azHealthy = new Gauge({ name: "llmha_az_healthy_capacity", help: "Healthy GPUs in the AZ (leader view)", labelNames: ["az"], registers });
     this.azTotal = new Gauge({ name: "llmha_az_total_capacity", help: "GPUs the AZ should have (leader view)", labelNames: ["az"], registers });

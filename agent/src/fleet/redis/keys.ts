@@ -11,7 +11,8 @@
  * | `members`              | hash   | agents; leader sweeps | node id → `<az>|<gpusExpected>|<served>`: the capacity an AZ should have (`served` 1 once the node took traffic: a new node still loading is not yet counted), kept while a node is dead, dropped on graceful removal or after the forget period |
  * | `nodes`                | zset   | agents; leader sweeps | live node id → epoch ms (Redis clock) of its last heartbeat |
  * | `dead`                 | zset   | leader (sweep); agents | node id → epoch ms of its last heartbeat, for nodes whose hash expired: moved here out of `nodes` by the sweep (once: the expiry event), forgotten by score, back to `nodes` with its next heartbeat. Replaces the `expired` set of 0.1 (the sweep re-read every dead node on every tick) |
- * | `azs`                  | set    | agents                | every AZ seen |
+ * | `azs`                  | set    | agents                | every AZ seen (not trusted by a leader with an inventory) |
+ * | `inventory`            | hash   | leader (fenced)       | with an inventory (`LLMHA_INVENTORY`): node id → `<az>|<gpus>|<served>` of every GPU node the inventory lists, `served` 1 once the leader saw it take traffic; what the next leader starts from. Agents cannot write it |
  * | `leader`               | string | lease                 | `<holderId>:<token>`, `SET NX PX` |
  * | `fence`                | string | lease                 | fencing token counter, `INCR` on every acquisition |
  * | `fence:last`           | hash   | lease + fenced writes | `token, holder` of the highest token accepted; lower tokens are refused |
@@ -64,6 +65,10 @@ export class RedisKeys {
   }
   get azs(): string {
     return `${this.prefix}azs`;
+  }
+  /** The leader's own view of the inventory (fenced; agents cannot write it). */
+  get inventory(): string {
+    return `${this.prefix}inventory`;
   }
   get leader(): string {
     return `${this.prefix}leader`;

@@ -1,0 +1,131 @@
+/**
+ * The leader's hold on the inventory: the last list (re-read every `refreshMs`, and at once
+ * when something claims to be a node the list lacks: a node booting since), what it has seen
+ * of each node (served, GPUs) kept in its own fenced hash `inventory` so the next leader
+ * starts from it, and the AZs' available sets and the `members` index kept free of ids the
+ * inventory does not place there (what a gateway routes to, what `llm-ha status` lists).
+ */
+import type { Redis } from "ioredis";
+import type { Logger } from "../../util/log";
+import type { FencedWriter } from "../redis/fenced";
+import type { RedisKeys } from "../redis/keys";
+import { InventoryError, type Inventory, type InventoryNode } from "./inventory";
+import { readInventorySnapshot, type InventorySnapshot } from "./read";
+
+/** How often the list is re-read without a reason to. */
+export const INVENTORY_REFRESH_MS = 10_000;
+/** The soonest a re-read is forced again by an id the list lacks (a forgery persists: not a list a period). */
+const FORCED_REFRESH_MS = 2000;
+
+export class InventoryTracker {
+  private nodes: InventoryNode[] | null = null;
+  private listedAt = 0;
+  private failing = false;
+  private readonly formerly = new Set<string>();
+  private readonly served = new Set<string>();
+  private readonly gpus = new Map<string, number>();
+  private written = "";
+
+  constructor(
+    private readonly inventory: Inventory,
+    private readonly redis: Redis,
+    private readonly keys: RedisKeys,
+    private readonly log: Logger,
+    private readonly refreshMs = INVENTORY_REFRESH_MS,
+  ) {}
+
+  /** The last list (null before the first one answered). */
+  get current(): readonly InventoryNode[] | null {
+    return this.nodes;
+  }
+
+  /** At the start of a term: what the previous leader saw (served, GPU counts), from its fenced hash. */
+  async seed(): Promise<void> {
+    const h = await this.redis.hgetall(this.keys.inventory).catch(() => ({}) as Record<string, string>);
+    for (const [id, v] of Object.entries(h)) {
+      const [az, gpus, served] = v.split("|");
+      if (!az || ["token", "leader", "at"].includes(id)) continue;
+      this.formerly.add(id);
+      if (served === "1") this.served.add(id);
+      const g = Number(gpus);
+      if (Number.isInteger(g) && g > 0) this.gpus.set(id, g);
+    }
+  }
+
+  private async refresh(now: number, force: boolean): Promise<void> {
+    if (this.nodes && !force && now - this.listedAt < this.refreshMs) return;
+    try {
+      const list = await this.inventory.list();
+      const before = new Set((this.nodes ?? []).map((n) => n.nodeId));
+      const added = list.filter((n) => !before.has(n.nodeId)).map((n) => n.nodeId);
+      const after = new Set(list.map((n) => n.nodeId));
+      const removed = [...before].filter((id) => !after.has(id));
+      if (this.nodes === null || this.failing || added.length || removed.length) {
+        this.log.info({ source: this.inventory.source, nodes: list.length, azs: [...new Set(list.map((n) => n.az))].sort(), added: added.slice(0, 20), removed: removed.slice(0, 20) }, "inventory");
+      }
+      for (const n of list) this.formerly.add(n.nodeId);
+      this.nodes = list;
+      this.listedAt = now;
+      this.failing = false;
+    } catch (err) {
+      if (this.nodes === null) throw new InventoryError(`no inventory yet from ${this.inventory.source}: ${(err as Error).message}`);
+      if (!this.failing) this.log.warn({ source: this.inventory.source, err: (err as Error).message }, "inventory list failed; keeping the last one");
+      this.failing = true;
+      this.listedAt = now; // retried after refreshMs, not every period
+    }
+  }
+
+  /** One period's registry view: the inventory's nodes with their records; forgeries named, stray ids out of the available sets. */
+  async snapshot(writer: FencedWriter, now: number): Promise<InventorySnapshot> {
+    await this.refresh(now, false);
+    const read = (): Promise<InventorySnapshot> =>
+      readInventorySnapshot(this.redis, this.keys, this.nodes ?? [], { served: this.served, formerly: this.formerly, gpusOf: this.gpus });
+    let snap = await read();
+    if (snap.offInventory.length && now - this.listedAt >= FORCED_REFRESH_MS) {
+      await this.refresh(now, true);
+      snap = await read();
+    }
+    for (const n of snap.nodes) {
+      if (n.takesTraffic) this.served.add(n.nodeId);
+      if (n.gpusExpected > 0) this.gpus.set(n.nodeId, n.gpusExpected);
+    }
+    await this.pruneAvailable(snap);
+    // Forged member entries would be named every period: out of the index (`llm-ha status` reads it too).
+    if (snap.offInventory.length) await this.redis.hdel(this.keys.members, ...snap.offInventory);
+    const fields: Record<string, string> = {};
+    for (const n of this.nodes ?? []) fields[n.nodeId] = `${n.az}|${this.gpus.get(n.nodeId) ?? 0}|${this.served.has(n.nodeId) ? 1 : 0}`;
+    const text = JSON.stringify(fields);
+    if (text !== this.written && Object.keys(fields).length) {
+      const r = await writer.hset(this.keys.inventory, fields, { mode: "replace" });
+      if (r.accepted) this.written = text;
+    }
+    return snap;
+  }
+
+  /** Ids in an AZ's available set that the inventory does not place in that AZ: out (a gateway would route to them), forged unless a former node's leftover. */
+  private async pruneAvailable(snap: InventorySnapshot): Promise<void> {
+    const byAz = new Map<string, Set<string>>();
+    for (const n of this.nodes ?? []) {
+      if (!byAz.has(n.az)) byAz.set(n.az, new Set());
+      byAz.get(n.az)!.add(n.nodeId);
+    }
+    const azs = [...byAz.keys()];
+    const pipe = this.redis.pipeline();
+    for (const az of azs) pipe.zrangebyscore(this.keys.azAvailable(az), "-inf", "+inf");
+    const got = (await pipe.exec()) ?? [];
+    const drop = this.redis.pipeline();
+    let dropped = 0;
+    azs.forEach((az, i) => {
+      const ids = (got[i]?.[1] ?? []) as string[];
+      for (const id of ids) {
+        if (byAz.get(az)!.has(id)) continue;
+        drop.zrem(this.keys.azAvailable(az), id);
+        dropped += 1;
+        if (!this.formerly.has(id)) {
+          (snap.skipped ??= []).push({ nodeId: id.slice(0, 64), reason: `in ${az}'s available set, which the inventory does not place it in`, what: "forged" });
+        }
+      }
+    });
+    if (dropped) await drop.exec();
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * One GPU node's Redis credentials must not steer the leader. On a real redis-server with the
+ * rendered ACL file, four nodes heartbeat as `llmha-agent`; the leader (`llmha-controller`)
+ * reads which nodes exist and where from an inventory served as the Kubernetes API serves
+ * Node objects. Then, with the agent role's credentials, an attacker adds phantom members
+ * and records, moves a member to another AZ, plants ids in an AZ's available set and deletes
+ * the shared indexes (`members`, `nodes`, `dead`, `azs`). With the inventory the evaluation
+ * does not move (AZ states, capacities, tier, standby, shift), the forgeries are counted
+ * (`llmha_redis_distrusted_total{what="forged"}`) and the planted ids leave the available set.
+ * The same attack against a leader without an inventory does move it: the attack is real.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Registry } from "prom-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Controller } from "../../agent/src/fleet/controller/controller";
+import { FleetMetrics } from "../../agent/src/fleet/controller/metrics";
+import type { Evaluation } from "../../agent/src/fleet/controller/state";
+import { KubeInventory, parseNodeList, type InventoryNode } from "../../agent/src/fleet/inventory/inventory";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { FencedWriter } from "../../agent/src/fleet/redis/fenced";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { LeaderLease } from "../../agent/src/fleet/redis/lease";
+import { heartbeatScript } from "../../agent/src/fleet/redis/scripts";
+import { waitFor } from "../../agent/src/util/net";
+import { labRedisAcl, type LabRedisAcl } from "../../lab/engines/redis-acl";
+import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
+import { testLogger } from "../redis/helpers";
+
+const log = testLogger();
+let server: RedisServerHandle;
+let acl: LabRedisAcl;
+let api: Server;
+let apiUrl = "";
+const clients: RedisClient[] = [];
+const NODES: InventoryNode[] = [
+  { nodeId: "a1", az: "az-a", gpus: 8 }, { nodeId: "a2", az: "az-a", gpus: 8 },
+  { nodeId: "b1", az: "az-b", gpus: 8 }, { nodeId: "b2", az: "az-b", gpus: 8 },
+];
+
+/** A Kubernetes NodeList of these nodes, as the API server answers `GET /api/v1/nodes`. */
+function nodeList(nodes: InventoryNode[]): object {
+  return {
+    kind: "NodeList", apiVersion: "v1",
+    items: nodes.map((n) => ({
+      metadata: { name: n.nodeId, labels: { "topology.kubernetes.io/zone": n.az, "llm-ha.io/gpu-class": "h100" } },
+      spec: { providerID: `aws:///${n.az}/i-${n.nodeId}` },
+      status: { capacity: { "nvidia.com/gpu": String(n.gpus) } },
+    })),
+  };
+}
+
+async function as(cluster: string, role: "llmha-agent" | "llmha-controller"): Promise<RedisClient> {
+  const c = createRedisClient(server.urlAs(role), { name: `inv-${role}`, log, env: {} });
+  clients.push(c);
+  expect(await c.whenReady(5000)).toBe(true);
+  void cluster;
+  return c;
+}
+
+beforeAll(async () => {
+  acl = labRedisAcl("inv");
+  server = await startRedisServer({ acl });
+  let seenSelector = "";
+  api = createServer((req, res) => {
+    const u = new URL(req.url ?? "/", "http://x");
+    seenSelector = u.searchParams.get("labelSelector") ?? "";
+    if (u.pathname !== "/api/v1/nodes" || seenSelector !== "llm-ha.io/gpu-class") return void res.writeHead(404).end();
+    res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(nodeList(NODES)));
+  });
+  await new Promise<void>((r) => api.listen(0, "127.0.0.1", () => r()));
+  apiUrl = `http://127.0.0.1:${(api.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  for (const c of clients) await c.close();
+  await server?.stop();
+  await new Promise<void>((r) => (api ? api.close(() => r()) : r()));
+});
+
+async function beat(agent: RedisClient, keys: RedisKeys, id: string, az: string): Promise<void> {
+  await heartbeatScript(
+    agent.redis,
+    { node: keys.node(id), available: keys.azAvailable(az), events: keys.events, nodes: keys.nodes, members: keys.members, azs: keys.azs, dead: keys.dead },
+    {
+      nodeId: id, az, status: "HEALTHY", phase: "serving", weight: 100, loadScore: 1, gpus: 8, gpusExpected: 8, model: "m", updatedAt: Date.now(),
+      ttlMs: 60_000, takesTraffic: true, soft: "", hard: "", eventsMaxLen: 100, prefix: keys.prefix, instance: `inst-${id}`,
+    },
+  );
+}
+
+/** What the leader decides from: every AZ's state and capacity, the tier, standby and shift. */
+const decision = (e: Evaluation | null): unknown =>
+  e && { azs: e.azs.map((a) => [a.az, a.state, a.healthyCapacity, a.totalCapacity]), tier: e.tier.level, standby: e.standby.wake, shift: e.shift.az };
+
+/** The attack, as `llmha-agent` (what every GPU node holds). */
+async function attack(agent: RedisClient, keys: RedisKeys): Promise<void> {
+  const r = agent.redis;
+  await r.hset(keys.members, "ghost-1", "az-b|64|1");
+  await r.hset(keys.node("ghost-1"), "c", "az-b|UNHEALTHY|down|0|0|64||GPU_LOST", "az", "az-b", "status", "UNHEALTHY");
+  await r.hset(keys.members, "ghost-2", "az-a|64|1");
+  await r.zadd(keys.azAvailable("az-b"), 0, "ghost-1");
+  await r.hset(keys.members, "a1", "az-b|8|1"); // a1 moved to another AZ in the index
+  await r.del(keys.nodes, keys.dead, keys.azs);
+}
+
+async function leader(keys: RedisKeys, ctl: RedisClient, inventory: KubeInventory | undefined, metrics?: FleetMetrics): Promise<{ controller: Controller; lease: LeaderLease }> {
+  const lease = new LeaderLease({ redis: ctl.redis, keys, holderId: "leader-inv", settings: { ttlMs: 10_000, renewMs: 3000, contendMs: 200, marginMs: 1000 }, log });
+  lease.start();
+  await waitFor("leader", () => lease.isLeader, { timeoutMs: 5000 });
+  const controller = new Controller({ redis: ctl.redis, keys, lease, writer: new FencedWriter(ctl.redis, keys, lease), log, metrics, settings: { intervalMs: 1000, standbyAz: "az-c", zonalShift: true }, inventory });
+  return { controller, lease };
+}
+
+describe("the inventory (Kubernetes Node objects)", () => {
+  it("parses a NodeList: name, zone, instance id, GPU capacity; a Node without a zone is left out", () => {
+    const list = parseNodeList({ ...nodeList(NODES.slice(0, 1)), items: [...(nodeList(NODES.slice(0, 1)) as { items: object[] }).items, { metadata: { name: "nozone", labels: {} } }] });
+    expect(list).toEqual([{ nodeId: "a1", az: "az-a", instanceId: "i-a1", gpus: 8 }]);
+    expect(() => parseNodeList({ kind: "Status" })).toThrow(/NodeList/);
+  });
+});
+
+describe("a GPU node's credentials against the leader", () => {
+  for (const withInventory of [true, false]) {
+    it(withInventory ? "with an inventory: the evaluation does not move, the forgeries are counted and the planted ids leave the available set" : "without one (agents' indexes trusted): the same attack moves the evaluation", async () => {
+      const keys = new RedisKeys(acl.cluster);
+      const admin = createRedisClient(server.url, { name: "inv-admin", log, env: {} });
+      clients.push(admin);
+      await admin.whenReady(5000);
+      await admin.redis.flushdb();
+      const agent = await as(acl.cluster, "llmha-agent");
+      const ctl = await as(acl.cluster, "llmha-controller");
+      for (const n of NODES) await beat(agent, keys, n.nodeId, n.az);
+      const registry = new Registry();
+      const metrics = new FleetMetrics(registry);
+      const inv = withInventory ? new KubeInventory({ url: apiUrl, selector: "llm-ha.io/gpu-class", tokenFile: null, caFile: null }) : undefined;
+      const { controller, lease } = await leader(keys, ctl, inv, metrics);
+      try {
+        let t = Date.now();
+        await controller.tick(t);
+        const before = decision(await controller.tick((t += 1000)));
+        expect(before).toMatchObject({ tier: "L0", azs: [["az-a", "OK", 16, 16], ["az-b", "OK", 16, 16]] });
+        await attack(agent, keys);
+        let after: unknown = null;
+        for (let i = 0; i < 4; i++) after = decision(await controller.tick((t += 1000)));
+        if (!withInventory) {
+          expect(after).not.toEqual(before);
+          return;
+        }
+        expect(after).toEqual(before);
+        const text = await registry.metrics();
+        const forged = Number(/llmha_redis_distrusted_total\{what="forged"\} (\d+)/.exec(text)?.[1] ?? 0);
+        expect(forged).toBeGreaterThan(0);
+        expect(await admin.redis.zscore(keys.azAvailable("az-b"), "ghost-1")).toBeNull();
+        expect(await admin.redis.zscore(keys.azAvailable("az-b"), "b1")).not.toBeNull();
+        expect(await admin.redis.hexists(keys.members, "ghost-1")).toBe(0);
+        // The leader's own view, which the agent role cannot write.
+        expect(await admin.redis.hget(keys.inventory, "a1")).toBe("az-a|8|1");
+        expect(await agent.redis.hset(keys.inventory, "ghost-1", "az-b|64|1").catch((e: Error) => e.message)).toMatch(/NOPERM|no permissions/);
+      } finally {
+        controller.stop();
+        await lease.release();
+      }
+    });
+  }
+});
