@@ -22,6 +22,7 @@ import { FencedWriter } from "../../agent/src/fleet/redis/fenced";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { LeaderLease } from "../../agent/src/fleet/redis/lease";
 import { heartbeatScript } from "../../agent/src/fleet/redis/scripts";
+import { publishAnswers, readExpectation } from "../../agent/src/node/canary/store";
 import { waitFor } from "../../agent/src/util/net";
 import { labRedisAcl, type LabRedisAcl } from "../../lab/engines/redis-acl";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
@@ -103,11 +104,12 @@ async function attack(agent: RedisClient, keys: RedisKeys): Promise<void> {
   await r.del(keys.nodes, keys.dead, keys.azs);
 }
 
-async function leader(keys: RedisKeys, ctl: RedisClient, inventory: KubeInventory | undefined, metrics?: FleetMetrics): Promise<{ controller: Controller; lease: LeaderLease }> {
+async function leader(keys: RedisKeys, ctl: RedisClient, inventory: KubeInventory | undefined, metrics?: FleetMetrics, canary = false): Promise<{ controller: Controller; lease: LeaderLease }> {
   const lease = new LeaderLease({ redis: ctl.redis, keys, holderId: "leader-inv", settings: { ttlMs: 10_000, renewMs: 3000, contendMs: 200, marginMs: 1000 }, log });
   lease.start();
   await waitFor("leader", () => lease.isLeader, { timeoutMs: 5000 });
-  const controller = new Controller({ redis: ctl.redis, keys, lease, writer: new FencedWriter(ctl.redis, keys, lease), log, metrics, settings: { intervalMs: 1000, standbyAz: "az-c", zonalShift: true }, inventory });
+  const controller = new Controller({ redis: ctl.redis, keys, lease, writer: new FencedWriter(ctl.redis, keys, lease), log, metrics, settings: { intervalMs: 1000, standbyAz: "az-c", zonalShift: true }, inventory,
+    canary: canary ? { tolerance: { prefixTokens: 4, logprobDelta: 0.1 }, maxAgeMs: 60_000 } : undefined });
   return { controller, lease };
 }
 
@@ -156,6 +158,52 @@ describe("a GPU node's credentials against the leader", () => {
         // The leader's own view, which the agent role cannot write.
         expect(await admin.redis.hget(keys.inventory, "a1")).toBe("az-a|8|1");
         expect(await agent.redis.hset(keys.inventory, "ghost-1", "az-b|64|1").catch((e: Error) => e.message)).toMatch(/NOPERM|no permissions/);
+      } finally {
+        controller.stop();
+        await lease.release();
+      }
+    });
+  }
+});
+
+/** One canary answer: `text` split into tokens, no logprobs. */
+const answer = (text: string) => ({ text, tokens: text.split(" "), logprobs: null });
+
+describe("canary voters against a GPU node's credentials", () => {
+  for (const withInventory of [true, false]) {
+    it(withInventory ? "with an inventory: only its nodes vote; made-up voters neither set the expectation nor cap it, and are pruned and counted" : "without one: made-up voters set the expectation", async () => {
+      const keys = new RedisKeys(acl.cluster);
+      const admin = createRedisClient(server.url, { name: "inv-admin", log, env: {} });
+      clients.push(admin);
+      await admin.whenReady(5000);
+      await admin.redis.flushdb();
+      const agent = await as(acl.cluster, "llmha-agent");
+      const ctl = await as(acl.cluster, "llmha-controller");
+      for (const n of NODES) await beat(agent, keys, n.nodeId, n.az);
+      const now = Date.now();
+      // The real nodes agree on the right answer; an attacker writes six made-up voters with a wrong one first.
+      for (let i = 0; i < 6; i++) await publishAnswers(agent.redis, keys, { nodeId: `fake-${i}`, az: "az-a", model: "m", at: now, answers: { p1: answer("wrong answer here ok") } });
+      for (const n of NODES) await publishAnswers(agent.redis, keys, { nodeId: n.nodeId, az: n.az, model: "m", at: now, answers: { p1: answer("the right answer is") } });
+      const registry = new Registry();
+      const metrics = new FleetMetrics(registry);
+      const inv = withInventory ? new KubeInventory({ url: apiUrl, selector: "llm-ha.io/gpu-class", tokenFile: null, caFile: null }) : undefined;
+      const { controller, lease } = await leader(keys, ctl, inv, metrics, true);
+      try {
+        await controller.tick(now);
+        const e = await readExpectation(admin.redis, keys, "m");
+        if (!withInventory) {
+          expect(e?.answers.p1.text).toBe("wrong answer here ok");
+          return;
+        }
+        expect(e).toMatchObject({ answers: { p1: { text: "the right answer is" } }, nodes: 4, agreeing: 4, capped: false });
+        expect(Object.keys(await admin.redis.hgetall(keys.canaryAnswers)).sort()).toEqual(["a1", "a2", "b1", "b2"]);
+        const text = await registry.metrics();
+        expect(Number(/llmha_redis_distrusted_total\{what="forged"\} (\d+)/.exec(text)?.[1] ?? 0)).toBeGreaterThanOrEqual(6);
+        // Once learned, a flood of made-up voters with another answer does not cap it (detection stays on).
+        for (let i = 0; i < 20; i++) await publishAnswers(agent.redis, keys, { nodeId: `fake2-${i}`, az: "az-b", model: "m", at: now + 2000, answers: { p1: answer("wrong answer here ok") } });
+        await controller.tick(now + 1000);
+        await controller.tick(now + 2000);
+        expect(await readExpectation(admin.redis, keys, "m")).toMatchObject({ answers: { p1: { text: "the right answer is" } }, nodes: 4, capped: false });
       } finally {
         controller.stop();
         await lease.release();

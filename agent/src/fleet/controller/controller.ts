@@ -284,7 +284,8 @@ export class Controller {
     // Same model everywhere (issue 16): every 10th period, what each live node says it serves.
     if (this.ticks % 10 === 0) writes.push(this.publishModelSameness(snap, now));
     // Correctness canaries (issue 32): the expected answers per model, from the fleet's majority or an operator's record.
-    if (this.o.canary && this.ticks % 2 === 0) writes.push(publishExpectations(redis, keys, writer, this.o.canary.tolerance, now, this.o.canary.maxAgeMs));
+    // With an inventory only its nodes vote (answers under other ids are pruned and counted as forged).
+    if (this.o.canary && this.ticks % 2 === 0) writes.push(this.publishCanaryExpectations(this.o.canary, now));
     const results = await Promise.all(writes);
     if (results.some((r) => !r.accepted)) return null;
 
@@ -342,6 +343,17 @@ export class Controller {
       { changeField: "outliers", eventType: "model" },
     );
     if (r.accepted) metrics?.setModels(same, snap.nodes.map((n) => n.az));
+    return r;
+  }
+
+  private async publishCanaryExpectations(canary: CanaryLearning, now: number): Promise<{ accepted: boolean }> {
+    const { redis, keys, writer, metrics } = this.o;
+    const voters = this.inventory?.voters() ?? undefined;
+    const r = await publishExpectations(redis, keys, writer, canary.tolerance, now, canary.maxAgeMs, voters);
+    if (r.outsiders.length) {
+      metrics?.distrusted.inc({ what: "forged" }, r.outsiders.length);
+      this.log.warn({ ids: r.outsiders.slice(0, 20), count: r.outsiders.length }, "canary answers under ids the inventory does not list were pruned, no vote: a node credential is being used to forge voters");
+    }
     return r;
   }
 

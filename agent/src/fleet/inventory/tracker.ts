@@ -39,6 +39,12 @@ export class InventoryTracker {
     return this.nodes;
   }
 
+  /** Canary voters: the listed nodes in their AZs (null before the first list). */
+  voters(): { nodes: ReadonlyMap<string, string>; formerly: ReadonlySet<string> } | null {
+    if (!this.nodes) return null;
+    return { nodes: new Map(this.nodes.map((n) => [n.nodeId, n.az])), formerly: this.formerly };
+  }
+
   /** At the start of a term: what the previous leader saw (served, GPU counts), from its fenced hash. */
   async seed(): Promise<void> {
     const h = await this.redis.hgetall(this.keys.inventory).catch(() => ({}) as Record<string, string>);

@@ -29,7 +29,7 @@
  * | `fallback:cache:*`     | mixed  | `llm-ha cache import` | the verified-answer cache (entries `e:<sha256>`, `lru`, `size`, `bytes`; see fallback/cache.ts); the fallback only reads entries |
  * | `fallback:req:<id>`    | string | `llm-ha fallback`     | a queued request's result (fallback/results.ts) |
  * | `fallback:queue`       | hash   | `llm-ha fallback`     | the Kafka queue's depth for `llm-ha status` |
- * | `canary:answers`       | hash   | each agent; leader prunes | node id → JSON `{az, model, at, answers}`: its latest correctness-canary answers per prompt id (issue 32) |
+ * | `canary:answers`       | hash   | each agent; leader prunes | node id → JSON `{az, model, at, answers}`: its latest correctness-canary answers per prompt id (issue 32); with an inventory only its nodes' fields vote, the leader deletes the others |
  * | `canary:expect`        | hash   | leader (fenced)       | `m:<model key>` → JSON expectation `{source, at, answers, nodes, agreeing, disagreeing, capped}`, learned from the fleet's majority or recorded; `leader, token, updatedAt` |
  * | `canary:recorded`      | hash   | `llm-ha canary record` | `m:<model key>` → JSON expectation an operator recorded; it takes precedence over the fleet's |
  *

@@ -62,7 +62,10 @@ export async function readExpectations(redis: Redis, keys: RedisKeys): Promise<R
 
 /** Every node's answers written within `maxAgeMs` (older ones are a node gone or a model changed). */
 export async function readNodeAnswers(redis: Redis, keys: RedisKeys, now: number, maxAgeMs: number): Promise<NodeAnswers[]> {
-  const h = await redis.hgetall(keys.canaryAnswers);
+  return parseNodeAnswers(await redis.hgetall(keys.canaryAnswers), now, maxAgeMs);
+}
+
+function parseNodeAnswers(h: Record<string, string>, now: number, maxAgeMs: number): NodeAnswers[] {
   const out: NodeAnswers[] = [];
   for (const [nodeId, v] of Object.entries(h)) {
     try {
@@ -75,14 +78,44 @@ export async function readNodeAnswers(redis: Redis, keys: RedisKeys, now: number
   return out;
 }
 
-/** The leader's step: learn from the fleet's recent answers and publish every expectation, fenced. */
-export async function publishExpectations(redis: Redis, keys: RedisKeys, writer: FencedWriter, tol: CanaryTolerance, now: number, maxAgeMs: number): Promise<{ accepted: boolean; expectations: Record<string, Expectation> }> {
-  const [nodes, prev, rec] = await Promise.all([readNodeAnswers(redis, keys, now, maxAgeMs), redis.hgetall(keys.canaryExpect), redis.hgetall(keys.canaryRecorded)]);
+/**
+ * Who may vote: the leader's inventory (node id → its AZ). Answers under any other id are no
+ * vote, pruned from `canary:answers`, and named in `outsiders` unless `formerly` listed them (a
+ * node deleted since: its answers are leftovers, not a forgery).
+ */
+export interface CanaryVoters {
+  nodes: ReadonlyMap<string, string>;
+  formerly?: ReadonlySet<string>;
+}
+
+/**
+ * The leader's step: learn from the fleet's recent answers and publish every expectation, fenced.
+ * With `voters` only the inventory's nodes vote, one each, in their inventory AZ: answers written
+ * under made-up ids (any agent may write a field of the hash) neither steer an expectation nor cap it.
+ */
+export async function publishExpectations(
+  redis: Redis,
+  keys: RedisKeys,
+  writer: FencedWriter,
+  tol: CanaryTolerance,
+  now: number,
+  maxAgeMs: number,
+  voters?: CanaryVoters,
+): Promise<{ accepted: boolean; expectations: Record<string, Expectation>; outsiders: string[] }> {
+  const [raw, prev, rec] = await Promise.all([redis.hgetall(keys.canaryAnswers), redis.hgetall(keys.canaryExpect), redis.hgetall(keys.canaryRecorded)]);
+  let nodes = parseNodeAnswers(raw, now, maxAgeMs);
+  const outsiders: string[] = [];
+  if (voters) {
+    nodes = nodes.filter((n) => voters.nodes.has(n.nodeId)).map((n) => ({ ...n, az: voters.nodes.get(n.nodeId)! }));
+    const stale = Object.keys(raw).filter((id) => !voters.nodes.has(id));
+    for (const id of stale) if (!voters.formerly?.has(id)) outsiders.push(id);
+    if (stale.length) await redis.hdel(keys.canaryAnswers, ...stale);
+  }
   const expectations = learnExpectations(nodes, parseExpectations(prev), parseExpectations(rec), tol, now);
   const fields = Object.fromEntries(Object.entries(expectations).map(([m, e]) => [FIELD + m, JSON.stringify(e)]));
-  if (Object.keys(fields).length === 0) return { accepted: true, expectations };
+  if (Object.keys(fields).length === 0) return { accepted: true, expectations, outsiders };
   const r = await writer.hset(keys.canaryExpect, { ...fields, updatedAt: now });
-  return { accepted: r.accepted, expectations };
+  return { accepted: r.accepted, expectations, outsiders };
 }
 
 /**
