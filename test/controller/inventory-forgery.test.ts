@@ -100,6 +100,7 @@ async function attack(agent: RedisClient, keys: RedisKeys): Promise<void> {
   await r.hset(keys.node("ghost-1"), "c", "az-b|UNHEALTHY|down|0|0|64||GPU_LOST", "az", "az-b", "status", "UNHEALTHY");
   await r.hset(keys.members, "ghost-2", "az-a|64|1");
   await r.zadd(keys.azAvailable("az-b"), 0, "ghost-1");
+  await r.zadd(keys.azAvailable("az-a"), 0, "b1"); // a real node placed in another AZ's set
   await r.hset(keys.members, "a1", "az-b|8|1"); // a1 moved to another AZ in the index
   await r.del(keys.nodes, keys.dead, keys.azs);
 }
@@ -155,6 +156,7 @@ describe("a GPU node's credentials against the leader", () => {
         expect(await admin.redis.zscore(keys.azAvailable("az-b"), "ghost-1")).toBeNull();
         expect(await admin.redis.zscore(keys.azAvailable("az-b"), "b1")).not.toBeNull();
         expect(await admin.redis.hexists(keys.members, "ghost-1")).toBe(0);
+        expect(await admin.redis.zscore(keys.azAvailable("az-a"), "b1")).toBeNull();
         // The leader's own view, which the agent role cannot write.
         expect(await admin.redis.hget(keys.inventory, "a1")).toBe("az-a|8|1");
         expect(await agent.redis.hset(keys.inventory, "ghost-1", "az-b|64|1").catch((e: Error) => e.message)).toMatch(/NOPERM|no permissions/);
@@ -210,4 +212,41 @@ describe("canary voters against a GPU node's credentials", () => {
       }
     });
   }
+});
+
+describe("a node that boots after the leader's last list", () => {
+  it("is left out until the next list says whether it exists: not counted as forged, not removed from its available set", async () => {
+    const keys = new RedisKeys(acl.cluster);
+    const admin = createRedisClient(server.url, { name: "inv-admin", log, env: {} });
+    clients.push(admin);
+    await admin.whenReady(5000);
+    await admin.redis.flushdb();
+    const agent = await as(acl.cluster, "llmha-agent");
+    const ctl = await as(acl.cluster, "llmha-controller");
+    const listed = NODES.slice(0, 3);
+    for (const n of listed) await beat(agent, keys, n.nodeId, n.az);
+    const registry = new Registry();
+    const metrics = new FleetMetrics(registry);
+    // The inventory lists b2 from the start, but the leader's list is taken before b2's first heartbeat and its next one 1 s later.
+    const inv = new KubeInventory({ url: apiUrl, selector: "llm-ha.io/gpu-class", tokenFile: null, caFile: null });
+    let lists = 0;
+    const counting = { source: inv.source, list: async () => ((lists += 1), lists === 1 ? (await inv.list()).filter((n) => n.nodeId !== "b2") : inv.list()) };
+    const { controller, lease } = await leader(keys, ctl, counting as unknown as KubeInventory, metrics);
+    try {
+      const t = Date.now();
+      await controller.tick(t);
+      await beat(agent, keys, "b2", "az-b");
+      const e1 = await controller.tick(t + 1000);
+      expect(e1?.azs.find((a) => a.az === "az-b")?.totalCapacity).toBe(8);
+      expect(await admin.redis.zscore(keys.azAvailable("az-b"), "b2")).not.toBeNull();
+      const e2 = await controller.tick(t + 2000);
+      expect(e2?.azs.find((a) => a.az === "az-b")?.totalCapacity).toBe(16);
+      const series = (await registry.metrics()).split("\n").filter((l) => l.startsWith("llmha_redis_distrusted_total"));
+      expect(series, series.join(" ")).toContain(`llmha_redis_distrusted_total{what="forged"} 0`);
+      expect(await admin.redis.zscore(keys.azAvailable("az-b"), "b2")).not.toBeNull();
+    } finally {
+      controller.stop();
+      await lease.release();
+    }
+  });
 });

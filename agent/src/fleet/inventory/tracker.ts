@@ -20,6 +20,14 @@ const FORCED_REFRESH_MS = 2000;
 export class InventoryTracker {
   private nodes: InventoryNode[] | null = null;
   private listedAt = 0;
+  /** When the last list that answered was asked for. */
+  private okListedAt = 0;
+  /**
+   * Ids seen claiming to be nodes the list lacked, with when first seen. One is judged forged only
+   * against a list asked for after that (a node that booted since the last list is no forgery);
+   * until then it is left out, neither counted nor removed.
+   */
+  private readonly pending = new Map<string, number>();
   private failing = false;
   private readonly formerly = new Set<string>();
   private readonly served = new Set<string>();
@@ -42,7 +50,9 @@ export class InventoryTracker {
   /** Canary voters: the listed nodes in their AZs (null before the first list). */
   voters(): { nodes: ReadonlyMap<string, string>; formerly: ReadonlySet<string> } | null {
     if (!this.nodes) return null;
-    return { nodes: new Map(this.nodes.map((n) => [n.nodeId, n.az])), formerly: this.formerly };
+    // Ids not judged yet (seen after the last list: a node booting) are no vote but not named as forged either.
+    const unjudged = [...this.pending].filter(([, at]) => at > this.okListedAt).map(([id]) => id);
+    return { nodes: new Map(this.nodes.map((n) => [n.nodeId, n.az])), formerly: new Set([...this.formerly, ...unjudged]) };
   }
 
   /** At the start of a term: what the previous leader saw (served, GPU counts), from its fenced hash. */
@@ -72,6 +82,7 @@ export class InventoryTracker {
       for (const n of list) this.formerly.add(n.nodeId);
       this.nodes = list;
       this.listedAt = now;
+      this.okListedAt = now;
       this.failing = false;
     } catch (err) {
       if (this.nodes === null) throw new InventoryError(`no inventory yet from ${this.inventory.source}: ${(err as Error).message}`);
@@ -81,23 +92,45 @@ export class InventoryTracker {
     }
   }
 
-  /** One period's registry view: the inventory's nodes with their records; forgeries named, stray ids out of the available sets. */
+  /** One period's registry view: the inventory's nodes with their records; forgeries named, stray ids out of the available sets and `members`. */
   async snapshot(writer: FencedWriter, now: number): Promise<InventorySnapshot> {
     await this.refresh(now, false);
     const read = (): Promise<InventorySnapshot> =>
       readInventorySnapshot(this.redis, this.keys, this.nodes ?? [], { served: this.served, formerly: this.formerly, gpusOf: this.gpus });
     let snap = await read();
-    if (snap.offInventory.length && now - this.listedAt >= FORCED_REFRESH_MS) {
+    let strays = await this.availableStrays();
+    const claimed = [...snap.offInventory, ...strays.filter((x) => !this.formerly.has(x.id)).map((x) => x.id)];
+    for (const id of claimed) if (!this.pending.has(id)) this.pending.set(id, now);
+    // An id first seen after the last list: ask again (at most every FORCED_REFRESH_MS) before judging it.
+    if (claimed.some((id) => this.pending.get(id)! > this.okListedAt) && now - this.listedAt >= FORCED_REFRESH_MS) {
       await this.refresh(now, true);
       snap = await read();
+      strays = await this.availableStrays();
     }
+    const judged = (id: string): boolean => (this.pending.get(id) ?? Infinity) <= this.okListedAt;
+    const listed = new Set((this.nodes ?? []).map((n) => n.nodeId));
+    // Left out either way (not in the inventory); named as forged only once judged.
+    snap.skipped = (snap.skipped ?? []).filter((x) => x.what !== "forged" || listed.has(x.nodeId) || judged(x.nodeId));
+    const forgedMembers = snap.offInventory.filter(judged);
+    snap.offInventory = forgedMembers;
+    for (const id of [...this.pending.keys()]) if (listed.has(id) || !claimed.includes(id)) this.pending.delete(id);
     for (const n of snap.nodes) {
       if (n.takesTraffic) this.served.add(n.nodeId);
       if (n.gpusExpected > 0) this.gpus.set(n.nodeId, n.gpusExpected);
     }
-    await this.pruneAvailable(snap);
+    // Out of the available sets: former nodes' leftovers and judged forgeries (a gateway would route to them).
+    // (A listed node in another AZ's set is out at once: the inventory says where each node is.)
+    const drop = strays.filter((x) => listed.has(x.id) || this.formerly.has(x.id) || judged(x.id));
+    if (drop.length) {
+      const p = this.redis.pipeline();
+      for (const x of drop) p.zrem(this.keys.azAvailable(x.az), x.id);
+      await p.exec();
+      for (const x of drop) {
+        if (listed.has(x.id) || !this.formerly.has(x.id)) (snap.skipped ??= []).push({ nodeId: x.id.slice(0, 64), reason: `in ${x.az}'s available set, which the inventory does not place it in`, what: "forged" });
+      }
+    }
     // Forged member entries would be named every period: out of the index (`llm-ha status` reads it too).
-    if (snap.offInventory.length) await this.redis.hdel(this.keys.members, ...snap.offInventory);
+    if (forgedMembers.length) await this.redis.hdel(this.keys.members, ...forgedMembers);
     const fields: Record<string, string> = {};
     for (const n of this.nodes ?? []) fields[n.nodeId] = `${n.az}|${this.gpus.get(n.nodeId) ?? 0}|${this.served.has(n.nodeId) ? 1 : 0}`;
     const text = JSON.stringify(fields);
@@ -108,30 +141,22 @@ export class InventoryTracker {
     return snap;
   }
 
-  /** Ids in an AZ's available set that the inventory does not place in that AZ: out (a gateway would route to them), forged unless a former node's leftover. */
-  private async pruneAvailable(snap: InventorySnapshot): Promise<void> {
+  /** Ids in an inventory AZ's available set that the inventory does not place in that AZ. */
+  private async availableStrays(): Promise<{ az: string; id: string }[]> {
     const byAz = new Map<string, Set<string>>();
     for (const n of this.nodes ?? []) {
       if (!byAz.has(n.az)) byAz.set(n.az, new Set());
       byAz.get(n.az)!.add(n.nodeId);
     }
     const azs = [...byAz.keys()];
+    if (azs.length === 0) return [];
     const pipe = this.redis.pipeline();
     for (const az of azs) pipe.zrangebyscore(this.keys.azAvailable(az), "-inf", "+inf");
     const got = (await pipe.exec()) ?? [];
-    const drop = this.redis.pipeline();
-    let dropped = 0;
+    const out: { az: string; id: string }[] = [];
     azs.forEach((az, i) => {
-      const ids = (got[i]?.[1] ?? []) as string[];
-      for (const id of ids) {
-        if (byAz.get(az)!.has(id)) continue;
-        drop.zrem(this.keys.azAvailable(az), id);
-        dropped += 1;
-        if (!this.formerly.has(id)) {
-          (snap.skipped ??= []).push({ nodeId: id.slice(0, 64), reason: `in ${az}'s available set, which the inventory does not place it in`, what: "forged" });
-        }
-      }
+      for (const id of (got[i]?.[1] ?? []) as string[]) if (!byAz.get(az)!.has(id)) out.push({ az, id });
     });
-    if (dropped) await drop.exec();
+    return out;
   }
 }
