@@ -250,3 +250,35 @@ describe("a node that boots after the leader's last list", () => {
     }
   });
 });
+
+describe("an inventory that lists nothing", () => {
+  it("is taken as a failed list, never as every node gone: no period is published from it", async () => {
+    const keys = new RedisKeys(acl.cluster);
+    const admin = createRedisClient(server.url, { name: "inv-admin", log, env: {} });
+    clients.push(admin);
+    await admin.whenReady(5000);
+    await admin.redis.flushdb();
+    const agent = await as(acl.cluster, "llmha-agent");
+    const ctl = await as(acl.cluster, "llmha-controller");
+    for (const n of NODES) await beat(agent, keys, n.nodeId, n.az);
+    let empty = false;
+    const inv = new KubeInventory({ url: apiUrl, selector: "llm-ha.io/gpu-class", tokenFile: null, caFile: null });
+    const flaky = { source: inv.source, list: async () => (empty ? [] : inv.list()) };
+    const { controller, lease } = await leader(keys, ctl, flaky as unknown as KubeInventory);
+    try {
+      empty = true;
+      await expect(controller.tick(Date.now())).rejects.toThrow(/lists no GPU node/);
+      expect(await admin.redis.hget(keys.tier, "level")).toBeNull();
+      empty = false;
+      const e = await controller.tick(Date.now());
+      expect(decision(e)).toMatchObject({ tier: "L0", azs: [["az-a", "OK", 16, 16], ["az-b", "OK", 16, 16]] });
+      // Later an empty answer keeps the last list: the evaluation does not move.
+      empty = true;
+      const again = await controller.tick(Date.now() + 20_000);
+      expect(decision(again)).toEqual(decision(e));
+    } finally {
+      controller.stop();
+      await lease.release();
+    }
+  });
+});

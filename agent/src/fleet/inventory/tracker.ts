@@ -57,6 +57,7 @@ export class InventoryTracker {
 
   /** At the start of a term: what the previous leader saw (served, GPU counts), from its fenced hash. */
   async seed(): Promise<void> {
+    this.written = ""; // another leader may have written it since this process last led
     const h = await this.redis.hgetall(this.keys.inventory).catch(() => ({}) as Record<string, string>);
     for (const [id, v] of Object.entries(h)) {
       const [az, gpus, served] = v.split("|");
@@ -72,6 +73,9 @@ export class InventoryTracker {
     if (this.nodes && !force && now - this.listedAt < this.refreshMs) return;
     try {
       const list = await this.inventory.list();
+      // A selector that matches nothing (a label renamed) must not read as every node gone: an
+      // empty fleet would be every AZ down, a global outage declared and the standby woken.
+      if (list.length === 0) throw new InventoryError("the inventory lists no GPU node: refusing an empty fleet (check the label selector, LLMHA_INVENTORY_SELECTOR)");
       const before = new Set((this.nodes ?? []).map((n) => n.nodeId));
       const added = list.filter((n) => !before.has(n.nodeId)).map((n) => n.nodeId);
       const after = new Set(list.map((n) => n.nodeId));
