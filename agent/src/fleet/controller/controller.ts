@@ -13,6 +13,7 @@ import type { LeaderLease } from "../redis/lease";
 import { readSnapshot, type RegistrySnapshot } from "../redis/registry";
 import type { Inventory } from "../inventory/inventory";
 import { InventoryTracker } from "../inventory/tracker";
+import type { EnrolmentDesk } from "../identity/desk";
 import { modelSameness } from "../../node/evaluator/model-sameness";
 import type { CanaryTolerance } from "../../node/canary/answers";
 import { publishExpectations } from "../../node/canary/store";
@@ -74,6 +75,8 @@ export interface ControllerOptions {
    * without one (the bench, older set-ups), from what agents write.
    */
   inventory?: Inventory;
+  /** Node identities (with an inventory): enrolments judged each period, records read under capability keys only. */
+  identities?: EnrolmentDesk;
 }
 
 export class Controller {
@@ -101,7 +104,7 @@ export class Controller {
     this.o = o;
     this.settings = resolveControllerSettings(o.settings);
     this.log = o.log.child({ component: "controller" });
-    this.inventory = o.inventory ? new InventoryTracker(o.inventory, o.redis, o.keys, this.log) : null;
+    this.inventory = o.inventory ? new InventoryTracker(o.inventory, o.redis, o.keys, this.log, undefined, o.identities ?? null) : null;
   }
 
   /** The last evaluation this process published (null when it never led). */
@@ -204,7 +207,8 @@ export class Controller {
     if (!term) return null;
     const explained = this.silenceExplained(now);
     // The sweep marks expired nodes and takes them out of the sets: not while their silence is Redis's.
-    if (explained === null) {
+    // With node identities the sweep (which looks at `node:<id>`) does not run: the inventory read takes dead nodes out.
+    if (explained === null && !this.inventory?.identities) {
       // In chunks (`SWEEP_CHUNK` nodes a call), other clients served in between; what a
       // period leaves (a zone of thousands dying at once) waits for the next one.
       let expired = 0;
@@ -314,7 +318,7 @@ export class Controller {
     const { redis, keys, writer, metrics } = this.o;
     const alive = snap.nodes.filter((n) => n.alive);
     const pipe = redis.pipeline();
-    for (const n of alive) pipe.hmget(keys.node(n.nodeId), "model", "modelRevision", "modelDtype", "maxContext");
+    for (const n of alive) pipe.hmget(this.inventory?.recordKey(n.nodeId) ?? keys.node(n.nodeId), "model", "modelRevision", "modelDtype", "maxContext");
     const got = (await pipe.exec()) ?? [];
     const same = modelSameness(
       alive.map((n, i) => {

@@ -24,6 +24,11 @@ export interface InventoryReadOptions {
   formerly: ReadonlySet<string>;
   /** A node's GPUs as last seen (its record or the leader's own hash), for a dead node the inventory gives no count for. */
   gpusOf: ReadonlyMap<string, number>;
+  /**
+   * With node identities: the record key of each enrolled node (`node:<id>:<capability>`), null
+   * for one not enrolled (no record read: dead). Without: `node:<id>`.
+   */
+  recordKey?: (nodeId: string) => string | null;
 }
 
 export interface InventorySnapshot extends RegistrySnapshot {
@@ -34,8 +39,11 @@ export interface InventorySnapshot extends RegistrySnapshot {
 /** Reads the records of the inventory's nodes, and names what claims to be a node outside it. */
 export async function readInventorySnapshot(redis: Redis, keys: RedisKeys, inventory: readonly InventoryNode[], o: InventoryReadOptions): Promise<InventorySnapshot> {
   const pipe = redis.pipeline();
-  for (const n of inventory) pipe.hget(keys.node(n.nodeId), "c");
-  const got = (await pipe.exec()) ?? [];
+  const recordKeys = inventory.map((n) => (o.recordKey ? o.recordKey(n.nodeId) : keys.node(n.nodeId)));
+  for (const k of recordKeys) if (k) pipe.hget(k, "c");
+  const replies = (await pipe.exec()) ?? [];
+  let next = 0;
+  const got = recordKeys.map((k) => (k ? replies[next++] : [null, null]));
   const listed = new Set(inventory.map((n) => n.nodeId));
   const skipped: SkippedRecord[] = [];
   const nodes: NodeView[] = inventory.map((inv, i) => {

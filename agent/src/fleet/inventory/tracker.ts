@@ -11,6 +11,7 @@ import type { FencedWriter } from "../redis/fenced";
 import type { RedisKeys } from "../redis/keys";
 import { InventoryError, type Inventory, type InventoryNode } from "./inventory";
 import { readInventorySnapshot, type InventorySnapshot } from "./read";
+import type { EnrolmentDesk } from "../identity/desk";
 
 /** How often the list is re-read without a reason to. */
 export const INVENTORY_REFRESH_MS = 10_000;
@@ -40,7 +41,19 @@ export class InventoryTracker {
     private readonly keys: RedisKeys,
     private readonly log: Logger,
     private readonly refreshMs = INVENTORY_REFRESH_MS,
+    /** Node identities: records are read only under each enrolled node's capability key. */
+    private readonly desk: EnrolmentDesk | null = null,
   ) {}
+
+  /** Whether records are read under capability keys (then the sweep, which looks at `node:<id>`, must not run). */
+  get identities(): boolean {
+    return this.desk !== null;
+  }
+
+  /** The key the leader reads a node's record under (null: not enrolled). */
+  recordKey(nodeId: string): string | null {
+    return this.desk ? this.desk.recordKey(nodeId) : this.keys.node(nodeId);
+  }
 
   /** The last list (null before the first one answered). */
   get current(): readonly InventoryNode[] | null {
@@ -58,6 +71,7 @@ export class InventoryTracker {
   /** At the start of a term: what the previous leader saw (served, GPU counts), from its fenced hash. */
   async seed(): Promise<void> {
     this.written = ""; // another leader may have written it since this process last led
+    await this.desk?.load();
     const h = await this.redis.hgetall(this.keys.inventory).catch(() => ({}) as Record<string, string>);
     for (const [id, v] of Object.entries(h)) {
       const [az, gpus, served] = v.split("|");
@@ -99,8 +113,9 @@ export class InventoryTracker {
   /** One period's registry view: the inventory's nodes with their records; forgeries named, stray ids out of the available sets and `members`. */
   async snapshot(writer: FencedWriter, now: number): Promise<InventorySnapshot> {
     await this.refresh(now, false);
+    if (this.desk) await this.desk.process(new Set((this.nodes ?? []).map((n) => n.nodeId)));
     const read = (): Promise<InventorySnapshot> =>
-      readInventorySnapshot(this.redis, this.keys, this.nodes ?? [], { served: this.served, formerly: this.formerly, gpusOf: this.gpus });
+      readInventorySnapshot(this.redis, this.keys, this.nodes ?? [], { served: this.served, formerly: this.formerly, gpusOf: this.gpus, recordKey: (id) => this.recordKey(id) });
     let snap = await read();
     let strays = await this.availableStrays();
     const claimed = [...snap.offInventory, ...strays.filter((x) => !this.formerly.has(x.id)).map((x) => x.id)];
@@ -121,6 +136,13 @@ export class InventoryTracker {
     for (const n of snap.nodes) {
       if (n.takesTraffic) this.served.add(n.nodeId);
       if (n.gpusExpected > 0) this.gpus.set(n.nodeId, n.gpusExpected);
+    }
+    // With identities the sweep does not run: a dead node leaves its AZ's available set here.
+    const dead = this.desk ? snap.nodes.filter((n) => !n.alive).map((n) => ({ az: n.az, id: n.nodeId })) : [];
+    if (dead.length) {
+      const p = this.redis.pipeline();
+      for (const x of dead) p.zrem(this.keys.azAvailable(x.az), x.id);
+      await p.exec();
     }
     // Out of the available sets: former nodes' leftovers and judged forgeries (a gateway would route to them).
     // (A listed node in another AZ's set is out at once: the inventory says where each node is.)
