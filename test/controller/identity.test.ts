@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWTVerifyGetKey } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConfigError, parseConfig } from "../../agent/src/config/load";
 import { Controller } from "../../agent/src/fleet/controller/controller";
 import type { Evaluation } from "../../agent/src/fleet/controller/state";
 import { EnrolmentDesk } from "../../agent/src/fleet/identity/desk";
@@ -161,5 +162,17 @@ describe("node identities", () => {
       controller.stop();
       await lease.release();
     }
+  });
+});
+
+describe("settings", () => {
+  it("node identities need an inventory; a bad JWKS setting and kubernetes outside a pod stop start-up naming the variable", () => {
+    const base = { LLMHA_NODE_ID: "n1", LLMHA_AZ: "az-a" };
+    expect(() => parseConfig([], { ...base, LLMHA_IDENTITY_JWKS: "http://127.0.0.1:1/jwks" })).toThrow(/LLMHA_IDENTITY_JWKS.*needs LLMHA_INVENTORY/);
+    expect(() => parseConfig([], { ...base, LLMHA_INVENTORY: "http://127.0.0.1:1", LLMHA_IDENTITY_JWKS: "ftp://x" })).toThrow(ConfigError);
+    expect(() => parseConfig([], { ...base, LLMHA_INVENTORY: "kubernetes" })).toThrow(/LLMHA_INVENTORY.*KUBERNETES_SERVICE_HOST/);
+    expect(() => parseConfig([], { ...base, LLMHA_INVENTORY: "gopher://x" })).toThrow(/LLMHA_INVENTORY/);
+    const ok = parseConfig([], { ...base, LLMHA_INVENTORY: "http://127.0.0.1:1", LLMHA_IDENTITY_JWKS: "http://127.0.0.1:1/openid/v1/jwks", LLMHA_IDENTITY_TOKEN_FILE: "/var/run/llm-ha/token" });
+    expect(ok).toMatchObject({ inventory: "http://127.0.0.1:1", identityJwks: "http://127.0.0.1:1/openid/v1/jwks", identityTokenFile: "/var/run/llm-ha/token", identityIssuer: null });
   });
 });

@@ -200,6 +200,9 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   inventorySelector: "llm-ha.io/gpu-class",
   inventoryTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
   inventoryCaFile: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+  identityTokenFile: null,
+  identityJwks: "none",
+  identityIssuer: null,
 };
 
 /** Frozen defaults, for `--help` and tests. */
@@ -239,6 +242,10 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
   if (cfg.leaseRenewMs >= cfg.leaseTtlMs) throw new ConfigError("LLMHA_LEASE_RENEW_MS", `must be below LLMHA_LEASE_TTL_MS (${cfg.leaseTtlMs})`);
   if (cfg.probeTimeoutMs < cfg.probeLatencyMs) throw new ConfigError("LLMHA_PROBE_TIMEOUT_MS", `must be at least LLMHA_PROBE_LATENCY_MS (${cfg.probeLatencyMs})`);
   checkActuation(cfg);
+  if (cfg.identityJwks !== "none") {
+    if (cfg.identityJwks !== "kubernetes" && !/^https?:\/\/./.test(cfg.identityJwks)) throw new ConfigError("LLMHA_IDENTITY_JWKS", `must be none, kubernetes or an http(s) URL, got ${JSON.stringify(safeUrl(cfg.identityJwks))}`);
+    if (cfg.inventory === "none") throw new ConfigError("LLMHA_IDENTITY_JWKS", "needs LLMHA_INVENTORY: an enrolment is checked against the inventory's nodes");
+  }
   if (cfg.inventory === "kubernetes" && cfg.role !== "node" && !env.KUBERNETES_SERVICE_HOST) {
     throw new ConfigError("LLMHA_INVENTORY", "kubernetes needs KUBERNETES_SERVICE_HOST (set in every pod): outside a cluster give the API's URL");
   }

@@ -116,7 +116,8 @@ export class KubeInventory implements Inventory {
   }
 }
 
-function getJson(url: URL, headers: Record<string, string>, ca: Buffer | undefined, timeoutMs: number): Promise<unknown> {
+/** GET a JSON document (the node list, the issuer's keys) with an optional bearer token and CA. */
+export function getJson(url: URL, headers: Record<string, string>, ca: Buffer | undefined, timeoutMs: number): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, { method: "GET", headers, ca, timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
