@@ -250,7 +250,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const inventory = new LocalCloud({ now: o.now ?? Date.now, log: o.progress });
   await inventory.listen();
   o.track(() => inventory.stop());
-  fleetEnv = { LLMHA_INVENTORY: inventory.url };
+  // It also plays the cluster's ServiceAccount issuer: each node's agent enrols with a token it minted (node identities).
+  fleetEnv = { LLMHA_INVENTORY: inventory.url, LLMHA_IDENTITY_JWKS: `${inventory.url}/openid/v1/jwks`, LLMHA_IDENTITY_ISSUER: inventory.issuer };
   // Listed as they start (the array fills below): a node is in the inventory once its processes run.
   inventory.serveInventory(nodes);
   if (standbyName) {
@@ -271,13 +272,16 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     const address = nodeAddress(names.indexOf(az), seq);
     // The agent reaches Redis over its node's own path (leaving from the node's address), when asked for.
     const redisUrl = paths ? `redis://${(await paths.open(address)).url}` : agentRedis.url;
+    const nodeId = `gpu-${az.slice(3)}${seq + 1}`;
+    const tokenFile = join(o.dir, "tokens", `${nodeId}.token`);
+    await inventory.mintToken(nodeId, tokenFile);
     const node = await startNodeWithRetry(() =>
       SimNode.start({
-        id: `gpu-${az.slice(3)}${seq + 1}`,
+        id: nodeId,
         az,
         dir: join(o.dir, "nodes"),
         model: DRILL_MODEL,
-        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: redisUrl, ...agentRedis.env, LLMHA_CLUSTER: cluster },
+        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_IDENTITY_TOKEN_FILE: tokenFile, LLMHA_REDIS_URL: redisUrl, ...agentRedis.env, LLMHA_CLUSTER: cluster },
         stopped: az === standbyName,
         address,
         ports: nodePorts,

@@ -8,8 +8,11 @@
  *   Then, with a GPU node's own credentials (the agent role: a node's root has them), what the
  *   role may write but the leader must not believe: a phantom member with a failed record in
  *   another AZ, a member moved to another AZ, a phantom id in an AZ's available set, and the
- *   shared indexes (`nodes`, `dead`, `azs`) deleted. The leader reads which nodes exist from
- *   its inventory (the local cloud's `/api/v1/nodes`): no AZ state change, no actuator call.
+ *   shared indexes (`nodes`, `dead`, `azs`) deleted, another node's record forged failed and
+ *   held by a foreign instance, an enrolment as another node with a made-up token. The leader
+ *   reads which nodes exist from its inventory (the local cloud's `/api/v1/nodes`) and each
+ *   node's record under the key it handed that node at enrolment: no AZ state change, no
+ *   actuator call, the forged node keeps heartbeating (no false failover).
  * - `agent-starve`: 600 idle agent-check sockets and 300 slowloris HTTP sockets from another
  *   address against one node's agent; its liveness and readiness probes and HAProxy's checks
  *   keep getting answers, nothing fails over, and a real fault under the flood still takes
@@ -89,6 +92,9 @@ export async function runRedisForgery(ctx: ScenarioContext, spec: ScenarioSpec, 
       ["phantom in an available set", () => nodeCred.zadd(keys.azAvailable(phantomAz), 0, "ghost-2")],
       ...(victims[0] && other && other.az !== victims[0].az ? [[`member ${victims[0].id} moved to ${other.az}`, () => nodeCred.hset(keys.members, victims[0].id, `${other.az}|8|1`)] as [string, () => Promise<unknown>]] : []),
       ["shared indexes deleted", () => nodeCred.del(keys.nodes, keys.dead, keys.azs)],
+      // Another node's record, failed, held by a foreign instance for 10 years: the leader reads each node's record under its own capability key.
+      ...(other ? [[`${other.id}'s record forged failed and held`, () => nodeCred.multi().hset(keys.node(other.id), "az", other.az, "status", "UNHEALTHY", "instance", "evil", "c", `${other.az}|UNHEALTHY|down|0|0|8||GPU_LOST`).pexpire(keys.node(other.id), 10 * 365 * 86_400_000).exec()] as [string, () => Promise<unknown>]] : []),
+      ["an enrolment as another node with a made-up token", () => nodeCred.xadd(keys.enrol, "*", "nodeId", other?.id ?? "gpu-b1", "token", "e30.e30.forged", "publicKey", "x")],
     ];
     let nodeWrites = 0;
     try {

@@ -113,7 +113,15 @@ export class InventoryTracker {
   /** One period's registry view: the inventory's nodes with their records; forgeries named, stray ids out of the available sets and `members`. */
   async snapshot(writer: FencedWriter, now: number): Promise<InventorySnapshot> {
     await this.refresh(now, false);
-    if (this.desk) await this.desk.process(new Set((this.nodes ?? []).map((n) => n.nodeId)));
+    if (this.desk) {
+      const ids = (): Set<string> => new Set((this.nodes ?? []).map((n) => n.nodeId));
+      const r = await this.desk.process(ids());
+      // A request from a node the list lacks: a node that booted since; list again (rate-limited) and judge it.
+      if (r.waiting && now - this.listedAt >= FORCED_REFRESH_MS) {
+        await this.refresh(now, true);
+        await this.desk.process(ids());
+      }
+    }
     const read = (): Promise<InventorySnapshot> =>
       readInventorySnapshot(this.redis, this.keys, this.nodes ?? [], { served: this.served, formerly: this.formerly, gpusOf: this.gpus, recordKey: (id) => this.recordKey(id) });
     let snap = await read();
