@@ -157,7 +157,20 @@ describe("node identities", () => {
       expect(after).toEqual(before);
       expect(refused).toBe(2);
       expect(await ctl.redis.xrange(keys.enrol, "-", "+")).toEqual([]);
-      expect(Object.keys(await ctl.redis.hgetall(keys.capabilities)).sort()).toEqual(["a1", "a2", "b1", "b2"]);
+      const caps = await ctl.redis.hgetall(keys.capabilities);
+      expect(Object.keys(caps).sort()).toEqual(["a1", "a2", "b1", "b2"]);
+      // The leader lost its reply to a1 (say, a failover): a1 enrols again with the same key and keeps its capability and record key.
+      await admin.redis.hdel(keys.enrolled, "a1");
+      // (It looks every 10th heartbeat; the leader answers on its next period.)
+      for (let i = 0; i < 10; i++) {
+        const beat = registries[0].heartbeat(report("a1", "az-a"));
+        await new Promise((r) => setTimeout(r, 60));
+        await controller.tick((t += 1000));
+        expect((await beat).heldBy).toBeNull();
+      }
+      expect(await admin.redis.hget(keys.enrolled, "a1")).not.toBeNull();
+      expect(await ctl.redis.hget(keys.capabilities, "a1")).toBe(caps.a1);
+      expect(await admin.redis.exists(keys.nodeRecord("a1", caps.a1))).toBe(1);
     } finally {
       controller.stop();
       await lease.release();
