@@ -19,6 +19,7 @@ import { ConfigError, parseConfig } from "../../agent/src/config/load";
 import { Controller } from "../../agent/src/fleet/controller/controller";
 import type { Evaluation } from "../../agent/src/fleet/controller/state";
 import { EnrolmentDesk } from "../../agent/src/fleet/identity/desk";
+import { publishAnswers, readExpectation } from "../../agent/src/node/canary/store";
 import { Enrolment } from "../../agent/src/fleet/identity/enrol";
 import { KubeInventory } from "../../agent/src/fleet/inventory/inventory";
 import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
@@ -104,6 +105,7 @@ describe("node identities", () => {
     const controller = new Controller({
       redis: ctl.redis, keys, lease, writer: new FencedWriter(ctl.redis, keys, lease), log, settings: { intervalMs: 1000, standbyAz: "az-c", zonalShift: true },
       inventory: new KubeInventory({ url: apiUrl, selector: "llm-ha.io/gpu-class", tokenFile: null, caFile: null }), identities: withIdentities ? desk : undefined,
+      canary: { tolerance: { prefixTokens: 4, logprobDelta: 0.1 }, maxAgeMs: 600_000 },
     });
     const registries: NodeRegistry[] = [];
     try {
@@ -171,6 +173,20 @@ describe("node identities", () => {
       expect(await admin.redis.hget(keys.enrolled, "a1")).not.toBeNull();
       expect(await ctl.redis.hget(keys.capabilities, "a1")).toBe(caps.a1);
       expect(await admin.redis.exists(keys.nodeRecord("a1", caps.a1))).toBe(1);
+
+      // Canary answers: each node's in its own record; the attacker overwrites real nodes' fields of the shared hash and adds voters.
+      const answer = (text: string) => ({ p1: { text, tokens: text.split(" "), logprobs: null } });
+      const at = Date.now();
+      await evil.redis.del(keys.canaryExpect).catch(() => undefined);
+      for (const n of NODES) {
+        await publishAnswers(evil.redis, keys, { nodeId: n.nodeId, az: n.az, model: "m", at, answers: answer("wrong answer here ok") });
+        await publishAnswers(admin.redis, keys, { nodeId: n.nodeId, az: n.az, model: "m", at, answers: answer("the right answer is") }, keys.nodeRecord(n.nodeId, caps[n.nodeId]));
+      }
+      for (let i = 0; i < 6; i++) await publishAnswers(evil.redis, keys, { nodeId: `fake-${i}`, az: "az-a", model: "m", at, answers: answer("wrong answer here ok") });
+      await controller.tick((t += 1000));
+      await controller.tick((t += 1000));
+      expect(await readExpectation(admin.redis, keys, "m")).toMatchObject({ answers: { p1: { text: "the right answer is" } }, nodes: 4, agreeing: 4, capped: false });
+      expect(await admin.redis.hlen(keys.canaryAnswers)).toBe(0);
     } finally {
       controller.stop();
       await lease.release();

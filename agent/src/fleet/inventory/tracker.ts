@@ -61,11 +61,15 @@ export class InventoryTracker {
   }
 
   /** Canary voters: the listed nodes in their AZs (null before the first list). */
-  voters(): { nodes: ReadonlyMap<string, string>; formerly: ReadonlySet<string> } | null {
+  voters(): { nodes: ReadonlyMap<string, string>; formerly: ReadonlySet<string>; recordKey?: (id: string) => string | null } | null {
     if (!this.nodes) return null;
     // Ids not judged yet (seen after the last list: a node booting) are no vote but not named as forged either.
     const unjudged = [...this.pending].filter(([, at]) => at > this.okListedAt).map(([id]) => id);
-    return { nodes: new Map(this.nodes.map((n) => [n.nodeId, n.az])), formerly: new Set([...this.formerly, ...unjudged]) };
+    return {
+      nodes: new Map(this.nodes.map((n) => [n.nodeId, n.az])),
+      formerly: new Set([...this.formerly, ...unjudged]),
+      ...(this.desk ? { recordKey: (id: string) => this.recordKey(id) } : {}),
+    };
   }
 
   /** At the start of a term: what the previous leader saw (served, GPU counts), from its fenced hash. */

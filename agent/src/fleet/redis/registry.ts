@@ -174,6 +174,14 @@ export class NodeRegistry {
     this.identity = opts.identity ?? null;
   }
 
+  /**
+   * With a node identity: the record key this agent writes under (null until enrolled); without
+   * one: undefined (its answers and record go under the plain node id).
+   */
+  get ownRecordKey(): string | null | undefined {
+    return this.identity ? this.identity.recordKey : undefined;
+  }
+
   /** The instance that holds this node id in Redis instead of this agent, while one does. */
   get heldBy(): string | null {
     return this.conflict;
