@@ -89,7 +89,7 @@ function keyNames(cluster: string) {
     node: (id: string) => s(`node:${id}`),
     azAvailable: (az: string) => s(`az:${az}:available`),
     azState: (az: string) => s(`az:${az}:state`),
-    members: s("members"), nodes: s("nodes"), dead: s("dead"), azs: s("azs"), leader: s("leader"), fence: s("fence"), fenceLast: s("fence:last"),
+    members: s("members"), inventory: s("inventory"), enrol: s("enrol"), enrolled: s("enrolled"), capabilities: `llmha-caps:${cluster}`, nodes: s("nodes"), dead: s("dead"), azs: s("azs"), leader: s("leader"), fence: s("fence"), fenceLast: s("fence:last"),
     tier: s("tier"), standbyWake: s("standby:wake"), practiceRequest: s("practice:request"), actuation: s("actuation"), suspect: s("suspect"),
     events: s("events"), practice: s("practice"), models: s("models"),
     fallbackCache: s("fallback:cache:"), fallbackRequests: s("fallback:req:"), fallbackIdempotency: s("fallback:idem:"), fallbackQueue: s("fallback:queue"),
@@ -111,6 +111,8 @@ export function redisRoles(cluster: string): RedisRole[] {
       R(k.leader), R(k.fenceLast), R(k.tier), R(k.azState("*")), R(k.standbyWake), R(k.actuation), R(k.suspect), R(k.practice), R(k.models),
       // Correctness canaries: its own answers (a field of the hash), the expectation it is judged by.
       RW(k.canaryAnswers), R(k.canaryExpect),
+      // Enrolment: append its request (write only: no node reads another's token), read the sealed replies.
+      W(k.enrol), R(k.enrolled),
     ],
     selectors: [],
   };
@@ -121,12 +123,15 @@ export function redisRoles(cluster: string): RedisRole[] {
       ...CONNECTION, "fcall", "fcall_ro", ...LOAD_FUNCTIONS, "wait",
       "get", "set", "del", "pexpire", "pttl", "time", "hget", "hmget", "hgetall", "hset", "hdel", "hscan", "exists",
       "zadd", "zrem", "zrangebyscore", "zmscore", "smembers", "xadd",
+      // Enrolments: read the requests, delete each once answered.
+      "xrange", "xdel",
     ],
     keys: [
       RW(k.leader), RW(k.fence), RW(k.fenceLast), RW(k.azState("*")), RW(k.tier), RW(k.standbyWake), RW(k.actuation), RW(k.suspect),
-      RW(k.models), RW(k.practice), RW(k.events), RW(k.nodes), RW(k.dead), RW(k.members), RW(k.azAvailable("*")),
+      RW(k.models), RW(k.practice), RW(k.events), RW(k.inventory), RW(k.nodes), RW(k.dead), RW(k.members), RW(k.azAvailable("*")),
       R(k.node("*")), R(k.azs), R(k.practiceRequest),
       RW(k.canaryExpect), RW(k.canaryAnswers), R(k.canaryRecorded),
+      RW(k.enrol), RW(k.enrolled), RW(k.capabilities),
     ],
     selectors: [],
   };

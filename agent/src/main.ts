@@ -77,7 +77,7 @@ function startCanaries(cfg: AgentConfig, agent: Agent, fleet: Fleet | null, log:
     },
     ready: () => agent.signals.model?.value.kind === "ready",
     serverStarts: () => agent.serverStarts,
-    fleet: () => (fleet ? { redis: fleet.client.redis, keys: fleet.keys } : null),
+    fleet: () => (fleet ? { redis: fleet.client.redis, keys: fleet.keys, recordKey: fleet.registry.ownRecordKey } : null),
     log,
     registry: metrics.registry,
     onChange: (s) => agent.setCanaryMismatch(canaryDrains(s) ? s.detail || "answers differ" : null),

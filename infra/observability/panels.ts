@@ -316,6 +316,14 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
         },
         {
           type: "timeseries",
+          title: "Distrusted Redis values",
+          description: "Values the leader read from Redis and left out: fence tokens healed (fence), implausible node records (node), records or entries its inventory contradicts (forged: a node credential used against other nodes)",
+          w: 6,
+          alerts: ["LlmHaNodeCredentialMisused"],
+          queries: [{ expr: `sum by (what) (increase(${mc("llmha_redis_distrusted_total")}[$__rate_interval])) > 0`, legend: "{{what}}" }],
+        },
+        {
+          type: "timeseries",
           title: "Controller actions",
           description: "Standby wake/release and zonal shift start/cancel calls by outcome (refused-stale: a former leader's call the fencing gate stopped); empty with LLMHA_ACTUATOR=none",
           w: 6,

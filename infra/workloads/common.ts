@@ -6,6 +6,8 @@ export type DaemonSet = k8s.types.input.apps.v1.DaemonSet;
 export type Service = k8s.types.input.core.v1.Service;
 export type PodDisruptionBudget = k8s.types.input.policy.v1.PodDisruptionBudget;
 export type ConfigMap = k8s.types.input.core.v1.ConfigMap;
+export type ClusterRole = k8s.types.input.rbac.v1.ClusterRole;
+export type ClusterRoleBinding = k8s.types.input.rbac.v1.ClusterRoleBinding;
 
 
 

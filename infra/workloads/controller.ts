@@ -1,7 +1,7 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { PORTS } from "../../contracts/names";
-import { APP, NET_ROLE_LABEL } from "../names";
-import { onePodAtATime, type Deployment, type PodDisruptionBudget } from "./common";
+import { APP, LABELS, NET_ROLE_LABEL } from "../names";
+import { onePodAtATime, type ClusterRole, type ClusterRoleBinding, type Deployment, type PodDisruptionBudget } from "./common";
 import { redisCredential } from "./redis-secret";
 
 /**
@@ -87,6 +87,25 @@ export function localGet(path: string): string[] {
   return ["node", "-e", `fetch('http://127.0.0.1:${PORTS.agentHttp}${path}',{signal:AbortSignal.timeout(2000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))`];
 }
 
+/**
+ * What the controller may read of the Kubernetes API: Nodes (get, list, watch), to know which GPU
+ * nodes exist and in which AZ. Cluster-scoped (Nodes are), read-only, nothing else.
+ */
+export function controllerNodeReader(namespace: string): { clusterRole: ClusterRole; binding: ClusterRoleBinding } {
+  const name = "llm-ha-controller-nodes";
+  const labels = { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" };
+  return {
+    clusterRole: { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name, labels }, rules: [{ apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] }] },
+    binding: {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+      subjects: [{ kind: "ServiceAccount", name: CONTROLLER_SERVICE_ACCOUNT, namespace }],
+    },
+  };
+}
+
 /** The controller Deployment and its PDB (one replica down at a time, so a contender stays). */
 export function controllerManifests(s: ControllerSpec): { deployment: Deployment; pdb: PodDisruptionBudget } {
   // fsGroup 10001 reads the 0440 password file.
@@ -112,10 +131,11 @@ export function controllerManifests(s: ControllerSpec): { deployment: Deployment
           affinity: { podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: "kubernetes.io/hostname", labelSelector: { matchLabels: labels } } }] } },
           priorityClassName: "system-cluster-critical",
           terminationGracePeriodSeconds: 15,
-          // The only pods with the cloud role. No Kubernetes API token: the controller never calls the
-          // API, and IRSA projects its own web-identity token whatever this says.
-          ...(s.actuator ? { serviceAccountName: CONTROLLER_SERVICE_ACCOUNT } : {}),
-          automountServiceAccountToken: false,
+          // The only pods with the cloud role (IRSA) and the only llm-ha pods with a Kubernetes API
+          // token: the leader reads the GPU Nodes (its inventory, `LLMHA_INVENTORY=kubernetes`) with
+          // the ClusterRole of `controllerNodeReader` (get/list/watch nodes, nothing else).
+          serviceAccountName: CONTROLLER_SERVICE_ACCOUNT,
+          automountServiceAccountToken: true,
           // fsGroup: the projected IRSA token must be readable by the non-root user.
           securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
           containers: [
@@ -128,6 +148,9 @@ export function controllerManifests(s: ControllerSpec): { deployment: Deployment
                 // The pod's name: the lease holder is `<pod>/<pid>`.
                 { name: "LLMHA_NODE_ID", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
                 env("LLMHA_CLUSTER", s.clusterName),
+                // Which GPU nodes exist and where: the Node objects, not what the nodes write in Redis.
+                env("LLMHA_INVENTORY", "kubernetes"),
+                env("LLMHA_INVENTORY_SELECTOR", LABELS.gpuClass),
                 env("LLMHA_HTTP_PORT", String(PORTS.agentHttp)),
                 ...redis.env,
                 ...standbyEnv(s),

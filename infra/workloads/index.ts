@@ -5,7 +5,7 @@ import { edgeNamespaceOf, NAMESPACE_NAME, WORKLOADS_NAMESPACE, type NetRole } fr
 import { createSecurityGroupPolicies } from "../fences";
 import { Problems } from "../problems";
 import { agentDaemonSet } from "./agent";
-import { CONTROLLER_SERVICE_ACCOUNT, controllerManifests, type AgentActuatorEnv } from "./controller";
+import { CONTROLLER_SERVICE_ACCOUNT, controllerManifests, controllerNodeReader, type AgentActuatorEnv } from "./controller";
 import { objectName } from "./common";
 import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
 import { inferenceHeadlessService, inferenceManifests } from "./inference";
@@ -204,22 +204,24 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const controllerDeps: pulumi.Resource[] = [edgeNs, controllerRedis.secret, ...sgps];
   // The L1 pod's two Redis clients, each its own user: the fallback (its keys, the tier) and the key sync (the client keys).
   const edgeRedis = roleSecret("edge");
-  if (args.agentActuator) {
-    controllerDeps.push(
-      new k8s.core.v1.ServiceAccount(
-        `${name}-controller`,
-        {
-          metadata: {
-            name: CONTROLLER_SERVICE_ACCOUNT,
-            namespace: edgeNamespace,
-            labels: { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" },
-            annotations: { "eks.amazonaws.com/role-arn": args.agentActuator.roleArn },
-          },
+  // The controller's ServiceAccount: the cloud role (IRSA) when it acts, and always the read of the GPU Nodes (its inventory).
+  controllerDeps.push(
+    new k8s.core.v1.ServiceAccount(
+      `${name}-controller`,
+      {
+        metadata: {
+          name: CONTROLLER_SERVICE_ACCOUNT,
+          namespace: edgeNamespace,
+          labels: { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" },
+          ...(args.agentActuator ? { annotations: { "eks.amazonaws.com/role-arn": args.agentActuator.roleArn } } : {}),
         },
-        inEdge,
-      ),
-    );
-  }
+      },
+      inEdge,
+    ),
+  );
+  const nodeReader = controllerNodeReader(edgeNamespace);
+  const nodeRole = new k8s.rbac.v1.ClusterRole(`${name}-controller-nodes`, nodeReader.clusterRole, opts);
+  controllerDeps.push(new k8s.rbac.v1.ClusterRoleBinding(`${name}-controller-nodes`, nodeReader.binding, { ...opts, dependsOn: [nodeRole] }));
   // The controller on the system nodes, one replica per AZ: it alone leads and acts (issue 26).
   const ctl = controllerManifests({
     namespace: edgeNamespace,

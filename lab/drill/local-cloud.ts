@@ -10,6 +10,8 @@
  * | `POST /standby/release {az}`     | stops its running nodes (SIGTERM: agents drain, leave Redis), then drops them from DNS | group handed back to the scale-to-zero schedule |
  * | `POST /shift/start {az, expiresInMs}` | every AZ proxy puts the AZ's servers in MAINT (`set server … state maint`); lifted by itself at expiry | ARC zonal shift on the NLBs |
  * | `POST /shift/cancel {az}`        | those servers back to `ready`                                  | cancel the zonal shift |
+ * | `GET /openid/v1/jwks`            | the issuer's public keys: the cluster's ServiceAccount issuer, which signs each node's projected token (`mintToken`, a file per node the agent enrols with) | the API server's OIDC discovery |
+ * | `GET /api/v1/nodes?labelSelector=` | the GPU nodes that exist (booted, booting or stopping: not stopped), as a Kubernetes `NodeList` (name, zone label, GPU capacity, providerID): the leader's inventory (`LLMHA_INVENTORY`) | the Kubernetes API's Node objects |
  *
  * Node groups: by default one per AZ, named as the AZ. `defineGroups` gives an AZ several
  * (instance types, in fallback order; every group boots the AZ's nodes: the simulated
@@ -22,7 +24,10 @@
  * boot goes on in the background), as a cloud API's do. The token and reason in the body are
  * logged, never checked: fencing happened in the agent's `FencedActuator`.
  */
+import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { dirname } from "node:path";
+import { exportJWK, generateKeyPair, SignJWT, type JWK } from "jose";
 import type { AddressInfo } from "node:net";
 import type { LocalCloudReply, LocalGroupsReply } from "../../agent/src/fleet/actuators/local";
 import type { ActionName } from "../../agent/src/fleet/actuators/types";
@@ -107,6 +112,8 @@ export class LocalCloud {
   private readonly groups = new Map<string, CloudGroup[]>();
   private server: Server | null = null;
   private nodes: SimNode[] = [];
+  /** The nodes the inventory lists from (set before `attach` when the drill has no standby). */
+  private inventoryNodes: SimNode[] | null = null;
   private proxies: () => CloudProxy[] = () => [];
   private endpoints: (az: string) => Promise<void> = async () => undefined;
   private readonly power = new Map<string, NodePower>();
@@ -114,8 +121,42 @@ export class LocalCloud {
   private readonly chain = new Map<string, Promise<void>>();
   private readonly shifts = new Map<string, { expiresAt: number; timer: NodeJS.Timeout }>();
   private port = 0;
+  private signing: Promise<void> | null = null;
+  private signer: { key: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"]; jwk: JWK } | null = null;
 
   constructor(private readonly o: LocalCloudOptions) {}
+
+  /** The issuer (`iss`) of the tokens it mints: its own URL. */
+  get issuer(): string {
+    return this.url;
+  }
+
+  /**
+   * Writes node `nodeId`'s projected ServiceAccount token to `path` (mode 0600), as kubelet
+   * does: audience `llm-ha`, the claim shape of a real one (namespace, node, pod,
+   * ServiceAccount), signed by this cloud's issuer key, valid `ttlS` seconds.
+   */
+  async mintToken(nodeId: string, path: string, ttlS = 6 * 3600): Promise<void> {
+    // One key for every token: nodes start in parallel, so the key is made once, not per first caller.
+    this.signing ??= (async () => {
+      const { privateKey, publicKey } = await generateKeyPair("RS256");
+      this.signer = { key: privateKey, jwk: { ...(await exportJWK(publicKey)), kid: "drill-1", alg: "RS256", use: "sig" } };
+    })();
+    await this.signing;
+    if (!this.signer) throw new LocalCloudRequestError("issuer key not made");
+    const token = await new SignJWT({
+      "kubernetes.io": { namespace: "llm-ha", node: { name: nodeId, uid: `node-${nodeId}` }, pod: { name: `llm-ha-agent-${nodeId}`, uid: `pod-${nodeId}` }, serviceaccount: { name: "llm-ha-agent", uid: "sa-agent" } },
+    })
+      .setProtectedHeader({ alg: "RS256", kid: "drill-1" })
+      .setIssuer(this.issuer)
+      .setAudience("llm-ha")
+      .setSubject("system:serviceaccount:llm-ha:llm-ha-agent")
+      .setIssuedAt()
+      .setExpirationTime(Math.floor(Date.now() / 1000) + ttlS)
+      .sign(this.signer.key);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, token, { mode: 0o600 });
+  }
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
@@ -142,6 +183,29 @@ export class LocalCloud {
     this.proxies = proxies;
     if (endpoints) this.endpoints = endpoints;
     for (const n of nodes) this.power.set(n.id, n.running ? "running" : "stopped");
+  }
+
+  /**
+   * Serves `/api/v1/nodes` for these nodes (every node the drill started; a stopped one is not
+   * listed). Until called (and `attach`), the list answers 503: the leader has no inventory yet.
+   */
+  serveInventory(nodes: SimNode[]): void {
+    this.inventoryNodes = nodes;
+  }
+
+  /** The nodes that exist now, as a Kubernetes `NodeList`. */
+  nodeList(): object {
+    const nodes = this.inventoryNodes ?? this.nodes;
+    const exists = (n: SimNode): boolean => (this.power.has(n.id) ? this.powerOf(n.id) !== "stopped" : n.running);
+    return {
+      kind: "NodeList",
+      apiVersion: "v1",
+      items: nodes.filter(exists).map((n) => ({
+        metadata: { name: n.id, labels: { "topology.kubernetes.io/zone": n.az, "llm-ha.io/gpu-class": "sim" } },
+        spec: { providerID: `local:///${n.az}/i-${n.id}` },
+        status: { capacity: { "nvidia.com/gpu": String(n.gpuCount) } },
+      })),
+    };
   }
 
   /** Gives `az` these node groups (instance types), in fallback order; `[]` restores the default single group. */
@@ -197,6 +261,13 @@ export class LocalCloud {
       "/shift/start": "shift.start",
       "/shift/cancel": "shift.cancel",
     };
+    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/openid/v1/jwks") {
+      return send(200, { keys: this.signer ? [this.signer.jwk] : [] });
+    }
+    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/api/v1/nodes") {
+      if (!this.inventoryNodes && this.nodes.length === 0) return send(503, { error: "local cloud not ready: the drill is still starting its nodes" });
+      return send(200, this.nodeList());
+    }
     if (req.method === "GET" && (req.url ?? "").startsWith("/standby/groups")) {
       const az = new URL(req.url ?? "", "http://x").searchParams.get("az") ?? "";
       if (!this.nodes.some((n) => n.az === az)) return send(this.nodes.length ? 400 : 503, { error: `no nodes in AZ ${JSON.stringify(az)}` });

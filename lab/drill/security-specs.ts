@@ -33,7 +33,7 @@ export const SECURITY_SCENARIOS: readonly ScenarioSpec[] = [
   {
     name: "redis-forgery",
     tier: "fleet",
-    title: "a stolen fallback credential forges node hashes, the lease, the fence, the tier, a practice wake and a cache entry",
+    title: "a stolen fallback credential forges node hashes, the lease, the fence, the tier, a practice wake and a cache entry; a GPU node's own credential adds phantom nodes, moves a member and deletes the shared indexes",
     quick: false,
     repeat: { full: 1, quick: 1 },
     needsFleet: true,

@@ -245,12 +245,18 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const standbyName = azCount > 2 ? names[azCount - 1] : null;
   let cloud: LocalCloud | null = null;
   let fleetEnv: Record<string, string> = {};
+  // The local cloud also serves the leader's inventory (which GPU nodes exist, in which AZ):
+  // started in every drill, acting on nodes only with a standby AZ.
+  const inventory = new LocalCloud({ now: o.now ?? Date.now, log: o.progress });
+  await inventory.listen();
+  o.track(() => inventory.stop());
+  // It also plays the cluster's ServiceAccount issuer: each node's agent enrols with a token it minted (node identities).
+  fleetEnv = { LLMHA_INVENTORY: inventory.url, LLMHA_IDENTITY_JWKS: `${inventory.url}/openid/v1/jwks`, LLMHA_IDENTITY_ISSUER: inventory.issuer };
+  // Listed as they start (the array fills below): a node is in the inventory once its processes run.
+  inventory.serveInventory(nodes);
   if (standbyName) {
-    const c = new LocalCloud({ now: o.now ?? Date.now, log: o.progress });
-    await c.listen();
-    o.track(() => c.stop());
-    cloud = c;
-    fleetEnv = { ...DRILL_STANDBY_ENV, LLMHA_STANDBY_AZ: standbyName, LLMHA_LOCAL_CLOUD_URL: c.url };
+    cloud = inventory;
+    fleetEnv = { ...fleetEnv, ...DRILL_STANDBY_ENV, LLMHA_STANDBY_AZ: standbyName, LLMHA_LOCAL_CLOUD_URL: inventory.url };
   }
   // Every node gets the same ports on an address of its own, as pods behind a headless Service.
   const [inference, admin, http, agentCheck] = [await freePort(), await freePort(), await freePort(), await freePort()];
@@ -266,13 +272,16 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     const address = nodeAddress(names.indexOf(az), seq);
     // The agent reaches Redis over its node's own path (leaving from the node's address), when asked for.
     const redisUrl = paths ? `redis://${(await paths.open(address)).url}` : agentRedis.url;
+    const nodeId = `gpu-${az.slice(3)}${seq + 1}`;
+    const tokenFile = join(o.dir, "tokens", `${nodeId}.token`);
+    await inventory.mintToken(nodeId, tokenFile);
     const node = await startNodeWithRetry(() =>
       SimNode.start({
-        id: `gpu-${az.slice(3)}${seq + 1}`,
+        id: nodeId,
         az,
         dir: join(o.dir, "nodes"),
         model: DRILL_MODEL,
-        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_REDIS_URL: redisUrl, ...agentRedis.env, LLMHA_CLUSTER: cluster },
+        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_IDENTITY_TOKEN_FILE: tokenFile, LLMHA_REDIS_URL: redisUrl, ...agentRedis.env, LLMHA_CLUSTER: cluster },
         stopped: az === standbyName,
         address,
         ports: nodePorts,

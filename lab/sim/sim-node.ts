@@ -169,6 +169,10 @@ export class SimNode {
   get adminUrl(): string { return `http://${this.address}:${this.adminPort}`; }
   get agentPid(): number | null { return this.agent?.child.pid ?? null; }
   get inferencePid(): number | null { return this.inference?.child.pid ?? null; }
+  /** GPUs the node has (what its agent is told to expect, and what the inventory lists). */
+  get gpuCount(): number {
+    return this.opts.gpuCount ?? 8;
+  }
   /** True while its inference server or agent process runs. */
   get running(): boolean {
     return this.inference !== null || this.agent !== null;

@@ -5,6 +5,7 @@
 import { DaemonSet, Deployment } from "kubernetes-models/apps/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
+import { ClusterRole, ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { beforeAll, describe, expect, it } from "vitest";
 import { GPU_CLASSES, isCron, type GpuClassName } from "../../infra/config";
@@ -31,6 +32,8 @@ const KINDS: Record<string, (o: O) => { validate(): void }> = {
   "kubernetes:core/v1:ServiceAccount": (o) => new ServiceAccount(o),
   "kubernetes:policy/v1:PodDisruptionBudget": (o) => new PodDisruptionBudget(o),
   "kubernetes:networking.k8s.io/v1:NetworkPolicy": (o) => new NetworkPolicy(o),
+  "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": (o) => new ClusterRole(o),
+  "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": (o) => new ClusterRoleBinding(o as never),
   // vpc-cni's CRD (security groups for pods): a selector and the groups.
   "kubernetes:vpcresources.k8s.aws/v1beta1:SecurityGroupPolicy": (o) => ({ validate: () => expect(o.spec).toEqual({ podSelector: { matchLabels: expect.any(Object) }, securityGroups: { groupIds: [expect.any(String)] } }) }),
   "kubernetes:monitoring.coreos.com/v1:PrometheusRule": operatorObject,

@@ -196,6 +196,13 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   shiftResources: [],
   azIds: null,
   localCloudUrl: null,
+  inventory: "none",
+  inventorySelector: "llm-ha.io/gpu-class",
+  inventoryTokenFile: "/var/run/secrets/kubernetes.io/serviceaccount/token",
+  inventoryCaFile: "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+  identityTokenFile: null,
+  identityJwks: "none",
+  identityIssuer: null,
 };
 
 /** Frozen defaults, for `--help` and tests. */
@@ -235,6 +242,13 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
   if (cfg.leaseRenewMs >= cfg.leaseTtlMs) throw new ConfigError("LLMHA_LEASE_RENEW_MS", `must be below LLMHA_LEASE_TTL_MS (${cfg.leaseTtlMs})`);
   if (cfg.probeTimeoutMs < cfg.probeLatencyMs) throw new ConfigError("LLMHA_PROBE_TIMEOUT_MS", `must be at least LLMHA_PROBE_LATENCY_MS (${cfg.probeLatencyMs})`);
   checkActuation(cfg);
+  if (cfg.identityJwks !== "none") {
+    if (cfg.identityJwks !== "kubernetes" && !/^https?:\/\/./.test(cfg.identityJwks)) throw new ConfigError("LLMHA_IDENTITY_JWKS", `must be none, kubernetes or an http(s) URL, got ${JSON.stringify(safeUrl(cfg.identityJwks))}`);
+    if (cfg.inventory === "none") throw new ConfigError("LLMHA_IDENTITY_JWKS", "needs LLMHA_INVENTORY: an enrolment is checked against the inventory's nodes");
+  }
+  if (cfg.inventory === "kubernetes" && cfg.role !== "node" && !env.KUBERNETES_SERVICE_HOST) {
+    throw new ConfigError("LLMHA_INVENTORY", "kubernetes needs KUBERNETES_SERVICE_HOST (set in every pod): outside a cluster give the API's URL");
+  }
   if (cfg.inferenceApiKeyFile) {
     const problem = keyFileProblem(cfg.inferenceApiKeyFile);
     if (problem) throw new ConfigError("LLMHA_INFERENCE_API_KEY_FILE", problem);
@@ -264,6 +278,7 @@ function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): v
   checkPracticeWake(cfg);
   if (cfg.role === "controller" && !cfg.redisUrl) throw new ConfigError("LLMHA_REDIS_URL", "is required with LLMHA_ROLE=controller: the lease and the registry live in Redis");
   if (cfg.role === "node" && cfg.actuator !== "none") throw new ConfigError("LLMHA_ACTUATOR", `must be none with LLMHA_ROLE=node (got ${cfg.actuator}): node agents hold no cloud credential; the controller acts (LLMHA_ROLE=controller)`);
+  checkInventory(cfg.inventory);
   if (cfg.actuator === "none") return;
   if (!cfg.redisUrl) throw new ConfigError("LLMHA_ACTUATOR", `${cfg.actuator} needs LLMHA_REDIS_URL: only the elected leader acts`);
   if (!cfg.standbyAz && !cfg.zonalShift) throw new ConfigError("LLMHA_STANDBY_AZ", `LLMHA_ACTUATOR=${cfg.actuator} has nothing to do: set LLMHA_STANDBY_AZ or LLMHA_ZONAL_SHIFT=true`);
@@ -275,6 +290,18 @@ function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): v
   if (cfg.standbyAsgs && !cfg.standbyAz) throw new ConfigError("LLMHA_STANDBY_AZ", "is required with LLMHA_STANDBY_ASGS (which AZ the groups are in)");
   if (cfg.zonalShift && cfg.shiftResources.length === 0) throw new ConfigError("LLMHA_SHIFT_RESOURCES", "is required with LLMHA_ACTUATOR=aws and LLMHA_ZONAL_SHIFT=true");
   if (cfg.zonalShift && !cfg.azIds) throw new ConfigError("LLMHA_AZ_IDS", "is required with LLMHA_ZONAL_SHIFT=true (ARC names zones by AZ id)");
+}
+
+/** `LLMHA_INVENTORY`: `none`, `kubernetes` or an http(s) URL. */
+function checkInventory(v: string): void {
+  if (v === "none" || v === "kubernetes") return;
+  let u: URL | null = null;
+  try {
+    u = new URL(v);
+  } catch {
+    // below
+  }
+  if (!u || (u.protocol !== "http:" && u.protocol !== "https:")) throw new ConfigError("LLMHA_INVENTORY", `must be none, kubernetes or an http(s) URL, got ${JSON.stringify(safeUrl(v))}`);
 }
 
 /** `LLMHA_PRACTICE_WAKE` must be a cron this agent reads, in a zone it knows, with a standby AZ to practise on. */

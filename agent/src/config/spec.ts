@@ -102,6 +102,13 @@ export interface AgentConfig {
   shiftResources: string[];
   azIds: string | null;
   localCloudUrl: string | null;
+  inventory: string;
+  inventorySelector: string;
+  inventoryTokenFile: string;
+  inventoryCaFile: string;
+  identityTokenFile: string | null;
+  identityJwks: string;
+  identityIssuer: string | null;
   canaryIntervalMs: number;
   canaryMaxTokens: number;
   canaryPrefixTokens: number;
@@ -172,6 +179,13 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "shiftResources", env: "LLMHA_SHIFT_RESOURCES", type: "list", defaultText: "none", description: "`aws`: ARNs of the load balancers to zonal-shift, comma separated" },
   { key: "azIds", env: "LLMHA_AZ_IDS", type: "string", defaultText: "none", description: "`aws`: AZ name to AZ id (ARC names zones by id), `us-east-1a=use1-az1,…`" },
   { key: "localCloudUrl", env: "LLMHA_LOCAL_CLOUD_URL", type: "url", defaultText: "none", description: "`local`: the drill's local cloud (starts and stops the standby nodes, shifts in HAProxy)" },
+  { key: "inventory", env: "LLMHA_INVENTORY", type: "string", defaultText: "none", description: "where the leader learns which GPU nodes exist and in which AZ: `kubernetes` (the cluster's Node objects, read with the pod's ServiceAccount; the controller's manifests set it), an http(s) URL of an API serving `/api/v1/nodes` the same way (the drill's local cloud), or `none` (trust what agents write in Redis: one node's Redis credentials can then steer the leader)" },
+  { key: "inventorySelector", env: "LLMHA_INVENTORY_SELECTOR", type: "string", defaultText: "`llm-ha.io/gpu-class`", description: "label selector of the GPU Nodes that are inventory (the label the stack sets on its GPU nodes)" },
+  { key: "inventoryTokenFile", env: "LLMHA_INVENTORY_TOKEN_FILE", type: "path", defaultText: "`/var/run/secrets/kubernetes.io/serviceaccount/token`", description: "bearer token for the inventory API (https only), re-read on every list (kubelet rotates it)" },
+  { key: "inventoryCaFile", env: "LLMHA_INVENTORY_CA_FILE", type: "path", defaultText: "`/var/run/secrets/kubernetes.io/serviceaccount/ca.crt`", description: "CA bundle of the inventory API (https only)" },
+  { key: "identityTokenFile", env: "LLMHA_IDENTITY_TOKEN_FILE", type: "path", defaultText: "none", description: "the node's projected ServiceAccount token (audience `llm-ha`; it names the node): the agent enrols with it and heartbeats only under a record key the leader hands it (node identities; the leader needs `LLMHA_IDENTITY_JWKS`). Re-read at every enrolment" },
+  { key: "identityJwks", env: "LLMHA_IDENTITY_JWKS", type: "string", defaultText: "none", description: "the leader: where the cluster's ServiceAccount issuer keys are, to verify enrolments: `kubernetes` (the API server's `/openid/v1/jwks`), an http(s) URL, or `none` (no node identities: records read under `node:<id>`). Needs `LLMHA_INVENTORY`" },
+  { key: "identityIssuer", env: "LLMHA_IDENTITY_ISSUER", type: "string", defaultText: "not checked", description: "the leader: the issuer (`iss`) enrolment tokens must name (the cluster's OIDC issuer URL)" },
   // Correctness canaries (issue 32): known-answer requests, compared with the fleet's (or an operator's) expected answers.
   { key: "canaryIntervalMs", env: "LLMHA_CANARY_INTERVAL_MS", type: "int", min: 0, max: 86_400_000, defaultText: ms(60_000), description: "how often the agent sends its server the first set of known-answer canaries (greedy, seeded, short); a node that differs is re-checked with the second set at once, then drained (`CANARY_MISMATCH`); 0 turns canaries off" },
   { key: "canaryMaxTokens", env: "LLMHA_CANARY_MAX_TOKENS", type: "int", min: 1, max: 128, defaultText: "16", description: "tokens each canary asks for (the cost: 3 requests of this many tokens a round)" },
@@ -194,6 +208,7 @@ export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: re
   { title: "Redis and the leader lease", keys: ["redisUrl", "redisCaFile", "redisUser", "redisPasswordFile", "leaseTtlMs", "leaseRenewMs", "leaseContendMs"] },
   { title: "Standby AZ and practice wakes", keys: ["standbyAz", "standbyHoldMs", "standbyCapacityPercent", "coldStartGraceMs", "standbyAsgs", "standbyFallback", "standbyWakeBoundMs", "practiceWake", "practiceWakeTz", "practiceWakeBudgetMs"] },
   { title: "Acting on the cloud (the leader)", keys: ["actuator", "zonalShift", "shiftExpiryMs", "awsRegion", "shiftResources", "azIds", "localCloudUrl"] },
+  { title: "Inventory and node identities", keys: ["inventory", "inventorySelector", "inventoryTokenFile", "inventoryCaFile", "identityTokenFile", "identityJwks", "identityIssuer"] },
   { title: "Correctness canaries", keys: ["canaryIntervalMs", "canaryMaxTokens", "canaryPrefixTokens", "canaryLogprobTolerance"] },
 ];
 

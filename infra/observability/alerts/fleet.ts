@@ -84,6 +84,19 @@ export function fleetRules(t: AlertThresholds): RuleGroupSpec {
         },
       },
       {
+        alert: "LlmHaNodeCredentialMisused",
+        // The leader counts, every period, node records and index entries that contradict its
+        // inventory (nodes it does not list, another AZ than the Node's): only a credential used
+        // against other nodes writes those. Any at all is an incident, at once.
+        expr: `sum by (cluster) (increase(llmha_redis_distrusted_total{what="forged"}[5m])) > 0`,
+        labels: { severity: "critical" },
+        annotations: {
+          summary: "Redis holds node records the inventory contradicts in {{ $labels.cluster }}",
+          description: "Records or index entries for nodes the inventory (the Kubernetes Node objects) does not list, or claiming another AZ than their Node's: a GPU node's Redis credential is being used against other nodes. The leader ignores them; the AZ states are not affected.",
+          runbook: "Find the writer: the leader's log line \"node records in Redis for nodes the inventory does not list\" names the ids; `ACL LOG` on Redis and the `events` stream show the client. Cordon and drain the node whose credential it is, rotate the agent role's password (docs/redis-roles.md), then reimage the node.",
+        },
+      },
+      {
         alert: "LlmHaBlastRadiusCapTripped",
         expr: `${SUSPECT} == 1`,
         for: "1m",

@@ -4,6 +4,7 @@
  * does not slow the watch) — node hashes that expired and how late heartbeats ran — and the
  * lease holder's changes over a window.
  */
+import { recordKeys } from "../record-keys";
 import { Redis } from "ioredis";
 import { sleep } from "../../../agent/src/util/net";
 import { RedisKeys } from "../../../agent/src/fleet/redis/keys";
@@ -34,8 +35,9 @@ export function watchRegistry(ctx: ScenarioContext, o: { everyMs?: number; ignor
     while (on) {
       try {
         const ids = ctx.stack.running().map((n) => n.id).filter((id) => !o.ignore?.includes(id));
+        const records = await recordKeys(r, keys, ids);
         const p = r.pipeline().time();
-        for (const id of ids) p.exists(keys.node(id)).zscore(keys.nodes, id);
+        ids.forEach((id, i) => p.exists(records[i]).zscore(keys.nodes, id));
         const res = (await p.exec()) ?? [];
         const [sec, usec] = (res[0]?.[1] as [string, string] | undefined) ?? ["0", "0"];
         const nowMs = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);

@@ -17,6 +17,7 @@
  * stale write, a leader again within TTL + contend and the registry complete within two
  * heartbeats of the endpoint reaching the new primary.
  */
+import { recordKeys } from "../record-keys";
 import { Redis } from "ioredis";
 import { sleep } from "../../../agent/src/util/net";
 import { RedisKeys } from "../../../agent/src/fleet/redis/keys";
@@ -82,7 +83,7 @@ async function registryBack(ctx: ScenarioContext, from: number, limitMs: number)
   r.on("error", () => undefined);
   try {
     const ids = ctx.stack.running().map((n) => n.id);
-    const ok = await within(limitMs, async () => (await Promise.all(ids.map((id) => r.exists(keys.node(id))))).every((x) => x === 1), 20);
+    const ok = await within(limitMs, async () => (await Promise.all((await recordKeys(r, keys, ids)).map((k) => r.exists(k)))).every((x) => x === 1), 20);
     return ok ? ctx.now() - from : null;
   } finally {
     r.disconnect();

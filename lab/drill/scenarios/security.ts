@@ -7,6 +7,14 @@
  *   with the agents' credential, also `while true do end`), load a functions library, and call
  *   llm-ha's functions (`FCALL`) with forged arguments. Every write must be refused, no AZ
  *   state change, no actuator call, no forged answer, Redis never BUSY.
+ *   Then, with a GPU node's own credentials (the agent role: a node's root has them), what the
+ *   role may write but the leader must not believe: a phantom member with a failed record in
+ *   another AZ, a member moved to another AZ, a phantom id in an AZ's available set, and the
+ *   shared indexes (`nodes`, `dead`, `azs`) deleted, another node's record forged failed and
+ *   held by a foreign instance, an enrolment as another node with a made-up token. The leader
+ *   reads which nodes exist from its inventory (the local cloud's `/api/v1/nodes`) and each
+ *   node's record under the key it handed that node at enrolment: no AZ state change, no
+ *   actuator call, the forged node keeps heartbeating (no false failover).
  * - `agent-starve`: 600 idle agent-check sockets and 300 slowloris HTTP sockets from another
  *   address against one node's agent; its liveness and readiness probes and HAProxy's checks
  *   keep getting answers, nothing fails over, and a real fault under the flood still takes
@@ -104,6 +112,35 @@ export async function runRedisForgery(ctx: ScenarioContext, spec: ScenarioSpec, 
         } else if (!/NOPERM|no permissions|can't access/i.test(msg)) r.notes.push(`${what}: ${msg.slice(0, 80)}`);
       }
     }
+    // A GPU node's own credentials: Redis accepts these writes (the role needs them for its own
+    // record); the leader, reading its inventory, must not act on them.
+    const other = ctx.stack.running().find((n) => !ctx.stack.azOf(n).standby && n.az !== victims[0]?.az) ?? victims[0];
+    const nodeCred = new Redis(ctx.stack.redis.urlAs("llmha-agent"), { maxRetriesPerRequest: 0 });
+    nodeCred.on("error", () => undefined);
+    const phantomAz = other?.az ?? azs[0];
+    const nodeAttempts: [string, () => Promise<unknown>][] = [
+      ["phantom member", () => nodeCred.hset(keys.members, "ghost-1", `${phantomAz}|64|1`)],
+      ["phantom record", () => nodeCred.hset(keys.node("ghost-1"), "az", phantomAz, "status", "UNHEALTHY", "c", `${phantomAz}|UNHEALTHY|down|0|0|64||GPU_LOST`)],
+      ["phantom in an available set", () => nodeCred.zadd(keys.azAvailable(phantomAz), 0, "ghost-2")],
+      ...(victims[0] && other && other.az !== victims[0].az ? [[`member ${victims[0].id} moved to ${other.az}`, () => nodeCred.hset(keys.members, victims[0].id, `${other.az}|8|1`)] as [string, () => Promise<unknown>]] : []),
+      ["shared indexes deleted", () => nodeCred.del(keys.nodes, keys.dead, keys.azs)],
+      // Another node's record, failed, held by a foreign instance for 10 years: the leader reads each node's record under its own capability key.
+      ...(other ? [[`${other.id}'s record forged failed and held`, () => nodeCred.multi().hset(keys.node(other.id), "az", other.az, "status", "UNHEALTHY", "instance", "evil", "c", `${other.az}|UNHEALTHY|down|0|0|8||GPU_LOST`).pexpire(keys.node(other.id), 10 * 365 * 86_400_000).exec()] as [string, () => Promise<unknown>]] : []),
+      ["an enrolment as another node with a made-up token", () => nodeCred.xadd(keys.enrol, "*", "nodeId", other?.id ?? "gpu-b1", "token", "e30.e30.forged", "publicKey", "x")],
+    ];
+    let nodeWrites = 0;
+    try {
+      for (const [what, go] of nodeAttempts) {
+        try {
+          await go();
+          nodeWrites += 1;
+        } catch (err) {
+          r.notes.push(`node credential, ${what}: ${(err as Error).message.slice(0, 80)}`);
+        }
+      }
+    } finally {
+      nodeCred.disconnect();
+    }
     await until(ctx, FORGERY_WATCH_MS, () => false);
     const changed = (await azStates(admin, keys, azs)) !== before ? 1 : 0;
     if (changed) r.notes.push(`AZ states ${before} → ${await azStates(admin, keys, azs)}`);
@@ -115,6 +152,7 @@ export async function runRedisForgery(ctx: ScenarioContext, spec: ScenarioSpec, 
     r.extra.actuatorCalls = (ctx.stack.cloud?.actions.length ?? 0) - actionsBefore;
     r.extra.answersForged = (await admin.keys(`${keys.fallbackCache}e:*`)).length - entriesBefore;
     r.extra.attempts = attempts.length;
+    r.extra.nodeCredentialWrites = nodeWrites;
   } finally {
     thief.disconnect();
     nodeThief.disconnect();

@@ -11,6 +11,9 @@ import type { FencedWriter } from "../redis/fenced";
 import type { RedisKeys } from "../redis/keys";
 import type { LeaderLease } from "../redis/lease";
 import { readSnapshot, type RegistrySnapshot } from "../redis/registry";
+import type { Inventory } from "../inventory/inventory";
+import { InventoryTracker } from "../inventory/tracker";
+import type { EnrolmentDesk } from "../identity/desk";
 import { modelSameness } from "../../node/evaluator/model-sameness";
 import type { CanaryTolerance } from "../../node/canary/answers";
 import { publishExpectations } from "../../node/canary/store";
@@ -66,6 +69,14 @@ export interface ControllerOptions {
   standbyUnavailable?: () => string | null;
   /** Practice wakes of the standby on a schedule (`LLMHA_PRACTICE_WAKE`); none when absent. */
   practice?: PracticeSchedule;
+  /**
+   * Which GPU nodes exist and where (`LLMHA_INVENTORY`): with one, the nodes, their AZs and
+   * GPU counts come from it and agents' own indexes (`members`, `azs`) are not trusted;
+   * without one (the bench, older set-ups), from what agents write.
+   */
+  inventory?: Inventory;
+  /** Node identities (with an inventory): enrolments judged each period, records read under capability keys only. */
+  identities?: EnrolmentDesk;
 }
 
 export class Controller {
@@ -74,6 +85,7 @@ export class Controller {
   private readonly log: Logger;
   private lastModelOutliers = "";
   private lastSkipped = "";
+  private readonly inventory: InventoryTracker | null;
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
   private memory: ControllerMemory = emptyControllerMemory();
@@ -92,6 +104,7 @@ export class Controller {
     this.o = o;
     this.settings = resolveControllerSettings(o.settings);
     this.log = o.log.child({ component: "controller" });
+    this.inventory = o.inventory ? new InventoryTracker(o.inventory, o.redis, o.keys, this.log, undefined, o.identities ?? null) : null;
   }
 
   /** The last evaluation this process published (null when it never led). */
@@ -120,6 +133,7 @@ export class Controller {
 
   private async runTerm(signal: AbortSignal): Promise<void> {
     try {
+      await this.inventory?.seed();
       await this.seedMemory();
     } catch (err) {
       this.log.warn({ err: (err as Error).message }, "could not read the published state; starting fresh");
@@ -193,7 +207,8 @@ export class Controller {
     if (!term) return null;
     const explained = this.silenceExplained(now);
     // The sweep marks expired nodes and takes them out of the sets: not while their silence is Redis's.
-    if (explained === null) {
+    // With node identities the sweep (which looks at `node:<id>`) does not run: the inventory read takes dead nodes out.
+    if (explained === null && !this.inventory?.identities) {
       // In chunks (`SWEEP_CHUNK` nodes a call), other clients served in between; what a
       // period leaves (a zone of thousands dying at once) waits for the next one.
       let expired = 0;
@@ -209,7 +224,7 @@ export class Controller {
       if (expired) this.log.info({ expired }, "expired nodes swept from the available sets");
     }
     const t0 = performance.now();
-    const snap = await readSnapshot(redis, keys);
+    const snap = this.inventory ? await this.inventory.snapshot(writer, now) : await readSnapshot(redis, keys);
     this.reportSkipped(snap);
     const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now, { silenceExplained: explained, standbyUnavailable: this.o.standbyUnavailable?.() ?? null });
     const aggMs = performance.now() - t0;
@@ -273,7 +288,8 @@ export class Controller {
     // Same model everywhere (issue 16): every 10th period, what each live node says it serves.
     if (this.ticks % 10 === 0) writes.push(this.publishModelSameness(snap, now));
     // Correctness canaries (issue 32): the expected answers per model, from the fleet's majority or an operator's record.
-    if (this.o.canary && this.ticks % 2 === 0) writes.push(publishExpectations(redis, keys, writer, this.o.canary.tolerance, now, this.o.canary.maxAgeMs));
+    // With an inventory only its nodes vote (answers under other ids are pruned and counted as forged).
+    if (this.o.canary && this.ticks % 2 === 0) writes.push(this.publishCanaryExpectations(this.o.canary, now));
     const results = await Promise.all(writes);
     if (results.some((r) => !r.accepted)) return null;
 
@@ -302,7 +318,7 @@ export class Controller {
     const { redis, keys, writer, metrics } = this.o;
     const alive = snap.nodes.filter((n) => n.alive);
     const pipe = redis.pipeline();
-    for (const n of alive) pipe.hmget(keys.node(n.nodeId), "model", "modelRevision", "modelDtype", "maxContext");
+    for (const n of alive) pipe.hmget(this.inventory?.recordKey(n.nodeId) ?? keys.node(n.nodeId), "model", "modelRevision", "modelDtype", "maxContext");
     const got = (await pipe.exec()) ?? [];
     const same = modelSameness(
       alive.map((n, i) => {
@@ -334,14 +350,27 @@ export class Controller {
     return r;
   }
 
+  private async publishCanaryExpectations(canary: CanaryLearning, now: number): Promise<{ accepted: boolean }> {
+    const { redis, keys, writer, metrics } = this.o;
+    const voters = this.inventory?.voters() ?? undefined;
+    const r = await publishExpectations(redis, keys, writer, canary.tolerance, now, canary.maxAgeMs, voters);
+    if (r.outsiders.length) {
+      metrics?.distrusted.inc({ what: "forged" }, r.outsiders.length);
+      this.log.warn({ ids: r.outsiders.slice(0, 20), count: r.outsiders.length }, "canary answers under ids the inventory does not list were pruned, no vote: a node credential is being used to forge voters");
+    }
+    return r;
+  }
+
   /** Node records that cannot be an agent's (forged or corrupted) were left out: counted every tick, logged when the set changes. */
   private reportSkipped(snap: RegistrySnapshot): void {
     const skipped = snap.skipped ?? [];
-    if (skipped.length) this.o.metrics?.distrusted.inc({ what: "node" }, skipped.length);
+    const forged = skipped.filter((s) => s.what === "forged").length;
+    if (forged) this.o.metrics?.distrusted.inc({ what: "forged" }, forged);
+    if (skipped.length - forged) this.o.metrics?.distrusted.inc({ what: "node" }, skipped.length - forged);
     const key = skipped.map((s) => `${s.nodeId}:${s.reason}`).join(",");
     if (key === this.lastSkipped) return;
     this.lastSkipped = key;
-    if (skipped.length) this.log.warn({ skipped: skipped.slice(0, 20), count: skipped.length }, "node records in Redis that no agent could have written were left out of the AZ states");
+    if (skipped.length) this.log.warn({ skipped: skipped.slice(0, 20), count: skipped.length }, forged ? "node records in Redis for nodes the inventory does not list, or for another AZ than the inventory's, were left out of the AZ states: a node credential is being used against other nodes" : "node records in Redis that no agent could have written were left out of the AZ states");
   }
 
   private logTransitions(e: Evaluation): void {

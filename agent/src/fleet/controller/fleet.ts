@@ -8,6 +8,10 @@
  *   ...GET /az/health → await fleet.azHealth(); GET /status → fleet.status()
  *   await fleet.stop();            // SIGTERM: releases the lease, removes the node
  */
+import type { Inventory } from "../inventory/inventory";
+import type { JWTVerifyGetKey } from "jose";
+import { Enrolment } from "../identity/enrol";
+import { EnrolmentDesk } from "../identity/desk";
 import type { Registry } from "prom-client";
 import type { ConnectionOptions } from "node:tls";
 import type { FencedActuator } from "../actuators/gate";
@@ -42,6 +46,12 @@ export interface FleetOptions {
   controller?: Partial<ControllerSettings>;
   /** Practice wakes of the standby (`LLMHA_PRACTICE_WAKE`); none when absent. */
   practice?: PracticeSettings;
+  /** Which GPU nodes exist and where (`LLMHA_INVENTORY`), for the leader; none: trust agents' indexes. */
+  inventory?: Inventory;
+  /** The node's projected token (`LLMHA_IDENTITY_TOKEN_FILE`): the agent enrols and heartbeats under its own record key. */
+  identityTokenFile?: string;
+  /** The leader verifies enrolments against these issuer keys (`LLMHA_IDENTITY_JWKS`); needs `inventory`. */
+  identities?: { jwks: () => Promise<JWTVerifyGetKey>; issuer: string | null };
   log: Logger;
   /** The agent's Prometheus registry; the `llmha_…` fleet series are added to it. */
   metrics: Registry;
@@ -115,6 +125,7 @@ export class Fleet {
       keys: this.keys,
       settings: { intervalMs: o.intervalMs },
       log: o.log,
+      identity: o.identityTokenFile ? new Enrolment({ redis: this.client.redis, keys: this.keys, nodeId: o.nodeId, tokenFile: o.identityTokenFile, log: o.log }) : undefined,
       onHeartbeat: (ok) => {
         if (!ok) this.redisTroubleAt = Date.now();
         this.metrics.heartbeats.inc({ result: ok ? "ok" : "error" });
@@ -143,6 +154,10 @@ export class Fleet {
       standbyUnavailable: () => this.reconciler?.standbyUnavailable() ?? null,
       practice: o.practice ? new PracticeSchedule(o.practice, o.metrics) : undefined,
       canary: o.canary,
+      inventory: o.inventory,
+      identities: o.identities && o.inventory
+        ? new EnrolmentDesk({ redis: this.client.redis, keys: this.keys, jwks: o.identities.jwks, issuer: o.identities.issuer, log: o.log, onJudged: (result) => this.metrics.enrolments.inc({ result }) })
+        : undefined,
     });
     // A lost connection (a failover moving the endpoint, a restart) is Redis trouble too.
     for (const ev of ["error", "reconnecting"] as const) this.client.redis.on(ev, () => (this.redisTroubleAt = Date.now()));

@@ -20,6 +20,8 @@ export class FleetMetrics {
   readonly staleWritesRejected: Counter;
   /** Values read from Redis that were not sane (`what`: `fence` healed, `node` record skipped). */
   readonly distrusted: Counter<"what">;
+  /** Enrolments the leader judged (node identities): `ok` or `refused` (a token that failed). */
+  readonly enrolments: Counter<"result">;
   readonly azState: Gauge<"az" | "state">;
   readonly azHealthy: Gauge<"az">;
   readonly azTotal: Gauge<"az">;
@@ -54,11 +56,13 @@ export class FleetMetrics {
     });
     this.distrusted = new Counter({
       name: "llmha_redis_distrusted_total",
-      help: "Values read from Redis that were not sane (forged or corrupted): fence tokens left out and healed (what=fence), node records skipped (what=node)",
+      help: "Values read from Redis that were not sane (forged or corrupted): fence tokens left out and healed (what=fence), node records skipped (what=node), records or member entries for nodes the inventory does not list or claiming another AZ than its (what=forged)",
       labelNames: ["what"],
       registers,
     });
-    for (const what of ["fence", "node"]) this.distrusted.inc({ what }, 0);
+    for (const what of ["fence", "node", "forged"]) this.distrusted.inc({ what }, 0);
+    this.enrolments = new Counter({ name: "llmha_enrolments_total", help: "Node enrolments the leader judged: ok (capability handed out) or refused (token, node claim or inventory check failed; logged with the reason, never the token)", labelNames: ["result"], registers });
+    for (const result of ["ok", "refused"]) this.enrolments.inc({ result }, 0);
     this.azState = new Gauge({ name: "llmha_az_state", help: "1 for the AZ's current state (leader view)", labelNames: ["az", "state"], registers });
     this.azHealthy = new Gauge({ name: "llmha_az_healthy_capacity", help: "Healthy GPUs in the AZ (leader view)", labelNames: ["az"], registers });
     this.azTotal = new Gauge({ name: "llmha_az_total_capacity", help: "GPUs the AZ should have (leader view)", labelNames: ["az"], registers });

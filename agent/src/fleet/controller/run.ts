@@ -15,6 +15,8 @@ import type { Logger } from "../../util/log";
 import { safeUrl } from "../../util/log";
 import { Fleet, type FleetOptions } from "./fleet";
 import type { CanaryTolerance } from "../../node/canary/answers";
+import { inventoryFromSetting } from "../inventory/inventory";
+import { jwksFromSetting } from "../identity/jwks";
 
 /** The fleet settings every role reads from the agent's configuration, in one place. */
 export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, tolerance: CanaryTolerance): FleetOptions {
@@ -36,6 +38,11 @@ export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, t
     canary: cfg.canaryIntervalMs > 0 ? { tolerance, maxAgeMs: 5 * cfg.canaryIntervalMs } : undefined,
     // Node agents never lead; the controller checks no node (issue 26).
     contend: cfg.role !== "node",
+    // Only a process that may lead reads the inventory (a GPU node's agent holds no cluster credential).
+    inventory: cfg.role === "node" ? undefined : inventoryFromSetting(cfg.inventory, { selector: cfg.inventorySelector, tokenFile: cfg.inventoryTokenFile, caFile: cfg.inventoryCaFile, env: process.env }) ?? undefined,
+    // Node identities: the agent enrols with its node's token; the leader verifies against the issuer's keys.
+    identityTokenFile: cfg.role === "controller" ? undefined : cfg.identityTokenFile ?? undefined,
+    identities: cfg.role === "node" || cfg.identityJwks === "none" ? undefined : { jwks: jwksFromSetting(cfg.identityJwks, { tokenFile: cfg.inventoryTokenFile, caFile: cfg.inventoryCaFile, env: process.env }), issuer: cfg.identityIssuer },
     register: cfg.role !== "controller",
   };
 }

@@ -11,7 +11,8 @@
  * | `members`              | hash   | agents; leader sweeps | node id → `<az>|<gpusExpected>|<served>`: the capacity an AZ should have (`served` 1 once the node took traffic: a new node still loading is not yet counted), kept while a node is dead, dropped on graceful removal or after the forget period |
  * | `nodes`                | zset   | agents; leader sweeps | live node id → epoch ms (Redis clock) of its last heartbeat |
  * | `dead`                 | zset   | leader (sweep); agents | node id → epoch ms of its last heartbeat, for nodes whose hash expired: moved here out of `nodes` by the sweep (once: the expiry event), forgotten by score, back to `nodes` with its next heartbeat. Replaces the `expired` set of 0.1 (the sweep re-read every dead node on every tick) |
- * | `azs`                  | set    | agents                | every AZ seen |
+ * | `azs`                  | set    | agents                | every AZ seen (not trusted by a leader with an inventory) |
+ * | `inventory`            | hash   | leader (fenced)       | with an inventory (`LLMHA_INVENTORY`): node id → `<az>|<gpus>|<served>` of every GPU node the inventory lists, `served` 1 once the leader saw it take traffic; what the next leader starts from. Agents cannot write it |
  * | `leader`               | string | lease                 | `<holderId>:<token>`, `SET NX PX` |
  * | `fence`                | string | lease                 | fencing token counter, `INCR` on every acquisition |
  * | `fence:last`           | hash   | lease + fenced writes | `token, holder` of the highest token accepted; lower tokens are refused |
@@ -28,7 +29,11 @@
  * | `fallback:cache:*`     | mixed  | `llm-ha cache import` | the verified-answer cache (entries `e:<sha256>`, `lru`, `size`, `bytes`; see fallback/cache.ts); the fallback only reads entries |
  * | `fallback:req:<id>`    | string | `llm-ha fallback`     | a queued request's result (fallback/results.ts) |
  * | `fallback:queue`       | hash   | `llm-ha fallback`     | the Kafka queue's depth for `llm-ha status` |
- * | `canary:answers`       | hash   | each agent; leader prunes | node id → JSON `{az, model, at, answers}`: its latest correctness-canary answers per prompt id (issue 32) |
+ * | `node:<id>:<capability>` | hash | each enrolled agent | with node identities (`LLMHA_IDENTITY_TOKEN_FILE`): the same record as `node:<id>`, under a key whose last part only that agent and the leader know (128 random bits handed out at enrolment); the agent role has no SCAN/KEYS, so no node finds or touches another's |
+ * | `enrol`                | stream | agents (append only)  | enrolment requests `{nodeId, token, publicKey}`: the node's projected ServiceAccount token and a public key of its own; the agent role may only XADD (`%W~`), so no node reads another's token; the leader reads and deletes them |
+ * | `enrolled`             | hash   | leader                | node id → JSON `{seal, key, at}`: the node's capability sealed to its public key (`key`: SHA-256 of that key, first 16 hex) |
+ * | `llmha-caps:<cluster>` | hash   | leader only           | node id → capability. Outside the `llmha:<cluster>:` prefix so that no role reading that prefix (`llmha-reader`, `llmha-operator`) reads it |
+ * | `canary:answers`       | hash   | each agent; leader prunes | node id → JSON `{az, model, at, answers}`: its latest correctness-canary answers per prompt id (issue 32); with an inventory only its nodes' fields vote, the leader deletes the others |
  * | `canary:expect`        | hash   | leader (fenced)       | `m:<model key>` → JSON expectation `{source, at, answers, nodes, agreeing, disagreeing, capped}`, learned from the fleet's majority or recorded; `leader, token, updatedAt` |
  * | `canary:recorded`      | hash   | `llm-ha canary record` | `m:<model key>` → JSON expectation an operator recorded; it takes precedence over the fleet's |
  *
@@ -64,6 +69,24 @@ export class RedisKeys {
   }
   get azs(): string {
     return `${this.prefix}azs`;
+  }
+  /** A node's record under its capability (node identities). */
+  nodeRecord(id: string, capability: string): string {
+    return `${this.prefix}node:${id}:${capability}`;
+  }
+  get enrol(): string {
+    return `${this.prefix}enrol`;
+  }
+  get enrolled(): string {
+    return `${this.prefix}enrolled`;
+  }
+  /** node id → capability: outside the cluster prefix, so that roles reading `llmha:<cluster>:*` do not reach it. */
+  get capabilities(): string {
+    return `llmha-caps:${this.cluster}`;
+  }
+  /** The leader's own view of the inventory (fenced; agents cannot write it). */
+  get inventory(): string {
+    return `${this.prefix}inventory`;
   }
   get leader(): string {
     return `${this.prefix}leader`;

@@ -10,6 +10,7 @@ import type { Logger } from "../../util/log";
 import { sleep } from "../../util/net";
 import type { RedisClient } from "./client";
 import type { RedisKeys } from "./keys";
+import type { Enrolment } from "../identity/enrol";
 import {
   heartbeatScript,
   removeScript,
@@ -120,6 +121,11 @@ export interface NodeRegistryOptions {
   onHeartbeat?: (ok: boolean) => void;
   /** This agent process's id in the node hash (one live agent per node id). Default: random. */
   instance?: string;
+  /**
+   * Node identity (`LLMHA_IDENTITY_TOKEN_FILE`): the agent enrols and heartbeats only under its
+   * own record key (`node:<id>:<capability>`); until enrolled it does not heartbeat.
+   */
+  identity?: Enrolment;
 }
 
 /** Another live agent holds this node id. */
@@ -151,6 +157,8 @@ export class NodeRegistry {
   /** Set while another live agent holds this node id (the heartbeat was refused). */
   private conflict: string | null = null;
   readonly instance: string;
+  private readonly identity: Enrolment | null;
+  private beats = 0;
   private readonly onReady = (): void => {
     // Redis is back: re-register now instead of waiting out the backoff.
     if (this.failures > 0 && !this.closed && this.getReport) this.arm(0);
@@ -163,6 +171,15 @@ export class NodeRegistry {
     this.log = opts.log.child({ component: "registry" });
     this.onHeartbeat = opts.onHeartbeat ?? (() => undefined);
     this.instance = opts.instance ?? randomBytes(8).toString("hex");
+    this.identity = opts.identity ?? null;
+  }
+
+  /**
+   * With a node identity: the record key this agent writes under (null until enrolled); without
+   * one: undefined (its answers and record go under the plain node id).
+   */
+  get ownRecordKey(): string | null | undefined {
+    return this.identity ? this.identity.recordKey : undefined;
   }
 
   /** The instance that holds this node id in Redis instead of this agent, while one does. */
@@ -242,6 +259,13 @@ export class NodeRegistry {
     }
     this.last = report;
     const { k, a } = heartbeatArgs(this.keys, report, this.ttlMs, this.settings.eventsMaxLen, this.instance);
+    if (this.identity) {
+      // Every 10th beat: is the capability still the leader's? (It lost them, or a re-enrolment replaced it.)
+      if (this.identity.recordKey && this.beats++ % 10 === 9) await this.identity.stillValid();
+      const own = this.identity.recordKey ?? (await this.identity.enrol(Math.max(2000, 3 * this.settings.intervalMs)));
+      if (!own) throw new RegistryReportError("not enrolled yet: no answer from the leader to this node's enrolment");
+      k.node = own;
+    }
     const r = await heartbeatScript(this.client.redis, k, a);
     if (r.heldBy !== null) {
       if (this.conflict !== r.heldBy) {
@@ -335,7 +359,7 @@ export class NodeRegistry {
     const k = this.keys;
     const r = await removeScript(
       this.client.redis,
-      { node: k.node(id), events: k.events, nodes: k.nodes, members: k.members, dead: k.dead },
+      { node: this.identity?.recordKey ?? k.node(id), events: k.events, nodes: k.nodes, members: k.members, dead: k.dead },
       id,
       k.prefix,
       this.settings.eventsMaxLen,

@@ -38,6 +38,12 @@ export interface SkippedRecord {
   nodeId: string;
   /** Why, in a few words (`unknown AZ "x"`, `gpus 9999 above 64`…). */
   reason: string;
+  /**
+   * `forged`: a node the inventory does not list, or a record claiming another AZ than the
+   * inventory's (only a credential used against another node writes that); `node` (absent): a
+   * record no agent writes (implausible values).
+   */
+  what?: "node" | "forged";
 }
 
 /** More GPUs than any instance type has: a count above it is not a real node's. */

@@ -32,7 +32,8 @@ export interface CanaryOptions {
   ready(): boolean;
   /** Times the inference server became ready after not being ready (a restart raises it). */
   serverStarts(): number;
-  fleet(): { redis: Redis; keys: RedisKeys } | null;
+  /** The fleet's Redis; `recordKey`: the node's own record with a node identity (null before it is enrolled), absent without one. */
+  fleet(): { redis: Redis; keys: RedisKeys; recordKey?: string | null } | null;
   log: Logger;
   registry: Registry;
   onChange(s: CanaryState): void;
@@ -123,7 +124,8 @@ export class CanaryRunner {
     let expected: Awaited<ReturnType<typeof readExpectation>> = null;
     if (fleet) {
       try {
-        await publishAnswers(fleet.redis, fleet.keys, { nodeId: this.o.nodeId, az: this.o.az, model: served.key, at: this.clock(), answers: this.answers });
+        // With a node identity, into its own record (none before it is enrolled).
+        if (fleet.recordKey !== null) await publishAnswers(fleet.redis, fleet.keys, { nodeId: this.o.nodeId, az: this.o.az, model: served.key, at: this.clock(), answers: this.answers }, fleet.recordKey ?? undefined);
         expected = await readExpectation(fleet.redis, fleet.keys, served.key);
       } catch (err) {
         this.o.log.warn({ err: (err as Error).message, source: "canary" }, "canary answers not shared with the fleet (Redis)");

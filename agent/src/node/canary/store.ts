@@ -45,8 +45,11 @@ function parseExpectations(h: Record<string, string>): Record<string, Expectatio
 }
 
 /** An agent's latest answers, per prompt id, for the model key its server serves. */
-export async function publishAnswers(redis: Redis, keys: RedisKeys, n: NodeAnswers): Promise<void> {
-  await redis.hset(keys.canaryAnswers, n.nodeId, JSON.stringify({ az: n.az, model: n.model, at: n.at, answers: n.answers }));
+export async function publishAnswers(redis: Redis, keys: RedisKeys, n: NodeAnswers, recordKey?: string): Promise<void> {
+  const v = JSON.stringify({ az: n.az, model: n.model, at: n.at, answers: n.answers });
+  // With node identities, in the node's own record (field `canary`): no other node can write them.
+  if (recordKey) await redis.hset(recordKey, "canary", v);
+  else await redis.hset(keys.canaryAnswers, n.nodeId, v);
 }
 
 /** The expectation for one model key, or null when none is learned or recorded. */
@@ -62,7 +65,10 @@ export async function readExpectations(redis: Redis, keys: RedisKeys): Promise<R
 
 /** Every node's answers written within `maxAgeMs` (older ones are a node gone or a model changed). */
 export async function readNodeAnswers(redis: Redis, keys: RedisKeys, now: number, maxAgeMs: number): Promise<NodeAnswers[]> {
-  const h = await redis.hgetall(keys.canaryAnswers);
+  return parseNodeAnswers(await redis.hgetall(keys.canaryAnswers), now, maxAgeMs);
+}
+
+function parseNodeAnswers(h: Record<string, string>, now: number, maxAgeMs: number): NodeAnswers[] {
   const out: NodeAnswers[] = [];
   for (const [nodeId, v] of Object.entries(h)) {
     try {
@@ -75,14 +81,67 @@ export async function readNodeAnswers(redis: Redis, keys: RedisKeys, now: number
   return out;
 }
 
-/** The leader's step: learn from the fleet's recent answers and publish every expectation, fenced. */
-export async function publishExpectations(redis: Redis, keys: RedisKeys, writer: FencedWriter, tol: CanaryTolerance, now: number, maxAgeMs: number): Promise<{ accepted: boolean; expectations: Record<string, Expectation> }> {
-  const [nodes, prev, rec] = await Promise.all([readNodeAnswers(redis, keys, now, maxAgeMs), redis.hgetall(keys.canaryExpect), redis.hgetall(keys.canaryRecorded)]);
+/**
+ * Who may vote: the leader's inventory (node id → its AZ). Answers under any other id are no
+ * vote, pruned from `canary:answers`, and named in `outsiders` unless `formerly` listed them (a
+ * node deleted since: its answers are leftovers, not a forgery).
+ */
+export interface CanaryVoters {
+  nodes: ReadonlyMap<string, string>;
+  formerly?: ReadonlySet<string>;
+  /**
+   * With node identities: each voter's record key (null: not enrolled, no vote). Its answers
+   * are read there (field `canary`), never from `canary:answers`, where any node may write.
+   */
+  recordKey?: (nodeId: string) => string | null;
+}
+
+/**
+ * The leader's step: learn from the fleet's recent answers and publish every expectation, fenced.
+ * With `voters` only the inventory's nodes vote, one each, in their inventory AZ: answers written
+ * under made-up ids (any agent may write a field of the hash) neither steer an expectation nor cap it.
+ */
+export async function publishExpectations(
+  redis: Redis,
+  keys: RedisKeys,
+  writer: FencedWriter,
+  tol: CanaryTolerance,
+  now: number,
+  maxAgeMs: number,
+  voters?: CanaryVoters,
+): Promise<{ accepted: boolean; expectations: Record<string, Expectation>; outsiders: string[] }> {
+  const [raw, prev, rec] = await Promise.all([redis.hgetall(keys.canaryAnswers), redis.hgetall(keys.canaryExpect), redis.hgetall(keys.canaryRecorded)]);
+  let nodes = parseNodeAnswers(raw, now, maxAgeMs);
+  const outsiders: string[] = [];
+  if (voters?.recordKey) {
+    const ids = [...voters.nodes.keys()];
+    const at = ids.map((id) => voters.recordKey!(id));
+    const p = redis.pipeline();
+    for (const k of at) if (k) p.hget(k, "canary");
+    const got = (await p.exec()) ?? [];
+    let i = 0;
+    const own: Record<string, string> = {};
+    ids.forEach((id, j) => {
+      if (!at[j]) return;
+      const v = got[i++]?.[1];
+      if (typeof v === "string") own[id] = v;
+    });
+    nodes = parseNodeAnswers(own, now, maxAgeMs).map((n) => ({ ...n, az: voters.nodes.get(n.nodeId)! }));
+    // Every field of the shared hash is someone else's word now: out; the ids the inventory does not list are named.
+    if (Object.keys(raw).length) await redis.hdel(keys.canaryAnswers, ...Object.keys(raw));
+    for (const id of Object.keys(raw)) if (!voters.nodes.has(id) && !voters.formerly?.has(id)) outsiders.push(id);
+  }
+  if (voters && !voters.recordKey) {
+    nodes = nodes.filter((n) => voters.nodes.has(n.nodeId)).map((n) => ({ ...n, az: voters.nodes.get(n.nodeId)! }));
+    const stale = Object.keys(raw).filter((id) => !voters.nodes.has(id));
+    for (const id of stale) if (!voters.formerly?.has(id)) outsiders.push(id);
+    if (stale.length) await redis.hdel(keys.canaryAnswers, ...stale);
+  }
   const expectations = learnExpectations(nodes, parseExpectations(prev), parseExpectations(rec), tol, now);
   const fields = Object.fromEntries(Object.entries(expectations).map(([m, e]) => [FIELD + m, JSON.stringify(e)]));
-  if (Object.keys(fields).length === 0) return { accepted: true, expectations };
+  if (Object.keys(fields).length === 0) return { accepted: true, expectations, outsiders };
   const r = await writer.hset(keys.canaryExpect, { ...fields, updatedAt: now });
-  return { accepted: r.accepted, expectations };
+  return { accepted: r.accepted, expectations, outsiders };
 }
 
 /**
