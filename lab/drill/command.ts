@@ -199,7 +199,11 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
         progress(`${spec.name}${runs > 1 ? ` ${i}/${runs}` : ""}: ${spec.title}`);
         const r = await runScenario(ctx, spec, i);
         // The shipped rules' verdict on this run (their windows are minutes long: an alert may carry over from the run before).
-        if (prom && !r.notMeasured) r.extra.alerts = alertNames(await prom.fired(t0 + r.injectAt, t0 + r.endAt).catch(() => [])).join(", ") || "none";
+        if (prom && !r.notMeasured) {
+          const fired = await prom.fired(t0 + r.injectAt, t0 + r.endAt).catch(() => []);
+          r.extra.alerts = alertNames(fired).join(", ") || "none";
+          if (spec.alertsExpected) r.extra.alertsMissing = spec.alertsExpected.filter((a) => !fired.some((f) => f.alertname === a)).length;
+        }
         results.push(r);
         world.notePids();
         const f = (v: number | null): string => (v === null ? "never" : `${(v / 1000).toFixed(2)}s`);

@@ -23,6 +23,7 @@ import { runBurst, SIGNAL_FAULTS } from "./scenarios/signals";
 import { runEdgeAuth, runEdgeFlood } from "./scenarios/edge";
 import { runAgentStarve, runRedisForgery } from "./scenarios/security";
 import { runHealthFlood } from "./scenarios/health-flood";
+import { runNodeCompromise } from "./scenarios/node-compromise";
 import { runCanaryNoise, runSilentCorruption } from "./scenarios/correctness";
 import { GRAY_RUNS } from "./scenarios/gray";
 
@@ -66,6 +67,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["edge-auth", runEdgeAuth],
   ["edge-flood", runEdgeFlood],
   ["health-flood", runHealthFlood],
+  ["node-compromise", runNodeCompromise],
   ["redis-forgery", runRedisForgery],
   ["agent-starve", runAgentStarve],
   ...GRAY_RUNS,

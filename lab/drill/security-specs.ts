@@ -40,6 +40,19 @@ export const SECURITY_SCENARIOS: readonly ScenarioSpec[] = [
     targets: { forgedWrites: 0, azStatesChanged: 0, actuatorCalls: 0, answersForged: 0, falseFailovers: 0 },
   },
   {
+    name: "node-compromise",
+    tier: "fleet",
+    title: "one GPU node's Redis credential and token against the fleet: other nodes' records, phantom members, available sets, canary votes, deletes, an enrolment in another's name, an endless EVAL",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    alertsExpected: ["LlmHaNodeCredentialMisused"],
+    targets: {
+      azStatesChanged: 0, actuatorCalls: 0, falseFailovers: 0,
+      extraCounts: { nodesHurt: 0, forgeriesUncounted: 0, evalAccepted: 0, redisBusy: 0, alertsMissing: 0 },
+    },
+  },
+  {
     name: "agent-starve",
     tier: "L1",
     title: "600 idle agent-check + 300 slowloris HTTP sockets from another address against one agent, then a real crash under the flood",

@@ -57,6 +57,8 @@ export interface DrillAz {
 
 export interface DrillStack {
   readonly cluster: string;
+  /** Where each node's projected ServiceAccount token lies (`<node id>.token`): what root on that node could read. */
+  readonly tokenDir: string;
   /** The public edge of the AZ proxies: the key store, its sync into their maps, the 413 sink. */
   readonly edge: { store: KeyStore; sync: EdgeSync; sink: EdgeSink; reseed(): Promise<void> };
   /**
@@ -247,6 +249,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   let fleetEnv: Record<string, string> = {};
   // The local cloud also serves the leader's inventory (which GPU nodes exist, in which AZ):
   // started in every drill, acting on nodes only with a standby AZ.
+  const tokenDir = join(o.dir, "tokens");
   const inventory = new LocalCloud({ now: o.now ?? Date.now, log: o.progress });
   await inventory.listen();
   o.track(() => inventory.stop());
@@ -273,7 +276,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     // The agent reaches Redis over its node's own path (leaving from the node's address), when asked for.
     const redisUrl = paths ? `redis://${(await paths.open(address)).url}` : agentRedis.url;
     const nodeId = `gpu-${az.slice(3)}${seq + 1}`;
-    const tokenFile = join(o.dir, "tokens", `${nodeId}.token`);
+    const tokenFile = join(tokenDir, `${nodeId}.token`);
     await inventory.mintToken(nodeId, tokenFile);
     const node = await startNodeWithRetry(() =>
       SimNode.start({
@@ -350,6 +353,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   );
   return {
     cluster,
+    tokenDir,
     edge: { store: edge.store, sync: edge.sync, sink: edge.sink, reseed: edge.reseed },
     redis,
     redisAs,

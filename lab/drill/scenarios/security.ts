@@ -114,20 +114,9 @@ export async function runRedisForgery(ctx: ScenarioContext, spec: ScenarioSpec, 
     }
     // A GPU node's own credentials: Redis accepts these writes (the role needs them for its own
     // record); the leader, reading its inventory, must not act on them.
-    const other = ctx.stack.running().find((n) => !ctx.stack.azOf(n).standby && n.az !== victims[0]?.az) ?? victims[0];
     const nodeCred = new Redis(ctx.stack.redis.urlAs("llmha-agent"), { maxRetriesPerRequest: 0 });
     nodeCred.on("error", () => undefined);
-    const phantomAz = other?.az ?? azs[0];
-    const nodeAttempts: [string, () => Promise<unknown>][] = [
-      ["phantom member", () => nodeCred.hset(keys.members, "ghost-1", `${phantomAz}|64|1`)],
-      ["phantom record", () => nodeCred.hset(keys.node("ghost-1"), "az", phantomAz, "status", "UNHEALTHY", "c", `${phantomAz}|UNHEALTHY|down|0|0|64||GPU_LOST`)],
-      ["phantom in an available set", () => nodeCred.zadd(keys.azAvailable(phantomAz), 0, "ghost-2")],
-      ...(victims[0] && other && other.az !== victims[0].az ? [[`member ${victims[0].id} moved to ${other.az}`, () => nodeCred.hset(keys.members, victims[0].id, `${other.az}|8|1`)] as [string, () => Promise<unknown>]] : []),
-      ["shared indexes deleted", () => nodeCred.del(keys.nodes, keys.dead, keys.azs)],
-      // Another node's record, failed, held by a foreign instance for 10 years: the leader reads each node's record under its own capability key.
-      ...(other ? [[`${other.id}'s record forged failed and held`, () => nodeCred.multi().hset(keys.node(other.id), "az", other.az, "status", "UNHEALTHY", "instance", "evil", "c", `${other.az}|UNHEALTHY|down|0|0|8||GPU_LOST`).pexpire(keys.node(other.id), 10 * 365 * 86_400_000).exec()] as [string, () => Promise<unknown>]] : []),
-      ["an enrolment as another node with a made-up token", () => nodeCred.xadd(keys.enrol, "*", "nodeId", other?.id ?? "gpu-b1", "token", "e30.e30.forged", "publicKey", "x")],
-    ];
+    const nodeAttempts = nodeCredentialPlaybook(ctx, keys, nodeCred, victims);
     let nodeWrites = 0;
     try {
       for (const [what, go] of nodeAttempts) {
@@ -159,6 +148,29 @@ export async function runRedisForgery(ctx: ScenarioContext, spec: ScenarioSpec, 
     admin.disconnect();
   }
   return r;
+}
+
+/**
+ * What a GPU node's own Redis credential (the agent role: root on one node has it) may write but the
+ * leader must not believe: a phantom member with a failed record in another AZ, a member moved to
+ * another AZ, a phantom id in an available set, the shared indexes deleted, another node's record
+ * forged failed and held by a foreign instance for 10 years, an enrolment as another node with a
+ * made-up token. Shared by `redis-forgery` and `node-compromise`.
+ */
+export function nodeCredentialPlaybook(ctx: ScenarioContext, keys: RedisKeys, nodeCred: Redis, victims: readonly SimNode[]): [string, () => Promise<unknown>][] {
+  const azs = ctx.stack.azs.map((a) => a.name);
+  const other = ctx.stack.running().find((n) => !ctx.stack.azOf(n).standby && n.az !== victims[0]?.az) ?? victims[0];
+  const phantomAz = other?.az ?? azs[0];
+  return [
+    ["phantom member", () => nodeCred.hset(keys.members, "ghost-1", `${phantomAz}|64|1`)],
+    ["phantom record", () => nodeCred.hset(keys.node("ghost-1"), "az", phantomAz, "status", "UNHEALTHY", "c", `${phantomAz}|UNHEALTHY|down|0|0|64||GPU_LOST`)],
+    ["phantom in an available set", () => nodeCred.zadd(keys.azAvailable(phantomAz), 0, "ghost-2")],
+    ...(victims[0] && other && other.az !== victims[0].az ? [[`member ${victims[0].id} moved to ${other.az}`, () => nodeCred.hset(keys.members, victims[0].id, `${other.az}|8|1`)] as [string, () => Promise<unknown>]] : []),
+    ["shared indexes deleted", () => nodeCred.del(keys.nodes, keys.dead, keys.azs)],
+    // Another node's record, failed, held by a foreign instance for 10 years: the leader reads each node's record under its own capability key.
+    ...(other ? [[`${other.id}'s record forged failed and held`, () => nodeCred.multi().hset(keys.node(other.id), "az", other.az, "status", "UNHEALTHY", "instance", "evil", "c", `${other.az}|UNHEALTHY|down|0|0|8||GPU_LOST`).pexpire(keys.node(other.id), 10 * 365 * 86_400_000).exec()] as [string, () => Promise<unknown>]] : []),
+    ["an enrolment as another node with a made-up token", () => nodeCred.xadd(keys.enrol, "*", "nodeId", other?.id ?? "gpu-b1", "token", "e30.e30.forged", "publicKey", "x")],
+  ];
 }
 
 // ---- agent-starve -------------------------------------------------------------------------
