@@ -282,3 +282,37 @@ describe("an inventory that lists nothing", () => {
     }
   });
 });
+
+describe("a new leader's term starts from what the last one published", () => {
+  it("while its start cannot be read (the inventory seed unreadable), a period decides nothing; once readable, it continues from the published states", async () => {
+    const keys = new RedisKeys(acl.cluster);
+    const admin = createRedisClient(server.url, { name: "inv-admin-seed", log, env: {} });
+    clients.push(admin);
+    await admin.whenReady(5000);
+    await admin.redis.flushdb();
+    const agent = await as(acl.cluster, "llmha-agent");
+    const ctl = await as(acl.cluster, "llmha-controller");
+    // What the last leader published: both AZs OK, and its own view of the nodes.
+    for (const az of ["az-a", "az-b"]) await admin.redis.hset(keys.azState(az), "state", "OK", "since", "1", "firstSeen", "1", "everOk", "1");
+    // The leader's own inventory hash, unreadable as a hash (a failing read, as on an endpoint still settling).
+    await admin.redis.set(keys.inventory, "not a hash");
+    const inv = new KubeInventory({ url: apiUrl, selector: "llm-ha.io/gpu-class", tokenFile: null, caFile: null });
+    const { controller, lease } = await leader(keys, ctl, inv);
+    try {
+      controller.start();
+      // Periods run (the term started) but none may publish: nothing is read yet, not even the nodes' records.
+      const t = Date.now();
+      await expect(controller.tick(t)).rejects.toThrow(/WRONGTYPE/);
+      expect(await admin.redis.hget(keys.azState("az-a"), "leader")).toBeNull();
+      // Readable again (and the nodes heartbeat): the next period seeds, then decides, from the published OK.
+      await admin.redis.del(keys.inventory);
+      for (const n of NODES) await beat(agent, keys, n.nodeId, n.az);
+      const e = await controller.tick(t + 1000);
+      expect(decision(e)).toMatchObject({ tier: "L0", azs: [["az-a", "OK", 16, 16], ["az-b", "OK", 16, 16]] });
+    } finally {
+      controller.stop();
+      await lease.release();
+    }
+  });
+});
+

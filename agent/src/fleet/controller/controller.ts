@@ -19,14 +19,13 @@ import type { CanaryTolerance } from "../../node/canary/answers";
 import { publishExpectations } from "../../node/canary/store";
 import type { Logger } from "../../util/log";
 import type { FleetMetrics } from "./metrics";
+import { readPublished } from "./published";
 import { emptyPracticeMemory, type PracticeMemory, type PracticeSchedule } from "../actuators/practice";
 import {
-  AZ_STATES,
   emptyControllerMemory,
   evaluate,
   resolveControllerSettings,
   TIER_LEVELS,
-  type AzState,
   type ControllerMemory,
   type ControllerSettings,
   type Evaluation,
@@ -87,6 +86,8 @@ export class Controller {
   private lastSkipped = "";
   private readonly inventory: InventoryTracker | null;
   private closed = false;
+  /** Set while the term's start (the published state) is not read yet: the time past which it starts fresh. */
+  private seedDue: number | null = null;
   private timer: NodeJS.Timeout | null = null;
   private memory: ControllerMemory = emptyControllerMemory();
   private practice: PracticeMemory = emptyPracticeMemory();
@@ -131,14 +132,32 @@ export class Controller {
     this.timer = null;
   }
 
-  private async runTerm(signal: AbortSignal): Promise<void> {
+  /**
+   * A new term starts from what the last leader published. A read that fails (a Redis endpoint
+   * still settling after a failover) is tried again before each period, and nothing is decided
+   * meanwhile: a term started from nothing publishes an AZ with no healthy node seen yet as DOWN
+   * (seen: both active AZs DOWN for a few seconds after a promotion). Only a state that stays
+   * unreadable past the silence grace is given up on: the term then starts fresh.
+   */
+  private async seedTerm(now: number): Promise<void> {
     try {
       await this.inventory?.seed();
       await this.seedMemory();
+      this.seedDue = null;
     } catch (err) {
-      this.log.warn({ err: (err as Error).message }, "could not read the published state; starting fresh");
-      this.memory = emptyControllerMemory();
+      if (this.seedDue !== null && now >= this.seedDue) {
+        this.log.warn({ err: (err as Error).message }, "could not read the published state; starting fresh");
+        this.memory = emptyControllerMemory();
+        this.seedDue = null;
+        return;
+      }
+      throw err;
     }
+  }
+
+  private async runTerm(signal: AbortSignal): Promise<void> {
+    this.seedDue = Date.now() + this.settings.silenceGraceMs;
+    await this.seedTerm(Date.now()).catch((err: Error) => this.log.warn({ err: err.message }, "could not read the published state yet: tried again before the first decision"));
     const loop = (): void => {
       if (this.closed || signal.aborted) return;
       const started = performance.now();
@@ -163,31 +182,11 @@ export class Controller {
   /** A new leader continues from what the previous one published, so hysteresis does not restart. */
   private async seedMemory(): Promise<void> {
     const { redis, keys } = this.o;
-    const azs = await redis.smembers(keys.azs);
-    const mem = emptyControllerMemory();
-    const p = redis.pipeline();
-    for (const az of azs) p.hgetall(keys.azState(az));
-    p.hgetall(keys.standbyWake);
-    p.hgetall(keys.actuation);
-    p.hgetall(`${keys.prefix}practice`);
-    const rs = (await p.exec()) ?? [];
-    azs.forEach((az, i) => {
-      const h = (rs[i]?.[1] ?? {}) as Record<string, string>;
-      if ((AZ_STATES as readonly string[]).includes(h.state)) {
-        const since = Number(h.since ?? Date.now());
-        // States published before `firstSeen`/`everOk` existed: an OK state proves it was OK once.
-        mem.az.set(az, { state: h.state as AzState, better: 0, since, firstSeen: Number(h.firstSeen ?? since), everOk: h.everOk === "1" || h.state === "OK" });
-      }
-    });
-    const sb = (rs[azs.length]?.[1] ?? {}) as Record<string, string>;
-    if (sb.wake === "1") mem.standby = { wake: true, lastTriggerAt: Number(sb.lastTriggerAt ?? Date.now()) };
-    // A shift the previous leader started is kept (and cancelled in time) rather than forgotten until it expires.
-    const act = (rs[azs.length + 1]?.[1] ?? {}) as Record<string, string>;
-    if (act.shiftAz) mem.shift = { az: act.shiftAz, since: Number(act.shiftSince ?? Date.now()), okSince: null };
-    // A practice the previous leader started goes on (its start kept); a firing it acted on is not acted on again.
-    const pr = (rs[azs.length + 2]?.[1] ?? {}) as Record<string, string>;
-    this.practice = { ...emptyPracticeMemory(Number(pr.firedAt) || 0), startedAt: Number(pr.startedAt) || null };
-    this.memory = mem;
+    // With an inventory the AZs are its (an agent can delete or fill `azs`); without, what agents wrote.
+    const azs = this.inventory ? this.inventory.knownAzs() : await redis.smembers(keys.azs);
+    const published = await readPublished(redis, keys, azs);
+    this.memory = published.memory;
+    this.practice = published.practice;
   }
 
   /**
@@ -205,6 +204,7 @@ export class Controller {
     const { redis, keys, writer, metrics } = this.o;
     const term = this.o.lease.current;
     if (!term) return null;
+    if (this.seedDue !== null) await this.seedTerm(now);
     const explained = this.silenceExplained(now);
     // The sweep marks expired nodes and takes them out of the sets: not while their silence is Redis's.
     // With node identities the sweep (which looks at `node:<id>`) does not run: the inventory read takes dead nodes out.

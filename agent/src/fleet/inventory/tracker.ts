@@ -31,6 +31,8 @@ export class InventoryTracker {
   private readonly pending = new Map<string, number>();
   private failing = false;
   private readonly formerly = new Set<string>();
+  private readonly azsSeen = new Set<string>();
+  private seeded = false;
   private readonly served = new Set<string>();
   private readonly gpus = new Map<string, number>();
   private written = "";
@@ -73,18 +75,34 @@ export class InventoryTracker {
   }
 
   /** At the start of a term: what the previous leader saw (served, GPU counts), from its fenced hash. */
+  /**
+   * What a new leader starts from: the capabilities handed out and what the last leader saw of each
+   * node. A read that fails throws and leaves the tracker unseeded: without the capabilities no
+   * record can be found, and an evaluation then would read every node as gone (every AZ DOWN, seen
+   * when a new leader took over on a Redis endpoint still flapping after a failover). `snapshot`
+   * seeds again first, so a period decides nothing until the seed has been read.
+   */
   async seed(): Promise<void> {
+    this.seeded = false;
     this.written = ""; // another leader may have written it since this process last led
     await this.desk?.load();
-    const h = await this.redis.hgetall(this.keys.inventory).catch(() => ({}) as Record<string, string>);
+    const h = await this.redis.hgetall(this.keys.inventory);
     for (const [id, v] of Object.entries(h)) {
       const [az, gpus, served] = v.split("|");
       if (!az || ["token", "leader", "at"].includes(id)) continue;
       this.formerly.add(id);
+      this.azsSeen.add(az);
       if (served === "1") this.served.add(id);
       const g = Number(gpus);
       if (Number.isInteger(g) && g > 0) this.gpus.set(id, g);
     }
+    this.seeded = true;
+  }
+
+  /** The AZs of the nodes the last leader saw (its `inventory` hash) and of the last list: never what agents write. */
+  knownAzs(): string[] {
+    for (const n of this.nodes ?? []) this.azsSeen.add(n.az);
+    return [...this.azsSeen];
   }
 
   private async refresh(now: number, force: boolean): Promise<void> {
@@ -116,6 +134,7 @@ export class InventoryTracker {
 
   /** One period's registry view: the inventory's nodes with their records; forgeries named, stray ids out of the available sets and `members`. */
   async snapshot(writer: FencedWriter, now: number): Promise<InventorySnapshot> {
+    if (!this.seeded) await this.seed();
     await this.refresh(now, false);
     if (this.desk) {
       const ids = (): Set<string> => new Set((this.nodes ?? []).map((n) => n.nodeId));
