@@ -67,7 +67,9 @@ describe("one live agent per node id", () => {
     const env = { LLMHA_REDIS_URL: redis.url, LLMHA_CLUSTER: cluster, LLMHA_INTERVAL_MS: "500" };
     const node = await SimNode.start({ id: "gpu-dup", az: "az-a", dir, env });
     try {
-      await waitFor("the first agent registered", async () => (await client.redis.hget(keys.node("gpu-dup"), "instance")) !== null, { timeoutMs: 15_000 });
+      // HEALTHY, not only registered: an agent registers first as UNKNOWN (its first checks not in), and the
+      // record must still say HEALTHY after the twin's attempt, which would have written its own UNKNOWN.
+      await waitFor("the first agent registered and healthy", async () => (await client.redis.hget(keys.node("gpu-dup"), "status")) === "HEALTHY", { timeoutMs: 20_000 });
       const firstInstance = await client.redis.hget(keys.node("gpu-dup"), "instance");
       const twin = spawn(process.execPath, ["--import", "tsx", CLI, "agent"], {
         env: { ...node.agentEnv(), LLMHA_HTTP_PORT: String(await freePort()), LLMHA_AGENT_CHECK_PORT: String(await freePort()) },
