@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Redis } from "ioredis";
 import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
-import { FunctionsMissingError } from "../../agent/src/fleet/redis/functions";
+import { FunctionsMissingError, loadLibrary } from "../../agent/src/fleet/redis/functions";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { allLibraries } from "../../agent/src/fleet/redis/libraries";
 import { ROLE_NAMES, type RoleName } from "../../agent/src/fleet/redis/roles";
@@ -116,6 +116,9 @@ describe("no EVAL for any production role", () => {
     const admin = raw("admin");
     const agent = await as("llmha-agent");
     const ctl = await as("llmha-controller", true);
+    // The controller loads the libraries when it connects, in the background: let that load finish
+    // first, or it may land after the FLUSH and the agent finds the library there (seen once in five).
+    for (const lib of allLibraries()) await loadLibrary(ctl.redis, lib);
     expect(await admin.call("FUNCTION", "FLUSH")).toBe("OK");
     const t0 = performance.now();
     const [k, a] = hb("after-flush");
