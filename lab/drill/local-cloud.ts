@@ -24,10 +24,8 @@
  * boot goes on in the background), as a cloud API's do. The token and reason in the body are
  * logged, never checked: fencing happened in the agent's `FencedActuator`.
  */
-import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { dirname } from "node:path";
-import { exportJWK, generateKeyPair, SignJWT, type JWK } from "jose";
+import { LocalIssuer } from "./local-issuer";
 import type { AddressInfo } from "node:net";
 import type { LocalCloudReply, LocalGroupsReply } from "../../agent/src/fleet/actuators/local";
 import type { ActionName } from "../../agent/src/fleet/actuators/types";
@@ -121,8 +119,7 @@ export class LocalCloud {
   private readonly chain = new Map<string, Promise<void>>();
   private readonly shifts = new Map<string, { expiresAt: number; timer: NodeJS.Timeout }>();
   private port = 0;
-  private signing: Promise<void> | null = null;
-  private signer: { key: Awaited<ReturnType<typeof generateKeyPair>>["privateKey"]; jwk: JWK } | null = null;
+  private readonly tokens = new LocalIssuer(() => this.issuer);
 
   constructor(private readonly o: LocalCloudOptions) {}
 
@@ -131,31 +128,9 @@ export class LocalCloud {
     return this.url;
   }
 
-  /**
-   * Writes node `nodeId`'s projected ServiceAccount token to `path` (mode 0600), as kubelet
-   * does: audience `llm-ha`, the claim shape of a real one (namespace, node, pod,
-   * ServiceAccount), signed by this cloud's issuer key, valid `ttlS` seconds.
-   */
-  async mintToken(nodeId: string, path: string, ttlS = 6 * 3600): Promise<void> {
-    // One key for every token: nodes start in parallel, so the key is made once, not per first caller.
-    this.signing ??= (async () => {
-      const { privateKey, publicKey } = await generateKeyPair("RS256");
-      this.signer = { key: privateKey, jwk: { ...(await exportJWK(publicKey)), kid: "drill-1", alg: "RS256", use: "sig" } };
-    })();
-    await this.signing;
-    if (!this.signer) throw new LocalCloudRequestError("issuer key not made");
-    const token = await new SignJWT({
-      "kubernetes.io": { namespace: "llm-ha", node: { name: nodeId, uid: `node-${nodeId}` }, pod: { name: `llm-ha-agent-${nodeId}`, uid: `pod-${nodeId}` }, serviceaccount: { name: "llm-ha-agent", uid: "sa-agent" } },
-    })
-      .setProtectedHeader({ alg: "RS256", kid: "drill-1" })
-      .setIssuer(this.issuer)
-      .setAudience("llm-ha")
-      .setSubject("system:serviceaccount:llm-ha:llm-ha-agent")
-      .setIssuedAt()
-      .setExpirationTime(Math.floor(Date.now() / 1000) + ttlS)
-      .sign(this.signer.key);
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, token, { mode: 0o600 });
+  /** Writes node `nodeId`'s projected token to `path` (the drill's issuer, `local-issuer.ts`). */
+  mintToken(nodeId: string, path: string, ttlS?: number): Promise<void> {
+    return this.tokens.mintToken(nodeId, path, ttlS);
   }
 
   get url(): string {
@@ -262,7 +237,7 @@ export class LocalCloud {
       "/shift/cancel": "shift.cancel",
     };
     if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/openid/v1/jwks") {
-      return send(200, { keys: this.signer ? [this.signer.jwk] : [] });
+      return send(200, { keys: this.tokens.keys() });
     }
     if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/api/v1/nodes") {
       if (!this.inventoryNodes && this.nodes.length === 0) return send(503, { error: "local cloud not ready: the drill is still starting its nodes" });

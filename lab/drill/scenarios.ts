@@ -133,10 +133,7 @@ export interface ScenarioSpec {
   needsNetns?: boolean;
   /** Cuts or slows nodes' own paths to Redis (placement.ts): the drill starts them when a planned scenario needs them. */
   needsRedisPaths?: boolean;
-  /**
-   * Alerts of the shipped rules that must fire within a run (the drill's Prometheus): each one
-   * missing counts in `extra.alertsMissing`, a target of 0. Not measured without Prometheus.
-   */
+  /** Shipped alerts that must fire within a run (the drill's Prometheus): each missing counts in `extra.alertsMissing`. */
   alertsExpected?: readonly string[];
   targets: Targets;
 }
