@@ -107,10 +107,27 @@ describe("Redis primary + replica + sentinels + endpoint", () => {
       await first.restart(["--replicaof", "127.0.0.1", String(second.port)]);
       expect((await ha.primary())?.port).toBe(second.port);
       // Any later scenario can stage the partition again: the first server is made primary, nothing lost.
-      await within(5000, async () => (await c.set("k3", "kept")) === "OK");
+      expect(await within(5000, async () => (await c.set("k3", "kept")) === "OK"), "k3 written on the new primary").toBe(true);
       await ha.restoreFirstPrimary();
       expect(await ha.partitionable()).toBe(true);
-      expect(await within(10_000, async () => (await c.get("k3")) === "kept" && (await c.set("k4", "on first")) === "OK")).toBe(true);
+      const back = await within(10_000, async () => (await c.get("k3")) === "kept" && (await c.set("k4", "on first")) === "OK");
+      if (!back) {
+        // What each server holds and says it is: which of the copy, the promotion or the client's way back failed.
+        const seen = await Promise.all(ha.servers.map(async (s) => {
+          const d = new Redis(ha!.url.replace(`:${ha!.port}`, `:${s.port}`), { lazyConnect: true, maxRetriesPerRequest: 0 });
+          d.on("error", () => undefined);
+          try {
+            await d.connect();
+            return `${s.port}: ${await roleOf(d)} k3=${await d.get("k3")}`;
+          } catch (err) {
+            return `${s.port}: ${(err as Error).message}`;
+          } finally {
+            d.disconnect();
+          }
+        }));
+        const viaEndpoint = await c.get("k3").then((v) => `k3=${v}`, (err: Error) => err.message);
+        expect.fail(`k3 not back through the endpoint in 10 s (endpoint: ${viaEndpoint}; ${seen.join("; ")}; first=${first.port})`);
+      }
       expect((await ha.primary())?.port).toBe(first.port);
     } finally {
       c.disconnect();

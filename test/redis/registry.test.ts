@@ -236,8 +236,10 @@ describe("Redis unreachable", () => {
     }
   });
 
-  it("reconnects with capped exponential backoff", () => {
-    expect([1, 2, 3, 4, 5, 10].map((n) => reconnectDelay(n, 100, 2000))).toEqual([100, 200, 400, 800, 1600, 2000]);
+  it("reconnects with capped exponential backoff, jittered between half and all of it", () => {
+    expect([1, 2, 3, 4, 5, 10].map((n) => reconnectDelay(n, 100, 2000, 0.999999))).toEqual([100, 200, 400, 800, 1600, 2000]);
+    expect([1, 2, 3, 4, 5, 10].map((n) => reconnectDelay(n, 100, 2000, 0))).toEqual([50, 100, 200, 400, 800, 1000]);
+    expect(reconnectDelay(10, 100, 500, 0.5)).toBe(375);
   });
 });
 

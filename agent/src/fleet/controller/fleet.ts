@@ -119,6 +119,8 @@ export class Fleet {
       // A process that contends for the lease is the controller (its user may load the
       // functions library); a node agent (`LLMHA_ROLE=node`) waits for it to.
       loadFunctions: o.contend !== false,
+      // Back within one heartbeat of the endpoint reaching a server again (client.ts).
+      maxBackoffMs: Math.min(2000, o.intervalMs),
     });
     this.registry = new NodeRegistry({
       client: this.client,

@@ -65,7 +65,13 @@ export interface RedisClientOptions {
   connectTimeoutMs?: number;
   /** First reconnect delay; doubles up to `maxBackoffMs`. Default 100 ms. */
   minBackoffMs?: number;
-  /** Default 2000 ms. */
+  /**
+   * Longest wait between reconnect attempts. Default 2000 ms. A process that heartbeats passes
+   * its period: it then tries no more often than it writes anyway, and is back at most one
+   * period after the endpoint reaches a server again (after a failover every agent lost its
+   * connection at the same moment; with a 2 s cap they all came back 1.1–1.4 s after the new
+   * primary was reachable).
+   */
   maxBackoffMs?: number;
   /**
    * This process is the controller (or an agent that contends for the lease): its Redis user
@@ -135,9 +141,14 @@ export function speaksResp(host: string, port: number, timeoutMs = 1000): Promis
 export const CLUSTER_MODE_MESSAGE =
   "Redis runs in cluster mode: llm-ha needs one primary with replicas (ElastiCache: cluster mode disabled; its scripts touch keys of several hash slots). Registry, lease and fenced writes will fail: the agent serves its local state only";
 
-/** Capped exponential backoff for reconnects (exported for the tests). */
-export function reconnectDelay(attempt: number, minMs: number, maxMs: number): number {
-  return Math.min(maxMs, minMs * 2 ** Math.max(0, attempt - 1));
+/**
+ * Capped exponential backoff for reconnects, with "equal jitter": between half and all of the
+ * capped delay (`random` in [0, 1)). Clients that lost their connection together (a failover
+ * drops every agent's at once) do not come back in lockstep, and none waits longer than the cap.
+ */
+export function reconnectDelay(attempt: number, minMs: number, maxMs: number, random: number = Math.random()): number {
+  const capped = Math.min(maxMs, minMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(capped / 2 + (capped / 2) * random);
 }
 
 export function createRedisClient(url: string, opts: RedisClientOptions): RedisClient {
