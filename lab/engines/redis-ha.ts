@@ -281,7 +281,12 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
           await call(replica.port, (r) => r.call("CLIENT", "PAUSE", "3000", "WRITE"), auth);
           const offset = (port: number): Promise<number> => call(port, async (r) => Number(/master_repl_offset:(\d+)/.exec(await r.info("replication"))?.[1] ?? -1), auth);
           const target = await offset(replica.port);
-          await within(2000, async () => (await offset(first.port)) >= target, 20);
+          // Never promote a server not seen caught up: the replica's last writes would be lost (a
+          // link reported up says the initial sync is loaded, not that the writes after it are applied).
+          if (!(await within(2500, async () => (await offset(first.port)) >= target, 20))) {
+            await call(replica.port, (r) => r.call("CLIENT", "UNPAUSE"), auth).catch(() => undefined);
+            throw new Error(`the first server did not reach the replica's replication offset ${target} in 2.5 s: not made primary (writes would be lost)`);
+          }
         }
         await call(first.port, (r) => r.call("REPLICAOF", "NO", "ONE"), auth);
         await call(replica.port, (r) => r.call("REPLICAOF", "127.0.0.1", String(link.port)), auth);
