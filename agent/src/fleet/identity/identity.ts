@@ -15,9 +15,10 @@
  */
 import { constants, createHash, createPrivateKey, generateKeyPairSync, privateDecrypt, publicEncrypt, randomBytes, type KeyObject } from "node:crypto";
 import { jwtVerify, type JWTVerifyGetKey } from "jose";
+import { NODE_IDENTITY } from "../../../../contracts/names";
 
-/** The audience of the projected token the agents enrol with. */
-export const TOKEN_AUDIENCE = "llm-ha";
+/** The audience of the projected token the agents enrol with (the stack's DaemonSet asks for it). */
+export const TOKEN_AUDIENCE = NODE_IDENTITY.audience;
 /** Algorithms Kubernetes signs ServiceAccount tokens with; any other is refused (no `none`, no HMAC). */
 const ALGORITHMS = ["RS256", "ES256", "RS384", "ES384", "RS512", "ES512", "PS256"];
 /** A capability: 128 random bits, hex. */
