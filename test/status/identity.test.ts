@@ -96,6 +96,7 @@ describe("llm-ha status with node identities", () => {
     // The digests are the leader's: the agent role may not write them.
     const evil = await as("llmha-agent");
     await expect(evil.redis.hset(keys.recordDigests, "b1", "0000000000000000")).rejects.toThrow(/NOPERM|no permissions/);
+    await expect(evil.redis.hgetall(keys.recordDigests)).rejects.toThrow(/NOPERM|no permissions/);
     const digests = await reader.redis.hgetall(keys.recordDigests);
     expect(Object.keys(digests).sort()).toEqual(["a1", "a2", "b1"]);
     // What is published is a digest, not the capability.
@@ -104,6 +105,11 @@ describe("llm-ha status with node identities", () => {
       expect(digests[n.nodeId]).toBe(recordDigest(caps[n.nodeId]));
       expect(Object.values(digests)).not.toContain(caps[n.nodeId]);
     }
+
+    // A new leader's term publishes them again (one of an older version published none).
+    await ctl.redis.del(keys.recordDigests);
+    await new EnrolmentDesk({ redis: ctl.redis, keys, jwks: async () => jwks, issuer: "https://issuer.local", log }).load();
+    expect(await reader.redis.hgetall(keys.recordDigests)).toEqual(digests);
 
     const byId = (v: Awaited<ReturnType<typeof readFleetView>>) => Object.fromEntries(v.azs.flatMap((a) => a.nodes).map((n) => [n.id, n]));
     const clean = await readFleetView(reader.redis, keys);
