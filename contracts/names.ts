@@ -20,3 +20,11 @@ export const L1_BACKEND = `${L1_PROXY_NAME}_servers`;
  * stack's `llm-ha:edge.plainHttp`. The policy `l1-tls-required` lets only such a Service through.
  */
 export const PLAIN_HTTP_WAIVER = "llm-ha.io/plain-http";
+
+/**
+ * Node identities: the audience of the projected ServiceAccount token the agents enrol with
+ * (the leader refuses any other; the API server refuses this one), and the annotation (value
+ * `off`) the stack puts on an agent DaemonSet when `llm-ha:nodeIdentities` is false. The policy
+ * `agent-node-identity` lets an agent DaemonSet without the token through only with it.
+ */
+export const NODE_IDENTITY = Object.freeze({ audience: "llm-ha", optOutAnnotation: "llm-ha.io/node-identities", optOut: "off" });

@@ -89,7 +89,7 @@ function keyNames(cluster: string) {
     node: (id: string) => s(`node:${id}`),
     azAvailable: (az: string) => s(`az:${az}:available`),
     azState: (az: string) => s(`az:${az}:state`),
-    members: s("members"), inventory: s("inventory"), enrol: s("enrol"), enrolled: s("enrolled"), capabilities: `llmha-caps:${cluster}`, nodes: s("nodes"), dead: s("dead"), azs: s("azs"), leader: s("leader"), fence: s("fence"), fenceLast: s("fence:last"),
+    members: s("members"), inventory: s("inventory"), enrol: s("enrol"), enrolled: s("enrolled"), recordDigests: s("enrolled:digests"), capabilities: `llmha-caps:${cluster}`, nodes: s("nodes"), dead: s("dead"), azs: s("azs"), leader: s("leader"), fence: s("fence"), fenceLast: s("fence:last"),
     tier: s("tier"), standbyWake: s("standby:wake"), practiceRequest: s("practice:request"), actuation: s("actuation"), suspect: s("suspect"),
     events: s("events"), practice: s("practice"), models: s("models"),
     fallbackCache: s("fallback:cache:"), fallbackRequests: s("fallback:req:"), fallbackIdempotency: s("fallback:idem:"), fallbackQueue: s("fallback:queue"),
@@ -131,7 +131,7 @@ export function redisRoles(cluster: string): RedisRole[] {
       RW(k.models), RW(k.practice), RW(k.events), RW(k.inventory), RW(k.nodes), RW(k.dead), RW(k.members), RW(k.azAvailable("*")),
       R(k.node("*")), R(k.azs), R(k.practiceRequest),
       RW(k.canaryExpect), RW(k.canaryAnswers), R(k.canaryRecorded),
-      RW(k.enrol), RW(k.enrolled), RW(k.capabilities),
+      RW(k.enrol), RW(k.enrolled), RW(k.recordDigests), RW(k.capabilities),
     ],
     selectors: [],
   };

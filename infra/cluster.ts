@@ -122,6 +122,12 @@ export class Cluster extends pulumi.ComponentResource {
   /** The GPU nodes' role: kubelet and image pulls only. */
   readonly gpuNodeRole: aws.iam.Role;
   readonly oidcProvider: aws.iam.OpenIdConnectProvider;
+  /**
+   * The cluster's ServiceAccount issuer (`https://oidc.eks.<region>.amazonaws.com/id/…`, EKS's
+   * `identities[0].oidcs[0].issuer`): the `iss` of every projected token, which the controller
+   * checks on node enrolments (`LLMHA_IDENTITY_ISSUER`).
+   */
+  readonly oidcIssuer: pulumi.Output<string>;
   readonly provider: k8s.Provider;
   readonly kubeconfig: pulumi.Output<string>;
   /** The system node group (controllers, HAProxy, CoreDNS run there). */
@@ -145,6 +151,7 @@ export class Cluster extends pulumi.ComponentResource {
     this.cluster = r.cluster;
     this.nodeRole = r.nodeRole;
     this.oidcProvider = r.oidcProvider;
+    this.oidcIssuer = r.oidcIssuer;
     this.provider = r.provider;
     this.systemNodes = r.systemNodes;
     this.addons = r.addons;
@@ -211,11 +218,8 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
     { parent, dependsOn: [clusterPolicy, podEniPolicy] },
   );
 
-  const oidcProvider = new aws.iam.OpenIdConnectProvider(
-    `${name}-oidc`,
-    { url: cluster.identities.apply((ids) => ids[0].oidcs?.[0]?.issuer ?? ""), clientIdLists: ["sts.amazonaws.com"], tags: tagged() },
-    opts,
-  );
+  const oidcIssuer = cluster.identities.apply((ids) => ids[0].oidcs?.[0]?.issuer ?? "");
+  const oidcProvider = new aws.iam.OpenIdConnectProvider(`${name}-oidc`, { url: oidcIssuer, clientIdLists: ["sts.amazonaws.com"], tags: tagged() }, opts);
 
   const addons = createAddons(
     `${name}-addon`,
@@ -287,5 +291,5 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
   const kubeconfig = kubeconfigFor(cluster, args.region, access);
   // Nothing is applied to the cluster before the principals that apply it have access.
   const provider = new k8s.Provider(`${name}-k8s`, { kubeconfig, enableServerSideApply: true }, { parent, dependsOn: associations });
-  return { cluster, nodeRole, gpuNodeRole: roles.gpu.role, nodesNeed, gpuNodesNeed, oidcProvider, provider, kubeconfig, systemNodes, addons: allAddons };
+  return { cluster, nodeRole, gpuNodeRole: roles.gpu.role, nodesNeed, gpuNodesNeed, oidcProvider, oidcIssuer, provider, kubeconfig, systemNodes, addons: allAddons };
 }

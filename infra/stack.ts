@@ -239,6 +239,8 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     standbyCapacityRatio: c.standbyCapacityRatio,
     practiceWake: c.practiceWake,
     agentActuator,
+    // Node identities: the agents enrol with a projected token, verified against the cluster's own issuer.
+    nodeIdentities: c.nodeIdentities ? { issuer: cluster.oidcIssuer } : undefined,
     fallback,
   });
 

@@ -19,6 +19,7 @@ import {
   gpuNodeGroupsMultiAz,
 } from "./gpu";
 import { agentDaemonSetOnGpuNodes, gpuDeploymentPdb, gpuDeploymentSpread } from "./k8s";
+import { agentNodeIdentity } from "./node-identity";
 import { inferenceOneModel } from "./model";
 import { haPortsFenced } from "./fences";
 import { azHealthFromRoute53Only } from "./az-health";
@@ -42,6 +43,7 @@ export const policies: Policies = [
   gpuDeploymentPdb,
   inferenceOneModel,
   agentDaemonSetOnGpuNodes,
+  agentNodeIdentity,
   failoverRecordPairs,
   route53HealthCheckFast,
   failoverRecordTtl,

@@ -92,6 +92,35 @@ export function clusterOf(s: Settings, today: Date, warn: (message: string) => v
   return { apiEndpoint, addonVersions, kubernetesVersion };
 }
 
+/** The first Kubernetes minor version whose projected ServiceAccount tokens name the node (`kubernetes.io.node.name`). */
+export const NODE_IDENTITY_MIN_VERSION = "1.30";
+
+/**
+ * `llm-ha:nodeIdentities` (default true): each GPU node's agent enrols with a projected token that
+ * names its node, and heartbeats under a record key only it and the leader know (docs/security.md
+ * "What one GPU node can do"). `false` is the way out for a cluster that cannot have them: the
+ * agent DaemonSet then carries no token and says so in an annotation (the policy
+ * agent-node-identity lets it through only with that). Refused with a Kubernetes version that
+ * puts no node in the tokens.
+ */
+export function nodeIdentitiesOf(s: Settings, kubernetesVersion: string): boolean {
+  const { cfg, p, key } = s;
+  const raw = cfg.get("nodeIdentities");
+  if (raw !== undefined && raw !== "true" && raw !== "false") {
+    p.add(key("nodeIdentities"), `must be true or false, got ${JSON.stringify(raw)}`);
+    return true;
+  }
+  const on = raw !== "false";
+  const minor = (v: string) => Number(v.split(".")[1]);
+  if (on && /^1\.\d+$/.test(kubernetesVersion) && minor(kubernetesVersion) < minor(NODE_IDENTITY_MIN_VERSION)) {
+    p.add(
+      key("nodeIdentities"),
+      `node identities need Kubernetes ≥ ${NODE_IDENTITY_MIN_VERSION} (its projected tokens name the node) and ${key("kubernetesVersion")} is ${kubernetesVersion}: upgrade the cluster, or set ${key("nodeIdentities")} false, which lets one GPU node's Redis credential write every node's record (docs/security.md)`,
+    );
+  }
+  return on;
+}
+
 const PRINCIPAL_ARN = /^arn:aws[a-z-]*:iam::\d{12}:(role|user)\/[\w+=,.@/-]+$/;
 
 /**

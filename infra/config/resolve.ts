@@ -1,6 +1,6 @@
 import * as pulumi from "@pulumi/pulumi";
 import { Problems } from "../problems";
-import { clusterAccessOf, clusterOf, systemNodesOf } from "./cluster";
+import { clusterAccessOf, clusterOf, nodeIdentitiesOf, systemNodesOf } from "./cluster";
 import { kafkaOf, redisOf } from "./data";
 import { dnsOf } from "./dns";
 import { chartsOf, edgeOf, imagesOf, inferenceKeyOf, requireDigest } from "./edge";
@@ -33,6 +33,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   const gpuClasses = gpuClassesOf(s, azs);
   const inference = inferenceOf(s);
   const cluster = clusterOf(s, src.today ?? new Date(), src.warn ?? ((m) => void pulumi.log.warn(m)));
+  const nodeIdentities = nodeIdentitiesOf(s, cluster.kubernetesVersion);
   const clusterAccess = clusterAccessOf(s, src.aws);
   const agentImage = agentImageOf(s);
   const haproxy = haproxyOf(s);
@@ -56,6 +57,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     clusterName: src.project.get("clusterName") ?? `llm-ha-${src.stack}`,
     ...network,
     ...cluster,
+    nodeIdentities,
     clusterAccess,
     system,
     gpuClasses,

@@ -19,6 +19,12 @@ export interface StackConfig {
   natPerAz: boolean;
   kubernetesVersion: string;
   apiEndpoint: ApiEndpointConfig;
+  /**
+   * Node identities (`llm-ha:nodeIdentities`, default true): the agents enrol with a projected
+   * ServiceAccount token (audience `llm-ha`) and the controller verifies it against the cluster's
+   * issuer. Needs Kubernetes ≥ 1.30.
+   */
+  nodeIdentities: boolean;
   /** Who reaches the Kubernetes API besides the creator (`llm-ha:clusterAdmins`, `kubeconfigRoleArn`, `aws:profile`). */
   clusterAccess: ClusterAccess;
   system: { instanceType: string; desiredSize: number; maxSize: number };

@@ -1,8 +1,8 @@
 import type * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig } from "../config";
-import { appLabels, DaemonSet, GPU_TOLERATION, gpuNodeSelector, objectName, SKIP_AWAIT } from "./common";
+import { appLabels, DaemonSet, GPU_TOLERATION, gpuNodeSelector, objectName, SKIP_AWAIT, type ServiceAccount } from "./common";
 import { DRAIN_DIR, DRAIN_FILE } from "../../contracts/drain";
-import { PORTS } from "../../contracts/names";
+import { NODE_IDENTITY, PORTS } from "../../contracts/names";
 import { APP } from "../names";
 import { redisCredential } from "./redis-secret";
 
@@ -63,6 +63,37 @@ export interface AgentSpec {
   redisSecretName: string;
   /** Secret holding `key` = the inference API key (vLLM `VLLM_API_KEY`), mounted as `LLMHA_INFERENCE_API_KEY_FILE`. Default none. */
   inferenceKeySecretName?: string;
+  /**
+   * Node identities (`llm-ha:nodeIdentities`): the pods run as `AGENT_SERVICE_ACCOUNT` with a
+   * projected token of audience `llm-ha` at `IDENTITY_TOKEN_FILE` (`LLMHA_IDENTITY_TOKEN_FILE`).
+   * False: no token, and the DaemonSet says so (`NODE_IDENTITY.optOutAnnotation`). Default true.
+   */
+  nodeIdentities?: boolean;
+}
+
+/**
+ * The agents' own ServiceAccount: a name for their projected identity tokens (the token's `sub`),
+ * bound to no role at all, and no API token mounted from it: the agent never calls the
+ * Kubernetes API (a token with audience `llm-ha` is refused there anyway).
+ */
+export const AGENT_SERVICE_ACCOUNT = "llm-ha-agent";
+/** Where the agent reads its identity token: a projected volume of that token alone, in the agent container only. */
+export const IDENTITY_TOKEN_DIR = "/var/run/secrets/llm-ha/identity";
+export const IDENTITY_TOKEN_FILE = `${IDENTITY_TOKEN_DIR}/token`;
+const IDENTITY_VOLUME = "identity-token";
+/**
+ * An hour: the kubelet renews a projected token at 80 % of its life, and the agent re-reads the
+ * file at every enrolment, so an old token is never sent. (The API server's minimum is 600 s.)
+ */
+export const IDENTITY_TOKEN_SECONDS = 3600;
+
+export function agentServiceAccount(namespace: string): ServiceAccount {
+  return {
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: { name: AGENT_SERVICE_ACCOUNT, namespace, labels: { "app.kubernetes.io/name": APP.agent, "app.kubernetes.io/part-of": "llm-ha" } },
+    automountServiceAccountToken: false,
+  };
 }
 
 /** Where the agent reads the inference API key: a Secret volume (updated in place on rotation), never env or argv. */
@@ -81,11 +112,17 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
   const redis = redisCredential(s.redisSecretName, "llm-ha-redis", 0o440);
   const labels = appLabels(APP.agent, s.az, s.gpuClass.name);
   const env = (name: string, value: string) => ({ name, value });
+  const identity = s.nodeIdentities ?? true;
   return {
     apiVersion: "apps/v1",
     kind: "DaemonSet",
     // On a sleeping standby AZ, or during a slow GPU node roll, the rollout outlasts pulumi's wait.
-    metadata: { name: objectName("agent", s.az, s.gpuClass.name), namespace: s.namespace, labels, annotations: { [SKIP_AWAIT]: "true" } },
+    metadata: {
+      name: objectName("agent", s.az, s.gpuClass.name),
+      namespace: s.namespace,
+      labels,
+      annotations: { [SKIP_AWAIT]: "true", ...(identity ? {} : { [NODE_IDENTITY.optOutAnnotation]: NODE_IDENTITY.optOut }) },
+    },
     spec: {
       selector: { matchLabels: labels },
       updateStrategy: { type: "RollingUpdate", rollingUpdate: { maxUnavailable: 1 } },
@@ -101,7 +138,9 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
           tolerations: [GPU_TOLERATION],
           terminationGracePeriodSeconds: 15,
           // No ServiceAccount with a cloud role (issue 26): the controller Deployment alone acts.
-          // The agent never calls the Kubernetes API either.
+          // The agent never calls the Kubernetes API either: no API token. With node identities its
+          // own ServiceAccount (no role bound) names the projected identity token below.
+          ...(identity ? { serviceAccountName: AGENT_SERVICE_ACCOUNT } : {}),
           automountServiceAccountToken: false,
           securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
           containers: [
@@ -131,12 +170,15 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
                 // Written by the inference pod's preStop hook: a planned stop drains the node first.
                 env("LLMHA_DRAIN_FILE", DRAIN_FILE),
                 ...(s.inferenceKeySecretName ? [env("LLMHA_INFERENCE_API_KEY_FILE", `${INFERENCE_KEY_DIR}/key`)] : []),
+                // Node identity: the projected token that names this node; the agent enrols with it.
+                ...(identity ? [env("LLMHA_IDENTITY_TOKEN_FILE", IDENTITY_TOKEN_FILE)] : []),
               ],
               volumeMounts: [
                 { name: XID_VOLUME, mountPath: XID_DIR, readOnly: true },
                 { name: DRAIN_VOLUME, mountPath: DRAIN_DIR, readOnly: true },
                 redis.mount,
                 ...(s.inferenceKeySecretName ? [{ name: INFERENCE_KEY_VOLUME, mountPath: INFERENCE_KEY_DIR, readOnly: true }] : []),
+                ...(identity ? [{ name: IDENTITY_VOLUME, mountPath: IDENTITY_TOKEN_DIR, readOnly: true }] : []),
               ],
               ports: [
                 { name: "http", containerPort: PORTS.agentHttp },
@@ -164,6 +206,12 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
             redis.volume,
             // 0400 for the agent's user (fsGroup is not needed: the kubelet writes it owned by root, readable by mode).
             ...(s.inferenceKeySecretName ? [{ name: INFERENCE_KEY_VOLUME, secret: { secretName: s.inferenceKeySecretName, defaultMode: 0o444 } }] : []),
+            // The identity token alone (no CA, no namespace file: nothing for the API). With fsGroup
+            // set the kubelet writes it 0600 and then makes it group-readable for fsGroup 10001: the
+            // agent's user reads it; it is mounted in the agent container only, not the relay's.
+            ...(identity
+              ? [{ name: IDENTITY_VOLUME, projected: { sources: [{ serviceAccountToken: { audience: NODE_IDENTITY.audience, expirationSeconds: IDENTITY_TOKEN_SECONDS, path: "token" } }] } }]
+              : []),
           ],
         },
       },

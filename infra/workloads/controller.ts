@@ -76,7 +76,16 @@ export interface ControllerSpec {
   practiceWake?: { cron: string; timeZone: string; budgetMinutes: number };
   /** The AWS actuator's settings; the pods then run as `CONTROLLER_SERVICE_ACCOUNT`. Default none (the leader acts on nothing). */
   actuator?: AgentActuatorEnv;
+  /**
+   * Node identities: the cluster's ServiceAccount issuer (`LLMHA_IDENTITY_ISSUER`); the leader
+   * verifies enrolments against the API server's keys (`LLMHA_IDENTITY_JWKS=kubernetes`). Default
+   * none: records read under `node:<id>`.
+   */
+  identityIssuer?: pulumi.Input<string>;
 }
+
+/** What the controller reads of the API server to verify enrolment tokens: the issuer's keys and its discovery document. */
+export const ISSUER_DISCOVERY_URLS = Object.freeze(["/openid/v1/jwks", "/.well-known/openid-configuration"]);
 
 export function controllerLabels(): Record<string, string> {
   return { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" };
@@ -89,13 +98,19 @@ export function localGet(path: string): string[] {
 
 /**
  * What the controller may read of the Kubernetes API: Nodes (get, list, watch), to know which GPU
- * nodes exist and in which AZ. Cluster-scoped (Nodes are), read-only, nothing else.
+ * nodes exist and in which AZ; with node identities also the ServiceAccount issuer's keys and
+ * discovery document (get on those two non-resource URLs), to verify enrolment tokens.
+ * Cluster-scoped (Nodes are), read-only, nothing else.
  */
-export function controllerNodeReader(namespace: string): { clusterRole: ClusterRole; binding: ClusterRoleBinding } {
+export function controllerNodeReader(namespace: string, identities = false): { clusterRole: ClusterRole; binding: ClusterRoleBinding } {
   const name = "llm-ha-controller-nodes";
   const labels = { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" };
+  const rules = [
+    { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] },
+    ...(identities ? [{ nonResourceURLs: [...ISSUER_DISCOVERY_URLS], verbs: ["get"] }] : []),
+  ];
   return {
-    clusterRole: { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name, labels }, rules: [{ apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] }] },
+    clusterRole: { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name, labels }, rules },
     binding: {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRoleBinding",
@@ -133,7 +148,8 @@ export function controllerManifests(s: ControllerSpec): { deployment: Deployment
           terminationGracePeriodSeconds: 15,
           // The only pods with the cloud role (IRSA) and the only llm-ha pods with a Kubernetes API
           // token: the leader reads the GPU Nodes (its inventory, `LLMHA_INVENTORY=kubernetes`) with
-          // the ClusterRole of `controllerNodeReader` (get/list/watch nodes, nothing else).
+          // the ClusterRole of `controllerNodeReader` (get/list/watch nodes; with node identities get
+          // on the issuer's keys and discovery document; nothing else).
           serviceAccountName: CONTROLLER_SERVICE_ACCOUNT,
           automountServiceAccountToken: true,
           // fsGroup: the projected IRSA token must be readable by the non-root user.
@@ -152,6 +168,8 @@ export function controllerManifests(s: ControllerSpec): { deployment: Deployment
                 env("LLMHA_INVENTORY", "kubernetes"),
                 env("LLMHA_INVENTORY_SELECTOR", LABELS.gpuClass),
                 env("LLMHA_HTTP_PORT", String(PORTS.agentHttp)),
+                // Node identities: enrolments verified against the API server's issuer keys, `iss` checked.
+                ...(s.identityIssuer !== undefined ? [env("LLMHA_IDENTITY_JWKS", "kubernetes"), { name: "LLMHA_IDENTITY_ISSUER", value: s.identityIssuer }] : []),
                 ...redis.env,
                 ...standbyEnv(s),
                 ...(s.actuator ? actuatorEnv(s.actuator) : []),

@@ -4,8 +4,9 @@ import { GpuClassConfig, standbySize, type PracticeWakeConfig } from "../config"
 import { edgeNamespaceOf, NAMESPACE_NAME, WORKLOADS_NAMESPACE, type NetRole } from "../names";
 import { createSecurityGroupPolicies } from "../fences";
 import { Problems } from "../problems";
-import { agentDaemonSet } from "./agent";
-import { CONTROLLER_SERVICE_ACCOUNT, controllerManifests, controllerNodeReader, type AgentActuatorEnv } from "./controller";
+import { agentDaemonSet, agentServiceAccount } from "./agent";
+import { controllerManifests, type AgentActuatorEnv } from "./controller";
+import { createControllerAccess } from "./controller-access";
 import { objectName } from "./common";
 import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
 import { inferenceHeadlessService, inferenceManifests } from "./inference";
@@ -81,6 +82,12 @@ export interface WorkloadsArgs {
   standbyCapacityRatio?: number;
   /** Practice wakes of the standby (`LLMHA_PRACTICE_WAKE*`). Default none. */
   practiceWake?: PracticeWakeConfig;
+  /**
+   * Node identities (`llm-ha:nodeIdentities`): the agents enrol with a projected token (their own
+   * ServiceAccount, audience `llm-ha`), the controller verifies it against the cluster's issuer
+   * (`issuer`: EKS's OIDC issuer URL). Default none: no identity token, the DaemonSets annotated so.
+   */
+  nodeIdentities?: { issuer: pulumi.Input<string> };
   /** The controller's AWS actuator: the IRSA role for its ServiceAccount (never the GPU-node agents') and its settings. Default none. */
   agentActuator?: AgentActuatorEnv & { roleArn: pulumi.Input<string> };
   /**
@@ -205,23 +212,10 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   // The L1 pod's two Redis clients, each its own user: the fallback (its keys, the tier) and the key sync (the client keys).
   const edgeRedis = roleSecret("edge");
   // The controller's ServiceAccount: the cloud role (IRSA) when it acts, and always the read of the GPU Nodes (its inventory).
-  controllerDeps.push(
-    new k8s.core.v1.ServiceAccount(
-      `${name}-controller`,
-      {
-        metadata: {
-          name: CONTROLLER_SERVICE_ACCOUNT,
-          namespace: edgeNamespace,
-          labels: { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" },
-          ...(args.agentActuator ? { annotations: { "eks.amazonaws.com/role-arn": args.agentActuator.roleArn } } : {}),
-        },
-      },
-      inEdge,
-    ),
-  );
-  const nodeReader = controllerNodeReader(edgeNamespace);
-  const nodeRole = new k8s.rbac.v1.ClusterRole(`${name}-controller-nodes`, nodeReader.clusterRole, opts);
-  controllerDeps.push(new k8s.rbac.v1.ClusterRoleBinding(`${name}-controller-nodes`, nodeReader.binding, { ...opts, dependsOn: [nodeRole] }));
+  const identities = args.nodeIdentities !== undefined;
+  controllerDeps.push(...createControllerAccess(name, { namespace: edgeNamespace, roleArn: args.agentActuator?.roleArn, identities }, opts, inEdge));
+  // Node identities: the agents' own ServiceAccount (no role bound, no API token), which names their identity tokens.
+  if (identities) agentDeps.push(new k8s.core.v1.ServiceAccount(`${name}-agent`, agentServiceAccount(namespace), inNs));
   // The controller on the system nodes, one replica per AZ: it alone leads and acts (issue 26).
   const ctl = controllerManifests({
     namespace: edgeNamespace,
@@ -233,6 +227,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     standbyCapacityPercent: Math.round((args.standbyCapacityRatio ?? 1) * 100),
     practiceWake: args.practiceWake,
     actuator: args.agentActuator,
+    identityIssuer: args.nodeIdentities?.issuer,
   });
   new k8s.apps.v1.Deployment(`${name}-controller`, ctl.deployment, { ...opts, dependsOn: controllerDeps, customTimeouts: { create: "10m", update: "10m" } });
   new k8s.policy.v1.PodDisruptionBudget(`${name}-controller`, ctl.pdb, inEdge);
@@ -344,6 +339,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
           model: args.inference.model,
           redisSecretName: agentRedis.name,
           inferenceKeySecretName,
+          nodeIdentities: identities,
         }),
         { ...opts, dependsOn: agentDeps },
       );

@@ -40,7 +40,11 @@ describe("the controller's inventory read", () => {
     });
     it("ships the role, its binding and the ServiceAccount; only the controller mounts a token", () => {
       const roles = ofType(rs, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole").map((r) => r.props as O);
-      expect(roles.find((r) => r.metadata.name === "llm-ha-controller-nodes")?.rules).toEqual([{ apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] }]);
+      // With node identities (the default) also the issuer's keys, to verify enrolments (test/infra/node-identities.test.ts).
+      expect(roles.find((r) => r.metadata.name === "llm-ha-controller-nodes")?.rules).toEqual([
+        { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] },
+        { nonResourceURLs: ["/openid/v1/jwks", "/.well-known/openid-configuration"], verbs: ["get"] },
+      ]);
       const binding = ofType(rs, "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding").map((r) => r.props as O).find((b) => b.metadata.name === "llm-ha-controller-nodes");
       const sa = ofType(rs, "kubernetes:core/v1:ServiceAccount").map((r) => r.props as O).find((s) => s.metadata.name === CONTROLLER_SERVICE_ACCOUNT);
       expect(sa).toBeDefined();

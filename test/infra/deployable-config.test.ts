@@ -157,7 +157,8 @@ describe("user settings are refused with the key named", () => {
     const newer: string[] = [];
     expect(resolveOn("1.37", newer).kubernetesVersion).toBe("1.37");
     expect(newer[0]).toMatch(/1.37 is newer than the support table/);
-    expect(paths(await failure({ "llm-ha:kubernetesVersion": "1.29" }))).toEqual(["llm-ha:kubernetesVersion"]);
+    // 1.29 also puts no node in projected tokens: node identities (on by default) are refused with it (test/infra/node-identities.test.ts).
+    expect(paths(await failure({ "llm-ha:kubernetesVersion": "1.29" }))).toEqual(["llm-ha:kubernetesVersion", "llm-ha:nodeIdentities"]);
     expect(paths(await failure({ "llm-ha:kubernetesVersion": "latest" }))).toEqual(["llm-ha:kubernetesVersion"]);
     expect(eksVersionProblem("1.34", "2026-12-02")).toBeUndefined();
     expect(eksVersionProblem("1.34", "2026-12-03")).toMatch(/extended support, at extra cost, until 2027-12-02/);

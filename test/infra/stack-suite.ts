@@ -374,10 +374,13 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       // No other ServiceAccount carries the role.
       expect(k8s("ServiceAccount").filter((x) => x.metadata.annotations?.["eks.amazonaws.com/role-arn"] === "arn:aws:iam:us-east-1:123456789012:agent-role")).toHaveLength(1);
       const ids: Record<string, string> = { "us-east-1a": "use1-az4", "us-east-1b": "use1-az6", "us-east-1c": "use1-az1" };
-      // GPU-node agents: no ServiceAccount with a role (so no web identity token), no actuator, never lead.
+      // GPU-node agents: no ServiceAccount with a role (so no web identity token), no actuator, never lead. Their own
+      // ServiceAccount only names their node-identity tokens: no role annotation, no binding (test/infra/node-identities.test.ts).
+      const agentSa = k8s("ServiceAccount").find((x) => x.metadata.name === "llm-ha-agent")!;
+      expect(agentSa.metadata.annotations?.["eks.amazonaws.com/role-arn"]).toBeUndefined();
       for (const a of k8s("DaemonSet").filter((d) => d.metadata.labels["app.kubernetes.io/name"] === "llm-ha-agent")) {
         const pod = a.spec.template.spec;
-        expect(pod.serviceAccountName).toBeUndefined();
+        expect(pod.serviceAccountName).toBe("llm-ha-agent");
         const nodeEnv = Object.fromEntries(pod.containers.flatMap((c: O) => c.env ?? []).map((e: O) => [e.name, e.value ?? e.valueFrom]));
         expect(nodeEnv.LLMHA_ROLE).toBe("node");
         for (const k of Object.keys(nodeEnv)) expect(k).not.toMatch(/^(AWS_|LLMHA_ACTUATOR|LLMHA_STANDBY_ASGS|LLMHA_SHIFT_RESOURCES|LLMHA_AZ_IDS)/);

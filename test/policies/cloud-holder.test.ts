@@ -19,10 +19,13 @@ describe("gpu-agents-hold-no-cloud-role", () => {
     expect(await messages(gpuAgentsHoldNoCloudRole, happyStack())).toEqual([]);
   });
 
-  it("refuses the role trusting the GPU-node agents' ServiceAccount (the default one here, the inference pods' too)", async () => {
+  it("refuses the role trusting the GPU-node agents' ServiceAccount (their own, for node identities), or the inference pods' (the default one here)", async () => {
+    const agents = withTrust((d) => (d.Statement[0].Condition!.StringEquals[SUB] = "system:serviceaccount:llm-ha:llm-ha-agent"));
+    expect(await messages(gpuAgentsHoldNoCloudRole, agents)).toEqual([
+      "DaemonSet llm-ha-agent runs on GPU nodes as ServiceAccount llm-ha/llm-ha-agent, which the actuator's role agent-role trusts: GPU-node agents must hold no cloud role; trust the controller's ServiceAccount only.",
+    ]);
     const rs = withTrust((d) => (d.Statement[0].Condition!.StringEquals[SUB] = "system:serviceaccount:llm-ha:default"));
-    expect((await messages(gpuAgentsHoldNoCloudRole, rs)).sort()).toEqual([
-      "DaemonSet llm-ha-agent runs on GPU nodes as ServiceAccount llm-ha/default, which the actuator's role agent-role trusts: GPU-node agents must hold no cloud role; trust the controller's ServiceAccount only.",
+    expect(await messages(gpuAgentsHoldNoCloudRole, rs)).toEqual([
       "Deployment inference-us-east-1a runs on GPU nodes as ServiceAccount llm-ha/default, which the actuator's role agent-role trusts: GPU-node agents must hold no cloud role; trust the controller's ServiceAccount only.",
     ]);
   });

@@ -115,14 +115,20 @@ const agent = res("kubernetes:apps/v1:DaemonSet", "agent", {
         hostNetwork: true,
         nodeSelector: { "llm-ha.io/gpu-class": "h100" },
         tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
+        // Node identities (agent-node-identity): its own ServiceAccount, no API token, a projected token of audience llm-ha.
+        serviceAccountName: "llm-ha-agent",
+        automountServiceAccountToken: false,
         containers: [
           {
             name: "agent",
             image: `123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-ha/agent@sha256:${"5a".repeat(32)}`,
+            env: [{ name: "LLMHA_IDENTITY_TOKEN_FILE", value: "/var/run/secrets/llm-ha/identity/token" }],
+            volumeMounts: [{ name: "identity-token", mountPath: "/var/run/secrets/llm-ha/identity", readOnly: true }],
             livenessProbe: { httpGet: { path: "/livez", port: 9400 }, periodSeconds: 5 },
             readinessProbe: { httpGet: { path: "/readyz", port: 9400 } },
           },
         ],
+        volumes: [{ name: "identity-token", projected: { sources: [{ serviceAccountToken: { audience: "llm-ha", expirationSeconds: 3600, path: "token" } }] } }],
       },
     },
   },

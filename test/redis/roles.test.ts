@@ -183,7 +183,7 @@ describe("the role table and the key table agree", () => {
   const glob = (p: string): RegExp => new RegExp(`^${p.replace(/[.+^${}()|[\]\\]/g, "\\$&").replace(/\*/g, ".*")}$`);
   const k = new RedisKeys("c1");
   const every = [
-    k.node("n1"), k.azAvailable("a"), k.azState("a"), k.members, k.inventory, k.enrol, k.enrolled, k.capabilities, k.nodeRecord("n1", "0123456789abcdef0123456789abcdef"), k.nodes, k.dead, k.azs, k.leader, k.fence, k.fenceLast, k.tier, k.standbyWake,
+    k.node("n1"), k.azAvailable("a"), k.azState("a"), k.members, k.inventory, k.enrol, k.enrolled, k.recordDigests, k.capabilities, k.nodeRecord("n1", "0123456789abcdef0123456789abcdef"), k.nodes, k.dead, k.azs, k.leader, k.fence, k.fenceLast, k.tier, k.standbyWake,
     k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, `${k.fallbackIdempotency}t:abc`, k.fallbackQueue, k.edgeKeys, k.edgeKeysRev,
     k.canaryAnswers, k.canaryExpect, k.canaryRecorded,
   ];

@@ -4,14 +4,16 @@
  * claim equal to the node id, the node in the inventory), and for a good one hands out a fresh
  * capability, kept in `llmha-caps:<cluster>` (the leader's role alone reads it) and sealed to
  * the request's public key in `enrolled`. Every request is deleted once judged. A refused one is
- * counted and logged with its reason, never its token.
+ * counted and logged with its reason, never its token. Readers learn only a digest of each
+ * capability (`enrolled:digests`, `recordDigest`): enough to tell the node's record among the
+ * `node:<id>:*` keys, never the capability itself.
  */
 import type { Redis } from "ioredis";
 import type { JWTVerifyGetKey } from "jose";
 import type { Logger } from "../../util/log";
 import type { RedisKeys } from "../redis/keys";
 import { keyFingerprint } from "./enrol";
-import { isCapability, newCapability, sealTo, verifyNodeToken } from "./identity";
+import { isCapability, newCapability, recordDigest, sealTo, verifyNodeToken } from "./identity";
 
 /** Requests judged per period at most (the rest wait for the next one). */
 const BATCH = 200;
@@ -54,6 +56,8 @@ export class EnrolmentDesk {
         // an unreadable reply: the next enrolment of that node gets a new capability
       }
     }
+    // Every capability's digest, again at each term: a leader of an older version published none.
+    if (this.caps.size > 0) await this.o.redis.hset(this.o.keys.recordDigests, Object.fromEntries([...this.caps].map(([id, cap]) => [id, recordDigest(cap)])));
   }
 
   /** The record key of an enrolled node, null for one not enrolled (its records are not read). */
@@ -109,6 +113,7 @@ export class EnrolmentDesk {
         this.log.warn({ nodeId: nodeId.slice(0, 64), reason }, "enrolment refused");
       } else {
         await this.o.redis.hset(this.o.keys.capabilities, nodeId, cap);
+        await this.o.redis.hset(this.o.keys.recordDigests, nodeId, recordDigest(cap));
         await this.o.redis.hset(this.o.keys.enrolled, nodeId, JSON.stringify({ seal, key: fingerprint, at: Date.now() }));
         this.caps.set(nodeId, cap);
         this.sealedTo.set(nodeId, fingerprint);

@@ -13,11 +13,12 @@
  *
  * What is logged of a refused enrolment is the reason, never the token.
  */
-import { constants, createPrivateKey, generateKeyPairSync, privateDecrypt, publicEncrypt, randomBytes, type KeyObject } from "node:crypto";
+import { constants, createHash, createPrivateKey, generateKeyPairSync, privateDecrypt, publicEncrypt, randomBytes, type KeyObject } from "node:crypto";
 import { jwtVerify, type JWTVerifyGetKey } from "jose";
+import { NODE_IDENTITY } from "../../../../contracts/names";
 
-/** The audience of the projected token the agents enrol with. */
-export const TOKEN_AUDIENCE = "llm-ha";
+/** The audience of the projected token the agents enrol with (the stack's DaemonSet asks for it). */
+export const TOKEN_AUDIENCE = NODE_IDENTITY.audience;
 /** Algorithms Kubernetes signs ServiceAccount tokens with; any other is refused (no `none`, no HMAC). */
 const ALGORITHMS = ["RS256", "ES256", "RS384", "ES384", "RS512", "ES512", "PS256"];
 /** A capability: 128 random bits, hex. */
@@ -66,6 +67,16 @@ export function newCapability(): string {
 
 export function isCapability(v: unknown): v is string {
   return typeof v === "string" && CAPABILITY.test(v);
+}
+
+/**
+ * What the leader publishes of a capability so that readers (`llm-ha status`, `llm-ha canary`)
+ * can tell a node's record among the `node:<id>:*` keys without holding the capability: the
+ * first 16 hex of its SHA-256. It does not give the capability back (128 random bits behind a
+ * one-way hash), so knowing it lets no one write the record.
+ */
+export function recordDigest(capabilityOrSuffix: string): string {
+  return createHash("sha256").update(capabilityOrSuffix, "utf8").digest("hex").slice(0, 16);
 }
 
 /** Seals `plain` to an agent's public key (PEM, SPKI): only the holder of its private key opens it. */

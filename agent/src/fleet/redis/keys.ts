@@ -32,6 +32,7 @@
  * | `node:<id>:<capability>` | hash | each enrolled agent | with node identities (`LLMHA_IDENTITY_TOKEN_FILE`): the same record as `node:<id>`, under a key whose last part only that agent and the leader know (128 random bits handed out at enrolment); the agent role has no SCAN/KEYS, so no node finds or touches another's |
  * | `enrol`                | stream | agents (append only)  | enrolment requests `{nodeId, token, publicKey}`: the node's projected ServiceAccount token and a public key of its own; the agent role may only XADD (`%W~`), so no node reads another's token; the leader reads and deletes them |
  * | `enrolled`             | hash   | leader                | node id → JSON `{seal, key, at}`: the node's capability sealed to its public key (`key`: SHA-256 of that key, first 16 hex) |
+ * | `enrolled:digests`     | hash   | leader                | node id → the first 16 hex of SHA-256 of its capability: how readers (`llm-ha status`, `llm-ha canary`) find the node's record among `node:<id>:*` without the capability; any other `node:<id>:<x>` is not the node's. Agents may not write it |
  * | `llmha-caps:<cluster>` | hash   | leader only           | node id → capability. Outside the `llmha:<cluster>:` prefix so that no role reading that prefix (`llmha-reader`, `llmha-operator`) reads it |
  * | `canary:answers`       | hash   | each agent; leader prunes | node id → JSON `{az, model, at, answers}`: its latest correctness-canary answers per prompt id (issue 32); with an inventory only its nodes' fields vote, the leader deletes the others |
  * | `canary:expect`        | hash   | leader (fenced)       | `m:<model key>` → JSON expectation `{source, at, answers, nodes, agreeing, disagreeing, capped}`, learned from the fleet's majority or recorded; `leader, token, updatedAt` |
@@ -79,6 +80,10 @@ export class RedisKeys {
   }
   get enrolled(): string {
     return `${this.prefix}enrolled`;
+  }
+  /** node id → digest of its capability (`recordDigest`): readers find the node's record by it. */
+  get recordDigests(): string {
+    return `${this.prefix}enrolled:digests`;
   }
   /** node id → capability: outside the cluster prefix, so that roles reading `llmha:<cluster>:*` do not reach it. */
   get capabilities(): string {

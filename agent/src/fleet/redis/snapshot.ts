@@ -5,7 +5,7 @@
 import type { Redis } from "ioredis";
 import { NODE_STATUSES, takesTraffic, type NodeStatus, type ServingPhase } from "../../types";
 import type { RedisKeys } from "./keys";
-import { readNodesScript, type CompactNode } from "./scripts";
+import { parseCompactNode, readNodesScript, type CompactNode } from "./scripts";
 
 
 /** One node as the controller sees it. `alive` is false when its hash expired (a dead node still counts toward its AZ's total). */
@@ -72,8 +72,12 @@ export function recordProblem(id: string, memberAz: string, memberGpus: number, 
   return null;
 }
 
-/** Reads every member node with its compact view, one HSCAN page per call (`read-nodes-1.lua`). */
-export async function readSnapshot(redis: Redis, keys: RedisKeys, pageSize = 1000): Promise<RegistrySnapshot> {
+/**
+ * Reads every member node with its compact view, one HSCAN page per call (`read-nodes-1.lua`).
+ * `recordKey`: with node identities, where each node's record is (bound-records.ts; null: none,
+ * the node reads as expired); the script's read of `node:<id>` is then not used.
+ */
+export async function readSnapshot(redis: Redis, keys: RedisKeys, pageSize = 1000, recordKey?: (nodeId: string) => string | null): Promise<RegistrySnapshot> {
   const seen = new Map<string, { member: string; view: CompactNode | null }>();
   let cursor = "0";
   do {
@@ -81,6 +85,19 @@ export async function readSnapshot(redis: Redis, keys: RedisKeys, pageSize = 100
     for (const e of page.entries) seen.set(e.id, e); // HSCAN may return an entry twice
     cursor = page.cursor;
   } while (cursor !== "0");
+  if (recordKey) {
+    const ids = [...seen.keys()];
+    const at = ids.map((id) => recordKey(id));
+    const p = redis.pipeline();
+    for (const k of at) if (k) p.hget(k, "c");
+    const got = (await p.exec()) ?? [];
+    let i = 0;
+    ids.forEach((id, j) => {
+      const res = at[j] ? got[i++] : null;
+      if (res?.[0]) throw res[0];
+      seen.set(id, { member: seen.get(id)!.member, view: parseCompactNode(res?.[1] ?? null) });
+    });
+  }
   const knownAzs = new Set(await redis.smembers(keys.azs));
   const skipped: SkippedRecord[] = [];
   const ids = [...seen.keys()].filter((id) => {

@@ -5,6 +5,7 @@
  * model its server serves.
  */
 import type { Redis } from "ioredis";
+import { findBoundRecords } from "../../fleet/redis/bound-records";
 import type { FencedWriter } from "../../fleet/redis/fenced";
 import type { RedisKeys } from "../../fleet/redis/keys";
 import type { CanaryAnswer, CanaryTolerance } from "./answers";
@@ -65,7 +66,21 @@ export async function readExpectations(redis: Redis, keys: RedisKeys): Promise<R
 
 /** Every node's answers written within `maxAgeMs` (older ones are a node gone or a model changed). */
 export async function readNodeAnswers(redis: Redis, keys: RedisKeys, now: number, maxAgeMs: number): Promise<NodeAnswers[]> {
-  return parseNodeAnswers(await redis.hgetall(keys.canaryAnswers), now, maxAgeMs);
+  // With node identities, each node's answers are in its own record (field `canary`), found by the
+  // digest the leader publishes; the shared hash, which any node may write, is not read.
+  const bound = await findBoundRecords(redis, keys);
+  if (!bound) return parseNodeAnswers(await redis.hgetall(keys.canaryAnswers), now, maxAgeMs);
+  const ids = [...bound.keys.keys()];
+  const p = redis.pipeline();
+  for (const id of ids) p.hget(bound.keys.get(id)!, "canary");
+  const got = (await p.exec()) ?? [];
+  const own: Record<string, string> = {};
+  ids.forEach((id, i) => {
+    const [err, v] = got[i] ?? [null, null];
+    if (err) throw err;
+    if (typeof v === "string") own[id] = v;
+  });
+  return parseNodeAnswers(own, now, maxAgeMs);
 }
 
 function parseNodeAnswers(h: Record<string, string>, now: number, maxAgeMs: number): NodeAnswers[] {

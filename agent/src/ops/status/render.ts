@@ -198,6 +198,18 @@ function suspectLine(v: FleetView): Line {
   return [label, { t: shown, s: "yellow" }, { t: "  blast-radius cap: nodes failing only these stay in", s: "dim" }];
 }
 
+/** Node identities: shown only when the leader publishes record digests; records under keys it does not read, in red. */
+function identityLine(v: FleetView): Line[] {
+  const i = v.identities;
+  if (!i) return [];
+  const label = { t: pad("identity", 9), s: "bold" } as Seg;
+  const line: Line = [label, { t: `${i.enrolled} node${i.enrolled === 1 ? "" : "s"} under their own record key` }];
+  if (i.unboundRecords === 0) return [[...line, { t: "  no other record", s: "dim" }]];
+  line.push({ t: `  ${i.unboundRecords} record${i.unboundRecords === 1 ? "" : "s"} under keys the leader does not read (forged, or stale)`, s: "red" });
+  line.push({ t: `: ${i.unboundNodes.join(", ")}${i.unboundNodes.length >= 20 ? ", …" : ""}`, s: "yellow" });
+  return [line];
+}
+
 /**
  * Same model everywhere (issue 16): the fleet's majority model, or first what differs — the
  * count and the AZs serving none of it (what a long line must not lose), then the majority
@@ -270,7 +282,7 @@ export function renderFleetView(v: FleetView, o: RenderOptions = {}): string[] {
   const stamp = new Date(v.now).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
   lines.push([{ t: "llm-ha status", s: "bold" }, { t: `  cluster ${v.cluster}` }, { t: `  ${v.redis}  ${stamp}`, s: "dim" }]);
   lines.push([]);
-  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v), modelLine(v));
+  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v), modelLine(v), ...identityLine(v));
 
   const all = v.azs.flatMap((a) => a.nodes);
   const idW = Math.min(24, Math.max(4, ...all.map((n) => [...n.id].length)));

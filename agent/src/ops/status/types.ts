@@ -212,6 +212,15 @@ export interface EventRow {
   fields: Record<string, string>;
 }
 
+export interface IdentitiesView {
+  /** Nodes with a record under their capability key now. */
+  enrolled: number;
+  /** Record keys the leader does not read. */
+  unboundRecords: number;
+  /** The node ids those keys claim (sorted, at most 20). */
+  unboundNodes: string[];
+}
+
 export interface FleetView {
   version: typeof STATUS_JSON_VERSION;
   cluster: string;
@@ -231,6 +240,13 @@ export interface FleetView {
   models?: ModelsView | null;
   /** The last practice wake; absent when none was ever scheduled. */
   practice?: PracticeView;
+  /**
+   * Node identities (present only when the leader publishes record digests): nodes whose record
+   * was found under their capability key, and records under any other key (`node:<id>` or
+   * `node:<id>:<other>`: forged with the shared agent credential, or a capability the node no
+   * longer holds, until it expires), which the leader does not read and which are not shown as nodes.
+   */
+  identities?: IdentitiesView;
   azs: AzRow[];
   events: EventRow[];
   /** Nothing of this cluster is in Redis (no members, AZs, lease, tier or events). */

@@ -1,6 +1,7 @@
 /**
  * What `llm-ha status` shows, read from Redis in a few round trips: the registry snapshot
- * (the controller's own `readSnapshot`), each node's heartbeat time and load score, the
+ * (the controller's own `readSnapshot`; with node identities, each node's record found by the
+ * digest the leader publishes: bound-records.ts), each node's heartbeat time and load score, the
  * leader's lease and fencing tokens, the published AZ states, tier, standby desired state
  * and suspect checks, and the last events. `FleetView` is also the `--json` document
  * (docs/status.md): add fields freely, bump `STATUS_JSON_VERSION` when one changes meaning.
@@ -13,6 +14,7 @@ import type { Redis } from "ioredis";
 import { DEFAULT_CONTROLLER_SETTINGS, AZ_STATES, TIER_LEVELS, type AzState, type TierLevel } from "../../fleet/controller/state";
 import type { RedisKeys } from "../../fleet/redis/keys";
 import { parseLeaseValue } from "../../fleet/redis/lease";
+import { findBoundRecords } from "../../fleet/redis/bound-records";
 import { readSnapshot } from "../../fleet/redis/registry";
 import { eventRow, num } from "./events";
 import { STATUS_JSON_VERSION, type FallbackView, type ModelsView, type ActionView, type ActuationView, type AzPublished, type AzRow, type FleetView, type NodeRow, type PracticeView, type ReadFleetViewOptions } from "./types";
@@ -77,7 +79,10 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
   const rawEvents = r[8] as [string, string[]][];
   const present = r[9] as number;
 
-  const snap = await readSnapshot(redis, keys);
+  // With node identities, each node's record is the key whose suffix matches its published digest.
+  const bound = await findBoundRecords(redis, keys);
+  const recordKey = (id: string): string | null => (bound ? bound.keys.get(id) ?? null : keys.node(id));
+  const snap = await readSnapshot(redis, keys, 1000, bound ? recordKey : undefined);
   const ids = snap.nodes.map((n) => n.nodeId);
   const azNames = new Set([...azSet, ...snap.nodes.map((n) => n.az)]);
   if (standbyH.az) azNames.add(standbyH.az);
@@ -88,7 +93,8 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
   // The last heartbeat of a live node is in `nodes`, of a dead one in `dead`.
   if (ids.length) p.zmscore(keys.nodes, ...ids);
   if (ids.length) p.zmscore(keys.dead, ...ids);
-  for (const n of snap.nodes) p.hmget(keys.node(n.nodeId), "loadScore", "model", "modelRevision", "modelDtype", "maxContext");
+  // A node with no record key (not enrolled) is not alive: what is read for it here is not shown.
+  for (const n of snap.nodes) p.hmget(recordKey(n.nodeId) ?? keys.node(n.nodeId), "loadScore", "model", "modelRevision", "modelDtype", "maxContext");
   const second = ((await p.exec()) ?? []) as Reply<unknown>[];
   for (const [err] of second) if (err) throw err;
   const azStates = second.slice(0, azList.length).map(([, v]) => v as Record<string, string>);
@@ -181,6 +187,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     suspect: suspectH.updatedAt
       ? { codes: suspectH.codes ? suspectH.codes.split(",") : [], counts: parseCounts(suspectH.counts), updatedAt: suspectAt, ageMs: ageOf(now, suspectAt) }
       : null,
+    ...(bound ? { identities: { enrolled: bound.keys.size, unboundRecords: bound.unbound.count, unboundNodes: bound.unbound.nodes.slice(0, 20) } } : {}),
     azs,
     events: rawEvents.map(([id, flat]) => eventRow(id, flat, now, keys)),
     empty: present === 0,

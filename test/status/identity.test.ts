@@ -1,0 +1,148 @@
+/**
+ * `llm-ha status` with node identities on, on a real redis-server with the rendered ACL file:
+ * three agents (`llmha-agent`) enrol with projected-token-shaped JWTs and heartbeat under their
+ * capability keys; the leader's enrolment desk (`llmha-controller`) publishes a digest per node.
+ * Status, as `llmha-reader` (which may not read `llmha-caps:`), shows each node from the record
+ * under its capability key, and shows what an attacker wrote with the shared agent credential
+ * under `node:<id>:<other>` and `node:<id>` as records the leader does not read, never as the node.
+ * `llm-ha canary record` reads the nodes' own answers the same way.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWTVerifyGetKey } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EnrolmentDesk } from "../../agent/src/fleet/identity/desk";
+import { Enrolment } from "../../agent/src/fleet/identity/enrol";
+import { recordDigest } from "../../agent/src/fleet/identity/identity";
+import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { NodeRegistry, type NodeReport } from "../../agent/src/fleet/redis/registry";
+import { publishAnswers, readNodeAnswers } from "../../agent/src/node/canary/store";
+import { renderFleetView } from "../../agent/src/ops/status/render";
+import { readFleetView } from "../../agent/src/ops/status/view";
+import type { Decision } from "../../agent/src/types";
+import { labRedisAcl, type LabRedisAcl } from "../../lab/engines/redis-acl";
+import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
+import type { RoleName } from "../../contracts/redis-roles";
+import { testLogger } from "../redis/helpers";
+
+const log = testLogger();
+const NODES = [
+  { nodeId: "a1", az: "az-a", status: "HEALTHY" as const },
+  { nodeId: "a2", az: "az-a", status: "DEGRADED" as const },
+  { nodeId: "b1", az: "az-b", status: "HEALTHY" as const },
+];
+let server: RedisServerHandle;
+let acl: LabRedisAcl;
+let dir: string;
+let jwks: JWTVerifyGetKey;
+let tokenOf: (node: string) => Promise<string>;
+const clients: RedisClient[] = [];
+
+beforeAll(async () => {
+  acl = labRedisAcl("statid");
+  server = await startRedisServer({ acl });
+  dir = mkdtempSync(join(tmpdir(), "llmha-statid-"));
+  const issuer = await generateKeyPair("RS256");
+  jwks = createLocalJWKSet({ keys: [{ ...(await exportJWK(issuer.publicKey)), kid: "k1", alg: "RS256", use: "sig" }] });
+  tokenOf = (node) =>
+    new SignJWT({ "kubernetes.io": { namespace: "llm-ha", node: { name: node, uid: `u-${node}` }, pod: { name: `agent-${node}`, uid: "p" }, serviceaccount: { name: "llm-ha-agent", uid: "s" } } })
+      .setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer("https://issuer.local").setAudience("llm-ha")
+      .setSubject("system:serviceaccount:llm-ha:llm-ha-agent").setIssuedAt().setExpirationTime("10m").sign(issuer.privateKey);
+});
+afterAll(async () => {
+  for (const c of clients) await c.close();
+  await server?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function as(role: RoleName): Promise<RedisClient> {
+  const c = createRedisClient(server.urlAs(role), { name: `statid-${role}`, log, env: {} });
+  clients.push(c);
+  expect(await c.whenReady(5000)).toBe(true);
+  return c;
+}
+
+function report(n: (typeof NODES)[number]): NodeReport {
+  const now = Date.now();
+  const weight = n.status === "HEALTHY" ? 100 : 50;
+  const decision: Decision = { status: n.status, phase: "serving", weight, reasons: n.status === "HEALTHY" ? [] : [{ code: "PROBE_SLOW", severity: "soft", detail: "slow" }] as never, pending: [], suppressed: [], since: now, checkedAt: now, loadScore: 1 };
+  return { nodeId: n.nodeId, az: n.az, decision, gpus: 8, gpusExpected: 8, model: "m" };
+}
+
+describe("llm-ha status with node identities", () => {
+  it("shows each node from its capability record, and forged records as a count, never as the node; canary record reads the same records", async () => {
+    const keys = new RedisKeys(acl.cluster);
+    const ctl = await as("llmha-controller");
+    const desk = new EnrolmentDesk({ redis: ctl.redis, keys, jwks: async () => jwks, issuer: "https://issuer.local", log });
+    await desk.load();
+    const registries: NodeRegistry[] = [];
+    for (const n of NODES) {
+      writeFileSync(join(dir, `${n.nodeId}.token`), await tokenOf(n.nodeId));
+      const agent = await as("llmha-agent");
+      registries.push(new NodeRegistry({ client: agent, keys, log, settings: { intervalMs: 1000, ttlPeriods: 30 }, identity: new Enrolment({ redis: agent.redis, keys, nodeId: n.nodeId, tokenFile: join(dir, `${n.nodeId}.token`), log, pollMs: 50 }) }));
+    }
+    // Each agent enrols (the desk answers) and heartbeats under its own key.
+    const beats = registries.map((reg, i) => reg.heartbeat(report(NODES[i])));
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await desk.process(new Set(NODES.map((n) => n.nodeId)))).accepted).toBe(NODES.length);
+    await Promise.all(beats);
+    for (let i = 0; i < registries.length; i++) await registries[i].heartbeat(report(NODES[i]));
+
+    const reader = await as("llmha-reader");
+    // The reader reaches neither the capabilities nor, therefore, the record keys by name.
+    await expect(reader.redis.hgetall(keys.capabilities)).rejects.toThrow(/NOPERM|no permissions/);
+    // The digests are the leader's: the agent role may not write them.
+    const evil = await as("llmha-agent");
+    await expect(evil.redis.hset(keys.recordDigests, "b1", "0000000000000000")).rejects.toThrow(/NOPERM|no permissions/);
+    await expect(evil.redis.hgetall(keys.recordDigests)).rejects.toThrow(/NOPERM|no permissions/);
+    const digests = await reader.redis.hgetall(keys.recordDigests);
+    expect(Object.keys(digests).sort()).toEqual(["a1", "a2", "b1"]);
+    // What is published is a digest, not the capability.
+    const caps = await ctl.redis.hgetall(keys.capabilities);
+    for (const n of NODES) {
+      expect(digests[n.nodeId]).toBe(recordDigest(caps[n.nodeId]));
+      expect(Object.values(digests)).not.toContain(caps[n.nodeId]);
+    }
+
+    // A new leader's term publishes them again (one of an older version published none).
+    await ctl.redis.del(keys.recordDigests);
+    await new EnrolmentDesk({ redis: ctl.redis, keys, jwks: async () => jwks, issuer: "https://issuer.local", log }).load();
+    expect(await reader.redis.hgetall(keys.recordDigests)).toEqual(digests);
+
+    const byId = (v: Awaited<ReturnType<typeof readFleetView>>) => Object.fromEntries(v.azs.flatMap((a) => a.nodes).map((n) => [n.id, n]));
+    const clean = await readFleetView(reader.redis, keys);
+    expect(Object.fromEntries(Object.entries(byId(clean)).map(([id, n]) => [id, [n.az, n.status, n.weight, n.alive, n.model]]))).toEqual({
+      a1: ["az-a", "HEALTHY", 100, true, "m"],
+      a2: ["az-a", "DEGRADED", 50, true, "m"],
+      b1: ["az-b", "HEALTHY", 100, true, "m"],
+    });
+    expect(clean.identities).toEqual({ enrolled: 3, unboundRecords: 0, unboundNodes: [] });
+
+    // The attacker, with the shared agent credential: b1's record under a made-up suffix and under plain `node:b1`, both failed.
+    const forged = ["az-b", "UNHEALTHY", "down", "0", "0", "8", "", "GPU_LOST"].join("|");
+    await evil.redis.hset(keys.nodeRecord("b1", "f".repeat(32)), "az", "az-b", "status", "UNHEALTHY", "weight", "0", "loadScore", "999", "model", "evil", "c", forged);
+    await evil.redis.hset(keys.node("b1"), "az", "az-b", "status", "UNHEALTHY", "weight", "0", "model", "evil", "c", forged);
+    // A suffix that is b1's digest itself (what every agent can read) is not the capability either.
+    await evil.redis.hset(keys.nodeRecord("b1", digests.b1), "az", "az-b", "status", "UNHEALTHY", "c", forged);
+    const attacked = await readFleetView(reader.redis, keys);
+    expect([byId(attacked).b1.status, byId(attacked).b1.weight, byId(attacked).b1.model, byId(attacked).b1.alive]).toEqual(["HEALTHY", 100, "m", true]);
+    expect(attacked.identities).toEqual({ enrolled: 3, unboundRecords: 3, unboundNodes: ["b1"] });
+    const text = renderFleetView(attacked, { color: false, width: 200 }).join("\n");
+    expect(text).toMatch(/identity +3 nodes under their own record key +3 records under keys the leader does not read \(forged, or stale\): b1/);
+
+    // canary record reads each node's answers from its own record; the shared hash and the forged record are not read.
+    const at = Date.now();
+    const answer = (text: string) => ({ p1: { text, tokens: text.split(" "), logprobs: null } });
+    for (const n of NODES) await publishAnswers(evil.redis, keys, { nodeId: n.nodeId, az: n.az, model: "m", at, answers: answer("wrong") });
+    await evil.redis.hset(keys.nodeRecord("b1", "f".repeat(32)), "canary", JSON.stringify({ az: "az-b", model: "m", at, answers: answer("wrong") }));
+    const admin = createRedisClient(server.url, { name: "statid-admin", log, env: {} });
+    clients.push(admin);
+    await admin.whenReady(5000);
+    for (const n of NODES) await publishAnswers(admin.redis, keys, { nodeId: n.nodeId, az: n.az, model: "m", at, answers: answer("right") }, keys.nodeRecord(n.nodeId, caps[n.nodeId]));
+    const operator = await as("llmha-operator");
+    const read = await readNodeAnswers(operator.redis, keys, at, 60_000);
+    expect(read.map((n) => [n.nodeId, n.answers.p1?.text]).sort()).toEqual([["a1", "right"], ["a2", "right"], ["b1", "right"]]);
+  });
+});
