@@ -10,8 +10,7 @@
  * | `POST /standby/release {az}`     | stops its running nodes (SIGTERM: agents drain, leave Redis), then drops them from DNS | group handed back to the scale-to-zero schedule |
  * | `POST /shift/start {az, expiresInMs}` | every AZ proxy puts the AZ's servers in MAINT (`set server … state maint`); lifted by itself at expiry | ARC zonal shift on the NLBs |
  * | `POST /shift/cancel {az}`        | those servers back to `ready`                                  | cancel the zonal shift |
- * | `GET /openid/v1/jwks`            | the issuer's public keys: the cluster's ServiceAccount issuer, which signs each node's projected token (`mintToken`, a file per node the agent enrols with) | the API server's OIDC discovery |
- * | `GET /api/v1/nodes?labelSelector=` | the GPU nodes that exist (booted, booting or stopping: not stopped), as a Kubernetes `NodeList` (name, zone label, GPU capacity, providerID): the leader's inventory (`LLMHA_INVENTORY`) | the Kubernetes API's Node objects |
+ * | `GET /openid/v1/jwks`, `GET /api/v1/nodes` | the Kubernetes API the leader reads: the issuer's keys and the GPU Nodes (`kube`, local-kube.ts) | the API server |
  *
  * Node groups: by default one per AZ, named as the AZ. `defineGroups` gives an AZ several
  * (instance types, in fallback order; every group boots the AZ's nodes: the simulated
@@ -25,7 +24,7 @@
  * logged, never checked: fencing happened in the agent's `FencedActuator`.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import { LocalIssuer } from "./local-issuer";
+import { LocalKubeApi } from "./local-kube";
 import type { AddressInfo } from "node:net";
 import type { LocalCloudReply, LocalGroupsReply } from "../../agent/src/fleet/actuators/local";
 import type { ActionName } from "../../agent/src/fleet/actuators/types";
@@ -110,8 +109,6 @@ export class LocalCloud {
   private readonly groups = new Map<string, CloudGroup[]>();
   private server: Server | null = null;
   private nodes: SimNode[] = [];
-  /** The nodes the inventory lists from (set before `attach` when the drill has no standby). */
-  private inventoryNodes: SimNode[] | null = null;
   private proxies: () => CloudProxy[] = () => [];
   private endpoints: (az: string) => Promise<void> = async () => undefined;
   private readonly power = new Map<string, NodePower>();
@@ -119,19 +116,13 @@ export class LocalCloud {
   private readonly chain = new Map<string, Promise<void>>();
   private readonly shifts = new Map<string, { expiresAt: number; timer: NodeJS.Timeout }>();
   private port = 0;
-  private readonly tokens = new LocalIssuer(() => this.issuer);
+  /** The Kubernetes API it also serves: the inventory's Nodes (a node exists unless stopped) and the token issuer. */
+  readonly kube = new LocalKubeApi(
+    () => this.url,
+    (n) => (this.power.has(n.id) ? this.powerOf(n.id) !== "stopped" : n.running),
+  );
 
   constructor(private readonly o: LocalCloudOptions) {}
-
-  /** The issuer (`iss`) of the tokens it mints: its own URL. */
-  get issuer(): string {
-    return this.url;
-  }
-
-  /** Writes node `nodeId`'s projected token to `path` (the drill's issuer, `local-issuer.ts`). */
-  mintToken(nodeId: string, path: string, ttlS?: number): Promise<void> {
-    return this.tokens.mintToken(nodeId, path, ttlS);
-  }
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
@@ -158,29 +149,6 @@ export class LocalCloud {
     this.proxies = proxies;
     if (endpoints) this.endpoints = endpoints;
     for (const n of nodes) this.power.set(n.id, n.running ? "running" : "stopped");
-  }
-
-  /**
-   * Serves `/api/v1/nodes` for these nodes (every node the drill started; a stopped one is not
-   * listed). Until called (and `attach`), the list answers 503: the leader has no inventory yet.
-   */
-  serveInventory(nodes: SimNode[]): void {
-    this.inventoryNodes = nodes;
-  }
-
-  /** The nodes that exist now, as a Kubernetes `NodeList`. */
-  nodeList(): object {
-    const nodes = this.inventoryNodes ?? this.nodes;
-    const exists = (n: SimNode): boolean => (this.power.has(n.id) ? this.powerOf(n.id) !== "stopped" : n.running);
-    return {
-      kind: "NodeList",
-      apiVersion: "v1",
-      items: nodes.filter(exists).map((n) => ({
-        metadata: { name: n.id, labels: { "topology.kubernetes.io/zone": n.az, "llm-ha.io/gpu-class": "sim" } },
-        spec: { providerID: `local:///${n.az}/i-${n.id}` },
-        status: { capacity: { "nvidia.com/gpu": String(n.gpuCount) } },
-      })),
-    };
   }
 
   /** Gives `az` these node groups (instance types), in fallback order; `[]` restores the default single group. */
@@ -236,13 +204,8 @@ export class LocalCloud {
       "/shift/start": "shift.start",
       "/shift/cancel": "shift.cancel",
     };
-    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/openid/v1/jwks") {
-      return send(200, { keys: this.tokens.keys() });
-    }
-    if (req.method === "GET" && (req.url ?? "").split("?")[0] === "/api/v1/nodes") {
-      if (!this.inventoryNodes && this.nodes.length === 0) return send(503, { error: "local cloud not ready: the drill is still starting its nodes" });
-      return send(200, this.nodeList());
-    }
+    const kube = req.method === "GET" ? this.kube.answer((req.url ?? "").split("?")[0]) : null;
+    if (kube) return send(kube.code, kube.body);
     if (req.method === "GET" && (req.url ?? "").startsWith("/standby/groups")) {
       const az = new URL(req.url ?? "", "http://x").searchParams.get("az") ?? "";
       if (!this.nodes.some((n) => n.az === az)) return send(this.nodes.length ? 400 : 503, { error: `no nodes in AZ ${JSON.stringify(az)}` });

@@ -254,9 +254,9 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   await inventory.listen();
   o.track(() => inventory.stop());
   // It also plays the cluster's ServiceAccount issuer: each node's agent enrols with a token it minted (node identities).
-  fleetEnv = { LLMHA_INVENTORY: inventory.url, LLMHA_IDENTITY_JWKS: `${inventory.url}/openid/v1/jwks`, LLMHA_IDENTITY_ISSUER: inventory.issuer };
+  fleetEnv = { LLMHA_INVENTORY: inventory.url, LLMHA_IDENTITY_JWKS: `${inventory.url}/openid/v1/jwks`, LLMHA_IDENTITY_ISSUER: inventory.kube.issuer };
   // Listed as they start (the array fills below): a node is in the inventory once its processes run.
-  inventory.serveInventory(nodes);
+  inventory.kube.serveInventory(nodes);
   if (standbyName) {
     cloud = inventory;
     fleetEnv = { ...fleetEnv, ...DRILL_STANDBY_ENV, LLMHA_STANDBY_AZ: standbyName, LLMHA_LOCAL_CLOUD_URL: inventory.url };
@@ -277,7 +277,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     const redisUrl = paths ? `redis://${(await paths.open(address)).url}` : agentRedis.url;
     const nodeId = `gpu-${az.slice(3)}${seq + 1}`;
     const tokenFile = join(tokenDir, `${nodeId}.token`);
-    await inventory.mintToken(nodeId, tokenFile);
+    await inventory.kube.mintToken(nodeId, tokenFile);
     const node = await startNodeWithRetry(() =>
       SimNode.start({
         id: nodeId,
