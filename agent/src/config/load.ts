@@ -10,18 +10,11 @@ import { wrapText } from "../../../contracts/table";
 import { cronProblem, Zone } from "../../../contracts/cron";
 import { RedisAuthError, redisAuthFromEnv } from "../fleet/redis/auth";
 import { closest, flagErrorMessage } from "../../../contracts/did-you-mean";
+import { ConfigError } from "./error";
+import { checkAwsFormats, imdsAvailabilityZone, resolveAwsRegion } from "./aws";
 
-/** A bad setting: names the variable and its flag. `llm-ha agent` exits 2 on it. */
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    // "argv" is the command line itself (an unknown flag), which has no variable to name.
-    super(variable === "argv" ? message : `${variable} (${flagOf(variable)}): ${message}`);
-    this.name = "ConfigError";
-  }
-}
+export { ConfigError };
+export { imdsAvailabilityZone, resolveAwsRegion };
 
 /** Raw values by variable name, from the environment overlaid with `--flags`. */
 export function rawSettings(argv: string[], env: NodeJS.ProcessEnv): Map<string, string> {
@@ -315,64 +308,6 @@ function checkPracticeWake(cfg: Pick<AgentConfig, "practiceWake" | "practiceWake
     throw new ConfigError("LLMHA_PRACTICE_WAKE_TZ", `${JSON.stringify(cfg.practiceWakeTz)} is not an IANA time zone`);
   }
   if (!cfg.standbyAz) throw new ConfigError("LLMHA_PRACTICE_WAKE", "needs LLMHA_STANDBY_AZ (the AZ to practise waking)");
-}
-
-/** `LLMHA_AWS_REGION`, else `AWS_REGION`, else the AZ name less its letter (`us-east-1a` → `us-east-1`). */
-export function resolveAwsRegion(cfg: Pick<AgentConfig, "awsRegion" | "az">, env: NodeJS.ProcessEnv): string {
-  const region = cfg.awsRegion ?? (env.AWS_REGION || null) ?? (/^[a-z]{2}(-[a-z]+)+-\d+[a-z]$/.test(cfg.az) ? cfg.az.slice(0, -1) : null);
-  if (!region) throw new ConfigError("LLMHA_AWS_REGION", `is required: no AWS_REGION, and LLMHA_AZ (${cfg.az}) is not an AWS zone name`);
-  return region;
-}
-
-/** The `aws` formats, checked with the actuator's own parsers (loaded only when `aws` is chosen). */
-async function checkAwsFormats(cfg: AgentConfig): Promise<void> {
-  const { parseStandbyGroups, parseAzIds, checkShiftResources } = await import("../fleet/actuators/aws.js");
-  const check = (variable: string, value: string | null, parse: (v: string) => unknown): void => {
-    if (value === null) return;
-    try {
-      parse(value);
-    } catch (err) {
-      throw new ConfigError(variable, (err as Error).message);
-    }
-  };
-  check("LLMHA_STANDBY_ASGS", cfg.standbyAsgs, parseStandbyGroups);
-  check("LLMHA_STANDBY_FALLBACK", cfg.standbyFallback, (v) => parseStandbyGroups(v, "LLMHA_STANDBY_FALLBACK"));
-  check("LLMHA_AZ_IDS", cfg.azIds, parseAzIds);
-  check("LLMHA_SHIFT_RESOURCES", cfg.shiftResources.length ? "" : null, () => checkShiftResources(cfg.shiftResources));
-  if (cfg.zonalShift && cfg.azIds) {
-    const ids = parseAzIds(cfg.azIds);
-    // The controller's own "AZ" is no zone (it checks no node).
-    const missing = [cfg.role === "controller" ? null : cfg.az, cfg.standbyAz].filter((az): az is string => az !== null && !(az in ids));
-    if (missing.length) throw new ConfigError("LLMHA_AZ_IDS", `has no AZ id for ${missing.join(", ")}`);
-  }
-}
-
-/** EC2 instance placement via IMDSv2, only when the DMI data says this is EC2 (no traffic elsewhere). */
-export async function imdsAvailabilityZone(timeoutMs = 1000): Promise<string | null> {
-  let vendor: string;
-  try {
-    vendor = readFileSync("/sys/devices/virtual/dmi/id/board_vendor", "utf8") + readFileSync("/sys/devices/virtual/dmi/id/sys_vendor", "utf8");
-  } catch {
-    return null;
-  }
-  if (!/amazon/i.test(vendor)) return null;
-  const base = "http://169.254.169.254";
-  try {
-    const tokenRes = await fetch(`${base}/latest/api/token`, {
-      method: "PUT",
-      headers: { "X-aws-ec2-metadata-token-ttl-seconds": "60" },
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    if (!tokenRes.ok) return null;
-    const token = await tokenRes.text();
-    const az = await fetch(`${base}/latest/meta-data/placement/availability-zone`, {
-      headers: { "X-aws-ec2-metadata-token": token },
-      signal: AbortSignal.timeout(timeoutMs),
-    });
-    return az.ok ? (await az.text()).trim() : null;
-  } catch {
-    return null;
-  }
 }
 
 /** The full configuration, with `LLMHA_AZ` resolved from IMDSv2 when unset. */
