@@ -3,14 +3,13 @@
  * server process, and a REAL `llm-ha agent` process watching them. The tests, the drill
  * and the bench build fleets from these.
  */
-import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream, mkdirSync, readFileSync, type WriteStream } from "node:fs";
+import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import { appendFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import type { InferenceKind } from "../../agent/src/config/spec";
 import { DRAIN_SETTLE_S, preStopCommand } from "../../contracts/drain";
-import { stopChild } from "../engines/child";
+import { end, logTail, start, type Proc } from "./node-proc";
 import { freePort, sleep, socketExchange, waitFor } from "../../agent/src/util/net";
 import { NVSMI_FAULTS, writeFakeNvidiaSmiWrapper, writeNvsmiState, type NvsmiFault, type NvsmiState } from "./nvsmi-state";
 import { fakeInferenceStats, setFakeInferenceMode, type FakeInferenceMode, type FakeInferenceSettings, type FakeInferenceStats } from "./fake-inference";
@@ -65,33 +64,6 @@ export class SimNodeError extends Error {
     super(message);
     this.name = "SimNodeError";
   }
-}
-
-interface Proc {
-  child: ChildProcess;
-  exited: Promise<void>;
-}
-
-function start(cmd: string, args: string[], env: NodeJS.ProcessEnv, log: WriteStream): Proc {
-  const child = spawn(cmd, args, { env, stdio: ["ignore", "pipe", "pipe"] });
-  child.stdout?.pipe(log, { end: false });
-  child.stderr?.pipe(log, { end: false });
-  const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  return { child, exited };
-}
-
-/** A node log's last lines, for a start-up error (the test may remove the folder before anyone reads it). */
-function logTail(dir: string, id: string, lines = 15): string {
-  try {
-    const tail = readFileSync(join(dir, `${id}.log`), "utf8").trimEnd().split("\n").slice(-lines).join("\n");
-    return tail ? `; last lines of ${id}.log:\n${tail}` : `; ${id}.log is empty`;
-  } catch {
-    return "";
-  }
-}
-
-async function end(p: Proc | null, signal: NodeJS.Signals = "SIGTERM", graceMs = 5000): Promise<void> {
-  if (p) await stopChild(p.child, { signal, graceMs });
 }
 
 export class SimNode {
