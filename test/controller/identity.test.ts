@@ -160,7 +160,9 @@ describe("node identities", () => {
       expect(refused).toBe(2);
       expect(await ctl.redis.xrange(keys.enrol, "-", "+")).toEqual([]);
       const caps = await ctl.redis.hgetall(keys.capabilities);
-      expect(Object.keys(caps).sort()).toEqual(["a1", "a2", "b1", "b2"]);
+      // Fenced leader writes: beside the nodes, the writing term's token, holder and time.
+      expect(Object.keys(caps).sort()).toEqual(["a1", "a2", "at", "b1", "b2", "leader", "token"]);
+      expect(caps.leader).toBe("leader-id");
       // The leader lost its reply to a1 (say, a failover): a1 enrols again with the same key and keeps its capability and record key.
       await admin.redis.hdel(keys.enrolled, "a1");
       // (It looks every 10th heartbeat; the leader answers on its next period.)

@@ -17,6 +17,9 @@ import { Enrolment } from "../../agent/src/fleet/identity/enrol";
 import { recordDigest } from "../../agent/src/fleet/identity/identity";
 import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
+import { FencedWriter } from "../../agent/src/fleet/redis/fenced";
+import { LeaderLease } from "../../agent/src/fleet/redis/lease";
+import { waitFor } from "../../agent/src/util/net";
 import { NodeRegistry, type NodeReport } from "../../agent/src/fleet/redis/registry";
 import { publishAnswers, readNodeAnswers } from "../../agent/src/node/canary/store";
 import { renderFleetView } from "../../agent/src/ops/status/render";
@@ -39,6 +42,7 @@ let dir: string;
 let jwks: JWTVerifyGetKey;
 let tokenOf: (node: string) => Promise<string>;
 const clients: RedisClient[] = [];
+const leases: LeaderLease[] = [];
 
 beforeAll(async () => {
   acl = labRedisAcl("statid");
@@ -52,6 +56,7 @@ beforeAll(async () => {
       .setSubject("system:serviceaccount:llm-ha:llm-ha-agent").setIssuedAt().setExpirationTime("10m").sign(issuer.privateKey);
 });
 afterAll(async () => {
+  for (const l of leases) await l.release();
   for (const c of clients) await c.close();
   await server?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
@@ -75,6 +80,11 @@ describe("llm-ha status with node identities", () => {
   it("shows each node from its capability record, and forged records as a count, never as the node; canary record reads the same records", async () => {
     const keys = new RedisKeys(acl.cluster);
     const ctl = await as("llmha-controller");
+    const lease = new LeaderLease({ redis: ctl.redis, keys, holderId: "statid-leader", settings: { ttlMs: 30_000, renewMs: 3000, contendMs: 200, marginMs: 1000 }, log });
+    leases.push(lease);
+    lease.start();
+    await waitFor("leader", () => lease.isLeader, { timeoutMs: 5000 });
+    const writer = new FencedWriter(ctl.redis, keys, lease);
     const desk = new EnrolmentDesk({ redis: ctl.redis, keys, jwks: async () => jwks, issuer: "https://issuer.local", log });
     await desk.load();
     const registries: NodeRegistry[] = [];
@@ -86,7 +96,7 @@ describe("llm-ha status with node identities", () => {
     // Each agent enrols (the desk answers) and heartbeats under its own key.
     const beats = registries.map((reg, i) => reg.heartbeat(report(NODES[i])));
     await new Promise((r) => setTimeout(r, 200));
-    expect((await desk.process(new Set(NODES.map((n) => n.nodeId)))).accepted).toBe(NODES.length);
+    expect((await desk.process(new Set(NODES.map((n) => n.nodeId)), writer)).accepted).toBe(NODES.length);
     await Promise.all(beats);
     for (let i = 0; i < registries.length; i++) await registries[i].heartbeat(report(NODES[i]));
 
@@ -97,7 +107,11 @@ describe("llm-ha status with node identities", () => {
     const evil = await as("llmha-agent");
     await expect(evil.redis.hset(keys.recordDigests, "b1", "0000000000000000")).rejects.toThrow(/NOPERM|no permissions/);
     await expect(evil.redis.hgetall(keys.recordDigests)).rejects.toThrow(/NOPERM|no permissions/);
-    const digests = await reader.redis.hgetall(keys.recordDigests);
+    // A fenced leader write: the hash also carries the writing term's token, holder and time.
+    const nodeFields = (h: Record<string, string>) => Object.fromEntries(Object.entries(h).filter(([k]) => !["token", "leader", "at"].includes(k)));
+    const written = await reader.redis.hgetall(keys.recordDigests);
+    expect(written).toMatchObject({ leader: "statid-leader", token: expect.stringMatching(/^\d+$/) });
+    const digests = nodeFields(written);
     expect(Object.keys(digests).sort()).toEqual(["a1", "a2", "b1"]);
     // What is published is a digest, not the capability.
     const caps = await ctl.redis.hgetall(keys.capabilities);
@@ -108,8 +122,10 @@ describe("llm-ha status with node identities", () => {
 
     // A new leader's term publishes them again (one of an older version published none).
     await ctl.redis.del(keys.recordDigests);
-    await new EnrolmentDesk({ redis: ctl.redis, keys, jwks: async () => jwks, issuer: "https://issuer.local", log }).load();
-    expect(await reader.redis.hgetall(keys.recordDigests)).toEqual(digests);
+    const next = new EnrolmentDesk({ redis: ctl.redis, keys, jwks: async () => jwks, issuer: "https://issuer.local", log });
+    await next.load();
+    await next.process(new Set(NODES.map((n) => n.nodeId)), writer);
+    expect(nodeFields(await reader.redis.hgetall(keys.recordDigests))).toEqual(digests);
 
     const byId = (v: Awaited<ReturnType<typeof readFleetView>>) => Object.fromEntries(v.azs.flatMap((a) => a.nodes).map((n) => [n.id, n]));
     const clean = await readFleetView(reader.redis, keys);

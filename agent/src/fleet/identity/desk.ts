@@ -7,11 +7,18 @@
  * counted and logged with its reason, never its token. Readers learn only a digest of each
  * capability (`enrolled:digests`, `recordDigest`): enough to tell the node's record among the
  * `node:<id>:*` keys, never the capability itself.
+ *
+ * Every write of a capability, its digest and the reply is a fenced leader write (`FencedWriter`):
+ * a leader deposed while it judged (its lease lost, a newer term begun) is refused by Redis,
+ * steps down and judges nothing more. Unfenced, its late write landed after the new leader had
+ * read the capabilities at the start of its term: the agent held a reply the new leader knew
+ * nothing of, heartbeated under a key that leader never read, and showed as gone.
  */
 import type { Redis } from "ioredis";
 import type { JWTVerifyGetKey } from "jose";
 import type { Logger } from "../../util/log";
 import type { RedisKeys } from "../redis/keys";
+import type { FencedWriter } from "../redis/fenced";
 import { keyFingerprint } from "./enrol";
 import { isCapability, newCapability, recordDigest, sealTo, verifyNodeToken } from "./identity";
 
@@ -37,6 +44,8 @@ export class EnrolmentDesk {
   private caps = new Map<string, string>();
   /** The public key (fingerprint) each capability was sealed to: the same agent enrolling again keeps its capability. */
   private sealedTo = new Map<string, string>();
+  /** The digests of the capabilities loaded at the start of the term, published by the term's first `process`. */
+  private digestsPending = false;
   private readonly log: Logger;
 
   constructor(private readonly o: EnrolmentDeskOptions) {
@@ -56,8 +65,8 @@ export class EnrolmentDesk {
         // an unreadable reply: the next enrolment of that node gets a new capability
       }
     }
-    // Every capability's digest, again at each term: a leader of an older version published none.
-    if (this.caps.size > 0) await this.o.redis.hset(this.o.keys.recordDigests, Object.fromEntries([...this.caps].map(([id, cap]) => [id, recordDigest(cap)])));
+    // Every capability's digest, again at each term (a leader of an older version published none): fenced, in `process`.
+    this.digestsPending = this.caps.size > 0;
   }
 
   /** The record key of an enrolled node, null for one not enrolled (its records are not read). */
@@ -72,7 +81,13 @@ export class EnrolmentDesk {
    * `WAIT_MS`, is left for a later period (a node that booted since the last list), and the
    * caller lists the inventory again.
    */
-  async process(inventory: ReadonlySet<string>, now = Date.now()): Promise<{ accepted: number; refused: number; waiting: number }> {
+  async process(inventory: ReadonlySet<string>, writer: FencedWriter, now = Date.now()): Promise<{ accepted: number; refused: number; waiting: number }> {
+    if (this.digestsPending) {
+      if (!(await writer.hset(this.o.keys.recordDigests, Object.fromEntries([...this.caps].map(([id, cap]) => [id, recordDigest(cap)])))).accepted) {
+        return { accepted: 0, refused: 0, waiting: 0 };
+      }
+      this.digestsPending = false;
+    }
     const entries = await this.o.redis.xrange(this.o.keys.enrol, "-", "+", "COUNT", BATCH);
     if (entries.length === 0) return { accepted: 0, refused: 0, waiting: 0 };
     const jwks = await this.o.jwks();
@@ -112,9 +127,18 @@ export class EnrolmentDesk {
         this.o.onJudged?.("refused");
         this.log.warn({ nodeId: nodeId.slice(0, 64), reason }, "enrolment refused");
       } else {
-        await this.o.redis.hset(this.o.keys.capabilities, nodeId, cap);
-        await this.o.redis.hset(this.o.keys.recordDigests, nodeId, recordDigest(cap));
-        await this.o.redis.hset(this.o.keys.enrolled, nodeId, JSON.stringify({ seal, key: fingerprint, at: Date.now() }));
+        // Capability first: a reply is never out before the capability it seals is kept. A refused
+        // write (a newer term) stops here, the request left for that term's leader to judge.
+        for (const [key, value] of [
+          [this.o.keys.capabilities, cap],
+          [this.o.keys.recordDigests, recordDigest(cap)],
+          [this.o.keys.enrolled, JSON.stringify({ seal, key: fingerprint, at: Date.now() })],
+        ] as const) {
+          if (!(await writer.hset(key, { [nodeId]: value })).accepted) {
+            this.log.warn({ nodeId }, "enrolment not recorded: a newer leader's term began (fenced out)");
+            return { accepted, refused, waiting };
+          }
+        }
         this.caps.set(nodeId, cap);
         this.sealedTo.set(nodeId, fingerprint);
         accepted += 1;

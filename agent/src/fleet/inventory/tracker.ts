@@ -138,11 +138,11 @@ export class InventoryTracker {
     await this.refresh(now, false);
     if (this.desk) {
       const ids = (): Set<string> => new Set((this.nodes ?? []).map((n) => n.nodeId));
-      const r = await this.desk.process(ids());
+      const r = await this.desk.process(ids(), writer);
       // A request from a node the list lacks: a node that booted since; list again (rate-limited) and judge it.
       if (r.waiting && now - this.listedAt >= FORCED_REFRESH_MS) {
         await this.refresh(now, true);
-        await this.desk.process(ids());
+        await this.desk.process(ids(), writer);
       }
     }
     const read = (): Promise<InventorySnapshot> =>
