@@ -5,72 +5,38 @@
  * heartbeated under a key that leader never read (the node shown as gone). On a real
  * redis-server with the rendered ACL file, as `llmha-controller` and `llmha-agent`.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWTVerifyGetKey } from "jose";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EnrolmentDesk } from "../../agent/src/fleet/identity/desk";
 import { Enrolment } from "../../agent/src/fleet/identity/enrol";
-import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
 import { FencedWriter } from "../../agent/src/fleet/redis/fenced";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { LeaderLease } from "../../agent/src/fleet/redis/lease";
 import { waitFor } from "../../agent/src/util/net";
-import { labRedisAcl, type LabRedisAcl } from "../../lab/engines/redis-acl";
-import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import type { RoleName } from "../../contracts/redis-roles";
 import { testLogger } from "../redis/helpers";
+import { identityRedis } from "../support/identity-redis";
+import { TEST_ISSUER } from "../support/test-issuer";
 
 const log = testLogger();
-let server: RedisServerHandle;
-let acl: LabRedisAcl;
-let dir: string;
-let jwks: JWTVerifyGetKey;
-let tokenOf: (node: string) => Promise<string>;
-const clients: RedisClient[] = [];
-const leases: LeaderLease[] = [];
-
-beforeAll(async () => {
-  acl = labRedisAcl("enrolfence");
-  server = await startRedisServer({ acl });
-  dir = mkdtempSync(join(tmpdir(), "llmha-enrolfence-"));
-  const issuer = await generateKeyPair("RS256");
-  jwks = createLocalJWKSet({ keys: [{ ...(await exportJWK(issuer.publicKey)), kid: "k1", alg: "RS256", use: "sig" }] });
-  tokenOf = (node) =>
-    new SignJWT({ "kubernetes.io": { namespace: "llm-ha", node: { name: node, uid: `u-${node}` }, pod: { name: `agent-${node}`, uid: "p" }, serviceaccount: { name: "llm-ha-agent", uid: "s" } } })
-      .setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer("https://issuer.local").setAudience("llm-ha")
-      .setSubject("system:serviceaccount:llm-ha:llm-ha-agent").setIssuedAt().setExpirationTime("10m").sign(issuer.privateKey);
-});
-afterAll(async () => {
-  for (const l of leases) l.abandon();
-  for (const c of clients) await c.close();
-  await server?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-
-async function as(role: RoleName, name: string): Promise<RedisClient> {
-  const c = createRedisClient(server.urlAs(role), { name, log, env: {} });
-  clients.push(c);
-  expect(await c.whenReady(5000)).toBe(true);
-  return c;
-}
+const env = identityRedis("enrolfence");
+const as = env.as.bind(env);
 
 async function leaderAs(holderId: string): Promise<{ lease: LeaderLease; writer: FencedWriter; desk: EnrolmentDesk }> {
   const ctl = await as("llmha-controller", holderId);
-  const keys = new RedisKeys(acl.cluster);
+  const keys = new RedisKeys(env.acl.cluster);
   const lease = new LeaderLease({ redis: ctl.redis, keys, holderId, settings: { ttlMs: 2000, renewMs: 500, contendMs: 100, marginMs: 300 }, log });
-  leases.push(lease);
+  env.track(lease);
   lease.start();
   await waitFor(`${holderId} leads`, () => lease.isLeader, { timeoutMs: 10_000 });
-  const desk = new EnrolmentDesk({ redis: ctl.redis, keys, jwks: async () => jwks, issuer: "https://issuer.local", log });
+  const desk = new EnrolmentDesk({ redis: ctl.redis, keys, jwks: async () => env.jwks, issuer: TEST_ISSUER, log });
   await desk.load();
   return { lease, writer: new FencedWriter(ctl.redis, keys, lease), desk };
 }
 
 describe("enrolment under a deposed leader", () => {
   it("hands out nothing once a newer term began: the request waits for the new leader, whose capability the node then uses", async () => {
-    const keys = new RedisKeys(acl.cluster);
+    const keys = new RedisKeys(env.acl.cluster);
     const old = await leaderAs("old-leader");
     const oldToken = old.lease.current!.token;
     // The old leader's process stalls (a GC pause, a partition): it stops renewing, its lease runs
@@ -81,8 +47,8 @@ describe("enrolment under a deposed leader", () => {
 
     // Node a1 asks to enrol.
     const agent = await as("llmha-agent", "agent-a1");
-    writeFileSync(join(dir, "a1.token"), await tokenOf("a1"));
-    const enrolment = new Enrolment({ redis: agent.redis, keys, nodeId: "a1", tokenFile: join(dir, "a1.token"), log, pollMs: 50 });
+    writeFileSync(join(env.dir, "a1.token"), await env.tokenOf("a1"));
+    const enrolment = new Enrolment({ redis: agent.redis, keys, nodeId: "a1", tokenFile: join(env.dir, "a1.token"), log, pollMs: 50 });
     const enrolled = enrolment.enrol(10_000);
     const ctl = await as("llmha-controller", "judge");
     await waitFor("a1's request", async () => (await ctl.redis.xrange(keys.enrol, "-", "+")).length === 1, { timeoutMs: 5000 });

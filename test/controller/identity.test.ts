@@ -13,7 +13,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWTVerifyGetKey } from "jose";
+import { type JWTVerifyGetKey } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, parseConfig } from "../../agent/src/config/load";
 import { Controller } from "../../agent/src/fleet/controller/controller";
@@ -32,6 +32,7 @@ import { waitFor } from "../../agent/src/util/net";
 import { labRedisAcl, type LabRedisAcl } from "../../lab/engines/redis-acl";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { testLogger } from "../redis/helpers";
+import { testIssuer } from "../support/test-issuer";
 
 const log = testLogger();
 const NODES = [
@@ -51,12 +52,7 @@ beforeAll(async () => {
   acl = labRedisAcl("ident");
   server = await startRedisServer({ acl });
   dir = mkdtempSync(join(tmpdir(), "llmha-ident-"));
-  const issuer = await generateKeyPair("RS256");
-  jwks = createLocalJWKSet({ keys: [{ ...(await exportJWK(issuer.publicKey)), kid: "k1", alg: "RS256", use: "sig" }] });
-  tokenOf = (node) =>
-    new SignJWT({ "kubernetes.io": { namespace: "llm-ha", node: { name: node, uid: `u-${node}` }, pod: { name: `agent-${node}`, uid: "p" }, serviceaccount: { name: "llm-ha-agent", uid: "s" } } })
-      .setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer("https://issuer.local").setAudience("llm-ha")
-      .setSubject("system:serviceaccount:llm-ha:llm-ha-agent").setIssuedAt().setExpirationTime("10m").sign(issuer.privateKey);
+  ({ jwks, tokenOf } = await testIssuer());
   api = createServer((_req, res) => {
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({
       kind: "NodeList",

@@ -7,15 +7,12 @@
  * under `node:<id>:<other>` and `node:<id>` as records the leader does not read, never as the node.
  * `llm-ha canary record` reads the nodes' own answers the same way.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWTVerifyGetKey } from "jose";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EnrolmentDesk } from "../../agent/src/fleet/identity/desk";
 import { Enrolment } from "../../agent/src/fleet/identity/enrol";
 import { recordDigest } from "../../agent/src/fleet/identity/identity";
-import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { FencedWriter } from "../../agent/src/fleet/redis/fenced";
 import { LeaderLease } from "../../agent/src/fleet/redis/lease";
@@ -25,10 +22,9 @@ import { publishAnswers, readNodeAnswers } from "../../agent/src/node/canary/sto
 import { renderFleetView } from "../../agent/src/ops/status/render";
 import { readFleetView } from "../../agent/src/ops/status/view";
 import type { Decision } from "../../agent/src/types";
-import { labRedisAcl, type LabRedisAcl } from "../../lab/engines/redis-acl";
-import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
-import type { RoleName } from "../../contracts/redis-roles";
 import { testLogger } from "../redis/helpers";
+import { identityRedis } from "../support/identity-redis";
+import { TEST_ISSUER } from "../support/test-issuer";
 
 const log = testLogger();
 const NODES = [
@@ -36,38 +32,8 @@ const NODES = [
   { nodeId: "a2", az: "az-a", status: "DEGRADED" as const },
   { nodeId: "b1", az: "az-b", status: "HEALTHY" as const },
 ];
-let server: RedisServerHandle;
-let acl: LabRedisAcl;
-let dir: string;
-let jwks: JWTVerifyGetKey;
-let tokenOf: (node: string) => Promise<string>;
-const clients: RedisClient[] = [];
-const leases: LeaderLease[] = [];
-
-beforeAll(async () => {
-  acl = labRedisAcl("statid");
-  server = await startRedisServer({ acl });
-  dir = mkdtempSync(join(tmpdir(), "llmha-statid-"));
-  const issuer = await generateKeyPair("RS256");
-  jwks = createLocalJWKSet({ keys: [{ ...(await exportJWK(issuer.publicKey)), kid: "k1", alg: "RS256", use: "sig" }] });
-  tokenOf = (node) =>
-    new SignJWT({ "kubernetes.io": { namespace: "llm-ha", node: { name: node, uid: `u-${node}` }, pod: { name: `agent-${node}`, uid: "p" }, serviceaccount: { name: "llm-ha-agent", uid: "s" } } })
-      .setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer("https://issuer.local").setAudience("llm-ha")
-      .setSubject("system:serviceaccount:llm-ha:llm-ha-agent").setIssuedAt().setExpirationTime("10m").sign(issuer.privateKey);
-});
-afterAll(async () => {
-  for (const l of leases) await l.release();
-  for (const c of clients) await c.close();
-  await server?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-
-async function as(role: RoleName): Promise<RedisClient> {
-  const c = createRedisClient(server.urlAs(role), { name: `statid-${role}`, log, env: {} });
-  clients.push(c);
-  expect(await c.whenReady(5000)).toBe(true);
-  return c;
-}
+const env = identityRedis("statid");
+const as = (role: Parameters<typeof env.as>[0]) => env.as(role);
 
 function report(n: (typeof NODES)[number]): NodeReport {
   const now = Date.now();
@@ -78,20 +44,20 @@ function report(n: (typeof NODES)[number]): NodeReport {
 
 describe("llm-ha status with node identities", () => {
   it("shows each node from its capability record, and forged records as a count, never as the node; canary record reads the same records", async () => {
-    const keys = new RedisKeys(acl.cluster);
+    const keys = new RedisKeys(env.acl.cluster);
     const ctl = await as("llmha-controller");
     const lease = new LeaderLease({ redis: ctl.redis, keys, holderId: "statid-leader", settings: { ttlMs: 30_000, renewMs: 3000, contendMs: 200, marginMs: 1000 }, log });
-    leases.push(lease);
+    env.track(lease);
     lease.start();
     await waitFor("leader", () => lease.isLeader, { timeoutMs: 5000 });
     const writer = new FencedWriter(ctl.redis, keys, lease);
-    const desk = new EnrolmentDesk({ redis: ctl.redis, keys, jwks: async () => jwks, issuer: "https://issuer.local", log });
+    const desk = new EnrolmentDesk({ redis: ctl.redis, keys, jwks: async () => env.jwks, issuer: TEST_ISSUER, log });
     await desk.load();
     const registries: NodeRegistry[] = [];
     for (const n of NODES) {
-      writeFileSync(join(dir, `${n.nodeId}.token`), await tokenOf(n.nodeId));
+      writeFileSync(join(env.dir, `${n.nodeId}.token`), await env.tokenOf(n.nodeId));
       const agent = await as("llmha-agent");
-      registries.push(new NodeRegistry({ client: agent, keys, log, settings: { intervalMs: 1000, ttlPeriods: 30 }, identity: new Enrolment({ redis: agent.redis, keys, nodeId: n.nodeId, tokenFile: join(dir, `${n.nodeId}.token`), log, pollMs: 50 }) }));
+      registries.push(new NodeRegistry({ client: agent, keys, log, settings: { intervalMs: 1000, ttlPeriods: 30 }, identity: new Enrolment({ redis: agent.redis, keys, nodeId: n.nodeId, tokenFile: join(env.dir, `${n.nodeId}.token`), log, pollMs: 50 }) }));
     }
     // Each agent enrols (the desk answers) and heartbeats under its own key.
     const beats = registries.map((reg, i) => reg.heartbeat(report(NODES[i])));
@@ -122,7 +88,7 @@ describe("llm-ha status with node identities", () => {
 
     // A new leader's term publishes them again (one of an older version published none).
     await ctl.redis.del(keys.recordDigests);
-    const next = new EnrolmentDesk({ redis: ctl.redis, keys, jwks: async () => jwks, issuer: "https://issuer.local", log });
+    const next = new EnrolmentDesk({ redis: ctl.redis, keys, jwks: async () => env.jwks, issuer: TEST_ISSUER, log });
     await next.load();
     await next.process(new Set(NODES.map((n) => n.nodeId)), writer);
     expect(nodeFields(await reader.redis.hgetall(keys.recordDigests))).toEqual(digests);
@@ -153,9 +119,7 @@ describe("llm-ha status with node identities", () => {
     const answer = (text: string) => ({ p1: { text, tokens: text.split(" "), logprobs: null } });
     for (const n of NODES) await publishAnswers(evil.redis, keys, { nodeId: n.nodeId, az: n.az, model: "m", at, answers: answer("wrong") });
     await evil.redis.hset(keys.nodeRecord("b1", "f".repeat(32)), "canary", JSON.stringify({ az: "az-b", model: "m", at, answers: answer("wrong") }));
-    const admin = createRedisClient(server.url, { name: "statid-admin", log, env: {} });
-    clients.push(admin);
-    await admin.whenReady(5000);
+    const admin = await env.asAdmin();
     for (const n of NODES) await publishAnswers(admin.redis, keys, { nodeId: n.nodeId, az: n.az, model: "m", at, answers: answer("right") }, keys.nodeRecord(n.nodeId, caps[n.nodeId]));
     const operator = await as("llmha-operator");
     const read = await readNodeAnswers(operator.redis, keys, at, 60_000);
