@@ -93,6 +93,8 @@ describe("llm-ha status with node identities", () => {
     await next.process(new Set(NODES.map((n) => n.nodeId)), writer);
     expect(nodeFields(await reader.redis.hgetall(keys.recordDigests))).toEqual(digests);
 
+    // The leader's inventory (a fenced hash, as the controller writes it each period): the nodes status shows.
+    await writer.hset(keys.inventory, Object.fromEntries(NODES.map((n) => [n.nodeId, `${n.az}|8|1`])), { mode: "replace" });
     const byId = (v: Awaited<ReturnType<typeof readFleetView>>) => Object.fromEntries(v.azs.flatMap((a) => a.nodes).map((n) => [n.id, n]));
     const clean = await readFleetView(reader.redis, keys);
     expect(Object.fromEntries(Object.entries(byId(clean)).map(([id, n]) => [id, [n.az, n.status, n.weight, n.alive, n.model]]))).toEqual({
@@ -101,6 +103,7 @@ describe("llm-ha status with node identities", () => {
       b1: ["az-b", "HEALTHY", 100, true, "m"],
     });
     expect(clean.identities).toEqual({ enrolled: 3, unboundRecords: 0, unboundNodes: [] });
+    expect(clean.inventory).toEqual({ nodes: 3, notListed: 0, notListedNodes: [] });
 
     // The attacker, with the shared agent credential: b1's record under a made-up suffix and under plain `node:b1`, both failed.
     const forged = ["az-b", "UNHEALTHY", "down", "0", "0", "8", "", "GPU_LOST"].join("|");
@@ -108,11 +111,19 @@ describe("llm-ha status with node identities", () => {
     await evil.redis.hset(keys.node("b1"), "az", "az-b", "status", "UNHEALTHY", "weight", "0", "model", "evil", "c", forged);
     // A suffix that is b1's digest itself (what every agent can read) is not the capability either.
     await evil.redis.hset(keys.nodeRecord("b1", digests.b1), "az", "az-b", "status", "UNHEALTHY", "c", forged);
+    // A phantom member in a made-up AZ, with a record of its own: the inventory does not list it.
+    await evil.redis.hset(keys.members, "ghost-1", "az-z|64|1");
+    await evil.redis.sadd(keys.azs, "az-z");
+    await evil.redis.hset(keys.node("ghost-1"), "az", "az-z", "status", "UNHEALTHY", "c", ["az-z", "UNHEALTHY", "down", "0", "0", "64", "", "GPU_LOST"].join("|"));
     const attacked = await readFleetView(reader.redis, keys);
     expect([byId(attacked).b1.status, byId(attacked).b1.weight, byId(attacked).b1.model, byId(attacked).b1.alive]).toEqual(["HEALTHY", 100, "m", true]);
-    expect(attacked.identities).toEqual({ enrolled: 3, unboundRecords: 3, unboundNodes: ["b1"] });
+    expect(attacked.identities).toEqual({ enrolled: 3, unboundRecords: 4, unboundNodes: ["b1", "ghost-1"] });
+    expect(Object.keys(byId(attacked)).sort()).toEqual(["a1", "a2", "b1"]);
+    expect(attacked.azs.map((a) => a.az)).toEqual(["az-a", "az-b"]);
+    expect(attacked.inventory).toEqual({ nodes: 3, notListed: 1, notListedNodes: ["ghost-1"] });
     const text = renderFleetView(attacked, { color: false, width: 200 }).join("\n");
-    expect(text).toMatch(/identity +3 nodes under their own record key +3 records under keys the leader does not read \(forged, or stale\): b1/);
+    expect(text).toMatch(/identity +3 nodes under their own record key +4 records under keys the leader does not read \(forged, or stale\): b1, ghost-1/);
+    expect(text).toMatch(/nodes +3 listed by the leader's inventory \(the nodes shown\) +1 member it does not list \(forged, or nodes gone\), not shown: ghost-1/);
 
     // canary record reads each node's answers from its own record; the shared hash and the forged record are not read.
     const at = Date.now();

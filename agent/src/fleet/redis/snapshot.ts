@@ -72,17 +72,29 @@ export function recordProblem(id: string, memberAz: string, memberGpus: number, 
   return null;
 }
 
+/** The fields a fenced leader write adds to its hash (fenced-hset-3.lua): not node ids. */
+export const FENCE_FIELDS: readonly string[] = ["token", "leader", "at"];
+
 /**
  * Reads every member node with its compact view, one HSCAN page per call (`read-nodes-1.lua`).
  * `recordKey`: with node identities, where each node's record is (bound-records.ts; null: none,
- * the node reads as expired); the script's read of `node:<id>` is then not used.
+ * the node reads as expired); the script's read of `node:<id>` is then not used. `from`: the
+ * node list and AZs to read instead of `members` and `azs` (which agents write): a leader's
+ * inventory hash and its AZs.
  */
-export async function readSnapshot(redis: Redis, keys: RedisKeys, pageSize = 1000, recordKey?: (nodeId: string) => string | null): Promise<RegistrySnapshot> {
+export async function readSnapshot(
+  redis: Redis,
+  keys: RedisKeys,
+  pageSize = 1000,
+  recordKey?: (nodeId: string) => string | null,
+  from?: { members: string; knownAzs: ReadonlySet<string> },
+): Promise<RegistrySnapshot> {
   const seen = new Map<string, { member: string; view: CompactNode | null }>();
   let cursor = "0";
   do {
-    const page = await readNodesScript(redis, keys.members, keys.prefix, cursor, pageSize);
-    for (const e of page.entries) seen.set(e.id, e); // HSCAN may return an entry twice
+    const page = await readNodesScript(redis, from?.members ?? keys.members, keys.prefix, cursor, pageSize);
+    // HSCAN may return an entry twice. A leader's fenced hash also holds its token, holder and time.
+    for (const e of page.entries) if (!from || !FENCE_FIELDS.includes(e.id)) seen.set(e.id, e);
     cursor = page.cursor;
   } while (cursor !== "0");
   if (recordKey) {
@@ -98,7 +110,7 @@ export async function readSnapshot(redis: Redis, keys: RedisKeys, pageSize = 100
       seen.set(id, { member: seen.get(id)!.member, view: parseCompactNode(res?.[1] ?? null) });
     });
   }
-  const knownAzs = new Set(await redis.smembers(keys.azs));
+  const knownAzs = from?.knownAzs ?? new Set(await redis.smembers(keys.azs));
   const skipped: SkippedRecord[] = [];
   const ids = [...seen.keys()].filter((id) => {
     const { member: m, view } = seen.get(id)!;

@@ -210,6 +210,17 @@ function identityLine(v: FleetView): Line[] {
   return [line];
 }
 
+/** The leader's inventory: shown only when it reads one; `members` entries it does not list, in red. */
+function inventoryLine(v: FleetView): Line[] {
+  const i = v.inventory;
+  if (!i) return [];
+  const line: Line = [{ t: pad("nodes", 9), s: "bold" }, { t: `${i.nodes} listed by the leader's inventory (the nodes shown)` }];
+  if (i.notListed === 0) return [[...line, { t: "  no other member", s: "dim" }]];
+  line.push({ t: `  ${i.notListed} member${i.notListed === 1 ? "" : "s"} it does not list (forged, or nodes gone), not shown`, s: "red" });
+  line.push({ t: `: ${i.notListedNodes.join(", ")}${i.notListed > i.notListedNodes.length ? ", …" : ""}`, s: "yellow" });
+  return [line];
+}
+
 /**
  * Same model everywhere (issue 16): the fleet's majority model, or first what differs — the
  * count and the AZs serving none of it (what a long line must not lose), then the majority
@@ -282,7 +293,7 @@ export function renderFleetView(v: FleetView, o: RenderOptions = {}): string[] {
   const stamp = new Date(v.now).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
   lines.push([{ t: "llm-ha status", s: "bold" }, { t: `  cluster ${v.cluster}` }, { t: `  ${v.redis}  ${stamp}`, s: "dim" }]);
   lines.push([]);
-  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v), modelLine(v), ...identityLine(v));
+  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v), modelLine(v), ...inventoryLine(v), ...identityLine(v));
 
   const all = v.azs.flatMap((a) => a.nodes);
   const idW = Math.min(24, Math.max(4, ...all.map((n) => [...n.id].length)));

@@ -221,6 +221,16 @@ export interface IdentitiesView {
   unboundNodes: string[];
 }
 
+/** The leader's inventory (its fenced `inventory` hash): the nodes shown, and `members` entries it does not list. */
+export interface InventoryView {
+  /** GPU nodes the inventory lists (what the leader reads, and what status shows). */
+  nodes: number;
+  /** `members` entries (written by agents) for nodes the inventory does not list: forged with the shared agent credential, or nodes gone. */
+  notListed: number;
+  /** Their ids (sorted, at most 20). */
+  notListedNodes: string[];
+}
+
 export interface FleetView {
   version: typeof STATUS_JSON_VERSION;
   cluster: string;
@@ -247,6 +257,11 @@ export interface FleetView {
    * longer holds, until it expires), which the leader does not read and which are not shown as nodes.
    */
   identities?: IdentitiesView;
+  /**
+   * Present when the leader reads an inventory (`LLMHA_INVENTORY`): the nodes and AZs shown are
+   * the inventory's, as the leader sees them, never what agents write in `members` and `azs`.
+   */
+  inventory?: InventoryView;
   azs: AzRow[];
   events: EventRow[];
   /** Nothing of this cluster is in Redis (no members, AZs, lease, tier or events). */

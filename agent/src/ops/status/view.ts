@@ -16,6 +16,7 @@ import type { RedisKeys } from "../../fleet/redis/keys";
 import { parseLeaseValue } from "../../fleet/redis/lease";
 import { findBoundRecords } from "../../fleet/redis/bound-records";
 import { readSnapshot } from "../../fleet/redis/registry";
+import { FENCE_FIELDS } from "../../fleet/redis/snapshot";
 import { eventRow, num } from "./events";
 import { STATUS_JSON_VERSION, type FallbackView, type ModelsView, type ActionView, type ActuationView, type AzPublished, type AzRow, type FleetView, type NodeRow, type PracticeView, type ReadFleetViewOptions } from "./types";
 
@@ -63,6 +64,8 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     .hgetall(`${keys.prefix}practice`)
     .hgetall(`${keys.prefix}models`)
     .get(keys.practiceRequest)
+    .hgetall(keys.inventory)
+    .hgetall(keys.members)
     .exec();
   if (!first) throw new StatusReadError("the status read was aborted");
   for (const [err] of first) if (err) throw err;
@@ -82,9 +85,15 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
   // With node identities, each node's record is the key whose suffix matches its published digest.
   const bound = await findBoundRecords(redis, keys);
   const recordKey = (id: string): string | null => (bound ? bound.keys.get(id) ?? null : keys.node(id));
-  const snap = await readSnapshot(redis, keys, 1000, bound ? recordKey : undefined);
+  // With an inventory the leader reads (its fenced hash), the nodes and AZs are the inventory's,
+  // not what agents write in `members` and `azs`: a member it does not list is counted, not shown.
+  const listed = Object.entries(r[15] as Record<string, string>).filter(([id]) => !FENCE_FIELDS.includes(id));
+  const inventoryAzs = new Set(listed.map(([, v]) => v.split("|")[0]).filter(Boolean));
+  const from = listed.length ? { members: keys.inventory, knownAzs: inventoryAzs } : undefined;
+  const notListed = from ? Object.keys(r[16] as Record<string, string>).filter((id) => !listed.some(([l]) => l === id)).sort() : [];
+  const snap = await readSnapshot(redis, keys, 1000, bound ? recordKey : undefined, from);
   const ids = snap.nodes.map((n) => n.nodeId);
-  const azNames = new Set([...azSet, ...snap.nodes.map((n) => n.az)]);
+  const azNames = new Set([...(from ? inventoryAzs : azSet), ...snap.nodes.map((n) => n.az)]);
   if (standbyH.az) azNames.add(standbyH.az);
   const azList = [...azNames].sort((a, b) => collator.compare(a, b));
 
@@ -188,6 +197,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
       ? { codes: suspectH.codes ? suspectH.codes.split(",") : [], counts: parseCounts(suspectH.counts), updatedAt: suspectAt, ageMs: ageOf(now, suspectAt) }
       : null,
     ...(bound ? { identities: { enrolled: bound.keys.size, unboundRecords: bound.unbound.count, unboundNodes: bound.unbound.nodes.slice(0, 20) } } : {}),
+    ...(from ? { inventory: { nodes: listed.length, notListed: notListed.length, notListedNodes: notListed.slice(0, 20).map((id) => id.slice(0, 64)) } } : {}),
     azs,
     events: rawEvents.map(([id, flat]) => eventRow(id, flat, now, keys)),
     empty: present === 0,
