@@ -14,6 +14,7 @@ import { accessString, aclFile, redisRoles, type RoleName } from "../../agent/sr
 import { acquireScript, fencedHsetScript, heartbeatScript, readNodesScript, releaseScript, removeScript, renewScript, sweepScript } from "../../agent/src/fleet/redis/scripts";
 import { VerifiedCache } from "../../agent/src/edge/fallback/cache";
 import { ResultStore } from "../../agent/src/edge/fallback/results";
+import { readFleetView } from "../../agent/src/ops/status/view";
 import { TierReader } from "../../agent/src/edge/fallback/tier";
 import { labRedisAcl, labRoleEnv, type LabRedisAcl } from "../../lab/engines/redis-acl";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
@@ -206,6 +207,11 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
     const page = await readNodesScript(c.redis, keys.members, keys.prefix, "0", 100);
     expect(page.cursor).toBe("0");
     expect(await outcome(c.redis.hgetall(keys.tier))).toBe("ok");
+    // What `llm-ha status` reads, key by key (the role names them: no `llmha:<cluster>:*`), as the reader and as an operator.
+    for (const role of ["llmha-reader", "llmha-operator"] as const) {
+      const view = await readFleetView((role === "llmha-reader" ? c : await as(role)).redis, keys);
+      expect(view.cluster, role).toBe(CLUSTER);
+    }
     for (const r of await Promise.all([
       outcome(c.redis.hset(keys.tier, "level", "L4")),
       outcome(c.redis.set(keys.practiceRequest, "1")),
