@@ -92,7 +92,7 @@ function keyNames(cluster: string) {
     members: s("members"), inventory: s("inventory"), enrol: s("enrol"), enrolled: s("enrolled"), recordDigests: s("enrolled:digests"), capabilities: `llmha-caps:${cluster}`, nodes: s("nodes"), dead: s("dead"), azs: s("azs"), leader: s("leader"), fence: s("fence"), fenceLast: s("fence:last"),
     tier: s("tier"), standbyWake: s("standby:wake"), practiceRequest: s("practice:request"), actuation: s("actuation"), suspect: s("suspect"),
     events: s("events"), practice: s("practice"), models: s("models"),
-    fallbackCache: s("fallback:cache:"), fallbackRequests: s("fallback:req:"), fallbackIdempotency: s("fallback:idem:"), fallbackQueue: s("fallback:queue"),
+    fallbackCache: s("fallback:cache:"), fallbackRequests: s("fallback:req:"), fallbackBodies: s("fallback:body:"), fallbackIdempotency: s("fallback:idem:"), fallbackQueue: s("fallback:queue"),
     edgeKeys: s("edge:keys"), edgeKeysRev: s("edge:keys:rev"),
     canaryAnswers: s("canary:answers"), canaryExpect: s("canary:expect"), canaryRecorded: s("canary:recorded"),
   };
@@ -141,7 +141,7 @@ export function redisRoles(cluster: string): RedisRole[] {
     commands: [...CONNECTION, "fcall", "get", "set", "time", "zadd", "zrem", "zscore", "zcard", "hget", "hset", "hdel", "decrby", "pexpire", "multi", "exec"],
     keys: [
       R(`${k.fallbackCache}e:*`), RW(`${k.fallbackCache}lru`), RW(`${k.fallbackCache}size`), R(`${k.fallbackCache}bytes`),
-      RW(`${k.fallbackRequests}*`), RW(`${k.fallbackIdempotency}*`), RW(k.fallbackQueue), R(k.tier), R(k.standbyWake),
+      RW(`${k.fallbackRequests}*`), RW(`${k.fallbackBodies}*`), RW(`${k.fallbackIdempotency}*`), RW(k.fallbackQueue), R(k.tier), R(k.standbyWake),
     ],
     // An expired entry's bookkeeping is dropped on a miss (DEL of the entry): deleting is allowed, writing one is not.
     // A cancelled request frees its tenant's idempotency key (DEL) so that the client's retry is a new request.
@@ -156,16 +156,16 @@ export function redisRoles(cluster: string): RedisRole[] {
   };
   const reader: RedisRole = {
     name: "llmha-reader",
-    does: "`llm-ha status`: reads the cluster's keys, writes nothing",
+    does: "`llm-ha status`: reads the cluster's keys but the queued requests' result bodies and the enrolment requests, writes nothing",
     commands: [...CONNECTION, "fcall_ro", "get", "pttl", "hget", "hgetall", "hmget", "hscan", "smembers", "exists", "zmscore", "xrevrange", "scan", "time"],
-    keys: [R(`${k.prefix}*`)],
+    keys: readKeys(k),
     selectors: [],
   };
   const operator: RedisRole = {
     name: "llmha-operator",
     does: "an operator: everything `llm-ha status` reads, a practice wake request (`llm-ha practice`), the verified-answer cache (`llm-ha cache import|list|rm`), the edge's client keys (`llm-ha keys`)",
     commands: [...reader.commands, "fcall", "set", "del", "zadd", "zrem", "zrange", "zrevrange", "zcard", "hset", "hdel", "incr", "incrby", "decrby", "multi", "exec"],
-    keys: [R(`${k.prefix}*`), W(k.practiceRequest), RW(`${k.fallbackCache}*`), RW(k.edgeKeys), RW(k.edgeKeysRev), RW(k.canaryRecorded)],
+    keys: [...readKeys(k).filter((g) => g.pattern !== k.practiceRequest), RW(k.practiceRequest), RW(`${k.fallbackCache}*`), RW(k.edgeKeys), RW(k.edgeKeysRev), RW(k.canaryRecorded)],
     selectors: [],
   };
   const breakglass: RedisRole = {
@@ -176,6 +176,22 @@ export function redisRoles(cluster: string): RedisRole[] {
     selectors: [],
   };
   return [agent, controller, union("llmha-agent-leader", "an agent that may win the lease: the leader runs inside an agent process today, so agents that contend hold both roles", agent, controller), fallback, edge, reader, operator, breakglass];
+}
+
+/**
+ * What `llm-ha status` and the operator's commands read, named key by key (no `llmha:<cluster>:*`):
+ * never a queued request's result body (`fallback:body:*`: a tenant's completion, the fallback
+ * serves it to that tenant alone; the record `fallback:req:*` beside it holds the metadata), nor
+ * the enrolment stream (`enrol`: the nodes' projected tokens), nor the tenants' idempotency keys.
+ */
+function readKeys(k: ReturnType<typeof keyNames>): KeyGrant[] {
+  return [
+    R(k.node("*")), R(k.azAvailable("*")), R(k.azState("*")), R(k.members), R(k.inventory), R(k.enrolled), R(k.recordDigests), R(k.nodes), R(k.dead), R(k.azs),
+    R(k.leader), R(k.fence), R(k.fenceLast), R(k.tier), R(k.standbyWake), R(k.practiceRequest), R(k.actuation), R(k.suspect),
+    R(k.events), R(k.practice), R(k.models),
+    R(`${k.fallbackCache}*`), R(`${k.fallbackRequests}*`), R(k.fallbackQueue),
+    R(k.edgeKeys), R(k.edgeKeysRev), R(k.canaryAnswers), R(k.canaryExpect), R(k.canaryRecorded),
+  ];
 }
 
 function union(name: RoleName, does: string, ...roles: RedisRole[]): RedisRole {

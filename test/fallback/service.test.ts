@@ -221,6 +221,12 @@ describe("queue and replay", () => {
     const drainMs = Date.now() - recoverAt;
     expect(results[0].body.state).toBe("done");
     expect(results[0].body.response?.choices[0].message.content).toBe('fleet answer to [{"role":"user","content":"queued one"}]');
+    // Stored apart: the record (what llm-ha status and operators may read) without the body; the body beside it, same TTL.
+    const stored = JSON.parse((await r.get(`llmha:t:fallback:req:${ids[0]}`)) ?? "{}") as Record<string, unknown>;
+    expect(stored).toMatchObject({ state: "done", status: 200 });
+    expect(stored).not.toHaveProperty("response");
+    expect(JSON.parse((await r.get(`llmha:t:fallback:body:${ids[0]}`)) ?? "null")).toEqual(results[0].body.response);
+    expect(Math.abs((await r.ttl(`llmha:t:fallback:body:${ids[0]}`)) - (await r.ttl(`llmha:t:fallback:req:${ids[0]}`)))).toBeLessThanOrEqual(1);
     expect(results[1].body.state).toBe("done");
     expect(results[2].body).toMatchObject({ state: "failed", attempts: 1 });
     expect(results[2].body.error?.message).toContain("prompt rejected");

@@ -14,6 +14,7 @@ import { accessString, aclFile, redisRoles, type RoleName } from "../../agent/sr
 import { acquireScript, fencedHsetScript, heartbeatScript, readNodesScript, releaseScript, removeScript, renewScript, sweepScript } from "../../agent/src/fleet/redis/scripts";
 import { VerifiedCache } from "../../agent/src/edge/fallback/cache";
 import { ResultStore } from "../../agent/src/edge/fallback/results";
+import { readFleetView } from "../../agent/src/ops/status/view";
 import { TierReader } from "../../agent/src/edge/fallback/tier";
 import { labRedisAcl, labRoleEnv, type LabRedisAcl } from "../../lab/engines/redis-acl";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
@@ -166,11 +167,51 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
     ])) expect(r).toMatch(/NOPERM|no permissions|can't access/);
   });
 
+  it("a queued request's result body: llmha-fallback stores and serves it whole; llmha-reader and llmha-operator read its record, never the body nor the enrolment stream", async () => {
+    const fb = await as("llmha-fallback");
+    const store = new ResultStore(fb.redis, CLUSTER, 60);
+    const rec = { id: "req-body", tenant: "t1", model: "m", queuedAt: Date.now() };
+    const response = { choices: [{ message: { role: "assistant", content: "tenant t1's secret completion" } }] };
+    expect(await store.accepting(rec)).toBe(true);
+    expect(await store.confirm(rec)).toBe(true);
+    expect(await store.claim(rec, 30_000)).toBe(true);
+    expect(await store.finish({ ...rec, state: "done", status: 200, response, finishedAt: Date.now() })).toBe(true);
+    expect(await store.get("req-body")).toMatchObject({ state: "done", status: 200, tenant: "t1", response });
+    // The record holds the metadata only; the body sits beside it with the same TTL.
+    const raw = JSON.parse((await fb.redis.get(`${keys.fallbackRequests}req-body`)) ?? "{}") as Record<string, unknown>;
+    expect(raw.state).toBe("done");
+    expect(raw).not.toHaveProperty("response");
+    expect(await fb.redis.get(`${keys.fallbackBodies}req-body`)).toBe(JSON.stringify(response));
+    // A record of the previous version (the body inside it) is still served as before.
+    const old = { id: "req-old", state: "done", tenant: "t1", model: "m", queuedAt: 1, finishedAt: 2, status: 200, response: { old: true } };
+    await fb.redis.set(`${keys.fallbackRequests}req-old`, JSON.stringify(old), "EX", 60);
+    expect(await store.get("req-old")).toMatchObject({ state: "done", response: { old: true } });
+
+    await (await as("llmha-agent")).redis.xadd(keys.enrol, "*", "nodeId", "n-1", "token", "projected");
+    for (const role of ["llmha-reader", "llmha-operator"] as const) {
+      const c = await as(role);
+      const meta = JSON.parse((await c.redis.get(`${keys.fallbackRequests}req-body`)) ?? "{}") as Record<string, unknown>;
+      expect(meta, role).toMatchObject({ state: "done", tenant: "t1", status: 200 });
+      for (const r of await Promise.all([
+        outcome(c.redis.get(`${keys.fallbackBodies}req-body`)),
+        outcome(c.redis.call("DUMP", `${keys.fallbackBodies}req-body`)),
+        outcome(c.redis.call("OBJECT", "ENCODING", `${keys.fallbackBodies}req-body`)),
+        outcome(c.redis.call("STRLEN", `${keys.fallbackBodies}req-body`)),
+        outcome(c.redis.xrevrange(keys.enrol, "+", "-", "COUNT", 1)),
+      ])) expect(r, role).toMatch(/NOPERM|no permissions/);
+    }
+  });
+
   it("llmha-reader reads the registry (FCALL_RO) and writes nothing", async () => {
     const c = await as("llmha-reader");
     const page = await readNodesScript(c.redis, keys.members, keys.prefix, "0", 100);
     expect(page.cursor).toBe("0");
     expect(await outcome(c.redis.hgetall(keys.tier))).toBe("ok");
+    // What `llm-ha status` reads, key by key (the role names them: no `llmha:<cluster>:*`), as the reader and as an operator.
+    for (const role of ["llmha-reader", "llmha-operator"] as const) {
+      const view = await readFleetView((role === "llmha-reader" ? c : await as(role)).redis, keys);
+      expect(view.cluster, role).toBe(CLUSTER);
+    }
     for (const r of await Promise.all([
       outcome(c.redis.hset(keys.tier, "level", "L4")),
       outcome(c.redis.set(keys.practiceRequest, "1")),
@@ -184,7 +225,7 @@ describe("the role table and the key table agree", () => {
   const k = new RedisKeys("c1");
   const every = [
     k.node("n1"), k.azAvailable("a"), k.azState("a"), k.members, k.inventory, k.enrol, k.enrolled, k.recordDigests, k.capabilities, k.nodeRecord("n1", "0123456789abcdef0123456789abcdef"), k.nodes, k.dead, k.azs, k.leader, k.fence, k.fenceLast, k.tier, k.standbyWake,
-    k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, `${k.fallbackIdempotency}t:abc`, k.fallbackQueue, k.edgeKeys, k.edgeKeysRev,
+    k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, `${k.fallbackBodies}1`, `${k.fallbackIdempotency}t:abc`, k.fallbackQueue, k.edgeKeys, k.edgeKeysRev,
     k.canaryAnswers, k.canaryExpect, k.canaryRecorded,
   ];
   it("every role's pattern names a key of keys.ts, and every key has a writer", () => {

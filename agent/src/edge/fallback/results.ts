@@ -17,7 +17,8 @@
  *
  * | key (under `llmha:<cluster>:fallback:`) | type | holds |
  * |---|---|---|
- * | `req:<id>` | string | the record (JSON), TTL `LLMHA_FALLBACK_RESULT_TTL_S` |
+ * | `req:<id>` | string | the record (JSON, metadata only), TTL `LLMHA_FALLBACK_RESULT_TTL_S` |
+ * | `body:<id>` | string | the fleet's response body (JSON) of a `done` record, written in the same function call, same TTL; only the fallback's Redis role reads it (records of older versions carry it inside as `response`) |
  * | `idem:<tenant>:<sha256 of the key>` | string | the request id the tenant's `Idempotency-Key` names, same TTL |
  */
 import { createHash } from "node:crypto";
@@ -54,24 +55,39 @@ export const ANONYMOUS_TENANT = "_anonymous";
 
 export class ResultStore {
   readonly prefix: string;
+  readonly bodyPrefix: string;
   private readonly idemPrefix: string;
   private readonly r: Redis;
 
   constructor(redis: Redis, cluster: string, readonly ttlS = 86_400) {
     const keys = new RedisKeys(cluster);
     this.prefix = keys.fallbackRequests;
+    this.bodyPrefix = keys.fallbackBodies;
     this.idemPrefix = keys.fallbackIdempotency;
     this.r = redis;
   }
 
+  /** The record with its body (`response`) put back in: from `body:<id>`, or inside the record (older versions). */
   async get(id: string): Promise<RequestRecord | null> {
-    const raw = await this.r.get(this.prefix + id);
-    return raw === null ? null : (JSON.parse(raw) as RequestRecord);
+    // One transaction: the record and its body as one function call left them.
+    const out = await this.r.multi().get(this.prefix + id).get(this.bodyPrefix + id).exec();
+    const [raw, body] = (out ?? []).map(([err, v]) => {
+      if (err) throw err;
+      return v as string | null;
+    });
+    if (raw === undefined) throw new Error("Redis aborted the read of a queued request's record");
+    if (raw === null) return null;
+    const rec = JSON.parse(raw) as RequestRecord;
+    if (body !== null && rec.response === undefined) rec.response = JSON.parse(body) as unknown;
+    return rec;
   }
 
-  /** The state the record had and whether it moved to `rec`. */
+  /** The state the record had and whether it moved to `rec` (its `response` goes to the body key). */
   private async move(rec: RequestRecord, from: ReadonlyArray<RequestState | "none">): Promise<{ found: RequestState | "none"; moved: boolean }> {
-    const out = String(await callFunction(this.r, fallbackLibrary(), "move", [this.prefix + rec.id], [from.join(","), JSON.stringify(rec), this.ttlS]));
+    const { response, ...meta } = rec;
+    const args: Array<string | number> = [from.join(","), JSON.stringify(meta), this.ttlS];
+    if (response !== undefined) args.push(JSON.stringify(response));
+    const out = String(await callFunction(this.r, fallbackLibrary(), "move", [this.prefix + rec.id, this.bodyPrefix + rec.id], args));
     const i = out.lastIndexOf(":");
     return { found: out.slice(0, i) as RequestState | "none", moved: out.slice(i + 1) === "1" };
   }

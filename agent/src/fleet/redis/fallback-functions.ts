@@ -64,9 +64,19 @@ return n
 `;
 
 /**
- * Moves a record from one of the states in ARGV[1] (comma list; `none` = no record) to the JSON
- * in ARGV[2], keeping nothing of the old one but what the caller merged in. Returns the state it
- * found (`none` when absent) and whether it moved: `{found, moved}` as "state:1" / "state:0".
+ * Moves a record (KEYS[1], `fallback:req:<id>`) from one of the states in ARGV[1] (comma list;
+ * `none` = no record) to the JSON in ARGV[2], keeping nothing of the old one but what the caller
+ * merged in. ARGV[4], when given, is the result body: written to KEYS[2] (`fallback:body:<id>`)
+ * in the same call and with the same TTL, so a `done` record never exists without its body nor a
+ * body without its record (no move leaves a final state, so no body outlives its record). The body lives apart
+ * because only the fallback's role may read it (`llm-ha status` and operators read the record).
+ * Returns the state it found (`none` when absent) and whether it moved: "state:1" / "state:0".
+ *
+ * Upgrades: this took one key before the body moved out. The library's name carries a hash of
+ * its code (functions.ts), so the new signature is a new library, loaded beside the old one: a
+ * fallback of the previous build keeps calling its own library's `move` (one key, body inside
+ * the record) until it is replaced, and a new fallback waits ("Function not found") until the
+ * controller has loaded this one. Prune old libraries only after every fallback runs the new build.
  */
 const MOVE_LUA = `
 local cur = redis.call('GET', KEYS[1])
@@ -78,6 +88,7 @@ end
 for s in string.gmatch(ARGV[1], '[^,]+') do
   if s == state then
     redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+    if ARGV[4] then redis.call('SET', KEYS[2], ARGV[4], 'EX', ARGV[3]) end
     return state .. ':1'
   end
 end
@@ -96,7 +107,7 @@ export function fallbackLibrary(): FunctionLibrary {
     { name: "cacheTouch", keys: 0, lua: CACHE_TOUCH_LUA, maxArgs: 2, argNames: { 1: "lru key", 2: "entry key" } },
     // `llm-ha cache rm` and a list's clean-up pass many entry keys at once.
     { name: "cacheRm", keys: 0, lua: CACHE_RM_LUA, maxArgs: 4096, argNames: { 1: "key prefix" } },
-    { name: "move", keys: 1, lua: MOVE_LUA, maxArgs: 3, maxArgBytes: MAX_FALLBACK_VALUE_BYTES, argNames: { 1: "from states", 2: "record", 3: "ttl s" } },
+    { name: "move", keys: 2, lua: MOVE_LUA, maxArgs: 4, maxArgBytes: MAX_FALLBACK_VALUE_BYTES, argNames: { 1: "from states", 2: "record", 3: "ttl s", 4: "result body" } },
   ]);
   return lib;
 }

@@ -27,7 +27,8 @@
  * | `edge:keys:rev`        | string | `llm-ha keys`         | counter bumped on every key change: `llm-ha edge-sync` re-reads `edge:keys` when it moves |
  * | `events`               | stream | agents + leader       | every node status, AZ state, tier and standby transition, capped by `MAXLEN ~` |
  * | `fallback:cache:*`     | mixed  | `llm-ha cache import` | the verified-answer cache (entries `e:<sha256>`, `lru`, `size`, `bytes`; see fallback/cache.ts); the fallback only reads entries |
- * | `fallback:req:<id>`    | string | `llm-ha fallback`     | a queued request's result (fallback/results.ts) |
+ * | `fallback:req:<id>`    | string | `llm-ha fallback`     | a queued request's record: state, tenant, times, status (fallback/results.ts) |
+ * | `fallback:body:<id>`   | string | `llm-ha fallback`     | its result body, written with the final state; readable by the fallback alone |
  * | `fallback:queue`       | hash   | `llm-ha fallback`     | the Kafka queue's depth for `llm-ha status` |
  * | `node:<id>:<capability>` | hash | each enrolled agent | with node identities (`LLMHA_IDENTITY_TOKEN_FILE`): the same record as `node:<id>`, under a key whose last part only that agent and the leader know (128 random bits handed out at enrolment); the agent role has no SCAN/KEYS, so no node finds or touches another's |
  * | `enrol`                | stream | agents (append only)  | enrolment requests `{nodeId, token, publicKey}`: the node's projected ServiceAccount token and a public key of its own; the agent role may only XADD (`%W~`), so no node reads another's token; the leader reads and deletes them |
@@ -143,6 +144,10 @@ export class RedisKeys {
     return `${this.prefix}fallback:req:`;
   }
   /** A tenant's idempotency key starts with this: `<prefix><tenant>:<sha256 of the key>`. */
+  /** A queued request's result body, apart from its record so that only the fallback's role reads it. */
+  get fallbackBodies(): string {
+    return `${this.prefix}fallback:body:`;
+  }
   get fallbackIdempotency(): string {
     return `${this.prefix}fallback:idem:`;
   }
