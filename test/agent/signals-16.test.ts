@@ -226,6 +226,12 @@ describe("busy ≠ dead, stuck for every kind", () => {
     expect(probeWithEngine(probeReasons(queued.value, S), queued, 8100, idle, 9000, 9300, S, 1000).map((x) => x.code)).not.toContain("PROBE_STUCK");
     // Still unanswered 4 s after the last progress: stuck after all.
     expect(probeWithEngine(probeReasons(timedOut.value, S), timedOut, null, idle, 9000, 13_000, S, 1000).map((x) => x.code)).toContain("PROBE_STUCK");
+    // A new probe sent just before the burst's last tokens (at 8800, within wedgeMs of 9000): those tokens may
+    // look like its own prefill, but they moved with the queue still full (progress with others): not stuck.
+    const late = probe(9300, { kind: "in-flight", elapsedMs: 500 });
+    expect(probeWithEngine(probeReasons(late.value, S), late, 8800, idle, 9000, 9300, S, 1000, 9000).map((x) => x.code)).not.toContain("PROBE_STUCK");
+    // Without the others' progress (an engine that served only the probe since 1000) it is stuck.
+    expect(probeWithEngine(probeReasons(late.value, S), late, 8800, idle, 9000, 9300, S, 1000, 800).map((x) => x.code)).toContain("PROBE_STUCK");
   });
   it("the probe's own prompt counted at its start, then stillness, is not flow: an engine hung mid-decode is PROBE_STUCK", () => {
     const p = probe(5000, { kind: "in-flight", elapsedMs: 4000 });

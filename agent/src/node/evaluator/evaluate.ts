@@ -34,7 +34,12 @@ export interface EvaluatorState {
   /** When the warmup ramp started, or null when not ramping. */
   readonly warmupStartedAt: number | null;
   /** Engine token counter and when it last moved. */
-  readonly progress: { readonly tokens: number; readonly at: number } | null;
+  /**
+   * The engine's token counter, when it last moved, and when it last moved with other work than
+   * one request in the engine (`running > 1` or anything `waiting`): progress that cannot be our
+   * probe's own prefill.
+   */
+  readonly progress: { readonly tokens: number; readonly at: number; readonly othersAt: number | null } | null;
 }
 
 const BLOCKING: ReadonlySet<ReasonEffect> = new Set(["unreachable", "unhealthy", "loading", "unknown"]);
@@ -101,7 +106,10 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
 
   let progress = prev.progress;
   const eng = signals.engine?.value;
-  if (eng && (progress === null || eng.tokensTotal !== progress.tokens)) progress = { tokens: eng.tokensTotal, at: signals.engine?.at ?? now };
+  if (eng && (progress === null || eng.tokensTotal !== progress.tokens)) {
+    const at = signals.engine?.at ?? now;
+    progress = { tokens: eng.tokensTotal, at, othersAt: eng.running > 1 || eng.waiting > 0 ? at : (progress?.othersAt ?? null) };
+  }
 
   const observed: Reason[] = [];
   // No traffic before both nvidia-smi and the model check have answered once: a node whose
@@ -116,7 +124,7 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
   const progressAt = progress?.at ?? null;
   if (modelReady) {
     const own = signals.probe ? probeReasons(signals.probe.value, s) : [];
-    observed.push(...probeWithEngine(own, signals.probe, signals.probeInFlightSince ?? null, signals.engine, progressAt, now, s, signals.probeUnansweredSince ?? null));
+    observed.push(...probeWithEngine(own, signals.probe, signals.probeInFlightSince ?? null, signals.engine, progressAt, now, s, signals.probeUnansweredSince ?? null, progress?.othersAt ?? null));
   }
   observed.push(...engineReasons(signals.engine, progressAt, s));
   // Wrong answers with 200 (issue 32): hard, the node is out until its answers match after a restart.

@@ -215,6 +215,7 @@ export function probeWithEngine(
   now: number,
   s: RuleSettings,
   unansweredSince: number | null = null,
+  othersProgressAt: number | null = null,
 ): Reason[] {
   const started = probeStartedAt(probe, inFlightSince);
   if (started === null) return probeOwn;
@@ -237,7 +238,11 @@ export function probeWithEngine(
   // probe's own prefill, within wedgeMs of its start) restart it. Without this a queue that has just
   // drained (a burst ending) left a run of busy timeouts behind, and the first engine sample with
   // nothing queued made the node PROBE_STUCK before the next probe could answer (issue 32: `burst`).
-  const moved = lastProgressAt !== null && (inFlightSince === null || lastProgressAt - inFlightSince > s.wedgeMs) ? lastProgressAt : null;
+  // Progress with other work in the engine (`othersProgressAt`) is never the probe's own prefill: it counts
+  // too. Without it, a new probe started just before a burst's last tokens hid them, and the run's first
+  // timeout (seconds before) made a node that had just drained its queue PROBE_STUCK (seen in `burst`).
+  const ownFree = lastProgressAt !== null && (inFlightSince === null || lastProgressAt - inFlightSince > s.wedgeMs) ? lastProgressAt : null;
+  const moved = ownFree === null ? othersProgressAt : othersProgressAt === null ? ownFree : Math.max(ownFree, othersProgressAt);
   const since = unansweredSince ?? inFlightSince;
   const stillSince = since === null || moved === null ? since : Math.max(since, moved);
   if (waiting && stillSince !== null && now - stillSince >= s.probeStuckMs) {
