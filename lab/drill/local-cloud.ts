@@ -25,10 +25,10 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { LocalKubeApi } from "./local-kube";
+import { LocalZonalShift, type CloudProxy } from "./local-shift";
 import type { AddressInfo } from "node:net";
 import type { LocalCloudReply, LocalGroupsReply } from "../../agent/src/fleet/actuators/local";
 import type { ActionName } from "../../agent/src/fleet/actuators/types";
-import type { HaproxyHandle } from "../engines/haproxy";
 import type { SimNode } from "../sim/sim-node";
 
 export type NodePower = "stopped" | "starting" | "running" | "stopping";
@@ -79,14 +79,6 @@ export function capacityMessage(instanceType: string, az: string): string {
 export const LAUNCH_FAIL_MS = 1000;
 export const LAUNCH_RETRY_MS = 10_000;
 
-/** An AZ proxy as the cloud needs it: its HAProxy (null while dead), its backend name, and its server names per AZ. */
-export interface CloudProxy {
-  haproxy: HaproxyHandle | null;
-  proxy: string;
-  /** Names of the server rows (the `server-template` slots) of an AZ's nodes in this proxy. */
-  serversOf(az: string): string[];
-}
-
 export interface LocalCloudOptions {
   /** Drill clock for the action log. */
   now(): number;
@@ -101,6 +93,8 @@ export class LocalCloudRequestError extends Error {
   }
 }
 
+export type { CloudProxy };
+
 export class LocalCloud {
   readonly actions: CloudAction[] = [];
   /** Every failed launch (capacity faults), in order. */
@@ -114,7 +108,8 @@ export class LocalCloud {
   private readonly power = new Map<string, NodePower>();
   /** One operation at a time per node: a release waits for the boot it follows. */
   private readonly chain = new Map<string, Promise<void>>();
-  private readonly shifts = new Map<string, { expiresAt: number; timer: NodeJS.Timeout }>();
+  /** Zonal shifts on the AZ proxies (local-shift.ts). */
+  private readonly shifts = new LocalZonalShift(() => this.proxies(), (line) => this.o.log?.(line));
   private port = 0;
   /** The Kubernetes API it also serves: the inventory's Nodes (a node exists unless stopped) and the token issuer. */
   readonly kube = new LocalKubeApi(
@@ -186,8 +181,7 @@ export class LocalCloud {
 
   async stop(): Promise<void> {
     for (const g of [...this.groups.values()].flat()) if (g.timer) clearTimeout(g.timer);
-    for (const s of this.shifts.values()) clearTimeout(s.timer);
-    this.shifts.clear();
+    this.shifts.stop();
     const server = this.server;
     this.server = null;
     if (server) await new Promise<void>((r) => server.close(() => r()));
@@ -239,10 +233,11 @@ export class LocalCloud {
           reply = this.release(az);
           break;
         case "shift.start":
-          reply = await this.shiftStart(az, Number(body.expiresInMs));
+          if (!(Number(body.expiresInMs) > 0)) throw new LocalCloudRequestError("expiresInMs must be > 0");
+          reply = await this.shifts.start(az, Number(body.expiresInMs));
           break;
         case "shift.cancel":
-          reply = await this.shiftCancel(az);
+          reply = await this.shifts.cancel(az);
           break;
       }
       rec.outcome = reply.outcome;
@@ -361,47 +356,5 @@ export class LocalCloud {
   /** Publishes the AZ's node records; a failure is logged (the next change publishes again). */
   private async publish(az: string): Promise<void> {
     await this.endpoints(az).catch((err: unknown) => this.o.log?.(`local cloud: DNS records of ${az}: ${(err as Error).message}`));
-  }
-
-  /** `set server <backend>/<slot> state <state>` for the AZ's server rows in every live AZ proxy. */
-  private async setServers(az: string, state: "maint" | "ready"): Promise<number> {
-    let rows = 0;
-    for (const p of this.proxies()) {
-      if (!p.haproxy) continue;
-      for (const id of p.serversOf(az)) {
-        const out = await p.haproxy.command(`set server ${p.proxy}/${id} state ${state}`);
-        if (out.trim() !== "") throw new Error(`haproxy: set server ${p.proxy}/${id} state ${state}: ${out.trim()}`);
-        rows++;
-      }
-    }
-    return rows;
-  }
-
-  private async shiftStart(az: string, expiresInMs: number): Promise<LocalCloudReply> {
-    if (!(expiresInMs > 0)) throw new LocalCloudRequestError("expiresInMs must be > 0");
-    const held = this.shifts.get(az);
-    if (held) clearTimeout(held.timer);
-    const rows = held ? 0 : await this.setServers(az, "maint");
-    const expiresAt = Date.now() + expiresInMs;
-    const timer = setTimeout(() => {
-      // ARC lifts an expired shift by itself.
-      this.shifts.delete(az);
-      void this.setServers(az, "ready").catch((err: unknown) => this.o.log?.(`local cloud: shift expiry ${az}: ${(err as Error).message}`));
-    }, expiresInMs);
-    timer.unref();
-    this.shifts.set(az, { expiresAt, timer });
-    const until = new Date(expiresAt).toISOString();
-    return held
-      ? { outcome: "already", detail: `${az}: shift renewed until ${until}` }
-      : { outcome: "applied", detail: `${az}: ${rows} server rows in MAINT until ${until}` };
-  }
-
-  private async shiftCancel(az: string): Promise<LocalCloudReply> {
-    const held = this.shifts.get(az);
-    if (!held) return { outcome: "already", detail: `${az}: no shift` };
-    clearTimeout(held.timer);
-    this.shifts.delete(az);
-    const rows = await this.setServers(az, "ready");
-    return { outcome: "applied", detail: `${az}: ${rows} server rows ready` };
   }
 }

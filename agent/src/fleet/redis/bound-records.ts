@@ -25,6 +25,20 @@ export interface BoundRecords {
   unbound: { count: number; nodes: string[] };
 }
 
+/** One field of each record key (null where the key is null: a node with no record to read), in one pipeline. */
+export async function readRecordField(redis: Redis, recordKeys: readonly (string | null)[], field: string): Promise<(string | null)[]> {
+  const p = redis.pipeline();
+  for (const k of recordKeys) if (k) p.hget(k, field);
+  const got = (await p.exec()) ?? [];
+  let i = 0;
+  return recordKeys.map((k) => {
+    if (!k) return null;
+    const [err, v] = got[i++] ?? [null, null];
+    if (err) throw err;
+    return typeof v === "string" ? v : null;
+  });
+}
+
 /** The published digests and the record keys they bind; null when no digest is published (no node identities). */
 export async function findBoundRecords(redis: Redis, keys: RedisKeys, scanCount = 1000): Promise<BoundRecords | null> {
   const digests = await redis.hgetall(keys.recordDigests);

@@ -143,11 +143,11 @@ export class RedisKeys {
   get fallbackRequests(): string {
     return `${this.prefix}fallback:req:`;
   }
-  /** A tenant's idempotency key starts with this: `<prefix><tenant>:<sha256 of the key>`. */
   /** A queued request's result body, apart from its record so that only the fallback's role reads it. */
   get fallbackBodies(): string {
     return `${this.prefix}fallback:body:`;
   }
+  /** A tenant's idempotency key starts with this: `<prefix><tenant>:<sha256 of the key>`. */
   get fallbackIdempotency(): string {
     return `${this.prefix}fallback:idem:`;
   }

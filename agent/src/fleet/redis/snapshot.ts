@@ -6,6 +6,7 @@ import type { Redis } from "ioredis";
 import { NODE_STATUSES, takesTraffic, type NodeStatus, type ServingPhase } from "../../types";
 import type { RedisKeys } from "./keys";
 import { parseCompactNode, readNodesScript, type CompactNode } from "./scripts";
+import { readRecordField } from "./bound-records";
 
 
 /** One node as the controller sees it. `alive` is false when its hash expired (a dead node still counts toward its AZ's total). */
@@ -99,16 +100,8 @@ export async function readSnapshot(
   } while (cursor !== "0");
   if (recordKey) {
     const ids = [...seen.keys()];
-    const at = ids.map((id) => recordKey(id));
-    const p = redis.pipeline();
-    for (const k of at) if (k) p.hget(k, "c");
-    const got = (await p.exec()) ?? [];
-    let i = 0;
-    ids.forEach((id, j) => {
-      const res = at[j] ? got[i++] : null;
-      if (res?.[0]) throw res[0];
-      seen.set(id, { member: seen.get(id)!.member, view: parseCompactNode(res?.[1] ?? null) });
-    });
+    const compact = await readRecordField(redis, ids.map((id) => recordKey(id)), "c");
+    ids.forEach((id, j) => seen.set(id, { member: seen.get(id)!.member, view: parseCompactNode(compact[j]) }));
   }
   const knownAzs = from?.knownAzs ?? new Set(await redis.smembers(keys.azs));
   const skipped: SkippedRecord[] = [];

@@ -5,7 +5,7 @@
  * model its server serves.
  */
 import type { Redis } from "ioredis";
-import { findBoundRecords } from "../../fleet/redis/bound-records";
+import { findBoundRecords, readRecordField } from "../../fleet/redis/bound-records";
 import type { FencedWriter } from "../../fleet/redis/fenced";
 import type { RedisKeys } from "../../fleet/redis/keys";
 import type { CanaryAnswer, CanaryTolerance } from "./answers";
@@ -71,14 +71,10 @@ export async function readNodeAnswers(redis: Redis, keys: RedisKeys, now: number
   const bound = await findBoundRecords(redis, keys);
   if (!bound) return parseNodeAnswers(await redis.hgetall(keys.canaryAnswers), now, maxAgeMs);
   const ids = [...bound.keys.keys()];
-  const p = redis.pipeline();
-  for (const id of ids) p.hget(bound.keys.get(id)!, "canary");
-  const got = (await p.exec()) ?? [];
+  const answers = await readRecordField(redis, ids.map((id) => bound.keys.get(id)!), "canary");
   const own: Record<string, string> = {};
   ids.forEach((id, i) => {
-    const [err, v] = got[i] ?? [null, null];
-    if (err) throw err;
-    if (typeof v === "string") own[id] = v;
+    if (answers[i] !== null) own[id] = answers[i]!;
   });
   return parseNodeAnswers(own, now, maxAgeMs);
 }

@@ -33,7 +33,6 @@ export interface EvaluatorState {
   readonly okStreak: number;
   /** When the warmup ramp started, or null when not ramping. */
   readonly warmupStartedAt: number | null;
-  /** Engine token counter and when it last moved. */
   /**
    * The engine's token counter, when it last moved, and when it last moved with other work than
    * one request in the engine (`running > 1` or anything `waiting`): progress that cannot be our
