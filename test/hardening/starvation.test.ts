@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAgentCheckServer } from "../../agent/src/node/reporters/agent-check";
 import { startHttpServer, type HttpView } from "../../agent/src/node/reporters/http";
 import { freePort, sleep } from "../../agent/src/util/net";
-import { flood, slowloris } from "../../lab/drill/scenarios/security";
+import { flood, slowloris } from "../../lab/drill/hold-flood";
 
 const ATTACKER = "127.0.0.9";
 const PROBER = "127.0.0.5";

@@ -21,7 +21,6 @@
  *   the node out within its L1 target.
  */
 import { request } from "node:http";
-import { connect, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { createHash } from "node:crypto";
 import { fallbackLibrary } from "../../../agent/src/fleet/redis/fallback-functions";
@@ -29,6 +28,7 @@ import { callFunction } from "../../../agent/src/fleet/redis/functions";
 import { RedisKeys } from "../../../agent/src/fleet/redis/keys";
 import { fencedHsetScript, heartbeatScript } from "../../../agent/src/fleet/redis/scripts";
 import { sleep } from "../../../agent/src/util/net";
+import { ATTACKER, flood, slowloris } from "../hold-flood";
 import type { SimNode } from "../../sim/sim-node";
 import type { ScenarioSpec } from "../scenarios";
 import { l1Removed } from "../timeline";
@@ -175,32 +175,8 @@ export function nodeCredentialPlaybook(ctx: ScenarioContext, keys: RedisKeys, no
 
 // ---- agent-starve -------------------------------------------------------------------------
 
-/** The pod that floods (any address but the node's, HAProxy's and the prober's). */
-const ATTACKER = "127.0.0.9";
 /** Where the kubelet's probes come from in the drill. */
 const KUBELET = "127.0.0.5";
-
-/** Keeps `n` sockets open from `from` (a loopback address) to host:port, each `hold` once connected; a cut one is replaced after 200 ms. Returns the stop. */
-export function flood(host: string, port: number, n: number, hold: (s: Socket) => void, from = ATTACKER): () => void {
-  let stopped = false;
-  const socks = new Set<Socket>();
-  const open = (): void => {
-    if (stopped) return;
-    const s = connect({ host, port, localAddress: from });
-    socks.add(s);
-    s.on("connect", () => hold(s));
-    s.on("error", () => undefined);
-    s.on("close", () => {
-      socks.delete(s);
-      setTimeout(open, 200);
-    });
-  };
-  for (let i = 0; i < n; i++) open();
-  return () => {
-    stopped = true;
-    for (const s of socks) s.destroy();
-  };
-}
 
 /**
  * One kubelet probe: true when answered as a probe must be — `/livez` 200 (the agent's loop
@@ -217,13 +193,6 @@ function probe(n: SimNode, path: "/livez" | "/readyz"): Promise<boolean> {
     req.on("error", () => resolve(false));
     req.end();
   });
-}
-
-/** A slowloris client: a request head that never ends, one header line every 400 ms. */
-export function slowloris(s: Socket): void {
-  s.write("GET /livez HTTP/1.1\r\nHost: x\r\n");
-  const drip = setInterval(() => s.write("X-a: b\r\n"), 400);
-  s.on("close", () => clearInterval(drip));
 }
 
 export async function runAgentStarve(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
