@@ -35,6 +35,8 @@ describe("llm-ha preflight offline", () => {
     // A digest nobody pinned: the command that reads it, ready to paste.
     expect(stdout).toContain("crane digest public.ecr.aws/docker/library/haproxy:2.6-alpine");
     expect(stdout).toContain("aws acm request-certificate --domain-name");
+    // The Docker Hub token goes in from a file, never on the command line (shell history, ps).
+    expect(stdout).toContain("aws secretsmanager create-secret --name ecr-pullthroughcache/docker-hub --secret-string file://docker-hub.json");
     expect(stdout).toContain("Online checks (read-only; run with --online");
     // 4,608 for the groups at their maximum, and 768 for the standby's fallback groups (issue 27).
     expect(stdout).toContain("quota-code L-417A185B (Running On-Demand P instances) in us-east-1 ≥ 5376 vCPUs");
