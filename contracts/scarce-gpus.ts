@@ -12,3 +12,13 @@ export const SCARCE_GPU_FAMILIES: readonly string[] = Object.freeze(["p4d", "p4d
 export function isScarceGpuType(instanceType: string, families: readonly string[] = SCARCE_GPU_FAMILIES): boolean {
   return families.includes(instanceType.split(".")[0]);
 }
+
+/**
+ * Nodes a GPU node group is created with: its desired size, or 0 when one of its types is
+ * scarce and no reservation or Capacity Block covers it (`covered`). The stack
+ * (infra/gpu-node-groups.ts) creates its groups with it; `llm-ha preflight --online` says with it
+ * whether a reservation that is not ready yet would fail the group's creation.
+ */
+export function gpuGroupCreateSize(types: readonly string[], desired: number, covered: boolean): number {
+  return covered || !types.some((t) => isScarceGpuType(t)) ? desired : 0;
+}

@@ -1,6 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { isScarceGpuType } from "../contracts/scarce-gpus";
+import { gpuGroupCreateSize } from "../contracts/scarce-gpus";
 import { SYSTEM_NODE_METADATA } from "./cluster";
 import { GpuClassConfig, standbySize } from "./config";
 import { GPU_TAINT, LABELS, STANDBY_FALLBACK_LABEL, CAPACITY_WAIVER_TAG } from "./names";
@@ -187,7 +187,7 @@ function nodeGroupOf(id: string, args: GpuNodeGroupsArgs, parent: pulumi.Resourc
     },
     { parent },
   );
-  const createSize = reservation || block || !g.types.some((t) => isScarceGpuType(t)) ? g.desired : 0;
+  const createSize = gpuGroupCreateSize(g.types, g.desired, Boolean(reservation || block));
   const waiver: Record<string, string> = role === "standby" && !g.fallback && args.standbyCapacityWaiver ? { [CAPACITY_WAIVER_TAG]: args.standbyCapacityWaiver } : {};
   const nodeGroup = new aws.eks.NodeGroup(
     id,

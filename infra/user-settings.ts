@@ -99,7 +99,8 @@ export const USER_SETTINGS: readonly UserSetting[] = Object.freeze([
     key: "llm-ha:images.dockerHubSecretArn",
     secret: false,
     needed: () => true,
-    how: "aws secretsmanager create-secret --name ecr-pullthroughcache/docker-hub --secret-string '{\"username\":\"<Docker Hub user>\",\"accessToken\":\"<access token>\"}', then pulumi config set --path 'llm-ha:images.dockerHubSecretArn' <its ARN>",
+    // The token from a file: on the command line it would stay in the shell's history and show in ps.
+    how: "aws secretsmanager create-secret --name ecr-pullthroughcache/docker-hub --secret-string file://docker-hub.json  # docker-hub.json holds {\"username\":\"<Docker Hub user>\",\"accessToken\":\"<access token>\"}; then pulumi config set --path 'llm-ha:images.dockerHubSecretArn' <its ARN>",
     standIn: () => "arn:aws:secretsmanager:us-east-1:000011112222:secret:ecr-pullthroughcache/docker-hub-StandIn",
   },
   ...digestSettings(),

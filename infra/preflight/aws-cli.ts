@@ -1,13 +1,14 @@
 /**
- * The online checks that need EKS, ECR and S3: made through the `aws` CLI (v2, already a
- * prerequisite: the kubeconfig runs `aws eks get-token`), read-only, JSON out. The SDK
- * clients for those three services are not dependencies of this repository; the runner is
- * passed in, so tests drive these checks with a fake that answers as the CLI does.
+ * The online checks that need EKS, ECR, S3, ACM and Secrets Manager: made through the `aws`
+ * CLI (v2, already a prerequisite: the kubeconfig runs `aws eks get-token`), read-only, JSON
+ * out. The SDK clients for those services are not dependencies of this repository; the runner
+ * is passed in, so tests drive these checks with a fake that answers as the CLI does.
  */
 import { execFile } from "node:child_process";
 import { ADDON_NAMES } from "../addons";
 import type { StackConfig } from "../config";
 import type { CheckRow } from "./checks";
+import { CERTIFICATE_CHECK, certificateRows, PULL_THROUGH_SECRET_CHECK, pullThroughSecretRows } from "./edge-checks";
 import { PROMETHEUS_CHECK, prometheusRows } from "./prometheus-check";
 
 /** Runs `aws <args> --output json` and returns the parsed answer; rejects with `AwsCliError`. */
@@ -58,7 +59,7 @@ export function ecrImage(ref: string): { account: string; region: string; reposi
   return m ? { account: m[1], region: m[2], repository: m[3], digest: m[4] } : undefined;
 }
 
-/** The add-on versions, the agent image, the weights prefix and who reads the alert rules, one guarded check each. */
+/** The add-on versions, the agent image, the weights prefix, the certificate, the pull-through secret and who reads the alert rules, one guarded check each. */
 export async function cliChecks(c: StackConfig, cli: AwsCli, guard: (check: string, f: () => Promise<CheckRow[]>) => Promise<void>): Promise<void> {
   await guard("add-on versions", async () => {
     const rows: CheckRow[] = [];
@@ -102,5 +103,7 @@ export async function cliChecks(c: StackConfig, cli: AwsCli, guard: (check: stri
       : [{ check: "model weights", status: "missing", detail: `nothing under ${uri}`, fix: `aws s3 sync <local copy of ${c.inference.model}> ${uri}` }];
   });
 
+  await guard(CERTIFICATE_CHECK, () => certificateRows(c, cli));
+  await guard(PULL_THROUGH_SECRET_CHECK, () => pullThroughSecretRows(c, cli));
   await guard(PROMETHEUS_CHECK, () => prometheusRows(c, cli));
 }

@@ -3,19 +3,21 @@
  * turned into rows of the preflight table. Clients are passed in so tests drive them with
  * aws-sdk-client-mock.
  */
-import { DescribeCapacityReservationsCommand, DescribeInstanceTypeOfferingsCommand, EC2Client, type CapacityReservation } from "@aws-sdk/client-ec2";
+import { DescribeCapacityReservationsCommand, DescribeInstanceTypeOfferingsCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { GetHostedZoneCommand, Route53Client } from "@aws-sdk/client-route-53";
-import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
-import { standbySize, type StackConfig } from "../config";
-import { P_QUOTA_CODE, RESERVATION_END_WARN_DAYS, pQuotaNeeded, type CheckRow } from "./checks";
+import { ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
+import type { StackConfig } from "../config";
+import { P_QUOTA_CODE, pQuotaNeeded, type CheckRow } from "./checks";
 import { awsCli, cliChecks, type AwsCli } from "./aws-cli";
+import { quotaValue, STANDARD_QUOTA_CHECK, standardQuotaRows } from "./quotas";
+import { reservationRow, wantedReservations } from "./reservations";
 import { fetchIpRanges, route53RangesRow, type IpRangesFetch } from "./route53-ranges";
 
 export interface AwsClients {
   ec2: EC2Client;
   quotas: ServiceQuotasClient;
   route53: Route53Client;
-  /** EKS add-on versions, the ECR image, the S3 weights (`aws` CLI). Absent: those checks are not made. */
+  /** EKS add-on versions, the ECR image, the S3 weights, the ACM certificate, the pull-through secret (`aws` CLI). Absent: those checks are not made. */
   cli?: AwsCli;
   /** AWS's ip-ranges.json (no credentials): the Route53 checkers' ranges against the snapshot. Absent: not compared. */
   ipRanges?: IpRangesFetch;
@@ -34,15 +36,14 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients, today = 
     try {
       rows.push(...(await f()));
     } catch (err) {
-      rows.push({ check, status: "fail", detail: `the AWS call failed: ${why(err)}`, fix: "check the credentials and region (read-only calls: ec2:Describe*, servicequotas:GetServiceQuota, route53:GetHostedZone, eks:DescribeAddonVersions, ecr:DescribeImages, s3:ListBucket)" });
+      rows.push({ check, status: "fail", detail: `the AWS call failed: ${why(err)}`, fix: "check the credentials and region (read-only calls: ec2:Describe*, servicequotas:GetServiceQuota, servicequotas:GetAWSDefaultServiceQuota, route53:GetHostedZone, eks:DescribeAddonVersions, ecr:DescribeImages, s3:ListBucket, acm:DescribeCertificate, secretsmanager:DescribeSecret)" });
     }
   };
 
   await guard("GPU quota", async () => {
     const need = pQuotaNeeded(c);
     if (need === 0) return [{ check: "GPU quota", status: "ok", detail: "no On-Demand P instances (capacity blocks only)", fix: "" }];
-    const r = await clients.quotas.send(new GetServiceQuotaCommand({ ServiceCode: "ec2", QuotaCode: P_QUOTA_CODE }));
-    const have = r.Quota?.Value ?? 0;
+    const have = await quotaValue(clients.quotas, P_QUOTA_CODE);
     return [
       have >= need
         ? { check: "GPU quota", status: "ok", detail: `Running On-Demand P instances: ${have} vCPUs ≥ ${need} needed at every group's maximum (standby fallback groups included)`, fix: "" }
@@ -54,6 +55,8 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients, today = 
           },
     ];
   });
+
+  await guard(STANDARD_QUOTA_CHECK, () => standardQuotaRows(c, clients.ec2, clients.quotas));
 
   await guard("instance types offered", async () => {
     const fallbacks = Object.entries(c.standbyFallback) as [string, string[]][];
@@ -94,16 +97,7 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients, today = 
     return out.length ? out : [{ check: "instance types offered", status: "ok", detail: `${types.join(", ")} offered in ${c.azs.join(", ")}`, fix: "" }];
   });
 
-  const wanted = c.gpuClasses.flatMap((g) =>
-    Object.entries(g.capacityReservations).map(([az, id]) => ({
-      id,
-      az,
-      type: g.instanceType,
-      cls: g.name,
-      block: g.capacityType === "CAPACITY_BLOCK",
-      max: az === c.standbyAz ? standbySize(g, c.standbyCapacityRatio).max : g.maxPerAz,
-    })),
-  );
+  const wanted = wantedReservations(c);
   if (wanted.length) {
     await guard("capacity reservations", async () => {
       const r = await clients.ec2.send(new DescribeCapacityReservationsCommand({ CapacityReservationIds: wanted.map((w) => w.id) }));
@@ -143,50 +137,4 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients, today = 
   // The NLBs' :8081 admits the committed snapshot of the checkers' ranges: warn when AWS has moved them.
   if (clients.ipRanges) rows.push(await route53RangesRow(clients.ipRanges));
   return rows;
-}
-
-/** A configured reservation: its class, AZ, type, whether the class runs on Capacity Blocks, and the group's maximum there. */
-interface WantedReservation {
-  id: string;
-  az: string;
-  type: string;
-  cls: string;
-  block: boolean;
-  max: number;
-}
-
-/**
- * One configured reservation against what EC2 says of it. Invalid: not there, another AZ or
- * type, not usable, a plain reservation for a CAPACITY_BLOCK class. Warned, with the capacity
- * semantics of docs/infra.md: a group whose maximum is above the reservation's count (a
- * targeted reservation does not overflow to On-Demand: the launches past it fail), and a
- * reservation that ends soon (a Capacity Block runs at most 182 days and EC2 reclaims its
- * instances at the end).
- */
-export function reservationRow(w: WantedReservation, x: CapacityReservation | undefined, region: string, today: Date): CheckRow {
-  const check = `reservation ${w.id}`;
-  if (!x) return { check, status: "missing", detail: `not found in ${region}`, fix: `check gpuClasses[${w.cls}].capacityReservations.${w.az}` };
-  const problems: string[] = [];
-  if (x.AvailabilityZone !== w.az) problems.push(`it is in ${x.AvailabilityZone}, configured for ${w.az}`);
-  if (x.InstanceType !== w.type) problems.push(`it is for ${x.InstanceType}, the class launches ${w.type}`);
-  if (!["active", "scheduled", "pending"].includes(String(x.State))) problems.push(`its state is ${x.State}`);
-  if (w.block && x.ReservationType !== "capacity-block") problems.push(`the class is CAPACITY_BLOCK but this is a ${x.ReservationType ?? "default"} reservation, not a Capacity Block`);
-  if (problems.length) {
-    return { check, status: "invalid", detail: problems.join("; "), fix: `set gpuClasses[${w.cls}].capacityReservations to {<its AZ>: ${w.id}} or use another reservation` };
-  }
-  const count = x.TotalInstanceCount;
-  const ends = x.EndDate ? ` until ${x.EndDate.toISOString().slice(0, 16).replace("T", " ")} UTC` : "";
-  const detail = `${x.InstanceType} × ${count ?? "?"} in ${x.AvailabilityZone}, ${x.State}${ends}`;
-  const warnings: string[] = [];
-  const fixes: string[] = [];
-  if (count !== undefined && count < w.max) {
-    warnings.push(`the group in ${w.az} may grow to ${w.max}, above its ${count}: a targeted reservation does not overflow to On-Demand, launches past ${count} fail (ReservationCapacityExceeded)`);
-    fixes.push(`raise the reservation to ${w.max} instances or lower gpuClasses[${w.cls}].maxPerAz`);
-  }
-  const daysLeft = x.EndDate ? (x.EndDate.getTime() - today.getTime()) / 86_400_000 : undefined;
-  if (daysLeft !== undefined && daysLeft < RESERVATION_END_WARN_DAYS) {
-    warnings.push(`it ends in ${Math.max(0, Math.floor(daysLeft))} days: EC2 takes its instances back then`);
-    fixes.push(`extend it before the end (its id stays), or ${w.block ? "buy the next Capacity Block" : "reserve again"} and set gpuClasses[${w.cls}].capacityReservations.${w.az} to it`);
-  }
-  return warnings.length ? { check, status: "warn", detail: `${detail}; ${warnings.join("; ")}`, fix: fixes.join("; ") } : { check, status: "ok", detail, fix: "" };
 }

@@ -1,8 +1,9 @@
 /**
  * `llm-ha preflight`: what blocks `pulumi up --stack <env>` on a fresh account, before
  * anything is created. Offline: the stack file's user settings and the program's own
- * validation. Online (opt-in, read-only AWS calls): GPU quota, capacity reservations, the
- * hosted zone, instance type offerings per AZ.
+ * validation. Online (opt-in, read-only AWS calls): the GPU and Standard vCPU quotas, capacity
+ * reservations and Capacity Blocks, the hosted zone, instance type offerings per AZ, the ACM
+ * certificate, the Docker Hub pull-through secret, and more through the `aws` CLI.
  */
 import * as pulumi from "@pulumi/pulumi";
 import { EKS_VERSIONS, isoDay } from "../../contracts/eks-versions";
@@ -11,6 +12,7 @@ import { ADDON_NAMES } from "../addons";
 import { resolveConfig, standbySize, type StackConfig } from "../config";
 import { ROLE_PASSWORDS_HOW } from "../config/data";
 import { hasSetting, missingUserSettings, withStandIns } from "../user-settings";
+import { nonGpuGroups, STANDARD_QUOTA_CODE } from "./quotas";
 
 export type CheckStatus = "ok" | "missing" | "invalid" | "warn" | "fail" | "offline";
 
@@ -140,9 +142,14 @@ export function onlinePlan(c: StackConfig | undefined, missing: string[] = []): 
   const crs = c.gpuClasses.flatMap((g) => Object.entries(g.capacityReservations).map(([az, id]) => `${id} (${az}, ${g.instanceType})`));
   return [
     `GPU quota: service-quotas get-service-quota --service-code ec2 --quota-code ${P_QUOTA_CODE} (Running On-Demand P instances) in ${c.region} ≥ ${pQuotaNeeded(c)} vCPUs`,
+    `Standard quota: service-quotas get-service-quota --service-code ec2 --quota-code ${STANDARD_QUOTA_CODE} (Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances) in ${c.region} ≥ the vCPUs of ${nonGpuGroups(c).map((g) => `${g.name} ${g.maxSize} × ${g.instanceType}`).join(", ")} (ec2 describe-instance-types)`,
     `instance types offered: ec2 describe-instance-type-offerings --location-type availability-zone (${types.join(", ")} in ${c.azs.join(", ")})`,
-    crs.length ? `capacity reservations: ec2 describe-capacity-reservations ${crs.join(", ")}: each active/scheduled, in its AZ, of its type (a Capacity Block for a CAPACITY_BLOCK class), holding the group's maximum (no overflow), not ending within ${RESERVATION_END_WARN_DAYS} days` : "capacity reservations: none configured",
+    crs.length ? `capacity reservations: ec2 describe-capacity-reservations ${crs.join(", ")}: each in its AZ, of its type (a Capacity Block for a CAPACITY_BLOCK class), active (a scheduled or pending one blocks) with the group's running size free; warned: holding less than the group's maximum (no overflow), ending within ${RESERVATION_END_WARN_DAYS} days` : "capacity reservations: none configured",
     `hosted zone: route53 get-hosted-zone --id ${or("llm-ha:dns.zoneId", c.dns.zoneId)}: exists, is public and a parent of ${or("llm-ha:dns.serviceName", c.dns.serviceName)}`,
+    c.edge.certificateArn
+      ? `certificate: acm describe-certificate --certificate-arn ${or("llm-ha:edge.certificateArn", c.edge.certificateArn)}: in ${c.region}, ISSUED, its names cover ${or("llm-ha:dns.serviceName", c.dns.serviceName)}`
+      : "certificate: none (llm-ha:edge.plainHttp), nothing to check",
+    `pull-through secret: secretsmanager describe-secret --secret-id ${or("llm-ha:images.dockerHubSecretArn", c.images.dockerHubSecretArn)}: exists in ${c.region}, named ecr-pullthroughcache/… (its value is not read)`,
     `add-on versions: eks describe-addon-versions --kubernetes-version ${c.kubernetesVersion} for ${ADDON_NAMES.join(", ")}: each has a default version${Object.keys(c.addonVersions).length ? ", and each pinned one is offered" : ""}`,
     c.agentImageBuild
       ? "agent image: built and pushed by the stack (llm-ha:agentImageBuild), nothing to check"

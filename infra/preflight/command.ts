@@ -12,9 +12,12 @@ const USAGE = `Usage: llm-ha preflight --stack ENV [--online] [-o text|wide|json
 
 What blocks \`pulumi up --stack ENV\` on this account, before anything is created.
 Offline (always): the settings only you can give, and the program's own validation of the
-stack file. With --online, read-only AWS calls with the current credentials: GPU quota for
-P instances in the region, the capacity reservations (AZ, type, state), the instance types
-offered in each AZ, the hosted zone. Without --online it prints what those would check.
+stack file. With --online, read-only AWS calls with the current credentials: the vCPU quotas
+for P and Standard instances in the region, the capacity reservations and Capacity Blocks
+(AZ, type, active, instances free), the instance types offered in each AZ, the hosted zone,
+the ACM certificate (issued, in the region, naming the service), the Docker Hub pull-through
+secret, and through the aws CLI the add-ons, the agent image and the weights. Without
+--online it prints what those would check.
 
   --stack ENV   dev, staging, prod (a Pulumi.<ENV>.yaml beside Pulumi.yaml), or a path to one
   --online      make the read-only AWS calls

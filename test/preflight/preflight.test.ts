@@ -2,10 +2,7 @@
  * `llm-ha preflight --stack <env>`: offline checks of the stack file, the online checks'
  * plan, and the read-only AWS calls driven through aws-sdk-client-mock.
  */
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
-import { DescribeCapacityReservationsCommand, DescribeInstanceTypeOfferingsCommand, EC2Client } from "@aws-sdk/client-ec2";
+import { DescribeCapacityReservationsCommand, DescribeInstanceTypeOfferingsCommand, DescribeInstanceTypesCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { GetHostedZoneCommand, Route53Client } from "@aws-sdk/client-route-53";
 import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
 import { mockClient } from "aws-sdk-client-mock";
@@ -13,47 +10,13 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { preflightCommand } from "../../infra/preflight/command";
 import { offlineChecks } from "../../infra/preflight/checks";
 import { AwsCliError, type AwsCli } from "../../infra/preflight/aws-cli";
-import { reservationRow } from "../../infra/preflight/aws";
+import { reservationRow } from "../../infra/preflight/reservations";
 import { stackConfig } from "../../infra/capture";
 import { WORKLOAD_ROLE_NAMES } from "../../contracts/redis-roles";
+import { ISSUED_CERT, PULL_THROUGH_SECRET, ROOT, SYSTEM_TYPES, variant } from "./stack-variant";
 import { ROLE_PASSWORDS_HOW } from "../../infra/config/data";
 import { main } from "../../lab/cli";
 import { runInProcess, type Ran } from "../support/in-process";
-
-const ROOT = path.resolve(__dirname, "..", "..");
-
-/** The user settings a real user sets for a dev-like stack: what the stack files leave out. */
-const FILLED = [
-  "  llm-ha:redisRolePasswords:",
-  ...WORKLOAD_ROLE_NAMES.flatMap((r, i) => [`    ${r}:`, `      secure: v1:AAAABBBBCCCCDDDD${i}`]),
-  "  llm-ha:apiEndpoint:",
-  "    access: public",
-  "    publicAccessCidrs:",
-  "      - 203.0.113.7/32",
-  "  llm-ha:agentImage: 111122223333.dkr.ecr.us-east-1.amazonaws.com/llm-ha-qa/agent@sha256:" + "c3".repeat(32),
-  "  llm-ha:inferenceApiKey:",
-  "    secure: v1:EEEEFFFFGGGGHHHH",
-  "  llm-ha:images:",
-  "    dockerHubSecretArn: arn:aws:secretsmanager:us-east-1:111122223333:secret:ecr-pullthroughcache/docker-hub-Ab12Cd",
-  "    haproxyDigest: sha256:" + "d4".repeat(32),
-  "    lbControllerDigest: sha256:" + "e5".repeat(32),
-  "    awsCliDigest: sha256:" + "f6".repeat(32),
-].join("\n");
-
-/** dev's stack file with the user settings filled in and `edit` applied, as its own project folder. */
-function variant(edit: (yaml: string) => string = (y) => y): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "llmha-preflight-"));
-  fs.copyFileSync(path.join(ROOT, "Pulumi.yaml"), path.join(dir, "Pulumi.yaml"));
-  const file = path.join(dir, "Pulumi.qa.yaml");
-  const yaml = fs
-    .readFileSync(path.join(ROOT, "Pulumi.dev.yaml"), "utf8")
-    .replace("  llm-ha:dns:\n", "  llm-ha:dns:\n    zoneId: Z04217753KQ3ZPLMVTB2\n    serviceName: infer.qa.llm-ha.net\n")
-    .replace("config:\n", `config:\n${FILLED}\n`)
-    // dev's own stack may waive TLS; a stack of another name needs the certificate.
-    .replace("  llm-ha:edge:\n    plainHttp: true\n", "  llm-ha:edge:\n    certificateArn: arn:aws:acm:us-east-1:111122223333:certificate/6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0\n");
-  fs.writeFileSync(file, edit(yaml));
-  return file;
-}
 
 /** `llm-ha preflight ARGS` as bin/llm-ha runs it (its entry function, in this process), with no COLUMNS of the caller's unless given. */
 function cli(args: string[], env: Record<string, string> = {}): Promise<Ran> {
@@ -72,9 +35,14 @@ describe("llm-ha preflight offline", () => {
     // A digest nobody pinned: the command that reads it, ready to paste.
     expect(stdout).toContain("crane digest public.ecr.aws/docker/library/haproxy:2.6-alpine");
     expect(stdout).toContain("aws acm request-certificate --domain-name");
+    // The Docker Hub token goes in from a file, never on the command line (shell history, ps).
+    expect(stdout).toContain("aws secretsmanager create-secret --name ecr-pullthroughcache/docker-hub --secret-string file://docker-hub.json");
     expect(stdout).toContain("Online checks (read-only; run with --online");
     // 4,608 for the groups at their maximum, and 768 for the standby's fallback groups (issue 27).
     expect(stdout).toContain("quota-code L-417A185B (Running On-Demand P instances) in us-east-1 ≥ 5376 vCPUs");
+    expect(stdout).toContain("quota-code L-1216C47A (Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances) in us-east-1 ≥ the vCPUs of system node group 12 × m6i.xlarge");
+    expect(stdout).toContain("certificate: acm describe-certificate --certificate-arn <llm-ha:edge.certificateArn>: in us-east-1, ISSUED, its names cover <llm-ha:dns.serviceName>");
+    expect(stdout).toContain("pull-through secret: secretsmanager describe-secret --secret-id <llm-ha:images.dockerHubSecretArn>: exists in us-east-1");
     expect(stdout).toContain("add-on versions: eks describe-addon-versions --kubernetes-version 1.35 for vpc-cni, coredns, kube-proxy, eks-pod-identity-agent, aws-ebs-csi-driver, eks-node-monitoring-agent: each has a default version");
     expect(stdout).toContain("agent image: ecr describe-images --image-ids imageDigest=… for <llm-ha:agentImage>: the digest exists in its repository");
     expect(stdout).toMatch(/warn\s+capacity h100\s+p5\.48xlarge On-Demand without a reservation/);
@@ -152,6 +120,8 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     quotas.reset();
     route53.reset();
     quotas.on(GetServiceQuotaCommand, { ServiceCode: "ec2", QuotaCode: "L-417A185B" }).resolves({ Quota: { Value: 2000 } });
+    quotas.on(GetServiceQuotaCommand, { ServiceCode: "ec2", QuotaCode: "L-1216C47A" }).resolves({ Quota: { Value: 32 } });
+    ec2.on(DescribeInstanceTypesCommand).resolves(SYSTEM_TYPES);
     ec2.on(DescribeInstanceTypeOfferingsCommand).resolves({
       InstanceTypeOfferings: ["us-east-1a", "us-east-1b"].map((az) => ({ InstanceType: "p4d.24xlarge", Location: az, LocationType: "availability-zone" })),
     });
@@ -164,6 +134,8 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     // p4d × 2 per AZ × 2 AZs, and the standby's p4de fallback group at 2.
     expect(out).toMatch(/ok\s+GPU quota\s+Running On-Demand P instances: 2000 vCPUs ≥ 576 needed at every group's maximum \(standby fallback groups included\)/);
     expect(out).toMatch(/ok\s+hosted zone/);
+    // The system nodes at their maximum: 3 × m6i.large, 2 vCPUs each.
+    expect(out).toMatch(/ok\s+Standard quota\s+Running On-Demand Standard \(A, C, D, H, I, M, R, T, Z\) instances: 32 vCPUs ≥ 6 needed/);
     expect(out).toMatch(/nothing blocks\n$/);
     // The standby's p4de fallback group (issue 15) is asked for too; not offered here: a warning, not a block.
     expect(out).toMatch(/warn\s+fallback a100 in us-east-1b\s+none of p4de\.24xlarge is offered in us-east-1b: the standby's fallback group could never launch/);
@@ -213,7 +185,7 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
 
   it("capacity semantics (issue 27): a maximum above the reservation's count, a block about to end, a plain reservation for a block class", () => {
     const today = new Date("2026-12-02T00:00:00Z");
-    const want = { id: "cr-0123456789abcdef0", az: "us-east-1a", type: "p5.48xlarge", cls: "h100", block: false, max: 4 };
+    const want = { id: "cr-0123456789abcdef0", az: "us-east-1a", type: "p5.48xlarge", cls: "h100", block: false, max: 4, desired: 2, createSize: 2 };
     const cr = { CapacityReservationId: want.id, AvailabilityZone: "us-east-1a", InstanceType: "p5.48xlarge", State: "active" as const, TotalInstanceCount: 2 };
     expect(reservationRow(want, cr, "us-east-1", today)).toEqual({
       check: "reservation cr-0123456789abcdef0",
@@ -275,6 +247,8 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
       }
       if (cmd === "ecr describe-images") return { imageDetails: [{ imageDigest: DIGEST }] };
       if (cmd === "s3api list-objects-v2") return { Contents: [{ Key: "models/qwen/config.json" }] };
+      if (cmd === "acm describe-certificate") return ISSUED_CERT;
+      if (cmd === "secretsmanager describe-secret") return PULL_THROUGH_SECRET;
       throw new Error(`unexpected aws ${args.join(" ")}`);
     };
   }
@@ -287,6 +261,7 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
     vi.spyOn(process.stdout, "write").mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
     for (const m of [ec2, quotas, route53]) m.reset();
     quotas.on(GetServiceQuotaCommand).resolves({ Quota: { Value: 2000 } });
+    ec2.on(DescribeInstanceTypesCommand).resolves(SYSTEM_TYPES);
     ec2.on(DescribeInstanceTypeOfferingsCommand).resolves({
       InstanceTypeOfferings: ["us-east-1a", "us-east-1b"].flatMap((az) => ["p4d.24xlarge" as const, "p4de.24xlarge" as const].map((t) => ({ InstanceType: t, Location: az }))),
     });
@@ -299,6 +274,8 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
     expect(out).toMatch(/ok\s+add-on vpc-cni\s+resolves to v1\.7\.0-eksbuild\.2 for 1\.35/);
     expect(out).toMatch(/ok\s+agent image\s+llm-ha-qa\/agent@sha256:c3c3c3c3c3c3…/);
     expect(out).toMatch(/ok\s+model weights\s+s3:\/\/llm-ha-qa-weights\/models\/qwen has objects/);
+    expect(out).toMatch(/ok\s+certificate\s+ISSUED in us-east-1, infer\.qa\.llm-ha\.net covers infer\.qa\.llm-ha\.net/);
+    expect(out).toMatch(/ok\s+pull-through secret\s+ecr-pullthroughcache\/docker-hub exists in us-east-1/);
     expect(calls).toContainEqual(["eks", "describe-addon-versions", "--kubernetes-version", "1.35", "--addon-name", "kube-proxy"]);
     expect(calls).toContainEqual(["ecr", "describe-images", "--registry-id", "111122223333", "--repository-name", "llm-ha-qa/agent", "--image-ids", `imageDigest=${DIGEST}`]);
     expect(calls).toContainEqual(["s3api", "list-objects-v2", "--bucket", "llm-ha-qa-weights", "--prefix", "models/qwen", "--max-items", "1"]);
