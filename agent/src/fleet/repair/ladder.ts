@@ -12,7 +12,8 @@
  * escalated to a reboot.
  *
  * Capacity comes first: at most one node per AZ in repair, at most `maxShare` of the fleet
- * (at least one node), never an AZ below its floor of healthy GPUs, and never a `replace` or
+ * (at least one node), never an AZ below its floor of healthy GPUs by taking out a node that
+ * still serves (a repair of a node already out costs its AZ nothing), and never a `replace` or
  * `quarantine` without a replacement in sight in its AZ. A node that may not be repaired now
  * gets `held`, with the action it waits for and the reason (what an alert shows).
  */
@@ -198,7 +199,7 @@ export function repairLadder(input: RepairInput): RepairPlan {
     const left = (healthy.get(n.az) ?? 0) - loss;
     if (busyAz.has(n.az)) held("az", `${busyAz.get(n.az)} is already in repair in ${n.az} (one node per AZ at a time)`);
     else if (inRepair >= limit) held("share", `${inRepair} nodes in repair, the most at once is ${limit} (${Math.round(s.maxShare * 100)} % of ${input.nodes.length})`);
-    else if (left < (cap?.floor ?? 0)) held("floor", `${n.az} would keep ${left} healthy GPUs, below its floor of ${cap?.floor ?? 0}`);
+    else if (loss > 0 && left < (cap?.floor ?? 0)) held("floor", `${n.az} would keep ${left} healthy GPUs, below its floor of ${cap?.floor ?? 0}`);
     else if ((action === "replace" || action === "quarantine") && (spare.get(n.az) ?? 0) < 1) held("replacement", `no replacement in sight in ${n.az} (no free reservation slot, standby node or fallback path)`);
     else {
       if (action === "replace" || action === "quarantine") spare.set(n.az, (spare.get(n.az) ?? 0) - 1);
