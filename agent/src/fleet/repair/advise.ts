@@ -77,7 +77,8 @@ export class RepairAdvisor {
     const inv = r.inventory ?? null;
     const recordKey = (id: string): string | null => (inv ? inv.recordKey(id) : keys.node(id));
     const hosts = new Map((inv?.current ?? []).filter((n) => n.instanceId).map((n) => [n.nodeId, n.instanceId!]));
-    const alive = r.snap.nodes.filter((n) => n.alive);
+    // Facts are read only for nodes with a reason the ladder may act on (a hard code, a pending row remap): one HGET each, not one per node.
+    const alive = r.snap.nodes.filter((n) => n.alive && (n.hard.length > 0 || n.soft.some((c) => c.startsWith("GPU_"))));
     const [facts, prevHash] = await Promise.all([readRecordField(redis, alive.map((n) => recordKey(n.nodeId)), "gpuFault"), redis.hgetall(keys.repairPlan)]);
     const fault = new Map(alive.map((n, i) => [n.nodeId, parseGpuFault(facts[i])]));
     const prev = planEntries(prevHash);
