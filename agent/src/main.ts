@@ -3,6 +3,7 @@ import { Agent } from "./node/agent";
 import { Fleet } from "./fleet/controller/fleet";
 import { attachActuator, fleetOptions, runController } from "./fleet/controller/run";
 import { servedReport, type NodeReport } from "./fleet/redis/registry";
+import { encodeGpuFault, gpuFaultOf } from "./node/sources/gpu-fault";
 import type { AgentConfig } from "./config/spec";
 import { AgentCheckResponder, startAgentCheckServer } from "./node/reporters/agent-check";
 import { startHttpServer } from "./node/reporters/http";
@@ -109,6 +110,8 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
     gpusExpected: cfg.gpuCount ?? agent.gpus.length,
     // What the server says it serves, not what is configured (issue 16: the leader compares them).
     ...servedReport(agent.modelIdentity),
+    // Which XID, what the driver asks for, row remaps: the leader's repair ladder picks the cheapest fix from them.
+    gpuFault: encodeGpuFault(gpuFaultOf(agent.signals)),
   });
   if (fleet) {
     agent.once("decision", () => fleet.start(report));

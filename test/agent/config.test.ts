@@ -36,6 +36,11 @@ describe("configuration", () => {
     });
   });
 
+  it("the repair ladder advises by default; off and spare counts per AZ are taken", () => {
+    expect(parseConfig([], base)).toMatchObject({ repairMode: "advise", repairSpare: null });
+    expect(parseConfig([], { ...base, LLMHA_REPAIR_MODE: "off", LLMHA_REPAIR_SPARE: "us-east-1a=2, us-east-1b=0" })).toMatchObject({ repairMode: "off", repairSpare: "us-east-1a=2, us-east-1b=0" });
+  });
+
   it("flags win over environment variables", () => {
     expect(parseConfig(["--interval-ms", "250"], { ...base, LLMHA_INTERVAL_MS: "900" }).intervalMs).toBe(250);
   });
@@ -50,6 +55,9 @@ describe("configuration", () => {
     ["LLMHA_AGENT_CHECK_PORT", "9400", /must differ from LLMHA_HTTP_PORT/],
     ["LLMHA_LEASE_RENEW_MS", "30000", /below LLMHA_LEASE_TTL_MS/],
     ["LLMHA_CLUSTER", "a b", /LLMHA_CLUSTER/],
+    ["LLMHA_REPAIR_MODE", "fix", /LLMHA_REPAIR_MODE .*must be one of off, advise, act/],
+    ["LLMHA_REPAIR_MODE", "act", /LLMHA_REPAIR_MODE .*act is not available yet/],
+    ["LLMHA_REPAIR_SPARE", "us-east-1a:2", /LLMHA_REPAIR_SPARE.*is not AZ=COUNT/],
   ])("%s=%s is refused with a message naming it", (k, v, re) => {
     expect(() => parseConfig([], { ...base, [k]: v })).toThrow(re);
   });

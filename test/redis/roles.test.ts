@@ -90,6 +90,9 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
       outcome(c.redis.hset(keys.azState("az-a"), "state", "DOWN")),
       outcome(c.redis.hset(keys.tier, "level", "L4")),
       outcome(c.redis.hset(keys.suspect, "codes", "LATENCY")),
+      // The repair plan is the leader's alone: a node must not advise its neighbours' reboot, nor hide its own.
+      outcome(c.redis.hset(keys.repairPlan, "agent-2", '{"action":"replace"}')),
+      outcome(c.redis.del(keys.repairPlan)),
       outcome(c.redis.set(keys.practiceRequest, "1")),
       outcome(c.redis.set(`${keys.fallbackCache}e:abc`, "{}")),
       outcome(c.redis.get(`${keys.fallbackRequests}x`)),
@@ -109,6 +112,8 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
     expect(await renewScript(c.redis, keys.leader, `leader-1:${token}`, 5000)).toBe(true);
     const w = await fencedHsetScript(c.redis, { fenceLast: keys.fenceLast, target: keys.tier, events: keys.events, token, holder: "leader-1", eventsMaxLen: 100, fields: { level: "L0" } });
     expect(w.accepted).toBe(true);
+    const plan = await fencedHsetScript(c.redis, { fenceLast: keys.fenceLast, target: keys.repairPlan, events: keys.events, token, holder: "leader-1", eventsMaxLen: 100, changeField: "ctl-1", eventType: "repair.advised", fields: { "ctl-1": '{"action":"reboot"}' } });
+    expect(plan.accepted).toBe(true);
     const s = await sweepScript(c.redis, { nodes: keys.nodes, members: keys.members, dead: keys.dead, events: keys.events, fenceLast: keys.fenceLast }, { prefix: keys.prefix, token, holder: "leader-1", silentMs: 60_000, forgetAfterMs: 600_000, eventsMaxLen: 100, limit: 10 });
     expect(s.accepted).toBe(true);
     const page = await readNodesScript(c.redis, keys.members, keys.prefix, "0", 100);
@@ -207,6 +212,7 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
     const page = await readNodesScript(c.redis, keys.members, keys.prefix, "0", 100);
     expect(page.cursor).toBe("0");
     expect(await outcome(c.redis.hgetall(keys.tier))).toBe("ok");
+    expect(await outcome(c.redis.hgetall(keys.repairPlan))).toBe("ok");
     // What `llm-ha status` reads, key by key (the role names them: no `llmha:<cluster>:*`), as the reader and as an operator.
     for (const role of ["llmha-reader", "llmha-operator"] as const) {
       const view = await readFleetView((role === "llmha-reader" ? c : await as(role)).redis, keys);
@@ -214,6 +220,7 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
     }
     for (const r of await Promise.all([
       outcome(c.redis.hset(keys.tier, "level", "L4")),
+      outcome(c.redis.hset(keys.repairPlan, "n1", "{}")),
       outcome(c.redis.set(keys.practiceRequest, "1")),
       outcome(acquireScript(c.redis, keys, "r", 5000, 0)),
     ])) expect(r).toMatch(/NOPERM|no permissions/);
@@ -225,7 +232,7 @@ describe("the role table and the key table agree", () => {
   const k = new RedisKeys("c1");
   const every = [
     k.node("n1"), k.azAvailable("a"), k.azState("a"), k.members, k.inventory, k.enrol, k.enrolled, k.recordDigests, k.capabilities, k.nodeRecord("n1", "0123456789abcdef0123456789abcdef"), k.nodes, k.dead, k.azs, k.leader, k.fence, k.fenceLast, k.tier, k.standbyWake,
-    k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, `${k.fallbackBodies}1`, `${k.fallbackIdempotency}t:abc`, k.fallbackQueue, k.edgeKeys, k.edgeKeysRev,
+    k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, k.repairPlan, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, `${k.fallbackBodies}1`, `${k.fallbackIdempotency}t:abc`, k.fallbackQueue, k.edgeKeys, k.edgeKeysRev,
     k.canaryAnswers, k.canaryExpect, k.canaryRecorded,
   ];
   it("every role's pattern names a key of keys.ts, and every key has a writer", () => {

@@ -11,6 +11,7 @@ import { cronProblem, Zone } from "../../../contracts/cron";
 import { RedisAuthError, redisAuthFromEnv } from "../fleet/redis/auth";
 import { closest, flagErrorMessage } from "../../../contracts/did-you-mean";
 import { ConfigError } from "./error";
+import { parseRepairSpare, REPAIR_MODES } from "../fleet/repair/settings";
 import { checkAwsFormats, imdsAvailabilityZone, resolveAwsRegion } from "./aws";
 
 export { ConfigError };
@@ -88,6 +89,10 @@ function parseValue(spec: OptionSpec, v: string): string | number | boolean | st
       if (!(ACTUATOR_KINDS as readonly string[]).includes(v)) {
         throw new ConfigError(spec.env, `must be one of ${ACTUATOR_KINDS.join(", ")}, got ${JSON.stringify(v)}`);
       }
+      return v;
+    case "repairMode":
+      if (!(REPAIR_MODES as readonly string[]).includes(v)) throw new ConfigError(spec.env, `must be one of ${REPAIR_MODES.join(", ")}, got ${JSON.stringify(v)}`);
+      if (v === "act") throw new ConfigError(spec.env, "act is not available yet: the repair actions (cordon, drain, reboot, replace, quarantine) do not exist in this version; use advise (the default: the plan is published and shown, nothing is done) or off");
       return v;
     case "list": {
       const items = v.split(",").map((x) => x.trim()).filter((x) => x !== "");
@@ -196,6 +201,8 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   identityTokenFile: null,
   identityJwks: "none",
   identityIssuer: null,
+  repairMode: "advise",
+  repairSpare: null,
 };
 
 /** Frozen defaults, for `--help` and tests. */
@@ -235,6 +242,11 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
   if (cfg.leaseRenewMs >= cfg.leaseTtlMs) throw new ConfigError("LLMHA_LEASE_RENEW_MS", `must be below LLMHA_LEASE_TTL_MS (${cfg.leaseTtlMs})`);
   if (cfg.probeTimeoutMs < cfg.probeLatencyMs) throw new ConfigError("LLMHA_PROBE_TIMEOUT_MS", `must be at least LLMHA_PROBE_LATENCY_MS (${cfg.probeLatencyMs})`);
   checkActuation(cfg);
+  try {
+    parseRepairSpare(cfg.repairSpare);
+  } catch (err) {
+    throw new ConfigError("LLMHA_REPAIR_SPARE", (err as Error).message);
+  }
   if (cfg.identityJwks !== "none") {
     if (cfg.identityJwks !== "kubernetes" && !/^https?:\/\/./.test(cfg.identityJwks)) throw new ConfigError("LLMHA_IDENTITY_JWKS", `must be none, kubernetes or an http(s) URL, got ${JSON.stringify(safeUrl(cfg.identityJwks))}`);
     if (cfg.inventory === "none") throw new ConfigError("LLMHA_IDENTITY_JWKS", "needs LLMHA_INVENTORY: an enrolment is checked against the inventory's nodes");

@@ -20,7 +20,7 @@ export type ActuatorKind = (typeof ACTUATOR_KINDS)[number];
 export const AGENT_ROLES = ["all", "node", "controller"] as const;
 export type AgentRole = (typeof AGENT_ROLES)[number];
 
-export type OptionType = "string" | "int" | "url" | "kind" | "actuator" | "role" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex" | "number";
+export type OptionType = "repairMode" | "string" | "int" | "url" | "kind" | "actuator" | "role" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex" | "number";
 
 /** pino levels `LLMHA_LOG_LEVEL` takes. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -113,6 +113,8 @@ export interface AgentConfig {
   canaryMaxTokens: number;
   canaryPrefixTokens: number;
   canaryLogprobTolerance: number;
+  repairMode: "off" | "advise" | "act";
+  repairSpare: string | null;
 }
 
 const ms = (v: number): string => `${v}`;
@@ -191,6 +193,9 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "canaryMaxTokens", env: "LLMHA_CANARY_MAX_TOKENS", type: "int", min: 1, max: 128, defaultText: "16", description: "tokens each canary asks for (the cost: 3 requests of this many tokens a round)" },
   { key: "canaryPrefixTokens", env: "LLMHA_CANARY_PREFIX_TOKENS", type: "int", min: 1, max: 128, defaultText: "8", description: "tokens of each canary answer compared with the expectation (words where the kind returns text only); later tokens may differ with batch-dependent kernels" },
   { key: "canaryLogprobTolerance", env: "LLMHA_CANARY_LOGPROB_TOLERANCE", type: "number", min: 0, max: 10, defaultText: "0.1", description: "largest difference between a compared token's logprob and the expected one (where the kind returns logprobs); NaN or Inf is always a mismatch" },
+  // The repair ladder: what the leader would do for a broken GPU node (restart, reset, reboot, replace, quarantine).
+  { key: "repairMode", env: "LLMHA_REPAIR_MODE", type: "repairMode", defaultText: "advise", description: "the leader's repair ladder for broken GPU nodes: `off`, `advise` (each period the plan is published to `repair:plan`, shown by `llm-ha status`, and nothing is done) or `act` (not available yet: refused at start)" },
+  { key: "repairSpare", env: "LLMHA_REPAIR_SPARE", type: "string", defaultText: "none (no replacement in sight anywhere)", description: "replacements in sight per AZ for the repair ladder (free reservation slots, standby nodes, a fallback path), `az=count,…`; a `replace` or `quarantine` in an AZ with none is held" },
 ];
 
 /**
@@ -210,6 +215,7 @@ export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: re
   { title: "Acting on the cloud (the leader)", keys: ["actuator", "zonalShift", "shiftExpiryMs", "awsRegion", "shiftResources", "azIds", "localCloudUrl"] },
   { title: "Inventory and node identities", keys: ["inventory", "inventorySelector", "inventoryTokenFile", "inventoryCaFile", "identityTokenFile", "identityJwks", "identityIssuer"] },
   { title: "Correctness canaries", keys: ["canaryIntervalMs", "canaryMaxTokens", "canaryPrefixTokens", "canaryLogprobTolerance"] },
+  { title: "Repair ladder (the leader)", keys: ["repairMode", "repairSpare"] },
 ];
 
 /** The specs of each group, in group order. */

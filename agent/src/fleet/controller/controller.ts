@@ -30,7 +30,7 @@ import {
   type ControllerSettings,
   type Evaluation,
 } from "./state";
-
+import type { RepairAdvisor } from "../repair/advise";
 
 /** Outlier nodes named in the `models` hash (the count is always exact). */
 const MODEL_OUTLIERS_LISTED = 50;
@@ -76,6 +76,7 @@ export interface ControllerOptions {
   inventory?: Inventory;
   /** Node identities (with an inventory): enrolments judged each period, records read under capability keys only. */
   identities?: EnrolmentDesk;
+  repair?: RepairAdvisor; // the repair ladder (`LLMHA_REPAIR_MODE=advise`): its plan published each period, fenced
 }
 
 export class Controller {
@@ -290,6 +291,7 @@ export class Controller {
     // Correctness canaries (issue 32): the expected answers per model, from the fleet's majority or an operator's record.
     // With an inventory only its nodes vote (answers under other ids are pruned and counted as forged).
     if (this.o.canary && this.ticks % 2 === 0) writes.push(this.publishCanaryExpectations(this.o.canary, now));
+    if (this.o.repair) writes.push(this.o.repair.round({ snap, azs: evaluation.azs, now, inventory: this.inventory }));
     const results = await Promise.all(writes);
     if (results.some((r) => !r.accepted)) return null;
 

@@ -29,8 +29,9 @@ import { readAzHealth, type AzHealthResponse } from "./az-health";
 import { Controller } from "./controller";
 import { PracticeSchedule, type PracticeSettings } from "../actuators/practice";
 import { FleetMetrics } from "./metrics";
-import type { ControllerSettings, Evaluation, TierLevel } from "./state";
+import { DEFAULT_CONTROLLER_SETTINGS, type ControllerSettings, type Evaluation, type TierLevel } from "./state";
 import type { CanaryLearning } from "./controller";
+import { RepairAdvisor } from "../repair/advise";
 
 export interface FleetOptions {
   /** `redis://` or `rediss://` (`LLMHA_REDIS_URL`); may carry the password. */
@@ -69,6 +70,8 @@ export interface FleetOptions {
   register?: boolean;
   /** Correctness canaries: the leader learns and publishes the expected answers (issue 32); none when off. */
   canary?: CanaryLearning;
+  /** The repair ladder (`LLMHA_REPAIR_MODE`, `LLMHA_REPAIR_SPARE`): with `advise` the leader publishes its plan each period. Default off. */
+  repair?: { mode: "off" | "advise"; spare?: ReadonlyMap<string, number> };
 }
 
 export interface FleetStatus {
@@ -157,6 +160,14 @@ export class Fleet {
       practice: o.practice ? new PracticeSchedule(o.practice, o.metrics) : undefined,
       canary: o.canary,
       inventory: o.inventory,
+      repair: o.repair?.mode === "advise"
+        ? new RepairAdvisor({
+          redis: this.client.redis, keys: this.keys, writer, log: o.log, spare: o.repair.spare,
+          // An AZ's floor: repair never takes it below the share that keeps it out of DEGRADED.
+          floorShare: o.controller?.degradedBelow ?? DEFAULT_CONTROLLER_SETTINGS.degradedBelow,
+          onPlan: (actions) => this.metrics.setRepair(actions),
+        })
+        : undefined,
       identities: o.identities && o.inventory
         ? new EnrolmentDesk({ redis: this.client.redis, keys: this.keys, jwks: o.identities.jwks, issuer: o.identities.issuer, log: o.log, onJudged: (result) => this.metrics.enrolments.inc({ result }) })
         : undefined,

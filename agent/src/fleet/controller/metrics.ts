@@ -6,6 +6,7 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { ModelSameness } from "../../node/evaluator/model-sameness";
 import type { LostReason } from "../redis/lease";
 import { AZ_STATES, TIER_LEVELS, type AzState, type TierLevel } from "./state";
+import { REPAIR_ACTIONS } from "../repair/ladder";
 
 const LOST_REASONS: readonly LostReason[] = ["self-fence", "not-ours", "fenced-out", "released"];
 
@@ -35,6 +36,9 @@ export class FleetMetrics {
   readonly modelOutlierNodes: Gauge;
   readonly modelOutlierAz: Gauge<"az">;
   readonly modelMajority: Gauge<"model">;
+  /** The repair ladder (advise mode): nodes advised each action now, and nodes held by a bound. */
+  readonly repairAdvised: Gauge<"action">;
+  readonly repairHeld: Gauge;
   private readonly modelAzsShown = new Set<string>();
   private majorityShown: string | null = null;
   private readonly knownAzs = new Set<string>();
@@ -104,7 +108,10 @@ export class FleetMetrics {
       labelNames: ["model"],
       registers,
     });
-    for (const g of [this.redisConnected, this.leader, this.fencingToken, this.tierLevel, this.blastSuspectChecks, this.standbyWake, this.standbyHealthy, this.modelOutlierNodes]) g.set(0);
+    this.repairAdvised = new Gauge({ name: "llmha_repair_advised", help: "GPU nodes the repair ladder advises this action for now (leader view; advise mode: nothing is done)", labelNames: ["action"], registers });
+    for (const action of REPAIR_ACTIONS) this.repairAdvised.set({ action }, 0);
+    this.repairHeld = new Gauge({ name: "llmha_repair_held", help: "Broken GPU nodes whose repair a bound holds (one per AZ, fleet share, AZ floor, no replacement in sight; leader view)", registers });
+    for (const g of [this.repairHeld, this.redisConnected, this.leader, this.fencingToken, this.tierLevel, this.blastSuspectChecks, this.standbyWake, this.standbyHealthy, this.modelOutlierNodes]) g.set(0);
     for (const c of [this.redisErrors, this.leaseAcquisitions, this.staleWritesRejected]) c.inc(0);
     for (const r of ["ok", "error"]) this.heartbeats.inc({ result: r }, 0);
     for (const r of LOST_REASONS) this.leaseLosses.inc({ reason: r }, 0);
@@ -152,5 +159,11 @@ export class FleetMetrics {
       if (same.majority !== null) this.modelMajority.set({ model: same.majority }, 1);
       this.majorityShown = same.majority;
     }
+  }
+
+  /** The repair plan's counts: advised per action, held. */
+  setRepair(actions: readonly string[]): void {
+    for (const action of REPAIR_ACTIONS) this.repairAdvised.set({ action }, actions.filter((a) => a === action).length);
+    this.repairHeld.set(actions.filter((a) => a === "held").length);
   }
 }

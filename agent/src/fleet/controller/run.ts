@@ -17,6 +17,7 @@ import { Fleet, type FleetOptions } from "./fleet";
 import type { CanaryTolerance } from "../../node/canary/answers";
 import { inventoryFromSetting } from "../inventory/inventory";
 import { jwksFromSetting } from "../identity/jwks";
+import { parseRepairSpare } from "../repair/settings";
 
 /** The fleet settings every role reads from the agent's configuration, in one place. */
 export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, tolerance: CanaryTolerance): FleetOptions {
@@ -44,6 +45,8 @@ export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, t
     identityTokenFile: cfg.role === "controller" ? undefined : cfg.identityTokenFile ?? undefined,
     identities: cfg.role === "node" || cfg.identityJwks === "none" ? undefined : { jwks: jwksFromSetting(cfg.identityJwks, { tokenFile: cfg.inventoryTokenFile, caFile: cfg.inventoryCaFile, env: process.env }), issuer: cfg.identityIssuer },
     register: cfg.role !== "controller",
+    // `act` is refused at start (config/load.ts) until the repair actions exist.
+    repair: cfg.repairMode === "advise" ? { mode: "advise", spare: parseRepairSpare(cfg.repairSpare) } : undefined,
   };
 }
 

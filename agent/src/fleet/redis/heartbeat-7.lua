@@ -33,6 +33,9 @@
     ARGV[20] model max context (tokens)
              What the server itself says it serves beyond the id (issue 16, same model
              everywhere); "" = unknown. Absent (an older caller): written as "".
+    ARGV[21] GPU fault facts (`gpuFault`, a short JSON: XIDs acted on, the driver's recovery
+             action, row-remap state) for the leader's repair ladder; "" = none. Absent
+             (an older caller): written as "".
 
   The hash also gets `c`, the controller's compact view (one HGET per node when 5,000 are
   read every second): az|status|phase|weight|gpus|gpusExpected|soft|hard, soft and hard
@@ -55,7 +58,7 @@ redis.call("HSET", KEYS[1],
   "az", az, "status", ARGV[3], "weight", ARGV[5], "loadScore", ARGV[6], "gpus", ARGV[7],
   "model", ARGV[9], "updatedAt", ARGV[10], "gpusExpected", ARGV[8], "phase", ARGV[4],
   "soft", ARGV[13], "hard", ARGV[14], "instance", ARGV[17],
-  "modelRevision", ARGV[18] or "", "modelDtype", ARGV[19] or "", "maxContext", ARGV[20] or "",
+  "modelRevision", ARGV[18] or "", "modelDtype", ARGV[19] or "", "maxContext", ARGV[20] or "", "gpuFault", ARGV[21] or "",
   "c", table.concat({az, ARGV[3], ARGV[4], ARGV[5], ARGV[7], ARGV[8],
     (string.gsub(ARGV[13], ",", ";")), (string.gsub(ARGV[14], ",", ";"))}, "|"))
 redis.call("PEXPIRE", KEYS[1], ARGV[11])

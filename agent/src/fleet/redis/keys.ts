@@ -5,7 +5,7 @@
  *
  * | key                    | type   | written by            | what it holds |
  * |------------------------|--------|-----------------------|---------------|
- * | `node:<id>`            | hash   | each agent            | `az, status, weight, loadScore, gpus, model, updatedAt` + `gpusExpected, soft, hard, phase`, `instance` (the writing agent process: another live instance with the same id is refused), `modelRevision, modelDtype, maxContext` (what the server says it serves beyond the id in `model`; "" unknown) and `c` (compact controller view); expires when heartbeats stop |
+ * | `node:<id>`            | hash   | each agent            | `az, status, weight, loadScore, gpus, model, updatedAt` + `gpusExpected, soft, hard, phase`, `instance` (the writing agent process: another live instance with the same id is refused), `modelRevision, modelDtype, maxContext` (what the server says it serves beyond the id in `model`; "" unknown), `gpuFault` (JSON `{xids, recovery, remap}`: the GPU facts behind its hard reasons, for the leader's repair ladder; "" none) and `c` (compact controller view); expires when heartbeats stop |
  * | `az:<az>:available`    | zset   | agents; leader sweeps | node ids taking traffic, score = load score (lower is better) — what a gateway reads |
  * | `az:<az>:state`        | hash   | leader (fenced)       | `state, healthyCapacity, totalCapacity, nodes, nodesIn, since, firstSeen, everOk, leader, token, updatedAt` — what `/az/health` answers |
  * | `members`              | hash   | agents; leader sweeps | node id → `<az>|<gpusExpected>|<served>`: the capacity an AZ should have (`served` 1 once the node took traffic: a new node still loading is not yet counted), kept while a node is dead, dropped on graceful removal or after the forget period |
@@ -22,6 +22,7 @@
  * | `suspect`              | hash   | leader (fenced)       | `codes` (suspect soft check codes, comma separated; blast-radius cap) + `counts`, `leader, token, updatedAt` |
  * | `models`               | hash   | leader (fenced)       | same model everywhere, every 10 periods: `majority` (`id@revision dtype:… ctx:…`), `outliers` (`node=model,…`, the first 50), `outlierCount, outlierAzs, agreeing`, `differs` (JSON node → `revision+dtype`), `leader, token, updatedAt` |
  * | `practice`             | hash   | leader (fenced)       | practice wakes: `firedAt` (last firing acted on), `startedAt` (running one), `last, lastAt, lastOutcome, lastWakeMs, lastReason` |
+ * | `repair:plan`          | hash   | leader (fenced)       | the repair ladder's plan (`LLMHA_REPAIR_MODE=advise`): node id → JSON `{action, wanted, reason, since, host, az, fault, bound}` for each broken GPU node (`action` `restart`, `reset`, `reboot`, `replace`, `quarantine` or `held`); `:updatedAt`, `:mode`, `:quarantined` (hosts, comma separated); `leader, token, at`. A decision that changes writes a `repair.advised` event. Agents cannot write it |
  * | `practice:request`     | string | `llm-ha practice`     | epoch ms of an operator's request for a practice wake now; the leader acts on it once (as a schedule firing), then its `firedAt` covers it |
  * | `edge:keys`            | hash   | `llm-ha keys`         | client API keys of the public edge: SHA-256 hex of the key → JSON `{id, tenant, rps, concurrency, createdAt, note}`; the key itself is never stored |
  * | `edge:keys:rev`        | string | `llm-ha keys`         | counter bumped on every key change: `llm-ha edge-sync` re-reads `edge:keys` when it moves |
@@ -134,6 +135,10 @@ export class RedisKeys {
   }
   get models(): string {
     return `${this.prefix}models`;
+  }
+  /** The repair ladder's published plan (leader, fenced): node id → JSON decision. */
+  get repairPlan(): string {
+    return `${this.prefix}repair:plan`;
   }
   /** Every key of the verified-answer cache starts with this. */
   get fallbackCache(): string {

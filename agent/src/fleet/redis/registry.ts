@@ -37,6 +37,8 @@ export interface NodeReport {
   modelRevision?: string | null;
   modelDtype?: string | null;
   maxContext?: number | null;
+  /** GPU fault facts behind its hard reasons (`encodeGpuFault`), for the leader's repair ladder; "" or absent = none. */
+  gpuFault?: string;
 }
 
 /** The model part of a report, from what the server says it serves (null: nothing yet). */
@@ -108,6 +110,7 @@ export function heartbeatArgs(keys: RedisKeys, r: NodeReport, ttlMs: number, eve
       modelRevision: r.modelRevision ?? "",
       modelDtype: r.modelDtype ?? "",
       maxContext: typeof r.maxContext === "number" && Number.isFinite(r.maxContext) ? r.maxContext : "",
+      gpuFault: r.gpuFault ?? "",
     },
   };
 }

@@ -219,6 +219,8 @@ export interface HeartbeatArgs {
   modelRevision?: string;
   modelDtype?: string;
   maxContext?: number | "";
+  /** GPU fault facts for the leader's repair ladder (node/sources/gpu-fault.ts); "" or absent = none. */
+  gpuFault?: string;
 }
 
 function heartbeatArgv(k: HeartbeatKeys, a: HeartbeatArgs): Arg[] {
@@ -226,7 +228,7 @@ function heartbeatArgv(k: HeartbeatKeys, a: HeartbeatArgs): Arg[] {
     k.node, k.available, k.events, k.nodes, k.members, k.azs, k.dead,
     a.nodeId, a.az, a.status, a.phase, a.weight, a.loadScore, a.gpus, a.gpusExpected, a.model,
     a.updatedAt, a.ttlMs, a.takesTraffic ? "1" : "0", a.soft, a.hard, a.eventsMaxLen, a.prefix, a.instance,
-    a.modelRevision ?? "", a.modelDtype ?? "", a.maxContext ?? "",
+    a.modelRevision ?? "", a.modelDtype ?? "", a.maxContext ?? "", a.gpuFault ?? "",
   ];
 }
 

@@ -1,4 +1,5 @@
 /** The `events` stream's entries as lines a person reads: a summary and a tone per type. */
+import { parsePlanEntry } from "../../fleet/repair/plan";
 import type { RedisKeys } from "../../fleet/redis/keys";
 import type { EventRow, EventTone } from "./types";
 
@@ -89,6 +90,15 @@ export function eventRow(id: string, flat: string[], now: number, keys: RedisKey
           ? `model: every serving node serves ${f.majority || "?"} again`
           : `model: every serving node serves ${f.majority || "nothing yet"}`;
       tone = f.outliers ? (f.outlierAzs ? "bad" : "warn") : f.from ? "ok" : "info";
+      break;
+    }
+    case "repair.advised": {
+      // The leader's repair plan (advise mode): one event per node whose decision changed; the field is the node id.
+      const id = Object.keys(f).find((k) => !["type", "key", "from", "token", "leader"].includes(k)) ?? "?";
+      const e = parsePlanEntry(f[id]);
+      const what = !e ? "?" : e.action === "held" ? `held, needs ${e.wanted ?? "?"}` : e.action === "none" ? "no repair needed" : e.action;
+      summary = `repair advised for ${id}${e?.az ? ` (${e.az})` : ""}: ${what}${e && e.action !== "none" ? `: ${e.reason}` : ""}`;
+      tone = !e || e.action === "none" ? "ok" : e.action === "held" ? "bad" : "warn";
       break;
     }
     default:

@@ -245,6 +245,30 @@ function modelLine(v: FleetView): Line {
   return line;
 }
 
+/**
+ * The repair ladder's plan: a summary line, then each advised action per node and each held
+ * node with the reason a bound holds it, and the quarantined hosts. `advise` mode: nothing is done.
+ */
+function repairLines(v: FleetView): Line[] {
+  const label = { t: pad("repairs", 9), s: "bold" } as Seg;
+  const r = v.repairs;
+  if (r === undefined) return [];
+  if (r === null) return [[label, { t: "no plan published (LLMHA_REPAIR_MODE off, or no leader yet)", s: "dim" }]];
+  const head: Line = [label, { t: r.mode === "advise" ? "advise: nothing is done" : r.mode, s: "cyan" }];
+  if (!r.advised.length && !r.held.length) head.push({ t: "  no GPU node needs a repair", s: "green" });
+  else head.push({ t: `  ${r.advised.length} advised`, s: r.advised.length ? "yellow" : undefined }, { t: `, ${r.held.length} held`, s: r.held.length ? "red" : undefined });
+  if (r.quarantined.length) head.push({ t: `, quarantined hosts ${r.quarantined.join(", ")}`, s: "red" });
+  if (r.stale) head.push({ t: "  stale: no leader refreshed it", s: "yellow" });
+  head.push({ t: `  (refreshed ${formatAge(r.ageMs)})`, s: "dim" });
+  const row = (x: (typeof r.advised)[number], held: boolean): Line => [
+    { t: `  ${x.nodeId} (${x.az}${x.host !== x.nodeId ? `, ${x.host}` : ""})  ` },
+    held ? { t: `held, needs ${x.wanted ?? "?"}`, s: "red" } : { t: x.action, s: "yellow" },
+    { t: `  ${x.reason}` },
+    { t: `  since ${formatAge(x.ageMs)}`, s: "dim" },
+  ];
+  return [head, ...r.advised.map((x) => row(x, false)), ...r.held.map((x) => row(x, true))];
+}
+
 function azHeader(a: AzRow, now: number): Line {
   const line: Line = [{ t: a.az, s: "bold" }];
   if (a.standby) line.push({ t: " (standby)", s: "dim" });
@@ -293,7 +317,7 @@ export function renderFleetView(v: FleetView, o: RenderOptions = {}): string[] {
   const stamp = new Date(v.now).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
   lines.push([{ t: "llm-ha status", s: "bold" }, { t: `  cluster ${v.cluster}` }, { t: `  ${v.redis}  ${stamp}`, s: "dim" }]);
   lines.push([]);
-  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v), modelLine(v), ...inventoryLine(v), ...identityLine(v));
+  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v), modelLine(v), ...repairLines(v), ...inventoryLine(v), ...identityLine(v));
 
   const all = v.azs.flatMap((a) => a.nodes);
   const idW = Math.min(24, Math.max(4, ...all.map((n) => [...n.id].length)));

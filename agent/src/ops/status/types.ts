@@ -250,6 +250,8 @@ export interface FleetView {
   models?: ModelsView | null;
   /** The last practice wake; absent when none was ever scheduled. */
   practice?: PracticeView;
+  /** The leader's repair plan (`repair:plan`); null when no leader published one (repair mode off), absent in older documents. */
+  repairs?: RepairsView | null;
   /**
    * Node identities (present only when the leader publishes record digests): nodes whose record
    * was found under their capability key, and records under any other key (`node:<id>` or
@@ -275,4 +277,35 @@ export interface ReadFleetViewOptions {
   url?: string;
   /** Published states older than this are flagged stale. Default the controller's 30000 ms. */
   staleAfterMs?: number;
+}
+
+/** One broken node's entry in the repair plan. */
+export interface RepairRow {
+  nodeId: string;
+  az: string;
+  host: string;
+  /** `restart`, `reset`, `reboot`, `replace`, `quarantine`, or `held` (a bound stops it). */
+  action: string;
+  /** The action it needs (held: what it waits for). */
+  wanted: string | null;
+  reason: string;
+  fault: string;
+  /** The bound that holds it (`az`, `share`, `floor`, `replacement`, `in-progress`). */
+  bound: string | null;
+  /** Epoch ms this decision was first made, and its age. */
+  since: number;
+  ageMs: number;
+}
+
+/** The repair ladder's plan: advised actions, held nodes with their reasons, quarantined hosts. */
+export interface RepairsView {
+  /** `advise` (nothing is done) today. */
+  mode: string;
+  updatedAt: number | null;
+  ageMs: number | null;
+  /** Not refreshed within the stale bound: no leader publishes it. */
+  stale: boolean;
+  advised: RepairRow[];
+  held: RepairRow[];
+  quarantined: string[];
 }

@@ -10,6 +10,7 @@
  * Redis time, and the leader's `updatedAt` fields come from hosts kept close to it, while
  * the operator's laptop may be minutes off.
  */
+import { repairsView } from "./repairs";
 import type { Redis } from "ioredis";
 import { DEFAULT_CONTROLLER_SETTINGS, AZ_STATES, TIER_LEVELS, type AzState, type TierLevel } from "../../fleet/controller/state";
 import type { RedisKeys } from "../../fleet/redis/keys";
@@ -66,6 +67,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     .get(keys.practiceRequest)
     .hgetall(keys.inventory)
     .hgetall(keys.members)
+    .hgetall(keys.repairPlan)
     .exec();
   if (!first) throw new StatusReadError("the status read was aborted");
   for (const [err] of first) if (err) throw err;
@@ -193,6 +195,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     fallback: fallbackView(tierH.level, r[11] as Record<string, string>, now),
     ...practiceView(r[12] as Record<string, string>, r[14] as string | null),
     models: modelsView(r[13] as Record<string, string>, now, staleAfterMs),
+    repairs: repairsView(r[17] as Record<string, string>, now, staleAfterMs),
     suspect: suspectH.updatedAt
       ? { codes: suspectH.codes ? suspectH.codes.split(",") : [], counts: parseCounts(suspectH.counts), updatedAt: suspectAt, ageMs: ageOf(now, suspectAt) }
       : null,

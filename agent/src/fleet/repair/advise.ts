@@ -1,0 +1,121 @@
+/**
+ * The repair ladder in `advise` mode, on the leader: each period while it holds the lease it
+ * reads what the ladder needs beyond the snapshot (each live node's `gpuFault` facts), decides
+ * (`ladder.ts`, pure) and publishes the plan to `repair:plan` — every write fenced. A node
+ * whose decision changed gets its own write first, which appends a `repair.advised` event
+ * (the fenced write compares the field's previous value, so an unchanged decision writes
+ * none); then the whole plan replaces the hash. Nothing else happens: no action is taken.
+ */
+import type { Redis } from "ioredis";
+import type { FencedWriter } from "../redis/fenced";
+import type { RedisKeys } from "../redis/keys";
+import type { RegistrySnapshot } from "../redis/registry";
+import { readRecordField } from "../redis/bound-records";
+import { parseGpuFault } from "../../node/sources/gpu-fault";
+import type { Logger } from "../../util/log";
+import type { AzView } from "../controller/state";
+import type { InventoryTracker } from "../inventory/tracker";
+import { repairLadder, type AzRepairCapacity, type RepairDecision, type RepairRecord, type RepairSettings } from "./ladder";
+import { encodePlanEntry, PLAN_META, planEntries, type PlanEntry } from "./plan";
+
+export interface RepairAdvisorOptions {
+  redis: Redis;
+  keys: RedisKeys;
+  writer: FencedWriter;
+  log: Logger;
+  /** Replacements in sight per AZ (`LLMHA_REPAIR_SPARE`); an AZ not named has none. */
+  spare?: ReadonlyMap<string, number>;
+  /** An AZ's floor: this share of its total GPUs stays healthy (the controller's `degradedBelow`: repair never makes an AZ DEGRADED). */
+  floorShare: number;
+  settings?: Partial<RepairSettings>;
+  /** Called with every published plan's actions (metrics). */
+  onPlan?: (actions: readonly string[]) => void;
+}
+
+/** What one period hands the advisor: the snapshot it evaluated, the AZs it published, where records are, hosts. */
+export interface RepairRound {
+  snap: RegistrySnapshot;
+  azs: readonly AzView[];
+  now: number;
+  /** The leader's inventory, when it has one: where each node's record is (node identities) and its host (cloud instance id). */
+  inventory?: Pick<InventoryTracker, "recordKey" | "current"> | null;
+}
+
+export class RepairAdvisor {
+  private readonly o: RepairAdvisorOptions;
+  private readonly log: Logger;
+  /** Repairs started and ended (none while nothing acts: `act` mode will keep them). */
+  history: readonly RepairRecord[] = [];
+
+  constructor(o: RepairAdvisorOptions) {
+    this.o = o;
+    this.log = o.log.child({ component: "repair" });
+  }
+
+  private lastError = "";
+
+  /**
+   * One period: decide and publish. Resolves `accepted: false` when a write was fenced out. Advice
+   * never stops the leader's period: a failure here (Redis, a record it cannot read) is logged
+   * once per distinct message and the period goes on; the plan is tried again next period.
+   */
+  async round(r: RepairRound): Promise<{ accepted: boolean }> {
+    try {
+      const w = await this.publish(r);
+      this.lastError = "";
+      return w;
+    } catch (err) {
+      const msg = (err as Error).message;
+      if (msg !== this.lastError) this.log.warn({ err: msg }, "repair plan not published this period");
+      this.lastError = msg;
+      return { accepted: true };
+    }
+  }
+
+  private async publish(r: RepairRound): Promise<{ accepted: boolean }> {
+    const { redis, keys, writer } = this.o;
+    const inv = r.inventory ?? null;
+    const recordKey = (id: string): string | null => (inv ? inv.recordKey(id) : keys.node(id));
+    const hosts = new Map((inv?.current ?? []).filter((n) => n.instanceId).map((n) => [n.nodeId, n.instanceId!]));
+    // Facts are read only for nodes with a reason the ladder may act on (a hard code, a pending row remap): one HGET each, not one per node.
+    const alive = r.snap.nodes.filter((n) => n.alive && (n.hard.length > 0 || n.soft.some((c) => c.startsWith("GPU_"))));
+    const [facts, prevHash] = await Promise.all([readRecordField(redis, alive.map((n) => recordKey(n.nodeId)), "gpuFault"), redis.hgetall(keys.repairPlan)]);
+    const fault = new Map(alive.map((n, i) => [n.nodeId, parseGpuFault(facts[i])]));
+    const prev = planEntries(prevHash);
+    const capacity = new Map<string, AzRepairCapacity>(
+      r.azs.map((a) => [a.az, { healthy: a.healthyCapacity, floor: Math.ceil(this.o.floorShare * a.totalCapacity), spare: this.o.spare?.get(a.az) ?? 0 }]),
+    );
+    const plan = repairLadder({
+      nodes: r.snap.nodes.map((n) => ({
+        nodeId: n.nodeId, az: n.az, host: hosts.get(n.nodeId) ?? n.nodeId, alive: n.alive, takesTraffic: n.takesTraffic,
+        gpus: n.gpus, hard: n.hard, soft: n.soft, fault: fault.get(n.nodeId) ?? null, since: prev.get(n.nodeId)?.since,
+      })),
+      history: this.history,
+      capacity,
+      settings: this.o.settings,
+      now: r.now,
+    });
+    const next = new Map(plan.decisions.map((d) => [d.nodeId, entryOf(d, prev.get(d.nodeId), r.now)]));
+    const changed: [string, PlanEntry][] = [...next].filter(([id, e]) => prevHash[id] !== encodePlanEntry(e));
+    for (const [id, p] of prev) {
+      if (!next.has(id)) changed.push([id, { action: "none", wanted: null, reason: "no repair needed: healthy again, or gone", since: r.now, host: p.host, az: p.az, fault: p.fault }]);
+    }
+    const results = await Promise.all(changed.map(([id, e]) => writer.hset(keys.repairPlan, { [id]: encodePlanEntry(e) }, { changeField: id, eventType: "repair.advised" })));
+    if (results.some((x) => !x.accepted)) return { accepted: false };
+    const fields: Record<string, string | number> = { [PLAN_META.updatedAt]: r.now, [PLAN_META.mode]: "advise", [PLAN_META.quarantined]: plan.quarantined.join(",") };
+    for (const [id, e] of next) fields[id] = encodePlanEntry(e);
+    const w = await writer.hset(keys.repairPlan, fields, { mode: "replace" });
+    if (!w.accepted) return w;
+    for (const [id, e] of changed) {
+      this.log[e.action === "held" ? "warn" : "info"]({ nodeId: id, az: e.az, host: e.host, action: e.action, wanted: e.wanted, reason: e.reason }, "repair advised (advise mode: nothing is done)");
+    }
+    this.o.onPlan?.(plan.decisions.map((d) => d.action));
+    return w;
+  }
+}
+
+/** The published entry: `since` kept while the decision (action, and what it waits for) stays. */
+function entryOf(d: RepairDecision, prev: PlanEntry | undefined, now: number): PlanEntry {
+  const same = prev && prev.action === d.action && prev.wanted === d.wanted;
+  return { action: d.action, wanted: d.wanted, reason: d.reason, since: same ? prev.since : now, host: d.host, az: d.az, fault: d.fault, ...(d.bound ? { bound: d.bound } : {}) };
+}

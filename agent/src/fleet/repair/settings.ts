@@ -1,0 +1,22 @@
+/**
+ * The repair ladder's settings as the agent's configuration gives them (`LLMHA_REPAIR_MODE`,
+ * `LLMHA_REPAIR_SPARE`): a leaf module, read by config/load.ts and the fleet.
+ */
+
+/** `off`: no plan; `advise`: the plan is published and shown, nothing is done; `act`: refused at start until the actions exist. */
+export const REPAIR_MODES = ["off", "advise", "act"] as const;
+export type RepairMode = (typeof REPAIR_MODES)[number];
+
+/** `LLMHA_REPAIR_SPARE`: `az=count,…` → a map; throws a message naming the bad item. */
+export function parseRepairSpare(text: string | null): Map<string, number> {
+  const out = new Map<string, number>();
+  if (text === null) return out;
+  for (const raw of text.split(",")) {
+    const item = raw.trim();
+    if (item === "") continue;
+    const m = /^([A-Za-z0-9_.-]{1,64})=(\d{1,4})$/.exec(item);
+    if (!m) throw new Error(`${JSON.stringify(item.slice(0, 80))} is not AZ=COUNT (e.g. us-east-1a=2)`);
+    out.set(m[1], Number(m[2]));
+  }
+  return out;
+}
