@@ -12,3 +12,10 @@ export const SCARCE_GPU_FAMILIES: readonly string[] = Object.freeze(["p4d", "p4d
 export function isScarceGpuType(instanceType: string, families: readonly string[] = SCARCE_GPU_FAMILIES): boolean {
   return families.includes(instanceType.split(".")[0]);
 }
+
+/**
+ * Tag on a GPU node group naming where `pulumi up` took its desiredSize from: `create` (the
+ * group does not exist yet: the create-time size, 0 for a scarce or reserved group) or
+ * `running` (the size EKS reports it runs now). The create-time policies check only `create`.
+ */
+export const DESIRED_FROM_TAG = "llm-ha.io/desired-size-from";

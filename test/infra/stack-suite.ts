@@ -65,7 +65,9 @@ export function describeStack(env: Env, expected: { resources: number }): void {
           expect(p.labels["llm-ha.io/az-role"]).toBe(az === standbyAz ? "standby" : "active");
           expect(p.taints).toContainEqual({ key: "nvidia.com/gpu", value: "true", effect: "NO_SCHEDULE" });
           expect(p.scalingConfig.minSize).toBe(0);
-          expect(g!.opts.ignoreChanges).toContain("scalingConfig.desiredSize");
+          // desiredSize is what the group runs (read from EKS), never the create-time input kept by ignoreChanges.
+          expect(g!.opts.ignoreChanges).not.toContain("scalingConfig.desiredSize");
+          expect(p.updateConfig).toEqual({ updateStrategy: "MINIMAL", maxUnavailable: 1 });
           expect(lts.get(p.launchTemplate.id)?.metadataOptions.httpTokens).toBe("required");
         }
       }
@@ -85,7 +87,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(p.labels).toEqual({ "llm-ha.io/gpu-class": c.name, "llm-ha.io/az": standbyAz, "llm-ha.io/az-role": "standby", "llm-ha.io/standby-fallback": "true" });
         expect(p.capacityType).toBe("ON_DEMAND");
         expect(p.scalingConfig).toEqual({ minSize: 0, desiredSize: 0, maxSize: c.maxPerAz });
-        expect(g.opts.ignoreChanges).toContain("scalingConfig.desiredSize");
+        expect(g.opts.ignoreChanges).not.toContain("scalingConfig.desiredSize");
         expect(lts.get(p.launchTemplate.id)?.metadataOptions.httpTokens).toBe("required");
       }
       for (const s of props("aws:autoscaling/schedule:Schedule")) expect(s.autoscalingGroupName).not.toMatch(/-fallback-/);
