@@ -9,6 +9,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { captureStackGraph, ofType, stackConfig, type CapturedResource, type InvokeAnswers } from "../../infra/capture";
 import { DESIRED_FROM_TAG } from "../../contracts/scarce-gpus";
+import { policies } from "../../policies/all";
+import { runPolicies } from "../../policies/runner";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
 
@@ -69,6 +71,8 @@ describe("a second pulumi up after a config change never lowers a running GPU gr
       }
       // Only this stack's groups were read; another group in the cluster is left alone.
       expect(invokes.filter((i) => i.token === GROUP).map((i) => i.args.nodeGroupName)).not.toContain("someone-elses-group");
+      // The create-time policies let running groups keep their size: the second up is not refused.
+      expect(await runPolicies(policies, second)).toEqual([]);
     }, 120_000);
   }
 
