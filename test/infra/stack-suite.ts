@@ -93,6 +93,22 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       for (const s of props("aws:autoscaling/schedule:Schedule")) expect(s.autoscalingGroupName).not.toMatch(/-fallback-/);
     });
 
+    it("has one system node group per AZ, pinned by its subnet, at least one node each; the first keeps the old single group by alias", () => {
+      const system = ofType(rs, "aws:eks/nodeGroup:NodeGroup").filter((g) => (g.props as O).labels?.["llm-ha.io/node-role"] === "system");
+      expect(system.map((g) => g.name).sort()).toEqual(azs.map((az) => `eks-system-${az}`).sort());
+      const total = json("systemNodes").desiredSize ?? azs.length;
+      for (const [i, az] of azs.entries()) {
+        const g = system.find((x) => x.name === `eks-system-${az}`)!;
+        const p = g.props as O;
+        expect(p.subnetIds).toEqual([`net-private-${az}-id`]);
+        expect(p.scalingConfig.minSize).toBeGreaterThanOrEqual(1);
+        expect(p.scalingConfig.minSize).toBe(p.scalingConfig.desiredSize);
+        expect(p.scalingConfig.desiredSize).toBe(Math.max(1, Math.ceil(total / azs.length)));
+        expect(g.opts.ignoreChanges).toEqual([]);
+        expect(g.opts.aliases ?? []).toEqual(i === 0 ? ["eks-system"] : []);
+      }
+    });
+
     it("puts one inference pod per node, spread over zones, on its AZ's GPU nodes, with a PDB", () => {
       const deps = k8s("Deployment").filter((d) => d.metadata.labels["app.kubernetes.io/name"] === "inference");
       expect(deps).toHaveLength(azs.length * classes.length);
