@@ -14,11 +14,19 @@ export function isScarceGpuType(instanceType: string, families: readonly string[
 }
 
 /**
- * Nodes a GPU node group is created with: its desired size, or 0 when one of its types is
- * scarce and no reservation or Capacity Block covers it (`covered`). The stack
- * (infra/gpu-node-groups.ts) creates its groups with it; `llm-ha preflight --online` says with it
- * whether a reservation that is not ready yet would fail the group's creation.
+ * Nodes a GPU node group is created with: its desired size, or 0 when EC2 may not have that
+ * size when `pulumi up` runs — one of its types is scarce On-Demand, or it is on a reservation or
+ * Capacity Block (`covered`: scheduled, pending or smaller than the group may be at creation).
+ * The stack (infra/gpu-node-groups.ts) creates its groups with it, and lists those at 0 in
+ * `gpuScaleUp`; `llm-ha preflight --online` says with it what a reservation not ready yet means.
  */
 export function gpuGroupCreateSize(types: readonly string[], desired: number, covered: boolean): number {
-  return covered || !types.some((t) => isScarceGpuType(t)) ? desired : 0;
+  return covered || types.some((t) => isScarceGpuType(t)) ? 0 : desired;
 }
+
+/**
+ * Tag on a GPU node group naming where `pulumi up` took its desiredSize from: `create` (the
+ * group does not exist yet: the create-time size, 0 for a scarce or reserved group) or
+ * `running` (the size EKS reports it runs now). The create-time policies check only `create`.
+ */
+export const DESIRED_FROM_TAG = "llm-ha.io/desired-size-from";

@@ -49,7 +49,7 @@ export interface AddonsArgs {
  * the EBS CSI driver (its own IRSA role) and the node monitoring agent (GPU/kernel faults as
  * node conditions, which node repair acts on).
  */
-export function createAddons(name: string, args: AddonsArgs, parent: pulumi.Resource): { network: aws.eks.Addon[]; afterNodes: (nodes: pulumi.Resource) => aws.eks.Addon[] } {
+export function createAddons(name: string, args: AddonsArgs, parent: pulumi.Resource): { network: aws.eks.Addon[]; afterNodes: (nodes: pulumi.Resource[]) => aws.eks.Addon[] } {
   const versionOf = (addonName: AddonName): pulumi.Input<string> =>
     args.versions?.[addonName] ?? aws.eks.getAddonVersionOutput({ addonName, kubernetesVersion: args.kubernetesVersion }, { parent }).version;
   const ebsRole = new aws.iam.Role(
@@ -102,10 +102,10 @@ export function createAddons(name: string, args: AddonsArgs, parent: pulumi.Reso
     addon("kube-proxy"),
     addon("eks-pod-identity-agent"),
   ];
-  const afterNodes = (nodes: pulumi.Resource) => [
-    addon("coredns", {}, [nodes]),
-    addon("aws-ebs-csi-driver", { serviceAccountRoleArn: ebsRole.arn }, [nodes, ebsPolicy]),
-    addon("eks-node-monitoring-agent", {}, [nodes]),
+  const afterNodes = (nodes: pulumi.Resource[]) => [
+    addon("coredns", {}, nodes),
+    addon("aws-ebs-csi-driver", { serviceAccountRoleArn: ebsRole.arn }, [...nodes, ebsPolicy]),
+    addon("eks-node-monitoring-agent", {}, nodes),
   ];
   return { network, afterNodes };
 }

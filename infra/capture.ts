@@ -177,12 +177,20 @@ export async function captureStack(env: Env | string, configOverrides: Record<st
   return (await captureStackGraph(env, configOverrides, file)).resources;
 }
 
-/** `captureStack`, with the data-source calls the program made; `deps` replace what the program reaches outside the mocks. */
+/** A data source's answer by token, in place of the mock's (`aws:eks/getNodeGroups:getNodeGroups`: the groups a stack already runs). */
+export type InvokeAnswers = Record<string, (args: Record<string, unknown>) => Record<string, unknown>>;
+
+/**
+ * `captureStack`, with the data-source calls the program made; `deps` replace what the program
+ * reaches outside the mocks, `answers` what its data sources read (an account where the stack
+ * already runs, for a second `pulumi up`).
+ */
 export async function captureStackGraph(
   env: Env | string,
   configOverrides: Record<string, string> = {},
   file?: string,
   deps: StackDeps = { chartArchive: offlineChartArchive },
+  answers: InvokeAnswers = {},
 ): Promise<{ resources: CapturedResource[]; invokes: CapturedInvoke[] }> {
   // Read before the mocks are set: a bad file stops here, naming itself.
   const fileConfig = file === undefined ? stackConfig(env as Env) : readStackFile(file);
@@ -198,7 +206,7 @@ export async function captureStackGraph(
       call: (a) => {
         const args = unwrapSecrets(a.inputs ?? {}) as Record<string, unknown>;
         invokes.push({ token: a.token, args });
-        return invoke(a.token, args);
+        return answers[a.token]?.(args) ?? invoke(a.token, args);
       },
     },
     PROJECT,

@@ -13,8 +13,10 @@ export interface ClusterArgs {
   clusterName: string;
   /** Region, for the kubeconfig's `aws eks get-token`. Required. */
   region: string;
-  /** Private subnets (one per AZ) for the control plane ENIs and the system nodes. Required. */
+  /** Private subnets (one per AZ) for the control plane ENIs. Required. */
   privateSubnetIds: pulumi.Input<string>[];
+  /** The private subnet of each AZ: one system node group each. Required, one per AZ. */
+  systemSubnets: { az: string; subnetId: pulumi.Input<string> }[];
   /** Kubernetes version (in standard support: contracts/eks-versions.ts). Default `DEFAULT_EKS_VERSION`. */
   version?: string;
   /** How `pulumi up` and kubectl reach the API: public to listed CIDRs, or private to in-VPC runners. Required. */
@@ -25,9 +27,9 @@ export interface ClusterArgs {
   access?: ClusterAccess;
   /** System node group (HAProxy, CoreDNS, controllers) instance type. Default `m6i.large`. */
   systemInstanceType?: string;
-  /** System nodes; at least one per AZ so each AZ's HAProxy has a home. Default 3. */
+  /** System nodes in all; split over one group per AZ, at least one node each, so each AZ's HAProxy has a home. Default one per AZ. */
   systemDesiredSize?: number;
-  /** Default twice `systemDesiredSize`. */
+  /** In all, split over the AZs like `systemDesiredSize`. Default twice `systemDesiredSize`. */
   systemMaxSize?: number;
 }
 
@@ -130,8 +132,8 @@ export class Cluster extends pulumi.ComponentResource {
   readonly oidcIssuer: pulumi.Output<string>;
   readonly provider: k8s.Provider;
   readonly kubeconfig: pulumi.Output<string>;
-  /** The system node group (controllers, HAProxy, CoreDNS run there). */
-  readonly systemNodes: aws.eks.NodeGroup;
+  /** The system node groups, one per AZ (controllers, HAProxy, CoreDNS run there). */
+  readonly systemNodes: aws.eks.NodeGroup[];
   /** The managed add-ons, pinned. */
   readonly addons: aws.eks.Addon[];
   /** The security group EKS attaches to the control plane and managed nodes. */
@@ -167,9 +169,11 @@ export class Cluster extends pulumi.ComponentResource {
 export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Resource) {
   const p = new Problems();
   if (args.privateSubnetIds.length < 2) p.add("privateSubnetIds", "EKS needs subnets in at least 2 AZs");
-  const desired = args.systemDesiredSize ?? 3;
+  const desired = args.systemDesiredSize ?? args.systemSubnets.length;
   const max = args.systemMaxSize ?? desired * 2;
   if (desired < 1 || max < desired) p.add("systemMaxSize", "must be ≥ systemDesiredSize ≥ 1");
+  if (new Set(args.systemSubnets.map((s) => s.az)).size !== args.systemSubnets.length) p.add("systemSubnets", "needs exactly one subnet per AZ");
+  if (args.systemSubnets.length < 2) p.add("systemSubnets", "needs subnets in at least 2 AZs");
   const api = args.apiEndpoint;
   const cidrs = api.access === "public" ? api.publicAccessCidrs : api.runnerCidrs;
   if (cidrs.length === 0) p.add(`apiEndpoint.${api.access === "public" ? "publicAccessCidrs" : "runnerCidrs"}`, "needs at least one CIDR");
@@ -236,21 +240,33 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
     { metadataOptions: SYSTEM_NODE_METADATA, tagSpecifications: [{ resourceType: "instance", tags: tagged({ Name: `${args.clusterName}-system` }) }], tags: tagged() },
     opts,
   );
-  const systemNodes = new aws.eks.NodeGroup(
-    `${name}-system`,
-    {
-      launchTemplate: { id: systemLt.id, version: pulumi.interpolate`${systemLt.latestVersion}` },
-      clusterName: cluster.name,
-      nodeRoleArn: nodeRole.arn,
-      subnetIds: args.privateSubnetIds,
-      instanceTypes: [args.systemInstanceType ?? "m6i.large"],
-      amiType: "AL2023_x86_64_STANDARD",
-      labels: { "llm-ha.io/node-role": "system" },
-      scalingConfig: { minSize: desired, desiredSize: desired, maxSize: max },
-      updateConfig: { maxUnavailable: 1 },
-      tags: tagged(),
-    },
-    { parent, dependsOn: nodesNeed, ignoreChanges: ["scalingConfig.desiredSize"] },
+  // One system group per AZ, each pinned by its subnet and at least one node: the L1 pods are
+  // zone-pinned and the controller spreads with DoNotSchedule, so a group spanning the AZs could
+  // leave one AZ without a system node and its L1 Pending (policy system-node-group-per-az).
+  // The totals are split evenly, rounding up. Nothing scales them but this program, so
+  // desired = min and no ignoreChanges: a second `pulumi up` sends exactly the config's sizes.
+  // The first AZ's group takes over the old single group's name (alias): Pulumi replaces it
+  // (its subnets change) and creates the new group before deleting the old one.
+  const n = args.systemSubnets.length;
+  const perAz = { desired: Math.max(1, Math.ceil(desired / n)), max: Math.max(1, Math.ceil(max / n)) };
+  const systemNodes = args.systemSubnets.map(
+    ({ az, subnetId }, i) =>
+      new aws.eks.NodeGroup(
+        `${name}-system-${az}`,
+        {
+          launchTemplate: { id: systemLt.id, version: pulumi.interpolate`${systemLt.latestVersion}` },
+          clusterName: cluster.name,
+          nodeRoleArn: nodeRole.arn,
+          subnetIds: [subnetId],
+          instanceTypes: [args.systemInstanceType ?? "m6i.large"],
+          amiType: "AL2023_x86_64_STANDARD",
+          labels: { "llm-ha.io/node-role": "system" },
+          scalingConfig: { minSize: perAz.desired, desiredSize: perAz.desired, maxSize: perAz.max },
+          updateConfig: { maxUnavailable: 1 },
+          tags: tagged({ "llm-ha.io/az": az }),
+        },
+        { parent, dependsOn: nodesNeed, aliases: i === 0 ? [{ name: `${name}-system` }] : [] },
+      ),
   );
   const allAddons = [...addons.network, ...addons.afterNodes(systemNodes)];
 

@@ -1,9 +1,10 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { gpuGroupCreateSize } from "../contracts/scarce-gpus";
+import { DESIRED_FROM_TAG, gpuGroupCreateSize } from "../contracts/scarce-gpus";
 import { SYSTEM_NODE_METADATA } from "./cluster";
 import { GpuClassConfig, standbySize } from "./config";
 import { GPU_TAINT, LABELS, STANDBY_FALLBACK_LABEL, CAPACITY_WAIVER_TAG } from "./names";
+import { liveDesiredSizes } from "./live-sizes";
 import { Problems } from "./problems";
 import { tagged } from "./tags";
 
@@ -77,10 +78,12 @@ export interface GpuNodeGroup {
   /** Nodes the agent wakes the group to: the standby's size, at least 1. */
   wakeSize: number;
   /**
-   * Nodes the group is created with: `desiredSize`, or 0 for scarce GPU types that no
-   * reservation or Capacity Block covers (`contracts/scarce-gpus.ts`): EKS would end the group
-   * in CREATE_FAILED on InsufficientInstanceCapacity. The scale-up to `desiredSize` follows
-   * (docs/infra.md "From an empty account"), and a shortage there only delays nodes.
+   * Nodes the group is created with: `desiredSize`, or 0 for scarce GPU types
+   * (`contracts/scarce-gpus.ts`) and for any group on a capacity reservation or Capacity Block:
+   * EKS would end the group in CREATE_FAILED on InsufficientInstanceCapacity, or on a
+   * reservation that is not active yet or smaller than the size. The scale-up to `desiredSize`
+   * follows (`gpuScaleUp`, docs/infra.md "From an empty account"), and a shortage there only
+   * delays nodes.
    */
   createSize: number;
   nodeGroup: aws.eks.NodeGroup;
@@ -123,26 +126,23 @@ function validate(args: GpuNodeGroupsArgs): void {
 
 export function createGpuNodeGroups(name: string, args: GpuNodeGroupsArgs, parent: pulumi.Resource): GpuNodeGroup[] {
   validate(args);
-  const groups: GpuNodeGroup[] = [];
+  const specs: { id: string; spec: GroupSpec }[] = [];
   for (const { az, subnetId } of args.subnets) {
     for (const gpuClass of args.gpuClasses) {
       const role = az === args.standbyAz ? "standby" : "active";
       const size = role === "standby" ? standbySize(gpuClass, args.standbyCapacityRatio ?? 1) : { desired: gpuClass.desiredPerAz, max: gpuClass.maxPerAz };
       const wakeSize = Math.max(1, size.desired);
       const id = `${name}-${az}-${gpuClass.name}`;
-      groups.push(
-        nodeGroupOf(id, args, parent, { az, subnetId, gpuClass, role, types: gpuClass.instanceTypes, desired: size.desired, max: size.max, wakeSize, fallback: false }),
-      );
+      specs.push({ id, spec: { az, subnetId, gpuClass, role, types: gpuClass.instanceTypes, desired: size.desired, max: size.max, wakeSize, fallback: false } });
       const fallbackTypes = role === "standby" ? args.standbyFallback?.[gpuClass.name] : undefined;
       if (fallbackTypes?.length) {
         // The class's next instance type in the same AZ, at zero: only the agent wakes it, to the standby's wake size.
-        groups.push(
-          nodeGroupOf(`${id}-fallback`, args, parent, { az, subnetId, gpuClass, role, types: fallbackTypes, desired: 0, max: size.max, wakeSize, fallback: true }),
-        );
+        specs.push({ id: `${id}-fallback`, spec: { az, subnetId, gpuClass, role, types: fallbackTypes, desired: 0, max: size.max, wakeSize, fallback: true } });
       }
     }
   }
-  return groups;
+  const live = liveDesiredSizes(args.clusterName, specs.map((s) => s.id), parent);
+  return specs.map(({ id, spec }) => nodeGroupOf(id, args, parent, spec, live));
 }
 
 interface GroupSpec {
@@ -157,7 +157,7 @@ interface GroupSpec {
   fallback: boolean;
 }
 
-function nodeGroupOf(id: string, args: GpuNodeGroupsArgs, parent: pulumi.Resource, g: GroupSpec): GpuNodeGroup {
+function nodeGroupOf(id: string, args: GpuNodeGroupsArgs, parent: pulumi.Resource, g: GroupSpec, live: pulumi.Output<Record<string, number>>): GpuNodeGroup {
   const { az, gpuClass, role } = g;
   // A fallback group launches On-Demand, outside the class's reservation or block: that is its point.
   const reservation = g.fallback ? undefined : gpuClass.capacityReservations[az];
@@ -187,7 +187,14 @@ function nodeGroupOf(id: string, args: GpuNodeGroupsArgs, parent: pulumi.Resourc
     },
     { parent },
   );
+  // Created at 0 when EC2 may not have the size at creation: a scarce type On-Demand, and any
+  // group on a reservation or Capacity Block (which may be scheduled, pending or smaller than
+  // the group's size when `pulumi up` runs). `gpuScaleUp` lists them for the scale-up after.
   const createSize = gpuGroupCreateSize(g.types, g.desired, Boolean(reservation || block));
+  // What `pulumi up` sends as desiredSize: what the group runs now (read from EKS), so a change
+  // of maxSize or anything else in scalingConfig never lowers it; createSize for a new group.
+  // Clamped to [0, maxSize]: EKS refuses desired > max (a lowered maxPerAz does shrink the group).
+  const desiredSize = live.apply((sizes) => Math.min(sizes[id] ?? createSize, g.max));
   const waiver: Record<string, string> = role === "standby" && !g.fallback && args.standbyCapacityWaiver ? { [CAPACITY_WAIVER_TAG]: args.standbyCapacityWaiver } : {};
   const nodeGroup = new aws.eks.NodeGroup(
     id,
@@ -203,16 +210,29 @@ function nodeGroupOf(id: string, args: GpuNodeGroupsArgs, parent: pulumi.Resourc
       // The same class, AZ and role as the group it stands in for: the agent DaemonSet and inference select on them.
       labels: { [LABELS.gpuClass]: gpuClass.name, [LABELS.az]: az, [LABELS.azRole]: role, ...(g.fallback ? { [STANDBY_FALLBACK_LABEL]: "true" } : {}) },
       taints: [{ key: GPU_TAINT.key, value: GPU_TAINT.value, effect: "NO_SCHEDULE" }],
-      scalingConfig: { minSize: 0, desiredSize: createSize, maxSize: g.max },
-      // One node at a time: an AZ keeps all but one node serving during an AMI roll.
-      updateConfig: { maxUnavailable: 1 },
+      scalingConfig: { minSize: 0, desiredSize, maxSize: g.max },
+      // MINIMAL: an AMI, launch template or version roll replaces a node in place (terminate,
+      // then launch) instead of surging an extra p5 first, which a full reservation or block
+      // cannot give (policy gpu-node-group-minimal-update). One node at a time: an AZ keeps all
+      // but one node serving during the roll.
+      updateConfig: { updateStrategy: "MINIMAL", maxUnavailable: 1 },
       nodeRepairConfig: { enabled: true },
-      tags: tagged({ "llm-ha.io/az": az, "llm-ha.io/gpu-class": gpuClass.name, "llm-ha.io/az-role": role, ...(g.fallback ? { [STANDBY_FALLBACK_LABEL]: "true" } : {}), ...waiver }),
+      tags: live.apply((sizes) =>
+        tagged({
+          "llm-ha.io/az": az,
+          "llm-ha.io/gpu-class": gpuClass.name,
+          "llm-ha.io/az-role": role,
+          ...(g.fallback ? { [STANDBY_FALLBACK_LABEL]: "true" } : {}),
+          ...waiver,
+          [DESIRED_FROM_TAG]: sizes[id] === undefined ? "create" : "running",
+        }),
+      ),
     },
-    // The standby schedule, the controller's wake-up and the scale-up after creation change
-    // the desired size. The node role's policies are attached first (nodeRoleArn may be its
-    // plain ARN): nodes that launch without them cannot join.
-    { parent, ignoreChanges: ["scalingConfig.desiredSize"], dependsOn: args.dependsOn },
+    // No ignoreChanges on desiredSize: Pulumi would send the create-time input back whenever
+    // scalingConfig changes (docs/infra.md "Update behaviour"); the live read above keeps what
+    // the schedule, the leader or the scale-up set. The node role's policies are attached
+    // first (nodeRoleArn may be its plain ARN): nodes that launch without them cannot join.
+    { parent, dependsOn: args.dependsOn },
   );
   const asgName = nodeGroup.resources.apply((r) => r[0]?.autoscalingGroups?.[0]?.name ?? "");
   return { az, gpuClass, role, fallback: g.fallback, desiredSize: g.desired, maxSize: g.max, wakeSize: g.wakeSize, createSize, nodeGroup, asgName };

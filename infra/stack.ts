@@ -75,6 +75,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     clusterName: c.clusterName,
     region: c.region,
     privateSubnetIds: network.privateSubnetIds,
+    systemSubnets: network.subnets.map((s) => ({ az: s.az, subnetId: s.privateSubnet.id })),
     version: c.kubernetesVersion,
     apiEndpoint: c.apiEndpoint,
     access: c.clusterAccess,
@@ -176,7 +177,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     vpcId: network.vpc.id,
     oidcProviderArn: cluster.oidcProvider.arn,
     oidcProviderUrl: cluster.oidcProvider.url,
-    dependsOn: [cluster.systemNodes, ...cluster.addons],
+    dependsOn: [...cluster.systemNodes, ...cluster.addons],
   }, cluster);
 
   const agentImage = new AgentImage("agent-image", { repositoryName: `${c.clusterName}/agent`, image: c.agentImage || undefined, build: c.agentImageBuild });
@@ -280,9 +281,10 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     kafkaBootstrapBrokers: kafka.bootstrapBrokers,
     agentRepositoryUrl: agentImage.repository.repositoryUrl,
     scraperSecurityGroupId: fences.scrapers.id,
-    // The standby's groups reach their size at the schedule's next scale-up (a standby AZ always has one).
+    // The standby's groups reach their size at the schedule's next scale-up (a standby AZ always
+    // has one), except on a Capacity Block, which the schedule never touches.
     gpuScaleUp: pulumi
-      .all(gpu.groups.filter((g) => g.createSize < g.desiredSize && g.role === "active").map((g) => g.nodeGroup.nodeGroupName.apply((n) => [n, g.desiredSize] as const)))
+      .all(gpu.groups.filter((g) => g.createSize < g.desiredSize && (g.role === "active" || g.gpuClass.capacityType === "CAPACITY_BLOCK")).map((g) => g.nodeGroup.nodeGroupName.apply((n) => [n, g.desiredSize] as const)))
       .apply((pairs) => Object.fromEntries(pairs)),
   };
 }

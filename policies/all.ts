@@ -30,6 +30,7 @@ import { podsMeetNamespaceLevel } from "./pod-standards";
 import { standbyScheduleRules } from "./schedule";
 import { standbyCapacityFallback } from "./standby-capacity";
 import { requiredTags } from "./tags";
+import { gpuNodeGroupMinimalUpdate, gpuReservedStartAtZero, systemNodeGroupPerAz } from "./update-time";
 
 export const PACK_NAME = "llm-ha";
 
@@ -70,6 +71,9 @@ export const policies: Policies = [
   createOrderFollowsReferences,
   probesReachable,
   gpuScarceStartAtZero,
+  gpuReservedStartAtZero,
+  gpuNodeGroupMinimalUpdate,
+  systemNodeGroupPerAz,
   addonVersionsForCluster,
   clusterAccessEntries,
   waitsBounded,

@@ -5,7 +5,7 @@
 // `pulumi up` on an empty account (issue 27); test/policies/create-time.test.ts keeps each
 // blocker as a regression fixture.
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
-import { isScarceGpuType, SCARCE_GPU_FAMILIES } from "../contracts/scarce-gpus";
+import { DESIRED_FROM_TAG, isScarceGpuType, SCARCE_GPU_FAMILIES } from "../contracts/scarce-gpus";
 import { gpuNodeGroupsWithTemplates } from "./conventions";
 import { ACCESS_ENTRY_TYPE, ACCESS_POLICY_ASSOCIATION_TYPE, dependsOnTransitively } from "./create-order";
 import { EKS_CLUSTER_TYPE, HELM_RELEASE_TYPE } from "./deployability";
@@ -89,7 +89,9 @@ export const gpuScarceStartAtZero: StackValidationPolicy = {
   validateStack: (args, reportViolation) => {
     const { scarceInstanceFamilies } = args.getConfig<GpuScarceConfig>();
     for (const { group: g, props: p, ltProps: ltp, reservation } of gpuNodeGroupsWithTemplates(args.resources)) {
-      if (reservation !== undefined || str(p.capacityType) === "CAPACITY_BLOCK") continue;
+      if (reservation !== undefined || str(p.capacityType) === "CAPACITY_BLOCK") continue; // gpu-reserved-start-at-zero
+      // A group that runs keeps its running size (infra/live-sizes.ts); only creation is at stake.
+      if (stringMap(p.tags)[DESIRED_FROM_TAG] === "running") continue;
       const types = [...strings(p.instanceTypes), ...(str(ltp.instanceType) ? [str(ltp.instanceType)!] : [])];
       const scarce = types.filter((t) => isScarceGpuType(t, scarceInstanceFamilies));
       const desired = num(record(p.scalingConfig)?.desiredSize) ?? 0;

@@ -82,13 +82,14 @@ describe("blocker 3: capacity at creation", () => {
     for (const g of gpu) expect((g.props as O).scalingConfig.desiredSize, g.name).toBe(0);
   });
 
-  it("a group covered by a reservation keeps its running size", async () => {
+  it("a group on a reservation is created at 0 too (the reservation may be pending or smaller), and says so in its tag", async () => {
     const rs = await captureStack("prod", {
       "llm-ha:gpuClasses": JSON.stringify([{ name: "h100", desiredPerAz: 2, maxPerAz: 3, capacityReservations: { "us-east-1a": "cr-0123456789abcdef0" } }]),
     });
-    const size = (name: string) => (byName(rs, name, "aws:eks/nodeGroup:NodeGroup").props as O).scalingConfig.desiredSize;
-    expect(size("gpu-us-east-1a-h100")).toBe(2);
-    expect(size("gpu-us-east-1b-h100")).toBe(0);
+    const group = (name: string) => byName(rs, name, "aws:eks/nodeGroup:NodeGroup").props as O;
+    expect(group("gpu-us-east-1a-h100").scalingConfig).toEqual({ minSize: 0, desiredSize: 0, maxSize: 3 });
+    expect(group("gpu-us-east-1b-h100").scalingConfig.desiredSize).toBe(0);
+    expect(group("gpu-us-east-1a-h100").tags["llm-ha.io/desired-size-from"]).toBe("create");
   });
 });
 
@@ -122,7 +123,7 @@ describe("blocker 6 and the node roles: policies attached before what uses the r
     expect(byName(prod, "eks-eks", "aws:eks/cluster:Cluster").opts.dependsOn).toContain(urn("eks-cluster-policy"));
     for (const g of ofType(prod, "aws:eks/nodeGroup:NodeGroup")) {
       // The GPU nodes on their own role, the system nodes on theirs; the CNI's policy is on neither (its own IRSA role).
-      const role = g.name === "eks-system" ? "eks-system-node" : "eks-gpu-node";
+      const role = g.name.startsWith("eks-system-") ? "eks-system-node" : "eks-gpu-node";
       for (const a of [`${role}-worker`, `${role}-ecr`]) expect(g.opts.dependsOn, `${g.name} → ${a}`).toContain(urn(a));
       expect(g.opts.dependsOn).toContain(byName(prod, `${role}-pull`, "aws:iam/rolePolicy:RolePolicy").urn);
     }

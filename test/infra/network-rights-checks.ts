@@ -37,11 +37,12 @@ export function describeNetworkRights(env: Env, resources: () => CapturedResourc
 
     const groups = ofType(resources(), "aws:eks/nodeGroup:NodeGroup");
     const gpu = groups.filter((g) => (g.props as O).amiType === "AL2023_x86_64_NVIDIA");
-    const system = groups.filter((g) => g.name === "eks-system");
+    const system = groups.filter((g) => g.name.startsWith("eks-system-"));
     expect(gpu.length).toBeGreaterThan(0);
     for (const g of gpu) expect(g.opts.propertyDependencies.nodeRoleArn, g.name).toEqual([roleNamed("eks-gpu-node-role").urn]);
     // The system nodes (controllers, HAProxy) have a role of their own: nothing added there reaches vLLM.
-    expect(system[0].opts.propertyDependencies.nodeRoleArn).toEqual([roleNamed("eks-system-node-role").urn]);
+    expect(system.length).toBeGreaterThan(1);
+    for (const g of system) expect(g.opts.propertyDependencies.nodeRoleArn).toEqual([roleNamed("eks-system-node-role").urn]);
     const minimal = ["arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly", "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy"];
     expect(attachedTo("eks-gpu-node-role")).toEqual(minimal);
     expect(attachedTo("eks-system-node-role")).toEqual(minimal);

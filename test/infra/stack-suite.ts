@@ -65,7 +65,9 @@ export function describeStack(env: Env, expected: { resources: number }): void {
           expect(p.labels["llm-ha.io/az-role"]).toBe(az === standbyAz ? "standby" : "active");
           expect(p.taints).toContainEqual({ key: "nvidia.com/gpu", value: "true", effect: "NO_SCHEDULE" });
           expect(p.scalingConfig.minSize).toBe(0);
-          expect(g!.opts.ignoreChanges).toContain("scalingConfig.desiredSize");
+          // desiredSize is what the group runs (read from EKS), never the create-time input kept by ignoreChanges.
+          expect(g!.opts.ignoreChanges).not.toContain("scalingConfig.desiredSize");
+          expect(p.updateConfig).toEqual({ updateStrategy: "MINIMAL", maxUnavailable: 1 });
           expect(lts.get(p.launchTemplate.id)?.metadataOptions.httpTokens).toBe("required");
         }
       }
@@ -85,10 +87,26 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(p.labels).toEqual({ "llm-ha.io/gpu-class": c.name, "llm-ha.io/az": standbyAz, "llm-ha.io/az-role": "standby", "llm-ha.io/standby-fallback": "true" });
         expect(p.capacityType).toBe("ON_DEMAND");
         expect(p.scalingConfig).toEqual({ minSize: 0, desiredSize: 0, maxSize: c.maxPerAz });
-        expect(g.opts.ignoreChanges).toContain("scalingConfig.desiredSize");
+        expect(g.opts.ignoreChanges).not.toContain("scalingConfig.desiredSize");
         expect(lts.get(p.launchTemplate.id)?.metadataOptions.httpTokens).toBe("required");
       }
       for (const s of props("aws:autoscaling/schedule:Schedule")) expect(s.autoscalingGroupName).not.toMatch(/-fallback-/);
+    });
+
+    it("has one system node group per AZ, pinned by its subnet, at least one node each; the first keeps the old single group by alias", () => {
+      const system = ofType(rs, "aws:eks/nodeGroup:NodeGroup").filter((g) => (g.props as O).labels?.["llm-ha.io/node-role"] === "system");
+      expect(system.map((g) => g.name).sort()).toEqual(azs.map((az) => `eks-system-${az}`).sort());
+      const total = json("systemNodes").desiredSize ?? azs.length;
+      for (const [i, az] of azs.entries()) {
+        const g = system.find((x) => x.name === `eks-system-${az}`)!;
+        const p = g.props as O;
+        expect(p.subnetIds).toEqual([`net-private-${az}-id`]);
+        expect(p.scalingConfig.minSize).toBeGreaterThanOrEqual(1);
+        expect(p.scalingConfig.minSize).toBe(p.scalingConfig.desiredSize);
+        expect(p.scalingConfig.desiredSize).toBe(Math.max(1, Math.ceil(total / azs.length)));
+        expect(g.opts.ignoreChanges).toEqual([]);
+        expect(g.opts.aliases ?? []).toEqual(i === 0 ? ["eks-system"] : []);
+      }
     });
 
     it("puts one inference pod per node, spread over zones, on its AZ's GPU nodes, with a PDB", () => {

@@ -43,6 +43,8 @@ function nodeGroup(az: string, role: "active" | "standby"): CapturedResource {
     taints: [{ key: "nvidia.com/gpu", value: "true", effect: "NO_SCHEDULE" }],
     // Created at zero, as the program creates On-Demand groups of scarce GPU types (gpu-scarce-start-at-zero).
     scalingConfig: { minSize: 0, desiredSize: 0, maxSize: 4 },
+    // Rolls replace in place, never surging an extra GPU node first (gpu-node-group-minimal-update).
+    updateConfig: { updateStrategy: "MINIMAL", maxUnavailable: 1 },
     tags: TAGS,
   });
 }
