@@ -3,7 +3,7 @@ import * as k8s from "@pulumi/kubernetes";
 import { nodePullThroughPolicy } from "./image-cache";
 import * as pulumi from "@pulumi/pulumi";
 import { DEFAULT_EKS_VERSION } from "../contracts/eks-versions";
-import type { ApiEndpointConfig } from "./config";
+import { systemGroupSize, type ApiEndpointConfig } from "./config";
 import { createAddons, type AddonName } from "./addons";
 import { Problems } from "./problems";
 import { tagged } from "./tags";
@@ -248,7 +248,7 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
   // The first AZ's group takes over the old single group's name (alias): Pulumi replaces it
   // (its subnets change) and creates the new group before deleting the old one.
   const n = args.systemSubnets.length;
-  const perAz = { desired: Math.max(1, Math.ceil(desired / n)), max: Math.max(1, Math.ceil(max / n)) };
+  const perAz = systemGroupSize({ desired, max }, n);
   const systemNodes = args.systemSubnets.map(
     ({ az, subnetId }, i) =>
       new aws.eks.NodeGroup(

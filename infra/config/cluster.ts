@@ -159,3 +159,13 @@ export function systemNodesOf(s: Settings, azs: string[]): StackConfig["system"]
   if (system.maxSize < system.desiredSize) s.p.add(s.key("systemNodes.maxSize"), "must be ≥ desiredSize");
   return system;
 }
+
+/**
+ * Each AZ's system node group: the stack's totals (`llm-ha:systemNodes`) split evenly over the
+ * AZs, rounded up, at least one node each (the L1 pods are zone-pinned). So the nodes that can
+ * run are `perAz.max × azs`, which the Standard quota check counts.
+ */
+export function systemGroupSize(total: { desired: number; max: number }, azs: number): { desired: number; max: number } {
+  return { desired: Math.max(1, Math.ceil(total.desired / azs)), max: Math.max(1, Math.ceil(total.max / azs)) };
+}
+

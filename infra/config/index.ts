@@ -12,3 +12,4 @@ export { loadConfig, resolveConfig } from "./resolve";
 export { DEFAULT_PRACTICE_BUDGET_MINUTES, DEFAULT_PRACTICE_CRON, standbySize, type PracticeWakeConfig, type ScheduleConfig } from "./standby";
 export type { ConfigSources, StackConfig } from "./stack-config";
 export { GATED_MODEL_ORGS } from "./workloads";
+export { systemGroupSize } from "./cluster";

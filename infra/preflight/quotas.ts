@@ -6,7 +6,7 @@
  */
 import { DescribeInstanceTypesCommand, type EC2Client, type _InstanceType } from "@aws-sdk/client-ec2";
 import { GetAWSDefaultServiceQuotaCommand, GetServiceQuotaCommand, type ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
-import type { StackConfig } from "../config";
+import { systemGroupSize, type StackConfig } from "../config";
 import type { CheckRow } from "./checks";
 
 /** Service Quotas code of "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances" (vCPUs) in EC2. */
@@ -38,8 +38,9 @@ export interface NonGpuGroup {
  * The stack's node groups that are not GPU groups. Only the system group: the controllers, the
  * L1 proxies and the L4 fallback beside each of them run there; Redis and MSK are not EC2 instances.
  */
-export function nonGpuGroups(c: Pick<StackConfig, "system">): NonGpuGroup[] {
-  return [{ name: "system node group", key: "llm-ha:systemNodes", instanceType: c.system.instanceType, maxSize: c.system.maxSize }];
+export function nonGpuGroups(c: Pick<StackConfig, "system" | "azs">): NonGpuGroup[] {
+  const perAz = systemGroupSize({ desired: c.system.desiredSize, max: c.system.maxSize }, c.azs.length);
+  return [{ name: `system node groups (${perAz.max} in each of ${c.azs.length} AZs)`, key: "llm-ha:systemNodes", instanceType: c.system.instanceType, maxSize: perAz.max * c.azs.length }];
 }
 
 /**

@@ -67,7 +67,7 @@ describe("Standard On-Demand quota (L-1216C47A) for the system nodes at their ma
   it("short: a blocking row with the quota request for the vCPUs needed, exit 1", async () => {
     ec2.on(DescribeInstanceTypesCommand).resolves({ InstanceTypes: [{ InstanceType: "m6i.xlarge", VCpuInfo: { DefaultVCpus: 4 } }] });
     expect(await run(variant(prodLike))).toBe(1);
-    expect(out).toMatch(/missing\s+Standard quota\s+Running On-Demand Standard \(A, C, D, H, I, M, R, T, Z\) instances: 32 vCPUs in us-east-1, 48 needed at the maximum \(system node group 12 × m6i\.xlarge \(4 vCPUs\)\)/);
+    expect(out).toMatch(/missing\s+Standard quota\s+Running On-Demand Standard \(A, C, D, H, I, M, R, T, Z\) instances: 32 vCPUs in us-east-1, 48 needed at the maximum \(system node groups \(6 in each of 2 AZs\) 12 × m6i\.xlarge \(4 vCPUs\)\)/);
     expect(out).toContain("aws service-quotas request-service-quota-increase --service-code ec2 --quota-code L-1216C47A --desired-value 48 --region us-east-1");
     expect(out).toMatch(/1 blocking\n$/);
     expect(ec2.commandCalls(DescribeInstanceTypesCommand)[0].args[0].input.InstanceTypes).toEqual(["m6i.xlarge"]);
@@ -102,13 +102,13 @@ describe("capacity reservations and Capacity Blocks: active, with the group's si
     CapacityReservationId: id, AvailabilityZone: az, InstanceType: "p4d.24xlarge", ReservationType: "capacity-block", State: "active", TotalInstanceCount: 2, AvailableInstanceCount: 2, ...extra,
   });
 
-  it("a Capacity Block scheduled to start later blocks, naming its id, state and start, and that the group is created inside it", async () => {
+  it("a Capacity Block scheduled to start later blocks, naming its id, state and start, and that the group is created at 0 and sized later", async () => {
     const start = new Date(Date.now() + 3 * 86_400_000);
     start.setUTCHours(11, 30, 0, 0);
     const day = start.toISOString().slice(0, 10);
     ec2.on(DescribeCapacityReservationsCommand).resolves({ CapacityReservations: [block(CR_A, "us-east-1a", { State: "scheduled", StartDate: start, AvailableInstanceCount: 0 }), block(CR_B, "us-east-1b", {})] });
     expect(await run(variant(blocks))).toBe(1);
-    expect(out).toMatch(new RegExp(`missing\\s+reservation ${CR_A}\\s+p4d\\.24xlarge × 2 in us-east-1a, scheduled, starts ${day} 11:30 UTC: not active, no instance launches into it yet; the stack creates the group in us-east-1a at 1 inside it, and EKS ends a group that cannot launch its size at creation in CREATE_FAILED`));
+    expect(out).toMatch(new RegExp(`missing\\s+reservation ${CR_A}\\s+p4d\\.24xlarge × 2 in us-east-1a, scheduled, starts ${day} 11:30 UTC: not active, no instance launches into it yet; the stack creates the group in us-east-1a at 0 and sizes it to 1 later \\(pulumi stack output gpuScaleUp\\)`));
     expect(out).toContain(`wait until ${day} 11:30 UTC (aws ec2 describe-capacity-reservations --capacity-reservation-ids ${CR_A} --region us-east-1`);
     expect(out).toMatch(new RegExp(`ok\\s+reservation ${CR_B}\\s+p4d\\.24xlarge × 2 in us-east-1b, active`));
     expect(out).toMatch(/1 blocking\n$/);
