@@ -8,7 +8,7 @@ import { createLbController, LB_CONTROLLER_CHART } from "./lb-controller";
 import { createWeightsReaderRole } from "./weights-iam";
 import { Cluster } from "./cluster";
 import { loadConfig } from "./config";
-import { Dns } from "./dns";
+import { capacityWeights, Dns } from "./dns";
 import { Fences } from "./fences";
 import { GpuNodeGroups, type GpuNodeGroup } from "./gpu-node-groups";
 import { Kafka } from "./kafka";
@@ -261,12 +261,14 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     );
   }
 
+  const weights = capacityWeights(c.azs, c.gpuClasses);
   const dns = new Dns("dns", {
     zoneId: c.dns.zoneId,
     serviceName: c.dns.serviceName,
     ttl: c.dns.ttl,
     failureThreshold: c.dns.failureThreshold,
-    endpoints: c.azs.map((az) => ({ az, hostname: workloads.nlbHostnames[az] })),
+    // Weighted by configured capacity: a lost AZ's share spreads over every healthy AZ.
+    endpoints: c.azs.map((az) => ({ az, hostname: workloads.nlbHostnames[az], weight: weights[az] })),
     https: c.edge.certificateArn !== null,
   });
 

@@ -173,7 +173,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       expectObservability(rs, cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`, cfg["llm-ha:standbyAz"] ?? null);
     });
 
-    it("checks each AZ on /az/health every 10 s and fails over PRIMARY → SECONDARY with TTL ≤ 30", () => {
+    it("checks each AZ on /az/health every 10 s; the service name is one weighted record per AZ (its NLB, its check, its capacity) with TTL ≤ 30", () => {
       const checks = ofType(rs, "aws:route53/healthCheck:HealthCheck");
       expect(checks).toHaveLength(azs.length);
       for (const c of checks.map((x) => x.props as O)) {
@@ -181,15 +181,19 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(c).toMatchObject({ type: env === "dev" ? "HTTP" : "HTTPS", resourcePath: "/az/health", requestInterval: 10 });
         expect(c.failureThreshold).toBeLessThanOrEqual(2);
       }
-      const failover = props("aws:route53/record:Record").filter((r) => r.failoverRoutingPolicies);
+      const records = props("aws:route53/record:Record");
+      // No failover pair sends a lost AZ's whole share to one neighbour.
+      expect(records.filter((r) => r.failoverRoutingPolicies?.length || r.aliases?.length)).toEqual([]);
+      const weighted = records.filter((r) => r.weightedRoutingPolicies);
+      expect(weighted).toHaveLength(azs.length);
+      const gpus = classes.length ? (json("gpuClasses") as unknown as { desiredPerAz: number; gpusPerNode?: number }[]).reduce((n, c) => n + c.desiredPerAz * (c.gpusPerNode ?? 8), 0) : 0;
       for (const az of azs) {
-        const pair = failover.filter((r) => r.name.startsWith(`${az}.`));
-        expect(pair.map((r) => r.failoverRoutingPolicies[0].type).sort()).toEqual(["PRIMARY", "SECONDARY"]);
-        const [primary, secondary] = ["PRIMARY", "SECONDARY"].map((t) => pair.find((r) => r.failoverRoutingPolicies[0].type === t)!);
-        expect(primary.records[0]).toContain(`l1-${az}-`);
-        expect(primary.healthCheckId).toBe(`dns-hc-${az}-id`);
-        expect(secondary.records[0]).not.toContain(`l1-${az}-`);
-        for (const r of pair) expect(r.ttl).toBeLessThanOrEqual(30);
+        const r = weighted.find((x) => x.setIdentifier === az)!;
+        expect(r.name).toBe(weighted[0].name);
+        expect(r.records[0]).toContain(`l1-${az}-`);
+        expect(r.healthCheckId).toBe(`dns-hc-${az}-id`);
+        expect(r.ttl).toBeLessThanOrEqual(30);
+        expect(r.weightedRoutingPolicies[0].weight).toBe(Math.min(255, gpus) || 1);
       }
     });
 
