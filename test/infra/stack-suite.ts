@@ -316,7 +316,6 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       const groups = [...classes.map((c) => `gpu-${standbyAz}-${c}`), ...fallbackClasses().map((c) => `gpu-${standbyAz}-${c.name}-fallback`)];
       const maxOf = (g: string) => (ofType(rs, "aws:eks/nodeGroup:NodeGroup").find((r) => r.name === g)!.props as O).scalingConfig.maxSize as number;
       const inCluster = { StringEquals: { "autoscaling:ResourceTag/eks:cluster-name": cfg["llm-ha:clusterName"] ?? `llm-ha-${env}` } };
-      const shift = json("dns").zonalShiftResources as unknown as string[] | undefined;
       expect(policy.Statement).toEqual([
         { Sid: "ReadState", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts"], Resource: "*" },
         // Each resize bounded by the group's own maximum (MinSize and MaxSize; desired cannot pass max).
@@ -335,7 +334,6 @@ export function describeStack(env: Env, expected: { resources: number }): void {
           Resource: groups.map(arn),
           Condition: { ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": ["llm-ha:pre-wake"] } },
         },
-        ...(shift?.length ? [expect.objectContaining({ Sid: "ShiftZoneLoadBalancers", Resource: shift })] : []),
       ]);
       // No write on a wildcard, no SetDesiredCapacity (it has no size key).
       for (const st of policy.Statement.slice(1)) expect(JSON.stringify(st.Resource)).not.toMatch(/"\*"/);
@@ -381,7 +379,9 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       });
       // Full redundancy in every stack file: the controller is not told otherwise.
       expect(ctlEnv.LLMHA_STANDBY_CAPACITY_PERCENT).toBeUndefined();
-      expect(ctlEnv.LLMHA_SHIFT_RESOURCES).toBe(shift?.length ? shift.join(",") : undefined);
+      // No zonal shift: the per-AZ NLBs are single-AZ, which ARC does not shift.
+      expect(ctlEnv.LLMHA_SHIFT_RESOURCES).toBeUndefined();
+      expect(ctlEnv.LLMHA_ZONAL_SHIFT).toBeUndefined();
       expect(k8s("PodDisruptionBudget").find((p) => p.metadata.name === "llm-ha-controller")?.spec).toMatchObject({ maxUnavailable: 1 });
     });
   });
