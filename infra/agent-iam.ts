@@ -19,13 +19,6 @@ export const AGENT_ACTIONS = Object.freeze({
     "autoscaling:CreateOrUpdateTags",
     "autoscaling:DeleteTags",
   ],
-  /** Shifts on the configured load balancers only. */
-  shiftResources: [
-    "arc-zonal-shift:StartZonalShift",
-    "arc-zonal-shift:UpdateZonalShift",
-    "arc-zonal-shift:CancelZonalShift",
-    "arc-zonal-shift:GetManagedResource",
-  ],
 });
 
 /** Tag that marks the role as the agent's, for the policy pack. */
@@ -64,8 +57,6 @@ export interface AgentIamArgs {
   serviceAccountName: string;
   /** The standby AZ's Auto Scaling groups and their fallbacks (wake/release), each with its size bound. Default none. */
   standbyGroups?: { name: pulumi.Input<string>; maxSize: number }[];
-  /** The stack's load balancer ARNs the controller may zonal-shift (no wildcard). Default none. */
-  shiftResources?: string[];
 }
 
 /**
@@ -114,11 +105,8 @@ export function irsaTrustPolicy(providerArn: string, providerUrl: string, namesp
  *   `SetDesiredCapacity` (which has no size key) is not granted;
  * - tags: only `llm-ha:pre-wake` (`aws:TagKeys`), so the role cannot retag a group into or out of
  *   its own scope;
- * - zonal shifts: the stack's load balancer ARNs, each named; a wildcard is refused here.
  */
-export function agentPolicy(account: string, region: string, clusterName: string, groups: BoundedGroup[], shiftResources: string[]): string {
-  const wild = shiftResources.filter((r) => r.includes("*") || r.includes("?"));
-  if (wild.length) throw new AgentIamError(`zonal shift resources must be the stack's load balancer ARNs, not patterns: ${wild.join(", ")}`);
+export function agentPolicy(account: string, region: string, clusterName: string, groups: BoundedGroup[]): string {
   const statements: Record<string, unknown>[] = [
     // Describe/List cannot be scoped by resource in IAM; they only read.
     { Sid: "ReadState", Effect: "Allow", Action: [...AGENT_ACTIONS.anyResource], Resource: "*" },
@@ -146,18 +134,13 @@ export function agentPolicy(account: string, region: string, clusterName: string
       Condition: { ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": [PRE_WAKE_TAG_KEY] } },
     });
   }
-  if (shiftResources.length > 0) {
-    statements.push({ Sid: "ShiftZoneLoadBalancers", Effect: "Allow", Action: [...AGENT_ACTIONS.shiftResources], Resource: [...shiftResources] });
-  }
   return JSON.stringify({ Version: "2012-10-17", Statement: statements });
 }
 
 export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.Resource): aws.iam.Role {
   const p = new Problems();
   const asgs = args.standbyGroups ?? [];
-  const lbs = args.shiftResources ?? [];
-  if (asgs.length === 0 && lbs.length === 0) p.add("standbyGroups", "the controller needs standby groups or load balancers to act on, else no role");
-  for (const r of lbs) if (r.includes("*") || r.includes("?")) p.add("shiftResources", `${r} is a pattern: name each of the stack's load balancers`);
+  if (asgs.length === 0) p.add("standbyGroups", "the controller needs standby groups to act on, else no role");
   for (const g of asgs) if (!(Number.isInteger(g.maxSize) && g.maxSize >= 1)) p.add("standbyGroups", `maxSize must be a whole number ≥ 1, got ${g.maxSize}`);
   p.throwIfAny("AgentIam arguments");
   const opts = { parent };
@@ -165,7 +148,7 @@ export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.
     `${name}-role`,
     {
       name: `${args.clusterName}-agent`,
-      description: "llm-ha controller (IRSA, the controller Deployment only): wakes the standby AZ's GPU groups and zonal-shifts the zones' load balancers",
+      description: "llm-ha controller (IRSA, the controller Deployment only): wakes the standby AZ's GPU groups",
       assumeRolePolicy: pulumi
         .all([args.oidcProviderArn, args.oidcProviderUrl])
         .apply(([arn, url]) => irsaTrustPolicy(arn, url, args.namespace, args.serviceAccountName)),
@@ -180,7 +163,7 @@ export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.
       role: role.name,
       policy: pulumi
         .all([account, pulumi.all(asgs.map((g) => g.name))])
-        .apply(([acct, names]) => agentPolicy(acct, args.region, args.clusterName, names.map((name, i) => ({ name, maxSize: asgs[i].maxSize })), lbs)),
+        .apply(([acct, names]) => agentPolicy(acct, args.region, args.clusterName, names.map((name, i) => ({ name, maxSize: asgs[i].maxSize })))),
     },
     opts,
   );

@@ -8,7 +8,7 @@ import { createLbController, LB_CONTROLLER_CHART } from "./lb-controller";
 import { createWeightsReaderRole } from "./weights-iam";
 import { Cluster } from "./cluster";
 import { loadConfig } from "./config";
-import { Dns } from "./dns";
+import { capacityWeights, Dns } from "./dns";
 import { Fences } from "./fences";
 import { GpuNodeGroups, type GpuNodeGroup } from "./gpu-node-groups";
 import { Kafka } from "./kafka";
@@ -132,13 +132,13 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     volumeSizeGb: c.kafka.volumeSizeGb,
   });
 
-  // The controller's AWS actuator: wakes the standby groups, shifts the configured NLBs (IRSA,
-  // the controller Deployment's ServiceAccount only; GPU-node agents hold no AWS role).
+  // The controller's AWS actuator: wakes the standby groups (IRSA, the controller Deployment's
+  // ServiceAccount only; GPU-node agents hold no AWS role). No zonal shift: the per-AZ NLBs
+  // are single-AZ, which ARC does not shift; DNS's weighted records take a lost AZ out.
   const standby = gpu.groups.filter((g) => g.role === "standby" && !g.fallback);
   const fallbacks = gpu.groups.filter((g) => g.fallback);
-  const shiftResources = c.dns.zonalShift ? c.dns.zonalShiftResources : [];
   let agentActuator: WorkloadsArgs["agentActuator"];
-  if (standby.length > 0 || shiftResources.length > 0) {
+  if (standby.length > 0) {
     const iam = new AgentIam("agent", {
       clusterName: c.clusterName,
       region: c.region,
@@ -150,7 +150,6 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
       // The fallback groups too: a wake of one must not be AccessDenied (and nothing else is named);
       // each resize bounded by the group's own maximum.
       standbyGroups: [...standby, ...fallbacks].map((g) => ({ name: g.asgName, maxSize: g.maxSize })),
-      shiftResources,
     });
     agentActuator = {
       roleArn: iam.roleArn,
@@ -159,7 +158,6 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
       // A standby group wakes to its daytime size, at least one node; a fallback group to the same size.
       standbyAsgs: asgSetting(standby),
       standbyFallback: asgSetting(fallbacks),
-      shiftResources,
     };
   }
 
@@ -235,7 +233,6 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     nlbSecurityGroupId: fences.nlbFrontend.id,
     haproxyImage: c.haproxy.image ? cache.cacheRoot.apply((root) => pullRefOf(c.haproxy.image, root)) : cached("haproxy"),
     haproxyReplicas: c.haproxy.replicas,
-    zonalShift: c.dns.zonalShift,
     standbyAz: c.standbyAz,
     standbyCapacityRatio: c.standbyCapacityRatio,
     practiceWake: c.practiceWake,
@@ -262,12 +259,14 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     );
   }
 
+  const weights = capacityWeights(c.azs, c.gpuClasses);
   const dns = new Dns("dns", {
     zoneId: c.dns.zoneId,
     serviceName: c.dns.serviceName,
     ttl: c.dns.ttl,
     failureThreshold: c.dns.failureThreshold,
-    endpoints: c.azs.map((az) => ({ az, hostname: workloads.nlbHostnames[az] })),
+    // Weighted by configured capacity: a lost AZ's share spreads over every healthy AZ.
+    endpoints: c.azs.map((az) => ({ az, hostname: workloads.nlbHostnames[az], weight: weights[az] })),
     https: c.edge.certificateArn !== null,
   });
 

@@ -11,6 +11,7 @@ import { mskHaEncrypted, redisHaEncrypted, redisRolesRequired } from "./data";
 import { agentRoleLeastPrivilege, mskQueueWriterOnlyFallback } from "./iam";
 import { gpuAgentsHoldNoCloudRole } from "./cloud-holder";
 import { failoverRecordPairs, failoverRecordTtl, route53HealthCheckFast } from "./dns";
+import { dnsAzLossSpread } from "./dns-spread";
 import {
   gpuInstanceTypesAllowed,
   gpuLaunchTemplateImdsv2,
@@ -48,6 +49,7 @@ export const policies: Policies = [
   failoverRecordPairs,
   route53HealthCheckFast,
   failoverRecordTtl,
+  dnsAzLossSpread,
   redisHaEncrypted,
   redisRolesRequired,
   mskHaEncrypted,

@@ -90,7 +90,7 @@ export interface FailoverTtlConfig {
 export const failoverRecordTtl: ResourceValidationPolicy = {
   name: "failover-record-ttl",
   description:
-    "Failover records have a TTL of at most 30 s (L3 zone tier: resolvers drop a dead AZ's answer within the 60 s budget). Alias records cannot set a TTL and are refused: Route53 answers them with the target's TTL (60 s for a load balancer).",
+    "Failover and weighted records have a TTL of at most 30 s (L3 zone tier: resolvers drop a dead AZ's answer within the 60 s budget). Alias records cannot set a TTL and are refused: Route53 answers them with the target's TTL (60 s for a load balancer).",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
@@ -98,13 +98,14 @@ export const failoverRecordTtl: ResourceValidationPolicy = {
     },
   },
   validateResource: validateResourceOfType(aws.route53.Record, (rec, args, reportViolation) => {
-    if (list(rec.failoverRoutingPolicies).length === 0) return;
+    const kind = list(rec.failoverRoutingPolicies).length > 0 ? "Failover" : list(rec.weightedRoutingPolicies).length > 0 ? "Weighted" : undefined;
+    if (!kind) return;
     const { maxTtl } = args.getConfig<FailoverTtlConfig>();
     const ttl = num(rec.ttl);
     if (ttl === undefined) {
-      reportViolation(`Failover record ${args.name} has no ttl (an alias record answers with its target's TTL); set ttl to at most ${maxTtl}.`);
+      reportViolation(`${kind} record ${args.name} has no ttl (an alias record answers with its target's TTL); set ttl to at most ${maxTtl}.`);
     } else if (ttl > maxTtl) {
-      reportViolation(`Failover record ${args.name} has ttl ${ttl}; it must be at most ${maxTtl}.`);
+      reportViolation(`${kind} record ${args.name} has ttl ${ttl}; it must be at most ${maxTtl}.`);
     }
   }),
 };

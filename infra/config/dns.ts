@@ -1,11 +1,15 @@
-import { LOAD_BALANCER_ARN } from "../../contracts/arn";
 import type { Settings } from "./read";
 import type { StackConfig } from "./stack-config";
 
 /** RFC 2606 / 6761 names nobody can own: a stack file still carrying one was never filled in. */
 const RESERVED_DOMAIN = /(^|\.)(example\.(com|net|org)|example|test|invalid|localhost)$/;
 
-/** `llm-ha:dns`: the Route53 name clients use, its failover timing and ARC zonal shift. */
+/**
+ * `llm-ha:dns`: the Route53 name clients use and its failover timing. The keys of the ARC
+ * zonal shift the stack once carried are refused: each L1 NLB lives in one AZ's subnet, and
+ * ARC does not shift a load balancer that sits in a single AZ, so the shift moved nothing; a
+ * lost AZ leaves DNS through its own health check (infra/dns.ts) instead.
+ */
 export function dnsOf(s: Settings): StackConfig["dns"] {
   const { p, key } = s;
   const dns = s.obj("dns");
@@ -13,11 +17,13 @@ export function dnsOf(s: Settings): StackConfig["dns"] {
   if (ttl > 30) p.add(key("dns.ttl"), `${ttl} s is over 30 s: DNS failover would miss the 60 s zone target`);
   const failureThreshold = s.int(dns, "failureThreshold", key("dns.failureThreshold"), 2);
   if (failureThreshold > 2) p.add(key("dns.failureThreshold"), `${failureThreshold} is over 2: 10 s × threshold + TTL must stay ≤ 60 s`);
-  const shiftArns = dns.zonalShiftResources ?? [];
-  if (!Array.isArray(shiftArns) || !shiftArns.every((a) => typeof a === "string" && LOAD_BALANCER_ARN.test(a))) {
-    p.add(key("dns.zonalShiftResources"), "must be a list of load balancer ARNs (arn:aws:elasticloadbalancing:<region>:<account>:loadbalancer/net/<name>/<id>)");
-  } else if (shiftArns.length > 0 && dns.zonalShift !== true) {
-    p.add(key("dns.zonalShiftResources"), "needs llm-ha:dns.zonalShift: true (ARC shifts only NLBs with zonal shift turned on)");
+  for (const k of ["zonalShift", "zonalShiftResources"]) {
+    if (dns[k] !== undefined) {
+      p.add(
+        key(`dns.${k}`),
+        "is no longer a setting: each AZ's NLB sits in that AZ alone, and ARC zonal shift ignores a single-AZ load balancer, so it shifted nothing. A lost AZ leaves DNS by its own health check on the weighted records (docs/infra.md, L3). Remove the key (pulumi config rm --path llm-ha:dns." + k + ")",
+      );
+    }
   }
   const serviceName = s.str(dns, "serviceName", key("dns.serviceName"));
   if (serviceName && !/^([a-z0-9-]+\.)+[a-z]{2,}$/.test(serviceName)) p.add(key("dns.serviceName"), "must be a lower-case DNS name");
@@ -27,5 +33,5 @@ export function dnsOf(s: Settings): StackConfig["dns"] {
   const zoneId = s.str(dns, "zoneId", key("dns.zoneId"));
   if (zoneId && !/^Z[A-Z0-9]{5,31}$/.test(zoneId)) p.add(key("dns.zoneId"), `${zoneId} is not a Route53 hosted zone id (Z…, from aws route53 list-hosted-zones)`);
   else if (zoneId && zoneId.includes("0123456789")) p.add(key("dns.zoneId"), `${zoneId} is the example placeholder: set the id of your hosted zone (aws route53 list-hosted-zones)`);
-  return { zoneId, serviceName, ttl, failureThreshold, zonalShift: dns.zonalShift === true, zonalShiftResources: Array.isArray(shiftArns) ? (shiftArns as string[]) : [] };
+  return { zoneId, serviceName, ttl, failureThreshold };
 }

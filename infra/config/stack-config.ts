@@ -39,8 +39,7 @@ export interface StackConfig {
   /** Hugging Face token for gated models (`pulumi config set --secret llm-ha:hfToken`). */
   hfToken?: pulumi.Output<string>;
   haproxy: { image: string; replicas: number };
-  /** `zonalShiftResources`: ARNs of the L1 NLBs the agent may zonal-shift (made by the load balancer controller, so not outputs). */
-  dns: { zoneId: string; serviceName: string; ttl: number; failureThreshold: number; zonalShift: boolean; zonalShiftResources: string[] };
+  dns: { zoneId: string; serviceName: string; ttl: number; failureThreshold: number };
   /** The NLBs' TLS listeners (`llm-ha:edge`): the ACM certificate, or clear text where a dev stack waived it. */
   edge: { certificateArn: string | null; plainHttp: boolean; sslPolicy: string };
   /** Digests by image (infra/images.ts; empty where none is pinned or set) and the Docker Hub cache rule's secret (`llm-ha:images`). */

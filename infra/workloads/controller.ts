@@ -23,8 +23,6 @@ export interface AgentActuatorEnv {
   standbyAsgs?: pulumi.Input<string>;
   /** `LLMHA_STANDBY_FALLBACK`: the standby AZ's fallback groups, `asg=wakeSize,…`, in order; absent when there are none. */
   standbyFallback?: pulumi.Input<string>;
-  /** `LLMHA_SHIFT_RESOURCES` (and `LLMHA_ZONAL_SHIFT=true` when non-empty). */
-  shiftResources: string[];
 }
 
 
@@ -51,9 +49,6 @@ function actuatorEnv(a: AgentActuatorEnv): { name: string; value: pulumi.Input<s
   ];
   if (a.standbyAsgs !== undefined) env.push({ name: "LLMHA_STANDBY_ASGS", value: a.standbyAsgs });
   if (a.standbyFallback !== undefined) env.push({ name: "LLMHA_STANDBY_FALLBACK", value: a.standbyFallback });
-  if (a.shiftResources.length > 0) {
-    env.push({ name: "LLMHA_SHIFT_RESOURCES", value: a.shiftResources.join(",") }, { name: "LLMHA_ZONAL_SHIFT", value: "true" });
-  }
   return env;
 }
 

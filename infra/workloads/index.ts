@@ -72,8 +72,6 @@ export interface WorkloadsArgs {
   haproxyImage: pulumi.Input<string>;
   /** HAProxy pods per AZ. Default 2. */
   haproxyReplicas?: number;
-  /** Turn on ARC zonal shift on each NLB. Default false. */
-  zonalShift?: boolean;
   /** NVIDIA device plugin image. Default `DEVICE_PLUGIN_IMAGE`. */
   devicePluginImage?: string;
   /** The AZ the schedule scales to zero (`LLMHA_STANDBY_AZ`). Default none. */
@@ -355,7 +353,6 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       replicas: args.haproxyReplicas ?? 2,
       publicSubnetId,
       nlbName: nlbNames[az],
-      zonalShift: args.zonalShift ?? false,
       tls: args.tls,
       frontendSecurityGroupId: args.nlbSecurityGroupId,
       fallback,

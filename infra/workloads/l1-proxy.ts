@@ -45,8 +45,6 @@ export interface L1ProxySpec {
   publicSubnetId: pulumi.Input<string>;
   /** Name of the NLB (≤ 32 characters), stable so dashboards and outputs can name it. */
   nlbName: string;
-  /** Turn on ARC zonal shift for the NLB. */
-  zonalShift: boolean;
   /** The L4 fallback beside HAProxy (infra/workloads/fallback.ts). Default none. */
   fallback?: FallbackSidecarSpec;
   /** The public edge's key sync beside HAProxy (infra/workloads/l1-edge.ts): clients authenticate. */
@@ -231,7 +229,8 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
   const tlsAnnotations: Record<string, string> = s.tls
     ? { [`${lb}-ssl-cert`]: s.tls.certificateArn, [`${lb}-ssl-ports`]: `${L1_PORT_NAMES.api},${L1_PORT_NAMES.azHealth}`, [`${lb}-ssl-negotiation-policy`]: s.tls.sslPolicy }
     : { [PLAIN_HTTP_WAIVER]: "waived" };
-  const attributes = ["load_balancing.cross_zone.enabled=false", ...(s.zonalShift ? ["zonal_shift.config.enabled=true"] : [])];
+  // One AZ per NLB: ARC zonal shift does not apply to it (a lost AZ leaves DNS by its health check).
+  const attributes = ["load_balancing.cross_zone.enabled=false"];
   const service: Service = {
     apiVersion: "v1",
     kind: "Service",

@@ -86,6 +86,7 @@ const COUNT_TARGETS: [keyof Targets, string, string][] = [
   ["retryAfterMissing", "retryAfterMissing", "503s without Retry-After"],
   ["otherFailures", "otherFailures", "failures other than the proxy's 503"],
   ["spreadRatio", "spreadRatio", "busiest backup server's share over its fair share"],
+  ["dnsShareRatio", "dnsShareRatio", "busiest healthy AZ's share of DNS answers over its fair share"],
   ["tokenRegressions", "tokenRegressions", "fencing tokens that went backwards"],
   ["azHealth503", "azHealth503", "/az/health 503s for a live AZ"],
   ["practiceNotServed", "practiceNotServed", "practice wakes not recorded as served"],
@@ -251,6 +252,7 @@ function targetText(t: Targets): string {
   if (t.retryAfterMissing !== undefined) parts.push(`503 w/o Retry-After=${t.retryAfterMissing}`);
   if (t.otherFailures !== undefined) parts.push(`other failures=${t.otherFailures}`);
   if (t.spreadRatio !== undefined) parts.push(`spread≤${t.spreadRatio}×fair`);
+  if (t.dnsShareRatio !== undefined) parts.push(`DNS share≤${t.dnsShareRatio}×fair`);
   if (t.sdkFailed !== undefined) parts.push(`sdk failed=${t.sdkFailed}`);
   if (t.firstL4Ms !== undefined) parts.push(`first L4≤${t.firstL4Ms / 1000}s`);
   if (t.registryMs !== undefined) parts.push(`registry≤${t.registryMs / 1000}s`);

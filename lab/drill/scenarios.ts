@@ -55,6 +55,8 @@ export interface Targets {
   otherFailures?: number;
   /** Requests of the busiest backup server over its fair share while every primary is out. */
   spreadRatio?: number;
+  /** DNS answers of the busiest healthy AZ over its fair share (its weight over the healthy AZs') after an AZ is lost. */
+  dnsShareRatio?: number;
   /** Every running node's hash back in Redis after a promotion (from the endpoint reaching the new primary). */
   registryMs?: number;
   /** Times the lease's fencing token went lower than one seen before. */
@@ -196,7 +198,7 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     needsFleet: true,
     targets: { wakeDecisionMs: 10_000 },
   },
-  { name: "az-loss", tier: "L3", title: "whole AZ lost, HAProxy included", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { dnsMs: 5000 } },
+  { name: "az-loss", tier: "L3", title: "whole AZ lost, HAProxy included", quick: false, repeat: { full: 1, quick: 1 }, needsFleet: false, targets: { dnsMs: 5000, dnsShareRatio: 1.2 } },
   {
     name: "leader-kill",
     tier: "fleet",

@@ -306,12 +306,13 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const records = (az: string): string[] => nodes.filter((n) => n.az === az && inService(n)).map((n) => n.address);
   // As Route53 in production, PowerDNS checks each AZ proxy's own `/az/health` listener; it also
   // serves each AZ's node records, which the proxies resolve. Started first: the proxies need it.
-  o.progress(`starting PowerDNS (LUA ifurlup over /az/health on :${azHealthPort}; node records ${names.map(nodesRecord).join(", ")})`);
-  const active = azs.filter((a) => !a.standby).map((a) => a.address);
-  const standby = azs.filter((a) => a.standby).map((a) => a.address);
+  // As infra/dns.ts: one weighted answer per AZ, weighted by its configured capacity (its
+  // nodes, the standby's included: asleep, its /az/health fails and takes it out).
+  const weighted = azs.map((a) => ({ address: a.address, weight: nodes.filter((n) => n.az === a.name).length }));
+  o.progress(`starting PowerDNS (LUA ifurlup over /az/health on :${azHealthPort}, weighted ${weighted.map((w) => `${w.address}=${w.weight}`).join(" ")}; node records ${names.map(nodesRecord).join(", ")})`);
   const dns = await startPdns({
     zone: DRILL_ZONE,
-    groups: standby.length ? [active, standby] : [active],
+    weighted,
     healthPort: azHealthPort,
     records: Object.fromEntries(names.map((az) => [nodesRecord(az), records(az)])),
     // Measured: 0.8 s on a quiet host, over 10 s while the shared 2-core host ran at load 30+.

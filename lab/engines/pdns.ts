@@ -1,7 +1,10 @@
 /**
- * A real PowerDNS authoritative server on loopback standing in for Route53 failover
- * records (L3): a bind zone whose service name is a LUA `ifurlup` record over every
- * AZ's `/az/health`, checked once a second on each AZ's own loopback address. Beside it,
+ * A real PowerDNS authoritative server on loopback standing in for Route53 (L3): a bind
+ * zone whose service name is a LUA `ifurlup` record over every AZ's `/az/health`, checked
+ * once a second on each AZ's own loopback address. As the stack's weighted records
+ * (`weighted`): each query answers one healthy AZ, chosen in proportion to its weight (each
+ * address listed weight times, `selector='random'`); zero weights only when no weighted AZ is
+ * healthy; every AZ, by weight, when none is (Route53's fail-open). Beside it,
  * plain A record sets (`records`) stand for Kubernetes headless Services: one name per AZ
  * listing its inference nodes, which the AZ proxies' `server-template` resolves; `setRecords`
  * changes one and reloads the zone (`pdns_control bind-reload-now`), as the endpoints
@@ -49,7 +52,12 @@ export interface PdnsZoneArgs {
    * Address groups in failover order: PowerDNS answers the healthy addresses of the first group that has
    * any (a group per role: the active AZs, then the standby AZ). Every address is one AZ's proxy.
    */
-  groups: string[][];
+  groups?: string[][];
+  /**
+   * Instead of `groups`: Route53's weighted records, one per AZ proxy address with its
+   * weight (its capacity). Each query answers one address (see the module comment).
+   */
+  weighted?: { address: string; weight: number }[];
   /** Port every AZ's proxy listens on for `/az/health`. */
   healthPort: number;
   /** Path checked. Default `/az/health`. */
@@ -81,8 +89,14 @@ export interface PdnsHandle {
   readonly port: number;
   /** Fully qualified service name, e.g. `inference.llmha.test`. */
   readonly name: string;
-  /** A records of the service name, sorted; throws on a DNS error. */
+  /**
+   * A records of `name` (default the service name), sorted; throws on a DNS error. With
+   * `weighted` the service name answers one address a query: this is then every address
+   * seen in `WEIGHTED_QUERIES` queries (the AZs DNS answers now, as a crowd of resolvers sees them).
+   */
   query(name?: string): Promise<string[]>;
+  /** How many of `n` single queries of the service name answered each address (failed queries count under `error`). */
+  sample(n: number): Promise<Record<string, number>>;
   /**
    * Replaces one A record set (see `PdnsZoneArgs.records`) and reloads the zone; resolves
    * once PowerDNS serves the new zone. Calls run one after the other.
@@ -92,14 +106,35 @@ export interface PdnsHandle {
   stop(): Promise<void>;
 }
 
+/**
+ * Queries behind one `query()` of a weighted service name: an AZ answering a third of the
+ * queries is missed by all 24 with a chance of (2/3)^24 ≈ 6e-5.
+ */
+export const WEIGHTED_QUERIES = 24;
+
 const IPV4_RE = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
 const LABEL_RE = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 
-function resolved(a: PdnsZoneArgs): Required<Omit<PdnsZoneArgs, "groups">> & { groups: string[][] } {
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
+}
+
+/** `ifurlup`'s address groups and selector: the failover groups as given, or the weighted set. */
+function luaGroups(a: PdnsZoneArgs): { groups: string[][]; selector: string } {
+  if (a.weighted && a.groups) throw new PdnsConfigError("give either groups or weighted, not both");
+  if (!a.weighted) return { groups: a.groups ?? [], selector: "all" };
+  for (const w of a.weighted) if (!Number.isInteger(w.weight) || w.weight < 0 || w.weight > 255) throw new PdnsConfigError(`bad weight ${w.weight} for ${w.address}`);
+  const on = a.weighted.filter((w) => w.weight > 0);
+  const g = on.reduce((n, w) => gcd(n, w.weight), 0) || 1;
+  const groups = [on.flatMap((w) => Array<string>(w.weight / g).fill(w.address)), a.weighted.filter((w) => w.weight === 0).map((w) => w.address)];
+  return { groups: groups.filter((x) => x.length > 0), selector: "random" };
+}
+
+function resolved(a: PdnsZoneArgs): Required<Omit<PdnsZoneArgs, "groups" | "weighted">> & { groups: string[][]; selector: string } {
   return {
     zone: a.zone ?? "llmha.test",
     service: a.service ?? "inference",
-    groups: a.groups,
+    ...luaGroups(a),
     healthPort: a.healthPort,
     healthPath: a.healthPath ?? "/az/health",
     ttl: a.ttl ?? 1,
@@ -123,7 +158,7 @@ export function pdnsZoneText(args: PdnsZoneArgs): string {
   if (!a.healthPath.startsWith("/") || /['"\s\\]/.test(a.healthPath)) throw new PdnsConfigError(`bad health path ${JSON.stringify(a.healthPath)}`);
   const fqdn = `${a.service}.${a.zone}`;
   const groups = a.groups.map((g) => `{${g.map((ip) => `'${ip}'`).join(", ")}}`).join(", ");
-  const lua = `ifurlup('http://${fqdn}:${a.healthPort}${a.healthPath}', {${groups}}, {selector='all'})`;
+  const lua = `ifurlup('http://${fqdn}:${a.healthPort}${a.healthPath}', {${groups}}, {selector='${a.selector}'})`;
   if (!Number.isInteger(a.serial) || a.serial < 1 || a.serial > 0xffffffff) throw new PdnsConfigError(`bad SOA serial ${a.serial}`);
   const sets: string[] = [];
   for (const [name, addresses] of Object.entries(a.records)) {
@@ -207,7 +242,23 @@ export async function startPdns(args: PdnsArgs): Promise<PdnsHandle> {
     r.setServers([`127.0.0.1:${port}`]);
     return r;
   };
-  const query = async (n = name): Promise<string[]> => (await resolver().resolve4(n)).sort();
+  const once = async (n: string): Promise<string[]> => (await resolver().resolve4(n)).sort();
+  const query = async (n = name): Promise<string[]> => {
+    if (!args.weighted || n !== name) return once(n);
+    // One slow answer (a loaded host) must not throw the others away: only all failing is an error.
+    const got = await Promise.allSettled(Array.from({ length: WEIGHTED_QUERIES }, () => once(n)));
+    const ok = got.flatMap((g) => (g.status === "fulfilled" ? [g.value] : []));
+    if (ok.length === 0) throw (got[0] as PromiseRejectedResult).reason;
+    return [...new Set(ok.flat())].sort();
+  };
+  const sample = async (count: number): Promise<Record<string, number>> => {
+    const out: Record<string, number> = {};
+    for (let i = 0; i < count; i += 20) {
+      const batch = await Promise.all(Array.from({ length: Math.min(20, count - i) }, () => once(name).catch(() => ["error"])));
+      for (const ips of batch) for (const ip of ips) out[ip] = (out[ip] ?? 0) + 1;
+    }
+    return out;
+  };
   const deadline = Date.now() + (args.startTimeoutMs ?? 10_000);
   for (;;) {
     if (exited) {
@@ -256,6 +307,7 @@ export async function startPdns(args: PdnsArgs): Promise<PdnsHandle> {
     port,
     name,
     query,
+    sample,
     setRecords,
     stop: () =>
       (stopped ??= (async () => {

@@ -46,6 +46,29 @@ describe("PowerDNS LUA ifurlup (real pdns_server)", () => {
     await waitFor("standby answers", async () => (await dns.query()).join() === "127.0.0.4", { timeoutMs: 8000, everyMs: 50 });
   });
 
+  it("weighted, as Route53's weighted records: one AZ per answer by weight; a lost AZ's share spreads over the others by weight", async () => {
+    const port = await freePort();
+    const [a, b, c] = await Promise.all(["127.0.0.2", "127.0.0.3", "127.0.0.4"].map((ip) => azHealth(ip, port)));
+    closers.push(() => void a.server.close(), () => void b.server.close(), () => void c.server.close());
+    const dns = await startPdns({ weighted: [{ address: "127.0.0.2", weight: 2 }, { address: "127.0.0.3", weight: 2 }, { address: "127.0.0.4", weight: 4 }], healthPort: port });
+    closers.push(() => dns.stop());
+    const sample = (n: number) => dns.sample(n);
+    // One address a query; `query` gathers what a crowd of resolvers sees.
+    expect(Object.values(await sample(30)).reduce((a, b) => a + b, 0)).toBe(30);
+    expect(await dns.query()).toEqual(["127.0.0.2", "127.0.0.3", "127.0.0.4"]);
+    const before = await sample(400);
+    expect(before["127.0.0.4"] / 400).toBeGreaterThan(0.4);
+    expect(before["127.0.0.4"] / 400).toBeLessThan(0.6);
+    a.set(false);
+    await waitFor("AZ 1 gone from the answers", async () => !("127.0.0.2" in (await sample(40))), { timeoutMs: 8000, everyMs: 100 });
+    // The failover pair this replaces sent AZ 1's whole share (25 %) to one neighbour: 50 % / 50 %.
+    const after = await sample(600);
+    expect(after["127.0.0.2"]).toBeUndefined();
+    expect(after["127.0.0.3"] / 600).toBeGreaterThan(0.25);
+    expect(after["127.0.0.3"] / 600).toBeLessThan(0.42);
+    expect(after["127.0.0.4"] / 600).toBeGreaterThan(0.58);
+  });
+
   it("serves a node record set (a headless Service) and follows setRecords at once", async () => {
     const dns = await startPdns({ groups: [["127.0.0.2"]], healthPort: await freePort(), records: { "az-a.nodes": ["127.1.0.1", "127.1.0.2"], "az-c.nodes": [] } });
     closers.push(() => dns.stop());
@@ -71,6 +94,10 @@ describe("pdnsZoneText", () => {
   it("refuses an address that is not IPv4 and an empty group", () => {
     expect(() => pdnsZoneText({ groups: [["localhost"]], healthPort: 1 })).toThrow(PdnsConfigError);
     expect(() => pdnsZoneText({ groups: [[]], healthPort: 1 })).toThrow(/at least one address/);
+    expect(() => pdnsZoneText({ weighted: [{ address: "127.0.0.2", weight: 256 }], healthPort: 1 })).toThrow(/bad weight/);
+    expect(pdnsZoneText({ weighted: [{ address: "127.0.0.2", weight: 96 }, { address: "127.0.0.3", weight: 48 }, { address: "127.0.0.4", weight: 0 }], healthPort: 1 })).toContain(
+      "{{'127.0.0.2', '127.0.0.2', '127.0.0.3'}, {'127.0.0.4'}}, {selector='random'})",
+    );
     expect(() => pdnsZoneText({ groups: [["127.0.0.2"]], healthPort: 1, records: { "az-a.nodes": ["nope"] } })).toThrow(/not an IPv4/);
     expect(() => pdnsZoneText({ groups: [["127.0.0.2"]], healthPort: 1, records: { inference: ["127.1.0.1"] } })).toThrow(/bad record name/);
   });

@@ -25,7 +25,7 @@ import { l1HaproxyConfig, l1ProxyManifests, type L1ProxySpec } from "../../infra
 const CLUSTER_ARN = "arn:aws:kafka:eu-west-1:123456789012:cluster/llmha-prod/0a1b2c3d-4e5f-6789-abcd-ef0123456789-2";
 const base: L1ProxySpec = {
   namespace: "llm-ha-edge", serversNamespace: "llm-ha", az: "eu-west-1a", azs: ["eu-west-1a", "eu-west-1b", "eu-west-1c"], slots: { "eu-west-1a": 4, "eu-west-1b": 4, "eu-west-1c": 2 },
-  image: "haproxy:2.6", replicas: 2, publicSubnetId: "subnet-1", nlbName: "llmha-prod-a", zonalShift: false, tls: null,
+  image: "haproxy:2.6", replicas: 2, publicSubnetId: "subnet-1", nlbName: "llmha-prod-a", tls: null,
   edge: { image: "123456789012.dkr.ecr.eu-west-1.amazonaws.com/llm-ha-agent:1", cluster: "prod", redisSecretName: "llmha-redis" },
 };
 const sidecar: FallbackSidecarSpec = {

@@ -1,24 +1,20 @@
 /**
- * The controller's IAM policy on its own (issue 26): what IAM can hold, it holds — no pattern
- * for a zonal shift, the one tag the actuator writes is the one the policy allows.
+ * The controller's IAM policy on its own (issue 26): what IAM can hold, it holds — no zonal
+ * shift, the one tag the actuator writes is the one the policy allows.
  */
 import { describe, expect, it } from "vitest";
-import { AgentIamError, agentPolicy, PRE_WAKE_TAG_KEY } from "../../infra/agent-iam";
+import { agentPolicy, PRE_WAKE_TAG_KEY } from "../../infra/agent-iam";
 import { PRE_WAKE_TAG } from "../../agent/src/fleet/actuators/aws";
 
-const NLB = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/l1-a/0123456789abcdef";
-
 describe("the controller's permission policy", () => {
-  it("refuses a wildcard load balancer for zonal shifts", () => {
-    expect(() => agentPolicy("123456789012", "us-east-1", "c", [], ["arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/net/*"])).toThrow(AgentIamError);
-    expect(() => agentPolicy("123456789012", "us-east-1", "c", [], ["*"])).toThrow(/not patterns/);
-    const p = JSON.parse(agentPolicy("123456789012", "us-east-1", "c", [], [NLB]));
-    expect(p.Statement.find((s: { Sid: string }) => s.Sid === "ShiftZoneLoadBalancers").Resource).toEqual([NLB]);
+  it("grants no zonal shift: the stack's NLBs are single-AZ, which ARC does not shift", () => {
+    const p = JSON.parse(agentPolicy("123456789012", "us-east-1", "c", [{ name: "sb-a100", maxSize: 4 }]));
+    expect(JSON.stringify(p)).not.toMatch(/StartZonalShift|ShiftZoneLoadBalancers/);
   });
 
   it("bounds each group's resize by its own maximum and allows only the pre-wake tag the actuator writes", () => {
     expect(PRE_WAKE_TAG_KEY).toBe(PRE_WAKE_TAG);
-    const p = JSON.parse(agentPolicy("123456789012", "us-east-1", "prod", [{ name: "sb-a100", maxSize: 4 }, { name: "sb-h100", maxSize: 2 }], []));
+    const p = JSON.parse(agentPolicy("123456789012", "us-east-1", "prod", [{ name: "sb-a100", maxSize: 4 }, { name: "sb-h100", maxSize: 2 }]));
     const resize = p.Statement.filter((s: { Sid: string }) => s.Sid.startsWith("ResizeStandbyGroup"));
     expect(resize.map((s: { Condition: { NumericLessThanEquals: Record<string, string> } }) => s.Condition.NumericLessThanEquals)).toEqual([
       { "autoscaling:MaxSize": "4", "autoscaling:MinSize": "4" },

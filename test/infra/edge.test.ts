@@ -17,7 +17,7 @@ const LB = "service.beta.kubernetes.io/aws-load-balancer";
 const CERT = "arn:aws:acm:us-east-1:111122223333:certificate/6f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0";
 const spec: L1ProxySpec = {
   namespace: "llm-ha-edge", serversNamespace: "llm-ha", az: "us-east-1a", azs: ["us-east-1a", "us-east-1b"], slots: { "us-east-1a": 2, "us-east-1b": 2 },
-  image: `haproxy@sha256:${"ab".repeat(32)}`, replicas: 2, publicSubnetId: "subnet-1", nlbName: "l1-a", zonalShift: false,
+  image: `haproxy@sha256:${"ab".repeat(32)}`, replicas: 2, publicSubnetId: "subnet-1", nlbName: "l1-a",
   tls: { certificateArn: CERT, sslPolicy: "ELBSecurityPolicy-TLS13-1-2-2021-06" },
   edge: { image: `agent@sha256:${"cd".repeat(32)}`, cluster: "prod", redisSecretName: "llm-ha-redis" },
 };

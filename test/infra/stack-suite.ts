@@ -191,7 +191,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       expectObservability(rs, cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`, cfg["llm-ha:standbyAz"] ?? null);
     });
 
-    it("checks each AZ on /az/health every 10 s and fails over PRIMARY → SECONDARY with TTL ≤ 30", () => {
+    it("checks each AZ on /az/health every 10 s; the service name is one weighted record per AZ (its NLB, its check, its capacity) with TTL ≤ 30", () => {
       const checks = ofType(rs, "aws:route53/healthCheck:HealthCheck");
       expect(checks).toHaveLength(azs.length);
       for (const c of checks.map((x) => x.props as O)) {
@@ -199,15 +199,19 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(c).toMatchObject({ type: env === "dev" ? "HTTP" : "HTTPS", resourcePath: "/az/health", requestInterval: 10 });
         expect(c.failureThreshold).toBeLessThanOrEqual(2);
       }
-      const failover = props("aws:route53/record:Record").filter((r) => r.failoverRoutingPolicies);
+      const records = props("aws:route53/record:Record");
+      // No failover pair sends a lost AZ's whole share to one neighbour.
+      expect(records.filter((r) => r.failoverRoutingPolicies?.length || r.aliases?.length)).toEqual([]);
+      const weighted = records.filter((r) => r.weightedRoutingPolicies);
+      expect(weighted).toHaveLength(azs.length);
+      const gpus = classes.length ? (json("gpuClasses") as unknown as { desiredPerAz: number; gpusPerNode?: number }[]).reduce((n, c) => n + c.desiredPerAz * (c.gpusPerNode ?? 8), 0) : 0;
       for (const az of azs) {
-        const pair = failover.filter((r) => r.name.startsWith(`${az}.`));
-        expect(pair.map((r) => r.failoverRoutingPolicies[0].type).sort()).toEqual(["PRIMARY", "SECONDARY"]);
-        const [primary, secondary] = ["PRIMARY", "SECONDARY"].map((t) => pair.find((r) => r.failoverRoutingPolicies[0].type === t)!);
-        expect(primary.records[0]).toContain(`l1-${az}-`);
-        expect(primary.healthCheckId).toBe(`dns-hc-${az}-id`);
-        expect(secondary.records[0]).not.toContain(`l1-${az}-`);
-        for (const r of pair) expect(r.ttl).toBeLessThanOrEqual(30);
+        const r = weighted.find((x) => x.setIdentifier === az)!;
+        expect(r.name).toBe(weighted[0].name);
+        expect(r.records[0]).toContain(`l1-${az}-`);
+        expect(r.healthCheckId).toBe(`dns-hc-${az}-id`);
+        expect(r.ttl).toBeLessThanOrEqual(30);
+        expect(r.weightedRoutingPolicies[0].weight).toBe(Math.min(255, gpus) || 1);
       }
     });
 
@@ -330,7 +334,6 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       const groups = [...classes.map((c) => `gpu-${standbyAz}-${c}`), ...fallbackClasses().map((c) => `gpu-${standbyAz}-${c.name}-fallback`)];
       const maxOf = (g: string) => (ofType(rs, "aws:eks/nodeGroup:NodeGroup").find((r) => r.name === g)!.props as O).scalingConfig.maxSize as number;
       const inCluster = { StringEquals: { "autoscaling:ResourceTag/eks:cluster-name": cfg["llm-ha:clusterName"] ?? `llm-ha-${env}` } };
-      const shift = json("dns").zonalShiftResources as unknown as string[] | undefined;
       expect(policy.Statement).toEqual([
         { Sid: "ReadState", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts"], Resource: "*" },
         // Each resize bounded by the group's own maximum (MinSize and MaxSize; desired cannot pass max).
@@ -349,7 +352,6 @@ export function describeStack(env: Env, expected: { resources: number }): void {
           Resource: groups.map(arn),
           Condition: { ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": ["llm-ha:pre-wake"] } },
         },
-        ...(shift?.length ? [expect.objectContaining({ Sid: "ShiftZoneLoadBalancers", Resource: shift })] : []),
       ]);
       // No write on a wildcard, no SetDesiredCapacity (it has no size key).
       for (const st of policy.Statement.slice(1)) expect(JSON.stringify(st.Resource)).not.toMatch(/"\*"/);
@@ -395,7 +397,9 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       });
       // Full redundancy in every stack file: the controller is not told otherwise.
       expect(ctlEnv.LLMHA_STANDBY_CAPACITY_PERCENT).toBeUndefined();
-      expect(ctlEnv.LLMHA_SHIFT_RESOURCES).toBe(shift?.length ? shift.join(",") : undefined);
+      // No zonal shift: the per-AZ NLBs are single-AZ, which ARC does not shift.
+      expect(ctlEnv.LLMHA_SHIFT_RESOURCES).toBeUndefined();
+      expect(ctlEnv.LLMHA_ZONAL_SHIFT).toBeUndefined();
       expect(k8s("PodDisruptionBudget").find((p) => p.metadata.name === "llm-ha-controller")?.spec).toMatchObject({ maxUnavailable: 1 });
     });
   });

@@ -26,7 +26,7 @@ describe("npm run policy", () => {
     expect(code).toBe(1);
     const lines = stdout.trim().split("\n");
     expect(lines[0]).toMatch(/^POLICY\s+LEVEL\s+RESOURCE\s+MESSAGE$/);
-    expect(lines[1]).toMatch(/^failover-record-ttl\s+mandatory\s+Record dns-\S+\s+Failover record dns-\S+ has ttl \d+; it must be at most 10\.$/);
+    expect(lines[1]).toMatch(/^failover-record-ttl\s+mandatory\s+Record dns-\S+\s+Weighted record dns-\S+ has ttl \d+; it must be at most 10\.$/);
     // required-tags is disabled by the config: not run, not counted.
     expect(lines[lines.length - 1]).toMatch(new RegExp(`^dev: \\d+ resources, ${policies.length - 1} policies, [1-9]\\d* mandatory and ${PENDING_ADVISORY} advisory violations \\(\\d+ settings were stand-ins\\)$`));
     expect(stdout).toMatch(new RegExp(`^policies run \\(${policies.length - 1}\\): `, "m"));

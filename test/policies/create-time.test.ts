@@ -49,8 +49,25 @@ describe("the program as it is passes every create-time check", () => {
 
 describe("create-order-follows-references", () => {
   it("blocker 1: a weighted alias created before the failover records it names", async () => {
+    // The layout before weighted records per AZ, put back without the alias's dependsOn.
     const rs = regress((rs) => {
-      for (const az of ["us-east-1a", "us-east-1b", "us-east-1c"]) dropDeps(named(rs, `dns-${az}-weighted`), `dns-${az}-primary`, `dns-${az}-secondary`);
+      for (const az of ["us-east-1a", "us-east-1b", "us-east-1c"]) {
+        const w = named(rs, `dns-${az}-weighted`);
+        const props = w.props as O;
+        const target = `${az}.${props.name}`;
+        for (const role of ["primary", "secondary"]) {
+          const pair = structuredClone(w);
+          pair.name = `dns-${az}-${role}`;
+          pair.urn = w.urn.replace(/-weighted$/, `-${role}`);
+          const pp = pair.props as O;
+          delete pp.weightedRoutingPolicies;
+          Object.assign(pp, { name: target, setIdentifier: `${az}-${role}`, failoverRoutingPolicies: [{ type: role.toUpperCase() }] });
+          pair.opts.dependsOn = [];
+          rs.push(pair);
+        }
+        for (const k of ["records", "ttl", "healthCheckId"]) delete props[k];
+        props.aliases = [{ name: target, zoneId: props.zoneId, evaluateTargetHealth: true }];
+      }
     });
     const m = await messages(createOrderFollowsReferences, rs);
     expect(m).toHaveLength(3);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { failoverRecordPairs, failoverRecordTtl, route53HealthCheckFast } from "../../policies/dns";
-import { changed, happyStack, messages } from "./fixtures";
+import { dnsAzLossSpread } from "../../policies/dns-spread";
+import { changed, failoverPairLayout, happyStack, messages, weightedRecord } from "./fixtures";
 
 const PRIMARY = "api-us-east-1a-primary";
 const SECONDARY = "api-us-east-1a-secondary";
@@ -66,6 +67,7 @@ describe("route53-health-check-fast", () => {
     expect(await messages(route53HealthCheckFast, happyStack(), cfg)).toEqual([
       "Health check hc-us-east-1a has failureThreshold 2; it must be at most 1.",
       "Health check hc-us-east-1b has failureThreshold 2; it must be at most 1.",
+      "Health check hc-us-east-1c has failureThreshold 2; it must be at most 1.",
     ]);
   });
 });
@@ -98,5 +100,52 @@ describe("failover-record-ttl", () => {
       p.ttl = 300;
     });
     expect(await messages(failoverRecordTtl, rs)).toEqual([]);
+  });
+});
+
+describe("dns-az-loss-spread", () => {
+  const AZS = ["us-east-1a", "us-east-1b", "us-east-1c"];
+  const withoutWeighted = () => happyStack().filter((r) => !/-(weighted|primary|secondary)$/.test(r.name));
+
+  it("passes one weighted record per AZ, each with its own health check", async () => {
+    expect(await messages(dnsAzLossSpread, happyStack())).toEqual([]);
+  });
+
+  it("fails the failover-pair layout: a lost AZ's whole share goes to its neighbour (2/3 of the answers)", async () => {
+    const rs = [...withoutWeighted(), ...failoverPairLayout(AZS)];
+    expect(await messages(dnsAzLossSpread, rs)).toEqual(
+      AZS.map(
+        (az, i) =>
+          `Losing nlb-${az}.elb.amazonaws.com sends 66.7% of api.example.com's DNS answers to nlb-${AZS[(i + 1) % 3]}.elb.amazonaws.com, 1.33 × its fair share of 50.0% (at most 1.2 ×): give the service name one weighted record per AZ, weighted by capacity, each with its own AZ's health check.`,
+      ),
+    );
+  });
+
+  it("passes the failover-pair layout with two AZs (the neighbour is the only one left)", async () => {
+    expect(await messages(dnsAzLossSpread, [...withoutWeighted(), ...failoverPairLayout(AZS.slice(0, 2))])).toEqual([]);
+  });
+
+  it("judges fair share by capacity: unequal weights that follow capacity pass", async () => {
+    const rs = [...withoutWeighted(), weightedRecord("us-east-1a", 96), weightedRecord("us-east-1b", 48), weightedRecord("us-east-1c", 48)];
+    expect(await messages(dnsAzLossSpread, rs)).toEqual([]);
+  });
+
+  it("fails a weighted record without a health check (Route53 keeps answering the lost AZ)", async () => {
+    expect(await messages(dnsAzLossSpread, changed("api-us-east-1b-weighted", (p) => delete p.healthCheckId))).toEqual([
+      "Weighted record api-us-east-1b-weighted (api.example.com) has no healthCheckId: Route53 keeps answering its AZ when that AZ is lost.",
+    ]);
+  });
+
+  it("lets config loosen the ratio", async () => {
+    const rs = [...withoutWeighted(), ...failoverPairLayout(AZS)];
+    expect(await messages(dnsAzLossSpread, rs, { "dns-az-loss-spread": { maxShareRatio: 1.4 } })).toEqual([]);
+  });
+});
+
+describe("failover-record-ttl on weighted records", () => {
+  it("fails a weighted record with TTL 60", async () => {
+    expect(await messages(failoverRecordTtl, changed("api-us-east-1c-weighted", (p) => (p.ttl = 60)))).toEqual([
+      "Weighted record api-us-east-1c-weighted has ttl 60; it must be at most 30.",
+    ]);
   });
 });

@@ -18,7 +18,7 @@ const namespace = (name: string, enforce: string) => res("kubernetes:core/v1:Nam
 function edgeWorkloads(ns = "llm-ha-edge"): CapturedResource[] {
   const l1 = l1ProxyManifests({
     namespace: ns, serversNamespace: "llm-ha", az: "us-east-1a", azs: ["us-east-1a", "us-east-1b"], slots: { "us-east-1a": 2, "us-east-1b": 2 },
-    image: `haproxy@sha256:${"cd".repeat(32)}`, replicas: 2, publicSubnetId: "subnet-1", nlbName: "l1-a", zonalShift: false, tls: null,
+    image: `haproxy@sha256:${"cd".repeat(32)}`, replicas: 2, publicSubnetId: "subnet-1", nlbName: "l1-a", tls: null,
     edge: { image: IMAGE, cluster: "prod", redisSecretName: "llm-ha-redis-edge", upstreamKeySecretName: "llm-ha-inference-key" },
     fallback: { image: IMAGE, namespace: ns, cluster: "prod", region: "us-east-1", kafkaBootstrap: "b-1:9098", redisSecretName: "llm-ha-redis-fallback", models: ["m"] },
   });

@@ -27,6 +27,7 @@ describe("runPolicies", () => {
     expect((await runPolicies([probe], rs)).map((v) => v.message)).toEqual([
       "hc-us-east-1a limit=5 label=x",
       "hc-us-east-1b limit=5 label=x",
+      "hc-us-east-1c limit=5 label=x",
     ]);
     expect((await runPolicies([probe], rs, { config: { probe: { limit: 9 } } })).map((v) => v.message)[0]).toBe(
       "hc-us-east-1a limit=9 label=x",

@@ -1,7 +1,8 @@
 /**
  * Zone scenarios: every GPU of one AZ lost with its HAProxy alive (L2: backups across AZs,
  * AZ state, `/az/health`), the standby AZ woken from zero by the leader (L2), and the whole
- * AZ lost, HAProxy included (L3: DNS drops the AZ's address).
+ * AZ lost, HAProxy included (L3: DNS drops the AZ's address and spreads its share over the
+ * healthy AZs by weight).
  */
 import { Redis } from "ioredis";
 import { RedisKeys } from "../../../agent/src/fleet/redis/keys";
@@ -11,6 +12,7 @@ import type { CloudAction } from "../local-cloud";
 import type { ScenarioSpec } from "../scenarios";
 import type { DrillAz } from "../stack";
 import { failuresBetween, firstAfter, l1Removed, type FleetSample, type Sample } from "../timeline";
+import { measureDnsSpread, waitAzsHealthy } from "./dns-spread";
 import { shortThroughProxy } from "./proxy";
 import { awaitRecovery, blank, finish, healAzThenStandbyBack, healthy, MAIN_CLIENT, mark, standbyReady, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
@@ -99,6 +101,23 @@ export async function runAzLoss(ctx: ScenarioContext, spec: ScenarioSpec, run: n
   const gone = (s: Sample): boolean => s.dns !== null && !s.dns.includes(az.address);
   await until(ctx, 12_000, gone);
   await sleep(1500);
+  // Where the lost AZ's share went: every healthy AZ by its weight, none over 1.2 × its fair
+  // share; at once, and again once the woken standby AZ passes its health check.
+  const spreads = [await measureDnsSpread(ctx)];
+  const others = ctx.stack.azs.filter((a) => a !== az).map((a) => a.name);
+  if (await waitAzsHealthy(ctx, others, 25_000)) spreads.push(await measureDnsSpread(ctx));
+  else r.notes.push(`${others.join(" and ")} not all passing /az/health within 25 s: DNS spread measured with ${spreads[0].healthy.join(", ") || "none"} only`);
+  const ratios = spreads.map((x) => x.ratio);
+  r.extra.dnsShareRatio = ratios.includes(null) ? null : Math.round(Math.max(...(ratios as number[])) * 100) / 100;
+  r.extra.dnsAnswers = spreads.reduce((n, x) => n + x.answers, 0);
+  const pc = (x: number) => `${Math.round(x * 1000) / 10}%`;
+  for (const spread of spreads) {
+    r.notes.push(
+      `DNS answers after the loss (${spread.answers} resolutions): ${Object.entries(spread.shares)
+        .map(([name, sh]) => `${name} ${pc(sh)}${name in spread.fair ? ` (fair ${pc(spread.fair[name])})` : " (/az/health failing)"}`)
+        .join(", ")}`,
+    );
+  }
   r.healAt = mark(ctx, "heal", `heal ${az.name}`);
   await Promise.all(victims.map(async (n) => {
     await n.startInference("ready");
