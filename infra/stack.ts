@@ -119,6 +119,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     rolePasswords: c.redis.rolePasswords,
     nodeType: c.redis.nodeType,
     nodes: c.redis.replicas,
+    azs: c.azs,
   });
   const kafka = new Kafka("kafka", {
     vpcId: network.vpc.id,
