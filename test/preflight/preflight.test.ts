@@ -75,7 +75,7 @@ describe("llm-ha preflight offline", () => {
     expect(stdout).toContain("Online checks (read-only; run with --online");
     // 4,608 for the groups at their maximum, and 768 for the standby's fallback groups (issue 27).
     expect(stdout).toContain("quota-code L-417A185B (Running On-Demand P instances) in us-east-1 ≥ 5376 vCPUs");
-    expect(stdout).toContain("add-on versions: eks describe-addon-versions --kubernetes-version 1.35 for vpc-cni, coredns, kube-proxy, eks-pod-identity-agent, aws-ebs-csi-driver, eks-node-monitoring-agent: each has a default version");
+    expect(stdout).toContain("add-on versions: eks describe-addon-versions --kubernetes-version 1.36 for vpc-cni, coredns, kube-proxy, eks-pod-identity-agent, aws-ebs-csi-driver, eks-node-monitoring-agent: each has a default version");
     expect(stdout).toContain("agent image: ecr describe-images --image-ids imageDigest=… for <llm-ha:agentImage>: the digest exists in its repository");
     expect(stdout).toMatch(/warn\s+capacity h100\s+p5\.48xlarge On-Demand without a reservation/);
     // Nothing in the stack reads the shipped rules and dashboards unless the user's Prometheus does (issue 27).
@@ -294,12 +294,12 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
   });
   afterEach(() => vi.restoreAllMocks());
 
-  it("all there: each add-on resolves for 1.35, the image digest exists in ECR, the weights prefix holds objects", async () => {
+  it("all there: each add-on resolves for 1.36, the image digest exists in ECR, the weights prefix holds objects", async () => {
     expect(await preflightCommand(["--stack", variant(withWeights), "--online"], clients(fakeCli()))).toBe(0);
-    expect(out).toMatch(/ok\s+add-on vpc-cni\s+resolves to v1\.7\.0-eksbuild\.2 for 1\.35/);
+    expect(out).toMatch(/ok\s+add-on vpc-cni\s+resolves to v1\.7\.0-eksbuild\.2 for 1\.36/);
     expect(out).toMatch(/ok\s+agent image\s+llm-ha-qa\/agent@sha256:c3c3c3c3c3c3…/);
     expect(out).toMatch(/ok\s+model weights\s+s3:\/\/llm-ha-qa-weights\/models\/qwen has objects/);
-    expect(calls).toContainEqual(["eks", "describe-addon-versions", "--kubernetes-version", "1.35", "--addon-name", "kube-proxy"]);
+    expect(calls).toContainEqual(["eks", "describe-addon-versions", "--kubernetes-version", "1.36", "--addon-name", "kube-proxy"]);
     expect(calls).toContainEqual(["ecr", "describe-images", "--registry-id", "111122223333", "--repository-name", "llm-ha-qa/agent", "--image-ids", `imageDigest=${DIGEST}`]);
     expect(calls).toContainEqual(["s3api", "list-objects-v2", "--bucket", "llm-ha-qa-weights", "--prefix", "models/qwen", "--max-items", "1"]);
   });
@@ -314,7 +314,7 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
       return fakeCli({ "ecr describe-images": "ImageNotFoundException" }, false)(args);
     };
     expect(await preflightCommand(["--stack", file, "--online", "-o", "wide"], clients(cli))).toBe(1);
-    expect(out).toMatch(/invalid\s+add-on vpc-cni\s+v1\.20\.4-eksbuild\.2 is not offered for Kubernetes 1\.35\s+remove llm-ha:addonVersions\.vpc-cni \(the stack resolves v1\.7\.0-eksbuild\.2\)/);
+    expect(out).toMatch(/invalid\s+add-on vpc-cni\s+v1\.20\.4-eksbuild\.2 is not offered for Kubernetes 1\.36\s+remove llm-ha:addonVersions\.vpc-cni \(the stack resolves v1\.7\.0-eksbuild\.2\)/);
     expect(out).toMatch(/missing\s+agent image\s+sha256:c3c3.* is not in llm-ha-qa\/agent \(ImageNotFoundException\)/);
     expect(out).toMatch(/missing\s+model weights\s+nothing under s3:\/\/llm-ha-qa-weights\/models\/qwen/);
     expect(out).toMatch(/3 blocking\n$/);
