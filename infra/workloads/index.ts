@@ -13,7 +13,7 @@ import { inferenceHeadlessService, inferenceManifests } from "./inference";
 import { fallbackProviderObjects, fallbackServiceAccount, type FallbackProvider, type FallbackSidecarSpec } from "./fallback";
 import { l1ProxyManifests } from "./l1-proxy";
 import { L1_METRICS_LISTENERS, l1MetricsNetworkPolicy, workloadNetworkPolicies } from "./network-policies";
-import { EDGE_POD_SECURITY, namespaceManifest, WORKLOADS_POD_SECURITY } from "./namespaces";
+import { EDGE_POD_SECURITY, namespaceManifest, POD_READINESS_GATE_LABEL, WORKLOADS_POD_SECURITY } from "./namespaces";
 import { REDIS_ROLE_TIER, redisSecretParts, type RedisWorkloadRole } from "./redis-secret";
 import { DEFAULT_PROMETHEUS_NAMESPACE } from "./fallback-names";
 import { APP } from "../names";
@@ -175,7 +175,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const namespace = args.namespace ?? WORKLOADS_NAMESPACE;
   const edgeNamespace = edgeNamespaceOf(namespace);
   const ns = new k8s.core.v1.Namespace(`${name}-ns`, namespaceManifest(namespace, WORKLOADS_POD_SECURITY), opts);
-  const edgeNs = new k8s.core.v1.Namespace(`${name}-edge-ns`, namespaceManifest(edgeNamespace, EDGE_POD_SECURITY), opts);
+  const edgeNs = new k8s.core.v1.Namespace(`${name}-edge-ns`, namespaceManifest(edgeNamespace, EDGE_POD_SECURITY, POD_READINESS_GATE_LABEL), opts);
   const inNs = { ...opts, dependsOn: [ns] };
   const inEdge = { ...opts, dependsOn: [edgeNs] };
   const tiers = { workloads: { namespace, opts: inNs, id: name }, edge: { namespace: edgeNamespace, opts: inEdge, id: `${name}-edge` } };
