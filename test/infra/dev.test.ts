@@ -1,3 +1,3 @@
 import { describeStack } from "./stack-suite";
 
-describeStack("dev", { resources: 229 });
+describeStack("dev", { resources: 232 });
