@@ -185,6 +185,17 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     expect(out).toMatch(/ok\s+instance types offered\s+p4d\.24xlarge, p4de\.24xlarge offered/);
   });
 
+  it("a p5e fallback that is offered still warns: p5e is largely sold as Capacity Blocks, which the offerings cannot tell apart", async () => {
+    ec2.on(DescribeInstanceTypeOfferingsCommand).resolves({
+      InstanceTypeOfferings: [
+        ...["us-east-1a", "us-east-1b"].map((az) => ({ InstanceType: "p4d.24xlarge" as const, Location: az, LocationType: "availability-zone" as const })),
+        { InstanceType: "p5e.48xlarge" as const, Location: "us-east-1b", LocationType: "availability-zone" as const },
+      ],
+    });
+    expect(await preflightCommand(["--stack", variant((y) => y.replace("config:\n", "config:\n  llm-ha:standbyFallback:\n    a100:\n      - p5e.48xlarge\n")), "--online"], clients)).toBe(0);
+    expect(out).toMatch(/warn\s+fallback a100 in us-east-1b\s+p5e\.48xlarge is offered, but largely sold as Capacity Blocks: an On-Demand launch may find no capacity/);
+  });
+
   it("a short quota, a type not offered, a missing zone: each a blocking row with the fix", async () => {
     quotas.on(GetServiceQuotaCommand).resolves({ Quota: { Value: 96 } });
     ec2.on(DescribeInstanceTypeOfferingsCommand).resolves({ InstanceTypeOfferings: [{ InstanceType: "p4d.24xlarge", Location: "us-east-1a" }] });
