@@ -1,3 +1,3 @@
 import { describeStack } from "./stack-suite";
 
-describeStack("staging", { resources: 256 });
+describeStack("staging", { resources: 257 });

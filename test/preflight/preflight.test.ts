@@ -38,6 +38,7 @@ const FILLED = [
   "    haproxyDigest: sha256:" + "d4".repeat(32),
   "    lbControllerDigest: sha256:" + "e5".repeat(32),
   "    awsCliDigest: sha256:" + "f6".repeat(32),
+  "    dcgmExporterDigest: sha256:" + "a7".repeat(32),
 ].join("\n");
 
 /** dev's stack file with the user settings filled in and `edit` applied, as its own project folder. */
@@ -64,7 +65,7 @@ describe("llm-ha preflight offline", () => {
   it("prod as committed: names every user setting with its command, prints the online plan, exits 1", async () => {
     const { code, stdout } = await cli(["--stack", "prod"]);
     expect(code).toBe(1);
-    const edge = ["llm-ha:inferenceApiKey", "llm-ha:edge.certificateArn", "llm-ha:images.dockerHubSecretArn", "llm-ha:images.haproxyDigest", "llm-ha:images.lbControllerDigest"];
+    const edge = ["llm-ha:inferenceApiKey", "llm-ha:edge.certificateArn", "llm-ha:images.dockerHubSecretArn", "llm-ha:images.haproxyDigest", "llm-ha:images.lbControllerDigest", "llm-ha:images.dcgmExporterDigest"];
     for (const key of ["llm-ha:redisRolePasswords", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken", ...edge]) {
       expect(stdout).toMatch(new RegExp(`missing\\s+setting ${key.replace(/\./g, "\\.")}`));
     }
@@ -80,7 +81,7 @@ describe("llm-ha preflight offline", () => {
     expect(stdout).toMatch(/warn\s+capacity h100\s+p5\.48xlarge On-Demand without a reservation/);
     // Nothing in the stack reads the shipped rules and dashboards unless the user's Prometheus does (issue 27).
     expect(stdout).toMatch(/warn\s+observability\s+(alert rules, scrape jobs and the dashboard ship as ConfigMaps|PrometheusRule and PodMonitors need)/);
-    expect(stdout).toMatch(/11 blocking \(offline checks only\)\n$/);
+    expect(stdout).toMatch(/12 blocking \(offline checks only\)\n$/);
   });
 
   it("a filled-in stack file: nothing blocks offline, exit 0", async () => {
@@ -126,7 +127,7 @@ describe("llm-ha preflight offline", () => {
     const json = await cli(["--stack", "prod", "-o", "json"]);
     expect(json.code).toBe(1);
     const doc = JSON.parse(json.stdout) as { version: number; stack: string; rows: Record<string, string>[]; blocking: number; onlinePlan: string[] };
-    expect(doc).toMatchObject({ version: 1, stack: "prod", blocking: 11 });
+    expect(doc).toMatchObject({ version: 1, stack: "prod", blocking: 12 });
     expect(Object.keys(doc)).toEqual(["version", "stack", "file", "online", "rows", "onlinePlan", "blocking"]);
     for (const r of doc.rows) expect(Object.keys(r)).toEqual(["check", "status", "detail", "fix"]);
     expect(doc.onlinePlan.length).toBeGreaterThan(3);
