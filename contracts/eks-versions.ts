@@ -28,12 +28,35 @@ export const EKS_VERSIONS: readonly EksVersionSupport[] = Object.freeze([
 ]);
 
 /**
- * The version a stack gets when it sets none: 1.35, in standard support until 2027-03-27, not
- * the newest row. Moving the default upgrades the control plane of every stack that sets none
- * on its next `pulumi up` (and its nodes and add-ons after it), so it moves on purpose, with a
- * migration note; a new stack may set `llm-ha:kubernetesVersion: "1.36"` today.
+ * The version a stack gets when it sets none: 1.36, in standard support until 2027-08-02. 1.35
+ * leaves standard support on 2027-03-27, after which EKS upgrades the control plane on its own
+ * (upgradePolicy STANDARD) and the next `pulumi up` would try to take it back. Moving the
+ * default upgrades the control plane of every stack that sets none on its next `pulumi up`
+ * (its nodes and add-ons after it, the add-ons resolved for the new version): it moves on
+ * purpose, with a migration note (docs/infra.md). A stack that must stay sets
+ * `llm-ha:kubernetesVersion: "1.35"` until it upgrades.
  */
-export const DEFAULT_EKS_VERSION = "1.35";
+export const DEFAULT_EKS_VERSION = "1.36";
+
+/** Days before a version's end of standard support from which the pack and preflight warn. */
+export const EKS_SUPPORT_WARNING_DAYS = 120;
+
+/**
+ * A warning when `version` leaves standard support within `days` of `day` (both UTC
+ * `YYYY-MM-DD`), naming the end and the newer versions in support; undefined otherwise (also
+ * for a version the table does not know or one already out: eksVersionProblem says those).
+ */
+export function eksSupportEndingSoon(version: string, day: string, days = EKS_SUPPORT_WARNING_DAYS): string | undefined {
+  const row = EKS_VERSIONS.find((v) => v.version === version);
+  if (row === undefined || day < row.released || day > row.standardUntil) return undefined;
+  const left = Math.round((Date.parse(`${row.standardUntil}T00:00:00Z`) - Date.parse(`${day}T00:00:00Z`)) / 86_400_000);
+  if (left > days) return undefined;
+  const newer = EKS_VERSIONS.filter((v) => v.released <= day && v.standardUntil > row.standardUntil).map((v) => v.version);
+  return (
+    `EKS version ${version} leaves standard support on ${row.standardUntil}, in ${left} days: then EKS upgrades the control plane itself and the next \`pulumi up\` tries to take it back` +
+    `; upgrade to ${newer.join(" or ") || "a newer version once the table has one"} (llm-ha:kubernetesVersion)`
+  );
+}
 
 /** `YYYY-MM-DD` of a date, in UTC. */
 export function isoDay(d: Date): string {

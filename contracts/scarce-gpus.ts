@@ -30,3 +30,18 @@ export function gpuGroupCreateSize(types: readonly string[], desired: number, co
  * `running` (the size EKS reports it runs now). The create-time policies check only `create`.
  */
 export const DESIRED_FROM_TAG = "llm-ha.io/desired-size-from";
+
+/**
+ * Families whose capacity AWS sells largely as EC2 Capacity Blocks for ML (p5e, the H200
+ * machines): an instance type offering in an AZ (`describe-instance-type-offerings`) says the
+ * type exists there, not that On-Demand capacity can be had, and the offerings check cannot
+ * tell the two apart. A standby fallback group of such a type may never launch On-Demand.
+ */
+export const CAPACITY_BLOCK_MOSTLY_FAMILIES: readonly string[] = Object.freeze(["p5e"]);
+
+/** The warning for `types` of a family sold mostly as Capacity Blocks, or undefined when none is. */
+export function capacityBlockMostlyNote(types: readonly string[]): string | undefined {
+  const these = types.filter((t) => isScarceGpuType(t, CAPACITY_BLOCK_MOSTLY_FAMILIES));
+  if (these.length === 0) return undefined;
+  return `${these.join(", ")} is offered, but largely sold as Capacity Blocks: an On-Demand launch may find no capacity at all (the offerings cannot tell); reserve a Capacity Block or a capacity reservation for it, or name a type with On-Demand capacity`;
+}

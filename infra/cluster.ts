@@ -49,6 +49,18 @@ export const VPC_RESOURCE_CONTROLLER_POLICY = "arn:aws:iam::aws:policy/AmazonEKS
 /** IMDS of every node: IMDSv2 only, one hop (host-network processes only). */
 export const SYSTEM_NODE_METADATA = Object.freeze({ httpEndpoint: "enabled", httpTokens: "required", httpPutResponseHopLimit: 1 });
 
+/**
+ * What the cluster role needs on the key that encrypts its Secrets (EKS envelope encryption):
+ * without them the control plane cannot wrap or unwrap a Secret's data key, and creating a
+ * cluster with `encryptionConfig` fails (or, on a key whose grant went away, every Secret read
+ * fails). Given as an inline policy on the cluster role, naming the one key; the key's default
+ * policy lets the account's IAM policies grant it.
+ */
+export const CLUSTER_SECRETS_KMS_ACTIONS = Object.freeze(["kms:Encrypt", "kms:Decrypt", "kms:ListGrants", "kms:DescribeKey"]);
+
+/** Days the control plane's log group keeps its events (`/aws/eks/<name>/cluster`). */
+export const CONTROL_PLANE_LOG_RETENTION_DAYS = 90;
+
 /** EKS's access policy for full cluster access (docs: "Associate access policies with access entries"). */
 export const CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy";
 
@@ -196,6 +208,21 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
   const nodeRole = roles.system.role;
 
   const secretsKey = new aws.kms.Key(`${name}-secrets`, { description: `${args.clusterName} Kubernetes secrets`, enableKeyRotation: true, tags: tagged() }, opts);
+  const secretsKeyGrant = new aws.iam.RolePolicy(
+    `${name}-cluster-secrets-kms`,
+    {
+      role: clusterRole.name,
+      policy: secretsKey.arn.apply((arn) => JSON.stringify({ Version: "2012-10-17", Statement: [{ Sid: "SecretsEnvelopeEncryption", Effect: "Allow", Action: [...CLUSTER_SECRETS_KMS_ACTIONS], Resource: arn }] })),
+    },
+    opts,
+  );
+  // EKS writes the control-plane logs to this group; made here first with a retention, or EKS
+  // creates it on the first log line with none (kept, and billed, forever).
+  const controlPlaneLogs = new aws.cloudwatch.LogGroup(
+    `${name}-control-plane-logs`,
+    { name: `/aws/eks/${args.clusterName}/cluster`, retentionInDays: CONTROL_PLANE_LOG_RETENTION_DAYS, tags: tagged() },
+    opts,
+  );
   const cluster = new aws.eks.Cluster(
     `${name}-eks`,
     {
@@ -219,7 +246,9 @@ export function createCluster(name: string, args: ClusterArgs, parent: pulumi.Re
     // The role is named by ARN only, so without this the cluster may be created before its
     // policy is attached (EKS then cannot manage its ENIs), and destroy would detach the
     // policy while EKS still deletes them, leaving ENIs and security groups behind.
-    { parent, dependsOn: [clusterPolicy, podEniPolicy] },
+    // The key grant and the log group likewise: a cluster made before them cannot encrypt its
+    // Secrets, or logs into a group EKS made without retention.
+    { parent, dependsOn: [clusterPolicy, podEniPolicy, secretsKeyGrant, controlPlaneLogs] },
   );
 
   const oidcIssuer = cluster.identities.apply((ids) => ids[0].oidcs?.[0]?.issuer ?? "");

@@ -54,6 +54,12 @@ export const IMAGES = Object.freeze({
     digest: "sha256:af31e2b7c7f89834c4e5219860def7ac2e49a207b3d4e8610d5a26772b7738e5",
     setting: "devicePluginDigest",
   },
+  /**
+   * NVIDIA's DCGM exporter (DCGM 4.4.1, exporter 4.6.0) on the GPU nodes (infra/workloads/dcgm-exporter.ts). No digest
+   * could be confirmed here: `llm-ha:images.dcgmExporterDigest` supplies it. nvcr.io, like the device plugin: pulled
+   * directly.
+   */
+  dcgmExporter: { repository: "nvcr.io/nvidia/k8s/dcgm-exporter", tag: "4.4.1-4.6.0-ubuntu22.04", digest: null, setting: "dcgmExporterDigest" },
   /** The AWS Load Balancer Controller image the chart runs (chart 3.5.0 ships v3.5.0: the same number from 3.0). */
   lbController: { repository: "public.ecr.aws/eks/aws-load-balancer-controller", tag: "v3.5.0", digest: null, setting: "lbControllerDigest" },
 } satisfies Record<string, PinnedImage>);

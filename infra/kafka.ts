@@ -11,13 +11,27 @@ export interface KafkaArgs {
   clientSecurityGroupIds: Record<string, pulumi.Input<string>>;
   /** Brokers per AZ; total brokers = this × AZs, at least 3. Default 1. */
   brokersPerAz?: number;
-  /** Default `3.6.0`. */
+  /** Default `DEFAULT_KAFKA_VERSION` (KRaft). A ZooKeeper version is refused (policy msk-kraft-broker-logs). */
   kafkaVersion?: string;
+  /** Days the brokers' CloudWatch log group keeps its events. Default `BROKER_LOG_RETENTION_DAYS`. */
+  brokerLogRetentionDays?: number;
   /** Default `kafka.m7g.large`. */
   instanceType?: string;
   /** EBS per broker, GiB. Default 100. */
   volumeSizeGb?: number;
 }
+
+/**
+ * MSK's KRaft version string for Apache Kafka 3.9 (MSK takes `<x.y>.x.kraft` for a cluster in
+ * KRaft mode, `<x.y>.x` for ZooKeeper; KRaft from 3.7, and only at creation: a ZooKeeper
+ * cluster cannot switch). 3.6.0, the old default, is ZooKeeper-only and past MSK's end of
+ * support (2026-06-01). 3.9 rather than 4.x: Kafka 4 drops the protocol versions older than
+ * 2.1 that the fallback's client (kafkajs 2.2) still speaks.
+ */
+export const DEFAULT_KAFKA_VERSION = "3.9.x.kraft";
+
+/** Days the broker logs are kept (CloudWatch): long enough to read a weekend's incident on Monday. */
+export const BROKER_LOG_RETENTION_DAYS = 30;
 
 /** Broker settings that make the L4 queue durable through one broker's or AZ's loss. */
 export const KAFKA_SERVER_PROPERTIES = [
@@ -54,9 +68,11 @@ export function createKafka(name: string, args: KafkaArgs, parent: pulumi.Resour
   if (azs < 2 || azs > 3) p.add("subnetIds", `MSK takes subnets in 2 or 3 AZs, got ${azs}`);
   if (brokers < 3) p.add("brokersPerAz", `${brokers} brokers cannot hold replication factor 3`);
   if (Object.keys(args.clientSecurityGroupIds).length === 0) p.add("clientSecurityGroupIds", "needs at least one client security group");
+  const retention = args.brokerLogRetentionDays ?? BROKER_LOG_RETENTION_DAYS;
+  if (!Number.isInteger(retention) || retention < 1) p.add("brokerLogRetentionDays", `must be a whole number of days ≥ 1 (got ${retention})`);
   p.throwIfAny("Kafka arguments");
   const opts = { parent };
-  const kafkaVersion = args.kafkaVersion ?? "3.6.0";
+  const kafkaVersion = args.kafkaVersion ?? DEFAULT_KAFKA_VERSION;
 
   const sg = new aws.ec2.SecurityGroup(`${name}-sg`, { vpcId: args.vpcId, description: "MSK IAM/TLS from its clients' security groups only", tags: tagged() }, opts);
   // Each client group by reference, never a CIDR: a pod outside them has no route in.
@@ -67,7 +83,10 @@ export function createKafka(name: string, args: KafkaArgs, parent: pulumi.Resour
       opts,
     );
   }
-  const configuration = new aws.msk.Configuration(`${name}-config`, { kafkaVersions: [kafkaVersion], serverProperties: KAFKA_SERVER_PROPERTIES }, opts);
+  // No kafkaVersions: the configuration then fits every version, the KRaft ones included.
+  const configuration = new aws.msk.Configuration(`${name}-config`, { serverProperties: KAFKA_SERVER_PROPERTIES }, opts);
+  // The brokers' own logs (a broker's view of an ISR shrink, a rejected produce): without them an L4 incident leaves no trace.
+  const brokerLogs = new aws.cloudwatch.LogGroup(`${name}-broker-logs`, { retentionInDays: retention, tags: tagged() }, opts);
   const key = new aws.kms.Key(`${name}-kms`, { description: "llm-ha MSK at rest", enableKeyRotation: true, tags: tagged() }, opts);
   return new aws.msk.Cluster(
     `${name}-msk`,
@@ -83,6 +102,7 @@ export function createKafka(name: string, args: KafkaArgs, parent: pulumi.Resour
       configurationInfo: { arn: configuration.arn, revision: configuration.latestRevision },
       encryptionInfo: { encryptionAtRestKmsKeyArn: key.arn, encryptionInTransit: { clientBroker: "TLS", inCluster: true } },
       clientAuthentication: { sasl: { iam: true }, unauthenticated: false },
+      loggingInfo: { brokerLogs: { cloudwatchLogs: { enabled: true, logGroup: brokerLogs.name } } },
       tags: tagged(),
     },
     opts,

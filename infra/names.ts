@@ -18,7 +18,7 @@ export const CAPACITY_WAIVER_TAG = "llm-ha.io/capacity-waiver";
 export const GPU_TAINT = Object.freeze({ key: "nvidia.com/gpu", value: "true", effect: "NoSchedule" });
 
 /** `app.kubernetes.io/name` of each workload. */
-export const APP = Object.freeze({ inference: "inference", agent: "llm-ha-agent", controller: "llm-ha-controller", l1: "l1-proxy", devicePlugin: "nvidia-device-plugin" });
+export const APP = Object.freeze({ inference: "inference", agent: "llm-ha-agent", controller: "llm-ha-controller", l1: "l1-proxy", devicePlugin: "nvidia-device-plugin", dcgmExporter: "dcgm-exporter" });
 
 /**
  * Namespace of what needs the host (the agents, vLLM) and their headless Services, unless

@@ -1,7 +1,7 @@
 import * as crypto from "node:crypto";
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
-import { accessString, redisRoles, redisUrl, type RoleName } from "../contracts/redis-roles";
+import { accessString, redisRoles, redisUrl, WORKLOAD_ROLE_NAMES, type RoleName } from "../contracts/redis-roles";
 import { Problems } from "./problems";
 import { tagged } from "./tags";
 
@@ -34,6 +34,12 @@ export interface RedisArgs {
    * it, the AUTH token alone (every client has every permission; the old way).
    */
   rolePasswords?: Partial<Record<RoleName, pulumi.Input<string>>>;
+  /**
+   * The stack's AZs: the replication group's `preferredCacheClusterAzs` take them in turn (one
+   * node per AZ before any AZ gets a second), so the primary and its replicas never share an AZ
+   * by ElastiCache's choice. Default none (ElastiCache places them).
+   */
+  azs?: string[];
 }
 
 /**
@@ -53,6 +59,10 @@ export class Redis extends pulumi.ComponentResource {
     super("llm-ha:infra:Redis", name, {}, opts);
     const p = new Problems();
     if (!args.rolePasswords && args.authToken === undefined) p.add("rolePasswords", "is required (or, as the old way, authToken)");
+    // A role left out of a partly set map would have no user (its clients locked out) or, read
+    // as "", a blank password: refused here, naming the roles, as the config reader does.
+    const missing = args.rolePasswords ? WORKLOAD_ROLE_NAMES.filter((r) => args.rolePasswords?.[r] === undefined || args.rolePasswords[r] === "") : [];
+    if (missing.length > 0) p.add("rolePasswords", `has no password for ${missing.join(", ")} (every workload role needs one: llm-ha:redisRolePasswords.<role>)`);
     p.throwIfAny("Redis arguments");
     this.userGroup = args.rolePasswords ? createRoleUsers(name, args.cluster ?? "default", args.rolePasswords, args.authToken ?? disabledUserPassword(args.rolePasswords), this) : undefined;
     this.replicationGroup = createRedis(name, args, this, this.userGroup);
@@ -84,6 +94,26 @@ export function disabledUserPassword(passwords: Partial<Record<RoleName, pulumi.
  * One ElastiCache RBAC user per role with a password, and a user group with them and a
  * `default` user that is off (ElastiCache requires a user named `default` in every group).
  */
+/**
+ * An ElastiCache user or user-group id of this stack. Those ids are unique per account and
+ * region, not per stack, so a second stack (staging beside prod) with the same ids fails with
+ * UserAlreadyExists: each id carries the stack's name. The user *names* (what clients AUTH as)
+ * stay the role names: a name need only be unique within its user group (ElastiCache's own
+ * examples give several users the name `default`, each with its own id). Ids match
+ * `[a-z][a-z0-9-]*` (user groups are stored lowercase) and stay within 40 characters: a long
+ * stack name is cut and keeps a hash of the whole.
+ */
+export function stackScopedId(stack: string, name: string, suffix: string): string {
+  let slug = stack.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
+  if (!/^[a-z]/.test(slug)) slug = `s${slug}`;
+  const tail = `-${name}-${suffix}`;
+  if (slug.length + tail.length > 40) {
+    const hash = crypto.createHash("sha256").update(stack).digest("hex").slice(0, 6);
+    slug = `${slug.slice(0, Math.max(1, 40 - tail.length - 7)).replace(/-+$/, "")}-${hash}`;
+  }
+  return `${slug}${tail}`.replace(/-{2,}/g, "-").slice(0, 40).replace(/-+$/, "");
+}
+
 export function createRoleUsers(
   name: string,
   cluster: string,
@@ -92,9 +122,10 @@ export function createRoleUsers(
   parent: pulumi.Resource,
 ): aws.elasticache.UserGroup {
   const opts = { parent };
+  const stack = pulumi.getStack();
   const off = new aws.elasticache.User(
     `${name}-user-default`,
-    { userId: `${name}-default-off`, userName: "default", engine: "redis", accessString: "off resetkeys resetchannels -@all", passwords: [defaultPassword], tags: tagged() },
+    { userId: stackScopedId(stack, name, "default-off"), userName: "default", engine: "redis", accessString: "off resetkeys resetchannels -@all", passwords: [defaultPassword], tags: tagged() },
     opts,
   );
   const users = [off];
@@ -104,12 +135,22 @@ export function createRoleUsers(
     users.push(
       new aws.elasticache.User(
         `${name}-user-${role.name}`,
-        { userId: `${name}-${role.name}`, userName: role.name, engine: "redis", accessString: accessString(role), passwords: [pw], tags: tagged() },
+        { userId: stackScopedId(stack, name, role.name), userName: role.name, engine: "redis", accessString: accessString(role), passwords: [nonBlank(pw, role.name)], tags: tagged() },
         opts,
       ),
     );
   }
-  return new aws.elasticache.UserGroup(`${name}-users`, { userGroupId: `${name}-llmha`, engine: "redis", userIds: users.map((u) => u.userId), tags: tagged() }, opts);
+  return new aws.elasticache.UserGroup(`${name}-users`, { userGroupId: stackScopedId(stack, name, "llmha"), engine: "redis", userIds: users.map((u) => u.userId), tags: tagged() }, opts);
+}
+
+/** The password, refused when it resolves blank (ElastiCache would take no user without one; a blank one must never reach it). */
+function nonBlank(pw: pulumi.Input<string>, role: string): pulumi.Output<string> {
+  return pulumi.secret(
+    pulumi.output(pw).apply((v) => {
+      if (v.trim() === "") throw new Error(`Redis arguments: rolePasswords.${role}: is blank (llm-ha:redisRolePasswords.${role} needs 16-128 characters)`);
+      return v;
+    }),
+  );
 }
 
 export function createRedis(name: string, args: RedisArgs, parent: pulumi.Resource, userGroup?: aws.elasticache.UserGroup): aws.elasticache.ReplicationGroup {
@@ -152,6 +193,8 @@ export function createRedis(name: string, args: RedisArgs, parent: pulumi.Resour
       parameterGroupName: params.name,
       nodeType: args.nodeType ?? "cache.r7g.large",
       numCacheClusters: nodes,
+      // One node per AZ in turn: the primary and its replicas in different AZs.
+      ...(args.azs && args.azs.length > 0 ? { preferredCacheClusterAzs: Array.from({ length: nodes }, (_, i) => args.azs![i % args.azs!.length]) } : {}),
       port: 6379,
       multiAzEnabled: true,
       automaticFailoverEnabled: true,

@@ -120,6 +120,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     rolePasswords: c.redis.rolePasswords,
     nodeType: c.redis.nodeType,
     nodes: c.redis.replicas,
+    azs: c.azs,
   });
   const kafka = new Kafka("kafka", {
     vpcId: network.vpc.id,
@@ -163,7 +164,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
 
   // Docker Hub and ECR Public images come through the stack's pull-through cache, by digest.
   const cache = new ImageCache("images", { clusterName: c.clusterName, region: c.region, dockerHubSecretArn: c.images.dockerHubSecretArn });
-  const cached = (name: "haproxy" | "awsCli" | "lbController") => cache.cacheRoot.apply((root) => pullRef(IMAGES[name].repository, c.images.digests[name], root));
+  const cached = (name: "haproxy" | "awsCli" | "lbController" | "dcgmExporter") => cache.cacheRoot.apply((root) => pullRef(IMAGES[name].repository, c.images.digests[name], root));
 
   // Everything with an NLB waits for the controller that makes NLBs.
   const lbController = createLbController("lbc", {
@@ -219,6 +220,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     gpuClasses: c.gpuClasses,
     inference: { ...c.inference, image: cache.cacheRoot.apply((root) => pullRefOf(c.inference.image, root)) },
     awsCliImage: c.inference.weightsS3Uri ? cached("awsCli") : undefined,
+    dcgmExporterImage: cached("dcgmExporter"),
     inferenceApiKey: c.inferenceApiKey,
     tls: c.edge.certificateArn ? { certificateArn: c.edge.certificateArn, sslPolicy: c.edge.sslPolicy } : null,
     agentImage: agentImage.ref,

@@ -1,13 +1,13 @@
 // Every policy of the pack, in the order violations are reported. Kept apart from
 // index.ts because constructing the PolicyPack starts a gRPC server.
 import type { Policies } from "@pulumi/policy";
-import { eksControlPlaneLogging } from "./cluster";
+import { eksControlPlaneLogging, eksControlPlaneLogRetention, eksSecretsKeyGrantsClusterRole } from "./cluster";
 import { crdsInstalled } from "./crds";
 import { createOrderFollowsReferences } from "./create-order";
 import { addonVersionsForCluster, clusterAccessEntries, gpuScarceStartAtZero, probesReachable, waitsBounded } from "./create-time";
 import { chartsByDigest, imagesByDigest, l1AuthRequired, l1TlsRequired } from "./edge";
-import { eksVersionSupported, gpuCapacitySettings, nlbNeedsLbController } from "./deployability";
-import { mskHaEncrypted, redisHaEncrypted, redisRolesRequired } from "./data";
+import { eksVersionSupported, eksVersionSupportEnding, gpuCapacitySettings, nlbNeedsLbController } from "./deployability";
+import { mskHaEncrypted, mskKraftBrokerLogs, redisHaEncrypted, redisIdsPerStack, redisRolesRequired } from "./data";
 import { agentRoleLeastPrivilege, mskQueueWriterOnlyFallback } from "./iam";
 import { gpuAgentsHoldNoCloudRole } from "./cloud-holder";
 import { failoverRecordPairs, failoverRecordTtl, route53HealthCheckFast } from "./dns";
@@ -19,7 +19,7 @@ import {
   gpuNodeGroupTaintAndLabels,
   gpuNodeGroupsMultiAz,
 } from "./gpu";
-import { agentDaemonSetOnGpuNodes, gpuDeploymentPdb, gpuDeploymentSpread } from "./k8s";
+import { agentDaemonSetOnGpuNodes, gpuDeploymentPdb, gpuDeploymentSpread, ipTargetsReadinessGate } from "./k8s";
 import { agentNodeIdentity } from "./node-identity";
 import { inferenceOneModel } from "./model";
 import { haPortsFenced } from "./fences";
@@ -52,7 +52,9 @@ export const policies: Policies = [
   dnsAzLossSpread,
   redisHaEncrypted,
   redisRolesRequired,
+  redisIdsPerStack,
   mskHaEncrypted,
+  mskKraftBrokerLogs,
   standbyScheduleRules,
   standbyCapacityFallback,
   noPublicHaPorts,
@@ -66,7 +68,10 @@ export const policies: Policies = [
   mskQueueWriterOnlyFallback,
   requiredTags,
   eksControlPlaneLogging,
+  eksControlPlaneLogRetention,
+  eksSecretsKeyGrantsClusterRole,
   eksVersionSupported,
+  eksVersionSupportEnding,
   gpuCapacitySettings,
   nlbNeedsLbController,
   crdsInstalled,
@@ -79,6 +84,7 @@ export const policies: Policies = [
   addonVersionsForCluster,
   clusterAccessEntries,
   waitsBounded,
+  ipTargetsReadinessGate,
   l1TlsRequired,
   l1AuthRequired,
   imagesByDigest,

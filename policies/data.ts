@@ -1,8 +1,9 @@
 // The data services the tiers lean on: Redis holds the node registry, the leader lease
 // and fencing tokens (L1–L2); MSK is the durable queue the L4 tier falls back to.
 import * as aws from "@pulumi/aws";
-import { validateResourceOfType, type ResourceValidationPolicy } from "@pulumi/policy";
-import { num, record, str, strings } from "./props";
+import { validateResourceOfType, type ResourceValidationPolicy, type StackValidationPolicy } from "@pulumi/policy";
+import { findReferenced } from "./conventions";
+import { num, record, str, strings, type Props } from "./props";
 
 export interface RedisConfig {
   minCacheClusters: number;
@@ -11,7 +12,7 @@ export interface RedisConfig {
 export const redisHaEncrypted: ResourceValidationPolicy = {
   name: "redis-ha-encrypted",
   description:
-    "ElastiCache Redis has cluster mode disabled, automatic failover, multi-AZ, at least 2 cache clusters, TLS required, at-rest encryption, and authentication: an RBAC user group (userGroupIds: one user per role, llm-ha:redisRolePasswords) or, as the old way, an auth token (L2 cluster tier: the registry and the leader lease survive a node or AZ loss, and nobody on the network can forge node state or fencing tokens).",
+    "ElastiCache Redis has cluster mode disabled, automatic failover, multi-AZ, at least 2 cache clusters placed by preferredCacheClusterAzs over at least 2 AZs, TLS required, at-rest encryption, and authentication: an RBAC user group (userGroupIds: one user per role, llm-ha:redisRolePasswords) or, as the old way, an auth token (L2 cluster tier: the registry and the leader lease survive a node or AZ loss, and nobody on the network can forge node state or fencing tokens).",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
@@ -28,6 +29,15 @@ export const redisHaEncrypted: ResourceValidationPolicy = {
     const nodes = num(rg.numCacheClusters) ?? (replicas === undefined ? undefined : 1 + replicas);
     if (nodes === undefined || nodes < minCacheClusters) {
       reportViolation(`Redis ${name} has ${nodes ?? "no"} cache clusters; it needs at least ${minCacheClusters}.`);
+    }
+    // multiAzEnabled alone lets ElastiCache put the primary and a replica in one AZ: the AZ's loss then takes both.
+    const placed = strings(rg.preferredCacheClusterAzs);
+    if (nodes !== undefined && nodes >= 2 && num(rg.numNodeGroups) === undefined && num(rg.replicasPerNodeGroup) === undefined) {
+      if (new Set(placed).size < 2) {
+        reportViolation(`Redis ${name} places its nodes in ${placed.length === 0 ? "no named AZ (no preferredCacheClusterAzs)" : `${new Set(placed).size} AZ (${[...new Set(placed)].join(", ")})`}; list one AZ per node over at least 2 AZs, so the primary and a replica never share one.`);
+      } else if (nodes !== undefined && placed.length !== nodes) {
+        reportViolation(`Redis ${name} lists ${placed.length} preferredCacheClusterAzs for ${nodes} cache clusters; ElastiCache takes one per node.`);
+      }
     }
     if (rg.transitEncryptionEnabled !== true) {
       reportViolation(`Redis ${name} must set transitEncryptionEnabled to true.`);
@@ -120,4 +130,73 @@ export const mskHaEncrypted: ResourceValidationPolicy = {
       reportViolation(`MSK ${name} enables TLS client-certificate authentication; IAM must be its only client authentication.`);
     }
   }),
+};
+
+/** The user and user-group types whose ids are account- and region-wide. */
+const ELASTICACHE_USER_TYPES: Record<string, string> = { "aws:elasticache/user:User": "userId", "aws:elasticache/userGroup:UserGroup": "userGroupId" };
+
+/** The stack name as it begins an ElastiCache id (infra/redis.ts `stackScopedId`): lowercase, runs of other characters as one `-`. */
+export function stackIdSlug(stack: string): string {
+  const slug = stack.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "");
+  return /^[a-z]/.test(slug) ? slug : `s${slug}`;
+}
+
+export const redisIdsPerStack: ResourceValidationPolicy = {
+  name: "redis-ids-per-stack",
+  description:
+    "ElastiCache user ids and user-group ids begin with the stack's name (the Environment tag): those ids are unique per account and region, so two stacks with the same ids (staging beside prod) collide and the second `pulumi up` fails with UserAlreadyExists (L2 cluster tier: a stack that cannot be created has no registry). User names, what clients AUTH as, stay the role names.",
+  enforcementLevel: "mandatory",
+  configSchema: { properties: {} },
+  validateResource: (args, reportViolation) => {
+    const field = ELASTICACHE_USER_TYPES[args.type];
+    if (field === undefined) return;
+    const p = args.props as Props;
+    const id = str(p[field]);
+    const env = (record(p.tags) as Record<string, string> | undefined)?.[ENVIRONMENT_TAG];
+    if (id === undefined || env === undefined) return;
+    const slug = stackIdSlug(env);
+    // A long stack name is cut and carries a hash; its first characters still lead.
+    if (!id.startsWith(`${slug}-`) && !(slug.length > 12 && id.startsWith(slug.slice(0, 8)))) {
+      reportViolation(`ElastiCache ${field} ${JSON.stringify(id)} of ${args.name} does not begin with the stack's name (${slug}-): ids are unique per account and region, so another stack with the same id fails with UserAlreadyExists.`);
+    }
+  },
+};
+
+const MSK_TYPE = "aws:msk/cluster:Cluster";
+const LOG_GROUP_TYPE = "aws:cloudwatch/logGroup:LogGroup";
+
+/** Whether an MSK version string runs in KRaft mode: `3.7.x.kraft` and later (`<x.y>.x.kraft`), every 4.x. */
+export function isKraftVersion(version: string): boolean {
+  return /\.kraft$/i.test(version) || Number(/^(\d+)\./.exec(version)?.[1] ?? 0) >= 4;
+}
+
+export const mskKraftBrokerLogs: StackValidationPolicy = {
+  name: "msk-kraft-broker-logs",
+  description:
+    "MSK runs in KRaft mode (a `<x.y>.x.kraft` version, 3.7 or later; ZooKeeper versions are refused: 3.6.0 is past MSK's end of support and a cluster cannot switch later) and sends its broker logs somewhere kept, a CloudWatch log group with a retention where CloudWatch is the target (L4 global tier: the queue's incident can be read afterwards, and no log is kept forever).",
+  enforcementLevel: "mandatory",
+  configSchema: { properties: {} },
+  validateStack: (args, reportViolation) => {
+    for (const c of args.resources.filter((r) => r.type === MSK_TYPE)) {
+      const p = c.props as Props;
+      const version = str(p.kafkaVersion) ?? "";
+      if (!isKraftVersion(version)) {
+        reportViolation(`MSK ${c.name} runs Kafka ${JSON.stringify(version)} on ZooKeeper; use a KRaft version (3.9.x.kraft, llm-ha:kafka.version). KRaft is chosen at creation only: the cluster is replaced.`, c.urn);
+      }
+      const logs = record(record(p.loggingInfo)?.brokerLogs);
+      const cw = record(logs?.cloudwatchLogs);
+      const other = record(logs?.s3)?.enabled === true || record(logs?.firehose)?.enabled === true;
+      if (cw?.enabled !== true && !other) {
+        reportViolation(`MSK ${c.name} sends no broker logs (loggingInfo.brokerLogs): turn on CloudWatch logs to a log group with a retention.`, c.urn);
+        continue;
+      }
+      if (cw?.enabled === true) {
+        const group = findReferenced(args.resources, c, "loggingInfo", str(cw.logGroup), LOG_GROUP_TYPE);
+        const days = num(record(group?.props)?.retentionInDays);
+        if (group !== undefined && !(days !== undefined && days > 0)) {
+          reportViolation(`MSK ${c.name} logs to log group ${group.name}, which has no retentionInDays: its events are kept (and billed) forever.`, c.urn);
+        }
+      }
+    }
+  },
 };

@@ -3,7 +3,7 @@
 // GPUs, and the controller every NLB Service waits for.
 import { type StackValidationPolicy } from "@pulumi/policy";
 import { chartNameOf } from "../contracts/charts";
-import { eksVersionProblem, isoDay } from "../contracts/eks-versions";
+import { EKS_SUPPORT_WARNING_DAYS, eksSupportEndingSoon, eksVersionProblem, isoDay } from "../contracts/eks-versions";
 import { gpuNodeGroupsWithTemplates, nodeGroupAzs, AZ_LABEL } from "./conventions";
 import { record, str, stringMap, strings, type Props } from "./props";
 import { allowedInstanceTypesProperty } from "./gpu";
@@ -49,6 +49,33 @@ export const eksVersionSupported: StackValidationPolicy = {
           c.urn,
         );
       }
+    }
+  },
+};
+
+export interface EksVersionSupportEndingConfig {
+  /** Judge on this day (YYYY-MM-DD); empty: today. */
+  asOf: string;
+  warningDays: number;
+}
+
+export const eksVersionSupportEnding: StackValidationPolicy = {
+  name: "eks-version-support-ending",
+  description: `EKS clusters run a Kubernetes version that stays in standard support for more than ${EKS_SUPPORT_WARNING_DAYS} days (contracts/eks-versions.ts): warned before AWS upgrades the control plane on its own schedule and the next \`pulumi up\` tries to take it back (L2/L3: an upgrade chosen by AWS lands mid-incident if need be).`,
+  enforcementLevel: "advisory",
+  configSchema: {
+    properties: {
+      asOf: { type: "string", default: "", description: "Day the support windows are judged on (YYYY-MM-DD); empty means today." },
+      warningDays: { type: "integer", minimum: 1, default: EKS_SUPPORT_WARNING_DAYS, description: "Warn this many days before the end of standard support." },
+    },
+  },
+  validateStack: (args, reportViolation) => {
+    const { asOf, warningDays } = args.getConfig<EksVersionSupportEndingConfig>();
+    const day = asOf || isoDay(new Date());
+    for (const c of args.resources.filter((r) => r.type === EKS_CLUSTER_TYPE)) {
+      const version = str((c.props as Props).version);
+      const soon = version === undefined ? undefined : eksSupportEndingSoon(version, day, warningDays);
+      if (soon) reportViolation(`EKS cluster ${c.name}: ${soon}.`, c.urn);
     }
   },
 };

@@ -156,3 +156,43 @@ export const agentDaemonSetOnGpuNodes: ResourceValidationPolicy = {
     if (problems.length > 0) reportViolation(`Agent DaemonSet ${name} ${joinWords(problems)}.`);
   }),
 };
+
+const NAMESPACE_TYPE = "kubernetes:core/v1:Namespace";
+/** The label that makes the AWS Load Balancer Controller inject its pod readiness gate (infra/workloads/namespaces.ts). */
+export const READINESS_GATE_LABEL = "elbv2.k8s.aws/pod-readiness-gate-inject";
+
+/** Why a resource puts pods of its namespace behind IP targets of a load balancer, or undefined. */
+function ipTargets(type: string, obj: Props): string | undefined {
+  const annotations = stringMap(record(obj.metadata)?.annotations);
+  if (type === "kubernetes:core/v1:Service" && annotations["service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"] === "ip") return "an NLB with IP targets";
+  if (type.startsWith("kubernetes:networking.k8s.io/") && type.endsWith(":Ingress") && annotations["alb.ingress.kubernetes.io/target-type"] === "ip") return "an ALB with IP targets";
+  if (type.startsWith("kubernetes:elbv2.k8s.aws/") && type.endsWith(":TargetGroupBinding") && str(record(obj.spec)?.targetType) === "ip") return "a TargetGroupBinding of IP targets";
+  return undefined;
+}
+
+export const ipTargetsReadinessGate: StackValidationPolicy = {
+  name: "ip-targets-readiness-gate",
+  description:
+    "A namespace whose pods are IP targets of an AWS load balancer (an NLB Service or ALB Ingress with target-type ip, a TargetGroupBinding of targetType ip) carries the label elbv2.k8s.aws/pod-readiness-gate-inject: enabled, so a rollout waits until each new pod is a healthy target before it ends an old one (L1/L3: otherwise a rollout of the L1 pods can leave an AZ's NLB with no healthy target, and Route53 fails the AZ over).",
+  enforcementLevel: "mandatory",
+  configSchema: { properties: {} },
+  validateStack: (args, reportViolation) => {
+    const namespaces = args.resources.filter((r) => r.type === NAMESPACE_TYPE);
+    const reported = new Set<string>();
+    for (const r of args.resources) {
+      const obj = r.props as Props;
+      const why = ipTargets(r.type, obj);
+      if (why === undefined) continue;
+      const ns = namespaceOf(obj);
+      if (reported.has(ns)) continue;
+      const nsRes = namespaces.find((n) => nameOf(n.props as Props, n.name) === ns);
+      const label = nsRes ? stringMap(record((nsRes.props as Props).metadata)?.labels)[READINESS_GATE_LABEL] : undefined;
+      if (label === "enabled") continue;
+      reported.add(ns);
+      reportViolation(
+        `Namespace ${ns} holds ${why} (${nameOf(obj, r.name)}) but ${nsRes ? `does not carry ${READINESS_GATE_LABEL}: enabled` : `is not in the stack to carry ${READINESS_GATE_LABEL}: enabled`}: a rollout ends old pods before the load balancer finds the new ones healthy.`,
+        nsRes?.urn ?? r.urn,
+      );
+    }
+  },
+};

@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { DEFAULT_EKS_VERSION, EKS_VERSIONS, eksVersionProblem, isoDay } from "../../contracts/eks-versions";
+import { DEFAULT_EKS_VERSION, EKS_VERSIONS, eksSupportEndingSoon, eksVersionProblem, isoDay } from "../../contracts/eks-versions";
 import { ADDON_NAMES, type AddonName } from "../addons";
 import { isObj, type Settings } from "./read";
 import type { StackConfig } from "./stack-config";
@@ -66,7 +66,11 @@ export function kubernetesVersionCheck(version: string, day: string): { refuse: 
     return { refuse: false, message: `EKS version ${version} is newer than the support table (contracts/eks-versions.ts, newest ${newest}): its support window is not checked (aws eks describe-cluster-versions); add its row` };
   }
   const problem = eksVersionProblem(version, day);
-  if (problem === undefined) return undefined;
+  // Within EKS_SUPPORT_WARNING_DAYS of the end of standard support: warned (preflight too), time to upgrade.
+  if (problem === undefined) {
+    const soon = eksSupportEndingSoon(version, day);
+    return soon === undefined ? undefined : { refuse: false, message: soon };
+  }
   return { refuse: row === undefined || day < row.released, message: problem };
 }
 

@@ -2,6 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { Settings } from "./read";
 import { WORKLOAD_ROLE_NAMES as WORKLOAD_ROLES, type RoleName } from "../../contracts/redis-roles";
 import type { StackConfig } from "./stack-config";
+import { DEFAULT_KAFKA_VERSION } from "../kafka";
 
 /** The command that gives every Redis role its password (docs/redis-roles.md). */
 export const ROLE_PASSWORDS_HOW = `for r in ${WORKLOAD_ROLES.join(" ")}; do pulumi config set --secret --path "llm-ha:redisRolePasswords.$r" "$(openssl rand -hex 32)"; done`;
@@ -59,7 +60,7 @@ export function redisOf(s: Settings, azs: string[]): StackConfig["redis"] {
 export function kafkaOf(s: Settings, azs: string[]): StackConfig["kafka"] {
   const kafka = s.obj("kafka");
   const c = {
-    version: s.str(kafka, "version", s.key("kafka.version"), "3.6.0"),
+    version: s.str(kafka, "version", s.key("kafka.version"), DEFAULT_KAFKA_VERSION),
     brokersPerAz: s.int(kafka, "brokersPerAz", s.key("kafka.brokersPerAz"), 1),
     instanceType: s.str(kafka, "instanceType", s.key("kafka.instanceType"), "kafka.m7g.large"),
     volumeSizeGb: s.int(kafka, "volumeSizeGb", s.key("kafka.volumeSizeGb"), 100),

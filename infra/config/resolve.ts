@@ -45,6 +45,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   requireDigest(s, images, "haproxy", haproxy.image === "");
   requireDigest(s, images, "awsCli", inference.inference.weightsS3Uri !== undefined);
   requireDigest(s, images, "lbController", true);
+  requireDigest(s, images, "dcgmExporter", true);
   const redis = redisOf(s, azs);
   const kafka = kafkaOf(s, azs);
   const fallback = fallbackOf(src.project.getObject<unknown>("fallback"), src.project, inference.inference.model, p);

@@ -11,6 +11,7 @@ import { DASHBOARD_UID, type Dashboard } from "./dashboard";
 import { APP, edgeNamespaceOf, LABELS } from "../names";
 import { FALLBACK_METRICS_PORT_NAME, FALLBACK_SCRAPE_JOB } from "../workloads/fallback-names";
 import { CONTINUE_METRICS_PORT_NAME, CONTINUE_SCRAPE_JOB } from "../workloads/continuation-names";
+import { DCGM_EXPORTER_NAMESPACE, DCGM_EXPORTER_PORT_NAME } from "../workloads/dcgm-exporter";
 
 /** Label Grafana's dashboard sidecar watches (kube-prometheus-stack's default). */
 export const GRAFANA_DASHBOARD_LABEL = Object.freeze({ grafana_dashboard: "1" });
@@ -58,10 +59,13 @@ export interface ScrapeTarget {
   keep?: readonly string[];
   /** The pods run in the edge namespace (the L1 tier, the controller), not the workloads one. */
   edge?: boolean;
+  /** The pods run in this namespace of their own (the DCGM exporter in kube-system), whatever the workloads one. */
+  namespace?: string;
 }
 
 /** The namespace a target's pods run in, from the workloads namespace (infra/workloads/namespaces.ts). */
-export function targetNamespace(workloadsNamespace: string, t: Pick<ScrapeTarget, "edge">): string {
+export function targetNamespace(workloadsNamespace: string, t: Pick<ScrapeTarget, "edge" | "namespace">): string {
+  if (t.namespace !== undefined) return t.namespace;
   return t.edge ? edgeNamespaceOf(workloadsNamespace) : workloadsNamespace;
 }
 
@@ -82,6 +86,8 @@ export function scrapeTargets(l1Keep: readonly string[], opts: { fallback?: bool
     { app: APP.controller, port: "http", honorLabels: true, edge: true },
     { app: APP.l1, port: "monitor", honorLabels: false, params: { ...L1_SCRAPE_PARAMS }, keep: l1Keep, edge: true },
     { app: APP.inference, port: "http", honorLabels: false },
+    // NVIDIA's DCGM exporter on each GPU node (infra/workloads/dcgm-exporter.ts): the GPUs' own DCGM_FI_* series.
+    { app: APP.dcgmExporter, port: DCGM_EXPORTER_PORT_NAME, honorLabels: false, namespace: DCGM_EXPORTER_NAMESPACE },
     // The continuation relay, in every L1 pod (l1ProxyManifests), on its own metrics listener (9421), as its own job.
     { app: APP.l1, job: CONTINUE_SCRAPE_JOB, port: CONTINUE_METRICS_PORT_NAME, honorLabels: false, edge: true },
     // The L4 fallback beside HAProxy in the same pods, on its own metrics listener (9411), as its own job.

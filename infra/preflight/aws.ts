@@ -12,6 +12,7 @@ import { awsCli, cliChecks, type AwsCli } from "./aws-cli";
 import { quotaValue, STANDARD_QUOTA_CHECK, standardQuotaRows } from "./quotas";
 import { reservationRow, wantedReservations } from "./reservations";
 import { fetchIpRanges, route53RangesRow, type IpRangesFetch } from "./route53-ranges";
+import { capacityBlockMostlyNote } from "../../contracts/scarce-gpus";
 
 export interface AwsClients {
   ec2: EC2Client;
@@ -92,6 +93,9 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients, today = 
           detail: `none of ${fb.join(", ")} is offered in ${az}: the standby's fallback group could never launch`,
           fix: `set llm-ha:standbyFallback.${cls} to a type offered in ${az} ([] and llm-ha:standbyCapacityWaiver if none is)`,
         });
+      } else {
+        const note = capacityBlockMostlyNote(fb.filter((t) => offered.has(`${t}@${az}`)));
+        if (note) out.push({ check: `fallback ${cls} in ${az}`, status: "warn", detail: note, fix: `llm-ha:gpuClasses[].capacityReservations for ${az}, or llm-ha:standbyFallback.${cls}` });
       }
     }
     return out.length ? out : [{ check: "instance types offered", status: "ok", detail: `${types.join(", ")} offered in ${c.azs.join(", ")}`, fix: "" }];

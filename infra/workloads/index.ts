@@ -9,11 +9,12 @@ import { controllerManifests, type AgentActuatorEnv } from "./controller";
 import { createControllerAccess } from "./controller-access";
 import { objectName } from "./common";
 import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
+import { dcgmExporterDaemonSet } from "./dcgm-exporter";
 import { inferenceHeadlessService, inferenceManifests } from "./inference";
 import { fallbackProviderObjects, fallbackServiceAccount, type FallbackProvider, type FallbackSidecarSpec } from "./fallback";
 import { l1ProxyManifests } from "./l1-proxy";
 import { L1_METRICS_LISTENERS, l1MetricsNetworkPolicy, workloadNetworkPolicies } from "./network-policies";
-import { EDGE_POD_SECURITY, namespaceManifest, WORKLOADS_POD_SECURITY } from "./namespaces";
+import { EDGE_POD_SECURITY, namespaceManifest, POD_READINESS_GATE_LABEL, WORKLOADS_POD_SECURITY } from "./namespaces";
 import { REDIS_ROLE_TIER, redisSecretParts, type RedisWorkloadRole } from "./redis-secret";
 import { DEFAULT_PROMETHEUS_NAMESPACE } from "./fallback-names";
 import { APP } from "../names";
@@ -74,6 +75,8 @@ export interface WorkloadsArgs {
   haproxyReplicas?: number;
   /** NVIDIA device plugin image. Default `DEVICE_PLUGIN_IMAGE`. */
   devicePluginImage?: string;
+  /** NVIDIA DCGM exporter image, by digest (infra/workloads/dcgm-exporter.ts). Default none: no exporter. */
+  dcgmExporterImage?: pulumi.Input<string>;
   /** The AZ the schedule scales to zero (`LLMHA_STANDBY_AZ`). Default none. */
   standbyAz?: string;
   /** The standby AZ's size relative to an active AZ's, in (0, 1]: its inference replicas and `LLMHA_STANDBY_CAPACITY_PERCENT`. Default 1. */
@@ -173,7 +176,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const namespace = args.namespace ?? WORKLOADS_NAMESPACE;
   const edgeNamespace = edgeNamespaceOf(namespace);
   const ns = new k8s.core.v1.Namespace(`${name}-ns`, namespaceManifest(namespace, WORKLOADS_POD_SECURITY), opts);
-  const edgeNs = new k8s.core.v1.Namespace(`${name}-edge-ns`, namespaceManifest(edgeNamespace, EDGE_POD_SECURITY), opts);
+  const edgeNs = new k8s.core.v1.Namespace(`${name}-edge-ns`, namespaceManifest(edgeNamespace, EDGE_POD_SECURITY, POD_READINESS_GATE_LABEL), opts);
   const inNs = { ...opts, dependsOn: [ns] };
   const inEdge = { ...opts, dependsOn: [edgeNs] };
   const tiers = { workloads: { namespace, opts: inNs, id: name }, edge: { namespace: edgeNamespace, opts: inEdge, id: `${name}-edge` } };
@@ -267,6 +270,8 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   }
   // Runs on GPU nodes only: with none yet (they scale up after creation) it is ready at once.
   new k8s.apps.v1.DaemonSet(`${name}-device-plugin`, devicePluginDaemonSet(args.devicePluginImage ?? DEVICE_PLUGIN_IMAGE), { ...opts, customTimeouts: { create: "10m", update: "20m" } });
+  // The GPUs' own telemetry for Prometheus, on GPU nodes only; likewise ready at once with none.
+  if (args.dcgmExporterImage !== undefined) new k8s.apps.v1.DaemonSet(`${name}-dcgm-exporter`, dcgmExporterDaemonSet(args.dcgmExporterImage), { ...opts, customTimeouts: { create: "10m", update: "20m" } });
 
   const slots: Record<string, number> = {};
   for (const { az } of args.azs) slots[az] = args.gpuClasses.reduce((n, c) => n + c.maxPerAz, 0);

@@ -33,7 +33,16 @@ export const WORKLOADS_POD_SECURITY = podSecurityLabels("privileged");
 /** The edge namespace: the L1 pods and the controller. */
 export const EDGE_POD_SECURITY = podSecurityLabels("restricted");
 
-/** A Namespace of the stack with its Pod Security Admission labels. */
-export function namespaceManifest(name: string, podSecurity: Readonly<Record<string, string>>): k8s.types.input.core.v1.Namespace {
-  return { apiVersion: "v1", kind: "Namespace", metadata: { name, labels: { "app.kubernetes.io/part-of": "llm-ha", ...podSecurity } } };
+/**
+ * The AWS Load Balancer Controller's pod readiness gate: in a namespace with this label its
+ * webhook gives each pod behind an IP-target NLB a readiness gate that holds until the pod's
+ * IP is a healthy target. Without it a rollout of the L1 pods counts a new pod ready as soon as
+ * its own probe passes and ends the old one while the NLB has not yet sent the new one a health
+ * check: every AZ's NLB then has no healthy target for a while, and Route53 fails the AZ over.
+ */
+export const POD_READINESS_GATE_LABEL = Object.freeze({ "elbv2.k8s.aws/pod-readiness-gate-inject": "enabled" });
+
+/** A Namespace of the stack with its Pod Security Admission labels (and any others, such as `POD_READINESS_GATE_LABEL`). */
+export function namespaceManifest(name: string, podSecurity: Readonly<Record<string, string>>, extra: Readonly<Record<string, string>> = {}): k8s.types.input.core.v1.Namespace {
+  return { apiVersion: "v1", kind: "Namespace", metadata: { name, labels: { "app.kubernetes.io/part-of": "llm-ha", ...extra, ...podSecurity } } };
 }

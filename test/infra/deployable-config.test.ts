@@ -10,7 +10,8 @@ import { stackFailure } from "./stack-failure";
 import { captureStack, stackConfig, type CapturedResource } from "../../infra/capture";
 import { missingUserSettings, USER_SETTINGS, withStandIns } from "../../infra/user-settings";
 import { resolveConfig } from "../../infra/config";
-import { eksVersionProblem, EKS_VERSIONS } from "../../contracts/eks-versions";
+import { DEFAULT_EKS_VERSION, eksSupportEndingSoon, eksVersionProblem, EKS_VERSIONS } from "../../contracts/eks-versions";
+import { kubernetesVersionCheck } from "../../infra/config/cluster";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
 
@@ -163,6 +164,12 @@ describe("user settings are refused with the key named", () => {
     expect(eksVersionProblem("1.34", "2026-12-02")).toBeUndefined();
     expect(eksVersionProblem("1.34", "2026-12-03")).toMatch(/extended support, at extra cost, until 2027-12-02/);
     expect(eksVersionProblem("1.35", "2026-11-30")).toBeUndefined();
+    // Within 120 days of the end of standard support: warned (the program and preflight), never refused.
+    expect(DEFAULT_EKS_VERSION).toBe("1.36");
+    expect(kubernetesVersionCheck("1.35", "2026-11-26")).toBeUndefined();
+    expect(kubernetesVersionCheck("1.35", "2026-12-05")).toEqual({ refuse: false, message: expect.stringMatching(/^EKS version 1.35 leaves standard support on 2027-03-27, in 112 days: .*upgrade to 1.36 \(llm-ha:kubernetesVersion\)$/) });
+    expect(kubernetesVersionCheck("1.36", "2026-12-05")).toBeUndefined();
+    expect(eksSupportEndingSoon("1.36", "2027-04-04")).toMatch(/leaves standard support on 2027-08-02, in 120 days/);
     // The table is ordered and each window is 14 months of standard support.
     for (const v of EKS_VERSIONS) expect(v.released < v.standardUntil && v.standardUntil < v.extendedUntil).toBe(true);
   });

@@ -1,3 +1,3 @@
 import { describeStack } from "./stack-suite";
 
-describeStack("dev", { resources: 226 });
+describeStack("dev", { resources: 230 });

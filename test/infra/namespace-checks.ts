@@ -6,7 +6,7 @@
  */
 import { expect, it } from "vitest";
 import { EDGE_NAMESPACE, WORKLOADS_NAMESPACE } from "../../infra/names";
-import { EDGE_POD_SECURITY, WORKLOADS_POD_SECURITY } from "../../infra/workloads/namespaces";
+import { EDGE_POD_SECURITY, POD_READINESS_GATE_LABEL, WORKLOADS_POD_SECURITY } from "../../infra/workloads/namespaces";
 import { podStandardViolations } from "../../policies/pod-standards";
 import type { CapturedResource, Env } from "../../infra/capture";
 
@@ -47,7 +47,8 @@ export function describeNamespaces(_env: Env, resources: () => CapturedResource[
     const nss = Object.fromEntries(k8s("Namespace").map((n) => [n.metadata.name, n.metadata.labels]));
     expect(nss).toEqual({
       [WORKLOADS_NAMESPACE]: { "app.kubernetes.io/part-of": "llm-ha", ...WORKLOADS_POD_SECURITY },
-      [EDGE_NAMESPACE]: { "app.kubernetes.io/part-of": "llm-ha", ...EDGE_POD_SECURITY },
+      // The edge's L1 pods are IP targets of the NLBs: the load balancer controller's readiness gate holds a rollout until they are healthy targets.
+      [EDGE_NAMESPACE]: { "app.kubernetes.io/part-of": "llm-ha", ...POD_READINESS_GATE_LABEL, ...EDGE_POD_SECURITY },
     });
     expect(nss[EDGE_NAMESPACE]).toMatchObject({ "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/audit": "restricted", "pod-security.kubernetes.io/warn": "restricted" });
   });

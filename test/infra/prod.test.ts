@@ -1,3 +1,3 @@
 import { describeStack } from "./stack-suite";
 
-describeStack("prod", { resources: 265 });
+describeStack("prod", { resources: 269 });

@@ -269,8 +269,11 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       const attached = props("aws:iam/rolePolicyAttachment:RolePolicyAttachment").map((a) => a.policyArn as string);
       expect(attached.filter((a) => !/^arn:aws:iam::aws:policy\/(AmazonEKS|AmazonEC2ContainerRegistryReadOnly|service-role\/AmazonEBSCSIDriverPolicy$)/.test(a))).toEqual([]);
       // The only inline policies: the agent's, the L4 fallback's and the load balancer controller's (IRSA), checked below,
-      // and the nodes' pull through the stack's ECR cache (create and import under <cluster>/* only).
-      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "eks-gpu-node-pull", "eks-system-node-pull", "fallback-msk", "lbc-policy"]);
+      // the nodes' pull through the stack's ECR cache (create and import under <cluster>/* only), and the cluster role's
+      // use of its Secrets key (envelope encryption), on that one key.
+      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "eks-cluster-secrets-kms", "eks-gpu-node-pull", "eks-system-node-pull", "fallback-msk", "lbc-policy"]);
+      const kms = JSON.parse(String(props("aws:iam/rolePolicy:RolePolicy").find((p) => String(p.policy).includes("SecretsEnvelopeEncryption"))!.policy));
+      expect(kms.Statement).toEqual([expect.objectContaining({ Effect: "Allow", Action: ["kms:Encrypt", "kms:Decrypt", "kms:ListGrants", "kms:DescribeKey"], Resource: cluster.encryptionConfig.provider.keyArn })]);
       const pull = JSON.parse(String(props("aws:iam/rolePolicy:RolePolicy").find((p) => String(p.policy).includes("PullThroughCache"))!.policy));
       expect(pull.Statement[0]).toMatchObject({ Action: ["ecr:CreateRepository", "ecr:BatchImportUpstreamImage"], Resource: `arn:aws:ecr:us-east-1:123456789012:repository/${cfg["llm-ha:clusterName"] ?? `llm-ha-${env}`}/*` });
     });

@@ -31,7 +31,7 @@ describe("npm run observability", () => {
     expect(files["alerts.rules.yml"]).toContain('cluster_az:llmha_az_healthy_capacity:leader{az!="us-east-1c"}');
     const items = (JSON.parse(files["kubernetes.json"]) as { items: P[] }).items;
     const operator = items.filter((i) => i.apiVersion === "monitoring.coreos.com/v1");
-    expect(operator.map((i) => `${i.kind} ${i.metadata.name}`).sort()).toEqual(["PodMonitor inference", "PodMonitor l1-proxy", "PodMonitor llm-ha-agent", "PodMonitor llm-ha-continue", "PodMonitor llm-ha-controller", "PodMonitor llm-ha-fallback", "PrometheusRule llm-ha"]);
+    expect(operator.map((i) => `${i.kind} ${i.metadata.name}`).sort()).toEqual(["PodMonitor dcgm-exporter", "PodMonitor inference", "PodMonitor l1-proxy", "PodMonitor llm-ha-agent", "PodMonitor llm-ha-continue", "PodMonitor llm-ha-controller", "PodMonitor llm-ha-fallback", "PrometheusRule llm-ha"]);
     for (const i of operator) expect(i.metadata.labels).toMatchObject({ release: "kube-prometheus-stack", team: "sre" });
     const jobs = parseYaml(files["scrape-configs.yml"]).scrape_configs as P[];
     expect(jobs.every((j) => j.relabel_configs.some((r: P) => r.replacement === "prod"))).toBe(true);

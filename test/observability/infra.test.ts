@@ -35,7 +35,7 @@ describe("observability in the stack", () => {
     expect(on.length - off.length).toBe(5); // the component and its four objects
   });
 
-  it("with prometheusOperator: the PrometheusRule and six PodMonitors (the fallback's and the continuation relay's their own jobs, the controller's), labelled for the selectors; crds-installed refuses them without the CRDs", async () => {
+  it("with prometheusOperator: the PrometheusRule and seven PodMonitors (the fallback's and the continuation relay's their own jobs, the controller's, the DCGM exporter's), labelled for the selectors; crds-installed refuses them without the CRDs", async () => {
     const rs = await captureStack("dev", {
       [OBS]: JSON.stringify({ prometheusOperator: true, probeLatencyP95Seconds: 3, grafanaNamespace: "monitoring", selectorLabels: { release: "kube-prometheus-stack" } }),
     });
@@ -44,6 +44,7 @@ describe("observability in the stack", () => {
       "ConfigMap llm-ha-alertmanager-inhibit",
       "ConfigMap llm-ha-dashboard",
       "ConfigMap llm-ha-scrape-configs",
+      "PodMonitor dcgm-exporter",
       "PodMonitor inference",
       "PodMonitor l1-proxy",
       "PodMonitor llm-ha-agent",
@@ -59,7 +60,7 @@ describe("observability in the stack", () => {
     expect(JSON.stringify(rules)).toContain('cluster_az:llmha_az_healthy_capacity:leader{az!=\\"us-east-1b\\"}');
     expect(JSON.stringify(rules)).toContain("le) (rate(llmha_probe_latency_seconds_bucket[5m]))) > 3");
     const operator = rs.filter((x) => (x.props as P).apiVersion === "monitoring.coreos.com/v1");
-    expect(operator).toHaveLength(7);
+    expect(operator).toHaveLength(8);
     for (const r of operator) {
       expect((r.props as P).metadata.labels.release, r.name).toBe("kube-prometheus-stack");
       operatorObject(r.props).validate();
@@ -69,7 +70,7 @@ describe("observability in the stack", () => {
     expect(l1.spec.podMetricsEndpoints[0].params).toEqual({ "no-maint": [""] });
     expect(l1.spec.podMetricsEndpoints[0].metricRelabelings[0]).toMatchObject({ sourceLabels: ["__name__"], action: "keep" });
     const violations = await runPolicies([crdsInstalled], rs);
-    expect(violations.map((v) => v.message.split(" needs")[0]).sort()).toEqual(["PodMonitor inference (monitoring.coreos.com/v1)", "PodMonitor l1-proxy (monitoring.coreos.com/v1)", "PodMonitor llm-ha-agent (monitoring.coreos.com/v1)", "PodMonitor llm-ha-continue (monitoring.coreos.com/v1)", "PodMonitor llm-ha-controller (monitoring.coreos.com/v1)", "PodMonitor llm-ha-fallback (monitoring.coreos.com/v1)", "PrometheusRule llm-ha (monitoring.coreos.com/v1)"]);
+    expect(violations.map((v) => v.message.split(" needs")[0]).sort()).toEqual(["PodMonitor dcgm-exporter (monitoring.coreos.com/v1)", "PodMonitor inference (monitoring.coreos.com/v1)", "PodMonitor l1-proxy (monitoring.coreos.com/v1)", "PodMonitor llm-ha-agent (monitoring.coreos.com/v1)", "PodMonitor llm-ha-continue (monitoring.coreos.com/v1)", "PodMonitor llm-ha-controller (monitoring.coreos.com/v1)", "PodMonitor llm-ha-fallback (monitoring.coreos.com/v1)", "PrometheusRule llm-ha (monitoring.coreos.com/v1)"]);
   });
 
   it("names every bad observability key at once", async () => {

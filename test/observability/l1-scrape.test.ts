@@ -81,10 +81,11 @@ describe("the L1 proxies' scrape", () => {
   });
 
   it.skipIf(!havePromtool())("the generated scrape_configs pass promtool check config (Debian's build has no Kubernetes SD: static targets stand in)", () => {
-    // The agents and vLLM in the workloads namespace; the L1 tier (HAProxy, fallback, continuation relay) and the controller in the edge one.
+    // The DCGM exporter in kube-system; the agents and vLLM in the workloads namespace; the L1 tier (HAProxy, fallback, continuation relay) and the controller in the edge one.
     const edgeJobs = ["llm-ha-controller", "l1-proxy", "llm-ha-fallback", "llm-ha-continue"];
     const jobs = scrapeConfigs({ namespace: "llm-ha", clusterName: "prod" }, objs.l1Keep).map(({ kubernetes_sd_configs: sd, ...j }) => {
-      expect(sd, j.job_name as string).toEqual([{ role: "pod", namespaces: { names: [edgeJobs.includes(j.job_name as string) ? "llm-ha-edge" : "llm-ha"] } }]);
+      const ns = j.job_name === "dcgm-exporter" ? "kube-system" : edgeJobs.includes(j.job_name as string) ? "llm-ha-edge" : "llm-ha";
+      expect(sd, j.job_name as string).toEqual([{ role: "pod", namespaces: { names: [ns] } }]);
       return { ...j, static_configs: [{ targets: ["127.0.0.1:9"] }] };
     });
     const cfg = { global: { scrape_interval: "15s" }, scrape_configs: jobs };

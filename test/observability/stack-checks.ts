@@ -126,7 +126,7 @@ export function expectObservability(rs: CapturedResource[], clusterName: string,
 
   // Each scrape job selects pods the stack runs, on a port they name, and labels the cluster.
   const jobs = parseYaml(cm("llm-ha-scrape-configs")?.data[SCRAPE_FILE] as string).scrape_configs as P[];
-  expect(jobs.map((j) => j.job_name).sort()).toEqual(["inference", "l1-proxy", "llm-ha-agent", "llm-ha-continue", "llm-ha-controller", "llm-ha-fallback"]);
+  expect(jobs.map((j) => j.job_name).sort()).toEqual(["dcgm-exporter", "inference", "l1-proxy", "llm-ha-agent", "llm-ha-continue", "llm-ha-controller", "llm-ha-fallback"]);
   const workloads = [...k8s("DaemonSet"), ...k8s("Deployment")];
   for (const j of jobs) {
     const [app, port] = j.relabel_configs.filter((r: P) => r.action === "keep").map((r: P) => r.regex);
@@ -134,6 +134,8 @@ export function expectObservability(rs: CapturedResource[], clusterName: string,
     expect(selected.length, j.job_name).toBeGreaterThan(0);
     // The port may be any container's (the fallback's and the relay's metrics ports are on their own containers in the L1 pods).
     for (const w of selected) expect(w.spec.template.spec.containers.flatMap((c: P) => (c.ports ?? []).map((p: P) => p.name))).toContain(port);
+    // …in the namespace the job discovers pods in (the DCGM exporter in kube-system, beside the device plugin).
+    for (const w of selected) expect(j.kubernetes_sd_configs[0].namespaces.names, j.job_name).toContain(w.metadata.namespace);
     expect(j.relabel_configs).toContainEqual({ target_label: "cluster", replacement: clusterName });
   }
   // The L1 proxies serve HAProxy's exporter on the monitor port the scrape reads.

@@ -141,7 +141,7 @@ describe("addon-versions-for-cluster", () => {
       delete (named(rs, "eks-addon-vpc-cni").props as O).addonVersion;
     });
     expect(await messages(addonVersionsForCluster, rs)).toEqual([
-      "EKS add-on eks-addon-kube-proxy: kube-proxy v1.34.1-eksbuild.2 is for Kubernetes 1.34, the cluster runs 1.35.",
+      "EKS add-on eks-addon-kube-proxy: kube-proxy v1.34.1-eksbuild.2 is for Kubernetes 1.34, the cluster runs 1.36.",
       "EKS add-on eks-addon-vpc-cni (vpc-cni) names no version: EKS would install its default at create time and never move it.",
     ]);
   });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { mskHaEncrypted, redisHaEncrypted, redisRolesRequired } from "../../policies/data";
+import { isKraftVersion, mskHaEncrypted, mskKraftBrokerLogs, redisHaEncrypted, redisIdsPerStack, redisRolesRequired } from "../../policies/data";
+import type { CapturedResource } from "../../policies/runner";
 import { at, changed, happyStack, messages } from "./fixtures";
 
 describe("redis-roles-required", () => {
@@ -36,6 +37,17 @@ describe("redis-ha-encrypted", () => {
     ["TLS preferred, not required", (p) => (p.transitEncryptionMode = "preferred"), 'Redis registry has transitEncryptionMode "preferred"; TLS must be required.'],
     ["no at-rest encryption", (p) => delete p.atRestEncryptionEnabled, "Redis registry must set atRestEncryptionEnabled to true."],
     ["neither a user group nor an auth token", (p) => delete p.userGroupIds, "Redis registry has neither an RBAC user group (userGroupIds) nor an authToken: set llm-ha:redisRolePasswords."],
+    [
+      "every node in one AZ",
+      (p) => (p.preferredCacheClusterAzs = ["us-east-1a", "us-east-1a", "us-east-1a"]),
+      "Redis registry places its nodes in 1 AZ (us-east-1a); list one AZ per node over at least 2 AZs, so the primary and a replica never share one.",
+    ],
+    [
+      "no preferredCacheClusterAzs",
+      (p) => delete p.preferredCacheClusterAzs,
+      "Redis registry places its nodes in no named AZ (no preferredCacheClusterAzs); list one AZ per node over at least 2 AZs, so the primary and a replica never share one.",
+    ],
+    ["fewer AZs listed than nodes", (p) => (p.preferredCacheClusterAzs = ["us-east-1a", "us-east-1b"]), "Redis registry lists 2 preferredCacheClusterAzs for 3 cache clusters; ElastiCache takes one per node."],
     ["an empty user group list", (p) => (p.userGroupIds = []), "Redis registry has neither an RBAC user group (userGroupIds) nor an authToken: set llm-ha:redisRolePasswords."],
   ];
   for (const [what, change, message] of cases) {
@@ -110,5 +122,54 @@ describe("msk-ha-encrypted", () => {
 
   it("takes unset transit encryption as the provider default (TLS, in-cluster)", async () => {
     expect(await messages(mskHaEncrypted, changed("queue", (p) => delete p.encryptionInfo))).toEqual([]);
+  });
+});
+
+describe("redis-ids-per-stack", () => {
+  const user = (userId: string, env = "staging"): CapturedResource => ({
+    type: "aws:elasticache/user:User",
+    name: "redis-user-llmha-agent",
+    urn: "urn:pulumi:staging::llm-ha::aws:elasticache/user:User::redis-user-llmha-agent",
+    props: { userId, userName: "llmha-agent", engine: "redis", tags: { Project: "llm-ha", Environment: env } },
+  });
+  const group = (userGroupId: string): CapturedResource => ({
+    type: "aws:elasticache/userGroup:UserGroup",
+    name: "redis-users",
+    urn: "urn:pulumi:staging::llm-ha::aws:elasticache/userGroup:UserGroup::redis-users",
+    props: { userGroupId, engine: "redis", tags: { Project: "llm-ha", Environment: "staging" } },
+  });
+
+  it("passes ids that begin with the stack's name; the user name stays the role's", async () => {
+    expect(await messages(redisIdsPerStack, [user("staging-redis-llmha-agent"), group("staging-redis-llmha")])).toEqual([]);
+  });
+
+  it("refuses ids another stack would share (UserAlreadyExists)", async () => {
+    expect(await messages(redisIdsPerStack, [user("redis-llmha-agent"), group("redis-llmha")])).toEqual([
+      'ElastiCache userId "redis-llmha-agent" of redis-user-llmha-agent does not begin with the stack\'s name (staging-): ids are unique per account and region, so another stack with the same id fails with UserAlreadyExists.',
+      'ElastiCache userGroupId "redis-llmha" of redis-users does not begin with the stack\'s name (staging-): ids are unique per account and region, so another stack with the same id fails with UserAlreadyExists.',
+    ]);
+  });
+});
+
+describe("msk-kraft-broker-logs", () => {
+  it("passes a KRaft cluster logging to a group with a retention", async () => {
+    expect(await messages(mskKraftBrokerLogs, happyStack())).toEqual([]);
+    for (const v of ["3.7.x.kraft", "3.9.x.kraft", "4.0.x.kraft", "4.1.x"]) expect(isKraftVersion(v), v).toBe(true);
+    for (const v of ["3.6.0", "3.7.x", "3.9.x", "2.8.1"]) expect(isKraftVersion(v), v).toBe(false);
+  });
+
+  it("refuses a ZooKeeper version (the old default 3.6.0)", async () => {
+    expect(await messages(mskKraftBrokerLogs, changed("queue", (p) => (p.kafkaVersion = "3.6.0")))).toEqual([
+      'MSK queue runs Kafka "3.6.0" on ZooKeeper; use a KRaft version (3.9.x.kraft, llm-ha:kafka.version). KRaft is chosen at creation only: the cluster is replaced.',
+    ]);
+  });
+
+  it("refuses a cluster without broker logs, and a log group kept forever", async () => {
+    expect(await messages(mskKraftBrokerLogs, changed("queue", (p) => delete p.loggingInfo))).toEqual([
+      "MSK queue sends no broker logs (loggingInfo.brokerLogs): turn on CloudWatch logs to a log group with a retention.",
+    ]);
+    expect(await messages(mskKraftBrokerLogs, changed("queue-broker-logs", (p) => delete p.retentionInDays))).toEqual([
+      "MSK queue logs to log group queue-broker-logs, which has no retentionInDays: its events are kept (and billed) forever.",
+    ]);
   });
 });

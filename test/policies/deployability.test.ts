@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { eksVersionSupported, gpuCapacitySettings, nlbNeedsLbController } from "../../policies/deployability";
+import { eksVersionSupported, eksVersionSupportEnding, gpuCapacitySettings, nlbNeedsLbController } from "../../policies/deployability";
 import { changed, find, happyStack, messages } from "./fixtures";
 import type { CapturedResource } from "../../policies/runner";
 
 const ON = (asOf: string) => ({ "eks-version-supported": { asOf } });
 
 describe("eks-version-supported", () => {
-  it("passes 1.35 in its standard support, with upgradePolicy STANDARD", async () => {
+  it("passes 1.36 in its standard support, with upgradePolicy STANDARD", async () => {
     expect(await messages(eksVersionSupported, happyStack(), ON("2026-11-30"))).toEqual([]);
   });
 
@@ -34,6 +34,24 @@ describe("eks-version-supported", () => {
     expect(await messages(eksVersionSupported, changed("eks", (p) => delete p.upgradePolicy), ON("2026-11-30"))).toEqual([
       'EKS cluster eks has upgradePolicy.supportType unset (EKS defaults to EXTENDED); set "STANDARD".',
     ]);
+  });
+});
+
+describe("eks-version-support-ending", () => {
+  const ENDING = (asOf: string, warningDays?: number) => ({ "eks-version-support-ending": { asOf, ...(warningDays ? { warningDays } : {}) } });
+
+  it("warns 1.35 within 120 days of its end of standard support (2027-03-27), naming the version to move to", async () => {
+    const rs = changed("eks", (p) => (p.version = "1.35"));
+    expect(await messages(eksVersionSupportEnding, rs, ENDING("2026-11-26"))).toEqual([]);
+    expect(await messages(eksVersionSupportEnding, rs, ENDING("2026-12-05"))).toEqual([
+      "EKS cluster eks: EKS version 1.35 leaves standard support on 2027-03-27, in 112 days: then EKS upgrades the control plane itself and the next `pulumi up` tries to take it back; upgrade to 1.36 (llm-ha:kubernetesVersion).",
+    ]);
+    expect(await messages(eksVersionSupportEnding, rs, ENDING("2026-12-05", 100))).toEqual([]);
+  });
+
+  it("stays quiet for the default 1.36 today, and leaves a version already out to eks-version-supported", async () => {
+    expect(await messages(eksVersionSupportEnding, happyStack(), ENDING("2026-12-05"))).toEqual([]);
+    expect(await messages(eksVersionSupportEnding, changed("eks", (p) => (p.version = "1.34")), ENDING("2026-12-05"))).toEqual([]);
   });
 });
 

@@ -269,6 +269,8 @@ const redis = res("aws:elasticache/replicationGroup:ReplicationGroup", "registry
   engine: "redis",
   nodeType: "cache.r7g.large",
   numCacheClusters: 3,
+  // One node per AZ (redis-ha-encrypted): the primary and its replicas never share one.
+  preferredCacheClusterAzs: ["us-east-1a", "us-east-1b", "us-east-1c"],
   automaticFailoverEnabled: true,
   multiAzEnabled: true,
   transitEncryptionEnabled: true,
@@ -279,13 +281,16 @@ const redis = res("aws:elasticache/replicationGroup:ReplicationGroup", "registry
 });
 
 const msk = res("aws:msk/cluster:Cluster", "queue", {
-  kafkaVersion: "3.6.0",
+  kafkaVersion: "3.9.x.kraft",
   numberOfBrokerNodes: 3,
   brokerNodeGroupInfo: { instanceType: "kafka.m7g.large", clientSubnets: ["private-us-east-1a-id", "private-us-east-1b-id", "private-us-east-1c-id"] },
   encryptionInfo: { encryptionInTransit: { clientBroker: "TLS", inCluster: true } },
   clientAuthentication: { sasl: { iam: true }, unauthenticated: false },
+  loggingInfo: { brokerLogs: { cloudwatchLogs: { enabled: true, logGroup: "queue-broker-logs" } } },
   tags: TAGS,
 });
+
+const mskLogs = res("aws:cloudwatch/logGroup:LogGroup", "queue-broker-logs", { name: "queue-broker-logs", retentionInDays: 30, tags: TAGS });
 
 function schedule(name: string, size: number): CapturedResource {
   return res("aws:autoscaling/schedule:Schedule", name, {
@@ -357,14 +362,18 @@ const agentPolicy = res("aws:iam/rolePolicy:RolePolicy", "agent-actuator", {
   }),
 });
 
+// The control plane's log group, made before the cluster with a retention (eks-control-plane-log-retention).
+const eksLogs = res("aws:cloudwatch/logGroup:LogGroup", "eks-logs", { name: "/aws/eks/eks/cluster", retentionInDays: 90, tags: TAGS });
+
 const eks = res("aws:eks/cluster:Cluster", "eks", {
-  version: "1.35",
+  version: "1.36",
   upgradePolicy: { supportType: "STANDARD" },
   roleArn: "arn:aws:iam::123456789012:role/cluster",
   vpcConfig: { subnetIds: ["private-us-east-1a-id", "private-us-east-1b-id", "private-us-east-1c-id"] },
   enabledClusterLogTypes: ["api", "audit", "authenticator"],
   tags: TAGS,
 });
+eks.opts = { dependsOn: [eksLogs.urn] };
 
 /** A fresh copy of the valid stack: three AZs, us-east-1c the standby. */
 export function happyStack(): CapturedResource[] {
@@ -392,10 +401,12 @@ export function happyStack(): CapturedResource[] {
     healthCheck("us-east-1c"),
     redis,
     msk,
+    mskLogs,
     schedule("standby-down", 0),
     schedule("standby-up", 2),
     nodeSg,
     httpsIn,
+    eksLogs,
     eks,
     agentRole,
     agentPolicy,

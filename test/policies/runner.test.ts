@@ -111,6 +111,8 @@ describe("the pack", () => {
     expect(policies.filter((p) => p.enforcementLevel === "advisory").map((p) => p.name)).toEqual([
       "required-tags",
       "eks-control-plane-logging",
+      // A warning ahead of the end of standard support (the refusal after it is eks-version-supported's).
+      "eks-version-support-ending",
       // Until the HAProxy generator renders client authentication (policies/edge.ts, L1_AUTH_ENFORCEMENT).
       ...(L1_AUTH_ENFORCEMENT === "advisory" ? ["l1-auth-required"] : []),
     ]);

@@ -27,7 +27,7 @@ describe("llm-ha preflight offline", () => {
   it("prod as committed: names every user setting with its command, prints the online plan, exits 1", async () => {
     const { code, stdout } = await cli(["--stack", "prod"]);
     expect(code).toBe(1);
-    const edge = ["llm-ha:inferenceApiKey", "llm-ha:edge.certificateArn", "llm-ha:images.dockerHubSecretArn", "llm-ha:images.haproxyDigest", "llm-ha:images.lbControllerDigest"];
+    const edge = ["llm-ha:inferenceApiKey", "llm-ha:edge.certificateArn", "llm-ha:images.dockerHubSecretArn", "llm-ha:images.haproxyDigest", "llm-ha:images.lbControllerDigest", "llm-ha:images.dcgmExporterDigest"];
     for (const key of ["llm-ha:redisRolePasswords", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken", ...edge]) {
       expect(stdout).toMatch(new RegExp(`missing\\s+setting ${key.replace(/\./g, "\\.")}`));
     }
@@ -43,12 +43,12 @@ describe("llm-ha preflight offline", () => {
     expect(stdout).toContain("quota-code L-1216C47A (Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances) in us-east-1 ≥ the vCPUs of system node groups (4 in each of 3 AZs) 12 × m6i.xlarge");
     expect(stdout).toContain("certificate: acm describe-certificate --certificate-arn <llm-ha:edge.certificateArn>: in us-east-1, ISSUED, its names cover <llm-ha:dns.serviceName>");
     expect(stdout).toContain("pull-through secret: secretsmanager describe-secret --secret-id <llm-ha:images.dockerHubSecretArn>: exists in us-east-1");
-    expect(stdout).toContain("add-on versions: eks describe-addon-versions --kubernetes-version 1.35 for vpc-cni, coredns, kube-proxy, eks-pod-identity-agent, aws-ebs-csi-driver, eks-node-monitoring-agent: each has a default version");
+    expect(stdout).toContain("add-on versions: eks describe-addon-versions --kubernetes-version 1.36 for vpc-cni, coredns, kube-proxy, eks-pod-identity-agent, aws-ebs-csi-driver, eks-node-monitoring-agent: each has a default version");
     expect(stdout).toContain("agent image: ecr describe-images --image-ids imageDigest=… for <llm-ha:agentImage>: the digest exists in its repository");
     expect(stdout).toMatch(/warn\s+capacity h100\s+p5\.48xlarge On-Demand without a reservation/);
     // Nothing in the stack reads the shipped rules and dashboards unless the user's Prometheus does (issue 27).
     expect(stdout).toMatch(/warn\s+observability\s+(alert rules, scrape jobs and the dashboard ship as ConfigMaps|PrometheusRule and PodMonitors need)/);
-    expect(stdout).toMatch(/11 blocking \(offline checks only\)\n$/);
+    expect(stdout).toMatch(/12 blocking \(offline checks only\)\n$/);
   });
 
   it("a filled-in stack file: nothing blocks offline, exit 0", async () => {
@@ -94,7 +94,7 @@ describe("llm-ha preflight offline", () => {
     const json = await cli(["--stack", "prod", "-o", "json"]);
     expect(json.code).toBe(1);
     const doc = JSON.parse(json.stdout) as { version: number; stack: string; rows: Record<string, string>[]; blocking: number; onlinePlan: string[] };
-    expect(doc).toMatchObject({ version: 1, stack: "prod", blocking: 11 });
+    expect(doc).toMatchObject({ version: 1, stack: "prod", blocking: 12 });
     expect(Object.keys(doc)).toEqual(["version", "stack", "file", "online", "rows", "onlinePlan", "blocking"]);
     for (const r of doc.rows) expect(Object.keys(r)).toEqual(["check", "status", "detail", "fix"]);
     expect(doc.onlinePlan.length).toBeGreaterThan(3);
@@ -155,6 +155,17 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(0);
     expect(out).not.toMatch(/fallback a100/);
     expect(out).toMatch(/ok\s+instance types offered\s+p4d\.24xlarge, p4de\.24xlarge offered/);
+  });
+
+  it("a p5e fallback that is offered still warns: p5e is largely sold as Capacity Blocks, which the offerings cannot tell apart", async () => {
+    ec2.on(DescribeInstanceTypeOfferingsCommand).resolves({
+      InstanceTypeOfferings: [
+        ...["us-east-1a", "us-east-1b"].map((az) => ({ InstanceType: "p4d.24xlarge" as const, Location: az, LocationType: "availability-zone" as const })),
+        { InstanceType: "p5e.48xlarge" as const, Location: "us-east-1b", LocationType: "availability-zone" as const },
+      ],
+    });
+    expect(await preflightCommand(["--stack", variant((y) => y.replace("config:\n", "config:\n  llm-ha:standbyFallback:\n    a100:\n      - p5e.48xlarge\n")), "--online"], clients)).toBe(0);
+    expect(out).toMatch(/warn\s+fallback a100 in us-east-1b\s+p5e\.48xlarge is offered, but largely sold as Capacity Blocks: an On-Demand launch may find no capacity/);
   });
 
   it("a short quota, a type not offered, a missing zone: each a blocking row with the fix", async () => {
@@ -269,14 +280,14 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
   });
   afterEach(() => vi.restoreAllMocks());
 
-  it("all there: each add-on resolves for 1.35, the image digest exists in ECR, the weights prefix holds objects", async () => {
+  it("all there: each add-on resolves for 1.36, the image digest exists in ECR, the weights prefix holds objects", async () => {
     expect(await preflightCommand(["--stack", variant(withWeights), "--online"], clients(fakeCli()))).toBe(0);
-    expect(out).toMatch(/ok\s+add-on vpc-cni\s+resolves to v1\.7\.0-eksbuild\.2 for 1\.35/);
+    expect(out).toMatch(/ok\s+add-on vpc-cni\s+resolves to v1\.7\.0-eksbuild\.2 for 1\.36/);
     expect(out).toMatch(/ok\s+agent image\s+llm-ha-qa\/agent@sha256:c3c3c3c3c3c3…/);
     expect(out).toMatch(/ok\s+model weights\s+s3:\/\/llm-ha-qa-weights\/models\/qwen has objects/);
     expect(out).toMatch(/ok\s+certificate\s+ISSUED in us-east-1, infer\.qa\.llm-ha\.net covers infer\.qa\.llm-ha\.net/);
     expect(out).toMatch(/ok\s+pull-through secret\s+ecr-pullthroughcache\/docker-hub exists in us-east-1/);
-    expect(calls).toContainEqual(["eks", "describe-addon-versions", "--kubernetes-version", "1.35", "--addon-name", "kube-proxy"]);
+    expect(calls).toContainEqual(["eks", "describe-addon-versions", "--kubernetes-version", "1.36", "--addon-name", "kube-proxy"]);
     expect(calls).toContainEqual(["ecr", "describe-images", "--registry-id", "111122223333", "--repository-name", "llm-ha-qa/agent", "--image-ids", `imageDigest=${DIGEST}`]);
     expect(calls).toContainEqual(["s3api", "list-objects-v2", "--bucket", "llm-ha-qa-weights", "--prefix", "models/qwen", "--max-items", "1"]);
   });
@@ -291,7 +302,7 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
       return fakeCli({ "ecr describe-images": "ImageNotFoundException" }, false)(args);
     };
     expect(await preflightCommand(["--stack", file, "--online", "-o", "wide"], clients(cli))).toBe(1);
-    expect(out).toMatch(/invalid\s+add-on vpc-cni\s+v1\.20\.4-eksbuild\.2 is not offered for Kubernetes 1\.35\s+remove llm-ha:addonVersions\.vpc-cni \(the stack resolves v1\.7\.0-eksbuild\.2\)/);
+    expect(out).toMatch(/invalid\s+add-on vpc-cni\s+v1\.20\.4-eksbuild\.2 is not offered for Kubernetes 1\.36\s+remove llm-ha:addonVersions\.vpc-cni \(the stack resolves v1\.7\.0-eksbuild\.2\)/);
     expect(out).toMatch(/missing\s+agent image\s+sha256:c3c3.* is not in llm-ha-qa\/agent \(ImageNotFoundException\)/);
     expect(out).toMatch(/missing\s+model weights\s+nothing under s3:\/\/llm-ha-qa-weights\/models\/qwen/);
     expect(out).toMatch(/3 blocking\n$/);

@@ -38,6 +38,7 @@ export const FILLED = [
   "    haproxyDigest: sha256:" + "d4".repeat(32),
   "    lbControllerDigest: sha256:" + "e5".repeat(32),
   "    awsCliDigest: sha256:" + "f6".repeat(32),
+  "    dcgmExporterDigest: sha256:" + "a7".repeat(32),
 ].join("\n");
 
 /** dev's stack file with the user settings filled in and `edit` applied, as its own project folder. */
