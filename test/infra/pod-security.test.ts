@@ -54,7 +54,10 @@ describe("pod security", () => {
     expect(pod.initContainers.map((c: O) => c.name)).toEqual(["own-dirs", "clear-drain"]);
     expect(d.spec.template.metadata.annotations["eks.amazonaws.com/skip-containers"]).toBe("own-dirs,clear-drain");
     const vllm = pod.containers.find((c: O) => c.name === "vllm");
-    expect(vllm.args.slice(0, 6)).toEqual(["--model", "s3://b/p", "--load-format", "runai_streamer", "--served-model-name", base.model]);
+    // 8 GPUs (the class's): each tensor-parallel worker streams its own share, not the whole checkpoint.
+    expect(vllm.args.slice(0, 8)).toEqual(["--model", "s3://b/p", "--load-format", "runai_streamer", "--served-model-name", base.model, "--model-loader-extra-config", '{"distributed":true}']);
+    const one = inferenceManifests({ ...base, gpusPerPod: 1, weightsS3Uri: "s3://b/p", region: "us-east-1", serviceAccountName: "llm-ha-inference" });
+    expect(podOf(one.deployment as O).containers[0].args).not.toContain("--model-loader-extra-config");
     expect(vllm.env).toEqual(expect.arrayContaining([{ name: "AWS_REGION", value: "us-east-1" }, { name: "RUNAI_STREAMER_CONCURRENCY", value: "32" }, { name: "HF_HUB_OFFLINE", value: "1" }]));
     expect(pod.volumes.map((v: O) => v.name)).not.toContain("hf-token");
   });
