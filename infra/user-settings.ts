@@ -6,7 +6,7 @@
  * with obvious stand-ins, which no real deployment ever sees.
  */
 import { WORKLOAD_ROLE_NAMES } from "../contracts/redis-roles";
-import { GATED_MODEL_ORGS } from "./config";
+import { GATED_MODEL_ORGS, revisionCommand, S3_WEIGHTS_STACKS } from "./config";
 import { ROLE_PASSWORDS_HOW } from "./config/data";
 import { digestCommand, IMAGES } from "./images";
 
@@ -15,8 +15,8 @@ export interface UserSetting {
   key: string;
   /** Set with `pulumi config set --secret`. */
   secret: boolean;
-  /** Whether this stack needs it (given the rest of its settings). */
-  needed: (values: Record<string, string>) => boolean;
+  /** Whether this stack needs it (given the rest of its settings and the stack's name). */
+  needed: (values: Record<string, string>, stack: string) => boolean;
   /** How to set it. */
   how: string;
   /** A value the offline tools use when it is missing. */
@@ -31,6 +31,8 @@ const json = (values: Record<string, string>, key: string): Record<string, unkno
     return {};
   }
 };
+
+const weightsS3 = (values: Record<string, string>) => json(values, "llm-ha:inference").weightsS3Uri !== undefined;
 
 const gatedModel = (values: Record<string, string>) => GATED_MODEL_ORGS.includes(String(json(values, "llm-ha:inference").model ?? "").split("/")[0]);
 
@@ -105,9 +107,24 @@ export const USER_SETTINGS: readonly UserSetting[] = Object.freeze([
   },
   ...digestSettings(),
   {
+    // Prod loads the model from a copy in S3 (a bucket of the user's), never from the hub.
+    key: "llm-ha:inference.weightsS3Uri",
+    secret: false,
+    needed: (_values: Record<string, string>, stack: string) => S3_WEIGHTS_STACKS.includes(stack),
+    how: "copy the model to S3 (docs/infra.md \"Wake path\": huggingface-cli download, aws s3 sync, the manifest), then pulumi config set --path 'llm-ha:inference.weightsS3Uri' s3://<bucket>/<prefix>",
+    standIn: (stack: string) => `s3://llm-ha-stand-in-weights/${stack}`,
+  },
+  {
+    key: "llm-ha:inference.revision",
+    secret: false,
+    needed: (values: Record<string, string>, stack: string) => weightsS3(values) || S3_WEIGHTS_STACKS.includes(stack),
+    how: "pin the commit the S3 copy holds: pulumi config set --path 'llm-ha:inference.revision' <40 hex> (the model's current one: " + revisionCommand("<model>") + ")",
+    standIn: () => "0".repeat(40),
+  },
+  {
     key: "llm-ha:hfToken",
     secret: true,
-    needed: (values: Record<string, string>) => gatedModel(values) && json(values, "llm-ha:inference").weightsS3Uri === undefined,
+    needed: (values: Record<string, string>, stack: string) => gatedModel(values) && !weightsS3(values) && !S3_WEIGHTS_STACKS.includes(stack),
     how: "accept the model's licence on huggingface.co, then pulumi config set --secret llm-ha:hfToken hf_…",
     standIn: () => "hf_stand_in_token_for_offline_runs",
   },
@@ -115,9 +132,9 @@ export const USER_SETTINGS: readonly UserSetting[] = Object.freeze([
 
 /** The image digests no default pins (infra/images.ts): each a setting with the command that reads it. */
 function digestSettings(): UserSetting[] {
-  const needed: Record<string, (values: Record<string, string>) => boolean> = {
+  const needed: Record<string, (values: Record<string, string>, stack: string) => boolean> = {
     haproxy: (values) => json(values, "llm-ha:haproxy").image === undefined,
-    awsCli: (values) => json(values, "llm-ha:inference").weightsS3Uri !== undefined,
+    awsCli: (values) => weightsS3(values) && json(values, "llm-ha:inference").weightsLoad === "sync",
     lbController: () => true,
   };
   return Object.entries(IMAGES)
@@ -141,8 +158,8 @@ export function hasSetting(values: Record<string, string>, key: string): boolean
 }
 
 /** The user settings this stack needs and lacks. */
-export function missingUserSettings(values: Record<string, string>): UserSetting[] {
-  return USER_SETTINGS.filter((s) => s.needed(values) && !hasSetting(values, s.key));
+export function missingUserSettings(values: Record<string, string>, stack: string): UserSetting[] {
+  return USER_SETTINGS.filter((s) => s.needed(values, stack) && !hasSetting(values, s.key));
 }
 
 /**
@@ -152,7 +169,7 @@ export function missingUserSettings(values: Record<string, string>): UserSetting
 export function withStandIns(values: Record<string, string>, stack: string): { values: Record<string, string>; filled: string[]; secretKeys: string[] } {
   const out = { ...values };
   const filled: string[] = [];
-  for (const s of missingUserSettings(values)) {
+  for (const s of missingUserSettings(values, stack)) {
     const [top, ...path] = s.key.split(".");
     const v = s.standIn(stack);
     if (path.length === 0) out[top] = typeof v === "string" ? v : JSON.stringify(v);

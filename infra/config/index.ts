@@ -10,6 +10,6 @@ export type { ObservabilityConfig } from "./observability";
 export { isCron } from "./read";
 export { loadConfig, resolveConfig } from "./resolve";
 export { DEFAULT_PRACTICE_BUDGET_MINUTES, DEFAULT_PRACTICE_CRON, standbySize, type PracticeWakeConfig, type ScheduleConfig } from "./standby";
-export type { ConfigSources, StackConfig } from "./stack-config";
-export { GATED_MODEL_ORGS } from "./workloads";
+export type { ConfigSources, StackConfig, WeightsLoad } from "./stack-config";
+export { GATED_MODEL_ORGS, HF_REVISION, revisionCommand, S3_WEIGHTS_STACKS } from "./workloads";
 export { systemGroupSize } from "./cluster";

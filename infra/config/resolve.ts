@@ -31,7 +31,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   const { azs, standbyAz } = network;
   const system = systemNodesOf(s, azs);
   const gpuClasses = gpuClassesOf(s, azs);
-  const inference = inferenceOf(s);
+  const inference = inferenceOf(s, src.stack);
   const cluster = clusterOf(s, src.today ?? new Date(), src.warn ?? ((m) => void pulumi.log.warn(m)));
   const nodeIdentities = nodeIdentitiesOf(s, cluster.kubernetesVersion);
   const clusterAccess = clusterAccessOf(s, src.aws);
@@ -43,7 +43,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   const charts = chartsOf(s);
   const inferenceApiKey = inferenceKeyOf(s);
   requireDigest(s, images, "haproxy", haproxy.image === "");
-  requireDigest(s, images, "awsCli", inference.inference.weightsS3Uri !== undefined);
+  requireDigest(s, images, "awsCli", inference.inference.weightsS3Uri !== undefined && inference.inference.weightsLoad === "sync");
   requireDigest(s, images, "lbController", true);
   requireDigest(s, images, "dcgmExporter", true);
   const redis = redisOf(s, azs);

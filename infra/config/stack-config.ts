@@ -10,6 +10,9 @@ import type { ObservabilityConfig } from "./observability";
 import type { PracticeWakeConfig, ScheduleConfig } from "./standby";
 
 /** Everything the program reads from `Pulumi.<stack>.yaml`, validated once. */
+/** How an inference pod reads `inference.weightsS3Uri` (see `StackConfig.inference`). */
+export type WeightsLoad = "stream" | "sync";
+
 export interface StackConfig {
   clusterName: string;
   region: string;
@@ -29,7 +32,14 @@ export interface StackConfig {
   clusterAccess: ClusterAccess;
   system: { instanceType: string; desiredSize: number; maxSize: number };
   gpuClasses: GpuClassConfig[];
-  inference: { image: string; model: string; gpusPerPod?: number; extraArgs: string[]; weightsS3Uri?: string };
+  /**
+   * The engine and the model. `weightsS3Uri`: a copy of the model in S3 (read through the VPC's
+   * S3 gateway endpoint); `weightsLoad`: how a pod reads it (`stream`: vLLM's Run:ai streamer
+   * straight from S3 into GPU memory; `sync`: an init container copies it to the node's NVMe
+   * first); `revision`: the Hugging Face commit the copy holds (preflight compares the copy's
+   * manifest with it).
+   */
+  inference: { image: string; model: string; gpusPerPod?: number; extraArgs: string[]; weightsS3Uri?: string; weightsLoad: WeightsLoad; revision?: string };
   /** The agent image by digest (`<repo>@sha256:…`); empty when `agentImageBuild` builds and pushes it. */
   agentImage: string;
   /** Build agent/Dockerfile and push it to the stack's ECR repository (`@pulumi/docker-build`; needs Docker). */

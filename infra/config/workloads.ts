@@ -1,13 +1,31 @@
 import { IMAGES } from "../images";
 import { digestRefProblem } from "./edge";
 import { isPosInt, type Settings } from "./read";
-import type { StackConfig } from "./stack-config";
+import type { StackConfig, WeightsLoad } from "./stack-config";
 
 /** Hugging Face organisations whose models are gated: a stack serving one needs `llm-ha:hfToken`. */
 export const GATED_MODEL_ORGS = Object.freeze(["meta-llama", "mistralai", "google", "CohereForAI", "bigcode"]);
 
+/**
+ * Stacks whose nodes must load the model from the S3 copy, never from the Hugging Face hub: a
+ * standby wake there pulls ~140 GB per node, and the hub (through NAT, rate-limited, outside
+ * the region) is no dependency a failover may have. Dev keeps the hub path.
+ */
+export const S3_WEIGHTS_STACKS = Object.freeze(["prod"]);
+
+/** The ways a pod reads `inference.weightsS3Uri`; the first is the default. */
+export const WEIGHTS_LOADS: readonly WeightsLoad[] = Object.freeze(["stream", "sync"]);
+
+/** A Hugging Face commit: the 40 hex digits of the model repository's revision. */
+export const HF_REVISION = /^[0-9a-f]{40}$/;
+
+/** The command that reads a model's current commit on the hub (for pinning `inference.revision`). */
+export function revisionCommand(model: string): string {
+  return `curl -s https://huggingface.co/api/models/${model}/revision/main | jq -r .sha`;
+}
+
 /** `llm-ha:inference` and `hfToken`: the engine, the model and where its weights come from. */
-export function inferenceOf(s: Settings): Pick<StackConfig, "inference" | "hfToken"> {
+export function inferenceOf(s: Settings, stack: string): Pick<StackConfig, "inference" | "hfToken"> {
   const { cfg, p, key } = s;
   const inf = s.obj("inference");
   const gpusPerPod = inf.gpusPerPod;
@@ -19,9 +37,26 @@ export function inferenceOf(s: Settings): Pick<StackConfig, "inference" | "hfTok
     p.add(key("inference.weightsS3Uri"), "must be an s3://bucket/prefix URI");
   }
   const model = s.str(inf, "model", key("inference.model"));
+  const weightsLoad = inf.weightsLoad ?? WEIGHTS_LOADS[0];
+  if (!WEIGHTS_LOADS.includes(weightsLoad as WeightsLoad)) p.add(key("inference.weightsLoad"), `must be one of ${WEIGHTS_LOADS.join(", ")}`);
+  const revision = inf.revision;
+  if (revision !== undefined && (typeof revision !== "string" || !HF_REVISION.test(revision))) {
+    p.add(key("inference.revision"), `must be the model's 40-hex commit on the hub (${revisionCommand(model)})`);
+  } else if (revision === undefined && (weightsS3Uri !== undefined || S3_WEIGHTS_STACKS.includes(stack))) {
+    p.add(key("inference.revision"), `is required with ${key("inference.weightsS3Uri")}: the commit the S3 copy holds, which preflight checks the copy's manifest against (${revisionCommand(model)})`);
+  }
+  if (S3_WEIGHTS_STACKS.includes(stack) && weightsS3Uri === undefined) {
+    p.add(
+      key("inference.weightsS3Uri"),
+      `is required in ${stack}: its nodes load the model from S3 in the VPC, never from the Hugging Face hub (copy it with the steps of docs/infra.md "Wake path", then pulumi config set --path '${key("inference.weightsS3Uri")}' s3://<bucket>/<prefix>)`,
+    );
+  }
   const hfToken = cfg.getSecret("hfToken");
+  if (S3_WEIGHTS_STACKS.includes(stack) && hfToken !== undefined) {
+    p.add(key("hfToken"), `must not be set in ${stack}: no pod there reaches the hub (pulumi config rm ${key("hfToken")}; the weights come from ${key("inference.weightsS3Uri")})`);
+  }
   const org = model.split("/")[0];
-  if (hfToken === undefined && GATED_MODEL_ORGS.includes(org) && weightsS3Uri === undefined) {
+  if (hfToken === undefined && GATED_MODEL_ORGS.includes(org) && weightsS3Uri === undefined && !S3_WEIGHTS_STACKS.includes(stack)) {
     p.add(
       key("hfToken"),
       `is required: ${model} is a gated Hugging Face model (accept its licence, then pulumi config set --secret ${key("hfToken")} hf_…), or prefetch it from S3 with ${key("inference.weightsS3Uri")}`,
@@ -35,6 +70,8 @@ export function inferenceOf(s: Settings): Pick<StackConfig, "inference" | "hfTok
       gpusPerPod: isPosInt(gpusPerPod) ? gpusPerPod : undefined,
       extraArgs: Array.isArray(extraArgs) ? (extraArgs as string[]) : [],
       weightsS3Uri: typeof weightsS3Uri === "string" ? weightsS3Uri : undefined,
+      weightsLoad: WEIGHTS_LOADS.includes(weightsLoad as WeightsLoad) ? (weightsLoad as WeightsLoad) : WEIGHTS_LOADS[0],
+      revision: typeof revision === "string" ? revision : undefined,
     },
   };
 }

@@ -1,6 +1,7 @@
 import { standbySize, type StackConfig } from "../config";
 import { findPrice, type Price, PriceError } from "./prices";
 import { type Month, practiceRuns, standbyHours, type StandbyHours } from "./schedule";
+import { wakeCost, type WakeCost } from "./wake";
 
 /** One GPU node group (one AZ, one class), as infra/gpu-node-groups.ts creates it. */
 export interface GroupCost {
@@ -85,6 +86,8 @@ export interface CostReport {
   /** The standby's size against full redundancy; null without a standby AZ. */
   redundancy: RedundancyCost | null;
   total: Totals;
+  /** Bytes and time a wake moves onto each woken GPU node (infra/cost/wake.ts). */
+  wake: WakeCost;
   prices: Price[];
 }
 
@@ -206,6 +209,7 @@ export function estimateCost(
     practice,
     redundancy,
     total: sum(groups, practice),
+    wake: wakeCost(cfg, standbyGroups.reduce((n, g) => n + Math.max(1, g.nodes), 0)),
     prices: [...used.values()],
   };
 }

@@ -1,5 +1,6 @@
 import type { CostReport, Totals } from "./estimate";
 import { renderTable, wrapText, type Column } from "../../contracts/table";
+import { renderWake } from "./wake";
 
 const num = (x: number): string => x.toLocaleString("en-US", { maximumFractionDigits: 2 });
 const usd = (x: number): string => `$${x.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
@@ -90,6 +91,7 @@ export function renderCost(r: CostReport, o: { width?: number; wide?: boolean } 
   } else if (rd) {
     out.push("Full redundancy: the standby AZ is sized as an active AZ (llm-ha:standbyCapacityRatio 1).");
   }
+  out.push("", ...renderWake(r.wake));
   out.push("", "Prices (USD per instance-hour):");
   for (const p of r.prices) {
     out.push(`  ${p.instanceType} ${p.region}: ${p.usdPerHour} as of ${p.asOf}, ${p.source}${p.confirmed ? "" : " (not confirmed on AWS's pricing page)"}`);

@@ -10,6 +10,7 @@ import type { StackConfig } from "../config";
 import type { CheckRow } from "./checks";
 import { CERTIFICATE_CHECK, certificateRows, PULL_THROUGH_SECRET_CHECK, pullThroughSecretRows } from "./edge-checks";
 import { PROMETHEUS_CHECK, prometheusRows } from "./prometheus-check";
+import { WEIGHTS_CHECK, weightsRows } from "./weights-check";
 
 /** Runs `aws <args> --output json` and returns the parsed answer; rejects with `AwsCliError`. */
 export type AwsCli = (args: string[]) => Promise<unknown>;
@@ -91,17 +92,7 @@ export async function cliChecks(c: StackConfig, cli: AwsCli, guard: (check: stri
     });
   }
 
-  await guard("model weights", async () => {
-    const uri = c.inference.weightsS3Uri;
-    if (!uri) {
-      return [{ check: "model weights", status: "warn", detail: "llm-ha:inference.weightsS3Uri is not set: every new node pulls the model from the Hugging Face hub through the NAT gateway", fix: "copy the weights to S3 and set llm-ha:inference.weightsS3Uri (a wake must fit llm-ha:practiceWake.budgetMinutes)" }];
-    }
-    const [, bucket, prefix = ""] = /^s3:\/\/([^/]+)\/?(.*)$/.exec(uri) ?? [];
-    const r = (await cli(["s3api", "list-objects-v2", "--bucket", bucket, "--prefix", prefix, "--max-items", "1"])) as Obj;
-    return arr(r.Contents).length
-      ? [{ check: "model weights", status: "ok", detail: `${uri} has objects`, fix: "" }]
-      : [{ check: "model weights", status: "missing", detail: `nothing under ${uri}`, fix: `aws s3 sync <local copy of ${c.inference.model}> ${uri}` }];
-  });
+  await guard(WEIGHTS_CHECK, () => weightsRows(c, cli));
 
   await guard(CERTIFICATE_CHECK, () => certificateRows(c, cli));
   await guard(PULL_THROUGH_SECRET_CHECK, () => pullThroughSecretRows(c, cli));

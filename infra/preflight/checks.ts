@@ -54,7 +54,7 @@ export interface OfflineResult {
  */
 export function offlineChecks(values: Record<string, string>, project: string, stack: string, today = new Date()): OfflineResult {
   const rows: CheckRow[] = [];
-  const missing = missingUserSettings(values);
+  const missing = missingUserSettings(values, stack);
   for (const s of missing) rows.push({ check: `setting ${s.key}`, status: "missing", detail: "required and not set", fix: s.how });
   if (missing.length === 0) rows.push({ check: "user settings", status: "ok", detail: "zone, service name, API access, agent image and tokens are set", fix: "" });
   // The old AUTH token alone: every Redis client with every permission. A migration path in dev only
@@ -155,7 +155,7 @@ export function onlinePlan(c: StackConfig | undefined, missing: string[] = []): 
       ? "agent image: built and pushed by the stack (llm-ha:agentImageBuild), nothing to check"
       : `agent image: ecr describe-images --image-ids imageDigest=… for ${or("llm-ha:agentImage", c.agentImage)}: the digest exists in its repository`,
     c.inference.weightsS3Uri
-      ? `model weights: s3api list-objects-v2 --prefix: ${c.inference.weightsS3Uri} holds objects`
+      ? `model weights: s3api list-objects-v2, get-object llm-ha-manifest.json: ${or("llm-ha:inference.weightsS3Uri", c.inference.weightsS3Uri)} holds every file of ${c.inference.model}@${or("llm-ha:inference.revision", c.inference.revision ?? "?")}`
       : "model weights: llm-ha:inference.weightsS3Uri is not set (warned: every new node pulls from the hub through NAT)",
     `route53 checker ranges: ${IP_RANGES_URL} (no credentials): its ROUTE53_HEALTHCHECKS ranges against the committed snapshot the NLBs' :8081 admits (syncToken ${ROUTE53_HEALTHCHECK_SNAPSHOT.syncToken}, ${ROUTE53_HEALTHCHECK_SNAPSHOT.createDate})`,
     `prometheus: eks describe-cluster --name ${c.clusterName}, amp list-scrapers: an Amazon Managed Prometheus scraper reads the cluster (an in-cluster Prometheus is not visible to the AWS API: the row names the kubectl check)`,

@@ -29,8 +29,9 @@ export interface WorkloadsArgs {
   /** GPU classes deployed in every AZ. Required. */
   gpuClasses: GpuClassConfig[];
   /** vLLM image, model, GPUs per pod (default: all of the node's), extra args, S3 copy of the weights. Required. */
-  inference: { image: pulumi.Input<string>; model: string; gpusPerPod?: number; extraArgs?: string[]; weightsS3Uri?: string };
-  /** The S3 prefetch image (aws-cli), by digest. Required with `inference.weightsS3Uri`. */
+  /** `weightsLoad`, `region`: how the pods read `weightsS3Uri` (see `InferenceSpec`). */
+  inference: { image: pulumi.Input<string>; model: string; gpusPerPod?: number; extraArgs?: string[]; weightsS3Uri?: string; weightsLoad?: "stream" | "sync"; region?: string };
+  /** The S3 prefetch image (aws-cli), by digest. Required with `inference.weightsS3Uri` and `weightsLoad: "sync"`. */
   awsCliImage?: pulumi.Input<string>;
   /** The API key vLLM requires on its `/v1` routes: a Secret, `VLLM_API_KEY` of the servers and a file for the agents. Default none (vLLM open inside the VPC). */
   inferenceApiKey?: pulumi.Input<string>;

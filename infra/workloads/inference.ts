@@ -19,8 +19,17 @@ export interface InferenceSpec {
   extraArgs?: string[];
   /** Secret with `token` = the Hugging Face token (`HF_TOKEN`), for gated models. Default none. */
   hfTokenSecretName?: string;
-  /** `s3://bucket/prefix` holding a copy of the Hugging Face cache (`HF_HOME`) to sync before start. Default none. */
+  /**
+   * `s3://bucket/prefix` holding a copy of the model. Default none (the hub). With
+   * `weightsLoad: "stream"` it holds the model's files (config, tokenizer, safetensors) and
+   * vLLM streams them; with `"sync"` a copy of the Hugging Face cache (`HF_HOME`) that an
+   * init container copies to the node first.
+   */
   weightsS3Uri?: string;
+  /** How the pod reads `weightsS3Uri`. Default `stream`. */
+  weightsLoad?: "stream" | "sync";
+  /** Region of the weights bucket (the stack's: read through the VPC's S3 gateway endpoint). Required to stream. */
+  region?: string;
   /** ServiceAccount of the pods (IRSA: read access to `weightsS3Uri`). Default none. */
   serviceAccountName?: string;
   /** Image of the S3 prefetch init container, by digest. Required with `weightsS3Uri`. */
@@ -39,6 +48,29 @@ export const HF_HOME = "/models/huggingface";
 export const INFERENCE_UID = 1000;
 /** Where the model fetcher alone finds the Hugging Face token, as a file (`HF_TOKEN_PATH`), never in its environment. */
 export const HF_TOKEN_DIR = "/run/secrets/llm-ha-hf";
+
+/** Parallel S3 readers of the Run:ai streamer per pod (`RUNAI_STREAMER_CONCURRENCY`; the streamer's default is 16). */
+export const STREAMER_CONCURRENCY = 32;
+
+/**
+ * vLLM's arguments for the model: its hub id, or (streaming) the S3 prefix read by the Run:ai
+ * Model Streamer straight into GPU memory, served under the hub id (the agents and the
+ * clients ask for that name, not for the bucket). With tensor parallelism the streamer runs
+ * `distributed`: each of the `gpus` workers reads its share of the files instead of every
+ * worker reading the whole checkpoint (8 × 140 GB from S3 on an 8-GPU node).
+ */
+export function modelArgs(s: Pick<InferenceSpec, "model" | "weightsS3Uri" | "weightsLoad">, gpus = 1): string[] {
+  if (!s.weightsS3Uri || s.weightsLoad === "sync") return ["--model", s.model];
+  return [
+    "--model",
+    s.weightsS3Uri,
+    "--load-format",
+    "runai_streamer",
+    "--served-model-name",
+    s.model,
+    ...(gpus > 1 ? ["--model-loader-extra-config", JSON.stringify({ distributed: true })] : []),
+  ];
+}
 
 /** The model fetcher's command without an S3 copy: the hub, with the token read from `HF_TOKEN_PATH`. */
 export function hubFetchCommand(model: string): string[] {
@@ -83,6 +115,10 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
     { name: "HF_HUB_OFFLINE", value: "1" },
     { name: "HOME", value: "/tmp" },
   ];
+  const streaming = !!s.weightsS3Uri && s.weightsLoad !== "sync";
+  // The streamer reads S3 with the pod's weights role (IRSA), in the stack's region: through the
+  // VPC's S3 gateway endpoint, never the NAT or the hub.
+  if (streaming) env.push({ name: "AWS_REGION", value: s.region ?? "" }, { name: "RUNAI_STREAMER_CONCURRENCY", value: String(STREAMER_CONCURRENCY) });
   // vLLM reads the key from VLLM_API_KEY or --api-key only (no file); the environment keeps it out of `ps`.
   if (s.apiKeySecretName) env.push({ name: "VLLM_API_KEY", valueFrom: { secretKeyRef: { name: s.apiKeySecretName, key: "key" } } });
   const cacheRo = { name: "cache", mountPath: HF_HOME, readOnly: true };
@@ -94,7 +130,9 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
   // token as a file, or the weights role (IRSA: the other containers are skipped). A woken
   // standby node is a new instance with an empty NVMe: S3 in the region (GB/s) beats the hub;
   // `sync` copies only what is missing.
-  const fetcher = s.weightsS3Uri
+  const fetcher = streaming
+    ? undefined
+    : s.weightsS3Uri
     ? { name: "weights", image: s.awsCliImage ?? "", command: ["aws", "s3", "sync", "--only-show-errors", s.weightsS3Uri, HF_HOME], env: [{ name: "HOME", value: "/tmp" }], volumeMounts: [cacheRw, scratch], securityContext: nonRoot }
     : {
         name: "model",
@@ -116,7 +154,7 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
     },
     // The node's agent serves this node again only once a new server starts.
     { name: "clear-drain", image: s.image, command: clearDrainCommand(), volumeMounts: [run], securityContext: nonRoot },
-    fetcher,
+    ...(fetcher ? [fetcher] : []),
   ];
   const deployment: Deployment = {
     apiVersion: "apps/v1",
@@ -128,8 +166,9 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
       // Every GPU node is taken: a surge pod would only sit Pending.
       strategy: { type: "RollingUpdate", rollingUpdate: { maxSurge: 0, maxUnavailable: 1 } },
       template: {
-        // The weights role (IRSA) reaches the S3 fetcher alone: the webhook skips the other containers.
-        metadata: { labels, ...(s.serviceAccountName ? { annotations: { "eks.amazonaws.com/skip-containers": "own-dirs,clear-drain,vllm" } } : {}) },
+        // The weights role (IRSA) reaches the one container that reads S3 (the sync fetcher, or
+        // vLLM itself when it streams): the webhook skips the other containers.
+        metadata: { labels, ...(s.serviceAccountName ? { annotations: { "eks.amazonaws.com/skip-containers": streaming ? "own-dirs,clear-drain" : "own-dirs,clear-drain,vllm" } } : {}) },
         spec: {
           ...(s.serviceAccountName ? { serviceAccountName: s.serviceAccountName } : {}),
           // Nothing here calls the Kubernetes API.
@@ -169,8 +208,7 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
               name: "vllm",
               image: s.image,
               args: [
-                "--model",
-                s.model,
+                ...modelArgs(s, gpus),
                 "--host",
                 "0.0.0.0",
                 "--port",

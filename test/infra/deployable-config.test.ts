@@ -21,9 +21,9 @@ const DNS = { ttl: 30, failureThreshold: 2 };
 const DIGEST = `123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-ha-dev/agent@sha256:${"ab".repeat(32)}`;
 
 /** Resolves a stack file's values as the program does, without stand-ins. */
-function resolve(values: Record<string, string>, secrets: string[] = []) {
+function resolve(values: Record<string, string>, secrets: string[] = [], stack = "t") {
   pulumi.runtime.setAllConfig(values, secrets);
-  return resolveConfig({ project: new pulumi.Config("llm-ha"), aws: new pulumi.Config("aws"), stack: "t" });
+  return resolveConfig({ project: new pulumi.Config("llm-ha"), aws: new pulumi.Config("aws"), stack });
 }
 
 describe("the stack files carry no placeholder that passes validation", () => {
@@ -32,12 +32,12 @@ describe("the stack files carry no placeholder that passes validation", () => {
       const values = stackConfig(env);
       let err: unknown;
       try {
-        resolve(values);
+        resolve(values, [], env);
       } catch (e) {
         err = e;
       }
       expect(pulumi.InputPropertiesError.isInstance(err)).toBe(true);
-      const missing = missingUserSettings(values).map((s) => s.key);
+      const missing = missingUserSettings(values, env).map((s) => s.key);
       expect(missing).toEqual(expect.arrayContaining(["llm-ha:redisRolePasswords", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage"]));
       for (const k of missing) expect((err as Error).message, k).toContain(k);
       // Nothing that looks like the old placeholders is left.
@@ -49,8 +49,11 @@ describe("the stack files carry no placeholder that passes validation", () => {
   it("the offline stand-ins pass, and only in the offline tools", () => {
     const { values, filled } = withStandIns(stackConfig("prod"), "prod");
     // Every setting prod needs (the aws-cli digest only with an S3 copy of the weights).
-    expect(filled.sort()).toEqual(USER_SETTINGS.filter((s) => s.needed(stackConfig("prod"))).map((s) => s.key).sort());
-    expect(() => resolve(values, ["llm-ha:redisAuthToken", "llm-ha:hfToken"])).not.toThrow();
+    expect(filled.sort()).toEqual(USER_SETTINGS.filter((s) => s.needed(stackConfig("prod"), "prod")).map((s) => s.key).sort());
+    // Prod's weights come from S3 (a bucket of the user's, pinned to a revision), never the hub: no token.
+    expect(filled).toEqual(expect.arrayContaining(["llm-ha:inference.weightsS3Uri", "llm-ha:inference.revision"]));
+    expect(filled).not.toContain("llm-ha:hfToken");
+    expect(() => resolve(values, ["llm-ha:redisAuthToken", "llm-ha:hfToken"], "prod")).not.toThrow();
   });
 });
 
@@ -104,17 +107,41 @@ describe("user settings are refused with the key named", () => {
     expect(rules).toEqual([expect.objectContaining({ cidrIpv4: "10.200.0.0/16", toPort: 443, securityGroupId: "sg-eks-eks" })]);
   });
 
-  it("a gated model needs llm-ha:hfToken (or an S3 copy of the weights)", async () => {
-    const e = await failure({ "llm-ha:hfToken": "" }, "prod");
+  it("a gated model needs llm-ha:hfToken (or an S3 copy of the weights) where the hub is allowed", async () => {
+    const gated = JSON.stringify({ ...JSON.parse(stackConfig("staging")["llm-ha:inference"]), model: "meta-llama/Llama-3.1-70B-Instruct" });
+    const e = await failure({ "llm-ha:hfToken": "", "llm-ha:inference": gated }, "staging");
     expect(paths(e)).toEqual(["llm-ha:hfToken"]);
     expect(e.message).toMatch(/meta-llama\/Llama-3.1-70B-Instruct is a gated Hugging Face model/);
-    const s3 = JSON.stringify({ ...JSON.parse(stackConfig("prod")["llm-ha:inference"]), weightsS3Uri: "s3://my-weights/llama-70b" });
-    await expect(captureStack("prod", { "llm-ha:hfToken": "", "llm-ha:inference": s3 })).resolves.toBeDefined();
+    const s3 = JSON.stringify({ ...JSON.parse(gated), weightsS3Uri: "s3://my-weights/llama-70b", revision: "1".repeat(40) });
+    await expect(captureStack("staging", { "llm-ha:hfToken": "", "llm-ha:inference": s3 })).resolves.toBeDefined();
+  });
+
+  it("prod refuses the hub: no S3 copy, or a Hugging Face token, is named with what to set", () => {
+    const { values } = withStandIns(stackConfig("prod"), "prod");
+    const refusal = (inference: O, extra: Record<string, string> = {}): pulumi.InputPropertiesError => {
+      try {
+        resolve({ ...values, "llm-ha:inference": JSON.stringify(inference), ...extra }, ["llm-ha:redisAuthToken", "llm-ha:hfToken"], "prod");
+      } catch (e) {
+        if (pulumi.InputPropertiesError.isInstance(e)) return e;
+        throw e;
+      }
+      throw new Error("prod resolved");
+    };
+    const { weightsS3Uri, revision, ...hub } = JSON.parse(values["llm-ha:inference"]) as O;
+    expect(weightsS3Uri).toMatch(/^s3:\/\//);
+    const e = refusal(hub, { "llm-ha:hfToken": "hf_x" });
+    expect(paths(e).sort()).toEqual(["llm-ha:hfToken", "llm-ha:inference.revision", "llm-ha:inference.weightsS3Uri"]);
+    expect(e.message).toMatch(/llm-ha:inference\.weightsS3Uri: is required in prod: its nodes load the model from S3 in the VPC, never from the Hugging Face hub/);
+    expect(e.message).toMatch(/llm-ha:hfToken: must not be set in prod/);
+    // An S3 copy without its pinned revision: preflight could not tell which commit it holds.
+    expect(paths(refusal({ ...hub, weightsS3Uri }))).toEqual(["llm-ha:inference.revision"]);
+    expect(paths(refusal({ ...hub, weightsS3Uri, revision: "main" }))).toEqual(["llm-ha:inference.revision"]);
+    expect(() => resolve({ ...values, "llm-ha:inference": JSON.stringify({ ...hub, weightsS3Uri, revision }) }, ["llm-ha:redisAuthToken"], "prod")).not.toThrow();
   });
 
   it("the Hugging Face token reaches the pods through a Secret, never in clear in a manifest or a stack output", async () => {
     const token = "hf_secret_value_0123456789";
-    const rs = await captureStack("prod", { "llm-ha:hfToken": token });
+    const rs = await captureStack("dev", { "llm-ha:hfToken": token });
     const holders = rs.filter((r) => JSON.stringify(r.props).includes(token));
     expect(holders.map((r) => r.type)).toEqual(["kubernetes:core/v1:Secret"]);
     expect((holders[0].props as O).stringData).toEqual({ token });

@@ -38,11 +38,40 @@ describe("pod security", () => {
     for (const c of all(pod)) expect((c.env ?? []).map((e: O) => e.name)).not.toContain("HF_TOKEN");
   });
 
-  it("gives the weights role to the S3 fetcher alone", () => {
-    const { deployment } = inferenceManifests({ ...base, weightsS3Uri: "s3://b/p", awsCliImage: `amazon/aws-cli@sha256:${"d".repeat(64)}`, serviceAccountName: "llm-ha-inference" });
+  it("gives the weights role to the S3 fetcher alone (sync)", () => {
+    const { deployment } = inferenceManifests({ ...base, weightsS3Uri: "s3://b/p", weightsLoad: "sync", awsCliImage: `amazon/aws-cli@sha256:${"d".repeat(64)}`, serviceAccountName: "llm-ha-inference" });
     const d = deployment as O;
     expect(d.spec.template.metadata.annotations["eks.amazonaws.com/skip-containers"]).toBe("own-dirs,clear-drain,vllm");
     expect(podOf(d).initContainers.map((c: O) => c.name)).toEqual(["own-dirs", "clear-drain", "weights"]);
+  });
+
+  it("streams the weights from S3 into vLLM (Run:ai streamer), served under the hub id, with the weights role on vLLM alone", () => {
+    const { deployment } = inferenceManifests({ ...base, weightsS3Uri: "s3://b/p", region: "us-east-1", serviceAccountName: "llm-ha-inference" });
+    expect(() => new Deployment(deployment as never).validate()).not.toThrow();
+    const d = deployment as O;
+    const pod = podOf(d);
+    // No fetcher: nothing copies to the node first, nothing reaches the hub.
+    expect(pod.initContainers.map((c: O) => c.name)).toEqual(["own-dirs", "clear-drain"]);
+    expect(d.spec.template.metadata.annotations["eks.amazonaws.com/skip-containers"]).toBe("own-dirs,clear-drain");
+    const vllm = pod.containers.find((c: O) => c.name === "vllm");
+    // 8 GPUs (the class's): each tensor-parallel worker streams its own share, not the whole checkpoint.
+    expect(vllm.args.slice(0, 8)).toEqual(["--model", "s3://b/p", "--load-format", "runai_streamer", "--served-model-name", base.model, "--model-loader-extra-config", '{"distributed":true}']);
+    const one = inferenceManifests({ ...base, gpusPerPod: 1, weightsS3Uri: "s3://b/p", region: "us-east-1", serviceAccountName: "llm-ha-inference" });
+    expect(podOf(one.deployment as O).containers[0].args).not.toContain("--model-loader-extra-config");
+    expect(vllm.env).toEqual(expect.arrayContaining([{ name: "AWS_REGION", value: "us-east-1" }, { name: "RUNAI_STREAMER_CONCURRENCY", value: "32" }, { name: "HF_HUB_OFFLINE", value: "1" }]));
+    expect(pod.volumes.map((v: O) => v.name)).not.toContain("hf-token");
+  });
+
+  it("prod as built: every inference Deployment streams from the S3 copy; no hub token, no fetcher", () => {
+    const deps = ofType(rs, "kubernetes:apps/v1:Deployment").map((r) => r.props as O).filter((d) => d.metadata.name.startsWith("inference-"));
+    expect(deps.length).toBeGreaterThan(0);
+    for (const d of deps) {
+      const vllm = podOf(d).containers.find((c: O) => c.name === "vllm");
+      expect(vllm.args).toEqual(expect.arrayContaining(["--load-format", "runai_streamer"]));
+      expect(vllm.args[vllm.args.indexOf("--model") + 1]).toMatch(/^s3:\/\//);
+      expect(podOf(d).initContainers.map((c: O) => c.name)).not.toContain("model");
+    }
+    expect(ofType(rs, "kubernetes:core/v1:Secret").map((r) => (r.props as O).metadata?.name)).not.toContain("llm-ha-hf-token");
   });
 
   it("labels every namespace the stack creates with its Pod Security Admission level", () => {

@@ -1,3 +1,3 @@
 import { describeStack } from "./stack-suite";
 
-describeStack("prod", { resources: 269 });
+describeStack("prod", { resources: 271 });

@@ -3,7 +3,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { expect } from "vitest";
 import { captureStack } from "../../infra/capture";
 
-export async function stackFailure(overrides: Record<string, string>, env: "dev" | "prod" = "dev"): Promise<pulumi.InputPropertiesError> {
+export async function stackFailure(overrides: Record<string, string>, env: "dev" | "staging" | "prod" = "dev"): Promise<pulumi.InputPropertiesError> {
   const err: unknown = await captureStack(env, overrides).then(
     () => undefined,
     (e: unknown) => e,

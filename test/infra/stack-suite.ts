@@ -3,7 +3,7 @@
  * environment (Pulumi's runtime state is process-global; vitest forks per file).
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { GPU_CLASSES, isCron, type GpuClassName } from "../../infra/config";
+import { GPU_CLASSES, isCron, S3_WEIGHTS_STACKS, type GpuClassName } from "../../infra/config";
 import { l1HaproxyConfig } from "../../infra/workloads/l1-proxy";
 import { INFERENCE_KEY_SECRET } from "../../infra/workloads";
 import { fallbackMskPolicy, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec } from "../../infra/workloads/fallback";
@@ -271,7 +271,9 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       // The only inline policies: the agent's, the L4 fallback's and the load balancer controller's (IRSA), checked below,
       // the nodes' pull through the stack's ECR cache (create and import under <cluster>/* only), and the cluster role's
       // use of its Secrets key (envelope encryption), on that one key.
-      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "eks-cluster-secrets-kms", "eks-gpu-node-pull", "eks-system-node-pull", "fallback-msk", "lbc-policy"]);
+      // Where the weights come from S3 (prod), the inference pods' read-only role on that prefix too.
+      const weights = S3_WEIGHTS_STACKS.includes(env) ? ["weights-read"] : [];
+      expect(ofType(rs, "aws:iam/rolePolicy:RolePolicy").map((r) => r.name).sort()).toEqual(["agent-actuator", "eks-cluster-secrets-kms", "eks-gpu-node-pull", "eks-system-node-pull", "fallback-msk", "lbc-policy", ...weights].sort());
       const kms = JSON.parse(String(props("aws:iam/rolePolicy:RolePolicy").find((p) => String(p.policy).includes("SecretsEnvelopeEncryption"))!.policy));
       expect(kms.Statement).toEqual([expect.objectContaining({ Effect: "Allow", Action: ["kms:Encrypt", "kms:Decrypt", "kms:ListGrants", "kms:DescribeKey"], Resource: cluster.encryptionConfig.provider.keyArn })]);
       const pull = JSON.parse(String(props("aws:iam/rolePolicy:RolePolicy").find((p) => String(p.policy).includes("PullThroughCache"))!.policy));

@@ -58,9 +58,10 @@ describe("npm run policy", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "policy-cli-"));
     const file = path.join(dir, "Pulumi.prod.yaml");
     const prod = fs.readFileSync(path.join(ROOT, "Pulumi.prod.yaml"), "utf8");
-    expect(stackStandIns("prod")).toContain("llm-ha:hfToken");
-    fs.writeFileSync(file, prod.replace(/^config:\n/m, "config:\n  llm-ha:hfToken: hf_given_by_the_user\n"));
-    expect(stackStandIns("prod", file)).not.toContain("llm-ha:hfToken");
+    // Prod takes no hub token (its weights come from S3): the agent image stands for any user setting.
+    expect(stackStandIns("prod")).toContain("llm-ha:agentImage");
+    fs.writeFileSync(file, prod.replace(/^config:\n/m, `config:\n  llm-ha:agentImage: 111122223333.dkr.ecr.us-east-1.amazonaws.com/mine/agent@sha256:${"ab".repeat(32)}\n`));
+    expect(stackStandIns("prod", file)).not.toContain("llm-ha:agentImage");
     expect(stackStandIns("prod", file).length).toBe(stackStandIns("prod").length - 1);
   });
 

@@ -90,7 +90,7 @@ const inference = res("kubernetes:apps/v1:Deployment", "inference-us-east-1a", {
           { maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: INFERENCE_LABELS } },
         ],
         tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
-        containers: [{ name: "vllm", image: `vllm/vllm-openai:v0.31.0@sha256:${"c1".repeat(32)}`, resources: { limits: { "nvidia.com/gpu": 8 } } }],
+        containers: [{ name: "vllm", image: `123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-ha/docker-hub/vllm/vllm-openai@sha256:${"c1".repeat(32)}`, resources: { limits: { "nvidia.com/gpu": 8 } } }],
       },
     },
   },

@@ -57,7 +57,7 @@ describe("inference-one-model", () => {
   it("refuses an AZ on another image, naming it, its AZ and the Deployments it differs from", async () => {
     const rs = stack("us-east-1b", (c) => (c.image = "vllm/vllm-openai:v0.6.4"));
     expect(await messages(inferenceOneModel, rs)).toEqual([
-      `Deployment inference-us-east-1b (AZ us-east-1b) serves another model set than inference-us-east-1a and inference-us-east-1c: vllm image "vllm/vllm-openai:v0.6.4" (not "vllm/vllm-openai:v0.31.0@sha256:${"c1".repeat(32)}").${tail}`,
+      `Deployment inference-us-east-1b (AZ us-east-1b) serves another model set than inference-us-east-1a and inference-us-east-1c: vllm image "vllm/vllm-openai:v0.6.4" (not "123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-ha/docker-hub/vllm/vllm-openai@sha256:${"c1".repeat(32)}").${tail}`,
     ]);
   });
 
@@ -102,7 +102,7 @@ describe("inference-one-model", () => {
     const b = find(two, "inference-us-east-1b");
     (at(b.props, "spec.template.spec").containers as Record<string, unknown>[])[0].resources = { limits: { cpu: "1" } };
     expect(await messages(inferenceOneModel, two)).toEqual([
-      `Deployment inference-us-east-1c (AZ us-east-1c) serves another model set than inference-us-east-1a: vllm image "vllm/vllm-openai:v0.6.4" (not "vllm/vllm-openai:v0.31.0@sha256:${"c1".repeat(32)}").${tail}`,
+      `Deployment inference-us-east-1c (AZ us-east-1c) serves another model set than inference-us-east-1a: vllm image "vllm/vllm-openai:v0.6.4" (not "123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-ha/docker-hub/vllm/vllm-openai@sha256:${"c1".repeat(32)}").${tail}`,
     ]);
   });
 

@@ -2,6 +2,7 @@
  * `llm-ha preflight --stack <env>`: offline checks of the stack file, the online checks'
  * plan, and the read-only AWS calls driven through aws-sdk-client-mock.
  */
+import * as fs from "node:fs";
 import { DescribeCapacityReservationsCommand, DescribeInstanceTypeOfferingsCommand, DescribeInstanceTypesCommand, EC2Client } from "@aws-sdk/client-ec2";
 import { GetHostedZoneCommand, Route53Client } from "@aws-sdk/client-route-53";
 import { GetServiceQuotaCommand, ServiceQuotasClient } from "@aws-sdk/client-service-quotas";
@@ -28,10 +29,13 @@ describe("llm-ha preflight offline", () => {
     const { code, stdout } = await cli(["--stack", "prod"]);
     expect(code).toBe(1);
     const edge = ["llm-ha:inferenceApiKey", "llm-ha:edge.certificateArn", "llm-ha:images.dockerHubSecretArn", "llm-ha:images.haproxyDigest", "llm-ha:images.lbControllerDigest", "llm-ha:images.dcgmExporterDigest"];
-    for (const key of ["llm-ha:redisRolePasswords", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", "llm-ha:hfToken", ...edge]) {
+    const weights = ["llm-ha:inference.weightsS3Uri", "llm-ha:inference.revision"];
+    for (const key of ["llm-ha:redisRolePasswords", "llm-ha:dns.zoneId", "llm-ha:dns.serviceName", "llm-ha:apiEndpoint", "llm-ha:agentImage", ...weights, ...edge]) {
       expect(stdout).toMatch(new RegExp(`missing\\s+setting ${key.replace(/\./g, "\\.")}`));
     }
-    expect(stdout).toContain("pulumi config set --secret llm-ha:hfToken");
+    // Prod loads the model from its S3 copy: the hub token is never asked for.
+    expect(stdout).not.toMatch(/setting llm-ha:hfToken/);
+    expect(stdout).toContain("pulumi config set --path 'llm-ha:inference.weightsS3Uri' s3://<bucket>/<prefix>");
     // A digest nobody pinned: the command that reads it, ready to paste.
     expect(stdout).toContain("crane digest public.ecr.aws/docker/library/haproxy:2.6-alpine");
     expect(stdout).toContain("aws acm request-certificate --domain-name");
@@ -257,18 +261,31 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
         return { addons: [{ addonName: name, addonVersions: versions.map((v, i) => ({ addonVersion: v, compatibilities: [{ clusterVersion: k8s, defaultVersion: i === 0 }] })) }] };
       }
       if (cmd === "ecr describe-images") return { imageDetails: [{ imageDigest: DIGEST }] };
-      if (cmd === "s3api list-objects-v2") return { Contents: [{ Key: "models/qwen/config.json" }] };
+      if (cmd === "s3api list-objects-v2") return { Contents: COPY.map((f) => ({ Key: `models/qwen/${f.name}`, Size: f.size })) };
+      if (cmd === "s3api get-object") {
+        // As the CLI does: the body into the outfile (the last argument), the metadata as JSON.
+        fs.writeFileSync(args[args.length - 1], JSON.stringify(manifest));
+        return { ContentLength: 1 };
+      }
       if (cmd === "acm describe-certificate") return ISSUED_CERT;
       if (cmd === "secretsmanager describe-secret") return PULL_THROUGH_SECRET;
       throw new Error(`unexpected aws ${args.join(" ")}`);
     };
   }
   const clients = (cli: AwsCli) => () => ({ ec2: new EC2Client({ region: "us-east-1" }), quotas: new ServiceQuotasClient({ region: "us-east-1" }), route53: new Route53Client({ region: "us-east-1" }), cli });
-  const withWeights = (y: string) => y.replace("    gpusPerPod: 1\n", "    gpusPerPod: 1\n    weightsS3Uri: s3://llm-ha-qa-weights/models/qwen\n");
+  const REV = "a09a35458c702b33eeacc393d103063234e8bc28";
+  const withWeights = (y: string) => y.replace("    gpusPerPod: 1\n", `    gpusPerPod: 1\n    weightsS3Uri: s3://llm-ha-qa-weights/models/qwen\n    revision: ${REV}\n`);
+  const COPY = [
+    { name: "config.json", size: 663 },
+    { name: "model-00001-of-00004.safetensors", size: 3_945_000_000 },
+    { name: "llm-ha-manifest.json", size: 300 },
+  ];
+  let manifest: object;
 
   beforeEach(() => {
     out = "";
     calls = [];
+    manifest = { version: 1, repo: "Qwen/Qwen2.5-7B-Instruct", revision: REV, files: COPY.slice(0, 2) };
     vi.spyOn(process.stdout, "write").mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
     for (const m of [ec2, quotas, route53]) m.reset();
     quotas.on(GetServiceQuotaCommand).resolves({ Quota: { Value: 2000 } });
@@ -284,12 +301,13 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
     expect(await preflightCommand(["--stack", variant(withWeights), "--online"], clients(fakeCli()))).toBe(0);
     expect(out).toMatch(/ok\s+add-on vpc-cni\s+resolves to v1\.7\.0-eksbuild\.2 for 1\.36/);
     expect(out).toMatch(/ok\s+agent image\s+llm-ha-qa\/agent@sha256:c3c3c3c3c3c3…/);
-    expect(out).toMatch(/ok\s+model weights\s+s3:\/\/llm-ha-qa-weights\/models\/qwen has objects/);
+    expect(out).toMatch(/ok\s+model weights\s+s3:\/\/llm-ha-qa-weights\/models\/qwen holds Qwen\/Qwen2\.5-7B-Instruct@a09a35458c70: 2 files, 3\.9 GB/);
     expect(out).toMatch(/ok\s+certificate\s+ISSUED in us-east-1, infer\.qa\.llm-ha\.net covers infer\.qa\.llm-ha\.net/);
     expect(out).toMatch(/ok\s+pull-through secret\s+ecr-pullthroughcache\/docker-hub exists in us-east-1/);
     expect(calls).toContainEqual(["eks", "describe-addon-versions", "--kubernetes-version", "1.36", "--addon-name", "kube-proxy"]);
     expect(calls).toContainEqual(["ecr", "describe-images", "--registry-id", "111122223333", "--repository-name", "llm-ha-qa/agent", "--image-ids", `imageDigest=${DIGEST}`]);
-    expect(calls).toContainEqual(["s3api", "list-objects-v2", "--bucket", "llm-ha-qa-weights", "--prefix", "models/qwen", "--max-items", "1"]);
+    expect(calls).toContainEqual(["s3api", "list-objects-v2", "--bucket", "llm-ha-qa-weights", "--prefix", "models/qwen/"]);
+    expect(calls).toContainEqual(["s3api", "get-object", "--bucket", "llm-ha-qa-weights", "--key", "models/qwen/llm-ha-manifest.json", expect.any(String)]);
   });
 
   it("a pinned add-on version EKS does not offer, an image not pushed, no weights under the prefix: each blocks with its fix", async () => {
@@ -306,6 +324,28 @@ describe("llm-ha preflight --online: add-on versions, agent image, weights (issu
     expect(out).toMatch(/missing\s+agent image\s+sha256:c3c3.* is not in llm-ha-qa\/agent \(ImageNotFoundException\)/);
     expect(out).toMatch(/missing\s+model weights\s+nothing under s3:\/\/llm-ha-qa-weights\/models\/qwen/);
     expect(out).toMatch(/3 blocking\n$/);
+  });
+
+  it("the S3 copy of another revision, without a manifest, or cut short: each blocks with the copy command", async () => {
+    const run = async (): Promise<void> => {
+      out = "";
+      expect(await preflightCommand(["--stack", variant(withWeights), "--online", "-o", "wide"], clients(fakeCli()))).toBe(1);
+    };
+    manifest = { version: 1, repo: "Qwen/Qwen2.5-7B-Instruct", revision: "b".repeat(40), files: COPY.slice(0, 2) };
+    await run();
+    expect(out).toMatch(new RegExp(`invalid\\s+model weights\\s+s3://llm-ha-qa-weights/models/qwen holds Qwen/Qwen2\\.5-7B-Instruct@${"b".repeat(40)}; llm-ha:inference\\.revision pins ${REV}`));
+    expect(out).toContain(`huggingface-cli download Qwen/Qwen2.5-7B-Instruct --revision ${REV} --local-dir ./Qwen2.5-7B-Instruct`);
+    expect(out).toContain("aws s3 cp ./Qwen2.5-7B-Instruct/llm-ha-manifest.json s3://llm-ha-qa-weights/models/qwen/llm-ha-manifest.json");
+    manifest = { version: 1, repo: "Qwen/Qwen2.5-7B-Instruct", revision: REV, files: [...COPY.slice(0, 2), { name: "model-00002-of-00004.safetensors", size: 3_864_000_000 }] };
+    await run();
+    expect(out).toMatch(/invalid\s+model weights\s+s3:\/\/llm-ha-qa-weights\/models\/qwen is incomplete: 1 of 3 files in the manifest are missing or of another size \(model-00002-of-00004\.safetensors: missing/);
+    const noManifest: AwsCli = async (args) => {
+      if (args[1] === "get-object") throw new AwsCliError("aws s3api get-object: An error occurred (NoSuchKey)", "NoSuchKey");
+      return fakeCli()(args);
+    };
+    out = "";
+    expect(await preflightCommand(["--stack", variant(withWeights), "--online", "-o", "wide"], clients(noManifest))).toBe(1);
+    expect(out).toMatch(/missing\s+model weights\s+s3:\/\/llm-ha-qa-weights\/models\/qwen has 3 objects but no llm-ha-manifest\.json/);
   });
 
   it("no weights in S3: a warning (every woken node pulls from the hub through NAT), not a block", async () => {
