@@ -52,7 +52,7 @@ describe("llm-ha preflight offline", () => {
     expect(stdout).toMatch(/warn\s+capacity h100\s+p5\.48xlarge On-Demand without a reservation/);
     // Nothing in the stack reads the shipped rules and dashboards unless the user's Prometheus does (issue 27).
     expect(stdout).toMatch(/warn\s+observability\s+(alert rules, scrape jobs and the dashboard ship as ConfigMaps|PrometheusRule and PodMonitors need)/);
-    expect(stdout).toMatch(/12 blocking \(offline checks only\)\n$/);
+    expect(stdout).toMatch(/13 blocking \(offline checks only\)\n$/);
   });
 
   it("a filled-in stack file: nothing blocks offline, exit 0", async () => {
@@ -98,7 +98,7 @@ describe("llm-ha preflight offline", () => {
     const json = await cli(["--stack", "prod", "-o", "json"]);
     expect(json.code).toBe(1);
     const doc = JSON.parse(json.stdout) as { version: number; stack: string; rows: Record<string, string>[]; blocking: number; onlinePlan: string[] };
-    expect(doc).toMatchObject({ version: 1, stack: "prod", blocking: 12 });
+    expect(doc).toMatchObject({ version: 1, stack: "prod", blocking: 13 });
     expect(Object.keys(doc)).toEqual(["version", "stack", "file", "online", "rows", "onlinePlan", "blocking"]);
     for (const r of doc.rows) expect(Object.keys(r)).toEqual(["check", "status", "detail", "fix"]);
     expect(doc.onlinePlan.length).toBeGreaterThan(3);
