@@ -354,6 +354,18 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
           unit: "s",
           queries: [{ expr: hq(0.95, "node", "llmha_controller_aggregation_seconds", mc), legend: "{{node}}" }],
         },
+        {
+          type: "timeseries",
+          title: "Repairs",
+          description: "The leader's repair ladder: broken GPU nodes by the repair it advises (restart, reset, reboot, replace, quarantine), and those held for capacity (one node per AZ, the fleet share, an AZ's floor, no replacement in sight); llm-ha status names them",
+          w: 6,
+          min: 0,
+          alerts: ["LlmHaRepairHeld"],
+          queries: [
+            { expr: `sum by (action) ${leader("llmha_repair_advised")}`, legend: "{{action}}" },
+            { expr: `max ${leader("llmha_repair_held")}`, legend: "held" },
+          ],
+        },
       ],
     },
     ...nodeRows(t),
