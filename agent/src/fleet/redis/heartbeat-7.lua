@@ -31,7 +31,7 @@
              heartbeats (TTL), then the id is free.
     ARGV[18] model revision (weights hash, commit)   ARGV[19] model dtype
     ARGV[20] model max context (tokens)
-             What the server itself says it serves beyond the id (issue 16, same model
+             What the server itself says it serves beyond the id (the same model
              everywhere); "" = unknown. Absent (an older caller): written as "".
     ARGV[21] GPU fault facts (`gpuFault`, a short JSON: XIDs acted on, the driver's recovery
              action, row-remap state) for the leader's repair ladder; "" = none. Absent
