@@ -18,7 +18,7 @@
 import { readFileSync } from "node:fs";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
-import { EC2Client, RebootInstancesCommand } from "@aws-sdk/client-ec2";
+import type { EC2Client } from "@aws-sdk/client-ec2";
 import type { RepairActuator, RepairContext, RepairStepName, RepairStepResult } from "./repair-types";
 
 export interface KubeRepairOptions {
@@ -39,13 +39,13 @@ export interface InstanceRebooter {
   reboot(instanceId: string): Promise<void>;
 }
 
-/** EC2 `RebootInstances` (AWS SDK v3; credentials from the pod's role). */
+/** EC2 `RebootInstances` (AWS SDK v3, loaded on the first reboot; credentials from the pod's role). */
 export class Ec2Rebooter implements InstanceRebooter {
-  private readonly client: EC2Client;
-  constructor(region?: string) {
-    this.client = new EC2Client(region ? { region } : {});
-  }
+  private client: EC2Client | null = null;
+  constructor(private readonly region?: string) {}
   async reboot(instanceId: string): Promise<void> {
+    const { EC2Client, RebootInstancesCommand } = await import("@aws-sdk/client-ec2");
+    this.client ??= new EC2Client(this.region ? { region: this.region } : {});
     await this.client.send(new RebootInstancesCommand({ InstanceIds: [instanceId] }));
   }
 }
@@ -150,7 +150,7 @@ export class KubeRepairActuator implements RepairActuator {
         });
         res.on("end", () => {
           const text = Buffer.concat(chunks).toString("utf8");
-          let parsed: unknown = null;
+          let parsed: unknown;
           try {
             parsed = text ? JSON.parse(text) : null;
           } catch {
