@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { Problems } from "./problems";
 import { tagged } from "./tags";
+import { LABELS } from "./names";
 
 /**
  * What the controller's actuator may call (docs/actuators.md), and nothing else. The policy
@@ -26,7 +27,14 @@ export const AGENT_ACTIONS = Object.freeze({
     "arc-zonal-shift:CancelZonalShift",
     "arc-zonal-shift:GetManagedResource",
   ],
+  /** The repair ladder's reboot, on the stack's own GPU instances only (tag conditions: see `agentPolicy`). */
+  gpuInstances: ["ec2:RebootInstances"],
 });
+
+/** The tags `RebootGpuInstances` is conditioned on: infra/tags.ts `commonTags` and the GPU class every GPU instance carries (gpu-node-groups.ts). */
+const PROJECT_TAG = "Project";
+const ENVIRONMENT_TAG = "Environment";
+const GPU_CLASS_TAG = LABELS.gpuClass;
 
 /** Tag that marks the role as the agent's, for the policy pack. */
 export const AGENT_ROLE_TAG = Object.freeze({ key: "llm-ha.io/identity", value: "agent" });
@@ -66,6 +74,12 @@ export interface AgentIamArgs {
   standbyGroups?: { name: pulumi.Input<string>; maxSize: number }[];
   /** The stack's load balancer ARNs the controller may zonal-shift (no wildcard). Default none. */
   shiftResources?: string[];
+  /**
+   * The repair ladder's `act` mode reboots GPU nodes (EC2 `RebootInstances`): granted only on
+   * instances carrying this stack's `Project` and `Environment` tags and the GPU-class tag (the
+   * stack's GPU nodes). Default false (advise mode needs no grant).
+   */
+  rebootGpuInstances?: boolean;
 }
 
 /**
@@ -116,7 +130,7 @@ export function irsaTrustPolicy(providerArn: string, providerUrl: string, namesp
  *   its own scope;
  * - zonal shifts: the stack's load balancer ARNs, each named; a wildcard is refused here.
  */
-export function agentPolicy(account: string, region: string, clusterName: string, groups: BoundedGroup[], shiftResources: string[]): string {
+export function agentPolicy(account: string, region: string, clusterName: string, groups: BoundedGroup[], shiftResources: string[], reboot?: { project: string; environment: string }): string {
   const wild = shiftResources.filter((r) => r.includes("*") || r.includes("?"));
   if (wild.length) throw new AgentIamError(`zonal shift resources must be the stack's load balancer ARNs, not patterns: ${wild.join(", ")}`);
   const statements: Record<string, unknown>[] = [
@@ -149,6 +163,19 @@ export function agentPolicy(account: string, region: string, clusterName: string
   if (shiftResources.length > 0) {
     statements.push({ Sid: "ShiftZoneLoadBalancers", Effect: "Allow", Action: [...AGENT_ACTIONS.shiftResources], Resource: [...shiftResources] });
   }
+  if (reboot) {
+    // Instance ARNs carry no name to pin: the stack's own tags do (an instance of another stack or project is refused).
+    statements.push({
+      Sid: "RebootGpuInstances",
+      Effect: "Allow",
+      Action: ["ec2:RebootInstances"],
+      Resource: `arn:aws:ec2:${region}:${account}:instance/*`,
+      Condition: {
+        StringEquals: { [`aws:ResourceTag/${PROJECT_TAG}`]: reboot.project, [`aws:ResourceTag/${ENVIRONMENT_TAG}`]: reboot.environment },
+        Null: { [`aws:ResourceTag/${GPU_CLASS_TAG}`]: "false" },
+      },
+    });
+  }
   return JSON.stringify({ Version: "2012-10-17", Statement: statements });
 }
 
@@ -180,7 +207,7 @@ export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.
       role: role.name,
       policy: pulumi
         .all([account, pulumi.all(asgs.map((g) => g.name))])
-        .apply(([acct, names]) => agentPolicy(acct, args.region, args.clusterName, names.map((name, i) => ({ name, maxSize: asgs[i].maxSize })), lbs)),
+        .apply(([acct, names]) => agentPolicy(acct, args.region, args.clusterName, names.map((name, i) => ({ name, maxSize: asgs[i].maxSize })), lbs, args.rebootGpuInstances ? { project: pulumi.getProject(), environment: pulumi.getStack() } : undefined)),
     },
     opts,
   );
