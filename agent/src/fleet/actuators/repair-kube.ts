@@ -29,6 +29,8 @@ export interface KubeRepairOptions {
   caFile: string | null;
   /** The namespace of the inference pods (drained and restarted). */
   namespace: string;
+  /** Label selector of the inference pods a restart deletes. Default `app.kubernetes.io/name=inference` (infra/names.ts `APP.inference`). */
+  inferenceSelector?: string;
   timeoutMs?: number;
   /** Reboots an instance; default EC2 `RebootInstances` in `region`. */
   rebooter?: InstanceRebooter;
@@ -71,10 +73,10 @@ export class KubeRepairActuator implements RepairActuator {
     this.rebooter = o.rebooter ?? new Ec2Rebooter(o.region);
   }
 
-  async cordon(node: string): Promise<RepairStepResult> {
+  async cordon(node: string, _ctx?: RepairContext): Promise<RepairStepResult> {
     return this.setUnschedulable("cordon", node, true);
   }
-  async uncordon(node: string): Promise<RepairStepResult> {
+  async uncordon(node: string, _ctx?: RepairContext): Promise<RepairStepResult> {
     return this.setUnschedulable("uncordon", node, null);
   }
 
@@ -85,8 +87,8 @@ export class KubeRepairActuator implements RepairActuator {
     return { step, target: node, outcome: "applied", calls: 1, detail: value ? `${node} unschedulable` : `${node} schedulable` };
   }
 
-  private async podsOn(node: string): Promise<{ pods: KubePod[]; calls: number }> {
-    const q = new URLSearchParams({ fieldSelector: `spec.nodeName=${node}` });
+  private async podsOn(node: string, labelSelector?: string): Promise<{ pods: KubePod[]; calls: number }> {
+    const q = new URLSearchParams({ fieldSelector: `spec.nodeName=${node}`, ...(labelSelector ? { labelSelector } : {}) });
     const r = await this.call("GET", `/api/v1/namespaces/${this.o.namespace}/pods?${q.toString()}`);
     if (r.status !== 200) throw new Error(`list pods on ${node}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
     const items = (r.body as { items?: unknown } | null)?.items;
@@ -113,7 +115,7 @@ export class KubeRepairActuator implements RepairActuator {
 
   async restart(node: string, _ctx?: RepairContext): Promise<RepairStepResult> {
     checkName(node);
-    const { pods } = await this.podsOn(node);
+    const { pods } = await this.podsOn(node, this.o.inferenceSelector ?? "app.kubernetes.io/name=inference");
     let calls = 1;
     for (const p of pods) {
       const name = p.metadata!.name!;
