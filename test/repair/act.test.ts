@@ -16,6 +16,7 @@ import { parseActive } from "../../agent/src/fleet/repair/act";
 import { historyRecords, parseHistory } from "../../agent/src/fleet/repair/history";
 import { repairLadder } from "../../agent/src/fleet/repair/ladder";
 import { MemoryRepairActuator } from "../../agent/src/fleet/actuators/repair-memory";
+import { DryRunRepairActuator } from "../../agent/src/fleet/actuators/repair-dry-run";
 import { FencedRepairActuator } from "../../agent/src/fleet/actuators/repair-gate";
 import { StaticInventory, type InventoryNode } from "../../agent/src/fleet/inventory/inventory";
 import { encodeGpuFault, type GpuFault } from "../../agent/src/node/sources/gpu-fault";
@@ -216,6 +217,31 @@ describe("repair ladder, act mode, against a real redis-server and an in-memory 
       await sleep(4 * I);
       expect(cluster.calls).toHaveLength(4); // uncordon was the last: replace is advised only
       expect((await active(leader, keys)).size).toBe(0);
+    } finally {
+      await Promise.all(all.map((s) => s.fleet.stop()));
+    }
+  });
+
+  it("with a dry-run actuator every step is logged only and the rehearsal ends as done, never failed", async () => {
+    const name = freshCluster("actd");
+    const keys = new RedisKeys(name);
+    const mk = (nodeId: string, az: string, contend: boolean): Sim => {
+      const prom = new Registry();
+      const fleet = new Fleet({ redisUrl: redis.url, cluster: name, nodeId, az, intervalMs: I, log, metrics: prom, lease: LEASE, contend, repair: { mode: "act", actuator: new DryRunRepairActuator(log), act: { settleMs: 3 * I, waitTimeoutMs: 6 * I } } });
+      const s: Sim = { fleet, fault: null, prom };
+      fleet.start((): NodeReport => ({ nodeId, az, decision: decision(s.fault !== null), gpus: s.fault ? 0 : 8, gpusExpected: 8, model: "m", gpuFault: encodeGpuFault(s.fault) }));
+      return s;
+    };
+    const all = [mk("a1", "a", true), mk("a2", "a", false), mk("b1", "b", false)];
+    const [leader, node] = all;
+    try {
+      await waitFor("a1 leads", () => leader.fleet.isLeader, { timeoutMs: 10_000 });
+      node.fault = { xids: [13], recovery: null, remap: null };
+      await waitFor("a rehearsal done", async () => (await events(leader, keys)).some((e) => e.type === "repair.done"), { timeoutMs: 8000 });
+      expect((await events(leader, keys)).some((e) => e.type === "repair.failed")).toBe(false);
+      const hist = parseHistory(await leader.fleet.client.redis.hgetall(keys.repairHistory));
+      expect(hist.get("a2")?.[0]).toMatchObject({ action: "restart", outcome: "dry-run" });
+      expect(await gauge(leader.prom, "llmha_repair_steps_total", { step: "restart", outcome: "dry-run", kind: "dry-run" })).toBeGreaterThanOrEqual(1);
     } finally {
       await Promise.all(all.map((s) => s.fleet.stop()));
     }

@@ -44,6 +44,8 @@ export interface ActiveRepair {
   detail: string;
   /** With `step: "failed"`: the step that failed. */
   failedStep?: string;
+  /** The action was a dry-run (nothing was done): the wait ends after `waitTimeoutMs` as done, not failed. */
+  dryRun?: boolean;
 }
 
 export interface RepairActSettings {
@@ -70,6 +72,7 @@ export function parseActive(h: Record<string, string>): Map<string, ActiveRepair
         action: v.action!, step: v.step!, since: Number(v.since) || 0, startedAt: Number(v.startedAt) || 0, token: Number(v.token) || 0,
         host: String(v.host ?? id), az: String(v.az ?? ""), fault: String(v.fault ?? ""), detail: String(v.detail ?? "").slice(0, 500),
         ...(v.failedStep ? { failedStep: String(v.failedStep) } : {}),
+        ...(v.dryRun === true ? { dryRun: true } : {}),
       });
     } catch {
       // not an entry this code wrote: ignored
@@ -190,13 +193,15 @@ export class RepairRunner {
           const entry: HistoryEntry = { action: a.action, at: r.now, nodeId: id, outcome: res.outcome === "dry-run" ? "dry-run" : ok ? "applied" : "failed", fault: a.fault };
           if (!(await recordRepair(this.o.writer, this.o.keys.repairHistory, r.history, a.host, entry, this.o.windowMs)).accepted) return false;
           if (!ok) return failed(a.action, res.detail);
+          if (res.outcome === "dry-run") a = { ...a, dryRun: true };
           if (!(await next("wait", res))) return false;
           return true; // the node needs time: its record is judged from the next period on
         }
         case "wait": {
           const n = r.snap.nodes.find((x) => x.nodeId === id);
           const waited = r.now - a.since;
-          if (waited >= this.s.settleMs && n?.alive && n.status === "HEALTHY") {
+          // A dry-run repaired nothing: the rehearsal ends after the wait bound, once per node, without a failure.
+          if ((waited >= this.s.settleMs && n?.alive && n.status === "HEALTHY") || (a.dryRun && waited > this.s.waitTimeoutMs)) {
             const res = await this.o.actuator.uncordon(id, ctx);
             if (res.outcome === "refused-stale") return false;
             if (!OK.has(res.outcome)) return failed("uncordon", res.detail);
