@@ -91,7 +91,7 @@ function keyNames(cluster: string) {
     azState: (az: string) => s(`az:${az}:state`),
     members: s("members"), inventory: s("inventory"), enrol: s("enrol"), enrolled: s("enrolled"), recordDigests: s("enrolled:digests"), capabilities: `llmha-caps:${cluster}`, nodes: s("nodes"), dead: s("dead"), azs: s("azs"), leader: s("leader"), fence: s("fence"), fenceLast: s("fence:last"),
     tier: s("tier"), standbyWake: s("standby:wake"), practiceRequest: s("practice:request"), actuation: s("actuation"), suspect: s("suspect"),
-    events: s("events"), practice: s("practice"), models: s("models"), repairPlan: s("repair:plan"),
+    events: s("events"), practice: s("practice"), models: s("models"), repairPlan: s("repair:plan"), repairHistory: s("repair:history"), repairActive: s("repair:active"),
     fallbackCache: s("fallback:cache:"), fallbackRequests: s("fallback:req:"), fallbackBodies: s("fallback:body:"), fallbackIdempotency: s("fallback:idem:"), fallbackQueue: s("fallback:queue"),
     edgeKeys: s("edge:keys"), edgeKeysRev: s("edge:keys:rev"),
     canaryAnswers: s("canary:answers"), canaryExpect: s("canary:expect"), canaryRecorded: s("canary:recorded"),
@@ -118,7 +118,7 @@ export function redisRoles(cluster: string): RedisRole[] {
   };
   const controller: RedisRole = {
     name: "llmha-controller",
-    does: "the leader: lease acquire/renew/release, the fence, AZ states, tier, standby, actuation, suspect, models, practice state, the repair plan (fenced-hset-3), the sweep (sweep-5); reads the registry",
+    does: "the leader: lease acquire/renew/release, the fence, AZ states, tier, standby, actuation, suspect, models, practice state, the repair plan, history and active repairs (fenced-hset-3), the sweep (sweep-5); reads the registry",
     commands: [
       ...CONNECTION, "fcall", "fcall_ro", ...LOAD_FUNCTIONS, "wait",
       "get", "set", "del", "pexpire", "pttl", "time", "hget", "hmget", "hgetall", "hset", "hdel", "hscan", "exists",
@@ -128,7 +128,7 @@ export function redisRoles(cluster: string): RedisRole[] {
     ],
     keys: [
       RW(k.leader), RW(k.fence), RW(k.fenceLast), RW(k.azState("*")), RW(k.tier), RW(k.standbyWake), RW(k.actuation), RW(k.suspect),
-      RW(k.models), RW(k.practice), RW(k.repairPlan), RW(k.events), RW(k.inventory), RW(k.nodes), RW(k.dead), RW(k.members), RW(k.azAvailable("*")),
+      RW(k.models), RW(k.practice), RW(k.repairPlan), RW(k.repairHistory), RW(k.repairActive), RW(k.events), RW(k.inventory), RW(k.nodes), RW(k.dead), RW(k.members), RW(k.azAvailable("*")),
       R(k.node("*")), R(k.azs), R(k.practiceRequest),
       RW(k.canaryExpect), RW(k.canaryAnswers), R(k.canaryRecorded),
       RW(k.enrol), RW(k.enrolled), RW(k.recordDigests), RW(k.capabilities),
@@ -188,7 +188,7 @@ function readKeys(k: ReturnType<typeof keyNames>): KeyGrant[] {
   return [
     R(k.node("*")), R(k.azAvailable("*")), R(k.azState("*")), R(k.members), R(k.inventory), R(k.enrolled), R(k.recordDigests), R(k.nodes), R(k.dead), R(k.azs),
     R(k.leader), R(k.fence), R(k.fenceLast), R(k.tier), R(k.standbyWake), R(k.practiceRequest), R(k.actuation), R(k.suspect),
-    R(k.events), R(k.practice), R(k.models), R(k.repairPlan),
+    R(k.events), R(k.practice), R(k.models), R(k.repairPlan), R(k.repairHistory), R(k.repairActive),
     R(`${k.fallbackCache}*`), R(`${k.fallbackRequests}*`), R(k.fallbackQueue),
     R(k.edgeKeys), R(k.edgeKeysRev), R(k.canaryAnswers), R(k.canaryExpect), R(k.canaryRecorded),
   ];

@@ -2,6 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { Problems } from "./problems";
 import { tagged } from "./tags";
+import { LABELS } from "./names";
 
 /**
  * What the controller's actuator may call (docs/actuators.md), and nothing else. The policy
@@ -19,7 +20,14 @@ export const AGENT_ACTIONS = Object.freeze({
     "autoscaling:CreateOrUpdateTags",
     "autoscaling:DeleteTags",
   ],
+  /** The repair ladder's reboot, on the stack's own GPU instances only (tag conditions: see `agentPolicy`). */
+  gpuInstances: ["ec2:RebootInstances"],
 });
+
+/** The tags `RebootGpuInstances` is conditioned on: infra/tags.ts `commonTags` and the GPU class every GPU instance carries (gpu-node-groups.ts). */
+const PROJECT_TAG = "Project";
+const ENVIRONMENT_TAG = "Environment";
+const GPU_CLASS_TAG = LABELS.gpuClass;
 
 /** Tag that marks the role as the agent's, for the policy pack. */
 export const AGENT_ROLE_TAG = Object.freeze({ key: "llm-ha.io/identity", value: "agent" });
@@ -57,6 +65,12 @@ export interface AgentIamArgs {
   serviceAccountName: string;
   /** The standby AZ's Auto Scaling groups and their fallbacks (wake/release), each with its size bound. Default none. */
   standbyGroups?: { name: pulumi.Input<string>; maxSize: number }[];
+  /**
+   * The repair ladder's `act` mode reboots GPU nodes (EC2 `RebootInstances`): granted only on
+   * instances carrying this stack's `Project` and `Environment` tags and the GPU-class tag (the
+   * stack's GPU nodes). Default false (advise mode needs no grant).
+   */
+  rebootGpuInstances?: boolean;
 }
 
 /**
@@ -106,7 +120,7 @@ export function irsaTrustPolicy(providerArn: string, providerUrl: string, namesp
  * - tags: only `llm-ha:pre-wake` (`aws:TagKeys`), so the role cannot retag a group into or out of
  *   its own scope;
  */
-export function agentPolicy(account: string, region: string, clusterName: string, groups: BoundedGroup[]): string {
+export function agentPolicy(account: string, region: string, clusterName: string, groups: BoundedGroup[], reboot?: { project: string; environment: string }): string {
   const statements: Record<string, unknown>[] = [
     // Describe/List cannot be scoped by resource in IAM; they only read.
     { Sid: "ReadState", Effect: "Allow", Action: [...AGENT_ACTIONS.anyResource], Resource: "*" },
@@ -132,6 +146,19 @@ export function agentPolicy(account: string, region: string, clusterName: string
       Action: ["autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"],
       Resource: resources,
       Condition: { ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": [PRE_WAKE_TAG_KEY] } },
+    });
+  }
+  if (reboot) {
+    // Instance ARNs carry no name to pin: the stack's own tags do (an instance of another stack or project is refused).
+    statements.push({
+      Sid: "RebootGpuInstances",
+      Effect: "Allow",
+      Action: ["ec2:RebootInstances"],
+      Resource: `arn:aws:ec2:${region}:${account}:instance/*`,
+      Condition: {
+        StringEquals: { [`aws:ResourceTag/${PROJECT_TAG}`]: reboot.project, [`aws:ResourceTag/${ENVIRONMENT_TAG}`]: reboot.environment },
+        Null: { [`aws:ResourceTag/${GPU_CLASS_TAG}`]: "false" },
+      },
     });
   }
   return JSON.stringify({ Version: "2012-10-17", Statement: statements });
@@ -163,7 +190,7 @@ export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.
       role: role.name,
       policy: pulumi
         .all([account, pulumi.all(asgs.map((g) => g.name))])
-        .apply(([acct, names]) => agentPolicy(acct, args.region, args.clusterName, names.map((name, i) => ({ name, maxSize: asgs[i].maxSize })))),
+        .apply(([acct, names]) => agentPolicy(acct, args.region, args.clusterName, names.map((name, i) => ({ name, maxSize: asgs[i].maxSize })), args.rebootGpuInstances ? { project: pulumi.getProject(), environment: pulumi.getStack() } : undefined)),
     },
     opts,
   );

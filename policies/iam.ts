@@ -13,6 +13,13 @@ export const AGENT_ROLE_TAG = { key: "llm-ha.io/identity", value: "agent" };
 export interface AgentRoleConfig {
   allowedActions: string[];
   readOnlyActions: string[];
+  tagScopedActions?: string[];
+}
+
+/** Whether a statement is held to the stack's own resources by `StringEquals aws:ResourceTag/Project`. */
+function projectTagScoped(s: Props): boolean {
+  const eq = record(record(s.Condition)?.StringEquals);
+  return eq !== undefined && typeof eq["aws:ResourceTag/Project"] === "string" && eq["aws:ResourceTag/Project"] !== "" && !/[*?]/.test(eq["aws:ResourceTag/Project"]);
 }
 
 /** The statements of a policy document given as JSON text or as an object. */
@@ -60,8 +67,15 @@ export const agentRoleLeastPrivilege: StackValidationPolicy = {
           "arc-zonal-shift:StartZonalShift",
           "arc-zonal-shift:UpdateZonalShift",
           "arc-zonal-shift:CancelZonalShift",
+          "ec2:RebootInstances",
         ],
         description: "Every action the agent's role may allow.",
+      },
+      tagScopedActions: {
+        type: "array",
+        items: { type: "string" },
+        default: ["ec2:RebootInstances"],
+        description: "Write actions that may name a wildcard Resource when the statement is conditioned on the stack's own `Project` tag (`aws:ResourceTag/Project`): EC2 instance ARNs carry no name to pin.",
       },
       readOnlyActions: {
         type: "array",
@@ -72,7 +86,8 @@ export const agentRoleLeastPrivilege: StackValidationPolicy = {
     },
   },
   validateStack: (args, reportViolation) => {
-    const { allowedActions, readOnlyActions } = args.getConfig<AgentRoleConfig>();
+    const { allowedActions, readOnlyActions, tagScopedActions } = args.getConfig<AgentRoleConfig>();
+    const tagScoped = new Set((tagScopedActions ?? ["ec2:RebootInstances"]).map((a) => a.toLowerCase()));
     const allowed = new Set(allowedActions.map((a) => a.toLowerCase()));
     const readOnly = new Set(readOnlyActions.map((a) => a.toLowerCase()));
     for (const rp of args.resources) {
@@ -93,7 +108,7 @@ export const agentRoleLeastPrivilege: StackValidationPolicy = {
         }
         const wild = oneOrMany(s.Resource).filter(isWildcardResource);
         if (wild.length > 0) {
-          const writes = actions.filter((a) => allowed.has(a.toLowerCase()) && !readOnly.has(a.toLowerCase()));
+          const writes = actions.filter((a) => allowed.has(a.toLowerCase()) && !readOnly.has(a.toLowerCase()) && !(tagScoped.has(a.toLowerCase()) && projectTagScoped(s)));
           if (writes.length > 0) {
             reportViolation(`Agent role policy ${rp.name} allows ${joinWords(writes)} on Resource ${wild.map((r) => `"${r}"`).join(", ")}; name the standby groups and load balancers.`, rp.urn);
           }

@@ -8,6 +8,8 @@ export type PodDisruptionBudget = k8s.types.input.policy.v1.PodDisruptionBudget;
 export type ConfigMap = k8s.types.input.core.v1.ConfigMap;
 export type ClusterRole = k8s.types.input.rbac.v1.ClusterRole;
 export type ClusterRoleBinding = k8s.types.input.rbac.v1.ClusterRoleBinding;
+export type Role = k8s.types.input.rbac.v1.Role;
+export type RoleBinding = k8s.types.input.rbac.v1.RoleBinding;
 export type ServiceAccount = k8s.types.input.core.v1.ServiceAccount;
 
 

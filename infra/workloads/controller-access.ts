@@ -2,6 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import { APP } from "../names";
 import { CONTROLLER_SERVICE_ACCOUNT, controllerNodeReader } from "./controller";
+import type { Role, RoleBinding } from "./common";
 
 export interface ControllerAccessArgs {
   /** The controller's namespace (the edge namespace). */
@@ -10,6 +11,32 @@ export interface ControllerAccessArgs {
   roleArn?: pulumi.Input<string>;
   /** Node identities: the ClusterRole also reads the ServiceAccount issuer's keys. */
   identities: boolean;
+  /** The repair ladder acts (`LLMHA_REPAIR_MODE=act`): the inference pods' namespace it drains and restarts in. Default none (advise: no write). */
+  repairNamespace?: string;
+}
+
+/**
+ * What the repair ladder's `act` mode may do to pods, in the inference namespace only: list
+ * them on a node, evict them (`create` on `pods/eviction`: the API server honours
+ * PodDisruptionBudgets) and delete an inference pod (its controller recreates it).
+ */
+export function controllerRepairAccess(workloadsNamespace: string, controllerNamespace: string): { role: Role; binding: RoleBinding } {
+  const name = "llm-ha-controller-repair";
+  const labels = { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" };
+  return {
+    role: {
+      apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name, namespace: workloadsNamespace, labels },
+      rules: [
+        { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "delete"] },
+        { apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] },
+      ],
+    },
+    binding: {
+      apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name, namespace: workloadsNamespace, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects: [{ kind: "ServiceAccount", name: CONTROLLER_SERVICE_ACCOUNT, namespace: controllerNamespace }],
+    },
+  };
 }
 
 /**
@@ -30,7 +57,13 @@ export function createControllerAccess(name: string, a: ControllerAccessArgs, op
     },
     inNamespace,
   );
-  const reader = controllerNodeReader(a.namespace, a.identities);
+  const reader = controllerNodeReader(a.namespace, a.identities, a.repairNamespace !== undefined);
   const role = new k8s.rbac.v1.ClusterRole(`${name}-controller-nodes`, reader.clusterRole, opts);
-  return [sa, new k8s.rbac.v1.ClusterRoleBinding(`${name}-controller-nodes`, reader.binding, { ...opts, dependsOn: [role] })];
+  const out: pulumi.Resource[] = [sa, new k8s.rbac.v1.ClusterRoleBinding(`${name}-controller-nodes`, reader.binding, { ...opts, dependsOn: [role] })];
+  if (a.repairNamespace !== undefined) {
+    const repair = controllerRepairAccess(a.repairNamespace, a.namespace);
+    const r = new k8s.rbac.v1.Role(`${name}-controller-repair`, repair.role, opts);
+    out.push(r, new k8s.rbac.v1.RoleBinding(`${name}-controller-repair`, repair.binding, { ...opts, dependsOn: [r] }));
+  }
+  return out;
 }

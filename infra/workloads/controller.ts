@@ -95,14 +95,16 @@ export function localGet(path: string): string[] {
  * What the controller may read of the Kubernetes API: Nodes (get, list, watch), to know which GPU
  * nodes exist and in which AZ; with node identities also the ServiceAccount issuer's keys and
  * discovery document (get on those two non-resource URLs), to verify enrolment tokens.
- * Cluster-scoped (Nodes are), read-only, nothing else.
+ * Cluster-scoped (Nodes are), read-only, nothing else — unless the repair ladder acts
+ * (`repair`): then also `patch` on Nodes (cordon and uncordon: `spec.unschedulable`).
  */
-export function controllerNodeReader(namespace: string, identities = false): { clusterRole: ClusterRole; binding: ClusterRoleBinding } {
+export function controllerNodeReader(namespace: string, identities = false, repair = false): { clusterRole: ClusterRole; binding: ClusterRoleBinding } {
   const name = "llm-ha-controller-nodes";
   const labels = { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" };
   const rules = [
     { apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] },
     ...(identities ? [{ nonResourceURLs: [...ISSUER_DISCOVERY_URLS], verbs: ["get"] }] : []),
+    ...(repair ? [{ apiGroups: [""], resources: ["nodes"], verbs: ["patch"] }] : []),
   ];
   return {
     clusterRole: { apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name, labels }, rules },

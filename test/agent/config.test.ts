@@ -41,6 +41,12 @@ describe("configuration", () => {
     expect(parseConfig([], { ...base, LLMHA_REPAIR_MODE: "off", LLMHA_REPAIR_SPARE: "us-east-1a=2, us-east-1b=0" })).toMatchObject({ repairMode: "off", repairSpare: "us-east-1a=2, us-east-1b=0" });
   });
 
+  it("act is taken with an actuator; aws needs the inventory (the Kubernetes API)", () => {
+    const act = { ...base, LLMHA_REPAIR_MODE: "act", LLMHA_REDIS_URL: "redis://r:6379", LLMHA_STANDBY_AZ: "us-east-1c" };
+    expect(parseConfig([], { ...act, LLMHA_ACTUATOR: "dry-run" })).toMatchObject({ repairMode: "act", repairNamespace: "llm-ha" });
+    expect(() => parseConfig([], { ...act, LLMHA_ACTUATOR: "aws", LLMHA_AWS_REGION: "us-east-1", LLMHA_STANDBY_ASGS: "us-east-1c:asg-c:2" })).toThrow(/act with LLMHA_ACTUATOR=aws needs LLMHA_INVENTORY/);
+  });
+
   it("flags win over environment variables", () => {
     expect(parseConfig(["--interval-ms", "250"], { ...base, LLMHA_INTERVAL_MS: "900" }).intervalMs).toBe(250);
   });
@@ -56,7 +62,7 @@ describe("configuration", () => {
     ["LLMHA_LEASE_RENEW_MS", "30000", /below LLMHA_LEASE_TTL_MS/],
     ["LLMHA_CLUSTER", "a b", /LLMHA_CLUSTER/],
     ["LLMHA_REPAIR_MODE", "fix", /LLMHA_REPAIR_MODE .*must be one of off, advise, act/],
-    ["LLMHA_REPAIR_MODE", "act", /LLMHA_REPAIR_MODE .*act is not available yet/],
+    ["LLMHA_REPAIR_MODE", "act", /LLMHA_REPAIR_MODE .*act needs LLMHA_ACTUATOR/],
     ["LLMHA_REPAIR_SPARE", "us-east-1a:2", /LLMHA_REPAIR_SPARE.*is not AZ=COUNT/],
   ])("%s=%s is refused with a message naming it", (k, v, re) => {
     expect(() => parseConfig([], { ...base, [k]: v })).toThrow(re);

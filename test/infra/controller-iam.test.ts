@@ -21,5 +21,20 @@ describe("the controller's permission policy", () => {
       { "autoscaling:MaxSize": "2", "autoscaling:MinSize": "2" },
     ]);
     for (const s of p.Statement.slice(1)) expect(s.Condition.StringEquals).toEqual({ "autoscaling:ResourceTag/eks:cluster-name": "prod" });
+    expect(p.Statement.some((s: { Action: string[] }) => s.Action.includes("ec2:RebootInstances"))).toBe(false);
+  });
+
+  it("grants the repair ladder's reboot only when asked, and only on the stack's own GPU instances (tag conditions)", () => {
+    const p = JSON.parse(agentPolicy("123456789012", "us-east-1", "prod", [], { project: "llm-ha", environment: "prod" }));
+    expect(p.Statement.find((s: { Sid: string }) => s.Sid === "RebootGpuInstances")).toEqual({
+      Sid: "RebootGpuInstances",
+      Effect: "Allow",
+      Action: ["ec2:RebootInstances"],
+      Resource: "arn:aws:ec2:us-east-1:123456789012:instance/*",
+      Condition: {
+        StringEquals: { "aws:ResourceTag/Project": "llm-ha", "aws:ResourceTag/Environment": "prod" },
+        Null: { "aws:ResourceTag/llm-ha.io/gpu-class": "false" },
+      },
+    });
   });
 });

@@ -6,7 +6,8 @@
  * an actuator, and no other llm-ha workload gets a token.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { ClusterRole, ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
+import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
+import { controllerRepairAccess } from "../../infra/workloads/controller-access";
 import { Deployment } from "kubernetes-models/apps/v1";
 import { captureStack, ofType, type CapturedResource } from "../../infra/capture";
 import { LABELS } from "../../infra/names";
@@ -31,6 +32,17 @@ describe("the controller's inventory read", () => {
     expect(env).toMatchObject({ LLMHA_INVENTORY: "kubernetes", LLMHA_INVENTORY_SELECTOR: LABELS.gpuClass });
     // The agent's default selector is the stack's GPU label.
     expect(DEFAULT_GPU_SELECTOR).toBe(LABELS.gpuClass);
+  });
+
+  it("with the repair ladder acting: patch on Nodes (cordon), and pods list/delete/evict in the inference namespace only", () => {
+    const { clusterRole } = controllerNodeReader("llm-ha-edge", false, true);
+    expect(clusterRole.rules).toEqual([{ apiGroups: [""], resources: ["nodes"], verbs: ["get", "list", "watch"] }, { apiGroups: [""], resources: ["nodes"], verbs: ["patch"] }]);
+    const { role, binding } = controllerRepairAccess("llm-ha", "llm-ha-edge");
+    expect(() => new Role(role as never).validate()).not.toThrow();
+    expect(() => new RoleBinding(binding as never).validate()).not.toThrow();
+    expect((role as O).metadata.namespace).toBe("llm-ha");
+    expect((role as O).rules).toEqual([{ apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "delete"] }, { apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] }]);
+    expect((binding as O).subjects).toEqual([{ kind: "ServiceAccount", name: CONTROLLER_SERVICE_ACCOUNT, namespace: "llm-ha-edge" }]);
   });
 
   describe("in the prod stack", () => {

@@ -41,6 +41,19 @@ describe("agent-role-least-privilege", () => {
     ]);
   });
 
+  it("passes the repair ladder's reboot on instance/* only when conditioned on the stack's Project tag", async () => {
+    const reboot = { Sid: "RebootGpuInstances", Effect: "Allow", Action: ["ec2:RebootInstances"], Resource: "arn:aws:ec2:us-east-1:123456789012:instance/*" };
+    const scoped = withPolicy((d) => d.Statement.push({ ...reboot, Condition: { StringEquals: { "aws:ResourceTag/Project": "llm-ha", "aws:ResourceTag/Environment": "test" } } }));
+    expect(await messages(agentRoleLeastPrivilege, scoped)).toEqual([]);
+    const bare = withPolicy((d) => d.Statement.push(reboot));
+    const anyProject = withPolicy((d) => d.Statement.push({ ...reboot, Condition: { StringEquals: { "aws:ResourceTag/Project": "*" } } }));
+    for (const rs of [bare, anyProject]) {
+      expect(await messages(agentRoleLeastPrivilege, rs)).toEqual([
+        'Agent role policy agent-actuator allows ec2:RebootInstances on Resource "arn:aws:ec2:us-east-1:123456789012:instance/*"; name the standby groups and load balancers.',
+      ]);
+    }
+  });
+
   it("fails NotAction", async () => {
     const rs = withPolicy((d) => {
       delete d.Statement[0].Action;

@@ -93,6 +93,11 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
       // The repair plan is the leader's alone: a node must not advise its neighbours' reboot, nor hide its own.
       outcome(c.redis.hset(keys.repairPlan, "agent-2", '{"action":"replace"}')),
       outcome(c.redis.del(keys.repairPlan)),
+      // Nor the repair history (a clean history hides a host that keeps failing) or the active repairs (a forged step uncordons a node).
+      outcome(c.redis.hset(keys.repairHistory, "i-1", "[]")),
+      outcome(c.redis.hget(keys.repairHistory, "i-1")),
+      outcome(c.redis.hset(keys.repairActive, "agent-2", '{"action":"reboot","step":"wait"}')),
+      outcome(c.redis.del(keys.repairActive)),
       outcome(c.redis.set(keys.practiceRequest, "1")),
       outcome(c.redis.set(`${keys.fallbackCache}e:abc`, "{}")),
       outcome(c.redis.get(`${keys.fallbackRequests}x`)),
@@ -114,6 +119,10 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
     expect(w.accepted).toBe(true);
     const plan = await fencedHsetScript(c.redis, { fenceLast: keys.fenceLast, target: keys.repairPlan, events: keys.events, token, holder: "leader-1", eventsMaxLen: 100, changeField: "ctl-1", eventType: "repair.advised", fields: { "ctl-1": '{"action":"reboot"}' } });
     expect(plan.accepted).toBe(true);
+    for (const target of [keys.repairHistory, keys.repairActive]) {
+      const w2 = await fencedHsetScript(c.redis, { fenceLast: keys.fenceLast, target, events: keys.events, token, holder: "leader-1", eventsMaxLen: 100, changeField: "ctl-1", eventType: "repair.started", fields: { "ctl-1": "[]" } });
+      expect(w2.accepted, target).toBe(true);
+    }
     const s = await sweepScript(c.redis, { nodes: keys.nodes, members: keys.members, dead: keys.dead, events: keys.events, fenceLast: keys.fenceLast }, { prefix: keys.prefix, token, holder: "leader-1", silentMs: 60_000, forgetAfterMs: 600_000, eventsMaxLen: 100, limit: 10 });
     expect(s.accepted).toBe(true);
     const page = await readNodesScript(c.redis, keys.members, keys.prefix, "0", 100);
@@ -213,6 +222,8 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
     expect(page.cursor).toBe("0");
     expect(await outcome(c.redis.hgetall(keys.tier))).toBe("ok");
     expect(await outcome(c.redis.hgetall(keys.repairPlan))).toBe("ok");
+    expect(await outcome(c.redis.hgetall(keys.repairHistory))).toBe("ok");
+    expect(await outcome(c.redis.hgetall(keys.repairActive))).toBe("ok");
     // What `llm-ha status` reads, key by key (the role names them: no `llmha:<cluster>:*`), as the reader and as an operator.
     for (const role of ["llmha-reader", "llmha-operator"] as const) {
       const view = await readFleetView((role === "llmha-reader" ? c : await as(role)).redis, keys);
@@ -221,6 +232,8 @@ describe("Redis roles on redis-server with the rendered ACL file", () => {
     for (const r of await Promise.all([
       outcome(c.redis.hset(keys.tier, "level", "L4")),
       outcome(c.redis.hset(keys.repairPlan, "n1", "{}")),
+      outcome(c.redis.hset(keys.repairHistory, "i-1", "[]")),
+      outcome(c.redis.hdel(keys.repairActive, "n1")),
       outcome(c.redis.set(keys.practiceRequest, "1")),
       outcome(acquireScript(c.redis, keys, "r", 5000, 0)),
     ])) expect(r).toMatch(/NOPERM|no permissions/);
@@ -232,7 +245,7 @@ describe("the role table and the key table agree", () => {
   const k = new RedisKeys("c1");
   const every = [
     k.node("n1"), k.azAvailable("a"), k.azState("a"), k.members, k.inventory, k.enrol, k.enrolled, k.recordDigests, k.capabilities, k.nodeRecord("n1", "0123456789abcdef0123456789abcdef"), k.nodes, k.dead, k.azs, k.leader, k.fence, k.fenceLast, k.tier, k.standbyWake,
-    k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, k.repairPlan, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, `${k.fallbackBodies}1`, `${k.fallbackIdempotency}t:abc`, k.fallbackQueue, k.edgeKeys, k.edgeKeysRev,
+    k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, k.repairPlan, k.repairHistory, k.repairActive, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, `${k.fallbackBodies}1`, `${k.fallbackIdempotency}t:abc`, k.fallbackQueue, k.edgeKeys, k.edgeKeysRev,
     k.canaryAnswers, k.canaryExpect, k.canaryRecorded,
   ];
   it("every role's pattern names a key of keys.ts, and every key has a writer", () => {

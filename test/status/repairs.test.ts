@@ -75,4 +75,11 @@ describe("status: the repair plan", () => {
     expect(held.tone).toBe("bad");
     expect(held.summary).toContain("held, needs replace");
   });
+
+  it("act mode's repair.started, repair.done and repair.failed events read as sentences", () => {
+    const ev = (type: string, entry: object) => eventRow(`${NOW}-0`, ["type", type, "key", keys.repairActive, "from", "", "token", "42", "leader", "c1/7", "a2", JSON.stringify(entry)], NOW, keys);
+    expect(ev("repair.started", { action: "restart", step: "drain", detail: "a2 unschedulable" })).toMatchObject({ tone: "warn", summary: "repair restart of a2: step drain: a2 unschedulable" });
+    expect(ev("repair.done", { action: "reboot", step: "done", detail: "HEALTHY again" })).toMatchObject({ tone: "ok", summary: "repair reboot of a2: done, the node is back: HEALTHY again" });
+    expect(ev("repair.failed", { action: "restart", step: "failed", failedStep: "drain", detail: "HTTP 500" })).toMatchObject({ tone: "bad", summary: "repair restart of a2: failed at drain, the node stays cordoned: HTTP 500" });
+  });
 });

@@ -92,7 +92,6 @@ function parseValue(spec: OptionSpec, v: string): string | number | boolean | st
       return v;
     case "repairMode":
       if (!(REPAIR_MODES as readonly string[]).includes(v)) throw new ConfigError(spec.env, `must be one of ${REPAIR_MODES.join(", ")}, got ${JSON.stringify(v)}`);
-      if (v === "act") throw new ConfigError(spec.env, "act is not available yet: the repair actions (cordon, drain, reboot, replace, quarantine) do not exist in this version; use advise (the default: the plan is published and shown, nothing is done) or off");
       return v;
     case "list": {
       const items = v.split(",").map((x) => x.trim()).filter((x) => x !== "");
@@ -203,6 +202,7 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   identityIssuer: null,
   repairMode: "advise",
   repairSpare: null,
+  repairNamespace: "llm-ha",
 };
 
 /** Frozen defaults, for `--help` and tests. */
@@ -278,12 +278,21 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
  * The actuator settings that only make sense together. Only the leader acts, so any actuator
  * needs Redis; `aws` needs something to act on; `local` needs the drill's endpoint.
  */
+/** `act` needs something to act through: an actuator (dry-run and local: logged only), and for `aws` the Kubernetes API the inventory reads. */
+function checkRepairAct(cfg: Omit<AgentConfig, "az"> & { az: string | null }): void {
+  if (cfg.repairMode !== "act" || cfg.role === "node") return;
+  if (cfg.actuator === "none") throw new ConfigError("LLMHA_REPAIR_MODE", "act needs LLMHA_ACTUATOR aws (Kubernetes and EC2), dry-run or local (both log the repair steps and call nothing); with none use advise");
+  if (cfg.actuator === "aws" && cfg.inventory === "none") throw new ConfigError("LLMHA_REPAIR_MODE", "act with LLMHA_ACTUATOR=aws needs LLMHA_INVENTORY (kubernetes): cordon, drain and restart go through the Kubernetes API, a reboot to the node's instance id");
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(cfg.repairNamespace)) throw new ConfigError("LLMHA_REPAIR_NAMESPACE", "must be a Kubernetes namespace name");
+}
+
 function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): void {
   if (cfg.standbyAz !== null && !CLUSTER_RE.test(cfg.standbyAz)) throw new ConfigError("LLMHA_STANDBY_AZ", "must be 1-64 letters, digits, '.', '_' or '-'");
   checkPracticeWake(cfg);
   if (cfg.role === "controller" && !cfg.redisUrl) throw new ConfigError("LLMHA_REDIS_URL", "is required with LLMHA_ROLE=controller: the lease and the registry live in Redis");
   if (cfg.role === "node" && cfg.actuator !== "none") throw new ConfigError("LLMHA_ACTUATOR", `must be none with LLMHA_ROLE=node (got ${cfg.actuator}): node agents hold no cloud credential; the controller acts (LLMHA_ROLE=controller)`);
   checkInventory(cfg.inventory);
+  checkRepairAct(cfg);
   if (cfg.actuator === "none") return;
   if (!cfg.redisUrl) throw new ConfigError("LLMHA_ACTUATOR", `${cfg.actuator} needs LLMHA_REDIS_URL: only the elected leader acts`);
   if (!cfg.standbyAz && !cfg.zonalShift) throw new ConfigError("LLMHA_STANDBY_AZ", `LLMHA_ACTUATOR=${cfg.actuator} has nothing to do: set LLMHA_STANDBY_AZ or LLMHA_ZONAL_SHIFT=true`);

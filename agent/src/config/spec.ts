@@ -115,6 +115,7 @@ export interface AgentConfig {
   canaryLogprobTolerance: number;
   repairMode: "off" | "advise" | "act";
   repairSpare: string | null;
+  repairNamespace: string;
 }
 
 const ms = (v: number): string => `${v}`;
@@ -194,8 +195,9 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "canaryPrefixTokens", env: "LLMHA_CANARY_PREFIX_TOKENS", type: "int", min: 1, max: 128, defaultText: "8", description: "tokens of each canary answer compared with the expectation (words where the kind returns text only); later tokens may differ with batch-dependent kernels" },
   { key: "canaryLogprobTolerance", env: "LLMHA_CANARY_LOGPROB_TOLERANCE", type: "number", min: 0, max: 10, defaultText: "0.1", description: "largest difference between a compared token's logprob and the expected one (where the kind returns logprobs); NaN or Inf is always a mismatch" },
   // The repair ladder: what the leader would do for a broken GPU node (restart, reset, reboot, replace, quarantine).
-  { key: "repairMode", env: "LLMHA_REPAIR_MODE", type: "repairMode", defaultText: "advise", description: "the leader's repair ladder for broken GPU nodes: `off`, `advise` (each period the plan is published to `repair:plan`, shown by `llm-ha status`, and nothing is done) or `act` (not available yet: refused at start)" },
+  { key: "repairMode", env: "LLMHA_REPAIR_MODE", type: "repairMode", defaultText: "advise", description: "the leader's repair ladder for broken GPU nodes: `off`, `advise` (each period the plan is published to `repair:plan`, shown by `llm-ha status`, and nothing is done) or `act` (as advise, and the plan's `restart` and `reboot` are carried out: cordon, drain, the action, wait for HEALTHY, uncordon; `reset`, `replace` and `quarantine` stay advised; needs LLMHA_ACTUATOR `aws` with LLMHA_INVENTORY, or `dry-run`/`local`, which only log the steps)" },
   { key: "repairSpare", env: "LLMHA_REPAIR_SPARE", type: "string", defaultText: "none (no replacement in sight anywhere)", description: "replacements in sight per AZ for the repair ladder (free reservation slots, standby nodes, a fallback path), `az=count,…`; a `replace` or `quarantine` in an AZ with none is held" },
+  { key: "repairNamespace", env: "LLMHA_REPAIR_NAMESPACE", type: "string", defaultText: "`llm-ha`", description: "`act` mode: the namespace of the inference pods a repair drains (evictions) and restarts (deletes); no other namespace is touched" },
 ];
 
 /**
@@ -215,7 +217,7 @@ export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: re
   { title: "Acting on the cloud (the leader)", keys: ["actuator", "zonalShift", "shiftExpiryMs", "awsRegion", "shiftResources", "azIds", "localCloudUrl"] },
   { title: "Inventory and node identities", keys: ["inventory", "inventorySelector", "inventoryTokenFile", "inventoryCaFile", "identityTokenFile", "identityJwks", "identityIssuer"] },
   { title: "Correctness canaries", keys: ["canaryIntervalMs", "canaryMaxTokens", "canaryPrefixTokens", "canaryLogprobTolerance"] },
-  { title: "Repair ladder (the leader)", keys: ["repairMode", "repairSpare"] },
+  { title: "Repair ladder (the leader)", keys: ["repairMode", "repairSpare", "repairNamespace"] },
 ];
 
 /** The specs of each group, in group order. */

@@ -30,9 +30,9 @@ export function repairRules(): RuleGroupSpec {
         annotations: {
           summary: "{{ $value }} broken GPU nodes held from repair for capacity in {{ $labels.cluster }}",
           description:
-            "The leader's repair ladder (advise mode: nothing is done yet) holds a broken GPU node's repair: another node of its AZ is in repair, the fleet share in repair is reached, the AZ would drop below its floor, or a replace/quarantine has no replacement in sight. The node stays drained meanwhile.",
+            "The leader's repair ladder holds a broken GPU node's repair: another node of its AZ is in repair, the fleet share in repair is reached, the AZ would drop below its floor, a replace/quarantine has no replacement in sight, or (act mode) a restart or reboot it carried out failed at a step. The node stays drained (after a failed step: cordoned) meanwhile.",
           runbook:
-            "llm-ha status (repairs section) names each held node, the action it needs and the reason; free a replacement (a reservation slot, a standby node; LLMHA_REPAIR_SPARE tells the leader it is there) or repair the node by hand.",
+            "llm-ha status (repairs section) names each held node, the action it needs and the reason; free a replacement (a reservation slot, a standby node; LLMHA_REPAIR_SPARE tells the leader it is there) or repair the node by hand. After a failed step (bound failed): repair the node, uncordon it, and remove its field from repair:active.",
         },
       },
     ],

@@ -31,7 +31,10 @@ import { PracticeSchedule, type PracticeSettings } from "../actuators/practice";
 import { FleetMetrics } from "./metrics";
 import { DEFAULT_CONTROLLER_SETTINGS, type ControllerSettings, type Evaluation, type TierLevel } from "./state";
 import type { CanaryLearning } from "./controller";
+import type { RepairActSettings } from "../repair/act";
 import { RepairAdvisor } from "../repair/advise";
+import { repairRunner } from "../repair/wire";
+import type { RepairActuator } from "../actuators/repair-types";
 
 export interface FleetOptions {
   /** `redis://` or `rediss://` (`LLMHA_REDIS_URL`); may carry the password. */
@@ -71,7 +74,7 @@ export interface FleetOptions {
   /** Correctness canaries: the leader learns and publishes the expected answers (issue 32); none when off. */
   canary?: CanaryLearning;
   /** The repair ladder (`LLMHA_REPAIR_MODE`, `LLMHA_REPAIR_SPARE`): with `advise` the leader publishes its plan each period. Default off. */
-  repair?: { mode: "off" | "advise"; spare?: ReadonlyMap<string, number> };
+  repair?: { mode: "off" | "advise" | "act"; spare?: ReadonlyMap<string, number>; actuator?: RepairActuator | null; act?: Partial<RepairActSettings> };
 }
 
 export interface FleetStatus {
@@ -160,12 +163,13 @@ export class Fleet {
       practice: o.practice ? new PracticeSchedule(o.practice, o.metrics) : undefined,
       canary: o.canary,
       inventory: o.inventory,
-      repair: o.repair?.mode === "advise"
+      repair: o.repair && o.repair.mode !== "off"
         ? new RepairAdvisor({
           redis: this.client.redis, keys: this.keys, writer, log: o.log, spare: o.repair.spare,
           // An AZ's floor: repair never takes it below the share that keeps it out of DEGRADED.
           floorShare: o.controller?.degradedBelow ?? DEFAULT_CONTROLLER_SETTINGS.degradedBelow,
           onPlan: (actions) => this.metrics.setRepair(actions),
+          runner: o.repair.mode === "act" ? repairRunner({ redis: this.client.redis, keys: this.keys, writer, lease: this.lease, log: o.log, metrics: o.metrics, actuator: o.repair.actuator, settings: o.repair.act }) : undefined,
         })
         : undefined,
       identities: o.identities && o.inventory

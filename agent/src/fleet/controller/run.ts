@@ -18,6 +18,7 @@ import type { CanaryTolerance } from "../../node/canary/answers";
 import { inventoryFromSetting } from "../inventory/inventory";
 import { jwksFromSetting } from "../identity/jwks";
 import { parseRepairSpare } from "../repair/settings";
+import { createRepairActuator } from "../actuators/repair-index";
 
 /** The fleet settings every role reads from the agent's configuration, in one place. */
 export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, tolerance: CanaryTolerance): FleetOptions {
@@ -45,8 +46,11 @@ export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, t
     identityTokenFile: cfg.role === "controller" ? undefined : cfg.identityTokenFile ?? undefined,
     identities: cfg.role === "node" || cfg.identityJwks === "none" ? undefined : { jwks: jwksFromSetting(cfg.identityJwks, { tokenFile: cfg.inventoryTokenFile, caFile: cfg.inventoryCaFile, env: process.env }), issuer: cfg.identityIssuer },
     register: cfg.role !== "controller",
-    // `act` is refused at start (config/load.ts) until the repair actions exist.
-    repair: cfg.repairMode === "advise" ? { mode: "advise", spare: parseRepairSpare(cfg.repairSpare) } : undefined,
+    // `act`: only a process that may lead gets the repair actuator (Kubernetes and EC2, or dry-run).
+    repair: cfg.repairMode === "off" ? undefined : {
+      mode: cfg.repairMode, spare: parseRepairSpare(cfg.repairSpare),
+      actuator: cfg.repairMode === "act" && cfg.role !== "node" ? createRepairActuator(cfg, log, process.env) : undefined,
+    },
   };
 }
 

@@ -23,6 +23,8 @@
  * | `models`               | hash   | leader (fenced)       | same model everywhere, every 10 periods: `majority` (`id@revision dtype:… ctx:…`), `outliers` (`node=model,…`, the first 50), `outlierCount, outlierAzs, agreeing`, `differs` (JSON node → `revision+dtype`), `leader, token, updatedAt` |
  * | `practice`             | hash   | leader (fenced)       | practice wakes: `firedAt` (last firing acted on), `startedAt` (running one), `last, lastAt, lastOutcome, lastWakeMs, lastReason` |
  * | `repair:plan`          | hash   | leader (fenced)       | the repair ladder's plan (`LLMHA_REPAIR_MODE=advise`): node id → JSON `{action, wanted, reason, since, host, az, fault, bound}` for each broken GPU node (`action` `restart`, `reset`, `reboot`, `replace`, `quarantine` or `held`); `:updatedAt`, `:mode`, `:quarantined` (hosts, comma separated); `leader, token, at`. A decision that changes writes a `repair.advised` event. Agents cannot write it |
+ * | `repair:history`       | hash   | leader (fenced)       | repairs acted on (`LLMHA_REPAIR_MODE=act`): host (instance id, or node id without an inventory) → JSON list `[{action, at, nodeId, outcome, fault}]` trimmed to the quarantine window (24 h); the ladder's history |
+ * | `repair:active`        | hash   | leader (fenced)       | repairs under way (`act`): node id → JSON `{action, step, since, startedAt, token, host, az, fault, detail}`, `step` `cordon`, `drain`, `action`, `wait` or `failed`; a new leader continues them. Each step writes a `repair.started`, `repair.done` or `repair.failed` event |
  * | `practice:request`     | string | `llm-ha practice`     | epoch ms of an operator's request for a practice wake now; the leader acts on it once (as a schedule firing), then its `firedAt` covers it |
  * | `edge:keys`            | hash   | `llm-ha keys`         | client API keys of the public edge: SHA-256 hex of the key → JSON `{id, tenant, rps, concurrency, createdAt, note}`; the key itself is never stored |
  * | `edge:keys:rev`        | string | `llm-ha keys`         | counter bumped on every key change: `llm-ha edge-sync` re-reads `edge:keys` when it moves |
@@ -139,6 +141,14 @@ export class RedisKeys {
   /** The repair ladder's published plan (leader, fenced): node id → JSON decision. */
   get repairPlan(): string {
     return `${this.prefix}repair:plan`;
+  }
+  /** Repairs acted on (`act` mode; leader, fenced): host → JSON list of `{action, at, nodeId, outcome, fault}` within the quarantine window. */
+  get repairHistory(): string {
+    return `${this.prefix}repair:history`;
+  }
+  /** Repairs under way (`act` mode; leader, fenced): node id → JSON `{action, step, since, token, …}`; a new leader continues them. */
+  get repairActive(): string {
+    return `${this.prefix}repair:active`;
   }
   /** Every key of the verified-answer cache starts with this. */
   get fallbackCache(): string {

@@ -1,10 +1,12 @@
 /**
- * The repair ladder in `advise` mode, on the leader: each period while it holds the lease it
+ * The repair ladder in `advise` and `act` mode, on the leader: each period while it holds the lease it
  * reads what the ladder needs beyond the snapshot (each live node's `gpuFault` facts), decides
  * (`ladder.ts`, pure) and publishes the plan to `repair:plan` — every write fenced. A node
  * whose decision changed gets its own write first, which appends a `repair.advised` event
  * (the fenced write compares the field's previous value, so an unchanged decision writes
- * none); then the whole plan replaces the hash. Nothing else happens: no action is taken.
+ * none); then the whole plan replaces the hash. In `advise` mode nothing else happens. In `act`
+ * mode (a `RepairRunner`, act.ts) the plan's restarts and reboots are then carried out. The
+ * ladder's history comes from `repair:history` and `repair:active` (written in `act` mode).
  */
 import type { Redis } from "ioredis";
 import type { FencedWriter } from "../redis/fenced";
@@ -17,6 +19,8 @@ import type { AzView } from "../controller/state";
 import type { InventoryTracker } from "../inventory/tracker";
 import { repairLadder, type AzRepairCapacity, type RepairDecision, type RepairRecord, type RepairSettings } from "./ladder";
 import { encodePlanEntry, PLAN_META, planEntries, type PlanEntry } from "./plan";
+import { historyRecords, parseHistory } from "./history";
+import { activeRecords, parseActive, type ActiveRepair, type RepairRunner } from "./act";
 
 export interface RepairAdvisorOptions {
   redis: Redis;
@@ -30,6 +34,8 @@ export interface RepairAdvisorOptions {
   settings?: Partial<RepairSettings>;
   /** Called with every published plan's actions (metrics). */
   onPlan?: (actions: readonly string[]) => void;
+  /** `act` mode: carries out the plan's restarts and reboots. Absent: `advise` (nothing is done). */
+  runner?: RepairRunner;
 }
 
 /** What one period hands the advisor: the snapshot it evaluated, the AZs it published, where records are, hosts. */
@@ -44,7 +50,7 @@ export interface RepairRound {
 export class RepairAdvisor {
   private readonly o: RepairAdvisorOptions;
   private readonly log: Logger;
-  /** Repairs started and ended (none while nothing acts: `act` mode will keep them). */
+  /** The ladder's last history: repairs acted on (`repair:history`) and those under way (`repair:active`). */
   history: readonly RepairRecord[] = [];
 
   constructor(o: RepairAdvisorOptions) {
@@ -79,7 +85,12 @@ export class RepairAdvisor {
     const hosts = new Map((inv?.current ?? []).filter((n) => n.instanceId).map((n) => [n.nodeId, n.instanceId!]));
     // Facts are read only for nodes with a reason the ladder may act on (a hard code, a pending row remap): one HGET each, not one per node.
     const alive = r.snap.nodes.filter((n) => n.alive && (n.hard.length > 0 || n.soft.some((c) => c.startsWith("GPU_"))));
-    const [facts, prevHash] = await Promise.all([readRecordField(redis, alive.map((n) => recordKey(n.nodeId)), "gpuFault"), redis.hgetall(keys.repairPlan)]);
+    const [facts, prevHash, histHash, activeHash] = await Promise.all([
+      readRecordField(redis, alive.map((n) => recordKey(n.nodeId)), "gpuFault"), redis.hgetall(keys.repairPlan), redis.hgetall(keys.repairHistory), redis.hgetall(keys.repairActive),
+    ]);
+    const history = parseHistory(histHash);
+    const active = parseActive(activeHash);
+    this.history = [...historyRecords(history), ...activeRecords(active)];
     const fault = new Map(alive.map((n, i) => [n.nodeId, parseGpuFault(facts[i])]));
     const prev = planEntries(prevHash);
     const capacity = new Map<string, AzRepairCapacity>(
@@ -95,6 +106,8 @@ export class RepairAdvisor {
       settings: this.o.settings,
       now: r.now,
     });
+    plan.decisions = withFailed(plan.decisions, active);
+    const mode = this.o.runner ? "act" : "advise";
     const next = new Map(plan.decisions.map((d) => [d.nodeId, entryOf(d, prev.get(d.nodeId), r.now)]));
     const changed: [string, PlanEntry][] = [...next].filter(([id, e]) => prevHash[id] !== encodePlanEntry(e));
     for (const [id, p] of prev) {
@@ -102,14 +115,15 @@ export class RepairAdvisor {
     }
     const results = await Promise.all(changed.map(([id, e]) => writer.hset(keys.repairPlan, { [id]: encodePlanEntry(e) }, { changeField: id, eventType: "repair.advised" })));
     if (results.some((x) => !x.accepted)) return { accepted: false };
-    const fields: Record<string, string | number> = { [PLAN_META.updatedAt]: r.now, [PLAN_META.mode]: "advise", [PLAN_META.quarantined]: plan.quarantined.join(",") };
+    const fields: Record<string, string | number> = { [PLAN_META.updatedAt]: r.now, [PLAN_META.mode]: mode, [PLAN_META.quarantined]: plan.quarantined.join(",") };
     for (const [id, e] of next) fields[id] = encodePlanEntry(e);
     const w = await writer.hset(keys.repairPlan, fields, { mode: "replace" });
     if (!w.accepted) return w;
     for (const [id, e] of changed) {
-      this.log[e.action === "held" ? "warn" : "info"]({ nodeId: id, az: e.az, host: e.host, action: e.action, wanted: e.wanted, reason: e.reason }, "repair advised (advise mode: nothing is done)");
+      this.log[e.action === "held" ? "warn" : "info"]({ nodeId: id, az: e.az, host: e.host, action: e.action, wanted: e.wanted, reason: e.reason }, mode === "act" ? "repair plan (act mode: restarts and reboots are carried out)" : "repair advised (advise mode: nothing is done)");
     }
     this.o.onPlan?.(plan.decisions.map((d) => d.action));
+    if (this.o.runner) return this.o.runner.round({ decisions: plan.decisions, snap: r.snap, now: r.now, active, history, instances: hosts });
     return w;
   }
 }
@@ -118,4 +132,18 @@ export class RepairAdvisor {
 function entryOf(d: RepairDecision, prev: PlanEntry | undefined, now: number): PlanEntry {
   const same = prev && prev.action === d.action && prev.wanted === d.wanted;
   return { action: d.action, wanted: d.wanted, reason: d.reason, since: same ? prev.since : now, host: d.host, az: d.az, fault: d.fault, ...(d.bound ? { bound: d.bound } : {}) };
+}
+
+/** A repair that failed in `act` mode keeps its node cordoned: shown `held` (bound `failed`) whatever the ladder says now, so the held alert fires. */
+function withFailed(decisions: RepairDecision[], active: ReadonlyMap<string, ActiveRepair>): RepairDecision[] {
+  const failed = [...active].filter(([, a]) => a.step === "failed");
+  if (!failed.length) return decisions;
+  const ids = new Set(failed.map(([id]) => id));
+  return [
+    ...decisions.filter((d) => !ids.has(d.nodeId)),
+    ...failed.map(([nodeId, a]): RepairDecision => ({
+      nodeId, az: a.az, host: a.host, action: "held", wanted: a.action, fault: a.fault as RepairDecision["fault"], bound: "failed",
+      reason: `${a.action} failed at ${a.failedStep ?? "?"}: ${a.detail}; the node stays cordoned (repair it by hand, uncordon it, then remove its field from repair:active)`,
+    })),
+  ];
 }

@@ -84,7 +84,8 @@ export interface RepairInput {
   now: number;
 }
 
-export type Bound = "in-progress" | "az" | "share" | "floor" | "replacement";
+/** `failed`: a repair acted on in `act` mode failed; the node stays cordoned (advise.ts). */
+export type Bound = "in-progress" | "az" | "share" | "floor" | "replacement" | "failed";
 
 export interface RepairDecision {
   nodeId: string;

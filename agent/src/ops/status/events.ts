@@ -101,6 +101,22 @@ export function eventRow(id: string, flat: string[], now: number, keys: RedisKey
       tone = !e || e.action === "none" ? "ok" : e.action === "held" ? "bad" : "warn";
       break;
     }
+    case "repair.started":
+    case "repair.done":
+    case "repair.failed": {
+      // The leader acting on a repair (act mode): the field is the node id, its value the active entry (step, action, detail).
+      const id = Object.keys(f).find((k) => !["type", "key", "from", "token", "leader"].includes(k)) ?? "?";
+      let e: { action?: string; step?: string; failedStep?: string; detail?: string } = {};
+      try {
+        e = (JSON.parse(f[id] ?? "{}") as typeof e) ?? {};
+      } catch {
+        e = {};
+      }
+      const what = f.type === "repair.done" ? "done, the node is back" : f.type === "repair.failed" ? `failed at ${e.failedStep ?? "?"}, the node stays cordoned` : `step ${e.step ?? "?"}`;
+      summary = `repair ${e.action ?? "?"} of ${id}: ${what}${e.detail ? `: ${String(e.detail).slice(0, 200)}` : ""}`;
+      tone = f.type === "repair.done" ? "ok" : f.type === "repair.failed" ? "bad" : "warn";
+      break;
+    }
     default:
       summary = Object.entries(f).map(([k, v]) => `${k}=${v}`).join(" ");
       tone = "info";

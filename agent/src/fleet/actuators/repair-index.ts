@@ -1,0 +1,31 @@
+/**
+ * The repair actuator `act` mode uses, from the same settings as the cloud actuator: `aws` →
+ * the Kubernetes API (the inventory's URL, token and CA) and EC2; `dry-run` and `local` → log
+ * only (the drill's simulated nodes have no Kubernetes API to cordon); `none` → null (refused
+ * at start with `act`, config/load.ts).
+ */
+import type { AgentConfig } from "../../config/spec";
+import type { Logger } from "../../util/log";
+import { SERVICE_ACCOUNT_DIR } from "../inventory/inventory";
+import { DryRunRepairActuator } from "./repair-dry-run";
+import type { RepairActuator } from "./repair-types";
+import { KubeRepairActuator } from "./repair-kube";
+
+export type RepairActuatorConfig = Pick<AgentConfig, "actuator" | "awsRegion" | "inventory" | "inventoryTokenFile" | "inventoryCaFile" | "repairNamespace">;
+
+export function createRepairActuator(cfg: RepairActuatorConfig, log: Logger, env: NodeJS.ProcessEnv): RepairActuator | null {
+  if (cfg.actuator === "none") return null;
+  if (cfg.actuator !== "aws") return new DryRunRepairActuator(log);
+  let url: string;
+  if (cfg.inventory === "kubernetes") {
+    const host = env.KUBERNETES_SERVICE_HOST;
+    if (!host) throw new Error("LLMHA_REPAIR_MODE=act needs KUBERNETES_SERVICE_HOST (set in every pod): not running in a cluster?");
+    url = `https://${host.includes(":") ? `[${host}]` : host}:${env.KUBERNETES_SERVICE_PORT ?? "443"}`;
+  } else url = cfg.inventory.replace(/\/+$/, "");
+  const https = url.startsWith("https:");
+  return new KubeRepairActuator({
+    url, namespace: cfg.repairNamespace, region: cfg.awsRegion ?? undefined,
+    tokenFile: https ? cfg.inventoryTokenFile ?? `${SERVICE_ACCOUNT_DIR}/token` : null,
+    caFile: https ? cfg.inventoryCaFile ?? `${SERVICE_ACCOUNT_DIR}/ca.crt` : null,
+  });
+}

@@ -1,0 +1,51 @@
+/**
+ * What the leader may do to one GPU node in the repair ladder's `act` mode (fleet/repair/act.ts):
+ * take it out of scheduling, move its pods off, restart its inference pod, reboot its instance,
+ * and put it back. One interface, three implementations:
+ *
+ * - `repair-kube.ts`    — the Kubernetes API (cordon, drain through the Eviction API, pod delete)
+ *                          and EC2 `RebootInstances`, for the real cluster;
+ * - `repair-dry-run.ts` — logs what it would do, calls nothing;
+ * - `repair-memory.ts`  — an in-memory cluster for tests and the drill.
+ *
+ * Every call is stamped with the caller's fencing token; `FencedRepairActuator`
+ * (repair-gate.ts) refuses a stale token before the implementation is reached.
+ */
+
+export const REPAIR_STEPS = ["cordon", "drain", "restart", "reboot", "uncordon"] as const;
+export type RepairStepName = (typeof REPAIR_STEPS)[number];
+
+/** `pending`: accepted but not finished (a drain a PodDisruptionBudget holds): ask again next period. */
+export const REPAIR_OUTCOMES = ["applied", "already", "pending", "dry-run", "refused-stale", "failed"] as const;
+export type RepairOutcome = (typeof REPAIR_OUTCOMES)[number];
+
+export interface RepairStepResult {
+  step: RepairStepName;
+  /** The node (or, for `reboot`, the instance) acted on. */
+  target: string;
+  outcome: RepairOutcome;
+  /** Provider API calls made (0 for dry-run and refused-stale). */
+  calls: number;
+  detail: string;
+}
+
+export interface RepairContext {
+  /** Fencing token of the leader term asking. */
+  token: number;
+  reason: string;
+}
+
+export interface RepairActuator {
+  /** `kubernetes`, `dry-run`, `memory` (events, metrics). */
+  readonly kind: string;
+  /** Mark the node unschedulable (Kubernetes `spec.unschedulable: true`). */
+  cordon(node: string, ctx: RepairContext): Promise<RepairStepResult>;
+  /** Mark it schedulable again. */
+  uncordon(node: string, ctx: RepairContext): Promise<RepairStepResult>;
+  /** Evict its pods (DaemonSet pods stay), honouring PodDisruptionBudgets: `pending` while some remain. */
+  drain(node: string, ctx: RepairContext): Promise<RepairStepResult>;
+  /** Delete the node's inference pods: their DaemonSet or Deployment recreates them. */
+  restart(node: string, ctx: RepairContext): Promise<RepairStepResult>;
+  /** Reboot the node's cloud instance. */
+  reboot(instanceId: string, ctx: RepairContext): Promise<RepairStepResult>;
+}
