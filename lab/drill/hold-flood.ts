@@ -1,12 +1,14 @@
 /**
  * Connections held open by an attacker: idle, or slowloris (a request head that never ends).
- * `holdInChild` runs the same in a process of its own (lab/drill/flood-child.ts). Held against
+ * `holdInChild` runs the same in a process of its own (lab/drill/flood-child.ts), at the lowest
+ * CPU priority. Held against
  * a proxy that caps connections per source, most are closed as they are accepted and come back
  * 200 ms later: thousands of connects a second, which in the drill's own event loop would delay
  * the clients it measures there, unlike an attacker on another host.
  */
 import { spawn } from "node:child_process";
 import { connect, type Socket } from "node:net";
+import { setPriority } from "node:os";
 import { join } from "node:path";
 
 /** The pod or host that floods (any address but the node's, HAProxy's and the prober's). */
@@ -72,6 +74,16 @@ export function holdFlood(orders: readonly HoldOrder[]): () => number {
  */
 export async function holdInChild(orders: readonly HoldOrder[]): Promise<{ go(): void; stop(): Promise<number> }> {
   const child = spawn(process.execPath, ["--import", "tsx", join(__dirname, "flood-child.ts"), JSON.stringify({ hold: orders })], { stdio: ["pipe", "pipe", "inherit"] });
+  // At the lowest priority: an attacker's CPU is on its own host, not the proxy's. Its connections
+  // are all opened and held still; what it yields is the CPU its reconnect loop would take from the
+  // proxy and the clients measured beside it on this machine's cores.
+  if (child.pid !== undefined) {
+    try {
+      setPriority(child.pid, 19);
+    } catch {
+      // Not allowed here: it runs at the drill's priority.
+    }
+  }
   let out = "";
   const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
   child.stdout.on("data", (d: Buffer) => (out += d.toString("utf8")));

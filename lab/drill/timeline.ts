@@ -81,6 +81,12 @@ export interface Timeline {
   /** Requests sent per client. */
   sent: Record<string, number>;
   marks: { t: number; label: string; kind: "inject" | "heal" }[];
+  /**
+   * The standby AZ proxy's address. DNS serves it, by weight, only while the leader has it awake
+   * (asleep, its /az/health fails): its entries and exits follow the leader's wake and release,
+   * which scenarios judge on their own, so `dnsChanges` leaves it out.
+   */
+  standbyAddress?: string;
 }
 
 export function emptyTimeline(): Timeline {
@@ -141,13 +147,13 @@ export function removedBetween(tl: Timeline, keys: readonly string[], from: numb
   return out;
 }
 
-/** Times the DNS answer changed in [from, until] (a failed query is no change). */
+/** Times the DNS answer changed in [from, until] (a failed query is no change; the standby AZ's comings and goings are not counted). */
 export function dnsChanges(tl: Timeline, from: number, until: number): number {
   let last: string | null = null;
   let n = 0;
   for (const s of tl.samples) {
     if (s.t > until || s.dns === null) continue;
-    const v = s.dns.join(",");
+    const v = s.dns.filter((a) => a !== tl.standbyAddress).join(",");
     if (s.t >= from && last !== null && v !== last) n++;
     last = v;
   }

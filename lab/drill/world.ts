@@ -99,6 +99,7 @@ export function createWorld(o: WorldOptions): DrillWorld {
   };
   const start = async (): Promise<ScenarioContext> => {
     stack = await startStack({ nodes: o.nodes, dir: o.outDir, progress: o.progress, now: o.now, track: (s) => void stops.push(s), redisPaths: o.redisPaths });
+    tl.standbyAddress = stack.azs.find((a) => a.standby)?.address;
     const st = stack;
     notePids();
     observer = startObserver(st, tl, o.now, DRILL_TIMING);

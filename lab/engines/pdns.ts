@@ -91,8 +91,8 @@ export interface PdnsHandle {
   readonly name: string;
   /**
    * A records of `name` (default the service name), sorted; throws on a DNS error. With
-   * `weighted` the service name answers one address a query: this is then every address
-   * seen in `WEIGHTED_QUERIES` queries (the AZs DNS answers now, as a crowd of resolvers sees them).
+   * `weighted` the service name answers one address a query: this is then every address it may
+   * answer now (the `ANSWERS_SUFFIX` name: the AZs DNS serves, as a crowd of resolvers sees them).
    */
   query(name?: string): Promise<string[]>;
   /** How many of `n` single queries of the service name answered each address (failed queries count under `error`). */
@@ -107,10 +107,12 @@ export interface PdnsHandle {
 }
 
 /**
- * Queries behind one `query()` of a weighted service name: an AZ answering a third of the
- * queries is missed by all 24 with a chance of (2/3)^24 ≈ 6e-5.
+ * With `weighted`, the name (service name + this) that answers every address the service name
+ * may answer now: `query()` reads it. Sampling the service name instead (24 single answers a
+ * read) missed an AZ by chance often enough over a full drill's thousands of reads to count as
+ * DNS changes, and cost PowerDNS 24 LUA answers a read.
  */
-export const WEIGHTED_QUERIES = 24;
+export const ANSWERS_SUFFIX = "-answers";
 
 const IPV4_RE = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
 const LABEL_RE = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
@@ -159,10 +161,14 @@ export function pdnsZoneText(args: PdnsZoneArgs): string {
   const fqdn = `${a.service}.${a.zone}`;
   const groups = a.groups.map((g) => `{${g.map((ip) => `'${ip}'`).join(", ")}}`).join(", ");
   const lua = `ifurlup('http://${fqdn}:${a.healthPort}${a.healthPath}', {${groups}}, {selector='${a.selector}'})`;
+  // Weighted: a second name answers every address the service name may answer now, all at once
+  // (the same checks, selector 'all'): what DNS serves, read in one query, not guessed from samples.
+  const unique = a.groups.map((g) => `{${[...new Set(g)].map((ip) => `'${ip}'`).join(", ")}}`).join(", ");
+  const answers = a.selector === "random" ? [`${a.service}${ANSWERS_SUFFIX} ${a.ttl} IN LUA A "ifurlup('http://${fqdn}:${a.healthPort}${a.healthPath}', {${unique}}, {selector='all'})"`] : [];
   if (!Number.isInteger(a.serial) || a.serial < 1 || a.serial > 0xffffffff) throw new PdnsConfigError(`bad SOA serial ${a.serial}`);
   const sets: string[] = [];
   for (const [name, addresses] of Object.entries(a.records)) {
-    if (name === a.service || name === "ns1" || !name.split(".").every((l) => LABEL_RE.test(l))) throw new PdnsConfigError(`bad record name ${JSON.stringify(name)}`);
+    if (name === a.service || name === `${a.service}${ANSWERS_SUFFIX}` || name === "ns1" || !name.split(".").every((l) => LABEL_RE.test(l))) throw new PdnsConfigError(`bad record name ${JSON.stringify(name)}`);
     for (const ip of addresses) {
       checkIp(ip);
       sets.push(`${name} ${a.ttl} IN A ${ip}`);
@@ -175,6 +181,7 @@ export function pdnsZoneText(args: PdnsZoneArgs): string {
     `@ IN NS ns1.${a.zone}.`,
     `ns1 IN A 127.0.0.1`,
     `${a.service} ${a.ttl} IN LUA A "${lua}"`,
+    ...answers,
     ...sets,
     "",
   ].join("\n");
@@ -243,14 +250,7 @@ export async function startPdns(args: PdnsArgs): Promise<PdnsHandle> {
     return r;
   };
   const once = async (n: string): Promise<string[]> => (await resolver().resolve4(n)).sort();
-  const query = async (n = name): Promise<string[]> => {
-    if (!args.weighted || n !== name) return once(n);
-    // One slow answer (a loaded host) must not throw the others away: only all failing is an error.
-    const got = await Promise.allSettled(Array.from({ length: WEIGHTED_QUERIES }, () => once(n)));
-    const ok = got.flatMap((g) => (g.status === "fulfilled" ? [g.value] : []));
-    if (ok.length === 0) throw (got[0] as PromiseRejectedResult).reason;
-    return [...new Set(ok.flat())].sort();
-  };
+  const query = async (n = name): Promise<string[]> => (args.weighted && n === name ? once(name.replace(/^([^.]+)\./, `$1${ANSWERS_SUFFIX}.`)) : once(n));
   const sample = async (count: number): Promise<Record<string, number>> => {
     const out: Record<string, number> = {};
     for (let i = 0; i < count; i += 20) {

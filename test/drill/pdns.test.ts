@@ -64,6 +64,8 @@ describe("PowerDNS LUA ifurlup (real pdns_server)", () => {
     // The failover pair this replaces sent AZ 1's whole share (25 %) to one neighbour: 50 % / 50 %.
     const after = await sample(600);
     expect(after["127.0.0.2"]).toBeUndefined();
+    // What the service name may answer now, in one read: every healthy AZ, and only those.
+    expect(await dns.query()).toEqual(["127.0.0.3", "127.0.0.4"]);
     expect(after["127.0.0.3"] / 600).toBeGreaterThan(0.25);
     expect(after["127.0.0.3"] / 600).toBeLessThan(0.42);
     expect(after["127.0.0.4"] / 600).toBeGreaterThan(0.58);
@@ -97,6 +99,9 @@ describe("pdnsZoneText", () => {
     expect(() => pdnsZoneText({ weighted: [{ address: "127.0.0.2", weight: 256 }], healthPort: 1 })).toThrow(/bad weight/);
     expect(pdnsZoneText({ weighted: [{ address: "127.0.0.2", weight: 96 }, { address: "127.0.0.3", weight: 48 }, { address: "127.0.0.4", weight: 0 }], healthPort: 1 })).toContain(
       "{{'127.0.0.2', '127.0.0.2', '127.0.0.3'}, {'127.0.0.4'}}, {selector='random'})",
+    );
+    expect(pdnsZoneText({ weighted: [{ address: "127.0.0.2", weight: 96 }, { address: "127.0.0.3", weight: 48 }, { address: "127.0.0.4", weight: 0 }], healthPort: 1 })).toContain(
+      `inference-answers 1 IN LUA A "ifurlup('http://inference.llmha.test:1/az/health', {{'127.0.0.2', '127.0.0.3'}, {'127.0.0.4'}}, {selector='all'})"`,
     );
     expect(() => pdnsZoneText({ groups: [["127.0.0.2"]], healthPort: 1, records: { "az-a.nodes": ["nope"] } })).toThrow(/not an IPv4/);
     expect(() => pdnsZoneText({ groups: [["127.0.0.2"]], healthPort: 1, records: { inference: ["127.1.0.1"] } })).toThrow(/bad record name/);

@@ -208,6 +208,14 @@ describe("timeline questions", () => {
   it("counts DNS answer changes, ignoring failed queries", () => {
     expect(dnsChanges(tl, 0, 1000)).toBe(2);
   });
+  it("leaves the standby AZ's comings and goings (the leader's wake and release) out of the DNS changes", () => {
+    const t = emptyTimeline();
+    const at = (ms: number, dns: string[]) => ({ ...tl.samples[0], t: ms, dns });
+    t.samples = [at(0, ["a", "b"]), at(100, ["a", "b", "s"]), at(200, ["a", "b"]), at(300, ["a"])];
+    expect(dnsChanges(t, 0, 1000)).toBe(3);
+    t.standbyAddress = "s";
+    expect(dnsChanges(t, 0, 1000)).toBe(1);
+  });
 });
 
 describe("SVG timeline", () => {
