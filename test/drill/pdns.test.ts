@@ -55,6 +55,8 @@ describe("PowerDNS LUA ifurlup (real pdns_server)", () => {
     const sample = (n: number) => dns.sample(n);
     // One address a query; `query` gathers what a crowd of resolvers sees.
     expect(Object.values(await sample(30)).reduce((a, b) => a + b, 0)).toBe(30);
+    // The answers name's checks start with its first query: every AZ within a check interval or two.
+    await waitFor("every AZ in the answers", async () => (await dns.query()).length === 3, { timeoutMs: 8000, everyMs: 100 });
     expect(await dns.query()).toEqual(["127.0.0.2", "127.0.0.3", "127.0.0.4"]);
     const before = await sample(400);
     expect(before["127.0.0.4"] / 400).toBeGreaterThan(0.4);
@@ -65,6 +67,7 @@ describe("PowerDNS LUA ifurlup (real pdns_server)", () => {
     const after = await sample(600);
     expect(after["127.0.0.2"]).toBeUndefined();
     // What the service name may answer now, in one read: every healthy AZ, and only those.
+    await waitFor("AZ 1 gone from the answers name", async () => !(await dns.query()).includes("127.0.0.2"), { timeoutMs: 8000, everyMs: 100 });
     expect(await dns.query()).toEqual(["127.0.0.3", "127.0.0.4"]);
     expect(after["127.0.0.3"] / 600).toBeGreaterThan(0.25);
     expect(after["127.0.0.3"] / 600).toBeLessThan(0.42);
