@@ -1,15 +1,12 @@
 /**
  * Connections held open by an attacker: idle, or slowloris (a request head that never ends).
  * `holdInChild` runs the same in a process of its own (lab/drill/flood-child.ts), at the lowest
- * CPU priority. Held against
- * a proxy that caps connections per source, most are closed as they are accepted and come back
- * 200 ms later: thousands of connects a second, which in the drill's own event loop would delay
- * the clients it measures there, unlike an attacker on another host.
+ * CPU priority. Held against a proxy that caps connections per source, most are closed as they
+ * are accepted and come back 200 ms later: thousands of connects a second, which in the drill's
+ * own event loop would delay the clients it measures there, unlike an attacker on another host.
  */
-import { spawn } from "node:child_process";
 import { connect, type Socket } from "node:net";
-import { setPriority } from "node:os";
-import { join } from "node:path";
+import { floodChild } from "./paced";
 
 /** The pod or host that floods (any address but the node's, HAProxy's and the prober's). */
 export const ATTACKER = "127.0.0.9";
@@ -68,38 +65,18 @@ export function holdFlood(orders: readonly HoldOrder[]): () => number {
 }
 
 /**
- * `holdFlood` in a child process; resolves once the child is ready (started before the
- * measurement, so its start-up costs nothing there). `go()` opens the connections, `stop()`
- * ends it and returns how many connections it opened (reconnects included).
+ * `holdFlood` in a child process at the lowest CPU priority; resolves once the child is ready
+ * (started before the measurement, so its start-up costs nothing there). `go()` opens the
+ * connections, `stop()` ends it and returns how many connections it opened (reconnects included).
+ * At nice 19 it still opens and holds every connection; what it yields is the CPU its reconnect
+ * loop would take from the proxy and the clients measured beside it on this machine's cores.
  */
 export async function holdInChild(orders: readonly HoldOrder[]): Promise<{ go(): void; stop(): Promise<number> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(__dirname, "flood-child.ts"), JSON.stringify({ hold: orders })], { stdio: ["pipe", "pipe", "inherit"] });
-  // At the lowest priority: an attacker's CPU is on its own host, not the proxy's. Its connections
-  // are all opened and held still; what it yields is the CPU its reconnect loop would take from the
-  // proxy and the clients measured beside it on this machine's cores.
-  if (child.pid !== undefined) {
-    try {
-      setPriority(child.pid, 19);
-    } catch {
-      // Not allowed here: it runs at the drill's priority.
-    }
-  }
-  let out = "";
-  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
-  child.stdout.on("data", (d: Buffer) => (out += d.toString("utf8")));
-  await new Promise<void>((resolve) => {
-    const check = (): void => (out.includes("\n") ? resolve() : undefined);
-    child.stdout.on("data", check);
-    void closed.then(() => resolve());
-  });
+  const child = await floodChild({ hold: orders }, true);
   return {
-    go() {
-      child.stdin.write("go\n");
-    },
+    go: () => child.go(),
     async stop() {
-      child.stdin.end();
-      await closed;
-      const n = Number(JSON.parse(out.slice(out.indexOf("\n") + 1) || "{}").opened);
+      const n = Number((JSON.parse((await child.stop()) || "{}") as { opened?: unknown }).opened);
       return Number.isFinite(n) ? n : 0;
     },
   };

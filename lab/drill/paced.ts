@@ -6,6 +6,7 @@
  */
 import { spawn } from "node:child_process";
 import { Agent, request } from "node:http";
+import { setPriority } from "node:os";
 import { join } from "node:path";
 import { DRILL_MODEL } from "./settings";
 
@@ -69,11 +70,19 @@ export interface FloodOrder {
 }
 
 /**
- * `paced` in a child process, round-robin over `urls`; resolves once the process is ready
- * (its first line); `go()` starts the sending, `stop()` ends it and returns its records.
+ * A flood child (lab/drill/flood-child.ts) with its order; resolves once it is ready (its first
+ * line). `go()` starts it; `stop()` closes its stdin and resolves with what it printed after that
+ * first line. `lowPriority`: at nice 19, as an attacker's CPU is on its own host.
  */
-export async function pacedInChild(o: FloodOrder): Promise<{ go(): void; stop(): Promise<Sent[]> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(__dirname, "flood-child.ts"), JSON.stringify(o)], { stdio: ["pipe", "pipe", "inherit"] });
+export async function floodChild(order: object, lowPriority = false): Promise<{ go(): void; stop(): Promise<string> }> {
+  const child = spawn(process.execPath, ["--import", "tsx", join(__dirname, "flood-child.ts"), JSON.stringify(order)], { stdio: ["pipe", "pipe", "inherit"] });
+  if (lowPriority && child.pid !== undefined) {
+    try {
+      setPriority(child.pid, 19);
+    } catch {
+      // Not allowed here: it runs at the drill's priority.
+    }
+  }
   let out = "";
   const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
   await new Promise<void>((resolve) => {
@@ -90,8 +99,22 @@ export async function pacedInChild(o: FloodOrder): Promise<{ go(): void; stop():
     async stop() {
       child.stdin.end();
       await closed;
+      return out.slice(out.indexOf("\n") + 1);
+    },
+  };
+}
+
+/**
+ * `paced` in a child process, round-robin over `urls`; resolves once the process is ready
+ * (its first line); `go()` starts the sending, `stop()` ends it and returns its records.
+ */
+export async function pacedInChild(o: FloodOrder): Promise<{ go(): void; stop(): Promise<Sent[]> }> {
+  const child = await floodChild(o);
+  return {
+    go: () => child.go(),
+    async stop() {
       try {
-        return JSON.parse(out.slice(out.indexOf("\n") + 1)) as Sent[];
+        return JSON.parse(await child.stop()) as Sent[];
       } catch {
         return [];
       }

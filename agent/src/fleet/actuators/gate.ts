@@ -52,6 +52,24 @@ export interface FencedActuatorOptions {
   holder?: string;
 }
 
+/**
+ * Null when `token` may act now; else why not: not this process's term, a higher term already
+ * recorded in `fence:last`, or `fence:last` unreadable (then nothing acts). Every fenced gate
+ * (the standby and shift actuator, the repair actuator) asks this before its call.
+ */
+export async function fencedStaleReason(o: { redis: Redis; keys: RedisKeys; lease: TokenCheck; holder?: string }, token: number): Promise<string | null> {
+  const current = o.lease.currentToken();
+  if (current !== token) return `token ${token} is not this process's term (${current ?? "not leader"})`;
+  try {
+    const [raw, lastHolder] = await o.redis.hmget(o.keys.fenceLast, "token", "holder");
+    const highest = raw === null ? 0 : Number(raw);
+    if (!Number.isFinite(highest)) return `fence:last token in Redis is not a number (${JSON.stringify(raw)})`;
+    return fenceRefusal(token, o.holder ?? "", highest, lastHolder);
+  } catch (err) {
+    return `cannot read the fencing token from Redis: ${(err as Error).message}`;
+  }
+}
+
 export class FencedActuator implements Actuator {
   readonly kind: string;
   private readonly log: Logger;
@@ -86,23 +104,13 @@ export class FencedActuator implements Actuator {
 
   /** Null when `token` may act; else why not. */
   async staleReason(token: number): Promise<string | null> {
-    const current = this.o.lease.currentToken();
-    if (current !== token) return `token ${token} is not this process's term (${current ?? "not leader"})`;
-    const [raw, lastHolder] = await this.o.redis.hmget(this.o.keys.fenceLast, "token", "holder");
-    const highest = raw === null ? 0 : Number(raw);
-    if (!Number.isFinite(highest)) return `fence:last token in Redis is not a number (${JSON.stringify(raw)})`;
-    return fenceRefusal(token, this.o.holder ?? "", highest, lastHolder);
+    return fencedStaleReason(this.o, token);
   }
 
   private async run(action: ActionName, az: string, ctx: ActionContext, call: () => Promise<ActionResult>): Promise<ActionResult> {
     const started = performance.now();
     let result: ActionResult;
-    let stale: string | null;
-    try {
-      stale = await this.staleReason(ctx.token);
-    } catch (err) {
-      stale = `cannot read the fencing token from Redis: ${(err as Error).message}`;
-    }
+    const stale = await this.staleReason(ctx.token);
     if (stale) {
       result = { action, az, outcome: "refused-stale", calls: 0, detail: stale, durationMs: performance.now() - started };
     } else {

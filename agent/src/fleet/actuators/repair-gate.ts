@@ -8,7 +8,7 @@ import type { Redis } from "ioredis";
 import { Counter, type Registry } from "prom-client";
 import type { RedisKeys } from "../redis/keys";
 import type { Logger } from "../../util/log";
-import { fenceRefusal, type TokenCheck } from "./gate";
+import { fencedStaleReason, type TokenCheck } from "./gate";
 import { REPAIR_OUTCOMES, REPAIR_STEPS, type RepairActuator, type RepairContext, type RepairStepName, type RepairStepResult } from "./repair-types";
 
 export class RepairStepMetrics {
@@ -55,21 +55,11 @@ export class FencedRepairActuator implements RepairActuator {
 
   /** Null when `token` may act; else why not. */
   async staleReason(token: number): Promise<string | null> {
-    const current = this.o.lease.currentToken();
-    if (current !== token) return `token ${token} is not this process's term (${current ?? "not leader"})`;
-    const [raw, lastHolder] = await this.o.redis.hmget(this.o.keys.fenceLast, "token", "holder");
-    const highest = raw === null ? 0 : Number(raw);
-    if (!Number.isFinite(highest)) return `fence:last token in Redis is not a number (${JSON.stringify(raw)})`;
-    return fenceRefusal(token, this.o.holder ?? "", highest, lastHolder);
+    return fencedStaleReason(this.o, token);
   }
 
   private async run(step: RepairStepName, target: string, ctx: RepairContext, call: () => Promise<RepairStepResult>): Promise<RepairStepResult> {
-    let stale: string | null;
-    try {
-      stale = await this.staleReason(ctx.token);
-    } catch (err) {
-      stale = `cannot read the fencing token from Redis: ${(err as Error).message}`;
-    }
+    const stale = await this.staleReason(ctx.token);
     let r: RepairStepResult;
     if (stale) r = { step, target, outcome: "refused-stale", calls: 0, detail: stale };
     else {
