@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { failoverRecordPairs, failoverRecordTtl, route53HealthCheckFast } from "../../policies/dns";
 import { dnsAzLossSpread } from "../../policies/dns-spread";
-import { changed, failoverPairLayout, happyStack, messages, weightedRecord } from "./fixtures";
+import { failoverPairLayout, weightedRecord } from "./dns-fixtures";
+import { changed, happyStack, messages } from "./fixtures";
 
 const PRIMARY = "api-us-east-1a-primary";
 const SECONDARY = "api-us-east-1a-secondary";

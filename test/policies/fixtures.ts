@@ -3,6 +3,8 @@
 import type { Policies } from "@pulumi/policy";
 import { L1_AUTH_ENFORCEMENT } from "../../policies/edge";
 import { runPolicies, type CapturedResource, type PackConfig, type Violation } from "../../policies/runner";
+import { failoverRecord, healthCheck, weightedRecord } from "./dns-fixtures";
+import { res, TAGS } from "./fixture-base";
 
 /**
  * Client authentication at L1 is rendered by the HAProxy generator (issue 25.2); until then its
@@ -11,12 +13,6 @@ import { runPolicies, type CapturedResource, type PackConfig, type Violation } f
 export const settled = (v: Violation): boolean => !(v.policy === "l1-auth-required" && L1_AUTH_ENFORCEMENT === "advisory");
 /** Advisory violations `npm run policy` may print on a clean stack meanwhile: `\d+` while l1-auth-required is pending, else `0`. */
 export const PENDING_ADVISORY = L1_AUTH_ENFORCEMENT === "advisory" ? "\\d+" : "0";
-
-function res(type: string, name: string, props: Record<string, unknown>): CapturedResource {
-  return { type, name, urn: `urn:pulumi:test::llm-ha::${type}::${name}`, props: { ...props } };
-}
-
-const TAGS = { Project: "llm-ha", Environment: "test" };
 
 function subnet(az: string): CapturedResource {
   return res("aws:ec2/subnet:Subnet", `private-${az}`, { vpcId: "vpc-id", availabilityZone: az, cidrBlock: "10.0.0.0/20", tags: TAGS });
@@ -192,78 +188,6 @@ const l1Config = res("kubernetes:core/v1:ConfigMap", "l1-us-east-1a-cfg", {
   data: { "haproxy.cfg": AUTHENTICATED_HAPROXY_CFG },
 });
 
-function record(az: string, failover: "PRIMARY" | "SECONDARY"): CapturedResource {
-  return res("aws:route53/record:Record", `api-${az}-${failover.toLowerCase()}`, {
-    zoneId: "Z123",
-    name: `${az}.api.example.com`,
-    type: "CNAME",
-    ttl: 30,
-    records: [`nlb-${az}.elb.amazonaws.com`],
-    setIdentifier: `${az}-${failover.toLowerCase()}`,
-    failoverRoutingPolicies: [{ type: failover }],
-    healthCheckId: `hc-${failover === "PRIMARY" ? "us-east-1a" : "us-east-1b"}-id`,
-  });
-}
-
-/** The service name's weighted record of one AZ: its NLB, its capacity, its own health check. */
-export function weightedRecord(az: string, weight = 48): CapturedResource {
-  return res("aws:route53/record:Record", `api-${az}-weighted`, {
-    zoneId: "Z123",
-    name: "api.example.com",
-    type: "CNAME",
-    ttl: 30,
-    records: [`nlb-${az}.elb.amazonaws.com`],
-    setIdentifier: az,
-    weightedRoutingPolicies: [{ weight }],
-    healthCheckId: `hc-${az}-id`,
-  });
-}
-
-/**
- * The layout the stack had before weighted records (for regressions): per AZ a failover pair
- * `<az>.api.example.com` (own NLB, else the next AZ's), and the service name as equal weighted
- * aliases of those pairs.
- */
-export function failoverPairLayout(azs: string[]): CapturedResource[] {
-  return azs.flatMap((az, i) => {
-    const next = azs[(i + 1) % azs.length];
-    const pair = (["PRIMARY", "SECONDARY"] as const).map((role) => {
-      const to = role === "PRIMARY" ? az : next;
-      return res("aws:route53/record:Record", `pair-${az}-${role.toLowerCase()}`, {
-        zoneId: "Z123",
-        name: `${az}.api.example.com`,
-        type: "CNAME",
-        ttl: 30,
-        records: [`nlb-${to}.elb.amazonaws.com`],
-        setIdentifier: `${az}-${role.toLowerCase()}`,
-        failoverRoutingPolicies: [{ type: role }],
-        healthCheckId: `hc-${to}-id`,
-      });
-    });
-    const alias = res("aws:route53/record:Record", `pair-${az}-weighted`, {
-      zoneId: "Z123",
-      name: "api.example.com",
-      type: "CNAME",
-      setIdentifier: az,
-      weightedRoutingPolicies: [{ weight: 100 }],
-      aliases: [{ name: `${az}.api.example.com`, zoneId: "Z123", evaluateTargetHealth: true }],
-    });
-    return [...pair, alias];
-  });
-}
-
-function healthCheck(az: string): CapturedResource {
-  return res("aws:route53/healthCheck:HealthCheck", `hc-${az}`, {
-    type: "HTTPS",
-    fqdn: `nlb-${az}.elb.amazonaws.com`,
-    port: 443,
-    resourcePath: "/az/health",
-    requestInterval: 10,
-    failureThreshold: 2,
-    tags: TAGS,
-  });
-}
-
 const redis = res("aws:elasticache/replicationGroup:ReplicationGroup", "registry", {
   description: "llm-ha registry",
   engine: "redis",
@@ -391,8 +315,8 @@ export function happyStack(): CapturedResource[] {
     nlbSg,
     ...NLB_RULES,
     l1Config,
-    record("us-east-1a", "PRIMARY"),
-    record("us-east-1a", "SECONDARY"),
+    failoverRecord("us-east-1a", "PRIMARY"),
+    failoverRecord("us-east-1a", "SECONDARY"),
     weightedRecord("us-east-1a"),
     weightedRecord("us-east-1b"),
     weightedRecord("us-east-1c"),
