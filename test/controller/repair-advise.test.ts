@@ -12,9 +12,9 @@ import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import type { NodeReport } from "../../agent/src/fleet/redis/registry";
 import { planEntries } from "../../agent/src/fleet/repair/plan";
 import { encodeGpuFault, type GpuFault } from "../../agent/src/node/sources/gpu-fault";
-import type { Decision, Reason } from "../../agent/src/types";
 import { sleep, waitFor } from "../../agent/src/util/net";
 import { freshCluster, testLogger } from "../redis/helpers";
+import { repairDecision } from "../support/repair-decision";
 
 const log = testLogger();
 const LEASE = { ttlMs: 1500, renewMs: 500, contendMs: 300, marginMs: 300 };
@@ -34,12 +34,7 @@ interface Sim {
   prom: Registry;
 }
 
-function decision(broken: boolean): Decision {
-  const now = Date.now();
-  const base = { since: now, checkedAt: now, loadScore: 1, pending: [] as Reason[], suppressed: [] as Reason[] };
-  if (!broken) return { ...base, status: "HEALTHY", phase: "serving", weight: 100, reasons: [] };
-  return { ...base, status: "UNHEALTHY", phase: "down", weight: 0, reasons: [{ source: "gpu", code: "GPU_XID_FATAL", hard: true, effect: "unhealthy" }] };
-}
+const decision = repairDecision;
 
 function sim(cluster: string, nodeId: string, az: string, contend: boolean): Sim {
   const prom = new Registry();

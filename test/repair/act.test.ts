@@ -20,9 +20,9 @@ import { DryRunRepairActuator } from "../../agent/src/fleet/actuators/repair-dry
 import { FencedRepairActuator } from "../../agent/src/fleet/actuators/repair-gate";
 import { StaticInventory, type InventoryNode } from "../../agent/src/fleet/inventory/inventory";
 import { encodeGpuFault, type GpuFault } from "../../agent/src/node/sources/gpu-fault";
-import type { Decision, Reason } from "../../agent/src/types";
 import { sleep, waitFor } from "../../agent/src/util/net";
 import { freshCluster, testLogger } from "../redis/helpers";
+import { repairDecision } from "../support/repair-decision";
 
 const log = testLogger();
 const LEASE = { ttlMs: 1500, renewMs: 500, contendMs: 300, marginMs: 300 };
@@ -43,12 +43,7 @@ interface Sim {
   prom: Registry;
 }
 
-function decision(broken: boolean): Decision {
-  const now = Date.now();
-  const base = { since: now, checkedAt: now, loadScore: 1, pending: [] as Reason[], suppressed: [] as Reason[] };
-  if (!broken) return { ...base, status: "HEALTHY", phase: "serving", weight: 100, reasons: [] };
-  return { ...base, status: "UNHEALTHY", phase: "down", weight: 0, reasons: [{ source: "gpu", code: "GPU_XID_FATAL", hard: true, effect: "unhealthy" }] };
-}
+const decision = repairDecision;
 
 interface SimOptions {
   contend: boolean;
