@@ -12,12 +12,20 @@ export type Role = k8s.types.input.rbac.v1.Role;
 export type RoleBinding = k8s.types.input.rbac.v1.RoleBinding;
 export type ServiceAccount = k8s.types.input.core.v1.ServiceAccount;
 
-
-
 /** Annotation that tells Pulumi's Kubernetes provider not to wait for the object to become ready. */
 export const SKIP_AWAIT = "pulumi.com/skipAwait";
 
 export const GPU_TOLERATION = Object.freeze({ key: GPU_TAINT.key, operator: "Exists", effect: GPU_TAINT.effect });
+
+/** Node affinity to every GPU node, of any class and AZ (the class label the GPU node groups set): with
+ *  GPU_TOLERATION, what keeps a per-node GPU DaemonSet (device plugin, DCGM exporter) off every other node. */
+export const ANY_GPU_NODE_AFFINITY = Object.freeze({
+  nodeAffinity: {
+    requiredDuringSchedulingIgnoredDuringExecution: {
+      nodeSelectorTerms: [{ matchExpressions: [{ key: LABELS.gpuClass, operator: "Exists" }] }],
+    },
+  },
+});
 
 /** Labels of one workload instance in one AZ (and GPU class, for GPU workloads). */
 export function appLabels(app: string, az: string, gpuClass?: string): Record<string, string> {

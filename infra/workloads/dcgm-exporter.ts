@@ -13,8 +13,8 @@
  * need it. No ServiceAccount token: it never talks to the API server.
  */
 import type * as pulumi from "@pulumi/pulumi";
-import { DaemonSet, GPU_TOLERATION } from "./common";
-import { APP, LABELS } from "../names";
+import { ANY_GPU_NODE_AFFINITY, DaemonSet, GPU_TOLERATION } from "./common";
+import { APP } from "../names";
 
 /** The exporter's listener (its default): the pod's own address, not the host's (the agent holds :9400 on the host network). */
 export const DCGM_EXPORTER_PORT = 9400;
@@ -37,13 +37,7 @@ export function dcgmExporterDaemonSet(image: pulumi.Input<string>): DaemonSet {
           automountServiceAccountToken: false,
           // GPU nodes only: the taint lets it on, the class label keeps it off every other node.
           tolerations: [GPU_TOLERATION],
-          affinity: {
-            nodeAffinity: {
-              requiredDuringSchedulingIgnoredDuringExecution: {
-                nodeSelectorTerms: [{ matchExpressions: [{ key: LABELS.gpuClass, operator: "Exists" }] }],
-              },
-            },
-          },
+          affinity: ANY_GPU_NODE_AFFINITY,
           containers: [
             {
               name: "dcgm-exporter",

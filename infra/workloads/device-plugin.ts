@@ -1,6 +1,6 @@
-import { DaemonSet, GPU_TOLERATION } from "./common";
+import { ANY_GPU_NODE_AFFINITY, DaemonSet, GPU_TOLERATION } from "./common";
 import { IMAGES } from "../images";
-import { APP, LABELS } from "../names";
+import { APP } from "../names";
 
 /** Image of the NVIDIA device plugin, which the EKS NVIDIA AMI does not ship: by digest (infra/images.ts). */
 export const DEVICE_PLUGIN_IMAGE = `${IMAGES.devicePlugin.repository}:${IMAGES.devicePlugin.tag}@${IMAGES.devicePlugin.digest}`;
@@ -22,13 +22,7 @@ export function devicePluginDaemonSet(image: string = DEVICE_PLUGIN_IMAGE): Daem
           // It talks to the kubelet's socket, never to the API server.
           automountServiceAccountToken: false,
           tolerations: [GPU_TOLERATION],
-          affinity: {
-            nodeAffinity: {
-              requiredDuringSchedulingIgnoredDuringExecution: {
-                nodeSelectorTerms: [{ matchExpressions: [{ key: LABELS.gpuClass, operator: "Exists" }] }],
-              },
-            },
-          },
+          affinity: ANY_GPU_NODE_AFFINITY,
           containers: [
             {
               name: "nvidia-device-plugin",
