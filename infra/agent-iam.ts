@@ -11,7 +11,13 @@ import { LABELS } from "./names";
  */
 export const AGENT_ACTIONS = Object.freeze({
   /** Reads; Auto Scaling has no resource-level permission for Describe, and ARC none for List. */
-  anyResource: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts"],
+  anyResource: [
+    "autoscaling:DescribeAutoScalingGroups",
+    "autoscaling:DescribeScheduledActions",
+    "autoscaling:DescribeScalingActivities",
+    "arc-zonal-shift:ListZonalShifts",
+    "ec2:DescribeCapacityReservations",
+  ],
   /** Writes on the standby AZ's groups only (resizes bounded, tags only the pre-wake one: see `agentPolicy`). */
   standbyGroups: [
     "autoscaling:UpdateAutoScalingGroup",
@@ -34,6 +40,8 @@ export const AGENT_ROLE_TAG = Object.freeze({ key: "llm-ha.io/identity", value: 
 
 /** The one ASG tag the actuator writes (agent/src/fleet/actuators/aws/standby.ts `PRE_WAKE_TAG`; a test holds them equal). */
 export const PRE_WAKE_TAG_KEY = "llm-ha:pre-wake";
+/** The ASG tag the reserved-group sizing writes (agent/src/fleet/actuators/aws/reserved.ts `RESERVED_SIZED_TAG`; a test holds them equal). */
+export const RESERVED_SIZED_TAG_KEY = "llm-ha:reserved-sized";
 /** The tag EKS puts on every managed node group's Auto Scaling group: the grant is scoped to the stack's cluster by it. */
 export const EKS_CLUSTER_TAG = "eks:cluster-name";
 
@@ -65,6 +73,8 @@ export interface AgentIamArgs {
   serviceAccountName: string;
   /** The standby AZ's Auto Scaling groups and their fallbacks (wake/release), each with its size bound. Default none. */
   standbyGroups?: { name: pulumi.Input<string>; maxSize: number }[];
+  /** The GPU groups created at zero on a reservation, which the leader sizes once it is active, each with its size bound. Default none. */
+  reservedGroups?: { name: pulumi.Input<string>; maxSize: number }[];
   /**
    * The repair ladder's `act` mode reboots GPU nodes (EC2 `RebootInstances`): granted only on
    * instances carrying this stack's `Project` and `Environment` tags and the GPU-class tag (the
@@ -120,7 +130,7 @@ export function irsaTrustPolicy(providerArn: string, providerUrl: string, namesp
  * - tags: only `llm-ha:pre-wake` (`aws:TagKeys`), so the role cannot retag a group into or out of
  *   its own scope;
  */
-export function agentPolicy(account: string, region: string, clusterName: string, groups: BoundedGroup[], reboot?: { project: string; environment: string }): string {
+export function agentPolicy(account: string, region: string, clusterName: string, groups: BoundedGroup[], reboot?: { project: string; environment: string }, reserved: BoundedGroup[] = []): string {
   const statements: Record<string, unknown>[] = [
     // Describe/List cannot be scoped by resource in IAM; they only read.
     { Sid: "ReadState", Effect: "Allow", Action: [...AGENT_ACTIONS.anyResource], Resource: "*" },
@@ -128,15 +138,26 @@ export function agentPolicy(account: string, region: string, clusterName: string
   // The `*` is the group's id (a UUID the ARN carries); the name pins the group.
   const arn = (n: string) => `arn:aws:autoscaling:${region}:${account}:autoScalingGroup:*:autoScalingGroupName/${n}`;
   const inCluster = { StringEquals: { [`autoscaling:ResourceTag/${EKS_CLUSTER_TAG}`]: clusterName } };
-  groups.forEach((g, i) => {
+  const resize = (sid: string) => (g: BoundedGroup, i: number) =>
     statements.push({
-      Sid: `ResizeStandbyGroup${i}`,
+      Sid: `${sid}${i}`,
       Effect: "Allow",
       Action: ["autoscaling:UpdateAutoScalingGroup"],
       Resource: arn(g.name),
       Condition: { ...inCluster, NumericLessThanEquals: { "autoscaling:MaxSize": String(g.maxSize), "autoscaling:MinSize": String(g.maxSize) } },
     });
-  });
+  groups.forEach(resize("ResizeStandbyGroup"));
+  // The groups created at zero on a reservation: sized once it is active, to zero when it ends.
+  reserved.forEach(resize("SizeReservedGroup"));
+  if (reserved.length > 0) {
+    statements.push({
+      Sid: "TagReservedSized",
+      Effect: "Allow",
+      Action: ["autoscaling:CreateOrUpdateTags"],
+      Resource: reserved.map((g) => arn(g.name)),
+      Condition: { ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": [RESERVED_SIZED_TAG_KEY] } },
+    });
+  }
   if (groups.length > 0) {
     const resources = groups.map((g) => arn(g.name));
     statements.push({ Sid: "HoldStandbySchedule", Effect: "Allow", Action: ["autoscaling:SuspendProcesses", "autoscaling:ResumeProcesses"], Resource: resources, Condition: inCluster });
@@ -167,15 +188,18 @@ export function agentPolicy(account: string, region: string, clusterName: string
 export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.Resource): aws.iam.Role {
   const p = new Problems();
   const asgs = args.standbyGroups ?? [];
-  if (asgs.length === 0) p.add("standbyGroups", "the controller needs standby groups to act on, else no role");
-  for (const g of asgs) if (!(Number.isInteger(g.maxSize) && g.maxSize >= 1)) p.add("standbyGroups", `maxSize must be a whole number ≥ 1, got ${g.maxSize}`);
+  const reserved = args.reservedGroups ?? [];
+  if (asgs.length === 0 && reserved.length === 0) p.add("standbyGroups", "the controller needs standby or reserved groups to act on, else no role");
+  for (const [key, list] of [["standbyGroups", asgs], ["reservedGroups", reserved]] as const) {
+    for (const g of list) if (!(Number.isInteger(g.maxSize) && g.maxSize >= 1)) p.add(key, `maxSize must be a whole number ≥ 1, got ${g.maxSize}`);
+  }
   p.throwIfAny("AgentIam arguments");
   const opts = { parent };
   const role = new aws.iam.Role(
     `${name}-role`,
     {
       name: `${args.clusterName}-agent`,
-      description: "llm-ha controller (IRSA, the controller Deployment only): wakes the standby AZ's GPU groups",
+      description: "llm-ha controller (IRSA, the controller Deployment only): wakes the standby AZ's GPU groups, sizes reserved ones",
       assumeRolePolicy: pulumi
         .all([args.oidcProviderArn, args.oidcProviderUrl])
         .apply(([arn, url]) => irsaTrustPolicy(arn, url, args.namespace, args.serviceAccountName)),
@@ -189,8 +213,15 @@ export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.
     {
       role: role.name,
       policy: pulumi
-        .all([account, pulumi.all(asgs.map((g) => g.name))])
-        .apply(([acct, names]) => agentPolicy(acct, args.region, args.clusterName, names.map((name, i) => ({ name, maxSize: asgs[i].maxSize })), args.rebootGpuInstances ? { project: pulumi.getProject(), environment: pulumi.getStack() } : undefined)),
+        .all([account, pulumi.all(asgs.map((g) => g.name)), pulumi.all(reserved.map((g) => g.name))])
+        .apply(([acct, names, reservedNames]) =>
+          agentPolicy(
+            acct, args.region, args.clusterName,
+            names.map((name, i) => ({ name, maxSize: asgs[i].maxSize })),
+            args.rebootGpuInstances ? { project: pulumi.getProject(), environment: pulumi.getStack() } : undefined,
+            reservedNames.map((name, i) => ({ name, maxSize: reserved[i].maxSize })),
+          ),
+        ),
     },
     opts,
   );

@@ -52,6 +52,20 @@ function asgSetting(groups: GpuNodeGroup[]): pulumi.Output<string> | undefined {
   return pulumi.all(groups.map((g) => g.asgName)).apply((names) => names.map((n, i) => `${n}=${groups[i].wakeSize}`).join(","));
 }
 
+/**
+ * The groups the leader sizes once their reservation is active (`LLMHA_RESERVED_GROUPS`): an
+ * active AZ's group on a capacity reservation or Capacity Block, created at zero. A standby
+ * group on a Capacity Block is left to the wake (its AZ sleeps by design).
+ */
+export function reservedGroups(groups: GpuNodeGroup[]): GpuNodeGroup[] {
+  return groups.filter((g) => g.role === "active" && !g.fallback && g.createSize < g.desiredSize && g.gpuClass.capacityReservations[g.az] !== undefined);
+}
+
+function reservedSetting(groups: GpuNodeGroup[]): pulumi.Output<string> | undefined {
+  if (groups.length === 0) return undefined;
+  return pulumi.all(groups.map((g) => g.asgName)).apply((names) => names.map((n, i) => `${n}=${groups[i].gpuClass.capacityReservations[groups[i].az]}:${groups[i].desiredSize}`).join(","));
+}
+
 /** What the program reaches outside the cloud APIs; the offline runs (infra/capture.ts) give their own. */
 export interface StackDeps {
   /**
@@ -139,7 +153,8 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
   const standby = gpu.groups.filter((g) => g.role === "standby" && !g.fallback);
   const fallbacks = gpu.groups.filter((g) => g.fallback);
   let agentActuator: WorkloadsArgs["agentActuator"];
-  if (standby.length > 0) {
+  const reserved = reservedGroups(gpu.groups);
+  if (standby.length > 0 || reserved.length > 0) {
     const iam = new AgentIam("agent", {
       clusterName: c.clusterName,
       region: c.region,
@@ -151,6 +166,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
       // The fallback groups too: a wake of one must not be AccessDenied (and nothing else is named);
       // each resize bounded by the group's own maximum.
       standbyGroups: [...standby, ...fallbacks].map((g) => ({ name: g.asgName, maxSize: g.maxSize })),
+      reservedGroups: reserved.map((g) => ({ name: g.asgName, maxSize: g.maxSize })),
     });
     agentActuator = {
       roleArn: iam.roleArn,
@@ -159,6 +175,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
       // A standby group wakes to its daytime size, at least one node; a fallback group to the same size.
       standbyAsgs: asgSetting(standby),
       standbyFallback: asgSetting(fallbacks),
+      reservedGroups: reservedSetting(reserved),
     };
   }
 
@@ -282,10 +299,12 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     kafkaBootstrapBrokers: kafka.bootstrapBrokers,
     agentRepositoryUrl: agentImage.repository.repositoryUrl,
     scraperSecurityGroupId: fences.scrapers.id,
-    // The standby's groups reach their size at the schedule's next scale-up (a standby AZ always
-    // has one), except on a Capacity Block, which the schedule never touches.
+    // What a person scales after `pulumi up`: groups created at zero that nothing sizes. The
+    // standby's reach their size at the schedule's next scale-up (a standby AZ always has one),
+    // except on a Capacity Block, which the schedule never touches; the leader sizes an active
+    // AZ's group on a reservation once it is active (`reservedGroups`).
     gpuScaleUp: pulumi
-      .all(gpu.groups.filter((g) => g.createSize < g.desiredSize && (g.role === "active" || g.gpuClass.capacityType === "CAPACITY_BLOCK")).map((g) => g.nodeGroup.nodeGroupName.apply((n) => [n, g.desiredSize] as const)))
+      .all(gpu.groups.filter((g) => g.createSize < g.desiredSize && (g.role === "active" || g.gpuClass.capacityType === "CAPACITY_BLOCK") && !reserved.includes(g)).map((g) => g.nodeGroup.nodeGroupName.apply((n) => [n, g.desiredSize] as const)))
       .apply((pairs) => Object.fromEntries(pairs)),
   };
 }

@@ -46,7 +46,7 @@ function isAgentRole(role: PolicyResource | undefined): boolean {
 export const agentRoleLeastPrivilege: StackValidationPolicy = {
   name: "agent-role-least-privilege",
   description:
-    "The agent's IAM role grants only the actuator's actions, and no write action on a wildcard Resource: \"*\" or any ARN whose name is only wildcards, read as IAM's glob (arn:aws:ec2:*:*:*) (L2 cluster and L3 zone tiers: the leader may wake the standby AZ and shift a zone's load balancers, nothing else, on every GPU node).",
+    "The agent's IAM role grants only the actuator's actions, and no write action on a wildcard Resource: \"*\" or any ARN whose name is only wildcards, read as IAM's glob (arn:aws:ec2:*:*:*) (L2 cluster and L3 zone tiers: the leader may wake the standby AZ, size the GPU groups created at zero on a reservation, and shift a zone's load balancers, nothing else, on every GPU node).",
   enforcementLevel: "mandatory",
   configSchema: {
     properties: {
@@ -68,6 +68,7 @@ export const agentRoleLeastPrivilege: StackValidationPolicy = {
           "arc-zonal-shift:UpdateZonalShift",
           "arc-zonal-shift:CancelZonalShift",
           "ec2:RebootInstances",
+          "ec2:DescribeCapacityReservations",
         ],
         description: "Every action the agent's role may allow.",
       },
@@ -80,7 +81,13 @@ export const agentRoleLeastPrivilege: StackValidationPolicy = {
       readOnlyActions: {
         type: "array",
         items: { type: "string" },
-        default: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts"],
+        default: [
+          "autoscaling:DescribeAutoScalingGroups",
+          "autoscaling:DescribeScheduledActions",
+          "autoscaling:DescribeScalingActivities",
+          "arc-zonal-shift:ListZonalShifts",
+          "ec2:DescribeCapacityReservations",
+        ],
         description: "Actions that may be allowed on Resource \"*\" (IAM cannot scope them by resource).",
       },
     },

@@ -33,7 +33,7 @@ export const gpuNodeGroupMinimalUpdate: ResourceValidationPolicy = {
 export const gpuReservedStartAtZero: StackValidationPolicy = {
   name: "gpu-reserved-start-at-zero",
   description:
-    "A GPU node group on a capacity reservation or Capacity Block is created with desiredSize and minSize 0, and sized once the reservation is active (`gpuScaleUp`) (L2: a reservation that is scheduled, pending or smaller than the group's size at creation leaves the group CREATE_FAILED, which only a replacement fixes). Groups that already run keep their running size.",
+    "A GPU node group on a capacity reservation or Capacity Block is created with desiredSize and minSize 0, and sized once the reservation is active (by the leader: `LLMHA_RESERVED_GROUPS`) (L2: a reservation that is scheduled, pending or smaller than the group's size at creation leaves the group CREATE_FAILED, which only a replacement fixes). Groups that already run keep their running size.",
   enforcementLevel: "mandatory",
   configSchema: { properties: {} },
   validateStack: (args, reportViolation) => {

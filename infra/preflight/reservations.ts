@@ -42,7 +42,7 @@ const utc = (d: Date) => `${d.toISOString().slice(0, 16).replace("T", " ")} UTC`
 function atCreation(w: WantedReservation): string {
   return w.createSize > 0
     ? `the stack creates the group in ${w.az} at ${w.createSize} inside it, and EKS ends a group that cannot launch its size at creation in CREATE_FAILED (only a replacement fixes that)`
-    : `the stack creates the group in ${w.az} at 0 and sizes it to ${w.desired} later (pulumi stack output gpuScaleUp): no node runs there until then`;
+    : `the stack creates the group in ${w.az} at 0, and the leader sizes it to ${w.desired} once the reservation is active (LLMHA_RESERVED_GROUPS; a standby AZ's group on its wake): no node runs there until then`;
 }
 
 /**

@@ -23,8 +23,9 @@ export interface AgentActuatorEnv {
   standbyAsgs?: pulumi.Input<string>;
   /** `LLMHA_STANDBY_FALLBACK`: the standby AZ's fallback groups, `asg=wakeSize,…`, in order; absent when there are none. */
   standbyFallback?: pulumi.Input<string>;
+  /** `LLMHA_RESERVED_GROUPS`: the groups created at zero on a reservation, `asg=cr-id:size,…`; absent when there are none. */
+  reservedGroups?: pulumi.Input<string>;
 }
-
 
 /** The standby's settings the leader reads: its AZ, its size relative to an active AZ, its practice wakes. */
 function standbyEnv(s: ControllerSpec): { name: string; value: string }[] {
@@ -49,6 +50,7 @@ function actuatorEnv(a: AgentActuatorEnv): { name: string; value: pulumi.Input<s
   ];
   if (a.standbyAsgs !== undefined) env.push({ name: "LLMHA_STANDBY_ASGS", value: a.standbyAsgs });
   if (a.standbyFallback !== undefined) env.push({ name: "LLMHA_STANDBY_FALLBACK", value: a.standbyFallback });
+  if (a.reservedGroups !== undefined) env.push({ name: "LLMHA_RESERVED_GROUPS", value: a.reservedGroups });
   return env;
 }
 

@@ -28,7 +28,7 @@ import { LocalKubeApi } from "./local-kube";
 import { LocalZonalShift, type CloudProxy } from "./local-shift";
 import type { AddressInfo } from "node:net";
 import type { LocalCloudReply, LocalGroupsReply } from "../../agent/src/fleet/actuators/local";
-import type { ActionName } from "../../agent/src/fleet/actuators/types";
+import type { StateActionName as ActionName } from "../../agent/src/fleet/actuators/types";
 import type { SimNode } from "../sim/sim-node";
 
 export type NodePower = "stopped" | "starting" | "running" | "stopping";

@@ -311,7 +311,7 @@ export function describeStack(env: Env, expected: { resources: number }): void {
       const maxOf = (g: string) => (ofType(rs, "aws:eks/nodeGroup:NodeGroup").find((r) => r.name === g)!.props as O).scalingConfig.maxSize as number;
       const inCluster = { StringEquals: { "autoscaling:ResourceTag/eks:cluster-name": cfg["llm-ha:clusterName"] ?? `llm-ha-${env}` } };
       expect(policy.Statement).toEqual([
-        { Sid: "ReadState", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts"], Resource: "*" },
+        { Sid: "ReadState", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts", "ec2:DescribeCapacityReservations"], Resource: "*" },
         // Each resize bounded by the group's own maximum (MinSize and MaxSize; desired cannot pass max).
         ...groups.map((g, i) => ({
           Sid: `ResizeStandbyGroup${i}`,

@@ -269,7 +269,7 @@ const agentPolicy = res("aws:iam/rolePolicy:RolePolicy", "agent-actuator", {
   policy: JSON.stringify({
     Version: "2012-10-17",
     Statement: [
-      { Sid: "ReadState", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts"], Resource: "*" },
+      { Sid: "ReadState", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeScheduledActions", "autoscaling:DescribeScalingActivities", "arc-zonal-shift:ListZonalShifts", "ec2:DescribeCapacityReservations"], Resource: "*" },
       {
         Sid: "WakeStandbyGroups",
         Effect: "Allow",

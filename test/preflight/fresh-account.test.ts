@@ -108,7 +108,7 @@ describe("capacity reservations and Capacity Blocks: active, with the group's si
     const day = start.toISOString().slice(0, 10);
     ec2.on(DescribeCapacityReservationsCommand).resolves({ CapacityReservations: [block(CR_A, "us-east-1a", { State: "scheduled", StartDate: start, AvailableInstanceCount: 0 }), block(CR_B, "us-east-1b", {})] });
     expect(await run(variant(blocks))).toBe(1);
-    expect(out).toMatch(new RegExp(`missing\\s+reservation ${CR_A}\\s+p4d\\.24xlarge × 2 in us-east-1a, scheduled, starts ${day} 11:30 UTC: not active, no instance launches into it yet; the stack creates the group in us-east-1a at 0 and sizes it to 1 later \\(pulumi stack output gpuScaleUp\\)`));
+    expect(out).toMatch(new RegExp(`missing\\s+reservation ${CR_A}\\s+p4d\\.24xlarge × 2 in us-east-1a, scheduled, starts ${day} 11:30 UTC: not active, no instance launches into it yet; the stack creates the group in us-east-1a at 0, and the leader sizes it to 1 once the reservation is active \\(LLMHA_RESERVED_GROUPS; a standby AZ's group on its wake\\)`));
     expect(out).toContain(`wait until ${day} 11:30 UTC (aws ec2 describe-capacity-reservations --capacity-reservation-ids ${CR_A} --region us-east-1`);
     expect(out).toMatch(new RegExp(`ok\\s+reservation ${CR_B}\\s+p4d\\.24xlarge × 2 in us-east-1b, active`));
     expect(out).toMatch(/1 blocking\n$/);
@@ -136,7 +136,7 @@ describe("capacity reservations and Capacity Blocks: active, with the group's si
     expect(reservationRow(want, x, "us-east-1", today).fix).not.toContain("remove gpuClasses");
     const atZero = reservationRow({ ...want, createSize: 0 }, x, "us-east-1", today);
     expect(atZero.status).toBe("missing");
-    expect(atZero.detail).toContain("the stack creates the group in us-east-1a at 0 and sizes it to 2 later (pulumi stack output gpuScaleUp)");
+    expect(atZero.detail).toContain("the stack creates the group in us-east-1a at 0, and the leader sizes it to 2 once the reservation is active (LLMHA_RESERVED_GROUPS; a standby AZ's group on its wake)");
     expect(reservationRow({ ...want, desired: 0, createSize: 0 }, x, "us-east-1", today).status).toBe("warn");
     expect(reservationRow(want, { ...x, State: "expired" }, "us-east-1", today)).toMatchObject({ status: "invalid", detail: "its state is expired" });
     expect(reservationRow(want, { ...x, State: "pending", StartDate: undefined }, "us-east-1", today).fix).toMatch(/^wait until it is active/);

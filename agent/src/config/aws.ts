@@ -15,7 +15,7 @@ export function resolveAwsRegion(cfg: Pick<AgentConfig, "awsRegion" | "az">, env
 
 /** The `aws` formats, checked with the actuator's own parsers (loaded only when `aws` is chosen). */
 export async function checkAwsFormats(cfg: AgentConfig): Promise<void> {
-  const { parseStandbyGroups, parseAzIds, checkShiftResources } = await import("../fleet/actuators/aws.js");
+  const { parseStandbyGroups, parseAzIds, parseReservedGroups, checkShiftResources } = await import("../fleet/actuators/aws.js");
   const check = (variable: string, value: string | null, parse: (v: string) => unknown): void => {
     if (value === null) return;
     try {
@@ -26,6 +26,7 @@ export async function checkAwsFormats(cfg: AgentConfig): Promise<void> {
   };
   check("LLMHA_STANDBY_ASGS", cfg.standbyAsgs, parseStandbyGroups);
   check("LLMHA_STANDBY_FALLBACK", cfg.standbyFallback, (v) => parseStandbyGroups(v, "LLMHA_STANDBY_FALLBACK"));
+  check("LLMHA_RESERVED_GROUPS", cfg.reservedGroups, parseReservedGroups);
   check("LLMHA_AZ_IDS", cfg.azIds, parseAzIds);
   check("LLMHA_SHIFT_RESOURCES", cfg.shiftResources.length ? "" : null, () => checkShiftResources(cfg.shiftResources));
   if (cfg.zonalShift && cfg.azIds) {

@@ -21,14 +21,17 @@ import type { Logger } from "../../util/log";
 // command import in aws/zonal-shift.ts) to `from "@aws-sdk/client-arc-zonal-shift"`.
 import { ARCZonalShiftClient } from "./arc-zonal-shift";
 import { AwsCalls, CallTrace } from "./aws/calls";
-import { checkShiftResources, type StandbyGroup } from "./aws/settings";
+import { checkShiftResources, type ReservedGroup, type StandbyGroup } from "./aws/settings";
+import { ReservedActions } from "./aws/reserved";
+import type { EC2Client } from "@aws-sdk/client-ec2";
 import { StandbyActions } from "./aws/standby";
 import { ZonalShiftActions } from "./aws/zonal-shift";
 import type { RetrySettings } from "./retry";
 import type { ActionContext, ActionResult, Actuator, ForeignAction, ShiftContext } from "./types";
 
 export { AWS_CALLS_METRIC, AWS_OPERATIONS, AwsCallError, MissingIdentifierError, type AwsOperation } from "./aws/calls";
-export { ActuatorSettingError, checkShiftResources, parseAzIds, parseStandbyGroups, type StandbyGroup } from "./aws/settings";
+export { ActuatorSettingError, checkShiftResources, parseAzIds, parseReservedGroups, parseStandbyGroups, type ReservedGroup, type StandbyGroup } from "./aws/settings";
+export { planReserved, RESERVED_SIZED_TAG } from "./aws/reserved";
 export { PRE_WAKE_TAG, SCHEDULED_ACTIONS } from "./aws/standby";
 export { classifyLaunchFailure, planWake, unavailableReason } from "./wake-follow";
 export { expiresIn, MAX_SHIFT_EXPIRY_MS, SHIFT_COMMENT_PREFIX, shiftComment } from "./aws/zonal-shift";
@@ -49,8 +52,12 @@ export interface AwsActuatorOptions {
   standbyFallback?: StandbyGroup[];
   /** A woken step with nothing in service this long has failed (`LLMHA_STANDBY_WAKE_BOUND_MS`). Default 900000. */
   wakeBoundMs?: number;
+  /** GPU groups created at zero on a reservation, sized once it is active (`LLMHA_RESERVED_GROUPS`). Default none. */
+  reservedGroups?: ReservedGroup[];
   /** Default: a client for `region` with `maxAttempts: 1` (retries happen here, counted). */
   autoScaling?: AutoScalingClient;
+  /** Default: a client for `region` with `maxAttempts: 1`, built when a reserved group is first sized. */
+  ec2?: EC2Client;
   /** Default: a client for `region` with `maxAttempts: 1`. */
   arc?: ARCZonalShiftClient;
   /** Default `DEFAULT_RETRY` (4 attempts, 200 ms base, 5 s cap). */
@@ -68,6 +75,8 @@ export class AwsActuator implements Actuator {
   private readonly calls: AwsCalls;
   private readonly standby: StandbyActions;
   private readonly shifts: ZonalShiftActions;
+  private readonly reserved: ReservedActions;
+  private ec2: EC2Client | null = null;
 
   constructor(private readonly o: AwsActuatorOptions) {
     checkShiftResources(o.shiftResources);
@@ -79,7 +88,18 @@ export class AwsActuator implements Actuator {
     this.calls = new AwsCalls(o, log);
     this.standby = new StandbyActions(o, { asg: this.asg, calls: this.calls, log, now });
     this.shifts = new ZonalShiftActions(o, { arc: this.arc, calls: this.calls, now });
+    this.reserved = new ReservedActions(o.reservedGroups ?? [], { asg: this.asg, calls: this.calls, log, ec2: () => this.ec2Client() });
+    if (!o.reservedGroups?.length) this.sizeReserved = undefined;
   }
+
+  private async ec2Client(): Promise<EC2Client> {
+    if (this.o.ec2) return this.o.ec2;
+    const { EC2Client } = await import("@aws-sdk/client-ec2");
+    return (this.ec2 ??= new EC2Client({ region: this.o.region, maxAttempts: 1 }));
+  }
+
+  /** Absent (undefined) when no reserved group is configured. */
+  sizeReserved?: (ctx: ActionContext) => Promise<ActionResult[]> = () => this.reserved.size();
 
   wakeStandby(az: string, _ctx: ActionContext): Promise<ActionResult> {
     return this.calls.act("standby.wake", az, (trace) => this.standby.wake(az, trace));
@@ -108,5 +128,6 @@ export class AwsActuator implements Actuator {
   async close(): Promise<void> {
     if (!this.o.autoScaling) this.asg.destroy();
     if (!this.o.arc) this.arc.destroy();
+    this.ec2?.destroy();
   }
 }

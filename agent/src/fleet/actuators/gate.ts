@@ -21,7 +21,7 @@ export class ActuatorMetrics {
     const registers = [registry];
     this.calls = new Counter({
       name: "llmha_actuator_actions_total",
-      help: "Controller actions (wake/release standby, start/cancel zonal shift) by outcome",
+      help: "Controller actions (wake/release standby, start/cancel zonal shift, size a reserved GPU group) by outcome",
       labelNames: ["action", "outcome", "kind"],
       registers,
     });
@@ -94,6 +94,23 @@ export class FencedActuator implements Actuator {
   cancelZonalShift(az: string, ctx: ActionContext): Promise<ActionResult> {
     return this.run("shift.cancel", az, ctx, () => this.inner.cancelZonalShift(az, ctx));
   }
+  /** One fencing check for the whole round, then each group's result recorded as its own action. */
+  async sizeReserved(ctx: ActionContext): Promise<ActionResult[]> {
+    if (!this.inner.sizeReserved) return [];
+    const started = performance.now();
+    const stale = await this.staleReason(ctx.token);
+    let results: ActionResult[];
+    if (stale) results = [{ action: "capacity.size", az: "", outcome: "refused-stale", calls: 0, detail: stale, durationMs: performance.now() - started }];
+    else {
+      try {
+        results = await this.inner.sizeReserved(ctx);
+      } catch (err) {
+        results = [{ action: "capacity.size", az: "", outcome: "failed", calls: 0, detail: (err as Error).message, durationMs: performance.now() - started }];
+      }
+    }
+    for (const r of results) await this.observe(r.action, r.az, ctx, r);
+    return results;
+  }
   async close(): Promise<void> {
     await this.inner.close?.();
   }
@@ -120,12 +137,17 @@ export class FencedActuator implements Actuator {
         result = { action, az, outcome: "failed", calls: 0, detail: (err as Error).message, durationMs: performance.now() - started };
       }
     }
+    await this.observe(action, az, ctx, result);
+    return result;
+  }
+
+  /** Metrics, the log line and the event of one result. */
+  private async observe(action: ActionName, az: string, ctx: ActionContext, result: ActionResult): Promise<void> {
     this.o.metrics?.calls.inc({ action, outcome: result.outcome, kind: this.kind });
     this.o.metrics?.duration.observe({ action, kind: this.kind }, result.durationMs / 1000);
     const level = result.outcome === "failed" || result.outcome === "refused-stale" ? "warn" : result.outcome === "already" ? "debug" : "info";
     this.log[level]({ action, az, token: ctx.token, outcome: result.outcome, calls: result.calls, detail: result.detail, reason: ctx.reason }, "actuator");
     await this.record(action, az, ctx, result);
-    return result;
   }
 
   private async record(action: ActionName, az: string, ctx: ActionContext, r: ActionResult): Promise<void> {

@@ -12,7 +12,7 @@ import { LocalActuator } from "./local";
 import type { Actuator } from "./types";
 
 export type ActuatorConfig = Pick<AgentConfig, "actuator" | "awsRegion" | "standbyAz" | "standbyAsgs" | "shiftResources" | "azIds" | "localCloudUrl"> &
-  Partial<Pick<AgentConfig, "standbyFallback" | "standbyWakeBoundMs">>;
+  Partial<Pick<AgentConfig, "standbyFallback" | "standbyWakeBoundMs" | "reservedGroups">>;
 
 export interface ActuatorDeps {
   redis: Redis;
@@ -29,7 +29,7 @@ export interface ActuatorDeps {
 export async function createActuatorImpl(cfg: ActuatorConfig, log: Logger, metrics?: Registry): Promise<Actuator | null> {
   if (cfg.actuator === "none") return null;
   if (cfg.actuator === "local") return new LocalActuator({ url: cfg.localCloudUrl!, wakeBoundMs: cfg.standbyWakeBoundMs ?? undefined });
-  const { parseStandbyGroups, parseAzIds } = await import("./aws.js");
+  const { parseStandbyGroups, parseAzIds, parseReservedGroups } = await import("./aws.js");
   const named = {
     standbyGroups: cfg.standbyAsgs ? parseStandbyGroups(cfg.standbyAsgs) : [],
     shiftResources: cfg.shiftResources,
@@ -46,6 +46,7 @@ export async function createActuatorImpl(cfg: ActuatorConfig, log: Logger, metri
     standbyAz: cfg.standbyAz ?? undefined,
     standbyFallback: cfg.standbyFallback ? parseStandbyGroups(cfg.standbyFallback, "LLMHA_STANDBY_FALLBACK") : [],
     wakeBoundMs: cfg.standbyWakeBoundMs ?? undefined,
+    reservedGroups: cfg.reservedGroups ? parseReservedGroups(cfg.reservedGroups) : [],
     log,
     registry: metrics,
   });

@@ -8,7 +8,7 @@
  * `GET /standby/groups` shows the AZ's groups in their fallback order with their launches,
  * and each call wakes at most one new group (`POST /standby/wake {az, group}`).
  */
-import type { ActionContext, ActionName, ActionResult, Actuator, ShiftContext } from "./types";
+import type { ActionContext, ActionResult, Actuator, ShiftContext, StateActionName } from "./types";
 import { DEFAULT_WAKE_BOUND_MS, planWake, type WakeGroupView } from "./wake-follow";
 
 export interface LocalActuatorOptions {
@@ -38,7 +38,7 @@ export class LocalCloudError extends Error {
   }
 }
 
-const PATHS: Record<ActionName, string> = {
+const PATHS: Record<StateActionName, string> = {
   "standby.wake": "/standby/wake",
   "standby.release": "/standby/release",
   "shift.start": "/shift/start",
@@ -89,7 +89,7 @@ export class LocalActuator implements Actuator {
     return this.post("shift.cancel", az, ctx);
   }
 
-  private async post(action: ActionName, az: string, ctx: ActionContext, extra: object = {}): Promise<ActionResult> {
+  private async post(action: StateActionName, az: string, ctx: ActionContext, extra: object = {}): Promise<ActionResult> {
     const started = performance.now();
     const res = await fetch(`${this.base}${PATHS[action]}`, {
       method: "POST",

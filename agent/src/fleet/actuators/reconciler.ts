@@ -28,7 +28,7 @@ import type { RedisKeys } from "../redis/keys";
 import type { Logger } from "../../util/log";
 import type { Redis } from "ioredis";
 import type { Registry } from "prom-client";
-import type { ActionName, ActionResult, Actuator, WakeReport } from "./types";
+import type { ActionResult, Actuator, StateActionName as ActionName, WakeReport } from "./types";
 import { unavailableReason } from "./wake-follow";
 import { PRACTICE_REASON_PREFIX } from "./practice";
 

@@ -13,8 +13,11 @@
  * and writes each call and its result to the `events` stream and to metrics.
  */
 
-export const ACTIONS = ["standby.wake", "standby.release", "shift.start", "shift.cancel"] as const;
+/** `capacity.size`: a GPU group created at zero on a capacity reservation, sized once the reservation is active (aws/reserved.ts). */
+export const ACTIONS = ["standby.wake", "standby.release", "shift.start", "shift.cancel", "capacity.size"] as const;
 export type ActionName = (typeof ACTIONS)[number];
+/** The actions the reconciler drives toward the controller's desired state (one slot each: standby, shift). */
+export type StateActionName = Exclude<ActionName, "capacity.size">;
 
 export const OUTCOMES = ["applied", "already", "dry-run", "refused-stale", "failed"] as const;
 export type ActionOutcome = (typeof OUTCOMES)[number];
@@ -44,6 +47,8 @@ export interface ActionResult {
   durationMs: number;
   /** `standby.wake` only, from actuators that follow the wake (wake-follow.ts): where it stands. */
   wake?: WakeReport;
+  /** `capacity.size` only: the group sized. */
+  group?: string;
 }
 
 /** Why a launch failed, from the provider's own status message (wake-follow.ts `classifyLaunchFailure`). */
@@ -106,6 +111,11 @@ export interface Actuator {
   startZonalShift(az: string, ctx: ShiftContext): Promise<ActionResult>;
   /** Cancel our shift away from `az`. */
   cancelZonalShift(az: string, ctx: ActionContext): Promise<ActionResult>;
+  /**
+   * Size the GPU groups created at zero on a reservation once it is active, and bring a group
+   * whose reservation ended to zero: one result per configured group. Absent: none configured.
+   */
+  sizeReserved?(ctx: ActionContext): Promise<ActionResult[]>;
   /** Reads the world for changes the controller did not make (reads only). Absent: the actuator cannot tell. */
   audit?(): Promise<ForeignAction[]>;
   /** Release clients and timers. */

@@ -18,6 +18,7 @@ import type { FencedActuator } from "../actuators/gate";
 import type { ActuatorDeps } from "../actuators/index";
 import { Reconciler, type ReconcilerSettings } from "../actuators/reconciler";
 import { ForeignWatch } from "../actuators/foreign";
+import { ReservedSizer } from "../actuators/reserved-sizer";
 import { createRedisClient, type RedisClient } from "../redis/client";
 import { FencedWriter } from "../redis/fenced";
 import { RedisKeys } from "../redis/keys";
@@ -105,6 +106,7 @@ export class Fleet {
   private actuator: FencedActuator | null = null;
   private reconciler: Reconciler | null = null;
   private foreign: ForeignWatch | null = null;
+  private reserved: ReservedSizer | null = null;
 
   constructor(o: FleetOptions) {
     this.o = o;
@@ -158,6 +160,7 @@ export class Fleet {
       onPublished: (e, token) => {
         this.reconciler?.onEvaluation(e, token);
         this.foreign?.onPeriod(token);
+        this.reserved?.onPeriod(token);
       },
       standbyUnavailable: () => this.reconciler?.standbyUnavailable() ?? null,
       practice: o.practice ? new PracticeSchedule(o.practice, o.metrics) : undefined,
@@ -196,6 +199,7 @@ export class Fleet {
       this.metrics.leaseLosses.inc({ reason });
       this.reconciler?.endTerm();
       this.foreign?.endTerm();
+      this.reserved?.endTerm();
     });
   }
 
@@ -230,6 +234,8 @@ export class Fleet {
       holder: this.lease.holderId,
       everyMs: this.reconciler.settings.reassertMs,
     });
+    // GPU groups created at zero on a reservation: sized once it is active (a round a minute while leading).
+    this.reserved = new ReservedSizer({ sizeReserved: (ctx) => actuator.sizeReserved(ctx), currentToken: () => this.lease.current?.token ?? null, log: this.o.log });
     this.log.info({ actuator: actuator.kind, standbyAz: this.controller.settings.standbyAz, zonalShift: this.controller.settings.zonalShift }, "leader actuator attached");
   }
 
@@ -269,8 +275,9 @@ export class Fleet {
     this.controller.stop();
     this.reconciler?.endTerm();
     this.foreign?.endTerm();
+    this.reserved?.endTerm();
     // A call in flight finishes (or not) on its own; shutdown waits for it a little only.
-    if (this.reconciler) await Promise.race([this.reconciler.idle(), sleep(3000)]);
+    if (this.reconciler) await Promise.race([Promise.all([this.reconciler.idle(), this.reserved?.idle()]), sleep(3000)]);
     await this.actuator?.close();
     await this.lease.release();
     try {

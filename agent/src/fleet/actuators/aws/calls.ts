@@ -25,6 +25,7 @@ export const AWS_OPERATIONS = [
   "StartZonalShift",
   "UpdateZonalShift",
   "CancelZonalShift",
+  "DescribeCapacityReservations",
 ] as const;
 export type AwsOperation = (typeof AWS_OPERATIONS)[number];
 

@@ -70,3 +70,35 @@ export function checkShiftResources(arns: readonly string[], variable = "LLMHA_S
     if (!LOAD_BALANCER_ARN.test(a)) throw new ActuatorSettingError(variable, `${JSON.stringify(a)} is not a load balancer ARN (arn:aws:elasticloadbalancing:<region>:<account>:loadbalancer/net/<name>/<id>)`);
   }
 }
+
+/**
+ * A GPU group on a capacity reservation or Capacity Block that `pulumi up` created at zero
+ * (EC2 refuses a group's creation at a size the reservation cannot hold yet): the leader sizes
+ * it once the reservation is active (aws/reserved.ts).
+ */
+export interface ReservedGroup {
+  /** Auto Scaling group name (the EKS managed node group's ASG). */
+  name: string;
+  /** The reservation its launch template targets (`cr-…`). */
+  reservationId: string;
+  /** The size the stack wants for it (`gpuClasses[].desiredPerAz`). */
+  size: number;
+}
+
+const RESERVATION_ID = /^cr-[0-9a-f]{8,17}$/;
+
+/** `LLMHA_RESERVED_GROUPS`: `asg-name=cr-id:size[,…]`, sizes ≥ 1, no group twice. */
+export function parseReservedGroups(value: string, variable = "LLMHA_RESERVED_GROUPS"): ReservedGroup[] {
+  const seen = new Set<string>();
+  return entries(variable, value, "asg-name=cr-id:size").map(([name, rest]) => {
+    if (!ASG_NAME.test(name)) throw new ActuatorSettingError(variable, `${JSON.stringify(name)} is not an Auto Scaling group name`);
+    const m = /^(cr-[0-9a-z]+):(\d+)$/.exec(rest);
+    if (!m) throw new ActuatorSettingError(variable, `entry for ${name} must be cr-id:size, got ${JSON.stringify(rest)}`);
+    if (!RESERVATION_ID.test(m[1])) throw new ActuatorSettingError(variable, `${JSON.stringify(m[1])} (for ${name}) is not a capacity reservation id like cr-0123456789abcdef0`);
+    const size = Number(m[2]);
+    if (size < 1 || size > 10_000) throw new ActuatorSettingError(variable, `size of ${name} must be an integer from 1 to 10000, got ${m[2]}`);
+    if (seen.has(name)) throw new ActuatorSettingError(variable, `lists ${name} twice`);
+    seen.add(name);
+    return { name, reservationId: m[1], size };
+  });
+}
