@@ -217,6 +217,42 @@ describe("repair ladder, act mode, against a real redis-server and an in-memory 
     }
   });
 
+  it("a pending row remap → reset, carried out as a reboot of the instance; the history keeps reset; without an instance id nothing is done", async () => {
+    const cluster = new MemoryRepairActuator();
+    const inventory: InventoryNode[] = [
+      { nodeId: "a1", az: "a", instanceId: "i-0000000000000a1", gpus: 8 },
+      { nodeId: "a2", az: "a", instanceId: "i-0000000000000a2", gpus: 8 },
+      { nodeId: "b1", az: "b", instanceId: "i-0000000000000b1", gpus: 8 },
+    ];
+    const { keys, leader, node, all } = fleetOf(freshCluster("actx"), { cluster, inventory });
+    try {
+      await waitFor("a1 leads", () => leader.fleet.isLeader, { timeoutMs: 10_000 });
+      node.fault = { xids: [], recovery: null, remap: "pending" };
+      await waitFor("a2 reset", async () => (await active(leader, keys)).get("a2")?.step === "wait", { timeoutMs: 5000 });
+      expect(cluster.calls).toEqual(["cordon:a2", "drain:a2", "reboot:i-0000000000000a2"]);
+      expect((await active(leader, keys)).get("a2")).toMatchObject({ action: "reset", fault: "reset-needed" });
+      node.fault = null;
+      await waitFor("a2 back", async () => !cluster.cordoned.has("a2") && (await active(leader, keys)).size === 0, { timeoutMs: 5000 });
+      const hist = parseHistory(await leader.fleet.client.redis.hgetall(keys.repairHistory));
+      expect(hist.get("i-0000000000000a2")).toMatchObject([{ action: "reset", nodeId: "a2", outcome: "applied", fault: "reset-needed" }]);
+    } finally {
+      await Promise.all(all.map((s) => s.fleet.stop()));
+    }
+    // No inventory: no instance id to reboot, so the reset stays advised and nothing is called.
+    const bare = new MemoryRepairActuator();
+    const f2 = fleetOf(freshCluster("actx2"), { cluster: bare });
+    try {
+      await waitFor("a1 leads", () => f2.leader.fleet.isLeader, { timeoutMs: 10_000 });
+      f2.node.fault = { xids: [48], recovery: null, remap: null };
+      await waitFor("reset planned", async () => planEntries(await f2.leader.fleet.client.redis.hgetall(f2.keys.repairPlan)).get("a2")?.action === "reset", { timeoutMs: 5000 });
+      await sleep(4 * I);
+      expect(bare.calls).toEqual([]);
+      expect((await active(f2.leader, f2.keys)).size).toBe(0);
+    } finally {
+      await Promise.all(f2.all.map((s) => s.fleet.stop()));
+    }
+  });
+
   it("with a dry-run actuator every step is logged only and the rehearsal ends as done, never failed", async () => {
     const name = freshCluster("actd");
     const keys = new RedisKeys(name);

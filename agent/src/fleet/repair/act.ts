@@ -1,6 +1,6 @@
 /**
- * The repair ladder's `act` mode, on the leader: for a node whose plan is `restart` or `reboot`
- * (the only rungs acted on; `reset`, `replace` and `quarantine` stay advised) it runs
+ * The repair ladder's `act` mode, on the leader: for a node whose plan is `restart`, `reset` or
+ * `reboot` (the rungs acted on; `replace` and `quarantine` stay advised) it runs
  *
  *   cordon → drain → the action → (history recorded) → wait for the node's record to be
  *   HEALTHY again → uncordon
@@ -22,8 +22,14 @@ import type { RepairActuator, RepairStepResult } from "../actuators/repair-types
 import type { RepairDecision, RepairRecord } from "./ladder";
 import { recordRepair, type HistoryEntry } from "./history";
 
-/** The rungs `act` mode carries out; the others are advised only. */
-export const ACTED_RUNGS = ["restart", "reboot"] as const;
+/**
+ * The rungs `act` mode carries out; the others are advised only. A `reset` is carried out as a
+ * reboot of the instance: the cloud has no GPU-reset call, and a reset from the node
+ * (`nvidia-smi -r`) needs a privileged process the GPU-node agent is not. A reboot resets every
+ * GPU and applies pending row remaps; the history keeps `reset`, so a fault back within the
+ * window escalates as after a reboot.
+ */
+export const ACTED_RUNGS = ["restart", "reset", "reboot"] as const;
 export type ActedRung = (typeof ACTED_RUNGS)[number];
 export const ACTIVE_STEPS = ["cordon", "drain", "action", "wait", "failed"] as const;
 export type ActiveStep = (typeof ACTIVE_STEPS)[number];
@@ -121,7 +127,7 @@ export class RepairRunner {
     this.log = o.log.child({ component: "repair-act" });
   }
 
-  /** One period: advance every active repair by a step, then start the plan's new restarts and reboots. */
+  /** One period: advance every active repair by a step, then start the plan's new restarts, resets and reboots. */
   async round(r: ActRound): Promise<{ accepted: boolean }> {
     const token = this.o.token();
     if (token === null) return { accepted: true };
@@ -132,8 +138,8 @@ export class RepairRunner {
     for (const d of r.decisions) {
       if (r.active.has(d.nodeId) || !(ACTED_RUNGS as readonly string[]).includes(d.action)) continue;
       const action = d.action as ActedRung;
-      if (action === "reboot" && !r.instances.has(d.nodeId)) {
-        if (!this.skipped.has(d.nodeId)) this.log.warn({ nodeId: d.nodeId }, "reboot advised but not acted on: the inventory gives this node no cloud instance id");
+      if (action !== "restart" && !r.instances.has(d.nodeId)) {
+        if (!this.skipped.has(d.nodeId)) this.log.warn({ nodeId: d.nodeId, action }, `${action} advised but not acted on: the inventory gives this node no cloud instance id to reboot`);
         this.skipped.add(d.nodeId);
         continue;
       }
@@ -187,7 +193,7 @@ export class RepairRunner {
           break;
         }
         case "action": {
-          const res = a.action === "reboot" ? await this.o.actuator.reboot(r.instances.get(id) ?? a.host, ctx) : await this.o.actuator.restart(id, ctx);
+          const res = a.action === "restart" ? await this.o.actuator.restart(id, ctx) : await this.o.actuator.reboot(r.instances.get(id) ?? a.host, ctx);
           if (res.outcome === "refused-stale") return false;
           const ok = OK.has(res.outcome);
           const entry: HistoryEntry = { action: a.action, at: r.now, nodeId: id, outcome: res.outcome === "dry-run" ? "dry-run" : ok ? "applied" : "failed", fault: a.fault };
