@@ -12,17 +12,17 @@ import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redi
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import type { NodeReport } from "../../agent/src/fleet/redis/registry";
 import { planEntries } from "../../agent/src/fleet/repair/plan";
-import { parseActive } from "../../agent/src/fleet/repair/act";
 import { historyRecords, parseHistory } from "../../agent/src/fleet/repair/history";
 import { repairLadder } from "../../agent/src/fleet/repair/ladder";
 import { MemoryRepairActuator } from "../../agent/src/fleet/actuators/repair-memory";
 import { DryRunRepairActuator } from "../../agent/src/fleet/actuators/repair-dry-run";
 import { FencedRepairActuator } from "../../agent/src/fleet/actuators/repair-gate";
-import { StaticInventory, type InventoryNode } from "../../agent/src/fleet/inventory/inventory";
-import { encodeGpuFault, type GpuFault } from "../../agent/src/node/sources/gpu-fault";
+import type { InventoryNode } from "../../agent/src/fleet/inventory/inventory";
+import { encodeGpuFault } from "../../agent/src/node/sources/gpu-fault";
 import { sleep, waitFor } from "../../agent/src/util/net";
 import { freshCluster, testLogger } from "../redis/helpers";
-import { repairDecision } from "../support/repair-decision";
+import { active, events, gauge, repairSims, type Sim } from "../support/repair-sim";
+import { repairDecision as decision } from "../support/repair-decision";
 
 const log = testLogger();
 const LEASE = { ttlMs: 1500, renewMs: 500, contendMs: 300, marginMs: 300 };
@@ -37,54 +37,7 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-interface Sim {
-  fleet: Fleet;
-  fault: GpuFault | null;
-  prom: Registry;
-}
-
-const decision = repairDecision;
-
-interface SimOptions {
-  contend: boolean;
-  cluster: MemoryRepairActuator;
-  inventory?: InventoryNode[];
-  spare?: Map<string, number>;
-}
-
-function sim(clusterName: string, nodeId: string, az: string, o: SimOptions): Sim {
-  const prom = new Registry();
-  const fleet = new Fleet({
-    redisUrl: redis.url, cluster: clusterName, nodeId, az, intervalMs: I, log, metrics: prom, lease: LEASE, contend: o.contend,
-    inventory: o.inventory ? new StaticInventory(o.inventory) : undefined,
-    repair: { mode: "act", actuator: o.cluster, act: ACT, spare: o.spare },
-  });
-  const s: Sim = { fleet, fault: null, prom };
-  fleet.start((): NodeReport => ({
-    nodeId, az, decision: decision(s.fault !== null), gpus: s.fault ? 0 : 8, gpusExpected: 8, model: "m", gpuFault: encodeGpuFault(s.fault),
-  }));
-  return s;
-}
-
-async function gauge(prom: Registry, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
-  const m = (await prom.getMetricsAsJSON()).find((x) => x.name === name);
-  return (m?.values as { value: number; labels: Record<string, string | number> }[] | undefined)?.find((v) => Object.entries(labels).every(([k, x]) => String(v.labels[k]) === x))?.value;
-}
-
-async function events(s: Sim, keys: RedisKeys, prefix = "repair."): Promise<Record<string, string>[]> {
-  return (await s.fleet.client.redis.xrange(keys.events, "-", "+"))
-    .map(([, f]) => Object.fromEntries(f.flatMap((_, i) => (i % 2 ? [] : [[f[i], f[i + 1]]]))) as Record<string, string>)
-    .filter((e) => e.type?.startsWith(prefix) && e.type !== "repair.advised");
-}
-
-const active = async (s: Sim, keys: RedisKeys) => parseActive(await s.fleet.client.redis.hgetall(keys.repairActive));
-
-function fleetOf(name: string, o: Omit<SimOptions, "contend">): { keys: RedisKeys; leader: Sim; node: Sim; all: Sim[] } {
-  const leader = sim(name, "a1", "a", { ...o, contend: true });
-  const node = sim(name, "a2", "a", { ...o, contend: false });
-  const b1 = sim(name, "b1", "b", { ...o, contend: false });
-  return { keys: new RedisKeys(name), leader, node, all: [leader, node, b1] };
-}
+const { sim, fleetOf } = repairSims(() => redis.url, { intervalMs: I, lease: LEASE, act: ACT });
 
 describe("repair ladder, act mode, against a real redis-server and an in-memory cluster", () => {
   it("XID 13 → restart: cordon, drain, restart, history recorded, uncordon once HEALTHY", async () => {
@@ -202,16 +155,19 @@ describe("repair ladder, act mode, against a real redis-server and an in-memory 
       const hist = parseHistory(await leader.fleet.client.redis.hgetall(keys.repairHistory));
       expect(hist.get("i-0000000000000a2")).toMatchObject([{ action: "reboot", nodeId: "a2", outcome: "applied", fault: "off-bus" }]);
 
-      // The same GPU falls off the bus again within the window: replace (advised, not acted on).
+      // The same GPU falls off the bus again within the window: replace. Its group is at its max (0 here):
+      // no surge, the host is terminated and the group launches its replacement.
       node.fault = { xids: [79], recovery: null, remap: null };
-      const e = await waitFor("replace advised", async () => {
+      const e = await waitFor("replace decided", async () => {
         const x = planEntries(await leader.fleet.client.redis.hgetall(keys.repairPlan)).get("a2");
         return x?.action === "replace" ? x : null;
       }, { timeoutMs: 5000 });
       expect(e.reason).toMatch(/off the bus again .* after its reboot/);
-      await sleep(4 * I);
-      expect(cluster.calls).toHaveLength(4); // uncordon was the last: replace is advised only
-      expect((await active(leader, keys)).size).toBe(0);
+      await waitFor("a2 terminated", () => cluster.terminated.length === 1, { timeoutMs: 5000 });
+      expect(cluster.calls.slice(4)).toEqual(["cordon:a2", "drain:a2", "surge:i-0000000000000a2", "terminate:i-0000000000000a2"]);
+      await waitFor("replace done", async () => (await active(leader, keys)).size === 0, { timeoutMs: 5000 });
+      const after = parseHistory(await leader.fleet.client.redis.hgetall(keys.repairHistory));
+      expect(after.get("i-0000000000000a2")?.map((h) => h.action)).toEqual(["reboot", "replace"]);
     } finally {
       await Promise.all(all.map((s) => s.fleet.stop()));
     }

@@ -20,6 +20,12 @@ export class DryRunRepairActuator implements RepairActuator {
   reboot(instanceId: string, ctx: RepairContext): Promise<RepairStepResult> {
     return this.would("reboot", instanceId, ctx, `would reboot instance ${instanceId} (EC2 RebootInstances)`);
   }
+  surge(instanceId: string, ctx: RepairContext): Promise<RepairStepResult> {
+    return this.would("surge", instanceId, ctx, `would ask the Auto Scaling group of ${instanceId} for one more instance (desired + 1, within its max)`);
+  }
+  terminate(instanceId: string, decrement: boolean, ctx: RepairContext): Promise<RepairStepResult> {
+    return this.would("terminate", instanceId, ctx, `would terminate ${instanceId} through its Auto Scaling group (${decrement ? "taking the surge back" : "the group launches its replacement"})`);
+  }
   private async would(step: RepairStepName, target: string, ctx: RepairContext, detail: string): Promise<RepairStepResult> {
     this.log.info({ step, target, token: ctx.token, reason: ctx.reason, detail }, "dry-run: no call made");
     return { step, target, outcome: "dry-run", calls: 0, detail };

@@ -53,6 +53,13 @@ export class FencedRepairActuator implements RepairActuator {
     return this.run("reboot", instanceId, ctx, () => this.inner.reboot(instanceId, ctx));
   }
 
+  surge(instanceId: string, ctx: RepairContext): Promise<RepairStepResult> {
+    return this.run("surge", instanceId, ctx, () => this.inner.surge(instanceId, ctx));
+  }
+  terminate(instanceId: string, decrement: boolean, ctx: RepairContext): Promise<RepairStepResult> {
+    return this.run("terminate", instanceId, ctx, () => this.inner.terminate(instanceId, decrement, ctx));
+  }
+
   /** Null when `token` may act; else why not. */
   async staleReason(token: number): Promise<string | null> {
     return fencedStaleReason(this.o, token);

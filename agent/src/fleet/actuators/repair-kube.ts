@@ -10,7 +10,8 @@
  *   `pending`, asked again next period;
  * - restart: `DELETE` of each inference pod on the node: its DaemonSet or Deployment recreates it;
  * - reboot: EC2 `RebootInstances` for the node's instance (the IAM grant is limited to instances
- *   carrying the stack's `Project` tag).
+ *   carrying the stack's `Project` tag);
+ * - surge and terminate (a replacement): EC2 Auto Scaling on the instance's group (repair-asg.ts).
  *
  * Other namespaces are not touched: the ClusterRole grants `patch` on nodes, and a Role in the
  * inference namespace alone grants pod list, delete and eviction.
@@ -20,6 +21,7 @@ import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { EC2Client } from "@aws-sdk/client-ec2";
 import type { RepairActuator, RepairContext, RepairStepName, RepairStepResult } from "./repair-types";
+import { AsgReplacer, type InstanceReplacer } from "./repair-asg";
 
 export interface KubeRepairOptions {
   /** API server base URL. */
@@ -34,6 +36,8 @@ export interface KubeRepairOptions {
   timeoutMs?: number;
   /** Reboots an instance; default EC2 `RebootInstances` in `region`. */
   rebooter?: InstanceRebooter;
+  /** Surges and terminates through the instance's Auto Scaling group; default EC2 Auto Scaling in `region`. */
+  replacer?: InstanceReplacer;
   region?: string;
 }
 
@@ -68,9 +72,11 @@ interface KubePod {
 export class KubeRepairActuator implements RepairActuator {
   readonly kind = "kubernetes";
   private readonly rebooter: InstanceRebooter;
+  private readonly replacer: InstanceReplacer;
 
   constructor(private readonly o: KubeRepairOptions) {
     this.rebooter = o.rebooter ?? new Ec2Rebooter(o.region);
+    this.replacer = o.replacer ?? new AsgReplacer(o.region);
   }
 
   async cordon(node: string, _ctx?: RepairContext): Promise<RepairStepResult> {
@@ -131,6 +137,18 @@ export class KubeRepairActuator implements RepairActuator {
     if (!INSTANCE.test(instanceId)) return fail("reboot", instanceId, 0, `${JSON.stringify(instanceId.slice(0, 64))} is not an EC2 instance id`);
     await this.rebooter.reboot(instanceId);
     return { step: "reboot", target: instanceId, outcome: "applied", calls: 1, detail: `${instanceId} rebooting` };
+  }
+
+  async surge(instanceId: string, _ctx?: RepairContext): Promise<RepairStepResult> {
+    if (!INSTANCE.test(instanceId)) return fail("surge", instanceId, 0, `${JSON.stringify(instanceId.slice(0, 64))} is not an EC2 instance id`);
+    const r = await this.replacer.surge(instanceId);
+    return { step: "surge", target: instanceId, outcome: r.changed || !r.surged ? "applied" : "already", calls: r.calls, detail: r.detail, surged: r.surged };
+  }
+
+  async terminate(instanceId: string, decrement: boolean, _ctx?: RepairContext): Promise<RepairStepResult> {
+    if (!INSTANCE.test(instanceId)) return fail("terminate", instanceId, 0, `${JSON.stringify(instanceId.slice(0, 64))} is not an EC2 instance id`);
+    const r = await this.replacer.terminate(instanceId, decrement);
+    return { step: "terminate", target: instanceId, outcome: r.changed ? "applied" : "already", calls: r.calls, detail: r.detail };
   }
 
   private call(method: string, path: string, body?: unknown, contentType = "application/json"): Promise<Reply> {

@@ -1,10 +1,11 @@
 /**
  * What the leader may do to one GPU node in the repair ladder's `act` mode (fleet/repair/act.ts):
  * take it out of scheduling, move its pods off, restart its inference pod, reboot its instance,
- * and put it back. One interface, three implementations:
+ * put it back, or replace it (one more instance asked of its group first, then the old one
+ * terminated). One interface, three implementations:
  *
- * - `repair-kube.ts`    — the Kubernetes API (cordon, drain through the Eviction API, pod delete)
- *                          and EC2 `RebootInstances`, for the real cluster;
+ * - `repair-kube.ts`    — the Kubernetes API (cordon, drain through the Eviction API, pod delete),
+ *                          EC2 `RebootInstances` and EC2 Auto Scaling (repair-asg.ts), for the real cluster;
  * - `repair-dry-run.ts` — logs what it would do, calls nothing;
  * - `repair-memory.ts`  — an in-memory cluster for tests and the drill.
  *
@@ -12,7 +13,7 @@
  * (repair-gate.ts) refuses a stale token before the implementation is reached.
  */
 
-export const REPAIR_STEPS = ["cordon", "drain", "restart", "reboot", "uncordon"] as const;
+export const REPAIR_STEPS = ["cordon", "drain", "restart", "reboot", "uncordon", "surge", "terminate"] as const;
 export type RepairStepName = (typeof REPAIR_STEPS)[number];
 
 /** `pending`: accepted but not finished (a drain a PodDisruptionBudget holds): ask again next period. */
@@ -27,6 +28,8 @@ export interface RepairStepResult {
   /** Provider API calls made (0 for dry-run and refused-stale). */
   calls: number;
   detail: string;
+  /** `surge` only: whether the group was given one more instance (false: at its max, the replacement comes after the termination). */
+  surged?: boolean;
 }
 
 export interface RepairContext {
@@ -48,4 +51,12 @@ export interface RepairActuator {
   restart(node: string, ctx: RepairContext): Promise<RepairStepResult>;
   /** Reboot the node's cloud instance. */
   reboot(instanceId: string, ctx: RepairContext): Promise<RepairStepResult>;
+  /**
+   * Ask the instance's Auto Scaling group for one more instance (desired + 1, within its max) to
+   * replace it, marking the group with the instance replaced, so a repeat is `already`. At its
+   * max: `applied` with `surged: false` (nothing asked).
+   */
+  surge(instanceId: string, ctx: RepairContext): Promise<RepairStepResult>;
+  /** Terminate the instance through its group: `decrement` takes the surge back; without it the group launches a replacement. */
+  terminate(instanceId: string, decrement: boolean, ctx: RepairContext): Promise<RepairStepResult>;
 }

@@ -1,9 +1,19 @@
 /**
- * The repair ladder's `act` mode, on the leader: for a node whose plan is `restart`, `reset` or
- * `reboot` (the rungs acted on; `replace` and `quarantine` stay advised) it runs
+ * The repair ladder's `act` mode, on the leader. For a node whose plan is `restart`, `reset` or
+ * `reboot` it runs
  *
  *   cordon → drain → the action → (history recorded) → wait for the node's record to be
  *   HEALTHY again → uncordon
+ *
+ * and for `replace` and `quarantine` (the host is not used again: it is terminated, and an EC2
+ * instance id is never reused)
+ *
+ *   cordon → drain → surge (one more instance asked of its group) → wait for a replacement
+ *   HEALTHY in its AZ → terminate (through the group) → (history recorded)
+ *
+ * so capacity comes back before the old host goes. A group at its max gets no surge: the old
+ * host is terminated and the group launches its replacement (the ladder let it through only with
+ * a replacement in sight, `LLMHA_REPAIR_SPARE`).
  *
  * one step at a time through the fenced repair actuator. The state machine lives in Redis
  * (`repair:active`, node id → JSON entry, fenced writes): a new leader continues a repair at
@@ -23,15 +33,17 @@ import type { RepairDecision, RepairRecord } from "./ladder";
 import { recordRepair, type HistoryEntry } from "./history";
 
 /**
- * The rungs `act` mode carries out; the others are advised only. A `reset` is carried out as a
+ * The rungs `act` mode carries out (every rung). A `reset` is carried out as a
  * reboot of the instance: the cloud has no GPU-reset call, and a reset from the node
  * (`nvidia-smi -r`) needs a privileged process the GPU-node agent is not. A reboot resets every
  * GPU and applies pending row remaps; the history keeps `reset`, so a fault back within the
  * window escalates as after a reboot.
  */
-export const ACTED_RUNGS = ["restart", "reset", "reboot"] as const;
+export const ACTED_RUNGS = ["restart", "reset", "reboot", "replace", "quarantine"] as const;
 export type ActedRung = (typeof ACTED_RUNGS)[number];
-export const ACTIVE_STEPS = ["cordon", "drain", "action", "wait", "failed"] as const;
+/** Rungs that end with the host terminated (a replacement first where its group has room). */
+const REPLACING: ReadonlySet<ActedRung> = new Set(["replace", "quarantine"]);
+export const ACTIVE_STEPS = ["cordon", "drain", "action", "wait", "surge", "replacement", "terminate", "failed"] as const;
 export type ActiveStep = (typeof ACTIVE_STEPS)[number];
 
 export interface ActiveRepair {
@@ -52,6 +64,10 @@ export interface ActiveRepair {
   failedStep?: string;
   /** The action was a dry-run (nothing was done): the wait ends after `waitTimeoutMs` as done, not failed. */
   dryRun?: boolean;
+  /** `replace`/`quarantine`: one more instance was asked of the group (the termination takes it back). */
+  surged?: boolean;
+  /** `replace`/`quarantine`: HEALTHY nodes in its AZ, itself left out, when the surge was asked. */
+  healthyBefore?: number;
 }
 
 export interface RepairActSettings {
@@ -61,9 +77,16 @@ export interface RepairActSettings {
   drainTimeoutMs: number;
   /** A node not HEALTHY this long after its action fails. Default 30 min (a reboot of a GPU node is minutes). */
   waitTimeoutMs: number;
+  /** No replacement HEALTHY this long after the surge fails the replace (the old host stays drained, not terminated). Default 60 min (a GPU instance launch, image and model load). */
+  replacementTimeoutMs: number;
 }
 
-export const DEFAULT_ACT_SETTINGS: Readonly<RepairActSettings> = Object.freeze({ settleMs: 30_000, drainTimeoutMs: 600_000, waitTimeoutMs: 1_800_000 });
+export const DEFAULT_ACT_SETTINGS: Readonly<RepairActSettings> = Object.freeze({ settleMs: 30_000, drainTimeoutMs: 600_000, waitTimeoutMs: 1_800_000, replacementTimeoutMs: 3_600_000 });
+
+/** HEALTHY nodes alive in `az`, `except` left out. */
+function healthyIn(snap: RegistrySnapshot, az: string, except: string): number {
+  return snap.nodes.filter((n) => n.nodeId !== except && n.az === az && n.alive && n.status === "HEALTHY").length;
+}
 
 const FENCE_FIELDS = new Set(["token", "leader", "at"]);
 
@@ -79,6 +102,8 @@ export function parseActive(h: Record<string, string>): Map<string, ActiveRepair
         host: String(v.host ?? id), az: String(v.az ?? ""), fault: String(v.fault ?? ""), detail: String(v.detail ?? "").slice(0, 500),
         ...(v.failedStep ? { failedStep: String(v.failedStep) } : {}),
         ...(v.dryRun === true ? { dryRun: true } : {}),
+        ...(typeof v.surged === "boolean" ? { surged: v.surged } : {}),
+        ...(Number.isInteger(v.healthyBefore) ? { healthyBefore: v.healthyBefore } : {}),
       });
     } catch {
       // not an entry this code wrote: ignored
@@ -127,16 +152,18 @@ export class RepairRunner {
     this.log = o.log.child({ component: "repair-act" });
   }
 
-  /** One period: advance every active repair by a step, then start the plan's new restarts, resets and reboots. */
+  /** One period: advance every active repair by a step, then start the plan's new repairs. */
   async round(r: ActRound): Promise<{ accepted: boolean }> {
     const token = this.o.token();
     if (token === null) return { accepted: true };
+    // The plan was made before these steps ran: a repair that ends in this round is not started again from it.
+    const underWay = new Set(r.active.keys());
     for (const [id, a] of [...r.active]) {
       const go = await this.advance(id, a, r, token);
       if (!go) return { accepted: false };
     }
     for (const d of r.decisions) {
-      if (r.active.has(d.nodeId) || !(ACTED_RUNGS as readonly string[]).includes(d.action)) continue;
+      if (underWay.has(d.nodeId) || r.active.has(d.nodeId) || !(ACTED_RUNGS as readonly string[]).includes(d.action)) continue;
       const action = d.action as ActedRung;
       if (action !== "restart" && !r.instances.has(d.nodeId)) {
         if (!this.skipped.has(d.nodeId)) this.log.warn({ nodeId: d.nodeId, action }, `${action} advised but not acted on: the inventory gives this node no cloud instance id to reboot`);
@@ -189,8 +216,38 @@ export class RepairRunner {
             return r.now - a.since > this.s.drainTimeoutMs ? failed("drain", `not drained in ${Math.round(this.s.drainTimeoutMs / 1000)} s: ${res.detail}`) : true;
           }
           if (!OK.has(res.outcome)) return failed("drain", res.detail);
-          if (!(await next("action", res))) return false;
+          if (!(await next(REPLACING.has(a.action) ? "surge" : "action", res))) return false;
           break;
+        }
+        case "surge": {
+          const res = await this.o.actuator.surge(r.instances.get(id) ?? a.host, ctx);
+          if (res.outcome === "refused-stale") return false;
+          if (!OK.has(res.outcome)) return failed("surge", res.detail);
+          // A dry-run asked nothing: no replacement comes; the rehearsal waits out the wait bound, as a restart's does, then ends.
+          const dry = res.outcome === "dry-run";
+          const surged = !dry && res.surged === true;
+          a = { ...a, surged, healthyBefore: healthyIn(r.snap, a.az, id), ...(dry ? { dryRun: true } : {}) };
+          if (!(await next(surged || dry ? "replacement" : "terminate", res))) return false;
+          break;
+        }
+        case "replacement": {
+          const now = healthyIn(r.snap, a.az, id);
+          if (now >= (a.healthyBefore ?? 0) + 1 || (a.dryRun && r.now - a.since > this.s.waitTimeoutMs)) {
+            if (!(await next("terminate", { step: "surge", target: id, outcome: "applied", calls: 0, detail: `a replacement is HEALTHY in ${a.az} (${now} nodes besides ${id})` }))) return false;
+            break;
+          }
+          const waited = r.now - a.since;
+          if (waited > this.s.replacementTimeoutMs) return failed("replacement", `no replacement HEALTHY in ${a.az} ${Math.round(waited / 1000)} s after the surge: ${id} stays drained, not terminated (check the group's scaling activities: capacity, quota)`);
+          return true;
+        }
+        case "terminate": {
+          const res = await this.o.actuator.terminate(r.instances.get(id) ?? a.host, a.surged === true, ctx);
+          if (res.outcome === "refused-stale") return false;
+          const ok = OK.has(res.outcome);
+          const entry: HistoryEntry = { action: a.action, at: r.now, nodeId: id, outcome: res.outcome === "dry-run" ? "dry-run" : ok ? "applied" : "failed", fault: a.fault };
+          if (!(await recordRepair(this.o.writer, this.o.keys.repairHistory, r.history, a.host, entry, this.o.windowMs)).accepted) return false;
+          if (!ok) return failed("terminate", res.detail);
+          return this.finish(id, a, r, token, res);
         }
         case "action": {
           const res = a.action === "restart" ? await this.o.actuator.restart(id, ctx) : await this.o.actuator.reboot(r.instances.get(id) ?? a.host, ctx);
@@ -223,14 +280,14 @@ export class RepairRunner {
 
   /** Done: a `repair.done` event, then the entry leaves `repair:active`. */
   private async finish(id: string, a: ActiveRepair, r: ActRound, token: number, res: RepairStepResult): Promise<boolean> {
-    const done = { ...a, since: r.now, token, detail: `HEALTHY again; ${res.detail}` };
+    const done = { ...a, since: r.now, token, detail: REPLACING.has(a.action) ? `replaced; ${res.detail}` : `HEALTHY again; ${res.detail}` };
     const w = await this.o.writer.hset(this.o.keys.repairActive, { [id]: JSON.stringify({ ...done, step: "done" }) }, { changeField: id, eventType: "repair.done" });
     if (!w.accepted) return false;
     r.active.delete(id);
     const rest: Record<string, string> = {};
     for (const [k, v] of r.active) rest[k] = JSON.stringify(v);
     const w2 = await this.o.writer.hset(this.o.keys.repairActive, rest, { mode: "replace" });
-    this.log.info({ nodeId: id, action: a.action, tookMs: r.now - a.startedAt }, "repair done: the node is HEALTHY and schedulable again");
+    this.log.info({ nodeId: id, action: a.action, tookMs: r.now - a.startedAt }, REPLACING.has(a.action) ? "repair done: the host is terminated, its replacement serves" : "repair done: the node is HEALTHY and schedulable again");
     return w2.accepted;
   }
 }

@@ -5,7 +5,7 @@
  * whose decision changed gets its own write first, which appends a `repair.advised` event
  * (the fenced write compares the field's previous value, so an unchanged decision writes
  * none); then the whole plan replaces the hash. In `advise` mode nothing else happens. In `act`
- * mode (a `RepairRunner`, act.ts) the plan's restarts, resets and reboots are then carried out. The
+ * mode (a `RepairRunner`, act.ts) the plan is then carried out. The
  * ladder's history comes from `repair:history` and `repair:active` (written in `act` mode).
  */
 import type { Redis } from "ioredis";
@@ -34,7 +34,7 @@ export interface RepairAdvisorOptions {
   settings?: Partial<RepairSettings>;
   /** Called with every published plan's actions (metrics). */
   onPlan?: (actions: readonly string[]) => void;
-  /** `act` mode: carries out the plan's restarts, resets and reboots. Absent: `advise` (nothing is done). */
+  /** `act` mode: carries out the plan. Absent: `advise` (nothing is done). */
   runner?: RepairRunner;
 }
 
@@ -120,7 +120,7 @@ export class RepairAdvisor {
     const w = await writer.hset(keys.repairPlan, fields, { mode: "replace" });
     if (!w.accepted) return w;
     for (const [id, e] of changed) {
-      this.log[e.action === "held" ? "warn" : "info"]({ nodeId: id, az: e.az, host: e.host, action: e.action, wanted: e.wanted, reason: e.reason }, mode === "act" ? "repair plan (act mode: restarts, resets and reboots are carried out)" : "repair advised (advise mode: nothing is done)");
+      this.log[e.action === "held" ? "warn" : "info"]({ nodeId: id, az: e.az, host: e.host, action: e.action, wanted: e.wanted, reason: e.reason }, mode === "act" ? "repair plan (act mode: it is carried out)" : "repair advised (advise mode: nothing is done)");
     }
     this.o.onPlan?.(plan.decisions.map((d) => d.action));
     if (this.o.runner) return this.o.runner.round({ decisions: plan.decisions, snap: r.snap, now: r.now, active, history, instances: hosts });

@@ -40,11 +40,15 @@ export function parseHistory(h: Record<string, string>): Map<string, HistoryEntr
   return out;
 }
 
-/** The ladder's records: every action taken (dry-run ones left out), done when taken. */
+/** The ladder's records: every action taken (dry-run ones left out), done when taken; a replace or quarantine that succeeded terminated its host. */
 export function historyRecords(h: ReadonlyMap<string, readonly HistoryEntry[]>): RepairRecord[] {
   const out: RepairRecord[] = [];
   for (const [host, list] of h) {
-    for (const e of list) if (e.outcome !== "dry-run") out.push({ nodeId: e.nodeId, host, action: e.action, fault: e.fault as FaultClass, at: e.at, doneAt: e.at });
+    for (const e of list) {
+      if (e.outcome === "dry-run") continue;
+      const terminated = e.outcome === "applied" && (e.action === "replace" || e.action === "quarantine");
+      out.push({ nodeId: e.nodeId, host, action: e.action, fault: e.fault as FaultClass, at: e.at, doneAt: e.at, ...(terminated ? { terminated } : {}) });
+    }
   }
   return out;
 }

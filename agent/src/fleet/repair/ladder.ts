@@ -1,7 +1,7 @@
 /**
  * The repair ladder, as a pure decision: for each broken GPU node the cheapest action that
  * fixes it, or why none may run now. No I/O here; `advise.ts` reads Redis, calls it each
- * leader period and publishes the plan (fenced). Nothing acts on the plan yet (`advise` mode).
+ * leader period and publishes the plan (fenced); in `act` mode act.ts carries it out.
  *
  * Rungs, cheapest first: `restart` (the engine or pod: application XIDs 13, 31, 43, 45),
  * `reset` (a GPU reset: the driver asks for one, XID 48, a pending row remap), `reboot` (the
@@ -56,6 +56,8 @@ export interface RepairRecord {
   fault: FaultClass;
   at: number;
   doneAt: number | null;
+  /** The host was terminated (a `replace` or `quarantine` carried out): its node gets no decision while its record lasts. */
+  terminated?: boolean;
 }
 
 /** Per AZ: healthy GPUs now, the floor repair may not take it below, replacements in sight. */
@@ -165,6 +167,8 @@ export function repairLadder(input: RepairInput): RepairPlan {
     const prev = lastDone.get(r.host);
     if (!prev || (prev.doneAt ?? 0) < r.doneAt) lastDone.set(r.host, r);
   }
+  // A terminated host's record lingers until its TTL: no decision for it (nothing is left to repair).
+  const gone = new Set(input.history.filter((r) => r.terminated).map((r) => r.host));
   const busyAz = new Map<string, string>();
   for (const r of running) {
     const az = input.nodes.find((n) => n.nodeId === r.nodeId)?.az;
@@ -176,7 +180,7 @@ export function repairLadder(input: RepairInput): RepairPlan {
   const spare = new Map([...input.capacity].map(([az, c]) => [az, c.spare]));
   const decisions: RepairDecision[] = [];
   const broken = input.nodes
-    .filter((n) => n.alive)
+    .filter((n) => n.alive && !gone.has(n.host))
     .map((n) => ({ n, d: diagnose(n) }))
     .filter((x): x is { n: RepairNode; d: NonNullable<ReturnType<typeof diagnose>> } => x.d !== null)
     .sort((a, b) => (a.n.since ?? now) - (b.n.since ?? now) || a.n.nodeId.localeCompare(b.n.nodeId));

@@ -3,7 +3,7 @@
  * `LLMHA_REPAIR_SPARE`): a leaf module, read by config/load.ts and the fleet.
  */
 
-/** `off`: no plan; `advise`: the plan is published and shown, nothing is done; `act`: as advise, and restarts, resets (as reboots) and reboots are carried out (act.ts). */
+/** `off`: no plan; `advise`: the plan is published and shown, nothing is done; `act`: as advise, and the plan is carried out (act.ts): restarts, resets (as reboots), reboots, replacements. */
 export const REPAIR_MODES = ["off", "advise", "act"] as const;
 export type RepairMode = (typeof REPAIR_MODES)[number];
 

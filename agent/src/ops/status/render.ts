@@ -254,7 +254,7 @@ function repairLines(v: FleetView): Line[] {
   const r = v.repairs;
   if (r === undefined) return [];
   if (r === null) return [[label, { t: "no plan published (LLMHA_REPAIR_MODE off, or no leader yet)", s: "dim" }]];
-  const head: Line = [label, { t: r.mode === "advise" ? "advise: nothing is done" : r.mode === "act" ? "act: restarts, resets and reboots are carried out" : r.mode, s: "cyan" }];
+  const head: Line = [label, { t: r.mode === "advise" ? "advise: nothing is done" : r.mode === "act" ? "act: the plan is carried out" : r.mode, s: "cyan" }];
   if (!r.advised.length && !r.held.length) head.push({ t: "  no GPU node needs a repair", s: "green" });
   else head.push({ t: `  ${r.advised.length} advised`, s: r.advised.length ? "yellow" : undefined }, { t: `, ${r.held.length} held`, s: r.held.length ? "red" : undefined });
   if (r.quarantined.length) head.push({ t: `, quarantined hosts ${r.quarantined.join(", ")}`, s: "red" });
