@@ -1,5 +1,6 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { AL2023_ROOT_DEVICE, FAST_PULL_ROOT_VOLUME } from "../contracts/fast-image-pull";
 import { DESIRED_FROM_TAG, gpuGroupCreateSize } from "../contracts/scarce-gpus";
 import { SYSTEM_NODE_METADATA } from "./cluster";
 import { GpuClassConfig, standbySize } from "./config";
@@ -13,27 +14,54 @@ export const NVME_MOUNT = "/mnt/k8s-disks/0";
 
 /**
  * AL2023 nodeadm NodeConfig, MIME multipart as EKS merges it with its own for managed node
- * groups: the instance-store NVMe disks become one RAID0 array at `NVME_MOUNT`.
+ * groups: the instance-store NVMe disks become one RAID0 array at `NVME_MOUNT`; with
+ * `fastImagePull`, the `FastImagePull` feature gate turns on the SOCI snapshotter's parallel
+ * pull and unpack (contracts/fast-image-pull.ts; nodeadm enables it only on instances with
+ * at least 4 vCPUs and 7 GiB of memory, which every GPU type here has).
  */
-export const NVME_RAID0_USER_DATA = [
-  "MIME-Version: 1.0",
-  'Content-Type: multipart/mixed; boundary="LLMHA"',
-  "",
-  "--LLMHA",
-  "Content-Type: application/node.eks.aws",
-  "",
-  "---",
-  "apiVersion: node.eks.aws/v1alpha1",
-  "kind: NodeConfig",
-  "spec:",
-  "  instance:",
-  "    localStorage:",
-  "      strategy: RAID0",
-  "",
-  "--LLMHA--",
-  "",
-].join("\n");
-const NVME_RAID0_USER_DATA_B64 = Buffer.from(NVME_RAID0_USER_DATA).toString("base64");
+export function gpuNodeUserData(fastImagePull: boolean): string {
+  return [
+    "MIME-Version: 1.0",
+    'Content-Type: multipart/mixed; boundary="LLMHA"',
+    "",
+    "--LLMHA",
+    "Content-Type: application/node.eks.aws",
+    "",
+    "---",
+    "apiVersion: node.eks.aws/v1alpha1",
+    "kind: NodeConfig",
+    "spec:",
+    ...(fastImagePull ? ["  featureGates:", "    FastImagePull: true"] : []),
+    "  instance:",
+    "    localStorage:",
+    "      strategy: RAID0",
+    "",
+    "--LLMHA--",
+    "",
+  ].join("\n");
+}
+
+/** The GPU nodes' user data with fast image pull off (`llm-ha:gpuFastImagePull: false`): RAID0 only. */
+export const NVME_RAID0_USER_DATA = gpuNodeUserData(false);
+/** The GPU nodes' user data with fast image pull on (the default): RAID0 and the `FastImagePull` gate. */
+export const FAST_PULL_USER_DATA = gpuNodeUserData(true);
+
+/**
+ * The GPU nodes' EBS root volume. With fast pull, gp3 at 1,000 MiB/s and 16,000 IOPS: the SOCI
+ * snapshotter unpacks onto the root volume (`SOCI_ROOT`; `localStorage: RAID0` moves kubelet
+ * and containerd to the NVMe, not it), and AWS finds parallel pull slower than the default
+ * below about 600 MiB/s, which gp3's baseline 125 MiB/s is far under (policy
+ * fast-image-pull-root-throughput). Without: gp3 at its baseline, as before.
+ */
+export function gpuRootVolume(sizeGb: number, fastImagePull: boolean): aws.types.input.ec2.LaunchTemplateBlockDeviceMappingEbs {
+  return {
+    volumeSize: sizeGb,
+    volumeType: "gp3",
+    ...(fastImagePull ? { throughput: FAST_PULL_ROOT_VOLUME.throughput, iops: FAST_PULL_ROOT_VOLUME.iops } : {}),
+    encrypted: "true",
+    deleteOnTermination: "true",
+  };
+}
 
 export interface GpuNodeGroupsArgs {
   /** EKS cluster name. Required. */
@@ -48,6 +76,11 @@ export interface GpuNodeGroupsArgs {
   standbyAz?: string;
   /** Root volume size in GiB (vLLM images and model caches are large). Default 500. */
   diskSizeGb?: number;
+  /**
+   * nodeadm's `FastImagePull` gate (SOCI parallel pull) and a gp3 root volume at 1,000 MiB/s and
+   * 16,000 IOPS for it (`llm-ha:gpuFastImagePull`). Default true; false: no gate, baseline gp3.
+   */
+  fastImagePull?: boolean;
   /** The standby groups' size relative to an active AZ's, in (0, 1] (partial redundancy). Default 1. */
   standbyCapacityRatio?: number;
   /**
@@ -162,6 +195,7 @@ function nodeGroupOf(id: string, args: GpuNodeGroupsArgs, parent: pulumi.Resourc
   // A fallback group launches On-Demand, outside the class's reservation or block: that is its point.
   const reservation = g.fallback ? undefined : gpuClass.capacityReservations[az];
   const block = !g.fallback && gpuClass.capacityType === "CAPACITY_BLOCK";
+  const fastImagePull = args.fastImagePull ?? true;
   const lt = new aws.ec2.LaunchTemplate(
     `${id}-lt`,
     {
@@ -171,12 +205,11 @@ function nodeGroupOf(id: string, args: GpuNodeGroupsArgs, parent: pulumi.Resourc
       // The GPU nodes' own group only (infra/fences.ts): out of the cluster security group,
       // whose members all reach each other on every port.
       vpcSecurityGroupIds: [args.securityGroupId],
-      blockDeviceMappings: [
-        { deviceName: "/dev/xvda", ebs: { volumeSize: args.diskSizeGb ?? 500, volumeType: "gp3", encrypted: "true", deleteOnTermination: "true" } },
-      ],
+      blockDeviceMappings: [{ deviceName: AL2023_ROOT_DEVICE, ebs: gpuRootVolume(args.diskSizeGb ?? 500, fastImagePull) }],
       // The node's instance-store NVMe (8 × 3.8 TB on p5, 8 × 1 TB on p4d) as one RAID0 array: kubelet,
-      // containerd and the model cache (MODEL_CACHE_HOST_PATH) live there, not on the EBS root.
-      userData: NVME_RAID0_USER_DATA_B64,
+      // containerd and the model cache (MODEL_CACHE_HOST_PATH) live there, not on the EBS root; with
+      // fast pull, the FastImagePull gate too (the SOCI root stays on the EBS root: gpuRootVolume).
+      userData: Buffer.from(gpuNodeUserData(fastImagePull)).toString("base64"),
       // A reservation belongs to one AZ: each AZ's group targets its own (none: On-Demand, open).
       capacityReservationSpecification: reservation ? { capacityReservationTarget: { capacityReservationId: reservation } } : undefined,
       // Capacity Blocks for ML: the market type and the instance type live in the launch template.

@@ -114,6 +114,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
       securityGroupId: fences.gpuNodes.id,
       subnets: network.subnets.map((s) => ({ az: s.az, subnetId: s.privateSubnet.id })),
       gpuClasses: c.gpuClasses,
+      fastImagePull: c.gpuFastImagePull,
       standbyAz: c.standbyAz,
       standbyCapacityRatio: c.standbyCapacityRatio,
       standbyFallback: c.standbyFallback,

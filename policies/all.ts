@@ -6,7 +6,7 @@ import { crdsInstalled } from "./crds";
 import { createOrderFollowsReferences } from "./create-order";
 import { addonVersionsForCluster, clusterAccessEntries, gpuScarceStartAtZero, probesReachable, waitsBounded } from "./create-time";
 import { chartsByDigest, imagesByDigest, l1AuthRequired, l1TlsRequired } from "./edge";
-import { gpuImagesFromEcr } from "./wake";
+import { fastImagePullRootThroughput, gpuImagesFromEcr } from "./wake";
 import { eksVersionSupported, eksVersionSupportEnding, gpuCapacitySettings, nlbNeedsLbController } from "./deployability";
 import { mskHaEncrypted, mskKraftBrokerLogs, redisHaEncrypted, redisIdsPerStack, redisRolesRequired } from "./data";
 import { agentRoleLeastPrivilege, mskQueueWriterOnlyFallback } from "./iam";
@@ -91,4 +91,5 @@ export const policies: Policies = [
   imagesByDigest,
   chartsByDigest,
   gpuImagesFromEcr,
+  fastImagePullRootThroughput,
 ];

@@ -122,3 +122,18 @@ export function gpuClassesOf(s: Settings, azs: string[]): GpuClassConfig[] {
   });
   return gpuClasses;
 }
+
+/**
+ * `llm-ha:gpuFastImagePull` (default true): the GPU nodes pull images with nodeadm's
+ * `FastImagePull` gate (SOCI parallel pull) onto a gp3 root volume at 1,000 MiB/s and 16,000
+ * IOPS (infra/gpu-node-groups.ts, docs/infra.md "Wake path"). `false`: the launch templates as
+ * before, no gate and a baseline gp3 root (125 MiB/s, 3,000 IOPS).
+ */
+export function gpuFastImagePullOf(s: Settings): boolean {
+  const raw = s.cfg.get("gpuFastImagePull");
+  if (raw !== undefined && raw !== "true" && raw !== "false") {
+    s.p.add(s.key("gpuFastImagePull"), `must be true or false, got ${JSON.stringify(raw)}`);
+    return true;
+  }
+  return raw !== "false";
+}

@@ -5,7 +5,7 @@ import { kafkaOf, redisOf } from "./data";
 import { dnsOf } from "./dns";
 import { chartsOf, edgeOf, imagesOf, inferenceKeyOf, requireDigest } from "./edge";
 import { fallbackOf } from "./fallback";
-import { gpuClassesOf } from "./gpu";
+import { gpuClassesOf, gpuFastImagePullOf } from "./gpu";
 import { networkOf } from "./network";
 import { observabilityOf } from "./observability";
 import { settingsOf } from "./read";
@@ -31,6 +31,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   const { azs, standbyAz } = network;
   const system = systemNodesOf(s, azs);
   const gpuClasses = gpuClassesOf(s, azs);
+  const gpuFastImagePull = gpuFastImagePullOf(s);
   const inference = inferenceOf(s, src.stack);
   const cluster = clusterOf(s, src.today ?? new Date(), src.warn ?? ((m) => void pulumi.log.warn(m)));
   const nodeIdentities = nodeIdentitiesOf(s, cluster.kubernetesVersion);
@@ -62,6 +63,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     clusterAccess,
     system,
     gpuClasses,
+    gpuFastImagePull,
     ...inference,
     ...agentImage,
     haproxy,

@@ -7,7 +7,7 @@
 import { expect, it } from "vitest";
 import { DEFAULT_EKS_VERSION, eksVersionProblem, isoDay } from "../../contracts/eks-versions";
 import { ADDON_NAMES } from "../../infra/addons";
-import { NVME_RAID0_USER_DATA } from "../../infra/gpu-node-groups";
+import { FAST_PULL_USER_DATA } from "../../infra/gpu-node-groups";
 import { IMAGES } from "../../infra/images";
 import { LB_CONTROLLER_CHART } from "../../infra/lb-controller";
 import { verifiedArchivePath } from "../../contracts/charts";
@@ -105,14 +105,19 @@ export function describeDeployability(env: Env, resources: () => CapturedResourc
     }
   });
 
-  it("puts the GPU nodes' instance-store NVMe in RAID0 and drops EFA", () => {
+  it("puts the GPU nodes' instance-store NVMe in RAID0, turns on fast image pull on a 1,000 MiB/s root volume, and drops EFA", () => {
     // The GPU groups' templates (the system group's sets IMDS only).
     const lts = ofType(resources(), "aws:ec2/launchTemplate:LaunchTemplate").filter((r) => r.name.startsWith("gpu-")).map((r) => r.props as O);
     expect(lts.length).toBeGreaterThan(0);
     for (const lt of lts) {
-      expect(Buffer.from(lt.userData, "base64").toString()).toBe(NVME_RAID0_USER_DATA);
+      // Every stack keeps the default, llm-ha:gpuFastImagePull true: the gate and the volume it needs.
+      expect(Buffer.from(lt.userData, "base64").toString()).toBe(FAST_PULL_USER_DATA);
+      expect(lt.blockDeviceMappings).toEqual([
+        { deviceName: "/dev/xvda", ebs: { volumeSize: 500, volumeType: "gp3", throughput: 1000, iops: 16000, encrypted: "true", deleteOnTermination: "true" } },
+      ]);
       expect(lt.networkInterfaces).toBeUndefined();
     }
-    expect(NVME_RAID0_USER_DATA).toContain("strategy: RAID0");
+    expect(FAST_PULL_USER_DATA).toContain("strategy: RAID0");
+    expect(FAST_PULL_USER_DATA).toContain("spec:\n  featureGates:\n    FastImagePull: true\n  instance:\n");
   });
 }
