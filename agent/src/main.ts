@@ -85,6 +85,11 @@ function startCanaries(cfg: AgentConfig, agent: Agent, fleet: Fleet | null, log:
   });
 }
 
+/** The engine's corrupted-requests counter, on every read of its metrics: a rise re-checks the canary at once. */
+function feedCanaries(agent: Agent, canary: CanaryRunner): void {
+  agent.on("engine", (e) => canary.engineCorrupted(e?.corruptedRequests ?? null));
+}
+
 /**
  * The agent's `main`: sources → evaluator → reporters, wired in one place.
  * Returns once everything listens; `shutdown` drains first, then stops.
@@ -169,6 +174,7 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
     throw err;
   }
   const canary = cfg.canaryIntervalMs > 0 ? startCanaries(cfg, agent, fleet, log, metrics) : null;
+  if (canary) feedCanaries(agent, canary);
   agent.start();
   canary?.start();
   log.info(

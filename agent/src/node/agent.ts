@@ -6,7 +6,7 @@ import { GpuSource, readPciGpus } from "./sources/gpu";
 import { InferenceCredential, splitUserinfo } from "./sources/credential";
 import { defaultMetricsUrl, readEngine } from "./sources/engine-metrics";
 import { ADAPTERS, request, type InferenceAdapter } from "./sources/inference";
-import type { GpuInfo, ModelIdentity, ProbeObservation, Sample, Signals, XidEvent } from "./sources/signals";
+import type { EngineObservation, GpuInfo, ModelIdentity, ProbeObservation, Sample, Signals, XidEvent } from "./sources/signals";
 import { ConnectionWatch } from "./sources/watch";
 import { XidReader } from "./sources/xid";
 import { parseXidRules, XidJudge } from "./sources/xid-rules";
@@ -19,9 +19,9 @@ import { Loop } from "../util/loop";
  * The node agent's runtime: sources on their own loops (one failing never stops the
  * others), the pure evaluator run on every new result and every period, and the
  * current decision for the reporters. Emits `decision` (Decision, changed) after each
- * evaluation.
+ * evaluation, and `engine` (the engine's metrics, null when unread) after each read of them.
  */
-export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
+export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine: [EngineObservation | null] }> {
   readonly signals: Signals = { fatalXids: [], probeLatencies: [], probeInFlightSince: null };
   private state: EvaluatorState;
   private readonly settings: EvaluatorSettings;
@@ -224,6 +224,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean] }> {
     this.signals.engine = this.sample(e);
     this.metrics.signals(this.signals, this.cfg.gpuCount);
     this.evaluateNow();
+    this.emit("engine", e);
   }
 
   private async checkXid(): Promise<void> {

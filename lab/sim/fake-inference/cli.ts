@@ -16,10 +16,10 @@ import {
   type InferenceKind,
 } from "./settings";
 
-/** `--host A --port P --admin-port Q --kind K --model M --mode X --latency-ms N --jitter-ms N --slow-ms N --token-ms N --max-running N --query-of-death on|off --api-key K`. */
+/** `--host A --port P --admin-port Q --kind K --model M --mode X --latency-ms N --jitter-ms N --slow-ms N --token-ms N --max-running N --query-of-death on|off --api-key K --corrupted-requests N`. */
 export function parseFakeInferenceArgs(argv: string[]): FakeInferenceOptions {
   const opts: Record<string, unknown> = {};
-  const numeric = new Set(["port", "adminPort", "latencyMs", "jitterMs", "slowMs", "tokenMs", "maxRunning"]);
+  const numeric = new Set(["port", "adminPort", "latencyMs", "jitterMs", "slowMs", "tokenMs", "maxRunning", "corruptedRequests"]);
   for (let i = 0; i < argv.length; i++) {
     const m = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]);
     if (!m) throw new FakeInferenceSettingsError(`unexpected argument ${argv[i]}`);

@@ -85,6 +85,13 @@ export interface FakeInferenceSettings {
   driftEvery: number;
   /** Nondeterminism within tolerance, 0..1 (logprob jitter, a late token differing): `greedy.ts`. Default 0. */
   noise: number;
+  /**
+   * vLLM's `vllm:corrupted_requests_total` (requests whose logits went NaN) as its metrics export
+   * it: a test or the drill raises it to play an engine that saw NaNs between canary rounds, and
+   * sets it lower to play a restarted engine; null: a vLLM too old to export it. vLLM only; the
+   * fake never raises it by itself. Default 0.
+   */
+  corruptedRequests: number | null;
 }
 
 export interface FakeInferenceOptions extends Partial<FakeInferenceSettings> {
@@ -197,6 +204,7 @@ export const DEFAULT_SETTINGS: Readonly<FakeInferenceSettings> = Object.freeze({
   corruption: "none",
   driftEvery: 4,
   noise: 0,
+  corruptedRequests: 0,
 });
 
 /** Checks a settings change before anything is applied, naming the first bad field. */
@@ -226,6 +234,11 @@ export function parseSettingsChange(raw: unknown): Partial<FakeInferenceSettings
   }
   if (r.noise !== undefined && (typeof r.noise !== "number" || !(r.noise >= 0 && r.noise <= 1))) throw new FakeInferenceSettingsError("noise must be a number from 0 to 1");
   if (r.noise !== undefined) out.noise = r.noise as number;
+  if (r.corruptedRequests !== undefined) {
+    const v = r.corruptedRequests;
+    if (v !== null && (typeof v !== "number" || !Number.isInteger(v) || v < 0)) throw new FakeInferenceSettingsError("corruptedRequests must be an integer >= 0, or null (not exported)");
+    out.corruptedRequests = v;
+  }
   for (const k of ["latencyMs", "jitterMs", "slowMs", "tokenMs", "maxRunning", "driftEvery"] as const) {
     const v = r[k];
     if (v === undefined) continue;

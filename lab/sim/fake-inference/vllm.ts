@@ -1,6 +1,6 @@
 /**
  * vLLM's OpenAI server as the fake imitates it: `/health`, `/metrics` (the `vllm:` gauges and
- * counters), `/v1/models` with vLLM's extra fields, completions and chat completions, FastAPI's
+ * counters, `vllm:corrupted_requests_total` from the `corruptedRequests` setting), `/v1/models` with vLLM's extra fields, completions and chat completions, FastAPI's
  * 404 body, and the port staying closed while the model loads.
  */
 import { MAX_MODEL_LEN, metricsReply, prom, type Engine, type KindApi } from "./kind";
@@ -43,6 +43,8 @@ function metrics(e: Engine): Reply {
       prom("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", l, s.waiting) +
       prom("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", l, kv) +
       prom("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", l, s.promptTokens) +
-      prom("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", l, s.generationTokens),
+      prom("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", l, s.generationTokens) +
+      // vLLM counts requests whose logits went NaN; versions before it have no such series.
+      (e.settings.corruptedRequests === null ? "" : prom("vllm:corrupted_requests_total", "counter", "Corrupted requests, in terms of NaNs in logits.", l, e.settings.corruptedRequests)),
   );
 }

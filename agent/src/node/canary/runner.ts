@@ -2,9 +2,11 @@
  * The agent's canary loop (issue 32): every `LLMHA_CANARY_INTERVAL_MS` one round — the set the
  * decision asks for, one request at a time to the node's own server — then the answers go to
  * Redis (the fleet learns from them), the expectation for the served model is read back, and the
- * pure decision (`decide.ts`) steps. A SUSPECT node's re-check runs at once, not a period later.
- * Cost is bounded (one round a period, 3 short greedy requests, never two rounds at once) and
- * published: `llmha_canary_requests_total`, `llmha_canary_seconds_total`, `llmha_canary_time_share`.
+ * pure decision (`decide.ts`) steps. A SUSPECT node's re-check runs at once, not a period later,
+ * and so does a round after the engine reported corrupted requests (`corrupted.ts`: at most one
+ * per rise, `forcedFloorMs` apart). Cost is bounded (one round a period plus those, 3 short greedy
+ * requests, never two rounds at once) and published: `llmha_canary_requests_total`,
+ * `llmha_canary_seconds_total`, `llmha_canary_time_share`, `llmha_canary_rounds_total{trigger}`.
  */
 import type { Redis } from "ioredis";
 import { Counter, Gauge, type Registry } from "prom-client";
@@ -14,6 +16,7 @@ import { request } from "../sources/inference";
 import type { Logger } from "../../util/log";
 import { Loop } from "../../util/loop";
 import { CANARY_PROMPTS, canaryRequest, compareAnswers, selfCheck, type CanaryAnswer, type CanaryTolerance } from "./answers";
+import { corruptedRead, corruptedRoundRan, corruptedTrigger, INITIAL_CORRUPTED_WATCH, type CorruptedWatch } from "./corrupted";
 import { CANARY_PHASES, canaryStep, initialCanaryState, type CanaryRound, type CanaryState } from "./decide";
 import { publishAnswers, readExpectation } from "./store";
 
@@ -37,8 +40,14 @@ export interface CanaryOptions {
   log: Logger;
   registry: Registry;
   onChange(s: CanaryState): void;
+  /** Least time between rounds forced by the engine's corrupted-requests counter; default `timeoutMs`. */
+  forcedFloorMs?: number;
   clock?: () => number;
 }
+
+/** Why a round ran: its period, a SUSPECT node's re-check, or the engine reporting corrupted requests. */
+export const CANARY_TRIGGERS = ["interval", "suspect", "engine-corrupted"] as const;
+export type CanaryTrigger = (typeof CANARY_TRIGGERS)[number];
 
 export class CanaryRunner {
   private st: CanaryState;
@@ -48,10 +57,14 @@ export class CanaryRunner {
   private readonly seconds: Counter;
   private readonly share: Gauge;
   private readonly phase: Gauge;
+  private readonly rounds: Counter;
   private readonly startedAt: number;
   private spentMs = 0;
   private lastKey: string | null = null;
   private readonly clock: () => number;
+  private corrupted: CorruptedWatch = INITIAL_CORRUPTED_WATCH;
+  /** What the next round is for when it is not its period: set by a SUSPECT step or a corrupted-requests rise. */
+  private trigger: { kind: CanaryTrigger; why: string } | null = null;
 
   constructor(private readonly o: CanaryOptions) {
     this.clock = o.clock ?? Date.now;
@@ -62,7 +75,9 @@ export class CanaryRunner {
     this.seconds = new Counter({ name: "llmha_canary_seconds_total", help: "Time the node's server spent answering canaries", registers: r });
     this.share = new Gauge({ name: "llmha_canary_time_share", help: "Canary request time as a share of wall time since the agent started (one request at a time: an upper bound of the GPU share)", registers: r });
     this.phase = new Gauge({ name: "llmha_canary_phase", help: "1 for the canary decision's current phase (unknown, ok, suspect, mismatch, capped)", labelNames: ["phase"], registers: r });
+    this.rounds = new Counter({ name: "llmha_canary_rounds_total", help: "Canary rounds run, by trigger (interval, suspect, engine-corrupted)", labelNames: ["trigger"], registers: r });
     for (const p of CANARY_PHASES) this.phase.set({ phase: p }, p === "unknown" ? 1 : 0);
+    for (const t of CANARY_TRIGGERS) this.rounds.inc({ trigger: t }, 0);
     for (const set of ["first", "second"]) for (const result of ["ok", "error"]) this.requests.inc({ set, result }, 0);
     this.loop = new Loop(o.intervalMs, () => this.round(), (err) => o.log.error({ err, source: "canary" }, "canary round failed unexpectedly"));
   }
@@ -84,6 +99,21 @@ export class CanaryRunner {
     this.loop.stop();
   }
 
+  /**
+   * The engine's corrupted-requests counter as just read (null: not exported). A rise since the
+   * last round asks for a round at once — through the loop, so never two at once — and nothing
+   * else: the round's answers decide, as in any round.
+   */
+  engineCorrupted(total: number | null): void {
+    const r = corruptedRead(this.corrupted, total, this.clock(), this.o.forcedFloorMs ?? this.o.timeoutMs);
+    this.corrupted = r.watch;
+    if (!r.force) return;
+    const why = corruptedTrigger(r.force);
+    if (this.trigger?.kind !== "suspect") this.trigger = { kind: "engine-corrupted", why };
+    this.o.log.warn({ event: "canary-trigger", trigger: "engine-corrupted", corruptedRequests: r.force.total, rise: r.force.rise, source: "canary" }, `canary round now: ${why}`);
+    this.loop.kickAfter();
+  }
+
   private timeShare(): number {
     const wall = this.clock() - this.startedAt;
     return wall > 0 ? this.spentMs / wall : 0;
@@ -96,8 +126,16 @@ export class CanaryRunner {
   }
 
   private async round(): Promise<void> {
+    const trigger = this.trigger ?? { kind: "interval" as const, why: "" };
+    this.trigger = null;
     const served = this.o.served();
-    if (!served || !this.o.ready()) return;
+    if (!served || !this.o.ready()) {
+      // Nothing checked: a rise still stands, and asks again once the floor is over.
+      this.corrupted = { ...this.corrupted, pending: false };
+      return;
+    }
+    this.corrupted = corruptedRoundRan(this.corrupted);
+    this.rounds.inc({ trigger: trigger.kind });
     if (served.key !== this.lastKey) {
       // Another model or revision: answers of the old one mean nothing for the new.
       for (const k of Object.keys(this.answers)) delete this.answers[k];
@@ -131,20 +169,27 @@ export class CanaryRunner {
         this.o.log.warn({ err: (err as Error).message, source: "canary" }, "canary answers not shared with the fleet (Redis)");
       }
     }
-    this.step({ set, ...judge(got, expected?.answers ?? {}, this.o.tolerance), capped: expected?.capped === true, serverStarts: this.o.serverStarts() });
+    this.step({ set, ...judge(got, expected?.answers ?? {}, this.o.tolerance), capped: expected?.capped === true, serverStarts: this.o.serverStarts() }, trigger);
   }
 
-  private step(r: CanaryRound): void {
+  private step(r: CanaryRound, trigger: { kind: CanaryTrigger; why: string }): void {
     const prev = this.st;
     this.st = canaryStep(prev, r, this.clock());
+    const why = trigger.why ? { trigger: trigger.kind, why: trigger.why } : { trigger: trigger.kind };
     if (this.st.phase !== prev.phase) {
       for (const p of CANARY_PHASES) this.phase.set({ phase: p }, p === this.st.phase ? 1 : 0);
       const level = this.st.phase === "ok" ? "info" : "warn";
-      this.o.log[level]({ event: "canary", from: prev.phase, to: this.st.phase, set: r.set, detail: this.st.detail }, `canary ${prev.phase} -> ${this.st.phase}${this.st.detail ? `: ${this.st.detail}` : ""}`);
+      this.o.log[level]({ event: "canary", from: prev.phase, to: this.st.phase, set: r.set, detail: this.st.detail, ...why }, `canary ${prev.phase} -> ${this.st.phase}${this.st.detail ? `: ${this.st.detail}` : ""}${trigger.why ? ` (round run because the ${trigger.why})` : ""}`);
       this.o.onChange(this.st);
+    } else if (trigger.kind === "engine-corrupted") {
+      // The forced round's verdict, whatever it is: the rise alone changes nothing.
+      this.o.log.info({ event: "canary", from: prev.phase, to: this.st.phase, set: r.set, outcome: r.outcome, ...why }, `canary round run because the ${trigger.why}: ${r.outcome}, still ${this.st.phase}`);
     }
-    // A suspect node is re-checked with the second set at once.
-    if (this.st.phase === "suspect") this.loop.kick();
+    // A suspect node is re-checked with the other set at once (after this round, never beside it).
+    if (this.st.phase === "suspect") {
+      this.trigger = { kind: "suspect", why: "" };
+      this.loop.kickAfter();
+    }
   }
 }
 

@@ -32,6 +32,7 @@ export class AgentMetrics {
   private readonly engineRunning: Gauge;
   private readonly engineWaiting: Gauge;
   private readonly engineKv: Gauge;
+  private readonly engineCorrupted: Gauge;
   readonly agentCheckReplies: Counter;
   readonly lastDetection: Gauge;
   readonly loopLag: Gauge;
@@ -72,6 +73,7 @@ export class AgentMetrics {
     this.engineRunning = new Gauge({ name: "llmha_engine_requests_running", help: "Requests the engine runs", registers: r });
     this.engineWaiting = new Gauge({ name: "llmha_engine_requests_waiting", help: "Requests waiting in the engine", registers: r });
     this.engineKv = new Gauge({ name: "llmha_engine_kv_cache_usage_ratio", help: "KV-cache usage, 0-1", registers: r });
+    this.engineCorrupted = new Gauge({ name: "llmha_engine_corrupted_requests", help: "The engine's count of requests whose logits went NaN (vLLM vllm:corrupted_requests) as last read; 0 where the engine does not export it", registers: r });
     this.agentCheckReplies = new Counter({ name: "llmha_agent_check_replies_total", help: "HAProxy agent-check replies", labelNames: ["reply"], registers: r });
     this.lastDetection = new Gauge({
       name: "llmha_detection_seconds",
@@ -143,6 +145,7 @@ export class AgentMetrics {
       this.engineRunning.set(e.running);
       this.engineWaiting.set(e.waiting);
       if (e.kvCacheUsage !== null) this.engineKv.set(e.kvCacheUsage);
+      if (e.corruptedRequests != null) this.engineCorrupted.set(e.corruptedRequests);
     }
   }
 }

@@ -41,6 +41,11 @@ export interface EngineFamily {
   /** Progress counters: their sum must move while the engine works. */
   readonly progress: readonly (string | readonly [string, Readonly<Record<string, string>>])[];
   readonly kv?: readonly string[];
+  /**
+   * The engine's own count of requests whose numerics went bad (vLLM: logits NaN), first found
+   * wins; absent from the family, or from an older server, the signal is null, never an error.
+   */
+  readonly corrupted?: readonly string[];
 }
 
 /** The families the agent reads, tried in this order; each server exports exactly one. */
@@ -51,6 +56,8 @@ export const ENGINE_FAMILIES: readonly EngineFamily[] = [
     running: ["vllm:num_requests_running"],
     progress: ["vllm:generation_tokens_total", "vllm:prompt_tokens_total"],
     kv: ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
+    // A counter: Prometheus text names it with `_total`; some exporters write the bare name.
+    corrupted: ["vllm:corrupted_requests_total", "vllm:corrupted_requests"],
   },
   {
     // TGI: the queue, the batch, and one count per forward pass (prefill and decode).
@@ -106,7 +113,14 @@ export function parseEngineMetrics(text: string): EngineObservation | null {
       if (v !== null) progress = (progress ?? 0) + v;
     }
     if (progress === null) continue;
-    return { family: f.name, running: firstOf(text, f.running) ?? 0, waiting, kvCacheUsage: f.kv ? firstOf(text, f.kv) : null, tokensTotal: progress };
+    return {
+      family: f.name,
+      running: firstOf(text, f.running) ?? 0,
+      waiting,
+      kvCacheUsage: f.kv ? firstOf(text, f.kv) : null,
+      tokensTotal: progress,
+      corruptedRequests: f.corrupted ? firstOf(text, f.corrupted) : null,
+    };
   }
   return null;
 }

@@ -81,6 +81,12 @@ export interface EngineObservation {
   kvCacheUsage: number | null;
   /** Sum of the family's progress counters (tokens, forward passes, iterations): moves while the engine works. */
   tokensTotal: number;
+  /**
+   * vLLM's `vllm:corrupted_requests` counter (requests whose logits went NaN) as last read; null
+   * (or absent) where the server does not export it: other families, vLLM versions without it.
+   * A rise between canary rounds makes the canary re-check at once (`canary/corrupted.ts`).
+   */
+  corruptedRequests?: number | null;
 }
 
 export interface XidEvent {
