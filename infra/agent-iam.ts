@@ -189,7 +189,7 @@ export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.
   const p = new Problems();
   const asgs = args.standbyGroups ?? [];
   const reserved = args.reservedGroups ?? [];
-  if (asgs.length === 0 && reserved.length === 0) p.add("standbyGroups", "the controller needs standby or reserved groups to act on, else no role");
+  if (asgs.length === 0 && reserved.length === 0 && !args.rebootGpuInstances) p.add("standbyGroups", "the controller needs standby or reserved groups to act on, or the repair ladder's reboot (rebootGpuInstances), else no role");
   for (const [key, list] of [["standbyGroups", asgs], ["reservedGroups", reserved]] as const) {
     for (const g of list) if (!(Number.isInteger(g.maxSize) && g.maxSize >= 1)) p.add(key, `maxSize must be a whole number ≥ 1, got ${g.maxSize}`);
   }
@@ -199,7 +199,7 @@ export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.
     `${name}-role`,
     {
       name: `${args.clusterName}-agent`,
-      description: "llm-ha controller (IRSA, the controller Deployment only): wakes the standby AZ's GPU groups, sizes reserved ones",
+      description: `llm-ha controller (IRSA, the controller Deployment only): wakes the standby AZ's GPU groups, sizes reserved ones${args.rebootGpuInstances ? ", reboots the stack's GPU nodes (repair ladder)" : ""}`,
       assumeRolePolicy: pulumi
         .all([args.oidcProviderArn, args.oidcProviderUrl])
         .apply(([arn, url]) => irsaTrustPolicy(arn, url, args.namespace, args.serviceAccountName)),

@@ -1,5 +1,4 @@
 import * as pulumi from "@pulumi/pulumi";
-import { AgentIam, azIdsSetting } from "./agent-iam";
 import { AgentImage } from "./agent-image";
 import { ImageCache } from "./image-cache";
 import { IMAGES, pullRef, pullRefOf } from "./images";
@@ -10,14 +9,14 @@ import { Cluster } from "./cluster";
 import { loadConfig } from "./config";
 import { capacityWeights, Dns } from "./dns";
 import { Fences } from "./fences";
-import { GpuNodeGroups, type GpuNodeGroup } from "./gpu-node-groups";
+import { GpuNodeGroups } from "./gpu-node-groups";
+import { controllerActuation } from "./controller-actuator";
 import { Kafka } from "./kafka";
 import { Network, publicSubnetCidrs } from "./network";
 import { Observability } from "./observability";
 import { Redis } from "./redis";
 import { StandbySchedule } from "./standby-schedule";
 import { INFERENCE_SERVICE_ACCOUNT, Workloads, type WorkloadsArgs } from "./workloads";
-import { CONTROLLER_SERVICE_ACCOUNT } from "./workloads/controller";
 import { FallbackIam } from "./workloads/fallback";
 import { EDGE_NAMESPACE, WORKLOADS_NAMESPACE } from "./names";
 
@@ -44,26 +43,6 @@ export interface StackOutputs {
    * docs/infra.md "From an empty account", step 6.
    */
   gpuScaleUp: pulumi.Output<Record<string, number>>;
-}
-
-/** `asg=wakeSize,…` of the groups (`LLMHA_STANDBY_ASGS`, `LLMHA_STANDBY_FALLBACK`), in their order; undefined for none. */
-function asgSetting(groups: GpuNodeGroup[]): pulumi.Output<string> | undefined {
-  if (groups.length === 0) return undefined;
-  return pulumi.all(groups.map((g) => g.asgName)).apply((names) => names.map((n, i) => `${n}=${groups[i].wakeSize}`).join(","));
-}
-
-/**
- * The groups the leader sizes once their reservation is active (`LLMHA_RESERVED_GROUPS`): an
- * active AZ's group on a capacity reservation or Capacity Block, created at zero. A standby
- * group on a Capacity Block is left to the wake (its AZ sleeps by design).
- */
-export function reservedGroups(groups: GpuNodeGroup[]): GpuNodeGroup[] {
-  return groups.filter((g) => g.role === "active" && !g.fallback && g.createSize < g.desiredSize && g.gpuClass.capacityReservations[g.az] !== undefined);
-}
-
-function reservedSetting(groups: GpuNodeGroup[]): pulumi.Output<string> | undefined {
-  if (groups.length === 0) return undefined;
-  return pulumi.all(groups.map((g) => g.asgName)).apply((names) => names.map((n, i) => `${n}=${groups[i].gpuClass.capacityReservations[groups[i].az]}:${groups[i].desiredSize}`).join(","));
 }
 
 /** What the program reaches outside the cloud APIs; the offline runs (infra/capture.ts) give their own. */
@@ -148,37 +127,8 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     volumeSizeGb: c.kafka.volumeSizeGb,
   });
 
-  // The controller's AWS actuator: wakes the standby groups (IRSA, the controller Deployment's
-  // ServiceAccount only; GPU-node agents hold no AWS role). No zonal shift: the per-AZ NLBs
-  // are single-AZ, which ARC does not shift; DNS's weighted records take a lost AZ out.
-  const standby = gpu.groups.filter((g) => g.role === "standby" && !g.fallback);
-  const fallbacks = gpu.groups.filter((g) => g.fallback);
-  let agentActuator: WorkloadsArgs["agentActuator"];
-  const reserved = reservedGroups(gpu.groups);
-  if (standby.length > 0 || reserved.length > 0) {
-    const iam = new AgentIam("agent", {
-      clusterName: c.clusterName,
-      region: c.region,
-      oidcProviderArn: cluster.oidcProvider.arn,
-      oidcProviderUrl: cluster.oidcProvider.url,
-      // The controller's ServiceAccount, in the edge namespace with its pods.
-      namespace: EDGE_NAMESPACE,
-      serviceAccountName: CONTROLLER_SERVICE_ACCOUNT,
-      // The fallback groups too: a wake of one must not be AccessDenied (and nothing else is named);
-      // each resize bounded by the group's own maximum.
-      standbyGroups: [...standby, ...fallbacks].map((g) => ({ name: g.asgName, maxSize: g.maxSize })),
-      reservedGroups: reserved.map((g) => ({ name: g.asgName, maxSize: g.maxSize })),
-    });
-    agentActuator = {
-      roleArn: iam.roleArn,
-      region: c.region,
-      azIds: azIdsSetting(c.azs),
-      // A standby group wakes to its daytime size, at least one node; a fallback group to the same size.
-      standbyAsgs: asgSetting(standby),
-      standbyFallback: asgSetting(fallbacks),
-      reservedGroups: reservedSetting(reserved),
-    };
-  }
+  // The controller's AWS actuator (standby wakes, reserved groups, the repair ladder's reboots) and its repair ladder.
+  const { agentActuator, repair, reserved } = controllerActuation(c, cluster.oidcProvider, gpu.groups);
 
   // Docker Hub and ECR Public images come through the stack's pull-through cache, by digest.
   const cache = new ImageCache("images", { clusterName: c.clusterName, region: c.region, dockerHubSecretArn: c.images.dockerHubSecretArn });
@@ -257,6 +207,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     standbyCapacityRatio: c.standbyCapacityRatio,
     practiceWake: c.practiceWake,
     agentActuator,
+    repair,
     // Node identities: the agents enrol with a projected token, verified against the cluster's own issuer.
     nodeIdentities: c.nodeIdentities ? { issuer: cluster.oidcIssuer } : undefined,
     fallback,
@@ -303,7 +254,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     // What a person scales after `pulumi up`: groups created at zero that nothing sizes. The
     // standby's reach their size at the schedule's next scale-up (a standby AZ always has one),
     // except on a Capacity Block, which the schedule never touches; the leader sizes an active
-    // AZ's group on a reservation once it is active (`reservedGroups`).
+    // AZ's group on a reservation once it is active (`reservedGroups` in controller-actuator.ts).
     gpuScaleUp: pulumi
       .all(gpu.groups.filter((g) => g.createSize < g.desiredSize && (g.role === "active" || g.gpuClass.capacityType === "CAPACITY_BLOCK") && !reserved.includes(g)).map((g) => g.nodeGroup.nodeGroupName.apply((n) => [n, g.desiredSize] as const)))
       .apply((pairs) => Object.fromEntries(pairs)),

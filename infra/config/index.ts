@@ -8,6 +8,7 @@ export type { FallbackConfig, FallbackProviderConfig } from "./fallback";
 export { GPU_CLASSES, type GpuClassConfig, type GpuClassName } from "./gpu";
 export type { ObservabilityConfig } from "./observability";
 export { isCron } from "./read";
+export { REPAIR_MODES, repairSpareSetting, type RepairConfig, type RepairMode } from "./repair";
 export { loadConfig, resolveConfig } from "./resolve";
 export { DEFAULT_PRACTICE_BUDGET_MINUTES, DEFAULT_PRACTICE_CRON, standbySize, type PracticeWakeConfig, type ScheduleConfig } from "./standby";
 export type { ConfigSources, StackConfig, WeightsLoad } from "./stack-config";

@@ -9,6 +9,7 @@ import { gpuClassesOf, gpuFastImagePullOf } from "./gpu";
 import { networkOf } from "./network";
 import { observabilityOf } from "./observability";
 import { settingsOf } from "./read";
+import { repairOf } from "./repair";
 import { scheduleOf, standbyOf } from "./standby";
 import type { ConfigSources, StackConfig } from "./stack-config";
 import { agentImageOf, haproxyOf, inferenceOf } from "./workloads";
@@ -53,6 +54,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   const observability = observabilityOf(s);
   const schedule = scheduleOf(s, standbyAz);
   const standby = standbyOf(s, standbyAz, gpuClasses, schedule);
+  const repair = repairOf(s, azs);
   if (standbyAz !== undefined && schedule === undefined) p.add(s.key("schedule"), "is required when llm-ha:standbyAz is set");
   p.throwIfAny("stack configuration");
   return {
@@ -78,5 +80,6 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     schedule,
     ...standby,
     observability,
+    repair,
   };
 }

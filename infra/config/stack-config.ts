@@ -7,6 +7,7 @@ import type { ApiEndpointConfig } from "./cluster";
 import type { FallbackConfig } from "./fallback";
 import type { GpuClassConfig, GpuClassName } from "./gpu";
 import type { ObservabilityConfig } from "./observability";
+import type { RepairConfig } from "./repair";
 import type { PracticeWakeConfig, ScheduleConfig } from "./standby";
 
 /** Everything the program reads from `Pulumi.<stack>.yaml`, validated once. */
@@ -88,6 +89,8 @@ export interface StackConfig {
   /** Practice wakes of the standby (`llm-ha:practiceWake`); none without a standby AZ or with `false`. */
   practiceWake?: PracticeWakeConfig;
   observability: ObservabilityConfig;
+  /** The repair ladder's mode and spares (`llm-ha:repair`); `act` gives the controller its IAM and RBAC grants. Default advise. */
+  repair: RepairConfig;
   /** Add-on versions pinned by the user (`llm-ha:addonVersions`); the others are resolved for the cluster version. */
   addonVersions: Partial<Record<AddonName, string>>;
 }

@@ -54,6 +54,22 @@ function actuatorEnv(a: AgentActuatorEnv): { name: string; value: pulumi.Input<s
   return env;
 }
 
+/** The repair ladder's settings as the controller reads them (docs/actuators.md). */
+export interface ControllerRepairEnv {
+  /** `LLMHA_REPAIR_MODE`. */
+  mode: "advise" | "act" | "off";
+  /** `LLMHA_REPAIR_SPARE`: `az=count,…`; absent when none. */
+  spare?: string;
+  /** `LLMHA_REPAIR_NAMESPACE`: the inference pods' namespace, where `act` drains and restarts. Given with `act` only. */
+  namespace?: string;
+}
+
+function repairEnv(r: ControllerRepairEnv): { name: string; value: string }[] {
+  const env: { name: string; value: string }[] = [{ name: "LLMHA_REPAIR_MODE", value: r.mode }];
+  if (r.spare !== undefined) env.push({ name: "LLMHA_REPAIR_SPARE", value: r.spare });
+  if (r.namespace !== undefined) env.push({ name: "LLMHA_REPAIR_NAMESPACE", value: r.namespace });
+  return env;
+}
 
 export interface ControllerSpec {
   namespace: string;
@@ -79,6 +95,8 @@ export interface ControllerSpec {
    * none: records read under `node:<id>`.
    */
   identityIssuer?: pulumi.Input<string>;
+  /** The repair ladder (`LLMHA_REPAIR_*`). Default none: the agent's own default (advise). */
+  repair?: ControllerRepairEnv;
 }
 
 /** What the controller reads of the API server to verify enrolment tokens: the issuer's keys and its discovery document. */
@@ -172,6 +190,7 @@ export function controllerManifests(s: ControllerSpec): { deployment: Deployment
                 ...redis.env,
                 ...standbyEnv(s),
                 ...(s.actuator ? actuatorEnv(s.actuator) : []),
+                ...(s.repair ? repairEnv(s.repair) : []),
               ],
               ports: [{ name: "http", containerPort: PORTS.agentHttp }],
               // Exec probes: the pod's security group takes no connection from the kubelet (infra/fences.ts).

@@ -5,7 +5,7 @@ import { edgeNamespaceOf, NAMESPACE_NAME, WORKLOADS_NAMESPACE, type NetRole } fr
 import { createSecurityGroupPolicies } from "../fences";
 import { Problems } from "../problems";
 import { agentDaemonSet, agentServiceAccount } from "./agent";
-import { controllerManifests, type AgentActuatorEnv } from "./controller";
+import { controllerManifests, type AgentActuatorEnv, type ControllerRepairEnv } from "./controller";
 import { createControllerAccess } from "./controller-access";
 import { objectName } from "./common";
 import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
@@ -92,6 +92,8 @@ export interface WorkloadsArgs {
   nodeIdentities?: { issuer: pulumi.Input<string> };
   /** The controller's AWS actuator: the IRSA role for its ServiceAccount (never the GPU-node agents') and its settings. Default none. */
   agentActuator?: AgentActuatorEnv & { roleArn: pulumi.Input<string> };
+  /** The repair ladder (`LLMHA_REPAIR_*`); `act` (needs `agentActuator`) also gets the repair RBAC in the workloads namespace. Default none (the agent's advise). */
+  repair?: Omit<ControllerRepairEnv, "namespace">;
   /**
    * The L4 fallback (`llm-ha fallback`, docs/fallback.md) beside each AZ's L1 proxy: its IRSA
    * role (`FallbackIam`), MSK's IAM bootstrap brokers, the models it serves and its upstreams
@@ -162,6 +164,7 @@ function validate(args: WorkloadsArgs): void {
     const gpus = args.inference.gpusPerPod ?? c.gpusPerNode;
     if (gpus > c.gpusPerNode) p.add(`inference.gpusPerPod`, `${gpus} GPUs do not fit a ${c.name} node (${c.gpusPerNode}) [gpuClasses[${i}]]`);
   });
+  if (args.repair?.mode === "act" && !args.agentActuator) p.add("repair", "act needs agentActuator: the reboot goes through the controller's IAM role");
   if ((args.haproxyReplicas ?? 2) < 1) p.add("haproxyReplicas", "must be ≥ 1");
   // The edge namespace is named after it (`<namespace>-edge`): both must be DNS-1123 labels.
   const edge = edgeNamespaceOf(args.namespace ?? WORKLOADS_NAMESPACE);
@@ -215,7 +218,9 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const edgeRedis = roleSecret("edge");
   // The controller's ServiceAccount: the cloud role (IRSA) when it acts, and always the read of the GPU Nodes (its inventory).
   const identities = args.nodeIdentities !== undefined;
-  controllerDeps.push(...createControllerAccess(name, { namespace: edgeNamespace, roleArn: args.agentActuator?.roleArn, identities }, opts, inEdge));
+  // With the repair ladder acting, also cordon (patch Nodes) and drain/restart the inference pods (their namespace only).
+  const repairNamespace = args.repair?.mode === "act" ? namespace : undefined;
+  controllerDeps.push(...createControllerAccess(name, { namespace: edgeNamespace, roleArn: args.agentActuator?.roleArn, identities, repairNamespace }, opts, inEdge));
   // Node identities: the agents' own ServiceAccount (no role bound, no API token), which names their identity tokens.
   if (identities) agentDeps.push(new k8s.core.v1.ServiceAccount(`${name}-agent`, agentServiceAccount(namespace), inNs));
   // The controller on the system nodes, one replica per AZ: it alone leads and acts (issue 26).
@@ -230,6 +235,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     practiceWake: args.practiceWake,
     actuator: args.agentActuator,
     identityIssuer: args.nodeIdentities?.issuer,
+    repair: args.repair ? { ...args.repair, namespace: repairNamespace } : undefined,
   });
   new k8s.apps.v1.Deployment(`${name}-controller`, ctl.deployment, { ...opts, dependsOn: controllerDeps, customTimeouts: { create: "10m", update: "10m" } });
   new k8s.policy.v1.PodDisruptionBudget(`${name}-controller`, ctl.pdb, inEdge);

@@ -47,6 +47,20 @@ describe("configuration", () => {
     expect(() => parseConfig([], { ...act, LLMHA_ACTUATOR: "aws", LLMHA_AWS_REGION: "us-east-1", LLMHA_STANDBY_ASGS: "us-east-1c:asg-c:2" })).toThrow(/act with LLMHA_ACTUATOR=aws needs LLMHA_INVENTORY/);
   });
 
+  it("an aws actuator whose only job is the repair ladder acting is taken; without act it still has nothing to do", () => {
+    // The controller of a stack with no standby AZ and no reserved groups (infra: llm-ha:repair.mode act).
+    const ctl = {
+      ...base, LLMHA_ROLE: "controller", LLMHA_REDIS_URL: "redis://r:6379", LLMHA_ACTUATOR: "aws", LLMHA_AWS_REGION: "us-east-1",
+      LLMHA_AZ_IDS: "us-east-1a=use1-az4,us-east-1b=use1-az6", LLMHA_INVENTORY: "kubernetes", KUBERNETES_SERVICE_HOST: "10.100.0.1",
+    };
+    expect(parseConfig([], { ...ctl, LLMHA_REPAIR_MODE: "act", LLMHA_REPAIR_NAMESPACE: "llm-ha" })).toMatchObject({ actuator: "aws", repairMode: "act", standbyAz: null, standbyAsgs: null, reservedGroups: null });
+    for (const mode of ["advise", "off"]) expect(() => parseConfig([], { ...ctl, LLMHA_REPAIR_MODE: mode })).toThrow(/LLMHA_STANDBY_AZ.*LLMHA_ACTUATOR=aws has nothing to do/);
+    // A standby AZ without its groups is still refused: act does not stand in for LLMHA_STANDBY_ASGS there.
+    expect(() => parseConfig([], { ...ctl, LLMHA_REPAIR_MODE: "act", LLMHA_STANDBY_ASGS: "asg-b=2" })).toThrow(/LLMHA_STANDBY_AZ.*is required with LLMHA_STANDBY_ASGS/);
+    // Only aws: a dry-run or local actuator with nothing but act still has nothing to do.
+    expect(() => parseConfig([], { ...ctl, LLMHA_ACTUATOR: "dry-run", LLMHA_REPAIR_MODE: "act" })).toThrow(/LLMHA_ACTUATOR=dry-run has nothing to do/);
+  });
+
   it("flags win over environment variables", () => {
     expect(parseConfig(["--interval-ms", "250"], { ...base, LLMHA_INTERVAL_MS: "900" }).intervalMs).toBe(250);
   });

@@ -296,13 +296,15 @@ function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): v
   checkRepairAct(cfg);
   if (cfg.actuator === "none") return;
   if (!cfg.redisUrl) throw new ConfigError("LLMHA_ACTUATOR", `${cfg.actuator} needs LLMHA_REDIS_URL: only the elected leader acts`);
-  if (!cfg.standbyAz && !cfg.zonalShift && !(cfg.actuator === "aws" && cfg.reservedGroups)) {
-    throw new ConfigError("LLMHA_STANDBY_AZ", `LLMHA_ACTUATOR=${cfg.actuator} has nothing to do: set LLMHA_STANDBY_AZ or LLMHA_ZONAL_SHIFT=true${cfg.actuator === "aws" ? " (or LLMHA_RESERVED_GROUPS)" : ""}`);
+  // The repair ladder acting through AWS (reboots, with cordon and drain through Kubernetes) is a job of its own.
+  const repairs = cfg.actuator === "aws" && cfg.repairMode === "act";
+  if (!cfg.standbyAz && !cfg.zonalShift && !(cfg.actuator === "aws" && cfg.reservedGroups) && !repairs) {
+    throw new ConfigError("LLMHA_STANDBY_AZ", `LLMHA_ACTUATOR=${cfg.actuator} has nothing to do: set LLMHA_STANDBY_AZ or LLMHA_ZONAL_SHIFT=true${cfg.actuator === "aws" ? " (or LLMHA_RESERVED_GROUPS, or LLMHA_REPAIR_MODE=act)" : ""}`);
   }
   if (cfg.actuator === "local" && !cfg.localCloudUrl) throw new ConfigError("LLMHA_LOCAL_CLOUD_URL", "is required with LLMHA_ACTUATOR=local");
   if (cfg.actuator !== "aws") return;
-  if (!cfg.standbyAsgs && cfg.shiftResources.length === 0 && !cfg.reservedGroups) {
-    throw new ConfigError("LLMHA_STANDBY_ASGS", "LLMHA_ACTUATOR=aws needs the standby Auto Scaling groups (LLMHA_STANDBY_ASGS), load balancers to shift (LLMHA_SHIFT_RESOURCES) or reserved groups to size (LLMHA_RESERVED_GROUPS)");
+  if (!cfg.standbyAsgs && cfg.shiftResources.length === 0 && !cfg.reservedGroups && !repairs) {
+    throw new ConfigError("LLMHA_STANDBY_ASGS", "LLMHA_ACTUATOR=aws needs the standby Auto Scaling groups (LLMHA_STANDBY_ASGS), load balancers to shift (LLMHA_SHIFT_RESOURCES), reserved groups to size (LLMHA_RESERVED_GROUPS) or the repair ladder acting (LLMHA_REPAIR_MODE=act)");
   }
   if (cfg.standbyAsgs && !cfg.standbyAz) throw new ConfigError("LLMHA_STANDBY_AZ", "is required with LLMHA_STANDBY_ASGS (which AZ the groups are in)");
   if (cfg.zonalShift && cfg.shiftResources.length === 0) throw new ConfigError("LLMHA_SHIFT_RESOURCES", "is required with LLMHA_ACTUATOR=aws and LLMHA_ZONAL_SHIFT=true");

@@ -1,0 +1,64 @@
+import { isObj, type Obj, type Settings } from "./read";
+
+/** What the leader's repair ladder does about a broken GPU node (`LLMHA_REPAIR_MODE`, docs/actuators.md). */
+export const REPAIR_MODES = Object.freeze(["advise", "act", "off"] as const);
+export type RepairMode = (typeof REPAIR_MODES)[number];
+
+/** The largest spare count an AZ may hold back (`LLMHA_REPAIR_SPARE`). */
+export const MAX_REPAIR_SPARE = 1000;
+
+/**
+ * `llm-ha:repair`: the repair ladder's mode and the spare nodes per AZ it keeps out of a
+ * drain. `advise` (the default) plans and shows the plan (`llm-ha status`) and changes
+ * nothing; `act` cordons, drains, restarts pods and reboots instances, and the stack gives the
+ * controller the IAM and RBAC grants for it; `off` runs no ladder.
+ */
+export interface RepairConfig {
+  mode: RepairMode;
+  /** AZ → spare nodes (`LLMHA_REPAIR_SPARE`); absent when none are given. */
+  spare?: Record<string, number>;
+}
+
+/** `llm-ha:repair`, validated against the stack's AZs; every problem names its key. */
+export function repairOf(s: Settings, azs: string[]): RepairConfig {
+  const { p, key } = s;
+  const r = repairObject(s);
+  for (const k of Object.keys(r)) if (!["mode", "spare"].includes(k)) p.add(key(`repair.${k}`), "unknown setting; known: mode, spare");
+  let mode: RepairMode = "advise";
+  if (r.mode !== undefined) {
+    if (REPAIR_MODES.includes(r.mode as RepairMode)) mode = r.mode as RepairMode;
+    else p.add(key("repair.mode"), `${JSON.stringify(r.mode)} must be one of ${REPAIR_MODES.join(", ")}`);
+  }
+  if (r.spare === undefined) return { mode };
+  if (!isObj(r.spare)) {
+    p.add(key("repair.spare"), `must map an AZ of ${key("azs")} to a spare node count, e.g. {${azs[0] ?? "us-east-1a"}: 1}`);
+    return { mode };
+  }
+  const spare: Record<string, number> = {};
+  for (const [az, n] of Object.entries(r.spare)) {
+    if (!azs.includes(az)) p.add(key(`repair.spare.${az}`), `is not an AZ of ${key("azs")} (${azs.join(", ")})`);
+    else if (!Number.isInteger(n) || (n as number) < 0 || (n as number) > MAX_REPAIR_SPARE) p.add(key(`repair.spare.${az}`), `${JSON.stringify(n)} must be a whole number from 0 to ${MAX_REPAIR_SPARE}`);
+    else spare[az] = n as number;
+  }
+  return Object.keys(spare).length > 0 ? { mode, spare } : { mode };
+}
+
+/** The `llm-ha:repair` object, or `{}`; a bare value (`pulumi config set llm-ha:repair act`, without `--path`) is reported with the command meant. */
+function repairObject(s: Settings): Obj {
+  const text = s.cfg.get("repair");
+  if (text === undefined) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    v = text;
+  }
+  if (isObj(v)) return v;
+  s.p.add(s.key("repair"), `must be an object {mode, spare}, got ${JSON.stringify(v)}: pulumi config set --path '${s.key("repair.mode")}' act (or advise, off)`);
+  return {};
+}
+
+/** `LLMHA_REPAIR_SPARE` of the spare counts: `az=count,…` in the stack's AZ order. */
+export function repairSpareSetting(spare: Record<string, number>, azs: string[]): string {
+  return azs.filter((az) => spare[az] !== undefined).map((az) => `${az}=${spare[az]}`).join(",");
+}
