@@ -28,6 +28,8 @@ export const AGENT_ACTIONS = Object.freeze({
   ],
   /** The repair ladder's reboot, on the stack's own GPU instances only (tag conditions: see `agentPolicy`). */
   gpuInstances: ["ec2:RebootInstances"],
+  /** The repair ladder's replacement, on the stack's GPU groups only: find an instance's group (a read), surge it (bounded resize, one tag), terminate through it. */
+  repairGroups: ["autoscaling:DescribeAutoScalingInstances", "autoscaling:UpdateAutoScalingGroup", "autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags", "autoscaling:TerminateInstanceInAutoScalingGroup"],
 });
 
 /** The tags `RebootGpuInstances` is conditioned on: infra/tags.ts `commonTags` and the GPU class every GPU instance carries (gpu-node-groups.ts). */
@@ -40,6 +42,8 @@ export const AGENT_ROLE_TAG = Object.freeze({ key: "llm-ha.io/identity", value: 
 
 /** The one ASG tag the actuator writes (agent/src/fleet/actuators/aws/standby.ts `PRE_WAKE_TAG`; a test holds them equal). */
 export const PRE_WAKE_TAG_KEY = "llm-ha:pre-wake";
+/** The ASG tag a repair's surge writes (agent/src/fleet/actuators/repair-asg.ts `REPAIR_SURGE_TAG`; a test holds them equal). */
+export const REPAIR_SURGE_TAG_KEY = "llm-ha:repair-surge";
 /** The ASG tag the reserved-group sizing writes (agent/src/fleet/actuators/aws/reserved.ts `RESERVED_SIZED_TAG`; a test holds them equal). */
 export const RESERVED_SIZED_TAG_KEY = "llm-ha:reserved-sized";
 /** The tag EKS puts on every managed node group's Auto Scaling group: the grant is scoped to the stack's cluster by it. */
@@ -81,6 +85,11 @@ export interface AgentIamArgs {
    * stack's GPU nodes). Default false (advise mode needs no grant).
    */
   rebootGpuInstances?: boolean;
+  /**
+   * The repair ladder's `act` mode replaces GPU nodes through their groups (surge, then terminate):
+   * every GPU group of the stack, each with its size bound. Default none.
+   */
+  repairGroups?: { name: pulumi.Input<string>; maxSize: number }[];
 }
 
 /**
@@ -130,7 +139,9 @@ export function irsaTrustPolicy(providerArn: string, providerUrl: string, namesp
  * - tags: only `llm-ha:pre-wake` (`aws:TagKeys`), so the role cannot retag a group into or out of
  *   its own scope;
  */
-export function agentPolicy(account: string, region: string, clusterName: string, groups: BoundedGroup[], reboot?: { project: string; environment: string }, reserved: BoundedGroup[] = []): string {
+export function agentPolicy(
+  account: string, region: string, clusterName: string, groups: BoundedGroup[], reboot?: { project: string; environment: string }, reserved: BoundedGroup[] = [], repair: BoundedGroup[] = [],
+): string {
   const statements: Record<string, unknown>[] = [
     // Describe/List cannot be scoped by resource in IAM; they only read.
     { Sid: "ReadState", Effect: "Allow", Action: [...AGENT_ACTIONS.anyResource], Resource: "*" },
@@ -182,6 +193,21 @@ export function agentPolicy(account: string, region: string, clusterName: string
       },
     });
   }
+  if (repair.length > 0) {
+    // A replacement: which group holds the instance (a read IAM cannot scope), one more instance
+    // within the group's max, the surge's tag, then the termination through the group.
+    statements.push({ Sid: "ReadRepairPlacement", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingInstances"], Resource: "*" });
+    repair.forEach(resize("SurgeForRepair"));
+    const resources = repair.map((g) => arn(g.name));
+    statements.push({
+      Sid: "TagRepairSurge",
+      Effect: "Allow",
+      Action: ["autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"],
+      Resource: resources,
+      Condition: { ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": [REPAIR_SURGE_TAG_KEY] } },
+    });
+    statements.push({ Sid: "TerminateForRepair", Effect: "Allow", Action: ["autoscaling:TerminateInstanceInAutoScalingGroup"], Resource: resources, Condition: inCluster });
+  }
   return JSON.stringify({ Version: "2012-10-17", Statement: statements });
 }
 
@@ -189,8 +215,9 @@ export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.
   const p = new Problems();
   const asgs = args.standbyGroups ?? [];
   const reserved = args.reservedGroups ?? [];
+  const repair = args.repairGroups ?? [];
   if (asgs.length === 0 && reserved.length === 0 && !args.rebootGpuInstances) p.add("standbyGroups", "the controller needs standby or reserved groups to act on, or the repair ladder's reboot (rebootGpuInstances), else no role");
-  for (const [key, list] of [["standbyGroups", asgs], ["reservedGroups", reserved]] as const) {
+  for (const [key, list] of [["standbyGroups", asgs], ["reservedGroups", reserved], ["repairGroups", repair]] as const) {
     for (const g of list) if (!(Number.isInteger(g.maxSize) && g.maxSize >= 1)) p.add(key, `maxSize must be a whole number ≥ 1, got ${g.maxSize}`);
   }
   p.throwIfAny("AgentIam arguments");
@@ -199,7 +226,7 @@ export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.
     `${name}-role`,
     {
       name: `${args.clusterName}-agent`,
-      description: `llm-ha controller (IRSA, the controller Deployment only): wakes the standby AZ's GPU groups, sizes reserved ones${args.rebootGpuInstances ? ", reboots the stack's GPU nodes (repair ladder)" : ""}`,
+      description: `llm-ha controller (IRSA, the controller Deployment only): wakes the standby AZ's GPU groups, sizes reserved ones${args.rebootGpuInstances ? `, reboots${repair.length ? " and replaces" : ""} the stack's GPU nodes (repair ladder)` : ""}`,
       assumeRolePolicy: pulumi
         .all([args.oidcProviderArn, args.oidcProviderUrl])
         .apply(([arn, url]) => irsaTrustPolicy(arn, url, args.namespace, args.serviceAccountName)),
@@ -213,13 +240,14 @@ export function createAgentIam(name: string, args: AgentIamArgs, parent: pulumi.
     {
       role: role.name,
       policy: pulumi
-        .all([account, pulumi.all(asgs.map((g) => g.name)), pulumi.all(reserved.map((g) => g.name))])
-        .apply(([acct, names, reservedNames]) =>
+        .all([account, pulumi.all(asgs.map((g) => g.name)), pulumi.all(reserved.map((g) => g.name)), pulumi.all(repair.map((g) => g.name))])
+        .apply(([acct, names, reservedNames, repairNames]) =>
           agentPolicy(
             acct, args.region, args.clusterName,
             names.map((name, i) => ({ name, maxSize: asgs[i].maxSize })),
             args.rebootGpuInstances ? { project: pulumi.getProject(), environment: pulumi.getStack() } : undefined,
             reservedNames.map((name, i) => ({ name, maxSize: reserved[i].maxSize })),
+            repairNames.map((name, i) => ({ name, maxSize: repair[i].maxSize })),
           ),
         ),
     },

@@ -60,8 +60,9 @@ export function controllerActuation(c: StackConfig, oidcProvider: { arn: pulumi.
     // each resize bounded by the group's own maximum.
     standbyGroups: [...standby, ...fallbacks].map((g) => ({ name: g.asgName, maxSize: g.maxSize })),
     reservedGroups: reserved.map((g) => ({ name: g.asgName, maxSize: g.maxSize })),
-    // Advise and off never reboot: no grant (least privilege as without the ladder).
+    // Advise and off never reboot or replace: no grant (least privilege as without the ladder).
     rebootGpuInstances: act,
+    repairGroups: act ? groups.map((g) => ({ name: g.asgName, maxSize: g.maxSize })) : [],
   });
   const agentActuator = {
     roleArn: iam.roleArn,

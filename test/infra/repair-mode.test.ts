@@ -13,6 +13,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../agent/src/config/load";
 import { captureStack, type CapturedResource } from "../../infra/capture";
 import { WORKLOADS_NAMESPACE } from "../../infra/names";
+import { REPAIR_SURGE_TAG_KEY } from "../../infra/agent-iam";
+import { REPAIR_SURGE_TAG } from "../../agent/src/fleet/actuators/repair-asg";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
 
@@ -85,7 +87,7 @@ describe("llm-ha:repair", () => {
     expect(nodeVerbs(rs)).toEqual(["get", "list", "watch", "patch"]);
   });
 
-  it("a stack with no standby and no reserved group: advise gets no cloud role at all; act gets the role for the reboot alone", async () => {
+  it("a stack with no standby and no reserved group: advise gets no cloud role at all; act gets the role for the reboot and the replacement alone", async () => {
     const advise = await captureStack("dev", noStandby);
     expect(rolePolicy(advise)).toBeUndefined();
     expect(controllerEnv(advise)).toMatchObject({ LLMHA_REPAIR_MODE: "advise" });
@@ -93,15 +95,25 @@ describe("llm-ha:repair", () => {
     expect(controllerSa(advise).metadata.annotations).toBeUndefined();
 
     const rs = await captureStack("dev", { ...noStandby, ...act });
-    expect(statements(rs).map((s) => s.Sid)).toEqual(["ReadState", "RebootGpuInstances"]);
-    expect(statements(rs)[1].Condition.StringEquals).toEqual({ "aws:ResourceTag/Project": "llm-ha", "aws:ResourceTag/Environment": "dev" });
+    // The reboot, and the replacement through the GPU groups: a read, a bounded surge per group, its tag, the termination.
+    const st = statements(rs);
+    const gpuGroups = rs.filter((r) => r.type === "aws:eks/nodeGroup:NodeGroup" && (r.props as O).amiType === "AL2023_x86_64_NVIDIA").map((r) => r.name);
+    expect(st.map((s) => s.Sid)).toEqual(["ReadState", "RebootGpuInstances", "ReadRepairPlacement", ...gpuGroups.map((_, i) => `SurgeForRepair${i}`), "TagRepairSurge", "TerminateForRepair"]);
+    expect(st[1].Condition.StringEquals).toEqual({ "aws:ResourceTag/Project": "llm-ha", "aws:ResourceTag/Environment": "dev" });
+    const arn = (g: string) => `arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/eks-${g}-asg`;
+    const inCluster = { StringEquals: { "autoscaling:ResourceTag/eks:cluster-name": "llm-ha-dev" } };
+    expect(st.find((s) => s.Sid === "ReadRepairPlacement")).toEqual({ Sid: "ReadRepairPlacement", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingInstances"], Resource: "*" });
+    expect(st.find((s) => s.Sid === "TerminateForRepair")).toEqual({ Sid: "TerminateForRepair", Effect: "Allow", Action: ["autoscaling:TerminateInstanceInAutoScalingGroup"], Resource: gpuGroups.map(arn), Condition: inCluster });
+    expect(st.find((s) => s.Sid === "TagRepairSurge")?.Condition).toEqual({ ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": [REPAIR_SURGE_TAG_KEY] } });
+    expect(st.find((s) => s.Sid === "SurgeForRepair0")).toMatchObject({ Action: ["autoscaling:UpdateAutoScalingGroup"], Resource: arn(gpuGroups[0]), Condition: { NumericLessThanEquals: { "autoscaling:MaxSize": expect.any(String) } } });
+    expect(REPAIR_SURGE_TAG).toBe(REPAIR_SURGE_TAG_KEY);
     const env = controllerEnv(rs);
     expect(env).toMatchObject({ LLMHA_REPAIR_MODE: "act", LLMHA_REPAIR_NAMESPACE: WORKLOADS_NAMESPACE, LLMHA_ACTUATOR: "aws", LLMHA_AZ_IDS: "us-east-1a=use1-az4,us-east-1b=use1-az6" });
     expect(env.LLMHA_STANDBY_ASGS).toBeUndefined();
     expect(env.LLMHA_RESERVED_GROUPS).toBeUndefined();
     const role = rs.find((r) => r.type === "aws:iam/role:Role" && r.name === "agent-role")!;
     expect(controllerSa(rs).metadata.annotations).toEqual({ "eks.amazonaws.com/role-arn": expect.stringContaining("agent-role") });
-    expect(String(role.props.description)).toMatch(/reboots the stack's GPU nodes/);
+    expect(String(role.props.description)).toMatch(/reboots and replaces the stack's GPU nodes/);
     expect(repairRbac(rs)).toHaveLength(2);
 
     // The agent takes what the stack gives its controller (the pod-only values stood in for).
