@@ -5,12 +5,10 @@
  * gives the templates exactly as before: no gate, baseline gp3. Anything else is refused,
  * naming the key. (The default is checked in every environment's stack by deployability-checks.)
  */
-import * as pulumi from "@pulumi/pulumi";
 import { beforeAll, describe, expect, it } from "vitest";
-import { captureStack, ofType, stackConfig, type CapturedResource } from "../../infra/capture";
-import { resolveConfig } from "../../infra/config";
+import { captureStack, ofType, type CapturedResource } from "../../infra/capture";
+import { problems, resolveWith } from "./resolve-dev";
 import { FAST_PULL_USER_DATA, NVME_RAID0_USER_DATA } from "../../infra/gpu-node-groups";
-import { withStandIns } from "../../infra/user-settings";
 import { enablesFastImagePull } from "../../contracts/fast-image-pull";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
@@ -59,19 +57,6 @@ describe("the prod stack", () => {
 });
 
 describe("the setting", () => {
-  const resolveWith = (extra: Record<string, string>) => {
-    pulumi.runtime.setAllConfig({ ...withStandIns(stackConfig("dev"), "dev").values, ...extra }, ["llm-ha:redisAuthToken"]);
-    return resolveConfig({ project: new pulumi.Config("llm-ha"), aws: new pulumi.Config("aws"), stack: "dev", warn: () => undefined });
-  };
-  const problems = (extra: Record<string, string>): string[] => {
-    try {
-      resolveWith(extra);
-      return [];
-    } catch (e) {
-      expect(pulumi.InputPropertiesError.isInstance(e), String(e)).toBe(true);
-      return (e as pulumi.InputPropertiesError).errors.map((x) => `${x.propertyPath}: ${x.reason}`);
-    }
-  };
 
   it("defaults to on, takes true and false, and refuses anything else naming the key", () => {
     expect(resolveWith({}).gpuFastImagePull).toBe(true);

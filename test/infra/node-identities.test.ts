@@ -9,7 +9,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as pulumi from "@pulumi/pulumi";
 import { DaemonSet, Deployment } from "kubernetes-models/apps/v1";
 import { ClusterRole } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ServiceAccount } from "kubernetes-models/v1";
@@ -17,9 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../agent/src/config/load";
 import { runPolicies } from "../../policies/runner";
 import { agentNodeIdentity } from "../../policies/node-identity";
-import { captureStack, stackConfig, type CapturedResource } from "../../infra/capture";
-import { resolveConfig } from "../../infra/config";
-import { withStandIns } from "../../infra/user-settings";
+import { captureStack, type CapturedResource } from "../../infra/capture";
+import { problems, resolveWith } from "./resolve-dev";
 import { AGENT_SERVICE_ACCOUNT, agentDaemonSet, agentServiceAccount, IDENTITY_TOKEN_DIR, IDENTITY_TOKEN_FILE } from "../../infra/workloads/agent";
 import { controllerManifests, controllerNodeReader } from "../../infra/workloads/controller";
 
@@ -133,19 +131,6 @@ describe("the prod stack", () => {
 });
 
 describe("the setting", () => {
-  const resolveWith = (extra: Record<string, string>) => {
-    pulumi.runtime.setAllConfig({ ...withStandIns(stackConfig("dev"), "dev").values, ...extra }, ["llm-ha:redisAuthToken"]);
-    return resolveConfig({ project: new pulumi.Config("llm-ha"), aws: new pulumi.Config("aws"), stack: "dev", warn: () => undefined });
-  };
-  const problems = (extra: Record<string, string>): string[] => {
-    try {
-      resolveWith(extra);
-      return [];
-    } catch (e) {
-      expect(pulumi.InputPropertiesError.isInstance(e), String(e)).toBe(true);
-      return (e as pulumi.InputPropertiesError).errors.map((x) => `${x.propertyPath}: ${x.reason}`);
-    }
-  };
 
   it("defaults to on, takes false, and refuses anything else", () => {
     expect(resolveWith({}).nodeIdentities).toBe(true);
