@@ -61,6 +61,23 @@ describe("status: the repair plan", () => {
     expect(json.repairs?.quarantined).toEqual(["i-0bad"]);
   });
 
+  it("act mode: a repair under way shows its step, how long it has been at it and what it last did; a failed one in red", () => {
+    const actPlan = { ...plan, [PLAN_META.mode]: "act", a2: encodePlanEntry({ action: "replace", wanted: "replace", reason: "replace under way since …", since: NOW - 300_000, host: "i-0a2", az: "us-east-1a", fault: "remap-failure", bound: "in-progress" }) };
+    const active = {
+      a2: JSON.stringify({ action: "replace", step: "replacement", since: NOW - 120_000, startedAt: NOW - 300_000, token: 42, host: "i-0a2", az: "us-east-1a", fault: "remap-failure", detail: "eks-gpu-a desired 2→3 to replace i-0a2", surged: true, healthyBefore: 1 }),
+      a3: JSON.stringify({ action: "reboot", step: "failed", failedStep: "drain", since: NOW - 60_000, startedAt: NOW - 90_000, token: 42, host: "i-0a3", az: "us-east-1a", fault: "off-bus", detail: "not drained in 600 s" }),
+      token: "42",
+    };
+    const r = repairsView(actPlan, NOW, 30_000, active)!;
+    expect(r.advised[0].step).toEqual({ name: "replacement", ageMs: 120_000, detail: "eks-gpu-a desired 2→3 to replace i-0a2" });
+    expect(r.held[0].step).toEqual({ name: "failed at drain", ageMs: 60_000, detail: "not drained in 600 s" });
+    const lines = renderFleetView(view({ repairs: r }), { width: 400 });
+    expect(lines.find((l) => l.startsWith("repairs"))).toContain("act: the plan is carried out");
+    expect(lines.find((l) => l.startsWith("  a2 "))).toMatch(/replace\s+replace under way since …\s+since 5m ago\s+step replacement since 2m ago: eks-gpu-a desired 2→3 to replace i-0a2/);
+    expect(lines.find((l) => l.startsWith("  a3 "))).toContain("step failed at drain since 60s ago: not drained in 600 s");
+    expect(repairsView(plan, NOW, 30_000)!.advised[0].step).toBeUndefined();
+  });
+
   it("says so when no plan is published, and when no node needs a repair", () => {
     expect(renderFleetView(view({ repairs: null })).find((l) => l.startsWith("repairs"))).toContain("no plan published (LLMHA_REPAIR_MODE off");
     const none = repairsView({ [PLAN_META.updatedAt]: String(NOW), [PLAN_META.mode]: "advise" }, NOW, 30_000);

@@ -265,6 +265,7 @@ function repairLines(v: FleetView): Line[] {
     held ? { t: `held, needs ${x.wanted ?? "?"}`, s: "red" } : { t: x.action, s: "yellow" },
     { t: `  ${x.reason}` },
     { t: `  since ${formatAge(x.ageMs)}`, s: "dim" },
+    ...(x.step ? [{ t: `  step ${x.step.name} since ${formatAge(x.step.ageMs)}: ${x.step.detail}`, s: x.step.name.startsWith("failed") ? "red" : "cyan" } as Seg] : []),
   ];
   return [head, ...r.advised.map((x) => row(x, false)), ...r.held.map((x) => row(x, true))];
 }

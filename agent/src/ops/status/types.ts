@@ -295,6 +295,8 @@ export interface RepairRow {
   /** Epoch ms this decision was first made, and its age. */
   since: number;
   ageMs: number;
+  /** `act` mode, a repair under way: its step (`cordon` … `terminate`, or `failed at <step>`), how long it has been at it, what it last did. */
+  step?: { name: string; ageMs: number; detail: string };
 }
 
 /** The repair ladder's plan: advised actions, held nodes with their reasons, quarantined hosts. */

@@ -68,6 +68,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     .hgetall(keys.inventory)
     .hgetall(keys.members)
     .hgetall(keys.repairPlan)
+    .hgetall(keys.repairActive)
     .exec();
   if (!first) throw new StatusReadError("the status read was aborted");
   for (const [err] of first) if (err) throw err;
@@ -195,7 +196,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     fallback: fallbackView(tierH.level, r[11] as Record<string, string>, now),
     ...practiceView(r[12] as Record<string, string>, r[14] as string | null),
     models: modelsView(r[13] as Record<string, string>, now, staleAfterMs),
-    repairs: repairsView(r[17] as Record<string, string>, now, staleAfterMs),
+    repairs: repairsView(r[17] as Record<string, string>, now, staleAfterMs, r[18] as Record<string, string>),
     suspect: suspectH.updatedAt
       ? { codes: suspectH.codes ? suspectH.codes.split(",") : [], counts: parseCounts(suspectH.counts), updatedAt: suspectAt, ageMs: ageOf(now, suspectAt) }
       : null,
