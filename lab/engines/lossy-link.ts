@@ -25,26 +25,34 @@ export class LinkOptionError extends Error {
   }
 }
 
-/** Forwards `from` to `to` with `delay()` ms added to each chunk, keeping their order. */
+/**
+ * Forwards `from` to `to` with `delay()` ms added to each chunk, keeping their order. One queue
+ * and one timer per direction: a timer per chunk could fire out of order (Node schedules a timer
+ * from its loop's cached clock, which lags `Date.now()` by however long the current tick has run,
+ * so a chunk queued later in a busy tick could expire before the one ahead of it), and a
+ * reordered RESP stream hands one command's reply to another.
+ */
 function delayedPipe(from: Socket, to: Socket, delay: () => number): void {
-  let last = 0;
-  from.on("data", (chunk: Buffer) => {
-    const d = delay();
-    if (d <= 0 && last <= Date.now()) {
-      if (!to.destroyed) to.write(chunk);
-      return;
+  const queue: { at: number; chunk: Buffer | null }[] = [];
+  let timer: NodeJS.Timeout | null = null;
+  const pump = (): void => {
+    timer = null;
+    while (queue.length && queue[0].at <= Date.now()) {
+      const { chunk } = queue.shift()!;
+      if (to.destroyed) continue;
+      if (chunk === null) to.end();
+      else to.write(chunk);
     }
+    if (queue.length) timer = setTimeout(pump, Math.max(1, queue[0].at - Date.now()));
+  };
+  const push = (chunk: Buffer | null): void => {
+    const last = queue.length ? queue[queue.length - 1].at : 0;
     // Never before the chunk ahead of it: a TCP stream stays in order whatever the delay did meanwhile.
-    const at = Math.max(Date.now() + d, last);
-    last = at;
-    setTimeout(() => {
-      if (!to.destroyed) to.write(chunk);
-    }, at - Date.now());
-  });
-  from.on("end", () => {
-    const wait = Math.max(0, last - Date.now());
-    setTimeout(() => to.end(), wait);
-  });
+    queue.push({ at: Math.max(Date.now() + Math.max(0, delay()), last), chunk });
+    if (timer === null) pump();
+  };
+  from.on("data", (chunk: Buffer) => push(chunk));
+  from.on("end", () => push(null));
 }
 
 export class LossyLink {

@@ -106,6 +106,39 @@ describe("LossyLink", () => {
     expect((await exchange(l, ["b"], 2000))?.got).toBe("b");
   });
 
+  it("keeps the order of many chunks while the event loop is busy (one timer per chunk could fire out of order)", async () => {
+    const l = await start();
+    l.setDelay(30);
+    const n = 300;
+    const chunks = Array.from({ length: n }, (_, i) => `${i};`);
+    const got = await new Promise<string>((resolve) => {
+      let text = "";
+      const c = connect(l.port, "127.0.0.1", () => {
+        let i = 0;
+        const next = (): void => {
+          if (i >= n) return;
+          c.write(chunks[i++]);
+          // Busy ticks of varying length: the loop's cached clock lags Date.now() by a different amount each time.
+          const until = Date.now() + (i % 7);
+          while (Date.now() < until) { /* spin */ }
+          setImmediate(next);
+        };
+        next();
+      });
+      const timer = setTimeout(() => (c.destroy(), resolve(text)), 15_000);
+      c.on("data", (d) => {
+        text += d.toString();
+        if (text.split(";").length > n) {
+          clearTimeout(timer);
+          c.destroy();
+          resolve(text);
+        }
+      });
+      c.on("error", () => undefined);
+    });
+    expect(got).toBe(chunks.join(""));
+  });
+
   it("loses the share of new connections it is told to, and refuses nonsense", async () => {
     const l = await start();
     l.setLoss(1);
