@@ -88,7 +88,7 @@ export class AwsActuator implements Actuator {
     this.calls = new AwsCalls(o, log);
     this.standby = new StandbyActions(o, { asg: this.asg, calls: this.calls, log, now });
     this.shifts = new ZonalShiftActions(o, { arc: this.arc, calls: this.calls, now });
-    this.reserved = new ReservedActions(o.reservedGroups ?? [], { asg: this.asg, calls: this.calls, log, ec2: () => this.ec2Client() });
+    this.reserved = new ReservedActions(o.reservedGroups ?? [], { asg: this.asg, calls: this.calls, ec2: () => this.ec2Client() });
     if (!o.reservedGroups?.length) this.sizeReserved = undefined;
   }
 

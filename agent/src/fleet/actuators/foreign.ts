@@ -17,6 +17,7 @@ import type { Redis } from "ioredis";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { RedisKeys } from "../redis/keys";
 import type { Logger } from "../../util/log";
+import { LeaderRound } from "./leader-round";
 import { FOREIGN_KINDS, type ForeignAction, type ForeignKind } from "./types";
 
 export const FOREIGN_TOTAL_METRIC = "llmha_foreign_actions_total";
@@ -43,9 +44,7 @@ export class ForeignWatch {
   private readonly active: Gauge<"kind">;
   private readonly log: Logger;
   private readonly now: () => number;
-  private readonly everyMs: number;
-  private nextAt = 0;
-  private running: Promise<void> | null = null;
+  private readonly round: LeaderRound;
   /** Seen in the last audit, not yet confirmed. */
   private pending = new Set<string>();
   /** Confirmed and reported, still standing. */
@@ -54,7 +53,10 @@ export class ForeignWatch {
   constructor(private readonly o: ForeignWatchOptions) {
     this.log = o.log.child({ component: "foreign-watch" });
     this.now = o.now ?? Date.now;
-    this.everyMs = o.everyMs ?? 30_000;
+    this.round = new LeaderRound({
+      everyMs: o.everyMs ?? 30_000, now: this.now, currentToken: () => o.currentToken(), run: (token) => this.audit(token),
+      log: this.log, failure: "could not audit the cloud for foreign actions",
+    });
     const get = <T>(name: string): T | undefined => o.registry.getSingleMetric(name) as T | undefined;
     this.total = get(FOREIGN_TOTAL_METRIC) ?? new Counter({
       name: FOREIGN_TOTAL_METRIC,
@@ -76,23 +78,19 @@ export class ForeignWatch {
 
   /** After each published period of a term: audits when due, in the background. */
   onPeriod(token: number): void {
-    if (this.running || this.o.currentToken() !== token || this.now() < this.nextAt) return;
-    this.nextAt = this.now() + this.everyMs;
-    this.running = this.audit(token)
-      .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, "could not audit the cloud for foreign actions"))
-      .finally(() => (this.running = null));
+    this.round.onPeriod(token);
   }
 
   /** Waits for an audit in flight (tests, shutdown). */
   async idle(): Promise<void> {
-    await this.running;
+    await this.round.idle();
   }
 
   /** The term ended: the next leader audits and reports on its own. */
   endTerm(): void {
     this.pending.clear();
     this.reported.clear();
-    this.nextAt = 0;
+    this.round.endTerm();
     for (const kind of FOREIGN_KINDS) this.active.set({ kind }, 0);
   }
 

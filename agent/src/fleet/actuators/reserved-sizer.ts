@@ -6,6 +6,7 @@
  * changes (not every round); what changed is an action event (gate.ts).
  */
 import type { Logger } from "../../util/log";
+import { LeaderRound } from "./leader-round";
 import type { ActionContext, ActionResult } from "./types";
 
 export interface ReservedSizerOptions {
@@ -23,36 +24,31 @@ export const RESERVED_REASON = "reserved capacity: size the groups created at ze
 
 export class ReservedSizer {
   private readonly log: Logger;
-  private readonly now: () => number;
-  private readonly everyMs: number;
-  private nextAt = 0;
-  private running: Promise<void> | null = null;
+  private readonly rounds: LeaderRound;
   /** The last detail seen per result, to log a group's state once per change. */
   private readonly seen = new Map<string, string>();
 
   constructor(private readonly o: ReservedSizerOptions) {
     this.log = o.log.child({ component: "reserved-sizer" });
-    this.now = o.now ?? Date.now;
-    this.everyMs = o.everyMs ?? 60_000;
+    this.rounds = new LeaderRound({
+      everyMs: o.everyMs ?? 60_000, now: o.now ?? Date.now, currentToken: () => o.currentToken(), run: (token) => this.round(token),
+      log: this.log, failure: "could not size the reserved GPU groups",
+    });
   }
 
   /** After each published period of a term: a round when due, in the background. */
   onPeriod(token: number): void {
-    if (this.running || this.o.currentToken() !== token || this.now() < this.nextAt) return;
-    this.nextAt = this.now() + this.everyMs;
-    this.running = this.round(token)
-      .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, "could not size the reserved GPU groups"))
-      .finally(() => (this.running = null));
+    this.rounds.onPeriod(token);
   }
 
   /** Waits for a round in flight (tests, shutdown). */
   async idle(): Promise<void> {
-    await this.running;
+    await this.rounds.idle();
   }
 
   /** The term ended: the next leader starts at once. */
   endTerm(): void {
-    this.nextAt = 0;
+    this.rounds.endTerm();
     this.seen.clear();
   }
 

@@ -15,7 +15,6 @@
  */
 import { CreateOrUpdateTagsCommand, DescribeAutoScalingGroupsCommand, UpdateAutoScalingGroupCommand, type AutoScalingClient } from "@aws-sdk/client-auto-scaling";
 import type { CapacityReservation, EC2Client } from "@aws-sdk/client-ec2";
-import type { Logger } from "../../../util/log";
 import type { ActionResult } from "../types";
 import { CallTrace, type AwsCalls } from "./calls";
 import type { ReservedGroup } from "./settings";
@@ -31,7 +30,6 @@ export interface ReservedDeps {
   /** Built on first use: the EC2 client is loaded only by a leader with reserved groups. */
   ec2: () => Promise<EC2Client>;
   calls: AwsCalls;
-  log: Logger;
 }
 
 /** What one group needs, from its group and its reservation. */
