@@ -149,6 +149,10 @@ export function agentPolicy(
   // The `*` is the group's id (a UUID the ARN carries); the name pins the group.
   const arn = (n: string) => `arn:aws:autoscaling:${region}:${account}:autoScalingGroup:*:autoScalingGroupName/${n}`;
   const inCluster = { StringEquals: { [`autoscaling:ResourceTag/${EKS_CLUSTER_TAG}`]: clusterName } };
+  // One tag key only (`aws:TagKeys`): the role cannot retag a group into or out of its own scope.
+  const tagOnly = (sid: string, actions: string[], resources: string[], key: string) => ({
+    Sid: sid, Effect: "Allow", Action: actions, Resource: resources, Condition: { ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": [key] } },
+  });
   const resize = (sid: string) => (g: BoundedGroup, i: number) =>
     statements.push({
       Sid: `${sid}${i}`,
@@ -161,24 +165,12 @@ export function agentPolicy(
   // The groups created at zero on a reservation: sized once it is active, to zero when it ends.
   reserved.forEach(resize("SizeReservedGroup"));
   if (reserved.length > 0) {
-    statements.push({
-      Sid: "TagReservedSized",
-      Effect: "Allow",
-      Action: ["autoscaling:CreateOrUpdateTags"],
-      Resource: reserved.map((g) => arn(g.name)),
-      Condition: { ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": [RESERVED_SIZED_TAG_KEY] } },
-    });
+    statements.push(tagOnly("TagReservedSized", ["autoscaling:CreateOrUpdateTags"], reserved.map((g) => arn(g.name)), RESERVED_SIZED_TAG_KEY));
   }
   if (groups.length > 0) {
     const resources = groups.map((g) => arn(g.name));
     statements.push({ Sid: "HoldStandbySchedule", Effect: "Allow", Action: ["autoscaling:SuspendProcesses", "autoscaling:ResumeProcesses"], Resource: resources, Condition: inCluster });
-    statements.push({
-      Sid: "TagPreWakeSizes",
-      Effect: "Allow",
-      Action: ["autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"],
-      Resource: resources,
-      Condition: { ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": [PRE_WAKE_TAG_KEY] } },
-    });
+    statements.push(tagOnly("TagPreWakeSizes", ["autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"], resources, PRE_WAKE_TAG_KEY));
   }
   if (reboot) {
     // Instance ARNs carry no name to pin: the stack's own tags do (an instance of another stack or project is refused).
@@ -199,13 +191,7 @@ export function agentPolicy(
     statements.push({ Sid: "ReadRepairPlacement", Effect: "Allow", Action: ["autoscaling:DescribeAutoScalingInstances"], Resource: "*" });
     repair.forEach(resize("SurgeForRepair"));
     const resources = repair.map((g) => arn(g.name));
-    statements.push({
-      Sid: "TagRepairSurge",
-      Effect: "Allow",
-      Action: ["autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"],
-      Resource: resources,
-      Condition: { ...inCluster, "ForAllValues:StringEquals": { "aws:TagKeys": [REPAIR_SURGE_TAG_KEY] } },
-    });
+    statements.push(tagOnly("TagRepairSurge", ["autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags"], resources, REPAIR_SURGE_TAG_KEY));
     statements.push({ Sid: "TerminateForRepair", Effect: "Allow", Action: ["autoscaling:TerminateInstanceInAutoScalingGroup"], Resource: resources, Condition: inCluster });
   }
   return JSON.stringify({ Version: "2012-10-17", Statement: statements });
