@@ -3,6 +3,8 @@
 export const REASON_CODES = [
   "AGENT_STARTING",
   "RECOVERING",
+  // The deep check before traffic (agent start, server restart) has not passed yet.
+  "DEEP_CHECK_PENDING",
   "AGENT_DRAINING",
   "PLANNED_DRAIN",
   "GPU_DRIVER_NOT_LOADED",
@@ -22,6 +24,8 @@ export const REASON_CODES = [
   "GPU_XID_REPEATED",
   "GPU_FABRIC",
   "GPU_OFF_BUS",
+  // DCGM's quick diagnostic (dcgmi diag -r 1) failed a test in the deep check before traffic.
+  "GPU_DIAG_FAILED",
   "MODEL_MISSING",
   "MODEL_MISMATCH",
   "MODEL_LOADING",

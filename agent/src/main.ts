@@ -82,6 +82,7 @@ function startCanaries(cfg: AgentConfig, agent: Agent, fleet: Fleet | null, log:
     log,
     registry: metrics.registry,
     onChange: (s) => agent.setCanaryMismatch(canaryDrains(s) ? s.detail || "answers differ" : null),
+    onRound: (r) => agent.deepCheck.canaryRound(r),
   });
 }
 
@@ -154,7 +155,7 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
       probe: probeView,
       azHealth: async () => (fleet ? fleet.azHealth() : standaloneAzHealth(agent, cfg.az)),
       // What the server says it serves (id, revision, dtype, context): the fleet's "same model everywhere".
-      extra: () => ({ modelIdentity: agent.modelIdentity, ...(canary ? { canary: canary.view() } : {}), ...(fleet ? { fleet: fleet.status() } : {}) }),
+      extra: () => ({ modelIdentity: agent.modelIdentity, deepCheck: agent.deepCheck.view(), ...(canary ? { canary: canary.view() } : {}), ...(fleet ? { fleet: fleet.status() } : {}) }),
       metrics: metrics.registry,
     }),
   );
@@ -175,6 +176,8 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
   }
   const canary = cfg.canaryIntervalMs > 0 ? startCanaries(cfg, agent, fleet, log, metrics) : null;
   if (canary) feedCanaries(agent, canary);
+  // The deep check's canary round: asked for as soon as the server is ready, not a canary period later.
+  if (canary) agent.deepCheck.attachCanary(() => canary.deepCheckRound());
   agent.start();
   canary?.start();
   log.info(

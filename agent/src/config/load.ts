@@ -12,6 +12,8 @@ import { RedisAuthError, redisAuthFromEnv } from "../fleet/redis/auth";
 import { closest, flagErrorMessage } from "../../../contracts/did-you-mean";
 import { ConfigError } from "./error";
 import { parseRepairSpare, REPAIR_MODES } from "../fleet/repair/settings";
+import { DEEP_CHECK_MODES } from "../node/deep-check";
+import { findExecutable } from "../node/sources/dcgmi";
 import { checkAwsFormats, imdsAvailabilityZone, resolveAwsRegion } from "./aws";
 
 export { ConfigError };
@@ -92,6 +94,9 @@ function parseValue(spec: OptionSpec, v: string): string | number | boolean | st
       return v;
     case "repairMode":
       if (!(REPAIR_MODES as readonly string[]).includes(v)) throw new ConfigError(spec.env, `must be one of ${REPAIR_MODES.join(", ")}, got ${JSON.stringify(v)}`);
+      return v;
+    case "deepCheck":
+      if (!(DEEP_CHECK_MODES as readonly string[]).includes(v)) throw new ConfigError(spec.env, `must be one of ${DEEP_CHECK_MODES.join(", ")}, got ${JSON.stringify(v)}`);
       return v;
     case "list": {
       const items = v.split(",").map((x) => x.trim()).filter((x) => x !== "");
@@ -202,6 +207,10 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   identityJwks: "none",
   identityIssuer: null,
   repairMode: "advise",
+  deepCheck: "auto",
+  dcgmi: "dcgmi",
+  deepCheckTimeoutMs: 120_000,
+  deepCheckRetryMs: 600_000,
   repairSpare: null,
   repairNamespace: "llm-ha",
 };
@@ -243,6 +252,9 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
   if (cfg.leaseRenewMs >= cfg.leaseTtlMs) throw new ConfigError("LLMHA_LEASE_RENEW_MS", `must be below LLMHA_LEASE_TTL_MS (${cfg.leaseTtlMs})`);
   if (cfg.probeTimeoutMs < cfg.probeLatencyMs) throw new ConfigError("LLMHA_PROBE_TIMEOUT_MS", `must be at least LLMHA_PROBE_LATENCY_MS (${cfg.probeLatencyMs})`);
   checkActuation(cfg);
+  if (cfg.deepCheck === "dcgmi" && cfg.role !== "controller" && findExecutable(cfg.dcgmi, env.PATH ?? "") === null) {
+    throw new ConfigError("LLMHA_DCGMI", `${JSON.stringify(cfg.dcgmi)} is not found or not executable${cfg.dcgmi.includes("/") ? "" : " on PATH"}, and LLMHA_DEEP_CHECK=dcgmi requires it (auto uses it only where present)`);
+  }
   try {
     parseRepairSpare(cfg.repairSpare);
   } catch (err) {

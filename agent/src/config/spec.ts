@@ -20,7 +20,7 @@ export type ActuatorKind = (typeof ACTUATOR_KINDS)[number];
 export const AGENT_ROLES = ["all", "node", "controller"] as const;
 export type AgentRole = (typeof AGENT_ROLES)[number];
 
-export type OptionType = "repairMode" | "string" | "int" | "url" | "kind" | "actuator" | "role" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex" | "number";
+export type OptionType = "deepCheck" | "repairMode" | "string" | "int" | "url" | "kind" | "actuator" | "role" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex" | "number";
 
 /** pino levels `LLMHA_LOG_LEVEL` takes. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -115,6 +115,10 @@ export interface AgentConfig {
   canaryPrefixTokens: number;
   canaryLogprobTolerance: number;
   repairMode: "off" | "advise" | "act";
+  deepCheck: "auto" | "dcgmi" | "smoke" | "off";
+  dcgmi: string;
+  deepCheckTimeoutMs: number;
+  deepCheckRetryMs: number;
   repairSpare: string | null;
   repairNamespace: string;
 }
@@ -192,6 +196,10 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "identityJwks", env: "LLMHA_IDENTITY_JWKS", type: "string", defaultText: "none", description: "the leader: where the cluster's ServiceAccount issuer keys are, to verify enrolments: `kubernetes` (the API server's `/openid/v1/jwks`), an http(s) URL, or `none` (no node identities: records read under `node:<id>`). Needs `LLMHA_INVENTORY`" },
   { key: "identityIssuer", env: "LLMHA_IDENTITY_ISSUER", type: "string", defaultText: "not checked", description: "the leader: the issuer (`iss`) enrolment tokens must name (the cluster's OIDC issuer URL)" },
   // Correctness canaries (issue 32): known-answer requests, compared with the fleet's (or an operator's) expected answers.
+  { key: "deepCheck", env: "LLMHA_DEEP_CHECK", type: "deepCheck", defaultText: "auto", description: "the check a node passes before it takes traffic, at agent start and after its inference server restarts (`DEEP_CHECK_PENDING` until then): `auto` runs `dcgmi diag -r 1` at agent start where `LLMHA_DCGMI` is found, then the smoke (every signal clean once) and one canary round; `dcgmi` the same with dcgmi required (missing: a start-up error); `smoke` without dcgmi; `off` joins as soon as the signals are clean (the old behaviour)" },
+  { key: "dcgmi", env: "LLMHA_DCGMI", type: "path", defaultText: "dcgmi", description: "DCGM's command-line tool (a path, or a name looked up on PATH); a failed quick diagnostic keeps the node out (`GPU_DIAG_FAILED`)" },
+  { key: "deepCheckTimeoutMs", env: "LLMHA_DEEP_CHECK_TIMEOUT_MS", type: "int", min: 1000, max: 3_600_000, defaultText: ms(120_000), description: "time limit of `dcgmi diag -r 1`" },
+  { key: "deepCheckRetryMs", env: "LLMHA_DEEP_CHECK_RETRY_MS", type: "int", min: 1000, max: 86_400_000, defaultText: ms(600_000), description: "a failed or unrunnable dcgmi diag runs again at most this often (smoke and canary are retried continuously)" },
   { key: "canaryIntervalMs", env: "LLMHA_CANARY_INTERVAL_MS", type: "int", min: 0, max: 86_400_000, defaultText: ms(60_000), description: "how often the agent sends its server the first set of known-answer canaries (greedy, seeded, short); a node that differs is re-checked with the second set at once, then drained (`CANARY_MISMATCH`); 0 turns canaries off" },
   { key: "canaryMaxTokens", env: "LLMHA_CANARY_MAX_TOKENS", type: "int", min: 1, max: 128, defaultText: "16", description: "tokens each canary asks for (the cost: 3 requests of this many tokens a round)" },
   { key: "canaryPrefixTokens", env: "LLMHA_CANARY_PREFIX_TOKENS", type: "int", min: 1, max: 128, defaultText: "8", description: "tokens of each canary answer compared with the expectation (words where the kind returns text only); later tokens may differ with batch-dependent kernels" },
@@ -218,6 +226,7 @@ export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: re
   { title: "Standby AZ and practice wakes", keys: ["standbyAz", "standbyHoldMs", "standbyCapacityPercent", "coldStartGraceMs", "standbyAsgs", "standbyFallback", "standbyWakeBoundMs", "practiceWake", "practiceWakeTz", "practiceWakeBudgetMs"] },
   { title: "Acting on the cloud (the leader)", keys: ["actuator", "zonalShift", "shiftExpiryMs", "awsRegion", "shiftResources", "azIds", "reservedGroups", "localCloudUrl"] },
   { title: "Inventory and node identities", keys: ["inventory", "inventorySelector", "inventoryTokenFile", "inventoryCaFile", "identityTokenFile", "identityJwks", "identityIssuer"] },
+  { title: "Deep check before traffic", keys: ["deepCheck", "dcgmi", "deepCheckTimeoutMs", "deepCheckRetryMs"] },
   { title: "Correctness canaries", keys: ["canaryIntervalMs", "canaryMaxTokens", "canaryPrefixTokens", "canaryLogprobTolerance"] },
   { title: "Repair ladder (the leader)", keys: ["repairMode", "repairSpare", "repairNamespace"] },
 ];

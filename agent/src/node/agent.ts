@@ -14,6 +14,7 @@ import { takesTraffic, type Decision, type Reason } from "../types";
 import type { Logger } from "../util/log";
 import { existsSync } from "node:fs";
 import { Loop } from "../util/loop";
+import { DeepCheck } from "./deep-check-runner";
 
 /**
  * The node agent's runtime: sources on their own loops (one failing never stops the
@@ -54,6 +55,8 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   serverStarts = 0;
   private failingSince: number | null = null;
   lastEvaluationAt = 0;
+  /** The deep check before traffic (deep-check.ts): the node joins rotation only once it passes. */
+  readonly deepCheck: DeepCheck;
 
   constructor(
     readonly cfg: AgentConfig,
@@ -89,6 +92,11 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
     this.modelLoop = this.loop("model", () => this.checkModel());
     this.watch = new ConnectionWatch(u.hostname, port, Math.min(cfg.intervalMs, 500), () => this.modelLoop.kick());
+    this.deepCheck = new DeepCheck({
+      mode: cfg.deepCheck, dcgmi: cfg.dcgmi, timeoutMs: cfg.deepCheckTimeoutMs, retryMs: cfg.deepCheckRetryMs,
+      canaryRetryMs: Math.max(1000, Math.min(cfg.canaryIntervalMs || 5000, 5000)),
+      settings: this.settings, engineConfigured: cfg.metricsUrl !== null, log, registry: metrics.registry, onChange: () => this.evaluateNow(), clock,
+    });
   }
 
   get decision(): Decision {
@@ -155,6 +163,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     if (this.metricsUrl) this.loops.push(this.loop("engine", () => this.checkEngine(), this.cfg.engineIntervalMs));
     if (this.xid) this.loops.push(this.loop("xid", async () => this.checkXid()));
     this.loops.push(new Loop(i, async () => this.evaluateNow(), (e) => this.log.error({ err: e }, "evaluation failed")));
+    this.deepCheck.start(this.signals);
     for (const l of this.loops) l.start();
     this.watch.start();
   }
@@ -201,7 +210,10 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     const t0 = performance.now();
     const obs = await this.adapter.check(this.inferenceBase, this.cfg.model, this.cfg.modelTimeoutMs, this.credential.headers());
     this.metrics.source("model", performance.now() - t0, obs.kind !== "ready");
-    if (obs.kind === "ready" && this.signals.model?.value.kind !== "ready") this.serverStarts += 1;
+    if (obs.kind === "ready" && this.signals.model?.value.kind !== "ready") {
+      this.serverStarts += 1;
+      this.deepCheck.serverStarted(this.signals);
+    }
     if (obs.kind === "ready") {
       // What the probe asks for: the configured model (its absence is MODEL_MISSING), else the first served.
       this.servedModel = this.cfg.model ?? obs.served[0] ?? null;
@@ -330,6 +342,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   evaluateNow(): void {
     const now = this.clock();
     const prev = this.state.decision;
+    this.signals.deepCheck = this.deepCheck.step(this.signals);
     let next = evaluate(this.signals, this.state, now, this.settings, this.suspects);
     const planned = this.plannedDrain();
     if (this.draining || planned) {

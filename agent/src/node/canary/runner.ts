@@ -19,6 +19,7 @@ import { CANARY_PROMPTS, canaryRequest, compareAnswers, selfCheck, type CanaryAn
 import { corruptedRead, corruptedRoundRan, corruptedTrigger, INITIAL_CORRUPTED_WATCH, type CorruptedWatch } from "./corrupted";
 import { CANARY_PHASES, canaryStep, initialCanaryState, type CanaryRound, type CanaryState } from "./decide";
 import { publishAnswers, readExpectation } from "./store";
+import type { CanaryRoundResult } from "../deep-check";
 
 export interface CanaryOptions {
   kind: InferenceKind;
@@ -40,13 +41,15 @@ export interface CanaryOptions {
   log: Logger;
   registry: Registry;
   onChange(s: CanaryState): void;
+  /** Each round's outcome, for the deep check before traffic (its first round must not mismatch). */
+  onRound?(r: CanaryRoundResult): void;
   /** Least time between rounds forced by the engine's corrupted-requests counter; default `timeoutMs`. */
   forcedFloorMs?: number;
   clock?: () => number;
 }
 
-/** Why a round ran: its period, a SUSPECT node's re-check, or the engine reporting corrupted requests. */
-export const CANARY_TRIGGERS = ["interval", "suspect", "engine-corrupted"] as const;
+/** Why a round ran: its period, a SUSPECT node's re-check, the engine reporting corrupted requests, or the deep check before traffic. */
+export const CANARY_TRIGGERS = ["interval", "suspect", "engine-corrupted", "deep-check"] as const;
 export type CanaryTrigger = (typeof CANARY_TRIGGERS)[number];
 
 export class CanaryRunner {
@@ -114,6 +117,12 @@ export class CanaryRunner {
     this.loop.kickAfter();
   }
 
+  /** A round now for the deep check before traffic (the server just became ready): through the loop, never beside another. */
+  deepCheckRound(): void {
+    if (this.trigger === null) this.trigger = { kind: "deep-check", why: "" };
+    this.loop.kickAfter();
+  }
+
   private timeShare(): number {
     const wall = this.clock() - this.startedAt;
     return wall > 0 ? this.spentMs / wall : 0;
@@ -142,6 +151,7 @@ export class CanaryRunner {
       this.lastKey = served.key;
     }
     const set = this.st.next;
+    const startedAt = this.clock();
     const got: Record<string, CanaryAnswer> = {};
     for (const p of CANARY_PROMPTS[set]) {
       const req = canaryRequest(this.o.kind, this.o.baseUrl, served.id, p, this.o.maxTokens);
@@ -169,7 +179,10 @@ export class CanaryRunner {
         this.o.log.warn({ err: (err as Error).message, source: "canary" }, "canary answers not shared with the fleet (Redis)");
       }
     }
-    this.step({ set, ...judge(got, expected?.answers ?? {}, this.o.tolerance), capped: expected?.capped === true, serverStarts: this.o.serverStarts() }, trigger);
+    const verdict = judge(got, expected?.answers ?? {}, this.o.tolerance);
+    this.step({ set, ...verdict, capped: expected?.capped === true, serverStarts: this.o.serverStarts() }, trigger);
+    const againstFleet = Object.keys(got).some((id) => expected?.answers[id] !== undefined);
+    this.o.onRound?.({ startedAt, outcome: verdict.outcome, detail: verdict.detail, againstFleet, answered: Object.keys(got).length, model: served.id });
   }
 
   private step(r: CanaryRound, trigger: { kind: CanaryTrigger; why: string }): void {

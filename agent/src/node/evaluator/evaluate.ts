@@ -127,6 +127,8 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
   }
   observed.push(...engineReasons(signals.engine, progressAt, s));
   // Wrong answers with 200 (issue 32): hard, the node is out until its answers match after a restart.
+  // The deep check before traffic (deep-check.ts): out until it passes.
+  if (signals.deepCheck) observed.push(signals.deepCheck);
   if (signals.canaryMismatch) observed.push({ source: "probe", code: "CANARY_MISMATCH", hard: true, effect: "unhealthy", detail: `canary answers differ from the expected ones: ${signals.canaryMismatch}` });
 
   const softCounts: Record<string, number> = {};
@@ -161,7 +163,10 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
     status = statusOf(worst);
     phase = worst === "loading" ? "loading" : "down";
     weight = 0;
-    okStreak = 0;
+    // Held out by the deep check alone, clean periods still count: once it passes, the node
+    // need not wait `rise` more periods (the check has seen every signal clean already).
+    const gateOnly = active.every((r) => r.code === "DEEP_CHECK_PENDING") && pending.length === 0;
+    okStreak = gateOnly && (prevD.phase === "down" || prevD.phase === "loading") ? (advanced("model") ? okStreak + 1 : okStreak) : 0;
     warmupStartedAt = null;
   } else {
     const wasBlocked = prevD.phase === "down" || prevD.phase === "loading";

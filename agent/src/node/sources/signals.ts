@@ -1,3 +1,4 @@
+import type { Reason } from "../../types";
 /**
  * What the sources observe, as plain data. The evaluator is a pure function of these
  * (plus its previous state and the clock); every field is a value, never a promise.
@@ -124,4 +125,6 @@ export interface Signals {
   probeLatencies?: number[];
   /** The canaries' word (issue 32): what differed while the node's answers are a mismatch, else null. */
   canaryMismatch?: string | null;
+  /** The deep check before traffic while it has not passed (`DEEP_CHECK_PENDING`, `GPU_DIAG_FAILED`), else null. */
+  deepCheck?: Reason | null;
 }
