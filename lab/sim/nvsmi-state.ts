@@ -6,6 +6,16 @@ import { join } from "node:path";
 /** The fake nvidia-smi executable; point `LLMHA_NVIDIA_SMI` at it and `FAKE_NVSMI_STATE` at a state file. */
 export const FAKE_NVIDIA_SMI_PATH = join(__dirname, "fake-nvidia-smi.cjs");
 
+/** The fake dcgmi (`diag -r 1 -j` only), steered by the same state file. */
+export const FAKE_DCGMI_PATH = join(__dirname, "fake-dcgmi.cjs");
+
+/** Writes `path`, a script running the fake dcgmi with `statePath` baked in (the agent gives it a minimal environment). Returns `path`. */
+export function writeFakeDcgmiWrapper(path: string, statePath: string): string {
+  const q = (x: string): string => `'${x.replace(/'/g, "'\\''")}'`;
+  writeFileSync(path, ["#!/bin/sh", `FAKE_DCGMI_STATE=${q(statePath)} exec ${q(FAKE_DCGMI_PATH)} "$@"`, ""].join("\n"), { mode: 0o755 });
+  return path;
+}
+
 /**
  * Writes `path`, a script running the fake with `statePath` baked in: the agent gives nvidia-smi a
  * minimal environment (no `FAKE_NVSMI_STATE`), as it would give the real one. Returns `path`.
@@ -64,6 +74,10 @@ export interface NvsmiState {
   garbage?: boolean;
   /** Physical slots gone from the bus: absent from every listing; the rest are renumbered 0..n-1. Default none. */
   missingGpus?: number[];
+  /** fake-dcgmi.cjs only: `dcgmi diag -r 1` fails this test on this GPU (index). Default none. */
+  diagFail?: { test: string; gpu: number; message?: string };
+  /** fake-dcgmi.cjs only: how long the diag takes. Default 1000 ms. */
+  diagDelayMs?: number;
 }
 
 /** Real nvidia-smi error texts (see fixtures/README.md). */
@@ -97,6 +111,8 @@ export const NVSMI_FAULTS = {
     },
   },
   gpuMissing: { missingGpus: [FAULTED_GPU] },
+  /** DCGM's quick diagnostic fails on one GPU (nvidia-smi still answers clean): the deep check's `GPU_DIAG_FAILED`. */
+  diagFail: { diagFail: { test: "software", gpu: FAULTED_GPU, message: "Page retirement: pending page retirements on GPU 3" } },
   /**
    * NVSwitch systems (fields and values from the H100 capture's `fabric.*` columns and the `-q`
    * Fabric section): Fabric Manager has not registered the GPU (FM down at boot, NVSentinel#883),

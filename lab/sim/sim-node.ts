@@ -11,7 +11,7 @@ import type { InferenceKind } from "../../agent/src/config/spec";
 import { DRAIN_SETTLE_S, preStopCommand } from "../../contracts/drain";
 import { end, logTail, start, type Proc } from "./node-proc";
 import { freePort, sleep, socketExchange, waitFor } from "../../agent/src/util/net";
-import { NVSMI_FAULTS, writeFakeNvidiaSmiWrapper, writeNvsmiState, type NvsmiFault, type NvsmiState } from "./nvsmi-state";
+import { NVSMI_FAULTS, writeFakeDcgmiWrapper, writeFakeNvidiaSmiWrapper, writeNvsmiState, type NvsmiFault, type NvsmiState } from "./nvsmi-state";
 import { fakeInferenceStats, setFakeInferenceMode, type FakeInferenceMode, type FakeInferenceSettings, type FakeInferenceStats } from "./fake-inference";
 
 const REPO = join(__dirname, "..", "..");
@@ -263,6 +263,9 @@ export class SimNode {
       LLMHA_BIND_ADDRESS: this.address,
       LLMHA_XID_LOG: this.xidLogPath,
       LLMHA_DRAIN_FILE: this.drainFilePath,
+      // Every boot goes through the deep check, with the fake dcgmi on the same state file.
+      LLMHA_DEEP_CHECK: "auto",
+      LLMHA_DCGMI: writeFakeDcgmiWrapper(join(this.opts.dir, `${this.id}-dcgmi.sh`), this.statePath),
       // The fake serves Triton's metrics on its one port (a real Triton: 8002).
       ...(this.opts.kind === "triton" ? { LLMHA_METRICS_URL: `${this.inferenceUrl}/metrics` } : {}),
       ...this.opts.env,
