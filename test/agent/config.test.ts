@@ -61,6 +61,16 @@ describe("configuration", () => {
     expect(() => parseConfig([], { ...ctl, LLMHA_ACTUATOR: "dry-run", LLMHA_REPAIR_MODE: "act" })).toThrow(/LLMHA_ACTUATOR=dry-run has nothing to do/);
   });
 
+  it("the deep check runs dcgmi where found by default; LLMHA_DEEP_CHECK=dcgmi refuses to start without it, naming LLMHA_DCGMI", () => {
+    expect(parseConfig([], base)).toMatchObject({ deepCheck: "auto", dcgmi: "dcgmi", deepCheckTimeoutMs: 120_000, deepCheckRetryMs: 600_000 });
+    // auto starts without dcgmi (smoke and canary only).
+    expect(parseConfig([], { ...base, PATH: "/nonexistent" }).deepCheck).toBe("auto");
+    expect(() => parseConfig([], { ...base, PATH: "/nonexistent", LLMHA_DEEP_CHECK: "dcgmi" })).toThrow(/LLMHA_DCGMI .*"dcgmi" is not found or not executable on PATH/);
+    expect(() => parseConfig([], { ...base, LLMHA_DEEP_CHECK: "dcgmi", LLMHA_DCGMI: "/nonexistent/dcgmi" })).toThrow(/LLMHA_DCGMI .*not found or not executable, and LLMHA_DEEP_CHECK=dcgmi requires it/);
+    const fake = join(__dirname, "..", "..", "lab", "sim", "fake-dcgmi.cjs");
+    expect(parseConfig([], { ...base, LLMHA_DEEP_CHECK: "dcgmi", LLMHA_DCGMI: fake }).dcgmi).toBe(fake);
+  });
+
   it("flags win over environment variables", () => {
     expect(parseConfig(["--interval-ms", "250"], { ...base, LLMHA_INTERVAL_MS: "900" }).intervalMs).toBe(250);
   });
@@ -78,6 +88,8 @@ describe("configuration", () => {
     ["LLMHA_REPAIR_MODE", "fix", /LLMHA_REPAIR_MODE .*must be one of off, advise, act/],
     ["LLMHA_REPAIR_MODE", "act", /LLMHA_REPAIR_MODE .*act needs LLMHA_ACTUATOR/],
     ["LLMHA_REPAIR_SPARE", "us-east-1a:2", /LLMHA_REPAIR_SPARE.*is not AZ=COUNT/],
+    ["LLMHA_DEEP_CHECK", "full", /LLMHA_DEEP_CHECK .*must be one of auto, dcgmi, smoke, off/],
+    ["LLMHA_DEEP_CHECK_TIMEOUT_MS", "10", /LLMHA_DEEP_CHECK_TIMEOUT_MS .*between 1000 and/],
   ])("%s=%s is refused with a message naming it", (k, v, re) => {
     expect(() => parseConfig([], { ...base, [k]: v })).toThrow(re);
   });
