@@ -49,7 +49,7 @@ function gpuOf(r: Json): number | null {
 
 /** The verdict of one `dcgmi diag -j` run from its exit code and standard output. */
 export function parseDiag(code: number | null, stdout: string): DiagResult {
-  let doc: Json | null = null;
+  let doc: Json | null;
   try {
     doc = obj(JSON.parse(stdout));
   } catch {
