@@ -158,7 +158,7 @@ describe("the runner's loop against a fake vLLM", () => {
     for (let i = 0; i < 5; i++) runner.engineCorrupted(2);
     runner.engineCorrupted(0);
     await sleep(300);
-    expect(await rounds(reg)).toEqual({ interval: 1, suspect: 0, "engine-corrupted": 1 });
+    expect(await rounds(reg)).toEqual({ interval: 1, suspect: 0, "engine-corrupted": 1, "deep-check": 0 });
     expect(lines.find((l) => l.event === "canary-trigger")).toMatchObject({ trigger: "engine-corrupted", rise: 2, msg: expect.stringContaining("engine reported 2 corrupted requests") });
     expect(lines.find((l) => l.event === "canary" && l.trigger === "engine-corrupted")).toMatchObject({ outcome: "match", to: "ok" });
     // The rise alone changes nothing: the answers were right.
@@ -189,6 +189,6 @@ describe("the runner's loop against a fake vLLM", () => {
     runner.engineCorrupted(0);
     runner.engineCorrupted(1);
     await waitFor("mismatch", () => runner.state.phase === "mismatch", { timeoutMs: 5000 });
-    expect(await rounds(reg)).toEqual({ interval: 1, suspect: 1, "engine-corrupted": 1 });
+    expect(await rounds(reg)).toEqual({ interval: 1, suspect: 1, "engine-corrupted": 1, "deep-check": 0 });
   }, 30_000);
 });
