@@ -16,6 +16,7 @@ import { measured, quantile } from "./util/stats";
 import type { CanaryTolerance } from "./node/canary/answers";
 import { canaryDrains } from "./node/canary/decide";
 import { CanaryRunner } from "./node/canary/runner";
+import { splitUserinfo } from "./node/sources/credential";
 import { modelKey, normalizeDtype } from "./node/evaluator/model-sameness";
 
 /** Start-up failure that is not a bad setting (a port in use): exit 1 with this message. */
@@ -65,7 +66,9 @@ function canaryTolerance(cfg: AgentConfig): CanaryTolerance {
 function startCanaries(cfg: AgentConfig, agent: Agent, fleet: Fleet | null, log: Logger, metrics: AgentMetrics): CanaryRunner {
   return new CanaryRunner({
     kind: cfg.inferenceKind,
-    baseUrl: cfg.inferenceUrl,
+    // Without its user part (fetch refuses a URL with credentials): they go as headers, as the probe's do.
+    baseUrl: splitUserinfo(cfg.inferenceUrl).url,
+    auth: () => agent.authHeaders(),
     nodeId: cfg.nodeId,
     az: cfg.az,
     intervalMs: cfg.canaryIntervalMs,

@@ -114,6 +114,11 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     return takesTraffic(this.state.decision) ? this.lastGoodGpus : [];
   }
 
+  /** The inference server's credentials as the probe sends them (the canaries send them too). */
+  authHeaders(): ReturnType<InferenceCredential["headers"]> {
+    return this.credential.headers();
+  }
+
   get model(): string | null {
     return this.servedModel;
   }

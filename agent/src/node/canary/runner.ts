@@ -13,6 +13,7 @@ import { Counter, Gauge, type Registry } from "prom-client";
 import type { InferenceKind } from "../../config/spec";
 import type { RedisKeys } from "../../fleet/redis/keys";
 import { request } from "../sources/inference";
+import type { AuthHeaders } from "../sources/inference";
 import type { Logger } from "../../util/log";
 import { Loop } from "../../util/loop";
 import { CANARY_PROMPTS, canaryRequest, compareAnswers, selfCheck, type CanaryAnswer, type CanaryTolerance } from "./answers";
@@ -41,6 +42,8 @@ export interface CanaryOptions {
   log: Logger;
   registry: Registry;
   onChange(s: CanaryState): void;
+  /** The inference server's credentials (`LLMHA_INFERENCE_API_KEY_FILE`, or the URL's user part), as the probe sends them. */
+  auth?: () => AuthHeaders;
   /** Each round's outcome, for the deep check before traffic (its first round must not mismatch). */
   onRound?(r: CanaryRoundResult): void;
   /** Least time between rounds forced by the engine's corrupted-requests counter; default `timeoutMs`. */
@@ -157,7 +160,7 @@ export class CanaryRunner {
       const req = canaryRequest(this.o.kind, this.o.baseUrl, served.id, p, this.o.maxTokens);
       if (!req) return;
       const t0 = this.clock();
-      const r = await request(req.url, this.o.timeoutMs, req.body);
+      const r = await request(req.url, this.o.timeoutMs, req.body, undefined, this.o.auth?.() ?? {});
       const dt = this.clock() - t0;
       this.spentMs += dt;
       this.seconds.inc(dt / 1000);
