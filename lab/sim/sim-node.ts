@@ -263,8 +263,9 @@ export class SimNode {
       LLMHA_BIND_ADDRESS: this.address,
       LLMHA_XID_LOG: this.xidLogPath,
       LLMHA_DRAIN_FILE: this.drainFilePath,
-      // Every boot goes through the deep check, with the fake dcgmi on the same state file.
-      LLMHA_DEEP_CHECK: "auto",
+      // Every boot goes through the deep check, with the fake dcgmi on the same state file
+      // (LLMHA_DEEP_CHECK=off in the drill's environment gives the old behaviour, to compare).
+      LLMHA_DEEP_CHECK: process.env.LLMHA_DEEP_CHECK ?? "auto",
       LLMHA_DCGMI: writeFakeDcgmiWrapper(join(this.opts.dir, `${this.id}-dcgmi.sh`), this.statePath),
       // The fake serves Triton's metrics on its one port (a real Triton: 8002).
       ...(this.opts.kind === "triton" ? { LLMHA_METRICS_URL: `${this.inferenceUrl}/metrics` } : {}),
