@@ -46,7 +46,7 @@ export function controllerActuation(c: StackConfig, oidcProvider: { arn: pulumi.
   const fallbacks = groups.filter((g) => g.fallback);
   const reserved = reservedGroups(groups);
   const act = c.repair.mode === "act";
-  const repair = { mode: c.repair.mode, spare: c.repair.spare ? repairSpareSetting(c.repair.spare, c.azs) : undefined };
+  const repair = { mode: c.repair.mode, spare: c.repair.spare ? repairSpareSetting(c.repair.spare, c.azs) : undefined, predictiveBudget: c.repair.predictiveBudget };
   if (standby.length === 0 && reserved.length === 0 && !act) return { agentActuator: undefined, repair, reserved };
   const iam = new AgentIam("agent", {
     clusterName: c.clusterName,

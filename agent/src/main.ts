@@ -4,6 +4,7 @@ import { Fleet } from "./fleet/controller/fleet";
 import { attachActuator, fleetOptions, runController } from "./fleet/controller/run";
 import { servedReport, type NodeReport } from "./fleet/redis/registry";
 import { encodeGpuFault, gpuFaultOf } from "./node/sources/gpu-fault";
+import { GpuWarningTracker } from "./node/sources/gpu-warn";
 import type { AgentConfig } from "./config/spec";
 import { AgentCheckResponder, startAgentCheckServer } from "./node/reporters/agent-check";
 import { startHttpServer } from "./node/reporters/http";
@@ -111,6 +112,12 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
     throw new StartupError(`LLMHA_NODE_ID ${cfg.nodeId} is in use by another live agent (instance ${held.heldBy}${ago}): give each agent its own node id`);
   }
   if (fleet) await attachActuator(fleet, cfg);
+  // Corrected-ECC rise and slowdown episodes: fed from each new nvidia-smi result when a report is made.
+  const warnings = new GpuWarningTracker();
+  const gpuFault = (): string => {
+    warnings.observe(agent.signals.gpu, Date.now());
+    return encodeGpuFault(gpuFaultOf(agent.signals, warnings.current(Date.now())));
+  };
   const report = (): NodeReport => ({
     nodeId: cfg.nodeId,
     az: cfg.az,
@@ -119,8 +126,8 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
     gpusExpected: cfg.gpuCount ?? agent.gpus.length,
     // What the server says it serves, not what is configured (issue 16: the leader compares them).
     ...servedReport(agent.modelIdentity),
-    // Which XID, what the driver asks for, row remaps: the leader's repair ladder picks the cheapest fix from them.
-    gpuFault: encodeGpuFault(gpuFaultOf(agent.signals)),
+    // Which XID, what the driver asks for, row remaps, warnings: the leader's repair ladder picks the cheapest fix from them.
+    gpuFault: gpuFault(),
   });
   if (fleet) {
     agent.once("decision", () => fleet.start(report));

@@ -6,6 +6,8 @@ export type RepairMode = (typeof REPAIR_MODES)[number];
 
 /** The largest spare count an AZ may hold back (`LLMHA_REPAIR_SPARE`). */
 export const MAX_REPAIR_SPARE = 1000;
+/** The largest predictive-drain budget per 24 h (`LLMHA_REPAIR_PREDICTIVE_BUDGET`, the agent's bound). */
+export const MAX_PREDICTIVE_BUDGET = 1000;
 
 /**
  * `llm-ha:repair`: the repair ladder's mode and the spare nodes per AZ it keeps out of a
@@ -17,22 +19,30 @@ export interface RepairConfig {
   mode: RepairMode;
   /** AZ → spare nodes (`LLMHA_REPAIR_SPARE`); absent when none are given. */
   spare?: Record<string, number>;
+  /** Predictive drains per 24 h, fleet-wide (`LLMHA_REPAIR_PREDICTIVE_BUDGET`); absent: the agent's default (2). */
+  predictiveBudget?: number;
 }
 
 /** `llm-ha:repair`, validated against the stack's AZs; every problem names its key. */
 export function repairOf(s: Settings, azs: string[]): RepairConfig {
   const { p, key } = s;
   const r = repairObject(s);
-  for (const k of Object.keys(r)) if (!["mode", "spare"].includes(k)) p.add(key(`repair.${k}`), "unknown setting; known: mode, spare");
+  for (const k of Object.keys(r)) if (!["mode", "spare", "predictiveBudget"].includes(k)) p.add(key(`repair.${k}`), "unknown setting; known: mode, spare, predictiveBudget");
   let mode: RepairMode = "advise";
   if (r.mode !== undefined) {
     if (REPAIR_MODES.includes(r.mode as RepairMode)) mode = r.mode as RepairMode;
     else p.add(key("repair.mode"), `${JSON.stringify(r.mode)} must be one of ${REPAIR_MODES.join(", ")}`);
   }
-  if (r.spare === undefined) return { mode };
+  const b = r.predictiveBudget;
+  let budget: { predictiveBudget?: number } = {};
+  if (b !== undefined) {
+    if (Number.isInteger(b) && (b as number) >= 0 && (b as number) <= MAX_PREDICTIVE_BUDGET) budget = { predictiveBudget: b as number };
+    else p.add(key("repair.predictiveBudget"), `${JSON.stringify(b)} must be a whole number from 0 to ${MAX_PREDICTIVE_BUDGET} (predictive drains per 24 h)`);
+  }
+  if (r.spare === undefined) return { mode, ...budget };
   if (!isObj(r.spare)) {
     p.add(key("repair.spare"), `must map an AZ of ${key("azs")} to a spare node count, e.g. {${azs[0] ?? "us-east-1a"}: 1}`);
-    return { mode };
+    return { mode, ...budget };
   }
   const spare: Record<string, number> = {};
   for (const [az, n] of Object.entries(r.spare)) {
@@ -40,7 +50,7 @@ export function repairOf(s: Settings, azs: string[]): RepairConfig {
     else if (!Number.isInteger(n) || (n as number) < 0 || (n as number) > MAX_REPAIR_SPARE) p.add(key(`repair.spare.${az}`), `${JSON.stringify(n)} must be a whole number from 0 to ${MAX_REPAIR_SPARE}`);
     else spare[az] = n as number;
   }
-  return Object.keys(spare).length > 0 ? { mode, spare } : { mode };
+  return Object.keys(spare).length > 0 ? { mode, spare, ...budget } : { mode, ...budget };
 }
 
 /** The `llm-ha:repair` object, or `{}`; a bare value (`pulumi config set llm-ha:repair act`, without `--path`) is reported with the command meant. */
@@ -54,7 +64,7 @@ function repairObject(s: Settings): Obj {
     v = text;
   }
   if (isObj(v)) return v;
-  s.p.add(s.key("repair"), `must be an object {mode, spare}, got ${JSON.stringify(v)}: pulumi config set --path '${s.key("repair.mode")}' act (or advise, off)`);
+  s.p.add(s.key("repair"), `must be an object {mode, spare, predictiveBudget}, got ${JSON.stringify(v)}: pulumi config set --path '${s.key("repair.mode")}' act (or advise, off)`);
   return {};
 }
 

@@ -357,13 +357,14 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
         {
           type: "timeseries",
           title: "Repairs",
-          description: "The leader's repair ladder: broken GPU nodes by the repair it advises (restart, reset, reboot, replace, quarantine), and those held for capacity (one node per AZ, the fleet share, an AZ's floor, no replacement in sight); llm-ha status names them",
+          description: "The leader's repair ladder: broken GPU nodes by the repair it advises (restart, reset, reboot, replace, quarantine; drain: a serving node drained predictively), those held for capacity (one node per AZ, the fleet share, an AZ's floor, no replacement in sight), and predictive drains waiting for their budget or a low-load moment (the node serves on; no alert); llm-ha status names them",
           w: 6,
           min: 0,
           alerts: ["LlmHaRepairHeld"],
           queries: [
             { expr: `sum by (action) ${leader("llmha_repair_advised")}`, legend: "{{action}}" },
             { expr: `max ${leader("llmha_repair_held")}`, legend: "held" },
+            { expr: `max ${leader("llmha_repair_predictive_held")}`, legend: "drain waiting" },
           ],
         },
       ],

@@ -62,12 +62,15 @@ export interface ControllerRepairEnv {
   spare?: string;
   /** `LLMHA_REPAIR_NAMESPACE`: the inference pods' namespace, where `act` drains and restarts. Given with `act` only. */
   namespace?: string;
+  /** `LLMHA_REPAIR_PREDICTIVE_BUDGET`: predictive drains per 24 h; absent: the agent's default. */
+  predictiveBudget?: number;
 }
 
 function repairEnv(r: ControllerRepairEnv): { name: string; value: string }[] {
   const env: { name: string; value: string }[] = [{ name: "LLMHA_REPAIR_MODE", value: r.mode }];
   if (r.spare !== undefined) env.push({ name: "LLMHA_REPAIR_SPARE", value: r.spare });
   if (r.namespace !== undefined) env.push({ name: "LLMHA_REPAIR_NAMESPACE", value: r.namespace });
+  if (r.predictiveBudget !== undefined) env.push({ name: "LLMHA_REPAIR_PREDICTIVE_BUDGET", value: String(r.predictiveBudget) });
   return env;
 }
 

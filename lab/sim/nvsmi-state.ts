@@ -127,6 +127,17 @@ export const NVSMI_FAULTS = {
 
 export type NvsmiFault = keyof typeof NVSMI_FAULTS;
 
+/**
+ * Corrected ECC errors (single-bit, fixed by ECC: the GPU serves on) on the faulted GPU: write
+ * states with a rising `count` to show memory wearing out, what the repair ladder's predictive
+ * drain watches. Other GPUs keep the capture's 0.
+ */
+export function eccCorrected(count: number, base: NvsmiState = {}): NvsmiState {
+  const overrides = { ...base.overrides };
+  overrides[FAULTED_GPU] = { ...overrides[FAULTED_GPU], "ecc.errors.corrected.volatile.total": String(count) };
+  return { ...base, overrides };
+}
+
 let tmpSeq = 0;
 
 /**

@@ -41,6 +41,11 @@ describe("configuration", () => {
     expect(parseConfig([], { ...base, LLMHA_REPAIR_MODE: "off", LLMHA_REPAIR_SPARE: "us-east-1a=2, us-east-1b=0" })).toMatchObject({ repairMode: "off", repairSpare: "us-east-1a=2, us-east-1b=0" });
   });
 
+  it("predictive drains are on with a budget of 2 per 24 h by default; off and the budget are taken", () => {
+    expect(parseConfig([], base)).toMatchObject({ repairPredictive: "on", repairPredictiveBudget: 2 });
+    expect(parseConfig([], { ...base, LLMHA_REPAIR_PREDICTIVE: "off", LLMHA_REPAIR_PREDICTIVE_BUDGET: "0" })).toMatchObject({ repairPredictive: "off", repairPredictiveBudget: 0 });
+  });
+
   it("act is taken with an actuator; aws needs the inventory (the Kubernetes API)", () => {
     const act = { ...base, LLMHA_REPAIR_MODE: "act", LLMHA_REDIS_URL: "redis://r:6379", LLMHA_STANDBY_AZ: "us-east-1c" };
     expect(parseConfig([], { ...act, LLMHA_ACTUATOR: "dry-run" })).toMatchObject({ repairMode: "act", repairNamespace: "llm-ha" });
@@ -90,6 +95,9 @@ describe("configuration", () => {
     ["LLMHA_REPAIR_SPARE", "us-east-1a:2", /LLMHA_REPAIR_SPARE.*is not AZ=COUNT/],
     ["LLMHA_DEEP_CHECK", "full", /LLMHA_DEEP_CHECK .*must be one of auto, dcgmi, smoke, off/],
     ["LLMHA_DEEP_CHECK_TIMEOUT_MS", "10", /LLMHA_DEEP_CHECK_TIMEOUT_MS .*between 1000 and/],
+    ["LLMHA_REPAIR_PREDICTIVE", "yes", /LLMHA_REPAIR_PREDICTIVE .*must be on or off, got "yes"/],
+    ["LLMHA_REPAIR_PREDICTIVE_BUDGET", "-1", /LLMHA_REPAIR_PREDICTIVE_BUDGET/],
+    ["LLMHA_REPAIR_PREDICTIVE_BUDGET", "two", /LLMHA_REPAIR_PREDICTIVE_BUDGET/],
   ])("%s=%s is refused with a message naming it", (k, v, re) => {
     expect(() => parseConfig([], { ...base, [k]: v })).toThrow(re);
   });

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { GPU_FIELDS, GpuSource, parseGpuCsv } from "../../agent/src/node/sources/gpu";
 import { parseXidLine, XidReader, FATAL_XIDS } from "../../agent/src/node/sources/xid";
-import { FAKE_NVIDIA_SMI_PATH, NVSMI_FAULTS, writeNvsmiState, type NvsmiFault } from "../../lab/sim/nvsmi-state";
+import { eccCorrected, FAKE_NVIDIA_SMI_PATH, FAULTED_GPU, NVSMI_FAULTS, writeNvsmiState, type NvsmiFault } from "../../lab/sim/nvsmi-state";
+import { GpuWarningTracker } from "../../agent/src/node/sources/gpu-warn";
 
 const dir = mkdtempSync(join(tmpdir(), "llmha-gpu-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -65,6 +66,31 @@ describe("nvidia-smi parsing", () => {
     const obs = await readWith({ gpuCount: 8, ...NVSMI_FAULTS[fault] });
     expect(obs.kind).toBe("ok");
     if (obs.kind === "ok") expect(obs.gpus[3]).toMatchObject(expected);
+  });
+
+  it("corrected ECC errors: read from the fake nvidia-smi as they rise, published as warning facts in coarse steps", async () => {
+    const p = join(dir, "ecc.json");
+    const wrapper = join(dir, "ecc.sh");
+    writeFileSync(wrapper, `#!/bin/sh\nFAKE_NVSMI_STATE=${p} exec ${FAKE_NVIDIA_SMI_PATH} "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    const src = new GpuSource(wrapper, 3000);
+    const tracker = new GpuWarningTracker();
+    const t0 = 1_800_000_000_000;
+    let seq = 0;
+    const seen: (number | null | undefined)[] = [];
+    for (const [i, count] of [0, 40, 130].entries()) {
+      await writeNvsmiState(p, eccCorrected(count, { gpuCount: 8 }));
+      const obs = await src.read();
+      expect(obs.kind).toBe("ok");
+      if (obs.kind !== "ok") return;
+      seen.push(obs.gpus[FAULTED_GPU].eccCorrectedVolatile);
+      expect(obs.gpus.filter((_, j) => j !== FAULTED_GPU).every((g) => g.eccCorrectedVolatile === 0)).toBe(true);
+      tracker.observe({ seq: ++seq, at: 0, value: obs }, t0 + i * 3_600_000);
+    }
+    expect(seen).toEqual([0, 40, 130]);
+    expect(GPU_FIELDS).toContain("ecc.errors.corrected.volatile.total");
+    // 130 corrected errors, risen by 130 in 2 h: published as 100 and 100 (coarse), past the ladder's default threshold.
+    expect(tracker.current(t0 + 2 * 3_600_000)).toEqual({ ecc: 100, eccRise: 100, slow: 0 });
   });
 
   it("tolerates MIG [N/A] utilization and a missing GPU", async () => {

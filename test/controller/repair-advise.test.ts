@@ -31,17 +31,21 @@ afterAll(async () => {
 interface Sim {
   fleet: Fleet;
   fault: GpuFault | null;
+  /** Warning facts reported while HEALTHY (a predictive drain's input). */
+  warned?: GpuFault | null;
   prom: Registry;
 }
 
 const decision = repairDecision;
 
-function sim(cluster: string, nodeId: string, az: string, contend: boolean): Sim {
+function sim(cluster: string, nodeId: string, az: string, contend: boolean, warningScanMs?: number): Sim {
   const prom = new Registry();
-  const fleet = new Fleet({ redisUrl: redis.url, cluster, nodeId, az, intervalMs: I, log, metrics: prom, lease: LEASE, contend, repair: { mode: "advise" } });
+  // A floor of half an AZ's GPUs: AZ a's two nodes may lose one to a predictive drain (the default 75 % would hold it).
+  const controller = warningScanMs === undefined ? undefined : { degradedBelow: 0.5, downBelow: 0.25 };
+  const fleet = new Fleet({ redisUrl: redis.url, cluster, nodeId, az, intervalMs: I, log, metrics: prom, lease: LEASE, contend, controller, repair: { mode: "advise", warningScanMs } });
   const s: Sim = { fleet, fault: null, prom };
   fleet.start((): NodeReport => ({
-    nodeId, az, decision: decision(s.fault !== null), gpus: s.fault ? 0 : 8, gpusExpected: 8, model: "m", gpuFault: encodeGpuFault(s.fault),
+    nodeId, az, decision: decision(s.fault !== null), gpus: s.fault ? 0 : 8, gpusExpected: 8, model: "m", gpuFault: encodeGpuFault(s.fault ?? s.warned ?? null),
   }));
   return s;
 }
@@ -88,6 +92,26 @@ describe("repair ladder, advise mode, against a real redis-server", () => {
       const after = planEntries(await leader.fleet.client.redis.hgetall(keys.repairPlan)).get("a2");
       expect(after).toMatchObject({ action: "reboot" });
       expect(await events()).toHaveLength(1);
+    } finally {
+      await Promise.all(all.map((s) => s.fleet.stop()));
+    }
+  });
+
+  it("advises a predictive drain for a serving node with repeated slowdowns, read by the periodic warning scan; nothing is done", async () => {
+    const c = freshCluster("repairp");
+    const keys = new RedisKeys(c);
+    const all = [sim(c, "a1", "a", true, I), sim(c, "a2", "a", false, I), sim(c, "b1", "b", false, I)];
+    const [leader, node] = all;
+    try {
+      await waitFor("a1 leads", () => leader.fleet.isLeader, { timeoutMs: 10_000 });
+      node.warned = { xids: [], recovery: null, remap: null, warn: { ecc: 0, eccRise: 0, slow: 4 } };
+      const entry = await waitFor("a2 in the plan", async () => planEntries(await leader.fleet.client.redis.hgetall(keys.repairPlan)).get("a2") ?? null, { timeoutMs: 5000 });
+      expect(entry).toMatchObject({ action: "drain", wanted: "drain", fault: "slowdowns-repeated", reason: expect.stringContaining("4 thermal/hardware slowdown episodes") });
+      await waitFor("drain advised", async () => (await gauge(leader.prom, "llmha_repair_advised", { action: "drain" })) === 1, { timeoutMs: 5000 });
+      // The warnings gone (a reboot by hand): a2 leaves the plan.
+      node.warned = null;
+      await waitFor("a2 out of the plan", async () => !planEntries(await leader.fleet.client.redis.hgetall(keys.repairPlan)).has("a2"), { timeoutMs: 5000 });
+      expect(await leader.fleet.client.redis.exists(keys.repairActive)).toBe(0);
     } finally {
       await Promise.all(all.map((s) => s.fleet.stop()));
     }

@@ -49,6 +49,7 @@ describe("llm-ha:repair", () => {
     expect(env.LLMHA_REPAIR_MODE).toBe("advise");
     expect(env.LLMHA_REPAIR_SPARE).toBeUndefined();
     expect(env.LLMHA_REPAIR_NAMESPACE).toBeUndefined();
+    expect(env.LLMHA_REPAIR_PREDICTIVE_BUDGET).toBeUndefined();
     expect(statements(rs).map((s) => s.Sid)).not.toContain("RebootGpuInstances");
     expect(JSON.stringify(statements(rs))).not.toContain("ec2:RebootInstances");
     expect(repairRbac(rs)).toEqual([]);
@@ -56,10 +57,11 @@ describe("llm-ha:repair", () => {
   });
 
   it("prod with act: the reboot on the stack's own GPU instances, the repair Role in the inference namespace, cordon on Nodes, the settings", async () => {
-    const rs = await captureStack("prod", { "llm-ha:repair": JSON.stringify({ mode: "act", spare: { "us-east-1a": 1, "us-east-1c": 0 } }) });
+    const rs = await captureStack("prod", { "llm-ha:repair": JSON.stringify({ mode: "act", spare: { "us-east-1a": 1, "us-east-1c": 0 }, predictiveBudget: 1 }) });
     expect(controllerEnv(rs)).toMatchObject({
       LLMHA_REPAIR_MODE: "act",
       LLMHA_REPAIR_SPARE: "us-east-1a=1,us-east-1c=0",
+      LLMHA_REPAIR_PREDICTIVE_BUDGET: "1",
       LLMHA_REPAIR_NAMESPACE: WORKLOADS_NAMESPACE,
       LLMHA_ACTUATOR: "aws",
       LLMHA_AWS_REGION: "us-east-1",
@@ -131,8 +133,9 @@ describe("llm-ha:repair", () => {
   });
 
   it("names each bad value by its key", async () => {
-    const e = await failure({ "llm-ha:repair": JSON.stringify({ mode: "fix", spare: { "us-east-1a": 1.5, "us-east-1b": 1001, "us-east-1z": 1 }, dryRun: true }) });
-    expect(e.errors.map((x) => x.propertyPath)).toEqual(["llm-ha:repair.dryRun", "llm-ha:repair.mode", "llm-ha:repair.spare.us-east-1a", "llm-ha:repair.spare.us-east-1b", "llm-ha:repair.spare.us-east-1z"]);
+    const e = await failure({ "llm-ha:repair": JSON.stringify({ mode: "fix", spare: { "us-east-1a": 1.5, "us-east-1b": 1001, "us-east-1z": 1 }, dryRun: true, predictiveBudget: -1 }) });
+    expect(e.errors.map((x) => x.propertyPath)).toEqual(["llm-ha:repair.dryRun", "llm-ha:repair.mode", "llm-ha:repair.predictiveBudget", "llm-ha:repair.spare.us-east-1a", "llm-ha:repair.spare.us-east-1b", "llm-ha:repair.spare.us-east-1z"]);
+    expect(e.message).toMatch(/-1 must be a whole number from 0 to 1000 \(predictive drains per 24 h\)/);
     expect(e.message).toMatch(/"fix" must be one of advise, act, off/);
     expect(e.message).toMatch(/1\.5 must be a whole number from 0 to 1000/);
     expect(e.message).toMatch(/us-east-1z.*is not an AZ of llm-ha:azs \(us-east-1a, us-east-1b\)/);

@@ -111,10 +111,12 @@ describe("capacity first: the bounds hold a repair with a reason", () => {
   });
 
   it("never below an AZ's floor by taking out a node that still serves; a node already out costs nothing", () => {
+    // Predictive drains off: a serving node's pending row remap is a reset now (with them on it waits for a low-load moment: predictive.test.ts).
     const pending = { takesTraffic: true, gpus: 8, soft: ["GPU_ROW_REMAP_PENDING"], fault: fault({ remap: "pending" }) };
-    const below = repairLadder({ nodes: [node("p", pending), healthy("h")], history: [], capacity: cap({ a: { healthy: 16, floor: 12 } }), now: NOW });
+    const settings = { predictive: false };
+    const below = repairLadder({ nodes: [node("p", pending), healthy("h")], history: [], capacity: cap({ a: { healthy: 16, floor: 12 } }), now: NOW, settings });
     expect(below.decisions[0]).toMatchObject({ action: "held", wanted: "reset", bound: "floor", reason: expect.stringContaining("a would keep 8 healthy GPUs, below its floor of 12") });
-    const above = repairLadder({ nodes: [node("p", pending), healthy("h")], history: [], capacity: cap({ a: { healthy: 16, floor: 8 } }), now: NOW });
+    const above = repairLadder({ nodes: [node("p", pending), healthy("h")], history: [], capacity: cap({ a: { healthy: 16, floor: 8 } }), now: NOW, settings });
     expect(above.decisions[0].action).toBe("reset");
     const out = repairLadder({ nodes: [node("x", xid79), healthy("h")], history: [], capacity: cap({ a: { healthy: 8, floor: 12 } }), now: NOW });
     expect(out.decisions[0].action).toBe("reboot");

@@ -8,6 +8,8 @@ import { Fleet } from "../../agent/src/fleet/controller/fleet";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import type { NodeReport } from "../../agent/src/fleet/redis/registry";
 import { parseActive, type RepairActSettings } from "../../agent/src/fleet/repair/act";
+import type { RepairSettings } from "../../agent/src/fleet/repair/ladder";
+import type { ControllerSettings } from "../../agent/src/fleet/controller/state";
 import type { MemoryRepairActuator } from "../../agent/src/fleet/actuators/repair-memory";
 import { StaticInventory, type InventoryNode } from "../../agent/src/fleet/inventory/inventory";
 import { encodeGpuFault, type GpuFault } from "../../agent/src/node/sources/gpu-fault";
@@ -19,6 +21,8 @@ const log = testLogger();
 export interface Sim {
   fleet: Fleet;
   fault: GpuFault | null;
+  /** Warning facts reported while the node serves (HEALTHY): what a predictive drain watches. */
+  warned?: GpuFault | null;
   prom: Registry;
 }
 
@@ -30,17 +34,20 @@ export interface SimOptions {
 }
 
 /** `sim` starts one node of `clusterName`; `fleetOf` the three of a test: a1 (leads) and a2 in AZ a, b1 in AZ b. */
-export function repairSims(redisUrl: () => string, t: { intervalMs: number; lease: { ttlMs: number; renewMs: number; contendMs: number; marginMs: number }; act: Partial<RepairActSettings> }) {
+export function repairSims(
+  redisUrl: () => string,
+  t: { intervalMs: number; lease: { ttlMs: number; renewMs: number; contendMs: number; marginMs: number }; act: Partial<RepairActSettings>; settings?: Partial<RepairSettings>; warningScanMs?: number; controller?: Partial<ControllerSettings> },
+) {
   function sim(clusterName: string, nodeId: string, az: string, o: SimOptions): Sim {
     const prom = new Registry();
     const fleet = new Fleet({
       redisUrl: redisUrl(), cluster: clusterName, nodeId, az, intervalMs: t.intervalMs, log, metrics: prom, lease: t.lease, contend: o.contend,
-      inventory: o.inventory ? new StaticInventory(o.inventory) : undefined,
-      repair: { mode: "act", actuator: o.cluster, act: t.act, spare: o.spare },
+      inventory: o.inventory ? new StaticInventory(o.inventory) : undefined, controller: t.controller,
+      repair: { mode: "act", actuator: o.cluster, act: t.act, spare: o.spare, settings: t.settings, warningScanMs: t.warningScanMs },
     });
     const s: Sim = { fleet, fault: null, prom };
     fleet.start((): NodeReport => ({
-      nodeId, az, decision: repairDecision(s.fault !== null), gpus: s.fault ? 0 : 8, gpusExpected: 8, model: "m", gpuFault: encodeGpuFault(s.fault),
+      nodeId, az, decision: repairDecision(s.fault !== null), gpus: s.fault ? 0 : 8, gpusExpected: 8, model: "m", gpuFault: encodeGpuFault(s.fault ?? s.warned ?? null),
     }));
     return s;
   }

@@ -11,7 +11,7 @@ import { cronProblem, Zone } from "../../../contracts/cron";
 import { RedisAuthError, redisAuthFromEnv } from "../fleet/redis/auth";
 import { closest, flagErrorMessage } from "../../../contracts/did-you-mean";
 import { ConfigError } from "./error";
-import { parseRepairSpare, REPAIR_MODES } from "../fleet/repair/settings";
+import { parseRepairSpare, REPAIR_MODES, REPAIR_PREDICTIVE } from "../fleet/repair/settings";
 import { DEEP_CHECK_MODES } from "../node/deep-check";
 import { findExecutable } from "../node/sources/dcgmi";
 import { checkAwsFormats, imdsAvailabilityZone, resolveAwsRegion } from "./aws";
@@ -212,6 +212,8 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   deepCheckTimeoutMs: 120_000,
   deepCheckRetryMs: 600_000,
   repairSpare: null,
+  repairPredictive: "on",
+  repairPredictiveBudget: 2,
   repairNamespace: "llm-ha",
 };
 
@@ -260,6 +262,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
   } catch (err) {
     throw new ConfigError("LLMHA_REPAIR_SPARE", (err as Error).message);
   }
+  if (!(REPAIR_PREDICTIVE as readonly string[]).includes(cfg.repairPredictive)) throw new ConfigError("LLMHA_REPAIR_PREDICTIVE", `must be on or off, got ${JSON.stringify(cfg.repairPredictive.slice(0, 40))}`);
   if (cfg.identityJwks !== "none") {
     if (cfg.identityJwks !== "kubernetes" && !/^https?:\/\/./.test(cfg.identityJwks)) throw new ConfigError("LLMHA_IDENTITY_JWKS", `must be none, kubernetes or an http(s) URL, got ${JSON.stringify(safeUrl(cfg.identityJwks))}`);
     if (cfg.inventory === "none") throw new ConfigError("LLMHA_IDENTITY_JWKS", "needs LLMHA_INVENTORY: an enrolment is checked against the inventory's nodes");

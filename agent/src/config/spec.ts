@@ -120,6 +120,8 @@ export interface AgentConfig {
   deepCheckTimeoutMs: number;
   deepCheckRetryMs: number;
   repairSpare: string | null;
+  repairPredictive: string;
+  repairPredictiveBudget: number;
   repairNamespace: string;
 }
 
@@ -207,6 +209,8 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   // The repair ladder: what the leader would do for a broken GPU node (restart, reset, reboot, replace, quarantine).
   { key: "repairMode", env: "LLMHA_REPAIR_MODE", type: "repairMode", defaultText: "advise", description: "the leader's repair ladder for broken GPU nodes: `off`, `advise` (each period the plan is published to `repair:plan`, shown by `llm-ha status`, and nothing is done) or `act` (as advise, and the plan is carried out: `restart`, `reset` (as a reboot of the instance) and `reboot` as cordon, drain, the action, wait for HEALTHY, uncordon; `replace` and `quarantine` as cordon, drain, one more instance asked of the host's Auto Scaling group, wait for a replacement HEALTHY in its AZ, terminate the host; needs LLMHA_ACTUATOR `aws` with LLMHA_INVENTORY, or `dry-run`/`local`, which only log the steps)" },
   { key: "repairSpare", env: "LLMHA_REPAIR_SPARE", type: "string", defaultText: "none (no replacement in sight anywhere)", description: "replacements in sight per AZ for the repair ladder (free reservation slots, standby nodes, a fallback path), `az=count,…`; a `replace` or `quarantine` in an AZ with none is held" },
+  { key: "repairPredictive", env: "LLMHA_REPAIR_PREDICTIVE", type: "string", defaultText: "`on`", description: "predictive drains, `on` or `off`: a node that still serves but whose warnings foretell a hard GPU fault (corrected ECC errors rising 100+ in 24 h, 3+ thermal/hardware slowdown episodes of one GPU in an hour, a pending row remap) is drained at a low-load moment and rebooted, within LLMHA_REPAIR_PREDICTIVE_BUDGET and the ladder's bounds (in `advise` mode only shown); `off`: a serving node's pending row remap is a `reset` at once, as before" },
+  { key: "repairPredictiveBudget", env: "LLMHA_REPAIR_PREDICTIVE_BUDGET", type: "int", min: 0, max: 1000, defaultText: "2", description: "predictive drains per 24 h, fleet-wide, counted from the repair history (0: none is carried out; each is shown held, bound `budget`)" },
   { key: "repairNamespace", env: "LLMHA_REPAIR_NAMESPACE", type: "string", defaultText: "`llm-ha`", description: "`act` mode: the namespace of the inference pods a repair drains (evictions) and restarts (deletes); no other namespace is touched" },
 ];
 
@@ -228,7 +232,7 @@ export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: re
   { title: "Inventory and node identities", keys: ["inventory", "inventorySelector", "inventoryTokenFile", "inventoryCaFile", "identityTokenFile", "identityJwks", "identityIssuer"] },
   { title: "Deep check before traffic", keys: ["deepCheck", "dcgmi", "deepCheckTimeoutMs", "deepCheckRetryMs"] },
   { title: "Correctness canaries", keys: ["canaryIntervalMs", "canaryMaxTokens", "canaryPrefixTokens", "canaryLogprobTolerance"] },
-  { title: "Repair ladder (the leader)", keys: ["repairMode", "repairSpare", "repairNamespace"] },
+  { title: "Repair ladder (the leader)", keys: ["repairMode", "repairSpare", "repairPredictive", "repairPredictiveBudget", "repairNamespace"] },
 ];
 
 /** The specs of each group, in group order. */

@@ -34,6 +34,7 @@ import { DEFAULT_CONTROLLER_SETTINGS, type ControllerSettings, type Evaluation, 
 import type { CanaryLearning } from "./controller";
 import type { RepairActSettings } from "../repair/act";
 import { RepairAdvisor } from "../repair/advise";
+import type { RepairSettings } from "../repair/ladder";
 import { repairRunner } from "../repair/wire";
 import type { RepairActuator } from "../actuators/repair-types";
 
@@ -75,7 +76,7 @@ export interface FleetOptions {
   /** Correctness canaries: the leader learns and publishes the expected answers (issue 32); none when off. */
   canary?: CanaryLearning;
   /** The repair ladder (`LLMHA_REPAIR_MODE`, `LLMHA_REPAIR_SPARE`): with `advise` the leader publishes its plan each period. Default off. */
-  repair?: { mode: "off" | "advise" | "act"; spare?: ReadonlyMap<string, number>; actuator?: RepairActuator | null; act?: Partial<RepairActSettings> };
+  repair?: { mode: "off" | "advise" | "act"; spare?: ReadonlyMap<string, number>; actuator?: RepairActuator | null; act?: Partial<RepairActSettings>; settings?: Partial<RepairSettings>; warningScanMs?: number };
 }
 
 export interface FleetStatus {
@@ -168,7 +169,7 @@ export class Fleet {
       inventory: o.inventory,
       repair: o.repair && o.repair.mode !== "off"
         ? new RepairAdvisor({
-          redis: this.client.redis, keys: this.keys, writer, log: o.log, spare: o.repair.spare,
+          redis: this.client.redis, keys: this.keys, writer, log: o.log, spare: o.repair.spare, settings: o.repair.settings, warningScanMs: o.repair.warningScanMs,
           // An AZ's floor: repair never takes it below the share that keeps it out of DEGRADED.
           floorShare: o.controller?.degradedBelow ?? DEFAULT_CONTROLLER_SETTINGS.degradedBelow,
           onPlan: (actions) => this.metrics.setRepair(actions),

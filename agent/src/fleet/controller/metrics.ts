@@ -38,6 +38,7 @@ export class FleetMetrics {
   readonly modelMajority: Gauge<"model">;
   /** The repair ladder (advise mode): nodes advised each action now, and nodes held by a bound. */
   readonly repairAdvised: Gauge<"action">;
+  readonly repairPredictiveHeld: Gauge;
   readonly repairHeld: Gauge;
   private readonly modelAzsShown = new Set<string>();
   private majorityShown: string | null = null;
@@ -111,7 +112,8 @@ export class FleetMetrics {
     this.repairAdvised = new Gauge({ name: "llmha_repair_advised", help: "GPU nodes the repair ladder advises this action for now (leader view; advise mode: nothing is done)", labelNames: ["action"], registers });
     for (const action of REPAIR_ACTIONS) this.repairAdvised.set({ action }, 0);
     this.repairHeld = new Gauge({ name: "llmha_repair_held", help: "Broken GPU nodes whose repair a bound holds (one per AZ, fleet share, AZ floor, no replacement in sight; leader view)", registers });
-    for (const g of [this.repairHeld, this.redisConnected, this.leader, this.fencingToken, this.tierLevel, this.blastSuspectChecks, this.standbyWake, this.standbyHealthy, this.modelOutlierNodes]) g.set(0);
+    this.repairPredictiveHeld = new Gauge({ name: "llmha_repair_predictive_held", help: "Serving GPU nodes whose predictive drain waits (the 24 h budget, a low-load moment, a capacity bound): information, the node serves on (leader view; not in llmha_repair_held)", registers });
+    for (const g of [this.repairHeld, this.repairPredictiveHeld, this.redisConnected, this.leader, this.fencingToken, this.tierLevel, this.blastSuspectChecks, this.standbyWake, this.standbyHealthy, this.modelOutlierNodes]) g.set(0);
     for (const c of [this.redisErrors, this.leaseAcquisitions, this.staleWritesRejected]) c.inc(0);
     for (const r of ["ok", "error"]) this.heartbeats.inc({ result: r }, 0);
     for (const r of LOST_REASONS) this.leaseLosses.inc({ reason: r }, 0);
@@ -161,9 +163,10 @@ export class FleetMetrics {
     }
   }
 
-  /** The repair plan's counts: advised per action, held. */
+  /** The repair plan's counts: advised per action, held, held predictive drains (`held:predictive`, apart: the node serves on). */
   setRepair(actions: readonly string[]): void {
     for (const action of REPAIR_ACTIONS) this.repairAdvised.set({ action }, actions.filter((a) => a === action).length);
     this.repairHeld.set(actions.filter((a) => a === "held").length);
+    this.repairPredictiveHeld.set(actions.filter((a) => a === "held:predictive").length);
   }
 }

@@ -17,7 +17,7 @@ import { Fleet, type FleetOptions } from "./fleet";
 import type { CanaryTolerance } from "../../node/canary/answers";
 import { inventoryFromSetting } from "../inventory/inventory";
 import { jwksFromSetting } from "../identity/jwks";
-import { parseRepairSpare } from "../repair/settings";
+import { parseRepairSpare, repairLadderSettings } from "../repair/settings";
 import { createRepairActuator } from "../actuators/repair-index";
 
 /** The fleet settings every role reads from the agent's configuration, in one place. */
@@ -48,7 +48,7 @@ export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, t
     register: cfg.role !== "controller",
     // `act`: only a process that may lead gets the repair actuator (Kubernetes and EC2, or dry-run).
     repair: cfg.repairMode === "off" ? undefined : {
-      mode: cfg.repairMode, spare: parseRepairSpare(cfg.repairSpare),
+      mode: cfg.repairMode, spare: parseRepairSpare(cfg.repairSpare), settings: repairLadderSettings(cfg),
       actuator: cfg.repairMode === "act" && cfg.role !== "node" ? createRepairActuator(cfg, log, process.env) : undefined,
     },
   };

@@ -1,6 +1,6 @@
 /**
- * The repair ladder's `act` mode, on the leader. For a node whose plan is `restart`, `reset` or
- * `reboot` it runs
+ * The repair ladder's `act` mode, on the leader. For a node whose plan is `restart`, `reset`,
+ * `reboot` or `drain` (predictive: a serving node drained at a low-load moment, then rebooted) it runs
  *
  *   cordon → drain → the action → (history recorded) → wait for the node's record to be
  *   HEALTHY again → uncordon
@@ -37,9 +37,11 @@ import { recordRepair, type HistoryEntry } from "./history";
  * reboot of the instance: the cloud has no GPU-reset call, and a reset from the node
  * (`nvidia-smi -r`) needs a privileged process the GPU-node agent is not. A reboot resets every
  * GPU and applies pending row remaps; the history keeps `reset`, so a fault back within the
- * window escalates as after a reboot.
+ * window escalates as after a reboot. A predictive `drain` is carried out as a reboot too (it
+ * applies pending row remaps and resets the GPUs); the history keeps `drain`, which the ladder
+ * counts against its 24 h budget, and a hard fault within the window escalates as after a reboot.
  */
-export const ACTED_RUNGS = ["restart", "reset", "reboot", "replace", "quarantine"] as const;
+export const ACTED_RUNGS = ["restart", "reset", "reboot", "replace", "quarantine", "drain"] as const;
 export type ActedRung = (typeof ACTED_RUNGS)[number];
 /** Rungs that end with the host terminated (a replacement first where its group has room). */
 const REPLACING: ReadonlySet<ActedRung> = new Set(["replace", "quarantine"]);

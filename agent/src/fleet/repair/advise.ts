@@ -7,13 +7,20 @@
  * none); then the whole plan replaces the hash. In `advise` mode nothing else happens. In `act`
  * mode (a `RepairRunner`, act.ts) the plan is then carried out. The
  * ladder's history comes from `repair:history` and `repair:active` (written in `act` mode).
+ *
+ * Predictive drains (predictive.ts) need the warning facts of nodes that carry no code: those
+ * change over minutes and hours, so every live node's `gpuFault` is read once per
+ * `warningScanMs` (default 60 s: one HGET per node a minute, pipelined), not every period, and a
+ * node's warnings are not a soft code (a soft code would take part in the blast-radius cap and
+ * the weight). Only for the AZs with a warned node is each serving node's `loadScore` read every
+ * period (the low-load moment is now, not a minute ago).
  */
 import type { Redis } from "ioredis";
 import type { FencedWriter } from "../redis/fenced";
 import type { RedisKeys } from "../redis/keys";
 import type { RegistrySnapshot } from "../redis/registry";
 import { readRecordField } from "../redis/bound-records";
-import { parseGpuFault } from "../../node/sources/gpu-fault";
+import { parseGpuFault, type GpuFault } from "../../node/sources/gpu-fault";
 import type { Logger } from "../../util/log";
 import type { AzView } from "../controller/state";
 import type { InventoryTracker } from "../inventory/tracker";
@@ -32,8 +39,10 @@ export interface RepairAdvisorOptions {
   /** An AZ's floor: this share of its total GPUs stays healthy (the controller's `degradedBelow`: repair never makes an AZ DEGRADED). */
   floorShare: number;
   settings?: Partial<RepairSettings>;
-  /** Called with every published plan's actions (metrics). */
+  /** Called with every published plan's actions (metrics); a held predictive drain is given as `held:predictive` (information, not a held repair). */
   onPlan?: (actions: readonly string[]) => void;
+  /** How often every live node's warning facts are read. Default 60 s. */
+  warningScanMs?: number;
   /** `act` mode: carries out the plan. Absent: `advise` (nothing is done). */
   runner?: RepairRunner;
 }
@@ -59,6 +68,9 @@ export class RepairAdvisor {
   }
 
   private lastError = "";
+  /** Warning facts of every live node, from the last scan (`warningScanMs`). */
+  private warned = new Map<string, GpuFault>();
+  private scannedAt = -Infinity;
 
   /**
    * One period: decide and publish. Resolves `accepted: false` when a write was fenced out. Advice
@@ -92,6 +104,7 @@ export class RepairAdvisor {
     const active = parseActive(activeHash);
     this.history = [...historyRecords(history), ...activeRecords(active)];
     const fault = new Map(alive.map((n, i) => [n.nodeId, parseGpuFault(facts[i])]));
+    const load = await this.warnings(r, recordKey, fault);
     const prev = planEntries(prevHash);
     const capacity = new Map<string, AzRepairCapacity>(
       r.azs.map((a) => [a.az, { healthy: a.healthyCapacity, floor: Math.ceil(this.o.floorShare * a.totalCapacity), spare: this.o.spare?.get(a.az) ?? 0 }]),
@@ -99,7 +112,8 @@ export class RepairAdvisor {
     const plan = repairLadder({
       nodes: r.snap.nodes.map((n) => ({
         nodeId: n.nodeId, az: n.az, host: hosts.get(n.nodeId) ?? n.nodeId, alive: n.alive, takesTraffic: n.takesTraffic,
-        gpus: n.gpus, hard: n.hard, soft: n.soft, fault: fault.get(n.nodeId) ?? null, since: prev.get(n.nodeId)?.since,
+        gpus: n.gpus, hard: n.hard, soft: n.soft, fault: fault.get(n.nodeId) ?? this.warned.get(n.nodeId) ?? null, since: prev.get(n.nodeId)?.since,
+        ...(load.has(n.nodeId) ? { load: load.get(n.nodeId) } : {}),
       })),
       history: this.history,
       capacity,
@@ -122,10 +136,45 @@ export class RepairAdvisor {
     for (const [id, e] of changed) {
       this.log[e.action === "held" ? "warn" : "info"]({ nodeId: id, az: e.az, host: e.host, action: e.action, wanted: e.wanted, reason: e.reason }, mode === "act" ? "repair plan (act mode: it is carried out)" : "repair advised (advise mode: nothing is done)");
     }
-    this.o.onPlan?.(plan.decisions.map((d) => d.action));
+    this.o.onPlan?.(plan.decisions.map((d) => (isPredictiveHold(d) ? "held:predictive" : d.action)));
     if (this.o.runner) return this.o.runner.round({ decisions: plan.decisions, snap: r.snap, now: r.now, active, history, instances: hosts });
     return w;
   }
+
+  /**
+   * Every `warningScanMs`, the warning facts of each live serving node (kept between scans); each
+   * period, the `loadScore` of the serving nodes in AZs where a serving node has warnings or a
+   * pending remap (the ladder's low-load moment). Returns node id → load.
+   */
+  private async warnings(r: RepairRound, recordKey: (id: string) => string | null, fresh: ReadonlyMap<string, GpuFault | null>): Promise<Map<string, number>> {
+    if (this.o.settings?.predictive === false) return new Map();
+    const serving = r.snap.nodes.filter((n) => n.alive && n.takesTraffic);
+    if (r.now - this.scannedAt >= (this.o.warningScanMs ?? 60_000)) {
+      const facts = await readRecordField(this.o.redis, serving.map((n) => recordKey(n.nodeId)), "gpuFault");
+      this.warned = new Map();
+      serving.forEach((n, i) => {
+        const f = parseGpuFault(facts[i]);
+        if (f && (f.warn || f.remap === "pending")) this.warned.set(n.nodeId, f);
+      });
+      this.scannedAt = r.now;
+    }
+    const hasWarning = (id: string): boolean => this.warned.has(id) || Boolean(fresh.get(id)?.warn) || fresh.get(id)?.remap === "pending";
+    const warnedAz = new Set(serving.filter((n) => hasWarning(n.nodeId)).map((n) => n.az));
+    const inAz = serving.filter((n) => warnedAz.has(n.az));
+    if (!inAz.length) return new Map();
+    const scores = await readRecordField(this.o.redis, inAz.map((n) => recordKey(n.nodeId)), "loadScore");
+    const out = new Map<string, number>();
+    inAz.forEach((n, i) => {
+      const v = scores[i] === null ? NaN : Number(scores[i]);
+      if (Number.isFinite(v) && v >= 0) out.set(n.nodeId, v);
+    });
+    return out;
+  }
+}
+
+/** A held predictive drain: the node serves on, so it is information, not a held repair (`LlmHaRepairHeld` leaves it out). */
+export function isPredictiveHold(d: Pick<RepairDecision, "action" | "wanted" | "bound">): boolean {
+  return d.action === "held" && d.wanted === "drain" && d.bound !== "failed";
 }
 
 /** The published entry: `since` kept while the decision (action, and what it waits for) stays. */

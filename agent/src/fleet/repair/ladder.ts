@@ -16,15 +16,22 @@
  * still serves (a repair of a node already out costs its AZ nothing), and never a `replace` or
  * `quarantine` without a replacement in sight in its AZ. A node that may not be repaired now
  * gets `held`, with the action it waits for and the reason (what an alert shows).
+ *
+ * Predictive (`drain`, predictive.ts): a node that still serves but whose warning facts foretell
+ * a hard fault (corrected ECC errors rising, repeated slowdowns, a pending row remap) is drained
+ * and rebooted at a low-load moment, within a budget of predictive drains per 24 h. Hard faults
+ * are served first, and a node with a hard fault gets its hard rung, never a predictive drain.
  */
 import type { GpuFault } from "../../node/sources/gpu-fault";
+import { DEFAULT_PREDICTIVE_SETTINGS, predictiveDecisions, predict, type PredictiveSettings } from "./predictive";
 
-export const REPAIR_ACTIONS = ["restart", "reset", "reboot", "replace", "quarantine"] as const;
+/** `drain`: predictive (a serving node with warning facts): cordon, drain, reboot, wait, uncordon. */
+export const REPAIR_ACTIONS = ["restart", "reset", "reboot", "replace", "quarantine", "drain"] as const;
 export type RepairAction = (typeof REPAIR_ACTIONS)[number];
-const COST: Record<RepairAction, number> = { restart: 0, reset: 1, reboot: 2, replace: 3, quarantine: 4 };
+const COST: Record<RepairAction, number> = { restart: 0, reset: 1, drain: 2, reboot: 2, replace: 3, quarantine: 4 };
 
-/** Which kind of fault a node has, as the ladder sorts them (shown, and kept in the history). */
-export type FaultClass = "app-xid" | "reset-needed" | "reboot-needed" | "off-bus" | "remap-failure" | "gpu-fault";
+/** Which kind of fault a node has, as the ladder sorts them (shown, and kept in the history). The last three are warnings (predictive). */
+export type FaultClass = "app-xid" | "reset-needed" | "reboot-needed" | "off-bus" | "remap-failure" | "gpu-fault" | "ecc-rising" | "slowdowns-repeated" | "remap-pending";
 
 /** Application XIDs: a bad kernel or an out-of-bounds access, healed by restarting the engine. */
 export const APP_XIDS: ReadonlySet<number> = new Set([13, 31, 43, 45]);
@@ -46,6 +53,8 @@ export interface RepairNode {
   fault: GpuFault | null;
   /** Epoch ms its current decision was first made (the broken longest are served first); absent: now. */
   since?: number;
+  /** Its `loadScore` now (lower is idler), where the leader read it; absent: unknown (a predictive drain waits). */
+  load?: number;
 }
 
 /** A repair started on a host: what, when, and when it ended (null: still running). */
@@ -69,14 +78,14 @@ export interface AzRepairCapacity {
   spare: number;
 }
 
-export interface RepairSettings {
+export interface RepairSettings extends PredictiveSettings {
   /** Share of the fleet's nodes in repair at once (at least one node). Default 0.1. */
   maxShare: number;
   /** A host failing again this long after a reset or reboot is quarantined. Default 24 h. */
   quarantineWindowMs: number;
 }
 
-export const DEFAULT_REPAIR_SETTINGS: Readonly<RepairSettings> = Object.freeze({ maxShare: 0.1, quarantineWindowMs: 86_400_000 });
+export const DEFAULT_REPAIR_SETTINGS: Readonly<RepairSettings> = Object.freeze({ maxShare: 0.1, quarantineWindowMs: 86_400_000, ...DEFAULT_PREDICTIVE_SETTINGS });
 
 export interface RepairInput {
   nodes: readonly RepairNode[];
@@ -86,8 +95,11 @@ export interface RepairInput {
   now: number;
 }
 
-/** `failed`: a repair acted on in `act` mode failed; the node stays cordoned (advise.ts). */
-export type Bound = "in-progress" | "az" | "share" | "floor" | "replacement" | "failed";
+/**
+ * `failed`: a repair acted on in `act` mode failed; the node stays cordoned (advise.ts). `budget`
+ * and `load`: a predictive drain waits for the 24 h budget or a low-load moment (the node serves on).
+ */
+export type Bound = "in-progress" | "az" | "share" | "floor" | "replacement" | "failed" | "budget" | "load";
 
 export interface RepairDecision {
   nodeId: string;
@@ -109,8 +121,16 @@ export interface RepairPlan {
   quarantined: string[];
 }
 
+export interface Diagnosis {
+  fault: FaultClass;
+  action: RepairAction;
+  why: string;
+  /** Only a pending row remap: on a node that still serves, a predictive drain (at a low-load moment) rather than a reset now. */
+  remapOnly?: true;
+}
+
 /** The fault's class and the cheapest rung for it, or null when the node has no GPU fault the ladder repairs. */
-export function diagnose(n: Pick<RepairNode, "hard" | "soft" | "fault">): { fault: FaultClass; action: RepairAction; why: string } | null {
+export function diagnose(n: Pick<RepairNode, "hard" | "soft" | "fault">): Diagnosis | null {
   const f = n.fault;
   const xids = f?.xids ?? [];
   const hard = new Set(n.hard);
@@ -127,7 +147,7 @@ export function diagnose(n: Pick<RepairNode, "hard" | "soft" | "fault">): { faul
   }
   if (xids.includes(48)) return { fault: "reset-needed", action: "reset", why: "XID 48: double-bit ECC error" };
   if (recovery) return { fault: "reset-needed", action: "reset", why: `the driver asks for ${recovery}` };
-  if (f?.remap === "pending" || n.soft.includes("GPU_ROW_REMAP_PENDING")) return { fault: "reset-needed", action: "reset", why: "row remap pending: a GPU reset applies it" };
+  if (f?.remap === "pending" || n.soft.includes("GPU_ROW_REMAP_PENDING")) return { fault: "reset-needed", action: "reset", why: "row remap pending: a GPU reset applies it", remapOnly: true };
   if (xids.length) return { fault: "app-xid", action: "restart", why: `application XID ${xids.join(",")}` };
   // Fatal codes whose facts the record does not carry (an agent older than `gpuFault`): a reboot covers them.
   if (hard.has("GPU_XID_FATAL") || hard.has("GPU_RECOVERY_ACTION")) return { fault: "gpu-fault", action: "reboot", why: `hard GPU fault: ${[...hard].filter((c) => c.startsWith("GPU_")).join(", ")}` };
@@ -137,7 +157,7 @@ export function diagnose(n: Pick<RepairNode, "hard" | "soft" | "fault">): { faul
 const hours = (ms: number): string => `${Math.round((ms / 3_600_000) * 10) / 10} h`;
 
 /** The rung after the host's history: a restart that did not hold, a fault back after a reset or reboot. */
-function escalate(base: { fault: FaultClass; action: RepairAction; why: string }, past: RepairRecord | undefined, s: RepairSettings, now: number): { action: RepairAction; why: string } {
+export function escalate(base: { fault: FaultClass; action: RepairAction; why: string }, past: RepairRecord | undefined, s: RepairSettings, now: number): { action: RepairAction; why: string } {
   if (!past || past.doneAt === null || now - past.doneAt > s.quarantineWindowMs) return base;
   const ago = `${hours(now - past.doneAt)} after its ${past.action}`;
   let action = base.action;
@@ -179,11 +199,18 @@ export function repairLadder(input: RepairInput): RepairPlan {
   const healthy = new Map([...input.capacity].map(([az, c]) => [az, c.healthy]));
   const spare = new Map([...input.capacity].map(([az, c]) => [az, c.spare]));
   const decisions: RepairDecision[] = [];
-  const broken = input.nodes
-    .filter((n) => n.alive && !gone.has(n.host))
-    .map((n) => ({ n, d: diagnose(n) }))
-    .filter((x): x is { n: RepairNode; d: NonNullable<ReturnType<typeof diagnose>> } => x.d !== null)
-    .sort((a, b) => (a.n.since ?? now) - (b.n.since ?? now) || a.n.nodeId.localeCompare(b.n.nodeId));
+  const byAge = (a: { n: RepairNode }, b: { n: RepairNode }): number => (a.n.since ?? now) - (b.n.since ?? now) || a.n.nodeId.localeCompare(b.n.nodeId);
+  const diagnosed = input.nodes.filter((n) => n.alive && !gone.has(n.host)).map((n) => ({ n, d: diagnose(n) }));
+  // A serving node whose only fault is a pending row remap waits for a low-load moment (predictive) when that is on.
+  const warned = (x: { n: RepairNode; d: Diagnosis | null }): boolean => s.predictive && x.n.takesTraffic && (x.d === null || x.d.remapOnly === true);
+  const broken = diagnosed
+    .filter((x): x is { n: RepairNode; d: Diagnosis } => x.d !== null && !warned(x))
+    .sort(byAge);
+  const predictive = diagnosed
+    .filter(warned)
+    .map((x) => ({ n: x.n, p: predict(x.n, s) }))
+    .filter((x): x is { n: RepairNode; p: NonNullable<ReturnType<typeof predict>> } => x.p !== null)
+    .sort(byAge);
   for (const { n, d } of broken) {
     const base = { nodeId: n.nodeId, az: n.az, host: n.host, fault: d.fault };
     const run = running.find((r) => r.nodeId === n.nodeId || r.host === n.host);
@@ -215,5 +242,8 @@ export function repairLadder(input: RepairInput): RepairPlan {
       decisions.push({ ...base, action, wanted: action, reason: why });
     }
   }
+  // Predictive drains last: broken nodes get the capacity bounds first.
+  const state = { busyAz, inRepair, limit, healthy };
+  decisions.push(...predictiveDecisions({ candidates: predictive, nodes: input.nodes, history: input.history, running, quarantined, lastDone, capacity: input.capacity, s, now, state }));
   return { decisions, quarantined: [...quarantined].sort() };
 }

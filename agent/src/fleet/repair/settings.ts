@@ -1,7 +1,16 @@
 /**
  * The repair ladder's settings as the agent's configuration gives them (`LLMHA_REPAIR_MODE`,
- * `LLMHA_REPAIR_SPARE`): a leaf module, read by config/load.ts and the fleet.
+ * `LLMHA_REPAIR_SPARE`, `LLMHA_REPAIR_PREDICTIVE`, `LLMHA_REPAIR_PREDICTIVE_BUDGET`): a leaf
+ * module, read by config/load.ts and the fleet.
  */
+
+/** `LLMHA_REPAIR_PREDICTIVE`: predictive drains of serving nodes with warning facts (predictive.ts). */
+export const REPAIR_PREDICTIVE = ["on", "off"] as const;
+
+/** The ladder's settings from the configuration (the rest keep their defaults). */
+export function repairLadderSettings(cfg: { repairPredictive: string; repairPredictiveBudget: number }): { predictive: boolean; predictiveBudget: number } {
+  return { predictive: cfg.repairPredictive !== "off", predictiveBudget: cfg.repairPredictiveBudget };
+}
 
 /** `off`: no plan; `advise`: the plan is published and shown, nothing is done; `act`: as advise, and the plan is carried out (act.ts): restarts, resets (as reboots), reboots, replacements. */
 export const REPAIR_MODES = ["off", "advise", "act"] as const;

@@ -15,6 +15,8 @@ export interface GpuInfo {
   memoryUsedMiB: number | null;
   memoryTotalMiB: number | null;
   eccUncorrectedVolatile: number | null;
+  /** `ecc.errors.corrected.volatile.total` (since the driver loaded); absent or null when not reported. A rising count foretells a hard fault. */
+  eccCorrectedVolatile?: number | null;
   remappedRowsPending: boolean | null;
   remappedRowsFailure: boolean | null;
   retiredPagesPending: boolean | null;

@@ -98,7 +98,7 @@ export function eventRow(id: string, flat: string[], now: number, keys: RedisKey
       const e = parsePlanEntry(f[id]);
       const what = !e ? "?" : e.action === "held" ? `held, needs ${e.wanted ?? "?"}` : e.action === "none" ? "no repair needed" : e.action;
       summary = `repair advised for ${id}${e?.az ? ` (${e.az})` : ""}: ${what}${e && e.action !== "none" ? `: ${e.reason}` : ""}`;
-      tone = !e || e.action === "none" ? "ok" : e.action === "held" ? "bad" : "warn";
+      tone = !e || e.action === "none" ? "ok" : e.action === "held" && e.wanted !== "drain" ? "bad" : "warn";
       break;
     }
     case "repair.started":
