@@ -13,7 +13,7 @@
  * - Every call carries the term's token through `FencedActuator`; a new term starts from
  *   what the last one recorded in the `actuation` hash; a lost term (or a `refused-stale`)
  *   stops the actions of that term at once.
- * - A wake is followed (issue 15): until a standby instance is in service, the wake is asked
+ * - A wake is followed (issue 15): until a standby node is healthy, the wake is asked
  *   again every `wakeFollowMs`, and each call reads the launches and wakes the next fallback
  *   step when the last one failed (one fenced, recorded call per step). When every step
  *   failed, `standbyUnavailable()` gives the reason the controller puts in the tier.
@@ -334,7 +334,8 @@ export class Reconciler {
         this.incident = withUnhealthy(this.incident, r.wake.unhealthy);
         this.log.warn({ unhealthy: r.wake.unhealthy }, "standby step in service with no healthy node within the bound: failed for this incident");
       }
-      slot.followAt = r.wake.phase === "serving" ? null : at + this.settings.wakeFollowMs;
+      // Followed until a standby node is healthy: an instance in service may never be (`unhealthy`).
+      slot.followAt = r.wake.phase === "serving" && (want.healthy ?? 0) > 0 ? null : at + this.settings.wakeFollowMs;
       const kind = this.o.actuator.kind;
       if (r.wake.phase === "fallback" && r.outcome === "applied") this.wakeMetrics?.fallbacks.inc({ kind, class: r.wake.failure?.class ?? "unknown" });
       this.wakeMetrics?.unavailable.set({ kind }, r.wake.phase === "unavailable" ? 1 : 0);
