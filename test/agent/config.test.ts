@@ -78,6 +78,8 @@ describe("configuration", () => {
     ["LLMHA_REPAIR_MODE", "fix", /LLMHA_REPAIR_MODE .*must be one of off, advise, act/],
     ["LLMHA_REPAIR_MODE", "act", /LLMHA_REPAIR_MODE .*act needs LLMHA_ACTUATOR/],
     ["LLMHA_REPAIR_SPARE", "us-east-1a:2", /LLMHA_REPAIR_SPARE.*is not AZ=COUNT/],
+    ["LLMHA_STANDBY_HEALTHY_BOUND_MS", "500", /LLMHA_STANDBY_HEALTHY_BOUND_MS .*between 1000 and/],
+    ["LLMHA_STANDBY_HEALTHY_BOUND_MS", "10m", /LLMHA_STANDBY_HEALTHY_BOUND_MS .*must be a whole number/],
   ])("%s=%s is refused with a message naming it", (k, v, re) => {
     expect(() => parseConfig([], { ...base, [k]: v })).toThrow(re);
   });
