@@ -124,18 +124,22 @@ describe("planWake (pure)", () => {
       expect(p.report.unhealthy).toEqual([p.report.failure]);
       expect(p.detail).toMatch(/^fallback to step 2\/2 b after unhealthy on a: /);
     });
-    it("a group recorded failed is never serving nor woken again, even once healthy nodes are counted (the fallback's)", () => {
+    it("a group recorded failed is not serving nor woken again; healthy nodes once the fallback is in service are the fallback's", () => {
       const failed = { a: { class: "unhealthy" as const, group: "a", message: "2 in service, no standby node HEALTHY", at: 30_000 } };
       const woken: WakeGroupView[][] = [[g({ name: "a", woken: true, wokenAt: 0, inService: 2 })], [g({ name: "b", woken: true, wokenAt: 30_000 })]];
-      expect(planWake(woken, S, 31_000, { healthy: 8, failed })).toMatchObject({ wake: null, report: { phase: "waiting", step: 1 } });
+      expect(planWake(woken, S, 31_000, { healthy: 0, failed })).toMatchObject({ wake: null, report: { phase: "waiting", step: 1 } });
       woken[1][0].inService = 1;
       const p = planWake(woken, S, 40_000, { healthy: 8, failed });
       expect(p).toMatchObject({ wake: null, report: { phase: "serving", step: 1, failure: { class: "unhealthy", group: "a" } } });
       expect(p.report.unhealthy).toBeUndefined(); // already recorded: not reported again
     });
-    it("the last step unhealthy: capacity unavailable, with the reason", () => {
-      const p = planWake([[g({ name: "a", woken: true, wokenAt: 0, inService: 1 })]], S, 30_000, { healthy: 0, failed: {} });
+    it("the last step unhealthy: capacity unavailable, with the reason; serving again once healthy (a slow boot, a repair)", () => {
+      const one = [[g({ name: "a", woken: true, wokenAt: 0, inService: 1 })]];
+      const p = planWake(one, S, 30_000, { healthy: 0, failed: {} });
       expect(p).toMatchObject({ wake: null, report: { phase: "unavailable", failure: { class: "unhealthy" } } });
+      const failed = { a: p.report.failure! };
+      expect(planWake(one, S, 40_000, { healthy: 0, failed }).report.phase).toBe("unavailable");
+      expect(planWake(one, S, 40_000, { healthy: 8, failed })).toMatchObject({ wake: null, report: { phase: "serving", step: 0 } });
     });
   });
 });

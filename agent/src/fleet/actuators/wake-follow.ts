@@ -148,7 +148,9 @@ export function planWake(steps: WakeGroupView[][], s: WakeFollowSettings, now: n
     ...(wokenAt(step) !== undefined ? { stepWokenAt: wokenAt(step) } : {}),
     ...(unhealthy.length ? { unhealthy } : {}),
   });
-  const servingAt = steps.findIndex((st, i) => failures[i] === null && st.some((g) => g.inService > 0));
+  let servingAt = steps.findIndex((st, i) => failures[i] === null && st.some((g) => g.inService > 0));
+  // Healthy standby capacity with no other step in service: a step recorded failed came good after all (its nodes repaired, a slow boot).
+  if (servingAt < 0 && (health.healthy ?? 0) > 0) servingAt = steps.findIndex((st) => st.some((g) => g.inService > 0));
   if (servingAt >= 0) {
     return { wake: top < 0 ? 0 : null, report: base("serving", servingAt), detail: `serving: ${steps[servingAt].filter((g) => g.inService > 0).map((g) => `${g.name} ${g.inService} in service`).join(", ")}` };
   }
