@@ -255,8 +255,8 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     targets: {
       wakeDecisionMs: 10_000,
       failed: 0,
-      // The bad group's nodes never in rotation nor sent a request; one wake per step; no release before the heal; the fallback serves.
-      extraCounts: { badInRotation: 0, badSent: 0, extraWakes: 0, releasesBeforeHeal: 0, fallbackNeverServed: 0 },
+      // The bad group's nodes never in rotation (agent HEALTHY or a proxy UP after a check); one wake per step; no release before the heal; the fallback serves.
+      extraCounts: { badInRotation: 0, extraWakes: 0, releasesBeforeHeal: 0, fallbackNeverServed: 0 },
       // Fallback woken within the healthy bound (15 s) + a follow period and slack.
       extraTimes: { fallbackAfterWakeMs: 30_000 },
     },

@@ -16,8 +16,12 @@ import { blank, finish, healAzThenStandbyBack, MAIN_CLIENT, mark, standbyReady, 
 
 const fmt = (ms: number | null | undefined): string => (typeof ms !== "number" ? "never" : `${(ms / 1000).toFixed(2)}s`);
 
-/** The node's rows in every proxy (`<proxy>/<node>`) of a sample. */
-const rowsOf = (s: Sample, n: SimNode): { status: string; weight: number; total: number }[] => Object.entries(s.l1).filter(([k]) => k.endsWith(`/${n.id}`)).map(([, v]) => v);
+/**
+ * The node's rows in the AZ proxies' serving backends (`az_<az>_servers/<node>`) of a sample:
+ * the baselines and the `/az/health` backends are not llm-ha's traffic.
+ */
+const rowsOf = (s: Sample, n: SimNode): { status: string; weight: number; total: number }[] =>
+  Object.entries(s.l1).filter(([k]) => /^az_.*_servers\//.test(k) && k.endsWith(`/${n.id}`)).map(([, v]) => v);
 
 export async function runWakeOntoBadGpus(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   const r = blank(spec.name, run);
@@ -41,8 +45,9 @@ export async function runWakeOntoBadGpus(ctx: ScenarioContext, spec: ScenarioSpe
   const az = ctx.stack.azs[0];
   const victims = ctx.stack.nodes.filter((n) => n.az === az.name);
   const serving = (s: Sample, n: SimNode): boolean => s.nodes[n.id]?.status === "HEALTHY" && rowsOf(s, n).some((x) => x.status.startsWith("UP") && x.weight > 0);
-  // In rotation anywhere: a row UP at a weight in any proxy.
-  const inRotation = (s: Sample, n: SimNode): boolean => rowsOf(s, n).some((x) => !l1Removed(x) && x.status.startsWith("UP"));
+  // In rotation: its agent says HEALTHY, or an AZ proxy has it UP after a passed check (`UP`; a server HAProxy adds from DNS
+  // starts `UP 1/n` until its first check fails: one connection may reach it then, refused and redispatched — `badConnects`).
+  const inRotation = (s: Sample, n: SimNode): boolean => s.nodes[n.id]?.status === "HEALTHY" || rowsOf(s, n).some((x) => x.status === "UP" && x.weight > 0);
   const seenActions = cloud.actions.length;
   const sentBefore = (n: SimNode): number => rowsOf(ctx.tl.samples.at(-1)!, n).reduce((a, x) => a + x.total, 0);
   const badSentBefore = bad.map(sentBefore);
@@ -67,9 +72,9 @@ export async function runWakeOntoBadGpus(ctx: ScenarioContext, spec: ScenarioSpe
   for (const w of wakes) perGroup.set(w.group ?? "?", (perGroup.get(w.group ?? "?") ?? 0) + 1);
   const fallback = wakes.find((a) => a.group === second);
   const firstWake = wakes.find((a) => a.group === first);
-  // Targets: no node of the bad group in rotation or sent a request; one wake per step; no release before the heal.
+  // Targets: no node of the bad group in rotation; one wake per step; no release before the heal.
   r.extra.badInRotation = samples.filter((s) => bad.some((n) => inRotation(s, n))).length;
-  r.extra.badSent = bad.reduce((a, n, i) => a + Math.max(0, sentBefore(n) - badSentBefore[i]), 0);
+  r.extra.badConnects = bad.reduce((a, n, i) => a + Math.max(0, sentBefore(n) - badSentBefore[i]), 0);
   r.extra.extraWakes = [...perGroup.values()].reduce((a, c) => a + Math.max(0, c - 1), 0);
   r.extra.releasesBeforeHeal = releases.filter((a) => a.t < r.healAt).length;
   r.extra.fallbackNeverServed = firstAfter(samples, r.injectAt, (s) => good.some((n) => serving(s, n)), r.healAt) === null ? 1 : 0;
@@ -83,7 +88,7 @@ export async function runWakeOntoBadGpus(ctx: ScenarioContext, spec: ScenarioSpe
   r.extra.wakeGroups = wakes.map((a) => `${a.group ?? "?"}@${fmt(a.t - r.injectAt)}`).join(",");
   r.extra.figures =
     `wake ${first} ${fmt(r.extra.firstWakeMs as number | null)}, fallback ${second} ${fmt(r.extra.fallbackMs as number | null)} (${fmt(r.extra.fallbackAfterWakeMs as number | null)} after the first wake; bound ${DRILL_HEALTHY_BOUND_MS / 1000} s), ` +
-    `fallback serving ${fmt(r.extra.fallbackServingMs as number | null)} after the fault; ${first}'s nodes in rotation in ${r.extra.badInRotation} samples, sent ${r.extra.badSent} requests; ` +
+    `fallback serving ${fmt(r.extra.fallbackServingMs as number | null)} after the fault; ${first}'s nodes in rotation in ${r.extra.badInRotation} samples (connections sent to them before their first check: ${r.extra.badConnects}); ` +
     `wakes ${r.extra.wakeGroups || "none"}, releases ${releases.length} (${r.extra.releasesBeforeHeal} before the heal, first ${fmt(r.extra.releaseAfterHealMs as number | null)} after it); failed requests ${r.failed}`;
   if (!fallback) r.notes.push(`the fallback group ${second} was never woken`);
   r.victims = [...victims.map((n) => n.id), ...bad.map((n) => `${n.id} (standby, bad GPUs)`), ...good.map((n) => `${n.id} (standby fallback)`)];
