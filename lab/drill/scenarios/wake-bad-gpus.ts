@@ -85,6 +85,10 @@ export async function runWakeOntoBadGpus(ctx: ScenarioContext, spec: ScenarioSpe
   r.extra.fallbackServingMs = firstAfter(samples, r.injectAt, (s) => good.some((n) => serving(s, n)), r.healAt);
   r.extra.releaseAfterHealMs = releases.length ? releases[0].t - r.healAt : null;
   r.extra.failedUntilFallback = typeof r.extra.fallbackServingMs === "number" ? failuresBetween(ctx.tl, MAIN_CLIENT, r.injectAt, r.injectAt + r.extra.fallbackServingMs) : null;
+  // The names the drill's standby summary line reads (report.ts).
+  r.extra.wakeCallMs = r.extra.firstWakeMs;
+  r.extra.firstStandbyMs = r.extra.fallbackServingMs;
+  r.extra.failedUntilStandby = r.extra.failedUntilFallback;
   r.extra.wakeGroups = wakes.map((a) => `${a.group ?? "?"}@${fmt(a.t - r.injectAt)}`).join(",");
   r.extra.figures =
     `wake ${first} ${fmt(r.extra.firstWakeMs as number | null)}, fallback ${second} ${fmt(r.extra.fallbackMs as number | null)} (${fmt(r.extra.fallbackAfterWakeMs as number | null)} after the first wake; bound ${DRILL_HEALTHY_BOUND_MS / 1000} s), ` +
