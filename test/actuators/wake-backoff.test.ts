@@ -18,6 +18,9 @@ import { Reconciler } from "../../agent/src/fleet/actuators/reconciler";
 import type { ActionContext, ActionResult, Actuator } from "../../agent/src/fleet/actuators/types";
 import { afterRelease, backoffLine, emptyWakeIncident, incidentFields, incidentFrom, withHealthy, withUnhealthy } from "../../agent/src/fleet/actuators/wake-backoff";
 import { planWake, type WakeGroupView } from "../../agent/src/fleet/actuators/wake-follow";
+import { standbyFields } from "../../agent/src/fleet/controller/standby";
+import { renderFleetView } from "../../agent/src/ops/status/render";
+import { readFleetView } from "../../agent/src/ops/status/view";
 import { emptyControllerMemory, evaluate, resolveControllerSettings, type ControllerMemory, type Evaluation } from "../../agent/src/fleet/controller/state";
 import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
 import { FencedWriter } from "../../agent/src/fleet/redis/fenced";
@@ -151,6 +154,10 @@ describe("a standby wake onto bad GPUs backs off instead of looping", () => {
       await run(1000, true);
       expect(last().standby).toMatchObject({ wake: true, backoff: expect.stringMatching(/^backoff until 2026-12-05T03:05:\d\d\.\d+Z, because the last wake ended with no healthy standby node \(unhealthy on c-p5: 1 in service, no standby node HEALTHY 1\d s after the wake/) });
       expect(last().tier.reason).toContain("; standby c backoff until");
+      // `llm-ha status` shows it from the standby hash the leader publishes.
+      await redis.hset(keys.standbyWake, standbyFields(last(), null, Date.now()));
+      const line = renderFleetView(await readFleetView(redis, keys), { width: 400 }).find((l) => l.includes("WAKE HELD"));
+      expect(line).toMatch(/WAKE HELD: backoff until 2026-12-05T03:05:\d\d\.\d+Z, because the last wake ended with no healthy standby node/);
       // Kept in Redis for the next leader.
       const h = await redis.hgetall(keys.actuation);
       expect(Number(h["standby.backoffMs"])).toBe(5 * MIN);
