@@ -17,7 +17,10 @@
  * hardware is the same), and `capacityFault(group, n)` makes the group's first `n` launch
  * attempts fail with AWS's message (`We currently do not have sufficient <type> capacity in
  * the Availability Zone you requested (<az>)…`), recorded like a failed scaling activity
- * 1 s after the attempt; a woken group retries every 10 s, as Auto Scaling does.
+ * 1 s after the attempt; a woken group retries every 10 s, as Auto Scaling does. A group may
+ * own some of the AZ's nodes only (`nodes`: its instances; other groups boot the others), and
+ * `badGpuFault(group)` makes it boot them onto lost GPUs (the sim node's `gpuLost`): the
+ * launch succeeds, the instances are in service, their agents report the lost GPU.
  *
  * Desired state: asking for what already holds answers `already`. Answers come at once (the
  * boot goes on in the background), as a cloud API's do. The token and reason in the body are
@@ -61,6 +64,10 @@ export interface CloudGroup {
   /** Failed launches since the wake (epoch ms, AWS's message). */
   failures: { at: number; message: string }[];
   timer: NodeJS.Timeout | null;
+  /** The node ids its launches boot (absent: every node of the AZ). */
+  nodes?: string[];
+  /** Its launches boot their nodes onto lost GPUs. */
+  badGpus?: boolean;
 }
 
 /** A failed launch as the cloud recorded it (drill clock), for the report. */
@@ -147,7 +154,7 @@ export class LocalCloud {
   }
 
   /** Gives `az` these node groups (instance types), in fallback order; `[]` restores the default single group. */
-  defineGroups(az: string, groups: { name: string; instanceType: string }[]): void {
+  defineGroups(az: string, groups: { name: string; instanceType: string; nodes?: string[] }[]): void {
     for (const g of this.groups.get(az) ?? []) if (g.timer) clearTimeout(g.timer);
     if (groups.length === 0) this.groups.delete(az);
     else this.groups.set(az, groups.map((g) => ({ ...g, az, failFirst: 0, woken: false, wokenAt: null, launched: false, failures: [], timer: null })));
@@ -158,6 +165,18 @@ export class LocalCloud {
     const g = [...this.groups.values()].flat().find((x) => x.name === group);
     if (!g) throw new LocalCloudRequestError(`no node group ${group}`);
     g.failFirst = n;
+  }
+
+  /** The group's launches boot its nodes onto lost GPUs (`false` lifts the fault; the nodes' GPUs are the scenario's to heal). */
+  badGpuFault(group: string, on = true): void {
+    const g = [...this.groups.values()].flat().find((x) => x.name === group);
+    if (!g) throw new LocalCloudRequestError(`no node group ${group}`);
+    g.badGpus = on;
+  }
+
+  /** The nodes a group's launches boot: its own, else every node of its AZ. */
+  private nodesOf(g: CloudGroup): SimNode[] {
+    return this.nodes.filter((n) => n.az === g.az && (!g.nodes || g.nodes.includes(n.id)));
   }
 
   /** The AZ's node groups (the default single one created on first use). */
@@ -259,12 +278,10 @@ export class LocalCloud {
 
   /** What `GET /standby/groups` answers: the groups as the wake follow reads them. */
   private view(az: string): LocalGroupsReply {
-    const nodes = this.nodes.filter((n) => n.az === az);
-    const running = nodes.filter((n) => this.powerOf(n.id) === "running").length;
-    const starting = nodes.filter((n) => this.powerOf(n.id) === "starting").length;
+    const count = (g: CloudGroup, p: NodePower): number => this.nodesOf(g).filter((n) => this.powerOf(n.id) === p).length;
     return {
       steps: this.groupsOf(az).map((g) => [
-        { name: g.name, woken: g.woken, wokenAt: g.wokenAt, inService: g.launched ? running : 0, pending: g.launched ? starting : 0, failures: [...g.failures] },
+        { name: g.name, woken: g.woken, wokenAt: g.wokenAt, inService: g.launched ? count(g, "running") : 0, pending: g.launched ? count(g, "starting") : 0, failures: [...g.failures] },
       ]),
     };
   }
@@ -277,7 +294,7 @@ export class LocalCloud {
     if (g.woken) {
       // Re-asserted: a group that launched and whose nodes were stopped since boots them again.
       if (g.launched) {
-        const r = this.wake(az);
+        const r = this.wake(g);
         return r.outcome === "applied" ? r : { outcome: "already", detail: `${g.name}: woken${g.failures.length ? `, ${g.failures.length} failed launches` : ""}` };
       }
       return { outcome: "already", detail: `${g.name} (${g.instanceType}): woken, launching` };
@@ -309,17 +326,19 @@ export class LocalCloud {
       return null;
     }
     g.launched = true;
-    return this.wake(g.az);
+    return this.wake(g);
   }
 
-  private wake(az: string): LocalCloudReply {
-    const off = this.nodes.filter((n) => n.az === az && (this.powerOf(n.id) === "stopped" || this.powerOf(n.id) === "stopping"));
+  private wake(g: CloudGroup): LocalCloudReply {
+    const az = g.az;
+    const off = this.nodesOf(g).filter((n) => this.powerOf(n.id) === "stopped" || this.powerOf(n.id) === "stopping");
     if (off.length === 0) return { outcome: "already", detail: `${az}: every node running or starting` };
     for (const n of off) {
       this.power.set(n.id, "starting");
       this.enqueue(n, async () => {
         try {
           await this.publish(az);
+          if (g.badGpus) await n.gpuFault("gpuLost");
           await n.boot();
           if (this.power.get(n.id) === "starting") this.power.set(n.id, "running");
         } catch (err) {

@@ -18,6 +18,7 @@ import { measurePressure } from "./pressure";
 import { blank, type RunResult, type ScenarioContext } from "./scenarios/runner";
 import { runAzGpuLoss, runAzLoss, runStandbyWake } from "./scenarios/zone";
 import { runPracticeWake, runStandbyIce } from "./scenarios/capacity";
+import { runWakeOntoBadGpus } from "./scenarios/wake-bad-gpus";
 import { runServerKinds } from "./scenarios/kinds";
 import { runBurst, SIGNAL_FAULTS } from "./scenarios/signals";
 import { runEdgeAuth, runEdgeFlood } from "./scenarios/edge";
@@ -64,6 +65,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["global-outage", runGlobalOutage],
   ["standby-ice", runStandbyIce],
   ["practice-wake", runPracticeWake],
+  ["wake-onto-bad-gpus", runWakeOntoBadGpus],
   ["edge-auth", runEdgeAuth],
   ["edge-flood", runEdgeFlood],
   ["health-flood", runHealthFlood],

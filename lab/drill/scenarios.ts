@@ -246,6 +246,22 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     targets: { wakeDecisionMs: 10_000, fallbackMs: 30_000, failed: 0 },
   },
   {
+    name: "wake-onto-bad-gpus",
+    tier: "L2",
+    title: "standby at zero, every GPU of one active AZ lost, the standby's first group boots onto lost GPUs: never in rotation, judged unhealthy, the fallback group serves, no wake/release loop",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    targets: {
+      wakeDecisionMs: 10_000,
+      failed: 0,
+      // The bad group's nodes never in rotation (agent HEALTHY or a proxy UP after a check); one wake per step; no release before the heal; the fallback serves.
+      extraCounts: { badInRotation: 0, extraWakes: 0, releasesBeforeHeal: 0, fallbackNeverServed: 0 },
+      // Fallback woken within the healthy bound (15 s) + a follow period and slack.
+      extraTimes: { fallbackAfterWakeMs: 30_000 },
+    },
+  },
+  {
     name: "practice-wake",
     tier: "fleet",
     title: "an operator asks for a practice wake (llm-ha practice): the standby wakes, serves, the outcome is recorded, it is released; nothing else moves",

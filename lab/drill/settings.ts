@@ -32,12 +32,18 @@ export const DRILL_AGENT_ENV: Readonly<Record<string, string>> = Object.freeze({
 /**
  * With a standby AZ, every agent may act as leader through the drill's local cloud; the
  * standby is handed back 3 s after the active AZs are OK again (production: 10 min), so a
- * scenario ends with it at zero.
+ * scenario ends with it at zero. A woken standby step whose nodes are not HEALTHY 15 s after
+ * its wake has failed (`unhealthy`; production: 10 min): a drill node boots and serves in
+ * about 3 s, 20 s on a loaded machine at worst seen.
  */
 export const DRILL_STANDBY_ENV: Readonly<Record<string, string>> = Object.freeze({
   LLMHA_ACTUATOR: "local",
   LLMHA_STANDBY_HOLD_MS: "3000",
+  LLMHA_STANDBY_HEALTHY_BOUND_MS: "15000",
 });
+
+/** The drill's healthy bound of a woken standby step (ms). */
+export const DRILL_HEALTHY_BOUND_MS = Number(DRILL_STANDBY_ENV.LLMHA_STANDBY_HEALTHY_BOUND_MS);
 
 /** Numbers the scenarios and targets read from the settings above. */
 export const DRILL_TIMING = Object.freeze({

@@ -108,6 +108,40 @@ describe("planWake (pure)", () => {
     const p = planWake([[g({ name: "a", woken: true, wokenAt: 0, inService: 1 })], [g({ name: "b", woken: true, wokenAt: 1 })]], { boundMs: 60_000 }, 2);
     expect(p.report).toMatchObject({ phase: "serving", step: 0 });
   });
+  describe("`unhealthy`: in service, no healthy standby node within the bound (booted onto bad GPUs)", () => {
+    const S = { boundMs: 60_000, healthyBoundMs: 30_000 };
+    const steps = (): WakeGroupView[][] => [[g({ name: "a", woken: true, wokenAt: 0, inService: 2 })], [g({ name: "b" })]];
+    it("within the bound, or with health unknown or some node healthy: serving", () => {
+      expect(planWake(steps(), S, 29_999, { healthy: 0, failed: {} }).report).toMatchObject({ phase: "serving", step: 0 });
+      expect(planWake(steps(), S, 90_000).report).toMatchObject({ phase: "serving", step: 0 }); // no word from the leader: no judgement
+      expect(planWake(steps(), S, 90_000, { healthy: 8, failed: {} }).report).toMatchObject({ phase: "serving", step: 0 });
+    });
+    it("past the bound with no healthy node: the step failed (`unhealthy`, reported for the reconciler to keep), the next one is woken", () => {
+      const p = planWake(steps(), S, 30_000, { healthy: 0, failed: {} });
+      expect(p.wake).toBe(1);
+      expect(p.report).toMatchObject({ phase: "fallback", step: 1, failure: { class: "unhealthy", group: "a", at: 30_000 } });
+      expect(p.report.failure!.message).toBe("2 in service, no standby node HEALTHY 30 s after the wake (bound 30 s)");
+      expect(p.report.unhealthy).toEqual([p.report.failure]);
+      expect(p.detail).toMatch(/^fallback to step 2\/2 b after unhealthy on a: /);
+    });
+    it("a group recorded failed is not serving nor woken again; healthy nodes once the fallback is in service are the fallback's", () => {
+      const failed = { a: { class: "unhealthy" as const, group: "a", message: "2 in service, no standby node HEALTHY", at: 30_000 } };
+      const woken: WakeGroupView[][] = [[g({ name: "a", woken: true, wokenAt: 0, inService: 2 })], [g({ name: "b", woken: true, wokenAt: 30_000 })]];
+      expect(planWake(woken, S, 31_000, { healthy: 0, failed })).toMatchObject({ wake: null, report: { phase: "waiting", step: 1 } });
+      woken[1][0].inService = 1;
+      const p = planWake(woken, S, 40_000, { healthy: 8, failed });
+      expect(p).toMatchObject({ wake: null, report: { phase: "serving", step: 1, failure: { class: "unhealthy", group: "a" } } });
+      expect(p.report.unhealthy).toBeUndefined(); // already recorded: not reported again
+    });
+    it("the last step unhealthy: capacity unavailable, with the reason; serving again once healthy (a slow boot, a repair)", () => {
+      const one = [[g({ name: "a", woken: true, wokenAt: 0, inService: 1 })]];
+      const p = planWake(one, S, 30_000, { healthy: 0, failed: {} });
+      expect(p).toMatchObject({ wake: null, report: { phase: "unavailable", failure: { class: "unhealthy" } } });
+      const failed = { a: p.report.failure! };
+      expect(planWake(one, S, 40_000, { healthy: 0, failed }).report.phase).toBe("unavailable");
+      expect(planWake(one, S, 40_000, { healthy: 8, failed })).toMatchObject({ wake: null, report: { phase: "serving", step: 0 } });
+    });
+  });
 });
 
 describe("AwsActuator: the wake followed and its fallback order", () => {

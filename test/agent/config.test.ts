@@ -98,6 +98,8 @@ describe("configuration", () => {
     ["LLMHA_REPAIR_PREDICTIVE", "yes", /LLMHA_REPAIR_PREDICTIVE .*must be on or off, got "yes"/],
     ["LLMHA_REPAIR_PREDICTIVE_BUDGET", "-1", /LLMHA_REPAIR_PREDICTIVE_BUDGET/],
     ["LLMHA_REPAIR_PREDICTIVE_BUDGET", "two", /LLMHA_REPAIR_PREDICTIVE_BUDGET/],
+    ["LLMHA_STANDBY_HEALTHY_BOUND_MS", "500", /LLMHA_STANDBY_HEALTHY_BOUND_MS .*between 1000 and/],
+    ["LLMHA_STANDBY_HEALTHY_BOUND_MS", "10m", /LLMHA_STANDBY_HEALTHY_BOUND_MS .*must be a whole number/],
   ])("%s=%s is refused with a message naming it", (k, v, re) => {
     expect(() => parseConfig([], { ...base, [k]: v })).toThrow(re);
   });

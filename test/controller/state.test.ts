@@ -16,6 +16,7 @@ import {
   type AzMemory,
   type AzState,
 } from "../../agent/src/fleet/controller/state";
+import { standbyFields } from "../../agent/src/fleet/controller/standby";
 
 const S = DEFAULT_CONTROLLER_SETTINGS;
 
@@ -377,5 +378,23 @@ describe("partial redundancy (issue 15, seed 004 §5.1): a standby smaller than 
     expect(() => resolveControllerSettings({ standbyCapacityRatio: 0 })).toThrow(/standbyCapacityRatio \(0\) must be in \(0, 1\]/);
     expect(() => resolveControllerSettings({ standbyCapacityRatio: 1.5 })).toThrow(ControllerSettingsError);
     expect(DEFAULT_CONTROLLER_SETTINGS.standbyCapacityRatio).toBe(1);
+  });
+});
+
+describe("standby back-off in the evaluation (the reconciler's word: the last wake ended with no healthy standby node)", () => {
+  const s = resolveControllerSettings({ standbyAz: "c", coldStartGraceMs: 0 });
+  const nodes = [out("a1", "a", { hard: ["GPU_LOST"] }), node("b1", "b")];
+  const line = "backoff until 2026-12-05T03:05:00.000Z, because the last wake ended with no healthy standby node (unhealthy on c-p5: …)";
+  it("wanted awake and held: the decision and the tier reason say so, and the standby hash publishes it", () => {
+    const { evaluation } = evaluate({ nodes }, emptyControllerMemory(), s, 1000, { standbyBackoff: line });
+    expect(evaluation.standby).toMatchObject({ wake: true, backoff: line });
+    expect(evaluation.tier.reason).toBe(`AZ down: a; standby c ${line}`);
+    expect(standbyFields(evaluation, 1000, 2000)).toMatchObject({ az: "c", wake: 1, capacity: "backoff", capacityReason: line, lastTriggerAt: 1000, updatedAt: 2000 });
+  });
+  it("not wanted awake: nothing is held, nothing shown", () => {
+    const { evaluation } = evaluate({ nodes: [node("a1", "a"), node("b1", "b")] }, emptyControllerMemory(), s, 1000, { standbyBackoff: line });
+    expect(evaluation.standby.backoff).toBeUndefined();
+    expect(evaluation.tier.reason).toBe("all AZs OK");
+    expect(standbyFields(evaluation, null, 1000)).toMatchObject({ wake: 0, capacity: "ok", capacityReason: "" });
   });
 });

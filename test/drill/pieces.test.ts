@@ -53,7 +53,7 @@ describe("scenario table", () => {
       "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
       "leader-kill", "leader-pause", "node-drain", "rolling-restart",
       "redis-failover-lag", "redis-failover", "redis-blackhole", "redis-slow", "redis-restart", "redis-readonly", "flap", "mass-probe",
-      "query-of-death", "query-of-death-stream", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "server-kinds", "silent-corruption", "canary-noise", "corrupt-weights", "global-outage", "standby-ice",
+      "query-of-death", "query-of-death-stream", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "server-kinds", "silent-corruption", "canary-noise", "corrupt-weights", "global-outage", "standby-ice", "wake-onto-bad-gpus",
       "practice-wake", "edge-auth", "edge-flood", "health-flood", "redis-forgery", "node-compromise", "agent-starve",
       "redis-failover-then-leader-kill", "leader-isolated", "redis-latency", "cross-az-loss", "az-power-interruption", "az-partition",
     ]);

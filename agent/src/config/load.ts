@@ -193,6 +193,7 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   standbyFallback: null,
   reservedGroups: null,
   standbyWakeBoundMs: 900_000,
+  standbyHealthyBoundMs: 600_000,
   practiceWake: null,
   practiceWakeTz: "UTC",
   practiceWakeBudgetMs: 1_200_000,

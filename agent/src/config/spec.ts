@@ -97,6 +97,7 @@ export interface AgentConfig {
   standbyFallback: string | null;
   reservedGroups: string | null;
   standbyWakeBoundMs: number;
+  standbyHealthyBoundMs: number;
   practiceWake: string | null;
   practiceWakeTz: string;
   practiceWakeBudgetMs: number;
@@ -184,6 +185,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "standbyFallback", env: "LLMHA_STANDBY_FALLBACK", type: "string", defaultText: "none", description: "`aws`: groups woken one at a time, in order, when the standby groups cannot launch (capacity, quota, reservation or launch template): another instance type in the standby AZ, then another AZ's spare group, `asg=wakeSize,…`" },
   { key: "reservedGroups", env: "LLMHA_RESERVED_GROUPS", type: "string", defaultText: "none", description: "`aws`: GPU groups created at zero on a capacity reservation or Capacity Block, `asg=cr-id:size,…`: the leader sizes each once its reservation is active (to what it holds free, up to `size`), and brings it to zero when the reservation ends" },
   { key: "standbyWakeBoundMs", env: "LLMHA_STANDBY_WAKE_BOUND_MS", type: "int", min: 10_000, max: 86_400_000, defaultText: ms(900_000), description: "a woken standby step with no instance in service this long has failed: the next fallback is woken" },
+  { key: "standbyHealthyBoundMs", env: "LLMHA_STANDBY_HEALTHY_BOUND_MS", type: "int", min: 1000, max: 86_400_000, defaultText: ms(600_000), description: "a woken standby step whose instances are in service but whose nodes are not HEALTHY this long after its wake (booted onto bad GPUs) has failed (`unhealthy`): the next fallback is woken, and a later wake backs off" },
   { key: "practiceWake", env: "LLMHA_PRACTICE_WAKE", type: "string", defaultText: "none", description: "cron (5 fields) on which the leader wakes the standby at zero, times the first standby node serving, records the outcome and releases it (skipped above L0 or when the standby is awake), e.g. `0 4 * * 2`" },
   { key: "practiceWakeTz", env: "LLMHA_PRACTICE_WAKE_TZ", type: "string", defaultText: "UTC", description: "IANA time zone of `LLMHA_PRACTICE_WAKE`" },
   { key: "practiceWakeBudgetMs", env: "LLMHA_PRACTICE_WAKE_BUDGET_MS", type: "int", min: 60_000, max: 86_400_000, defaultText: ms(1_200_000), description: "a practice wake with no standby node serving this long has failed, and is released" },
@@ -227,7 +229,7 @@ export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: re
     keys: ["inferenceUrl", "inferenceKind", "inferenceApiKeyFile", "model", "modelRevision", "modelTimeoutMs", "probeLatencyMs", "probeTimeoutMs", "probeWindow", "probeMaxTokens", "probePrompt", "probeExpect", "probeStuckMs", "wedgeMs", "engineIntervalMs", "metricsUrl"],
   },
   { title: "Redis and the leader lease", keys: ["redisUrl", "redisCaFile", "redisUser", "redisPasswordFile", "leaseTtlMs", "leaseRenewMs", "leaseContendMs"] },
-  { title: "Standby AZ and practice wakes", keys: ["standbyAz", "standbyHoldMs", "standbyCapacityPercent", "coldStartGraceMs", "standbyAsgs", "standbyFallback", "standbyWakeBoundMs", "practiceWake", "practiceWakeTz", "practiceWakeBudgetMs"] },
+  { title: "Standby AZ and practice wakes", keys: ["standbyAz", "standbyHoldMs", "standbyCapacityPercent", "coldStartGraceMs", "standbyAsgs", "standbyFallback", "standbyWakeBoundMs", "standbyHealthyBoundMs", "practiceWake", "practiceWakeTz", "practiceWakeBudgetMs"] },
   { title: "Acting on the cloud (the leader)", keys: ["actuator", "zonalShift", "shiftExpiryMs", "awsRegion", "shiftResources", "azIds", "reservedGroups", "localCloudUrl"] },
   { title: "Inventory and node identities", keys: ["inventory", "inventorySelector", "inventoryTokenFile", "inventoryCaFile", "identityTokenFile", "identityJwks", "identityIssuer"] },
   { title: "Deep check before traffic", keys: ["deepCheck", "dcgmi", "deepCheckTimeoutMs", "deepCheckRetryMs"] },

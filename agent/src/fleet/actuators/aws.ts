@@ -52,6 +52,8 @@ export interface AwsActuatorOptions {
   standbyFallback?: StandbyGroup[];
   /** A woken step with nothing in service this long has failed (`LLMHA_STANDBY_WAKE_BOUND_MS`). Default 900000. */
   wakeBoundMs?: number;
+  /** A woken step in service with no healthy standby node this long has failed (`LLMHA_STANDBY_HEALTHY_BOUND_MS`). Default 600000. */
+  healthyBoundMs?: number;
   /** GPU groups created at zero on a reservation, sized once it is active (`LLMHA_RESERVED_GROUPS`). Default none. */
   reservedGroups?: ReservedGroup[];
   /** Default: a client for `region` with `maxAttempts: 1` (retries happen here, counted). */
@@ -101,8 +103,8 @@ export class AwsActuator implements Actuator {
   /** Absent (undefined) when no reserved group is configured. */
   sizeReserved?: (ctx: ActionContext) => Promise<ActionResult[]> = () => this.reserved.size();
 
-  wakeStandby(az: string, _ctx: ActionContext): Promise<ActionResult> {
-    return this.calls.act("standby.wake", az, (trace) => this.standby.wake(az, trace));
+  wakeStandby(az: string, ctx: ActionContext): Promise<ActionResult> {
+    return this.calls.act("standby.wake", az, (trace) => this.standby.wake(az, trace, ctx.wakeHealth));
   }
 
   releaseStandby(az: string, _ctx: ActionContext): Promise<ActionResult> {

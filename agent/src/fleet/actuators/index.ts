@@ -12,7 +12,7 @@ import { LocalActuator } from "./local";
 import type { Actuator } from "./types";
 
 export type ActuatorConfig = Pick<AgentConfig, "actuator" | "awsRegion" | "standbyAz" | "standbyAsgs" | "shiftResources" | "azIds" | "localCloudUrl"> &
-  Partial<Pick<AgentConfig, "standbyFallback" | "standbyWakeBoundMs" | "reservedGroups">>;
+  Partial<Pick<AgentConfig, "standbyFallback" | "standbyWakeBoundMs" | "standbyHealthyBoundMs" | "reservedGroups">>;
 
 export interface ActuatorDeps {
   redis: Redis;
@@ -28,7 +28,7 @@ export interface ActuatorDeps {
 /** The implementation alone (no fencing). The settings were validated by `loadConfig`. */
 export async function createActuatorImpl(cfg: ActuatorConfig, log: Logger, metrics?: Registry): Promise<Actuator | null> {
   if (cfg.actuator === "none") return null;
-  if (cfg.actuator === "local") return new LocalActuator({ url: cfg.localCloudUrl!, wakeBoundMs: cfg.standbyWakeBoundMs ?? undefined });
+  if (cfg.actuator === "local") return new LocalActuator({ url: cfg.localCloudUrl!, wakeBoundMs: cfg.standbyWakeBoundMs ?? undefined, healthyBoundMs: cfg.standbyHealthyBoundMs ?? undefined });
   const { parseStandbyGroups, parseAzIds, parseReservedGroups } = await import("./aws.js");
   const named = {
     standbyGroups: cfg.standbyAsgs ? parseStandbyGroups(cfg.standbyAsgs) : [],
@@ -46,6 +46,7 @@ export async function createActuatorImpl(cfg: ActuatorConfig, log: Logger, metri
     standbyAz: cfg.standbyAz ?? undefined,
     standbyFallback: cfg.standbyFallback ? parseStandbyGroups(cfg.standbyFallback, "LLMHA_STANDBY_FALLBACK") : [],
     wakeBoundMs: cfg.standbyWakeBoundMs ?? undefined,
+    healthyBoundMs: cfg.standbyHealthyBoundMs ?? undefined,
     reservedGroups: cfg.reservedGroups ? parseReservedGroups(cfg.reservedGroups) : [],
     log,
     registry: metrics,

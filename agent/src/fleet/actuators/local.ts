@@ -18,6 +18,8 @@ export interface LocalActuatorOptions {
   timeoutMs?: number;
   /** A woken group with nothing in service this long has failed. Default 900000 ms. */
   wakeBoundMs?: number;
+  /** A woken group in service with no healthy standby node this long has failed (`unhealthy`). Default 600000 ms. */
+  healthyBoundMs?: number;
 }
 
 /** `GET /standby/groups?az=`: the AZ's groups as steps, in fallback order. */
@@ -56,7 +58,7 @@ export class LocalActuator implements Actuator {
     const text = await res.text();
     if (!res.ok) throw new LocalCloudError(`local cloud /standby/groups: HTTP ${res.status} ${text.slice(0, 200)}`);
     const { steps } = JSON.parse(text) as LocalGroupsReply;
-    const plan = planWake(steps, { boundMs: this.o.wakeBoundMs ?? DEFAULT_WAKE_BOUND_MS }, Date.now());
+    const plan = planWake(steps, { boundMs: this.o.wakeBoundMs ?? DEFAULT_WAKE_BOUND_MS, healthyBoundMs: this.o.healthyBoundMs }, Date.now(), ctx.wakeHealth);
     let top = -1;
     steps.forEach((row, i) => {
       if (row.some((g) => g.woken)) top = i;

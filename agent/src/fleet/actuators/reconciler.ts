@@ -13,10 +13,14 @@
  * - Every call carries the term's token through `FencedActuator`; a new term starts from
  *   what the last one recorded in the `actuation` hash; a lost term (or a `refused-stale`)
  *   stops the actions of that term at once.
- * - A wake is followed (issue 15): until a standby instance is in service, the wake is asked
+ * - A wake is followed (issue 15): until a standby node is healthy, the wake is asked
  *   again every `wakeFollowMs`, and each call reads the launches and wakes the next fallback
  *   step when the last one failed (one fenced, recorded call per step). When every step
  *   failed, `standbyUnavailable()` gives the reason the controller puts in the tier.
+ * - A wake whose woken step is in service but never healthy falls back (wake-follow.ts
+ *   `unhealthy`; the leader's healthy standby capacity goes with each wake call, and the
+ *   groups judged failed are kept for the incident), and a wake released with no healthy
+ *   standby node makes the next one wait (wake-backoff.ts): no wake/release loop onto bad GPUs.
  * - Wake time: from the decision (the first period wanting the standby awake while it had no
  *   healthy capacity) to the first period with a healthy standby node, in
  *   `llmha_standby_wake_seconds`.
@@ -29,49 +33,17 @@ import type { Logger } from "../../util/log";
 import type { Redis } from "ioredis";
 import type { Registry } from "prom-client";
 import type { ActionResult, Actuator, StateActionName as ActionName, WakeReport } from "./types";
-import { unavailableReason } from "./wake-follow";
+import { unavailableReason, wakeReportFields } from "./wake-follow";
+import { afterRelease, backoffLine, emptyWakeIncident, incidentFields, incidentFrom, withHealthy, withUnhealthy, type WakeIncident } from "./wake-backoff";
 import { PRACTICE_REASON_PREFIX } from "./practice";
 
 // The wake's series live beside it (one class per concern); re-exported for the callers of this module.
 export { WAKE_SECONDS_METRIC, WakeMetrics } from "./wake-metrics";
 import { WakeMetrics } from "./wake-metrics";
 
-export interface ReconcilerSettings {
-  /** Ask for a wake or a shift again this often while it is wanted. Default 30000 ms. */
-  reassertMs: number;
-  /** Expiry of each zonal shift (renewed every `reassertMs`). Default 1800000 ms (`LLMHA_SHIFT_EXPIRY_MS`). */
-  shiftExpiryMs: number;
-  /** First retry delay after a failed call; doubles per failure. Default 1000 ms. */
-  retryBaseMs: number;
-  /** Longest retry delay. Default 30000 ms. */
-  retryMaxMs: number;
-  /** While a wake has nothing in service, ask it again this often (it reads the launches and falls back). Default 5000 ms. */
-  wakeFollowMs: number;
-}
-
-export const DEFAULT_RECONCILER_SETTINGS: Readonly<ReconcilerSettings> = Object.freeze({
-  reassertMs: 30_000,
-  shiftExpiryMs: 1_800_000,
-  retryBaseMs: 1000,
-  retryMaxMs: 30_000,
-  wakeFollowMs: 5000,
-});
-
-export class ReconcilerSettingsError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ReconcilerSettingsError";
-  }
-}
-
-export function resolveReconcilerSettings(s: Partial<ReconcilerSettings> = {}): Readonly<ReconcilerSettings> {
-  const r = Object.freeze({ ...DEFAULT_RECONCILER_SETTINGS, ...s });
-  if (!(r.reassertMs > 0 && r.retryBaseMs > 0 && r.retryMaxMs >= r.retryBaseMs && r.wakeFollowMs > 0)) {
-    throw new ReconcilerSettingsError("need reassertMs > 0, wakeFollowMs > 0 and 0 < retryBaseMs ≤ retryMaxMs");
-  }
-  if (r.reassertMs >= r.shiftExpiryMs) throw new ReconcilerSettingsError(`reassertMs (${r.reassertMs}) must be below shiftExpiryMs (${r.shiftExpiryMs}): a shift must be renewed before it ends`);
-  return r;
-}
+// The settings live beside it (re-exported for the callers of this module).
+export { DEFAULT_RECONCILER_SETTINGS, ReconcilerSettingsError, resolveReconcilerSettings, type ReconcilerSettings } from "./reconciler-settings";
+import { resolveReconcilerSettings, type ReconcilerSettings } from "./reconciler-settings";
 
 export const SLOTS = ["standby", "shift"] as const;
 export type Slot = (typeof SLOTS)[number];
@@ -81,6 +53,8 @@ interface Want {
   action: ActionName;
   az: string;
   reason: string;
+  /** `standby.wake`: the standby's healthy GPUs in the evaluation that asked it. */
+  healthy?: number;
 }
 
 export interface SlotState {
@@ -137,6 +111,8 @@ export class Reconciler {
   private seededDecidedAt: number | null = null;
   /** The last wake time measured (ms), for status and tests. */
   lastWakeMs: number | null = null;
+  /** What this wake leaves for the next: groups failed `unhealthy`, a healthy node seen, the back-off (`actuation` hash). */
+  private incident: WakeIncident = emptyWakeIncident();
 
   constructor(o: ReconcilerOptions) {
     this.o = o;
@@ -149,6 +125,16 @@ export class Reconciler {
   /** Why the standby cannot be woken (every step of the fallback order failed), null otherwise: the controller shows it in the tier. */
   standbyUnavailable(): string | null {
     return this.token !== null && this.wake?.phase === "unavailable" ? unavailableReason(this.wake) : null;
+  }
+
+  /** `backoff until …, because …` while a new wake waits (the last ended with no healthy standby node), else null. */
+  standbyBackoff(): string | null {
+    return this.token !== null ? backoffLine(this.incident, this.now()) : null;
+  }
+
+  /** The wake's memory (failed groups, back-off), for tests. */
+  wakeIncident(): Readonly<WakeIncident> {
+    return this.incident;
   }
 
   /** The last followed wake's report, for status and tests. */
@@ -167,6 +153,7 @@ export class Reconciler {
     if (this.halted || this.o.currentToken() !== token) return;
     const seeded = this.seeded!;
     const p = seeded.then(() => {
+      this.noteHealthy(e, token);
       this.timeWake(e, token);
       this.drive(e, token);
     });
@@ -182,6 +169,7 @@ export class Reconciler {
     this.slots = { standby: emptySlot(), shift: emptySlot() };
     this.wake = null;
     this.wakeClock = null;
+    this.incident = emptyWakeIncident();
     this.wakeMetrics?.unavailable.set({ kind: this.o.actuator.kind }, 0);
     // A process that does not lead holds no shift (the next leader reports its own).
     for (const az of this.shiftShown) this.o.metrics?.zonalShift.set({ az }, 0);
@@ -198,6 +186,15 @@ export class Reconciler {
     void q.finally(() => this.running.delete(q));
   }
 
+  /** A healthy standby node while it is awake on our wake: the wake works, the back-off is reset (recorded once). */
+  private noteHealthy(e: Evaluation, token: number): void {
+    if (e.standbyHealthy <= 0 || this.slots.standby.done?.action !== "standby.wake") return;
+    const next = withHealthy(this.incident);
+    if (next === this.incident) return;
+    this.incident = next;
+    void this.record(incidentFields(next), token);
+  }
+
   /** Wake time: from the first period wanting the standby awake with no healthy standby capacity to the first with some. */
   private timeWake(e: Evaluation, token: number): void {
     if (!e.standby.az || !e.standby.wake) {
@@ -209,6 +206,7 @@ export class Reconciler {
     const now = this.now();
     if (!this.wakeClock) {
       if (e.standbyHealthy > 0) return; // already awake: nothing to time
+      if (this.standbyBackoff() !== null && this.slots.standby.done?.action !== "standby.wake") return; // not woken: backing off
       this.wakeClock = { decidedAt: this.seededDecidedAt ?? now, served: false, trigger: e.standby.reason.startsWith(PRACTICE_REASON_PREFIX) ? "practice" : "incident" };
       this.seededDecidedAt = null;
       void this.record({ "standby.decidedAt": this.wakeClock.decidedAt }, token);
@@ -249,6 +247,7 @@ export class Reconciler {
     // A wake the last term decided and did not see served keeps its decision time.
     const decided = Number(h["standby.decidedAt"] ?? "");
     this.seededDecidedAt = Number.isFinite(decided) && decided > 0 ? decided : null;
+    this.incident = incidentFrom(h);
     for (const slot of SLOTS) {
       const action = h[`${slot}.action`] as ActionName | undefined;
       const az = h[`${slot}.az`];
@@ -264,7 +263,11 @@ export class Reconciler {
   private wants(e: Evaluation): Record<Slot, Want | null> {
     const sb = this.slots.standby.done;
     let standby: Want | null = null;
-    if (e.standby.az && e.standby.wake) standby = { action: "standby.wake", az: e.standby.az, reason: e.standby.reason };
+    if (e.standby.az && e.standby.wake) {
+      // A new wake (not a re-assertion) waits out the back-off a wake with no healthy node left.
+      const backoff = sb?.action === "standby.wake" ? null : backoffLine(this.incident, this.now());
+      standby = backoff ? null : { action: "standby.wake", az: e.standby.az, reason: e.standby.reason, healthy: e.standbyHealthy };
+    }
     else if (sb?.action === "standby.wake") standby = { action: "standby.release", az: sb.az, reason: e.standby.az ? e.standby.reason : "no standby AZ" };
     const sh = this.slots.shift.done;
     const shifted = sh?.action === "shift.start" ? sh.az : null;
@@ -304,7 +307,7 @@ export class Reconciler {
     try {
       switch (want.action) {
         case "standby.wake":
-          r = await a.wakeStandby(want.az, ctx);
+          r = await a.wakeStandby(want.az, { ...ctx, wakeHealth: { healthy: want.healthy ?? null, failed: this.incident.failed } });
           break;
         case "standby.release":
           r = await a.releaseStandby(want.az, ctx);
@@ -324,15 +327,23 @@ export class Reconciler {
     const at = this.now();
     slot.last = { ...r, at, token };
     const phaseBefore = this.wake?.phase ?? null;
+    const incidentBefore = this.incident;
     if (want.action === "standby.wake" && r.wake) {
       this.wake = r.wake;
-      slot.followAt = r.wake.phase === "serving" ? null : at + this.settings.wakeFollowMs;
+      if (r.wake.unhealthy?.length) {
+        this.incident = withUnhealthy(this.incident, r.wake.unhealthy);
+        this.log.warn({ unhealthy: r.wake.unhealthy }, "standby step in service with no healthy node within the bound: failed for this incident");
+      }
+      // Followed until a standby node is healthy: an instance in service may never be (`unhealthy`).
+      slot.followAt = r.wake.phase === "serving" && (want.healthy ?? 0) > 0 ? null : at + this.settings.wakeFollowMs;
       const kind = this.o.actuator.kind;
       if (r.wake.phase === "fallback" && r.outcome === "applied") this.wakeMetrics?.fallbacks.inc({ kind, class: r.wake.failure?.class ?? "unknown" });
       this.wakeMetrics?.unavailable.set({ kind }, r.wake.phase === "unavailable" ? 1 : 0);
       if (r.wake.phase !== phaseBefore) this.log[r.wake.phase === "unavailable" ? "warn" : "info"]({ phase: r.wake.phase, step: r.wake.step, groups: r.wake.groups, failure: r.wake.failure }, "standby wake");
     }
     if (want.action === "standby.release" && SUCCESS.has(r.outcome)) {
+      this.incident = afterRelease(this.incident, this.settings, at, this.wake?.phase === "unavailable" ? this.wake.failure : undefined);
+      if (this.incident.backoffUntil > at) this.log.warn({ backoffMs: this.incident.backoffMs, reason: this.incident.backoffReason }, "standby released with no healthy node: the next wake backs off");
       this.wake = null;
       slot.followAt = null;
       this.wakeMetrics?.unavailable.set({ kind: this.o.actuator.kind }, 0);
@@ -353,6 +364,7 @@ export class Reconciler {
       slot.failures += 1;
       slot.retryAt = at + Math.min(this.settings.retryMaxMs, this.settings.retryBaseMs * 2 ** (slot.failures - 1));
     }
+    if (this.incident !== incidentBefore) await this.record(incidentFields(this.incident), token);
     // `already` re-assertions are not news, except a shift's renewal (its expiry moved) and a followed wake's new phase.
     if (r.outcome !== "already" || want.action === "shift.start" || (r.wake && r.wake.phase !== phaseBefore)) await this.publish(name, want, r, at, token);
   }
@@ -372,15 +384,7 @@ export class Reconciler {
       updatedAt: at,
     };
     if (want.action === "shift.start" && SUCCESS.has(r.outcome)) fields["shift.expiresAt"] = at + this.settings.shiftExpiryMs;
-    if (r.wake) {
-      // The followed wake, for `llm-ha status` and the next term: where it stands and why.
-      fields["standby.phase"] = r.wake.phase;
-      fields["standby.step"] = `${r.wake.step + 1}/${r.wake.steps}`;
-      fields["standby.groups"] = r.wake.groups.join(",");
-      fields["standby.failure"] = r.wake.failure ? `${r.wake.failure.class} on ${r.wake.failure.group}: ${r.wake.failure.message}`.slice(0, 300) : "";
-      fields["standby.failureAt"] = r.wake.failure?.at ?? "";
-      fields["standby.stepWokenAt"] = r.wake.stepWokenAt ?? "";
-    }
+    if (r.wake) Object.assign(fields, wakeReportFields(r.wake));
     try {
       await this.o.writer.hset(this.o.keys.actuation, fields);
     } catch (err) {

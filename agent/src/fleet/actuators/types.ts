@@ -13,6 +13,8 @@
  * and writes each call and its result to the `events` stream and to metrics.
  */
 
+import type { WakeHealth } from "./wake-follow";
+
 /** `capacity.size`: a GPU group created at zero on a capacity reservation, sized once the reservation is active (aws/reserved.ts). */
 export const ACTIONS = ["standby.wake", "standby.release", "shift.start", "shift.cancel", "capacity.size"] as const;
 export type ActionName = (typeof ACTIONS)[number];
@@ -27,6 +29,8 @@ export interface ActionContext {
   token: number;
   /** Why (the controller's reason: "capacity lost: us-east-1a=DOWN"). */
   reason: string;
+  /** `standby.wake` only: the leader's word on the woken capacity's health (wake-follow.ts `WakeHealth`). */
+  wakeHealth?: WakeHealth;
 }
 
 export interface ShiftContext extends ActionContext {
@@ -52,7 +56,8 @@ export interface ActionResult {
 }
 
 /** Why a launch failed, from the provider's own status message (wake-follow.ts `classifyLaunchFailure`). */
-export const WAKE_FAILURE_CLASSES = ["capacity", "quota", "launch-config", "timeout", "unknown"] as const;
+/** `unhealthy`: instances in service whose nodes never became HEALTHY within the bound (booted onto bad GPUs). */
+export const WAKE_FAILURE_CLASSES = ["capacity", "quota", "launch-config", "timeout", "unhealthy", "unknown"] as const;
 export type WakeFailureClass = (typeof WAKE_FAILURE_CLASSES)[number];
 
 export interface WakeFailure {
@@ -81,6 +86,8 @@ export interface WakeReport {
   failure?: WakeFailure;
   /** Epoch ms the step in charge was woken. */
   stepWokenAt?: number;
+  /** Steps this call judged `unhealthy` (in service, no healthy node within the bound; `group` names the step's groups): the reconciler keeps them failed for the incident. */
+  unhealthy?: WakeFailure[];
 }
 
 /**

@@ -7,9 +7,14 @@
  * fallback order (a second group of another instance type in the standby AZ, then another
  * AZ's spare group). A step has failed when a launch failed after it was woken and none of
  * its instances is pending or in service, or when nothing came into service within the
- * bound. Then the next step is woken; a failed step is kept raised (the provider keeps
- * retrying it, and whichever launches first serves). When the last step has failed, the
- * capacity is unavailable, with the reason.
+ * bound. A step whose instances are in service has failed too (`unhealthy`) when the leader
+ * saw no healthy standby node `healthyBoundMs` after its wake (its nodes booted onto bad GPUs:
+ * they report hard faults and never take traffic); that needs the leader's word (`WakeHealth`).
+ * Then the next step is woken; a failed step is kept raised (the provider keeps retrying it,
+ * and whichever launches first serves; an unhealthy step's nodes stay for the repair ladder)
+ * and is never woken or counted serving again in the incident (`WakeHealth.failed`, kept by
+ * the reconciler in Redis). When the last step has failed, the capacity is unavailable, with
+ * the reason.
  *
  * State lives with the provider, not here: which steps were woken and when (the AWS
  * `llm-ha:pre-wake` tag) and the launches' outcomes (scaling activities), so a new leader
@@ -60,9 +65,26 @@ export interface WakePlan {
 export interface WakeFollowSettings {
   /** A woken step with nothing in service this long after its wake has failed (`timeout`). */
   boundMs: number;
+  /** A woken step in service with no healthy standby node this long after its wake has failed (`unhealthy`). Default 600000. */
+  healthyBoundMs?: number;
 }
 
 export const DEFAULT_WAKE_BOUND_MS = 900_000;
+export const DEFAULT_HEALTHY_BOUND_MS = 600_000;
+
+/**
+ * The leader's word on the wake, passed with each wake call (the provider cannot tell a
+ * healthy node from an instance in service).
+ */
+export interface WakeHealth {
+  /**
+   * Healthy GPUs of the standby AZ now, as the leader judged them (nodes HEALTHY and taking
+   * traffic); null when not known (then no step is judged `unhealthy`).
+   */
+  healthy: number | null;
+  /** Groups judged failed earlier in this incident (group → its failure): never woken or counted serving again. */
+  failed: Readonly<Record<string, WakeFailure>>;
+}
 
 const describeFailure = (f: WakeFailure): string => `${f.class} on ${f.group}: ${f.message}`;
 
@@ -84,32 +106,56 @@ function stepFailure(groups: WakeGroupView[], s: WakeFollowSettings, now: number
 
 /**
  * The decision for one wake call over the steps (each a list of groups), as the provider
- * shows them now. Never wakes more than one new step per call: each step is its own fenced
- * call, recorded on its own.
+ * shows them now, with the leader's word on their health. Never wakes more than one new step
+ * per call: each step is its own fenced call, recorded on its own.
  */
-export function planWake(steps: WakeGroupView[][], s: WakeFollowSettings, now: number): WakePlan {
+export function planWake(steps: WakeGroupView[][], s: WakeFollowSettings, now: number, health: WakeHealth = { healthy: null, failed: {} }): WakePlan {
   const n = steps.length;
   const names = (i: number): string[] => steps[i].map((g) => g.name);
-  const servingAt = steps.findIndex((st) => st.some((g) => g.inService > 0));
-  let top = -1;
-  steps.forEach((st, i) => {
-    if (st.some((g) => g.woken)) top = i;
-  });
-  let first: WakeFailure | undefined;
-  for (let i = 0; i <= top; i++) {
-    const f = stepFailure(steps[i], s, now);
-    if (f && !first) first = f;
-  }
   const wokenAt = (i: number): number | undefined => {
     const ts = steps[i].map((g) => g.wokenAt).filter((t): t is number => t !== null);
     return ts.length ? Math.min(...ts) : undefined;
   };
-  const base = (phase: WakeReport["phase"], step: number): WakeReport => ({ phase, step, steps: n, groups: names(step), ...(first ? { failure: first } : {}), ...(wokenAt(step) !== undefined ? { stepWokenAt: wokenAt(step) } : {}) });
+  const healthyBound = s.healthyBoundMs ?? DEFAULT_HEALTHY_BOUND_MS;
+  /** A step's failure: recorded earlier in the incident, in service but never healthy within the bound, or its launches'. */
+  const failureOf = (i: number): WakeFailure | null => {
+    const recorded = steps[i].map((g) => health.failed[g.name]).find((f) => f !== undefined);
+    if (recorded && steps[i].every((g) => health.failed[g.name] !== undefined)) return recorded;
+    if (steps[i].some((g) => g.inService > 0)) {
+      const at = wokenAt(i);
+      if (health.healthy !== 0 || at === undefined || now - at < healthyBound) return null;
+      const inService = steps[i].reduce((a, g) => a + g.inService, 0);
+      return {
+        class: "unhealthy",
+        group: names(i).join(","),
+        message: `${inService} in service, no standby node HEALTHY ${Math.round((now - at) / 1000)} s after the wake (bound ${Math.round(healthyBound / 1000)} s)`,
+        at: at + healthyBound,
+      };
+    }
+    return stepFailure(steps[i], s, now);
+  };
+  let top = -1;
+  steps.forEach((st, i) => {
+    if (st.some((g) => g.woken)) top = i;
+  });
+  const failures = steps.map((_, i) => (i <= top ? failureOf(i) : null));
+  const first = failures.find((f): f is WakeFailure => f !== null);
+  // Judged unhealthy by this call: the reconciler records them so they stay failed (their nodes may heal later, or the fallback's count).
+  const unhealthy = failures.filter((f, i): f is WakeFailure => f?.class === "unhealthy" && !steps[i].every((g) => health.failed[g.name]));
+  const base = (phase: WakeReport["phase"], step: number): WakeReport => ({
+    phase, step, steps: n, groups: names(step),
+    ...(first ? { failure: first } : {}),
+    ...(wokenAt(step) !== undefined ? { stepWokenAt: wokenAt(step) } : {}),
+    ...(unhealthy.length ? { unhealthy } : {}),
+  });
+  let servingAt = steps.findIndex((st, i) => failures[i] === null && st.some((g) => g.inService > 0));
+  // Healthy standby capacity with no other step in service: a step recorded failed came good after all (its nodes repaired, a slow boot).
+  if (servingAt < 0 && (health.healthy ?? 0) > 0) servingAt = steps.findIndex((st) => st.some((g) => g.inService > 0));
   if (servingAt >= 0) {
     return { wake: top < 0 ? 0 : null, report: base("serving", servingAt), detail: `serving: ${steps[servingAt].filter((g) => g.inService > 0).map((g) => `${g.name} ${g.inService} in service`).join(", ")}` };
   }
   if (top < 0) return { wake: 0, report: { ...base("waiting", 0), stepWokenAt: now }, detail: `waking ${names(0).join(",")}` };
-  const failure = stepFailure(steps[top], s, now);
+  const failure = failures[top];
   if (!failure) {
     const pending = steps[top].reduce((a, g) => a + g.pending, 0);
     return { wake: null, report: base("waiting", top), detail: `step ${top + 1}/${n} ${names(top).join(",")}: ${pending ? `${pending} launching` : "waiting for a launch"}` };
@@ -128,4 +174,16 @@ export function planWake(steps: WakeGroupView[][], s: WakeFollowSettings, now: n
 export function unavailableReason(r: WakeReport): string {
   const f = r.failure;
   return f ? `capacity unavailable after ${r.steps} step${r.steps > 1 ? "s" : ""} (${f.class} on ${f.group}: ${f.message.slice(0, 160)})` : "capacity unavailable";
+}
+
+/** The followed wake in the `actuation` hash, for `llm-ha status` and the next term: where it stands and why. */
+export function wakeReportFields(w: WakeReport): Record<string, string | number> {
+  return {
+    "standby.phase": w.phase,
+    "standby.step": `${w.step + 1}/${w.steps}`,
+    "standby.groups": w.groups.join(","),
+    "standby.failure": w.failure ? `${w.failure.class} on ${w.failure.group}: ${w.failure.message}`.slice(0, 300) : "",
+    "standby.failureAt": w.failure?.at ?? "",
+    "standby.stepWokenAt": w.stepWokenAt ?? "",
+  };
 }

@@ -31,6 +31,7 @@ import {
   type Evaluation,
 } from "./state";
 import type { RepairAdvisor } from "../repair/advise";
+import { standbyFields } from "./standby";
 
 /** Outlier nodes named in the `models` hash (the count is always exact). */
 const MODEL_OUTLIERS_LISTED = 50;
@@ -66,6 +67,8 @@ export interface ControllerOptions {
   canary?: CanaryLearning;
   /** The reconciler's word that the standby cannot be woken (every fallback step failed), null when it can: shown in the tier. */
   standbyUnavailable?: () => string | null;
+  /** The reconciler's word that a new wake waits (`backoff until …, because …`), null when not: shown in the tier and the standby hash. */
+  standbyBackoff?: () => string | null;
   /** Practice wakes of the standby on a schedule (`LLMHA_PRACTICE_WAKE`); none when absent. */
   practice?: PracticeSchedule;
   /**
@@ -227,7 +230,7 @@ export class Controller {
     const t0 = performance.now();
     const snap = this.inventory ? await this.inventory.snapshot(writer, now) : await readSnapshot(redis, keys);
     this.reportSkipped(snap);
-    const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now, { silenceExplained: explained, standbyUnavailable: this.o.standbyUnavailable?.() ?? null });
+    const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now, { silenceExplained: explained, standbyUnavailable: this.o.standbyUnavailable?.() ?? null, standbyBackoff: this.o.standbyBackoff?.() ?? null });
     const aggMs = performance.now() - t0;
     this.lastAggregationMs = aggMs;
     metrics?.controllerTick.observe(aggMs / 1000);
@@ -239,7 +242,7 @@ export class Controller {
       // An operator's request matters only when no practice runs (a running one ignores it): no read meanwhile.
       const requested = this.practice.startedAt === null ? Number(await redis.get(keys.practiceRequest).catch(() => null)) || null : null;
       const step = this.o.practice.step(this.practice, {
-        tier: evaluation.tier.level, standbyWanted: evaluation.standby.wake, standbyHealthy: evaluation.standbyHealthy, unavailable: this.o.standbyUnavailable?.() ?? null, requestedAt: requested,
+        tier: evaluation.tier.level, standbyWanted: evaluation.standby.wake, standbyHealthy: evaluation.standbyHealthy, unavailable: this.o.standbyUnavailable?.() ?? this.o.standbyBackoff?.() ?? null, requestedAt: requested,
       }, now);
       practice = step.memory;
       if (step.wake) evaluation.standby = { ...evaluation.standby, wake: true, reason: step.reason };
@@ -271,13 +274,7 @@ export class Controller {
       }, { changeField: "codes", eventType: "suspect", mode: "replace" }),
     );
     if (evaluation.standby.az) {
-      writes.push(
-        writer.hset(keys.standbyWake, {
-          az: evaluation.standby.az, wake: evaluation.standby.wake ? 1 : 0, reason: evaluation.standby.reason,
-          lastTriggerAt: memory.standby.lastTriggerAt ?? 0, capacity: evaluation.standby.unavailable ? "unavailable" : "ok",
-          capacityReason: evaluation.standby.unavailable ?? "", updatedAt: now,
-        }, { changeField: "wake", eventType: "standby" }),
-      );
+      writes.push(writer.hset(keys.standbyWake, standbyFields(evaluation, memory.standby.lastTriggerAt, now), { changeField: "wake", eventType: "standby" }));
     }
     if (this.settings.zonalShift) {
       writes.push(

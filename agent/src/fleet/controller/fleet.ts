@@ -164,6 +164,7 @@ export class Fleet {
         this.reserved?.onPeriod(token);
       },
       standbyUnavailable: () => this.reconciler?.standbyUnavailable() ?? null,
+      standbyBackoff: () => this.reconciler?.standbyBackoff() ?? null,
       practice: o.practice ? new PracticeSchedule(o.practice, o.metrics) : undefined,
       canary: o.canary,
       inventory: o.inventory,

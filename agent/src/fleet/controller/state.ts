@@ -160,57 +160,9 @@ export function blastRadius(
   return { memory: { seen, suspect }, suspect: [...suspect.keys()].sort(), counts };
 }
 
-export interface StandbyMemory {
-  wake: boolean;
-  lastTriggerAt: number | null;
-}
-
-export interface StandbyDecision {
-  az: string | null;
-  wake: boolean;
-  reason: string;
-  /** Set while it is wanted awake and cannot be woken (every step of the fallback order failed): why. */
-  unavailable?: string;
-  /** Set while it is wanted awake and, sized below an active AZ (`standbyCapacityRatio`), cannot cover the lost GPUs. */
-  shortfall?: { lost: number; covers: number };
-}
-
-/**
- * What a standby sized at `ratio` of an active AZ leaves uncovered: the GPUs the active AZs
- * lost (total − healthy of each AZ not OK) against the standby's size (`ratio` × the largest
- * active AZ's total). Null when it covers them.
- */
-export function standbyShortfall(azs: readonly AzView[], standbyAz: string, ratio: number): { lost: number; covers: number } | null {
-  const active = azs.filter((a) => a.az !== standbyAz);
-  const lost = active.filter((a) => a.state !== "OK").reduce((n, a) => n + Math.max(0, a.totalCapacity - a.healthyCapacity), 0);
-  const covers = Math.floor(ratio * Math.max(0, ...active.map((a) => a.totalCapacity)));
-  return lost > covers ? { lost, covers } : null;
-}
-
-/**
- * Desired state of the standby AZ: awake when an active AZ is degraded or down (L2+), held
- * for `standbyHoldMs`. AZs in `starting` (never OK yet, within the cold-start grace) are not
- * a capacity loss.
- */
-export function standbyDecision(
-  prev: StandbyMemory,
-  azs: ReadonlyMap<string, AzState>,
-  s: Pick<ControllerSettings, "standbyAz" | "standbyHoldMs">,
-  now: number,
-  starting: ReadonlySet<string> = new Set(),
-): { memory: StandbyMemory; decision: StandbyDecision } {
-  if (!s.standbyAz) return { memory: prev, decision: { az: null, wake: false, reason: "no standby AZ" } };
-  const hurt = [...azs.entries()].filter(([az, st]) => az !== s.standbyAz && st !== "OK" && !starting.has(az)).map(([az, st]) => `${az}=${st}`);
-  if (hurt.length) {
-    return { memory: { wake: true, lastTriggerAt: now }, decision: { az: s.standbyAz, wake: true, reason: `capacity lost: ${hurt.join(",")}` } };
-  }
-  if (prev.wake && prev.lastTriggerAt !== null && now - prev.lastTriggerAt < s.standbyHoldMs) {
-    return { memory: prev, decision: { az: s.standbyAz, wake: true, reason: "holding after recovery" } };
-  }
-  const cold = [...starting].filter((az) => az !== s.standbyAz && azs.get(az) !== "OK").sort();
-  const reason = cold.length ? `starting, not failing: ${cold.join(",")} never OK yet` : "active AZs OK";
-  return { memory: { wake: false, lastTriggerAt: prev.lastTriggerAt }, decision: { az: s.standbyAz, wake: false, reason } };
-}
+// The standby decision lives beside it (standby.ts); re-exported for the callers of this module.
+export { standbyDecision, standbyShortfall, type StandbyDecision, type StandbyMemory } from "./standby";
+import { standbyDecision, standbyShortfall, type StandbyDecision, type StandbyMemory } from "./standby";
 
 export interface ShiftMemory {
   /** The AZ traffic is shifted away from, null when none. */
@@ -304,6 +256,8 @@ export interface EvaluateOptions {
   silenceExplained?: string | null;
   /** The actuator's word that the standby cannot be woken (capacity unavailable, with the reason), null when it can. */
   standbyUnavailable?: string | null;
+  /** The reconciler's word that a new wake waits (`backoff until …, because …`), null when it does not. */
+  standbyBackoff?: string | null;
 }
 
 /**
@@ -379,6 +333,11 @@ export function evaluate(
   if (s.standbyAz && sb.decision.wake && o.standbyUnavailable) {
     sb.decision.unavailable = o.standbyUnavailable;
     tier.reason += `; standby ${s.standbyAz} ${o.standbyUnavailable}`;
+  }
+  // A wake wanted and held back: the last one ended with no healthy standby node (wake-backoff.ts).
+  if (s.standbyAz && sb.decision.wake && o.standbyBackoff) {
+    sb.decision.backoff = o.standbyBackoff;
+    tier.reason += `; standby ${s.standbyAz} ${o.standbyBackoff}`;
   }
   // Partial redundancy: a standby smaller than an active AZ cannot take the whole lost load.
   if (s.standbyAz && sb.decision.wake && s.standbyCapacityRatio < 1) {

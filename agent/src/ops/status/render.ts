@@ -133,6 +133,7 @@ function standbyLine(v: FleetView): Line {
     { t: s.wake ? "  WAKE" : "  asleep (on schedule)", s: s.wake ? "yellow" : "green" },
     { t: `  ${s.reason}` },
     ...(s.unavailable ? [{ t: `  CAPACITY UNAVAILABLE: ${s.unavailable}`, s: "red" } as Seg] : []),
+    ...(s.backoff ? [{ t: `  WAKE HELD: ${s.backoff}`, s: "red" } as Seg] : []),
     { t: `  (refreshed ${formatAge(s.ageMs)})`, s: "dim" },
   ];
 }

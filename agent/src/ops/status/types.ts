@@ -91,6 +91,8 @@ export interface StandbyView {
   ageMs: number | null;
   /** Set while it is wanted awake and cannot be woken (every fallback step failed): why (issue 15). */
   unavailable?: string;
+  /** Set while it is wanted awake and a new wake waits: `backoff until …, because …` (the last wake had no healthy node). */
+  backoff?: string;
 }
 
 /** The followed standby wake (issue 15), from the `actuation` hash. */

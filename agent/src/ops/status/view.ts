@@ -190,7 +190,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
         }
       : null,
     standby: standbyH.az
-      ? { az: standbyH.az, wake: standbyH.wake === "1", reason: standbyH.reason ?? "", token: num(standbyH.token), updatedAt: standbyAt, ageMs: ageOf(now, standbyAt), ...(standbyH.capacity === "unavailable" ? { unavailable: standbyH.capacityReason ?? "" } : {}) }
+      ? { az: standbyH.az, wake: standbyH.wake === "1", reason: standbyH.reason ?? "", token: num(standbyH.token), updatedAt: standbyAt, ageMs: ageOf(now, standbyAt), ...(standbyH.capacity === "unavailable" ? { unavailable: standbyH.capacityReason ?? "" } : {}), ...(standbyH.capacity === "backoff" ? { backoff: standbyH.capacityReason ?? "" } : {}) }
       : null,
     actuation: actuationView(r[10] as Record<string, string>, now),
     fallback: fallbackView(tierH.level, r[11] as Record<string, string>, now),

@@ -20,7 +20,7 @@ import { CronError, lastFiring, parseCron, Zone } from "../../../../../contracts
 import type { Logger } from "../../../util/log";
 import { MissingIdentifierError, type ActionBody, type AwsCalls, type CallTrace } from "./calls";
 import { ActuatorSettingError, type StandbyGroup } from "./settings";
-import { DEFAULT_WAKE_BOUND_MS, planWake, type WakeGroupView } from "../wake-follow";
+import { DEFAULT_WAKE_BOUND_MS, planWake, type WakeGroupView, type WakeHealth } from "../wake-follow";
 import type { ForeignAction } from "../types";
 
 /** ASG tag holding `min/max/desired@<wake epoch ms>` from before the wake, for whichever leader releases. */
@@ -40,6 +40,8 @@ export interface StandbySettings {
   standbyFallback?: StandbyGroup[];
   /** A woken step with nothing in service this long has failed (`LLMHA_STANDBY_WAKE_BOUND_MS`). Default 900000. */
   wakeBoundMs?: number;
+  /** A woken step in service with no healthy standby node this long has failed (`LLMHA_STANDBY_HEALTHY_BOUND_MS`). Default 600000. */
+  healthyBoundMs?: number;
 }
 
 /** Instance lifecycle states of a launch that found capacity and is on its way. */
@@ -108,7 +110,7 @@ export class StandbyActions {
    * the next step of the fallback order when the last one failed — one new step per call, so
    * each goes through the fencing gate and is recorded on its own.
    */
-  async wake(az: string, trace: CallTrace): Promise<ActionBody> {
+  async wake(az: string, trace: CallTrace, health?: WakeHealth): Promise<ActionBody> {
     const primary = this.groupsOf(az);
     const fallback = (this.o.standbyFallback ?? []).filter((f) => !primary.some((g) => g.name === f.name));
     const states = await this.describe(trace, primary, fallback);
@@ -138,7 +140,7 @@ export class StandbyActions {
       }
       views.push(row);
     }
-    const plan = planWake(views, { boundMs: this.o.wakeBoundMs ?? DEFAULT_WAKE_BOUND_MS }, this.d.now());
+    const plan = planWake(views, { boundMs: this.o.wakeBoundMs ?? DEFAULT_WAKE_BOUND_MS, healthyBoundMs: this.o.healthyBoundMs }, this.d.now(), health);
     let top = -1;
     views.forEach((row, i) => {
       if (row.some((g) => g.woken)) top = i;
