@@ -13,10 +13,9 @@
  * could not run): a `Fail` in the JSON is a failure, a clean JSON with exit 0 a pass, anything
  * else a diag that could not run.
  */
-import { spawn } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
-import { childEnv } from "../../util/child-env";
+import { runTool } from "../../util/run-tool";
 
 export const DCGMI_DIAG_ARGS: readonly string[] = Object.freeze(["diag", "-r", "1", "-j"]);
 
@@ -110,34 +109,11 @@ export function findExecutable(name: string, path = process.env.PATH ?? ""): str
 
 /**
  * Runs `dcgmi diag -r 1 -j` without a shell and with the minimal child environment, killed
- * after `timeoutMs`. Standard output is capped (a diag prints kilobytes).
+ * after `timeoutMs` (util/run-tool.ts).
  */
-export function runDiag(path: string, timeoutMs: number): Promise<DiagResult> {
-  return new Promise((resolve) => {
-    let out = "";
-    let done = false;
-    const finish = (r: DiagResult): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      resolve(r);
-    };
-    let child: ReturnType<typeof spawn>;
-    try {
-      child = spawn(path, [...DCGMI_DIAG_ARGS], { stdio: ["ignore", "pipe", "ignore"], env: childEnv() });
-    } catch (err) {
-      resolve({ kind: "error", detail: `dcgmi could not be started: ${(err as Error).message}` });
-      return;
-    }
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      finish({ kind: "error", detail: `dcgmi diag -r 1 did not finish within ${timeoutMs} ms` });
-    }, timeoutMs);
-    timer.unref?.();
-    child.stdout?.on("data", (b: Buffer) => {
-      if (out.length < 1_000_000) out += b.toString("utf8");
-    });
-    child.on("error", (err) => finish({ kind: "error", detail: `dcgmi could not be started: ${err.message}` }));
-    child.on("close", (code) => finish(parseDiag(code, out)));
-  });
+export async function runDiag(path: string, timeoutMs: number): Promise<DiagResult> {
+  const r = await runTool(path, DCGMI_DIAG_ARGS, timeoutMs);
+  if (r.spawnError) return { kind: "error", detail: `dcgmi could not be started: ${r.spawnError.message}` };
+  if (r.timedOut) return { kind: "error", detail: `dcgmi diag -r 1 did not finish within ${timeoutMs} ms` };
+  return parseDiag(r.code, r.stdout);
 }

@@ -1,8 +1,8 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { GpuInfo, GpuObservation, PciObservation } from "./signals";
-import { childEnv } from "../../util/child-env";
+import { runTool, type ToolRun } from "../../util/run-tool";
 
 /**
  * The nvidia-smi fields the agent reads, in query order. Older drivers lack some
@@ -111,14 +111,6 @@ export function parseGpuCsv(stdout: string, fields: readonly string[]): GpuInfo[
   });
 }
 
-interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  timedOut: boolean;
-  spawnError?: string;
-}
-
 const INVALID_FIELD = /Field "([^"]+)" is not a valid field to query/;
 
 /**
@@ -143,7 +135,7 @@ export class GpuSource {
     this.hung = null;
     for (let attempt = 0; attempt < GPU_FIELDS.length; attempt++) {
       const r = await this.run();
-      if (r.spawnError) return { kind: "failed", exitCode: null, detail: r.spawnError };
+      if (r.spawnError) return { kind: "failed", exitCode: null, detail: r.spawnError.code === "ENOENT" ? `nvidia-smi not found at ${this.path}` : r.spawnError.message };
       if (r.timedOut) return { kind: "timeout", detail: `nvidia-smi did not answer within ${this.timeoutMs} ms` };
       const err = firstLine(r.stderr) || firstLine(r.stdout);
       if (r.code === EXIT_DRIVER_NOT_LOADED) return { kind: "driver-not-loaded", detail: err };
@@ -165,43 +157,10 @@ export class GpuSource {
     return { kind: "failed", exitCode: null, detail: "nvidia-smi refused every field" };
   }
 
-  private run(): Promise<RunResult> {
-    return new Promise((resolve) => {
-      const args = [`--query-gpu=${this.fields.join(",")}`, "--format=csv,noheader,nounits"];
-      let child: ChildProcess;
-      try {
-        // A minimal environment: nvidia-smi gets none of the agent's settings or secrets.
-        child = spawn(this.path, args, { stdio: ["ignore", "pipe", "pipe"], env: childEnv() });
-      } catch (e) {
-        resolve({ code: null, stdout: "", stderr: "", timedOut: false, spawnError: (e as Error).message });
-        return;
-      }
-      let stdout = "";
-      let stderr = "";
-      let done = false;
-      const finish = (r: RunResult): void => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        resolve(r);
-      };
-      const timer = setTimeout(() => {
-        this.hung = child;
-        child.kill("SIGKILL");
-        finish({ code: null, stdout, stderr, timedOut: true });
-      }, this.timeoutMs);
-      child.stdout?.setEncoding("utf8").on("data", (d: string) => {
-        if (stdout.length < 1_000_000) stdout += d;
-      });
-      child.stderr?.setEncoding("utf8").on("data", (d: string) => {
-        if (stderr.length < 100_000) stderr += d;
-      });
-      child.on("error", (e: NodeJS.ErrnoException) => {
-        const why = e.code === "ENOENT" ? `nvidia-smi not found at ${this.path}` : e.message;
-        finish({ code: null, stdout, stderr, timedOut: false, spawnError: why });
-      });
-      child.on("close", (code) => finish({ code, stdout, stderr, timedOut: false }));
-    });
+  private async run(): Promise<ToolRun> {
+    const args = [`--query-gpu=${this.fields.join(",")}`, "--format=csv,noheader,nounits"];
+    // A child killed at the limit may be in D state and live on: no second one while it does.
+    return runTool(this.path, args, this.timeoutMs, { stderr: true, onTimeout: (child) => (this.hung = child) });
   }
 }
 
