@@ -71,7 +71,8 @@ describe("repair ladder, advise mode, against a real redis-server", () => {
       const plan = await leader.fleet.client.redis.hgetall(keys.repairPlan);
       expect(plan[":mode"]).toBe("advise");
       expect(Number(plan.token)).toBe(leader.fleet.lease.token);
-      expect(await gauge(leader.prom, "llmha_repair_advised", { action: "reboot" })).toBe(1);
+      // The plan entry is written before the round ends; the gauge is set when it ends.
+      await waitFor("reboot advised", async () => (await gauge(leader.prom, "llmha_repair_advised", { action: "reboot" })) === 1, { timeoutMs: 5000 });
       expect(await gauge(leader.prom, "llmha_repair_held")).toBe(0);
 
       // Several more periods: the decision is unchanged, so still one event.
