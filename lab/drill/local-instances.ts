@@ -170,6 +170,9 @@ export class LocalInstances {
     for (const n of this.nodes.filter((x) => this.terminated.has(x.id))) {
       this.terminated.delete(n.id);
       this.generation.set(n.id, (this.generation.get(n.id) ?? 0) + 1);
+      // New hardware: its GPUs clean, its kernel log empty.
+      await n.gpuFault(null);
+      await writeFile(n.xidLogPath, "");
       ops.push(this.bootFor(n, `fresh instance ${this.instanceOf(n.id)} in the terminated slot`));
     }
     for (const n of [...this.nodes, ...this.spares]) this.terminated.delete(n.id);

@@ -29,7 +29,7 @@ import { freePort } from "../../agent/src/util/net";
 import { LocalCloud } from "./local-cloud";
 import { AgentEnvSwitch } from "./agent-env";
 import { connectFrom, placeMembers, RedisPaths, type DrillPlacement } from "./placement";
-import { DRILL_AGENT_ENV, DRILL_STANDBY_ENV, DRILL_MODEL } from "./settings";
+import { DRILL_AGENT_ENV, DRILL_BOOT_MS, DRILL_STANDBY_ENV, DRILL_MODEL } from "./settings";
 import { azProxy, backendOf, baselineProxies, DRILL_ZONE, nodeAddress, nodeGroup, nodesRecord, placeNodes, pool, slotNames, startNodeWithRetry } from "./stack-layout";
 
 export { DRILL_MODEL };
@@ -276,6 +276,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const agentEnv = new AgentEnvSwitch(hosts, o.agentEnv ?? null, o.progress);
   const proxyKills: { at: number; via: string }[] = [];
   cloud?.instances.attach(nodes, spares);
+  if (cloud) cloud.instances.bootMs = DRILL_BOOT_MS;
   cloud?.attach(
     hosts,
     () => azs.map((a) => ({ haproxy: a.haproxy, proxy: a.proxy, serversOf: (az: string) => slotNames(groups.get(az)!) })),
