@@ -53,6 +53,17 @@ export interface InstanceAction {
   token: number;
 }
 
+/** A termination as the cloud saw it (drill clock): the replacement its surge booted, and what that node's agent answered then. */
+export interface InstanceTermination {
+  t: number;
+  instance: string;
+  node: string;
+  /** The spare node the surge for this instance booted (null: none was booted). */
+  replacement: string | null;
+  /** Its agent's `/readyz` status at the termination (`ERR`: it did not answer). */
+  replacementStatus: string | null;
+}
+
 /** A surge's launch as the cloud saw it (drill clock). */
 export interface InstanceLaunch {
   t: number;
@@ -94,6 +105,7 @@ const LAUNCH_RETRY_MS = 10_000;
 export class LocalInstances {
   readonly actions: InstanceAction[] = [];
   readonly launches: InstanceLaunch[] = [];
+  readonly terminations: InstanceTermination[] = [];
   private nodes: SimNode[] = [];
   private spares: SimNode[] = [];
   private readonly generation = new Map<string, number>();
@@ -330,6 +342,11 @@ export class LocalInstances {
 
   private terminate(n: SimNode, id: string, decrement: boolean): LocalRepairReply {
     const g = this.groupOf(n.az);
+    const spare = this.spares.find((s) => s.id === g.surged.get(id)) ?? null;
+    const rec: InstanceTermination = { t: this.host.now(), instance: id, node: n.id, replacement: spare?.id ?? null, replacementStatus: null };
+    this.terminations.push(rec);
+    // What the replacement's agent says at this moment (the report checks capacity came back first).
+    if (spare) void spare.agentGet("/readyz").then((r) => (rec.replacementStatus = String(r.body.status)), () => (rec.replacementStatus = "ERR"));
     this.terminated.add(n.id);
     this.cordoned.delete(n.id);
     if (decrement) {

@@ -105,9 +105,17 @@ function replacementFigures(ctx: ScenarioContext, cloud: LocalCloud, r: RunResul
   r.extra.surgeMs = surgeT === null ? null : surgeT - r.injectAt;
   r.extra.replacementServingMs = spareMs === null ? null : from - r.injectAt + spareMs;
   r.extra.terminateMs = termT === null ? null : termT - r.injectAt;
+  // Capacity back before the old host goes: the replacement's agent HEALTHY when the termination reached the cloud.
+  const term = cloud.instances.terminations.find((x) => x.node === v.id && x.t >= from);
+  const requests = spare ? Math.max(0, ...Object.entries(ctx.tl.samples.at(-1)?.l1 ?? {}).filter(([k]) => /^az_.*_servers\//.test(k) && k.endsWith(`/${spare.id}`)).map(([, x]) => x.total)) : 0;
+  r.extra.replacementAtTermination = term?.replacementStatus ?? null;
+  r.extra.replacementRequests = requests;
   r.extra.notReplaced = spare && spareMs !== null && termT !== null ? 0 : 1;
-  r.extra.terminatedBeforeReplacement = termT !== null && (spareMs === null || from + spareMs > termT) ? 1 : 0;
-  return `surge ${fmt(r.extra.surgeMs)}, replacement ${spare?.id ?? "none"} serving ${fmt(r.extra.replacementServingMs as number | null)}, ${v.id} terminated ${fmt(r.extra.terminateMs)}`;
+  r.extra.terminatedBeforeReplacement = termT !== null && term?.replacementStatus !== "HEALTHY" ? 1 : 0;
+  return (
+    `surge ${fmt(r.extra.surgeMs)}, replacement ${spare?.id ?? "none"} serving ${fmt(r.extra.replacementServingMs as number | null)} (HEALTHY? ${term?.replacementStatus ?? "-"} when ${v.id}'s termination reached the cloud ` +
+    `${fmt(r.extra.terminateMs)}; ${requests} requests through its AZ proxies by the end)`
+  );
 }
 
 export async function runRepairReboot(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
@@ -208,7 +216,7 @@ export async function runRepairCapacityShort(ctx: ScenarioContext, spec: Scenari
     r.extra.steps = stepsText(acts);
     r.extra.figures =
       `${v.id}: ${r.extra.steps}; ${failures.length} failed launches (${failures[0]?.message?.slice(0, 70) ?? "none"}…); held ${fmt(r.extra.heldMs)} after the fault ` +
-      `(${entry?.action ?? "-"}, bound ${entry?.bound ?? "-"}: ${(entry?.reason ?? "").slice(0, 140)}); llmha_repair_held ${gauge ?? "-"}; standby serving ${fmt(standbyMs)}; ` +
+      `(${entry?.action ?? "-"}, bound ${entry?.bound ?? "-"}: ${(entry?.reason ?? "").slice(0, 260)}); llmha_repair_held ${gauge ?? "-"}; standby serving ${fmt(standbyMs)}; ` +
       `terminated ${r.extra.terminated ? "YES" : "no"}, cordoned and drained ${r.extra.notDrained ? "NO" : "yes"}; failed requests ${r.failed}`;
   } finally {
     await watch.operatorRepair(cloud, v, false);
