@@ -20,6 +20,8 @@ import { nodeAddress } from "../../lab/drill/stack";
 import { NVSMI_FAULTS } from "../../lab/sim/nvsmi-state";
 import { SimNode, type SimNodePorts } from "../../lab/sim/sim-node";
 import { freePort, waitFor } from "../../agent/src/util/net";
+import { createRepairActuator } from "../../agent/src/fleet/actuators/repair-index";
+import { testLogger } from "../redis/helpers";
 
 const dir = mkdtempSync(join(tmpdir(), "llmha-local-repair-"));
 let a1: SimNode;
@@ -60,6 +62,13 @@ async function nodes(): Promise<{ nodeId: string; instanceId?: string; unschedul
 const status = async (n: SimNode): Promise<string> => (await n.agentGet("/readyz").catch(() => ({ body: { status: "ERR" } }))).body.status as string;
 
 describe("LocalRepairActuator over the local cloud's instances", () => {
+  it("is what act mode gets with LLMHA_ACTUATOR=local (dry-run logs only)", () => {
+    const cfg = { awsRegion: null, inventory: "none", inventoryTokenFile: "t", inventoryCaFile: "c", repairNamespace: "llm-ha" };
+    expect(createRepairActuator({ ...cfg, actuator: "local", localCloudUrl: cloud.url }, testLogger(), {})?.kind).toBe("local");
+    expect(() => createRepairActuator({ ...cfg, actuator: "local", localCloudUrl: null }, testLogger(), {})).toThrow(/LLMHA_LOCAL_CLOUD_URL/);
+    expect(createRepairActuator({ ...cfg, actuator: "dry-run" }, testLogger(), {})?.kind).toBe("dry-run");
+  });
+
   it("lists each node's instance id as the inventory reads it; cordon and uncordon are desired-state", async () => {
     const r = new LocalRepairActuator({ url: cloud.url });
     const id = cloud.instances.instanceOf("gpu-a1");
