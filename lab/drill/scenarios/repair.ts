@@ -26,7 +26,7 @@ import type { ScenarioSpec } from "../scenarios";
 import { DRILL_BOOT_MS, DRILL_REPAIR_ENV } from "../settings";
 import { firstAfter, l1Removed, type Sample } from "../timeline";
 import { effectiveSteps, maxInRepair, outOfOrder, RepairWatch, stepsOf, stepsText } from "./repair-watch";
-import { blank, finish, healthy, mark, rowOf, standbyReady, until, type RunResult, type ScenarioContext } from "./runner";
+import { blank, finish, healthy, mark, rowOf, standbyReady, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 const fmt = (ms: number | null | undefined): string => (typeof ms !== "number" ? "never" : `${(ms / 1000).toFixed(1)}s`);
 const REPLACEMENT_MS = Number(DRILL_REPAIR_ENV.LLMHA_REPAIR_REPLACEMENT_TIMEOUT_MS);
@@ -53,6 +53,14 @@ async function prepare(ctx: ScenarioContext, spec: ScenarioSpec, run: number): P
   }
   watch.start();
   return { r, cloud: sb.cloud, watch };
+}
+
+/**
+ * After the run's clean-up (a fresh instance booting, an operator's repair, the standby's hold and
+ * release): the fleet steady again before the next run starts, or a note.
+ */
+async function backToSteady(ctx: ScenarioContext, r: RunResult): Promise<void> {
+  if (!(await steady(ctx, 90_000))) r.notes.push("fleet not steady again 90 s after the run's clean-up");
 }
 
 /** The active AZs' nodes in service (not terminated), each run's victim taken in turn. */
@@ -141,6 +149,7 @@ export async function runRepairReboot(ctx: ScenarioContext, spec: ScenarioSpec, 
   } finally {
     if (r.extra.notRepaired !== 0) await watch.operatorRepair(cloud, v, true);
     await watch.stop();
+    await backToSteady(ctx, r);
   }
   return r;
 }
@@ -168,6 +177,7 @@ export async function runRepairReplace(ctx: ScenarioContext, spec: ScenarioSpec,
   } finally {
     await watch.stop();
     await cloud.instances.reset();
+    await backToSteady(ctx, r);
   }
   return r;
 }
@@ -223,6 +233,7 @@ export async function runRepairCapacityShort(ctx: ScenarioContext, spec: Scenari
     await watch.stop();
     cloud.instances.capacityFault(v.az, 0);
     await cloud.instances.reset();
+    await backToSteady(ctx, r);
   }
   return r;
 }
@@ -262,6 +273,7 @@ export async function runBadHostReturns(ctx: ScenarioContext, spec: ScenarioSpec
   } finally {
     await watch.stop();
     await cloud.instances.reset();
+    await backToSteady(ctx, r);
   }
   return r;
 }
@@ -310,6 +322,7 @@ export async function runRepairStorm(ctx: ScenarioContext, spec: ScenarioSpec, r
   } finally {
     for (const n of victims) if (cloud.instances.isCordoned(n.id) || !n.running) await watch.operatorRepair(cloud, n, true);
     await watch.stop();
+    await backToSteady(ctx, r);
   }
   return r;
 }
