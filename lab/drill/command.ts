@@ -12,7 +12,7 @@ import { terminalColumns } from "../../contracts/table";
 import { renderHtmlReport } from "./html-report";
 import { figuresLine, renderTable, standbyLine, summarize, type ScenarioSummary } from "./report";
 import { runScenario, type RunResult } from "./run-scenario";
-import { SCENARIOS, UnknownScenarioError } from "./scenarios";
+import { SCENARIOS, UnknownScenarioError, type ScenarioSpec } from "./scenarios";
 import { estimateSeconds, selectScenarios, type DrillMode } from "./plan";
 import { DEFAULT_HAPROXY_TUNING } from "../../contracts/haproxy-tuning";
 import { CLIENT_TIMEOUT_MS, DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_TUNED_BASELINE } from "./settings";
@@ -163,6 +163,18 @@ export interface DrillReport {
   outDir: string;
 }
 
+/**
+ * What the planned scenarios need of the world beyond `--nodes`: spare instance slots, more
+ * nodes in the first AZ (round-robin over 3 AZs puts ceil(n/3) there), and the first scenario's
+ * agent settings from the start (no restart before it).
+ */
+export function worldNeeds(specs: readonly ScenarioSpec[], nodes: number): { spares: number; firstAzExtra: number; agentEnv?: Readonly<Record<string, string>> } {
+  const firstAz = Math.ceil(nodes / (nodes >= 5 ? 3 : 2));
+  const spares = Math.max(0, ...specs.map((s) => s.needsSpares ?? 0));
+  const firstAzExtra = Math.max(0, ...specs.map((s) => (s.needsFirstAzNodes ?? 0) - firstAz));
+  return { spares, firstAzExtra, ...(specs[0]?.agentEnv ? { agentEnv: specs[0].agentEnv } : {}) };
+}
+
 /** Runs the drill; returns the exit code. Stops everything it started before it returns. */
 export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; err: (s: string) => void } = { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s) }): Promise<number> {
   const t0 = Date.now();
@@ -182,7 +194,7 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   );
   const outDir = resolve(args.out ?? mkdtempSync(join(tmpdir(), "llmha-drill-")));
   mkdirSync(outDir, { recursive: true });
-  const world = createWorld({ nodes: args.nodes, outDir, now, progress, netns, redisPaths: plan.some((p) => p.spec.needsRedisPaths) });
+  const world = createWorld({ nodes: args.nodes, outDir, now, progress, netns, redisPaths: plan.some((p) => p.spec.needsRedisPaths), ...worldNeeds(plan.map((p) => p.spec), args.nodes) });
   const tl = world.tl;
   try {
     progress(`plan: ${plan.map((p) => `${p.spec.name}${p.runs > 1 ? `×${p.runs}` : ""}`).join(", ")}; logs in ${outDir}`);
@@ -197,6 +209,8 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
       const results: RunResult[] = [];
       for (let i = 1; i <= runs; i++) {
         progress(`${spec.name}${runs > 1 ? ` ${i}/${runs}` : ""}: ${spec.title}`);
+        // The agent settings this scenario runs with (none: the drill's own); a change restarts the agents.
+        if (!(await st.setAgentEnv(spec.agentEnv ?? null))) progress(`  not every agent HEALTHY again after the settings change`);
         const r = await runScenario(ctx, spec, i);
         // The shipped rules' verdict on this run (their windows are minutes long: an alert may carry over from the run before).
         if (prom && !r.notMeasured) {

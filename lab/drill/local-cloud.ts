@@ -11,6 +11,7 @@
  * | `POST /shift/start {az, expiresInMs}` | every AZ proxy puts the AZ's servers in MAINT (`set server … state maint`); lifted by itself at expiry | ARC zonal shift on the NLBs |
  * | `POST /shift/cancel {az}`        | those servers back to `ready`                                  | cancel the zonal shift |
  * | `GET /openid/v1/jwks`, `GET /api/v1/nodes` | the Kubernetes API the leader reads: the issuer's keys and the GPU Nodes (`kube`, local-kube.ts) | the API server |
+ * | `POST /instances/<step>`        | the repair ladder's steps on the simulated instances (`instances`, local-instances.ts) | Kubernetes API, EC2, Auto Scaling |
  *
  * Node groups: by default one per AZ, named as the AZ. `defineGroups` gives an AZ several
  * (instance types, in fallback order; every group boots the AZ's nodes: the simulated
@@ -28,6 +29,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { LocalKubeApi } from "./local-kube";
+import { instanceStep, LocalInstances } from "./local-instances";
 import { LocalZonalShift, type CloudProxy } from "./local-shift";
 import type { AddressInfo } from "node:net";
 import type { LocalCloudReply, LocalGroupsReply } from "../../agent/src/fleet/actuators/local";
@@ -122,6 +124,15 @@ export class LocalCloud {
   readonly kube = new LocalKubeApi(
     () => this.url,
     (n) => (this.power.has(n.id) ? this.powerOf(n.id) !== "stopped" : n.running),
+    (n) => ({ instanceId: this.instances.instanceOf(n.id), unschedulable: this.instances.isCordoned(n.id) }),
+  );
+  /** The instances the repair ladder acts on (spare slots, reboots, surges); attached by the drill's stack. */
+  readonly instances = new LocalInstances(
+    {
+      powerOf: (id) => this.powerOf(id), setPower: (id, p) => void this.power.set(id, p), enqueue: (n, op) => this.enqueue(n, op),
+      publish: (az) => this.publish(az), now: () => this.o.now(), log: (line) => this.o.log?.(line),
+    },
+    capacityMessage,
   );
 
   constructor(private readonly o: LocalCloudOptions) {}
@@ -200,6 +211,7 @@ export class LocalCloud {
 
   async stop(): Promise<void> {
     for (const g of [...this.groups.values()].flat()) if (g.timer) clearTimeout(g.timer);
+    this.instances.stop();
     this.shifts.stop();
     const server = this.server;
     this.server = null;
@@ -219,6 +231,7 @@ export class LocalCloud {
     };
     const kube = req.method === "GET" ? this.kube.answer((req.url ?? "").split("?")[0]) : null;
     if (kube) return send(kube.code, kube.body);
+    if (req.method === "POST" && (req.url ?? "").startsWith("/instances/")) return instanceStep(this.instances, req, send);
     if (req.method === "GET" && (req.url ?? "").startsWith("/standby/groups")) {
       const az = new URL(req.url ?? "", "http://x").searchParams.get("az") ?? "";
       if (!this.nodes.some((n) => n.az === az)) return send(this.nodes.length ? 400 : 503, { error: `no nodes in AZ ${JSON.stringify(az)}` });

@@ -3,8 +3,9 @@
  * (local-cloud.ts) on its port:
  *
  * - `GET /api/v1/nodes?labelSelector=`: the GPU nodes that exist (booted, booting or stopping:
- *   not stopped) as a `NodeList` (name, zone label, GPU capacity, providerID): the leader's
- *   inventory (`LLMHA_INVENTORY`), as the API server's Node objects are on AWS;
+ *   not stopped) as a `NodeList` (name, zone label, GPU capacity, providerID `aws:///<az>/<instance
+ *   id>`, `unschedulable` while cordoned): the leader's inventory (`LLMHA_INVENTORY`), as the API
+ *   server's Node objects are on AWS;
  * - `GET /openid/v1/jwks`: the ServiceAccount issuer's public keys (`LLMHA_IDENTITY_JWKS`), which
  *   sign each node's projected token (`mintToken`, a file per node the agent enrols with).
  */
@@ -18,11 +19,13 @@ export class LocalKubeApi {
 
   /**
    * `url`: the issuer (`iss`) of the tokens it mints, the local cloud's own URL; `exists`: whether
-   * a node exists now (the cloud's power state: a stopped standby node is not a Node).
+   * a node exists now (the cloud's power state: a stopped standby node is not a Node); `describe`:
+   * its instance id and cordon (the local cloud's instances).
    */
   constructor(
     private readonly url: () => string,
     private readonly exists: (n: SimNode) => boolean,
+    private readonly describe: (n: SimNode) => { instanceId: string; unschedulable: boolean } = (n) => ({ instanceId: `i-${n.id}`, unschedulable: false }),
   ) {
     this.tokens = new LocalIssuer(url);
   }
@@ -49,7 +52,7 @@ export class LocalKubeApi {
       apiVersion: "v1",
       items: (this.nodes ?? []).filter(this.exists).map((n) => ({
         metadata: { name: n.id, labels: { "topology.kubernetes.io/zone": n.az, "llm-ha.io/gpu-class": "sim" } },
-        spec: { providerID: `local:///${n.az}/i-${n.id}` },
+        spec: ((d) => ({ providerID: `aws:///${n.az}/${d.instanceId}`, ...(d.unschedulable ? { unschedulable: true } : {}) }))(this.describe(n)),
         status: { capacity: { "nvidia.com/gpu": String(n.gpuCount) } },
       })),
     };

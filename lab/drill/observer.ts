@@ -41,7 +41,8 @@ export function startObserver(stack: DrillStack, tl: Timeline, now: () => number
       const l1: Record<string, L1Sample> = {};
       const proxies = [...stack.azs.map((a) => a.haproxy), stack.baseline];
       const [nodeRows, statRows, dns] = await Promise.all([
-        Promise.all(stack.nodes.map(async (n) => [n.id, await readyz(n.agentUrl)] as const)),
+        // Spare slots too: a surge's node is watched as any other once it boots.
+        Promise.all([...stack.nodes, ...stack.spares].map(async (n) => [n.id, await readyz(n.agentUrl)] as const)),
         Promise.all(proxies.map((h) => (h ? h.stats().catch(() => []) : Promise.resolve([])))),
         stack.dns.query().catch(() => null),
       ]);

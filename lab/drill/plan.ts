@@ -19,6 +19,7 @@ const TYPICAL_S: Readonly<Record<string, number>> = {
   crash: 22, "standby-wake": 28, xid: 28, "rolling-restart": 42, "redis-failover": 45, "redis-failover-lag": 45, "redis-blackhole": 60,
   "redis-readonly": 35, overload: 44, "server-kinds": 120, "silent-corruption": 26, "canary-noise": 90, "global-outage": 45, "standby-ice": 32,
   "l2-spread": 25, "az-loss": 25, "practice-wake": 25, "wake-onto-bad-gpus": 60, "agent-starve": 20, "health-flood": 24, "node-compromise": 30,
+  "repair-reboot": 60, "repair-replace": 70, "repair-capacity-short": 100, "bad-host-returns": 110, "repair-storm": 200,
 };
 
 /** About how long the plan takes, start-up included, in seconds. */

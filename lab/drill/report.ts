@@ -275,6 +275,9 @@ function targetText(t: Targets): string {
   if (t.floodP50Ratio !== undefined) parts.push(`p50 under flood≤${t.floodP50Ratio}×quiet`);
   if (t.noisyUnlimited !== undefined) parts.push(`noisy tenant 429+Retry-After`);
   if (t.canariesShort !== undefined) parts.push(`canaries≥1000`);
+  // A scenario's own figures (the repair ladder's, the wake's): named as it records them.
+  for (const [k, v] of Object.entries(t.extraTimes ?? {})) parts.push(`${k}≤${v / 1000}s`);
+  for (const [k, v] of Object.entries(t.extraCounts ?? {})) parts.push(`${k}${v === 0 ? "=" : "≤"}${v}`);
   return parts.join(", ");
 }
 

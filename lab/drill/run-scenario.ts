@@ -27,6 +27,7 @@ import { runHealthFlood } from "./scenarios/health-flood";
 import { runNodeCompromise } from "./scenarios/node-compromise";
 import { runCanaryNoise, runSilentCorruption } from "./scenarios/correctness";
 import { GRAY_RUNS } from "./scenarios/gray";
+import { REPAIR_RUNS } from "./scenarios/repair";
 
 export { MAIN_CLIENT, type RunResult, type ScenarioContext } from "./scenarios/runner";
 export { staleWrites } from "./scenarios/fleet";
@@ -73,6 +74,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["redis-forgery", runRedisForgery],
   ["agent-starve", runAgentStarve],
   ...GRAY_RUNS,
+  ...REPAIR_RUNS,
 ]);
 
 /** Runs one run of one scenario. */

@@ -129,6 +129,16 @@ export interface ScenarioSpec {
   needsNetns?: boolean;
   /** Cuts or slows nodes' own paths to Redis (placement.ts): the drill starts them when a planned scenario needs them. */
   needsRedisPaths?: boolean;
+  /** Spare instance slots per active AZ (stopped until a repair's surge boots one): the drill starts them when a planned scenario needs them. */
+  needsSpares?: number;
+  /** Running nodes the first AZ needs at least: the drill adds nodes there when a planned scenario needs more than `--nodes` places in it. */
+  needsFirstAzNodes?: number;
+  /**
+   * Agent settings the scenario runs with on top of the drill's (the repair ladder acting): the
+   * drill restarts the agents with them before it, and without them before a scenario that has
+   * none (lab/drill/agent-env.ts). Scenarios that share them run back to back without a restart.
+   */
+  agentEnv?: Readonly<Record<string, string>>;
   /** Shipped alerts that must fire within a run (the drill's Prometheus): each missing counts in `extra.alertsMissing`. */
   alertsExpected?: readonly string[];
   targets: Targets;

@@ -7,6 +7,7 @@ import { DRILL_TIMING } from "./settings";
 import { SECURITY_SCENARIOS } from "./security-specs";
 import { CORRECTNESS_SCENARIOS } from "./correctness-specs";
 import { GRAY_SCENARIOS } from "./gray-specs";
+import { REPAIR_SCENARIOS } from "./repair-specs";
 import { OVERLOAD_503_MS, type ScenarioSpec, type Targets } from "./scenario-spec";
 
 export { OVERLOAD_503_MS, type ScenarioSpec, type ScenarioTier, type Targets } from "./scenario-spec";
@@ -272,6 +273,8 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
   },
   ...SECURITY_SCENARIOS,
   ...GRAY_SCENARIOS,
+  // Last: they run with the repair ladder acting (agent settings of their own), so a full drill restarts the agents once, before them.
+  ...REPAIR_SCENARIOS,
 ];
 
 export class UnknownScenarioError extends Error {

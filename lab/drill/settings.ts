@@ -80,3 +80,22 @@ export const CLIENT_TIMEOUT_MS = 5000;
 
 /** The model every drill node serves. */
 export const DRILL_MODEL = "llm-ha/drill-model";
+
+/** How long a rebooted instance of the drill stays down before its processes start again (production: minutes). */
+export const DRILL_BOOT_MS = 10_000;
+
+/**
+ * The repair scenarios' agent settings: the leader carries its repair plan out through the local
+ * cloud's instances (`LLMHA_ACTUATOR=local`, set with the standby AZ), one spare slot in sight
+ * per active AZ, and act mode's timings cut to the drill's: a HEALTHY record counts 5 s after the
+ * action (the rebooted node's agent is stopped within 2 s of the call), a drain, a reboot and a
+ * replacement each fail past a bound that fits a scenario run (production: 10, 30, 60 min).
+ */
+export const DRILL_REPAIR_ENV: Readonly<Record<string, string>> = Object.freeze({
+  LLMHA_REPAIR_MODE: "act",
+  LLMHA_REPAIR_SPARE: "az-a=1,az-b=1",
+  LLMHA_REPAIR_SETTLE_MS: "5000",
+  LLMHA_REPAIR_DRAIN_TIMEOUT_MS: "60000",
+  LLMHA_REPAIR_WAIT_TIMEOUT_MS: "90000",
+  LLMHA_REPAIR_REPLACEMENT_TIMEOUT_MS: "45000",
+});

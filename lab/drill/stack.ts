@@ -19,8 +19,7 @@ import { renderHaproxyConfig } from "../../contracts/haproxy-config";
 import { drillRelayConfig, startDrillRelay } from "./continuation";
 import { startPdns, type PdnsHandle } from "../engines/pdns";
 import { startRedisHa, type RedisHaHandle } from "../engines/redis-ha";
-import type { HaproxyDnsGroup, HaproxyProxy, HaproxyStaticServer } from "../../contracts/haproxy-config";
-import type { HaproxyEdge } from "../../contracts/haproxy-edge";
+import type { HaproxyProxy } from "../../contracts/haproxy-config";
 import type { KeyStore } from "../../agent/src/edge/keys/keys";
 import type { EdgeSync } from "../../agent/src/edge/keys/sync";
 import type { EdgeSink } from "../../agent/src/edge/keys/sink";
@@ -28,19 +27,13 @@ import { startDrillEdge } from "./edge";
 import { SimNode, type SimNodePorts } from "../sim/sim-node";
 import { freePort } from "../../agent/src/util/net";
 import { LocalCloud } from "./local-cloud";
+import { AgentEnvSwitch } from "./agent-env";
 import { connectFrom, placeMembers, RedisPaths, type DrillPlacement } from "./placement";
-import { DRILL_AGENT_ENV, DRILL_AGENT_TUNING, DRILL_STANDBY_ENV, DRILL_TUNED_BASELINE, DRILL_MODEL } from "./settings";
+import { DRILL_AGENT_ENV, DRILL_BOOT_MS, DRILL_STANDBY_ENV, DRILL_MODEL } from "./settings";
+import { azProxy, backendOf, baselineProxies, DRILL_ZONE, nodeAddress, nodeGroup, nodesRecord, placeNodes, pool, slotNames, startNodeWithRetry } from "./stack-layout";
 
 export { DRILL_MODEL };
-/** Zone of the drill's PowerDNS: the service name and each AZ's node records live in it. */
-export const DRILL_ZONE = "llmha.test";
-export const BASELINE_DEFAULT = "baseline_default";
-export const BASELINE_TUNED = "baseline_tuned";
-
-/** The generator names a proxy's backend `<name>_servers`: where `show stat` lists its server rows. */
-export function backendOf(proxy: string): string {
-  return `${proxy}_servers`;
-}
+export { azProxy, backendOf, BASELINE_DEFAULT, BASELINE_TUNED, baselineProxies, DRILL_ZONE, nodeAddress, nodeGroup, nodesRecord, placeNodes, slotNames } from "./stack-layout";
 
 export interface DrillAz {
   name: string;
@@ -80,6 +73,12 @@ export interface DrillStack {
    */
   readonly redisPaths: RedisPaths | null;
   readonly nodes: SimNode[];
+  /**
+   * Spare instance slots of the active AZs (`StackOptions.spares`): stopped until a repair's surge
+   * boots one (local-instances.ts); then in DNS, HAProxy and the inventory as any node. Apart from
+   * `nodes`, so the other scenarios never pick one.
+   */
+  readonly spares: SimNode[];
   readonly baseline: HaproxyHandle;
   readonly baselinePorts: { default: number; tuned: number };
   readonly dns: PdnsHandle;
@@ -97,6 +96,12 @@ export interface DrillStack {
   readonly cloud: LocalCloud | null;
   /** Nodes whose processes run now (a standby node at zero does not). */
   running(): SimNode[];
+  /**
+   * Gives every node's agent these settings on top of the drill's (null: none): the running agents
+   * are restarted one at a time, each back HEALTHY before the next; stopped ones get them at
+   * their next boot. Resolves false when an agent did not come back in time.
+   */
+  setAgentEnv(env: Readonly<Record<string, string>> | null): Promise<boolean>;
   azOf(node: SimNode): DrillAz;
   /** The node a server row points at (`show stat` addr, `address:port`), null for an empty slot. */
   nodeAt(addr: string): SimNode | null;
@@ -130,100 +135,12 @@ export interface StackOptions {
    * on every agent's Redis traffic.
    */
   redisPaths?: boolean;
-}
-
-/** Which AZ each of `n` nodes lands in: round-robin over the AZ names. */
-export function placeNodes(n: number, azNames: readonly string[]): string[] {
-  return Array.from({ length: n }, (_, i) => azNames[i % azNames.length]);
-}
-
-function staticServer(n: SimNode): HaproxyStaticServer {
-  return { name: n.id, address: n.address, port: n.inferencePort, agentPort: n.agentCheckPort, httpPort: n.httpPort };
-}
-
-/** The loopback address of the `seq`-th node (0-based) of the AZ with this index: 127.1.<az>.<seq + 1>. */
-export function nodeAddress(azIndex: number, seq: number): string {
-  return `127.1.${azIndex}.${seq + 1}`;
-}
-
-/** Name (inside `DRILL_ZONE`) of an AZ's node records: its headless Service. */
-export function nodesRecord(az: string): string {
-  return `${az}.nodes`;
-}
-
-/**
- * The `server-template` group of an AZ's nodes, as infra renders one per headless Service:
- * `slots` servers named `<az>-n1…`, filled from `<az>.nodes.llmha.test`.
- */
-export function nodeGroup(az: string, slots: number, ports: SimNodePorts): HaproxyDnsGroup {
-  return { prefix: `${az}-n`, fqdn: `${nodesRecord(az)}.${DRILL_ZONE}`, slots, port: ports.inference, agentPort: ports.agentCheck, httpPort: ports.http };
-}
-
-/** Server names of a group's slots in HAProxy (`server-template p 1-N` makes p1…pN). */
-export function slotNames(g: Pick<HaproxyDnsGroup, "prefix" | "slots">): string[] {
-  return Array.from({ length: g.slots }, (_, i) => `${g.prefix}${i + 1}`);
-}
-
-/**
- * The proxy of one AZ, rendered as production renders it: its own AZ's group local, every
- * other AZ's group backup, servers found through DNS; `/az/health` forwarded to its agents,
- * on the inference port and, with `azHealthPort`, on a listener of its own.
- */
-export function azProxy(az: { name: string; address: string }, port: number, groups: ReadonlyMap<string, HaproxyDnsGroup>, azHealthPort?: number, edge?: HaproxyEdge): HaproxyProxy {
-  const local = groups.get(az.name);
-  if (!local) throw new Error(`no node group for ${az.name}`);
-  return {
-    name: `az_${az.name.replace(/[^A-Za-z0-9]/g, "_")}`,
-    bind: `${az.address}:${port}`,
-    health: "agent",
-    forwardAzHealth: true,
-    ...(azHealthPort ? { azHealthBind: `${az.address}:${azHealthPort}` } : {}),
-    tuning: DRILL_AGENT_TUNING,
-    ...(edge ? { edge } : {}),
-    servers: { kind: "dns", local, backup: [...groups].filter(([name]) => name !== az.name).map(([, g]) => g) },
-  };
-}
-
-export function baselineProxies(ports: { default: number; tuned: number }, nodes: readonly SimNode[]): HaproxyProxy[] {
-  const servers = { kind: "static" as const, local: nodes.map(staticServer), backup: [] };
-  return [
-    { name: BASELINE_DEFAULT, bind: `127.0.0.1:${ports.default}`, health: "httpchk-default", servers },
-    { name: BASELINE_TUNED, bind: `127.0.0.1:${ports.tuned}`, health: "httpchk-tuned", tuning: DRILL_TUNED_BASELINE, servers },
-  ];
-}
-
-/**
- * Runs `fn` over `items` with at most `limit` at a time (two cores: don't start 12 Node
- * processes at once). Waits for every started item even when one fails, so nothing
- * starts after the caller has begun cleaning up; then throws the first error.
- */
-async function pool<T>(items: readonly T[], limit: number, fn: (t: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failure: unknown = null;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length && failure === null) {
-        const i = next++;
-        try {
-          await fn(items[i]);
-        } catch (err) {
-          failure ??= err;
-        }
-      }
-    }),
-  );
-  if (failure !== null) throw failure;
-}
-
-/** Another process can take a port between `freePort()` and the bind: try a node's start a few times. */
-async function startNodeWithRetry(start: () => Promise<SimNode>, tries = 3): Promise<SimNode> {
-  for (let i = 1; ; i++) {
-    try {
-      return await start();
-    } catch (err) {
-      if (i >= tries) throw err;
-    }
-  }
+  /** Spare instance slots per active AZ, started stopped (needs a standby AZ: the local cloud boots them). Default 0. */
+  spares?: number;
+  /** Nodes added to the first AZ beyond the round-robin placement (a scenario faulting many nodes of one AZ). Default 0. */
+  firstAzExtra?: number;
+  /** Agent settings on top of the drill's from the start (`setAgentEnv` changes them later). */
+  agentEnv?: Readonly<Record<string, string>>;
 }
 
 export async function startStack(o: StackOptions): Promise<DrillStack> {
@@ -242,7 +159,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const paths = o.redisPaths ? new RedisPaths(redis.port, await freePort()) : null;
   if (paths) o.track(() => paths.close());
   const nodes: SimNode[] = [];
-  const placement = placeNodes(o.nodes, names);
+  const placement = [...placeNodes(o.nodes, names), ...Array.from({ length: o.firstAzExtra ?? 0 }, () => names[0])];
   const reserved = new Map<string, number>();
   const standbyName = azCount > 2 ? names[azCount - 1] : null;
   let cloud: LocalCloud | null = null;
@@ -256,7 +173,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   // It also plays the cluster's ServiceAccount issuer: each node's agent enrols with a token it minted (node identities).
   fleetEnv = { LLMHA_INVENTORY: inventory.url, LLMHA_IDENTITY_JWKS: `${inventory.url}/openid/v1/jwks`, LLMHA_IDENTITY_ISSUER: inventory.kube.issuer };
   // Listed as they start (the array fills below): a node is in the inventory once its processes run.
-  inventory.kube.serveInventory(nodes);
+  const hosts: SimNode[] = [];
+  inventory.kube.serveInventory(hosts);
   if (standbyName) {
     cloud = inventory;
     fleetEnv = { ...fleetEnv, ...DRILL_STANDBY_ENV, LLMHA_STANDBY_AZ: standbyName, LLMHA_LOCAL_CLOUD_URL: inventory.url };
@@ -268,7 +186,10 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     `starting ${o.nodes} simulated GPU nodes over ${azCount} AZs (fake nvidia-smi + fake inference + real agent, each on its own 127.1.x.y)` +
       (standbyName ? `; ${standbyName} is the standby, scaled to zero` : ""),
   );
-  await pool(placement, 3, async (az) => {
+  const spareAzs = standbyName ? names.filter((n) => n !== standbyName) : [];
+  const spareSlots = spareAzs.flatMap((az) => Array.from({ length: o.spares ?? 0 }, () => az));
+  const spares: SimNode[] = [];
+  const startOne = async (az: string, spare: boolean): Promise<void> => {
     // Reserve the id before the await so two starts in the same AZ never share it.
     const seq = reserved.get(az) ?? 0;
     reserved.set(az, seq + 1);
@@ -284,17 +205,22 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
         az,
         dir: join(o.dir, "nodes"),
         model: DRILL_MODEL,
-        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_IDENTITY_TOKEN_FILE: tokenFile, LLMHA_REDIS_URL: redisUrl, ...agentRedis.env, LLMHA_CLUSTER: cluster },
-        stopped: az === standbyName,
+        env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_IDENTITY_TOKEN_FILE: tokenFile, LLMHA_REDIS_URL: redisUrl, ...agentRedis.env, LLMHA_CLUSTER: cluster, ...o.agentEnv },
+        stopped: az === standbyName || spare,
         address,
         ports: nodePorts,
       }),
     );
-    nodes.push(node);
+    (spare ? spares : nodes).push(node);
+    hosts.push(node);
     o.track(() => node.stop());
-    o.progress(`  node ${node.id} (${az}, ${node.address}) ${node.running ? "up" : "stopped (standby)"}`);
-  });
+    o.progress(`  node ${node.id} (${az}, ${node.address}) ${spare ? "stopped (spare slot)" : node.running ? "up" : "stopped (standby)"}`);
+  };
+  await pool(placement, 3, (az) => startOne(az, false));
+  // Spare slots after every node: their numbers follow the AZ's nodes'.
+  await pool(spareSlots, 3, (az) => startOne(az, true));
   nodes.sort((a, b) => a.id.localeCompare(b.id));
+  spares.sort((a, b) => a.id.localeCompare(b.id));
   // Stopped before the nodes (last tracked, first stopped): no boot starts behind the clean-up.
   const started = cloud;
   if (started) o.track(() => started.stop());
@@ -303,7 +229,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   // A pod is in its headless Service from the moment it exists (publishNotReadyAddresses):
   // a node is in DNS unless its group is scaled to zero.
   const inService = (n: SimNode): boolean => n.running || (cloud !== null && cloud.powerOf(n.id) !== "stopped");
-  const records = (az: string): string[] => nodes.filter((n) => n.az === az && inService(n)).map((n) => n.address);
+  const records = (az: string): string[] => hosts.filter((n) => n.az === az && inService(n)).map((n) => n.address);
   // As Route53 in production, PowerDNS checks each AZ proxy's own `/az/health` listener; it also
   // serves each AZ's node records, which the proxies resolve. Started first: the proxies need it.
   // As infra/dns.ts: one weighted answer per AZ, weighted by its configured capacity (its
@@ -319,7 +245,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     startTimeoutMs: 30_000,
   });
   o.track(() => dns.stop());
-  const groups = new Map(names.map((az) => [az, nodeGroup(az, nodes.filter((n) => n.az === az).length, nodePorts)] as const));
+  // Every slot an AZ's nodes may fill, its spare slots included (a surge's node is in DNS from its boot).
+  const groups = new Map(names.map((az) => [az, nodeGroup(az, hosts.filter((n) => n.az === az).length, nodePorts)] as const));
   const edge = await startDrillEdge(o, redis.url, cluster, () => azs.flatMap((a) => (a.haproxy?.mapSocket ? [a.haproxy.mapSocket] : [])));
   const configs = new Map<DrillAz, HaproxyProxy>();
   const relayPorts = { relay: await freePort(), upstream: await freePort() };
@@ -345,10 +272,13 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
   const baselinePorts = { default: await freePort(), tuned: await freePort() };
   const baseline = await startHaproxy({ proxies: baselineProxies(baselinePorts, nodes) });
   o.track(() => baseline.stop());
-  const byAddress = new Map(nodes.map((n) => [n.address, n]));
+  const byAddress = new Map(hosts.map((n) => [n.address, n]));
+  const agentEnv = new AgentEnvSwitch(hosts, o.agentEnv ?? null, o.progress);
   const proxyKills: { at: number; via: string }[] = [];
+  cloud?.instances.attach(nodes, spares);
+  if (cloud) cloud.instances.bootMs = DRILL_BOOT_MS;
   cloud?.attach(
-    nodes,
+    hosts,
     () => azs.map((a) => ({ haproxy: a.haproxy, proxy: a.proxy, serversOf: (az: string) => slotNames(groups.get(az)!) })),
     (az) => dns.setRecords(nodesRecord(az), records(az)),
   );
@@ -362,6 +292,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     placement: placeMembers(names),
     redisPaths: paths,
     nodes,
+    spares,
     baseline,
     baselinePorts,
     dns,
@@ -372,13 +303,14 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     standby: azs.find((a) => a.standby) ?? null,
     cloud,
     running: () => nodes.filter((n) => n.running),
+    setAgentEnv: (env) => agentEnv.set(env),
     azOf: (n) => azs.find((a) => a.name === n.az)!,
     nodeAt: (addr) => byAddress.get(addr.replace(/:\d+$/, "")) ?? null,
     pids: () =>
-      [...redis.pids(), dns.pid, baseline.pid, ...azs.map((a) => a.haproxy?.pid ?? -1), ...nodes.flatMap((n) => [n.agentPid ?? -1, n.inferencePid ?? -1])].filter((p) => p > 0),
+      [...redis.pids(), dns.pid, baseline.pid, ...azs.map((a) => a.haproxy?.pid ?? -1), ...hosts.flatMap((n) => [n.agentPid ?? -1, n.inferencePid ?? -1])].filter((p) => p > 0),
     deaths: () => [
       ...proxyKills,
-      ...nodes.flatMap((n) => n.inferenceExits.filter((e) => !e.planned).map((e) => ({ at: e.at, server: `${n.address}:${n.inferencePort}` }))),
+      ...hosts.flatMap((n) => n.inferenceExits.filter((e) => !e.planned).map((e) => ({ at: e.at, server: `${n.address}:${n.inferencePort}` }))),
     ],
     killAzProxy: (az) => {
       if (az.haproxy) proxyKills.push({ at: Date.now(), via: az.address });
@@ -391,7 +323,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     stop: async () => {
       await cloud?.stop();
       await Promise.allSettled([dns.stop(), baseline.stop(), ...azs.map((a) => a.haproxy?.stop())]);
-      await Promise.allSettled(nodes.map((n) => n.stop()));
+      await Promise.allSettled(hosts.map((n) => n.stop()));
       await paths?.close();
       await redis.stop();
     },

@@ -34,6 +34,10 @@ export interface WorldOptions {
   redisPaths: boolean;
   /** The drill runs in its own network namespace: links can be cut. */
   netns: boolean;
+  /** Spare instance slots per active AZ, nodes added to the first AZ, agent settings from the start (stack.ts). */
+  spares?: number;
+  firstAzExtra?: number;
+  agentEnv?: Readonly<Record<string, string>>;
 }
 
 export interface DrillWorld {
@@ -98,7 +102,10 @@ export function createWorld(o: WorldOptions): DrillWorld {
     for (const p of stack?.pids() ?? []) pids.add(p);
   };
   const start = async (): Promise<ScenarioContext> => {
-    stack = await startStack({ nodes: o.nodes, dir: o.outDir, progress: o.progress, now: o.now, track: (s) => void stops.push(s), redisPaths: o.redisPaths });
+    stack = await startStack({
+      nodes: o.nodes, dir: o.outDir, progress: o.progress, now: o.now, track: (s) => void stops.push(s), redisPaths: o.redisPaths,
+      spares: o.spares, firstAzExtra: o.firstAzExtra, agentEnv: o.agentEnv,
+    });
     tl.standbyAddress = stack.azs.find((a) => a.standby)?.address;
     const st = stack;
     notePids();

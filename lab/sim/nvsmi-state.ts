@@ -156,3 +156,29 @@ export async function writeNvsmiState(path: string, state: NvsmiState): Promise<
   await mkdir(`${path}.c`, { recursive: true });
   await put(`${path}.ver`, `${createHash("sha1").update(text).digest("hex").slice(0, 16)}\n`);
 }
+
+/**
+ * What a reboot of the node leaves of a state: a GPU off the bus or lost (XID 79's kin: "Reboot
+ * the system to recover this GPU") is back, a pending row remap is applied (the rows remapped:
+ * no longer pending), the driver's recovery action is done; a row-remap failure (no spare rows
+ * left) and anything else stay — a reboot does not heal them.
+ */
+export function afterReboot(state: NvsmiState): NvsmiState {
+  const out: NvsmiState = { ...state };
+  delete out.missingGpus;
+  if (state.exitCode === NVSMI_FAULTS.gpuLost.exitCode && state.stderr === NVSMI_FAULTS.gpuLost.stderr) {
+    delete out.exitCode;
+    delete out.stderr;
+    delete out.stdout;
+  }
+  if (state.overrides) {
+    const overrides: Record<string, Record<string, string>> = {};
+    for (const [slot, fields] of Object.entries(state.overrides)) {
+      const kept = Object.fromEntries(Object.entries(fields).filter(([k]) => k !== "remapped_rows.pending" && k !== "gpu_recovery_action"));
+      if (Object.keys(kept).length) overrides[slot] = kept;
+    }
+    if (Object.keys(overrides).length) out.overrides = overrides;
+    else delete out.overrides;
+  }
+  return out;
+}

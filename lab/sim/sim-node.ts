@@ -155,6 +155,8 @@ export class SimNode {
     // vLLM exits at CUDA init on a GPU the driver cannot open (lost, driver gone or mismatched):
     // the pod restarts in a loop with its port closed until the GPU is back (see gpuFault).
     this.crashLooping = this.gpuUnusable();
+    // A new inference pod's init container removes a drain file its predecessor left.
+    await rm(this.drainFilePath, { force: true });
     await this.startInference(this.crashLooping ? "refused" : (this.opts.mode ?? "ready"));
     if (!this.opts.noAgent) await this.startAgent();
   }
@@ -180,6 +182,18 @@ export class SimNode {
    * The agent keeps running and sees it all. Resolves with how long the preStop hook took.
    */
   async restartInferencePlanned(limitS = 30): Promise<{ preStopMs: number }> {
+    const r = await this.evictInference(limitS);
+    await rm(this.drainFilePath, { force: true });
+    await this.startInference(this.opts.mode ?? "ready");
+    return r;
+  }
+
+  /**
+   * Evicts the inference pod as a Kubernetes drain does: the shipped preStop hook (drain file,
+   * then wait until the server holds nothing), then SIGTERM. The drain file stays until a new
+   * server starts (the next pod's init container removes it). Resolves with the hook's time.
+   */
+  async evictInference(limitS = 30): Promise<{ preStopMs: number }> {
     const t0 = Date.now();
     const [cmd, ...args] = preStopCommand(this.drainFilePath, `${this.inferenceUrl}/metrics`, DRAIN_SETTLE_S, limitS);
     const hook = start(cmd, args, { ...process.env }, this.log);
@@ -188,10 +202,13 @@ export class SimNode {
     if (code !== 0) throw new SimNodeError(`preStop hook of ${this.id} exited ${code} (see ${this.opts.dir}/${this.id}.log)`);
     const preStopMs = Date.now() - t0;
     await this.endPlanned();
-    await rm(this.drainFilePath, { force: true });
-    await this.startInference(this.opts.mode ?? "ready");
     return { preStopMs };
   }
+
+  /** Whether its inference server process runs (an evicted pod's does not). */
+  get serving(): boolean { return this.inference !== null; }
+  /** The fake nvidia-smi's state now (what `setGpu`/`gpuFault` last wrote). */
+  get gpuState(): NvsmiState { return this.nvsmi; }
 
   /** Which kind of server it runs (vLLM unless started or switched otherwise). */
   get kind(): InferenceKind {

@@ -66,6 +66,12 @@ describe("configuration", () => {
     expect(() => parseConfig([], { ...ctl, LLMHA_ACTUATOR: "dry-run", LLMHA_REPAIR_MODE: "act" })).toThrow(/LLMHA_ACTUATOR=dry-run has nothing to do/);
   });
 
+  it("act mode's timings default to production's (settle 30 s, drain 10 min, wait 30 min, replacement 60 min); the drill's shorter ones are taken", () => {
+    expect(parseConfig([], base)).toMatchObject({ repairSettleMs: 30_000, repairDrainTimeoutMs: 600_000, repairWaitTimeoutMs: 1_800_000, repairReplacementTimeoutMs: 3_600_000 });
+    const drill = { ...base, LLMHA_REPAIR_SETTLE_MS: "5000", LLMHA_REPAIR_DRAIN_TIMEOUT_MS: "60000", LLMHA_REPAIR_WAIT_TIMEOUT_MS: "90000", LLMHA_REPAIR_REPLACEMENT_TIMEOUT_MS: "45000" };
+    expect(parseConfig([], drill)).toMatchObject({ repairSettleMs: 5000, repairDrainTimeoutMs: 60_000, repairWaitTimeoutMs: 90_000, repairReplacementTimeoutMs: 45_000 });
+  });
+
   it("the deep check runs dcgmi where found by default; LLMHA_DEEP_CHECK=dcgmi refuses to start without it, naming LLMHA_DCGMI", () => {
     expect(parseConfig([], base)).toMatchObject({ deepCheck: "auto", dcgmi: "dcgmi", deepCheckTimeoutMs: 120_000, deepCheckRetryMs: 600_000 });
     // auto starts without dcgmi (smoke and canary only).
@@ -100,6 +106,10 @@ describe("configuration", () => {
     ["LLMHA_REPAIR_PREDICTIVE_BUDGET", "two", /LLMHA_REPAIR_PREDICTIVE_BUDGET/],
     ["LLMHA_STANDBY_HEALTHY_BOUND_MS", "500", /LLMHA_STANDBY_HEALTHY_BOUND_MS .*between 1000 and/],
     ["LLMHA_STANDBY_HEALTHY_BOUND_MS", "10m", /LLMHA_STANDBY_HEALTHY_BOUND_MS .*must be a whole number/],
+    ["LLMHA_REPAIR_SETTLE_MS", "30s", /LLMHA_REPAIR_SETTLE_MS .*must be a whole number/],
+    ["LLMHA_REPAIR_WAIT_TIMEOUT_MS", "10", /LLMHA_REPAIR_WAIT_TIMEOUT_MS .*between 1000 and/],
+    ["LLMHA_REPAIR_DRAIN_TIMEOUT_MS", "0", /LLMHA_REPAIR_DRAIN_TIMEOUT_MS .*between 1000 and/],
+    ["LLMHA_REPAIR_REPLACEMENT_TIMEOUT_MS", "999", /LLMHA_REPAIR_REPLACEMENT_TIMEOUT_MS .*between 1000 and/],
   ])("%s=%s is refused with a message naming it", (k, v, re) => {
     expect(() => parseConfig([], { ...base, [k]: v })).toThrow(re);
   });

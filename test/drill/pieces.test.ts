@@ -56,6 +56,7 @@ describe("scenario table", () => {
       "query-of-death", "query-of-death-stream", "long-prompt-crash", "overload", "l2-spread", "long-generation", "burst", "server-kinds", "silent-corruption", "canary-noise", "corrupt-weights", "global-outage", "standby-ice", "wake-onto-bad-gpus",
       "practice-wake", "edge-auth", "edge-flood", "health-flood", "redis-forgery", "node-compromise", "agent-starve",
       "redis-failover-then-leader-kill", "leader-isolated", "redis-latency", "cross-az-loss", "az-power-interruption", "az-partition",
+      "repair-reboot", "repair-replace", "repair-capacity-short", "bad-host-returns", "repair-storm",
     ]);
     const quick = selectScenarios({ mode: "quick" });
     expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);

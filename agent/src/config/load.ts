@@ -216,6 +216,10 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   repairPredictive: "on",
   repairPredictiveBudget: 2,
   repairNamespace: "llm-ha",
+  repairSettleMs: 30_000,
+  repairDrainTimeoutMs: 600_000,
+  repairWaitTimeoutMs: 1_800_000,
+  repairReplacementTimeoutMs: 3_600_000,
 };
 
 /** Frozen defaults, for `--help` and tests. */
@@ -298,7 +302,7 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
 /** `act` needs something to act through: an actuator (dry-run and local: logged only), and for `aws` the Kubernetes API the inventory reads. */
 function checkRepairAct(cfg: Omit<AgentConfig, "az"> & { az: string | null }): void {
   if (cfg.repairMode !== "act" || cfg.role === "node") return;
-  if (cfg.actuator === "none") throw new ConfigError("LLMHA_REPAIR_MODE", "act needs LLMHA_ACTUATOR aws (Kubernetes and EC2), dry-run or local (both log the repair steps and call nothing); with none use advise");
+  if (cfg.actuator === "none") throw new ConfigError("LLMHA_REPAIR_MODE", "act needs LLMHA_ACTUATOR aws (Kubernetes and EC2), local (the drill's simulated instances) or dry-run (logs the repair steps, calls nothing); with none use advise");
   if (cfg.actuator === "aws" && cfg.inventory === "none") throw new ConfigError("LLMHA_REPAIR_MODE", "act with LLMHA_ACTUATOR=aws needs LLMHA_INVENTORY (kubernetes): cordon, drain and restart go through the Kubernetes API, a reboot to the node's instance id");
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(cfg.repairNamespace)) throw new ConfigError("LLMHA_REPAIR_NAMESPACE", "must be a Kubernetes namespace name");
 }

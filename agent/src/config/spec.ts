@@ -124,6 +124,10 @@ export interface AgentConfig {
   repairPredictive: string;
   repairPredictiveBudget: number;
   repairNamespace: string;
+  repairSettleMs: number;
+  repairDrainTimeoutMs: number;
+  repairWaitTimeoutMs: number;
+  repairReplacementTimeoutMs: number;
 }
 
 const ms = (v: number): string => `${v}`;
@@ -209,11 +213,15 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "canaryPrefixTokens", env: "LLMHA_CANARY_PREFIX_TOKENS", type: "int", min: 1, max: 128, defaultText: "8", description: "tokens of each canary answer compared with the expectation (words where the kind returns text only); later tokens may differ with batch-dependent kernels" },
   { key: "canaryLogprobTolerance", env: "LLMHA_CANARY_LOGPROB_TOLERANCE", type: "number", min: 0, max: 10, defaultText: "0.1", description: "largest difference between a compared token's logprob and the expected one (where the kind returns logprobs); NaN or Inf is always a mismatch" },
   // The repair ladder: what the leader would do for a broken GPU node (restart, reset, reboot, replace, quarantine).
-  { key: "repairMode", env: "LLMHA_REPAIR_MODE", type: "repairMode", defaultText: "advise", description: "the leader's repair ladder for broken GPU nodes: `off`, `advise` (each period the plan is published to `repair:plan`, shown by `llm-ha status`, and nothing is done) or `act` (as advise, and the plan is carried out: `restart`, `reset` (as a reboot of the instance) and `reboot` as cordon, drain, the action, wait for HEALTHY, uncordon; `replace` and `quarantine` as cordon, drain, one more instance asked of the host's Auto Scaling group, wait for a replacement HEALTHY in its AZ, terminate the host; needs LLMHA_ACTUATOR `aws` with LLMHA_INVENTORY, or `dry-run`/`local`, which only log the steps)" },
+  { key: "repairMode", env: "LLMHA_REPAIR_MODE", type: "repairMode", defaultText: "advise", description: "the leader's repair ladder for broken GPU nodes: `off`, `advise` (each period the plan is published to `repair:plan`, shown by `llm-ha status`, and nothing is done) or `act` (as advise, and the plan is carried out: `restart`, `reset` (as a reboot of the instance) and `reboot` as cordon, drain, the action, wait for HEALTHY, uncordon; `replace` and `quarantine` as cordon, drain, one more instance asked of the host's Auto Scaling group, wait for a replacement HEALTHY in its AZ, terminate the host; needs LLMHA_ACTUATOR `aws` with LLMHA_INVENTORY, `local` (the drill's simulated instances) or `dry-run`, which only logs the steps)" },
   { key: "repairSpare", env: "LLMHA_REPAIR_SPARE", type: "string", defaultText: "none (no replacement in sight anywhere)", description: "replacements in sight per AZ for the repair ladder (free reservation slots, standby nodes, a fallback path), `az=count,…`; a `replace` or `quarantine` in an AZ with none is held" },
   { key: "repairPredictive", env: "LLMHA_REPAIR_PREDICTIVE", type: "string", defaultText: "`on`", description: "predictive drains, `on` or `off`: a node that still serves but whose warnings foretell a hard GPU fault (corrected ECC errors rising 100+ in 24 h, 3+ thermal/hardware slowdown episodes of one GPU in an hour, a pending row remap) is drained at a low-load moment and rebooted, within LLMHA_REPAIR_PREDICTIVE_BUDGET and the ladder's bounds (in `advise` mode only shown); `off`: a serving node's pending row remap is a `reset` at once, as before" },
   { key: "repairPredictiveBudget", env: "LLMHA_REPAIR_PREDICTIVE_BUDGET", type: "int", min: 0, max: 1000, defaultText: "2", description: "predictive drains per 24 h, fleet-wide, counted from the repair history (0: none is carried out; each is shown held, bound `budget`)" },
   { key: "repairNamespace", env: "LLMHA_REPAIR_NAMESPACE", type: "string", defaultText: "`llm-ha`", description: "`act` mode: the namespace of the inference pods a repair drains (evictions) and restarts (deletes); no other namespace is touched" },
+  { key: "repairSettleMs", env: "LLMHA_REPAIR_SETTLE_MS", type: "int", min: 0, max: 3_600_000, defaultText: ms(30_000), description: "`act` mode: least time after a restart or reboot before the node's HEALTHY record counts and it is uncordoned (the record must be the new engine's)" },
+  { key: "repairDrainTimeoutMs", env: "LLMHA_REPAIR_DRAIN_TIMEOUT_MS", type: "int", min: 1000, max: 86_400_000, defaultText: ms(600_000), description: "`act` mode: a drain still pending (a PodDisruptionBudget holds it) this long fails the repair; the node stays cordoned" },
+  { key: "repairWaitTimeoutMs", env: "LLMHA_REPAIR_WAIT_TIMEOUT_MS", type: "int", min: 1000, max: 86_400_000, defaultText: ms(1_800_000), description: "`act` mode: a node not HEALTHY this long after its restart or reboot fails the repair (it stays cordoned)" },
+  { key: "repairReplacementTimeoutMs", env: "LLMHA_REPAIR_REPLACEMENT_TIMEOUT_MS", type: "int", min: 1000, max: 86_400_000, defaultText: ms(3_600_000), description: "`act` mode: no replacement HEALTHY in the AZ this long after the surge fails a `replace` or `quarantine`: the old host stays drained and is not terminated (held, bound `failed`)" },
 ];
 
 /**
@@ -234,7 +242,7 @@ export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: re
   { title: "Inventory and node identities", keys: ["inventory", "inventorySelector", "inventoryTokenFile", "inventoryCaFile", "identityTokenFile", "identityJwks", "identityIssuer"] },
   { title: "Deep check before traffic", keys: ["deepCheck", "dcgmi", "deepCheckTimeoutMs", "deepCheckRetryMs"] },
   { title: "Correctness canaries", keys: ["canaryIntervalMs", "canaryMaxTokens", "canaryPrefixTokens", "canaryLogprobTolerance"] },
-  { title: "Repair ladder (the leader)", keys: ["repairMode", "repairSpare", "repairPredictive", "repairPredictiveBudget", "repairNamespace"] },
+  { title: "Repair ladder (the leader)", keys: ["repairMode", "repairSpare", "repairPredictive", "repairPredictiveBudget", "repairNamespace", "repairSettleMs", "repairDrainTimeoutMs", "repairWaitTimeoutMs", "repairReplacementTimeoutMs"] },
 ];
 
 /** The specs of each group, in group order. */

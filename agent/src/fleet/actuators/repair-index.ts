@@ -1,8 +1,8 @@
 /**
  * The repair actuator `act` mode uses, from the same settings as the cloud actuator: `aws` →
- * the Kubernetes API (the inventory's URL, token and CA) and EC2; `dry-run` and `local` → log
- * only (the drill's simulated nodes have no Kubernetes API to cordon); `none` → null (refused
- * at start with `act`, config/load.ts).
+ * the Kubernetes API (the inventory's URL, token and CA) and EC2; `local` → the drill's local
+ * cloud (`LLMHA_LOCAL_CLOUD_URL`), whose simulated instances it cordons, drains, reboots and
+ * replaces; `dry-run` → log only; `none` → null (refused at start with `act`, config/load.ts).
  */
 import type { AgentConfig } from "../../config/spec";
 import type { Logger } from "../../util/log";
@@ -10,11 +10,16 @@ import { SERVICE_ACCOUNT_DIR } from "../inventory/inventory";
 import { DryRunRepairActuator } from "./repair-dry-run";
 import type { RepairActuator } from "./repair-types";
 import { KubeRepairActuator } from "./repair-kube";
+import { LocalRepairActuator } from "./repair-local";
 
-export type RepairActuatorConfig = Pick<AgentConfig, "actuator" | "awsRegion" | "inventory" | "inventoryTokenFile" | "inventoryCaFile" | "repairNamespace">;
+export type RepairActuatorConfig = Pick<AgentConfig, "actuator" | "awsRegion" | "inventory" | "inventoryTokenFile" | "inventoryCaFile" | "repairNamespace"> & Partial<Pick<AgentConfig, "localCloudUrl">>;
 
 export function createRepairActuator(cfg: RepairActuatorConfig, log: Logger, env: NodeJS.ProcessEnv): RepairActuator | null {
   if (cfg.actuator === "none") return null;
+  if (cfg.actuator === "local") {
+    if (!cfg.localCloudUrl) throw new Error("LLMHA_REPAIR_MODE=act with LLMHA_ACTUATOR=local needs LLMHA_LOCAL_CLOUD_URL (the drill sets it)");
+    return new LocalRepairActuator({ url: cfg.localCloudUrl });
+  }
   if (cfg.actuator !== "aws") return new DryRunRepairActuator(log);
   let url: string;
   if (cfg.inventory === "kubernetes") {

@@ -2,12 +2,13 @@
  * What the leader may do to one GPU node in the repair ladder's `act` mode (fleet/repair/act.ts):
  * take it out of scheduling, move its pods off, restart its inference pod, reboot its instance,
  * put it back, or replace it (one more instance asked of its group first, then the old one
- * terminated). One interface, three implementations:
+ * terminated). One interface, four implementations:
  *
  * - `repair-kube.ts`    — the Kubernetes API (cordon, drain through the Eviction API, pod delete),
  *                          EC2 `RebootInstances` and EC2 Auto Scaling (repair-asg.ts), for the real cluster;
+ * - `repair-local.ts`   — the drill's local cloud (simulated instances with a boot time);
  * - `repair-dry-run.ts` — logs what it would do, calls nothing;
- * - `repair-memory.ts`  — an in-memory cluster for tests and the drill.
+ * - `repair-memory.ts`  — an in-memory cluster for tests.
  *
  * Every call is stamped with the caller's fencing token; `FencedRepairActuator`
  * (repair-gate.ts) refuses a stale token before the implementation is reached.
@@ -39,7 +40,7 @@ export interface RepairContext {
 }
 
 export interface RepairActuator {
-  /** `kubernetes`, `dry-run`, `memory` (events, metrics). */
+  /** `kubernetes`, `local`, `dry-run`, `memory` (events, metrics). */
   readonly kind: string;
   /** Mark the node unschedulable (Kubernetes `spec.unschedulable: true`). */
   cordon(node: string, ctx: RepairContext): Promise<RepairStepResult>;

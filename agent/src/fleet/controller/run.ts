@@ -46,9 +46,10 @@ export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, t
     identityTokenFile: cfg.role === "controller" ? undefined : cfg.identityTokenFile ?? undefined,
     identities: cfg.role === "node" || cfg.identityJwks === "none" ? undefined : { jwks: jwksFromSetting(cfg.identityJwks, { tokenFile: cfg.inventoryTokenFile, caFile: cfg.inventoryCaFile, env: process.env }), issuer: cfg.identityIssuer },
     register: cfg.role !== "controller",
-    // `act`: only a process that may lead gets the repair actuator (Kubernetes and EC2, or dry-run).
+    // `act`: only a process that may lead gets the repair actuator (Kubernetes and EC2, the drill's local cloud, or dry-run).
     repair: cfg.repairMode === "off" ? undefined : {
       mode: cfg.repairMode, spare: parseRepairSpare(cfg.repairSpare), settings: repairLadderSettings(cfg),
+      act: { settleMs: cfg.repairSettleMs, drainTimeoutMs: cfg.repairDrainTimeoutMs, waitTimeoutMs: cfg.repairWaitTimeoutMs, replacementTimeoutMs: cfg.repairReplacementTimeoutMs },
       actuator: cfg.repairMode === "act" && cfg.role !== "node" ? createRepairActuator(cfg, log, process.env) : undefined,
     },
   };
