@@ -95,6 +95,7 @@ function keyNames(cluster: string) {
     fallbackCache: s("fallback:cache:"), fallbackRequests: s("fallback:req:"), fallbackBodies: s("fallback:body:"), fallbackIdempotency: s("fallback:idem:"), fallbackQueue: s("fallback:queue"),
     edgeKeys: s("edge:keys"), edgeKeysRev: s("edge:keys:rev"),
     canaryAnswers: s("canary:answers"), canaryExpect: s("canary:expect"), canaryRecorded: s("canary:recorded"),
+    rollout: s("rollout"), rolloutRequest: s("rollout:request"),
   };
 }
 
@@ -111,6 +112,8 @@ export function redisRoles(cluster: string): RedisRole[] {
       R(k.leader), R(k.fenceLast), R(k.tier), R(k.azState("*")), R(k.standbyWake), R(k.actuation), R(k.suspect), R(k.practice), R(k.models),
       // Correctness canaries: its own answers (a field of the hash), the expectation it is judged by.
       RW(k.canaryAnswers), R(k.canaryExpect),
+      // A rollout: the revisions it may serve now.
+      R(k.rollout),
       // Enrolment: append its request (write only: no node reads another's token), read the sealed replies.
       W(k.enrol), R(k.enrolled),
     ],
@@ -131,6 +134,7 @@ export function redisRoles(cluster: string): RedisRole[] {
       RW(k.models), RW(k.practice), RW(k.repairPlan), RW(k.repairHistory), RW(k.repairActive), RW(k.events), RW(k.inventory), RW(k.nodes), RW(k.dead), RW(k.members), RW(k.azAvailable("*")),
       R(k.node("*")), R(k.azs), R(k.practiceRequest),
       RW(k.canaryExpect), RW(k.canaryAnswers), R(k.canaryRecorded),
+      RW(k.rollout), R(k.rolloutRequest),
       RW(k.enrol), RW(k.enrolled), RW(k.recordDigests), RW(k.capabilities),
     ],
     selectors: [],
@@ -163,9 +167,9 @@ export function redisRoles(cluster: string): RedisRole[] {
   };
   const operator: RedisRole = {
     name: "llmha-operator",
-    does: "an operator: everything `llm-ha status` reads, a practice wake request (`llm-ha practice`), the verified-answer cache (`llm-ha cache import|list|rm`), the edge's client keys (`llm-ha keys`)",
+    does: "an operator: everything `llm-ha status` reads, a practice wake request (`llm-ha practice`), a rollout request (`llm-ha rollout`), the verified-answer cache (`llm-ha cache import|list|rm`), the edge's client keys (`llm-ha keys`)",
     commands: [...reader.commands, "fcall", "set", "del", "zadd", "zrem", "zrange", "zrevrange", "zcard", "hset", "hdel", "incr", "incrby", "decrby", "multi", "exec"],
-    keys: [...readKeys(k).filter((g) => g.pattern !== k.practiceRequest), RW(k.practiceRequest), RW(`${k.fallbackCache}*`), RW(k.edgeKeys), RW(k.edgeKeysRev), RW(k.canaryRecorded)],
+    keys: [...readKeys(k).filter((g) => g.pattern !== k.practiceRequest && g.pattern !== k.rolloutRequest), RW(k.practiceRequest), RW(`${k.fallbackCache}*`), RW(k.edgeKeys), RW(k.edgeKeysRev), RW(k.canaryRecorded), RW(k.rolloutRequest)],
     selectors: [],
   };
   const breakglass: RedisRole = {
@@ -191,6 +195,7 @@ function readKeys(k: ReturnType<typeof keyNames>): KeyGrant[] {
     R(k.events), R(k.practice), R(k.models), R(k.repairPlan), R(k.repairHistory), R(k.repairActive),
     R(`${k.fallbackCache}*`), R(`${k.fallbackRequests}*`), R(k.fallbackQueue),
     R(k.edgeKeys), R(k.edgeKeysRev), R(k.canaryAnswers), R(k.canaryExpect), R(k.canaryRecorded),
+    R(k.rollout), R(k.rolloutRequest),
   ];
 }
 

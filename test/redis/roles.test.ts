@@ -246,7 +246,7 @@ describe("the role table and the key table agree", () => {
   const every = [
     k.node("n1"), k.azAvailable("a"), k.azState("a"), k.members, k.inventory, k.enrol, k.enrolled, k.recordDigests, k.capabilities, k.nodeRecord("n1", "0123456789abcdef0123456789abcdef"), k.nodes, k.dead, k.azs, k.leader, k.fence, k.fenceLast, k.tier, k.standbyWake,
     k.practiceRequest, k.actuation, k.suspect, k.events, k.practice, k.models, k.repairPlan, k.repairHistory, k.repairActive, `${k.fallbackCache}e:1`, `${k.fallbackCache}lru`, `${k.fallbackCache}size`, `${k.fallbackCache}bytes`, `${k.fallbackRequests}1`, `${k.fallbackBodies}1`, `${k.fallbackIdempotency}t:abc`, k.fallbackQueue, k.edgeKeys, k.edgeKeysRev,
-    k.canaryAnswers, k.canaryExpect, k.canaryRecorded,
+    k.canaryAnswers, k.canaryExpect, k.canaryRecorded, k.rollout, k.rolloutRequest,
   ];
   it("every role's pattern names a key of keys.ts, and every key has a writer", () => {
     const roles = redisRoles("c1");

@@ -22,6 +22,8 @@
  * | `suspect`              | hash   | leader (fenced)       | `codes` (suspect soft check codes, comma separated; blast-radius cap) + `counts`, `leader, token, updatedAt` |
  * | `models`               | hash   | leader (fenced)       | same model everywhere, every 10 periods: `majority` (`id@revision dtype:… ctx:…`), `outliers` (`node=model,…`, the first 50), `outlierCount, outlierAzs, agreeing`, `differs` (JSON node → `revision+dtype`), `leader, token, updatedAt` |
  * | `practice`             | hash   | leader (fenced)       | practice wakes: `firedAt` (last firing acted on), `startedAt` (running one), `last, lastAt, lastOutcome, lastWakeMs, lastReason` |
+ * | `rollout`              | hash   | leader (fenced)       | the model or engine rollout under way or the last one: `state` (JSON: steps, phase, gates), `id`, `phase`, `step`, `current` (the fleet's revision), `allow` (the revisions agents accept now: both while a rollout is active), `updatedAt`; `leader, token, at`. Each phase or step change writes a `rollout` event |
+ * | `rollout:request`      | string | `llm-ha rollout`, the Pulumi program | JSON `{op: start\|pause\|resume\|abort\|promote, id, at, to?, bakeMs?, by?}`; the leader acts on each id once |
  * | `repair:plan`          | hash   | leader (fenced)       | the repair ladder's plan (`LLMHA_REPAIR_MODE=advise`): node id → JSON `{action, wanted, reason, since, host, az, fault, bound}` for each broken GPU node (`action` `restart`, `reset`, `reboot`, `replace`, `quarantine` or `held`); `:updatedAt`, `:mode`, `:quarantined` (hosts, comma separated); `leader, token, at`. A decision that changes writes a `repair.advised` event. Agents cannot write it |
  * | `repair:history`       | hash   | leader (fenced)       | repairs acted on (`LLMHA_REPAIR_MODE=act`): host (instance id, or node id without an inventory) → JSON list `[{action, at, nodeId, outcome, fault}]` trimmed to the quarantine window (24 h); the ladder's history |
  * | `repair:active`        | hash   | leader (fenced)       | repairs under way (`act`): node id → JSON `{action, step, since, startedAt, token, host, az, fault, detail}`, `step` `cordon`, `drain`, `action`, `wait` or `failed`; a new leader continues them. Each step writes a `repair.started`, `repair.done` or `repair.failed` event |
@@ -178,5 +180,13 @@ export class RedisKeys {
   }
   get canaryRecorded(): string {
     return `${this.prefix}canary:recorded`;
+  }
+  /** The rollout under way or the last one (leader, fenced): `state` (JSON), `id`, `phase`, `step`, `current`, `allow`, `updatedAt`. */
+  get rollout(): string {
+    return `${this.prefix}rollout`;
+  }
+  /** An operator's or the Pulumi program's rollout request (JSON `{op, id, at, to?, bakeMs?, by?}`), acted on once per id by the leader. */
+  get rolloutRequest(): string {
+    return `${this.prefix}rollout:request`;
   }
 }
