@@ -189,7 +189,7 @@ export class LocalInstances {
         this.evictions.delete(n.id);
         this.host.enqueue(n, async () => {
           if (n.serving) await n.restartInferencePlanned();
-          else await n.startInference();
+          else await n.startNewPod();
         });
         return { outcome: "applied", detail: `inference server of ${n.id} restarting` };
       case "reboot":

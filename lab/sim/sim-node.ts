@@ -205,6 +205,15 @@ export class SimNode {
     return { preStopMs };
   }
 
+  /**
+   * A new inference pod on the node, as a pod delete's replacement starts: its init container
+   * removes the drain file an evicted predecessor left (else the agent keeps answering `drain`).
+   */
+  async startNewPod(): Promise<void> {
+    await rm(this.drainFilePath, { force: true });
+    await this.startInference(this.opts.mode ?? "ready");
+  }
+
   /** Whether its inference server process runs (an evicted pod's does not). */
   get serving(): boolean { return this.inference !== null; }
   /** The fake nvidia-smi's state now (what `setGpu`/`gpuFault` last wrote). */

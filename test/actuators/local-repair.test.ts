@@ -8,7 +8,7 @@
  * instance replaced, none at the group's max, and fails its launch with AWS's capacity message
  * under a capacity fault; a terminate stops the instance for good and takes it out of DNS.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, existsSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -123,6 +123,18 @@ describe("LocalRepairActuator over the local cloud's instances", () => {
     // The drain file of the evicted pod is gone with the new pod: the agent no longer answers drain.
     expect(await a1.agentCheck()).not.toMatch(/^drain/);
   }, 120_000);
+
+  it("restart after a drain: the new pod starts without the evicted one's drain file, so the node serves again (an operator's pod restart)", async () => {
+    const r = new LocalRepairActuator({ url: cloud.url });
+    await r.drain("gpu-a1", ctx);
+    await waitFor("drained", async () => (await r.drain("gpu-a1", ctx)).outcome !== "pending", { timeoutMs: 20_000, everyMs: 200 });
+    expect(a1.serving).toBe(false);
+    expect(existsSync(a1.drainFilePath)).toBe(true);
+    expect(await r.restart("gpu-a1", ctx)).toMatchObject({ step: "restart", outcome: "applied" });
+    await waitFor("gpu-a1 HEALTHY after the restart", async () => (await status(a1)) === "HEALTHY", { timeoutMs: 30_000, everyMs: 200 });
+    expect(existsSync(a1.drainFilePath)).toBe(false);
+    expect(await a1.agentCheck()).toMatch(/^up/);
+  }, 90_000);
 
   it("surge boots the AZ's spare slot once per instance replaced (in DNS from its boot); at the max nothing; terminate stops the old one for good", async () => {
     const r = new LocalRepairActuator({ url: cloud.url });
