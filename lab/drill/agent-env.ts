@@ -38,8 +38,20 @@ export class AgentEnvSwitch {
       n.opts.env = { ...next, ...env };
     }
     for (const n of running) {
-      await n.stopAgent();
-      await n.startAgent();
+      try {
+        await n.stopAgent();
+        await n.startAgent();
+      } catch (err) {
+        // The local cloud may stop a node meanwhile (a standby released): it gets the settings at its next boot.
+        await sleep(2000);
+        if (!n.running) {
+          this.progress(`  ${n.id}: stopped by the cloud during its restart; the settings apply at its next boot`);
+          continue;
+        }
+        ok = false;
+        this.progress(`  ${n.id}: agent restart failed: ${(err as Error).message.split("\n")[0]}`);
+        continue;
+      }
       const end = Date.now() + BACK_MS;
       let healthy = false;
       while (!healthy && Date.now() < end) {
