@@ -7,6 +7,8 @@
 import type { AzRow, EventTone, FleetView, NodeRow } from "./types";
 import { fit, formatAge, pad, padL, paint, styleOf, type Line, type RenderOptions, type Seg, type Style } from "./lines";
 
+import { rolloutSection } from "./rollout-render";
+
 export { formatAge, SGR, styleOf, type RenderOptions, type Style } from "./lines";
 
 export const STATUS_WIDTH = 100;
@@ -253,7 +255,7 @@ export function renderFleetView(v: FleetView, o: RenderOptions = {}): string[] {
   const stamp = new Date(v.now).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
   lines.push([{ t: "llm-ha status", s: "bold" }, { t: `  cluster ${v.cluster}` }, { t: `  ${v.redis}  ${stamp}`, s: "dim" }]);
   lines.push([]);
-  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v), modelLine(v), ...repairLines(v), ...inventoryLine(v), ...identityLine(v));
+  lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v), modelLine(v), ...rolloutSection(v.rollout, v.now), ...repairLines(v), ...inventoryLine(v), ...identityLine(v));
 
   const all = v.azs.flatMap((a) => a.nodes);
   const idW = Math.min(24, Math.max(4, ...all.map((n) => [...n.id].length)));

@@ -1,0 +1,76 @@
+/**
+ * `llm-ha rollout … --wait`: reads the leader's `rollout` hash until the rollout named by `id`
+ * reaches a terminal phase, printing each step or phase change as it comes; the exit code says
+ * how it ended. A Redis hiccup meanwhile is waited out (said once).
+ */
+import type { Redis } from "ioredis";
+import type { RedisKeys } from "../../fleet/redis/keys";
+import type { RolloutPhase, RolloutState } from "../../fleet/rollout/types";
+import { isTerminal, parseRolloutState, stepStates } from "../status/rollout";
+import { formatSpan, revisionText, stepText } from "../status/rollout-render";
+
+/** Exit codes of `--wait`, by the phase the rollout ended in; `ROLLOUT_WAIT_TIMED_OUT` when it did not end in time. */
+export const ROLLOUT_EXIT: Readonly<Partial<Record<RolloutPhase, number>>> = { promoted: 0, "rolled-back": 5, aborted: 6 };
+export const ROLLOUT_WAIT_TIMED_OUT = 7;
+/** How often `--wait` reads the hash. */
+export const WAIT_POLL_MS = 500;
+
+/** One line for a step or phase change: `18:35:02Z  step 2 of 3: az-a (AZ, 2 nodes)  baking (bake 5m 00s)`. */
+export function changeLine(s: RolloutState): string {
+  const at = new Date(s.since).toISOString().slice(11, 19) + "Z";
+  const view = { ...s, active: !isTerminal(s.phase), phaseAgeMs: 0, bakeLeftMs: null, stepStates: stepStates(s) };
+  switch (s.phase) {
+    case "promoted":
+      return `${at}  promoted: every step baked, the fleet serves ${revisionText(s.to)}`;
+    case "rolled-back":
+      return `${at}  rolled back: ${revisionText(s.from)} restored${s.reason ? `: ${s.reason}` : ""}`;
+    case "aborted":
+      return `${at}  aborted: ${revisionText(s.from)} restored${s.reason ? `: ${s.reason}` : ""}`;
+    case "rolling-back":
+      return `${at}  ${stepText(view)}  rolling back to ${revisionText(s.from)}${s.reason ? `: ${s.reason}` : ""}`;
+    case "baking":
+      return `${at}  ${stepText(view)}  baking (${formatSpan(s.bakeMs)}; gates compare the new revision with the old)`;
+    case "paused":
+      return `${at}  ${stepText(view)}  paused${s.reason ? `: ${s.reason}` : ""}`;
+    default:
+      return `${at}  ${stepText(view)}  switching to ${revisionText(s.to)}`;
+  }
+}
+
+export interface FollowOutput {
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+export async function followRollout(redis: Redis, keys: RedisKeys, id: string, timeoutMs: number, o: FollowOutput): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let seen = "";
+  let unreachable = false;
+  let started = false;
+  o.out(`following rollout ${id} until it ends (up to ${Math.round(timeoutMs / 1000)} s)...`);
+  while (Date.now() < deadline) {
+    let raw: string | null = null;
+    try {
+      raw = await redis.hget(keys.rollout, "state");
+      unreachable = false;
+    } catch (e) {
+      if (!unreachable) o.err(`cannot read the rollout (${(e as Error).message}); still waiting`);
+      unreachable = true;
+    }
+    const s = raw ? parseRolloutState(raw) : null;
+    if (s && typeof s !== "string" && s.id === id) {
+      started = true;
+      const key = `${s.step}|${s.phase}`;
+      if (key !== seen) {
+        seen = key;
+        const line = changeLine(s);
+        if (s.phase === "rolled-back" || s.phase === "aborted") o.err(`rollout ${id} ${line.replace(/^\S+\s+/, "")}`);
+        else o.out(line);
+      }
+      if (isTerminal(s.phase)) return ROLLOUT_EXIT[s.phase] ?? 1;
+    }
+    await new Promise((r) => setTimeout(r, Math.min(WAIT_POLL_MS, Math.max(1, deadline - Date.now()))));
+  }
+  o.err(`rollout ${id} did not end within ${Math.round(timeoutMs / 1000)} s (${started ? "it is still under way" : "no leader acted on the request: is a controller running?"}); follow it with llm-ha rollout status`);
+  return ROLLOUT_WAIT_TIMED_OUT;
+}
