@@ -12,8 +12,11 @@ import { formatSpan, revisionText, stepText } from "../status/rollout-render";
 /** Exit codes of `--wait`, by the phase the rollout ended in; `ROLLOUT_WAIT_TIMED_OUT` when it did not end in time. */
 export const ROLLOUT_EXIT: Readonly<Partial<Record<RolloutPhase, number>>> = { promoted: 0, "rolled-back": 5, aborted: 6 };
 export const ROLLOUT_WAIT_TIMED_OUT = 7;
-/** How often `--wait` reads the hash. */
-export const WAIT_POLL_MS = 500;
+/**
+ * How often `--wait` reads the hash: well under the leader's period (it writes the hash at most
+ * once a period), so no step or phase the leader wrote is missed.
+ */
+export const WAIT_POLL_MS = 250;
 
 /** One line for a step or phase change: `18:35:02Z  step 2 of 3: az-a (AZ, 2 nodes)  baking (bake 5m 00s)`. */
 export function changeLine(s: RolloutState): string {
