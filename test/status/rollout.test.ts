@@ -337,8 +337,8 @@ describe("llm-ha rollout and the rollout in llm-ha status", () => {
     await leaderWrites(k, baking(Date.now()));
     const r = await llmha(["status", ...fleet("ro-status"), "-o", "wide"]);
     expect(r.code, r.err).toBe(0);
-    expect(r.out).toMatch(/\nrollout {2}r-42 baking, 4m 0\ds of 5m 00s bake left {2}step 2 of 3: az-a \(AZ, 2 nodes\) {2}rev-a → rev-b {2}since 60s ago\n/);
-    expect(r.out).toContain("\n         gates canary pass  errors pass  latency wait  continuation pass  load-time pass  corruption pass  capacity pass\n");
+    expect(r.out).toMatch(/\nrollout {2}r-42 baking 4m 0\ds left {2}step 2\/3 az-a \(AZ, 2 nodes\) {2}rev-a → rev-b {2}since 60s ago\n/);
+    expect(r.out).toContain("\n         gates  wait latency  6 of 7 pass\n");
     expect(r.out).toContain("\n         every node of az-a serves rev-b; baking\n");
     expect(r.out).toMatch(/\n {2,}\d+s ago {2}rollout r-42 step 2\/3 az-a baking \(rev-a → rev-b\): 2 nodes\n/);
     const json = JSON.parse((await llmha(["status", ...fleet("ro-status"), "--json"])).out) as { rollout: { shown: boolean; last: { phase: string } }; events: { type: string; tone: string }[] };
@@ -348,7 +348,7 @@ describe("llm-ha rollout and the rollout in llm-ha status", () => {
     // Rolled back a minute ago: shown, the failed gate and the reason in the section; the event in red.
     await leaderWrites(k, rolledBack(Date.now()));
     const after = await llmha(["status", ...fleet("ro-status"), "-o", "wide"]);
-    expect(after.out).toMatch(/\nrollout {2}r-42 rolled-back {2}step 2 of 3: az-a \(AZ, 2 nodes\) {2}rev-a → rev-b {2}since 2m ago\n/);
+    expect(after.out).toMatch(/\nrollout {2}r-42 rolled-back {2}step 2\/3 az-a \(AZ, 2 nodes\) {2}rev-a → rev-b {2}since 2m ago\n/);
     expect(after.out).toContain("\n         latency failed: p50 rev-b 71 ms vs rev-a 40 ms: +78%, over 20% and 5 ms\n");
     expect(after.out).toContain("rollout r-42 rolled back: rev-a restored: latency failed in az-a");
     const doc = JSON.parse((await llmha(["status", ...fleet("ro-status"), "--json"])).out) as { events: { type: string; tone: string }[] };
@@ -369,12 +369,13 @@ describe("llm-ha rollout and the rollout in llm-ha status", () => {
 });
 
 describe("the rollout section's colours", () => {
-  it("verdicts: pass green, wait yellow, fail red; a rollback's phase and reason red", () => {
+  it("verdicts: what holds the step first, fail red; all passing green; a rollback's phase and reason red", () => {
     const now = 1_800_000_000_000;
     const s = baking(now, { gates: [...baking(now).gates.slice(0, 2), { gate: "latency", verdict: "fail", detail: "p50 +78%" }] });
     const text = toText(rolloutSection(rolloutView({ state: JSON.stringify(s), current: "rev-a", allow: "rev-a,rev-b", at: String(now) }, null, now), now), { color: true, width: 400 }).join("\n");
-    expect(text).toContain("canary \x1b[32mpass\x1b[0m");
-    expect(text).toContain("latency \x1b[31mfail\x1b[0m");
+    expect(text).toContain("\x1b[31mfail\x1b[0m latency  2 of 3 pass");
+    const all = toText(rolloutSection(rolloutView({ state: JSON.stringify(baking(now, { gates: baking(now).gates.filter((g) => g.verdict === "pass") })) }, null, now), now), { color: true, width: 400 }).join("\n");
+    expect(all).toContain("\x1b[32mall 6 pass\x1b[0m");
     expect(text).toContain("\x1b[31mlatency failed: p50 +78%\x1b[0m");
     const back = toText(rolloutSection(rolloutView({ state: JSON.stringify(rolledBack(now)), current: "rev-a", allow: "rev-a" }, null, now), now), { color: true, width: 400 }).join("\n");
     expect(back).toContain("\x1b[31mrolled-back\x1b[0m");

@@ -42,6 +42,7 @@ While it runs, agents accept both revisions. Details: docs/operations.md.
   --id ID               start: the rollout's id (default rollout-<UTC date-time>); the others:
                         refuse unless ID is the rollout under way
   --wait                follow the rollout until it ends, printing each step and phase change
+                        (status --wait on a rollout that ended exits at once with its code)
   --wait-timeout S      give up waiting after S seconds (default 21600)
   --json, -o json       status: one JSON document; the others: the request written
   --redis-url URL       redis:// or rediss:// (default $LLMHA_REDIS_URL; required)

@@ -43,10 +43,14 @@ export function stepText(s: RolloutStateView): string {
 }
 
 /** The phase and what it is waiting for: `baking, 3m 20s left`, `paused (was baking)`. */
-function phaseSegs(s: RolloutStateView): Seg[] {
+function phaseSegs(s: RolloutStateView, short = false): Seg[] {
   const segs: Seg[] = [{ t: s.phase, s: PHASE_STYLE[s.phase] }];
   if (s.phase === "paused" && s.pausedFrom) segs.push({ t: ` (was ${s.pausedFrom})`, s: "yellow" });
-  if (s.bakeLeftMs !== null) segs.push({ t: s.bakeLeftMs > 0 ? `, ${formatSpan(s.bakeLeftMs)} of ${formatSpan(s.bakeMs)} bake left` : ", bake done: ends when no gate waits" });
+  if (s.bakeLeftMs !== null) {
+    const left = short ? ` ${formatSpan(s.bakeLeftMs)} left` : `, ${formatSpan(s.bakeLeftMs)} of ${formatSpan(s.bakeMs)} bake left`;
+    segs.push({ t: s.bakeLeftMs > 0 ? left : short ? ", ends when no gate waits" : ", bake done: ends when no gate waits" });
+  }
+  if (short) return segs;
   if (s.phase === "switching") {
     const step = s.steps[s.step];
     if (step) segs.push({ t: `, ${step.switched.length}/${step.nodes.length} nodes switched` });
@@ -58,9 +62,14 @@ function phaseSegs(s: RolloutStateView): Seg[] {
   return segs;
 }
 
-/** The gates on one line: `canary pass  errors pass  latency wait …`. */
+/** The gates on one line, what holds the step first: `fail latency  wait corruption  5 of 7 pass`. */
 function gateSegs(gates: GateVerdict[]): Seg[] {
-  return gates.flatMap((g, i) => [{ t: `${i ? "  " : ""}${g.gate} ` }, { t: g.verdict, s: VERDICT_STYLE[g.verdict] }]);
+  const of = (v: GateVerdict["verdict"]): string[] => gates.filter((g) => g.verdict === v).map((g) => g.gate);
+  const segs: Seg[] = [];
+  for (const v of ["fail", "wait"] as const) if (of(v).length) segs.push({ t: v, s: VERDICT_STYLE[v] }, { t: ` ${of(v).join(", ")}  ` });
+  const pass = of("pass").length;
+  segs.push({ t: pass === gates.length ? `all ${pass} pass` : `${pass} of ${gates.length} pass`, s: pass === gates.length ? "green" : undefined });
+  return segs;
 }
 
 function pendingLine(v: RolloutView, now: number, label: Seg): Line[] {
@@ -79,9 +88,11 @@ export function rolloutSection(v: RolloutView | null | undefined, now: number): 
   if (v.error) lines.push([label, { t: `cannot read the leader's state: ${v.error}`, s: "red" }]);
   const s = v.last;
   if (s && (s.active || now - s.since <= ROLLOUT_SHOWN_AFTER_END_MS)) {
-    const head: Line = [lines.length ? indent : label, { t: `${s.id} ` }, ...phaseSegs(s), { t: `  ${stepText(s)}` }, { t: `  ${s.from.revision || "?"} → ${s.to.revision || "?"}` }, { t: `  since ${formatAge(s.phaseAgeMs)}`, s: "dim" }];
+    const step = s.steps[s.step];
+    const where = `step ${s.step + 1}/${s.steps.length}${step ? ` ${step.az} (${step.kind === "standby" ? "standby AZ" : step.kind === "canary" ? "canary node" : "AZ"}, ${step.nodes.length} node${step.nodes.length === 1 ? "" : "s"})` : ""}`;
+    const head: Line = [lines.length ? indent : label, { t: `${s.id} ` }, ...phaseSegs(s, true), { t: `  ${where}` }, { t: `  ${s.from.revision || "?"} → ${s.to.revision || "?"}` }, { t: `  since ${formatAge(s.phaseAgeMs)}`, s: "dim" }];
     lines.push(head);
-    if (s.gates.length && s.active) lines.push([indent, { t: "gates ", s: "dim" }, ...gateSegs(s.gates)]);
+    if (s.gates.length && s.active) lines.push([indent, { t: "gates  ", s: "dim" }, ...gateSegs(s.gates)]);
     for (const g of s.gates.filter((x) => x.verdict === "fail")) lines.push([indent, { t: `${g.gate} failed: ${g.detail}`, s: "red" }]);
     if (s.reason) lines.push([indent, { t: s.reason, s: s.phase === "rolled-back" || s.phase === "rolling-back" ? "red" : undefined }]);
   }
