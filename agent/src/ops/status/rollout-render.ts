@@ -93,7 +93,8 @@ export function rolloutSection(v: RolloutView | null | undefined, now: number): 
     const head: Line = [lines.length ? indent : label, { t: `${s.id} ` }, ...phaseSegs(s, true), { t: `  ${where}` }, { t: `  ${s.from.revision || "?"} → ${s.to.revision || "?"}` }, { t: `  since ${formatAge(s.phaseAgeMs)}`, s: "dim" }];
     lines.push(head);
     if (s.gates.length && s.active) lines.push([indent, { t: "gates  ", s: "dim" }, ...gateSegs(s.gates)]);
-    for (const g of s.gates.filter((x) => x.verdict === "fail")) lines.push([indent, { t: `${g.gate} failed: ${g.detail}`, s: "red" }]);
+    // A failed gate's detail, unless the reason (a rollback's) says it already.
+    for (const g of s.gates.filter((x) => x.verdict === "fail" && !s.reason.includes(x.detail))) lines.push([indent, { t: `${g.gate} failed: ${g.detail}`, s: "red" }]);
     if (s.reason) lines.push([indent, { t: s.reason, s: s.phase === "rolled-back" || s.phase === "rolling-back" ? "red" : undefined }]);
   }
   lines.push(...pendingLine(v, now, lines.length ? indent : label));
