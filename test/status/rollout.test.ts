@@ -136,6 +136,9 @@ describe("llm-ha rollout and the rollout in llm-ha status", () => {
     const empty = await llmha(["rollout", "start", ...fleet("ro-empty"), "--to", "rev-b"]);
     expect(empty.code).toBe(3);
     expect(empty.err).toContain("no llm-ha data for cluster ro-empty");
+    const emptyJson = await llmha(["rollout", "status", ...fleet("ro-empty"), "--json"]);
+    expect(emptyJson.code).toBe(3);
+    expect(JSON.parse(emptyJson.out)).toMatchObject({ version: 1, cluster: "ro-empty", error: expect.stringContaining("no llm-ha data") });
 
     const nl = await seed("ro-noleader", { leader: false });
     const noLeader = await llmha(["rollout", "start", ...fleet("ro-noleader"), "--to", "rev-b"]);

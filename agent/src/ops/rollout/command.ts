@@ -9,6 +9,7 @@
 import { CONNECT_TIMEOUT_MS, explainContact, firstContact, openFleetRedis } from "../status/command";
 import { toText } from "../status/lines";
 import { rolloutReport } from "../status/rollout-render";
+import { STATUS_JSON_VERSION } from "../status/types";
 import { readFleetView } from "../status/view";
 import { safeUrl } from "../../util/log";
 import { followRollout, ROLLOUT_EXIT } from "./follow";
@@ -90,16 +91,16 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
     return 2;
   }
   try {
+    // With --json a pipe into jq always gets a document (as status's): the error rides in it, the message on stderr.
+    const fail = (message: string, code: number): number => {
+      if (args.json) out(JSON.stringify({ version: STATUS_JSON_VERSION, cluster: keys.cluster, redis: safeUrl(args.redisUrl), now: Date.now(), error: message }, null, 2));
+      err(message);
+      return code;
+    };
     const contact = await firstContact(client, CONNECT_TIMEOUT_MS);
-    if (contact !== null) {
-      err(`cannot reach Redis at ${safeUrl(args.redisUrl)}: ${await explainContact(args.redisUrl, contact)}`);
-      return 1;
-    }
+    if (contact !== null) return fail(`cannot reach Redis at ${safeUrl(args.redisUrl)}: ${await explainContact(args.redisUrl, contact)}`, 1);
     const view = await readFleetView(client.redis, keys, { events: 1, url: safeUrl(args.redisUrl) });
-    if (view.empty) {
-      err(`no llm-ha data for cluster ${keys.cluster} in Redis: no agent or leader writes there, so no one would act on a request (check --cluster)`);
-      return 3;
-    }
+    if (view.empty) return fail(`no llm-ha data for cluster ${keys.cluster} in Redis: no agent or leader writes there, so no one would act on a request (check --cluster)`, 3);
     const r = view.rollout ?? null;
     if (f.op === "status") {
       if (args.json) {
