@@ -130,6 +130,14 @@ describe("llm-ha rollout and the rollout in llm-ha status", () => {
     const doc = JSON.parse(auto.out) as { request: { id: string; op: string } };
     expect(doc.request.id).toMatch(/^rollout-\d{8}-\d{6}$/);
     expect((await request(k))!.id).toBe(doc.request.id);
+
+    // A request no leader took for over a minute (refused, or no leader ran) is overdue: status says so, a new start replaces it.
+    await c.set(k.rolloutRequest, JSON.stringify({ op: "start", id: "r-stuck", at: Date.now() - 120_000, to: { revision: "rev-x" }, by: "operator" }));
+    expect((await llmha(["status", ...fleet("ro-start"), "-o", "wide"])).out).toMatch(/\nrollout {2}requested 2m ago: start r-stuck to rev-x, not acted on: refused by the leader, or no leader runs\n/);
+    const replace = await llmha(["rollout", "start", ...fleet("ro-start"), "--to", "rev-d", "--id", "r-2"]);
+    expect(replace.code, replace.err).toBe(0);
+    expect(replace.err).toContain("replacing the start request r-stuck, not acted on in 120 s");
+    expect(await request(k)).toMatchObject({ id: "r-2", to: { revision: "rev-d" } });
   }, 30_000);
 
   it("start refuses, writing nothing: no data, no leader, a rollout under way, the revision served already, an incident", async () => {

@@ -121,6 +121,8 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
       err(`not requested: ${refusal}`);
       return ROLLOUT_REFUSED;
     }
+    const overdue = r?.pending ?? null;
+    if (overdue) err(`replacing the ${overdue.op} request ${overdue.id}, not acted on in ${Math.round((view.now - overdue.at) / 1000)} s (refused by the leader, or no leader ran)`);
     const req = buildRequest(view, f, view.now);
     // A day is long past any leader's period: a request no leader took by then is not acted on.
     await client.redis.set(keys.rolloutRequest, JSON.stringify(req), "PX", 86_400_000);

@@ -6,7 +6,7 @@
 import type { Redis } from "ioredis";
 import type { RedisKeys } from "../../fleet/redis/keys";
 import type { RolloutPhase, RolloutState } from "../../fleet/rollout/types";
-import { isTerminal, parseRolloutState, stepStates } from "../status/rollout";
+import { isTerminal, parseRolloutState, ROLLOUT_REQUEST_OVERDUE_MS, stepStates } from "../status/rollout";
 import { formatSpan, revisionText, stepText } from "../status/rollout-render";
 
 /** Exit codes of `--wait`, by the phase the rollout ended in; `ROLLOUT_WAIT_TIMED_OUT` when it did not end in time. */
@@ -50,6 +50,8 @@ export async function followRollout(redis: Redis, keys: RedisKeys, id: string, t
   let seen = "";
   let unreachable = false;
   let started = false;
+  let overdueSaid = false;
+  const overdueAt = Date.now() + ROLLOUT_REQUEST_OVERDUE_MS;
   o.out(`following rollout ${id} until it ends (up to ${Math.round(timeoutMs / 1000)} s)...`);
   while (Date.now() < deadline) {
     let raw: string | null = null;
@@ -71,6 +73,10 @@ export async function followRollout(redis: Redis, keys: RedisKeys, id: string, t
         else o.out(line);
       }
       if (isTerminal(s.phase)) return ROLLOUT_EXIT[s.phase] ?? 1;
+    }
+    if (!started && !overdueSaid && Date.now() > overdueAt) {
+      overdueSaid = true;
+      o.err(`no leader has taken rollout ${id} after ${ROLLOUT_REQUEST_OVERDUE_MS / 1000} s (refused by the leader, or none runs: see its log); still waiting`);
     }
     await new Promise((r) => setTimeout(r, Math.min(WAIT_POLL_MS, Math.max(1, deadline - Date.now()))));
   }

@@ -4,7 +4,7 @@
  * (command.ts) reads the fleet, asks these, and writes or refuses.
  */
 import { didYouMean } from "../../../../contracts/did-you-mean";
-import { majorityRevision } from "../status/rollout";
+import { majorityRevision, ROLLOUT_REQUEST_OVERDUE_MS } from "../status/rollout";
 import type { FleetView } from "../status/types";
 import type { RolloutRequest } from "../../fleet/rollout/types";
 
@@ -106,7 +106,8 @@ export function rolloutRefusal(view: FleetView, f: RolloutFlags): string | null 
   const r = view.rollout ?? null;
   const last = r?.last ?? null;
   const active = last?.active ? last : null;
-  const pending = r?.pending ?? null;
+  // A request the leader has not taken for a minute was refused (or no leader runs): a new one may replace it.
+  const pending = r?.pending && view.now - r.pending.at <= ROLLOUT_REQUEST_OVERDUE_MS ? r.pending : null;
   const pendingText = pending ? `a ${pending.op} request (${pending.id}, ${Math.max(0, Math.round((view.now - pending.at) / 1000))} s ago) is not acted on yet` : "";
   if (f.op === "start") {
     if (!view.leader.holder) return "no leader holds the lease: no one would carry the rollout out (is a controller running?)";

@@ -6,7 +6,7 @@
  */
 import type { GateVerdict, RolloutPhase } from "../../fleet/rollout/types";
 import { formatAge, pad, type Line, type Seg, type Style } from "./lines";
-import { ROLLOUT_SHOWN_AFTER_END_MS } from "./rollout";
+import { ROLLOUT_REQUEST_OVERDUE_MS, ROLLOUT_SHOWN_AFTER_END_MS } from "./rollout";
 import type { RolloutStateView, RolloutStepState, RolloutView } from "./types";
 
 export const PHASE_STYLE: Record<RolloutPhase, Style> = {
@@ -76,7 +76,9 @@ function pendingLine(v: RolloutView, now: number, label: Seg): Line[] {
   const p = v.pending;
   if (!p) return [];
   const what = p.op === "start" ? `start ${p.id} to ${revisionText(p.to ?? { revision: "?" })}` : `${p.op} ${p.id}`;
-  return [[label, { t: `requested ${formatAge(now - p.at)}: ${what}, pending: the leader acts on its next period`, s: "cyan" }]];
+  const overdue = now - p.at > ROLLOUT_REQUEST_OVERDUE_MS;
+  const state = overdue ? "not acted on: refused by the leader, or no leader runs" : "pending: the leader acts on its next period";
+  return [[label, { t: `requested ${formatAge(now - p.at)}: ${what}, ${state}`, s: overdue ? "yellow" : "cyan" }]];
 }
 
 /** `llm-ha status`'s section: shown while a rollout is active, ended within the hour, or a request pends. */

@@ -10,6 +10,11 @@ import type { RolloutStateView, RolloutStepState, RolloutView } from "./types";
 export const ROLLOUT_SHOWN_AFTER_END_MS = 3_600_000;
 /** A request older than this that the leader has not acted on is no longer called pending. */
 export const ROLLOUT_REQUEST_PENDING_MS = 3_600_000;
+/**
+ * The leader acts on a request within a period or two (seconds): one not taken within this was
+ * refused by it, or no leader runs. A newer request may replace it (status says it is overdue).
+ */
+export const ROLLOUT_REQUEST_OVERDUE_MS = 60_000;
 
 export function isTerminal(phase: RolloutPhase): boolean {
   return TERMINAL_PHASES.includes(phase);
