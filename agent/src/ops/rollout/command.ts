@@ -127,7 +127,7 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
     // A day is long past any leader's period: a request no leader took by then is not acted on.
     await client.redis.set(keys.rolloutRequest, JSON.stringify(req), "PX", 86_400_000);
     if (args.json) {
-      out(JSON.stringify({ cluster: keys.cluster, key: keys.rolloutRequest, request: req }, null, 2));
+      out(JSON.stringify({ version: STATUS_JSON_VERSION, cluster: keys.cluster, key: keys.rolloutRequest, request: req }, null, 2));
       return 0;
     }
     const leader = view.leader.holder?.replace(/\/\d+$/, "") ?? null;
