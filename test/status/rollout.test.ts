@@ -295,14 +295,15 @@ describe("llm-ha rollout and the rollout in llm-ha status", () => {
 
   it("--wait follows the rollout to its end, a line per step or phase change: promoted 0, rolled back 5, aborted 6", async () => {
     const k = await seed("ro-wait");
-    // An older rollout's state must not be taken for this one's.
+    // An older rollout's state must not be taken for this one's. The leader here changes faster
+    // than --wait polls (60 ms apart): each change still comes through, from the events.
     await leaderWrites(k, { ...rolledBack(Date.now() - 7_200_000), id: "old" });
     const run = (id: string): RolloutState[] => {
       const b = baking(Date.now(), { id, from: { revision: "rev-a" }, to: { revision: "rev-b" } });
       const at = (step: number, phase: RolloutState["phase"], reason: string): RolloutState => ({ ...b, step, phase, reason, since: Date.now() });
       return [at(0, "switching", "switching az-c"), at(0, "baking", "baking az-c"), at(1, "switching", "switching az-a"), at(1, "baking", "baking az-a"), at(2, "switching", "switching az-b"), at(2, "baking", "baking az-b"), at(2, "promoted", "every step baked")];
     };
-    const [r] = await Promise.all([llmha(["rollout", "start", ...fleet("ro-wait"), "--to", "rev-b", "--id", "r-w1", "--wait", "--wait-timeout", "30"]), leaderRuns(k, run)]);
+    const [r] = await Promise.all([llmha(["rollout", "start", ...fleet("ro-wait"), "--to", "rev-b", "--id", "r-w1", "--wait", "--wait-timeout", "30"]), leaderRuns(k, run, 60)]);
     expect(r.code, r.err).toBe(0);
     const changes = r.out.split("\n").filter((l) => /^\d\d:\d\d:\d\dZ {2}/.test(l)).map((l) => l.slice(11));
     expect(changes).toEqual([

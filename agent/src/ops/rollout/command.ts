@@ -113,7 +113,7 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
       if (!f.wait || !last) return 0;
       if (!last.active) return ROLLOUT_EXIT[last.phase] ?? 0;
       out("");
-      return await followRollout(client.redis, keys, last.id, f.timeoutMs, { out, err });
+      return await followRollout(client.redis, keys, last.id, view.now, f.timeoutMs, { out, err });
     }
     if (f.op === "start" && f.id === undefined) f.id = defaultRolloutId(view.now);
     const refusal = rolloutRefusal(view, f);
@@ -142,7 +142,7 @@ export async function rolloutCommand(argv: string[]): Promise<number> {
       out(`${req.op} of rollout ${req.id} requested at ${new Date(req.at).toISOString()} (now ${s.phase}, step ${s.step + 1} of ${s.steps.length}${s.steps[s.step] ? `: ${s.steps[s.step].az}` : ""})`);
       out(`${who}: it ${what}`);
     }
-    return f.wait ? await followRollout(client.redis, keys, req.id, f.timeoutMs, { out, err }) : 0;
+    return f.wait ? await followRollout(client.redis, keys, req.id, req.at, f.timeoutMs, { out, err }) : 0;
   } catch (e) {
     err(`cannot read or write the request in Redis: ${(e as Error).message}`);
     return 1;
