@@ -13,6 +13,7 @@ import {
   QUERY_OF_DEATH_MARKER,
   type FakeInference,
   type FakeInferenceOptions,
+  type FakeInferenceProfile,
   type InferenceKind,
 } from "./settings";
 
@@ -48,6 +49,18 @@ export function parseFakeInferenceArgs(argv: string[]): FakeInferenceOptions {
   }
   if (host !== undefined && isIP(host as string) === 0) throw new FakeInferenceSettingsError(`--host must be an IP address, got ${JSON.stringify(host)}`);
   return { ...parseSettingsChange(rest), kind: kind as InferenceKind | undefined, host: host as string | undefined, port: port as number | undefined, adminPort: adminPort as number | undefined, apiKey: apiKey as string | undefined, loadMs: loadMs as number | undefined };
+}
+
+/** The command-line flags that start a fake with `p` (what `parseFakeInferenceArgs` reads back). */
+export function fakeInferenceFlags(p: FakeInferenceProfile): string[] {
+  const out: string[] = [];
+  if (p.revision != null) out.push("--revision", p.revision);
+  if (p.latencyMs !== undefined) out.push("--latency-ms", String(Math.round(p.latencyMs)));
+  if (p.corruption !== undefined) out.push("--corruption", p.corruption);
+  if (p.continuation !== undefined) out.push("--continuation", p.continuation);
+  if (p.corruptedRequests != null) out.push("--corrupted-requests", String(p.corruptedRequests));
+  if (p.loadMs) out.push("--load-ms", String(Math.round(p.loadMs)));
+  return out;
 }
 
 /** Runs the fake until SIGTERM or SIGINT; the parent waits for the JSON ready line before using the ports. */

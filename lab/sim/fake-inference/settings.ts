@@ -109,6 +109,13 @@ export interface FakeInferenceSettings {
 export const CONTINUATIONS = ["accept", "refuse"] as const;
 export type Continuation = (typeof CONTINUATIONS)[number];
 
+/**
+ * What a model or engine revision changes in a server (the drill's rollout profiles, a node's
+ * settings on every start of its server): what it reports, how fast and how well it answers,
+ * whether it takes the relay's continuation, how long it loads.
+ */
+export type FakeInferenceProfile = Partial<Pick<FakeInferenceSettings, "revision" | "latencyMs" | "corruption" | "continuation" | "corruptedRequests">> & { loadMs?: number };
+
 export interface FakeInferenceOptions extends Partial<FakeInferenceSettings> {
   /** Server kind whose API is imitated. Default `"vllm"`. */
   kind?: InferenceKind;
