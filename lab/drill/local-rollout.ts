@@ -59,7 +59,7 @@ export class LocalRollout {
     this.profiles = new Map(Object.entries(profiles));
   }
 
-  /** The revision a node serves, or will once the switch under way is done ("" none reported). */
+  /** The revision a node serves, or will once the switch under way is done ("" none reported, as `to` "" in a switch). */
   revisionOf(nodeId: string): string {
     const n = this.nodes().find((x) => x.id === nodeId);
     return this.pending.get(nodeId) ?? n?.opts.inference?.revision ?? "";
@@ -93,7 +93,8 @@ export class LocalRollout {
 
   private act(body: Record<string, unknown>, rec: RolloutSwitchRecord): LocalRolloutReply {
     if (typeof body.node !== "string" || !body.node) throw new InstanceRequestError("node must be a name");
-    if (typeof body.revision !== "string" || !REVISION.test(body.revision)) throw new InstanceRequestError("revision must be 1-128 letters, digits and ._:@/+-");
+    // "": no revision reported (a fleet whose servers never told one: what a rollback from the first rollout restores).
+    if (typeof body.revision !== "string" || (body.revision !== "" && !REVISION.test(body.revision))) throw new InstanceRequestError("revision must be 1-128 letters, digits and ._:@/+- (or empty: none reported)");
     if (typeof body.token !== "number" || !Number.isInteger(body.token) || body.token < 0) throw new InstanceRequestError("token must be an integer >= 0 (the leader's fencing token)");
     if (body.token < this.highest) return { outcome: "refused-stale", detail: `token ${body.token} is older than ${this.highest}, already acted on: a leader that lost its term` };
     this.highest = body.token;
@@ -108,7 +109,7 @@ export class LocalRollout {
     const start = this.first.get(n.id)!;
     const profile = this.profiles.get(to);
     // A scenario's profile; the node's own first revision as it started; else what it runs now, under the new name.
-    const settings: FakeInferenceProfile = profile ? { ...profile, revision: to } : start.revision === to ? { ...start } : { ...current, revision: to };
+    const settings: FakeInferenceProfile = profile ? { ...profile, revision: to } : (start.revision ?? "") === to ? { ...start } : { ...current, revision: to || undefined };
     n.opts.inference = settings;
     const load = settings.loadMs ? `, loading ${(settings.loadMs / 1000).toFixed(1)} s` : "";
     if (this.host.powerOf(n.id) === "stopped") return { outcome: "applied", detail: `${n.id} is stopped: it boots serving ${to}` };

@@ -110,6 +110,12 @@ describe("the local rollout actuator over the local cloud's /rollout/switch", ()
     expect(await act.switch(req([b1], "rev-b", 8))).toMatchObject({ outcome: "applied", detail: "gpu-b1: gpu-b1 is stopped: it boots serving rev-b" });
     expect(b1.serving).toBe(false);
     expect(b1.opts.inference).toMatchObject({ revision: "rev-b", loadMs: 800 });
+    // Back to what it started with; "" (none reported) is a revision too: a node never told one keeps none.
+    expect((await act.switch(req([b1], "rev-a", 8))).outcome).toBe("applied");
+    expect(b1.opts.inference).toEqual({ revision: "rev-a" });
+    expect((await act.switch(req([b1], "", 8))).outcome).toBe("applied");
+    expect(b1.opts.inference?.revision).toBeUndefined();
+    expect(await act.switch(req([b1], "", 8))).toMatchObject({ outcome: "already" });
   });
 
   it("a bad request and an unreachable cloud are failed steps naming why", async () => {
