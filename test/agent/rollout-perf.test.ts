@@ -17,6 +17,8 @@ import { parseAllow, RolloutAllowWatch } from "../../agent/src/node/rollout-allo
 import type { ModelObservation } from "../../agent/src/node/sources/signals";
 import type { Decision } from "../../agent/src/types";
 import { waitFor } from "../../agent/src/util/net";
+import { createRedisClient } from "../../agent/src/fleet/redis/client";
+import { labRedisAcl } from "../../lab/engines/redis-acl";
 import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
 import { freshCluster, testLogger } from "../redis/helpers";
 
@@ -177,5 +179,30 @@ describe("against a real redis-server", () => {
     // Never read: a watch that cannot reach Redis keeps to the configured revision.
     const dead = new RolloutAllowWatch({ read: () => Promise.reject(new Error("ECONNREFUSED")), periodMs: 60_000, log: testLogger(), onChange: () => undefined });
     expect(await dead.runOnce()).toBeNull();
+  });
+});
+
+describe("as the llmha-agent Redis role (real ACL file, default user off)", () => {
+  it("writes perf into its record (MULTI, HSET, PEXPIRE NX) and reads the rollout's allow", async () => {
+    const cluster = "rperf";
+    const server = await startRedisServer({ acl: labRedisAcl(cluster) });
+    const agent = createRedisClient(server.urlAs("llmha-agent"), { name: "perf-agent", log: testLogger(), env: {} });
+    const admin = createRedisClient(server.url, { name: "perf-admin", log: testLogger(), env: {} });
+    try {
+      expect(await agent.whenReady(5000)).toBe(true);
+      expect(await admin.whenReady(5000)).toBe(true);
+      const key = `llmha:${cluster}:node:gpu-acl`;
+      const snap: NodePerf = { at: 1, revision: "rev-a", p50Ms: null, probes: 0, errors: 0, loadMs: null, corrupted: null, continuation: null };
+      const pub = new PerfPublisher({ snapshot: () => snap, target: () => ({ redis: agent.redis, key, ttlMs: 5000 }), periodMs: 100, log: testLogger() });
+      await pub.tick();
+      expect(pub.writes).toBe(1);
+      expect(JSON.parse((await admin.redis.hget(key, "perf"))!)).toEqual(snap);
+      await admin.redis.hset(`llmha:${cluster}:rollout`, { allow: "rev-a,rev-b" });
+      const w = new RolloutAllowWatch({ read: () => agent.redis.hget(`llmha:${cluster}:rollout`, "allow"), periodMs: 60_000, log: testLogger(), onChange: () => undefined });
+      expect(await w.runOnce()).toEqual(["rev-a", "rev-b"]);
+    } finally {
+      await Promise.all([agent.close(), admin.close()]);
+      await server.stop();
+    }
   });
 });
