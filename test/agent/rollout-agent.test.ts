@@ -101,6 +101,26 @@ describe("the agent's side of a rollout (real agent, fake vLLM, real redis-serve
     await until("rev-a accepted with no rollout", () => !codes().includes("MODEL_MISMATCH"));
   });
 
+  it("a switch right after the rollout started: the new revision is checked against a fresh read, never a mismatch", async () => {
+    await until("the node serving", () => running.agent.decision.status === "HEALTHY" && codes().length === 0);
+    const seen: string[] = [];
+    const watch = (d: { reasons: readonly { code: string }[] }): void => void seen.push(...d.reasons.map((x) => x.code));
+    running.agent.on("decision", watch);
+    try {
+      // The leader writes allow, then switches the node at once (sooner than the agent's periodic read).
+      await r.hset(`llmha:${cluster}:rollout`, { allow: "rev-a,rev-c", current: "rev-a", phase: "switching" });
+      await fake.setMode({ revision: "rev-c" });
+      await until("perf names rev-c", async () => (await perf())?.revision === "rev-c");
+      await sleep(500);
+      expect(seen).not.toContain("MODEL_MISMATCH");
+    } finally {
+      running.agent.off("decision", watch);
+      await r.del(`llmha:${cluster}:rollout`);
+      await fake.setMode({ revision: "rev-a" });
+      await until("rev-a accepted with no rollout", () => !codes().includes("MODEL_MISMATCH"));
+    }
+  });
+
   it("a restarted server: its load time, and a continuation it refuses", async () => {
     await fake.setMode({ mode: "loading", continuation: "refuse" });
     await until("the agent sees it loading", () => running.agent.signals.model?.value.kind !== "ready");

@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { AgentConfig } from "../config/spec";
 import { DEFAULT_WARMUP_STEPS, evaluate, initialState, type EvaluatorSettings, type EvaluatorState } from "./evaluator/evaluate";
+import { expectedRevisions } from "./evaluator/rules";
 import type { AgentMetrics, SourceName } from "./reporters/metrics";
 import { GpuSource, readPciGpus } from "./sources/gpu";
 import { InferenceCredential, splitUserinfo } from "./sources/credential";
@@ -61,6 +62,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   readonly deepCheck: DeepCheck;
   /** What a rollout's gates read of this node (`perf` in its record): probe window per revision, load time, corruption, continuation. */
   readonly perf: PerfTracker;
+  /** Reads the fleet's allowed revisions now (rollout-side.ts): asked before a newly served revision is judged. */
+  revisionRefresh: (() => Promise<unknown>) | null = null;
+  private refreshedFor: string | null = null;
 
   constructor(
     readonly cfg: AgentConfig,
@@ -71,17 +75,8 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     super();
     this.state = initialState(clock());
     this.settings = {
-      gpuCount: cfg.gpuCount,
-      model: cfg.model,
-      probeLatencyMs: cfg.probeLatencyMs,
-      wedgeMs: cfg.wedgeMs,
-      probeStuckMs: cfg.probeStuckMs,
-      modelRevision: cfg.modelRevision,
-      fall: cfg.fall,
-      rise: cfg.rise,
-      warmupStepMs: cfg.warmupStepMs,
-      warmupSteps: DEFAULT_WARMUP_STEPS,
-      degradedWeight: cfg.degradedWeight,
+      gpuCount: cfg.gpuCount, model: cfg.model, probeLatencyMs: cfg.probeLatencyMs, wedgeMs: cfg.wedgeMs, probeStuckMs: cfg.probeStuckMs, modelRevision: cfg.modelRevision,
+      fall: cfg.fall, rise: cfg.rise, warmupStepMs: cfg.warmupStepMs, warmupSteps: DEFAULT_WARMUP_STEPS, degradedWeight: cfg.degradedWeight,
     };
     this.perf = new PerfTracker(cfg.probeWindow);
     this.adapter = ADAPTERS[cfg.inferenceKind];
@@ -243,6 +238,12 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
       if (JSON.stringify(identity) !== JSON.stringify(this.servedIdentity)) this.log.info({ event: "model", ...identity }, `serving ${identity?.id ?? "nothing"}`);
       this.servedIdentity = identity;
     }
+    // A revision the check would refuse may be the fleet's rollout's other one: read what it allows now,
+    // once per revision, rather than take the node out until the next periodic read.
+    const rev = obs.kind === "ready" ? (this.servedIdentity?.revision ?? null) : null;
+    const want = expectedRevisions(this.settings);
+    if (rev !== null && want.length > 0 && !want.includes(rev) && rev !== this.refreshedFor && this.revisionRefresh) await this.revisionRefresh().catch(() => undefined);
+    this.refreshedFor = rev;
     this.signals.model = this.sample(obs);
     if (obs.kind !== "ready") this.resetProbe();
     this.evaluateNow();

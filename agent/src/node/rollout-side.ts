@@ -68,6 +68,8 @@ export function startRolloutSide(cfg: AgentConfig, agent: Agent, fleet: RolloutF
   });
   agent.on("engine", (e) => agent.perf.engine(e?.corruptedRequests ?? null));
   agent.on("serverStart", () => continuation.serverStarted());
+  // A newly served revision the check would refuse: what the rollout allows is read before it is judged.
+  agent.revisionRefresh = () => allow.runOnce();
   allow.start();
   continuation.start();
   perf.start();
