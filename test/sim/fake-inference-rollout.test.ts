@@ -5,9 +5,10 @@
  * the relay's planner builds (a change to the relay's shape changes what is checked).
  */
 import { describe, expect, it } from "vitest";
-import { classifyContinuation, continuationCheckRequest } from "../../agent/src/node/continuation-check";
+import { classifyContinuation, ContinuationCheck, continuationCheckRequest, type ContinuationResult } from "../../agent/src/node/continuation-check";
 import { request } from "../../agent/src/node/sources/inference";
 import { parseFakeInferenceArgs, setFakeInferenceMode, FakeInferenceAdminError } from "../../lab/sim/fake-inference";
+import { testLogger } from "../redis/helpers";
 import { failure, fakeServers, MODEL } from "./helpers";
 
 const { fake } = fakeServers();
@@ -77,5 +78,29 @@ describe("fake inference: rollout settings", () => {
       revision: "rev-b", continuation: "refuse", loadMs: 500, corruption: "drift",
     });
     expect(() => parseFakeInferenceArgs(["--continuation", "no"])).toThrow(/continuation must be one of/);
+  });
+});
+
+describe("the agent's continuation check against the fake", () => {
+  it("reports a refusal at once, an error only when the next check errs too", async () => {
+    const f = await fake({ kind: "vllm" });
+    const reported: (ContinuationResult | null)[] = [];
+    const c = new ContinuationCheck({
+      kind: "vllm", baseUrl: f.url, model: () => MODEL, ready: () => true, auth: () => ({}), log: testLogger(), timeoutMs: 3000, confirmMs: 60_000,
+      onResult: (x) => void reported.push(x),
+    });
+    expect(await c.runOnce()).toBe("ok");
+    await setFakeInferenceMode(f.adminUrl, { mode: "error5xx" });
+    // One error: not reported yet (the last result stands).
+    expect(await c.runOnce()).toBe("ok");
+    expect(reported).toEqual(["ok"]);
+    expect(await c.runOnce()).toBe("error");
+    await setFakeInferenceMode(f.adminUrl, { mode: "ready", continuation: "refuse" });
+    expect(await c.runOnce()).toBe("refused");
+    // A restarted server: no result until it is checked.
+    c.serverStarted();
+    expect(c.last).toBeNull();
+    expect(reported).toEqual(["ok", "error", "refused", null]);
+    c.stop();
   });
 });

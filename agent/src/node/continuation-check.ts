@@ -13,8 +13,11 @@
  *
  * Outcomes: `ok` (200 and at least one token streamed), `refused` (a 4xx other than auth and
  * rate limits: the engine does not take the shape), `error` (anything else: no answer, 5xx, 200
- * without tokens). One request at a time, a few tokens, at most once a period (default a minute)
- * plus once after each server start (the new server's answer is what counts).
+ * without tokens). A refusal is the engine's rule and counts at once; an error is reported only
+ * when the check run again `confirmMs` later (default 5 s) errs too, since a rollout's gate rolls
+ * back on it and one timed-out request on a busy server is no reason to. One request at a time, a
+ * few tokens, at most once a period (default a minute) plus once after each server start (the new
+ * server's answer is what counts) and the confirmations.
  */
 import type { InferenceKind } from "../config/spec";
 import type { NodePerf } from "../fleet/rollout/types";
@@ -93,6 +96,8 @@ export interface ContinuationCheckOptions {
   maxTokens?: number;
   /** Least time between checks. Default `CONTINUATION_CHECK_PERIOD_MS`. */
   periodMs?: number;
+  /** How soon an error is checked again before it is reported. Default 5000 ms. */
+  confirmMs?: number;
   /** Each check's outcome (null: the server restarted, no check of it yet). */
   onResult(outcome: ContinuationResult | null): void;
 }
@@ -100,6 +105,9 @@ export interface ContinuationCheckOptions {
 export class ContinuationCheck {
   private readonly loop: Loop;
   private lastOutcome: ContinuationResult | null = null;
+  /** An error seen and not yet confirmed by the next check. */
+  private unconfirmed = false;
+  private confirm: NodeJS.Timeout | null = null;
 
   constructor(private readonly o: ContinuationCheckOptions) {
     this.loop = new Loop(o.periodMs ?? CONTINUATION_CHECK_PERIOD_MS, () => this.runOnce().then(() => undefined), (err) => o.log.error({ err, source: "continuation-check" }, "continuation check failed unexpectedly"));
@@ -115,11 +123,13 @@ export class ContinuationCheck {
 
   stop(): void {
     this.loop.stop();
+    if (this.confirm) clearTimeout(this.confirm);
   }
 
   /** The server (re)started: the last result was the old server's; the new one is checked now. */
   serverStarted(): void {
     this.lastOutcome = null;
+    this.unconfirmed = false;
     this.o.onResult(null);
     this.loop.kickAfter();
   }
@@ -132,6 +142,16 @@ export class ContinuationCheck {
     if (!req) return null;
     const r = await request(req.url, this.o.timeoutMs, req.body, undefined, this.o.auth());
     const { outcome, detail } = classifyContinuation(r);
+    if (outcome === "error" && !this.unconfirmed && this.lastOutcome !== "error") {
+      // Once is no pattern: checked again soon, reported if it errs again.
+      this.unconfirmed = true;
+      this.o.log.info({ event: "continuation-check", outcome, detail }, `continuation check error (${detail}); checking again before reporting it`);
+      if (this.confirm) clearTimeout(this.confirm);
+      this.confirm = setTimeout(() => this.loop.kickAfter(), this.o.confirmMs ?? 5000);
+      this.confirm.unref?.();
+      return this.lastOutcome;
+    }
+    this.unconfirmed = false;
     if (outcome !== this.lastOutcome) {
       const level = outcome === "ok" ? "info" : "warn";
       const why = outcome === "refused" ? ": the server refuses the edge's resume request; a stream cut on this node cannot be carried on" : "";

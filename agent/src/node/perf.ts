@@ -16,7 +16,7 @@
  * each write is one more command on the shared Redis, so the field is written only when it changed
  * meaningfully (revision, load time, corruption, continuation, a failed probe more or less, the
  * first probe, the median moving by more than 10 % and 2 ms) or every `refreshPeriods` periods
- * (default 10) so `at` says it is fresh. It goes into the node's own record (the key with a node
+ * (default 3) so `at` stays fresh: the leader takes a sample older than 5 periods for none. It goes into the node's own record (the key with a node
  * identity, else `node:<id>`), as the canary answers do, only after a heartbeat landed; `PEXPIRE … NX`
  * gives the record the heartbeat's expiry should this write ever create it (an expired record must
  * not come back without one), and leaves the heartbeat's expiry alone otherwise.
@@ -26,6 +26,9 @@ import type { NodePerf } from "../fleet/rollout/types";
 import type { Logger } from "../util/log";
 import { Loop } from "../util/loop";
 import { measured, quantile } from "../util/stats";
+
+/** A write at least every this many periods, whatever changed: the leader's gates take a sample older than 5 periods for none. */
+export const PERF_REFRESH_PERIODS = 3;
 
 /** Probe results and model-check transitions in, a `NodePerf` out. */
 export class PerfTracker {
@@ -119,7 +122,7 @@ export interface PerfPublisherOptions {
   snapshot(): NodePerf;
   target(): PerfTarget | null;
   periodMs: number;
-  /** A write at least every this many periods. Default 10. */
+  /** A write at least every this many periods. Default 3 (`PERF_REFRESH_PERIODS`). */
   refreshPeriods?: number;
   log: Logger;
 }
@@ -148,7 +151,7 @@ export class PerfPublisher {
   async tick(): Promise<void> {
     this.periods++;
     const next = this.o.snapshot();
-    if (!perfWorthWriting(this.written, next, this.periods, this.o.refreshPeriods ?? 10)) return;
+    if (!perfWorthWriting(this.written, next, this.periods, this.o.refreshPeriods ?? PERF_REFRESH_PERIODS)) return;
     const t = this.o.target();
     if (!t) return;
     try {
