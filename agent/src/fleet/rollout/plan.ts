@@ -89,8 +89,10 @@ export function unask(state: RolloutState, a: RolloutAction): RolloutState {
 
 function advanceRollback(state: RolloutState, obs: RolloutObservation, now: number, actions: RolloutAction[]): RolloutState {
   const byId = new Map(obs.nodes.map((n) => [n.nodeId, n]));
-  // A node gone is not waited for (it comes back through the repair ladder or its group, on the allowed revisions).
-  const back = (id: string): boolean => !byId.get(id)?.alive || serves(byId.get(id), state.from.revision);
+  // Back: serving the old revision and HEALTHY (a node still loading may report its old revision
+  // until its server restarts). A node gone is not waited for (it comes back through the repair
+  // ladder or its group, on the allowed revisions).
+  const back = (id: string): boolean => !byId.get(id)?.alive || (serves(byId.get(id), state.from.revision) && byId.get(id)!.status === "HEALTHY");
   for (;;) {
     const step = state.steps[state.step];
     if (step.switched.some((id) => !back(id))) return state;
