@@ -2,7 +2,8 @@
  * The rollout on the leader, against a real redis-server, through the in-memory rollout
  * actuator: a good rollout across 3 AZs is promoted (one `rollout` event per phase or step
  * change, the hash's `current` and `allow`, the metrics); a failing gate rolls back; a new
- * leader continues a rollout from the hash; a stale token cannot switch a node; with no rollout
+ * leader continues a rollout from the hash; a stale token cannot switch a node, a hung actuator
+ * cannot hang the leader's period; with no rollout
  * actuator a start is refused with its reason in the hash.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -119,6 +120,10 @@ describe("rollout runner, against a real redis-server", () => {
 
       const leader = f.leader()!;
       const oldToken = leader.fleet.lease.token!;
+      // An actuator that never answers cannot hang the leader's period: failed after the gate's timeout.
+      const hung = { kind: "hung", granularity: "node" as const, switch: () => new Promise<never>(() => undefined) };
+      const slow = new FencedRolloutActuator(hung, { redis: f.redis, keys: f.keys, lease: { currentToken: () => oldToken }, log: testLogger(), holder: leader.fleet.lease.holderId, timeoutMs: 100 });
+      expect(await slow.switch({ rolloutId: "r1", az: "a", nodes: [{ nodeId: "a1", host: "a1" }], to: { revision: "v2" }, token: oldToken })).toMatchObject({ outcome: "failed", detail: expect.stringContaining("within 100 ms") });
       await f.redis.hset(f.keys.fenceLast, "token", oldToken + 1, "holder", "newer");
       const gate = new FencedRolloutActuator(act, { redis: f.redis, keys: f.keys, lease: { currentToken: () => oldToken }, log: testLogger(), holder: leader.fleet.lease.holderId });
       const r = await gate.switch({ rolloutId: "r1", az: "a", nodes: [{ nodeId: "a1", host: "a1" }], to: { revision: "v2" }, token: oldToken });

@@ -1,8 +1,10 @@
 /**
  * The one door every rollout switch goes through: the caller's token must still be this
  * process's term and not below the highest token Redis accepted (the rule of gate.ts), else
- * `refused-stale` and the implementation is not reached; a thrown error becomes `failed`; each
- * call is counted in `llmha_rollout_switches_total` and logged.
+ * `refused-stale` and the implementation is not reached; a thrown error, or no answer within
+ * `timeoutMs` (the call runs inside the leader's period, which must not hang on it), becomes
+ * `failed` (asked again next period; a switch is idempotent); each call is counted in
+ * `llmha_rollout_switches_total` and logged.
  */
 import type { Redis } from "ioredis";
 import type { RedisKeys } from "../redis/keys";
@@ -18,6 +20,8 @@ export interface FencedRolloutOptions {
   log: Logger;
   holder?: string;
   metrics?: RolloutMetrics;
+  /** How long one switch call may take. Default 30 s. */
+  timeoutMs?: number;
 }
 
 export class FencedRolloutActuator implements RolloutActuator {
@@ -36,10 +40,19 @@ export class FencedRolloutActuator implements RolloutActuator {
     let r: RolloutSwitchResult;
     if (stale) r = { outcome: "refused-stale", detail: stale };
     else {
+      const ms = this.o.timeoutMs ?? 30_000;
+      let timer: NodeJS.Timeout | undefined;
       try {
-        r = await this.inner.switch(req);
+        r = await Promise.race([
+          this.inner.switch(req),
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(() => reject(new Error(`no answer from the ${this.kind} rollout actuator within ${ms} ms`)), ms);
+          }),
+        ]);
       } catch (err) {
         r = { outcome: "failed", detail: (err as Error).message };
+      } finally {
+        clearTimeout(timer);
       }
     }
     this.o.metrics?.switches.inc({ outcome: r.outcome });
