@@ -106,6 +106,32 @@ describe("rollout runner, against a real redis-server", () => {
     }
   });
 
+  it("while the rollout is active, the canary node on the new revision is no model outlier; an abort restores it", async () => {
+    const act = new MemoryRolloutActuator();
+    const f = await rolloutFleet(redis.url, freshCluster("rom"), act);
+    try {
+      await waitFor("a leader", () => f.leader() !== null, { timeoutMs: 10_000 });
+      await waitFor("nodes registered", async () => (await f.redis.zcard(f.keys.nodes)) === 6, { timeoutMs: 10_000 });
+      await request(f, startReq(600_000));
+      await waitFor("the canary step baking", async () => (await phase(f)) === "baking", { timeoutMs: 20_000, everyMs: 100 });
+      const since = Date.now();
+      // The models hash is published every 10th period: one written after a1 serves v2.
+      const models = await waitFor("models published", async () => {
+        const m = await f.redis.hgetall(`${f.keys.prefix}models`);
+        return Number(m.updatedAt) > since + 2 * I ? m : null;
+      }, { timeoutMs: 10_000, everyMs: 100 });
+      expect(act.revisionOf("a1", "v1")).toBe("v2");
+      expect(models).toMatchObject({ outlierCount: "0", agreeing: "6" });
+      await request(f, { op: "abort", id: "r1", at: Date.now(), by: "test" });
+      await waitFor("aborted", async () => (await phase(f)) === "aborted", { timeoutMs: 20_000, everyMs: 100 });
+      expect(act.calls).toEqual(["a:a1→v2", "a:a1→v1"]);
+      expect((await f.state())!.reason).toMatch(/aborted by test/);
+      expect(await gauge(f.leader()!.prom, "llmha_rollout_rollbacks_total", { cause: "abort" })).toBe(1);
+    } finally {
+      await f.stop();
+    }
+  });
+
   it("a stale token cannot switch a node; with no rollout actuator a start is refused with its reason in the hash", async () => {
     const act = new MemoryRolloutActuator();
     const f = await rolloutFleet(redis.url, freshCluster("ros"), act, { rollout: { actuator: null } });
