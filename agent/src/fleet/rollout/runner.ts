@@ -124,7 +124,13 @@ export class RolloutRunner {
     const hosts = new Map((r.inventory?.current ?? []).filter((n) => n.instanceId).map((n) => [n.nodeId, n.instanceId!]));
     for (const a of res.actions) {
       if (!state) break;
-      const out = await this.o.actuator!.switch({ rolloutId: state.id, az: a.az, nodes: a.nodes.map((nodeId) => ({ nodeId, host: hosts.get(nodeId) ?? nodeId })), to: a.to, token });
+      if (!this.o.actuator) {
+        // A rollout started by a leader that had one: this one waits (nothing asked) and says why.
+        this.warnOnce(`rollout ${state.id} waits: this leader has no rollout actuator (LLMHA_ACTUATOR) to switch ${a.nodes.join(",")}`);
+        state = unask(state, a);
+        continue;
+      }
+      const out = await this.o.actuator.switch({ rolloutId: state.id, az: a.az, nodes: a.nodes.map((nodeId) => ({ nodeId, host: hosts.get(nodeId) ?? nodeId })), to: a.to, token });
       if (out.outcome === "refused-stale") return { accepted: true };
       if (out.outcome === "failed") {
         this.log.warn({ rollout: state.id, az: a.az, nodes: a.nodes, detail: out.detail }, "rollout switch failed: asked again next period");
