@@ -45,6 +45,7 @@ describe("rollout runner, against a real redis-server", () => {
       expect(s.steps.map((x) => `${x.kind}:${x.az}`)).toEqual(["canary:a", "az:a", "az:b", "az:c"]);
       expect(s.gates.every((g) => g.verdict === "pass")).toBe(true);
       const ev = await rolloutEvents(f);
+      expect(ev[1]).toMatchObject({ id: "r1", fromRevision: "v1", toRevision: "v2", from: "r1:switching:0", transition: "r1:baking:0" });
       expect(ev.map((e) => `${e.phase}:${e.step}`)).toEqual(["switching:0", "baking:0", "switching:1", "baking:1", "switching:2", "baking:2", "switching:3", "baking:3", "promoted:3"]);
       const prom = f.leader()!.prom;
       expect(await gauge(prom, "llmha_rollout_phase", { phase: "promoted" })).toBe(1);

@@ -151,7 +151,7 @@ export class RolloutRunner {
     const allow = active ? `${state.from.revision},${state.to.revision}` : current;
     const transition = `${state.id}:${state.phase}:${state.step}`;
     if (transition !== hash.transition) {
-      const t = await writer.hset(keys.rollout, { transition, id: state.id, phase: state.phase, step: state.step, reason: state.reason.slice(0, 500), from: state.from.revision, to: state.to.revision }, { changeField: "transition", eventType: "rollout" });
+      const t = await writer.hset(keys.rollout, { transition, id: state.id, phase: state.phase, step: state.step, reason: state.reason.slice(0, 500), fromRevision: state.from.revision, toRevision: state.to.revision }, { changeField: "transition", eventType: "rollout" });
       if (!t.accepted) return t;
     }
     const w = await writer.hset(keys.rollout, { ...extra, state: JSON.stringify(state), id: state.id, phase: state.phase, step: state.step, current, allow, updatedAt: now });
