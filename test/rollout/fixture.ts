@@ -30,6 +30,8 @@ export interface SimFleet {
   /** The perf a node on `revision` publishes (merged over the defaults). */
   perf?: (n: SimNode, now: number) => Partial<NodePerf>;
   canary?: (f: SimFleet) => CanaryEvidence;
+  /** Nodes serving this revision stay out (UNHEALTHY): a revision that loads but does not serve well. */
+  unhealthyOn?: string;
 }
 
 export function fleet(perAz: Record<string, number>, o: Partial<Omit<SimFleet, "nodes">> = {}): SimFleet {
@@ -38,9 +40,11 @@ export function fleet(perAz: Record<string, number>, o: Partial<Omit<SimFleet, "
   return { nodes, floorShare: 0.5, standbyAz: null, granularity: "node", loadPeriods: 1, ...o };
 }
 
-const serving = (n: SimNode): boolean => !n.broken && n.loading === 0;
+let unhealthyOn: string | undefined;
+const serving = (n: SimNode): boolean => !n.broken && n.loading === 0 && n.revision !== unhealthyOn;
 
 export function azViews(f: SimFleet): RolloutAz[] {
+  unhealthyOn = f.unhealthyOn;
   const azs = [...new Set(f.nodes.map((n) => n.az))].sort();
   return azs.map((az) => {
     const ns = f.nodes.filter((n) => n.az === az);
@@ -52,6 +56,7 @@ export function azViews(f: SimFleet): RolloutAz[] {
 }
 
 export function observe(f: SimFleet, now: number): RolloutObservation {
+  unhealthyOn = f.unhealthyOn;
   const nodes: RolloutNode[] = f.nodes.map((n) => ({
     nodeId: n.nodeId, az: n.az, alive: true, status: serving(n) ? "HEALTHY" : "UNHEALTHY", takesTraffic: serving(n), gpus: n.gpus, revision: n.revision, hard: [],
     perf: { at: now, revision: n.revision, p50Ms: 100, probes: 20, errors: 0, loadMs: 10_000, corrupted: 0, continuation: "ok", ...(f.perf?.(n, now) ?? {}) },

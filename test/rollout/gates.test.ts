@@ -58,7 +58,12 @@ describe("rollout gates", () => {
     expectGate("load-time", () => fleet({ a: 3, b: 3 }, { loadPeriods: Infinity }), settings);
     const f = fleet({ a: 3, b: 3 }, { loadPeriods: Infinity });
     const run = drive(f, { 0: start() }, { settings });
-    expect(run.state?.reason).toMatch(/a1 not serving v2 6\.0 s after the switch \(limit 5\.0 s\)/);
+    expect(run.state?.reason).toMatch(/a1 not serving v2 and HEALTHY 6\.0 s after the switch \(limit 5\.0 s\)/);
+  });
+
+  it("load-time: a switched node that serves the new revision but never becomes HEALTHY (the step would wait forever)", () => {
+    const settings = { ...SETTINGS, loadTimeoutMs: 5000 };
+    expectGate("load-time", () => fleet({ a: 3, b: 3 }, { unhealthyOn: "v2" }), settings);
   });
 
   it("canary: a step node whose answers differ from the expectation for the new model key", () => {

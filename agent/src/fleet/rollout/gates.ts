@@ -114,12 +114,15 @@ export const loadTimeGate: Gate = (g) => {
   const step = g.state.steps[g.state.step];
   const asked = step?.askedAt ?? {};
   const byId = new Map(g.obs.nodes.map((n) => [n.nodeId, n]));
+  // While switching, a node must also be HEALTHY on it (the next batch waits for that): one that
+  // serves it but stays out would hold the step with no gate failing.
+  const switching = g.state.phase === "switching" || g.state.pausedFrom === "switching";
   const loading = Object.entries(asked).filter(([id]) => {
     const n = byId.get(id);
-    return !n || !serves(n, to.revision);
+    return !n || !serves(n, to.revision) || (switching && n.status !== "HEALTHY");
   });
   const late = loading.filter(([, at]) => g.now - at > g.settings.loadTimeoutMs);
-  if (late.length) return v("load-time", "fail", `${ids(late.map(([id]) => id))} not serving ${to.revision} ${secs(g.now - Math.min(...late.map(([, at]) => at)))} after the switch (limit ${secs(g.settings.loadTimeoutMs)})`);
+  if (late.length) return v("load-time", "fail", `${ids(late.map(([id]) => id))} not serving ${to.revision}${switching ? " and HEALTHY" : ""} ${secs(g.now - Math.min(...late.map(([, at]) => at)))} after the switch (limit ${secs(g.settings.loadTimeoutMs)})`);
   const loads = (r: string): number[] => withPerf(on(g, r)).map((p) => p.loadMs).filter((x): x is number => typeof x === "number" && Number.isFinite(x));
   const om = median(loads(from.revision));
   const nl = loads(to.revision);
