@@ -13,6 +13,7 @@ import { closest, flagErrorMessage } from "../../../contracts/did-you-mean";
 import { ConfigError } from "./error";
 import { parseRepairSpare, REPAIR_MODES, REPAIR_PREDICTIVE } from "../fleet/repair/settings";
 import { DEEP_CHECK_MODES } from "../node/deep-check";
+import { RolloutSettingsError, rolloutSettingsOf } from "../fleet/rollout/settings";
 import { findExecutable } from "../node/sources/dcgmi";
 import { checkAwsFormats, imdsAvailabilityZone, resolveAwsRegion } from "./aws";
 
@@ -220,6 +221,11 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   repairDrainTimeoutMs: 600_000,
   repairWaitTimeoutMs: 1_800_000,
   repairReplacementTimeoutMs: 3_600_000,
+  rolloutBakeMs: 300_000,
+  rolloutLatencyTolerance: 0.2,
+  rolloutErrorTolerance: 0.01,
+  rolloutLoadTimeoutMs: 1_800_000,
+  rolloutLoadRatio: 3,
 };
 
 /** Frozen defaults, for `--help` and tests. */
@@ -266,6 +272,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
     parseRepairSpare(cfg.repairSpare);
   } catch (err) {
     throw new ConfigError("LLMHA_REPAIR_SPARE", (err as Error).message);
+  }
+  try {
+    rolloutSettingsOf(cfg);
+  } catch (err) {
+    if (err instanceof RolloutSettingsError) throw new ConfigError(err.variable, err.message.slice(err.variable.length + 1));
+    throw err;
   }
   if (!(REPAIR_PREDICTIVE as readonly string[]).includes(cfg.repairPredictive)) throw new ConfigError("LLMHA_REPAIR_PREDICTIVE", `must be on or off, got ${JSON.stringify(cfg.repairPredictive.slice(0, 40))}`);
   if (cfg.identityJwks !== "none") {
