@@ -54,7 +54,7 @@ function lacks(r: PolicyResource, configMaps: Map<string, Props>): string[] {
 export const inferenceRolloutHandover: StackValidationPolicy = {
   name: "inference-rollout-handover",
   description:
-    `Every inference Deployment (requesting ${GPU_RESOURCE}) hands its model revision and engine image to the leader's AZ-by-AZ rollout: the ${ROLLOUT_HANDOVER_ANNOTATION}: ${HANDOVER} marker, its revision in the pod template's ${MODEL_REVISION_ANNOTATION} annotation, ignoreChanges on that annotation and on every container image that is the inference image, and the ${ROLLOUT_CONFIGMAP} ConfigMap in its namespace naming the same revision and image. Otherwise a stack change of model or image updates every AZ at once, past the canaries and the automatic rollback.`,
+    `Every inference Deployment (requesting ${GPU_RESOURCE}) hands its model revision and engine image to the leader's AZ-by-AZ rollout: the ${ROLLOUT_HANDOVER_ANNOTATION}: ${HANDOVER} marker, its revision in the pod template's ${MODEL_REVISION_ANNOTATION} annotation, ignoreChanges on that annotation and on every container image that is the inference image, and the ${ROLLOUT_CONFIGMAP} ConfigMap in its namespace naming the same revision and image. Otherwise a stack change of model or image updates every AZ at once, past the canaries and the automatic rollback (L2–L4: a bad model in every AZ leaves no AZ to fail over to).`,
   enforcementLevel: "mandatory",
   validateStack: (args, reportViolation) => {
     const configMaps = new Map<string, Props>();
