@@ -170,10 +170,26 @@ describe("kubeRolloutActuator", () => {
 
 describe("kubeRolloutRequests", () => {
   const o = () => ({ url, tokenFile: null, caFile: null, namespace: "llm-ha", log });
-  it("reads the Pulumi program's ConfigMap as a start request, and none when there is no ConfigMap", async () => {
+  it("reads the Pulumi program's ConfigMap as a start request, the same on every read (at: when its data was written), and none when there is no ConfigMap", async () => {
     expect(await kubeRolloutRequests(o())).toBeNull();
-    configMap = { metadata: { name: "llm-ha-rollout" }, data: { id: "pulumi-0123456789ab", "to.revision": "s3://w/rev2", "to.image": NEW, by: "pulumi" } };
-    expect(await kubeRolloutRequests(o(), () => 1234)).toEqual({ op: "start", id: "pulumi-0123456789ab", at: 1234, to: { revision: "s3://w/rev2", image: NEW }, by: "pulumi" });
+    configMap = {
+      metadata: {
+        name: "llm-ha-rollout",
+        creationTimestamp: "2026-12-01T10:00:00Z",
+        // Pulumi's last write of the data, and a label edit by someone else later.
+        managedFields: [
+          { manager: "pulumi-kubernetes-x", time: "2026-12-05T18:00:00Z", fieldsV1: { "f:data": { "f:id": {} } } },
+          { manager: "kubectl", time: "2026-12-05T19:00:00Z", fieldsV1: { "f:metadata": { "f:labels": {} } } },
+        ],
+      },
+      data: { id: "pulumi-0123456789ab", "to.revision": "s3://w/rev2", "to.image": NEW, by: "pulumi" },
+    };
+    const first = await kubeRolloutRequests(o());
+    expect(first).toEqual({ op: "start", id: "pulumi-0123456789ab", at: Date.parse("2026-12-05T18:00:00Z"), to: { revision: "s3://w/rev2", image: NEW }, by: "pulumi" });
+    // Read again next period: the same request (the leader acts once on it).
+    expect(await kubeRolloutRequests(o())).toEqual(first);
+    delete configMap.metadata.managedFields;
+    expect((await kubeRolloutRequests(o()))?.at).toBe(Date.parse("2026-12-01T10:00:00Z"));
   });
   it("refuses a ConfigMap without an id or revision, naming the key", async () => {
     configMap = { metadata: { name: "llm-ha-rollout" }, data: { "to.revision": "s3://w/rev2" } };

@@ -127,22 +127,40 @@ export function kubeRolloutActuator(o: KubeRolloutOptions): RolloutActuator {
   };
 }
 
+interface KubeConfigMap {
+  metadata?: { creationTimestamp?: string; managedFields?: { time?: string; fieldsV1?: Record<string, unknown> }[] };
+  data?: Record<string, unknown>;
+}
+
+/**
+ * When the ConfigMap's data was last written: the latest `managedFields` time of a manager
+ * that owns `data` (a no-op `pulumi up` does not move it), else its creation; 0 when neither
+ * is given. The same on every read until the data changes, so the request is one request.
+ */
+export function configMapWrittenAt(cm: KubeConfigMap): number {
+  const times = (cm.metadata?.managedFields ?? []).filter((m) => m.fieldsV1?.["f:data"] !== undefined).map((m) => Date.parse(m.time ?? ""));
+  const t = Math.max(...times.filter(Number.isFinite), Date.parse(cm.metadata?.creationTimestamp ?? "") || 0);
+  return Number.isFinite(t) ? t : 0;
+}
+
 /**
  * The Pulumi program's wanted revision (the `llm-ha-rollout` ConfigMap) as a `start` request,
  * or null when there is none (no ConfigMap: a stack without the handover, or not yet created).
- * A ConfigMap that cannot be read as one is an error the caller logs; it starts nothing.
+ * Its `at` is when the data was last written, so reading it every period gives the same
+ * request. A ConfigMap that cannot be read as one is an error the caller logs; it starts nothing.
  */
-export async function kubeRolloutRequests(o: Omit<KubeRolloutOptions, "selector" | "azLabel">, now: () => number = Date.now): Promise<RolloutRequest | null> {
+export async function kubeRolloutRequests(o: Omit<KubeRolloutOptions, "selector" | "azLabel">): Promise<RolloutRequest | null> {
   if (!NAMESPACE.test(o.namespace)) throw new Error(`rollout requests: ${JSON.stringify(o.namespace)} is not a namespace name`);
   const r = await kubeCall(o, "GET", `/api/v1/namespaces/${o.namespace}/configmaps/${ROLLOUT_CONFIGMAP}`);
   if (r.status === 404) return null;
   if (r.status !== 200) throw new Error(`read ConfigMap ${o.namespace}/${ROLLOUT_CONFIGMAP}: HTTP ${r.status} ${r.text.slice(0, 200)}`);
-  const data = (r.body as { data?: Record<string, unknown> } | null)?.data ?? {};
+  const cm = (r.body ?? {}) as KubeConfigMap;
+  const data = cm.data ?? {};
   const str = (k: string): string | undefined => (typeof data[k] === "string" && data[k] !== "" ? (data[k] as string) : undefined);
   const id = str(ROLLOUT_KEYS.id);
   const revision = str(ROLLOUT_KEYS.revision);
   const image = str(ROLLOUT_KEYS.image);
   if (!id || !revision) throw new Error(`ConfigMap ${o.namespace}/${ROLLOUT_CONFIGMAP} has no ${!id ? ROLLOUT_KEYS.id : ROLLOUT_KEYS.revision}`);
   if (image !== undefined && !IMAGE.test(image)) throw new Error(`ConfigMap ${o.namespace}/${ROLLOUT_CONFIGMAP}: ${ROLLOUT_KEYS.image} ${JSON.stringify(image.slice(0, 120))} is not an image reference`);
-  return { op: "start", id, at: now(), to: { revision, ...(image ? { image } : {}) }, by: str(ROLLOUT_KEYS.by) ?? "pulumi" };
+  return { op: "start", id, at: configMapWrittenAt(cm), to: { revision, ...(image ? { image } : {}) }, by: str(ROLLOUT_KEYS.by) ?? "pulumi" };
 }
