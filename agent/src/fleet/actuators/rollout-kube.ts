@@ -54,8 +54,8 @@ interface KubeDeployment {
 
 const LABEL_VALUE = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-/** An image reference: registry/repository[:tag][@sha256:…], no spaces or shell characters. */
-const IMAGE = /^[a-z0-9][a-z0-9._\-/:]*(@sha256:[0-9a-f]{64})?$/;
+/** An image reference: registry/repository[:tag][@sha256:…] (tags may hold capitals), no spaces or shell characters. */
+const IMAGE = /^[a-z0-9][A-Za-z0-9._\-/:]*(@sha256:[0-9a-f]{64})?$/;
 
 const result = (outcome: RolloutSwitchResult["outcome"], detail: string): RolloutSwitchResult => ({ outcome, detail });
 
