@@ -239,6 +239,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     actuator: args.agentActuator,
     identityIssuer: args.nodeIdentities?.issuer,
     repair: args.repair ? { ...args.repair, namespace: repairNamespace } : undefined,
+    rolloutNamespace: namespace,
   });
   new k8s.apps.v1.Deployment(`${name}-controller`, ctl.deployment, { ...opts, dependsOn: controllerDeps, customTimeouts: { create: "10m", update: "10m" } });
   new k8s.policy.v1.PodDisruptionBudget(`${name}-controller`, ctl.pdb, inEdge);

@@ -68,5 +68,9 @@ describe("the rollout handover (prod, as built)", () => {
     // Nothing of the rollout's cluster-wide: the ClusterRole has no Deployment or ConfigMap rule.
     const cluster = rs.filter((r) => r.type === "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole" && (r.props as O).metadata.name === "llm-ha-controller-nodes").map((r) => r.props as O);
     expect(JSON.stringify(cluster)).not.toMatch(/deployments|configmaps/);
+    // The controller is told that namespace (its rollout actuator and the ConfigMap read).
+    const ctl = rs.find((r) => r.type === "kubernetes:apps/v1:Deployment" && (r.props as O).metadata.name === "llm-ha-controller")!.props as O;
+    const env = Object.fromEntries((ctl.spec.template.spec.containers[0].env as O[]).map((e) => [e.name, e.value]));
+    expect(env.LLMHA_ROLLOUT_NAMESPACE).toBe(WORKLOADS_NAMESPACE);
   });
 });

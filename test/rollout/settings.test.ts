@@ -39,12 +39,18 @@ describe("rollout settings", () => {
     bad({ LLMHA_ROLLOUT_BAKE_MS: "-1" }, /LLMHA_ROLLOUT_BAKE_MS.* must be a whole number/);
   });
 
-  it("the actuator: dry-run for LLMHA_ACTUATOR=dry-run (node granularity, nothing called), none otherwise or on a GPU node", async () => {
-    const dry = createRolloutActuator({ actuator: "dry-run", role: "all" }, testLogger());
+  it("the actuator: dry-run (node granularity, nothing called), local (the drill's cloud), aws with a Kubernetes inventory (az granularity, and the ConfigMap read as requests); none otherwise or on a GPU node", async () => {
+    const base = { inventory: "", inventoryTokenFile: "", inventoryCaFile: "", rolloutNamespace: "llm-ha" };
+    const dry = createRolloutActuator({ ...base, actuator: "dry-run", role: "all" }, testLogger()).actuator;
     expect(dry).toMatchObject({ kind: "dry-run", granularity: "node" });
     expect(await dry!.switch({ rolloutId: "r", az: "a", nodes: [{ nodeId: "a1", host: "i-1" }], to: { revision: "v2" }, token: 1 })).toMatchObject({ outcome: "dry-run", detail: "would switch a1 in a to v2" });
-    expect(createRolloutActuator({ actuator: "none", role: "all" }, testLogger())).toBeNull();
-    expect(createRolloutActuator({ actuator: "dry-run", role: "node" }, testLogger())).toBeNull();
+    expect(createRolloutActuator({ ...base, actuator: "local", role: "all", localCloudUrl: "http://127.0.0.1:9" }, testLogger()).actuator).toMatchObject({ kind: "local", granularity: "node" });
+    const kube = createRolloutActuator({ ...base, inventory: "http://127.0.0.1:9", actuator: "aws", role: "all" }, testLogger());
+    expect(kube.actuator).toMatchObject({ kind: "kubernetes", granularity: "az" });
+    expect(kube.extraRequest).toBeTypeOf("function");
+    expect(createRolloutActuator({ ...base, actuator: "none", role: "all" }, testLogger()).actuator).toBeNull();
+    expect(createRolloutActuator({ ...base, actuator: "aws", role: "all" }, testLogger()).actuator).toBeNull();
+    expect(createRolloutActuator({ ...base, actuator: "dry-run", role: "node" }, testLogger()).actuator).toBeNull();
   });
 });
 

@@ -221,6 +221,7 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   repairDrainTimeoutMs: 600_000,
   repairWaitTimeoutMs: 1_800_000,
   repairReplacementTimeoutMs: 3_600_000,
+  rolloutNamespace: "llm-ha",
   rolloutBakeMs: 300_000,
   rolloutLatencyTolerance: 0.2,
   rolloutErrorTolerance: 0.01,
@@ -317,6 +318,7 @@ function checkRepairAct(cfg: Omit<AgentConfig, "az"> & { az: string | null }): v
   if (cfg.actuator === "none") throw new ConfigError("LLMHA_REPAIR_MODE", "act needs LLMHA_ACTUATOR aws (Kubernetes and EC2), local (the drill's simulated instances) or dry-run (logs the repair steps, calls nothing); with none use advise");
   if (cfg.actuator === "aws" && cfg.inventory === "none") throw new ConfigError("LLMHA_REPAIR_MODE", "act with LLMHA_ACTUATOR=aws needs LLMHA_INVENTORY (kubernetes): cordon, drain and restart go through the Kubernetes API, a reboot to the node's instance id");
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(cfg.repairNamespace)) throw new ConfigError("LLMHA_REPAIR_NAMESPACE", "must be a Kubernetes namespace name");
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(cfg.rolloutNamespace)) throw new ConfigError("LLMHA_ROLLOUT_NAMESPACE", "must be a Kubernetes namespace name");
 }
 
 function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): void {

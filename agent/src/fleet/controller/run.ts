@@ -54,8 +54,8 @@ export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, t
       act: { settleMs: cfg.repairSettleMs, drainTimeoutMs: cfg.repairDrainTimeoutMs, waitTimeoutMs: cfg.repairWaitTimeoutMs, replacementTimeoutMs: cfg.repairReplacementTimeoutMs },
       actuator: cfg.repairMode === "act" && cfg.role !== "node" ? createRepairActuator(cfg, log, process.env) : undefined,
     },
-    // Rollouts: only a process that may lead gets the rollout actuator (dry-run here; the drill's and Kubernetes' are added beside it).
-    rollout: { actuator: createRolloutActuator(cfg, log), settings: rolloutSettingsOf(cfg) },
+    // Rollouts: only a process that may lead gets the rollout actuator (rollout-index.ts).
+    rollout: { ...createRolloutActuator(cfg, log), settings: rolloutSettingsOf(cfg) },
   };
 }
 
