@@ -43,6 +43,47 @@ export const KIND_CONTINUATION: Readonly<Record<ContinuationKind, KindContinuati
   openai: { chat: "restart", chatFields: {}, source: "a generic OpenAI-compatible server: no continuation parameter is part of the API" },
 });
 
+/** A request body as JSON (the OpenAI chat or completions request). */
+export type ContinuationBody = Record<string, unknown>;
+
+/** Whether a request's output is deterministic: greedy with a seed. */
+export function isGreedySeeded(body: ContinuationBody): boolean {
+  return body.temperature === 0 && typeof body.seed === "number" && Number.isInteger(body.seed);
+}
+
+/**
+ * The second request for an answer cut after `delivered` (its text, and its tokens: the servers
+ * stream one token a chunk) on servers of `kind`: `continue` (the delivered text appended, the
+ * kind's continuation fields, `max_tokens` less what was delivered), `restart` (a greedy seeded
+ * request on a kind that cannot continue a chat: run again), or null (it cannot be carried on).
+ * The edge's relay sends it; the agent's continuation check sends it to its own server, so an
+ * engine that stops taking it is seen before a client's stream needs it.
+ */
+export function continuationRequest(
+  route: "chat" | "completions",
+  kind: ContinuationKind,
+  body: ContinuationBody,
+  delivered: { text: string; tokens: number },
+): { how: "continue" | "restart"; body: ContinuationBody } | null {
+  const k = KIND_CONTINUATION[kind];
+  if (route === "chat" && k.chat === "restart") return isGreedySeeded(body) ? { how: "restart", body } : null;
+  const out: ContinuationBody = { ...body };
+  const maxKey = route === "chat" && body.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens";
+  const max = body[maxKey];
+  if (typeof max === "number") out[maxKey] = Math.max(1, max - delivered.tokens);
+  if (route === "completions") {
+    if (typeof body.prompt !== "string") return isGreedySeeded(body) ? { how: "restart", body } : null;
+    out.prompt = body.prompt + delivered.text;
+    // `echo` would send the prompt again, delivered text included.
+    delete out.echo;
+  } else {
+    const messages = Array.isArray(body.messages) ? body.messages : [];
+    out.messages = [...messages, { role: "assistant", content: delivered.text }];
+    Object.assign(out, k.chatFields);
+  }
+  return { how: "continue", body: out };
+}
+
 /** Outcomes of a request the relay watched, the `outcome` label of its metrics. */
 export const CONTINUATION_OUTCOMES = [
   /** A stream cut after output, carried on by a second server. */

@@ -23,6 +23,7 @@ import {
 import { agentDaemonSetOnGpuNodes, gpuDeploymentPdb, gpuDeploymentSpread, ipTargetsReadinessGate } from "./k8s";
 import { agentNodeIdentity } from "./node-identity";
 import { inferenceOneModel } from "./model";
+import { inferenceRolloutHandover } from "./rollout";
 import { haPortsFenced } from "./fences";
 import { azHealthFromRoute53Only } from "./az-health";
 import { gpuNodeRoleMinimal } from "./node-role";
@@ -45,6 +46,7 @@ export const policies: Policies = [
   gpuDeploymentSpread,
   gpuDeploymentPdb,
   inferenceOneModel,
+  inferenceRolloutHandover,
   agentDaemonSetOnGpuNodes,
   agentNodeIdentity,
   failoverRecordPairs,

@@ -3,6 +3,7 @@
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { AZ_LABEL, GPU_RESOURCE, ZONE_KEY, nameOf } from "./conventions";
 import { requestsGpu } from "./k8s";
+import { MODEL_REVISION_ANNOTATION } from "../contracts/rollout-kube";
 import { joinWords, list, num, record, str, stringMap, strings, type Props } from "./props";
 
 const DEPLOYMENT_TYPE = "kubernetes:apps/v1:Deployment";
@@ -113,6 +114,9 @@ function served(r: PolicyResource, cfg: InferenceOneModelConfig): Served {
       if (e && n !== undefined && envNames.has(n)) parts.set(`${cn} env ${n}`, envValue(e));
     }
   }
+  // The revision the pods load where the template carries it (`--model $(LLMHA_MODEL_SOURCE)` reads it: contracts/rollout-kube.ts).
+  const revision = stringMap(record(record(record(props.spec)?.template)?.metadata)?.annotations)[MODEL_REVISION_ANNOTATION];
+  if (revision !== undefined) parts.set(`template ${MODEL_REVISION_ANNOTATION}`, revision);
   return { name: nameOf(props, r.name), az: azOf(props), urn: r.urn, parts };
 }
 

@@ -29,6 +29,8 @@ export interface CapturedResource {
    * resource's Output), per property, and the custom timeouts. Absent: none recorded.
    */
   opts?: {
+    /** `ignoreChanges` as the program gave it (the engine passes it to policies in `opts`). */
+    ignoreChanges?: string[];
     dependsOn?: string[];
     propertyDependencies?: Record<string, string[]>;
     customTimeouts?: { create?: string; update?: string; delete?: string };
@@ -198,9 +200,11 @@ function toPolicyResources(rs: readonly CapturedResource[]): PolicyResource[] {
       props,
       urn: r.urn,
       name: r.name,
-      opts: t
-        ? { ...EMPTY_OPTS, customTimeouts: { createSeconds: durationSeconds(t.create), updateSeconds: durationSeconds(t.update), deleteSeconds: durationSeconds(t.delete) } }
-        : EMPTY_OPTS,
+      opts: {
+        ...EMPTY_OPTS,
+        ignoreChanges: [...(r.opts?.ignoreChanges ?? [])],
+        ...(t ? { customTimeouts: { createSeconds: durationSeconds(t.create), updateSeconds: durationSeconds(t.update), deleteSeconds: durationSeconds(t.delete) } } : {}),
+      },
       dependencies: [],
       propertyDependencies: {},
       isType: (cls: unknown) => isTypeOf(r.type, cls),

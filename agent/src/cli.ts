@@ -70,6 +70,7 @@ export const IMAGE_COMMANDS: readonly Command[] = [
   { name: "agent", args: "[flags]", summary: "run the health agent on a GPU node (LLMHA_ROLE=controller: the controller alone)", run: agentCommand },
   { name: "status", args: "[flags]", summary: "show the fleet from Redis (--watch, -o json)", run: async (a) => (await import("./ops/status/command.js")).statusCommand(a) },
   { name: "practice", args: "[flags]", summary: "ask the leader for a practice wake of the standby now", run: async (a) => (await import("./ops/status/practice-request.js")).practiceCommand(a) },
+  { name: "rollout", args: "CMD", summary: "roll a model or engine change out AZ by AZ: start, status, pause, resume, abort, promote", run: async (a) => (await import("./ops/rollout/command.js")).rolloutCommand(a) },
   { name: "canary", args: "CMD", summary: "correctness canaries: show the expected answers, record them", run: async (a) => (await import("./ops/canary.js")).canaryCommand(a) },
   { name: "fallback", args: "[flags]", summary: "the L4 service: verified-answer cache, provider failover, Kafka queue", run: async (a) => (await import("./edge/fallback/command.js")).fallbackCommand(a) },
   { name: "continue", args: "[flags]", summary: "carry a completion on when its server dies mid-answer (the L1 pod)", run: async (a) => (await import("./edge/continuation/command.js")).continueCommand(a) },

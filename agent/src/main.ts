@@ -19,6 +19,7 @@ import { canaryDrains } from "./node/canary/decide";
 import { CanaryRunner } from "./node/canary/runner";
 import { splitUserinfo } from "./node/sources/credential";
 import { modelKey, normalizeDtype } from "./node/evaluator/model-sameness";
+import { startRolloutSide } from "./node/rollout-side";
 
 /** Start-up failure that is not a bad setting (a port in use): exit 1 with this message. */
 export class StartupError extends Error {
@@ -188,6 +189,8 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
   if (canary) feedCanaries(agent, canary);
   // The deep check's canary round: asked for as soon as the server is ready, not a canary period later.
   if (canary) agent.deepCheck.attachCanary(() => canary.deepCheckRound());
+  // A rollout: the revisions it allows, and `perf` for its gates (continuation check included).
+  const rollout = fleet ? startRolloutSide(cfg, agent, fleet, log) : null;
   agent.start();
   canary?.start();
   log.info(
@@ -211,6 +214,7 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
       agent.drain();
       await sleep(cfg.drainMs);
       canary?.stop();
+      rollout?.stop();
       agent.stop();
       await fleet?.stop().catch((err: unknown) => log.warn({ err: (err as Error).message }, "fleet stop failed"));
       await Promise.all([new Promise<void>((r) => http.close(() => r())), new Promise<void>((r) => agentCheck.close(() => r()))]);

@@ -12,6 +12,7 @@ import { L1_BACKEND } from "../../contracts/names";
 import { hq, l1, leader, leaderFleet, m, mc, type RowSpec } from "./panel-spec";
 import { nodeRows } from "./panels-node";
 import { alertRows } from "./panels-alerts";
+import { rolloutRow } from "./panels-rollout";
 
 export { DS, type PanelSpec, type RowSpec } from "./panel-spec";
 
@@ -371,5 +372,6 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
     },
     ...nodeRows(t),
     ...alertRows(t),
+    rolloutRow(),
   ];
 }

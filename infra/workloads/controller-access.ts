@@ -3,6 +3,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import { APP } from "../names";
 import { CONTROLLER_SERVICE_ACCOUNT, controllerNodeReader } from "./controller";
 import type { Role, RoleBinding } from "./common";
+import { ROLLOUT_CONFIGMAP } from "../../contracts/rollout-kube";
 
 export interface ControllerAccessArgs {
   /** The controller's namespace (the edge namespace). */
@@ -13,6 +14,34 @@ export interface ControllerAccessArgs {
   identities: boolean;
   /** The repair ladder acts (`LLMHA_REPAIR_MODE=act`): the inference pods' namespace it drains and restarts in. Default none (advise: no write). */
   repairNamespace?: string;
+  /** The model and engine rollout (always on): the inference namespace and its inference Deployments' names. */
+  rollout?: { namespace: string; deployments: string[] };
+}
+
+/**
+ * What the rollout actuator may do, in the inference namespace only: list the Deployments (to
+ * find an AZ's by label), read and patch the inference Deployments by name (their pod
+ * template's image and revision annotation), and read the `llm-ha-rollout` ConfigMap (the
+ * stack's wanted revision). No create, no delete, nothing in another namespace.
+ */
+export function controllerRolloutAccess(workloadsNamespace: string, controllerNamespace: string, deployments: string[]): { role: Role; binding: RoleBinding } {
+  const name = "llm-ha-controller-rollout";
+  const labels = { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" };
+  return {
+    role: {
+      apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name, namespace: workloadsNamespace, labels },
+      rules: [
+        { apiGroups: ["apps"], resources: ["deployments"], verbs: ["list"] },
+        { apiGroups: ["apps"], resources: ["deployments"], resourceNames: [...deployments].sort(), verbs: ["get", "patch"] },
+        { apiGroups: [""], resources: ["configmaps"], resourceNames: [ROLLOUT_CONFIGMAP], verbs: ["get"] },
+      ],
+    },
+    binding: {
+      apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name, namespace: workloadsNamespace, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects: [{ kind: "ServiceAccount", name: CONTROLLER_SERVICE_ACCOUNT, namespace: controllerNamespace }],
+    },
+  };
 }
 
 /**
@@ -64,6 +93,11 @@ export function createControllerAccess(name: string, a: ControllerAccessArgs, op
     const repair = controllerRepairAccess(a.repairNamespace, a.namespace);
     const r = new k8s.rbac.v1.Role(`${name}-controller-repair`, repair.role, opts);
     out.push(r, new k8s.rbac.v1.RoleBinding(`${name}-controller-repair`, repair.binding, { ...opts, dependsOn: [r] }));
+  }
+  if (a.rollout !== undefined) {
+    const rollout = controllerRolloutAccess(a.rollout.namespace, a.namespace, a.rollout.deployments);
+    const r = new k8s.rbac.v1.Role(`${name}-controller-rollout`, rollout.role, opts);
+    out.push(r, new k8s.rbac.v1.RoleBinding(`${name}-controller-rollout`, rollout.binding, { ...opts, dependsOn: [r] }));
   }
   return out;
 }

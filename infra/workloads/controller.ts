@@ -100,6 +100,8 @@ export interface ControllerSpec {
   identityIssuer?: pulumi.Input<string>;
   /** The repair ladder (`LLMHA_REPAIR_*`). Default none: the agent's own default (advise). */
   repair?: ControllerRepairEnv;
+  /** `LLMHA_ROLLOUT_NAMESPACE`: the inference Deployments' namespace, where a rollout patches them and reads the `llm-ha-rollout` ConfigMap. Default none (the agent's `llm-ha`). */
+  rolloutNamespace?: string;
 }
 
 /** What the controller reads of the API server to verify enrolment tokens: the issuer's keys and its discovery document. */
@@ -194,6 +196,7 @@ export function controllerManifests(s: ControllerSpec): { deployment: Deployment
                 ...standbyEnv(s),
                 ...(s.actuator ? actuatorEnv(s.actuator) : []),
                 ...(s.repair ? repairEnv(s.repair) : []),
+                ...(s.rolloutNamespace !== undefined ? [env("LLMHA_ROLLOUT_NAMESPACE", s.rolloutNamespace)] : []),
               ],
               ports: [{ name: "http", containerPort: PORTS.agentHttp }],
               // Exec probes: the pod's security group takes no connection from the kubelet (infra/fences.ts).

@@ -10,7 +10,8 @@ import { createControllerAccess } from "./controller-access";
 import { objectName } from "./common";
 import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
 import { dcgmExporterDaemonSet } from "./dcgm-exporter";
-import { inferenceHeadlessService, inferenceManifests } from "./inference";
+import { inferenceHeadlessService, inferenceManifests, modelRevisionOf, rolloutIgnoreChanges } from "./inference";
+import { inferenceDeploymentNames, rolloutConfigMap } from "./rollout";
 import { fallbackProviderObjects, fallbackServiceAccount, type FallbackProvider, type FallbackSidecarSpec } from "./fallback";
 import { l1ProxyManifests } from "./l1-proxy";
 import { L1_METRICS_LISTENERS, l1MetricsNetworkPolicy, workloadNetworkPolicies } from "./network-policies";
@@ -220,7 +221,9 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const identities = args.nodeIdentities !== undefined;
   // With the repair ladder acting, also cordon (patch Nodes) and drain/restart the inference pods (their namespace only).
   const repairNamespace = args.repair?.mode === "act" ? namespace : undefined;
-  controllerDeps.push(...createControllerAccess(name, { namespace: edgeNamespace, roleArn: args.agentActuator?.roleArn, identities, repairNamespace }, opts, inEdge));
+  // The rollout (workloads/rollout.ts): the controller patches the inference Deployments by name; the stack's wanted revision in a ConfigMap.
+  controllerDeps.push(...createControllerAccess(name, { namespace: edgeNamespace, roleArn: args.agentActuator?.roleArn, identities, repairNamespace, rollout: { namespace, deployments: inferenceDeploymentNames(args.azs.map((a) => a.az), args.gpuClasses) } }, opts, inEdge));
+  new k8s.core.v1.ConfigMap(`${name}-rollout`, rolloutConfigMap(namespace, modelRevisionOf(args.inference), args.inference.image), inNs);
   // Node identities: the agents' own ServiceAccount (no role bound, no API token), which names their identity tokens.
   if (identities) agentDeps.push(new k8s.core.v1.ServiceAccount(`${name}-agent`, agentServiceAccount(namespace), inNs));
   // The controller on the system nodes, one replica per AZ: it alone leads and acts (issue 26).
@@ -236,6 +239,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     actuator: args.agentActuator,
     identityIssuer: args.nodeIdentities?.issuer,
     repair: args.repair ? { ...args.repair, namespace: repairNamespace } : undefined,
+    rolloutNamespace: namespace,
   });
   new k8s.apps.v1.Deployment(`${name}-controller`, ctl.deployment, { ...opts, dependsOn: controllerDeps, customTimeouts: { create: "10m", update: "10m" } });
   new k8s.policy.v1.PodDisruptionBudget(`${name}-controller`, ctl.pdb, inEdge);
@@ -336,7 +340,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
         apiKeySecretName: inferenceKeySecretName,
         serviceAccountName: inferenceServiceAccount,
       });
-      new k8s.apps.v1.Deployment(`${id}-inference`, inf.deployment, inNs);
+      new k8s.apps.v1.Deployment(`${id}-inference`, inf.deployment, { ...inNs, ignoreChanges: rolloutIgnoreChanges(inf.deployment, args.inference.image) });
       new k8s.policy.v1.PodDisruptionBudget(`${id}-inference`, inf.pdb, inNs);
       new k8s.apps.v1.DaemonSet(
         `${id}-agent`,

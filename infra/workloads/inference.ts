@@ -3,6 +3,7 @@ import { GpuClassConfig } from "../config";
 import { appLabels, Deployment, GPU_TOLERATION, gpuNodeSelector, objectName, onePodAtATime, PodDisruptionBudget, Service, SKIP_AWAIT } from "./common";
 import { clearDrainCommand, DRAIN_DIR, INFERENCE_TERMINATION_GRACE_S, preStopCommand } from "../../contracts/drain";
 import { PORTS } from "../../contracts/names";
+import { HANDOVER, MODEL_REVISION_ANNOTATION, MODEL_SOURCE_ENV, ROLLOUT_HANDOVER_ANNOTATION } from "../../contracts/rollout-kube";
 import { APP, LABELS } from "../names";
 
 export interface InferenceSpec {
@@ -53,6 +54,22 @@ export const HF_TOKEN_DIR = "/run/secrets/llm-ha-hf";
 export const STREAMER_CONCURRENCY = 32;
 
 /**
+ * The revision an inference pod loads, as a rollout names it: what vLLM reports as `root` (its
+ * `--model`): the S3 copy's URI where the weights come from S3 (each revision its own prefix),
+ * else the hub id. It lives in the pod template's `llm-ha.io/model-revision` annotation; the
+ * containers read it as `$(LLMHA_MODEL_SOURCE)` (contracts/rollout-kube.ts).
+ */
+export function modelRevisionOf(s: Pick<InferenceSpec, "model" | "weightsS3Uri">): string {
+  return s.weightsS3Uri ?? s.model;
+}
+
+/** `$(LLMHA_MODEL_SOURCE)`: Kubernetes puts the variable's value (the pod's revision annotation) in its place in args and commands. */
+export const MODEL_SOURCE_REF = `$(${MODEL_SOURCE_ENV})`;
+
+/** The variable each container that loads the weights reads the revision annotation into (downward API). */
+export const MODEL_SOURCE_VAR = Object.freeze({ name: MODEL_SOURCE_ENV, valueFrom: { fieldRef: { fieldPath: `metadata.annotations['${MODEL_REVISION_ANNOTATION}']` } } });
+
+/**
  * vLLM's arguments for the model: its hub id, or (streaming) the S3 prefix read by the Run:ai
  * Model Streamer straight into GPU memory, served under the hub id (the agents and the
  * clients ask for that name, not for the bucket). With tensor parallelism the streamer runs
@@ -60,10 +77,12 @@ export const STREAMER_CONCURRENCY = 32;
  * worker reading the whole checkpoint (8 × 140 GB from S3 on an 8-GPU node).
  */
 export function modelArgs(s: Pick<InferenceSpec, "model" | "weightsS3Uri" | "weightsLoad">, gpus = 1): string[] {
-  if (!s.weightsS3Uri || s.weightsLoad === "sync") return ["--model", s.model];
+  // sync: vLLM reads the hub id from the cache the fetcher filled from the revision's S3 copy.
+  if (s.weightsS3Uri && s.weightsLoad === "sync") return ["--model", s.model];
+  if (!s.weightsS3Uri) return ["--model", MODEL_SOURCE_REF];
   return [
     "--model",
-    s.weightsS3Uri,
+    MODEL_SOURCE_REF,
     "--load-format",
     "runai_streamer",
     "--served-model-name",
@@ -107,10 +126,11 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
   const labels = appLabels(APP.inference, s.az, s.gpuClass.name);
   const gpus = s.gpusPerPod ?? s.gpuClass.gpusPerNode;
   const health = { httpGet: { path: "/health", port: PORTS.inference } };
-  type Env = { name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } };
   // The server reads the cache only (a compromised server cannot plant weights every later pod
   // would serve) and never reaches the hub; its home and caches are on a scratch volume.
+  type Env = { name: string; value?: string; valueFrom?: { secretKeyRef: { name: string; key: string } } | { fieldRef: { fieldPath: string } } };
   const env: Env[] = [
+    MODEL_SOURCE_VAR,
     { name: "HF_HOME", value: HF_HOME },
     { name: "HF_HUB_OFFLINE", value: "1" },
     { name: "HOME", value: "/tmp" },
@@ -133,12 +153,12 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
   const fetcher = streaming
     ? undefined
     : s.weightsS3Uri
-    ? { name: "weights", image: s.awsCliImage ?? "", command: ["aws", "s3", "sync", "--only-show-errors", s.weightsS3Uri, HF_HOME], env: [{ name: "HOME", value: "/tmp" }], volumeMounts: [cacheRw, scratch], securityContext: nonRoot }
+    ? { name: "weights", image: s.awsCliImage ?? "", command: ["aws", "s3", "sync", "--only-show-errors", MODEL_SOURCE_REF, HF_HOME], env: [{ name: "HOME", value: "/tmp" }, MODEL_SOURCE_VAR], volumeMounts: [cacheRw, scratch], securityContext: nonRoot }
     : {
         name: "model",
         image: s.image,
-        command: hubFetchCommand(s.model),
-        env: [{ name: "HF_HOME", value: HF_HOME }, { name: "HOME", value: "/tmp" }, ...(s.hfTokenSecretName ? [{ name: "HF_TOKEN_PATH", value: `${HF_TOKEN_DIR}/token` }] : [])],
+        command: hubFetchCommand(MODEL_SOURCE_REF),
+        env: [{ name: "HF_HOME", value: HF_HOME }, { name: "HOME", value: "/tmp" }, MODEL_SOURCE_VAR, ...(s.hfTokenSecretName ? [{ name: "HF_TOKEN_PATH", value: `${HF_TOKEN_DIR}/token` }] : [])],
         volumeMounts: [cacheRw, scratch, ...(s.hfTokenSecretName ? [{ name: "hf-token", mountPath: HF_TOKEN_DIR, readOnly: true }] : [])],
         securityContext: nonRoot,
       };
@@ -168,7 +188,14 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
       template: {
         // The weights role (IRSA) reaches the one container that reads S3 (the sync fetcher, or
         // vLLM itself when it streams): the webhook skips the other containers.
-        metadata: { labels, ...(s.serviceAccountName ? { annotations: { "eks.amazonaws.com/skip-containers": streaming ? "own-dirs,clear-drain" : "own-dirs,clear-drain,vllm" } } : {}) },
+        // The revision the pods load (contracts/rollout-kube.ts): a rollout changes it here, AZ by AZ.
+        metadata: {
+          labels,
+          annotations: {
+            [MODEL_REVISION_ANNOTATION]: modelRevisionOf(s),
+            ...(s.serviceAccountName ? { "eks.amazonaws.com/skip-containers": streaming ? "own-dirs,clear-drain" : "own-dirs,clear-drain,vllm" } : {}),
+          },
+        },
         spec: {
           ...(s.serviceAccountName ? { serviceAccountName: s.serviceAccountName } : {}),
           // Nothing here calls the Kubernetes API.
@@ -247,8 +274,23 @@ export function inferenceManifests(s: InferenceSpec): { deployment: Deployment; 
   };
   // A Deployment on a sleeping standby AZ, or one still downloading its first model, is not
   // ready for a long time: `pulumi up` does not wait for it (the agent and HAProxy do).
-  deployment.metadata = { ...(deployment.metadata as object), annotations: { [SKIP_AWAIT]: "true" } };
+  // Its image and revision are the rollout's once it exists (`rolloutIgnoreChanges`, docs/infra.md "Model and engine changes").
+  deployment.metadata = { ...(deployment.metadata as object), annotations: { [SKIP_AWAIT]: "true", [ROLLOUT_HANDOVER_ANNOTATION]: HANDOVER } };
   return { deployment, pdb: onePodAtATime(name, s.namespace, labels) };
+}
+
+/**
+ * The paths Pulumi leaves as they are on an existing inference Deployment (`ignoreChanges`):
+ * the revision annotation and the image of every container that runs the inference image. A
+ * stack change of either goes to the `llm-ha-rollout` ConfigMap instead, and the leader rolls
+ * it out AZ by AZ; every other field still updates in place.
+ */
+export function rolloutIgnoreChanges(d: Deployment, image: unknown): string[] {
+  const spec = (d.spec as { template: { spec: { containers: { image?: unknown }[]; initContainers?: { image?: unknown }[] } } }).template.spec;
+  const paths = [`spec.template.metadata.annotations["${MODEL_REVISION_ANNOTATION}"]`];
+  spec.containers.forEach((c, i) => c.image === image && paths.push(`spec.template.spec.containers[${i}].image`));
+  (spec.initContainers ?? []).forEach((c, i) => c.image === image && paths.push(`spec.template.spec.initContainers[${i}].image`));
+  return paths;
 }
 
 /**

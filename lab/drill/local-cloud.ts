@@ -12,6 +12,7 @@
  * | `POST /shift/cancel {az}`        | those servers back to `ready`                                  | cancel the zonal shift |
  * | `GET /openid/v1/jwks`, `GET /api/v1/nodes` | the Kubernetes API the leader reads: the issuer's keys and the GPU Nodes (`kube`, local-kube.ts) | the API server |
  * | `POST /instances/<step>`        | the repair ladder's steps on the simulated instances (`instances`, local-instances.ts) | Kubernetes API, EC2, Auto Scaling |
+ * | `POST /rollout/switch`          | a node's inference server restarted serving a revision, with its profile (`rollout`, local-rollout.ts) | the inference Deployment's new template |
  *
  * Node groups: by default one per AZ, named as the AZ. `defineGroups` gives an AZ several
  * (instance types, in fallback order; every group boots the AZ's nodes: the simulated
@@ -30,6 +31,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { LocalKubeApi } from "./local-kube";
 import { instanceStep, LocalInstances } from "./local-instances";
+import { LocalRollout, rolloutStep } from "./local-rollout";
 import { LocalZonalShift, type CloudProxy } from "./local-shift";
 import type { AddressInfo } from "node:net";
 import type { LocalCloudReply, LocalGroupsReply } from "../../agent/src/fleet/actuators/local";
@@ -135,6 +137,10 @@ export class LocalCloud {
     capacityMessage,
   );
 
+  /** The rollout's switches on the simulated nodes; a scenario gives it the revisions' profiles (`setProfiles`). */
+  readonly rollout = new LocalRollout({ powerOf: (id) => this.powerOf(id), enqueue: (n, op) => this.enqueue(n, op), now: () => this.o.now(), log: (line) => this.o.log?.(line) },
+    () => [...new Set([...this.nodes, ...this.instances.all()])], (id) => this.instances.isTerminated(id));
+
   constructor(private readonly o: LocalCloudOptions) {}
 
   get url(): string {
@@ -232,13 +238,14 @@ export class LocalCloud {
     const kube = req.method === "GET" ? this.kube.answer((req.url ?? "").split("?")[0]) : null;
     if (kube) return send(kube.code, kube.body);
     if (req.method === "POST" && (req.url ?? "").startsWith("/instances/")) return instanceStep(this.instances, req, send);
+    if (req.method === "POST" && req.url === "/rollout/switch") return rolloutStep(this.rollout, req, send);
     if (req.method === "GET" && (req.url ?? "").startsWith("/standby/groups")) {
       const az = new URL(req.url ?? "", "http://x").searchParams.get("az") ?? "";
       if (!this.nodes.some((n) => n.az === az)) return send(this.nodes.length ? 400 : 503, { error: `no nodes in AZ ${JSON.stringify(az)}` });
       return send(200, this.view(az));
     }
     const action = req.method === "POST" ? routes[req.url ?? ""] : undefined;
-    if (!action) return send(404, { error: "GET /standby/groups?az=, POST /standby/wake, /standby/release, /shift/start or /shift/cancel" });
+    if (!action) return send(404, { error: "GET /standby/groups?az=, POST /standby/wake, /standby/release, /shift/start, /shift/cancel, /instances/<step> or /rollout/switch" });
     let body: { az?: unknown; token?: unknown; reason?: unknown; expiresInMs?: unknown; group?: unknown };
     try {
       let raw = "";

@@ -84,6 +84,11 @@ export class LocalInstances {
     return `i-0${createHash("sha1").update(`${nodeId}#${gen}`).digest("hex").slice(0, 16)}`;
   }
 
+  /** Every instance: the nodes and the spare slots. */
+  all(): SimNode[] {
+    return [...this.nodes, ...this.spares];
+  }
+
   isCordoned(nodeId: string): boolean {
     return this.cordoned.has(nodeId);
   }

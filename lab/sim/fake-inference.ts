@@ -15,6 +15,7 @@
 import { runFakeInferenceCli } from "./fake-inference/cli";
 
 export {
+  CONTINUATIONS,
   FAKE_INFERENCE_MODES,
   FAKE_SERVER_HEADER,
   FakeInferenceAdminError,
@@ -27,6 +28,7 @@ export {
   type FakeInference,
   type FakeInferenceMode,
   type FakeInferenceOptions,
+  type FakeInferenceProfile,
   type FakeInferenceSettings,
   type FakeInferenceState,
   type FakeInferenceStats,
@@ -34,6 +36,6 @@ export {
 } from "./fake-inference/settings";
 export { startFakeInference } from "./fake-inference/server";
 export { fakeInferenceStats, setFakeInferenceMode } from "./fake-inference/admin";
-export { parseFakeInferenceArgs } from "./fake-inference/cli";
+export { fakeInferenceFlags, parseFakeInferenceArgs } from "./fake-inference/cli";
 
 if (require.main === module) void runFakeInferenceCli(process.argv.slice(2));

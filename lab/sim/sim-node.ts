@@ -12,7 +12,7 @@ import { DRAIN_SETTLE_S, preStopCommand } from "../../contracts/drain";
 import { end, logTail, start, type Proc } from "./node-proc";
 import { freePort, sleep, socketExchange, waitFor } from "../../agent/src/util/net";
 import { NVSMI_FAULTS, writeFakeDcgmiWrapper, writeFakeNvidiaSmiWrapper, writeNvsmiState, type NvsmiFault, type NvsmiState } from "./nvsmi-state";
-import { fakeInferenceStats, setFakeInferenceMode, type FakeInferenceMode, type FakeInferenceSettings, type FakeInferenceStats } from "./fake-inference";
+import { fakeInferenceFlags, fakeInferenceStats, setFakeInferenceMode, type FakeInferenceMode, type FakeInferenceProfile, type FakeInferenceSettings, type FakeInferenceStats } from "./fake-inference";
 
 const REPO = join(__dirname, "..", "..");
 const CLI = join(REPO, "agent", "src", "cli.ts");
@@ -37,6 +37,8 @@ export interface SimNodeOptions {
   noAgent?: boolean;
   /** Initial inference mode. Default `ready`. */
   mode?: FakeInferenceMode;
+  /** What its server is started with every time (the revision it serves, its latency, load time…); a rollout's switch changes it. */
+  inference?: FakeInferenceProfile;
   /** The fake's API key (vLLM `--api-key`): its `/v1` routes answer 401 without it. Default: none. */
   inferenceApiKey?: string;
   /** Allocate ports and files but start no process: a standby node scaled to zero (`boot()` wakes it). */
@@ -142,9 +144,7 @@ export class SimNode {
   get agentPid(): number | null { return this.agent?.child.pid ?? null; }
   get inferencePid(): number | null { return this.inference?.child.pid ?? null; }
   /** GPUs the node has (what its agent is told to expect, and what the inventory lists). */
-  get gpuCount(): number {
-    return this.opts.gpuCount ?? 8;
-  }
+  get gpuCount(): number { return this.opts.gpuCount ?? 8; }
   /** True while its inference server or agent process runs. */
   get running(): boolean {
     return this.inference !== null || this.agent !== null;
@@ -220,9 +220,7 @@ export class SimNode {
   get gpuState(): NvsmiState { return this.nvsmi; }
 
   /** Which kind of server it runs (vLLM unless started or switched otherwise). */
-  get kind(): InferenceKind {
-    return this.opts.kind ?? "vllm";
-  }
+  get kind(): InferenceKind { return this.opts.kind ?? "vllm"; }
 
   /**
    * Makes the node a server of another kind: its agent stopped (draining), its server stopped
@@ -255,7 +253,7 @@ export class SimNode {
     this.refuseWhenStopped("inference server");
     const args = [
       "--import", "tsx", FAKE_INFERENCE, "--host", this.address, "--port", String(this.inferencePort), "--admin-port", String(this.adminPort),
-      "--kind", this.opts.kind ?? "vllm", "--model", this.opts.model ?? "llm-ha/test-model", "--mode", mode,
+      "--kind", this.opts.kind ?? "vllm", "--model", this.opts.model ?? "llm-ha/test-model", "--mode", mode, ...fakeInferenceFlags(this.opts.inference ?? {}),
       ...(this.opts.inferenceApiKey ? ["--api-key", this.opts.inferenceApiKey] : []),
     ];
     const p = start(process.execPath, args, { ...process.env }, this.log);

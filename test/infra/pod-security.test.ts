@@ -55,7 +55,10 @@ describe("pod security", () => {
     expect(d.spec.template.metadata.annotations["eks.amazonaws.com/skip-containers"]).toBe("own-dirs,clear-drain");
     const vllm = pod.containers.find((c: O) => c.name === "vllm");
     // 8 GPUs (the class's): each tensor-parallel worker streams its own share, not the whole checkpoint.
-    expect(vllm.args.slice(0, 8)).toEqual(["--model", "s3://b/p", "--load-format", "runai_streamer", "--served-model-name", base.model, "--model-loader-extra-config", '{"distributed":true}']);
+    // The S3 URI is the pod's revision annotation, which vLLM reads through the downward API (contracts/rollout-kube.ts).
+    expect(d.spec.template.metadata.annotations["llm-ha.io/model-revision"]).toBe("s3://b/p");
+    expect(vllm.env).toContainEqual({ name: "LLMHA_MODEL_SOURCE", valueFrom: { fieldRef: { fieldPath: "metadata.annotations['llm-ha.io/model-revision']" } } });
+    expect(vllm.args.slice(0, 8)).toEqual(["--model", "$(LLMHA_MODEL_SOURCE)", "--load-format", "runai_streamer", "--served-model-name", base.model, "--model-loader-extra-config", '{"distributed":true}']);
     const one = inferenceManifests({ ...base, gpusPerPod: 1, weightsS3Uri: "s3://b/p", region: "us-east-1", serviceAccountName: "llm-ha-inference" });
     expect(podOf(one.deployment as O).containers[0].args).not.toContain("--model-loader-extra-config");
     expect(vllm.env).toEqual(expect.arrayContaining([{ name: "AWS_REGION", value: "us-east-1" }, { name: "RUNAI_STREAMER_CONCURRENCY", value: "32" }, { name: "HF_HUB_OFFLINE", value: "1" }]));
@@ -68,7 +71,8 @@ describe("pod security", () => {
     for (const d of deps) {
       const vllm = podOf(d).containers.find((c: O) => c.name === "vllm");
       expect(vllm.args).toEqual(expect.arrayContaining(["--load-format", "runai_streamer"]));
-      expect(vllm.args[vllm.args.indexOf("--model") + 1]).toMatch(/^s3:\/\//);
+      expect(vllm.args[vllm.args.indexOf("--model") + 1]).toBe("$(LLMHA_MODEL_SOURCE)");
+      expect(d.spec.template.metadata.annotations["llm-ha.io/model-revision"]).toMatch(/^s3:\/\//);
       expect(podOf(d).initContainers.map((c: O) => c.name)).not.toContain("model");
     }
     expect(ofType(rs, "kubernetes:core/v1:Secret").map((r) => (r.props as O).metadata?.name)).not.toContain("llm-ha-hf-token");

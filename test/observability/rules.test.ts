@@ -267,7 +267,7 @@ describe.skipIf(!HAVE)("alert rules under promtool", () => {
       expect(r.annotations.description, r.alert).toMatch(/ First steps: .{20,}/);
       expect(r.annotations.runbook_url, r.alert).toMatch(/^https:\/\/.+\/docs\/observability\.md#[a-z0-9]+$/);
       // The SLO alerts are tested in slo-rules.test.ts, the fallback's in fallback-alerts.test.ts, the relay's in continuation-alerts.test.ts, forged node records in forgery-alert.test.ts.
-      const elsewhere = ["LlmHaQueryOfDeath", "LlmHaContinuationMismatch", "LlmHaNodeCredentialMisused" /* forgery-alert.test.ts */, "LlmHaRepairHeld" /* repair-alert.test.ts */];
+      const elsewhere = ["LlmHaQueryOfDeath", "LlmHaContinuationMismatch", "LlmHaNodeCredentialMisused" /* forgery-alert.test.ts */, "LlmHaRepairHeld" /* repair-alert.test.ts */, "LlmHaRolloutRolledBack" /* rollout-alert.test.ts */];
       if (!slo.includes(r.alert) && !r.alert.startsWith("LlmHaFallback") && !elsewhere.includes(r.alert)) expect(tested.has(r.alert), `${r.alert} fires in some test`).toBe(true);
     }
     expect(alertNames(groups)).toEqual(expect.arrayContaining(slo));

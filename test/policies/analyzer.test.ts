@@ -57,9 +57,9 @@ function call<Req, Res>(fn: (req: Req, cb: (e: Error | null, r: Res) => void) =>
   return new Promise((resolve, reject) => fn.call(client, req, (e, r) => (e ? reject(e) : resolve(r))));
 }
 
-/** The resource's options as the engine sends them: custom timeouts in seconds. */
+/** The resource's options as the engine sends them: custom timeouts in seconds, ignoreChanges as the program gave them. */
 function options(r: CapturedResource): analyzerPb.AnalyzerResourceOptions {
-  const o = new analyzerPb.AnalyzerResourceOptions().setProtect(false);
+  const o = new analyzerPb.AnalyzerResourceOptions().setProtect(false).setIgnorechangesList(r.opts?.ignoreChanges ?? []);
   const t = r.opts?.customTimeouts;
   if (t) {
     o.setCustomtimeouts(

@@ -64,16 +64,19 @@ function fallbackGroup(az: string): CapturedResource[] {
 
 const INFERENCE_LABELS = { "app.kubernetes.io/name": "inference", "llm-ha.io/az": "us-east-1a" };
 
+const VLLM_IMAGE = `123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-ha/docker-hub/vllm/vllm-openai@sha256:${"c1".repeat(32)}`;
+const REVISION = "s3://llm-ha-weights/llama-3.1-70b/1605565b47bb9346c5515c34102e054115b4f98b";
+
 const inference = res("kubernetes:apps/v1:Deployment", "inference-us-east-1a", {
   apiVersion: "apps/v1",
   kind: "Deployment",
-  // Not awaited, as the program's (waits-bounded): its pods wait for GPU nodes.
-  metadata: { name: "inference-us-east-1a", namespace: "llm-ha", annotations: { "pulumi.com/skipAwait": "true" } },
+  // Not awaited, as the program's (waits-bounded): its pods wait for GPU nodes. Its image and revision are the rollout's (inference-rollout-handover).
+  metadata: { name: "inference-us-east-1a", namespace: "llm-ha", annotations: { "pulumi.com/skipAwait": "true", "llm-ha.io/rollout": "handover" } },
   spec: {
     replicas: 2,
     selector: { matchLabels: INFERENCE_LABELS },
     template: {
-      metadata: { labels: INFERENCE_LABELS },
+      metadata: { labels: INFERENCE_LABELS, annotations: { "llm-ha.io/model-revision": REVISION } },
       spec: {
         affinity: {
           podAntiAffinity: {
@@ -86,10 +89,18 @@ const inference = res("kubernetes:apps/v1:Deployment", "inference-us-east-1a", {
           { maxSkew: 1, topologyKey: "topology.kubernetes.io/zone", whenUnsatisfiable: "ScheduleAnyway", labelSelector: { matchLabels: INFERENCE_LABELS } },
         ],
         tolerations: [{ key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule" }],
-        containers: [{ name: "vllm", image: `123456789012.dkr.ecr.us-east-1.amazonaws.com/llm-ha/docker-hub/vllm/vllm-openai@sha256:${"c1".repeat(32)}`, resources: { limits: { "nvidia.com/gpu": 8 } } }],
+        containers: [{ name: "vllm", image: VLLM_IMAGE, resources: { limits: { "nvidia.com/gpu": 8 } } }],
       },
     },
   },
+});
+inference.opts = { ignoreChanges: ['spec.template.metadata.annotations["llm-ha.io/model-revision"]', "spec.template.spec.containers[0].image"], dependsOn: [], propertyDependencies: {} };
+
+const rolloutConfigMap = res("kubernetes:core/v1:ConfigMap", "llm-ha-rollout", {
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: { name: "llm-ha-rollout", namespace: "llm-ha" },
+  data: { id: "pulumi-0123456789ab", "to.revision": REVISION, "to.image": VLLM_IMAGE, by: "pulumi" },
 });
 
 const pdb = res("kubernetes:policy/v1:PodDisruptionBudget", "inference-us-east-1a-pdb", {
@@ -309,6 +320,7 @@ export function happyStack(): CapturedResource[] {
     ...azs.map((az) => nodeGroup(az, az === "us-east-1c" ? "standby" : "active")),
     ...fallbackGroup("us-east-1c"),
     inference,
+    rolloutConfigMap,
     pdb,
     agent,
     l1Service,

@@ -13,6 +13,7 @@ import { closest, flagErrorMessage } from "../../../contracts/did-you-mean";
 import { ConfigError } from "./error";
 import { parseRepairSpare, REPAIR_MODES, REPAIR_PREDICTIVE } from "../fleet/repair/settings";
 import { DEEP_CHECK_MODES } from "../node/deep-check";
+import { RolloutSettingsError, rolloutSettingsOf } from "../fleet/rollout/settings";
 import { findExecutable } from "../node/sources/dcgmi";
 import { checkAwsFormats, imdsAvailabilityZone, resolveAwsRegion } from "./aws";
 
@@ -220,6 +221,12 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   repairDrainTimeoutMs: 600_000,
   repairWaitTimeoutMs: 1_800_000,
   repairReplacementTimeoutMs: 3_600_000,
+  rolloutNamespace: "llm-ha",
+  rolloutBakeMs: 300_000,
+  rolloutLatencyTolerance: 0.2,
+  rolloutErrorTolerance: 0.01,
+  rolloutLoadTimeoutMs: 1_800_000,
+  rolloutLoadRatio: 3,
 };
 
 /** Frozen defaults, for `--help` and tests. */
@@ -267,6 +274,12 @@ export function parseConfig(argv: string[], env: NodeJS.ProcessEnv): Omit<AgentC
   } catch (err) {
     throw new ConfigError("LLMHA_REPAIR_SPARE", (err as Error).message);
   }
+  try {
+    rolloutSettingsOf(cfg);
+  } catch (err) {
+    if (err instanceof RolloutSettingsError) throw new ConfigError(err.variable, err.message.slice(err.variable.length + 1));
+    throw err;
+  }
   if (!(REPAIR_PREDICTIVE as readonly string[]).includes(cfg.repairPredictive)) throw new ConfigError("LLMHA_REPAIR_PREDICTIVE", `must be on or off, got ${JSON.stringify(cfg.repairPredictive.slice(0, 40))}`);
   if (cfg.identityJwks !== "none") {
     if (cfg.identityJwks !== "kubernetes" && !/^https?:\/\/./.test(cfg.identityJwks)) throw new ConfigError("LLMHA_IDENTITY_JWKS", `must be none, kubernetes or an http(s) URL, got ${JSON.stringify(safeUrl(cfg.identityJwks))}`);
@@ -305,6 +318,7 @@ function checkRepairAct(cfg: Omit<AgentConfig, "az"> & { az: string | null }): v
   if (cfg.actuator === "none") throw new ConfigError("LLMHA_REPAIR_MODE", "act needs LLMHA_ACTUATOR aws (Kubernetes and EC2), local (the drill's simulated instances) or dry-run (logs the repair steps, calls nothing); with none use advise");
   if (cfg.actuator === "aws" && cfg.inventory === "none") throw new ConfigError("LLMHA_REPAIR_MODE", "act with LLMHA_ACTUATOR=aws needs LLMHA_INVENTORY (kubernetes): cordon, drain and restart go through the Kubernetes API, a reboot to the node's instance id");
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(cfg.repairNamespace)) throw new ConfigError("LLMHA_REPAIR_NAMESPACE", "must be a Kubernetes namespace name");
+  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(cfg.rolloutNamespace)) throw new ConfigError("LLMHA_ROLLOUT_NAMESPACE", "must be a Kubernetes namespace name");
 }
 
 function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): void {

@@ -128,6 +128,12 @@ export interface AgentConfig {
   repairDrainTimeoutMs: number;
   repairWaitTimeoutMs: number;
   repairReplacementTimeoutMs: number;
+  rolloutNamespace: string;
+  rolloutBakeMs: number;
+  rolloutLatencyTolerance: number;
+  rolloutErrorTolerance: number;
+  rolloutLoadTimeoutMs: number;
+  rolloutLoadRatio: number;
 }
 
 const ms = (v: number): string => `${v}`;
@@ -222,6 +228,13 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "repairDrainTimeoutMs", env: "LLMHA_REPAIR_DRAIN_TIMEOUT_MS", type: "int", min: 1000, max: 86_400_000, defaultText: ms(600_000), description: "`act` mode: a drain still pending (a PodDisruptionBudget holds it) this long fails the repair; the node stays cordoned" },
   { key: "repairWaitTimeoutMs", env: "LLMHA_REPAIR_WAIT_TIMEOUT_MS", type: "int", min: 1000, max: 86_400_000, defaultText: ms(1_800_000), description: "`act` mode: a node not HEALTHY this long after its restart or reboot fails the repair (it stays cordoned)" },
   { key: "repairReplacementTimeoutMs", env: "LLMHA_REPAIR_REPLACEMENT_TIMEOUT_MS", type: "int", min: 1000, max: 86_400_000, defaultText: ms(3_600_000), description: "`act` mode: no replacement HEALTHY in the AZ this long after the surge fails a `replace` or `quarantine`: the old host stays drained and is not terminated (held, bound `failed`)" },
+  // The model or engine rollout, AZ by AZ, carried out by the leader (`llm-ha rollout`, or a changed revision in the Pulumi program).
+  { key: "rolloutNamespace", env: "LLMHA_ROLLOUT_NAMESPACE", type: "string", defaultText: "`llm-ha`", description: "with `LLMHA_ACTUATOR=aws` and the Kubernetes inventory: the namespace of the inference Deployments a rollout patches (one AZ at a time) and of the `llm-ha-rollout` ConfigMap the Pulumi program writes (a changed stack revision or image: a rollout request); no other namespace is touched" },
+  { key: "rolloutBakeMs", env: "LLMHA_ROLLOUT_BAKE_MS", type: "int", min: 0, max: 604_800_000, defaultText: ms(300_000), description: "how long a rollout step's gates must hold once every node of the step serves the new revision, before the next step (a request's `bakeMs` overrides it)" },
+  { key: "rolloutLatencyTolerance", env: "LLMHA_ROLLOUT_LATENCY_TOLERANCE", type: "number", min: 0, max: 10, defaultText: "0.2", description: "the latency gate: the median probe p50 of the nodes on the new revision may exceed that of the nodes on the old one by this share (0.2 = 20 %, and by at least 5 ms) before the rollout rolls back" },
+  { key: "rolloutErrorTolerance", env: "LLMHA_ROLLOUT_ERROR_TOLERANCE", type: "number", min: 0, max: 1, defaultText: "0.01", description: "the errors gate: the new revision's probe error share may exceed the old one's by this much (0.01 = one point) before the rollout rolls back" },
+  { key: "rolloutLoadTimeoutMs", env: "LLMHA_ROLLOUT_LOAD_TIMEOUT_MS", type: "int", min: 1000, max: 86_400_000, defaultText: ms(1_800_000), description: "the load-time gate: a node asked to switch that does not serve the new revision this long after fails the rollout (it rolls back)" },
+  { key: "rolloutLoadRatio", env: "LLMHA_ROLLOUT_LOAD_RATIO", type: "number", min: 1, max: 100, defaultText: "3", description: "the load-time gate: a model load of the new revision longer than this multiple of the old revision's median load (where known) fails the rollout" },
 ];
 
 /**
@@ -243,6 +256,7 @@ export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: re
   { title: "Deep check before traffic", keys: ["deepCheck", "dcgmi", "deepCheckTimeoutMs", "deepCheckRetryMs"] },
   { title: "Correctness canaries", keys: ["canaryIntervalMs", "canaryMaxTokens", "canaryPrefixTokens", "canaryLogprobTolerance"] },
   { title: "Repair ladder (the leader)", keys: ["repairMode", "repairSpare", "repairPredictive", "repairPredictiveBudget", "repairNamespace", "repairSettleMs", "repairDrainTimeoutMs", "repairWaitTimeoutMs", "repairReplacementTimeoutMs"] },
+  { title: "Model and engine rollouts (the leader)", keys: ["rolloutNamespace", "rolloutBakeMs", "rolloutLatencyTolerance", "rolloutErrorTolerance", "rolloutLoadTimeoutMs", "rolloutLoadRatio"] },
 ];
 
 /** The specs of each group, in group order. */

@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { AgentConfig } from "../config/spec";
 import { DEFAULT_WARMUP_STEPS, evaluate, initialState, type EvaluatorSettings, type EvaluatorState } from "./evaluator/evaluate";
+import { expectedRevisions } from "./evaluator/rules";
 import type { AgentMetrics, SourceName } from "./reporters/metrics";
 import { GpuSource, readPciGpus } from "./sources/gpu";
 import { InferenceCredential, splitUserinfo } from "./sources/credential";
@@ -15,14 +16,16 @@ import type { Logger } from "../util/log";
 import { existsSync } from "node:fs";
 import { Loop } from "../util/loop";
 import { DeepCheck } from "./deep-check-runner";
+import { PerfTracker } from "./perf";
 
 /**
  * The node agent's runtime: sources on their own loops (one failing never stops the
  * others), the pure evaluator run on every new result and every period, and the
  * current decision for the reporters. Emits `decision` (Decision, changed) after each
- * evaluation, and `engine` (the engine's metrics, null when unread) after each read of them.
+ * evaluation, `engine` (the engine's metrics, null when unread) after each read of them, and
+ * `serverStart` when the inference server became ready after not being ready (or at first sight).
  */
-export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine: [EngineObservation | null] }> {
+export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine: [EngineObservation | null]; serverStart: [] }> {
   readonly signals: Signals = { fatalXids: [], probeLatencies: [], probeInFlightSince: null };
   private state: EvaluatorState;
   private readonly settings: EvaluatorSettings;
@@ -57,6 +60,11 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   lastEvaluationAt = 0;
   /** The deep check before traffic (deep-check.ts): the node joins rotation only once it passes. */
   readonly deepCheck: DeepCheck;
+  /** What a rollout's gates read of this node (`perf` in its record): probe window per revision, load time, corruption, continuation. */
+  readonly perf: PerfTracker;
+  /** Reads the fleet's allowed revisions now (rollout-side.ts): asked before a newly served revision is judged. */
+  revisionRefresh: (() => Promise<unknown>) | null = null;
+  private refreshedFor: string | null = null;
 
   constructor(
     readonly cfg: AgentConfig,
@@ -67,18 +75,10 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     super();
     this.state = initialState(clock());
     this.settings = {
-      gpuCount: cfg.gpuCount,
-      model: cfg.model,
-      probeLatencyMs: cfg.probeLatencyMs,
-      wedgeMs: cfg.wedgeMs,
-      probeStuckMs: cfg.probeStuckMs,
-      modelRevision: cfg.modelRevision,
-      fall: cfg.fall,
-      rise: cfg.rise,
-      warmupStepMs: cfg.warmupStepMs,
-      warmupSteps: DEFAULT_WARMUP_STEPS,
-      degradedWeight: cfg.degradedWeight,
+      gpuCount: cfg.gpuCount, model: cfg.model, probeLatencyMs: cfg.probeLatencyMs, wedgeMs: cfg.wedgeMs, probeStuckMs: cfg.probeStuckMs, modelRevision: cfg.modelRevision,
+      fall: cfg.fall, rise: cfg.rise, warmupStepMs: cfg.warmupStepMs, warmupSteps: DEFAULT_WARMUP_STEPS, degradedWeight: cfg.degradedWeight,
     };
+    this.perf = new PerfTracker(cfg.probeWindow);
     this.adapter = ADAPTERS[cfg.inferenceKind];
     this.gpu = new GpuSource(cfg.nvidiaSmi, cfg.gpuTimeoutMs);
     this.xid = cfg.xidLog ? new XidReader(cfg.xidLog) : null;
@@ -157,6 +157,13 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     this.evaluateNow();
   }
 
+  /** The revisions the fleet's rollout allows now (null: the configured `LLMHA_MODEL_REVISION`), checked from the next evaluation on. */
+  setAllowedRevisions(allowed: readonly string[] | null): void {
+    if ((allowed ?? []).join(",") === (this.settings.allowedRevisions ?? []).join(",")) return;
+    this.settings.allowedRevisions = allowed;
+    this.evaluateNow();
+  }
+
   /** Soft-fault codes the controller marked suspect (blast-radius cap). */
   setSuspects(codes: ReadonlySet<string>): void {
     this.suspects = codes;
@@ -215,7 +222,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     const t0 = performance.now();
     const obs = await this.adapter.check(this.inferenceBase, this.cfg.model, this.cfg.modelTimeoutMs, this.credential.headers());
     this.metrics.source("model", performance.now() - t0, obs.kind !== "ready");
-    if (obs.kind === "ready" && this.signals.model?.value.kind !== "ready") {
+    this.perf.model(obs.kind === "ready", this.clock());
+    const started = obs.kind === "ready" && this.signals.model?.value.kind !== "ready";
+    if (started) {
       this.serverStarts += 1;
       this.deepCheck.serverStarted(this.signals);
     }
@@ -229,9 +238,16 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
       if (JSON.stringify(identity) !== JSON.stringify(this.servedIdentity)) this.log.info({ event: "model", ...identity }, `serving ${identity?.id ?? "nothing"}`);
       this.servedIdentity = identity;
     }
+    // A revision the check would refuse may be the fleet's rollout's other one: read what it allows now,
+    // once per revision, rather than take the node out until the next periodic read.
+    const rev = obs.kind === "ready" ? (this.servedIdentity?.revision ?? null) : null;
+    const want = expectedRevisions(this.settings);
+    if (rev !== null && want.length > 0 && !want.includes(rev) && rev !== this.refreshedFor && this.revisionRefresh) await this.revisionRefresh().catch(() => undefined);
+    this.refreshedFor = rev;
     this.signals.model = this.sample(obs);
     if (obs.kind !== "ready") this.resetProbe();
     this.evaluateNow();
+    if (started) this.emit("serverStart");
   }
 
   private async checkEngine(): Promise<void> {
@@ -333,6 +349,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
       }
       // Any answer — even an error — ends an unanswered run; a timeout continues it.
       if (obs.kind !== "timeout") this.signals.probeUnansweredSince = null;
+      this.perf.probe(this.servedIdentity?.revision ?? "", obs.kind === "ok", obs.kind === "ok" ? elapsed : null);
       this.metrics.source("probe", elapsed, obs.kind !== "ok");
       this.setProbe(obs);
     })();

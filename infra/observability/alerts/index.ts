@@ -27,6 +27,7 @@ import { standbyRules } from "./standby";
 import { cloudRules } from "./cloud";
 import { continuationRules } from "./continuation";
 import { repairRules } from "./repair";
+import { rolloutRules } from "./rollout";
 
 export { fromLeader, GPU_HARDWARE_CODES, GPU_RESET_CODES, isAlert, runbookAnchor, type AlertRule, type RecordingRule, type Rule, type RuleGroup, type Severity } from "./common";
 
@@ -41,7 +42,7 @@ export function alertThresholds(overrides: Partial<AlertThresholds> = {}): Alert
 /** The rule groups (recording rules first), thresholds over the defaults. Throws `AlertThresholdError` on a bad threshold. */
 export function alertRuleGroups(overrides: Partial<AlertThresholds> = {}): RuleGroup[] {
   const t = alertThresholds(overrides);
-  const specs: RuleGroupSpec[] = [leaderViewRules(), ...sloRules(t), nodeRules(t), gpuRules(t), fleetRules(t), modelRules(), agentRules(t), l1Rules(t), fallbackRules(t), continuationRules(), standbyRules(t), cloudRules(), repairRules()];
+  const specs: RuleGroupSpec[] = [leaderViewRules(), ...sloRules(t), nodeRules(t), gpuRules(t), fleetRules(t), modelRules(), agentRules(t), l1Rules(t), fallbackRules(t), continuationRules(), standbyRules(t), cloudRules(), repairRules(), rolloutRules()];
   return specs.map((g) => ({ ...g, rules: g.rules.map((r) => (isAlert(r) ? finishAlert(r, t.runbookBaseUrl) : r)) }));
 }
 

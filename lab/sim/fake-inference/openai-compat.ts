@@ -60,7 +60,7 @@ export function completions(e: Engine, body: Body, res: ServerResponse): Promise
  * does; otherwise that message is a closed turn and a new one starts.
  */
 export async function chatCompletions(e: Engine, body: Body, res: ServerResponse): Promise<Reply | undefined> {
-  const prompt = chatPrompt(e.kind, body);
+  const prompt = chatPrompt(e.kind, body, e.settings.continuation === "refuse");
   if (typeof prompt !== "string") return prompt;
   return e.infer(res, {
     model: str(body.model) || undefined,
@@ -73,8 +73,15 @@ export async function chatCompletions(e: Engine, body: Body, res: ServerResponse
   });
 }
 
-/** The context a chat request renders to, or the 400 its kind answers a bad continuation with. */
-export function chatPrompt(kind: InferenceKind, body: Body): string | Reply {
+/**
+ * The context a chat request renders to, or the 400 its kind answers a bad continuation with.
+ * `refuse`: the engine does not take the continuation fields at all (`continuation: refuse`):
+ * a request carrying `continue_final_message` is a 400, as from an engine without the parameter.
+ */
+export function chatPrompt(kind: InferenceKind, body: Body, refuse = false): string | Reply {
+  if (refuse && body.continue_final_message === true) {
+    return OPENAI_REPLIES.badRequest("1 validation error for ChatCompletionRequest\ncontinue_final_message\n  Extra inputs are not permitted [type=extra_forbidden]");
+  }
   const msgs = Array.isArray(body.messages) ? (body.messages as unknown[]).map((m) => (typeof m === "object" && m !== null ? (m as Body) : {})) : [];
   const text = msgs.map((m) => str(m.content)).join("\n");
   const lastIsAssistant = msgs.at(-1)?.role === "assistant";

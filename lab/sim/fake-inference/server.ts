@@ -45,16 +45,7 @@ class FakeInferenceServer implements FakeInference, Engine {
   private current: FakeInferenceSettings;
   private readonly api: KindApi;
   private readonly counters: FakeInferenceStats = {
-    requests: 0,
-    served: 0,
-    failed: 0,
-    inFlight: 0,
-    waiting: 0,
-    streamed: 0,
-    streaming: 0,
-    generationTokens: 0,
-    promptTokens: 0,
-    corruptServed: 0,
+    requests: 0, served: 0, failed: 0, inFlight: 0, waiting: 0, streamed: 0, streaming: 0, generationTokens: 0, promptTokens: 0, corruptServed: 0,
   };
   /** Completions per drill tag (a last message starting `l4#<tag> `): how often one L4 request reached a server. */
   private readonly tagged = new Map<string, number>();
@@ -389,12 +380,15 @@ class FakeInferenceServer implements FakeInference, Engine {
 export async function startFakeInference(opts: FakeInferenceOptions = {}): Promise<FakeInference> {
   const kind = opts.kind ?? "vllm";
   if (!INFERENCE_KINDS.includes(kind)) throw new FakeInferenceSettingsError(`kind must be one of ${INFERENCE_KINDS.join(", ")}`);
-  const { kind: _k, host: _h, port: _p, adminPort: _a, onQueryOfDeath: _q, apiKey, ...rest } = opts;
+  const { kind: _k, host: _h, port: _p, adminPort: _a, onQueryOfDeath: _q, apiKey, loadMs = 0, ...rest } = opts;
   if (apiKey !== undefined && apiKey === "") throw new FakeInferenceSettingsError("apiKey must not be empty");
+  if (!(Number.isFinite(loadMs) && loadMs >= 0)) throw new FakeInferenceSettingsError("loadMs must be a number >= 0");
   const settings = { ...DEFAULT_SETTINGS, ...parseSettingsChange(rest) };
   const port = opts.port || (await freePort());
   const adminPort = opts.adminPort || (await freePort());
-  const server = new FakeInferenceServer(kind, port, adminPort, settings, opts.onQueryOfDeath, opts.host, apiKey ?? null);
+  // A model load: `loading` first, then the configured mode (unless the admin API changed the mode meanwhile).
+  const server = new FakeInferenceServer(kind, port, adminPort, loadMs > 0 ? { ...settings, mode: "loading" } : settings, opts.onQueryOfDeath, opts.host, apiKey ?? null);
   await server.start();
+  if (loadMs > 0) setTimeout(() => void (server.state().mode === "loading" ? server.setMode(settings.mode).catch(() => undefined) : undefined), loadMs).unref();
   return server;
 }

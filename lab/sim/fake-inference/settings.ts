@@ -92,7 +92,29 @@ export interface FakeInferenceSettings {
    * fake never raises it by itself. Default 0.
    */
   corruptedRequests: number | null;
+  /**
+   * The revision the server reports it serves (a weights commit or hash): vLLM as `root` in
+   * `/v1/models`, TGI as `model_sha` in `/info`; the agent checks it against the revisions a
+   * rollout allows. null: none reported (vLLM's `root` is the model id, TGI's `model_sha` null). Default null.
+   */
+  revision: string | null;
+  /**
+   * How the server takes the edge relay's continuation request (a final assistant message with
+   * `continue_final_message`): `accept` continues it as the kind does; `refuse` answers 400, as
+   * an engine without support does (an upgrade that breaks resuming a cut stream). Default `accept`.
+   */
+  continuation: Continuation;
 }
+
+export const CONTINUATIONS = ["accept", "refuse"] as const;
+export type Continuation = (typeof CONTINUATIONS)[number];
+
+/**
+ * What a model or engine revision changes in a server (the drill's rollout profiles, a node's
+ * settings on every start of its server): what it reports, how fast and how well it answers,
+ * whether it takes the relay's continuation, how long it loads.
+ */
+export type FakeInferenceProfile = Partial<Pick<FakeInferenceSettings, "revision" | "latencyMs" | "corruption" | "continuation" | "corruptedRequests">> & { loadMs?: number };
 
 export interface FakeInferenceOptions extends Partial<FakeInferenceSettings> {
   /** Server kind whose API is imitated. Default `"vllm"`. */
@@ -117,6 +139,12 @@ export interface FakeInferenceOptions extends Partial<FakeInferenceSettings> {
    * run inside a test, drops every connection and closes both ports for good.
    */
   onQueryOfDeath?: () => void;
+  /**
+   * A model load on start: the server starts in `loading` (the kind's loading behaviour: vLLM's
+   * port closed, llama.cpp's 503) and takes its configured mode after this many ms, as a real
+   * engine loads its weights on every start. Default 0 (ready at once).
+   */
+  loadMs?: number;
 }
 
 /** Response header naming the fake that answered (`address:port`): the drill tells which server a cut stream was on. */
@@ -205,6 +233,8 @@ export const DEFAULT_SETTINGS: Readonly<FakeInferenceSettings> = Object.freeze({
   driftEvery: 4,
   noise: 0,
   corruptedRequests: 0,
+  revision: null,
+  continuation: "accept",
 });
 
 /** Checks a settings change before anything is applied, naming the first bad field. */
@@ -238,6 +268,15 @@ export function parseSettingsChange(raw: unknown): Partial<FakeInferenceSettings
     const v = r.corruptedRequests;
     if (v !== null && (typeof v !== "number" || !Number.isInteger(v) || v < 0)) throw new FakeInferenceSettingsError("corruptedRequests must be an integer >= 0, or null (not exported)");
     out.corruptedRequests = v;
+  }
+  if (r.revision !== undefined) {
+    const v = r.revision;
+    if (v !== null && (typeof v !== "string" || !/^[A-Za-z0-9._:@/+-]{1,128}$/.test(v))) throw new FakeInferenceSettingsError("revision must be null or 1-128 characters of letters, digits and ._:@/+-");
+    out.revision = v;
+  }
+  if (r.continuation !== undefined) {
+    if (!CONTINUATIONS.includes(r.continuation as Continuation)) throw new FakeInferenceSettingsError(`continuation must be one of ${CONTINUATIONS.join(", ")}; got ${JSON.stringify(r.continuation)}`);
+    out.continuation = r.continuation as Continuation;
   }
   for (const k of ["latencyMs", "jitterMs", "slowMs", "tokenMs", "maxRunning", "driftEvery"] as const) {
     const v = r[k];

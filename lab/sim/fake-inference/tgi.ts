@@ -43,7 +43,8 @@ function info(e: Engine): Reply {
   // TGI 2.x GET /info, with the fields a router reports.
   return json(200, {
     model_id: e.servedModel() ?? "",
-    model_sha: null,
+    // The weights' commit, where the `revision` setting gives one.
+    model_sha: e.settings.revision,
     model_dtype: "torch.float16",
     model_device_type: "cuda",
     model_pipeline_tag: "text-generation",

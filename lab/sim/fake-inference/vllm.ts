@@ -1,6 +1,7 @@
 /**
  * vLLM's OpenAI server as the fake imitates it: `/health`, `/metrics` (the `vllm:` gauges and
- * counters, `vllm:corrupted_requests_total` from the `corruptedRequests` setting), `/v1/models` with vLLM's extra fields, completions and chat completions, FastAPI's
+ * counters, `vllm:corrupted_requests_total` from the `corruptedRequests` setting), `/v1/models` with vLLM's extra fields (`root`: the
+ * `revision` setting where one is set, else the id), completions and chat completions, FastAPI's
  * 404 body, and the port staying closed while the model loads.
  */
 import { MAX_MODEL_LEN, metricsReply, prom, type Engine, type KindApi } from "./kind";
@@ -15,7 +16,7 @@ export const VLLM: KindApi = {
     if (method === "GET" && path === "/health") return health(e);
     if (method === "GET" && path === "/v1/models") {
       // vLLM: {"object":"list","data":[{id, object:"model", created, owned_by:"vllm", root, parent, max_model_len}]}.
-      return listModels(e, (id) => ({ id, object: "model", created: e.created, owned_by: "vllm", root: id, parent: null, max_model_len: MAX_MODEL_LEN, permission: [] }));
+      return listModels(e, (id) => ({ id, object: "model", created: e.created, owned_by: "vllm", root: e.settings.revision ?? id, parent: null, max_model_len: MAX_MODEL_LEN, permission: [] }));
     }
     if (method === "POST" && path === "/v1/completions") return completions(e, body, res);
     if (method === "POST" && path === "/v1/chat/completions") return chatCompletions(e, body, res);

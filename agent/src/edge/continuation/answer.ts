@@ -5,7 +5,7 @@
  * Pure: no I/O, no clock.
  */
 import type { ContinuationKind } from "../../../../contracts/continuation";
-import { KIND_CONTINUATION } from "../../../../contracts/continuation";
+import { continuationRequest } from "../../../../contracts/continuation";
 
 export type Body = Record<string, unknown>;
 export type Route = "chat" | "completions";
@@ -87,35 +87,15 @@ export class Delivered {
   }
 }
 
-/** Whether a request's output is deterministic: greedy with a seed. */
-export function isGreedySeeded(body: Body): boolean {
-  return body.temperature === 0 && typeof body.seed === "number" && Number.isInteger(body.seed);
-}
+export { isGreedySeeded } from "../../../../contracts/continuation";
 
 /** How the second request carries on, or why it cannot. */
 export type Plan = { how: "continue" | "restart"; body: Body } | { how: "none"; outcome: "tool_calls" | "not_continuable" };
 
-/** The second request for an answer cut after `d` was delivered, on servers of `kind`. */
+/** The second request for an answer cut after `d` was delivered, on servers of `kind` (the shape: contracts/continuation.ts, shared with the agent's continuation check). */
 export function planContinuation(route: Route, kind: ContinuationKind, body: Body, d: Delivered): Plan {
   if (d.toolCalls) return { how: "none", outcome: "tool_calls" };
-  const k = KIND_CONTINUATION[kind];
-  const restart = route === "chat" && k.chat === "restart";
-  if (restart) return isGreedySeeded(body) ? { how: "restart", body } : { how: "none", outcome: "not_continuable" };
-  const out: Body = { ...body };
-  const maxKey = route === "chat" && body.max_completion_tokens !== undefined ? "max_completion_tokens" : "max_tokens";
-  const max = body[maxKey];
-  if (typeof max === "number") out[maxKey] = Math.max(1, max - d.tokens);
-  if (route === "completions") {
-    if (typeof body.prompt !== "string") return isGreedySeeded(body) ? { how: "restart", body } : { how: "none", outcome: "not_continuable" };
-    out.prompt = body.prompt + d.text;
-    // `echo` would send the prompt again, delivered text included.
-    delete out.echo;
-  } else {
-    const messages = Array.isArray(body.messages) ? body.messages : [];
-    out.messages = [...messages, { role: "assistant", content: d.text }];
-    Object.assign(out, k.chatFields);
-  }
-  return { how: "continue", body: out };
+  return continuationRequest(route, kind, body, d) ?? { how: "none", outcome: "not_continuable" };
 }
 
 /**

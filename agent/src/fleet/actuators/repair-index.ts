@@ -11,6 +11,7 @@ import { DryRunRepairActuator } from "./repair-dry-run";
 import type { RepairActuator } from "./repair-types";
 import { KubeRepairActuator } from "./repair-kube";
 import { LocalRepairActuator } from "./repair-local";
+import type { KubeApiOptions } from "./kube-client";
 
 export type RepairActuatorConfig = Pick<AgentConfig, "actuator" | "awsRegion" | "inventory" | "inventoryTokenFile" | "inventoryCaFile" | "repairNamespace"> & Partial<Pick<AgentConfig, "localCloudUrl">>;
 
@@ -21,16 +22,24 @@ export function createRepairActuator(cfg: RepairActuatorConfig, log: Logger, env
     return new LocalRepairActuator({ url: cfg.localCloudUrl });
   }
   if (cfg.actuator !== "aws") return new DryRunRepairActuator(log);
+  return new KubeRepairActuator({ ...kubeApiOf(cfg, env, "LLMHA_REPAIR_MODE=act"), namespace: cfg.repairNamespace, region: cfg.awsRegion ?? undefined });
+}
+
+/**
+ * Where the leader reaches the Kubernetes API (repairs and rollouts): in a pod, the cluster's own
+ * service and the ServiceAccount's token and CA; else the inventory's URL (a test's API server).
+ */
+export function kubeApiOf(cfg: Pick<AgentConfig, "inventory" | "inventoryTokenFile" | "inventoryCaFile">, env: NodeJS.ProcessEnv, what: string): KubeApiOptions {
   let url: string;
   if (cfg.inventory === "kubernetes") {
     const host = env.KUBERNETES_SERVICE_HOST;
-    if (!host) throw new Error("LLMHA_REPAIR_MODE=act needs KUBERNETES_SERVICE_HOST (set in every pod): not running in a cluster?");
+    if (!host) throw new Error(`${what} needs KUBERNETES_SERVICE_HOST (set in every pod): not running in a cluster?`);
     url = `https://${host.includes(":") ? `[${host}]` : host}:${env.KUBERNETES_SERVICE_PORT ?? "443"}`;
   } else url = cfg.inventory.replace(/\/+$/, "");
   const https = url.startsWith("https:");
-  return new KubeRepairActuator({
-    url, namespace: cfg.repairNamespace, region: cfg.awsRegion ?? undefined,
+  return {
+    url,
     tokenFile: https ? cfg.inventoryTokenFile ?? `${SERVICE_ACCOUNT_DIR}/token` : null,
     caFile: https ? cfg.inventoryCaFile ?? `${SERVICE_ACCOUNT_DIR}/ca.crt` : null,
-  });
+  };
 }

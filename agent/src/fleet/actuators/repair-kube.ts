@@ -16,12 +16,10 @@
  * Other namespaces are not touched: the ClusterRole grants `patch` on nodes, and a Role in the
  * inference namespace alone grants pod list, delete and eviction.
  */
-import { readFileSync } from "node:fs";
-import { request as httpRequest } from "node:http";
-import { request as httpsRequest } from "node:https";
 import type { EC2Client } from "@aws-sdk/client-ec2";
 import type { RepairActuator, RepairContext, RepairStepName, RepairStepResult } from "./repair-types";
 import { AsgReplacer, type InstanceReplacer } from "./repair-asg";
+import { kubeCall, type KubeReply } from "./kube-client";
 
 export interface KubeRepairOptions {
   /** API server base URL. */
@@ -54,12 +52,6 @@ export class Ec2Rebooter implements InstanceRebooter {
     this.client ??= new EC2Client(this.region ? { region: this.region } : {});
     await this.client.send(new RebootInstancesCommand({ InstanceIds: [instanceId] }));
   }
-}
-
-interface Reply {
-  status: number;
-  body: unknown;
-  text: string;
 }
 
 const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
@@ -151,39 +143,8 @@ export class KubeRepairActuator implements RepairActuator {
     return { step: "terminate", target: instanceId, outcome: r.changed ? "applied" : "already", calls: r.calls, detail: r.detail };
   }
 
-  private call(method: string, path: string, body?: unknown, contentType = "application/json"): Promise<Reply> {
-    const url = new URL(`${this.o.url}${path}`);
-    const headers: Record<string, string> = { accept: "application/json" };
-    if (this.o.tokenFile) headers.authorization = `Bearer ${readFileSync(this.o.tokenFile, "utf8").trim()}`;
-    const data = body === undefined ? undefined : JSON.stringify(body);
-    if (data !== undefined) headers["content-type"] = contentType;
-    const ca = url.protocol === "https:" && this.o.caFile ? readFileSync(this.o.caFile) : undefined;
-    const timeout = this.o.timeoutMs ?? 5000;
-    return new Promise((resolve, reject) => {
-      const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, { method, headers, ca, timeout }, (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on("data", (c: Buffer) => {
-          size += c.length;
-          if (size > 16 * 1024 * 1024) req.destroy(new Error(`${method} ${url.pathname}: answer too large`));
-          else chunks.push(c);
-        });
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString("utf8");
-          let parsed: unknown;
-          try {
-            parsed = text ? JSON.parse(text) : null;
-          } catch {
-            parsed = null;
-          }
-          resolve({ status: res.statusCode ?? 0, body: parsed, text });
-        });
-        res.on("error", reject);
-      });
-      req.on("timeout", () => req.destroy(new Error(`${method} ${url.pathname}: no answer in ${timeout} ms`)));
-      req.on("error", reject);
-      req.end(data);
-    });
+  private call(method: string, path: string, body?: unknown, contentType = "application/json"): Promise<KubeReply> {
+    return kubeCall(this.o, method, path, body, contentType);
   }
 }
 

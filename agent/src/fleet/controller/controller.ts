@@ -14,7 +14,7 @@ import { readSnapshot, type RegistrySnapshot } from "../redis/registry";
 import type { Inventory } from "../inventory/inventory";
 import { InventoryTracker } from "../inventory/tracker";
 import type { EnrolmentDesk } from "../identity/desk";
-import { modelSameness } from "../../node/evaluator/model-sameness";
+import { publishModelSameness } from "./models";
 import type { CanaryTolerance } from "../../node/canary/answers";
 import { publishExpectations } from "../../node/canary/store";
 import type { Logger } from "../../util/log";
@@ -31,10 +31,8 @@ import {
   type Evaluation,
 } from "./state";
 import type { RepairAdvisor } from "../repair/advise";
+import type { RolloutRunner } from "../rollout/runner";
 import { standbyFields } from "./standby";
-
-/** Outlier nodes named in the `models` hash (the count is always exact). */
-const MODEL_OUTLIERS_LISTED = 50;
 
 /** Sweep calls one controller period makes at most (× `SWEEP_CHUNK` nodes). */
 const MAX_SWEEP_CALLS = 20;
@@ -80,6 +78,8 @@ export interface ControllerOptions {
   /** Node identities (with an inventory): enrolments judged each period, records read under capability keys only. */
   identities?: EnrolmentDesk;
   repair?: RepairAdvisor; // the repair ladder (`LLMHA_REPAIR_MODE=advise`): its plan published each period, fenced
+  /** The model or engine rollout (rollout/runner.ts): stepped each period, its hash fenced. */
+  rollout?: RolloutRunner;
 }
 
 export class Controller {
@@ -289,6 +289,7 @@ export class Controller {
     // With an inventory only its nodes vote (answers under other ids are pruned and counted as forged).
     if (this.o.canary && this.ticks % 2 === 0) writes.push(this.publishCanaryExpectations(this.o.canary, now));
     if (this.o.repair) writes.push(this.o.repair.round({ snap, azs: evaluation.azs, now, inventory: this.inventory }));
+    if (this.o.rollout) writes.push(this.o.rollout.round({ snap, azs: evaluation.azs, now, inventory: this.inventory }));
     const results = await Promise.all(writes);
     if (results.some((r) => !r.accepted)) return null;
 
@@ -308,44 +309,11 @@ export class Controller {
     return evaluation;
   }
 
-  /**
-   * The fleet's majority model and the nodes and AZs that differ (id, revision, dtype, context:
-   * what each node's server says it serves): a fenced hash, an event on change, a warning, and
-   * the leader's `llmha_model_*` series.
-   */
+  /** Same model everywhere (models.ts): the outlier key is kept to log only changes. */
   private async publishModelSameness(snap: RegistrySnapshot, now: number): Promise<{ accepted: boolean }> {
     const { redis, keys, writer, metrics } = this.o;
-    const alive = snap.nodes.filter((n) => n.alive);
-    const pipe = redis.pipeline();
-    for (const n of alive) pipe.hmget(this.inventory?.recordKey(n.nodeId) ?? keys.node(n.nodeId), "model", "modelRevision", "modelDtype", "maxContext");
-    const got = (await pipe.exec()) ?? [];
-    const same = modelSameness(
-      alive.map((n, i) => {
-        const [model, revision, dtype, ctx] = (Array.isArray(got[i]?.[1]) ? got[i][1] : []) as (string | null)[];
-        return { nodeId: n.nodeId, az: n.az, model: model ?? "", revision: revision || null, dtype: dtype || null, maxContext: ctx ? Number(ctx) : null };
-      }),
-    );
-    const listed = same.outliers.slice(0, MODEL_OUTLIERS_LISTED);
-    const outliers = listed.map((o) => `${o.nodeId}=${o.model}`).join(",");
-    const outlierKey = same.outliers.map((o) => `${o.nodeId}=${o.model}`).join(",");
-    if (outlierKey !== this.lastModelOutliers) {
-      if (outlierKey) {
-        this.log.warn(
-          { majority: same.majority, outliers: listed, outlierCount: same.outliers.length, outlierAzs: same.outlierAzs },
-          "nodes serve another model than the fleet's majority",
-        );
-      } else if (this.lastModelOutliers) this.log.info({ majority: same.majority }, "every serving node serves the fleet's majority model again");
-      this.lastModelOutliers = outlierKey;
-    }
-    const r = await writer.hset(
-      `${keys.prefix}models`,
-      {
-        majority: same.majority ?? "", outliers, outlierCount: same.outliers.length, outlierAzs: same.outlierAzs.join(","),
-        agreeing: same.agreeing, differs: JSON.stringify(Object.fromEntries(listed.map((o) => [o.nodeId, o.differs.join("+")]))), updatedAt: now,
-      },
-      { changeField: "outliers", eventType: "model" },
-    );
-    if (r.accepted) metrics?.setModels(same, snap.nodes.map((n) => n.az));
+    const r = await publishModelSameness({ redis, keys, writer, log: this.log, metrics, recordKey: this.inventory ? (id) => this.inventory!.recordKey(id) : undefined }, snap, now, this.lastModelOutliers);
+    this.lastModelOutliers = r.outlierKey;
     return r;
   }
 

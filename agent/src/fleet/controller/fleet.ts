@@ -37,6 +37,7 @@ import { RepairAdvisor } from "../repair/advise";
 import type { RepairSettings } from "../repair/ladder";
 import { repairRunner } from "../repair/wire";
 import type { RepairActuator } from "../actuators/repair-types";
+import { rolloutRunner, type FleetRolloutOptions } from "../rollout/wire";
 
 export interface FleetOptions {
   /** `redis://` or `rediss://` (`LLMHA_REDIS_URL`); may carry the password. */
@@ -77,6 +78,8 @@ export interface FleetOptions {
   canary?: CanaryLearning;
   /** The repair ladder (`LLMHA_REPAIR_MODE`, `LLMHA_REPAIR_SPARE`): with `advise` the leader publishes its plan each period. Default off. */
   repair?: { mode: "off" | "advise" | "act"; spare?: ReadonlyMap<string, number>; actuator?: RepairActuator | null; act?: Partial<RepairActSettings>; settings?: Partial<RepairSettings>; warningScanMs?: number };
+  /** Model and engine rollouts, AZ by AZ (`llm-ha rollout`): the leader steps the one requested. None: requests are not read. */
+  rollout?: FleetRolloutOptions;
 }
 
 export interface FleetStatus {
@@ -176,6 +179,12 @@ export class Fleet {
           onPlan: (actions) => this.metrics.setRepair(actions),
           runner: o.repair.mode === "act" ? repairRunner({ redis: this.client.redis, keys: this.keys, writer, lease: this.lease, log: o.log, metrics: o.metrics, actuator: o.repair.actuator, settings: o.repair.act }) : undefined,
         })
+        : undefined,
+      rollout: o.rollout
+        ? rolloutRunner({
+          redis: this.client.redis, keys: this.keys, writer, lease: this.lease, log: o.log, metrics: o.metrics, intervalMs: o.intervalMs, canary: o.canary !== undefined,
+          floorShare: o.controller?.degradedBelow ?? DEFAULT_CONTROLLER_SETTINGS.degradedBelow, standbyAz: o.controller?.standbyAz ?? null,
+        }, o.rollout)
         : undefined,
       identities: o.identities && o.inventory
         ? new EnrolmentDesk({ redis: this.client.redis, keys: this.keys, jwks: o.identities.jwks, issuer: o.identities.issuer, log: o.log, onJudged: (result) => this.metrics.enrolments.inc({ result }) })

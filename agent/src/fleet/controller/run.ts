@@ -19,6 +19,8 @@ import { inventoryFromSetting } from "../inventory/inventory";
 import { jwksFromSetting } from "../identity/jwks";
 import { parseRepairSpare, repairLadderSettings } from "../repair/settings";
 import { createRepairActuator } from "../actuators/repair-index";
+import { createRolloutActuator } from "../actuators/rollout-index";
+import { rolloutSettingsOf } from "../rollout/settings";
 
 /** The fleet settings every role reads from the agent's configuration, in one place. */
 export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, tolerance: CanaryTolerance): FleetOptions {
@@ -52,6 +54,8 @@ export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, t
       act: { settleMs: cfg.repairSettleMs, drainTimeoutMs: cfg.repairDrainTimeoutMs, waitTimeoutMs: cfg.repairWaitTimeoutMs, replacementTimeoutMs: cfg.repairReplacementTimeoutMs },
       actuator: cfg.repairMode === "act" && cfg.role !== "node" ? createRepairActuator(cfg, log, process.env) : undefined,
     },
+    // Rollouts: only a process that may lead gets the rollout actuator (rollout-index.ts).
+    rollout: { ...createRolloutActuator(cfg, log), settings: rolloutSettingsOf(cfg) },
   };
 }
 

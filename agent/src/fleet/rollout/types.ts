@@ -50,6 +50,12 @@ export interface RolloutStep {
   nodes: string[];
   /** Nodes asked to switch so far (to the new revision; while rolling back: restored so far). */
   switched: string[];
+  /**
+   * Epoch ms each node was asked to switch to the new revision: the load-time gate's clock, and
+   * what a rollback restores (every node asked, whether it came up or not). Absent in states
+   * written before it existed: then every node of a step before the current one counts as asked.
+   */
+  askedAt?: Record<string, number>;
 }
 
 export const GATES = ["canary", "errors", "latency", "continuation", "load-time", "corruption", "capacity"] as const;
@@ -83,6 +89,8 @@ export interface RolloutState {
   gates: GateVerdict[];
   /** Why the phase is what it is (a failed gate's detail, the operator's abort, …). */
   reason: string;
+  /** What started the rollback (the failed gate, or `abort`); absent while none did. */
+  cause?: GateName | "abort";
   /** Who asked: `operator`, `pulumi`. */
   by: string;
   updatedAt: number;

@@ -17,6 +17,18 @@ export interface RuleSettings {
   probeStuckMs: number;
   /** Revision the server must report (`LLMHA_MODEL_REVISION`); null: not checked. */
   modelRevision?: string | null;
+  /**
+   * The revisions the leader's rollout allows now (the `rollout` hash's `allow`: both revisions
+   * while one is under way, the fleet's revision after it), checked instead of `modelRevision`
+   * when it names any; null or empty: `modelRevision` (no rollout known, Redis never read).
+   */
+  allowedRevisions?: readonly string[] | null;
+}
+
+/** The revisions a served revision is checked against: the rollout's where it names any, else the configured one, else none. */
+export function expectedRevisions(s: RuleSettings): readonly string[] {
+  if (s.allowedRevisions && s.allowedRevisions.length > 0) return s.allowedRevisions;
+  return s.modelRevision ? [s.modelRevision] : [];
 }
 
 function r(source: ReasonSource, code: string, hard: boolean, effect: ReasonEffect, detail?: string): Reason {
@@ -119,9 +131,12 @@ export function modelReasons(obs: ModelObservation, s: RuleSettings, everReady: 
         return [r("model", "MODEL_MISSING", true, "unhealthy", `${s.model} not served (serving: ${obs.served.join(", ") || "nothing"})`)];
       }
       // Same model everywhere: another revision (or weights) under the same name changes answers.
+      // During a rollout either of its revisions is expected (the leader's `allow`), not only the configured one.
       const rev = obs.identity?.revision ?? null;
-      if (s.modelRevision && rev !== null && rev !== s.modelRevision) {
-        return [r("model", "MODEL_MISMATCH", true, "unhealthy", `serving ${obs.identity?.id ?? "?"} revision ${rev}, expected ${s.modelRevision}`)];
+      const want = expectedRevisions(s);
+      if (want.length > 0 && rev !== null && !want.includes(rev)) {
+        const rollout = s.allowedRevisions && s.allowedRevisions.length > 0;
+        return [r("model", "MODEL_MISMATCH", true, "unhealthy", `serving ${obs.identity?.id ?? "?"} revision ${rev}, expected ${want.join(" or ")}${rollout ? " (the fleet's rollout)" : ""}`)];
       }
       return [];
     }

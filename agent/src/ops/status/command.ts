@@ -21,7 +21,8 @@ import { STATUS_JSON_VERSION, type FleetView } from "./types";
 export const STATUS_USAGE = `Usage: llm-ha status [flags]
 
 Shows the fleet from Redis: nodes per AZ (status, weight, load, GPUs, heartbeat, reasons),
-AZ states, leader and fencing token, tier level, standby, suspect checks, the last events.
+AZ states, leader and fencing token, tier level, standby, suspect checks, the rollout (while
+one is active or ended within the hour), the last events.
 
   --redis-url URL   redis:// or rediss:// (default $LLMHA_REDIS_URL; required)
   --cluster NAME    key namespace (default $LLMHA_CLUSTER or "default")

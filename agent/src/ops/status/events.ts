@@ -1,5 +1,6 @@
 /** The `events` stream's entries as lines a person reads: a summary and a tone per type. */
 import { parsePlanEntry } from "../../fleet/repair/plan";
+import { parseRolloutState } from "./rollout";
 import type { RedisKeys } from "../../fleet/redis/keys";
 import type { EventRow, EventTone } from "./types";
 
@@ -117,9 +118,48 @@ export function eventRow(id: string, flat: string[], now: number, keys: RedisKey
       tone = f.type === "repair.done" ? "ok" : f.type === "repair.failed" ? "bad" : "warn";
       break;
     }
+    case "rollout": {
+      // The leader's rollout (one event per phase or step change): the fields of the `rollout` hash as written.
+      const r = rolloutEvent(f);
+      summary = r.summary;
+      tone = r.tone;
+      break;
+    }
     default:
       summary = Object.entries(f).map(([k, v]) => `${k}=${v}`).join(" ");
       tone = "info";
   }
   return { id, at, ageMs: Math.max(0, now - at), type: f.type ?? "?", summary, tone, token: num(f.token), fields: f };
+}
+
+const ROLLOUT_TONE: Record<string, EventTone> = { promoted: "ok", "rolled-back": "bad", "rolling-back": "bad", aborted: "warn", paused: "warn" };
+
+/** A `rollout` event: what the step or phase became, with the reason where it ended or turned back. */
+function rolloutEvent(f: Record<string, string>): { summary: string; tone: EventTone } {
+  const s = f.state ? parseRolloutState(f.state) : null;
+  if (!s || typeof s === "string") {
+    const step = num(f.step);
+    return { summary: `rollout ${f.id ?? "?"} ${f.phase ?? "?"}${step !== null && step >= 0 ? ` at step ${step + 1}` : ""}`, tone: ROLLOUT_TONE[f.phase ?? ""] ?? "info" };
+  }
+  const step = s.steps[s.step];
+  const where = step ? `step ${s.step + 1}/${s.steps.length} ${step.az}` : "";
+  let summary: string;
+  switch (s.phase) {
+    case "promoted":
+      summary = `rollout ${s.id} promoted: every step baked, the fleet serves ${s.to.revision}`;
+      break;
+    case "rolled-back":
+    case "aborted":
+      summary = `rollout ${s.id} ${s.phase === "aborted" ? "aborted" : "rolled back"}: ${s.from.revision} restored${s.reason ? `: ${s.reason}` : ""}`;
+      break;
+    case "rolling-back":
+      summary = `rollout ${s.id} rolling back from ${where} to ${s.from.revision}${s.reason ? `: ${s.reason}` : ""}`;
+      break;
+    case "paused":
+      summary = `rollout ${s.id} paused at ${where}${s.reason ? `: ${s.reason}` : ""}`;
+      break;
+    default:
+      summary = `rollout ${s.id} ${where} ${s.phase} (${s.from.revision} → ${s.to.revision})${step ? `: ${step.nodes.length} node${step.nodes.length === 1 ? "" : "s"}` : ""}`;
+  }
+  return { summary, tone: ROLLOUT_TONE[s.phase] ?? "info" };
 }

@@ -4,6 +4,7 @@
  */
 import type { AzState, TierLevel } from "../../../../contracts/controller";
 import type { NodeView } from "../../fleet/redis/registry";
+import type { RolloutRequest, RolloutState } from "../../fleet/rollout/types";
 
 export const STATUS_JSON_VERSION = 1;
 
@@ -252,6 +253,12 @@ export interface FleetView {
   models?: ModelsView | null;
   /** The last practice wake; absent when none was ever scheduled. */
   practice?: PracticeView;
+  /**
+   * The model or engine rollout (the leader's `rollout` hash and a pending `rollout:request`);
+   * null when neither exists, absent in older documents. The text view shows it only while one is
+   * active or ended within the last hour (`shown`).
+   */
+  rollout?: RolloutView | null;
   /** The leader's repair plan (`repair:plan`); null when no leader published one (repair mode off), absent in older documents. */
   repairs?: RepairsView | null;
   /**
@@ -312,4 +319,37 @@ export interface RepairsView {
   advised: RepairRow[];
   held: RepairRow[];
   quarantined: string[];
+}
+
+/** How a step of the rollout stands, as the status views word it. */
+export type RolloutStepState = "baked" | "switching" | "baking" | "paused" | "pending" | "restoring" | "to restore" | "restored" | "untouched";
+
+/** The rollout under way or the last one: the leader's `state` JSON as written, and what a reader derives from it. */
+export interface RolloutStateView extends RolloutState {
+  /** Not in a terminal phase (`promoted`, `rolled-back`, `aborted`). */
+  active: boolean;
+  /** How long the phase has lasted (`now - since`). */
+  phaseAgeMs: number;
+  /** While baking: how long until the step's bake ends (0: it ends when no gate waits); null otherwise. */
+  bakeLeftMs: number | null;
+  /** Each step's standing, by index. */
+  stepStates: RolloutStepState[];
+}
+
+export interface RolloutView {
+  /** The fleet's revision after the last rollout (hash `current`); null before any. */
+  current: string | null;
+  /** The revisions agents accept now (hash `allow`): both while a rollout is active. */
+  allow: string[];
+  /** The rollout under way or the last one; null when none ran (or its state cannot be read: `error`). */
+  last: RolloutStateView | null;
+  /** Why `state` could not be read (malformed JSON); absent when it could. */
+  error?: string;
+  /** Redis time of the leader's last write of the hash (its `at`), and its age. */
+  writtenAt: number | null;
+  ageMs: number | null;
+  /** An operator's or the Pulumi program's request the leader has not acted on yet (within the last hour); null when none. */
+  pending: RolloutRequest | null;
+  /** The text view shows the section: a rollout is active, ended within the last hour, or a request pends. */
+  shown: boolean;
 }

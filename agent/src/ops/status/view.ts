@@ -3,7 +3,7 @@
  * (the controller's own `readSnapshot`; with node identities, each node's record found by the
  * digest the leader publishes: bound-records.ts), each node's heartbeat time and load score, the
  * leader's lease and fencing tokens, the published AZ states, tier, standby desired state
- * and suspect checks, and the last events. `FleetView` is also the `--json` document
+ * and suspect checks, the rollout (`rollout`, `rollout:request`), and the last events. `FleetView` is also the `--json` document
  * (docs/status.md): add fields freely, bump `STATUS_JSON_VERSION` when one changes meaning.
  *
  * Ages are measured against Redis's clock (`TIME`): heartbeat scores and stream ids are
@@ -11,6 +11,7 @@
  * the operator's laptop may be minutes off.
  */
 import { repairsView } from "./repairs";
+import { rolloutView } from "./rollout";
 import type { Redis } from "ioredis";
 import { DEFAULT_CONTROLLER_SETTINGS, AZ_STATES, TIER_LEVELS, type AzState, type TierLevel } from "../../fleet/controller/state";
 import type { RedisKeys } from "../../fleet/redis/keys";
@@ -69,6 +70,8 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     .hgetall(keys.members)
     .hgetall(keys.repairPlan)
     .hgetall(keys.repairActive)
+    .hgetall(keys.rollout)
+    .get(keys.rolloutRequest)
     .exec();
   if (!first) throw new StatusReadError("the status read was aborted");
   for (const [err] of first) if (err) throw err;
@@ -196,6 +199,7 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
     fallback: fallbackView(tierH.level, r[11] as Record<string, string>, now),
     ...practiceView(r[12] as Record<string, string>, r[14] as string | null),
     models: modelsView(r[13] as Record<string, string>, now, staleAfterMs),
+    rollout: rolloutView(r[19] as Record<string, string>, r[20] as string | null, now),
     repairs: repairsView(r[17] as Record<string, string>, now, staleAfterMs, r[18] as Record<string, string>),
     suspect: suspectH.updatedAt
       ? { codes: suspectH.codes ? suspectH.codes.split(",") : [], counts: parseCounts(suspectH.counts), updatedAt: suspectAt, ageMs: ageOf(now, suspectAt) }

@@ -1,0 +1,182 @@
+/**
+ * The rollout's gates, each its own pure function of (state, observation, settings, clock): the
+ * new revision is compared with the old one in the same window, from what the agents publish
+ * each period (the `perf` field of their records), their status, the canary evidence for the
+ * new model key and the AZ states. `pass`, `fail` (the rollout rolls back, with the detail as
+ * its reason) or `wait` (not enough evidence yet: the bake does not end on it). Each detail is
+ * one line with the numbers compared.
+ */
+import { GATES, type GateName, type GateVerdict, type NodePerf, type RolloutSettings, type RolloutState } from "./types";
+import { floorOf, freshPerf, median, serves, type RolloutNode, type RolloutObservation } from "./view";
+
+export interface GateInput {
+  state: RolloutState;
+  obs: RolloutObservation;
+  settings: RolloutSettings;
+  now: number;
+}
+
+type Gate = (g: GateInput) => GateVerdict;
+
+const pct = (x: number): string => `${(x * 100).toFixed(1)} %`;
+const secs = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+const ids = (xs: readonly string[]): string => (xs.length > 5 ? `${xs.slice(0, 5).join(",")},+${xs.length - 5}` : xs.join(","));
+
+/** Live nodes serving `revision`, with their fresh perf sample (null when stale or absent). */
+function on(g: GateInput, revision: string): { node: RolloutNode; perf: NodePerf | null }[] {
+  return g.obs.nodes.filter((n) => serves(n, revision)).map((node) => ({ node, perf: freshPerf(node, g.now, g.obs.perfMaxAgeMs) }));
+}
+const withPerf = (xs: { perf: NodePerf | null }[]): NodePerf[] => xs.map((x) => x.perf).filter((p): p is NodePerf => p !== null);
+
+function byIdOf(g: GateInput): Map<string, RolloutNode> {
+  return new Map(g.obs.nodes.map((n) => [n.nodeId, n]));
+}
+
+/** Every node asked to switch so far (this step and the earlier ones). */
+export function askedNodes(state: RolloutState): Map<string, number> {
+  const out = new Map<string, number>();
+  state.steps.forEach((s, i) => {
+    if (i > state.step) return;
+    const asked = s.askedAt ?? (i < state.step ? Object.fromEntries(s.nodes.map((n) => [n, state.startedAt])) : Object.fromEntries(s.switched.map((n) => [n, state.since])));
+    for (const [id, at] of Object.entries(asked)) out.set(id, at);
+  });
+  return out;
+}
+
+const v = (gate: GateName, verdict: GateVerdict["verdict"], detail: string): GateVerdict => ({ gate, verdict, detail });
+
+/** The new revision's canary answers agree among its nodes and with the recorded ones (which take precedence). */
+export const canaryGate: Gate = (g) => {
+  const to = g.state.to.revision;
+  const asked = askedNodes(g.state);
+  const drained = g.obs.nodes.filter((n) => asked.has(n.nodeId) && n.hard.some((c) => c.startsWith("CANARY_")));
+  if (drained.length) return v("canary", "fail", `${ids(drained.map((n) => n.nodeId))} on ${to} out for canary answers (${[...new Set(drained.flatMap((n) => n.hard.filter((c) => c.startsWith("CANARY_"))))].join(",")})`);
+  const c = g.obs.canary;
+  if (c.off) return v("canary", "pass", "canaries are off on the leader: no canary evidence for the new revision");
+  if (!c.modelKey) return v("canary", "wait", `no node serving ${to} reports its model yet`);
+  const serving = on(g, to).map((x) => x.node.nodeId);
+  const answered = c.answered.filter((id) => serving.includes(id));
+  const e = c.expectation;
+  if (e) {
+    const whose = e.source === "operator" ? "the operator's recorded" : "the fleet's";
+    const differ = e.disagreeing.filter((id) => serving.includes(id));
+    if (differ.length) return v("canary", "fail", `${ids(differ)} on ${c.modelKey}: canary answers differ from ${whose} answers (${e.agreeing} of ${e.nodes} agree)`);
+    if (e.capped) return v("canary", "fail", `most nodes on ${c.modelKey} disagree with ${whose} answers (${e.agreeing} of ${e.nodes} agree)`);
+    if (!answered.length) return v("canary", "wait", `no canary round on ${c.modelKey} yet (${serving.length} nodes serve it)`);
+    return v("canary", "pass", `${answered.length} of ${serving.length} nodes on ${c.modelKey} answered; none differs from ${whose} answers`);
+  }
+  if (!answered.length) return v("canary", "wait", `no canary round on ${c.modelKey} yet (${serving.length} nodes serve it)`);
+  if (serving.length === 1) return v("canary", "pass", `one node (${answered[0]}) serves ${c.modelKey} and answered; no recorded answers to compare with`);
+  return v("canary", "wait", `${answered.length} of ${serving.length} nodes on ${c.modelKey} answered; the leader has no expectation for it yet`);
+};
+
+/** The new revision's probe error share may exceed the old's by at most `errorTolerance`. */
+export const errorsGate: Gate = (g) => {
+  const { from, to } = g.state;
+  const sum = (ps: NodePerf[]): { e: number; p: number } => ps.reduce((a, p) => ({ e: a.e + p.errors, p: a.p + p.probes }), { e: 0, p: 0 });
+  const n = sum(withPerf(on(g, to.revision)));
+  if (n.p === 0) return v("errors", "wait", `no probes on ${to.revision} in the window yet`);
+  const o = sum(withPerf(on(g, from.revision)));
+  const newShare = n.e / n.p;
+  const oldShare = o.p ? o.e / o.p : 0;
+  const detail = `probe errors ${pct(newShare)} (${n.e}/${n.p}) on ${to.revision} vs ${o.p ? `${pct(oldShare)} (${o.e}/${o.p})` : "none probed (0 %)"} on ${from.revision}; tolerance +${(g.settings.errorTolerance * 100).toFixed(1)} points`;
+  return v("errors", newShare > oldShare + g.settings.errorTolerance + 1e-12 ? "fail" : "pass", detail);
+};
+
+/** The median of the new nodes' probe p50 may exceed the old nodes' by `latencyTolerance` (and at least `latencyFloorMs`). */
+export const latencyGate: Gate = (g) => {
+  const { from, to } = g.state;
+  const p50 = (ps: NodePerf[]): number[] => ps.map((p) => p.p50Ms).filter((x): x is number => typeof x === "number" && Number.isFinite(x));
+  const nm = median(p50(withPerf(on(g, to.revision))));
+  if (nm === null) return v("latency", "wait", `no probe latency on ${to.revision} yet`);
+  const om = median(p50(withPerf(on(g, from.revision))));
+  if (om === null) return v("latency", "pass", `probe p50 ${nm.toFixed(0)} ms on ${to.revision}; no node on ${from.revision} to compare with`);
+  const limit = Math.max(om * (1 + g.settings.latencyTolerance), om + g.settings.latencyFloorMs);
+  const detail = `probe p50 median ${nm.toFixed(0)} ms on ${to.revision} vs ${om.toFixed(0)} ms on ${from.revision} (${nm >= om ? "+" : ""}${(((nm - om) / Math.max(om, 1e-9)) * 100).toFixed(0)} %); limit ${limit.toFixed(0)} ms (+${(g.settings.latencyTolerance * 100).toFixed(0)} %, at least +${g.settings.latencyFloorMs} ms)`;
+  return v("latency", nm > limit ? "fail" : "pass", detail);
+};
+
+/** A new node whose last continuation check was refused or failed fails; none run yet waits. */
+export const continuationGate: Gate = (g) => {
+  const to = g.state.to.revision;
+  const nodes = on(g, to).filter((x) => x.perf !== null);
+  if (!nodes.length) return v("continuation", "wait", `no recent perf sample from a node on ${to}`);
+  const bad = nodes.filter((x) => x.perf!.continuation === "refused" || x.perf!.continuation === "error");
+  if (bad.length) return v("continuation", "fail", `continuation check ${bad.map((x) => `${x.node.nodeId}=${x.perf!.continuation}`).slice(0, 5).join(",")} on ${to} (${bad.length} of ${nodes.length} nodes)`);
+  const pending = nodes.filter((x) => x.perf!.continuation === null).length;
+  if (pending) return v("continuation", "wait", `${pending} of ${nodes.length} nodes on ${to} have not run a continuation check yet`);
+  return v("continuation", "pass", `continuation check ok on ${nodes.length} nodes on ${to}`);
+};
+
+/** A switched node not serving the new revision `loadTimeoutMs` after its switch fails; so does a load over `loadRatio` × the old median. */
+export const loadTimeGate: Gate = (g) => {
+  const { from, to } = g.state;
+  const step = g.state.steps[g.state.step];
+  const asked = step?.askedAt ?? {};
+  const byId = new Map(g.obs.nodes.map((n) => [n.nodeId, n]));
+  // While switching, a node must also be HEALTHY on it (the next batch waits for that): one that
+  // serves it but stays out would hold the step with no gate failing.
+  const switching = g.state.phase === "switching" || g.state.pausedFrom === "switching";
+  const loading = Object.entries(asked).filter(([id]) => {
+    const n = byId.get(id);
+    return !n || !serves(n, to.revision) || (switching && n.status !== "HEALTHY");
+  });
+  const late = loading.filter(([, at]) => g.now - at > g.settings.loadTimeoutMs);
+  if (late.length) return v("load-time", "fail", `${ids(late.map(([id]) => id))} not serving ${to.revision}${switching ? " and HEALTHY" : ""} ${secs(g.now - Math.min(...late.map(([, at]) => at)))} after the switch (limit ${secs(g.settings.loadTimeoutMs)})`);
+  const loads = (r: string): number[] => withPerf(on(g, r)).map((p) => p.loadMs).filter((x): x is number => typeof x === "number" && Number.isFinite(x));
+  const om = median(loads(from.revision));
+  const nl = loads(to.revision);
+  const nm = median(nl);
+  const still = loading.length ? `; ${loading.length} node${loading.length > 1 ? "s" : ""} still loading` : "";
+  if (om !== null && nl.length) {
+    const worst = Math.max(...nl);
+    const detail = `slowest load of ${to.revision} ${secs(worst)} vs ${from.revision} median ${secs(om)}; limit ${g.settings.loadRatio}× = ${secs(g.settings.loadRatio * om)}${still}`;
+    return v("load-time", worst > g.settings.loadRatio * om ? "fail" : "pass", detail);
+  }
+  return v("load-time", "pass", `${nm === null ? "no load time known" : `median load ${secs(nm)}`} on ${to.revision}${om === null ? `, none on ${from.revision} to compare with` : ""}${still}`);
+};
+
+/** Any node on the new revision whose engine reports corrupted requests fails. */
+export const corruptionGate: Gate = (g) => {
+  const to = g.state.to.revision;
+  const ps = on(g, to).filter((x) => x.perf !== null);
+  if (!ps.length) return v("corruption", "wait", `no recent perf sample from a node on ${to}`);
+  const bad = ps.filter((x) => (x.perf!.corrupted ?? 0) > 0);
+  if (bad.length) return v("corruption", "fail", `engine reports corrupted requests on ${to}: ${bad.slice(0, 5).map((x) => `${x.node.nodeId}=${x.perf!.corrupted}`).join(",")}`);
+  const unknown = ps.filter((x) => x.perf!.corrupted === null).length;
+  return v("corruption", "pass", `0 corrupted requests on ${ps.length - unknown} nodes on ${to}${unknown ? ` (${unknown} do not export the count)` : ""}`);
+};
+
+/** The AZ in flux DOWN fails; below its floor waits. */
+export const capacityGate: Gate = (g) => {
+  const step = g.state.steps[g.state.step];
+  if (!step) return v("capacity", "pass", "no step under way");
+  const az = g.obs.azs.find((a) => a.az === step.az);
+  if (!az) return v("capacity", "wait", `AZ ${step.az} not judged yet`);
+  const floor = floorOf(az, g.obs.floorShare);
+  const detail = `AZ ${step.az} ${az.state}: ${az.healthyCapacity} of ${az.totalCapacity} GPUs healthy, floor ${floor}`;
+  // A switching batch may take a small AZ down by itself (a batch is at least one node): that is
+  // the floor's known cost. DOWN with any other of its nodes out is a failure.
+  if (az.state === "DOWN") {
+    const inFlux = new Set(g.state.phase === "switching" || g.state.pausedFrom === "switching" ? step.switched.filter((id) => !serves(byIdOf(g).get(id) ?? null, g.state.to.revision)) : []);
+    const others = g.obs.nodes.filter((n) => n.az === step.az && !n.takesTraffic && !inFlux.has(n.nodeId));
+    if (inFlux.size === 0 || others.length > 0) return v("capacity", "fail", detail);
+    return v("capacity", "wait", `${detail}; only the ${inFlux.size} switching node${inFlux.size > 1 ? "s are" : " is"} out`);
+  }
+  return v("capacity", az.healthyCapacity < floor ? "wait" : "pass", detail);
+};
+
+export const GATE_CHECKS: Readonly<Record<GateName, Gate>> = {
+  canary: canaryGate,
+  errors: errorsGate,
+  latency: latencyGate,
+  continuation: continuationGate,
+  "load-time": loadTimeGate,
+  corruption: corruptionGate,
+  capacity: capacityGate,
+};
+
+/** Every gate of `gates` (default: all), in order. */
+export function evaluateGates(g: GateInput, gates: readonly GateName[] = GATES): GateVerdict[] {
+  return gates.map((name) => GATE_CHECKS[name](g));
+}

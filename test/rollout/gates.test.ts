@@ -1,0 +1,104 @@
+/**
+ * Each gate on its own: a bad new revision rolls the rollout back with that gate as the cause,
+ * and the same rollout is not rolled back once that gate is taken out of the list (so each test
+ * fails without its gate). Plus the evidence rules: stale perf waits, one canary node passes.
+ */
+import { describe, expect, it } from "vitest";
+import { canaryGate, evaluateGates, latencyGate } from "../../agent/src/fleet/rollout/gates";
+import { GATES, type GateName, type NodePerf } from "../../agent/src/fleet/rollout/types";
+import type { Expectation } from "../../agent/src/node/canary/learn";
+import { drive, fleet, observe, start, SETTINGS, type SimFleet, type SimNode } from "./fixture";
+
+const without = (g: GateName): GateName[] => GATES.filter((x) => x !== g);
+const onNew = (f: (n: SimNode) => Partial<NodePerf>) => (n: SimNode): Partial<NodePerf> => (n.revision === "v2" ? f(n) : {});
+
+function expectGate(gate: GateName, make: () => SimFleet, settings = SETTINGS): void {
+  const f = make();
+  const run = drive(f, { 0: start() }, { settings });
+  expect(run.state?.phase).toBe("rolled-back");
+  expect(run.state?.cause).toBe(gate);
+  expect(run.state?.reason).toContain(`${gate}: `);
+  expect(f.nodes.every((n) => n.revision === "v1")).toBe(true);
+  // The same rollout without the gate is not rolled back.
+  const g = make();
+  const other = drive(g, { 0: start() }, { settings, gates: without(gate), periods: 120 });
+  expect(other.state?.phase).not.toBe("rolled-back");
+  expect(other.state?.phase).not.toBe("rolling-back");
+}
+
+describe("rollout gates", () => {
+  it("latency: a revision 30 % slower fails at the default 20 % tolerance (and passes without the gate)", () => {
+    expectGate("latency", () => fleet({ a: 3, b: 3 }, { perf: onNew(() => ({ p50Ms: 130 })) }));
+    const f = fleet({ a: 3, b: 3 }, { perf: onNew(() => ({ p50Ms: 130 })) });
+    const run = drive(f, { 0: start() });
+    expect(run.state?.reason).toMatch(/latency: probe p50 median 130 ms on v2 vs 100 ms on v1 \(\+30 %\); limit 120 ms/);
+    // 15 % slower is within the tolerance: promoted.
+    const ok = drive(fleet({ a: 3, b: 3 }, { perf: onNew(() => ({ p50Ms: 115 })) }), { 0: start() });
+    expect(ok.state?.phase).toBe("promoted");
+  });
+
+  it("errors: the new revision's probe error share above the old one's by more than the tolerance", () => {
+    expectGate("errors", () => fleet({ a: 3, b: 3 }, { perf: onNew(() => ({ errors: 3, probes: 20 })) }));
+  });
+
+  it("continuation: a new node whose continuation check was refused", () => {
+    expectGate("continuation", () => fleet({ a: 3, b: 3 }, { perf: onNew(() => ({ continuation: "refused" })) }));
+  });
+
+  it("corruption: a new node whose engine reports corrupted requests", () => {
+    expectGate("corruption", () => fleet({ a: 3, b: 3 }, { perf: onNew(() => ({ corrupted: 2 })) }));
+  });
+
+  it("load-time: a new load over loadRatio × the old median", () => {
+    expectGate("load-time", () => fleet({ a: 3, b: 3 }, { perf: onNew(() => ({ loadMs: 40_000 })) }));
+  });
+
+  it("load-time: a switched node not serving the new revision loadTimeoutMs after its switch", () => {
+    const settings = { ...SETTINGS, loadTimeoutMs: 5000 };
+    expectGate("load-time", () => fleet({ a: 3, b: 3 }, { loadPeriods: Infinity }), settings);
+    const f = fleet({ a: 3, b: 3 }, { loadPeriods: Infinity });
+    const run = drive(f, { 0: start() }, { settings });
+    expect(run.state?.reason).toMatch(/a1 not serving v2 and HEALTHY 6\.0 s after the switch \(limit 5\.0 s\)/);
+  });
+
+  it("load-time: a switched node that serves the new revision but never becomes HEALTHY (the step would wait forever)", () => {
+    const settings = { ...SETTINGS, loadTimeoutMs: 5000 };
+    expectGate("load-time", () => fleet({ a: 3, b: 3 }, { unhealthyOn: "v2" }), settings);
+  });
+
+  it("canary: a step node whose answers differ from the expectation for the new model key", () => {
+    const canary = (f: SimFleet) => {
+      const v2 = f.nodes.filter((n) => n.revision === "v2").map((n) => n.nodeId);
+      const e: Expectation = { source: "operator", at: 0, answers: {}, nodes: v2.length, agreeing: 0, disagreeing: v2, capped: false };
+      return { modelKey: v2.length ? "m@v2" : null, expectation: v2.length ? e : null, answered: v2 };
+    };
+    expectGate("canary", () => fleet({ a: 3, b: 3 }, { canary }));
+  });
+
+  it("capacity: the AZ in flux DOWN with another of its nodes out", () => {
+    // AZ b: one node broken before the rollout reaches it; switching another takes it DOWN (1 GPU of 3 out, then 2: DEGRADED → DOWN at 0).
+    const make = (): SimFleet => {
+      const f = fleet({ a: 2, b: 2 }, { floorShare: 0.5, loadPeriods: 3 });
+      f.nodes.find((n) => n.nodeId === "b2")!.broken = true;
+      return f;
+    };
+    expectGate("capacity", make);
+  });
+
+  it("evidence: perf samples older than the limit are no evidence (wait); one canary node with no recorded answers passes", () => {
+    const f = fleet({ a: 3 }, { perf: (_n, now) => ({ at: now - 60_000 }) });
+    f.nodes[0].revision = "v2";
+    const obs = observe(f, 100_000);
+    const state = drive(fleet({ a: 3 }), { 0: start() }, { periods: 1 }).state!;
+    const gates = evaluateGates({ state, obs, settings: SETTINGS, now: 100_000 });
+    for (const g of ["errors", "latency", "continuation", "corruption"] as const) expect(gates.find((x) => x.gate === g)?.verdict).toBe("wait");
+    const fresh = observe(fleet({ a: 3 }), 0);
+    fresh.nodes[0].revision = "v2";
+    fresh.canary = { modelKey: "m@v2", expectation: null, answered: ["a1"] };
+    expect(canaryGate({ state, obs: fresh, settings: SETTINGS, now: 0 })).toMatchObject({ verdict: "pass", detail: expect.stringContaining("no recorded answers to compare with") });
+    fresh.canary = { modelKey: "m@v2", expectation: null, answered: [] };
+    expect(canaryGate({ state, obs: fresh, settings: SETTINGS, now: 0 }).verdict).toBe("wait");
+    fresh.nodes[0].perf = { ...fresh.nodes[0].perf!, p50Ms: 100 };
+    expect(latencyGate({ state, obs: fresh, settings: SETTINGS, now: 0 }).verdict).toBe("pass");
+  });
+});
