@@ -73,7 +73,15 @@ export function controllerRepairAccess(workloadsNamespace: string, controllerNam
  * Kubernetes API, always: the GPU Nodes (its inventory) and, with node identities, the issuer's
  * keys. Returns what the controller Deployment must wait for.
  */
-export function createControllerAccess(name: string, a: ControllerAccessArgs, opts: pulumi.CustomResourceOptions, inNamespace: pulumi.CustomResourceOptions): pulumi.Resource[] {
+export function createControllerAccess(
+  name: string,
+  a: ControllerAccessArgs,
+  opts: pulumi.CustomResourceOptions,
+  inNamespace: pulumi.CustomResourceOptions,
+  /** Options of objects in the inference namespace (depending on that Namespace: the repair and rollout Roles live there). */
+  inWorkloads: pulumi.CustomResourceOptions = opts,
+): pulumi.Resource[] {
+  const after = (r: pulumi.Resource): pulumi.CustomResourceOptions => ({ ...inWorkloads, dependsOn: [...dependsOnList(inWorkloads), r] });
   const sa = new k8s.core.v1.ServiceAccount(
     `${name}-controller`,
     {
@@ -91,13 +99,19 @@ export function createControllerAccess(name: string, a: ControllerAccessArgs, op
   const out: pulumi.Resource[] = [sa, new k8s.rbac.v1.ClusterRoleBinding(`${name}-controller-nodes`, reader.binding, { ...opts, dependsOn: [role] })];
   if (a.repairNamespace !== undefined) {
     const repair = controllerRepairAccess(a.repairNamespace, a.namespace);
-    const r = new k8s.rbac.v1.Role(`${name}-controller-repair`, repair.role, opts);
-    out.push(r, new k8s.rbac.v1.RoleBinding(`${name}-controller-repair`, repair.binding, { ...opts, dependsOn: [r] }));
+    const r = new k8s.rbac.v1.Role(`${name}-controller-repair`, repair.role, inWorkloads);
+    out.push(r, new k8s.rbac.v1.RoleBinding(`${name}-controller-repair`, repair.binding, after(r)));
   }
   if (a.rollout !== undefined) {
     const rollout = controllerRolloutAccess(a.rollout.namespace, a.namespace, a.rollout.deployments);
-    const r = new k8s.rbac.v1.Role(`${name}-controller-rollout`, rollout.role, opts);
-    out.push(r, new k8s.rbac.v1.RoleBinding(`${name}-controller-rollout`, rollout.binding, { ...opts, dependsOn: [r] }));
+    const r = new k8s.rbac.v1.Role(`${name}-controller-rollout`, rollout.role, inWorkloads);
+    out.push(r, new k8s.rbac.v1.RoleBinding(`${name}-controller-rollout`, rollout.binding, after(r)));
   }
   return out;
+}
+
+function dependsOnList(o: pulumi.CustomResourceOptions): pulumi.Input<pulumi.Resource>[] {
+  const d = o.dependsOn;
+  if (d === undefined) return [];
+  return Array.isArray(d) ? d : [d as pulumi.Input<pulumi.Resource>];
 }

@@ -222,7 +222,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   // With the repair ladder acting, also cordon (patch Nodes) and drain/restart the inference pods (their namespace only).
   const repairNamespace = args.repair?.mode === "act" ? namespace : undefined;
   // The rollout (workloads/rollout.ts): the controller patches the inference Deployments by name; the stack's wanted revision in a ConfigMap.
-  controllerDeps.push(...createControllerAccess(name, { namespace: edgeNamespace, roleArn: args.agentActuator?.roleArn, identities, repairNamespace, rollout: { namespace, deployments: inferenceDeploymentNames(args.azs.map((a) => a.az), args.gpuClasses) } }, opts, inEdge));
+  controllerDeps.push(...createControllerAccess(name, { namespace: edgeNamespace, roleArn: args.agentActuator?.roleArn, identities, repairNamespace, rollout: { namespace, deployments: inferenceDeploymentNames(args.azs.map((a) => a.az), args.gpuClasses) } }, opts, inEdge, inNs));
   new k8s.core.v1.ConfigMap(`${name}-rollout`, rolloutConfigMap(namespace, modelRevisionOf(args.inference), args.inference.image), inNs);
   // Node identities: the agents' own ServiceAccount (no role bound, no API token), which names their identity tokens.
   if (identities) agentDeps.push(new k8s.core.v1.ServiceAccount(`${name}-agent`, agentServiceAccount(namespace), inNs));

@@ -1,3 +1,3 @@
 import { describeStack } from "./stack-suite";
 
-describeStack("dev", { resources: 230 });
+describeStack("dev", { resources: 233 });

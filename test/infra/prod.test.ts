@@ -1,3 +1,3 @@
 import { describeStack } from "./stack-suite";
 
-describeStack("prod", { resources: 271 });
+describeStack("prod", { resources: 274 });

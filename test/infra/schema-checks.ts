@@ -6,7 +6,7 @@
 import { DaemonSet, Deployment } from "kubernetes-models/apps/v1";
 import { NetworkPolicy } from "kubernetes-models/networking.k8s.io/v1";
 import { PodDisruptionBudget } from "kubernetes-models/policy/v1";
-import { ClusterRole, ClusterRoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
+import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "kubernetes-models/rbac.authorization.k8s.io/v1";
 import { ConfigMap, Namespace, Secret, Service, ServiceAccount } from "kubernetes-models/v1";
 import { expect, it } from "vitest";
 import { operatorObject } from "../observability/stack-checks";
@@ -26,6 +26,8 @@ const KINDS: Record<string, (o: O) => { validate(): void }> = {
   "kubernetes:networking.k8s.io/v1:NetworkPolicy": (o) => new NetworkPolicy(o),
   "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole": (o) => new ClusterRole(o),
   "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding": (o) => new ClusterRoleBinding(o as never),
+  "kubernetes:rbac.authorization.k8s.io/v1:Role": (o) => new Role(o),
+  "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding": (o) => new RoleBinding(o as never),
   // vpc-cni's CRD (security groups for pods): a selector and the groups.
   "kubernetes:vpcresources.k8s.aws/v1beta1:SecurityGroupPolicy": (o) => ({ validate: () => expect(o.spec).toEqual({ podSelector: { matchLabels: expect.any(Object) }, securityGroups: { groupIds: [expect.any(String)] } }) }),
   "kubernetes:monitoring.coreos.com/v1:PrometheusRule": operatorObject,

@@ -130,7 +130,10 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(d.metadata.annotations["pulumi.com/skipAwait"]).toBe("true");
         // The model cache is on the node's instance-store NVMe, not an emptyDir.
         expect(pod.volumes.find((v: O) => v.name === "cache")).toEqual({ name: "cache", hostPath: { path: MODEL_CACHE_HOST_PATH, type: "DirectoryOrCreate" } });
-        expect(c.args).toContain(json("inference").model);
+        // The model reaches vLLM as its served name, or (the hub) through the pod's revision annotation
+        // (`--model $(LLMHA_MODEL_SOURCE)`: a rollout changes the annotation, not the args).
+        const served = c.args.includes(json("inference").model) || (c.args.includes("$(LLMHA_MODEL_SOURCE)") && d.spec.template.metadata.annotations["llm-ha.io/model-revision"] === json("inference").model);
+        expect(served, `${JSON.stringify(c.args)} serves ${json("inference").model}`).toBe(true);
       }
     });
 

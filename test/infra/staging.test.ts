@@ -1,3 +1,3 @@
 import { describeStack } from "./stack-suite";
 
-describeStack("staging", { resources: 253 });
+describeStack("staging", { resources: 256 });
