@@ -173,7 +173,10 @@ async function runRollout(ctx: ScenarioContext, spec: ScenarioSpec, run: number,
   const plan = PLANS[kind];
   if (!(await steady(ctx))) r.notes.push("fleet not steady before the rollout");
   const watch = new RolloutWatch(ctx, cloud, (nodeId) => inRotation(ctx, nodeId));
-  const before = await watch.read();
+  const before = await watch.read().catch(async (err: Error) => {
+    await watch.stop();
+    throw err;
+  });
   if (before.state && isActive(before.state)) {
     await watch.stop();
     r.notMeasured = `rollout ${before.id} is ${before.phase} before the run`;
