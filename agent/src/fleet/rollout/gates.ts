@@ -83,12 +83,20 @@ export const errorsGate: Gate = (g) => {
   return v("errors", newShare > oldShare + g.settings.errorTolerance + 1e-12 ? "fail" : "pass", detail);
 };
 
-/** The median of the new nodes' probe p50 may exceed the old nodes' by `latencyTolerance` (and at least `latencyFloorMs`). */
+/**
+ * Probes a node on the new revision must have in its window before its p50 counts: a restarted
+ * server's first few answers are slow (warm-up), and a p50 of two or three of them failed a good
+ * revision in the drill (34 ms against 7 ms, the floor 5 ms). Half the default window (20).
+ */
+export const LATENCY_MIN_PROBES = 10;
+
+/** The median of the new nodes' probe p50 (each over at least `LATENCY_MIN_PROBES` probes) may exceed the old nodes' by `latencyTolerance` (and at least `latencyFloorMs`). */
 export const latencyGate: Gate = (g) => {
   const { from, to } = g.state;
   const p50 = (ps: NodePerf[]): number[] => ps.map((p) => p.p50Ms).filter((x): x is number => typeof x === "number" && Number.isFinite(x));
-  const nm = median(p50(withPerf(on(g, to.revision))));
-  if (nm === null) return v("latency", "wait", `no probe latency on ${to.revision} yet`);
+  const onNew = withPerf(on(g, to.revision));
+  const nm = median(p50(onNew.filter((p) => p.probes >= LATENCY_MIN_PROBES)));
+  if (nm === null) return v("latency", "wait", onNew.some((p) => p.p50Ms !== null) ? `fewer than ${LATENCY_MIN_PROBES} probes on each node on ${to.revision} yet` : `no probe latency on ${to.revision} yet`);
   const om = median(p50(withPerf(on(g, from.revision))));
   if (om === null) return v("latency", "pass", `probe p50 ${nm.toFixed(0)} ms on ${to.revision}; no node on ${from.revision} to compare with`);
   const limit = Math.max(om * (1 + g.settings.latencyTolerance), om + g.settings.latencyFloorMs);
