@@ -146,14 +146,16 @@ async function restore(ctx: ScenarioContext, cloud: LocalCloud, watch: RolloutWa
     await until(ctx, 120_000, () => terminalSample(watch.samples, id) !== null);
     s = await watch.read().catch(() => null);
   }
-  if (s?.current && s.current !== DRILL_REVISION) {
-    const back = `${id}-back`;
+  // Two tries: a rollout back that a gate rolls back leaves the fleet where it was, and the next run could not start.
+  for (let i = 1; i <= 2 && s?.current && s.current !== DRILL_REVISION; i++) {
+    const back = `${id}-back${i}`;
     const t0 = ctx.now();
     await watch.request({ op: "start", id: back, to: DRILL_REVISION, bakeMs: 0 });
     await until(ctx, 180_000, () => terminalSample(watch.samples, back) !== null);
     const end = terminalSample(watch.samples, back);
     r.extra.restoreMs = end ? end.t - t0 : null;
-    if (end?.phase !== "promoted") r.notes.push(`the rollout back to ${DRILL_REVISION} ended ${end?.phase ?? "not at all in 180 s"}`);
+    if (end?.phase !== "promoted") r.notes.push(`the rollout back to ${DRILL_REVISION} (try ${i}) ended ${end?.phase ?? "not at all in 180 s"}${end?.state ? `: ${end.state.reason.slice(0, 160)}` : ""}`);
+    s = await watch.read().catch(() => null);
   }
   if (kind === "slow") {
     cloud.rollout.setProfiles({ [DRILL_REVISION]: {} });
