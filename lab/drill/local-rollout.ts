@@ -65,6 +65,11 @@ export class LocalRollout {
     return this.pending.get(nodeId) ?? n?.opts.inference?.revision ?? "";
   }
 
+  /** Whether a switch of the node is under way (its server not yet restarted on the revision `revisionOf` names). */
+  switching(nodeId: string): boolean {
+    return this.pending.has(nodeId);
+  }
+
   /** The highest fencing token seen (between scenarios a drill starts again at 0 with `reset`). */
   reset(): void {
     this.highest = 0;

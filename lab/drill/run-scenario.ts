@@ -28,6 +28,7 @@ import { runNodeCompromise } from "./scenarios/node-compromise";
 import { runCanaryNoise, runSilentCorruption } from "./scenarios/correctness";
 import { GRAY_RUNS } from "./scenarios/gray";
 import { REPAIR_RUNS } from "./scenarios/repair";
+import { ROLLOUT_RUNS } from "./scenarios/rollout";
 
 export { MAIN_CLIENT, type RunResult, type ScenarioContext } from "./scenarios/runner";
 export { staleWrites } from "./scenarios/fleet";
@@ -75,6 +76,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["agent-starve", runAgentStarve],
   ...GRAY_RUNS,
   ...REPAIR_RUNS,
+  ...ROLLOUT_RUNS,
 ]);
 
 /** Runs one run of one scenario. */

@@ -8,6 +8,7 @@ import { SECURITY_SCENARIOS } from "./security-specs";
 import { CORRECTNESS_SCENARIOS } from "./correctness-specs";
 import { GRAY_SCENARIOS } from "./gray-specs";
 import { REPAIR_SCENARIOS } from "./repair-specs";
+import { ROLLOUT_SCENARIOS } from "./rollout-specs";
 import { OVERLOAD_503_MS, type ScenarioSpec, type Targets } from "./scenario-spec";
 
 export { OVERLOAD_503_MS, type ScenarioSpec, type ScenarioTier, type Targets } from "./scenario-spec";
@@ -275,6 +276,8 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
   ...GRAY_SCENARIOS,
   // Last: they run with the repair ladder acting (agent settings of their own), so a full drill restarts the agents once, before them.
   ...REPAIR_SCENARIOS,
+  // After them: the rollout's own agent settings (a 10 s bake), one more restart of the agents in a full drill.
+  ...ROLLOUT_SCENARIOS,
 ];
 
 export class UnknownScenarioError extends Error {

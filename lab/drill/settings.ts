@@ -81,6 +81,24 @@ export const CLIENT_TIMEOUT_MS = 5000;
 /** The model every drill node serves. */
 export const DRILL_MODEL = "llm-ha/drill-model";
 
+/**
+ * The revision every drill node's server reports at start (vLLM's `root`): the fleet's `current`
+ * revision, what a rollout starts from. Every node reports the same one, so the model-sameness
+ * check and the canaries see one model key (`llm-ha/drill-model@rev-1`), as before without one.
+ */
+export const DRILL_REVISION = "rev-1";
+
+/**
+ * The rollout scenarios' agent settings (every agent may lead, so every agent has them): a step
+ * bakes 10 s (production: 5 min), and a node asked to switch that does not serve the new
+ * revision and HEALTHY within 60 s fails the load-time gate (production: 30 min; a drill
+ * server restarts in 2–5 s, 20 s at worst seen on the loaded 2-core machine).
+ */
+export const DRILL_ROLLOUT_ENV: Readonly<Record<string, string>> = Object.freeze({
+  LLMHA_ROLLOUT_BAKE_MS: "10000",
+  LLMHA_ROLLOUT_LOAD_TIMEOUT_MS: "60000",
+});
+
 /** How long a rebooted instance of the drill stays down before its processes start again (production: minutes). */
 export const DRILL_BOOT_MS = 10_000;
 

@@ -29,7 +29,7 @@ import { freePort } from "../../agent/src/util/net";
 import { LocalCloud } from "./local-cloud";
 import { AgentEnvSwitch } from "./agent-env";
 import { connectFrom, placeMembers, RedisPaths, type DrillPlacement } from "./placement";
-import { DRILL_AGENT_ENV, DRILL_BOOT_MS, DRILL_STANDBY_ENV, DRILL_MODEL } from "./settings";
+import { DRILL_AGENT_ENV, DRILL_BOOT_MS, DRILL_STANDBY_ENV, DRILL_MODEL, DRILL_REVISION } from "./settings";
 import { azProxy, backendOf, baselineProxies, DRILL_ZONE, nodeAddress, nodeGroup, nodesRecord, placeNodes, pool, slotNames, startNodeWithRetry } from "./stack-layout";
 
 export { DRILL_MODEL };
@@ -205,6 +205,8 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
         az,
         dir: join(o.dir, "nodes"),
         model: DRILL_MODEL,
+        // The fleet's revision before any rollout (a rollout's switch changes it).
+        inference: { revision: DRILL_REVISION },
         env: { ...DRILL_AGENT_ENV, ...fleetEnv, LLMHA_IDENTITY_TOKEN_FILE: tokenFile, LLMHA_REDIS_URL: redisUrl, ...agentRedis.env, LLMHA_CLUSTER: cluster, ...o.agentEnv },
         stopped: az === standbyName || spare,
         address,

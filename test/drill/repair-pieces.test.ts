@@ -9,11 +9,12 @@ import { worldNeeds } from "../../lab/drill/command";
 import type { LocalCloud } from "../../lab/drill/local-cloud";
 import type { InstanceAction } from "../../lab/drill/local-instances";
 import { REPAIR_SCENARIOS } from "../../lab/drill/repair-specs";
+import { ROLLOUT_SCENARIOS } from "../../lab/drill/rollout-specs";
 import { SCENARIOS } from "../../lab/drill/scenarios";
 import { effectiveSteps, maxInRepair, outOfOrder, stepsText } from "../../lab/drill/scenarios/repair-watch";
 import { renderTable, summarize } from "../../lab/drill/report";
 import { blank } from "../../lab/drill/scenarios/runner";
-import { DRILL_REPAIR_ENV } from "../../lab/drill/settings";
+import { DRILL_REPAIR_ENV, DRILL_ROLLOUT_ENV } from "../../lab/drill/settings";
 import { afterReboot, NVSMI_FAULTS } from "../../lab/sim/nvsmi-state";
 
 const act = (t: number, node: string, step: InstanceAction["step"], outcome: InstanceAction["outcome"] = "applied"): InstanceAction => ({ t, node, step, outcome, target: node, detail: "", token: 1 });
@@ -40,8 +41,9 @@ describe("the drill's world for the repair scenarios", () => {
     expect(worldNeeds(SCENARIOS.filter((s) => s.name === "crash" || s.name === "xid"), 6)).toEqual({ spares: 0, firstAzExtra: 0 });
     expect(worldNeeds(REPAIR_SCENARIOS, 18).firstAzExtra).toBe(0);
     expect(REPAIR_SCENARIOS.every((s) => s.agentEnv?.LLMHA_REPAIR_MODE === "act" && s.needsFleet)).toBe(true);
-    // Only the repair scenarios act: every other row runs with the drill's own settings.
-    expect(SCENARIOS.filter((s) => s.agentEnv).map((s) => s.name)).toEqual(REPAIR_SCENARIOS.map((s) => s.name));
+    // Only the repair scenarios act, and only the rollout scenarios bake 10 s: every other row runs with the drill's own settings.
+    expect(SCENARIOS.filter((s) => s.agentEnv).map((s) => s.name)).toEqual([...REPAIR_SCENARIOS, ...ROLLOUT_SCENARIOS].map((s) => s.name));
+    expect(ROLLOUT_SCENARIOS.every((s) => s.agentEnv === DRILL_ROLLOUT_ENV && s.needsFleet)).toBe(true);
   });
 });
 

@@ -4,7 +4,7 @@
  * fails without its gate). Plus the evidence rules: stale perf waits, one canary node passes.
  */
 import { describe, expect, it } from "vitest";
-import { canaryGate, evaluateGates, latencyGate } from "../../agent/src/fleet/rollout/gates";
+import { canaryGate, ERRORS_MIN_EXCESS, errorsGate, evaluateGates, LATENCY_MIN_PROBES, latencyGate } from "../../agent/src/fleet/rollout/gates";
 import { GATES, type GateName, type NodePerf } from "../../agent/src/fleet/rollout/types";
 import type { Expectation } from "../../agent/src/node/canary/learn";
 import { drive, fleet, observe, start, SETTINGS, type SimFleet, type SimNode } from "./fixture";
@@ -100,5 +100,25 @@ describe("rollout gates", () => {
     expect(canaryGate({ state, obs: fresh, settings: SETTINGS, now: 0 }).verdict).toBe("wait");
     fresh.nodes[0].perf = { ...fresh.nodes[0].perf!, p50Ms: 100 };
     expect(latencyGate({ state, obs: fresh, settings: SETTINGS, now: 0 }).verdict).toBe("pass");
+  });
+
+  it("errors: one or two failed probes beyond the old share are noise (pass); ERRORS_MIN_EXCESS of them fail", () => {
+    const state = drive(fleet({ a: 3 }), { 0: start() }, { periods: 1 }).state!;
+    const obs = observe(fleet({ a: 3 }), 0);
+    obs.nodes[0].revision = "v2";
+    obs.nodes[0].perf = { ...obs.nodes[0].perf!, revision: "v2", probes: 40, errors: ERRORS_MIN_EXCESS - 1 };
+    expect(errorsGate({ state, obs, settings: SETTINGS, now: 0 })).toMatchObject({ verdict: "pass", detail: expect.stringContaining("noise") });
+    obs.nodes[0].perf = { ...obs.nodes[0].perf!, errors: ERRORS_MIN_EXCESS };
+    expect(errorsGate({ state, obs, settings: SETTINGS, now: 0 }).verdict).toBe("fail");
+  });
+
+  it("latency: a new server's first few probes are no evidence (wait), however slow; from LATENCY_MIN_PROBES they count", () => {
+    const state = drive(fleet({ a: 3 }), { 0: start() }, { periods: 1 }).state!;
+    const obs = observe(fleet({ a: 3 }), 0);
+    obs.nodes[0].revision = "v2";
+    obs.nodes[0].perf = { ...obs.nodes[0].perf!, revision: "v2", p50Ms: 480, probes: LATENCY_MIN_PROBES - 1 };
+    expect(latencyGate({ state, obs, settings: SETTINGS, now: 0 })).toMatchObject({ verdict: "wait", detail: expect.stringContaining(`fewer than ${LATENCY_MIN_PROBES} probes`) });
+    obs.nodes[0].perf = { ...obs.nodes[0].perf!, probes: LATENCY_MIN_PROBES };
+    expect(latencyGate({ state, obs, settings: SETTINGS, now: 0 }).verdict).toBe("fail");
   });
 });

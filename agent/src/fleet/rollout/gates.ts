@@ -70,7 +70,15 @@ export const canaryGate: Gate = (g) => {
   return v("canary", "wait", `${answered.length} of ${serving.length} nodes on ${c.modelKey} answered; the leader has no expectation for it yet`);
 };
 
-/** The new revision's probe error share may exceed the old's by at most `errorTolerance`. */
+/**
+ * Failed probes on the new revision beyond what the old revision's share predicts, at least this
+ * many, before the errors gate may fail: one failed probe of 40 is 2.5 %, over the default
+ * tolerance of one point, and rolled a good revision back in the drill (a probe timing out on the
+ * loaded 2-core host). Three of one node's 20-probe window is 15 %.
+ */
+export const ERRORS_MIN_EXCESS = 3;
+
+/** The new revision's probe error share may exceed the old's by at most `errorTolerance` (and by at least `ERRORS_MIN_EXCESS` probes to fail). */
 export const errorsGate: Gate = (g) => {
   const { from, to } = g.state;
   const sum = (ps: NodePerf[]): { e: number; p: number } => ps.reduce((a, p) => ({ e: a.e + p.errors, p: a.p + p.probes }), { e: 0, p: 0 });
@@ -80,15 +88,26 @@ export const errorsGate: Gate = (g) => {
   const newShare = n.e / n.p;
   const oldShare = o.p ? o.e / o.p : 0;
   const detail = `probe errors ${pct(newShare)} (${n.e}/${n.p}) on ${to.revision} vs ${o.p ? `${pct(oldShare)} (${o.e}/${o.p})` : "none probed (0 %)"} on ${from.revision}; tolerance +${(g.settings.errorTolerance * 100).toFixed(1)} points`;
-  return v("errors", newShare > oldShare + g.settings.errorTolerance + 1e-12 ? "fail" : "pass", detail);
+  const excess = n.e - oldShare * n.p;
+  const over = newShare > oldShare + g.settings.errorTolerance + 1e-12;
+  if (over && excess < ERRORS_MIN_EXCESS - 1e-9) return v("errors", "pass", `${detail}; ${n.e} failed, under ${ERRORS_MIN_EXCESS} beyond the old share: noise`);
+  return v("errors", over ? "fail" : "pass", detail);
 };
 
-/** The median of the new nodes' probe p50 may exceed the old nodes' by `latencyTolerance` (and at least `latencyFloorMs`). */
+/**
+ * Probes a node on the new revision must have in its window before its p50 counts: a restarted
+ * server's first few answers are slow (warm-up), and a p50 of two or three of them failed a good
+ * revision in the drill (34 ms against 7 ms, the floor 5 ms). Half the default window (20).
+ */
+export const LATENCY_MIN_PROBES = 10;
+
+/** The median of the new nodes' probe p50 (each over at least `LATENCY_MIN_PROBES` probes) may exceed the old nodes' by `latencyTolerance` (and at least `latencyFloorMs`). */
 export const latencyGate: Gate = (g) => {
   const { from, to } = g.state;
   const p50 = (ps: NodePerf[]): number[] => ps.map((p) => p.p50Ms).filter((x): x is number => typeof x === "number" && Number.isFinite(x));
-  const nm = median(p50(withPerf(on(g, to.revision))));
-  if (nm === null) return v("latency", "wait", `no probe latency on ${to.revision} yet`);
+  const onNew = withPerf(on(g, to.revision));
+  const nm = median(p50(onNew.filter((p) => p.probes >= LATENCY_MIN_PROBES)));
+  if (nm === null) return v("latency", "wait", onNew.some((p) => p.p50Ms !== null) ? `fewer than ${LATENCY_MIN_PROBES} probes on each node on ${to.revision} yet` : `no probe latency on ${to.revision} yet`);
   const om = median(p50(withPerf(on(g, from.revision))));
   if (om === null) return v("latency", "pass", `probe p50 ${nm.toFixed(0)} ms on ${to.revision}; no node on ${from.revision} to compare with`);
   const limit = Math.max(om * (1 + g.settings.latencyTolerance), om + g.settings.latencyFloorMs);
