@@ -19,6 +19,7 @@
  * ends with the fleet back on `DRILL_REVISION` (a rollout back, bake 0, when it was promoted)
  * and steady.
  */
+import { RolloutCapture } from "./rollout-capture";
 import { readExpectations, recordExpectation } from "../../../agent/src/node/canary/store";
 import { isActive } from "../../../agent/src/fleet/rollout/plan";
 import type { RolloutState } from "../../../agent/src/fleet/rollout/types";
@@ -192,6 +193,7 @@ async function runRollout(ctx: ScenarioContext, spec: ScenarioSpec, run: number,
   if (ctx.stack.running()[0]?.opts.env?.LLMHA_ROLLOUT_BAKE_MS !== DRILL_ROLLOUT_ENV.LLMHA_ROLLOUT_BAKE_MS) r.notes.push("the agents run without the rollout scenarios' settings (bake and load time-out)");
   cloud.rollout.setProfiles({ [DRILL_REVISION]: plan.base ? { latencyMs: plan.base } : {}, [plan.to]: plan.profile });
   const id = `drill-${spec.name}-${run}-${Date.now().toString(36)}`;
+  const capture = kind === "good" && run === 1 ? new RolloutCapture(ctx) : null;
   const wrong = kind === "bad" ? new WrongAnswers(ctx, cloud, plan.to) : null;
   watch.start();
   try {
@@ -203,14 +205,23 @@ async function runRollout(ctx: ScenarioContext, spec: ScenarioSpec, run: number,
     const key = await recordAnswers(watch, plan.to);
     if (!key) r.notes.push(`no canary expectation for ${DRILL_MODEL}@${DRILL_REVISION} to record for ${plan.to}`);
     r.injectAt = mark(ctx, "inject", `rollout ${id}: ${DRILL_REVISION} → ${plan.to}`);
-    await watch.request({ op: "start", id, to: plan.to });
+    // The first good run goes through the real CLI, and what an operator sees is kept (rollout-capture.ts).
+    if (!capture || !(await capture.start(id, plan.to))) {
+      if (capture) r.notes.push(`llm-ha rollout start refused or failed (see ${capture.file}): the request written directly`);
+      await watch.request({ op: "start", id, to: plan.to });
+    }
     if (!(await until(ctx, 10_000, () => watch.latest()?.id === id))) {
       const refused = await watch.redis.hget(watch.keys.rollout, "refused");
       r.notes.push(`the leader did not start ${id} within 10 s${refused ? `: ${refused}` : ""}`);
     }
     if (kind === "kill") await killLeaderMidRollout(ctx, watch, id, r);
+    if (capture) {
+      const baking = (): boolean => { const s = watch.latest(); return !!s && s.id === id && s.phase === "baking" && (s.state?.step ?? 0) >= 1; };
+      if (await until(ctx, 120_000, () => baking() || terminalSample(watch.samples, id) !== null) && baking()) await capture.midway();
+    }
     const bound = 240_000;
     if (!(await until(ctx, bound, () => terminalSample(watch.samples, id) !== null))) r.notes.push(`rollout ${id} not in a terminal phase within ${bound / 1000} s`);
+    if (capture) await capture.end();
     await sleep(300);
     r.healAt = r.endAt = ctx.now();
     figures(ctx, cloud, watch, r, id, plan.to, kind, wrong);
