@@ -219,9 +219,8 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const edgeRedis = roleSecret("edge");
   // The controller's ServiceAccount: the cloud role (IRSA) when it acts, and always the read of the GPU Nodes (its inventory).
   const identities = args.nodeIdentities !== undefined;
-  // With the repair ladder acting, also cordon (patch Nodes) and drain/restart the inference pods (their namespace only).
+  // Act-mode repairs (drain/restart inference pods) and rollouts (workloads/rollout.ts) act in the inference namespace only.
   const repairNamespace = args.repair?.mode === "act" ? namespace : undefined;
-  // The rollout (workloads/rollout.ts): the controller patches the inference Deployments by name; the stack's wanted revision in a ConfigMap.
   controllerDeps.push(...createControllerAccess(name, { namespace: edgeNamespace, roleArn: args.agentActuator?.roleArn, identities, repairNamespace, rollout: { namespace, deployments: inferenceDeploymentNames(args.azs.map((a) => a.az), args.gpuClasses) } }, opts, inEdge, inNs));
   new k8s.core.v1.ConfigMap(`${name}-rollout`, rolloutConfigMap(namespace, modelRevisionOf(args.inference), args.inference.image), inNs);
   // Node identities: the agents' own ServiceAccount (no role bound, no API token), which names their identity tokens.

@@ -155,9 +155,7 @@ export class SimNode {
     // vLLM exits at CUDA init on a GPU the driver cannot open (lost, driver gone or mismatched):
     // the pod restarts in a loop with its port closed until the GPU is back (see gpuFault).
     this.crashLooping = this.gpuUnusable();
-    // A new inference pod's init container removes a drain file its predecessor left.
-    await rm(this.drainFilePath, { force: true });
-    await this.startInference(this.crashLooping ? "refused" : (this.opts.mode ?? "ready"));
+    await this.startNewPod(this.crashLooping ? "refused" : (this.opts.mode ?? "ready"));
     if (!this.opts.noAgent) await this.startAgent();
   }
 
@@ -183,8 +181,7 @@ export class SimNode {
    */
   async restartInferencePlanned(limitS = 30): Promise<{ preStopMs: number }> {
     const r = await this.evictInference(limitS);
-    await rm(this.drainFilePath, { force: true });
-    await this.startInference(this.opts.mode ?? "ready");
+    await this.startNewPod();
     return r;
   }
 
@@ -205,13 +202,10 @@ export class SimNode {
     return { preStopMs };
   }
 
-  /**
-   * A new inference pod on the node, as a pod delete's replacement starts: its init container
-   * removes the drain file an evicted predecessor left (else the agent keeps answering `drain`).
-   */
-  async startNewPod(): Promise<void> {
+  /** A new inference pod: its init container removes the drain file an evicted predecessor left (else the agent answers `drain`). */
+  async startNewPod(mode: FakeInferenceMode = this.opts.mode ?? "ready"): Promise<void> {
     await rm(this.drainFilePath, { force: true });
-    await this.startInference(this.opts.mode ?? "ready");
+    await this.startInference(mode);
   }
 
   /** Whether its inference server process runs (an evicted pod's does not). */
