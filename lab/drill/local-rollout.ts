@@ -5,7 +5,9 @@
  * preStop drain, then a new server) with the revision's profile: the fake server's `revision`,
  * `latencyMs`, `corruption`, `continuation`, `corruptedRequests` and a load time (`loadMs`: the
  * server loads that long on every start). A stopped node (a standby scaled to zero) only takes
- * the profile: it boots serving the revision.
+ * the profile: it boots serving the revision. Without a node, the call is for an AZ as a whole
+ * (a promoted rollout's last word: the Deployment's template whatever its replicas): every node
+ * of it not on the revision, running ones restarted one after another.
  *
  * Profiles come from the scenario (`setProfiles`: revision → profile). A revision without one is
  * the node's current settings with that revision, except the node's own first revision, which
@@ -97,18 +99,46 @@ export class LocalRollout {
   }
 
   private act(body: Record<string, unknown>, rec: RolloutSwitchRecord): LocalRolloutReply {
-    if (typeof body.node !== "string" || !body.node) throw new InstanceRequestError("node must be a name");
+    const whole = body.node === undefined && typeof body.az === "string";
+    if (!whole && (typeof body.node !== "string" || !body.node)) throw new InstanceRequestError("node must be a name (or leave it out, with az, for the AZ as a whole)");
     // "": no revision reported (a fleet whose servers never told one: what a rollback from the first rollout restores).
     if (typeof body.revision !== "string" || (body.revision !== "" && !REVISION.test(body.revision))) throw new InstanceRequestError("revision must be 1-128 letters, digits and ._:@/+- (or empty: none reported)");
     if (typeof body.token !== "number" || !Number.isInteger(body.token) || body.token < 0) throw new InstanceRequestError("token must be an integer >= 0 (the leader's fencing token)");
     if (body.token < this.highest) return { outcome: "refused-stale", detail: `token ${body.token} is older than ${this.highest}, already acted on: a leader that lost its term` };
     this.highest = body.token;
-    const n = this.nodes().find((x) => x.id === body.node);
-    if (!n) throw new InstanceRequestError(`no node ${JSON.stringify(body.node.slice(0, 64))}`);
-    if (this.terminated(n.id)) throw new InstanceRequestError(`${n.id} is terminated`);
     const to = body.revision;
+    if (whole) return this.actAz(String(body.az), to, rec);
+    const n = this.nodes().find((x) => x.id === body.node);
+    if (!n) throw new InstanceRequestError(`no node ${JSON.stringify(String(body.node).slice(0, 64))}`);
+    if (this.terminated(n.id)) throw new InstanceRequestError(`${n.id} is terminated`);
     rec.node = n.id;
-    if (this.revisionOf(n.id) === to) return { outcome: "already", detail: `${n.id} ${this.pending.has(n.id) ? "switching to" : "serves"} ${to}` };
+    return this.switchNode(n, to).reply;
+  }
+
+  /**
+   * A promoted rollout's AZ as a whole (the Deployment's template, whatever its replicas): every
+   * node of it not on `to`; a stopped one boots on it, running ones restart on it one after another
+   * (a rolling update's one pod at a time).
+   */
+  private actAz(az: string, to: string, rec: RolloutSwitchRecord): LocalRolloutReply {
+    rec.node = `az:${az.slice(0, 60)}`;
+    const nodes = this.nodes().filter((n) => n.az === az && !this.terminated(n.id));
+    if (!nodes.length) throw new InstanceRequestError(`no node in ${JSON.stringify(az.slice(0, 64))}`);
+    let after: Promise<void> = Promise.resolve();
+    const moved: string[] = [];
+    for (const n of nodes) {
+      const r = this.switchNode(n, to, after);
+      after = r.done;
+      if (r.reply.outcome === "applied") moved.push(n.id);
+    }
+    if (!moved.length) return { outcome: "already", detail: `every node of ${az} serves ${to} or is switching to it` };
+    return { outcome: "applied", detail: `${az} as a whole on ${to}: ${moved.join(",")}` };
+  }
+
+  /** One node to `to`: its settings now, its server restarted (after `after`) unless it is stopped. */
+  private switchNode(n: SimNode, to: string, after: Promise<void> = Promise.resolve()): { reply: LocalRolloutReply; done: Promise<void> } {
+    const done = (reply: LocalRolloutReply, p: Promise<void> = after) => ({ reply, done: p });
+    if (this.revisionOf(n.id) === to) return done({ outcome: "already", detail: `${n.id} ${this.pending.has(n.id) ? "switching to" : "serves"} ${to}` });
     const current = n.opts.inference ?? {};
     if (!this.first.has(n.id)) this.first.set(n.id, { ...current });
     const start = this.first.get(n.id)!;
@@ -117,19 +147,25 @@ export class LocalRollout {
     const settings: FakeInferenceProfile = profile ? { ...profile, revision: to } : (start.revision ?? "") === to ? { ...start } : { ...current, revision: to || undefined };
     n.opts.inference = settings;
     const load = settings.loadMs ? `, loading ${(settings.loadMs / 1000).toFixed(1)} s` : "";
-    if (this.host.powerOf(n.id) === "stopped") return { outcome: "applied", detail: `${n.id} is stopped: it boots serving ${to}` };
+    // Stopped, stopping or booting: its next boot starts the server with these settings (a restart now would start one on a node going down).
+    const power = this.host.powerOf(n.id);
+    if (power !== "running") return done({ outcome: "applied", detail: `${n.id} is ${power}: it boots serving ${to}` });
     this.pending.set(n.id, to);
+    let restarted!: () => void;
+    const ended = new Promise<void>((resolve) => (restarted = resolve));
     this.host.enqueue(n, async () => {
       try {
+        await after;
         if (n.serving) await n.restartInferencePlanned();
         else await n.startInference(n.opts.mode ?? "ready");
       } catch (err) {
         this.host.log(`local cloud: rollout switch of ${n.id} to ${to}: ${(err as Error).message}`);
       } finally {
         if (this.pending.get(n.id) === to) this.pending.delete(n.id);
+        restarted();
       }
     });
-    return { outcome: "applied", detail: `inference server of ${n.id} restarting with ${to}${load}` };
+    return done({ outcome: "applied", detail: `inference server of ${n.id} restarting with ${to}${load}` }, ended);
   }
 }
 

@@ -5,7 +5,8 @@
  * through the preStop drain with the revision's profile (revision reported, latency, continuation,
  * load time); a repeat is `already`; a lower fencing token is `refused-stale`; a revision without
  * a profile keeps the node's settings, and the node's first revision its first settings (a
- * rollback); a stopped node boots with it; bad requests and an unreachable cloud are `failed`.
+ * rollback); a stopped node boots with it; bad requests and an unreachable cloud are `failed`;
+ * an AZ as a whole moves every node of it, running ones one after another.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -128,4 +129,26 @@ describe("the local rollout actuator over the local cloud's /rollout/switch", ()
     expect(calls).toContain("gpu-a1:rev-b:applied");
     expect(calls).toContain("gpu-a2:rev-b:refused-stale");
   });
+
+  it("an AZ as a whole (a promoted rollout's last word): running nodes restart on it one after another, a stopped one boots on it", async () => {
+    const act = localRolloutActuator({ url: cloud.url, log: testLogger() });
+    cloud.rollout.setProfiles({ "rev-d": { loadMs: 800 } });
+    const whole = (az: string, revision: string): RolloutSwitchRequest => ({ rolloutId: "r2", az, nodes: [], to: { revision }, token: 10 });
+    const r = await act.switch(whole("az-a", "rev-d"));
+    expect(r).toMatchObject({ outcome: "applied", detail: "az-a: az-a as a whole on rev-d: gpu-a1,gpu-a2" });
+    // One at a time: never both out (loading, or not answering) in the same sample.
+    let bothOut = 0;
+    await waitFor("both on rev-d", async () => {
+      const [s1, s2] = await Promise.all([state(a1), state(a2)]);
+      const out = (s: FakeInferenceState | null): boolean => !s || s.mode === "loading";
+      if (out(s1) && out(s2)) bothOut++;
+      return (await root(a1)) === "rev-d" && (await root(a2)) === "rev-d";
+    }, { timeoutMs: 40_000, everyMs: 50 });
+    expect(bothOut).toBe(0);
+    expect(await act.switch(whole("az-b", "rev-d"))).toMatchObject({ outcome: "applied", detail: "az-b: az-b as a whole on rev-d: gpu-b1" });
+    expect(b1.opts.inference).toMatchObject({ revision: "rev-d", loadMs: 800 });
+    await waitFor("the switches done", async () => !cloud.rollout.switching("gpu-a2"), { timeoutMs: 10_000, everyMs: 100 });
+    expect(await act.switch(whole("az-a", "rev-d"))).toMatchObject({ outcome: "already" });
+    expect(await act.switch(whole("az-zz", "rev-d"))).toMatchObject({ outcome: "failed", detail: expect.stringMatching(/HTTP 400 .*no node in .*az-zz/) as unknown });
+  }, 60_000);
 });

@@ -72,6 +72,15 @@ export function observe(f: SimFleet, now: number): RolloutObservation {
 
 /** Carries out a switch: the nodes load the asked revision. */
 export function apply(f: SimFleet, a: RolloutAction): void {
+  if (a.finish) {
+    // The AZ as a whole: a node out of traffic (asleep, broken) starts on it later; one serving the old revision restarts on it.
+    for (const n of f.nodes.filter((x) => x.az === a.az && x.wanted !== a.to.revision)) {
+      n.wanted = a.to.revision;
+      if (n.broken) n.revision = a.to.revision;
+      else n.loading = f.loadPeriods;
+    }
+    return;
+  }
   for (const id of a.nodes) {
     const n = f.nodes.find((x) => x.nodeId === id)!;
     if (n.wanted === a.to.revision && (n.revision === a.to.revision || n.loading > 0)) continue;

@@ -53,6 +53,30 @@ describe("rollout gates", () => {
     expectGate("load-time", () => fleet({ a: 3, b: 3 }, { perf: onNew(() => ({ loadMs: 40_000 })) }));
   });
 
+  it("load-time: only loads this rollout caused count (a node already on the new revision, back from a long wake, does not fail it)", () => {
+    // c1 is out of traffic (not in any step) and serves v2 already, with a 100 s load behind it:
+    // the rollback that a standby node woken onto the target revision caused in the full drill.
+    const make = (c1Load: number) => {
+      const f = fleet({ a: 3, b: 3, c: 1 }, { perf: (n) => (n.nodeId === "c1" ? { loadMs: c1Load } : n.revision === "v2" ? { loadMs: 11_000 } : {}) });
+      Object.assign(f.nodes.find((n) => n.nodeId === "c1")!, { revision: "v2", wanted: "v2", broken: true });
+      return f;
+    };
+    const run = drive(make(100_000), { 0: start() });
+    expect(run.state?.phase).toBe("promoted");
+    const seen = run.states.flatMap((s) => s.gates).filter((x) => x.gate === "load-time").map((x) => x.detail);
+    expect(seen.some((d) => d.includes("slowest load of v2 11.0 s"))).toBe(true);
+    // A switched node's slow load still fails it.
+    const slow = drive(fleet({ a: 3, b: 3 }, { perf: onNew((n) => ({ loadMs: n.nodeId === "a2" ? 100_000 : 11_000 })) }), { 0: start() });
+    expect(slow.state?.cause).toBe("load-time");
+  });
+
+  it("load-time: a new load within the noise floor passes whatever the ratio (3× of 1 s)", () => {
+    const f = fleet({ a: 3, b: 3 }, { perf: (n) => ({ loadMs: n.revision === "v2" ? 4_000 : 1_000 }) });
+    expect(drive(f, { 0: start() }).state?.phase).toBe("promoted");
+    const g = fleet({ a: 3, b: 3 }, { perf: (n) => ({ loadMs: n.revision === "v2" ? 7_000 : 1_000 }) });
+    expect(drive(g, { 0: start() }).state?.cause).toBe("load-time");
+  });
+
   it("load-time: a switched node not serving the new revision loadTimeoutMs after its switch", () => {
     const settings = { ...SETTINGS, loadTimeoutMs: 5000 };
     expectGate("load-time", () => fleet({ a: 3, b: 3 }, { loadPeriods: Infinity }), settings);

@@ -33,14 +33,36 @@ describe("planSteps", () => {
 });
 
 describe("stepRollout", () => {
+  it("promoted: every AZ asked for the new revision as a whole, once, so a standby scaled to zero starts on it (not on the old one the fleet no longer allows)", () => {
+    const f = fleet({ a: 3, b: 3, s: 2 }, { standbyAz: "s" });
+    for (const n of f.nodes.filter((x) => x.az === "s")) n.broken = true;
+    const run = drive(f, { 0: start() }, { periods: 300 });
+    expect(run.state?.phase).toBe("promoted");
+    expect(run.state?.steps.map((s) => s.az)).toEqual(["a", "a", "b"]);
+    const finish = run.actions.filter((a) => a.finish);
+    expect(finish.map((a) => `${a.az}:${a.to.revision}:${a.nodes.length}`)).toEqual(["a:v2:0", "b:v2:0", "s:v2:0"]);
+    // Only at the end: after every step's switch.
+    expect(run.actions.findIndex((a) => a.finish)).toBe(run.actions.length - 3);
+    expect(f.nodes.filter((n) => n.az === "s").map((n) => n.revision)).toEqual(["v2", "v2"]);
+    // Scaled to zero the standby has no node record and no AZ state: it is named by the setting.
+    const z = fleet({ a: 3, b: 3 }, { standbyAz: "s" });
+    expect(drive(z, { 0: start() }).actions.filter((a) => a.finish).map((a) => a.az)).toEqual(["a", "b", "s"]);
+    // Not on a rollback or an abort: the standby keeps the revision the fleet keeps.
+    const g = fleet({ a: 3, b: 3, s: 2 }, { standbyAz: "s", perf: (n) => (n.revision === "v2" ? { corrupted: 1 } : {}) });
+    for (const n of g.nodes.filter((x) => x.az === "s")) n.broken = true;
+    const back = drive(g, { 0: start() });
+    expect(back.state?.phase).toBe("rolled-back");
+    expect(back.actions.some((a) => a.finish)).toBe(false);
+  });
+
   it("a good rollout across 3 AZs: batches within the floor, one AZ in flux at a time, each step baked, promoted", () => {
     const f = fleet({ a: 4, b: 4, c: 4 });
     const run = drive(f, { 0: start() });
     expect(run.state?.phase).toBe("promoted");
     expect(f.nodes.every((n) => n.revision === "v2")).toBe(true);
     // Floor 2 of 4 GPUs: batches of two after the canary node (a1).
-    expect(run.actions.map((a) => a.nodes.join(","))).toEqual(["a1", "a2,a3", "a4", "b1,b2", "b3,b4", "c1,c2", "c3,c4"]);
-    expect(azsOf(run.actions, false)).toEqual(["a", "b", "c"]);
+    expect(run.actions.filter((a) => !a.finish).map((a) => a.nodes.join(","))).toEqual(["a1", "a2,a3", "a4", "b1,b2", "b3,b4", "c1,c2", "c3,c4"]);
+    expect(azsOf(run.actions.filter((a) => !a.finish), false)).toEqual(["a", "b", "c"]);
     // Every step baked (3 s with no gate failing or waiting) before the next began.
     const bakes = run.states.filter((s, i) => s.phase === "switching" && run.states[i - 1]?.phase === "baking");
     expect(bakes).toHaveLength(3);
@@ -52,14 +74,14 @@ describe("stepRollout", () => {
     const f = fleet({ a: 3, b: 3 }, { floorShare: 0.75 });
     const run = drive(f, { 0: start() });
     expect(run.state?.phase).toBe("promoted");
-    expect(run.actions.every((a) => a.nodes.length === 1)).toBe(true);
+    expect(run.actions.filter((a) => !a.finish).every((a) => a.nodes.length === 1)).toBe(true);
   });
 
   it("az granularity: one switch per AZ", () => {
     const f = fleet({ a: 2, b: 2 }, { granularity: "az" });
     const run = drive(f, { 0: start() });
     expect(run.state?.phase).toBe("promoted");
-    expect(run.actions.map((a) => `${a.az}:${a.nodes.join(",")}`)).toEqual(["a:a1,a2", "b:b1,b2"]);
+    expect(run.actions.map((a) => `${a.az}:${a.nodes.join(",")}${a.finish ? " (finish)" : ""}`)).toEqual(["a:a1,a2", "b:b1,b2", "a: (finish)", "b: (finish)"]);
   });
 
   it("pause holds the bake and the switching; resume goes on; promote ends a bake now", () => {

@@ -101,6 +101,13 @@ export const errorsGate: Gate = (g) => {
  */
 export const LATENCY_MIN_PROBES = 10;
 
+/**
+ * How much longer than the old median a new load may take whatever the ratio: an agent sees a load
+ * end at its next model check, so a load of a second or two (the drill's) reads a period or two
+ * long on a loaded host, and 3× of 1 s is within that noise. Real loads take minutes, where the ratio rules.
+ */
+export const LOAD_MIN_EXCESS_MS = 5_000;
+
 /** The median of the new nodes' probe p50 (each over at least `LATENCY_MIN_PROBES` probes) may exceed the old nodes' by `latencyTolerance` (and at least `latencyFloorMs`). */
 export const latencyGate: Gate = (g) => {
   const { from, to } = g.state;
@@ -127,7 +134,10 @@ export const continuationGate: Gate = (g) => {
   return v("continuation", "pass", `continuation check ok on ${nodes.length} nodes on ${to}`);
 };
 
-/** A switched node not serving the new revision `loadTimeoutMs` after its switch fails; so does a load over `loadRatio` × the old median. */
+/**
+ * A switched node not serving the new revision `loadTimeoutMs` after its switch fails; so does a
+ * load of the new revision (on a node this rollout switched) over `loadRatio` × the old median.
+ */
 export const loadTimeGate: Gate = (g) => {
   const { from, to } = g.state;
   const step = g.state.steps[g.state.step];
@@ -142,15 +152,20 @@ export const loadTimeGate: Gate = (g) => {
   });
   const late = loading.filter(([, at]) => g.now - at > g.settings.loadTimeoutMs);
   if (late.length) return v("load-time", "fail", `${ids(late.map(([id]) => id))} not serving ${to.revision}${switching ? " and HEALTHY" : ""} ${secs(g.now - Math.min(...late.map(([, at]) => at)))} after the switch (limit ${secs(g.settings.loadTimeoutMs)})`);
-  const loads = (r: string): number[] => withPerf(on(g, r)).map((p) => p.loadMs).filter((x): x is number => typeof x === "number" && Number.isFinite(x));
-  const om = median(loads(from.revision));
-  const nl = loads(to.revision);
+  const loads = (xs: { perf: NodePerf | null }[]): number[] => withPerf(xs).map((p) => p.loadMs).filter((x): x is number => typeof x === "number" && Number.isFinite(x));
+  const om = median(loads(on(g, from.revision)));
+  // The new side is the loads this rollout caused: a node already on the new revision for another
+  // reason (a standby node woken, a node back from a drain or a repair) has a load time that is
+  // its wake or its repair, not the new revision's load.
+  const switched = askedNodes(g.state);
+  const nl = loads(on(g, to.revision).filter((x) => switched.has(x.node.nodeId)));
   const nm = median(nl);
   const still = loading.length ? `; ${loading.length} node${loading.length > 1 ? "s" : ""} still loading` : "";
   if (om !== null && nl.length) {
     const worst = Math.max(...nl);
-    const detail = `slowest load of ${to.revision} ${secs(worst)} vs ${from.revision} median ${secs(om)}; limit ${g.settings.loadRatio}× = ${secs(g.settings.loadRatio * om)}${still}`;
-    return v("load-time", worst > g.settings.loadRatio * om ? "fail" : "pass", detail);
+    const limit = Math.max(g.settings.loadRatio * om, om + LOAD_MIN_EXCESS_MS);
+    const detail = `slowest load of ${to.revision} ${secs(worst)} vs ${from.revision} median ${secs(om)}; limit ${secs(limit)} (${g.settings.loadRatio}×, at least +${secs(LOAD_MIN_EXCESS_MS)})${still}`;
+    return v("load-time", worst > limit ? "fail" : "pass", detail);
   }
   return v("load-time", "pass", `${nm === null ? "no load time known" : `median load ${secs(nm)}`} on ${to.revision}${om === null ? `, none on ${from.revision} to compare with` : ""}${still}`);
 };

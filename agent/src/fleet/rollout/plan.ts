@@ -39,6 +39,7 @@ export function stepRollout(
     if (failed.length) state = enterRollback(state, failed[0].gate, failed.map((g) => `${g.gate}: ${g.detail}`).join("; "), now);
   }
   if (state.phase === "baking") state = bake(state, r.promote, now);
+  if (state.phase === "promoted") actions.push(...finishActions(state, obs));
   if (state.phase === "switching") state = advanceSwitching(state, obs, now, actions);
   else if (state.phase === "rolling-back") state = advanceRollback(state, obs, now, actions);
   state.updatedAt = now;
@@ -57,6 +58,18 @@ function bake(state: RolloutState, promote: boolean, now: number): RolloutState 
   }
   const next = state.steps[state.step + 1];
   return { ...state, step: state.step + 1, phase: "switching", since: now, switchedAt: null, reason: `step ${step.index + 1}/${state.steps.length} (${step.az}) ${how}; step ${next.index + 1}: ${next.kind} ${next.az} (${next.nodes.length} nodes)` };
+}
+
+/**
+ * The promoted rollout's last word, once: every AZ of the fleet asked for the new revision as a
+ * whole, so an AZ that had no serving node (the standby scaled to zero) and a node that was out
+ * when the steps were planned start on it later. Where the steps moved an AZ already, the
+ * actuator answers `already` for it.
+ */
+function finishActions(state: RolloutState, obs: RolloutObservation): RolloutAction[] {
+  // The standby AZ by name: scaled to zero it has no node record and no AZ state to list it.
+  const azs = [...new Set([...obs.azs.map((a) => a.az), ...obs.nodes.map((n) => n.az), ...state.steps.map((s) => s.az), obs.standbyAz ?? ""])].filter(Boolean).sort();
+  return azs.map((az) => ({ step: state.steps.length - 1, az, nodes: [], to: state.to, restore: false, finish: true, reason: `rollout ${state.id} promoted: ${az} as a whole asks for ${state.to.revision} (nodes that start later start on it)` }));
 }
 
 /** The next batch of the step once the last one serves the new revision and is HEALTHY; baking once every node of it does. */

@@ -124,6 +124,7 @@ export class RolloutRunner {
     const hosts = new Map((r.inventory?.current ?? []).filter((n) => n.instanceId).map((n) => [n.nodeId, n.instanceId!]));
     for (const a of res.actions) {
       if (!state) break;
+      if (!this.o.actuator && a.finish) continue;
       if (!this.o.actuator) {
         // A rollout started by a leader that had one: this one waits (nothing asked) and says why.
         this.warnOnce(`rollout ${state.id} waits: this leader has no rollout actuator (LLMHA_ACTUATOR) to switch ${a.nodes.join(",")}`);
@@ -132,7 +133,9 @@ export class RolloutRunner {
       }
       const out = await this.o.actuator.switch({ rolloutId: state.id, az: a.az, nodes: a.nodes.map((nodeId) => ({ nodeId, host: hosts.get(nodeId) ?? nodeId })), to: a.to, token });
       if (out.outcome === "refused-stale") return { accepted: true };
-      if (out.outcome === "failed") {
+      if (out.outcome === "failed" && a.finish) {
+        this.log.warn({ rollout: state.id, az: a.az, detail: out.detail }, `rollout promoted, but ${a.az} as a whole still asks for the old revision: what starts there later (a standby woken, a replaced node) serves it and is refused as MODEL_MISMATCH; set its inference Deployment's image and revision annotation by hand`);
+      } else if (out.outcome === "failed") {
         this.log.warn({ rollout: state.id, az: a.az, nodes: a.nodes, detail: out.detail }, "rollout switch failed: asked again next period");
         state = unask(state, a);
       }

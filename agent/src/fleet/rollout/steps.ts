@@ -21,6 +21,13 @@ export interface RolloutAction {
   to: Revision;
   /** A rollback's restore of the old revision. */
   restore: boolean;
+  /**
+   * At promotion: the AZ as a whole (`nodes` empty), for what did not serve through the steps (a
+   * standby AZ scaled to zero, a node out when the rollout was planned), so that it starts on the
+   * new revision, not the old one the fleet no longer allows. No gate watches it; a failure is
+   * logged, not retried.
+   */
+  finish?: boolean;
   /** One line: which step, which batch. */
   reason: string;
 }
