@@ -16,7 +16,8 @@ export const ROLLOUT_SCENARIOS: readonly ScenarioSpec[] = [
     ...ROLLOUT,
     name: "rollout-good",
     title: "a new model revision across the active AZs (canary node, then AZ by AZ, 10 s bake each): promoted",
-    targets: { failed: 0, extraCounts: { notPromoted: 0, maxAzsInFlux: 1 }, extraTimes: { terminalMs: TERMINAL_MS } },
+    // standbyNotOnNew: the standby AZ, scaled to zero and so in no step, boots on the promoted revision.
+    targets: { failed: 0, extraCounts: { notPromoted: 0, maxAzsInFlux: 1, standbyNotOnNew: 0 }, extraTimes: { terminalMs: TERMINAL_MS } },
   },
   {
     ...ROLLOUT,
@@ -40,6 +41,6 @@ export const ROLLOUT_SCENARIOS: readonly ScenarioSpec[] = [
     ...ROLLOUT,
     name: "rollout-leader-kill",
     title: "the leader SIGKILLed while a rollout's second step switches: the next leader goes on from the fenced state",
-    targets: { failed: 0, extraCounts: { notKilled: 0, notTerminal: 0, maxAzsInFlux: 1, staleWrites: 0, staleSwitches: 0 }, extraTimes: { terminalMs: TERMINAL_MS } },
+    targets: { failed: 0, extraCounts: { notKilled: 0, notTerminal: 0, maxAzsInFlux: 1, staleWrites: 0, staleSwitches: 0, standbyNotOnNew: 0 }, extraTimes: { terminalMs: TERMINAL_MS } },
   },
 ];

@@ -256,7 +256,14 @@ function figures(ctx: ScenarioContext, cloud: LocalCloud, watch: RolloutWatch, r
   r.extra.newRevisionAzs = azs.length;
   r.extra.maxAzsInFlux = maxAzsInFlux(samples, r.injectAt, r.endAt);
   r.extra.staleSwitches = cloud.rollout.switches.filter((x) => x.rolloutId === id && x.outcome === "refused-stale").length;
-  if (kind === "good" || kind === "kill") r.extra.notPromoted = phase === "promoted" ? 0 : 1;
+  if (kind === "good" || kind === "kill") {
+    r.extra.notPromoted = phase === "promoted" ? 0 : 1;
+    // Promoted, the standby AZ (scaled to zero, so in no step) must boot on the new revision: the fleet allows no other.
+    const standby = ctx.stack.standby ? ctx.stack.nodes.filter((n) => n.az === ctx.stack.standby!.name) : [];
+    const old = phase === "promoted" ? standby.filter((n) => cloud.rollout.revisionOf(n.id) !== to) : [];
+    r.extra.standbyNotOnNew = old.length;
+    if (old.length) r.notes.push(`promoted, but the standby's ${old.map((n) => `${n.id}=${cloud.rollout.revisionOf(n.id)}`).join(",")} would boot on the old revision`);
+  }
   if (kind === "bad" || kind === "slow") r.extra.notRolledBack = phase === "rolled-back" ? 0 : 1;
   if (kind === "slow") r.extra.notLatencyGate = rb?.cause === "latency" ? 0 : 1;
   const fluxAt = samples.filter((s) => s.t >= r.injectAt && s.t <= r.endAt && azsInFlux(s.nodes).length > 1).map((s) => `${fmt(s.t - r.injectAt)} ${azsInFlux(s.nodes).join("+")}`);
