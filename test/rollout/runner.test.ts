@@ -134,6 +134,32 @@ describe("rollout runner, against a real redis-server", () => {
     }
   });
 
+  it("the stack's change (the ConfigMap's request) made while another rollout is under way waits for it, then starts", async () => {
+    const act = new MemoryRolloutActuator();
+    const stack: RolloutRequest = { op: "start", id: "pulumi-abc", at: 1, to: { revision: "v3" }, bakeMs: 0, by: "pulumi" };
+    let offered = false;
+    const f = await rolloutFleet(redis.url, freshCluster("rox"), act, { rollout: { extraRequest: () => Promise.resolve(offered ? stack : null) } });
+    try {
+      await waitFor("a leader", () => f.leader() !== null, { timeoutMs: 10_000 });
+      await waitFor("nodes registered", async () => (await f.redis.zcard(f.keys.nodes)) === 6, { timeoutMs: 10_000 });
+      await request(f, startReq(600_000));
+      await waitFor("r1 baking", async () => (await phase(f)) === "baking", { timeoutMs: 20_000, everyMs: 100 });
+      offered = true;
+      await new Promise((r) => setTimeout(r, 5 * I));
+      const h = await f.hash();
+      // Neither refused nor marked acted on: r1 goes on.
+      expect(h).toMatchObject({ id: "r1", phase: "baking" });
+      expect(h.actedExtra).toBeUndefined();
+      expect(h.refused ?? "").not.toMatch(/pulumi-abc/);
+      await request(f, { op: "abort", id: "r1", at: Date.now(), by: "test" });
+      await waitFor("the stack's rollout promoted", async () => (await f.hash()).id === "pulumi-abc" && (await phase(f)) === "promoted", { timeoutMs: 40_000, everyMs: 100 });
+      expect((await f.state())!.by).toBe("pulumi");
+      expect(act.revisionOf("c2", "v1")).toBe("v3");
+    } finally {
+      await f.stop();
+    }
+  });
+
   it("a stale token cannot switch a node; with no rollout actuator a start is refused with its reason in the hash", async () => {
     const act = new MemoryRolloutActuator();
     const f = await rolloutFleet(redis.url, freshCluster("ros"), act, { rollout: { actuator: null } });

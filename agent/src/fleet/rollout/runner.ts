@@ -94,8 +94,13 @@ export class RolloutRunner {
       req = parsed.req;
       acted.acted = requestKey(req);
     } else if (extra && requestKey(extra) !== hash.actedExtra) {
-      req = extra;
-      acted.actedExtra = requestKey(extra);
+      // The stack's change waits for a rollout under way (an operator's, or the stack's previous
+      // one) instead of being refused once and then never acted on: it starts when that one ends.
+      if (extra.op === "start" && prev && isActive(prev) && prev.id !== extra.id) this.warnOnce(`the stack's rollout ${extra.id} (to ${extra.to?.revision ?? "?"}) waits: rollout ${prev.id} is ${prev.phase}`);
+      else {
+        req = extra;
+        acted.actedExtra = requestKey(extra);
+      }
     }
     this.last = prev;
     if (!req && (!prev || !isActive(prev))) {
