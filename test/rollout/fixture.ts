@@ -32,6 +32,8 @@ export interface SimFleet {
   canary?: (f: SimFleet) => CanaryEvidence;
   /** Nodes serving this revision stay out (UNHEALTHY): a revision that loads but does not serve well. */
   unhealthyOn?: string;
+  /** The fleet's tier as the leader sees it (absent: not given). */
+  tier?: { level: string; reason: string };
 }
 
 export function fleet(perAz: Record<string, number>, o: Partial<Omit<SimFleet, "nodes">> = {}): SimFleet {
@@ -67,6 +69,7 @@ export function observe(f: SimFleet, now: number): RolloutObservation {
   return {
     nodes, azs: azViews(f), floorShare: f.floorShare, standbyAz: f.standbyAz, granularity: f.granularity,
     canary: f.canary?.(f) ?? { off: true, modelKey: null, expectation: null, answered: [] }, perfMaxAgeMs: 5000, current: current ? { revision: current } : null,
+    ...(f.tier ? { tier: f.tier } : {}),
   };
 }
 

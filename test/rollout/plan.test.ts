@@ -154,4 +154,12 @@ describe("stepRollout", () => {
     expect(r2.state).toBeNull();
     expect(r2.notices[0]).toMatch(/no rollout actuator is configured/);
   });
+
+  it("at tier L2 or above (an AZ lost or failing over) a start is refused with the tier's reason; at L1 it starts", () => {
+    const l2 = drive(fleet({ a: 2, b: 2 }, { tier: { level: "L2", reason: "az-c DOWN" } }), { 0: start() }, { periods: 1 });
+    expect(l2.state).toBeNull();
+    expect(l2.notices[0]).toMatch(/start r1 refused: the tier is L2 \(az-c DOWN\): .*start it at L0 or L1/);
+    const l1 = drive(fleet({ a: 2, b: 2 }, { tier: { level: "L1", reason: "a node out" } }), { 0: start() });
+    expect(l1.state?.phase).toBe("promoted");
+  });
 });

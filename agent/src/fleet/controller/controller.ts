@@ -289,7 +289,7 @@ export class Controller {
     // With an inventory only its nodes vote (answers under other ids are pruned and counted as forged).
     if (this.o.canary && this.ticks % 2 === 0) writes.push(this.publishCanaryExpectations(this.o.canary, now));
     if (this.o.repair) writes.push(this.o.repair.round({ snap, azs: evaluation.azs, now, inventory: this.inventory }));
-    if (this.o.rollout) writes.push(this.o.rollout.round({ snap, azs: evaluation.azs, now, inventory: this.inventory }));
+    if (this.o.rollout) writes.push(this.o.rollout.round({ snap, azs: evaluation.azs, tier: evaluation.tier, now, inventory: this.inventory }));
     const results = await Promise.all(writes);
     if (results.some((r) => !r.accepted)) return null;
 

@@ -1,12 +1,13 @@
 /**
  * An operator's (or the Pulumi program's) request applied to the rollout state, pure. A start
- * while another rollout is active is refused (the active one goes on); `pause`, `resume`,
+ * while another rollout is active is refused (the active one goes on), and so is one at tier L2
+ * or above (an AZ lost or failing over: every AZ is needed at its floor); `pause`, `resume`,
  * `abort` and `promote` must name the rollout under way. A refused or ignored request leaves
  * the state as it was and says why (`notice`).
  */
 import { enterRollback, isActive, planSteps } from "./steps";
 import type { RolloutRequest, RolloutSettings, RolloutState } from "./types";
-import type { RolloutObservation } from "./view";
+import { tierForbidsStart, type RolloutObservation } from "./view";
 
 export interface RequestOutcome {
   state: RolloutState | null;
@@ -22,6 +23,8 @@ export function applyRequest(prev: RolloutState | null, req: RolloutRequest, obs
     if (prev && isActive(prev)) return no(`rollout ${prev.id} is ${prev.phase}; it goes on (abort it first)`);
     if (prev && prev.id === req.id) return { state: prev, notice: `start ${req.id} ignored: that rollout already ran (${prev.phase})`, promote: false };
     if (!obs.granularity) return no("no rollout actuator is configured (LLMHA_ACTUATOR): nothing can change what a node serves");
+    const tier = tierForbidsStart(obs.tier);
+    if (tier) return no(tier);
     const to = req.to;
     if (!to || typeof to.revision !== "string" || to.revision === "") return no("the request names no revision to roll out (`to.revision`)");
     const from = prev?.phase === "promoted" && prev.to.revision === obs.current?.revision ? prev.to : prev && prev.from.revision === obs.current?.revision ? prev.from : obs.current;

@@ -18,6 +18,7 @@ import type { AzView } from "../controller/state";
 import type { Logger } from "../../util/log";
 import type { RolloutMetrics } from "./metrics";
 import { isActive, stepRollout, unask } from "./plan";
+import { tierForbidsStart } from "./view";
 import { majorityRevision, parseRequest, parseState, readCanary, readNodes, requestKey, type RecordKeys } from "./read";
 import { TERMINAL_PHASES, type GateName, type RolloutActuator, type RolloutRequest, type RolloutSettings, type RolloutState } from "./types";
 import type { RolloutObservation } from "./view";
@@ -49,6 +50,8 @@ export interface RolloutRunnerOptions {
 export interface RolloutRound {
   snap: RegistrySnapshot;
   azs: readonly AzView[];
+  /** The tier the leader evaluated this period: no rollout starts at L2 or above. */
+  tier?: { level: string; reason: string };
   now: number;
   inventory?: RecordKeys | null;
 }
@@ -96,7 +99,8 @@ export class RolloutRunner {
     } else if (extra && requestKey(extra) !== hash.actedExtra) {
       // The stack's change waits for a rollout under way (an operator's, or the stack's previous
       // one) instead of being refused once and then never acted on: it starts when that one ends.
-      if (extra.op === "start" && prev && isActive(prev) && prev.id !== extra.id) this.warnOnce(`the stack's rollout ${extra.id} (to ${extra.to?.revision ?? "?"}) waits: rollout ${prev.id} is ${prev.phase}`);
+      const busy = extra.op !== "start" ? null : prev && isActive(prev) && prev.id !== extra.id ? `rollout ${prev.id} is ${prev.phase}` : tierForbidsStart(r.tier);
+      if (busy) this.warnOnce(`the stack's rollout ${extra.id} (to ${extra.to?.revision ?? "?"}) waits: ${busy}`);
       else {
         req = extra;
         acted.actedExtra = requestKey(extra);
@@ -118,6 +122,7 @@ export class RolloutRunner {
       canary: { off: true, modelKey: null, expectation: null, answered: [] },
       perfMaxAgeMs: this.o.perfMaxAgeMs,
       current: currentRev ? { revision: currentRev } : null,
+      ...(r.tier ? { tier: r.tier } : {}),
     };
     // The canary evidence is for the rollout under way, or the one a start begins (read the next period).
     if (this.o.canary && prev && isActive(prev)) obs.canary = await readCanary(redis, keys, prev, nodes, models, r.inventory ?? null);

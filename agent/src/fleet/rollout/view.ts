@@ -55,6 +55,14 @@ export interface RolloutObservation {
   current: { revision: string; image?: string } | null;
   /** Perf samples older than this are ignored (the gate waits). */
   perfMaxAgeMs: number;
+  /** The fleet's tier as the leader evaluates it this period (absent: not known, no check). */
+  tier?: { level: string; reason: string };
+}
+
+/** A tier at which no rollout starts: an AZ lost or failing over, every AZ is needed at its floor. */
+export function tierForbidsStart(tier: RolloutObservation["tier"]): string | null {
+  if (!tier || !["L2", "L3", "L4"].includes(tier.level)) return null;
+  return `the tier is ${tier.level} (${tier.reason || "no reason given"}): a rollout takes nodes out in turn and needs every AZ at its floor; start it at L0 or L1`;
 }
 
 /** Median of the numbers, null when there are none. */

@@ -7,6 +7,7 @@ import { didYouMean } from "../../../../contracts/did-you-mean";
 import { majorityRevision, ROLLOUT_REQUEST_OVERDUE_MS } from "../status/rollout";
 import type { FleetView } from "../status/types";
 import type { RolloutRequest } from "../../fleet/rollout/types";
+import { tierForbidsStart } from "../../fleet/rollout/view";
 
 export const ROLLOUT_OPS = ["start", "status", "pause", "resume", "abort", "promote"] as const;
 export type RolloutOp = (typeof ROLLOUT_OPS)[number];
@@ -113,7 +114,8 @@ export function rolloutRefusal(view: FleetView, f: RolloutFlags): string | null 
     if (!view.leader.holder) return "no leader holds the lease: no one would carry the rollout out (is a controller running?)";
     if (active) return `rollout ${active.id} is under way (${active.phase}, step ${active.step + 1} of ${active.steps.length}): one rollout at a time; follow it with llm-ha rollout status, or end it with llm-ha rollout abort`;
     if (pending) return `${pendingText}: wait for the leader's next period (llm-ha rollout status)`;
-    if (view.tier && (view.tier.level === "L2" || view.tier.level === "L3" || view.tier.level === "L4")) return `the tier is ${view.tier.level} (${view.tier.reason || "no reason given"}): a rollout takes nodes out in turn and needs every AZ at its floor; start it at L0 or L1`;
+    const tier = tierForbidsStart(view.tier ?? undefined);
+    if (tier) return tier;
     const current = fleetRevision(view);
     if (current !== null && f.to === current && !f.image) return `the fleet serves ${current} already (${view.rollout?.current ? "the last rollout's revision" : "the revision most serving nodes report"}): nothing to roll out (an engine change alone needs --image)`;
     if (last && last.id === f.id) return `the id ${f.id} was the last rollout's (${last.phase}): the leader acts on each id once; pick another --id or leave it out`;
