@@ -150,6 +150,8 @@ async function restore(ctx: ScenarioContext, cloud: LocalCloud, watch: RolloutWa
   // Two tries: a rollout back that a gate rolls back leaves the fleet where it was, and the next run could not start.
   for (let i = 1; i <= 2 && s?.current && s.current !== DRILL_REVISION; i++) {
     const back = `${id}-back${i}`;
+    // The leader starts no rollout at tier L2 or above (a 2-node AZ's last switch, a standby still up): steady first.
+    await steady(ctx, 60_000);
     const t0 = ctx.now();
     await watch.request({ op: "start", id: back, to: DRILL_REVISION, bakeMs: 0 });
     await until(ctx, 180_000, () => terminalSample(watch.samples, back) !== null);
