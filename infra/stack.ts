@@ -9,6 +9,7 @@ import { Cluster } from "./cluster";
 import { loadConfig } from "./config";
 import { capacityWeights, Dns } from "./dns";
 import { Fences } from "./fences";
+import { Gameday } from "./gameday";
 import { GpuNodeGroups } from "./gpu-node-groups";
 import { controllerActuation } from "./controller-actuator";
 import { Kafka } from "./kafka";
@@ -240,6 +241,29 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     endpoints: c.azs.map((az) => ({ az, hostname: workloads.nlbHostnames[az], weight: weights[az] })),
     https: c.edge.certificateArn !== null,
   });
+
+  // Game day (`llm-ha:gameday`, off by default): FIS templates over the stack's own resources, stopped by the SLO alarms.
+  if (c.gameday.enabled) {
+    new Gameday("gameday", {
+      clusterName: c.clusterName,
+      region: c.region,
+      azs: c.azs,
+      standbyAz: c.standbyAz,
+      scenarios: c.gameday.scenarios,
+      az: c.gameday.az,
+      redisAz: c.gameday.redisAz,
+      durationMinutes: c.gameday.durationMinutes,
+      gpuClasses: c.gpuClasses.map((g) => g.name),
+      cluster: cluster.cluster.name,
+      provider: cluster.provider,
+      namespacesFrom: [workloads],
+      vpcId: network.vpc.id,
+      subnetIds: Object.fromEntries(network.subnets.map((s) => [s.az, s.privateSubnet.id])),
+      replicationGroupId: redis.replicationGroup.id,
+      redisEndpoint: redis.primaryEndpoint,
+      healthCheckIds: dns.healthCheckIds,
+    });
+  }
 
   return {
     clusterName: cluster.cluster.name,

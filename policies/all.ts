@@ -9,6 +9,7 @@ import { chartsByDigest, imagesByDigest, l1AuthRequired, l1TlsRequired } from ".
 import { fastImagePullRootThroughput, gpuImagesFromEcr } from "./wake";
 import { eksVersionSupported, eksVersionSupportEnding, gpuCapacitySettings, nlbNeedsLbController } from "./deployability";
 import { mskHaEncrypted, mskKraftBrokerLogs, redisHaEncrypted, redisIdsPerStack, redisRolesRequired } from "./data";
+import { gamedayTemplates } from "./gameday";
 import { agentRoleLeastPrivilege, mskQueueWriterOnlyFallback } from "./iam";
 import { gpuAgentsHoldNoCloudRole } from "./cloud-holder";
 import { failoverRecordPairs, failoverRecordTtl, route53HealthCheckFast } from "./dns";
@@ -94,4 +95,5 @@ export const policies: Policies = [
   chartsByDigest,
   gpuImagesFromEcr,
   fastImagePullRootThroughput,
+  gamedayTemplates,
 ];

@@ -5,6 +5,7 @@
  */
 export type { ApiEndpointConfig } from "./cluster";
 export type { FallbackConfig, FallbackProviderConfig } from "./fallback";
+export type { GamedayConfig } from "./gameday";
 export { GPU_CLASSES, type GpuClassConfig, type GpuClassName } from "./gpu";
 export type { ObservabilityConfig } from "./observability";
 export { isCron } from "./read";

@@ -5,6 +5,7 @@ import { kafkaOf, redisOf } from "./data";
 import { dnsOf } from "./dns";
 import { chartsOf, edgeOf, imagesOf, inferenceKeyOf, requireDigest } from "./edge";
 import { fallbackOf } from "./fallback";
+import { gamedayOf } from "./gameday";
 import { gpuClassesOf, gpuFastImagePullOf } from "./gpu";
 import { networkOf } from "./network";
 import { observabilityOf } from "./observability";
@@ -55,6 +56,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   const schedule = scheduleOf(s, standbyAz);
   const standby = standbyOf(s, standbyAz, gpuClasses, schedule);
   const repair = repairOf(s, azs);
+  const gameday = gamedayOf(s, azs, standbyAz, network.region);
   if (standbyAz !== undefined && schedule === undefined) p.add(s.key("schedule"), "is required when llm-ha:standbyAz is set");
   p.throwIfAny("stack configuration");
   return {
@@ -81,5 +83,6 @@ export function resolveConfig(src: ConfigSources): StackConfig {
     ...standby,
     observability,
     repair,
+    gameday,
   };
 }

@@ -5,6 +5,7 @@ import type { ClusterAccess } from "../cluster";
 import type { ImageName } from "../images";
 import type { ApiEndpointConfig } from "./cluster";
 import type { FallbackConfig } from "./fallback";
+import type { GamedayConfig } from "./gameday";
 import type { GpuClassConfig, GpuClassName } from "./gpu";
 import type { ObservabilityConfig } from "./observability";
 import type { RepairConfig } from "./repair";
@@ -91,6 +92,8 @@ export interface StackConfig {
   observability: ObservabilityConfig;
   /** The repair ladder's mode and spares (`llm-ha:repair`); `act` gives the controller its IAM and RBAC grants. Default advise. */
   repair: RepairConfig;
+  /** AWS FIS experiment templates for the game day (`llm-ha:gameday`, docs/infra.md "Game day"). Default off. */
+  gameday: GamedayConfig;
   /** Add-on versions pinned by the user (`llm-ha:addonVersions`); the others are resolved for the cluster version. */
   addonVersions: Partial<Record<AddonName, string>>;
 }
