@@ -21,12 +21,17 @@ const READ_ONLY: ReadonlySet<string> = new Set<ScriptName>(["readNodes"]);
 /** Writes that cannot grow Redis: they run while it is full (`noeviction`), so a full Redis does not also cost the lease. */
 const ALLOW_OOM: ReadonlySet<string> = new Set<ScriptName>(["renew", "release"]);
 
+/** The most GPU nodes one leader's fenced writes admit (its `inventory` hash, one field each). */
+export const MAX_FLEET_NODES = 25_000;
+
 /**
  * Bounds above the default 4 KiB per argument: a fenced write carries the leader's field
  * values (a model list, a practice record), and only the leader's keys admit it.
  */
 const BOUNDS: Readonly<Partial<Record<ScriptName, { maxArgBytes?: number; maxArgs?: number }>>> = {
-  fencedHset: { maxArgBytes: 64 * 1024, maxArgs: 512 },
+  // The leader's `inventory` hash has a field per GPU node, and is written whole when a node
+  // leaves the list: 6 arguments plus a pair per node, for fleets up to MAX_FLEET_NODES.
+  fencedHset: { maxArgBytes: 64 * 1024, maxArgs: 6 + 2 * MAX_FLEET_NODES },
 };
 
 export class ScriptLoadError extends Error {
