@@ -10,15 +10,16 @@ import { runL1Bench } from "./agent-l1";
 import { didYouMean } from "../../contracts/did-you-mean";
 
 const USAGE = `Usage: llm-ha bench [--quick] [--only l1|fleet|scale|edge|standby|continuation] [--out FILE]
-                 [--sizes 500,1000,2000] [--plot FILE.svg]   (also: npm run bench)
+                 [--sizes 500,1000,2000] [--leader-period MS] [--plot FILE.svg]   (also: npm run bench)
 
 Every measured figure as one JSON document on stdout, progress on stderr (docs/bench.md).
 Builds the agent first, so the overhead figure is the compiled agent the image runs.
 --sizes: the fleet sizes of the scale section (default 500,1000,2000; --quick 500,1000).
+--leader-period: the scale section's controller period (default 1000 ms, the controller's default).
 --plot: also draw the scale section's growth as an SVG (docs/bench-scale.svg).
 `;
-const FLAGS = ["--quick", "--only", "--out", "--sizes", "--plot", "--help"];
-const VALUED = ["--only", "--out", "--sizes", "--plot"];
+const FLAGS = ["--quick", "--only", "--out", "--sizes", "--plot", "--leader-period", "--help"];
+const VALUED = ["--only", "--out", "--sizes", "--plot", "--leader-period"];
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
@@ -42,6 +43,12 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
+  const periodArg = argv.includes("--leader-period") ? Number(argv[argv.indexOf("--leader-period") + 1]) : undefined;
+  if (periodArg !== undefined && !(Number.isInteger(periodArg) && periodArg >= 100 && periodArg <= 10_000)) {
+    process.stderr.write("llm-ha bench: --leader-period takes milliseconds from 100 to 10000\n");
+    process.exitCode = 2;
+    return;
+  }
   const plot = argv.includes("--plot") ? argv[argv.indexOf("--plot") + 1] : undefined;
   const log = (l: string): void => void process.stderr.write(`[bench] ${l}\n`);
   log("building the agent (npm run build)");
@@ -59,7 +66,7 @@ async function main(): Promise<void> {
   if (!only || only === "scale") {
     log("scale: one leader over 500 to 2,000 simulated agents (--quick: 500 and 1,000), an AZ fault at each size");
     const { runScaleBench } = await import("./scale.js");
-    result.scale = await runScaleBench({ sizes: sizes ?? (quick ? [500, 1000] : [500, 1000, 2000]), steadyS: quick ? 5 : 15, faults: quick ? 2 : 4, log, svgOut: plot });
+    result.scale = await runScaleBench({ sizes: sizes ?? (quick ? [500, 1000] : [500, 1000, 2000]), steadyS: quick ? 5 : 15, faults: quick ? 2 : 4, log, svgOut: plot, leaderPeriodMs: periodArg });
   }
   if (!only || only === "edge") {
     log("edge: what client authentication and limits add per request at the proxy");

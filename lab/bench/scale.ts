@@ -56,6 +56,8 @@ export interface ScaleOptions {
   /** AZ faults per size. */
   faults: number;
   log: (l: string) => void;
+  /** The leader's period (ms). Default the controller's default (1 s): the decision waits for the next period. */
+  leaderPeriodMs?: number;
   /** Where to write the plot (SVG), if anywhere. */
   svgOut?: string;
 }
@@ -135,7 +137,7 @@ export async function runScaleSize(nodes: number, o: Omit<ScaleOptions, "sizes">
     const published: { at: number; e: Evaluation; aggMs: number | null }[] = [];
     const writer = new FencedWriter(client.redis, keys, lease);
     const controller = new Controller({
-      redis: client.redis, keys, lease, writer, log, inventory, heartbeatTtlMs: 3000,
+      redis: client.redis, keys, lease, writer, log, inventory, heartbeatTtlMs: 3000, settings: { intervalMs: o.leaderPeriodMs ?? DEFAULT_CONTROLLER_SETTINGS.intervalMs },
       onPublished: (e) => void published.push({ at: Date.now(), e, aggMs: controller.lastAggregationTimeMs }),
     });
     const renewals: number[] = [];
@@ -273,7 +275,7 @@ export async function runScaleBench(o: ScaleOptions): Promise<Record<string, unk
     o.log(`${n} nodes done in ${r1((Date.now() - started) / 1000)} s`);
   }
   const table = growthTable(rows);
-  process.stderr.write(`\nFleet scale: one leader, ${AZS} AZs, heartbeats 1 s, leader period ${DEFAULT_CONTROLLER_SETTINGS.intervalMs} ms\n${renderGrowthTable(table)}\n`);
+  process.stderr.write(`\nFleet scale: one leader, ${AZS} AZs, heartbeats 1 s, leader period ${o.leaderPeriodMs ?? DEFAULT_CONTROLLER_SETTINGS.intervalMs} ms\n${renderGrowthTable(table)}\n`);
   if (o.svgOut) {
     const { writeFileSync } = await import("node:fs");
     writeFileSync(o.svgOut, renderScaleSvg(table, `Fleet scale: one leader over N nodes (${new Date().toISOString().slice(0, 16)} UTC)`));
@@ -283,7 +285,7 @@ export async function runScaleBench(o: ScaleOptions): Promise<Record<string, unk
     sizes: rows,
     growth: table.map((e) => ({ figure: e.figure, unit: e.unit, target: e.target, exponent: e.exponent, superlinear: e.superlinear, values: e.values })),
     withinTargets: withinTargets(table),
-    setup: { azs: AZS, agentProcesses: WORKERS, heartbeatMs: 1000, leaderPeriodMs: DEFAULT_CONTROLLER_SETTINGS.intervalMs, lease: LEASE, steadyS: o.steadyS, faultsPerSize: o.faults, redisUsers: "llmha-agent (agents, /az/health), llmha-controller (leader)" },
+    setup: { azs: AZS, agentProcesses: WORKERS, heartbeatMs: 1000, leaderPeriodMs: o.leaderPeriodMs ?? DEFAULT_CONTROLLER_SETTINGS.intervalMs, lease: LEASE, steadyS: o.steadyS, faultsPerSize: o.faults, redisUsers: "llmha-agent (agents, /az/health), llmha-controller (leader)" },
   };
 }
 
