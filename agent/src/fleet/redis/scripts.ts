@@ -278,19 +278,21 @@ export async function removeScript(
 }
 
 /** `more`: the call's limit cut the work short (call again). */
-export type SweepResult = { accepted: true; expired: number; forgotten: number; more: boolean } | { accepted: false; highestToken: number };
+/** `lastScore`: the last live node's score the call looked at (null: none), where the period's next call goes on from. */
+export type SweepResult = { accepted: true; expired: number; forgotten: number; more: boolean; lastScore: string | null } | { accepted: false; highestToken: number };
 
 export async function sweepScript(
   redis: Redis,
   k: { nodes: string; members: string; dead: string; events: string; fenceLast: string },
-  a: { prefix: string; token: number; holder: string; silentMs: number; forgetAfterMs: number; eventsMaxLen: number; limit: number },
+  a: { prefix: string; token: number; holder: string; silentMs: number; forgetAfterMs: number; eventsMaxLen: number; limit: number; from?: string },
 ): Promise<SweepResult> {
   const r = (await fn(redis, "sweep")(
     k.nodes, k.members, k.dead, k.events, k.fenceLast,
-    a.prefix, a.token, a.holder, a.silentMs, a.forgetAfterMs, a.eventsMaxLen, a.limit,
-  )) as number[];
+    a.prefix, a.token, a.holder, a.silentMs, a.forgetAfterMs, a.eventsMaxLen, a.limit, a.from ?? "-inf",
+  )) as unknown[];
   if (num(r[0]) !== 1) return { accepted: false, highestToken: num(r[1]) };
-  return { accepted: true, expired: num(r[1]), forgotten: num(r[2]), more: num(r[3]) === 1 };
+  const last = r[4] === undefined || r[4] === null || r[4] === "" ? null : String(r[4]);
+  return { accepted: true, expired: num(r[1]), forgotten: num(r[2]), more: num(r[3]) === 1, lastScore: last };
 }
 
 /** The controller's compact view of a node (field `c` of its hash). */
