@@ -66,7 +66,7 @@ async function main(): Promise<void> {
   if (!only || only === "scale") {
     log("scale: one leader over 500 to 2,000 simulated agents (--quick: 500 and 1,000), an AZ fault at each size");
     const { runScaleBench } = await import("./scale.js");
-    result.scale = await runScaleBench({ sizes: sizes ?? (quick ? [500, 1000] : [500, 1000, 2000]), steadyS: quick ? 5 : 15, faults: quick ? 2 : 4, log, svgOut: plot, leaderPeriodMs: periodArg });
+    result.scale = await runScaleBench({ sizes: sizes ?? (quick ? [500, 1000] : [500, 1000, 2000]), steadyS: quick ? 5 : 15, faults: quick ? 2 : 4, silentFault: !quick, log, svgOut: plot, leaderPeriodMs: periodArg });
   }
   if (!only || only === "edge") {
     log("edge: what client authentication and limits add per request at the proxy");

@@ -26,6 +26,8 @@ export interface ScaleRow {
   decisionMaxMs: number;
   /** From the fault injected (agents' reports still to come, at their next heartbeat) → DOWN published. */
   faultToDownMaxMs: number;
+  /** An AZ falls silent (heartbeats stop) → DOWN published: its hashes' TTL (3 s) plus a period at most. Absent: not run. */
+  silentToDownMs?: number;
   redisCpuPercent: number;
   redisOpsPerSec: number;
   leaseRenewals: number;
@@ -41,6 +43,7 @@ export const FIGURES: readonly { key: keyof ScaleRow; label: string; unit: strin
   { key: "decisionMaxMs", label: "AZ decision max", unit: "ms", target: 1000 },
   { key: "decisionP50Ms", label: "AZ decision p50", unit: "ms", target: null },
   { key: "faultToDownMaxMs", label: "fault → DOWN max", unit: "ms", target: null },
+  { key: "silentToDownMs", label: "silent AZ → DOWN", unit: "ms", target: 4000 },
   { key: "redisCpuPercent", label: "Redis CPU", unit: "% core", target: 30 },
   { key: "redisOpsPerSec", label: "Redis ops/s", unit: "/s", target: null },
   { key: "leaseRenewals", label: "lease renewals", unit: "", target: null },
@@ -88,8 +91,11 @@ const SCALED: ReadonlySet<keyof ScaleRow> = new Set(["redisCpuPercent", "redisOp
 
 export function growthTable(rows: readonly ScaleRow[]): GrowthEntry[] {
   const sorted = [...rows].sort((a, b) => a.nodes - b.nodes);
-  return FIGURES.map((f) => {
-    const values = sorted.map((r) => ({ nodes: r.nodes, value: r[f.key], withinTarget: f.target === null ? null : r[f.key] <= f.target }));
+  return FIGURES.filter((f) => sorted.some((r) => r[f.key] !== undefined)).map((f) => {
+    const values = sorted.filter((r) => r[f.key] !== undefined).map((r) => {
+      const value = r[f.key] as number;
+      return { nodes: r.nodes, value, withinTarget: f.target === null ? null : value <= f.target };
+    });
     const exponent = growthExponent(values.map((v) => ({ n: v.nodes, y: v.value })));
     return { figure: f.label, unit: f.unit, target: f.target, values, exponent, superlinear: SCALED.has(f.key) && exponent !== null && exponent > SUPERLINEAR };
   });
@@ -104,11 +110,15 @@ const fmt = (x: number): string => (Number.isInteger(x) ? x.toLocaleString("en-U
 
 /** The readable table (stderr): one line per figure, its value at each size, its target and its growth. */
 export function renderGrowthTable(table: readonly GrowthEntry[]): string {
-  const sizes = table[0]?.values.map((v) => v.nodes) ?? [];
+  const sizes = [...new Set(table.flatMap((e) => e.values.map((v) => v.nodes)))].sort((a, b) => a - b);
   const head = ["figure", ...sizes.map((n) => `${fmt(n)} nodes`), "target", "growth"];
+  const cell = (e: GrowthEntry, n: number): string => {
+    const v = e.values.find((x) => x.nodes === n);
+    return v ? `${fmt(v.value)}${v.withinTarget === false ? " MISS" : ""}` : "-";
+  };
   const lines = table.map((e) => [
     `${e.figure}${e.unit ? ` (${e.unit})` : ""}`,
-    ...e.values.map((v) => `${fmt(v.value)}${v.withinTarget === false ? " MISS" : ""}`),
+    ...sizes.map((n) => cell(e, n)),
     e.target === null ? "-" : `≤ ${fmt(e.target)}`,
     e.exponent === null ? "-" : `n^${e.exponent}${e.superlinear ? " SUPERLINEAR" : ""}`,
   ]);

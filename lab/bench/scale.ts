@@ -53,8 +53,10 @@ export interface ScaleOptions {
   sizes: number[];
   /** Steady heartbeating before the faults, seconds. */
   steadyS: number;
-  /** AZ faults per size. */
+  /** AZ faults per size (each AZ's nodes report UNHEALTHY). */
   faults: number;
+  /** Then one more: an AZ falls silent (its heartbeats stop; DOWN once their hashes expire). Default false. */
+  silentFault?: boolean;
   log: (l: string) => void;
   /** The leader's period (ms). Default the controller's default (1 s): the decision waits for the next period. */
   leaderPeriodMs?: number;
@@ -184,15 +186,17 @@ export async function runScaleSize(nodes: number, o: Omit<ScaleOptions, "sizes">
     })();
     await sleep(o.steadyS * 1000);
 
-    const faults: { az: string; decisionMs: number | null; faultToDownMs: number | null; recoverMs: number | null }[] = [];
-    for (let f = 0; f < o.faults; f++) {
+    const faults: { az: string; kind: "unhealthy" | "silent"; decisionMs: number | null; faultToDownMs: number | null; recoverMs: number | null }[] = [];
+    const total = o.faults + (o.silentFault ? 1 : 0);
+    for (let f = 0; f < total; f++) {
       const az = azName(f, AZS);
+      const kind: "unhealthy" | "silent" = f < o.faults ? "unhealthy" : "silent";
       // A random phase against the leader's period and the agents' heartbeat slices.
       await sleep(Math.random() * 1000);
       const mark = children.slice(0, WORKERS).map((c) => c.events.length);
       const since = published.length;
       const t0 = Date.now();
-      for (const c of children.slice(0, WORKERS)) c.send({ cmd: "fault", az, kind: "unhealthy" });
+      for (const c of children.slice(0, WORKERS)) c.send({ cmd: "fault", az, kind });
       let down: number | null = null;
       while (Date.now() - t0 < 10_000 && down === null) {
         down = published.slice(since).find((p) => p.e.azs.find((a) => a.az === az)?.state === "DOWN")?.at ?? null;
@@ -208,9 +212,9 @@ export async function runScaleSize(nodes: number, o: Omit<ScaleOptions, "sizes">
         ok = published.slice(since2).find((p) => p.e.azs.find((a) => a.az === az)?.state === "OK")?.at ?? null;
         if (ok === null) await sleep(20);
       }
-      const row = { az, decisionMs: down !== null && cross !== null ? down - cross : null, faultToDownMs: down !== null ? down - t0 : null, recoverMs: ok !== null ? ok - h0 : null };
+      const row = { az, kind, decisionMs: down !== null && cross !== null ? down - cross : null, faultToDownMs: down !== null ? down - t0 : null, recoverMs: ok !== null ? ok - h0 : null };
       faults.push(row);
-      o.log(`${nodes} nodes: fault ${f + 1}/${o.faults} (${az}): decision ${row.decisionMs} ms after the registry crossed, DOWN ${row.faultToDownMs} ms after the fault; OK again ${row.recoverMs} ms after the heal`);
+      o.log(`${nodes} nodes: fault ${f + 1}/${total} (${az}, ${kind}): decision ${row.decisionMs} ms after the registry crossed, DOWN ${row.faultToDownMs} ms after the fault; OK again ${row.recoverMs} ms after the heal`);
       await sleep(1000);
     }
     polling = false;
@@ -224,8 +228,10 @@ export async function runScaleSize(nodes: number, o: Omit<ScaleOptions, "sizes">
     for (const c of children.slice(0, WORKERS)) c.send({ cmd: "stop" });
     const done = await Promise.all(children.slice(0, WORKERS).map((c) => c.waitFor("done", 30_000)));
     const lat = done.flatMap((d) => d.lat as number[]);
-    const decisions = faults.map((f) => f.decisionMs).filter((x): x is number => x !== null);
-    const toDown = faults.map((f) => f.faultToDownMs).filter((x): x is number => x !== null);
+    const reported = faults.filter((f) => f.kind === "unhealthy");
+    const decisions = reported.map((f) => f.decisionMs).filter((x): x is number => x !== null);
+    const toDown = reported.map((f) => f.faultToDownMs).filter((x): x is number => x !== null);
+    const silent = faults.find((f) => f.kind === "silent");
     // A renewal is missed when the term was lost, or when one came more than half a period late
     // (the next one after `renewMs` plus its round trip; the fence is at TTL − margin).
     const gaps = renewedAt.slice(renew0).map((t, i, a) => (i ? t - a[i - 1] : 0)).slice(1);
@@ -235,8 +241,9 @@ export async function runScaleSize(nodes: number, o: Omit<ScaleOptions, "sizes">
     return {
       nodes,
       decisionP50Ms: decisions.length ? r1(pct(decisions, 50)) : NaN,
-      decisionMaxMs: decisions.length === faults.length ? r1(Math.max(...decisions)) : Infinity,
-      faultToDownMaxMs: toDown.length ? r1(Math.max(...toDown)) : Infinity,
+      decisionMaxMs: decisions.length === reported.length ? r1(Math.max(...decisions)) : Infinity,
+      faultToDownMaxMs: toDown.length === reported.length ? r1(Math.max(...toDown)) : Infinity,
+      ...(silent ? { silentToDownMs: silent.faultToDownMs ?? Infinity } : {}),
       redisCpuPercent: r1((cpuS / wallS) * 100),
       redisOpsPerSec: Math.round(cmds / wallS),
       leaseRenewals: renewRtt.length,
@@ -285,7 +292,7 @@ export async function runScaleBench(o: ScaleOptions): Promise<Record<string, unk
     sizes: rows,
     growth: table.map((e) => ({ figure: e.figure, unit: e.unit, target: e.target, exponent: e.exponent, superlinear: e.superlinear, values: e.values })),
     withinTargets: withinTargets(table),
-    setup: { azs: AZS, agentProcesses: WORKERS, heartbeatMs: 1000, leaderPeriodMs: o.leaderPeriodMs ?? DEFAULT_CONTROLLER_SETTINGS.intervalMs, lease: LEASE, steadyS: o.steadyS, faultsPerSize: o.faults, redisUsers: "llmha-agent (agents, /az/health), llmha-controller (leader)" },
+    setup: { azs: AZS, agentProcesses: WORKERS, heartbeatMs: 1000, leaderPeriodMs: o.leaderPeriodMs ?? DEFAULT_CONTROLLER_SETTINGS.intervalMs, lease: LEASE, steadyS: o.steadyS, faultsPerSize: o.faults, silentFault: Boolean(o.silentFault), redisUsers: "llmha-agent (agents, /az/health), llmha-controller (leader)" },
   };
 }
 

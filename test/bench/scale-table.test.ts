@@ -8,7 +8,7 @@ import { downCrossingAt, FIGURES, growthExponent, growthTable, renderGrowthTable
 
 function row(nodes: number, over: Partial<ScaleRow> = {}): ScaleRow {
   return {
-    nodes, decisionP50Ms: 400, decisionMaxMs: 900, faultToDownMaxMs: 1500, redisCpuPercent: nodes / 200, redisOpsPerSec: nodes * 2,
+    nodes, decisionP50Ms: 400, decisionMaxMs: 900, faultToDownMaxMs: 1500, silentToDownMs: 3500, redisCpuPercent: nodes / 200, redisOpsPerSec: nodes * 2,
     leaseRenewals: 40, leaseMissed: 0, registryReadP99Ms: nodes / 100, azHealthP99Ms: 3, heartbeatP99Ms: 2, ...over,
   };
 }
@@ -48,6 +48,15 @@ describe("growth", () => {
     expect(text).toMatch(/2,000 nodes/);
     expect(text).toMatch(/31 MISS/);
     expect(text).toMatch(/SUPERLINEAR/);
+  });
+
+  it("leaves out a figure no size measured, and shows '-' where one size lacks it", () => {
+    const { silentToDownMs: _drop, ...without } = row(5000);
+    void _drop;
+    const t = growthTable([row(500), without]);
+    expect(t.find((e) => e.figure === "silent AZ → DOWN")!.values.map((v) => v.nodes)).toEqual([500]);
+    expect(renderGrowthTable(t)).toMatch(/silent AZ → DOWN \(ms\)\s+3,500\s+-\s/);
+    expect(growthTable([without]).some((e) => e.figure === "silent AZ → DOWN")).toBe(false);
   });
 
   it("draws one panel per figure, a dashed target where there is one", () => {
