@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every measured figure as one JSON document on stdout (progress on
- * stderr). `--quick` runs few trials; `--only l1|fleet|edge|standby|continuation`; `--out FILE` also writes it.
+ * stderr). `--quick` runs few trials; `--only l1|fleet|scale|edge|standby|continuation`; `--out FILE` also writes it.
  * Builds the agent first so the overhead figure is the compiled agent the image runs.
  */
 import { execFileSync } from "node:child_process";
@@ -9,12 +9,17 @@ import { join } from "node:path";
 import { runL1Bench } from "./agent-l1";
 import { didYouMean } from "../../contracts/did-you-mean";
 
-const USAGE = `Usage: llm-ha bench [--quick] [--only l1|fleet|edge|standby|continuation] [--out FILE]   (also: npm run bench)
+const USAGE = `Usage: llm-ha bench [--quick] [--only l1|fleet|scale|edge|standby|continuation] [--out FILE]
+                 [--sizes 500,1000,2000] [--leader-period MS] [--plot FILE.svg]   (also: npm run bench)
 
 Every measured figure as one JSON document on stdout, progress on stderr (docs/bench.md).
 Builds the agent first, so the overhead figure is the compiled agent the image runs.
+--sizes: the fleet sizes of the scale section (default 500,1000,2000; --quick 500,1000).
+--leader-period: the scale section's controller period (default 1000 ms, the controller's default).
+--plot: also draw the scale section's growth as an SVG (docs/bench-scale.svg).
 `;
-const FLAGS = ["--quick", "--only", "--out", "--help"];
+const FLAGS = ["--quick", "--only", "--out", "--sizes", "--plot", "--leader-period", "--help"];
+const VALUED = ["--only", "--out", "--sizes", "--plot", "--leader-period"];
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
@@ -22,7 +27,7 @@ async function main(): Promise<void> {
     process.stdout.write(USAGE);
     return;
   }
-  const unknown = argv.find((a, i) => a.startsWith("-") && !FLAGS.includes(a) && !["--only", "--out"].includes(argv[i - 1]));
+  const unknown = argv.find((a, i) => a.startsWith("-") && !FLAGS.includes(a) && !VALUED.includes(argv[i - 1]));
   if (unknown) {
     process.stderr.write(`llm-ha bench: unknown flag ${unknown}${didYouMean(unknown, FLAGS)}\n\n${USAGE}`);
     process.exitCode = 2;
@@ -31,6 +36,20 @@ async function main(): Promise<void> {
   const quick = argv.includes("--quick");
   const only = argv.includes("--only") ? argv[argv.indexOf("--only") + 1] : null;
   const outFile = argv.includes("--out") ? argv[argv.indexOf("--out") + 1] : null;
+  const sizesArg = argv.includes("--sizes") ? argv[argv.indexOf("--sizes") + 1] : null;
+  const sizes = sizesArg ? sizesArg.split(",").map(Number) : null;
+  if (sizes && !sizes.every((n) => Number.isInteger(n) && n >= 3 && n <= 20_000)) {
+    process.stderr.write(`llm-ha bench: --sizes takes node counts from 3 to 20000, comma separated; got ${JSON.stringify(sizesArg)}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  const periodArg = argv.includes("--leader-period") ? Number(argv[argv.indexOf("--leader-period") + 1]) : undefined;
+  if (periodArg !== undefined && !(Number.isInteger(periodArg) && periodArg >= 100 && periodArg <= 10_000)) {
+    process.stderr.write("llm-ha bench: --leader-period takes milliseconds from 100 to 10000\n");
+    process.exitCode = 2;
+    return;
+  }
+  const plot = argv.includes("--plot") ? argv[argv.indexOf("--plot") + 1] : undefined;
   const log = (l: string): void => void process.stderr.write(`[bench] ${l}\n`);
   log("building the agent (npm run build)");
   execFileSync("npm", ["run", "-s", "build"], { cwd: join(__dirname, "..", ".."), stdio: "inherit" });
@@ -43,6 +62,11 @@ async function main(): Promise<void> {
     log("fleet: takeover times and registry scale");
     const { runFleetBench } = (await import("./fleet.js")) as { runFleetBench: (o: { quick?: boolean }) => Promise<Record<string, unknown>> };
     result.fleet = await runFleetBench({ quick });
+  }
+  if (!only || only === "scale") {
+    log("scale: one leader over 500 to 2,000 simulated agents (--quick: 500 and 1,000), an AZ fault at each size");
+    const { runScaleBench } = await import("./scale.js");
+    result.scale = await runScaleBench({ sizes: sizes ?? (quick ? [500, 1000] : [500, 1000, 2000]), steadyS: quick ? 5 : 15, faults: quick ? 2 : 4, silentFault: !quick, log, svgOut: plot, leaderPeriodMs: periodArg });
   }
   if (!only || only === "edge") {
     log("edge: what client authentication and limits add per request at the proxy");

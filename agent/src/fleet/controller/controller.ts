@@ -215,15 +215,22 @@ export class Controller {
     if (explained === null && !this.inventory?.identities) {
       // In chunks (`SWEEP_CHUNK` nodes a call), other clients served in between; what a
       // period leaves (a zone of thousands dying at once) waits for the next one.
+      // Each call goes on where the last one stopped: live nodes silent a while but not expired
+      // stay in the index, and from the oldest every call looked at the same ones again (20
+      // calls a period, 100 ms at 5,000 nodes, whenever 250 were a second late).
       let expired = 0;
+      let from = "-inf";
       for (let call = 0; call < MAX_SWEEP_CALLS; call++) {
         const sweep = await writer.sweep({
           silentMs: Math.min(this.settings.intervalMs, this.o.heartbeatTtlMs ?? this.settings.intervalMs),
           forgetAfterMs: this.settings.forgetAfterMs,
+          from,
         });
         if (!sweep.accepted) return null;
         expired += sweep.expired;
         if (!sweep.more) break;
+        // Ties at the last score are looked at again (inclusive), unless nothing moved (then past it).
+        if (sweep.lastScore !== null) from = sweep.lastScore === from ? `(${sweep.lastScore}` : sweep.lastScore;
       }
       if (expired) this.log.info({ expired }, "expired nodes swept from the available sets");
     }

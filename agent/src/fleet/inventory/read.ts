@@ -36,20 +36,58 @@ export interface InventorySnapshot extends RegistrySnapshot {
   offInventory: string[];
 }
 
-/** Reads the records of the inventory's nodes, and names what claims to be a node outside it. */
+/**
+ * Reads the records of the inventory's nodes, and names what claims to be a node outside it.
+ *
+ * Each record is read once. The walk of `members` (to find ids outside the inventory) already
+ * returns each member's compact view, read by the function from `node:<id>`: for a listed node
+ * whose record key is that very key (no node identities), that view is its record. Only the
+ * listed nodes the walk did not reach (no member entry: an index deleted, an entry added
+ * meanwhile) or whose record is under another key (identities) are read apart, in one
+ * pipeline. Before, every record was read twice, and 5,000 single HGETs through the client
+ * cost the leader more than the walk's five pages (78 ms against 21 ms a period, measured).
+ */
 export async function readInventorySnapshot(redis: Redis, keys: RedisKeys, inventory: readonly InventoryNode[], o: InventoryReadOptions): Promise<InventorySnapshot> {
-  const pipe = redis.pipeline();
-  const recordKeys = inventory.map((n) => (o.recordKey ? o.recordKey(n.nodeId) : keys.node(n.nodeId)));
-  for (const k of recordKeys) if (k) pipe.hget(k, "c");
-  const replies = (await pipe.exec()) ?? [];
-  let next = 0;
-  const got = recordKeys.map((k) => (k ? replies[next++] : [null, null]));
   const listed = new Set(inventory.map((n) => n.nodeId));
   const skipped: SkippedRecord[] = [];
+  // Ids that claim to be nodes outside the inventory: member entries and records reached through them.
+  const offInventory: string[] = [];
+  const offSkipped: SkippedRecord[] = [];
+  const walked = new Map<string, CompactNode | null>();
+  let cursor = "0";
+  const seen = new Set<string>();
+  do {
+    const page = await readNodesScript(redis, keys.members, keys.prefix, cursor, 1000);
+    for (const e of page.entries) {
+      if (listed.has(e.id)) {
+        walked.set(e.id, e.view);
+        continue;
+      }
+      if (o.formerly.has(e.id) || seen.has(e.id)) continue;
+      seen.add(e.id);
+      offInventory.push(e.id);
+      offSkipped.push({ nodeId: e.id.slice(0, 64), reason: e.view ? "a record for a node the inventory does not list" : "a member entry for a node the inventory does not list", what: "forged" });
+    }
+    cursor = page.cursor;
+  } while (cursor !== "0");
+
+  const recordKeys = inventory.map((n) => (o.recordKey ? o.recordKey(n.nodeId) : keys.node(n.nodeId)));
+  const fromWalk = inventory.map((n, i) => recordKeys[i] === keys.node(n.nodeId) && walked.has(n.nodeId));
+  const pipe = redis.pipeline();
+  recordKeys.forEach((k, i) => {
+    if (k && !fromWalk[i]) pipe.hget(k, "c");
+  });
+  const replies = pipe.length ? ((await pipe.exec()) ?? []) : [];
+  let next = 0;
+  const views = recordKeys.map((k, i): CompactNode | null => {
+    if (fromWalk[i]) return walked.get(inventory[i].nodeId) ?? null;
+    if (!k) return null;
+    const [err, v] = replies[next++] ?? [null, null];
+    if (err) throw err;
+    return parseCompactNode(v ?? null);
+  });
   const nodes: NodeView[] = inventory.map((inv, i) => {
-    const res = got[i];
-    if (res?.[0]) throw res[0];
-    const view = parseCompactNode(res?.[1] ?? null);
+    const view = views[i];
     const expected = inv.gpus ?? (view && Number.isInteger(view.gpusExpected) && view.gpusExpected >= 0 && view.gpusExpected <= MAX_GPUS_PER_NODE ? view.gpusExpected : o.gpusOf.get(inv.nodeId) ?? 0);
     const served = o.served.has(inv.nodeId);
     const dead: NodeView = {
@@ -65,20 +103,7 @@ export async function readInventorySnapshot(redis: Redis, keys: RedisKeys, inven
     }
     return liveView(inv, view, expected, served);
   });
-  // Ids that claim to be nodes outside the inventory: member entries and records reached through them.
-  const offInventory: string[] = [];
-  let cursor = "0";
-  const seen = new Set<string>();
-  do {
-    const page = await readNodesScript(redis, keys.members, keys.prefix, cursor, 1000);
-    for (const e of page.entries) {
-      if (listed.has(e.id) || o.formerly.has(e.id) || seen.has(e.id)) continue;
-      seen.add(e.id);
-      offInventory.push(e.id);
-      skipped.push({ nodeId: e.id.slice(0, 64), reason: e.view ? "a record for a node the inventory does not list" : "a member entry for a node the inventory does not list", what: "forged" });
-    }
-    cursor = page.cursor;
-  } while (cursor !== "0");
+  skipped.push(...offSkipped);
   return skipped.length ? { nodes, skipped, offInventory } : { nodes, offInventory };
 }
 

@@ -35,7 +35,8 @@ export class InventoryTracker {
   private seeded = false;
   private readonly served = new Set<string>();
   private readonly gpus = new Map<string, number>();
-  private written = "";
+  /** The `inventory` hash's fields as this term last wrote (or, at its start, read) them: only what changed is written. */
+  private written = new Map<string, string>();
 
   constructor(
     private readonly inventory: Inventory,
@@ -84,12 +85,13 @@ export class InventoryTracker {
    */
   async seed(): Promise<void> {
     this.seeded = false;
-    this.written = ""; // another leader may have written it since this process last led
+    this.written = new Map(); // another leader may have written it since this process last led
     await this.desk?.load();
     const h = await this.redis.hgetall(this.keys.inventory);
     for (const [id, v] of Object.entries(h)) {
       const [az, gpus, served] = v.split("|");
       if (!az || ["token", "leader", "at"].includes(id)) continue;
+      this.written.set(id, v);
       this.formerly.add(id);
       this.azsSeen.add(az);
       if (served === "1") this.served.add(id);
@@ -188,14 +190,31 @@ export class InventoryTracker {
     }
     // Forged member entries would be named every period: out of the index (`llm-ha status` reads it too).
     if (forgedMembers.length) await this.redis.hdel(this.keys.members, ...forgedMembers);
+    await this.writeSeen(writer);
+    return snap;
+  }
+
+  /**
+   * The fenced `inventory` hash (what the next leader starts from, what `llm-ha status` lists):
+   * only the fields that changed since the last write, merged; the whole hash replaced only
+   * when a node left the list (or another leader's hash holds ids this list lacks). Written
+   * whole every time it changed, one served flag cost the fleet's every field in one call (and
+   * above 253 nodes the call exceeded the function's argument bound: every period failed).
+   */
+  private async writeSeen(writer: FencedWriter): Promise<void> {
     const fields: Record<string, string> = {};
     for (const n of this.nodes ?? []) fields[n.nodeId] = `${n.az}|${this.gpus.get(n.nodeId) ?? 0}|${this.served.has(n.nodeId) ? 1 : 0}`;
-    const text = JSON.stringify(fields);
-    if (text !== this.written && Object.keys(fields).length) {
-      const r = await writer.hset(this.keys.inventory, fields, { mode: "replace" });
-      if (r.accepted) this.written = text;
-    }
-    return snap;
+    const ids = Object.keys(fields);
+    if (ids.length === 0) return;
+    const gone = [...this.written.keys()].some((id) => !(id in fields));
+    const changed: Record<string, string> = {};
+    for (const id of ids) if (this.written.get(id) !== fields[id]) changed[id] = fields[id];
+    if (!gone && Object.keys(changed).length === 0) return;
+    const write = gone ? fields : changed;
+    const r = await writer.hset(this.keys.inventory, write, { mode: gone ? "replace" : "hset" });
+    if (!r.accepted) return;
+    if (gone) this.written = new Map(Object.entries(fields));
+    else for (const [id, v] of Object.entries(changed)) this.written.set(id, v);
   }
 
   /** Ids in an inventory AZ's available set that the inventory does not place in that AZ. */

@@ -56,7 +56,11 @@ if #pairs_ > 0 then
   pairs_[#pairs_ + 1] = ARGV[2]
   pairs_[#pairs_ + 1] = "at"
   pairs_[#pairs_ + 1] = t[1] * 1000 + math.floor(t[2] / 1000)
-  redis.call("HSET", KEYS[2], unpack(pairs_))
+  -- In slices: Lua's unpack takes at most about 8,000 values (LUAI_MAXCSTACK), and the
+  -- leader's `inventory` hash has a field per GPU node (5,000 nodes are 10,000 values).
+  for i = 1, #pairs_, 2000 do
+    redis.call("HSET", KEYS[2], unpack(pairs_, i, math.min(i + 1999, #pairs_)))
+  end
 end
 
 if ARGV[4] ~= "" and (changeField == "" or prev ~= newValue) then

@@ -75,7 +75,8 @@ export class FencedWriter {
   }
 
   /** The registry sweep (expired nodes out of the available sets), fenced like any leader write. */
-  async sweep(a: { silentMs: number; forgetAfterMs: number; limit?: number }): Promise<SweepResult> {
+  /** `from`: where the period's previous call stopped (its `lastScore`); default from the oldest. */
+  async sweep(a: { silentMs: number; forgetAfterMs: number; limit?: number; from?: string }): Promise<SweepResult> {
     const { token } = this.termOrThrow();
     const r = await sweepScript(this.redis, this.keys, {
       prefix: this.keys.prefix,
@@ -85,6 +86,7 @@ export class FencedWriter {
       forgetAfterMs: a.forgetAfterMs,
       eventsMaxLen: this.eventsMaxLen,
       limit: a.limit ?? SWEEP_CHUNK,
+      from: a.from,
     });
     if (!r.accepted) this.refused(r.highestToken);
     return r;

@@ -75,6 +75,8 @@ export interface LeaseEvents {
   /** The acquisition left out insane fence values (`<key>=<value>,…`) and healed the fence. */
   poisoned: [detail: string];
   lost: [reason: LostReason];
+  /** A renewal Redis accepted, with its round trip (ms): what the bench counts. */
+  renewed: [rttMs: number];
 }
 
 export interface LeaseTerm {
@@ -372,6 +374,7 @@ export class LeaderLease extends EventEmitter<LeaseEvents> {
     term.deadline = sentAt + this.settings.ttlMs - this.settings.marginMs;
     this.armFence();
     this.schedule(this.settings.renewMs, () => this.renew());
+    this.emit("renewed", performance.now() - sentAt);
   }
 
   private lose(reason: LostReason): void {

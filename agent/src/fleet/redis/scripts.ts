@@ -21,12 +21,17 @@ const READ_ONLY: ReadonlySet<string> = new Set<ScriptName>(["readNodes"]);
 /** Writes that cannot grow Redis: they run while it is full (`noeviction`), so a full Redis does not also cost the lease. */
 const ALLOW_OOM: ReadonlySet<string> = new Set<ScriptName>(["renew", "release"]);
 
+/** The most GPU nodes one leader's fenced writes admit (its `inventory` hash, one field each). */
+export const MAX_FLEET_NODES = 25_000;
+
 /**
  * Bounds above the default 4 KiB per argument: a fenced write carries the leader's field
  * values (a model list, a practice record), and only the leader's keys admit it.
  */
 const BOUNDS: Readonly<Partial<Record<ScriptName, { maxArgBytes?: number; maxArgs?: number }>>> = {
-  fencedHset: { maxArgBytes: 64 * 1024, maxArgs: 512 },
+  // The leader's `inventory` hash has a field per GPU node, and is written whole when a node
+  // leaves the list: 6 arguments plus a pair per node, for fleets up to MAX_FLEET_NODES.
+  fencedHset: { maxArgBytes: 64 * 1024, maxArgs: 6 + 2 * MAX_FLEET_NODES },
 };
 
 export class ScriptLoadError extends Error {
@@ -273,19 +278,21 @@ export async function removeScript(
 }
 
 /** `more`: the call's limit cut the work short (call again). */
-export type SweepResult = { accepted: true; expired: number; forgotten: number; more: boolean } | { accepted: false; highestToken: number };
+/** `lastScore`: the last live node's score the call looked at (null: none), where the period's next call goes on from. */
+export type SweepResult = { accepted: true; expired: number; forgotten: number; more: boolean; lastScore: string | null } | { accepted: false; highestToken: number };
 
 export async function sweepScript(
   redis: Redis,
   k: { nodes: string; members: string; dead: string; events: string; fenceLast: string },
-  a: { prefix: string; token: number; holder: string; silentMs: number; forgetAfterMs: number; eventsMaxLen: number; limit: number },
+  a: { prefix: string; token: number; holder: string; silentMs: number; forgetAfterMs: number; eventsMaxLen: number; limit: number; from?: string },
 ): Promise<SweepResult> {
   const r = (await fn(redis, "sweep")(
     k.nodes, k.members, k.dead, k.events, k.fenceLast,
-    a.prefix, a.token, a.holder, a.silentMs, a.forgetAfterMs, a.eventsMaxLen, a.limit,
-  )) as number[];
+    a.prefix, a.token, a.holder, a.silentMs, a.forgetAfterMs, a.eventsMaxLen, a.limit, a.from ?? "-inf",
+  )) as unknown[];
   if (num(r[0]) !== 1) return { accepted: false, highestToken: num(r[1]) };
-  return { accepted: true, expired: num(r[1]), forgotten: num(r[2]), more: num(r[3]) === 1 };
+  const last = r[4] === undefined || r[4] === null || r[4] === "" ? null : String(r[4]);
+  return { accepted: true, expired: num(r[1]), forgotten: num(r[2]), more: num(r[3]) === 1, lastScore: last };
 }
 
 /** The controller's compact view of a node (field `c` of its hash). */

@@ -16,9 +16,15 @@
     ARGV[4] look at nodes silent for at least this many ms
     ARGV[5] forget after ms   ARGV[6] events MAXLEN
     ARGV[7] most nodes handled per call (expired + forgotten); the rest waits for the next call
+    ARGV[8] look at live nodes from this score on (a ZRANGEBYSCORE min: "-inf", "<ms>" or
+            "(<ms>"); absent or "" = "-inf". A period's next call passes the last score the
+            previous one looked at: live nodes silent a while but not expired (a zone's first
+            seconds of silence, heartbeats late under load) stay in `nodes`, and from "-inf"
+            every call would look at the same oldest ones again
 
   Output:
-    {1, expired now, forgotten now, more}   applied; more = 1 when the limit cut the work short
+    {1, expired now, forgotten now, more, last score looked at ("" = none)}
+                                            applied; more = 1 when the limit cut the work short
     {0, highest token}                      refused (stale leader)
 ]]
 --- @include "fence"
@@ -35,7 +41,15 @@ local limit = tonumber(ARGV[7])
 local expiredNow, forgotten, more = 0, 0, 0
 
 -- Live nodes silent long enough for their hash to have expired: the oldest first.
-local cands = redis.call("ZRANGEBYSCORE", KEYS[1], "-inf", now - tonumber(ARGV[4]), "WITHSCORES", "LIMIT", 0, limit)
+local from = ARGV[8]
+if from == nil or from == "" then
+  from = "-inf"
+end
+local cands = redis.call("ZRANGEBYSCORE", KEYS[1], from, now - tonumber(ARGV[4]), "WITHSCORES", "LIMIT", 0, limit)
+local last = ""
+if #cands > 0 then
+  last = cands[#cands]
+end
 for i = 1, #cands, 2 do
   local id = cands[i]
   if redis.call("EXISTS", prefix .. "node:" .. id) == 0 then
@@ -74,4 +88,4 @@ if room > 0 then
 else
   more = 1
 end
-return {1, expiredNow, forgotten, more}
+return {1, expiredNow, forgotten, more, last}
