@@ -232,10 +232,26 @@ function globalsOf(args: HaproxyConfigArgs): HaproxyGlobals {
   return g;
 }
 
+function tuningOf(p: Pick<HaproxyProxy, "health" | "tuning">): HaproxyTuning {
+  return { ...DEFAULT_HAPROXY_TUNING, ...(p.health === "agent" ? {} : BASELINE_HAPROXY_TUNING), ...p.tuning };
+}
+
+function feMaxOf(p: Pick<HaproxyProxy, "continuation">, t: HaproxyTuning, g: HaproxyGlobals): number {
+  return p.continuation && t.frontendMaxconn === undefined ? Math.floor(frontendMaxconn(t, g) / 2) : frontendMaxconn(t, g);
+}
+
+/**
+ * The `maxconn` of a proxy's inference frontend, and of its continuation listener when it has
+ * one: what the relay's pool toward that listener is sized to (`LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS`).
+ */
+export function proxyFrontendMaxconn(p: Pick<HaproxyProxy, "health" | "tuning" | "continuation">, args: Pick<HaproxyConfigArgs, "maxconn" | "bufsize" | "healthConns">): number {
+  return feMaxOf(p, tuningOf(p), globalsOf({ ...args, proxies: [] }));
+}
+
 /** The inference frontend, its optional `/az/health` listener, and its backends. */
 function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
-  const t: HaproxyTuning = { ...DEFAULT_HAPROXY_TUNING, ...(p.health === "agent" ? {} : BASELINE_HAPROXY_TUNING), ...p.tuning };
-  const feMax = p.continuation && t.frontendMaxconn === undefined ? Math.floor(frontendMaxconn(t, g) / 2) : frontendMaxconn(t, g);
+  const t = tuningOf(p);
+  const feMax = feMaxOf(p, t, g);
   positiveInt(`frontendMaxconn of ${p.name}`, feMax);
   if (feMax >= g.maxconn) throw new HaproxyConfigError(`frontendMaxconn ${feMax} of ${p.name} must stay below the global maxconn ${g.maxconn}`);
   positiveInt(`serverMaxconn of ${p.name}`, t.serverMaxconn);

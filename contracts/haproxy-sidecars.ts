@@ -80,6 +80,12 @@ export function renderContinuation(name: string, c: HaproxyContinuation, t: { ti
     `  timeout server ${ms(t.timeoutServerMs)}`,
     "  retries 1",
     "  retry-on conn-failure",
+    // Any idle connection to the relay takes the next request, a new client's first one included
+    // (`safe`, the default, opens a new connection for it): the relay is one local process with no
+    // state per connection, and it never closes an idle one itself (keepAliveTimeout 0), so none
+    // is closed under a request. Measured: with `safe` every new client connection cost one
+    // accept in the relay (lab/bench/continuation.ts, docs/bench.md).
+    "  http-reuse always",
     `  server relay ${c.relay} check inter 1s fall 2 rise 1`,
   ];
 }

@@ -1,3 +1,4 @@
+import { L1_CPU } from "../workloads/l1-proxy";
 import { IMAGES } from "../images";
 import { digestRefProblem } from "./edge";
 import { isPosInt, type Settings } from "./read";
@@ -98,7 +99,25 @@ export function agentImageOf(s: Settings): Pick<StackConfig, "agentImage" | "age
 export function haproxyOf(s: Settings): StackConfig["haproxy"] {
   const hap = s.obj("haproxy");
   // Empty default: the ECR Public mirror of Docker's haproxy at `llm-ha:images.haproxyDigest` (resolve.ts requires it then).
-  return { image: imageRef(s, hap, "image", s.key("haproxy.image"), ""), replicas: s.int(hap, "replicas", s.key("haproxy.replicas"), 2) };
+  const cpuMillis = cpuMillisOf(s, hap.cpu, s.key("haproxy.cpu"));
+  const nbthread = hap.nbthread === undefined ? undefined : s.int(hap, "nbthread", s.key("haproxy.nbthread"), 1);
+  return { image: imageRef(s, hap, "image", s.key("haproxy.image"), ""), replicas: s.int(hap, "replicas", s.key("haproxy.replicas"), 2), cpuMillis, ...(nbthread !== undefined ? { nbthread } : {}) };
+}
+
+/**
+ * A CPU amount as Kubernetes writes it (`2`, `1.5`, `1500m`; a YAML number too), in millicores.
+ * Default `L1_CPU` (2 cores): HAProxy's limit, from which its `nbthread` is rendered.
+ */
+function cpuMillisOf(s: Settings, v: unknown, path: string): number {
+  if (v === undefined) return L1_CPU.limitMillis;
+  const text = typeof v === "number" ? String(v) : typeof v === "string" ? v.trim() : "";
+  const m = /^(\d+(?:\.\d{1,3})?)$|^(\d+)m$/.exec(text);
+  const millis = m ? (m[1] !== undefined ? Math.round(Number(m[1]) * 1000) : Number(m[2])) : NaN;
+  if (!Number.isSafeInteger(millis) || millis < 100) {
+    s.p.add(path, `${JSON.stringify(v)} must be a CPU amount of at least 100m, e.g. 2, 1.5 or 1500m (HAProxy's CPU limit; its nbthread is that rounded up)`);
+    return L1_CPU.limitMillis;
+  }
+  return millis;
 }
 
 /** An image setting: by digest when given (`images-by-digest`), else the default. */

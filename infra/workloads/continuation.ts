@@ -22,8 +22,11 @@ export function continuationProxyField(): HaproxyContinuation {
   return { relay: `127.0.0.1:${PORTS.l1Continue}`, bind: `127.0.0.1:${PORTS.l1ContinueUpstream}` };
 }
 
-/** The container beside HAProxy, from the agent image. */
-export function continuationContainer(image: pulumi.Input<string>, kind: ContinuationKind = "vllm"): Container {
+/**
+ * The container beside HAProxy, from the agent image. `listenerMaxconn`: the continuation
+ * listener's maxconn in the rendered config, which the relay's pool toward it is sized to.
+ */
+export function continuationContainer(image: pulumi.Input<string>, kind: ContinuationKind = "vllm", listenerMaxconn?: number): Container {
   const env = (name: string, value: string) => ({ name, value });
   return {
     name: "continue",
@@ -34,6 +37,8 @@ export function continuationContainer(image: pulumi.Input<string>, kind: Continu
       env("LLMHA_CONTINUE_PORT", String(PORTS.l1Continue)),
       env("LLMHA_CONTINUE_UPSTREAM", `127.0.0.1:${PORTS.l1ContinueUpstream}`),
       env("LLMHA_CONTINUE_KIND", kind),
+      // As many connections to the listener as it takes, all kept for reuse (each closed after 20 s idle).
+      ...(listenerMaxconn !== undefined ? [env("LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS", String(listenerMaxconn))] : []),
       // Prometheus scrapes this one (the NetworkPolicy lets only its namespace in); completions stay on loopback.
       env("LLMHA_CONTINUE_METRICS_ADDR", `0.0.0.0:${PORTS.l1ContinueMetrics}`),
     ],

@@ -1,7 +1,7 @@
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import { GpuClassConfig, standbySize, type PracticeWakeConfig } from "../config";
-import { edgeNamespaceOf, NAMESPACE_NAME, WORKLOADS_NAMESPACE, type NetRole } from "../names";
+import { APP, edgeNamespaceOf, NAMESPACE_NAME, WORKLOADS_NAMESPACE, type NetRole } from "../names";
 import { createSecurityGroupPolicies } from "../fences";
 import { Problems } from "../problems";
 import { agentDaemonSet, agentServiceAccount } from "./agent";
@@ -13,12 +13,11 @@ import { dcgmExporterDaemonSet } from "./dcgm-exporter";
 import { inferenceHeadlessService, inferenceManifests, modelRevisionOf, rolloutIgnoreChanges } from "./inference";
 import { inferenceDeploymentNames, rolloutConfigMap } from "./rollout";
 import { fallbackProviderObjects, fallbackServiceAccount, type FallbackProvider, type FallbackSidecarSpec } from "./fallback";
-import { l1ProxyManifests } from "./l1-proxy";
+import { l1ProxyManifests, type L1Cpu } from "./l1-proxy";
 import { L1_METRICS_LISTENERS, l1MetricsNetworkPolicy, workloadNetworkPolicies } from "./network-policies";
 import { EDGE_POD_SECURITY, namespaceManifest, POD_READINESS_GATE_LABEL, WORKLOADS_POD_SECURITY } from "./namespaces";
 import { REDIS_ROLE_TIER, redisSecretParts, type RedisWorkloadRole } from "./redis-secret";
 import { DEFAULT_PROMETHEUS_NAMESPACE } from "./fallback-names";
-import { APP } from "../names";
 
 export interface WorkloadsArgs {
   /** Kubernetes provider of the cluster. Required. */
@@ -73,8 +72,9 @@ export interface WorkloadsArgs {
   namespace?: string;
   /** HAProxy image, by digest: 2.6, the major version the drill and the tests run (Debian 12 ships 2.6.12), so what is measured is what serves; 2.6 is an LTS branch. Required. */
   haproxyImage: pulumi.Input<string>;
-  /** HAProxy pods per AZ. Default 2. */
+  /** HAProxy pods per AZ (default 2), and HAProxy's CPU limit and threads in each (`llm-ha:haproxy.cpu`, `.nbthread`; default `L1_CPU`: 2 cores, 2 threads). */
   haproxyReplicas?: number;
+  haproxyCpu?: L1Cpu;
   /** NVIDIA device plugin image. Default `DEVICE_PLUGIN_IMAGE`. */
   devicePluginImage?: string;
   /** NVIDIA DCGM exporter image, by digest (infra/workloads/dcgm-exporter.ts). Default none: no exporter. */
@@ -365,7 +365,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
       azs: azNames,
       slots,
       image: args.haproxyImage,
-      replicas: args.haproxyReplicas ?? 2,
+      replicas: args.haproxyReplicas ?? 2, cpu: args.haproxyCpu,
       publicSubnetId,
       nlbName: nlbNames[az],
       tls: args.tls,

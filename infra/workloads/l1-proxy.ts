@@ -6,6 +6,7 @@ import {
   haproxyBufferBytes,
   hardStopAfterMs,
   HaproxyDnsGroup,
+  proxyFrontendMaxconn,
   renderHaproxyConfig,
   type HaproxyTuning,
 } from "../../contracts/haproxy-config";
@@ -49,6 +50,28 @@ export interface L1ProxySpec {
   fallback?: FallbackSidecarSpec;
   /** The public edge's key sync beside HAProxy (infra/workloads/l1-edge.ts): clients authenticate. */
   edge: L1EdgeSpec;
+  /** HAProxy's CPU (`llm-ha:haproxy.cpu`, `llm-ha:haproxy.nbthread`). Default `L1_CPU`: 2 cores, 2 threads. */
+  cpu?: L1Cpu;
+}
+
+/**
+ * HAProxy's CPU in an L1 pod: the container's limit, and its threads (`nbthread`), by default the
+ * limit rounded up. Unset, HAProxy starts a thread per CPU it may run on, which in a container is
+ * every CPU of the node, whatever the pod was given: more threads than CPU time, and the edge bench
+ * saw idle threads spin on the stick table's lock.
+ */
+export interface L1Cpu {
+  /** The HAProxy container's CPU limit in millicores. */
+  limitMillis: number;
+  /** Threads; default `l1Nbthread(limitMillis)`. */
+  nbthread?: number;
+}
+
+export const L1_CPU: Readonly<L1Cpu> = Object.freeze({ limitMillis: 2000 });
+
+/** Threads for a CPU limit: one per core it may use, rounded up, at least 1. */
+export function l1Nbthread(cpu: L1Cpu = L1_CPU): number {
+  return cpu.nbthread ?? Math.max(1, Math.ceil(cpu.limitMillis / 1000));
 }
 
 
@@ -93,6 +116,9 @@ export function l1Memory(slots: Record<string, number>): { requestMi: number; li
   return { requestMi: mi(Math.min(inService, L1_GLOBALS.maxconn)), limitMi: mi(L1_GLOBALS.maxconn) };
 }
 
+/** The continuation listener's maxconn in the L1 config: the relay's pool toward it is sized to it. */
+export const L1_CONTINUATION_MAXCONN = proxyFrontendMaxconn({ health: "agent", tuning: L1_TUNING, continuation: continuationProxyField() }, L1_GLOBALS);
+
 /** The NLB Service's port names: the TLS listeners are chosen by name (`…-ssl-ports`). */
 export const L1_PORT_NAMES = Object.freeze({ api: "https", azHealth: "az-health" });
 
@@ -112,8 +138,9 @@ export function dnsGroup(namespace: string, az: string, slots: number): HaproxyD
 export const L1_STATS_BIND = "127.0.0.1:8405";
 
 /** `haproxy.cfg` of one AZ's L1 proxy, from the same generator the drill runs. */
-export function l1HaproxyConfig(s: Pick<L1ProxySpec, "serversNamespace" | "az" | "azs" | "slots" | "fallback"> & { edge?: Pick<L1EdgeSpec, "upstreamKeySecretName"> }): string {
+export function l1HaproxyConfig(s: Pick<L1ProxySpec, "serversNamespace" | "az" | "azs" | "slots" | "fallback" | "cpu"> & { edge?: Pick<L1EdgeSpec, "upstreamKeySecretName"> }): string {
   return renderHaproxyConfig({
+    nbthread: l1Nbthread(s.cpu),
     monitorBind: `:${PORTS.l1Monitor}`,
     // The monitor port is open to the NLB and Prometheus; the stats page only to `kubectl port-forward`.
     statsBind: L1_STATS_BIND,
@@ -200,7 +227,8 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
               livenessProbe: { ...monitor, periodSeconds: 10, failureThreshold: 3 },
               // Keep serving while the NLB deregisters the pod (its deregistration is slow).
               lifecycle: { preStop: { exec: { command: ["sleep", String(stop.preStopS)] } } },
-              resources: { requests: { cpu: "250m", memory: `${memory.requestMi}Mi` }, limits: { memory: `${memory.limitMi}Mi` } },
+              // The CPU limit is what `nbthread` is rendered from (l1Nbthread).
+              resources: { requests: { cpu: "250m", memory: `${memory.requestMi}Mi` }, limits: { cpu: `${(s.cpu ?? L1_CPU).limitMillis}m`, memory: `${memory.limitMi}Mi` } },
               securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
               volumeMounts: [
                 { name: "config", mountPath: "/usr/local/etc/haproxy", readOnly: true },
@@ -211,7 +239,7 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
             },
             edgeSyncContainer(s.edge),
             ...(s.fallback ? [fallbackContainer(s.fallback, PORTS.l1Internal)] : []),
-            continuationContainer(s.edge.image),
+            continuationContainer(s.edge.image, "vllm", L1_CONTINUATION_MAXCONN),
           ],
           volumes: [
             { name: "config", configMap: { name } },

@@ -63,6 +63,26 @@ function compare(r: Paths, what: "ttfb" | "lag"): Record<string, number> {
   return { ...at(50), ...at(99) };
 }
 
+/** One figure against its goal: what the relay added at `p`, beside the direct path's own figure (ms). */
+export interface ContinuationGoal {
+  figure: string;
+  goalAddedMs: number;
+  addedMs: number;
+  directMs: number;
+  relayedMs: number;
+  met: boolean;
+}
+
+function goal(figure: string, c: Record<string, number>, p: 50 | 99, goalAddedMs: number): ContinuationGoal {
+  const addedMs = c[`addedP${p}`];
+  return { figure, goalAddedMs, addedMs, directMs: c[`plainP${p}`], relayedMs: c[`relayedP${p}`], met: addedMs <= goalAddedMs };
+}
+
+/** The goals as lines a reader can take in (stderr), one per figure. */
+export function goalLines(name: string, goals: ContinuationGoal[]): string[] {
+  return goals.map((g) => `${name}: ${g.figure}: ${g.addedMs >= 0 ? "+" : ""}${g.addedMs} ms added (goal ≤ ${g.goalAddedMs} ms; direct ${g.directMs} ms, relayed ${g.relayedMs} ms) met: ${g.met}`);
+}
+
 /** A server streaming `chunks` completion chunks, each stamped with its send time. */
 async function stubServer(chunks: number, chunkMs: number): Promise<Server> {
   const s = createServer((req, res) => {
@@ -156,11 +176,20 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
   const [plain, relayed, relayPort, upstream] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const built = builtCli(o.log);
   const args = built ? [built, "continue"] : ["--import", "tsx", join(__dirname, "..", "..", "agent", "src", "cli.ts"), "continue"];
-  const env = { ...process.env, LLMHA_CONTINUE_PORT: String(relayPort), LLMHA_CONTINUE_UPSTREAM: `127.0.0.1:${o.relayTo === "server" ? stubPort : upstream}`, LLMHA_CONTINUE_METRICS_ADDR: "off", LLMHA_LOG_LEVEL: "warn" };
-  const child = spawn(process.execPath, args, { env, stdio: "ignore" });
   const servers = { kind: "static" as const, local: [{ name: "stub", address: "127.0.0.1", port: stubPort, agentPort: await freePort(), httpPort: 1 }], backup: [] };
   // Enough connections for the streams on both paths; the stub takes them all.
   const tuning = { serverMaxconn: o.streams * 2, frontendMaxconn: o.streams * 2 + 16 };
+  // The relay's pool sized to the listener it sends to, as infra sizes it in the L1 pod (at the
+  // default 992, 1,000 streams open at once queued in the relay for a stream to end: +22 ms p50).
+  const env = {
+    ...process.env,
+    LLMHA_CONTINUE_PORT: String(relayPort),
+    LLMHA_CONTINUE_UPSTREAM: `127.0.0.1:${o.relayTo === "server" ? stubPort : upstream}`,
+    LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS: String(tuning.frontendMaxconn),
+    LLMHA_CONTINUE_METRICS_ADDR: "off",
+    LLMHA_LOG_LEVEL: "warn",
+  };
+  const child = spawn(process.execPath, args, { env, stdio: "ignore" });
   const hp = await startHaproxy({
     maxconn: o.streams * 6 + 200,
     ...(o.nbthread ? { nbthread: o.nbthread } : {}),
@@ -224,16 +253,29 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
     }
     const hop = await loopbackRoundTrip(400, 5);
     const tokensPerS = relayTokens / relayWallS;
+    const perRequestMs = compare(res, "ttfb");
+    const perChunkMs = compare(res, "lag");
+    const oneInFlight = { perRequestMs: compare(one, "ttfb"), perChunkMs: compare(one, "lag") };
+    const load = `${o.streams} streams (${o.arrivals ?? "cold"})`;
     return {
+      // Each figure beside its goal and the direct path's (HAProxy alone) of the same run.
+      goals: [
+        goal("per request p50, one in flight", oneInFlight.perRequestMs, 50, 1),
+        goal(`per request p50, ${load}`, perRequestMs, 50, 1),
+        goal("per chunk p50, one in flight", oneInFlight.perChunkMs, 50, 1),
+        goal("per chunk p99, one in flight", oneInFlight.perChunkMs, 99, 5),
+        goal(`per chunk p99, ${load}`, perChunkMs, 99, 5),
+      ],
       streams: o.streams,
       chunksPerStream: o.chunks,
       chunkMs: o.chunkMs,
       rounds: o.rounds,
       arrivals: o.arrivals ?? "cold",
       relayTo: o.relayTo ?? "proxy",
-      perRequestMs: compare(res, "ttfb"),
-      perChunkMs: compare(res, "lag"),
-      oneInFlight: { perRequestMs: compare(one, "ttfb"), perChunkMs: compare(one, "lag") },
+      nbthread: o.nbthread ?? null,
+      perRequestMs,
+      perChunkMs,
+      oneInFlight,
       // A request crosses four more process hops through the relay (HAProxy → relay → HAProxy, each
       // way), a chunk two: this is what one round trip (two hops) costs here.
       loopbackRoundTripMs: hop,

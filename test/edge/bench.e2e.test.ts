@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { runEdgeBench } from "../../lab/bench/edge";
-import { runContinuationBench } from "../../lab/bench/continuation";
+import { goalLines, runContinuationBench, type ContinuationGoal } from "../../lab/bench/continuation";
 
 // The bench's figures are the docs' (docs/bench.md); here only that it measures what it says:
 // both proxies answer every request with 200 (the edge with the bench's key), and each side
@@ -29,10 +29,20 @@ describe("npm run bench -- --only edge", () => {
 // first token, 412 ms through the continuation relay (two passes through HAProxy).
 describe("npm run bench -- --only continuation", () => {
   it("streams chunk by chunk through HAProxy and through the relay: no 200 ms hold per chunk", async () => {
-    const r = (await runContinuationBench({ streams: 5, chunks: 10, chunkMs: 100, rounds: 1, log: () => undefined })) as {
+    const r = (await runContinuationBench({ streams: 5, chunks: 10, chunkMs: 100, rounds: 1, nbthread: 1, log: () => undefined })) as {
       perChunkMs: { plainP50: number; relayedP50: number };
+      goals: ContinuationGoal[];
+      nbthread: number;
     };
     expect(r.perChunkMs.plainP50).toBeLessThan(50);
     expect(r.perChunkMs.relayedP50).toBeLessThan(50);
+    // Every figure beside its goal and the direct path's of the same run.
+    expect(r.goals.map((g) => g.figure)).toEqual(["per request p50, one in flight", "per request p50, 5 streams (cold)", "per chunk p50, one in flight", "per chunk p99, one in flight", "per chunk p99, 5 streams (cold)"]);
+    for (const g of r.goals) {
+      expect(g.addedMs).toBeCloseTo(g.relayedMs - g.directMs, 2);
+      expect(g.met).toBe(g.addedMs <= g.goalAddedMs);
+    }
+    expect(goalLines("continuation", r.goals)[0]).toMatch(/^continuation: per request p50, one in flight: [+-]?[\d.]+ ms added \(goal ≤ 1 ms; direct [\d.]+ ms, relayed [\d.]+ ms\) met: (true|false)$/);
+    expect(r.nbthread).toBe(1);
   }, 180_000);
 });

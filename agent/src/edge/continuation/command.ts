@@ -24,6 +24,7 @@ export async function runContinuation(cfg: ContinueConfig, opts: { log?: Logger 
     stallMs: cfg.stallMs,
     resendDelayMs: cfg.resendDelayMs,
     maxBodyBytes: cfg.maxBodyBytes,
+    upstreamPool: cfg.upstreamPool,
     metrics,
     // Only what happened and how much was delivered: never the prompt or the answer.
     log: (msg, fields) => log.info(fields, msg),
@@ -31,7 +32,7 @@ export async function runContinuation(cfg: ContinueConfig, opts: { log?: Logger 
   const port = await relay.listen(cfg.port, cfg.host);
   const metricsServer = new FallbackMetricsServer(metrics);
   const metricsPort = cfg.metricsAddr ? await metricsServer.listen(cfg.metricsAddr.port, cfg.metricsAddr.host) : null;
-  log.info({ port, upstream: `${cfg.upstream.host}:${cfg.upstream.port}`, kind: cfg.kind, metricsPort }, "continue: listening");
+  log.info({ port, upstream: `${cfg.upstream.host}:${cfg.upstream.port}`, upstreamMaxSockets: cfg.upstreamPool.maxSockets, upstreamMaxFreeSockets: cfg.upstreamPool.maxFreeSockets, kind: cfg.kind, metricsPort }, "continue: listening");
   return {
     port,
     metricsPort,

@@ -22,9 +22,18 @@ export interface ContinueConfig {
   /** Pause before the second request after a server vanished (not after a stall). */
   resendDelayMs: number;
   maxBodyBytes: number;
+  /**
+   * The relay's connections to the proxy's continuation listener: at most `maxSockets` at once (a
+   * stream holds one for its whole length, so a request past it waits for a stream to end), and up
+   * to `maxFreeSockets` of them kept idle for the next request.
+   */
+  upstreamPool: { maxSockets: number; maxFreeSockets: number };
   metricsAddr: { host: string; port: number } | null;
   logLevel: string;
 }
+
+/** The continuation listener's maxconn in an L1 pod of the default globals (2048 connections): (2048 − 64) / 2. */
+export const DEFAULT_UPSTREAM_MAX_SOCKETS = 992;
 
 interface Setting {
   env: string;
@@ -40,6 +49,9 @@ export const CONTINUE_SETTINGS: readonly Setting[] = [
   { env: "LLMHA_CONTINUE_KIND", def: "vllm", help: `inference server kind, how a chat answer is carried on: ${CONTINUATION_KINDS.join(", ")}` },
   { env: "LLMHA_CONTINUE_STALL_MS", def: "30000", help: "no chunk this long after an answer began: its server is taken for dead" },
   { env: "LLMHA_CONTINUE_RESEND_DELAY_MS", def: "250", help: "pause before asking again after a server vanished under an answer (reset, cut), so the proxy has taken it out first" },
+  // Sized to the pod: the continuation listener's maxconn (infra sets it; the listener refuses more anyway).
+  { env: "LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS", def: String(DEFAULT_UPSTREAM_MAX_SOCKETS), help: "most connections to the proxy's continuation listener at once (a stream holds one throughout): its maxconn" },
+  { env: "LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS", def: "", help: "idle connections to the listener kept for the next request (each closed after 20 s idle) (default: the max sockets)" },
   { env: "LLMHA_CONTINUE_MAX_BODY_BYTES", def: "8388608", help: "largest request body (the edge's limit)" },
   { env: "LLMHA_CONTINUE_METRICS_ADDR", def: "0.0.0.0:9421", help: "metrics listener host:port (GET /metrics, /healthz); off = none" },
   { env: "LLMHA_LOG_LEVEL", def: "info", help: "log level" },
@@ -50,7 +62,7 @@ function flagOf(env: string): string {
 }
 
 export function continueHelp(): string {
-  const rows = CONTINUE_SETTINGS.map((s) => `  ${(flagOf(s.env) + " / " + s.env).padEnd(52)} ${s.help} (default ${s.def})`);
+  const rows = CONTINUE_SETTINGS.map((s) => `  ${(flagOf(s.env) + " / " + s.env).padEnd(52)} ${s.help}${s.def === "" ? "" : ` (default ${s.def})`}`);
   return `llm-ha continue — carries a completion on when its server dies mid-answer (the L1 pod)\n\nUsage: llm-ha continue [flags]\n\n${rows.join("\n")}\n`;
 }
 
@@ -78,6 +90,12 @@ export function loadContinueConfig(argv: string[], env: NodeJS.ProcessEnv): Cont
   if (!upstream || upstream.port === 0) throw new ContinueConfigError(`LLMHA_CONTINUE_UPSTREAM=${JSON.stringify(get("LLMHA_CONTINUE_UPSTREAM"))} must be host:port of the proxy's continuation listener`);
   const kind = get("LLMHA_CONTINUE_KIND");
   if (!(CONTINUATION_KINDS as readonly string[]).includes(kind)) throw new ContinueConfigError(`LLMHA_CONTINUE_KIND=${JSON.stringify(kind)} must be one of ${CONTINUATION_KINDS.join(", ")}`);
+  const maxSockets = int("LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS", get("LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS"), 1);
+  const freeRaw = get("LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS");
+  const maxFreeSockets = freeRaw === "" ? maxSockets : int("LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS", freeRaw, 0);
+  if (maxFreeSockets > maxSockets) {
+    throw new ContinueConfigError(`LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS=${maxFreeSockets} must be ≤ LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS=${maxSockets}: no more can be idle than can be open`);
+  }
   return {
     host: get("LLMHA_CONTINUE_HOST"),
     port: int("LLMHA_CONTINUE_PORT", get("LLMHA_CONTINUE_PORT"), 0),
@@ -86,6 +104,7 @@ export function loadContinueConfig(argv: string[], env: NodeJS.ProcessEnv): Cont
     stallMs: int("LLMHA_CONTINUE_STALL_MS", get("LLMHA_CONTINUE_STALL_MS"), 100),
     resendDelayMs: int("LLMHA_CONTINUE_RESEND_DELAY_MS", get("LLMHA_CONTINUE_RESEND_DELAY_MS"), 0),
     maxBodyBytes: int("LLMHA_CONTINUE_MAX_BODY_BYTES", get("LLMHA_CONTINUE_MAX_BODY_BYTES"), 1024),
+    upstreamPool: { maxSockets, maxFreeSockets },
     metricsAddr: parseListenAddr("LLMHA_CONTINUE_METRICS_ADDR", get("LLMHA_CONTINUE_METRICS_ADDR")),
     logLevel: get("LLMHA_LOG_LEVEL"),
   };

@@ -13,6 +13,7 @@ import { CONTINUE_IDLE, type ContinuationKind, type ContinuationOutcome } from "
 import { Delivered, SseSplitter, Splicer, errorEvent, eventData, planContinuation, type Body, type Route } from "./answer";
 import type { ContinuationMetrics } from "./metrics";
 import { closeHttpServer, listenHttp } from "../../util/net";
+import { DEFAULT_UPSTREAM_MAX_SOCKETS } from "./config";
 
 export interface RelayOptions {
   /** The proxy's loopback continuation listener. */
@@ -31,6 +32,12 @@ export interface RelayOptions {
   resendDelayMs?: number;
   /** Largest request body read (the edge already refused larger ones). */
   maxBodyBytes: number;
+  /**
+   * Connections to the listener: at most `maxSockets` open (the listener's maxconn; a stream holds
+   * one throughout, so one past it waits for a stream to end, as it would in the listener's
+   * accept queue), `maxFreeSockets` of them kept idle. Default both the config's default (992).
+   */
+  upstreamPool?: { maxSockets: number; maxFreeSockets: number };
   metrics: ContinuationMetrics;
   log?: (msg: string, fields: Record<string, unknown>) => void;
 }
@@ -59,16 +66,29 @@ export class ContinuationRelay {
   private server: Server | null = null;
   /**
    * Connections to the proxy's listener, kept idle for the next request (a new one costs two
-   * loopback handshakes before the request even leaves): as many as were ever busy at once,
-   * each closed when idle for `CONTINUE_IDLE.relayMs`, before the listener's own keep-alive bound.
+   * loopback handshakes before the request even leaves): up to the pool's bounds, the most recent
+   * first (`lifo`: the warm ones), each closed when idle for `CONTINUE_IDLE.relayMs`, before the
+   * listener's own keep-alive bound.
    */
-  private readonly agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: Infinity, timeout: CONTINUE_IDLE.relayMs });
+  private readonly agent: Agent;
 
-  constructor(readonly opts: RelayOptions) {}
+  constructor(readonly opts: RelayOptions) {
+    const pool = opts.upstreamPool ?? { maxSockets: DEFAULT_UPSTREAM_MAX_SOCKETS, maxFreeSockets: DEFAULT_UPSTREAM_MAX_SOCKETS };
+    this.agent = new Agent({ keepAlive: true, maxSockets: pool.maxSockets, maxFreeSockets: pool.maxFreeSockets, scheduling: "lifo", timeout: CONTINUE_IDLE.relayMs });
+  }
+
+  /** Connections to the listener now: in use and idle (the tests read it). */
+  upstreamSockets(): { busy: number; idle: number } {
+    const count = (m: NodeJS.ReadOnlyDict<unknown[]>): number => Object.values(m).reduce((a, l) => a + (l?.length ?? 0), 0);
+    return { busy: count(this.agent.sockets), idle: count(this.agent.freeSockets) };
+  }
 
   async listen(port: number, host: string): Promise<number> {
     const s = createServer((req, res) => this.onRequest(req, res));
-    s.keepAliveTimeout = 65_000;
+    // HAProxy is the only client and reuses any idle connection for the next request (`http-reuse
+    // always` on the relay's backend): the relay never closes one itself, so none is closed just as
+    // HAProxy sends on it; HAProxy purges the idle ones it no longer needs.
+    s.keepAliveTimeout = 0;
     s.headersTimeout = 15_000;
     s.requestTimeout = 0;
     const got = await listenHttp(s, port, host, (err) => new Error(`LLMHA_CONTINUE_PORT: cannot listen on ${host}:${port} (${err.code ?? err.message})`));

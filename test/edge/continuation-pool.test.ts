@@ -1,0 +1,155 @@
+/**
+ * The relay's connections: its pool toward HAProxy's continuation listener (bounded by the
+ * listener's maxconn, idle ones kept for the next request) and HAProxy's toward the relay (any idle
+ * one reused, a new client's first request included). Real HAProxy, real relay, stub servers.
+ */
+import { createServer, request, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { ContinuationRelay } from "../../agent/src/edge/continuation/relay";
+import { ContinuationMetrics } from "../../agent/src/edge/continuation/metrics";
+import { ContinueConfigError, DEFAULT_UPSTREAM_MAX_SOCKETS, loadContinueConfig } from "../../agent/src/edge/continuation/config";
+import { startHaproxy, type HaproxyHandle } from "../../lab/engines/haproxy";
+import { freePort, waitFor } from "../../agent/src/util/net";
+import { send, staticServer } from "../l1/fixtures";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** A server answering each completion with a short SSE stream, held until `release()`; counts its connections. */
+async function streamingServer(): Promise<{ port: number; connections: () => number; requests: () => number; hold: () => void; release: () => void }> {
+  let connections = 0;
+  let requests = 0;
+  const held: Array<() => void> = [];
+  let open = true;
+  const s: Server = createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      requests++;
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(`data: {"id":"c","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" a","finish_reason":null}]}\n\n`);
+      const finish = (): void => void res.end(`data: {"id":"c","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":" b","finish_reason":"length"}]}\n\ndata: [DONE]\n\n`);
+      if (open) finish();
+      else held.push(finish);
+    });
+  });
+  s.on("connection", () => connections++);
+  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
+  cleanups.push(
+    () =>
+      new Promise<void>((r) => {
+        s.closeAllConnections();
+        s.close(() => r());
+      }),
+  );
+  return {
+    port: (s.address() as AddressInfo).port,
+    connections: () => connections,
+    requests: () => requests,
+    // From now on each answer stops after its first chunk until `release`.
+    hold: () => {
+      open = false;
+    },
+    release: () => {
+      for (const f of held.splice(0)) f();
+    },
+  };
+}
+
+function completion(port: number, agent: false | undefined = undefined): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model: "m", prompt: "p", max_tokens: 2, stream: true });
+    const req = request({ host: "127.0.0.1", port, method: "POST", path: "/v1/completions", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+async function relayOver(upstreamPort: number, pool?: { maxSockets: number; maxFreeSockets: number }): Promise<{ relay: ContinuationRelay; port: number }> {
+  const relay = new ContinuationRelay({ upstream: { host: "127.0.0.1", port: upstreamPort }, kind: "vllm", stallMs: 5_000, maxBodyBytes: 1 << 20, metrics: new ContinuationMetrics("vllm"), ...(pool ? { upstreamPool: pool } : {}) });
+  const port = await relay.listen(0, "127.0.0.1");
+  cleanups.push(() => relay.close());
+  return { relay, port };
+}
+
+describe("llm-ha continue: the upstream pool settings", () => {
+  it("default to the L1 pod's continuation listener maxconn, idle as many as open", () => {
+    const cfg = loadContinueConfig([], {});
+    expect(cfg.upstreamPool).toEqual({ maxSockets: DEFAULT_UPSTREAM_MAX_SOCKETS, maxFreeSockets: DEFAULT_UPSTREAM_MAX_SOCKETS });
+    expect(loadContinueConfig(["--upstream-max-sockets", "64"], {}).upstreamPool).toEqual({ maxSockets: 64, maxFreeSockets: 64 });
+    expect(loadContinueConfig([], { LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS: "64", LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS: "8" }).upstreamPool).toEqual({ maxSockets: 64, maxFreeSockets: 8 });
+    expect(loadContinueConfig(["--upstream-max-free-sockets=0"], {}).upstreamPool.maxFreeSockets).toBe(0);
+  });
+
+  it("refuse bad values at start-up, naming the variable", () => {
+    expect(() => loadContinueConfig([], { LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS: "0" })).toThrow(/LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS="0" must be an integer ≥ 1/);
+    expect(() => loadContinueConfig([], { LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS: "lots" })).toThrow(ContinueConfigError);
+    expect(() => loadContinueConfig([], { LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS: "-1" })).toThrow(/LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS="-1"/);
+    expect(() => loadContinueConfig([], { LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS: "4", LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS: "5" })).toThrow(/LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS=5 must be ≤ LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS=4/);
+  });
+});
+
+describe("llm-ha continue: connections to the listener", () => {
+  it("one connection carries request after request; at most maxSockets open, maxFreeSockets kept idle", async () => {
+    const up = await streamingServer();
+    const { relay, port } = await relayOver(up.port, { maxSockets: 2, maxFreeSockets: 1 });
+    for (let i = 0; i < 5; i++) expect((await completion(port)).status).toBe(200);
+    expect(up.connections()).toBe(1);
+    // Three streams at once over a pool of two: the third waits for a connection.
+    up.hold();
+    const three = [completion(port), completion(port), completion(port)];
+    await waitFor("two streams upstream", () => up.requests() === 5 + 2, { timeoutMs: 5_000, everyMs: 10 });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(up.requests()).toBe(7);
+    expect(relay.upstreamSockets().busy).toBe(2);
+    up.release();
+    await waitFor("the third stream upstream", () => up.requests() === 8, { timeoutMs: 5_000, everyMs: 10 });
+    up.release();
+    for (const r of await Promise.all(three)) expect(r.body).toContain("[DONE]");
+    expect(up.connections()).toBe(2);
+    // Both back; one kept idle, the other closed.
+    await waitFor("one idle connection", () => relay.upstreamSockets().busy === 0, { timeoutMs: 5_000, everyMs: 10 });
+    expect(relay.upstreamSockets()).toEqual({ busy: 0, idle: 1 });
+  });
+
+  it("through HAProxy, a new client connection's request reuses the idle connections to the relay and from it (http-reuse always)", async () => {
+    const up = await streamingServer();
+    const [relayUpstream, bindPort] = [await freePort(), await freePort()];
+    const { port: relayPort } = await relayOver(relayUpstream);
+    const hp: HaproxyHandle = await startHaproxy({
+      nbthread: 1,
+      proxies: [{ name: "l1", bind: `127.0.0.1:${bindPort}`, health: "agent", servers: { kind: "static", local: [staticServer({ name: "s0", port: up.port }, await freePort())], backup: [] }, continuation: { relay: `127.0.0.1:${relayPort}`, bind: `127.0.0.1:${relayUpstream}` } }],
+    });
+    cleanups.push(() => hp.stop());
+    await waitFor("server and relay UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 2, { timeoutMs: 10_000, everyMs: 50 });
+    const body = JSON.stringify({ model: "m", prompt: "p", max_tokens: 2, stream: true });
+    for (let i = 0; i < 10; i++) {
+      // Each on a connection of its own (Connection: close, no agent).
+      const a = await send(`http://127.0.0.1:${bindPort}/v1/completions`, { body });
+      expect(a.status).toBe(200);
+      expect(a.body).toContain("[DONE]");
+    }
+    const csv = (await hp.command("show stat")).trim().split("\n");
+    const head = csv[0].replace(/^# /, "").split(",");
+    const row = (px: string, sv: string): Record<string, string> => {
+      const f = csv.slice(1).map((l) => l.split(",")).find((x) => x[0] === px && x[1] === sv);
+      if (!f) throw new Error(`no stats row ${px}/${sv}`);
+      return Object.fromEntries(head.map((h, i) => [h, f[i]]));
+    };
+    const relay = row("l1_continuation", "relay");
+    expect(Number(relay.req_tot)).toBe(10);
+    // `http-reuse safe` (HAProxy's default) opened one per client connection: 10.
+    expect(Number(relay.connect)).toBe(1);
+    expect(Number(relay.reuse)).toBe(9);
+    // And the relay's own connection to the listener carried all ten.
+    expect(Number(row("l1_continuation", "FRONTEND").conn_tot)).toBe(1);
+  });
+});

@@ -1,0 +1,90 @@
+/**
+ * HAProxy's threads in the L1 pod follow its CPU limit: `nbthread` is the limit rounded up (at
+ * least 1), overridable by `llm-ha:haproxy.nbthread`; unset, HAProxy would start a thread per CPU
+ * of the node. And the relay's pool toward the continuation listener is sized to that listener.
+ */
+import * as pulumi from "@pulumi/pulumi";
+import { describe, expect, it } from "vitest";
+import { captureStack } from "../../infra/capture";
+import { L1_CONTINUATION_MAXCONN, L1_CPU, l1Nbthread, l1ProxyManifests, type L1ProxySpec } from "../../infra/workloads/l1-proxy";
+import { DEFAULT_UPSTREAM_MAX_SOCKETS, loadContinueConfig } from "../../agent/src/edge/continuation/config";
+import { checkHaproxyConfig } from "../../lab/engines/haproxy";
+import { stackFailure } from "./stack-failure";
+
+type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
+
+const spec: L1ProxySpec = {
+  namespace: "llm-ha-edge", serversNamespace: "llm-ha", az: "us-east-1a", azs: ["us-east-1a", "us-east-1b"], slots: { "us-east-1a": 2, "us-east-1b": 2 },
+  image: `haproxy@sha256:${"ab".repeat(32)}`, replicas: 2, publicSubnetId: "subnet-1", nlbName: "l1-a", tls: null,
+  edge: { image: `agent@sha256:${"cd".repeat(32)}`, cluster: "prod", redisSecretName: "llm-ha-redis" },
+};
+const containers = (d: unknown): O[] => (d as O).spec.template.spec.containers as O[];
+const cfgOf = (m: { configMap: unknown }): string => ((m.configMap as O).data as Record<string, string>)["haproxy.cfg"];
+const nbthreadIn = (cfg: string): number | null => {
+  const m = /^ {2}nbthread (\d+)$/m.exec(cfg);
+  return m ? Number(m[1]) : null;
+};
+
+describe("HAProxy's threads in the L1 pod", () => {
+  it("default: a 2-core limit on the HAProxy container and nbthread 2 in the config it runs", () => {
+    const m = l1ProxyManifests(spec);
+    const hap = containers(m.deployment).find((c) => c.name === "haproxy")!;
+    expect(hap.resources.limits.cpu).toBe(`${L1_CPU.limitMillis}m`);
+    expect(nbthreadIn(cfgOf(m))).toBe(2);
+  });
+
+  it("nbthread is the limit rounded up, at least 1; an explicit nbthread wins", () => {
+    expect(l1Nbthread({ limitMillis: 1500 })).toBe(2);
+    expect(l1Nbthread({ limitMillis: 4000 })).toBe(4);
+    expect(l1Nbthread({ limitMillis: 250 })).toBe(1);
+    expect(l1Nbthread({ limitMillis: 4000, nbthread: 1 })).toBe(1);
+    const m = l1ProxyManifests({ ...spec, cpu: { limitMillis: 3500 } });
+    expect(nbthreadIn(cfgOf(m))).toBe(4);
+    expect(containers(m.deployment).find((c) => c.name === "haproxy")!.resources.limits.cpu).toBe("3500m");
+    expect(nbthreadIn(cfgOf(l1ProxyManifests({ ...spec, cpu: { limitMillis: 3500, nbthread: 2 } })))).toBe(2);
+  });
+
+  it("the rendered config is one HAProxy accepts (haproxy -c)", () => {
+    expect(() => checkHaproxyConfig(cfgOf(l1ProxyManifests({ ...spec, cpu: { limitMillis: 3000 } })).replace(/resolvers cluster\n {2}parse-resolv-conf/, "resolvers cluster\n  nameserver ns1 127.0.0.1:53"))).not.toThrow();
+  });
+
+  it("the relay's pool toward the continuation listener is that listener's maxconn, and the relay's default is the same number", () => {
+    const m = l1ProxyManifests(spec);
+    expect(cfgOf(m)).toMatch(new RegExp(`frontend inference_continuation\\n {2}bind 127\\.0\\.0\\.1:9422\\n {2}maxconn ${L1_CONTINUATION_MAXCONN}\\n`));
+    const ct = containers(m.deployment).find((c) => c.name === "continue")!;
+    const env = Object.fromEntries((ct.env as O[]).map((e) => [e.name, e.value]));
+    expect(env.LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS).toBe(String(L1_CONTINUATION_MAXCONN));
+    expect(loadContinueConfig([], env).upstreamPool).toEqual({ maxSockets: L1_CONTINUATION_MAXCONN, maxFreeSockets: L1_CONTINUATION_MAXCONN });
+    expect(DEFAULT_UPSTREAM_MAX_SOCKETS).toBe(L1_CONTINUATION_MAXCONN);
+  });
+});
+
+describe("llm-ha:haproxy.cpu and .nbthread (Pulumi mocks)", () => {
+  const l1 = async (haproxy: Record<string, unknown>): Promise<{ cfgs: string[]; limits: string[] }> => {
+    const rs = await captureStack("dev", { "llm-ha:haproxy": JSON.stringify(haproxy) });
+    const cms = rs.filter((r) => r.type === "kubernetes:core/v1:ConfigMap").map((r) => r.props as O).filter((c) => c.data?.["haproxy.cfg"]);
+    const deps = rs.filter((r) => r.type === "kubernetes:apps/v1:Deployment").map((r) => r.props as O).filter((d) => containers(d).some((c) => c.name === "haproxy"));
+    expect(cms.length).toBeGreaterThanOrEqual(2);
+    expect(deps.length).toBe(cms.length);
+    return { cfgs: cms.map((c) => c.data["haproxy.cfg"] as string), limits: deps.map((d) => containers(d).find((c) => c.name === "haproxy")!.resources.limits.cpu as string) };
+  };
+
+  it("every AZ's L1 config renders nbthread from the CPU limit the stack sets, or the explicit one", async () => {
+    const def = await l1({});
+    expect(def.cfgs.map(nbthreadIn)).toEqual(def.cfgs.map(() => 2));
+    expect(def.limits).toEqual(def.limits.map(() => "2000m"));
+    const fractional = await l1({ cpu: "2.5" });
+    expect(fractional.cfgs.map(nbthreadIn)).toEqual(fractional.cfgs.map(() => 3));
+    expect(fractional.limits).toEqual(fractional.limits.map(() => "2500m"));
+    const pinned = await l1({ cpu: "4000m", nbthread: 2 });
+    expect(pinned.cfgs.map(nbthreadIn)).toEqual(pinned.cfgs.map(() => 2));
+    expect(pinned.limits).toEqual(pinned.limits.map(() => "4000m"));
+  });
+
+  it("refuses a CPU amount it cannot read and an nbthread below 1, naming the key", async () => {
+    const e = await stackFailure({ "llm-ha:haproxy": JSON.stringify({ cpu: "two", nbthread: 0 }) });
+    expect(e.errors.map((x: pulumi.InputPropertyErrorDetails) => x.propertyPath)).toEqual(["llm-ha:haproxy.cpu", "llm-ha:haproxy.nbthread"]);
+    expect(e.message).toMatch(/"two" must be a CPU amount of at least 100m, e\.g\. 2, 1\.5 or 1500m/);
+    expect(e.message).toMatch(/llm-ha:haproxy\.nbthread.*must be an integer ≥ 1/);
+  });
+});
