@@ -41,6 +41,11 @@ export class AgentEnvSwitch {
       try {
         await n.stopAgent();
         await n.startAgent();
+        // Halted by the cloud meanwhile (a standby released): no agent now, the settings apply at its next boot.
+        if (n.halted) {
+          this.progress(`  ${n.id}: halted by the cloud during its restart; the settings apply at its next boot`);
+          continue;
+        }
       } catch (err) {
         // The local cloud may stop a node meanwhile (a standby released): it gets the settings at its next boot.
         await sleep(2000);

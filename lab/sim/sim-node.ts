@@ -83,15 +83,14 @@ export class SimNode {
   agentCheckPort = 0;
   private inference: Proc | null = null;
   private agent: Proc | null = null;
-  /**
-   * When its inference server process ended (epoch ms), and whether that was a planned stop
-   * (`halt`, `stop`) or a death (SIGKILL, a query of death): a stream cut by a death had to be.
-   */
+  /** When its inference server ended (epoch ms), and whether by a planned stop (`halt`, `stop`) or a death: a stream cut by a death had to be. */
   readonly inferenceExits: { at: number; planned: boolean }[] = [];
   /** Set while a planned stop ends the inference process. */
   private stopping = false;
   /** Set by stop(): nothing starts after it. */
   private closed = false;
+  /** From halt() to the next boot(): an agent started then (a settings switch racing a scale-in) outlived the node. */
+  private down = false;
   private readonly log: WriteStream;
   private nvsmi: NvsmiState;
   /** Booted on an unusable GPU: its server's port stays closed until the GPU is healed. */
@@ -145,13 +144,14 @@ export class SimNode {
   get inferencePid(): number | null { return this.inference?.child.pid ?? null; }
   /** GPUs the node has (what its agent is told to expect, and what the inventory lists). */
   get gpuCount(): number { return this.opts.gpuCount ?? 8; }
-  /** True while its inference server or agent process runs. */
-  get running(): boolean {
-    return this.inference !== null || this.agent !== null;
-  }
+  /** While its inference server or agent process runs. */
+  get running(): boolean { return this.inference !== null || this.agent !== null; }
+  /** Halted by a planned stop (a scale-in, a reboot) and not booted since: no agent starts. */
+  get halted(): boolean { return this.down; }
 
   /** Starts the node's processes (a new instance of the group booting): inference server, then agent. */
   async boot(): Promise<void> {
+    this.down = false;
     // vLLM exits at CUDA init on a GPU the driver cannot open (lost, driver gone or mismatched):
     // the pod restarts in a loop with its port closed until the GPU is back (see gpuFault).
     this.crashLooping = this.gpuUnusable();
@@ -160,12 +160,12 @@ export class SimNode {
   }
 
   /**
-   * Stops its processes as a planned scale-in should (keeps its log open): the agent first
-   * (SIGTERM: it answers `drain`, so no proxy sends the node a new request, and leaves the
-   * registry), then the inference server once the requests it holds have finished (its own
-   * count, up to `maxWaitMs`): a planned move cuts no stream.
+   * Stops its processes as a planned scale-in should (keeps its log open): the agent first (SIGTERM: it answers
+   * `drain`, so no proxy sends the node a new request, and leaves the registry), then the inference server once
+   * the requests it holds have finished (its own count, up to `maxWaitMs`): a planned move cuts no stream.
    */
   async halt(maxWaitMs = 30_000): Promise<void> {
+    this.down = true;
     await end(this.agent, "SIGTERM", 10_000);
     this.agent = null;
     const deadline = Date.now() + maxWaitMs;
@@ -294,6 +294,7 @@ export class SimNode {
   /** Starts the real agent process and waits until it answers `/livez`. */
   async startAgent(): Promise<void> {
     this.refuseWhenStopped("agent");
+    if (this.down) return; // halted (a scale-in, a reboot): as on a stopped instance, its agent starts at its next boot
     const args = this.opts.built ? [BUILT_CLI, "agent"] : ["--import", "tsx", CLI, "agent"];
     this.agent = start(process.execPath, args, this.agentEnv(), this.log);
     let gone = false;
