@@ -28,7 +28,7 @@ const alive = (pid: number | null): boolean => {
 
 describe("SimNode halt", () => {
   it("an agent start racing a halt, or after it, starts nothing until the next boot", async () => {
-    n = await SimNode.start({ id: "gpu-h1", az: "az-a", dir, built: true });
+    n = await SimNode.start({ id: "gpu-h1", az: "az-a", dir });
     const first = n.agentPid;
     expect(alive(first)).toBe(true);
     // The settings switch's restart: stop the agent, then start it, while the cloud halts the node.
