@@ -3,7 +3,8 @@ import type { AgentConfig } from "../config/spec";
 import { DEFAULT_WARMUP_STEPS, evaluate, initialState, type EvaluatorSettings, type EvaluatorState } from "./evaluator/evaluate";
 import { expectedRevisions } from "./evaluator/rules";
 import type { AgentMetrics, SourceName } from "./reporters/metrics";
-import { GpuSource, readPciGpus } from "./sources/gpu";
+import { GpuSource, readPciGpus, type GpuReader } from "./sources/gpu";
+import { GpuStream } from "./sources/gpu-stream";
 import { InferenceCredential, splitUserinfo } from "./sources/credential";
 import { defaultMetricsUrl, readEngine } from "./sources/engine-metrics";
 import { ADAPTERS, request, type InferenceAdapter } from "./sources/inference";
@@ -30,7 +31,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   private state: EvaluatorState;
   private readonly settings: EvaluatorSettings;
   private readonly adapter: InferenceAdapter;
-  private readonly gpu: GpuSource;
+  private readonly gpu: GpuReader;
   private readonly xid: XidReader | null;
   private readonly xidJudge: XidJudge;
   private readonly metricsUrl: string | null;
@@ -80,7 +81,10 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     };
     this.perf = new PerfTracker(cfg.probeWindow);
     this.adapter = ADAPTERS[cfg.inferenceKind];
-    this.gpu = new GpuSource(cfg.nvidiaSmi, cfg.gpuTimeoutMs);
+    // One long-lived `nvidia-smi -lms` by default (gpu-stream.ts); `LLMHA_GPU_QUERY=per-tick`: a process a period.
+    this.gpu = cfg.gpuQuery === "per-tick"
+      ? new GpuSource(cfg.nvidiaSmi, cfg.gpuTimeoutMs)
+      : new GpuStream({ path: cfg.nvidiaSmi, periodMs: cfg.intervalMs, timeoutMs: cfg.gpuTimeoutMs, onNote: (event, detail) => log.warn({ event }, detail) });
     this.xid = cfg.xidLog ? new XidReader(cfg.xidLog) : null;
     this.xidJudge = new XidJudge(parseXidRules(cfg.xidRules));
     const target = splitUserinfo(cfg.inferenceUrl);
@@ -171,7 +175,8 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
 
   start(): void {
     const i = this.cfg.intervalMs;
-    this.loops.push(this.loop("gpu", () => this.checkGpu()), this.modelLoop, this.loop("probe", () => this.runProbe()));
+    // The stream waits for its next batch by itself: its loop reads again as soon as a read returns.
+    this.loops.push(this.loop("gpu", () => this.checkGpu(), this.gpu.paces ? 0 : i), this.modelLoop, this.loop("probe", () => this.runProbe()));
     if (this.metricsUrl) this.loops.push(this.loop("engine", () => this.checkEngine(), this.cfg.engineIntervalMs));
     if (this.xid) this.loops.push(this.loop("xid", async () => this.checkXid()));
     this.loops.push(new Loop(i, async () => this.evaluateNow(), (e) => this.log.error({ err: e }, "evaluation failed")));
@@ -190,6 +195,8 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
 
   stop(): void {
     for (const l of this.loops) l.stop();
+    // The nvidia-smi stream is a child of the agent: it ends with it.
+    this.gpu.stop();
     this.watch.stop();
     this.probeAbort?.abort();
     for (const t of this.probeTimers) clearTimeout(t);
