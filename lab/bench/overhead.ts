@@ -38,8 +38,10 @@ export interface OverheadOptions {
   /** Folder of the node's files (state file, logs). */
   dir: string;
   log: (line: string) => void;
-  /** Extra agent settings (e.g. `LLMHA_GPU_STREAM: "off"` for the per-tick figure). */
+  /** Extra agent settings (e.g. `LLMHA_GPU_QUERY: "per-tick"` for the figure before the stream). */
   env?: Record<string, string>;
+  /** Another compiled CLI to measure (an older build, to compare in the same window); default the checkout's `dist/`. */
+  cli?: string;
 }
 
 const round = (x: number, digits: number): number => Math.round(x * 10 ** digits) / 10 ** digits;
@@ -53,7 +55,7 @@ export async function measureOverhead(o: OverheadOptions): Promise<OverheadResul
   const n = await SimNode.start({ id: "gpu-overhead", az: "az-a", dir: o.dir, gpuCount: 8, built, env: o.env, noAgent: true });
   let agent: Proc | null = null;
   try {
-    const cli = built ? [BUILT_CLI] : ["--import", "tsx", join(__dirname, "..", "..", "agent", "src", "cli.ts")];
+    const cli = o.cli ? [o.cli] : built ? [BUILT_CLI] : ["--import", "tsx", join(__dirname, "..", "..", "agent", "src", "cli.ts")];
     const log = createWriteStream(join(o.dir, "gpu-overhead-agent.log"));
     agent = start(process.execPath, [...(prof ? ["--cpu-prof", `--cpu-prof-dir=${prof}`] : []), ...cli, "agent"], n.agentEnv(), log);
     await waitFor("the agent's /livez", async () => (await fetch(`${n.agentUrl}/livez`, { signal: AbortSignal.timeout(500) }).catch(() => null))?.ok ?? false, { timeoutMs: 45_000, everyMs: 100 });
