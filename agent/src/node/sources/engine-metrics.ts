@@ -1,5 +1,6 @@
 import type { InferenceKind } from "../../config/spec";
 import { isFail, request, type AuthHeaders } from "./inference";
+import { KeepAliveGet } from "../../util/keepalive-get";
 import type { EngineObservation } from "./signals";
 
 /**
@@ -190,4 +191,43 @@ export async function readEngine(url: string, timeoutMs: number, headers: AuthHe
   const r = await request(url, timeoutMs, undefined, undefined, headers);
   if (isFail(r) || r.status !== 200) return null;
   return parseEngineMetrics(r.text);
+}
+
+/**
+ * The engine source's reader: the metrics read five times a second over one kept-alive connection
+ * (keepalive-get.ts, a fifth of the full client's CPU), the full client where that cannot be used
+ * (`https:`, an answer it does not take). Same outcome as `readEngine`: null when unread.
+ */
+export class EngineReader {
+  private lean: KeepAliveGet | null = null;
+  private leanFor: string | null = null;
+  /** The server gave an answer the kept-alive reader does not take: the full client from now on. */
+  private fullOnly = false;
+
+  constructor(private readonly url: string) {}
+
+  async read(timeoutMs: number, headers: AuthHeaders = {}): Promise<EngineObservation | null> {
+    if (this.fullOnly) return readEngine(this.url, timeoutMs, headers);
+    // The credential can change (its file re-read): a connection per set of headers.
+    const key = JSON.stringify(headers);
+    if (key !== this.leanFor) {
+      this.lean?.close();
+      this.lean = new KeepAliveGet(this.url, headers);
+      this.leanFor = key;
+    }
+    const r = await this.lean!.get(timeoutMs);
+    if ("kind" in r && r.kind === "unsupported") {
+      this.fullOnly = true;
+      this.close();
+      return readEngine(this.url, timeoutMs, headers);
+    }
+    if ("kind" in r || r.status !== 200) return null;
+    return parseEngineMetrics(r.text);
+  }
+
+  close(): void {
+    this.lean?.close();
+    this.lean = null;
+    this.leanFor = null;
+  }
 }

@@ -19,6 +19,7 @@ import type { ChildProcess } from "node:child_process";
 import { streamTool, type ToolStream } from "../../util/run-tool";
 import { exitObservation, GPU_FIELDS, GpuSource, parseGpuCsv, queryArgs, refusedField, spawnFailure, type GpuReader } from "./gpu";
 import type { GpuObservation } from "./signals";
+import type { AgentConfig } from "../../config/spec";
 
 export interface GpuStreamOptions {
   path: string;
@@ -321,4 +322,10 @@ export class GpuStream implements GpuReader {
     this.lastFallbackRead = this.clock();
     return this.fallback!.read();
   }
+}
+
+/** The agent's GPU reader: one long-lived `nvidia-smi -lms` (the default), or one nvidia-smi a period (`LLMHA_GPU_QUERY=per-tick`). */
+export function openGpuReader(cfg: Pick<AgentConfig, "gpuQuery" | "nvidiaSmi" | "intervalMs" | "gpuTimeoutMs">, onNote: GpuStreamOptions["onNote"]): GpuReader {
+  if (cfg.gpuQuery === "per-tick") return new GpuSource(cfg.nvidiaSmi, cfg.gpuTimeoutMs);
+  return new GpuStream({ path: cfg.nvidiaSmi, periodMs: cfg.intervalMs, timeoutMs: cfg.gpuTimeoutMs, onNote });
 }
