@@ -118,7 +118,7 @@ describe("EngineReader", () => {
   it("reads a real node:http server's metrics over one connection; an answer it does not take goes to the full client", async () => {
     let conns = 0;
     let early = false;
-    const srv = createHttpServer((req, res) => {
+    const srv = createHttpServer((_req, res) => {
       if (early) res.writeEarlyHints({ link: "</x>; rel=preload" });
       res.end('vllm:num_requests_waiting{engine="0"} 2\nvllm:num_requests_running{engine="0"} 1\nvllm:generation_tokens_total{engine="0"} 10\n');
     });
