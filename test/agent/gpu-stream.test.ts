@@ -159,6 +159,21 @@ describe("nvidia-smi as one long-lived -lms stream (GpuStream)", () => {
     expect(n.starts().filter((a) => !a.includes("-lms"))).toHaveLength(3);
   });
 
+  it("a child printing far faster than asked does not make the agent read (and evaluate) as fast", async () => {
+    const fast = join(dir, "fast.cjs");
+    writeFileSync(fast, `#!/usr/bin/env node\nconst row = (i) => [i, ...Array(19).fill("0")].join(", ");\nsetInterval(() => process.stdout.write(row(0) + "\\n" + row(1) + "\\n"), 2);\n`);
+    chmodSync(fast, 0o755);
+    const s = open(fast, 200, 2000);
+    const t0 = performance.now();
+    let reads = 0;
+    while (performance.now() - t0 < 1000) {
+      await s.read();
+      reads++;
+    }
+    // At most one a quarter period (about 20 in a second), not one per batch printed (hundreds).
+    expect(reads).toBeLessThanOrEqual(25);
+  });
+
   it("a missing nvidia-smi is a failed check, not a crash", async () => {
     const s = open(join(dir, "no-such-nvidia-smi"), 100, 1000);
     const obs = await s.read();

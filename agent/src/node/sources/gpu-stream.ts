@@ -91,6 +91,8 @@ export class GpuStream implements GpuReader {
   private stopped = false;
   private fallback: GpuSource | null = null;
   private lastFallbackRead = 0;
+  /** When `read` last returned. */
+  private lastReturnAt = 0;
 
   constructor(private readonly o: GpuStreamOptions) {
     this.clock = o.clock ?? Date.now;
@@ -109,7 +111,16 @@ export class GpuStream implements GpuReader {
   }
 
   async read(): Promise<GpuObservation> {
+    const obs = await this.next();
+    this.lastReturnAt = this.clock();
+    return obs;
+  }
+
+  private async next(): Promise<GpuObservation> {
     if (this.stopped) return { kind: "failed", exitCode: null, detail: "the GPU reader is stopped" };
+    // A child that prints far faster than asked (not nvidia-smi's way) must not make the agent evaluate as fast.
+    const soon = this.lastReturnAt + this.o.periodMs / 4 - this.clock();
+    if (soon > 0) await new Promise((r) => setTimeout(r, soon));
     if (!this.fallback && !this.stream && !this.hung && !this.restartTimer && !this.unread && !this.failure) this.spawn();
     for (;;) {
       const u = this.unread;
