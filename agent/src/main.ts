@@ -1,8 +1,7 @@
 import type { Server } from "node:net";
 import { Agent } from "./node/agent";
-import { Fleet } from "./fleet/controller/fleet";
-import { attachActuator, fleetOptions, runController } from "./fleet/controller/run";
-import { servedReport, type NodeReport } from "./fleet/redis/registry";
+import type { Fleet } from "./fleet/controller/fleet";
+import type { NodeReport } from "./fleet/redis/registry";
 import { encodeGpuFault, gpuFaultOf } from "./node/sources/gpu-fault";
 import { GpuWarningTracker } from "./node/sources/gpu-warn";
 import type { AgentConfig } from "./config/spec";
@@ -19,7 +18,6 @@ import { canaryDrains } from "./node/canary/decide";
 import { CanaryRunner } from "./node/canary/runner";
 import { splitUserinfo } from "./node/sources/credential";
 import { modelKey, normalizeDtype } from "./node/evaluator/model-sameness";
-import { startRolloutSide } from "./node/rollout-side";
 
 /** Start-up failure that is not a bad setting (a port in use): exit 1 with this message. */
 export class StartupError extends Error {
@@ -36,7 +34,10 @@ export interface RunningAgent {
 
 /** What `llm-ha agent` runs for its `LLMHA_ROLE`: the controller alone, or the node agent (`all`, `node`). */
 export async function runRole(cfg: AgentConfig, log: Logger = createLogger({ level: cfg.logLevel })): Promise<{ shutdown(reason: string): Promise<void> }> {
-  if (cfg.role === "controller") return listen("HTTP", "LLMHA_HTTP_PORT", cfg.httpPort, () => runController(cfg, log));
+  if (cfg.role === "controller") {
+    const { runController } = await import("./fleet/controller/run.js");
+    return listen("HTTP", "LLMHA_HTTP_PORT", cfg.httpPort, () => runController(cfg, log));
+  }
   return runAgent(cfg, log);
 }
 
@@ -49,6 +50,40 @@ async function listen<T>(what: string, variable: string, port: number, start: ()
     throw new StartupError(`${what} port ${port} (${variable}) ${why}`);
   }
 }
+
+/** The node's record in Redis: at each heartbeat, and at once when the decision changes. */
+function publishReports(cfg: AgentConfig, agent: Agent, fleet: Fleet, servedReport: FleetCode["servedReport"]): void {
+  // Corrected-ECC rise and slowdown episodes: fed from each new nvidia-smi result when a report is made.
+  const warnings = new GpuWarningTracker();
+  const gpuFault = (): string => {
+    warnings.observe(agent.signals.gpu, Date.now());
+    return encodeGpuFault(gpuFaultOf(agent.signals, warnings.current(Date.now())));
+  };
+  const report = (): NodeReport => ({
+    nodeId: cfg.nodeId,
+    az: cfg.az,
+    decision: agent.decision,
+    gpus: takesTraffic(agent.decision) ? agent.gpus.length : 0,
+    gpusExpected: cfg.gpuCount ?? agent.gpus.length,
+    // What the server says it serves, not what is configured (issue 16: the leader compares them).
+    ...servedReport(agent.modelIdentity),
+    // Which XID, what the driver asks for, row remaps, warnings: the leader's repair ladder picks the cheapest fix from them.
+    gpuFault: gpuFault(),
+  });
+  agent.once("decision", () => fleet.start(report));
+  agent.on("decision", (_d, changed) => {
+    agent.setSuspects(new Set(fleet.suspectChecks));
+    // Publish a change at once rather than at the next heartbeat: the L2 tier reads it.
+    if (changed) fleet.registry.heartbeat(report()).catch(() => undefined);
+  });
+}
+
+/** The fleet's code (Redis client, lease, controller, rollout side), for an agent with a Redis URL. */
+async function loadFleetCode(): Promise<FleetCode> {
+  const [run, fleet, registry, rollout] = await Promise.all([import("./fleet/controller/run.js"), import("./fleet/controller/fleet.js"), import("./fleet/redis/registry.js"), import("./node/rollout-side.js")]);
+  return { ...run, ...fleet, servedReport: registry.servedReport, ...rollout };
+}
+type FleetCode = typeof import("./fleet/controller/run.js") & typeof import("./fleet/controller/fleet.js") & typeof import("./node/rollout-side.js") & Pick<typeof import("./fleet/redis/registry.js"), "servedReport">;
 
 function standaloneAzHealth(agent: Agent, az: string): AzHealthResponse {
   // Without Redis there is no fleet view: answer from this node, flagged stale, and never fail closed.
@@ -103,7 +138,10 @@ function feedCanaries(agent: Agent, canary: CanaryRunner): void {
 export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ level: cfg.logLevel })): Promise<RunningAgent> {
   const metrics = new AgentMetrics(cfg.nodeId, cfg.az);
   const agent = new Agent(cfg, log, metrics);
-  const fleet = cfg.redisUrl ? new Fleet(fleetOptions(cfg, log, metrics.registry, canaryTolerance(cfg))) : null;
+  // Redis, the lease, the controller and the rollout side are loaded only where there is a Redis URL:
+  // a standalone agent never needs them, and they are most of what the agent would hold in memory.
+  const fleetCode = cfg.redisUrl ? await loadFleetCode() : null;
+  const fleet = fleetCode ? new fleetCode.Fleet(fleetCode.fleetOptions(cfg, log, metrics.registry, canaryTolerance(cfg))) : null;
   // One live agent per node id: a second one (a copied manifest, a typo) would take turns
   // with the first in Redis and, on stopping, remove the live node (seen: a brief L4).
   const held = fleet ? await fleet.registry.nodeIdConflict(cfg.nodeId) : null;
@@ -112,32 +150,8 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
     const ago = held.lastHeartbeatAgoMs === null ? "" : `, last heartbeat ${held.lastHeartbeatAgoMs} ms ago`;
     throw new StartupError(`LLMHA_NODE_ID ${cfg.nodeId} is in use by another live agent (instance ${held.heldBy}${ago}): give each agent its own node id`);
   }
-  if (fleet) await attachActuator(fleet, cfg);
-  // Corrected-ECC rise and slowdown episodes: fed from each new nvidia-smi result when a report is made.
-  const warnings = new GpuWarningTracker();
-  const gpuFault = (): string => {
-    warnings.observe(agent.signals.gpu, Date.now());
-    return encodeGpuFault(gpuFaultOf(agent.signals, warnings.current(Date.now())));
-  };
-  const report = (): NodeReport => ({
-    nodeId: cfg.nodeId,
-    az: cfg.az,
-    decision: agent.decision,
-    gpus: takesTraffic(agent.decision) ? agent.gpus.length : 0,
-    gpusExpected: cfg.gpuCount ?? agent.gpus.length,
-    // What the server says it serves, not what is configured (issue 16: the leader compares them).
-    ...servedReport(agent.modelIdentity),
-    // Which XID, what the driver asks for, row remaps, warnings: the leader's repair ladder picks the cheapest fix from them.
-    gpuFault: gpuFault(),
-  });
-  if (fleet) {
-    agent.once("decision", () => fleet.start(report));
-    agent.on("decision", (_d, changed) => {
-      agent.setSuspects(new Set(fleet.suspectChecks));
-      // Publish a change at once rather than at the next heartbeat: the L2 tier reads it.
-      if (changed) fleet.registry.heartbeat(report()).catch(() => undefined);
-    });
-  }
+  if (fleet && fleetCode) await fleetCode.attachActuator(fleet, cfg);
+  if (fleet && fleetCode) publishReports(cfg, agent, fleet, fleetCode.servedReport);
   const probeView = (): ReturnType<Parameters<typeof startHttpServer>[2]["probe"]> => {
     const lat = measured(agent.signals.probeLatencies ?? []);
     const q = (p: number): number | null => {
@@ -190,7 +204,7 @@ export async function runAgent(cfg: AgentConfig, log: Logger = createLogger({ le
   // The deep check's canary round: asked for as soon as the server is ready, not a canary period later.
   if (canary) agent.deepCheck.attachCanary(() => canary.deepCheckRound());
   // A rollout: the revisions it allows, and `perf` for its gates (continuation check included).
-  const rollout = fleet ? startRolloutSide(cfg, agent, fleet, log) : null;
+  const rollout = fleet && fleetCode ? fleetCode.startRolloutSide(cfg, agent, fleet, log) : null;
   agent.start();
   canary?.start();
   log.info(

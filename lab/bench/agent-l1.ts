@@ -2,7 +2,7 @@
  * L1 numbers (issue 2): fault → /readyz 503 and fault → HAProxy DOWN/DRAIN per fault kind,
  * beside HAProxy `httpchk GET /health` baselines (default inter 2s fall 3; tuned inter
  * 500ms fall 2) over the same servers in the same HAProxy, in the same run; failed client
- * requests during inference crashes; the agent's own CPU and memory.
+ * requests during inference crashes; the agent's own CPU and memory (overhead.ts).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -14,8 +14,7 @@ import { startTraffic, type Traffic } from "../drill/traffic";
 import { SimNode } from "../sim/sim-node";
 import { freePort, sleep, waitFor } from "../../agent/src/util/net";
 import { measured, quantile } from "../../agent/src/util/stats";
-import { procUsage } from "./proc";
-import { builtCli } from "./built";
+import { measureOverhead } from "./overhead";
 
 type FaultKind = "crash" | "gpuLost" | "eccUncorrected" | "wedged" | "slow";
 const PROXIES = ["inference", "baseline_default", "baseline_tuned"] as const;
@@ -81,6 +80,7 @@ async function heal(n: SimNode, f: FaultKind): Promise<void> {
 export interface L1Options {
   trials?: number;
   faults?: FaultKind[];
+  /** The overhead window, s (default 300: the goal is stated over 5 minutes). */
   overheadSeconds?: number;
   log?: (line: string) => void;
 }
@@ -179,40 +179,14 @@ export async function runL1Bench(o: L1Options = {}): Promise<Record<string, unkn
     }
     await traffic.stop();
     traffic = null;
-    results.overhead = await overhead(dir, o.overheadSeconds ?? 60, log);
+    // The agent's own cost with 8 GPUs and every signal on, against its goal (overhead.ts).
+    results.overhead = await measureOverhead({ seconds: o.overheadSeconds ?? 300, dir, log });
     return { trials, windowMs: WINDOW_MS, agentSettings: { intervalMs: 1000, agentInterMs: 500, ...AGENT_ENV }, faults: results };
   } finally {
     await traffic?.stop();
     await hp?.stop();
     await Promise.all(nodes.map((n) => n.stop()));
     rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-/** Agent overhead at default periods with 8 GPUs: the compiled agent (what the image runs), not tsx. */
-async function overhead(dir: string, seconds: number, log: (l: string) => void): Promise<Record<string, unknown>> {
-  const built = builtCli(log) !== null;
-  const n = await SimNode.start({ id: "gpu-overhead", az: "az-a", dir, gpuCount: 8, built });
-  try {
-    await sleep(3000);
-    const pid = n.agentPid!;
-    const t0 = procUsage(pid);
-    await sleep(seconds * 1000);
-    const t1 = procUsage(pid);
-    const hwm = t1.hwm / 2 ** 20;
-    const rss = t1.rss / 2 ** 20;
-    const r = {
-      seconds,
-      runtime: built ? "node dist (compiled)" : "node --import tsx (run npm run build for the compiled figure)",
-      agentCpuPercentOfOneCore: Math.round(((t1.cpuS - t0.cpuS) / seconds) * 10000) / 100,
-      nvidiaSmiChildrenCpuPercentOfOneCore: Math.round(((t1.childrenCpuS - t0.childrenCpuS) / seconds) * 10000) / 100,
-      agentPeakRssMiB: Math.round(hwm * 10) / 10,
-      agentRssMiB: Math.round(rss * 10) / 10,
-    };
-    log(`overhead: agent ${r.agentCpuPercentOfOneCore}% CPU, peak RSS ${r.agentPeakRssMiB} MiB (${r.runtime}); nvidia-smi children ${r.nvidiaSmiChildrenCpuPercentOfOneCore}%`);
-    return r;
-  } finally {
-    await n.stop();
   }
 }
 

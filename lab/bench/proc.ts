@@ -1,5 +1,5 @@
 /** What a process has used so far, from Linux /proc (USER_HZ = 100): the bench's one reader. */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 const TICK = 100;
 
@@ -24,4 +24,23 @@ export function procUsage(pid: number): ProcUsage {
     rss: kb("VmRSS"),
     hwm: kb("VmHWM"),
   };
+}
+
+/**
+ * CPU (utime + stime, seconds) of each living child of `pid`, by child pid: a long-lived child
+ * (the nvidia-smi stream) is never waited for while it runs, so `childrenCpuS` alone would miss it.
+ */
+export function liveChildrenCpu(pid: number): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(f[1]) === pid) out.set(Number(name), (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / TICK);
+    } catch {
+      // a process that ended while we read
+    }
+  }
+  return out;
 }

@@ -1,15 +1,16 @@
 /**
  * `npm run bench`: every measured figure as one JSON document on stdout (progress on
- * stderr). `--quick` runs few trials; `--only l1|fleet|scale|edge|standby|continuation`; `--out FILE` also writes it.
+ * stderr). `--quick` runs few trials; `--only l1|overhead|fleet|scale|edge|standby|continuation`; `--out FILE` also writes it.
  * Builds the agent first so the overhead figure is the compiled agent the image runs.
  */
 import { execFileSync } from "node:child_process";
-import { writeFileSync, existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runL1Bench } from "./agent-l1";
 import { didYouMean } from "../../contracts/did-you-mean";
 
-const USAGE = `Usage: llm-ha bench [--quick] [--only l1|fleet|scale|edge|standby|continuation] [--out FILE]
+const USAGE = `Usage: llm-ha bench [--quick] [--only l1|overhead|fleet|scale|edge|standby|continuation] [--out FILE]
                  [--sizes 500,1000,2000] [--leader-period MS] [--plot FILE.svg]   (also: npm run bench)
 
 Every measured figure as one JSON document on stdout, progress on stderr (docs/bench.md).
@@ -56,7 +57,18 @@ async function main(): Promise<void> {
   const result: Record<string, unknown> = { startedAt: new Date().toISOString(), quick, machine: { cpus: (await import("node:os")).cpus().length, node: process.version } };
   if (!only || only === "l1") {
     log("L1: fault → /readyz and HAProxy, against httpchk baselines");
-    result.l1 = await runL1Bench(quick ? { trials: 3, overheadSeconds: 15, log } : { trials: 20, overheadSeconds: 60, log });
+    result.l1 = await runL1Bench(quick ? { trials: 3, overheadSeconds: 15, log } : { trials: 20, overheadSeconds: 300, log });
+  }
+  if (only === "overhead") {
+    // The agent's overhead alone (the same figure as l1's): 5 minutes, 15 s with --quick.
+    log("overhead: the agent's CPU and memory with 8 GPUs, every signal on, against its goal");
+    const { measureOverhead } = await import("./overhead.js");
+    const dir = mkdtempSync(join(tmpdir(), "llmha-bench-overhead-"));
+    try {
+      result.overhead = await measureOverhead({ seconds: quick ? 15 : 300, dir, log });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
   if ((!only || only === "fleet") && existsSync(join(__dirname, "fleet.ts"))) {
     log("fleet: takeover times and registry scale");

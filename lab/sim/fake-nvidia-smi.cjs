@@ -3,6 +3,13 @@
 // Plain CommonJS with no dependencies: the agent runs it every second per node, so it must
 // start as fast as node itself. Values come from real captures (see fixtures/README.md);
 // faults are injected through a JSON state file read on every call.
+//
+// `-lms N` (or `--loop-ms=N`, `-l S`): the agent's long-lived stream. One batch (a row per GPU) every
+// N ms until killed, re-reading the state file whenever it changes, so faults show as they are
+// injected: `hangMs` prints nothing while it is set (nvidia-smi stuck), `exitCode` prints its text
+// and ends the stream with that code (15: GPU lost), `missingGpus` drops rows from the next batch,
+// overrides (ECC, …) change the next batch. It ends by itself when the agent that started it is
+// gone (its pipe closed, or its parent changed), so a killed agent leaves no stream behind.
 "use strict";
 
 const fs = require("node:fs");
@@ -54,7 +61,9 @@ function readState(file) {
  * One captured query-gpu section: canonical field → { unit, value } (value as printed with units).
  * @param {"idle"|"load"} profile
  */
+const profiles = new Map();
 function readProfile(profile) {
+  if (profiles.has(profile)) return profiles.get(profile);
   const [header, row] = fs.readFileSync(path.join(FIXTURES, `h100-query-gpu-${profile}.csv`), "utf8").split("\n");
   const names = header.split(", ");
   const values = row.split(", ");
@@ -64,12 +73,21 @@ function readProfile(profile) {
     const m = /^(.*) \[([^\]]+)\]$/.exec(h);
     columns.set(m ? m[1] : h, { unit: m ? m[2] : "", value: values[i] });
   });
+  profiles.set(profile, columns);
   return columns;
+}
+
+let knownIdentities = null;
+let aliasTable = null;
+function aliases() {
+  if (!aliasTable) aliasTable = JSON.parse(fs.readFileSync(path.join(FIXTURES, "h100-query-gpu-aliases.json"), "utf8"));
+  return aliasTable;
 }
 
 /** Physical identities for `count` GPUs: the 8×H100 capture's, then made-up ones past slot 7. */
 function identities(count) {
-  const known = JSON.parse(fs.readFileSync(path.join(FIXTURES, "h100x8-gpus.json"), "utf8"));
+  if (!knownIdentities) knownIdentities = JSON.parse(fs.readFileSync(path.join(FIXTURES, "h100x8-gpus.json"), "utf8"));
+  const known = knownIdentities;
   const out = [];
   for (let i = 0; i < count; i++) {
     const hex = (0x10 + i).toString(16).toUpperCase().padStart(2, "0");
@@ -128,7 +146,7 @@ function gpus(state) {
 }
 
 function parseArgs(argv) {
-  /** @type {{query?: string, format?: string, list?: boolean, version?: boolean, id?: string}} */
+  /** @type {{query?: string, format?: string, list?: boolean, version?: boolean, id?: string, loopMs?: number}} */
   const o = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -140,7 +158,11 @@ function parseArgs(argv) {
     else if (key === "-i" || key === "--id") o.id = val();
     else if (key === "-L" || key === "--list-gpus") o.list = true;
     else if (key === "--version") o.version = true;
-    else return null;
+    else if (key === "-lms" || key === "--loop-ms" || key === "-l" || key === "--loop") {
+      const n = Number(val());
+      if (!Number.isInteger(n) || n <= 0) return null;
+      o.loopMs = key === "-l" || key === "--loop" ? n * 1000 : n;
+    } else return null;
   }
   return o;
 }
@@ -155,6 +177,7 @@ function answer(argv, state) {
   }
   const args = parseArgs(argv);
   if (!args) return { code: 2, stdout: USAGE_ERROR };
+  if (args.loopMs !== undefined && (args.list || args.version)) return { code: 2, stdout: USAGE_ERROR };
   if (args.version) return { code: 0, stdout: VERSION_TEXT };
   let list = gpus(state);
   if (args.id !== undefined) {
@@ -171,8 +194,8 @@ function answer(argv, state) {
     return { code: 2, stdout: USAGE_ERROR };
   }
   const columns = readProfile(state.profile || "idle");
-  const aliases = JSON.parse(fs.readFileSync(path.join(FIXTURES, "h100-query-gpu-aliases.json"), "utf8"));
-  const canonical = (f) => aliases[f] || f;
+  const table = aliases();
+  const canonical = (f) => table[f] || f;
   const fields = args.query.split(",").map((f) => f.trim());
   for (const f of fields) {
     if (!columns.has(canonical(f))) return { code: 2, stderr: `Field "${f}" is not a valid field to query.\n\n` };
@@ -228,7 +251,61 @@ function saveAnswer(prefix, argv, r) {
   }
 }
 
+/**
+ * The `-lms` stream: a batch every `periodMs` while the agent keeps it, the state re-read when its
+ * file changes (a rename by writeNvsmiState gives a new inode). Nothing goes to the wrapper's cache.
+ */
+function stream(argv, file, periodMs) {
+  const parent = process.ppid;
+  let state = {};
+  let seen = "";
+  const load = () => {
+    let key = "";
+    try {
+      const st = fs.statSync(file);
+      key = `${st.ino}:${st.size}:${st.mtimeMs}`;
+    } catch {
+      key = "none";
+    }
+    if (key !== seen) {
+      state = readState(key === "none" ? "" : file);
+      seen = key;
+    }
+  };
+  // The agent is gone: its end of the pipe is closed (EPIPE), or this process was handed to another parent.
+  process.stdout.on("error", () => process.exit(0));
+  const tick = () => {
+    if (process.ppid !== parent) process.exit(0);
+    try {
+      load();
+    } catch (err) {
+      process.stderr.write(`fake-nvidia-smi: cannot read FAKE_NVSMI_STATE: ${err && err.message}\n`);
+      process.exitCode = 255;
+      return;
+    }
+    // Stuck (D state): nothing printed while the state says so; the agent kills it at its deadline.
+    if (!state.hangMs) {
+      const r = answer(argv, state);
+      // One write per batch: the agent gets the batch's rows together.
+      if (r.stdout) process.stdout.write(r.stdout);
+      if (r.stderr) process.stderr.write(r.stderr);
+      if (r.code !== 0) {
+        process.exitCode = r.code;
+        return;
+      }
+    }
+    setTimeout(tick, periodMs);
+  };
+  tick();
+}
+
 function main() {
+  const argv = process.argv.slice(2);
+  const parsed = parseArgs(argv);
+  if (parsed && parsed.loopMs !== undefined && parsed.query) {
+    stream(argv, process.env.FAKE_NVSMI_STATE || "", parsed.loopMs);
+    return;
+  }
   let state;
   try {
     state = readState(process.env.FAKE_NVSMI_STATE || "");
@@ -238,14 +315,13 @@ function main() {
     return;
   }
   const run = () => {
-    const argv = process.argv.slice(2);
     const r = answer(argv, state);
     if (r.stdout) process.stdout.write(r.stdout);
     if (r.stderr) process.stderr.write(r.stderr);
     // exitCode rather than exit(): exit() can cut off output still queued for a pipe.
     process.exitCode = r.code;
     // The wrapper's cache (nvsmi-state.ts): the same state and arguments give the same answer,
-    // except a hang (its delay is the point) and a timestamp (it moves).
+    // except a hang (its delay is the point), a timestamp (it moves) and a stream (it never ends).
     const cache = process.env.FAKE_NVSMI_CACHE;
     if (cache && stateVersion === process.env.FAKE_NVSMI_VERSION && !state.hangMs && !argv.some((a) => a.includes("timestamp"))) saveAnswer(cache, argv, r);
   };

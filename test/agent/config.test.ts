@@ -100,6 +100,7 @@ describe("configuration", () => {
     ["LLMHA_REPAIR_MODE", "act", /LLMHA_REPAIR_MODE .*act needs LLMHA_ACTUATOR/],
     ["LLMHA_REPAIR_SPARE", "us-east-1a:2", /LLMHA_REPAIR_SPARE.*is not AZ=COUNT/],
     ["LLMHA_DEEP_CHECK", "full", /LLMHA_DEEP_CHECK .*must be one of auto, dcgmi, smoke, off/],
+    ["LLMHA_GPU_QUERY", "poll", /LLMHA_GPU_QUERY .*must be one of stream, per-tick, got "poll"/],
     ["LLMHA_DEEP_CHECK_TIMEOUT_MS", "10", /LLMHA_DEEP_CHECK_TIMEOUT_MS .*between 1000 and/],
     ["LLMHA_REPAIR_PREDICTIVE", "yes", /LLMHA_REPAIR_PREDICTIVE .*must be on or off, got "yes"/],
     ["LLMHA_REPAIR_PREDICTIVE_BUDGET", "-1", /LLMHA_REPAIR_PREDICTIVE_BUDGET/],

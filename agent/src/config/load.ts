@@ -5,9 +5,8 @@ import { parseArgs } from "node:util";
 import { maskUserinfo, safeUrl } from "../util/log";
 import { parseXidRules, XidRulesError } from "../node/sources/xid-rules";
 import { keyFileProblem } from "../node/sources/credential";
-import { ACTUATOR_KINDS, AGENT_ROLES, type AgentConfig, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf, groupedSpecs } from "./spec";
+import { ACTUATOR_KINDS, AGENT_ROLES, type AgentConfig, GPU_QUERY_MODES, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf, groupedSpecs } from "./spec";
 import { wrapText } from "../../../contracts/table";
-import { cronProblem, Zone } from "../../../contracts/cron";
 import { RedisAuthError, redisAuthFromEnv } from "../fleet/redis/auth";
 import { closest, flagErrorMessage } from "../../../contracts/did-you-mean";
 import { ConfigError } from "./error";
@@ -16,6 +15,7 @@ import { DEEP_CHECK_MODES } from "../node/deep-check";
 import { RolloutSettingsError, rolloutSettingsOf } from "../fleet/rollout/settings";
 import { findExecutable } from "../node/sources/dcgmi";
 import { checkAwsFormats, imdsAvailabilityZone, resolveAwsRegion } from "./aws";
+import { checkInventory, checkPracticeWake } from "./checks";
 
 export { ConfigError };
 export { imdsAvailabilityZone, resolveAwsRegion };
@@ -99,6 +99,9 @@ function parseValue(spec: OptionSpec, v: string): string | number | boolean | st
     case "deepCheck":
       if (!(DEEP_CHECK_MODES as readonly string[]).includes(v)) throw new ConfigError(spec.env, `must be one of ${DEEP_CHECK_MODES.join(", ")}, got ${JSON.stringify(v)}`);
       return v;
+    case "gpuQuery":
+      if (!(GPU_QUERY_MODES as readonly string[]).includes(v)) throw new ConfigError(spec.env, `must be one of ${GPU_QUERY_MODES.join(", ")}, got ${JSON.stringify(v)}`);
+      return v;
     case "list": {
       const items = v.split(",").map((x) => x.trim()).filter((x) => x !== "");
       if (items.length === 0) throw new ConfigError(spec.env, "must list at least one value, comma separated");
@@ -158,6 +161,7 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   warmupStepMs: 5000,
   degradedWeight: 50,
   gpuTimeoutMs: 5000,
+  gpuQuery: "stream",
   modelTimeoutMs: 2000,
   probeTimeoutMs: 30_000,
   probeWindow: 20,
@@ -343,31 +347,6 @@ function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): v
   if (cfg.standbyAsgs && !cfg.standbyAz) throw new ConfigError("LLMHA_STANDBY_AZ", "is required with LLMHA_STANDBY_ASGS (which AZ the groups are in)");
   if (cfg.zonalShift && cfg.shiftResources.length === 0) throw new ConfigError("LLMHA_SHIFT_RESOURCES", "is required with LLMHA_ACTUATOR=aws and LLMHA_ZONAL_SHIFT=true");
   if (cfg.zonalShift && !cfg.azIds) throw new ConfigError("LLMHA_AZ_IDS", "is required with LLMHA_ZONAL_SHIFT=true (ARC names zones by AZ id)");
-}
-
-/** `LLMHA_INVENTORY`: `none`, `kubernetes` or an http(s) URL. */
-function checkInventory(v: string): void {
-  if (v === "none" || v === "kubernetes") return;
-  let u: URL | null = null;
-  try {
-    u = new URL(v);
-  } catch {
-    // below
-  }
-  if (!u || (u.protocol !== "http:" && u.protocol !== "https:")) throw new ConfigError("LLMHA_INVENTORY", `must be none, kubernetes or an http(s) URL, got ${JSON.stringify(safeUrl(v))}`);
-}
-
-/** `LLMHA_PRACTICE_WAKE` must be a cron this agent reads, in a zone it knows, with a standby AZ to practise on. */
-function checkPracticeWake(cfg: Pick<AgentConfig, "practiceWake" | "practiceWakeTz" | "standbyAz">): void {
-  if (cfg.practiceWake === null) return;
-  const problem = cronProblem(cfg.practiceWake);
-  if (problem) throw new ConfigError("LLMHA_PRACTICE_WAKE", problem);
-  try {
-    new Zone(cfg.practiceWakeTz);
-  } catch {
-    throw new ConfigError("LLMHA_PRACTICE_WAKE_TZ", `${JSON.stringify(cfg.practiceWakeTz)} is not an IANA time zone`);
-  }
-  if (!cfg.standbyAz) throw new ConfigError("LLMHA_PRACTICE_WAKE", "needs LLMHA_STANDBY_AZ (the AZ to practise waking)");
 }
 
 /** The full configuration, with `LLMHA_AZ` resolved from IMDSv2 when unset. */

@@ -7,6 +7,14 @@
 export const INFERENCE_KINDS = ["vllm", "tgi", "triton", "llamacpp", "openai"] as const;
 export type InferenceKind = (typeof INFERENCE_KINDS)[number];
 
+/**
+ * How the agent reads nvidia-smi (`LLMHA_GPU_QUERY`): `stream`, one long-lived `nvidia-smi … -lms`
+ * child printing a batch each period (falling back to `per-tick` by itself where nvidia-smi refuses
+ * `-lms`); `per-tick`, one nvidia-smi process per period.
+ */
+export const GPU_QUERY_MODES = ["stream", "per-tick"] as const;
+export type GpuQueryMode = (typeof GPU_QUERY_MODES)[number];
+
 /** How the leader acts beyond Redis (`LLMHA_ACTUATOR`). */
 export const ACTUATOR_KINDS = ["none", "dry-run", "aws", "local"] as const;
 export type ActuatorKind = (typeof ACTUATOR_KINDS)[number];
@@ -20,7 +28,7 @@ export type ActuatorKind = (typeof ACTUATOR_KINDS)[number];
 export const AGENT_ROLES = ["all", "node", "controller"] as const;
 export type AgentRole = (typeof AGENT_ROLES)[number];
 
-export type OptionType = "deepCheck" | "repairMode" | "string" | "int" | "url" | "kind" | "actuator" | "role" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex" | "number";
+export type OptionType = "deepCheck" | "gpuQuery" | "repairMode" | "string" | "int" | "url" | "kind" | "actuator" | "role" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex" | "number";
 
 /** pino levels `LLMHA_LOG_LEVEL` takes. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -65,6 +73,7 @@ export interface AgentConfig {
   warmupStepMs: number;
   degradedWeight: number;
   gpuTimeoutMs: number;
+  gpuQuery: GpuQueryMode;
   modelTimeoutMs: number;
   probeTimeoutMs: number;
   probeWindow: number;
@@ -162,7 +171,8 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "rise", env: "LLMHA_RISE", type: "int", min: 1, max: 100, defaultText: "2", description: "consecutive clean results before the warmup ramp starts" },
   { key: "warmupStepMs", env: "LLMHA_WARMUP_STEP_MS", type: "int", min: 0, max: 3_600_000, defaultText: ms(5000), description: "length of each warmup step (25 → 50 → 75 → 100 %); 0 skips the ramp" },
   { key: "degradedWeight", env: "LLMHA_DEGRADED_WEIGHT", type: "int", min: 1, max: 100, defaultText: "50", description: "weight share (%) of a DEGRADED node" },
-  { key: "gpuTimeoutMs", env: "LLMHA_GPU_TIMEOUT_MS", type: "int", min: 50, max: 600_000, defaultText: ms(5000), description: "nvidia-smi time limit (it can hang in D state)" },
+  { key: "gpuTimeoutMs", env: "LLMHA_GPU_TIMEOUT_MS", type: "int", min: 50, max: 600_000, defaultText: ms(5000), description: "nvidia-smi time limit (it can hang in D state): a one-shot query that has not answered, or a stream's batch this late" },
+  { key: "gpuQuery", env: "LLMHA_GPU_QUERY", type: "gpuQuery", defaultText: "`stream`", description: "how nvidia-smi is read: `stream` keeps one `nvidia-smi --query-gpu=… -lms <LLMHA_INTERVAL_MS>` running and reads its batch of GPU rows each period (where nvidia-smi refuses `-lms` the agent logs it and goes on per tick by itself); `per-tick` starts one nvidia-smi per period (the agent's way before the stream; it costs a process a period)" },
   { key: "modelTimeoutMs", env: "LLMHA_MODEL_TIMEOUT_MS", type: "int", min: 50, max: 600_000, defaultText: ms(2000), description: "time limit of readiness and metrics requests" },
   { key: "probeTimeoutMs", env: "LLMHA_PROBE_TIMEOUT_MS", type: "int", min: 50, max: 600_000, defaultText: ms(30_000), description: "probe completion time limit" },
   { key: "probeWindow", env: "LLMHA_PROBE_WINDOW", type: "int", min: 1, max: 1000, defaultText: "20", description: "probe latencies kept for p50/p95" },
@@ -244,7 +254,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
 export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: readonly (keyof AgentConfig)[] }[] = [
   { title: "Node identity and role", keys: ["nodeId", "az", "cluster", "role", "bindAddress", "httpPort", "agentCheckPort", "logLevel"] },
   { title: "Health decisions and rotation", keys: ["intervalMs", "fall", "rise", "warmupStepMs", "degradedWeight", "drainMs", "drainFile"] },
-  { title: "GPU checks", keys: ["nvidiaSmi", "gpuCount", "gpuTimeoutMs", "xidLog", "xidRules", "pciDevices"] },
+  { title: "GPU checks", keys: ["nvidiaSmi", "gpuCount", "gpuTimeoutMs", "gpuQuery", "xidLog", "xidRules", "pciDevices"] },
   {
     title: "Inference server and probe",
     keys: ["inferenceUrl", "inferenceKind", "inferenceApiKeyFile", "model", "modelRevision", "modelTimeoutMs", "probeLatencyMs", "probeTimeoutMs", "probeWindow", "probeMaxTokens", "probePrompt", "probeExpect", "probeStuckMs", "wedgeMs", "engineIntervalMs", "metricsUrl"],

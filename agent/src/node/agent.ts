@@ -3,17 +3,18 @@ import type { AgentConfig } from "../config/spec";
 import { DEFAULT_WARMUP_STEPS, evaluate, initialState, type EvaluatorSettings, type EvaluatorState } from "./evaluator/evaluate";
 import { expectedRevisions } from "./evaluator/rules";
 import type { AgentMetrics, SourceName } from "./reporters/metrics";
-import { GpuSource, readPciGpus } from "./sources/gpu";
+import { readPciGpus, type GpuReader } from "./sources/gpu";
+import { openGpuReader } from "./sources/gpu-stream";
 import { InferenceCredential, splitUserinfo } from "./sources/credential";
-import { defaultMetricsUrl, readEngine } from "./sources/engine-metrics";
+import { defaultMetricsUrl, EngineReader } from "./sources/engine-metrics";
 import { ADAPTERS, request, type InferenceAdapter } from "./sources/inference";
 import type { EngineObservation, GpuInfo, ModelIdentity, ProbeObservation, Sample, Signals, XidEvent } from "./sources/signals";
 import { ConnectionWatch } from "./sources/watch";
+import { DrainFile } from "./sources/drain-file";
 import { XidReader } from "./sources/xid";
 import { parseXidRules, XidJudge } from "./sources/xid-rules";
 import { takesTraffic, type Decision, type Reason } from "../types";
 import type { Logger } from "../util/log";
-import { existsSync } from "node:fs";
 import { Loop } from "../util/loop";
 import { DeepCheck } from "./deep-check-runner";
 import { PerfTracker } from "./perf";
@@ -30,10 +31,10 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   private state: EvaluatorState;
   private readonly settings: EvaluatorSettings;
   private readonly adapter: InferenceAdapter;
-  private readonly gpu: GpuSource;
+  private readonly gpu: GpuReader;
   private readonly xid: XidReader | null;
   private readonly xidJudge: XidJudge;
-  private readonly metricsUrl: string | null;
+  private readonly engineReader: EngineReader | null;
   /** `LLMHA_INFERENCE_URL` without its user part: what requests go to and what reasons may show. */
   private readonly inferenceBase: string;
   private readonly credential: InferenceCredential;
@@ -47,9 +48,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   private readonly modelLoop: Loop;
   private seq = 0;
   private draining = false;
-  /** The drain file as last read, and when. */
-  private drainFileSeen = false;
-  private drainFileAt: number | null = null;
+  private readonly drainFile: DrainFile | null;
   private suspects: ReadonlySet<string> = new Set();
   private probeAbort: AbortController | null = null;
   private probeTimers: NodeJS.Timeout[] = [];
@@ -80,13 +79,15 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     };
     this.perf = new PerfTracker(cfg.probeWindow);
     this.adapter = ADAPTERS[cfg.inferenceKind];
-    this.gpu = new GpuSource(cfg.nvidiaSmi, cfg.gpuTimeoutMs);
+    this.gpu = openGpuReader(cfg, (event, detail) => log.warn({ event }, detail));
     this.xid = cfg.xidLog ? new XidReader(cfg.xidLog) : null;
+    this.drainFile = cfg.drainFile ? new DrainFile(cfg.drainFile, cfg.intervalMs, clock, log) : null;
     this.xidJudge = new XidJudge(parseXidRules(cfg.xidRules));
     const target = splitUserinfo(cfg.inferenceUrl);
     this.inferenceBase = target.url;
     this.credential = new InferenceCredential(cfg.inferenceApiKeyFile, target.basic, log);
-    this.metricsUrl = cfg.metricsUrl ?? defaultMetricsUrl(cfg.inferenceKind, this.inferenceBase);
+    const metricsUrl = cfg.metricsUrl ?? defaultMetricsUrl(cfg.inferenceKind, this.inferenceBase);
+    this.engineReader = metricsUrl ? new EngineReader(metricsUrl) : null;
     this.probeExpect = cfg.probeExpect ? new RegExp(cfg.probeExpect) : null;
     const u = new URL(cfg.inferenceUrl);
     const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
@@ -130,24 +131,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
 
   /** SIGTERM, or the drain file as the last evaluation read it (agent-check, `/readyz` and the decision agree). */
   get isDraining(): boolean {
-    return this.draining || this.drainFileSeen;
-  }
-
-  /**
-   * A planned drain: the drain file exists (the inference pod's preStop hook wrote it before
-   * its server stops). Read at most once per evaluation period; an unreadable directory is no
-   * drain (the file's absence is the normal state).
-   */
-  private plannedDrain(): boolean {
-    const file = this.cfg.drainFile;
-    if (!file) return false;
-    const now = this.clock();
-    if (this.drainFileAt !== null && now - this.drainFileAt < this.cfg.intervalMs / 2) return this.drainFileSeen;
-    this.drainFileAt = now;
-    const seen = existsSync(file);
-    if (seen !== this.drainFileSeen) this.log.info({ event: seen ? "planned-drain" : "planned-drain-over", file }, seen ? `planned drain: ${file} present, HAProxy gets drain` : `planned drain over: ${file} gone`);
-    this.drainFileSeen = seen;
-    return seen;
+    return this.draining || (this.drainFile?.seen ?? false);
   }
 
   /** The canaries' verdict: a mismatch's detail takes the node out (`CANARY_MISMATCH`), null lets it serve. */
@@ -171,8 +155,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
 
   start(): void {
     const i = this.cfg.intervalMs;
-    this.loops.push(this.loop("gpu", () => this.checkGpu()), this.modelLoop, this.loop("probe", () => this.runProbe()));
-    if (this.metricsUrl) this.loops.push(this.loop("engine", () => this.checkEngine(), this.cfg.engineIntervalMs));
+    // A stream waits for its next batch by itself (period 0: read again as soon as a read returns).
+    this.loops.push(this.loop("gpu", () => this.checkGpu(), this.gpu.paces ? 0 : i), this.modelLoop, this.loop("probe", () => this.runProbe()));
+    if (this.engineReader) this.loops.push(this.loop("engine", () => this.checkEngine(), this.cfg.engineIntervalMs));
     if (this.xid) this.loops.push(this.loop("xid", async () => this.checkXid()));
     this.loops.push(new Loop(i, async () => this.evaluateNow(), (e) => this.log.error({ err: e }, "evaluation failed")));
     this.deepCheck.start(this.signals);
@@ -190,6 +175,8 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
 
   stop(): void {
     for (const l of this.loops) l.stop();
+    this.gpu.stop(); // the nvidia-smi stream, a child of the agent, ends with it
+    this.engineReader?.close();
     this.watch.stop();
     this.probeAbort?.abort();
     for (const t of this.probeTimers) clearTimeout(t);
@@ -252,7 +239,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
 
   private async checkEngine(): Promise<void> {
     const t0 = performance.now();
-    const e = this.metricsUrl ? await readEngine(this.metricsUrl, this.cfg.modelTimeoutMs, this.credential.headers()) : null;
+    const e = this.engineReader ? await this.engineReader.read(this.cfg.modelTimeoutMs, this.credential.headers()) : null;
     this.metrics.source("engine", performance.now() - t0, e === null);
     this.signals.engine = this.sample(e);
     this.metrics.signals(this.signals, this.cfg.gpuCount);
@@ -366,7 +353,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     const prev = this.state.decision;
     this.signals.deepCheck = this.deepCheck.step(this.signals);
     let next = evaluate(this.signals, this.state, now, this.settings, this.suspects);
-    const planned = this.plannedDrain();
+    const planned = this.drainFile?.present() ?? false;
     if (this.draining || planned) {
       const r: Reason = this.draining
         ? { source: "agent", code: "AGENT_DRAINING", hard: true, effect: "unknown", detail: "agent is shutting down" }

@@ -6,7 +6,7 @@
  * did not pass), and gives the evaluator the reason to carry. Publishes
  * `llmha_deep_check_total{result}` and `llmha_deep_check_seconds`; logs a check's start, pass and failure.
  */
-import { Counter, Histogram, type Registry } from "prom-client";
+import { Counter, Histogram, type Registry } from "../util/prom";
 import type { Reason } from "../types";
 import type { Logger } from "../util/log";
 import { beginCheck, canaryRoundSeen, deepCheckReason, deepCheckVerdict, observeSmoke, type CanaryRoundResult, type DeepCheckMode, type DeepCheckState, type DeepCheckVerdict, type DiagPart, type SmokeSettings } from "./deep-check";

@@ -81,6 +81,8 @@ function cleanNow(signals: Signals, s: RuleSettings): Record<SmokeSignal, boolea
 
 /** The check after one look at the signals: each signal clean in a sample newer than the check is seen. */
 export function observeSmoke(st: DeepCheckState, signals: Signals, s: RuleSettings): DeepCheckState {
+  // Every signal already seen clean: nothing to add (the agent looks on every evaluation, several a second).
+  if (st.clean.length === SMOKE_SIGNALS.length) return st;
   const now = seqs(signals);
   const ok = cleanNow(signals, s);
   const add = SMOKE_SIGNALS.filter((k) => !st.clean.includes(k) && now[k] > st.since[k] && ok[k]);

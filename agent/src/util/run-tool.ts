@@ -59,3 +59,67 @@ export function runTool(path: string, args: readonly string[], timeoutMs: number
     child.on("close", (code) => finish({ code, stdout, stderr, timedOut: false }));
   });
 }
+
+/** A long-lived tool child (`nvidia-smi … -lms N`) whose standard output is read line by line. */
+export interface ToolStream {
+  readonly child: ChildProcess;
+  /** Ends it (SIGKILL by default); its `onExit` still comes. */
+  kill(signal?: NodeJS.Signals): void;
+}
+
+export interface ToolStreamHandlers {
+  /** Each whole line of standard output, without its line end; a line over the cap arrives cut, with `cut` set. */
+  onLine: (line: string, cut: boolean) => void;
+  /** Standard error as it comes (the caller keeps what it needs). */
+  onStderr?: (text: string) => void;
+  /** The child ended (or never started: `spawnError`); called once. */
+  onExit: (code: number | null, signal: NodeJS.Signals | null, spawnError?: NodeJS.ErrnoException) => void;
+}
+
+/** Longest stdout line kept whole: a garbage stream with no line end must not grow the agent. */
+const LINE_CAP = 64 * 1024;
+
+/**
+ * Starts a long-lived tool child the way `runTool` starts one (no shell, the minimal child
+ * environment) and hands its standard output over line by line as it comes. The caller owns
+ * the child's life: it kills it on a hang and on stop (`kill`).
+ */
+export function streamTool(path: string, args: readonly string[], h: ToolStreamHandlers): ToolStream | null {
+  let child: ChildProcess;
+  try {
+    child = spawn(path, [...args], { stdio: ["ignore", "pipe", h.onStderr ? "pipe" : "ignore"], env: childEnv() });
+  } catch (e) {
+    h.onExit(null, null, e as NodeJS.ErrnoException);
+    return null;
+  }
+  let partial = "";
+  let ended = false;
+  const end = (code: number | null, signal: NodeJS.Signals | null, err?: NodeJS.ErrnoException): void => {
+    if (ended) return;
+    ended = true;
+    h.onExit(code, signal, err);
+  };
+  child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+    let from = 0;
+    for (let nl = d.indexOf("\n"); nl >= 0; nl = d.indexOf("\n", from)) {
+      const line = partial + d.slice(from, nl);
+      partial = "";
+      from = nl + 1;
+      h.onLine(line.endsWith("\r") ? line.slice(0, -1) : line, false);
+    }
+    partial += d.slice(from);
+    if (partial.length > LINE_CAP) {
+      h.onLine(partial.slice(0, LINE_CAP), true);
+      partial = "";
+    }
+  });
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => h.onStderr?.(d));
+  child.on("error", (e: NodeJS.ErrnoException) => end(null, null, e));
+  child.on("close", (code, signal) => end(code, signal));
+  return {
+    child,
+    kill: (signal: NodeJS.Signals = "SIGKILL") => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    },
+  };
+}

@@ -14,7 +14,7 @@
  * What is logged of a refused enrolment is the reason, never the token.
  */
 import { constants, createHash, createPrivateKey, generateKeyPairSync, privateDecrypt, publicEncrypt, randomBytes, type KeyObject } from "node:crypto";
-import { jwtVerify, type JWTVerifyGetKey } from "jose";
+import type { JWTVerifyGetKey } from "jose";
 import { NODE_IDENTITY } from "../../../../contracts/names";
 
 /** The audience of the projected token the agents enrol with (the stack's DaemonSet asks for it). */
@@ -42,6 +42,8 @@ export async function verifyNodeToken(token: string, nodeId: string, c: TokenChe
   if (!c.inventory.has(nodeId)) return { ok: false, reason: `node ${JSON.stringify(nodeId.slice(0, 64))} is not in the inventory` };
   let payload: Record<string, unknown>;
   try {
+    // Loaded here, by the leader only: node agents use this file for record digests, and jose costs them memory.
+    const { jwtVerify } = await import("jose");
     ({ payload } = await jwtVerify(token, c.jwks, {
       audience: TOKEN_AUDIENCE,
       algorithms: ALGORITHMS,

@@ -9,7 +9,7 @@
  * `llmha_canary_seconds_total`, `llmha_canary_time_share`, `llmha_canary_rounds_total{trigger}`.
  */
 import type { Redis } from "ioredis";
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "../../util/prom";
 import type { InferenceKind } from "../../config/spec";
 import type { RedisKeys } from "../../fleet/redis/keys";
 import { request } from "../sources/inference";

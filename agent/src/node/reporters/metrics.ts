@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectProcessMetrics } from "../../util/prom";
 import { NODE_STATUSES, type Decision } from "../../types";
 import type { Signals } from "../sources/signals";
 import { REASON_CODES } from "../../../../contracts/reasons";
@@ -38,11 +38,15 @@ export class AgentMetrics {
   readonly loopLag: Gauge;
   /** Epoch ms of the last decision, for `llmha_evaluation_age_seconds`. */
   private lastDecisionAt: number | null = null;
+  /** What the labelled decision series and the source series show now (written only on a change). */
+  private decisionShown = "";
+  private gpuShown: Signals["gpu"] = undefined;
+  private engineShown: Signals["engine"] = undefined;
 
   constructor(nodeId: string, az: string, registry = new Registry()) {
     this.registry = registry;
     registry.setDefaultLabels({ node: nodeId, az });
-    collectDefaultMetrics({ register: registry, prefix: "llmha_process_" });
+    collectProcessMetrics(registry, "llmha_process_");
     const r = [registry];
     this.status = new Gauge({ name: "llmha_node_status", help: "1 for the node's current status, 0 for the others", labelNames: ["status"], registers: r });
     this.weight = new Gauge({ name: "llmha_node_weight_percent", help: "Share of the HAProxy weight the node asks for", registers: r });
@@ -111,10 +115,15 @@ export class AgentMetrics {
 
   decision(d: Decision, changed: boolean): void {
     this.lastDecisionAt = Date.now();
-    for (const s of NODE_STATUSES) this.status.set({ status: s }, s === d.status ? 1 : 0);
     if (changed) this.transitions.inc({ to: d.status });
     this.weight.set(d.weight);
     this.loadScore.set(d.loadScore);
+    // The labelled series (a status, two per reason code) are written only when what they show changed:
+    // the agent decides several times a second and each labelled write hashes its labels.
+    const shown = `${d.status}|${d.reasons.map((x) => x.code).join(",")}|${d.pending.map((x) => x.code).join(",")}`;
+    if (shown === this.decisionShown) return;
+    this.decisionShown = shown;
+    for (const s of NODE_STATUSES) this.status.set({ status: s }, s === d.status ? 1 : 0);
     const active = new Set(d.reasons.map((x) => x.code));
     const pending = new Set(d.pending.map((x) => x.code));
     for (const c of REASON_CODES) {
@@ -125,6 +134,20 @@ export class AgentMetrics {
 
   signals(s: Signals, expected: number | null): void {
     this.gpusExpected.set(expected ?? 0);
+    // Each sample is written once: the GPU and the engine series are refreshed by their own source's reads.
+    const engine = s.engine;
+    if (engine !== this.engineShown) {
+      this.engineShown = engine;
+      const e = engine?.value;
+      if (e) {
+        this.engineRunning.set(e.running);
+        this.engineWaiting.set(e.waiting);
+        if (e.kvCacheUsage !== null) this.engineKv.set(e.kvCacheUsage);
+        if (e.corruptedRequests != null) this.engineCorrupted.set(e.corruptedRequests);
+      }
+    }
+    if (s.gpu === this.gpuShown) return;
+    this.gpuShown = s.gpu;
     const g = s.gpu?.value;
     if (g?.kind === "ok") {
       this.gpus.set(g.gpus.length);
@@ -139,13 +162,6 @@ export class AgentMetrics {
       // The driver says the GPUs are gone. A hung or failing nvidia-smi says nothing about
       // them (the tool broken is not the GPU broken): the last count stands.
       this.gpus.set(0);
-    }
-    const e = s.engine?.value;
-    if (e) {
-      this.engineRunning.set(e.running);
-      this.engineWaiting.set(e.waiting);
-      if (e.kvCacheUsage !== null) this.engineKv.set(e.kvCacheUsage);
-      if (e.corruptedRequests != null) this.engineCorrupted.set(e.corruptedRequests);
     }
   }
 }

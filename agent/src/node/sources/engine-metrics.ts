@@ -1,5 +1,6 @@
 import type { InferenceKind } from "../../config/spec";
 import { isFail, request, type AuthHeaders } from "./inference";
+import { KeepAliveGet } from "../../util/keepalive-get";
 import type { EngineObservation } from "./signals";
 
 /**
@@ -12,9 +13,14 @@ import type { EngineObservation } from "./signals";
  * the series whose labels include each `name="value"` given.
  */
 export function promSum(text: string, name: string, labels: Readonly<Record<string, string>> = {}): number | null {
+  return sumOf(text.split("\n"), name, labels);
+}
+
+/** `promSum` over lines already split (and, from `seriesLines`, already those of `name`). */
+function sumOf(lines: readonly string[], name: string, labels: Readonly<Record<string, string>>): number | null {
   let total: number | null = null;
   const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split("\n")) {
+  for (const line of lines) {
     if (!line.startsWith(name)) continue;
     const rest = line.slice(name.length);
     if (rest[0] !== "{" && rest[0] !== " ") continue;
@@ -91,12 +97,38 @@ export const ENGINE_FAMILIES: readonly EngineFamily[] = [
   },
 ];
 
-function firstOf(text: string, names: readonly string[]): number | null {
-  for (const n of names) {
-    const v = promSum(text, n);
-    if (v !== null) return v;
+/** Every series any family reads: the only lines of a server's metrics text worth keeping. */
+const WANTED = new Set(ENGINE_FAMILIES.flatMap((f) => [...f.waiting, ...f.running, ...(f.kv ?? []), ...(f.corrupted ?? []), ...f.progress.map((p) => (typeof p === "string" ? p : p[0]))]));
+
+/**
+ * The lines of the series in `WANTED`, by name, in one pass. A real server's metrics text is
+ * tens of KB (vLLM's histograms) and is read five times a second: one pass, keeping a few lines,
+ * rather than one split of the whole text per series asked for.
+ */
+function seriesLines(text: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (let from = 0; from < text.length; ) {
+    let nl = text.indexOf("\n", from);
+    if (nl < 0) nl = text.length;
+    if (text.charCodeAt(from) !== 35 /* # */) {
+      // The series name ends at its labels ("{") or its value (" ").
+      let end = from;
+      while (end < nl) {
+        const c = text.charCodeAt(end);
+        if (c === 123 || c === 32) break;
+        end++;
+      }
+      const name = text.slice(from, end);
+      if (WANTED.has(name)) {
+        const line = text.slice(from, nl);
+        const lines = out.get(name);
+        if (lines) lines.push(line);
+        else out.set(name, [line]);
+      }
+    }
+    from = nl + 1;
   }
-  return null;
+  return out;
 }
 
 /**
@@ -104,22 +136,34 @@ function firstOf(text: string, names: readonly string[]): number | null {
  * family's queue and progress series are there (metrics off, or an unknown server).
  */
 export function parseEngineMetrics(text: string): EngineObservation | null {
+  const series = seriesLines(text);
+  const sum = (name: string, labels: Readonly<Record<string, string>> = {}): number | null => {
+    const lines = series.get(name);
+    return lines ? sumOf(lines, name, labels) : null;
+  };
+  const firstOf = (names: readonly string[]): number | null => {
+    for (const n of names) {
+      const v = sum(n);
+      if (v !== null) return v;
+    }
+    return null;
+  };
   for (const f of ENGINE_FAMILIES) {
-    const waiting = firstOf(text, f.waiting);
+    const waiting = firstOf(f.waiting);
     if (waiting === null) continue;
     let progress: number | null = null;
     for (const p of f.progress) {
-      const v = typeof p === "string" ? promSum(text, p) : promSum(text, p[0], p[1]);
+      const v = typeof p === "string" ? sum(p) : sum(p[0], p[1]);
       if (v !== null) progress = (progress ?? 0) + v;
     }
     if (progress === null) continue;
     return {
       family: f.name,
-      running: firstOf(text, f.running) ?? 0,
+      running: firstOf(f.running) ?? 0,
       waiting,
-      kvCacheUsage: f.kv ? firstOf(text, f.kv) : null,
+      kvCacheUsage: f.kv ? firstOf(f.kv) : null,
       tokensTotal: progress,
-      corruptedRequests: f.corrupted ? firstOf(text, f.corrupted) : null,
+      corruptedRequests: f.corrupted ? firstOf(f.corrupted) : null,
     };
   }
   return null;
@@ -147,4 +191,43 @@ export async function readEngine(url: string, timeoutMs: number, headers: AuthHe
   const r = await request(url, timeoutMs, undefined, undefined, headers);
   if (isFail(r) || r.status !== 200) return null;
   return parseEngineMetrics(r.text);
+}
+
+/**
+ * The engine source's reader: the metrics read five times a second over one kept-alive connection
+ * (keepalive-get.ts, a fifth of the full client's CPU), the full client where that cannot be used
+ * (`https:`, an answer it does not take). Same outcome as `readEngine`: null when unread.
+ */
+export class EngineReader {
+  private lean: KeepAliveGet | null = null;
+  private leanFor: string | null = null;
+  /** The server gave an answer the kept-alive reader does not take: the full client from now on. */
+  private fullOnly = false;
+
+  constructor(private readonly url: string) {}
+
+  async read(timeoutMs: number, headers: AuthHeaders = {}): Promise<EngineObservation | null> {
+    if (this.fullOnly) return readEngine(this.url, timeoutMs, headers);
+    // The credential can change (its file re-read): a connection per set of headers.
+    const key = JSON.stringify(headers);
+    if (key !== this.leanFor) {
+      this.lean?.close();
+      this.lean = new KeepAliveGet(this.url, headers);
+      this.leanFor = key;
+    }
+    const r = await this.lean!.get(timeoutMs);
+    if ("kind" in r && r.kind === "unsupported") {
+      this.fullOnly = true;
+      this.close();
+      return readEngine(this.url, timeoutMs, headers);
+    }
+    if ("kind" in r || r.status !== 200) return null;
+    return parseEngineMetrics(r.text);
+  }
+
+  close(): void {
+    this.lean?.close();
+    this.lean = null;
+    this.leanFor = null;
+  }
 }

@@ -113,20 +113,67 @@ export function parseGpuCsv(stdout: string, fields: readonly string[]): GpuInfo[
 
 const INVALID_FIELD = /Field "([^"]+)" is not a valid field to query/;
 
+/** The field an older driver refused by name ("Field … is not a valid field to query"), when it is one that may be dropped. */
+export function refusedField(output: string, fields: readonly string[]): string | null {
+  const invalid = INVALID_FIELD.exec(output);
+  return invalid && fields.includes(invalid[1]) && invalid[1] !== "index" ? invalid[1] : null;
+}
+
 /**
- * Runs nvidia-smi with a time limit. A hung nvidia-smi (D state) cannot be killed;
- * while it lives no second one is started, so hung children do not pile up.
+ * What an nvidia-smi exit means for the GPUs (nvidia-smi(1) RETURN VALUE), whether the one-shot
+ * query or the `-lms` stream ended: 9, 15 and 18 are faults of their own; any other non-zero
+ * code is a failed query. `output` is what it printed (standard error first).
  */
-export class GpuSource {
+export function exitObservation(code: number | null, output: string): GpuObservation {
+  const err = firstLine(output);
+  if (code === EXIT_DRIVER_NOT_LOADED) return { kind: "driver-not-loaded", detail: err };
+  if (code === EXIT_GPU_LOST) return { kind: "gpu-lost", detail: err };
+  if (code === EXIT_DRIVER_MISMATCH) return { kind: "driver-mismatch", detail: err };
+  return { kind: "failed", exitCode: code, detail: err || `exit code ${code}` };
+}
+
+/** `--query-gpu` arguments for `fields` (the stream adds `-lms`). */
+export function queryArgs(fields: readonly string[]): string[] {
+  return [`--query-gpu=${fields.join(",")}`, "--format=csv,noheader,nounits"];
+}
+
+/** How a tool that could not be started reads (ENOENT: the path names nothing). */
+export function spawnFailure(path: string, e: NodeJS.ErrnoException): GpuObservation {
+  return { kind: "failed", exitCode: null, detail: e.code === "ENOENT" ? `nvidia-smi not found at ${path}` : e.message };
+}
+
+/** What reads the GPUs once a period: `GpuSource` (one nvidia-smi per read) or `GpuStream` (one long-lived `-lms` child). */
+export interface GpuReader {
+  /** The next observation. A reader that `paces` itself waits for it (the caller need not sleep between reads). */
+  read(): Promise<GpuObservation>;
+  /** True when `read` waits for the next period by itself; false when the caller must call it once a period. */
+  readonly paces: boolean;
+  /** Fields this driver refused, for the log. */
+  readonly droppedFields: readonly string[];
+  /** Ends any child it keeps. */
+  stop(): void;
+}
+
+/**
+ * Runs nvidia-smi with a time limit, one process per read (the per-tick path: `LLMHA_GPU_QUERY=per-tick`,
+ * and what `GpuStream` falls back to where nvidia-smi refuses `-lms`). A hung nvidia-smi (D state)
+ * cannot be killed; while it lives no second one is started, so hung children do not pile up.
+ */
+export class GpuSource implements GpuReader {
   private fields: string[] = [...GPU_FIELDS];
   private hung: ChildProcess | null = null;
+  readonly paces = false;
   /** Fields this driver refused, for the log. */
   readonly droppedFields: string[] = [];
 
   constructor(
     private readonly path: string,
     private readonly timeoutMs: number,
-  ) {}
+    /** Fields already known to be refused (a stream that fell back hands over what it learnt). */
+    fields: readonly string[] = GPU_FIELDS,
+  ) {
+    this.fields = [...fields];
+  }
 
   async read(): Promise<GpuObservation> {
     if (this.hung && this.hung.exitCode === null && this.hung.signalCode === null) {
@@ -135,19 +182,17 @@ export class GpuSource {
     this.hung = null;
     for (let attempt = 0; attempt < GPU_FIELDS.length; attempt++) {
       const r = await this.run();
-      if (r.spawnError) return { kind: "failed", exitCode: null, detail: r.spawnError.code === "ENOENT" ? `nvidia-smi not found at ${this.path}` : r.spawnError.message };
+      if (r.spawnError) return spawnFailure(this.path, r.spawnError);
       if (r.timedOut) return { kind: "timeout", detail: `nvidia-smi did not answer within ${this.timeoutMs} ms` };
-      const err = firstLine(r.stderr) || firstLine(r.stdout);
-      if (r.code === EXIT_DRIVER_NOT_LOADED) return { kind: "driver-not-loaded", detail: err };
-      if (r.code === EXIT_GPU_LOST) return { kind: "gpu-lost", detail: err };
-      if (r.code === EXIT_DRIVER_MISMATCH) return { kind: "driver-mismatch", detail: err };
-      const invalid = INVALID_FIELD.exec(r.stderr + r.stdout);
-      if (r.code !== 0 && invalid && this.fields.includes(invalid[1]) && invalid[1] !== "index") {
-        this.fields = this.fields.filter((f) => f !== invalid[1]);
-        this.droppedFields.push(invalid[1]);
+      if (r.code !== 0) {
+        const ended = exitObservation(r.code, `${r.stderr}\n${r.stdout}`);
+        // An older driver refuses a field by name: drop it and ask again (9, 15 and 18 mean what they mean).
+        const refused = ended.kind === "failed" ? refusedField(r.stderr + r.stdout, this.fields) : null;
+        if (!refused) return ended;
+        this.fields = this.fields.filter((f) => f !== refused);
+        this.droppedFields.push(refused);
         continue;
       }
-      if (r.code !== 0) return { kind: "failed", exitCode: r.code, detail: err || `exit code ${r.code}` };
       try {
         return { kind: "ok", gpus: parseGpuCsv(r.stdout, this.fields) };
       } catch (e) {
@@ -157,14 +202,17 @@ export class GpuSource {
     return { kind: "failed", exitCode: null, detail: "nvidia-smi refused every field" };
   }
 
+  stop(): void {
+    // Nothing lives between reads; a hung child was already killed at its limit.
+  }
+
   private async run(): Promise<ToolRun> {
-    const args = [`--query-gpu=${this.fields.join(",")}`, "--format=csv,noheader,nounits"];
     // A child killed at the limit may be in D state and live on: no second one while it does.
-    return runTool(this.path, args, this.timeoutMs, { stderr: true, onTimeout: (child) => (this.hung = child) });
+    return runTool(this.path, queryArgs(this.fields), this.timeoutMs, { stderr: true, onTimeout: (child) => (this.hung = child) });
   }
 }
 
-function firstLine(s: string): string {
+export function firstLine(s: string): string {
   return s.split(/\r?\n/).find((l) => l.trim() !== "")?.trim().slice(0, 300) ?? "";
 }
 
