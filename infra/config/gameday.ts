@@ -1,5 +1,5 @@
 import { GAMEDAY_SCENARIOS, type GamedayScenario } from "../../contracts/gameday";
-import { isObj, type Obj, type Settings } from "./read";
+import { objectSetting, type Obj, type Settings } from "./read";
 
 /** The region whose CloudWatch holds Route53's health-check metrics, which the stop alarms watch. */
 export const ROUTE53_METRICS_REGION = "us-east-1";
@@ -71,17 +71,7 @@ function azSetting(s: Settings, g: Obj, k: "az" | "redisAz", allowed: string[], 
   return dflt;
 }
 
-/** The `llm-ha:gameday` object, or `{}`; a bare value (`pulumi config set llm-ha:gameday true`, without `--path`) is reported with the command meant. */
+/** The `llm-ha:gameday` object, or `{}` (a bare value reported with the command meant). */
 function gamedayObject(s: Settings): Obj {
-  const text = s.cfg.get("gameday");
-  if (text === undefined) return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    v = text;
-  }
-  if (isObj(v)) return v;
-  s.p.add(s.key("gameday"), `must be an object {enabled, scenarios, az, redisAz, durationMinutes}, got ${JSON.stringify(v)}: pulumi config set --path '${s.key("gameday.enabled")}' true`);
-  return {};
+  return objectSetting(s, "gameday", "{enabled, scenarios, az, redisAz, durationMinutes}", `pulumi config set --path '${s.key("gameday.enabled")}' true`);
 }

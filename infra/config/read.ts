@@ -76,3 +76,21 @@ export function settingsOf(cfg: pulumi.Config, p: Problems): Settings {
     },
   };
 }
+
+/**
+ * A structured setting's object (`llm-ha:<name>`), or `{}`: a bare value (`pulumi config set llm-ha:<name> x`,
+ * without `--path`) is reported naming the shape and the command meant (`hint`).
+ */
+export function objectSetting(s: Settings, name: string, shape: string, hint: string): Obj {
+  const text = s.cfg.get(name);
+  if (text === undefined) return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch {
+    v = text;
+  }
+  if (isObj(v)) return v;
+  s.p.add(s.key(name), `must be an object ${shape}, got ${JSON.stringify(v)}: ${hint}`);
+  return {};
+}

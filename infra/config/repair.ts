@@ -1,4 +1,4 @@
-import { isObj, type Obj, type Settings } from "./read";
+import { isObj, objectSetting, type Obj, type Settings } from "./read";
 
 /** What the leader's repair ladder does about a broken GPU node (`LLMHA_REPAIR_MODE`, docs/actuators.md). */
 export const REPAIR_MODES = Object.freeze(["advise", "act", "off"] as const);
@@ -53,19 +53,9 @@ export function repairOf(s: Settings, azs: string[]): RepairConfig {
   return Object.keys(spare).length > 0 ? { mode, spare, ...budget } : { mode, ...budget };
 }
 
-/** The `llm-ha:repair` object, or `{}`; a bare value (`pulumi config set llm-ha:repair act`, without `--path`) is reported with the command meant. */
+/** The `llm-ha:repair` object, or `{}` (a bare value reported with the command meant). */
 function repairObject(s: Settings): Obj {
-  const text = s.cfg.get("repair");
-  if (text === undefined) return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    v = text;
-  }
-  if (isObj(v)) return v;
-  s.p.add(s.key("repair"), `must be an object {mode, spare, predictiveBudget}, got ${JSON.stringify(v)}: pulumi config set --path '${s.key("repair.mode")}' act (or advise, off)`);
-  return {};
+  return objectSetting(s, "repair", "{mode, spare, predictiveBudget}", `pulumi config set --path '${s.key("repair.mode")}' act (or advise, off)`);
 }
 
 /** `LLMHA_REPAIR_SPARE` of the spare counts: `az=count,…` in the stack's AZ order. */

@@ -9,9 +9,10 @@
  * Starting an experiment from here (with traffic, watching and the drill's report) is not built
  * yet: without `--dry-run` the command says how to start one with the AWS CLI and exits 2.
  */
+import { parseArgs } from "node:util";
 import * as pulumi from "@pulumi/pulumi";
 import { GAMEDAY_SCENARIOS, type GamedayScenario } from "../../contracts/gameday";
-import { didYouMean } from "../../contracts/did-you-mean";
+import { didYouMean, flagErrorMessage } from "../../contracts/did-you-mean";
 import { resolveConfig } from "../config";
 import { findStack, UsageError } from "../cost/command";
 import { readStackFile, StackYamlError } from "../stack-yaml";
@@ -34,8 +35,6 @@ from the stack file alone (no cloud, no Pulumi CLI).
 Exit status: 0 plan printed, 2 bad arguments, unknown stack, or stack settings the program refuses.
 `;
 
-const FLAGS = ["--stack", "--dry-run", "--scenario", "--json", "--help"];
-
 interface Args {
   stack: string;
   dryRun: boolean;
@@ -43,40 +42,26 @@ interface Args {
   json: boolean;
 }
 
-function parseArgs(argv: string[]): Args | "help" {
-  const a: Partial<Args> = { dryRun: false, json: false };
-  for (let i = 0; i < argv.length; i++) {
-    const [flag, inline] = argv[i].startsWith("--") && argv[i].includes("=") ? [argv[i].slice(0, argv[i].indexOf("=")), argv[i].slice(argv[i].indexOf("=") + 1)] : [argv[i], undefined];
-    const val = (): string => {
-      const v = inline ?? argv[++i];
-      if (v === undefined || v === "") throw new UsageError(`${flag} needs a value`);
-      return v;
-    };
-    switch (flag) {
-      case "-h":
-      case "--help":
-        return "help";
-      case "--stack":
-        a.stack = val();
-        break;
-      case "--dry-run":
-        a.dryRun = true;
-        break;
-      case "--json":
-        a.json = true;
-        break;
-      case "--scenario": {
-        const s = val();
-        if (!(GAMEDAY_SCENARIOS as readonly string[]).includes(s)) throw new UsageError(`--scenario ${JSON.stringify(s)}: one of ${GAMEDAY_SCENARIOS.join(", ")}${didYouMean(s, GAMEDAY_SCENARIOS)}`);
-        a.scenario = s as GamedayScenario;
-        break;
-      }
-      default:
-        throw new UsageError(`unknown ${flag.startsWith("-") ? "flag" : "argument"} ${JSON.stringify(argv[i])}${didYouMean(flag, FLAGS)}`);
-    }
+const OPTIONS = {
+  stack: { type: "string" },
+  "dry-run": { type: "boolean" },
+  scenario: { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+function parseCli(argv: string[]): Args | "help" {
+  let values: { stack?: string; "dry-run"?: boolean; scenario?: string; json?: boolean; help?: boolean };
+  try {
+    ({ values } = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false }));
+  } catch (e) {
+    throw new UsageError(flagErrorMessage(e, Object.keys(OPTIONS)));
   }
-  if (a.stack === undefined) throw new UsageError("--stack is required");
-  return { stack: a.stack, dryRun: a.dryRun ?? false, scenario: a.scenario, json: a.json ?? false };
+  if (values.help) return "help";
+  if (!values.stack) throw new UsageError("--stack is required");
+  const s = values.scenario;
+  if (s !== undefined && !(GAMEDAY_SCENARIOS as readonly string[]).includes(s)) throw new UsageError(`--scenario ${JSON.stringify(s)}: one of ${GAMEDAY_SCENARIOS.join(", ")}${didYouMean(s, GAMEDAY_SCENARIOS)}`);
+  return { stack: values.stack, dryRun: values["dry-run"] === true, scenario: s as GamedayScenario | undefined, json: values.json === true };
 }
 
 /** One template in the plan. */
@@ -182,7 +167,7 @@ export function renderPlan(p: GamedayPlan): string {
 
 export async function gamedayCommand(argv: string[]): Promise<number> {
   try {
-    const args = parseArgs(argv);
+    const args = parseCli(argv);
     if (args === "help") {
       process.stdout.write(USAGE);
       return 0;
