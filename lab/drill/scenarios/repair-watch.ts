@@ -6,14 +6,12 @@
  * cleared (each run starts from hosts never repaired), an operator's repair of a node left held.
  */
 import { writeFile } from "node:fs/promises";
-import { Redis } from "ioredis";
-import { RedisKeys } from "../../../agent/src/fleet/redis/keys";
 import { parseActive, type ActiveRepair } from "../../../agent/src/fleet/repair/act";
 import { PLAN_META, planEntries, type PlanEntry } from "../../../agent/src/fleet/repair/plan";
-import { Loop } from "../../../agent/src/util/loop";
 import { sleep } from "../../../agent/src/util/net";
 import type { SimNode } from "../../sim/sim-node";
 import type { LocalCloud } from "../local-cloud";
+import { KeySampler } from "./key-sampler";
 import type { InstanceAction } from "../local-instances";
 import type { ScenarioContext } from "./runner";
 
@@ -26,25 +24,9 @@ export interface RepairSample {
 }
 
 /** The leader's repair keys, sampled until `stop`. */
-export class RepairWatch {
-  readonly samples: RepairSample[] = [];
-  private readonly redis: Redis;
-  private readonly keys: RedisKeys;
-  private readonly loop: Loop;
-
-  constructor(private readonly ctx: ScenarioContext) {
-    this.redis = new Redis(ctx.stack.redis.url, { maxRetriesPerRequest: 1, connectTimeout: 1000 });
-    this.redis.on("error", () => undefined);
-    this.keys = new RedisKeys(ctx.stack.cluster);
-    this.loop = new Loop(250, async () => {
-      const s = await this.read().catch(() => null);
-      if (s) this.samples.push(s);
-    }, () => undefined);
-  }
-
-  start(): this {
-    this.loop.start();
-    return this;
+export class RepairWatch extends KeySampler<RepairSample> {
+  constructor(ctx: ScenarioContext) {
+    super(ctx, 250);
   }
 
   /** The keys now (on the drill's clock). */
@@ -100,10 +82,6 @@ export class RepairWatch {
     return null;
   }
 
-  async stop(): Promise<void> {
-    this.loop.stop();
-    this.redis.disconnect();
-  }
 }
 
 /** The repair calls that reached a node's instance between two times, in order. */

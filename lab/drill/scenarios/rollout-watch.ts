@@ -5,12 +5,10 @@
  * the pure figures a run is judged by: the AZs in flux at each sample and the most at once, the
  * AZs that ever served the new revision, the first failed gate and when.
  */
-import { Redis } from "ioredis";
-import { RedisKeys } from "../../../agent/src/fleet/redis/keys";
 import { parseState } from "../../../agent/src/fleet/rollout/read";
 import { TERMINAL_PHASES, type RolloutPhase, type RolloutState } from "../../../agent/src/fleet/rollout/types";
-import { Loop } from "../../../agent/src/util/loop";
 import type { LocalCloud } from "../local-cloud";
+import { KeySampler } from "./key-sampler";
 import type { ScenarioContext } from "./runner";
 
 /** One running node as the local cloud has it: the revision it serves (or is being switched to), and whether that switch is under way. */
@@ -84,33 +82,17 @@ export function firstRollback(samples: readonly Pick<RolloutSample, "t" | "id" |
   return s?.state ? { t: s.t, cause: s.state.cause!, reason: s.state.reason, step: s.state.step } : null;
 }
 
-/** The rollout keys and the nodes' revisions, sampled until `stop`. */
 /** The period of the samples (ms). */
 export const ROLLOUT_SAMPLE_MS = 250;
 
-export class RolloutWatch {
-  readonly samples: RolloutSample[] = [];
-  readonly redis: Redis;
-  readonly keys: RedisKeys;
-  private readonly loop: Loop;
-
+/** The rollout keys and the nodes' revisions, sampled until `stop`. */
+export class RolloutWatch extends KeySampler<RolloutSample> {
   constructor(
-    private readonly ctx: ScenarioContext,
+    ctx: ScenarioContext,
     private readonly cloud: LocalCloud,
     private readonly inRotation: (nodeId: string) => boolean = () => false,
   ) {
-    this.redis = new Redis(ctx.stack.redis.url, { maxRetriesPerRequest: 1, connectTimeout: 1000 });
-    this.redis.on("error", () => undefined);
-    this.keys = new RedisKeys(ctx.stack.cluster);
-    this.loop = new Loop(ROLLOUT_SAMPLE_MS, async () => {
-      const s = await this.read().catch(() => null);
-      if (s) this.samples.push(s);
-    }, () => undefined);
-  }
-
-  start(): this {
-    this.loop.start();
-    return this;
+    super(ctx, ROLLOUT_SAMPLE_MS);
   }
 
   /** The hash and the revisions now (on the drill's clock). */
@@ -131,8 +113,4 @@ export class RolloutWatch {
     await this.redis.set(this.keys.rolloutRequest, JSON.stringify(body));
   }
 
-  async stop(): Promise<void> {
-    this.loop.stop();
-    this.redis.disconnect();
-  }
 }
