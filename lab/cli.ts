@@ -28,7 +28,7 @@ export const CHECKOUT_COMMANDS: readonly Command[] = [
   { name: "drill", args: "[flags]", summary: "the local drill: real Redis, HAProxy, PowerDNS and a fault matrix", run: async (a) => (await import("./drill/command.js")).drillCommand(a) },
   { name: "demo", args: "[flags]", summary: "a live demo fleet on its own Redis, faults coming and going: the llm-ha status line to paste", run: async (a) => (await import("./status/demo-command.js")).demoCommand(a) },
   { name: "cost", args: "--stack ENV", summary: "GPU hours and money per month, with and without the standby schedule", run: async (a) => (await import("../infra/cost/command.js")).costCommand(a) },
-  { name: "gameday", args: "--stack ENV --dry-run", summary: "the game day's plan: each FIS template, its blast radius, stop alarm and role", run: async (a) => (await import("../infra/gameday/command.js")).gamedayCommand(a) },
+  { name: "gameday", args: "--stack ENV [--dry-run] | --local", summary: "a game day: an AWS FIS experiment with traffic and the drill's report (--dry-run: the plan; --local: against the drill)", run: async (a) => (await import("./gameday/command.js")).gamedayCommand(a) },
   { name: "preflight", args: "--stack ENV", summary: "what blocks pulumi up on this account, before anything is created", run: async (a) => (await import("../infra/preflight/command.js")).preflightCommand(a) },
   { name: "weights", args: "manifest DIR --repo R --revision REV", summary: "writes the manifest of a model download, for its S3 copy (docs/infra.md \"Wake path\")", run: async (a) => (await import("../infra/weights/command.js")).weightsCommand(a) },
   ...SCRIPT_COMMANDS,

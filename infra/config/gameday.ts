@@ -1,4 +1,4 @@
-import { GAMEDAY_SCENARIOS, type GamedayScenario } from "../../contracts/gameday";
+import { GAMEDAY_SCENARIOS, windowProblem, type GamedayScenario, type GamedayWindow } from "../../contracts/gameday";
 import { objectSetting, type Obj, type Settings } from "./read";
 
 /** The region whose CloudWatch holds Route53's health-check metrics, which the stop alarms watch. */
@@ -22,9 +22,14 @@ export interface GamedayConfig {
   redisAz: string;
   /** How long each fault holds, 1–60 minutes. Default 10. */
   durationMinutes: number;
+  /**
+   * When `llm-ha gameday` may start an experiment (`{days, from, to, timeZone}`), e.g. Tuesday to
+   * Thursday 10:00–16:00 in the on-call team's zone. No default: without one it starts none.
+   */
+  window?: GamedayWindow;
 }
 
-const KEYS = ["enabled", "scenarios", "az", "redisAz", "durationMinutes"];
+const KEYS = ["enabled", "scenarios", "az", "redisAz", "durationMinutes", "window"];
 
 /** `llm-ha:gameday`, validated against the stack's AZs and region; every problem names its key. */
 export function gamedayOf(s: Settings, azs: string[], standbyAz: string | undefined, region: string): GamedayConfig {
@@ -55,12 +60,20 @@ export function gamedayOf(s: Settings, azs: string[], standbyAz: string | undefi
     else p.add(key("gameday.durationMinutes"), `${JSON.stringify(d)} must be a whole number of minutes from 1 to ${MAX_GAMEDAY_MINUTES}`);
   }
 
+  let window: GamedayWindow | undefined;
+  if (g.window !== undefined) {
+    const w = g.window as Partial<GamedayWindow> | null;
+    const why = w && typeof w === "object" && !Array.isArray(w) ? windowProblem({ days: w.days as GamedayWindow["days"], from: String(w.from ?? ""), to: String(w.to ?? ""), timeZone: String(w.timeZone ?? "UTC") }) : "must be an object {days, from, to, timeZone}";
+    if (why) p.add(key("gameday.window"), `${JSON.stringify(g.window)}: ${why}`);
+    else window = { days: w!.days as GamedayWindow["days"], from: String(w!.from), to: String(w!.to), timeZone: String(w!.timeZone ?? "UTC") };
+  }
+
   // The stop alarms watch Route53's health checks, whose metrics CloudWatch keeps in us-east-1
   // only, and FIS reads its stop alarms in the experiment's own region.
   if (enabled && region !== "" && region !== ROUTE53_METRICS_REGION) {
     p.add(key("gameday.enabled"), `needs aws:region ${ROUTE53_METRICS_REGION} (got ${region}): the stop alarms watch Route53 health-check metrics, which exist only there`);
   }
-  return enabled ? { enabled, scenarios, az, redisAz, durationMinutes } : off;
+  return enabled ? { enabled, scenarios, az, redisAz, durationMinutes, ...(window ? { window } : {}) } : off;
 }
 
 function azSetting(s: Settings, g: Obj, k: "az" | "redisAz", allowed: string[], dflt: string, what: string): string {
@@ -73,5 +86,5 @@ function azSetting(s: Settings, g: Obj, k: "az" | "redisAz", allowed: string[], 
 
 /** The `llm-ha:gameday` object, or `{}` (a bare value reported with the command meant). */
 function gamedayObject(s: Settings): Obj {
-  return objectSetting(s, "gameday", "{enabled, scenarios, az, redisAz, durationMinutes}", `pulumi config set --path '${s.key("gameday.enabled")}' true`);
+  return objectSetting(s, "gameday", "{enabled, scenarios, az, redisAz, durationMinutes, window}", `pulumi config set --path '${s.key("gameday.enabled")}' true`);
 }

@@ -6,8 +6,8 @@
  * and what it means, and what its role may do. A stack without `gameday.enabled` gets the plan
  * it would have once enabled, said so at the top.
  *
- * Starting an experiment from here (with traffic, watching and the drill's report) is not built
- * yet: without `--dry-run` the command says how to start one with the AWS CLI and exits 2.
+ * Starting one (traffic, watching, the drill's report) is lab/gameday/command.ts's; it calls
+ * this module for the plan and for the stack's settings.
  */
 import { parseArgs } from "node:util";
 import * as pulumi from "@pulumi/pulumi";
@@ -27,7 +27,7 @@ The game day's plan for one stack: each AWS FIS experiment template llm-ha:gamed
 from the stack file alone (no cloud, no Pulumi CLI).
 
   --stack ENV        dev, staging, prod (a Pulumi.<ENV>.yaml beside Pulumi.yaml), or a path to one
-  --dry-run          print the plan (the only mode so far: starting an experiment from llm-ha is not built yet)
+  --dry-run          print the plan (without it, llm-ha gameday starts an experiment: see llm-ha gameday --help)
   --scenario NAME    one template: ${GAMEDAY_SCENARIOS.join(", ")} (default every one the stack makes)
   --json             the plan as JSON
   -h, --help         this text
@@ -165,6 +165,46 @@ export function renderPlan(p: GamedayPlan): string {
   return out.join("\n") + "\n";
 }
 
+/** The stack's game-day settings, resolved as the Pulumi program resolves them (with `enabled` on, so they are validated). */
+export interface GamedayStack {
+  stack: string;
+  file: string;
+  project: string;
+  enabled: boolean;
+  cfg: ReturnType<typeof resolveConfig>;
+}
+
+/** Reads and validates a stack file for the game day; throws `UsageError`, `StackYamlError` or Pulumi's `InputPropertiesError`. */
+export function loadGamedayStack(stackArg: string): GamedayStack {
+  const sf = findStack(stackArg);
+  const file = readStackFile(sf.file);
+  const { values, secretKeys } = withStandIns(file, sf.stack);
+  // The plan once enabled: the stack's own game day settings, with `enabled` on, through the program's validation.
+  const key = `${sf.project}:gameday`;
+  let own: Record<string, unknown>;
+  try {
+    own = values[key] ? (JSON.parse(values[key]) as Record<string, unknown>) : {};
+  } catch {
+    throw new UsageError(`${key} in ${sf.file} is not a JSON object`);
+  }
+  pulumi.runtime.setAllConfig({ ...values, [key]: JSON.stringify({ ...own, enabled: true }) }, secretKeys.filter((k) => !k.includes(".")));
+  const cfg = resolveConfig({ project: new pulumi.Config(sf.project), aws: new pulumi.Config("aws"), stack: sf.stack });
+  return { stack: sf.stack, file: sf.file, project: sf.project, enabled: own.enabled === true, cfg };
+}
+
+/** Prints a command's refusal the same way for every error the stack's reading can raise; null for others. */
+export function stackErrorExit(err: unknown, usage: string): number | null {
+  if (err instanceof UsageError || err instanceof StackYamlError) {
+    process.stderr.write(`llm-ha gameday: ${err.message}\n${err instanceof UsageError ? `\n${usage}` : ""}`);
+    return 2;
+  }
+  if (pulumi.InputPropertiesError.isInstance(err)) {
+    process.stderr.write(`llm-ha gameday: ${err.message}\n`);
+    return 2;
+  }
+  return null;
+}
+
 export async function gamedayCommand(argv: string[]): Promise<number> {
   try {
     const args = parseCli(argv);
@@ -172,46 +212,21 @@ export async function gamedayCommand(argv: string[]): Promise<number> {
       process.stdout.write(USAGE);
       return 0;
     }
-    const sf = findStack(args.stack);
-    const file = readStackFile(sf.file);
-    const { values, secretKeys } = withStandIns(file, sf.stack);
-    // The plan once enabled: the stack's own game day settings, with `enabled` on, through the program's validation.
-    const key = `${sf.project}:gameday`;
-    let own: Record<string, unknown> = {};
-    try {
-      own = values[key] ? (JSON.parse(values[key]) as Record<string, unknown>) : {};
-    } catch {
-      throw new UsageError(`${key} in ${sf.file} is not a JSON object`);
-    }
-    const enabled = own.enabled === true;
-    pulumi.runtime.setAllConfig({ ...values, [key]: JSON.stringify({ ...own, enabled: true }) }, secretKeys.filter((k) => !k.includes(".")));
-    const cfg = resolveConfig({ project: new pulumi.Config(sf.project), aws: new pulumi.Config("aws"), stack: sf.stack });
+    const { stack, file, project, enabled, cfg } = loadGamedayStack(args.stack);
+    const key = `${project}:gameday`;
     const scenarios = args.scenario ? [args.scenario] : cfg.gameday.scenarios;
     if (args.scenario && !cfg.gameday.scenarios.includes(args.scenario)) {
-      throw new UsageError(`--scenario ${args.scenario}: ${key}.scenarios in ${sf.file} leaves it out (${cfg.gameday.scenarios.join(", ")})`);
+      throw new UsageError(`--scenario ${args.scenario}: ${key}.scenarios in ${file} leaves it out (${cfg.gameday.scenarios.join(", ")})`);
     }
     const plan = planGameday({
-      stack: sf.stack, file: sf.file, project: sf.project, enabled, cluster: cfg.clusterName, region: cfg.region, azs: cfg.azs, standbyAz: cfg.standbyAz,
+      stack, file, project, enabled, cluster: cfg.clusterName, region: cfg.region, azs: cfg.azs, standbyAz: cfg.standbyAz,
       scenarios, az: cfg.gameday.az, redisAz: cfg.gameday.redisAz, durationMinutes: cfg.gameday.durationMinutes, gpuClasses: cfg.gpuClasses.map((g) => g.name),
     });
-    if (!args.dryRun) {
-      process.stderr.write(
-        "llm-ha gameday: starting an experiment from llm-ha (traffic through the edge, the drill's report) is not built yet; " +
-          "--dry-run prints the plan, and the plan's last lines show how to start one with the AWS CLI.\n",
-      );
-      return 2;
-    }
     process.stdout.write(args.json ? JSON.stringify(plan, null, 2) + "\n" : renderPlan(plan));
     return 0;
   } catch (err) {
-    if (err instanceof UsageError || err instanceof StackYamlError) {
-      process.stderr.write(`llm-ha gameday: ${err.message}\n${err instanceof UsageError ? `\n${USAGE}` : ""}`);
-      return 2;
-    }
-    if (pulumi.InputPropertiesError.isInstance(err)) {
-      process.stderr.write(`llm-ha gameday: ${err.message}\n`);
-      return 2;
-    }
+    const code = stackErrorExit(err, USAGE);
+    if (code !== null) return code;
     throw err;
   }
 }

@@ -7,7 +7,7 @@
 import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
-import type { GamedayScenario } from "../../contracts/gameday";
+import { GAMEDAY_TAG, type GamedayScenario } from "../../contracts/gameday";
 import { tagged } from "../tags";
 import { createStopAlarms } from "./alarms";
 import { FIS_KUBERNETES_USER, FIS_SERVICE_ACCOUNT, scenarioNeeds, scenarioSpec, type ScenarioContext, type Statement } from "./scenarios";
@@ -109,7 +109,7 @@ function createGameday(name: string, args: GamedayArgs, parent: pulumi.Resource)
     const needs = scenarioNeeds(scenario);
     const role = new aws.iam.Role(
       `${name}-${scenario}-role`,
-      { description: `AWS FIS, llm-ha game day ${scenario}`, assumeRolePolicy: context.apply((c) => fisTrustPolicy(c.account, c.region)), tags: tagged({ "llm-ha.io/gameday": scenario }) },
+      { description: `AWS FIS, llm-ha game day ${scenario}`, assumeRolePolicy: context.apply((c) => fisTrustPolicy(c.account, c.region)), tags: tagged({ [GAMEDAY_TAG]: scenario }) },
       opts,
     );
     const policy = new aws.iam.RolePolicy(
@@ -134,7 +134,7 @@ function createGameday(name: string, args: GamedayArgs, parent: pulumi.Resource)
         actions: spec.apply((s) => s.actions.map((a) => ({ name: a.name, actionId: a.actionId, parameters: kv(a.parameters), target: { key: a.target[0], value: a.target[1] }, startAfters: a.startAfter }))),
         logConfiguration: { logSchemaVersion: 2, cloudwatchLogsConfiguration: { logGroupArn: pulumi.interpolate`${log.arn}:*` } },
         experimentOptions: { accountTargeting: "single-account", emptyTargetResolutionMode: "fail" },
-        tags: tagged({ Name: `${args.clusterName} ${scenario}`, "llm-ha.io/gameday": scenario }),
+        tags: tagged({ Name: `${args.clusterName} ${scenario}`, [GAMEDAY_TAG]: scenario }),
       },
       // The role's permissions and its Kubernetes access exist before an experiment can be started with it.
       { parent, dependsOn: [policy, ...access, ...rbac] },
@@ -152,7 +152,7 @@ function fisRbac(name: string, namespaces: string[], args: GamedayArgs, parent: 
   const opts = { parent, provider: args.provider, dependsOn: args.namespacesFrom };
   const out: pulumi.Resource[] = [];
   for (const namespace of namespaces) {
-    const meta = { name: FIS_SERVICE_ACCOUNT, namespace, labels: { "app.kubernetes.io/part-of": "llm-ha", "llm-ha.io/gameday": "fis" } };
+    const meta = { name: FIS_SERVICE_ACCOUNT, namespace, labels: { "app.kubernetes.io/part-of": "llm-ha", [GAMEDAY_TAG]: "fis" } };
     const sa = new k8s.core.v1.ServiceAccount(`${name}-fis-sa-${namespace}`, { metadata: meta, automountServiceAccountToken: true }, opts);
     const role = new k8s.rbac.v1.Role(
       `${name}-fis-role-${namespace}`,

@@ -4,10 +4,11 @@
  * class, made in the drill's Redis by `startStack` (one stack per process) and copied into
  * the proxies' maps by the same `EdgeSync` that runs in an L1 pod.
  */
-export const DRILL_TENANTS = ["app", "sdk", "ops"] as const;
+/** `gameday`: the game-day runner's own clients (`llm-ha gameday --local`), as an operator makes one key for it in a real stack. */
+export const DRILL_TENANTS = ["app", "sdk", "ops", "gameday"] as const;
 export type DrillTenant = (typeof DRILL_TENANTS)[number];
 
-const keys: Record<DrillTenant, string> = { app: "", sdk: "", ops: "" };
+const keys: Record<DrillTenant, string> = { app: "", sdk: "", ops: "", gameday: "" };
 
 export function setDrillKey(tenant: DrillTenant, key: string): void {
   keys[tenant] = key;

@@ -13,6 +13,7 @@
  * | `GET /openid/v1/jwks`, `GET /api/v1/nodes` | the Kubernetes API the leader reads: the issuer's keys and the GPU Nodes (`kube`, local-kube.ts) | the API server |
  * | `POST /instances/<step>`        | the repair ladder's steps on the simulated instances (`instances`, local-instances.ts) | Kubernetes API, EC2, Auto Scaling |
  * | `POST /rollout/switch`          | a node's inference server restarted serving a revision, with its profile (`rollout`, local-rollout.ts) | the inference Deployment's new template |
+ * | `/experimentTemplates`, `/experiments` | the game day's FIS experiments on the drill's own faults (`fis`, local-fis.ts; off until `enableFis`) | AWS FIS |
  *
  * Node groups: by default one per AZ, named as the AZ. `defineGroups` gives an AZ several
  * (instance types, in fallback order; every group boots the AZ's nodes: the simulated
@@ -29,6 +30,7 @@
  * logged, never checked: fencing happened in the agent's `FencedActuator`.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { LocalFis } from "./local-fis";
 import { LocalKubeApi } from "./local-kube";
 import { instanceStep, LocalInstances } from "./local-instances";
 import { LocalRollout, rolloutStep } from "./local-rollout";
@@ -141,7 +143,16 @@ export class LocalCloud {
   readonly rollout = new LocalRollout({ powerOf: (id) => this.powerOf(id), enqueue: (n, op) => this.enqueue(n, op), now: () => this.o.now(), log: (line) => this.o.log?.(line) },
     () => [...new Set([...this.nodes, ...this.instances.all()])], (id) => this.instances.isTerminated(id));
 
+  /** AWS FIS for `llm-ha gameday --local` (local-fis.ts); null until `enableFis`. */
+  fis: LocalFis | null = null;
+
   constructor(private readonly o: LocalCloudOptions) {}
+
+  /** Answers FIS calls from now on, holding each experiment's fault for `holdMs`. */
+  enableFis(o: ConstructorParameters<typeof LocalFis>[0]): LocalFis {
+    this.fis = new LocalFis({ log: (line) => this.o.log?.(line), ...o });
+    return this.fis;
+  }
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
@@ -219,6 +230,7 @@ export class LocalCloud {
     for (const g of [...this.groups.values()].flat()) if (g.timer) clearTimeout(g.timer);
     this.instances.stop();
     this.shifts.stop();
+    await this.fis?.stop();
     const server = this.server;
     this.server = null;
     if (server) await new Promise<void>((r) => server.close(() => r()));
@@ -239,6 +251,8 @@ export class LocalCloud {
     if (kube) return send(kube.code, kube.body);
     if (req.method === "POST" && (req.url ?? "").startsWith("/instances/")) return instanceStep(this.instances, req, send);
     if (req.method === "POST" && req.url === "/rollout/switch") return rolloutStep(this.rollout, req, send);
+    const fis = this.fis ? await this.fis.answer(req) : null;
+    if (fis) return send(fis.code, fis.body);
     if (req.method === "GET" && (req.url ?? "").startsWith("/standby/groups")) {
       const az = new URL(req.url ?? "", "http://x").searchParams.get("az") ?? "";
       if (!this.nodes.some((n) => n.az === az)) return send(this.nodes.length ? 400 : 503, { error: `no nodes in AZ ${JSON.stringify(az)}` });

@@ -29,6 +29,50 @@ async function readyz(url: string): Promise<NodeSample> {
   }
 }
 
+/**
+ * One read of the fleet's keys (AZ states, tier, leader lease, standby wake, suspects, which
+ * server answered), pipelined and limited to 400 ms; what did not answer stays unset (a leader
+ * `undefined` is "Redis did not answer"). The drill's observer and the game-day runner read the
+ * fleet with it.
+ */
+export async function readFleet(redis: Redis, keys: RedisKeys, azs: readonly string[]): Promise<Omit<FleetSample, "t">> {
+  const f: Omit<FleetSample, "t"> = { azState: {}, tier: null, tokens: {}, standbyWake: false, suspect: "" };
+  try {
+    const p = redis.pipeline();
+    for (const az of azs) p.hgetall(keys.azState(az));
+    p.hgetall(keys.tier);
+    p.get(keys.leader);
+    p.hgetall(keys.standbyWake);
+    p.hgetall(keys.suspect);
+    // Which server answered: a failover can bring back older hashes (a rollback), which the stale-write watch must not judge as writes.
+    p.info("server");
+    const res = (await Promise.race([p.exec(), new Promise<null>((r) => setTimeout(() => r(null), 400))])) ?? [];
+    const val = (i: number): unknown => res[i]?.[1];
+    azs.forEach((az, i) => {
+      const h = (val(i) ?? {}) as Record<string, string>;
+      if (h.state) f.azState[az] = h.state;
+      if (h.token) f.tokens[`az:${az}`] = Number(h.token);
+    });
+    const n = azs.length;
+    const tier = (val(n) ?? {}) as Record<string, string>;
+    f.tier = tier.level ?? null;
+    if (tier.token) f.tokens.tier = Number(tier.token);
+    if (res.length > n + 1) {
+      const lease = val(n + 1);
+      const parsed = typeof lease === "string" ? parseLeaseValue(lease) : null;
+      f.leader = typeof lease === "string" ? (parsed?.holder ?? lease) : null;
+      f.leaderToken = parsed?.token ?? null;
+    }
+    f.standbyWake = ((val(n + 2) ?? {}) as Record<string, string>).wake === "1";
+    f.suspect = ((val(n + 3) ?? {}) as Record<string, string>).codes ?? "";
+    const info = val(n + 4);
+    if (typeof info === "string") f.server = /^run_id:(\w+)/m.exec(info)?.[1];
+  } catch {
+    // Redis down (the restart scenario): leader stays undefined = unknown.
+  }
+  return f;
+}
+
 export function startObserver(stack: DrillStack, tl: Timeline, now: () => number, periods: { sampleMs: number; redisSampleMs: number }): Observer {
   let latest: Sample | null = null;
   let latestFleet: FleetSample | null = null;
@@ -68,40 +112,7 @@ export function startObserver(stack: DrillStack, tl: Timeline, now: () => number
     periods.redisSampleMs,
     async () => {
       const t = now();
-      const f: FleetSample = { t, azState: {}, tier: null, tokens: {}, standbyWake: false, suspect: "" };
-      try {
-        const p = redis.pipeline();
-        for (const az of stack.azs) p.hgetall(keys.azState(az.name));
-        p.hgetall(keys.tier);
-        p.get(keys.leader);
-        p.hgetall(keys.standbyWake);
-        p.hgetall(keys.suspect);
-        // Which server answered: a failover can bring back older hashes (a rollback), which the stale-write watch must not judge as writes.
-        p.info("server");
-        const res = (await Promise.race([p.exec(), new Promise<null>((r) => setTimeout(() => r(null), 400))])) ?? [];
-        const val = (i: number): unknown => res[i]?.[1];
-        stack.azs.forEach((az, i) => {
-          const h = (val(i) ?? {}) as Record<string, string>;
-          if (h.state) f.azState[az.name] = h.state;
-          if (h.token) f.tokens[`az:${az.name}`] = Number(h.token);
-        });
-        const n = stack.azs.length;
-        const tier = (val(n) ?? {}) as Record<string, string>;
-        f.tier = tier.level ?? null;
-        if (tier.token) f.tokens.tier = Number(tier.token);
-        if (res.length > n + 1) {
-          const lease = val(n + 1);
-          const parsed = typeof lease === "string" ? parseLeaseValue(lease) : null;
-          f.leader = typeof lease === "string" ? (parsed?.holder ?? lease) : null;
-          f.leaderToken = parsed?.token ?? null;
-        }
-        f.standbyWake = ((val(n + 2) ?? {}) as Record<string, string>).wake === "1";
-        f.suspect = ((val(n + 3) ?? {}) as Record<string, string>).codes ?? "";
-        const info = val(n + 4);
-        if (typeof info === "string") f.server = /^run_id:(\w+)/m.exec(info)?.[1];
-      } catch {
-        // Redis down (the restart scenario): leader stays undefined = unknown.
-      }
+      const f: FleetSample = { t, ...(await readFleet(redis, keys, stack.azs.map((a) => a.name))) };
       tl.fleet.push(f);
       latestFleet = f;
     },

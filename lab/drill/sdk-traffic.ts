@@ -36,12 +36,29 @@ export function resolvingFetch(address: () => string | null): typeof fetch {
  * The SDK-default class as a traffic client: `address()` gives an address of the latest DNS
  * answer for each attempt; even requests are 1-token completions, odd ones ~1 s streamed chats.
  */
-export function sdkClient(o: { address(): string | null; port: number; workers: number; model: string; timeline: Timeline; now(): number }): TrafficClient {
-  const client = new OpenAI({ baseURL: `http://${SERVICE_HOST}:${o.port}/v1`, apiKey: drillKey("sdk"), fetch: continuationWatchingFetch(resolvingFetch(o.address)) });
+export function sdkClient(o: {
+  address(): string | null;
+  port: number;
+  workers: number;
+  model: string;
+  timeline: Timeline;
+  now(): number;
+  /** The tenant's key (default the drill's `sdk` tenant). */
+  apiKey?: string;
+  /** The service's own name and TLS (a game day on the cloud: the public edge, resolved by the system). */
+  host?: string;
+  https?: boolean;
+}): TrafficClient {
+  const host = o.host ?? SERVICE_HOST;
+  const client = new OpenAI({
+    baseURL: `${o.https ? "https" : "http"}://${host}:${o.port}/v1`,
+    apiKey: o.apiKey ?? drillKey("sdk"),
+    fetch: continuationWatchingFetch(o.host ? fetch : resolvingFetch(o.address)),
+  });
   return {
     name: SDK_CLIENT,
     workers: o.workers,
-    target: () => SERVICE_HOST,
+    target: () => host,
     send: async (_host, n) => {
       const shape: RequestShape = n % 2 === 0 ? "completion" : "chat-stream";
       const t = o.now();

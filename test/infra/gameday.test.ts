@@ -155,9 +155,13 @@ describe("llm-ha:gameday", () => {
   });
 
   it("refuses bad settings, naming the key", async () => {
-    expect(await failure({ "llm-ha:gameday": "true" })).toContain("llm-ha:gameday: must be an object {enabled, scenarios, az, redisAz, durationMinutes}, got true: pulumi config set --path 'llm-ha:gameday.enabled' true");
-    const msg = await failure(on({ scenarios: ["gpu-lost", "meteor"], az: "us-east-1b", redisAz: "us-west-2a", durationMinutes: 90, colour: "red" }));
-    expect(msg).toContain("llm-ha:gameday.colour: unknown setting; known: enabled, scenarios, az, redisAz, durationMinutes");
+    expect(await failure({ "llm-ha:gameday": "true" })).toContain("llm-ha:gameday: must be an object {enabled, scenarios, az, redisAz, durationMinutes, window}, got true: pulumi config set --path 'llm-ha:gameday.enabled' true");
+    const msg = await failure(on({ scenarios: ["gpu-lost", "meteor"], az: "us-east-1b", redisAz: "us-west-2a", durationMinutes: 90, colour: "red", window: { days: ["Tue", "Caturday"], from: "10:00", to: "16:00", timeZone: "Europe/Berlin" } }));
+    expect(msg).toContain("llm-ha:gameday.colour: unknown setting; known: enabled, scenarios, az, redisAz, durationMinutes, window");
+    expect(msg).toContain("llm-ha:gameday.window: ");
+    expect(msg).toContain("days must be a non-empty list of Mon, Tue, Wed, Thu, Fri, Sat, Sun");
+    expect(await failure(on({ window: { days: ["Tue"], from: "16:00", to: "10:00", timeZone: "Mars/Olympus" } }))).toContain("from 16:00 must be before to 10:00");
+    expect(await failure(on({ window: { days: ["Tue"], from: "10:00", to: "16:00", timeZone: "Mars/Olympus" } }))).toContain('timeZone "Mars/Olympus" is not an IANA time zone');
     expect(msg).toContain('llm-ha:gameday.scenarios: "meteor": must be a non-empty list of gpu-lost, az-gpu-loss, az-power-interruption, redis-failover, leader-kill, redis-latency');
     // dev's standby is us-east-1b: asleep, it has nothing to lose.
     expect(msg).toContain('llm-ha:gameday.az: "us-east-1b" must be an active AZ of llm-ha:azs (us-east-1a');

@@ -21,59 +21,93 @@ import { placeLeader, redisServerIn } from "../placement";
 import { endpointOn, tokenRegressions } from "./redis";
 import { QueueProbe } from "./queue-probe";
 import type { DrillAz } from "../stack";
+import type { SimNode } from "../../sim/sim-node";
 import type { RedisServerHandle } from "../../engines/redis-server";
 import { blank, finish, healthy, mark, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
-export async function runAzPowerInterruption(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
-  const r = blank(spec.name, run);
+/** What a power interruption in one AZ takes out, once the drill placed the Redis primary and the leader there. */
+export interface PowerCut {
+  az: DrillAz;
+  dying: RedisServerHandle;
+  survivor: RedisServerHandle;
+  victims: SimNode[];
+  queue: QueueProbe | null;
+  brokerDown?: Promise<unknown>;
+}
+
+/**
+ * The setup both the drill scenario and the game day's local FIS start from: the Redis server
+ * placed in the first AZ is the primary, the L4 queue probe running, the fleet steady, the
+ * leader on one of that AZ's nodes. A reason instead when the world has no such server.
+ */
+export async function preparePowerCut(ctx: ScenarioContext, notes: string[]): Promise<PowerCut | string> {
   const { stack } = ctx;
   const az = stack.azs[0];
   const ha = stack.redis;
   const primaryIdx = redisServerIn(stack.placement, az.name);
-  if (primaryIdx === null) {
-    r.notMeasured = `no Redis server placed in ${az.name}`;
-    return r;
-  }
+  if (primaryIdx === null) return `no Redis server placed in ${az.name}`;
   const dying = ha.servers[primaryIdx];
   const survivor = ha.servers[1 - primaryIdx];
-  // Setup: the server placed in az-a is the primary, the leader on an az-a node.
-  if ((await ha.primary()) !== dying) await ha.restoreFirstPrimary().catch((err: Error) => r.notes.push(`setup: ${err.message}`));
+  if ((await ha.primary()) !== dying) await ha.restoreFirstPrimary().catch((err: Error) => notes.push(`setup: ${err.message}`));
   const queue = await QueueProbe.start({ cluster: stack.cluster, placement: stack.placement, now: ctx.now }).catch((err: Error) => {
-    r.notes.push(`setup: no Kafka cluster to fail a broker of: ${err.message}`);
+    notes.push(`setup: no Kafka cluster to fail a broker of: ${err.message}`);
     return null;
   });
-  try {
-    return await interrupt(ctx, r, queue, { az, dying, survivor });
-  } finally {
-    await queue?.stop();
-  }
-}
-
-async function interrupt(
-  ctx: ScenarioContext,
-  r: RunResult,
-  queue: QueueProbe | null,
-  o: { az: DrillAz; dying: RedisServerHandle; survivor: RedisServerHandle },
-): Promise<RunResult> {
-  const { stack } = ctx;
-  const { az, dying, survivor } = o;
-  const ha = stack.redis;
-  if (!(await steady(ctx))) r.notes.push("fleet not steady before injection");
+  if (!(await steady(ctx))) notes.push("fleet not steady before injection");
   const victims = stack.nodes.filter((n) => n.az === az.name && n.running);
   try {
     if (!stack.redisPaths) throw new Error("no Redis paths to place the leader with");
     const ms = await placeLeader(stack, stack.redisPaths, victims[0]);
-    r.notes.push(`setup: leader placed on ${victims[0].id} in ${(ms / 1000).toFixed(1)} s`);
+    notes.push(`setup: leader placed on ${victims[0].id} in ${(ms / 1000).toFixed(1)} s`);
   } catch (err) {
-    r.notes.push(`setup: ${(err as Error).message}`);
+    notes.push(`setup: ${(err as Error).message}`);
   }
-  if (!(await steady(ctx))) r.notes.push("fleet not steady after placing the leader");
+  if (!(await steady(ctx))) notes.push("fleet not steady after placing the leader");
+  return { az, dying, survivor, victims, queue };
+}
+
+/** The fault: the AZ's proxy, its Redis server (the primary), its Kafka broker and every node's server and agent, at once. */
+export async function cutPower(ctx: ScenarioContext, c: PowerCut, notes: string[]): Promise<void> {
+  ctx.stack.killAzProxy(c.az);
+  c.dying.kill("SIGKILL");
+  c.brokerDown = c.queue?.failAz(c.az.name).catch((err: Error) => notes.push(`Kafka broker not failed: ${err.message}`));
+  await Promise.all(c.victims.map((n) => Promise.all([n.crashInference(), n.killAgent("SIGKILL")])));
+}
+
+/** Power back: the broker up, the old primary back as a replica of the promoted one, the nodes and the proxy started again. */
+export async function restorePower(ctx: ScenarioContext, c: PowerCut, notes: string[]): Promise<void> {
+  await c.brokerDown;
+  await c.queue?.healAz().catch((err: Error) => notes.push(`Kafka broker not back: ${err.message}`));
+  await c.dying.restart(["--replicaof", "127.0.0.1", String(c.survivor.port)]);
+  await ctx.stack.redis.settle().catch((err: Error) => notes.push(`sentinels not settled: ${err.message}`));
+  await Promise.all(c.victims.map(async (n) => {
+    await n.startInference("ready");
+    await n.startAgent();
+  }));
+  await ctx.stack.startAzProxy(c.az);
+}
+
+export async function runAzPowerInterruption(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
+  const r = blank(spec.name, run);
+  const cut = await preparePowerCut(ctx, r.notes);
+  if (typeof cut === "string") {
+    r.notMeasured = cut;
+    return r;
+  }
+  try {
+    return await interrupt(ctx, r, cut);
+  } finally {
+    await cut.queue?.stop();
+  }
+}
+
+async function interrupt(ctx: ScenarioContext, r: RunResult, cut: PowerCut): Promise<RunResult> {
+  const { az, dying, survivor, victims, queue } = cut;
+  const ha = ctx.stack.redis;
+  const stack = ctx.stack;
   const oldLeader = ctx.observer.latestFleet()?.leader ?? null;
   r.injectAt = mark(ctx, "inject", `power interruption in ${az.name}: proxy, nodes, leader, Redis primary, Kafka broker`);
-  stack.killAzProxy(az);
-  dying.kill("SIGKILL");
-  const brokerDown = queue?.failAz(az.name).catch((err: Error) => r.notes.push(`Kafka broker not failed: ${err.message}`));
-  await Promise.all(victims.map((n) => Promise.all([n.crashInference(), n.killAgent("SIGKILL")])));
+  await cutPower(ctx, cut, r.notes);
   const gone = (s: Sample): boolean => s.dns !== null && !s.dns.includes(az.address);
   const onNew = (await (async () => {
     const end = Date.now() + 30_000;
@@ -90,15 +124,7 @@ async function interrupt(
   await until(ctx, 15_000, (s) => gone(s) && ctx.tl.fleet.some((f) => f.t >= writableAt && newLeader(f)));
   await sleep(3000);
   r.healAt = mark(ctx, "heal", `${az.name} powered again`);
-  await brokerDown;
-  await queue?.healAz().catch((err: Error) => r.notes.push(`Kafka broker not back: ${err.message}`));
-  await dying.restart(["--replicaof", "127.0.0.1", String(survivor.port)]);
-  await ha.settle().catch((err: Error) => r.notes.push(`sentinels not settled: ${err.message}`));
-  await Promise.all(victims.map(async (n) => {
-    await n.startInference("ready");
-    await n.startAgent();
-  }));
-  await stack.startAzProxy(az);
+  await restorePower(ctx, cut, r.notes);
   const back = (s: Sample): boolean => victims.every((n) => healthy(ctx, s, n)) && s.dns !== null && s.dns.includes(az.address);
   if (!(await until(ctx, 40_000, back))) r.notes.push(`${az.name} did not recover in 40 s`);
   r.recoveryMs = firstAfter(ctx.tl.samples, r.healAt, back);
