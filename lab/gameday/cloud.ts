@@ -75,6 +75,6 @@ export async function runCloudGameday(o: { st: GamedayStack; scenario: GamedaySc
 /** The game-day client key from the environment (never a flag: argv is visible to every user of the machine). */
 export function gamedayKey(env: NodeJS.ProcessEnv = process.env): string {
   const k = env.LLMHA_GAMEDAY_KEY ?? (env.LLMHA_GAMEDAY_KEY_FILE ? readFileSync(env.LLMHA_GAMEDAY_KEY_FILE, "utf8").trim() : "");
-  if (!k) throw new GamedayError("no client key for the game day's traffic: set LLMHA_GAMEDAY_KEY (or LLMHA_GAMEDAY_KEY_FILE) to a key made with llm-ha keys add gameday");
+  if (!k) throw new GamedayError("no client key for the game day's traffic: set LLMHA_GAMEDAY_KEY (or LLMHA_GAMEDAY_KEY_FILE) to a key made with llm-ha keys add --tenant gameday");
   return k;
 }

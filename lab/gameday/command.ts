@@ -42,7 +42,7 @@ drill's report (JSON and HTML) judged against the drill's targets for the same s
 
 A game day on the cloud reads, from the environment (never from flags): LLMHA_REDIS_URL (and
 LLMHA_REDIS_USER, LLMHA_REDIS_PASSWORD_FILE) for the fleet, LLMHA_GAMEDAY_KEY for its own client
-key (llm-ha keys add gameday), and the AWS credentials of whoever runs it. It refuses without
+key (llm-ha keys add --tenant gameday), and the AWS credentials of whoever runs it. It refuses without
 --confirm, outside llm-ha:gameday.window, and on a fleet that is not steady.
 
 Exit status: 0 on target, 1 a target missed or the experiment did not complete, 2 refused or bad arguments.
