@@ -13,7 +13,7 @@ import { SlowestReporter } from "./test/support/slowest-reporter";
 // processes each. Beside other suites they took about twice their own time, and runs with them
 // there failed on starvation (a standby that did not serve within the quick drill, an agent with
 // no /livez in 45 s in CI), so they run last, one at a time, when nothing else runs.
-const WHOLE_DRILL = ["test/drill/quick.e2e.test.ts", "test/drill/chaos.e2e.test.ts"];
+const WHOLE_DRILL = ["test/drill/quick.e2e.test.ts", "test/drill/chaos.e2e.test.ts", "test/gameday/local.e2e.test.ts"];
 
 // Unit files run three at a time on the 2-core machines: most wait on engines (Redis, HAProxy),
 // so a third worker uses the idle time (the tier took 275 s with two, 235 s with three; four

@@ -162,15 +162,35 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<Promethe
     await sleep(100);
   }
 
-  const api = async <T>(path: string, params: Record<string, string>): Promise<T> => {
+  const client = prometheusApi(url);
+  const api = apiAt(url);
+
+  return {
+    url,
+    ...client,
+    async targetsUp() {
+      const data = await api<{ activeTargets: { health: string }[] }>("targets", { state: "active" });
+      return data.activeTargets.length === opts.targets.length && data.activeTargets.every((t) => t.health === "up");
+    },
+    stop,
+  };
+}
+
+/** One call of Prometheus's HTTP API (`/api/v1/<path>`), its `data` or an error naming the path. */
+function apiAt(url: string): <T>(path: string, params: Record<string, string>) => Promise<T> {
+  return async <T>(path: string, params: Record<string, string>): Promise<T> => {
     const r = await fetch(`${url}/api/v1/${path}?${new URLSearchParams(params).toString()}`, { signal: AbortSignal.timeout(10_000) });
     const body = (await r.json()) as ApiResult<T>;
     if (body.status !== "success") throw new Error(`prometheus ${path}: ${body.error ?? r.status}`);
     return body.data;
   };
+}
+
+/** Prometheus's HTTP API at `url` (any Prometheus: the drill's own, or a stack's through its URL): queries and alerts. */
+export function prometheusApi(url: string): Pick<PrometheusHandle, "query" | "firing" | "fired"> {
+  const api = apiAt(url);
 
   return {
-    url,
     async query(expr, atMs) {
       const data = await api<{ result: { metric: Record<string, string>; value: [number, string] }[] }>("query", {
         query: expr,
@@ -199,10 +219,5 @@ export async function startPrometheus(opts: PrometheusOptions): Promise<Promethe
         })
         .sort((a, b) => a.firstMs - b.firstMs || a.alertname.localeCompare(b.alertname));
     },
-    async targetsUp() {
-      const data = await api<{ activeTargets: { health: string }[] }>("targets", { state: "active" });
-      return data.activeTargets.length === opts.targets.length && data.activeTargets.every((t) => t.health === "up");
-    },
-    stop,
   };
 }

@@ -20,6 +20,7 @@ import { gamedayClients } from "./clients";
 import { GamedayError } from "./fis";
 import { writeGamedayReport } from "./report";
 import { runGameday } from "./runner";
+import { prometheusApi } from "../engines/prometheus";
 import { cloudView, findHealthChecks } from "./views";
 
 /** Route53's health-check API lives in us-east-1 whatever the stack's region. */
@@ -32,7 +33,7 @@ export function scenarioAz(scenario: GamedayScenario, g: { az: string; redisAz: 
   return g.az;
 }
 
-export async function runCloudGameday(o: { st: GamedayStack; scenario: GamedayScenario; endpoint?: string; json?: string }): Promise<number> {
+export async function runCloudGameday(o: { st: GamedayStack; scenario: GamedayScenario; endpoint?: string; prometheus?: string; json?: string }): Promise<number> {
   const { cfg } = o.st;
   const spec = SCENARIOS.find((s) => s.name === o.scenario);
   if (!spec) throw new GamedayError(`the drill has no scenario ${o.scenario} to take targets from`);
@@ -62,6 +63,7 @@ export async function runCloudGameday(o: { st: GamedayStack; scenario: GamedaySc
       model: cfg.inference.model, requestTimeoutMs: 60_000, now, progress, signal: abort.signal, timeline: tl,
       // Route53 checks every 10 s and needs failureThreshold misses: a minute or more either way.
       sampleMs: 2000, steadyWaitMs: 120_000, leadMs: 60_000, recoveryWaitMs: 20 * 60_000,
+      prometheus: o.prometheus ? prometheusApi(o.prometheus) : undefined,
     });
     const outDir = mkdtempSync(join(tmpdir(), "llmha-gameday-"));
     const written = writeGamedayReport({ source: "aws", spec, run, drill: null, outDir, json: o.json, startedAt: new Date(t0), command: `llm-ha gameday ${process.argv.slice(3).join(" ")}`.trim(), azs: active });

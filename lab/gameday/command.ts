@@ -20,7 +20,7 @@ import { writeGamedayReport } from "./report";
 
 export const GAMEDAY_USAGE = `Usage:
   llm-ha gameday --stack ENV --dry-run [--scenario NAME] [--json]
-  llm-ha gameday --stack ENV --scenario NAME --confirm ENV [--endpoint URL] [--json FILE]
+  llm-ha gameday --stack ENV --scenario NAME --confirm ENV [--endpoint URL] [--prometheus URL] [--json FILE]
   llm-ha gameday --local [--scenario NAME] [--hold SECONDS] [--no-drill] [--json FILE]
 
 A game day: one AWS FIS experiment from the stack's llm-ha:gameday templates, with traffic
@@ -32,11 +32,14 @@ drill's report (JSON and HTML) judged against the drill's targets for the same s
   --scenario NAME    ${GAMEDAY_SCENARIOS.join(", ")}
   --confirm ENV      the stack's name again: a game day starts only when it matches
   --endpoint URL     the public edge (default https://<llm-ha:dns.serviceName>)
+  --prometheus URL   a Prometheus with the shipped rules (Amazon Managed Prometheus through a SigV4
+                     proxy): the alerts that fired during the run go in the report
   --json FILE        write the report as JSON there, and its HTML beside it
   --local            the same runner against the drill's world, whose local cloud answers the FIS
                      calls; the drill's own scenario runs first, for comparison (${LOCAL_GAMEDAY_SCENARIOS.join(", ")})
   --hold SECONDS     --local: how long the experiment holds its fault (default 10)
   --no-drill         --local: skip the drill's own run before the game day
+  --out DIR          --local: the run's folder (logs, report, pids.json; default a new one under /tmp)
   --nodes N          --local: simulated GPU nodes (default 6, 3 AZs)
   -h, --help         this text
 
@@ -54,10 +57,12 @@ const OPTIONS = {
   scenario: { type: "string" },
   confirm: { type: "string" },
   endpoint: { type: "string" },
+  prometheus: { type: "string" },
   json: { type: "string" },
   local: { type: "boolean" },
   hold: { type: "string" },
   "no-drill": { type: "boolean" },
+  out: { type: "string" },
   nodes: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
@@ -97,7 +102,7 @@ export async function gamedayCommand(argv: string[]): Promise<number> {
     if (why) throw new GamedayError(why);
     if (!st.enabled) throw new GamedayError(`${st.project}:gameday.enabled is not true in ${st.file}: no templates exist to start (llm-ha gameday --stack ${st.stack} --dry-run shows them)`);
     const { runCloudGameday } = await import("./cloud.js");
-    return await runCloudGameday({ st, scenario, endpoint: values.endpoint, json: values.json });
+    return await runCloudGameday({ st, scenario, endpoint: values.endpoint, prometheus: values.prometheus, json: values.json });
   } catch (err) {
     if (err instanceof GamedayError) {
       process.stderr.write(`llm-ha gameday: ${err.message}\n`);
@@ -113,7 +118,7 @@ export async function gamedayCommand(argv: string[]): Promise<number> {
   }
 }
 
-async function localCommand(values: { scenario?: string; hold?: string; "no-drill"?: boolean; nodes?: string; json?: string }): Promise<number> {
+async function localCommand(values: { scenario?: string; hold?: string; "no-drill"?: boolean; nodes?: string; json?: string; out?: string }): Promise<number> {
   const scenario = scenarioOf(values.scenario, "az-power-interruption");
   if (!LOCAL_GAMEDAY_SCENARIOS.includes(scenario)) throw new UsageError(`--local offers ${LOCAL_GAMEDAY_SCENARIOS.join(", ")}; ${scenario} runs on the cloud only so far`);
   const hold = values.hold === undefined ? 10 : Number(values.hold);
@@ -133,7 +138,7 @@ async function localCommand(values: { scenario?: string; hold?: string; "no-dril
   const t0 = Date.now();
   const now = (): number => Date.now() - t0;
   const progress = (line: string): void => void process.stderr.write(`[gameday ${(now() / 1000).toFixed(1).padStart(6)}s] ${line}\n`);
-  const outDir = resolve(mkdtempSync(join(tmpdir(), "llmha-gameday-")));
+  const outDir = resolve(values.out ?? mkdtempSync(join(tmpdir(), "llmha-gameday-")));
   mkdirSync(outDir, { recursive: true });
   const abort = new AbortController();
   const onSig = (): void => abort.abort();

@@ -23,6 +23,8 @@ import { CLIENT_TIMEOUT_MS } from "../drill/settings";
 import { DRILL_MODEL } from "../drill/stack";
 import type { LocalFault } from "../drill/local-fis";
 import { createWorld } from "../drill/world";
+import { startDrillPrometheus } from "../drill/alerts";
+import { prometheusApi } from "../engines/prometheus";
 import { worldNeeds } from "../drill/command";
 import { gamedayClients } from "./clients";
 import { runGameday, type GamedayRun, type GamedayView } from "./runner";
@@ -102,6 +104,10 @@ export async function runLocalGameday(o: {
       world.notePids();
     }
     const notes: string[] = [];
+    // The shipped alert rules over the drill's series, read by the runner as it reads a stack's Prometheus.
+    const prom = await startDrillPrometheus(st, o.progress);
+    if (prom) world.track(() => prom.stop());
+    world.notePids();
     o.progress(`game day: setting up ${spec.name} (the Redis primary and the leader in ${st.azs[0].name}, as the drill does)`);
     const local = await localFault(ctx, o.scenario, notes);
     world.track(() => local.cleanup());
@@ -136,6 +142,7 @@ export async function runLocalGameday(o: {
       requestTimeoutMs: CLIENT_TIMEOUT_MS, now: o.now, progress: o.progress, signal: o.signal, recoveryWaitMs: 60_000, timeline: tl,
       // What died with the fault (the AZ's proxy, its servers), on the run's clock: the cut streams that had to be.
       deaths: () => st.deaths().map((d) => ({ ...d, t: d.at - offset })),
+      prometheus: prom ? prometheusApi(prom.url) : undefined,
     });
     gameday.result.notes.push(...notes);
     await world.stopTraffic();

@@ -78,6 +78,7 @@ export function writeGamedayReport(o: { source: "local" | "aws"; spec: ScenarioS
     `requests: ${Object.entries(report.traffic.sent).map(([c, n]) => `${c} ${failed[c] ?? 0} failed of ${n}`).join("; ")}`,
     ...summaries.flatMap((s) => s.misses.map((m) => `  ${s.name}: ${m}`)),
     ...(o.run.result.extra.figures ? [`game day: ${String(o.run.result.extra.figures)}`] : []),
+    ...(typeof o.run.result.extra.alerts === "string" ? [`alerts fired during the run: ${o.run.result.extra.alerts}`] : []),
     ...(labOnly.length ? [`lab-only targets (not judged here): ${labOnly.join(", ")}`] : []),
     ...(comparison.length ? ["", "figure                                      game day   drill", ...comparison.map((c) => `${c.figure.padEnd(44)}${fmt(c.figure, c.gameday).padStart(8)}${fmt(c.figure, c.drill).padStart(9)}`)] : []),
     `report: ${join(o.outDir, "report.html")}${o.json ? `; json: ${o.json}` : `; json: ${join(o.outDir, "report.json")}`}`,

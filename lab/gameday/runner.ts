@@ -17,6 +17,8 @@ import { findTemplate, getExperiment, startExperiment, stopExperiment, TERMINAL_
 import { judgeRun, type ServingSample } from "./judge";
 import type { RunResult } from "../drill/run-scenario";
 import type { Death } from "../drill/cuts";
+import { alertNames } from "../drill/alerts";
+import type { PrometheusHandle } from "../engines/prometheus";
 
 /** What the runner watches, the same questions whatever answers them. */
 export interface GamedayView {
@@ -60,6 +62,8 @@ export interface GamedayRunOptions {
   timeline?: Timeline;
   /** What died with the fault, on the run's clock, once it is over (the lab knows; the cloud passes none). */
   deaths?(): Death[];
+  /** The stack's Prometheus (any URL with the shipped rules): the alerts that fired during the run go in the report. */
+  prometheus?: Pick<PrometheusHandle, "fired">;
 }
 
 export interface GamedayRun {
@@ -150,6 +154,14 @@ export async function runGameday(o: GamedayRunOptions): Promise<GamedayRun> {
     await traffic.stop();
     watch.stop();
     const result = judgeRun({ scenario: o.scenario, az: o.az, activeAzs: o.activeAzs, tl, serving, injectAt: Math.max(0, injectAt), healAt: Math.max(0, healAt), endAt: o.now(), deaths: o.deaths?.() });
+    if (o.prometheus) {
+      // The shipped rules' verdict on the run, as the drill records it per scenario.
+      const fired = await o.prometheus.fired(offset + result.injectAt, offset + result.endAt).catch((err: Error) => {
+        result.notes.push(`alerts not read: ${err.message}`);
+        return null;
+      });
+      if (fired) result.extra.alerts = alertNames(fired).join(", ") || "none";
+    }
     if (stoppedEarly) result.notes.push(`experiment ${experiment.status}${experiment.reason ? `: ${experiment.reason}` : ""}`);
     return { runId, templateId: template.id, templateDescription: template.description, experiment, stoppedEarly, result, tl, serving };
   } finally {

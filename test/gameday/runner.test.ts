@@ -88,7 +88,19 @@ describe("game-day runner against a mocked FIS", () => {
       healAt ??= Date.now();
       return { experiment: experiment({ status: "completed", reason: "Experiment completed.", start: faultAt!, end: healAt }) };
     });
-    const run = await runGameday({ ...base(), view: scriptedView({ faultAt: () => faultAt, healAt: () => healAt }) });
+    const asked: number[][] = [];
+    const prometheus = {
+      fired: async (from: number, to: number) => {
+        asked.push([from, to]);
+        return [{ alertname: "LlmhaAzCapacityLow", labels: { az: "us-east-1a" }, firstMs: from + 500, lastMs: to, carried: false }];
+      },
+    };
+    const run = await runGameday({ ...base(), view: scriptedView({ faultAt: () => faultAt, healAt: () => healAt }), prometheus });
+    // The alerts that fired from the fault to the end, read once, in the report.
+    expect(asked).toHaveLength(1);
+    expect(asked[0][0]).toBeGreaterThanOrEqual(faultAt! - 100);
+    expect(asked[0][0]).toBeLessThanOrEqual(faultAt! + 100);
+    expect(run.result.extra.alerts).toBe("LlmhaAzCapacityLow{az=us-east-1a}");
     const starts = fisMock.commandCalls(StartExperimentCommand);
     expect(starts).toHaveLength(1);
     expect(starts[0].args[0].input).toMatchObject({ experimentTemplateId: "EXTaz", clientToken: run.runId });
