@@ -73,6 +73,7 @@ export interface PlannedTemplate {
   actions: string[];
   stop: { alarm: string; firesWhen: string };
   role: string[];
+  caveat?: string;
 }
 
 export interface GamedayPlan {
@@ -137,6 +138,7 @@ export function planGameday(o: { stack: string; file: string; project: string; e
         const res = ([] as string[]).concat((s.Resource as string | string[] | undefined) ?? []);
         return `${actions.join(", ")} on ${res.join(", ")}${s.Condition ? ` if ${JSON.stringify(s.Condition)}` : ""}`;
       }),
+      ...(spec.caveat ? { caveat: spec.caveat } : {}),
     };
   });
   return { stack: o.stack, file: o.file, cluster: o.cluster, region: o.region, enabled: o.enabled, activeAzs: active, standbyAz: o.standbyAz ?? null, durationMinutes: o.durationMinutes, log: `/aws/fis/${o.cluster}`, templates };
@@ -158,6 +160,7 @@ export function renderPlan(p: GamedayPlan): string {
     t.actions.forEach((a, i) => out.push(`  ${i === 0 ? "actions:     " : "             "} ${a}`));
     out.push(`  stops when:   alarm ${t.stop.alarm} fires: ${t.stop.firesWhen}`);
     t.role.forEach((r, i) => out.push(`  ${i === 0 ? "role may:    " : "             "} ${r}`));
+    if (t.caveat) out.push(`  caveat:       ${t.caveat}`);
     out.push("");
   }
   out.push("Start one (once pulumi up made them): aws fis start-experiment --experiment-template-id \\");

@@ -43,6 +43,8 @@ export interface ScenarioSpec {
   statements: Statement[];
   /** Namespaces where FIS's pod runs (its ServiceAccount and RBAC go there); empty for non-pod scenarios. */
   podNamespaces: string[];
+  /** What the operator must know before starting it (the plan prints it). */
+  caveat?: string;
 }
 
 /** What a scenario is built from: the stack's own names and ids, resolved. */
@@ -227,6 +229,7 @@ export function scenarioSpec(scenario: GamedayScenario, c: ScenarioContext): Sce
         stopAlarm: "anyActiveAz",
         statements: podStatements(c),
         podNamespaces: [EDGE_NAMESPACE],
+        caveat: "FIS deletes one controller pod at random: with two replicas it is the leader about half the time. The game day's report says when the leader did not change; run it again.",
       };
     }
     case "redis-latency": {
@@ -246,6 +249,7 @@ export function scenarioSpec(scenario: GamedayScenario, c: ScenarioContext): Sce
         stopAlarm: "anyActiveAz",
         statements: podStatements(c),
         podNamespaces: [WORKLOADS_NAMESPACE],
+        caveat: "FIS adds latency from an ephemeral container that inherits the target pod's security context and needs root; the agent pod runs as user 10001 (runAsNonRoot), so the action fails at start and the experiment ends failed. The drill's redis-latency measures the same fault locally.",
       };
     }
   }

@@ -101,6 +101,7 @@ export function judgeRun(i: JudgeInput): RunResult {
   if (movedAt !== null) r.extra.redisWritableMs = movedAt;
   const led = firstAfter(tl.fleet, base, (f) => typeof f.leader === "string" && f.leader !== oldLeader, endAt);
   r.leaderMs = led;
+  if (i.scenario === "leader-kill" && led === null) r.notes.push("the leader did not change: FIS deleted a controller pod that was not the leader; run it again");
   r.extra.wakeDecisionMs = firstAfter(tl.fleet, injectAt, (f) => f.standbyWake, endAt);
   r.failed = failuresBetween(tl, MAIN_CLIENT, injectAt, endAt);
   r.failedSdk = failuresBetween(tl, SDK_CLIENT, injectAt, endAt);
