@@ -266,7 +266,7 @@ export class LocalKarpenter<N extends KarpenterNode> {
 
 /** The local cloud's handler for the sim's paths: reads the JSON body, answers as the API server would. */
 export async function karpenterStep<N extends KarpenterNode>(k: LocalKarpenter<N>, req: IncomingMessage, send: (code: number, body: object) => void): Promise<void> {
-  let body: unknown = null;
+  let body: unknown;
   try {
     let raw = "";
     for await (const chunk of req) raw += String(chunk);
