@@ -7,86 +7,25 @@
  * (`unavailable`); the release scales the placeholder to 0, sets every limit to "0" and deletes
  * the NodeClaims. Bad settings are refused at start-up with the variable named.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import pino from "pino";
 import { KarpenterEngine, WOKEN_AT_ANNOTATION } from "../../agent/src/fleet/actuators/karpenter/standby";
 import { parseStandbyNodePools, parseStandbyPlaceholder, parseStandbySchedule } from "../../agent/src/fleet/actuators/karpenter/settings";
 import { ConfigError, parseConfig } from "../../agent/src/config/load";
 import { createActuatorImpl } from "../../agent/src/fleet/actuators/index";
-import pino from "pino";
+import { FakeKarpenterApi, GPU } from "./fake-karpenter-api";
 
-type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- Kubernetes objects are untyped JSON here
-
-const GPU = "nvidia.com/gpu";
-let pools = new Map<string, O>();
-let claims = new Map<string, O>();
-let scale = { replicas: 0 };
-let deny: string | null = null;
-const calls: { method: string; path: string; type?: string; body: O | null }[] = [];
-let server: Server;
-let url = "";
-
-function merge(t: O, p: O): void {
-  for (const [k, v] of Object.entries(p)) {
-    if (v === null) delete t[k];
-    else if (typeof v === "object" && !Array.isArray(v)) merge((t[k] ??= {}), v as O);
-    else t[k] = v;
-  }
-}
-
-const pool = (name: string, limit = "0"): O => ({ metadata: { name, annotations: {} }, spec: { limits: { [GPU]: limit } } });
-function claim(name: string, poolName: string, conds: [string, string, string?, string?][], at = Date.now()): void {
-  claims.set(name, {
-    metadata: { name, labels: { "karpenter.sh/nodepool": poolName }, creationTimestamp: new Date(at).toISOString() },
-    status: { conditions: conds.map(([type, status, reason, message]) => ({ type, status, reason: reason ?? "", message: message ?? "", lastTransitionTime: new Date(at).toISOString() })) },
-  });
-}
+const api = new FakeKarpenterApi();
 const ICE = "We currently do not have sufficient p5.48xlarge capacity in the Availability Zone you requested (us-east-1c).";
+let url = "";
+const calls = api.calls;
 
 beforeAll(async () => {
-  server = createServer((req, res) => {
-    void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const text = Buffer.concat(chunks).toString("utf8");
-      const body = text ? (JSON.parse(text) as O) : null;
-      const u = new URL(req.url ?? "/", "http://x");
-      calls.push({ method: req.method ?? "", path: u.pathname + u.search, type: req.headers["content-type"], body });
-      res.setHeader("content-type", "application/json");
-      const reply = (code: number, b: unknown): void => void ((res.statusCode = code), res.end(JSON.stringify(b)));
-      if (deny && u.pathname.includes(deny)) return reply(403, { kind: "Status", message: `forbidden: cannot ${req.method} ${deny}`, code: 403 });
-      const np = /^\/apis\/karpenter\.sh\/v1\/nodepools\/([^/]+)$/.exec(u.pathname);
-      if (np) {
-        const p = pools.get(np[1]);
-        if (!p) return reply(404, { kind: "Status", message: "not found", code: 404 });
-        if (req.method === "PATCH") merge(p, body!);
-        return reply(200, p);
-      }
-      if (u.pathname === "/apis/karpenter.sh/v1/nodeclaims") {
-        const want = (u.searchParams.get("labelSelector") ?? "").split("=")[1];
-        return reply(200, { items: [...claims.values()].filter((c) => c.metadata.labels["karpenter.sh/nodepool"] === want) });
-      }
-      const nc = /^\/apis\/karpenter\.sh\/v1\/nodeclaims\/([^/]+)$/.exec(u.pathname);
-      if (nc && req.method === "DELETE") return claims.delete(nc[1]) ? reply(200, {}) : reply(404, { message: "not found" });
-      if (u.pathname === "/apis/apps/v1/namespaces/llm-ha/deployments/llm-ha-standby-placeholder/scale") {
-        if (req.method === "PATCH") scale.replicas = body!.spec.replicas as number;
-        return reply(200, { spec: { replicas: scale.replicas } });
-      }
-      reply(404, { message: `no route ${u.pathname}` });
-    })();
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await api.start();
+  url = api.url;
 });
-afterAll(() => new Promise<void>((r) => server.close(() => r())));
-beforeEach(() => {
-  pools = new Map([["llm-ha-us-east-1c-h100", pool("llm-ha-us-east-1c-h100")], ["llm-ha-us-east-1c-a100", pool("llm-ha-us-east-1c-a100")]]);
-  claims = new Map();
-  scale = { replicas: 0 };
-  deny = null;
-  calls.length = 0;
-});
+afterAll(() => api.stop());
+beforeEach(() => api.reset(["llm-ha-us-east-1c-h100", "llm-ha-us-east-1c-a100"]));
 
 function engine(now: () => number = Date.now, extra: Partial<ConstructorParameters<typeof KarpenterEngine>[0]> = {}): KarpenterEngine {
   return new KarpenterEngine({
@@ -100,7 +39,7 @@ function engine(now: () => number = Date.now, extra: Partial<ConstructorParamete
   });
 }
 const ctx = { token: 7, reason: "capacity lost: us-east-1a=DOWN" };
-const writes = (): string[] => calls.filter((c) => c.method !== "GET").map((c) => `${c.method} ${c.path}`);
+const writes = (): string[] => api.writes();
 
 describe("Karpenter engine: wake", () => {
   it("raises the first pool's GPU limit (merge patch, wake time annotated) and scales the placeholder; a repeat is already", async () => {
@@ -108,11 +47,11 @@ describe("Karpenter engine: wake", () => {
     const r = await e.wakeStandby("us-east-1c", ctx);
     expect(r).toMatchObject({ action: "standby.wake", outcome: "applied", wake: { phase: "waiting", step: 0, steps: 2, groups: ["llm-ha-us-east-1c-h100"] } });
     expect(r.detail).toMatch(/llm-ha-us-east-1c-h100 nvidia.com\/gpu limit 0→16; placeholder llm-ha\/llm-ha-standby-placeholder replicas 0→2/);
-    const h100 = pools.get("llm-ha-us-east-1c-h100")!;
+    const h100 = api.pools.get("llm-ha-us-east-1c-h100")!;
     expect(h100.spec.limits[GPU]).toBe("16");
     expect(Number(h100.metadata.annotations[WOKEN_AT_ANNOTATION])).toBeGreaterThan(0);
-    expect(pools.get("llm-ha-us-east-1c-a100")!.spec.limits[GPU]).toBe("0");
-    expect(scale.replicas).toBe(2);
+    expect(api.pools.get("llm-ha-us-east-1c-a100")!.spec.limits[GPU]).toBe("0");
+    expect(api.scale.replicas).toBe(2);
     expect(calls.filter((c) => c.method === "PATCH").every((c) => c.type === "application/merge-patch+json")).toBe(true);
     calls.length = 0;
     const again = await e.wakeStandby("us-east-1c", ctx);
@@ -123,10 +62,10 @@ describe("Karpenter engine: wake", () => {
   it("follows the NodeClaims: launched is waiting, initialized is serving", async () => {
     const e = engine();
     await e.wakeStandby("us-east-1c", ctx);
-    claim("h100-a", "llm-ha-us-east-1c-h100", [["Launched", "True"], ["Registered", "Unknown"], ["Initialized", "Unknown"]]);
+    api.claim("h100-a", "llm-ha-us-east-1c-h100", [["Launched", "True"], ["Registered", "Unknown"], ["Initialized", "Unknown"]]);
     expect((await e.wakeStandby("us-east-1c", ctx)).wake).toMatchObject({ phase: "waiting" });
     expect((await e.wakeStandby("us-east-1c", ctx)).detail).toMatch(/1 launching/);
-    claim("h100-a", "llm-ha-us-east-1c-h100", [["Launched", "True"], ["Registered", "True"], ["Initialized", "True"]]);
+    api.claim("h100-a", "llm-ha-us-east-1c-h100", [["Launched", "True"], ["Registered", "True"], ["Initialized", "True"]]);
     const r = await e.wakeStandby("us-east-1c", ctx);
     expect(r).toMatchObject({ outcome: "already", wake: { phase: "serving", step: 0 } });
   });
@@ -134,13 +73,13 @@ describe("Karpenter engine: wake", () => {
   it("on InsufficientCapacity raises the next pool (class capacity), keeps the first raised; when every pool failed: unavailable", async () => {
     const e = engine();
     await e.wakeStandby("us-east-1c", ctx);
-    claim("h100-a", "llm-ha-us-east-1c-h100", [["Launched", "False", "InsufficientCapacity", ICE], ["Initialized", "Unknown"]]);
+    api.claim("h100-a", "llm-ha-us-east-1c-h100", [["Launched", "False", "InsufficientCapacity", ICE], ["Initialized", "Unknown"]]);
     const r = await e.wakeStandby("us-east-1c", ctx);
     expect(r).toMatchObject({ outcome: "applied", wake: { phase: "fallback", step: 1, groups: ["llm-ha-us-east-1c-a100"], failure: { class: "capacity", group: "llm-ha-us-east-1c-h100" } } });
     expect(r.wake!.failure!.message).toMatch(/^InsufficientCapacity: We currently do not have sufficient/);
-    expect(pools.get("llm-ha-us-east-1c-a100")!.spec.limits[GPU]).toBe("16");
-    expect(pools.get("llm-ha-us-east-1c-h100")!.spec.limits[GPU]).toBe("16");
-    claim("a100-a", "llm-ha-us-east-1c-a100", [["Launched", "False", "InsufficientCapacity", ICE.replace("p5.48xlarge", "p4d.24xlarge")]]);
+    expect(api.pools.get("llm-ha-us-east-1c-a100")!.spec.limits[GPU]).toBe("16");
+    expect(api.pools.get("llm-ha-us-east-1c-h100")!.spec.limits[GPU]).toBe("16");
+    api.claim("a100-a", "llm-ha-us-east-1c-a100", [["Launched", "False", "InsufficientCapacity", ICE.replace("p5.48xlarge", "p4d.24xlarge")]]);
     const last = await e.wakeStandby("us-east-1c", ctx);
     expect(last).toMatchObject({ outcome: "failed", wake: { phase: "unavailable", step: 1 } });
     expect(last.detail).toMatch(/capacity unavailable: every step failed/);
@@ -158,19 +97,19 @@ describe("Karpenter engine: wake", () => {
   });
 
   it("a failure from before the wake does not count; a missing fallback pool is skipped, a missing first pool fails the wake", async () => {
-    claim("old", "llm-ha-us-east-1c-h100", [["Launched", "False", "InsufficientCapacity", ICE]], Date.now() - 3_600_000);
-    pools.delete("llm-ha-us-east-1c-a100");
+    api.claim("old", "llm-ha-us-east-1c-h100", [["Launched", "False", "InsufficientCapacity", ICE]], Date.now() - 3_600_000);
+    api.pools.delete("llm-ha-us-east-1c-a100");
     const e = engine();
     const r = await e.wakeStandby("us-east-1c", ctx);
     expect(r.wake).toMatchObject({ phase: "waiting", steps: 1 });
     expect((await e.wakeStandby("us-east-1c", ctx)).wake?.phase).toBe("waiting");
     expect(r.detail).toMatch(/fallback NodePool llm-ha-us-east-1c-a100 not found: skipped/);
-    pools.delete("llm-ha-us-east-1c-h100");
+    api.pools.delete("llm-ha-us-east-1c-h100");
     expect(await e.wakeStandby("us-east-1c", ctx)).toMatchObject({ outcome: "failed", detail: "NodePool llm-ha-us-east-1c-h100 not found (LLMHA_STANDBY_NODEPOOLS)" });
   });
 
   it("an API refusal fails the action with the status and message; another AZ is refused", async () => {
-    deny = "/scale";
+    api.deny = "/scale";
     const r = await engine().wakeStandby("us-east-1c", ctx);
     expect(r.outcome).toBe("failed");
     expect(r.detail).toMatch(/GET \/apis\/apps\/v1\/namespaces\/llm-ha\/deployments\/llm-ha-standby-placeholder\/scale: HTTP 403 forbidden/);
@@ -186,7 +125,7 @@ describe("Karpenter engine in the actuator", () => {
     );
     expect(a!.kind).toBe("local");
     expect((await a!.wakeStandby("us-east-1c", ctx)).outcome).toBe("applied");
-    expect(pools.get("llm-ha-us-east-1c-h100")!.spec.limits[GPU]).toBe("16");
+    expect(api.pools.get("llm-ha-us-east-1c-h100")!.spec.limits[GPU]).toBe("16");
     await expect(a!.startZonalShift("us-east-1a", { ...ctx, expiresInMs: 60_000 })).rejects.toThrow(/local cloud \/shift\/start: HTTP 404/);
     expect(calls.some((c) => c.path === "/standby/wake")).toBe(false);
   });
@@ -196,8 +135,8 @@ describe("Karpenter engine: release", () => {
   it("placeholder to 0, every limit to \"0\" with the annotation removed, NodeClaims deleted; a repeat is already", async () => {
     const e = engine();
     await e.wakeStandby("us-east-1c", ctx);
-    claim("h100-a", "llm-ha-us-east-1c-h100", [["Launched", "True"], ["Initialized", "True"]]);
-    claim("h100-b", "llm-ha-us-east-1c-h100", [["Launched", "True"], ["Initialized", "Unknown"]]);
+    api.claim("h100-a", "llm-ha-us-east-1c-h100", [["Launched", "True"], ["Initialized", "True"]]);
+    api.claim("h100-b", "llm-ha-us-east-1c-h100", [["Launched", "True"], ["Initialized", "Unknown"]]);
     calls.length = 0;
     const r = await e.releaseStandby("us-east-1c", ctx);
     expect(r.outcome).toBe("applied");
@@ -207,10 +146,10 @@ describe("Karpenter engine: release", () => {
       "DELETE /apis/karpenter.sh/v1/nodeclaims/h100-a",
       "DELETE /apis/karpenter.sh/v1/nodeclaims/h100-b",
     ]);
-    expect(scale.replicas).toBe(0);
-    expect(pools.get("llm-ha-us-east-1c-h100")!.spec.limits[GPU]).toBe("0");
-    expect(pools.get("llm-ha-us-east-1c-h100")!.metadata.annotations[WOKEN_AT_ANNOTATION]).toBeUndefined();
-    expect(claims.size).toBe(0);
+    expect(api.scale.replicas).toBe(0);
+    expect(api.pools.get("llm-ha-us-east-1c-h100")!.spec.limits[GPU]).toBe("0");
+    expect(api.pools.get("llm-ha-us-east-1c-h100")!.metadata.annotations[WOKEN_AT_ANNOTATION]).toBeUndefined();
+    expect(api.claims.size).toBe(0);
     calls.length = 0;
     expect((await e.releaseStandby("us-east-1c", ctx)).outcome).toBe("already");
     expect(writes()).toEqual([]);
