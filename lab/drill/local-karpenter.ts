@@ -13,9 +13,9 @@
  * What it provisions: every 250 ms, each placeholder pod with no node (replicas less the live
  * NodeClaims) gets a NodeClaim in the first pool, in the order defined, whose GPU limit has room
  * for one more node, that has a stopped node of its AZ to boot and that did not fail a launch in
- * the last 10 s (Karpenter's unavailable-offerings cache). A claim launches 1 s after it is made:
+ * the last 3 min (Karpenter's unavailable-offerings cache). A claim launches 1 s after it is made:
  * with an ICE fault on the pool its `Launched` turns False with reason `InsufficientCapacity` and
- * AWS's message (kept 10 s, then deleted and tried again, as Karpenter does); else `Launched` True
+ * AWS's message (the claim kept 10 s, then deleted; its node free for another pool); else `Launched` True
  * and the node boots as the Auto Scaling path boots it (`Registered` and `Initialized` True once
  * it runs). Pools are taken from `definePools`; none defined: every path answers 404.
  */
@@ -78,12 +78,16 @@ export interface KarpenterRequest {
 }
 
 export interface LocalKarpenterTiming {
+  /** A NodeClaim launches (or fails) this long after it is made. */
   launchMs: number;
+  /** A failed NodeClaim is kept this long, then deleted. */
   retryMs: number;
+  /** A pool whose launch failed is not tried again for this long (Karpenter's unavailable-offerings cache: 3 min). */
+  iceCacheMs: number;
   tickMs: number;
 }
 
-export const KARPENTER_TIMING: LocalKarpenterTiming = Object.freeze({ launchMs: 1000, retryMs: 10_000, tickMs: 250 });
+export const KARPENTER_TIMING: LocalKarpenterTiming = Object.freeze({ launchMs: 1000, retryMs: 10_000, iceCacheMs: 180_000, tickMs: 250 });
 
 type O = Record<string, unknown>;
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -248,9 +252,10 @@ export class LocalKarpenter<N extends KarpenterNode> {
     let pending = ph.replicas - live.length;
     for (const p of this.pools) {
       if (pending <= 0) break;
-      if (now - p.lastFailAt < this.timing.retryMs) continue;
+      if (now - p.lastFailAt < this.timing.iceCacheMs) continue;
       const limit = Number(p.limits[GPU] ?? "0") || 0;
-      const bound = new Set([...this.claims.values()].map((c) => c.nodeId));
+      // A failed launch holds no instance: its node is free for another pool.
+      const bound = new Set([...this.claims.values()].filter((c) => c.launched !== "False").map((c) => c.nodeId));
       let used = [...this.claims.values()].filter((c) => c.pool === p.name && c.launched !== "False").reduce((a, c) => a + (this.node(c)?.gpuCount ?? 0), 0);
       for (const n of this.d.nodesIn(p.az)) {
         if (pending <= 0 || bound.has(n.id) || !this.d.isStopped(n) || used + n.gpuCount > limit) continue;

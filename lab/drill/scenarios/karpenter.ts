@@ -92,8 +92,8 @@ export async function runStandbyWakeKarpenter(ctx: ScenarioContext, spec: Scenar
       failedLaunches: failures.length,
     };
   };
-  let a: Phase | null = null;
-  let b: Phase | null = null;
+  let a: Phase;
+  let b: Phase;
   try {
     a = await phase(false);
     if (!(await steady(ctx))) r.notes.push("fleet not steady (or standby not at zero) before the ICE phase");
