@@ -112,7 +112,12 @@ describe("Karpenter engine: wake", () => {
     api.deny = "/scale";
     const r = await engine().wakeStandby("us-east-1c", ctx);
     expect(r.outcome).toBe("failed");
-    expect(r.detail).toMatch(/GET \/apis\/apps\/v1\/namespaces\/llm-ha\/deployments\/llm-ha-standby-placeholder\/scale: HTTP 403 forbidden/);
+    expect(r.detail).toMatch(/placeholder not scaled: GET \/apis\/apps\/v1\/namespaces\/llm-ha\/deployments\/llm-ha-standby-placeholder\/scale: HTTP 403 forbidden/);
+    // The pool is raised and the follow goes on: the report is there for the reconciler.
+    expect(r.wake).toMatchObject({ phase: "waiting", step: 0 });
+    expect(api.pools.get("llm-ha-us-east-1c-h100")!.spec.limits[GPU]).toBe("16");
+    api.deny = "/nodepools/";
+    expect((await engine().wakeStandby("us-east-1c", ctx)).detail).toMatch(/GET \/apis\/karpenter.sh\/v1\/nodepools\/llm-ha-us-east-1c-h100: HTTP 403/);
     expect((await engine().wakeStandby("us-east-1a", ctx)).detail).toMatch(/no standby NodePools in us-east-1a/);
   });
 });

@@ -138,10 +138,20 @@ export class KarpenterEngine implements CapacityEngine {
       const change = await this.raise(calls, steps[i], states.get(steps[i].name)!);
       if (change) changes.push(change);
     }
-    const scaled = await this.scalePlaceholder(calls, this.o.placeholder?.replicas ?? 0, "up");
-    if (scaled) changes.push(scaled);
+    // A placeholder that cannot be scaled fails the action, but the pools and the follow stand:
+    // the report goes out (other pending pods may still provision; the wake bound judges it).
+    let placeholderError: string | null = null;
+    try {
+      const scaled = await this.scalePlaceholder(calls, this.o.placeholder?.replicas ?? 0, "up");
+      if (scaled) changes.push(scaled);
+    } catch (err) {
+      if (!(err instanceof KarpenterApiError)) throw err;
+      placeholderError = err.message;
+    }
     const note = missing.length ? ` (fallback NodePool${missing.length > 1 ? "s" : ""} ${missing.join(", ")} not found: skipped)` : "";
-    if (plan.report.phase === "unavailable") return { outcome: "failed", detail: `${[...changes, plan.detail].join("; ")}${note}`, wake: plan.report };
+    if (plan.report.phase === "unavailable" || placeholderError) {
+      return { outcome: "failed", detail: `${[...changes, plan.detail, ...(placeholderError ? [`placeholder not scaled: ${placeholderError}`] : [])].join("; ")}${note}`, wake: plan.report };
+    }
     if (changes.length === 0) {
       const held = steps.slice(0, upTo + 1).map((p) => `${p.name} ${GPU_RESOURCE} ≥ ${p.gpus}`).join(", ");
       return { outcome: "already", detail: `${held}; ${plan.detail}${note}`, wake: plan.report };
