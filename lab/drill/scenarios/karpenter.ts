@@ -18,6 +18,7 @@ import type { SimNode } from "../../sim/sim-node";
 import type { KarpenterRequest } from "../local-karpenter";
 import type { ScenarioSpec } from "../scenarios";
 import { failuresBetween, firstAfter, l1Removed, type Sample } from "../timeline";
+import { eventsSince } from "./zone";
 import { blank, finish, healAzThenStandbyBack, MAIN_CLIENT, mark, standbyReady, steady, until, type RunResult, type ScenarioContext } from "./runner";
 
 const fmt = (ms: number | null | undefined): string => (typeof ms !== "number" ? "never" : `${(ms / 1000).toFixed(2)}s`);
@@ -80,9 +81,11 @@ export async function runStandbyWakeKarpenter(ctx: ScenarioContext, spec: Scenar
     const release = reqs.find((q) => q.t >= healAt && limitPatch(q, first, false));
     const spareMs = firstAfter(ctx.tl.samples, injectAt, firstSpare, healAt);
     if (ice) k.iceFault(first, false);
+    // The decision's own time (the leader's `type=standby` event), as standby-wake reads it; else the Redis samples (every 200 ms).
+    const decided = (await eventsSince(ctx, injectAt)).find((e) => e.t <= healAt && e.f.type === "standby" && e.f.wake === "1");
     return {
       injectAt, healAt,
-      decisionMs: firstAfter(ctx.tl.fleet, injectAt, (f) => f.standbyWake, healAt),
+      decisionMs: decided ? decided.t - injectAt : firstAfter(ctx.tl.fleet, injectAt, (f) => f.standbyWake, healAt),
       wakeCallMs: wake ? wake.t - injectAt : null,
       firstStandbyMs: spareMs,
       failedUntilStandby: spareMs === null ? null : failuresBetween(ctx.tl, MAIN_CLIENT, injectAt, injectAt + spareMs),
