@@ -161,6 +161,28 @@ describe("Karpenter engine: release", () => {
   });
 });
 
+describe("Karpenter engine: audit", () => {
+  it("reports a pool raised or a placeholder scaled with no llm-ha wake, and nothing for its own wake", async () => {
+    const e = engine();
+    expect(await e.audit()).toEqual([]);
+    await e.wakeStandby("us-east-1c", ctx);
+    expect(await e.audit()).toEqual([]);
+    await e.releaseStandby("us-east-1c", ctx);
+    api.pools.get("llm-ha-us-east-1c-a100")!.spec.limits[GPU] = "8";
+    api.scale.replicas = 1;
+    const seen = await e.audit();
+    expect(seen.map((f) => f.detail)).toEqual([
+      "NodePool llm-ha-us-east-1c-a100 nvidia.com/gpu limit 8: above 0 with no llm-ha wake (no llm-ha.io/woken-at annotation)",
+      "placeholder llm-ha/llm-ha-standby-placeholder at 1 replicas with no llm-ha wake",
+    ]);
+    expect(seen.every((f) => f.kind === "standby" && f.az === "us-east-1c")).toBe(true);
+    expect(calls.filter((c) => c.method !== "GET").length).toBeGreaterThan(0);
+    api.calls.length = 0;
+    await e.audit();
+    expect(api.writes()).toEqual([]);
+  });
+});
+
 describe("Karpenter settings", () => {
   it("parsers name the problem", () => {
     expect(parseStandbyNodePools("a=8, b=16")).toEqual([{ name: "a", gpus: 8 }, { name: "b", gpus: 16 }]);

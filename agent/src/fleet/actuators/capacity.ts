@@ -31,8 +31,10 @@ class EngineActuator implements Actuator {
   cancelZonalShift(az: string, ctx: ActionContext): Promise<ActionResult> {
     return this.rest.cancelZonalShift(az, ctx);
   }
+  /** The actuator's findings (shifts) and the engine's (standby capacity). */
   async audit(): Promise<ForeignAction[]> {
-    return this.rest.audit ? this.rest.audit() : [];
+    const rest = this.rest.audit ? await this.rest.audit() : [];
+    return [...rest, ...(this.engine.audit ? await this.engine.audit() : [])];
   }
   async close(): Promise<void> {
     await this.rest.close?.();

@@ -118,6 +118,8 @@ export interface CapacityEngine {
   wakeStandby(az: string, ctx: ActionContext): Promise<ActionResult>;
   /** Incident over: give the capacity back to the scale-to-zero schedule. */
   releaseStandby(az: string, ctx: ActionContext): Promise<ActionResult>;
+  /** Reads the world for changes the controller did not make (reads only). Absent: the engine cannot tell. */
+  audit?(): Promise<ForeignAction[]>;
 }
 
 export interface Actuator extends CapacityEngine {

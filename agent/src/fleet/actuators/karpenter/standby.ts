@@ -19,7 +19,7 @@
  * on where this one stopped. Every action reads first and writes only what differs.
  */
 import { kubeCall, type KubeApiOptions, type KubeReply } from "../kube-client";
-import type { ActionContext, ActionName, ActionResult, CapacityEngine, WakeReport } from "../types";
+import type { ActionContext, ActionName, ActionResult, CapacityEngine, ForeignAction, WakeReport } from "../types";
 import { DEFAULT_WAKE_BOUND_MS, planWake, type WakeGroupView } from "../wake-follow";
 import type { StandbyNodePool, StandbyPlaceholder } from "./settings";
 
@@ -190,6 +190,36 @@ export class KarpenterEngine implements CapacityEngine {
     }
     if (changes.length === 0) return { outcome: "already", detail: `${seen.join(", ") || "no NodePool found"}: limits 0, no NodeClaims${this.o.placeholder ? ", placeholder at 0" : ""}` };
     return { outcome: "applied", detail: changes.join("; ") };
+  }
+
+  /**
+   * Standby capacity no llm-ha wake explains (reads only; foreign.ts reports it, never undoes it):
+   * a listed pool whose GPU limit is above 0 (or absent: no limit) with no `llm-ha.io/woken-at`
+   * annotation, a woken pool raised past its wake GPUs, the placeholder scaled up with no pool woken.
+   */
+  async audit(): Promise<ForeignAction[]> {
+    const calls = new Calls();
+    const az = this.o.standbyAz ?? null;
+    const out: ForeignAction[] = [];
+    let woken = false;
+    for (const p of this.o.pools) {
+      const cur = await this.readPool(calls, p.name);
+      if (!cur) continue;
+      const seen = (why: string): void => void out.push({ kind: "standby", id: `${p.name}:${cur.limit ?? "none"}:${cur.wokenAt === null ? "asleep" : "woken"}`, az, detail: `NodePool ${p.name} ${GPU_RESOURCE} limit ${cur.limit ?? "none"}: ${why}` });
+      if (cur.wokenAt !== null) {
+        woken = true;
+        if (gpusOf(cur.limit) > p.gpus || cur.limit === undefined) seen(`raised past its wake (${p.gpus})`);
+      } else if (cur.limit === undefined || gpusOf(cur.limit) > 0) seen(`above 0 with no llm-ha wake (no ${WOKEN_AT_ANNOTATION} annotation)`);
+    }
+    const ph = this.o.placeholder;
+    if (ph && !woken) {
+      const path = `/apis/apps/v1/namespaces/${encodeURIComponent(ph.namespace)}/deployments/${encodeURIComponent(ph.deployment)}/scale`;
+      const r = await this.call(calls, "GET", path);
+      if (r.status >= 400 && r.status !== 404) throw this.failed("GET", path, r);
+      const replicas = r.status === 404 ? 0 : Number((r.body as { spec?: { replicas?: number } } | null)?.spec?.replicas ?? 0);
+      if (replicas > 0) out.push({ kind: "standby", id: `${ph.namespace}/${ph.deployment}:${replicas}`, az, detail: `placeholder ${ph.namespace}/${ph.deployment} at ${replicas} replicas with no llm-ha wake` });
+    }
+    return out;
   }
 
   /** The pool's launches since its wake, from its NodeClaims (a claim being deleted counts for nothing). */
