@@ -161,7 +161,8 @@ export class KarpenterEngine implements CapacityEngine {
 
   /** One pool to its wake GPUs (a higher limit set by someone else is kept), the wake time recorded; null when nothing differed. */
   private async raise(calls: Calls, p: StandbyNodePool, cur: PoolState): Promise<string | null> {
-    const raise = gpusOf(cur.limit) < p.gpus;
+    // No limit at all is no cap: nothing to raise (a limit written now would lower it).
+    const raise = cur.limit !== undefined && gpusOf(cur.limit) < p.gpus;
     if (!raise && cur.wokenAt !== null) return null;
     const patch: Record<string, unknown> = { metadata: { annotations: { [WOKEN_AT_ANNOTATION]: String(cur.wokenAt ?? this.now()) } } };
     if (raise) patch.spec = { limits: { [GPU_RESOURCE]: String(p.gpus) } };
