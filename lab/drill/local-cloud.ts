@@ -14,6 +14,7 @@
  * | `POST /instances/<step>`        | the repair ladder's steps on the simulated instances (`instances`, local-instances.ts) | Kubernetes API, EC2, Auto Scaling |
  * | `POST /rollout/switch`          | a node's inference server restarted serving a revision, with its profile (`rollout`, local-rollout.ts) | the inference Deployment's new template |
  * | `/experimentTemplates`, `/experiments` | the game day's FIS experiments on the drill's own faults (`fis`, local-fis.ts; off until `enableFis`) | AWS FIS |
+ * | `/apis/karpenter.sh/v1/…`, `…/deployments/NAME/scale` | NodePools, NodeClaims, the placeholder's scale (`karpenter`, local-karpenter.ts) | Karpenter on EKS |
  *
  * Node groups: by default one per AZ, named as the AZ. `defineGroups` gives an AZ several
  * (instance types, in fallback order; every group boots the AZ's nodes: the simulated
@@ -34,63 +35,15 @@ import { LocalFis } from "./local-fis";
 import { LocalKubeApi } from "./local-kube";
 import { instanceStep, LocalInstances } from "./local-instances";
 import { LocalRollout, rolloutStep } from "./local-rollout";
+import { karpenterStep, LocalKarpenter } from "./local-karpenter";
 import { LocalZonalShift, type CloudProxy } from "./local-shift";
 import type { AddressInfo } from "node:net";
 import type { LocalCloudReply, LocalGroupsReply } from "../../agent/src/fleet/actuators/local";
 import type { StateActionName as ActionName } from "../../agent/src/fleet/actuators/types";
 import type { SimNode } from "../sim/sim-node";
+import { capacityMessage, LAUNCH_FAIL_MS, LAUNCH_RETRY_MS, type CloudAction, type CloudGroup, type CloudLaunchFailure, type NodePower } from "./local-cloud-types";
 
-export type NodePower = "stopped" | "starting" | "running" | "stopping";
-
-/** Every action the cloud received, with its answer (the drill's report reads these). */
-export interface CloudAction {
-  /** On the drill's clock. */
-  t: number;
-  action: ActionName;
-  az: string;
-  token: number;
-  reason: string;
-  outcome: LocalCloudReply["outcome"] | "error";
-  detail: string;
-  /** The node group a wake named. */
-  group?: string;
-}
-
-/** A node group of an AZ (an Auto Scaling group of one instance type). */
-export interface CloudGroup {
-  name: string;
-  az: string;
-  instanceType: string;
-  /** Launch attempts left to fail (capacity fault). */
-  failFirst: number;
-  woken: boolean;
-  wokenAt: number | null;
-  /** Its launch succeeded: the AZ's nodes were booted by it. */
-  launched: boolean;
-  /** Failed launches since the wake (epoch ms, AWS's message). */
-  failures: { at: number; message: string }[];
-  timer: NodeJS.Timeout | null;
-  /** The node ids its launches boot (absent: every node of the AZ). */
-  nodes?: string[];
-  /** Its launches boot their nodes onto lost GPUs. */
-  badGpus?: boolean;
-}
-
-/** A failed launch as the cloud recorded it (drill clock), for the report. */
-export interface CloudLaunchFailure {
-  t: number;
-  group: string;
-  message: string;
-}
-
-/** AWS's message for a capacity shortage (as Auto Scaling records it in a failed launch activity). */
-export function capacityMessage(instanceType: string, az: string): string {
-  return `We currently do not have sufficient ${instanceType} capacity in the Availability Zone you requested (${az}). Our system will be working on provisioning additional capacity. Launching EC2 instance failed.`;
-}
-
-/** How long a failed launch takes to show, and how often a woken group retries (Auto Scaling: seconds, tens of seconds). */
-export const LAUNCH_FAIL_MS = 1000;
-export const LAUNCH_RETRY_MS = 10_000;
+export { capacityMessage, LAUNCH_FAIL_MS, LAUNCH_RETRY_MS, type CloudAction, type CloudGroup, type CloudLaunchFailure, type NodePower } from "./local-cloud-types";
 
 export interface LocalCloudOptions {
   /** Drill clock for the action log. */
@@ -138,6 +91,12 @@ export class LocalCloud {
     },
     capacityMessage,
   );
+
+  /** The simulated Karpenter (local-karpenter.ts): NodePools, NodeClaims and the placeholder, for the Karpenter engine. */
+  readonly karpenter = new LocalKarpenter<SimNode>({
+    nodesIn: (az) => this.nodes.filter((n) => n.az === az), isStopped: (n) => this.powerOf(n.id) === "stopped", running: (n) => this.powerOf(n.id) === "running",
+    boot: (n) => this.bootNode(n), halt: (n) => this.haltNode(n), now: () => this.o.now(), log: (line) => this.o.log?.(line), capacityMessage,
+  });
 
   /** The rollout's switches on the simulated nodes; a scenario gives it the revisions' profiles (`setProfiles`). */
   readonly rollout = new LocalRollout({ powerOf: (id) => this.powerOf(id), enqueue: (n, op) => this.enqueue(n, op), now: () => this.o.now(), log: (line) => this.o.log?.(line) },
@@ -228,6 +187,7 @@ export class LocalCloud {
 
   async stop(): Promise<void> {
     for (const g of [...this.groups.values()].flat()) if (g.timer) clearTimeout(g.timer);
+    this.karpenter.stop();
     this.instances.stop();
     this.shifts.stop();
     await this.fis?.stop();
@@ -249,6 +209,7 @@ export class LocalCloud {
     };
     const kube = req.method === "GET" ? this.kube.answer((req.url ?? "").split("?")[0]) : null;
     if (kube) return send(kube.code, kube.body);
+    if ((req.url ?? "").startsWith("/apis/")) return karpenterStep(this.karpenter, req, send);
     if (req.method === "POST" && (req.url ?? "").startsWith("/instances/")) return instanceStep(this.instances, req, send);
     if (req.method === "POST" && req.url === "/rollout/switch") return rolloutStep(this.rollout, req, send);
     const fis = this.fis ? await this.fis.answer(req) : null;
@@ -364,27 +325,38 @@ export class LocalCloud {
   }
 
   private wake(g: CloudGroup): LocalCloudReply {
-    const az = g.az;
     const off = this.nodesOf(g).filter((n) => this.powerOf(n.id) === "stopped" || this.powerOf(n.id) === "stopping");
-    if (off.length === 0) return { outcome: "already", detail: `${az}: every node running or starting` };
-    for (const n of off) {
-      this.power.set(n.id, "starting");
-      this.enqueue(n, async () => {
-        try {
-          await this.publish(az);
-          if (g.badGpus) await n.gpuFault("gpuLost");
-          await n.boot();
-          if (this.power.get(n.id) === "starting") this.power.set(n.id, "running");
-        } catch (err) {
-          // A failed boot leaves the node stopped: the leader's next re-assertion starts it again.
-          this.o.log?.(`local cloud: ${n.id} failed to boot: ${(err as Error).message}`);
-          await n.halt();
-          this.power.set(n.id, "stopped");
-          await this.publish(az);
-        }
-      });
-    }
-    return { outcome: "applied", detail: `${az}: booting ${off.map((n) => n.id).join(",")}` };
+    if (off.length === 0) return { outcome: "already", detail: `${g.az}: every node running or starting` };
+    for (const n of off) this.bootNode(n, g.badGpus);
+    return { outcome: "applied", detail: `${g.az}: booting ${off.map((n) => n.id).join(",")}` };
+  }
+
+  /** Boots one node (in DNS from its boot); a failed boot leaves it stopped: the leader's next re-assertion starts it again. */
+  private bootNode(n: SimNode, badGpus?: boolean): void {
+    this.power.set(n.id, "starting");
+    this.enqueue(n, async () => {
+      try {
+        await this.publish(n.az);
+        if (badGpus) await n.gpuFault("gpuLost");
+        await n.boot();
+        if (this.power.get(n.id) === "starting") this.power.set(n.id, "running");
+      } catch (err) {
+        this.o.log?.(`local cloud: ${n.id} failed to boot: ${(err as Error).message}`);
+        await n.halt();
+        this.power.set(n.id, "stopped");
+        await this.publish(n.az);
+      }
+    });
+  }
+
+  /** Stops one node (SIGTERM: its agent drains and leaves Redis), then drops it from DNS. */
+  private haltNode(n: SimNode): void {
+    this.power.set(n.id, "stopping");
+    this.enqueue(n, async () => {
+      await n.halt();
+      if (this.power.get(n.id) === "stopping") this.power.set(n.id, "stopped");
+      await this.publish(n.az);
+    });
   }
 
   private release(az: string): LocalCloudReply {
@@ -395,14 +367,7 @@ export class LocalCloud {
     }
     const on = this.nodes.filter((n) => n.az === az && (this.powerOf(n.id) === "running" || this.powerOf(n.id) === "starting"));
     if (on.length === 0) return { outcome: "already", detail: `${az}: every node stopped` };
-    for (const n of on) {
-      this.power.set(n.id, "stopping");
-      this.enqueue(n, async () => {
-        await n.halt();
-        if (this.power.get(n.id) === "stopping") this.power.set(n.id, "stopped");
-        await this.publish(az);
-      });
-    }
+    for (const n of on) this.haltNode(n);
     return { outcome: "applied", detail: `${az}: stopping ${on.map((n) => n.id).join(",")}` };
   }
 

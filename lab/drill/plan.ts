@@ -17,7 +17,7 @@ export type DrillMode = "first" | "quick" | "full";
  */
 const TYPICAL_S: Readonly<Record<string, number>> = {
   crash: 22, "standby-wake": 28, xid: 28, "rolling-restart": 42, "redis-failover": 45, "redis-failover-lag": 45, "redis-blackhole": 60,
-  "redis-readonly": 35, overload: 44, "server-kinds": 120, "silent-corruption": 26, "canary-noise": 90, "global-outage": 45, "standby-ice": 32,
+  "redis-readonly": 35, overload: 44, "server-kinds": 120, "silent-corruption": 26, "canary-noise": 90, "global-outage": 45, "standby-ice": 32, "standby-wake-karpenter": 75,
   "l2-spread": 25, "az-loss": 25, "practice-wake": 25, "wake-onto-bad-gpus": 60, "agent-starve": 20, "health-flood": 24, "node-compromise": 30,
   "repair-reboot": 60, "repair-replace": 70, "repair-capacity-short": 100, "bad-host-returns": 110, "repair-storm": 200,
   "rollout-good": 110, "rollout-bad-weights": 60, "rollout-slow": 80, "rollout-leader-kill": 120,

@@ -17,6 +17,7 @@ import { runL2Spread, runLongGeneration, runLongPromptCrash, runOverload, runQue
 import { measurePressure } from "./pressure";
 import { blank, type RunResult, type ScenarioContext } from "./scenarios/runner";
 import { runAzGpuLoss, runAzLoss, runStandbyWake } from "./scenarios/zone";
+import { runStandbyWakeKarpenter } from "./scenarios/karpenter";
 import { runPracticeWake, runStandbyIce } from "./scenarios/capacity";
 import { runWakeOntoBadGpus } from "./scenarios/wake-bad-gpus";
 import { runServerKinds } from "./scenarios/kinds";
@@ -66,6 +67,7 @@ const RUNS: ReadonlyMap<string, ScenarioRun> = new Map<string, ScenarioRun>([
   ["long-generation", runLongGeneration],
   ["global-outage", runGlobalOutage],
   ["standby-ice", runStandbyIce],
+  ["standby-wake-karpenter", runStandbyWakeKarpenter],
   ["practice-wake", runPracticeWake],
   ["wake-onto-bad-gpus", runWakeOntoBadGpus],
   ["edge-auth", runEdgeAuth],

@@ -3,7 +3,7 @@
  * often it repeats, and its targets (docs/design.md's failure-tier table and issue 4). Pure
  * data and selection; the injectors live in `scenarios/` (one file per family).
  */
-import { DRILL_TIMING } from "./settings";
+import { DRILL_KARPENTER_ENV, DRILL_TIMING } from "./settings";
 import { SECURITY_SCENARIOS } from "./security-specs";
 import { CORRECTNESS_SCENARIOS } from "./correctness-specs";
 import { GRAY_SCENARIOS } from "./gray-specs";
@@ -278,6 +278,18 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
   ...REPAIR_SCENARIOS,
   // After them: the rollout's own agent settings (a 10 s bake), one more restart of the agents in a full drill.
   ...ROLLOUT_SCENARIOS,
+  // After them: the Karpenter engine's agent settings, one more restart of the agents in a full drill.
+  {
+    name: "standby-wake-karpenter",
+    tier: "L2",
+    title: "the standby's capacity from Karpenter NodePools (simulated): every GPU of one active AZ lost, the leader raises the first pool and scales the placeholder; then again with the first pool out of capacity (InsufficientCapacity): the second pool serves",
+    quick: false,
+    repeat: { full: 1, quick: 1 },
+    needsFleet: true,
+    agentEnv: DRILL_KARPENTER_ENV,
+    // The targets of standby-wake and standby-ice: wake decided ≤ 10 s (both phases), fallback ≤ 30 s after the first capacity failure, no request failed.
+    targets: { wakeDecisionMs: 10_000, fallbackMs: 30_000, failed: 0 },
+  },
 ];
 
 export class UnknownScenarioError extends Error {

@@ -42,6 +42,19 @@ export const DRILL_STANDBY_ENV: Readonly<Record<string, string>> = Object.freeze
   LLMHA_STANDBY_HEALTHY_BOUND_MS: "15000",
 });
 
+/**
+ * `standby-wake-karpenter`: the standby's capacity from the local cloud's simulated Karpenter
+ * (`LLMHA_CAPACITY_ENGINE=karpenter`): the standby AZ's NodePools (`az-c`, the standby with 3
+ * AZs) in fallback order, each with room for 8 nodes of 8 GPUs, and the placeholder Deployment
+ * scaled to 8 replicas while woken (the simulated Karpenter boots the standby's stopped nodes,
+ * as many as there are, one NodeClaim each). Shifts stay with `LLMHA_ACTUATOR=local`.
+ */
+export const DRILL_KARPENTER_ENV: Readonly<Record<string, string>> = Object.freeze({
+  LLMHA_CAPACITY_ENGINE: "karpenter",
+  LLMHA_STANDBY_NODEPOOLS: "llm-ha-az-c-p5=64,llm-ha-az-c-p4d=64",
+  LLMHA_STANDBY_PLACEHOLDER: "llm-ha/llm-ha-standby-placeholder=8",
+});
+
 /** The drill's healthy bound of a woken standby step (ms). */
 export const DRILL_HEALTHY_BOUND_MS = Number(DRILL_STANDBY_ENV.LLMHA_STANDBY_HEALTHY_BOUND_MS);
 

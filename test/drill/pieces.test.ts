@@ -57,7 +57,7 @@ describe("scenario table", () => {
       "practice-wake", "edge-auth", "edge-flood", "health-flood", "redis-forgery", "node-compromise", "agent-starve",
       "redis-failover-then-leader-kill", "leader-isolated", "redis-latency", "cross-az-loss", "az-power-interruption", "az-partition",
       "repair-reboot", "repair-replace", "repair-capacity-short", "bad-host-returns", "repair-storm",
-      "rollout-good", "rollout-bad-weights", "rollout-slow", "rollout-leader-kill",
+      "rollout-good", "rollout-bad-weights", "rollout-slow", "rollout-leader-kill", "standby-wake-karpenter",
     ]);
     const quick = selectScenarios({ mode: "quick" });
     expect(quick.map((q) => q.spec.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);

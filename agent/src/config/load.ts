@@ -5,7 +5,7 @@ import { parseArgs } from "node:util";
 import { maskUserinfo, safeUrl } from "../util/log";
 import { parseXidRules, XidRulesError } from "../node/sources/xid-rules";
 import { keyFileProblem } from "../node/sources/credential";
-import { ACTUATOR_KINDS, AGENT_ROLES, type AgentConfig, GPU_QUERY_MODES, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf, groupedSpecs } from "./spec";
+import { ACTUATOR_KINDS, AGENT_ROLES, CAPACITY_ENGINE_KINDS, type AgentConfig, GPU_QUERY_MODES, INFERENCE_KINDS, type InferenceKind, LOG_LEVELS, OPTION_SPECS, type OptionSpec, flagOf, groupedSpecs } from "./spec";
 import { wrapText } from "../../../contracts/table";
 import { RedisAuthError, redisAuthFromEnv } from "../fleet/redis/auth";
 import { closest, flagErrorMessage } from "../../../contracts/did-you-mean";
@@ -16,6 +16,7 @@ import { RolloutSettingsError, rolloutSettingsOf } from "../fleet/rollout/settin
 import { findExecutable } from "../node/sources/dcgmi";
 import { checkAwsFormats, imdsAvailabilityZone, resolveAwsRegion } from "./aws";
 import { checkInventory, checkPracticeWake } from "./checks";
+import { checkCapacityEngine } from "./capacity";
 
 export { ConfigError };
 export { imdsAvailabilityZone, resolveAwsRegion };
@@ -92,6 +93,9 @@ function parseValue(spec: OptionSpec, v: string): string | number | boolean | st
       if (!(ACTUATOR_KINDS as readonly string[]).includes(v)) {
         throw new ConfigError(spec.env, `must be one of ${ACTUATOR_KINDS.join(", ")}, got ${JSON.stringify(v)}`);
       }
+      return v;
+    case "capacityEngine":
+      if (!(CAPACITY_ENGINE_KINDS as readonly string[]).includes(v)) throw new ConfigError(spec.env, `must be one of ${CAPACITY_ENGINE_KINDS.join(", ")}, got ${JSON.stringify(v)}`);
       return v;
     case "repairMode":
       if (!(REPAIR_MODES as readonly string[]).includes(v)) throw new ConfigError(spec.env, `must be one of ${REPAIR_MODES.join(", ")}, got ${JSON.stringify(v)}`);
@@ -196,6 +200,11 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   awsRegion: null,
   standbyAsgs: null,
   standbyFallback: null,
+  capacityEngine: "asg",
+  standbyNodepools: null,
+  standbyPlaceholder: null,
+  standbySchedule: null,
+  standbyScheduleTz: "UTC",
   reservedGroups: null,
   standbyWakeBoundMs: 900_000,
   standbyHealthyBoundMs: 600_000,
@@ -332,6 +341,7 @@ function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): v
   if (cfg.role === "node" && cfg.actuator !== "none") throw new ConfigError("LLMHA_ACTUATOR", `must be none with LLMHA_ROLE=node (got ${cfg.actuator}): node agents hold no cloud credential; the controller acts (LLMHA_ROLE=controller)`);
   checkInventory(cfg.inventory);
   checkRepairAct(cfg);
+  checkCapacityEngine(cfg);
   if (cfg.actuator === "none") return;
   if (!cfg.redisUrl) throw new ConfigError("LLMHA_ACTUATOR", `${cfg.actuator} needs LLMHA_REDIS_URL: only the elected leader acts`);
   // The repair ladder acting through AWS (reboots, with cordon and drain through Kubernetes) is a job of its own.
@@ -341,7 +351,7 @@ function checkActuation(cfg: Omit<AgentConfig, "az"> & { az: string | null }): v
   }
   if (cfg.actuator === "local" && !cfg.localCloudUrl) throw new ConfigError("LLMHA_LOCAL_CLOUD_URL", "is required with LLMHA_ACTUATOR=local");
   if (cfg.actuator !== "aws") return;
-  if (!cfg.standbyAsgs && cfg.shiftResources.length === 0 && !cfg.reservedGroups && !repairs) {
+  if (!cfg.standbyAsgs && !cfg.standbyNodepools && cfg.shiftResources.length === 0 && !cfg.reservedGroups && !repairs) {
     throw new ConfigError("LLMHA_STANDBY_ASGS", "LLMHA_ACTUATOR=aws needs the standby Auto Scaling groups (LLMHA_STANDBY_ASGS), load balancers to shift (LLMHA_SHIFT_RESOURCES), reserved groups to size (LLMHA_RESERVED_GROUPS) or the repair ladder acting (LLMHA_REPAIR_MODE=act)");
   }
   if (cfg.standbyAsgs && !cfg.standbyAz) throw new ConfigError("LLMHA_STANDBY_AZ", "is required with LLMHA_STANDBY_ASGS (which AZ the groups are in)");

@@ -28,7 +28,11 @@ export type ActuatorKind = (typeof ACTUATOR_KINDS)[number];
 export const AGENT_ROLES = ["all", "node", "controller"] as const;
 export type AgentRole = (typeof AGENT_ROLES)[number];
 
-export type OptionType = "deepCheck" | "gpuQuery" | "repairMode" | "string" | "int" | "url" | "kind" | "actuator" | "role" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex" | "number";
+/** What gives the standby AZ its capacity (`LLMHA_CAPACITY_ENGINE`). */
+export const CAPACITY_ENGINE_KINDS = ["asg", "karpenter"] as const;
+export type CapacityEngineKind = (typeof CAPACITY_ENGINE_KINDS)[number];
+
+export type OptionType = "capacityEngine" | "deepCheck" | "gpuQuery" | "repairMode" | "string" | "int" | "url" | "kind" | "actuator" | "role" | "path" | "bool" | "redisUrl" | "list" | "ip" | "logLevel" | "xidRules" | "regex" | "number";
 
 /** pino levels `LLMHA_LOG_LEVEL` takes. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -104,6 +108,11 @@ export interface AgentConfig {
   awsRegion: string | null;
   standbyAsgs: string | null;
   standbyFallback: string | null;
+  capacityEngine: CapacityEngineKind;
+  standbyNodepools: string | null;
+  standbyPlaceholder: string | null;
+  standbySchedule: string | null;
+  standbyScheduleTz: string;
   reservedGroups: string | null;
   standbyWakeBoundMs: number;
   standbyHealthyBoundMs: number;
@@ -203,6 +212,11 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "awsRegion", env: "LLMHA_AWS_REGION", type: "string", defaultText: "`AWS_REGION`, else from `LLMHA_AZ`", description: "`aws`: region of the Auto Scaling groups and load balancers" },
   { key: "standbyAsgs", env: "LLMHA_STANDBY_ASGS", type: "string", defaultText: "none", description: "`aws`: the standby AZ's Auto Scaling groups and the size to wake each to, `asg=wakeSize,…`" },
   { key: "standbyFallback", env: "LLMHA_STANDBY_FALLBACK", type: "string", defaultText: "none", description: "`aws`: groups woken one at a time, in order, when the standby groups cannot launch (capacity, quota, reservation or launch template): another instance type in the standby AZ, then another AZ's spare group, `asg=wakeSize,…`" },
+  { key: "capacityEngine", env: "LLMHA_CAPACITY_ENGINE", type: "capacityEngine", defaultText: "asg", description: "what gives the standby AZ its capacity, whatever `LLMHA_ACTUATOR` (`aws` or `local`) acts with for shifts: `asg` (Auto Scaling group sizes, `LLMHA_STANDBY_ASGS`) or `karpenter` (NodePool GPU limits and a placeholder workload through the Kubernetes API at `LLMHA_INVENTORY`, `LLMHA_STANDBY_NODEPOOLS`)" },
+  { key: "standbyNodepools", env: "LLMHA_STANDBY_NODEPOOLS", type: "string", defaultText: "none", description: "`karpenter`: the standby AZ's NodePools in fallback order and the GPU limit each gets while woken, `nodepool=gpus,…` (asleep every limit is 0); the next pool is raised when one cannot launch (NodeClaims `Launched` False, or none in service within the wake bound). Required with `LLMHA_STANDBY_AZ`" },
+  { key: "standbyPlaceholder", env: "LLMHA_STANDBY_PLACEHOLDER", type: "string", defaultText: "none", description: "`karpenter`: the placeholder Deployment of GPU-requesting pause pods pinned to the standby AZ, `namespace/deployment=replicas`: the wake scales it to `replicas` (its pending pods make Karpenter provision), the release to 0" },
+  { key: "standbySchedule", env: "LLMHA_STANDBY_SCHEDULE", type: "string", defaultText: "none", description: "`karpenter`: the standby's scale-to-zero schedule, which the leader runs itself (Karpenter has no scheduled scaling), `scaleDown;scaleUp[;weekendDown]` 5-field crons: woken at `scaleUp`, parked at the others, never parked while an incident or the hold wants it awake" },
+  { key: "standbyScheduleTz", env: "LLMHA_STANDBY_SCHEDULE_TZ", type: "string", defaultText: "UTC", description: "IANA time zone of `LLMHA_STANDBY_SCHEDULE`" },
   { key: "reservedGroups", env: "LLMHA_RESERVED_GROUPS", type: "string", defaultText: "none", description: "`aws`: GPU groups created at zero on a capacity reservation or Capacity Block, `asg=cr-id:size,…`: the leader sizes each once its reservation is active (to what it holds free, up to `size`), and brings it to zero when the reservation ends" },
   { key: "standbyWakeBoundMs", env: "LLMHA_STANDBY_WAKE_BOUND_MS", type: "int", min: 10_000, max: 86_400_000, defaultText: ms(900_000), description: "a woken standby step with no instance in service this long has failed: the next fallback is woken" },
   { key: "standbyHealthyBoundMs", env: "LLMHA_STANDBY_HEALTHY_BOUND_MS", type: "int", min: 1000, max: 86_400_000, defaultText: ms(600_000), description: "a woken standby step whose instances are in service but whose nodes are not HEALTHY this long after its wake (booted onto bad GPUs) has failed (`unhealthy`): the next fallback is woken, and a later wake backs off" },
@@ -260,7 +274,7 @@ export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: re
     keys: ["inferenceUrl", "inferenceKind", "inferenceApiKeyFile", "model", "modelRevision", "modelTimeoutMs", "probeLatencyMs", "probeTimeoutMs", "probeWindow", "probeMaxTokens", "probePrompt", "probeExpect", "probeStuckMs", "wedgeMs", "engineIntervalMs", "metricsUrl"],
   },
   { title: "Redis and the leader lease", keys: ["redisUrl", "redisCaFile", "redisUser", "redisPasswordFile", "leaseTtlMs", "leaseRenewMs", "leaseContendMs"] },
-  { title: "Standby AZ and practice wakes", keys: ["standbyAz", "standbyHoldMs", "standbyCapacityPercent", "coldStartGraceMs", "standbyAsgs", "standbyFallback", "standbyWakeBoundMs", "standbyHealthyBoundMs", "practiceWake", "practiceWakeTz", "practiceWakeBudgetMs"] },
+  { title: "Standby AZ and practice wakes", keys: ["standbyAz", "standbyHoldMs", "standbyCapacityPercent", "coldStartGraceMs", "standbyAsgs", "standbyFallback", "capacityEngine", "standbyNodepools", "standbyPlaceholder", "standbySchedule", "standbyScheduleTz", "standbyWakeBoundMs", "standbyHealthyBoundMs", "practiceWake", "practiceWakeTz", "practiceWakeBudgetMs"] },
   { title: "Acting on the cloud (the leader)", keys: ["actuator", "zonalShift", "shiftExpiryMs", "awsRegion", "shiftResources", "azIds", "reservedGroups", "localCloudUrl"] },
   { title: "Inventory and node identities", keys: ["inventory", "inventorySelector", "inventoryTokenFile", "inventoryCaFile", "identityTokenFile", "identityJwks", "identityIssuer"] },
   { title: "Deep check before traffic", keys: ["deepCheck", "dcgmi", "deepCheckTimeoutMs", "deepCheckRetryMs"] },

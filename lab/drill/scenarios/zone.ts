@@ -137,7 +137,7 @@ export async function runAzLoss(ctx: ScenarioContext, spec: ScenarioSpec, run: n
 }
 
 /** Leader events (`type=standby`, `type=action`…) written since `fromT` (drill clock), with their Redis time on the drill clock. */
-async function eventsSince(ctx: ScenarioContext, fromT: number): Promise<{ t: number; f: Record<string, string> }[]> {
+export async function eventsSince(ctx: ScenarioContext, fromT: number): Promise<{ t: number; f: Record<string, string> }[]> {
   const offset = Date.now() - ctx.now();
   const redis = new Redis(ctx.stack.redis.url, { maxRetriesPerRequest: 1, connectTimeout: 1000 });
   redis.on("error", () => undefined);

@@ -10,9 +10,13 @@ import type { Logger } from "../../util/log";
 import { ActuatorMetrics, FencedActuator, type TokenCheck } from "./gate";
 import { LocalActuator } from "./local";
 import type { Actuator } from "./types";
+import { withCapacityEngine } from "./capacity";
+import { KarpenterEngine } from "./karpenter/standby";
+import { parseStandbyNodePools, parseStandbyPlaceholder } from "./karpenter/settings";
+import { kubeApiOf } from "./repair-index";
 
 export type ActuatorConfig = Pick<AgentConfig, "actuator" | "awsRegion" | "standbyAz" | "standbyAsgs" | "shiftResources" | "azIds" | "localCloudUrl"> &
-  Partial<Pick<AgentConfig, "standbyFallback" | "standbyWakeBoundMs" | "standbyHealthyBoundMs" | "reservedGroups">>;
+  Partial<Pick<AgentConfig, "standbyFallback" | "standbyWakeBoundMs" | "standbyHealthyBoundMs" | "reservedGroups" | "capacityEngine" | "standbyNodepools" | "standbyPlaceholder" | "inventory" | "inventoryTokenFile" | "inventoryCaFile">>;
 
 export interface ActuatorDeps {
   redis: Redis;
@@ -25,8 +29,28 @@ export interface ActuatorDeps {
   holder: string;
 }
 
-/** The implementation alone (no fencing). The settings were validated by `loadConfig`. */
-export async function createActuatorImpl(cfg: ActuatorConfig, log: Logger, metrics?: Registry): Promise<Actuator | null> {
+/**
+ * The implementation alone (no fencing), with the standby's capacity engine: `karpenter` takes
+ * the standby actions of `aws` and `local` (the drill's local cloud serves the same Kubernetes
+ * paths); `dry-run` stays dry. The settings were validated by `loadConfig`.
+ */
+export async function createActuatorImpl(cfg: ActuatorConfig, log: Logger, metrics?: Registry, env: NodeJS.ProcessEnv = process.env): Promise<Actuator | null> {
+  const actuator = await createActuatorKind(cfg, log, metrics);
+  if (!actuator || cfg.capacityEngine !== "karpenter" || !cfg.standbyNodepools || (cfg.actuator !== "aws" && cfg.actuator !== "local")) return actuator;
+  const api = kubeApiOf({ inventory: cfg.inventory ?? "none", inventoryTokenFile: cfg.inventoryTokenFile ?? "", inventoryCaFile: cfg.inventoryCaFile ?? "" }, env, "LLMHA_CAPACITY_ENGINE=karpenter");
+  const engine = new KarpenterEngine({
+    api,
+    pools: parseStandbyNodePools(cfg.standbyNodepools),
+    placeholder: cfg.standbyPlaceholder ? parseStandbyPlaceholder(cfg.standbyPlaceholder) : null,
+    standbyAz: cfg.standbyAz ?? undefined,
+    wakeBoundMs: cfg.standbyWakeBoundMs ?? undefined,
+    healthyBoundMs: cfg.standbyHealthyBoundMs ?? undefined,
+  });
+  log.info({ engine: "karpenter", pools: cfg.standbyNodepools, placeholder: cfg.standbyPlaceholder ?? null }, "standby capacity engine: Karpenter NodePools");
+  return withCapacityEngine(actuator, engine);
+}
+
+async function createActuatorKind(cfg: ActuatorConfig, log: Logger, metrics?: Registry): Promise<Actuator | null> {
   if (cfg.actuator === "none") return null;
   if (cfg.actuator === "local") return new LocalActuator({ url: cfg.localCloudUrl!, wakeBoundMs: cfg.standbyWakeBoundMs ?? undefined, healthyBoundMs: cfg.standbyHealthyBoundMs ?? undefined });
   const { parseStandbyGroups, parseAzIds, parseReservedGroups } = await import("./aws.js");

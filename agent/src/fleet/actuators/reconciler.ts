@@ -36,6 +36,7 @@ import type { ActionResult, Actuator, StateActionName as ActionName, WakeReport 
 import { unavailableReason, wakeReportFields } from "./wake-follow";
 import { afterRelease, backoffLine, emptyWakeIncident, incidentFields, incidentFrom, withHealthy, withUnhealthy, type WakeIncident } from "./wake-backoff";
 import { PRACTICE_REASON_PREFIX } from "./practice";
+import { SCHEDULE_REASON_PREFIX } from "./karpenter/schedule";
 
 // The wake's series live beside it (one class per concern); re-exported for the callers of this module.
 export { WAKE_SECONDS_METRIC, WakeMetrics } from "./wake-metrics";
@@ -106,7 +107,7 @@ export class Reconciler {
   /** The last followed wake's report (null when none or released). */
   private wake: WakeReport | null = null;
   /** The wake being timed: decided at (epoch ms), and whether a standby node served yet. */
-  private wakeClock: { decidedAt: number; served: boolean; trigger: "incident" | "practice" } | null = null;
+  private wakeClock: { decidedAt: number; served: boolean; trigger: "incident" | "practice" | "schedule" } | null = null;
   /** Decision time the previous term recorded for a wake not yet served. */
   private seededDecidedAt: number | null = null;
   /** The last wake time measured (ms), for status and tests. */
@@ -207,7 +208,7 @@ export class Reconciler {
     if (!this.wakeClock) {
       if (e.standbyHealthy > 0) return; // already awake: nothing to time
       if (this.standbyBackoff() !== null && this.slots.standby.done?.action !== "standby.wake") return; // not woken: backing off
-      this.wakeClock = { decidedAt: this.seededDecidedAt ?? now, served: false, trigger: e.standby.reason.startsWith(PRACTICE_REASON_PREFIX) ? "practice" : "incident" };
+      this.wakeClock = { decidedAt: this.seededDecidedAt ?? now, served: false, trigger: e.standby.reason.startsWith(PRACTICE_REASON_PREFIX) ? "practice" : e.standby.reason.startsWith(SCHEDULE_REASON_PREFIX) ? "schedule" : "incident" };
       this.seededDecidedAt = null;
       void this.record({ "standby.decidedAt": this.wakeClock.decidedAt }, token);
       return;

@@ -107,13 +107,24 @@ export interface ForeignAction {
   detail: string;
 }
 
-export interface Actuator {
+/**
+ * What gives the standby AZ its capacity (`LLMHA_CAPACITY_ENGINE`): `asg`, the actuator itself
+ * (Auto Scaling group sizes, or the drill's node groups), or `karpenter` (NodePool limits and a
+ * placeholder workload, karpenter/standby.ts). Both follow the wake with wake-follow.ts's
+ * decision, so the leader's decisions are the same whichever engine acts.
+ */
+export interface CapacityEngine {
+  /** Raise the standby AZ's capacity to its wake size now, whatever the schedule says (also when it set it to 0). */
+  wakeStandby(az: string, ctx: ActionContext): Promise<ActionResult>;
+  /** Incident over: give the capacity back to the scale-to-zero schedule. */
+  releaseStandby(az: string, ctx: ActionContext): Promise<ActionResult>;
+  /** Reads the world for changes the controller did not make (reads only). Absent: the engine cannot tell. */
+  audit?(): Promise<ForeignAction[]>;
+}
+
+export interface Actuator extends CapacityEngine {
   /** `aws`, `local`, `dry-run` (shown in events, metrics and `llm-ha status`). */
   readonly kind: string;
-  /** Raise the standby AZ's groups to their wake size now, whatever the schedule says (also when it set max to 0). */
-  wakeStandby(az: string, ctx: ActionContext): Promise<ActionResult>;
-  /** Incident over: give the groups back to the scale-to-zero schedule. */
-  releaseStandby(az: string, ctx: ActionContext): Promise<ActionResult>;
   /** Shift traffic away from `az` on the zone's load balancers, with an expiry (renewing an active shift is `already` or extends it). */
   startZonalShift(az: string, ctx: ShiftContext): Promise<ActionResult>;
   /** Cancel our shift away from `az`. */

@@ -21,6 +21,7 @@ import type { Logger } from "../../util/log";
 import type { FleetMetrics } from "./metrics";
 import { readPublished } from "./published";
 import { emptyPracticeMemory, type PracticeMemory, type PracticeSchedule } from "../actuators/practice";
+import type { StandbyParkSchedule } from "../actuators/karpenter/schedule";
 import {
   emptyControllerMemory,
   evaluate,
@@ -69,6 +70,8 @@ export interface ControllerOptions {
   standbyBackoff?: () => string | null;
   /** Practice wakes of the standby on a schedule (`LLMHA_PRACTICE_WAKE`); none when absent. */
   practice?: PracticeSchedule;
+  /** The standby's park/wake crons the leader runs itself (`LLMHA_STANDBY_SCHEDULE`, Karpenter); none when absent. */
+  standbySchedule?: StandbyParkSchedule;
   /**
    * Which GPU nodes exist and where (`LLMHA_INVENTORY`): with one, the nodes, their AZs and
    * GPU counts come from it and agents' own indexes (`members`, `azs`) are not trusted;
@@ -95,6 +98,8 @@ export class Controller {
   private timer: NodeJS.Timeout | null = null;
   private memory: ControllerMemory = emptyControllerMemory();
   private practice: PracticeMemory = emptyPracticeMemory();
+  /** The standby was awake by its schedule last period (a park then waits while the tier is above L0). */
+  private scheduleAwake = false;
   private last: Evaluation | null = null;
   private lastAggregationMs: number | null = null;
   private ticks = 0;
@@ -263,6 +268,13 @@ export class Controller {
         else this.log.info({ az: evaluation.standby.az, reason: step.reason }, "practice wake started");
       }
     }
+    // The standby's schedule, run by the leader (Karpenter has none): awake after scaleUp; a park never overrides a wanted standby.
+    let scheduleAwake = this.scheduleAwake;
+    if (this.o.standbySchedule && evaluation.standby.az) {
+      const st = this.o.standbySchedule.step(now, { wanted: evaluation.standby.wake, tier: evaluation.tier.level, awakeBySchedule: this.scheduleAwake });
+      scheduleAwake = st.awakeBySchedule;
+      if (st.wake) evaluation.standby = { ...evaluation.standby, wake: true, reason: st.reason };
+    }
     for (const a of evaluation.azs) {
       const m = memory.az.get(a.az);
       writes.push(
@@ -303,6 +315,7 @@ export class Controller {
     this.logTransitions(evaluation);
     this.memory = memory;
     this.practice = practice;
+    this.scheduleAwake = scheduleAwake;
     this.last = evaluation;
     this.ticks += 1;
     if (metrics) {

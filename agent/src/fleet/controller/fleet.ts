@@ -29,6 +29,8 @@ import { sleep } from "../../util/net";
 import { readAzHealth, type AzHealthResponse } from "./az-health";
 import { Controller } from "./controller";
 import { PracticeSchedule, type PracticeSettings } from "../actuators/practice";
+import { StandbyParkSchedule } from "../actuators/karpenter/schedule";
+import type { StandbyScheduleSpec } from "../actuators/karpenter/settings";
 import { FleetMetrics } from "./metrics";
 import { DEFAULT_CONTROLLER_SETTINGS, type ControllerSettings, type Evaluation, type TierLevel } from "./state";
 import type { CanaryLearning } from "./controller";
@@ -53,6 +55,8 @@ export interface FleetOptions {
   controller?: Partial<ControllerSettings>;
   /** Practice wakes of the standby (`LLMHA_PRACTICE_WAKE`); none when absent. */
   practice?: PracticeSettings;
+  /** The standby's park/wake crons the leader runs (`LLMHA_STANDBY_SCHEDULE` with the Karpenter engine); none when absent. */
+  standbySchedule?: { spec: StandbyScheduleSpec; timeZone: string };
   /** Which GPU nodes exist and where (`LLMHA_INVENTORY`), for the leader; none: trust agents' indexes. */
   inventory?: Inventory;
   /** The node's projected token (`LLMHA_IDENTITY_TOKEN_FILE`): the agent enrols and heartbeats under its own record key. */
@@ -169,6 +173,7 @@ export class Fleet {
       standbyUnavailable: () => this.reconciler?.standbyUnavailable() ?? null,
       standbyBackoff: () => this.reconciler?.standbyBackoff() ?? null,
       practice: o.practice ? new PracticeSchedule(o.practice, o.metrics) : undefined,
+      standbySchedule: o.standbySchedule ? new StandbyParkSchedule(o.standbySchedule.spec, o.standbySchedule.timeZone) : undefined,
       canary: o.canary,
       inventory: o.inventory,
       repair: o.repair && o.repair.mode !== "off"

@@ -21,6 +21,7 @@ import { parseRepairSpare, repairLadderSettings } from "../repair/settings";
 import { createRepairActuator } from "../actuators/repair-index";
 import { createRolloutActuator } from "../actuators/rollout-index";
 import { rolloutSettingsOf } from "../rollout/settings";
+import { parseStandbySchedule } from "../actuators/karpenter/settings";
 
 /** The fleet settings every role reads from the agent's configuration, in one place. */
 export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, tolerance: CanaryTolerance): FleetOptions {
@@ -34,6 +35,8 @@ export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, t
     controller: { standbyAz: cfg.standbyAz, standbyHoldMs: cfg.standbyHoldMs, standbyCapacityRatio: cfg.standbyCapacityPercent / 100, coldStartGraceMs: cfg.coldStartGraceMs, zonalShift: cfg.zonalShift },
     // With a standby AZ, practices run on request (`llm-ha practice`) even without a schedule.
     practice: cfg.standbyAz ? { cron: cfg.practiceWake, timeZone: cfg.practiceWakeTz, budgetMs: cfg.practiceWakeBudgetMs } : undefined,
+    // Karpenter has no scheduled scaling: the leader parks and wakes the standby on the stack's crons.
+    standbySchedule: cfg.capacityEngine === "karpenter" && cfg.standbySchedule && cfg.standbyAz ? { spec: parseStandbySchedule(cfg.standbySchedule), timeZone: cfg.standbyScheduleTz } : undefined,
     log,
     metrics,
     tls: cfg.redisCaFile ? { ca: readFileSync(cfg.redisCaFile) } : undefined,
