@@ -40,7 +40,13 @@ export async function runCloudGameday(o: { st: GamedayStack; scenario: GamedaySc
   const key = gamedayKey();
   const redisUrl = process.env.LLMHA_REDIS_URL;
   if (!redisUrl) throw new GamedayError("no Redis to watch the fleet in: set LLMHA_REDIS_URL (and LLMHA_REDIS_USER / LLMHA_REDIS_PASSWORD_FILE for the ops role)");
-  const endpoint = new URL(o.endpoint ?? `https://${cfg.dns.serviceName}`);
+  if (!o.endpoint && !cfg.dns.serviceName) throw new GamedayError(`no public edge to send traffic to: set ${o.st.project}:dns.serviceName in ${o.st.file}, or pass --endpoint https://host`);
+  let endpoint: URL;
+  try {
+    endpoint = new URL(o.endpoint ?? `https://${cfg.dns.serviceName}`);
+  } catch {
+    throw new GamedayError(`--endpoint ${JSON.stringify(o.endpoint)} is not a URL (https://host[:port])`);
+  }
   const https = endpoint.protocol === "https:";
   const port = Number(endpoint.port || (https ? 443 : 80));
   const active = cfg.azs.filter((a) => a !== cfg.standbyAz);

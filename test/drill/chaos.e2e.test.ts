@@ -4,17 +4,16 @@
  * agents. Checks that the printed schedule is the seed's, that every fault was injected and
  * healed or skipped saying why, the safety invariants, and that nothing it started is left running.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { runCli } from "../support/cli-run";
 import { INVARIANT } from "../../lab/drill/chaos/invariants";
 import type { ChaosReport } from "../../lab/drill/chaos/run";
 import { formatSchedule, makeSchedule } from "../../lab/drill/chaos/schedule";
 import { pidAlive } from "../../lab/cli-process";
 
-const CLI = join(__dirname, "..", "..", "lab", "cli.ts");
 const SEED = 30;
 const MINUTES = 1; // CI has 20 minutes for everything: one minute of overlapping faults (12 at seed 30)
 
@@ -30,12 +29,7 @@ describe("llm-ha drill --chaos", () => {
     // In the caller's network namespace, as CI (not root) runs it: no link faults, and no Redis paths in the drill's own
     // process (on a loaded host their event loop starves every agent's Redis traffic: docs/drill.md, redis-latency).
     const args = ["drill", "--chaos", "--seed", String(SEED), "--minutes", String(MINUTES), "--nodes", "4", "--no-netns", "--json", json, "--out", join(dir, "out")];
-    const child = spawn(process.execPath, ["--import", "tsx", CLI, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-    const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+    const { code, out, err } = await runCli(args);
     expect([0, 1], `${out}\n${err}`).toContain(code);
     const report = JSON.parse(readFileSync(json, "utf8")) as ChaosReport;
     expect(report.seed).toBe(SEED);

@@ -3,15 +3,14 @@
  * simulated GPU nodes with real agents. The drill's own exit code is the verdict; the
  * test also checks the report and that nothing it started is left running.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { runCli } from "../support/cli-run";
 import type { DrillReport } from "../../lab/drill/command";
 import { pidAlive } from "../../lab/cli-process";
 
-const CLI = join(__dirname, "..", "..", "lab", "cli.ts");
 
 describe("llm-ha drill --quick", () => {
   // The targets themselves are `--check`'s verdict on a quiet machine (`npm run drill`); beside
@@ -20,12 +19,7 @@ describe("llm-ha drill --quick", () => {
   it("stays within twice the L1 and L2 targets, loses nothing beyond the killed server's requests, and leaves nothing running", async () => {
     const dir = mkdtempSync(join(tmpdir(), "llmha-drill-test-"));
     const json = join(dir, "report.json");
-    const child = spawn(process.execPath, ["--import", "tsx", CLI, "drill", "--quick", "--json", json, "--out", join(dir, "out")], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-    const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+    const { code, out, err } = await runCli(["drill", "--quick", "--json", json, "--out", join(dir, "out")]);
     expect(code, `${out}\n${err}`).toBe(0);
     const report = JSON.parse(readFileSync(json, "utf8")) as DrillReport;
     expect(report.scenarios.map((s) => s.name)).toEqual(["crash", "gpu-lost", "wedged", "az-gpu-loss", "standby-wake"]);

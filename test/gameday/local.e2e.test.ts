@@ -3,15 +3,14 @@
  * answering FIS, the runner finding the template by its tags, starting it through the AWS SDK,
  * and writing the report in the drill's schema; nothing it started is left running.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { runCli } from "../support/cli-run";
 import type { GamedayReport } from "../../lab/gameday/report";
 import { pidAlive } from "../../lab/cli-process";
 
-const CLI = join(__dirname, "..", "..", "lab", "cli.ts");
 
 describe("llm-ha gameday --local", () => {
   // The targets are the drill's (--check's verdict on a quiet machine); beside other suites the
@@ -19,12 +18,7 @@ describe("llm-ha gameday --local", () => {
   it("runs az-power-interruption through the local FIS and reports it in the drill's schema", async () => {
     const dir = mkdtempSync(join(tmpdir(), "llmha-gameday-test-"));
     const json = join(dir, "report.json");
-    const child = spawn(process.execPath, ["--import", "tsx", CLI, "gameday", "--local", "--no-drill", "--hold", "6", "--json", json, "--out", join(dir, "out")], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
-    const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+    const { code, out, err } = await runCli(["gameday", "--local", "--no-drill", "--hold", "6", "--json", json, "--out", join(dir, "out")]);
     expect([0, 1], `${out}\n${err}`).toContain(code);
     const report = JSON.parse(readFileSync(json, "utf8")) as GamedayReport;
     expect(report.source).toBe("local");
