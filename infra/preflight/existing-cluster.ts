@@ -121,6 +121,24 @@ export async function existingClusterRows(c: StackConfig, r: ClusterReader, toda
     ];
   });
 
+  if (c.capacity.engine === "karpenter" && c.capacity.nodeClass === undefined && c.capacity.nodeRole === undefined) {
+    // The node role the stack creates holds kubelet's and ECR's policies only (as the stack's own GPU role): the VPC CNI must bring its own.
+    await guard("VPC CNI role", async () => {
+      const sa = obj(await r.get("/api/v1/namespaces/kube-system/serviceaccounts/aws-node"));
+      const role = obj(obj(sa.metadata).annotations)["eks.amazonaws.com/role-arn"];
+      return [
+        role !== undefined
+          ? { check: "VPC CNI role", status: "ok", detail: `aws-node runs as ${String(role)} (IRSA): the GPU nodes' role needs no CNI policy`, fix: "" }
+          : {
+              check: "VPC CNI role",
+              status: "warn",
+              detail: "aws-node has no IRSA role annotation: if it uses the node's role (and no Pod Identity association), nodes on the role the stack creates could not assign pod IPs",
+              fix: "give the vpc-cni add-on its own role (aws eks update-addon --addon-name vpc-cni --service-account-role-arn <role with AmazonEKS_CNI_Policy>), or set llm-ha:capacity.karpenter.nodeRole to a node role that has the CNI policy",
+            },
+      ];
+    });
+  }
+
   if (c.capacity.engine === "karpenter") {
     const cap = c.capacity;
     await guard("Karpenter", async () => {

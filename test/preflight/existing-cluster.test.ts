@@ -45,6 +45,7 @@ function healthy(): World {
       "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/ec2nodeclasses.karpenter.k8s.aws": crd(),
       "/apis/apps/v1/deployments?labelSelector=app.kubernetes.io%2Fname%3Dkarpenter": { items: [{ spec: { template: { spec: { containers: [{ image: "public.ecr.aws/karpenter/controller:1.6.3@sha256:abc" }] } } } }] },
       "/api/v1/nodes?labelSelector=llm-ha.io%2Fnode-role%3Dsystem": { items: ["us-east-1a", "us-east-1b", "us-east-1c"].map(node) },
+      "/api/v1/namespaces/kube-system/serviceaccounts/aws-node": { metadata: { annotations: { "eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/vpc-cni" } } },
     },
   };
 }
@@ -73,7 +74,7 @@ describe("preflight on an existing cluster", () => {
   it("passes a cluster that has what llm-ha expects", async () => {
     const rows = await existingClusterRows(byoConfig(), reader(healthy()), TODAY);
     expect(rows.filter((r) => r.status !== "ok").map((r) => `${r.check}: ${r.detail}`)).toEqual([]);
-    expect(Object.keys(status(rows))).toEqual(["cluster version", "load balancer controller", "NVIDIA device plugin", "security groups for pods", "Karpenter version", "system nodes", "access"]);
+    expect(Object.keys(status(rows))).toEqual(["cluster version", "load balancer controller", "NVIDIA device plugin", "security groups for pods", "VPC CNI role", "Karpenter version", "system nodes", "access"]);
   });
 
   it("names each finding with its fix", async () => {
@@ -85,12 +86,14 @@ describe("preflight on an existing cluster", () => {
     w.paths["/apis/apps/v1/deployments?labelSelector=app.kubernetes.io%2Fname%3Dkarpenter"] = { items: [{ spec: { template: { spec: { containers: [{ image: "public.ecr.aws/karpenter/controller:0.37.0" }] } } } }] };
     w.paths["/api/v1/nodes?labelSelector=llm-ha.io%2Fnode-role%3Dsystem"] = { items: [node("us-east-1a"), node("us-east-1b")] };
     w.denied = ["create nodepools.karpenter.sh"];
+    w.paths["/api/v1/namespaces/kube-system/serviceaccounts/aws-node"] = { metadata: {} };
     const rows = await existingClusterRows(byoConfig(), reader(w), TODAY);
     const by = (check: string) => rows.find((r) => r.check === check)!;
     expect(by("cluster version")).toMatchObject({ status: "fail", fix: expect.stringContaining("aws eks update-cluster-version --name ai-platform --kubernetes-version 1.32") });
     expect(by("load balancer controller")).toMatchObject({ status: "missing", fix: expect.stringContaining("helm install aws-load-balancer-controller") });
     expect(by("NVIDIA device plugin")).toMatchObject({ status: "invalid", fix: expect.stringContaining("operator: Exists") });
     expect(by("Karpenter CRD nodeclaims.karpenter.sh")).toMatchObject({ status: "missing" });
+    expect(by("VPC CNI role")).toMatchObject({ status: "warn", fix: expect.stringContaining("llm-ha:capacity.karpenter.nodeRole") });
     expect(by("Karpenter version")).toMatchObject({ status: "invalid", detail: "Karpenter 0.37.0 is older than 1.0.0 (the v1 API)" });
     expect(by("system nodes")).toMatchObject({ status: "missing", detail: expect.stringContaining("in us-east-1c") });
     expect(by("access")).toMatchObject({ status: "missing", detail: "the running identity may not create nodepools.karpenter.sh", fix: expect.stringContaining("associate-access-policy") });
