@@ -217,3 +217,39 @@ describe("byo settings", () => {
     expect(ofType(resources, NODECLASS)[0].props.spec).toMatchObject({ subnetSelectorTerms: [{ id: "subnet-0aa00000000000000" }, { id: "subnet-0aa10000000000000" }, { id: "subnet-0aa20000000000000" }] });
   });
 });
+
+describe("byo stack, Karpenter with capacity reservations", () => {
+  it("selects each class's reservations in its EC2NodeClass and lets the reserved AZ's pool launch into them first", async () => {
+    const classes = JSON.stringify([
+      { name: "h100", desiredPerAz: 1, maxPerAz: 2, capacityReservations: { "us-east-1a": "cr-0123456789abcdef0" } },
+      { name: "a100", desiredPerAz: 1, maxPerAz: 1, capacityType: "CAPACITY_BLOCK", capacityReservations: { "us-east-1a": "cr-0aaaaaaaaaaaaaaa1", "us-east-1b": "cr-0aaaaaaaaaaaaaaa2", "us-east-1c": "cr-0aaaaaaaaaaaaaaa3" } },
+    ]);
+    const rs = await captureStack("byo", { "llm-ha:gpuClasses": classes, "llm-ha:standbyFallback": JSON.stringify({ h100: [], a100: [] }), "llm-ha:standbyCapacityWaiver": "reserved capacity in every AZ" });
+    const { EC2NodeClass } = await import("@kubernetes-models/karpenter/karpenter.k8s.aws/v1");
+    const { NodePool } = await import("@kubernetes-models/karpenter/karpenter.sh/v1");
+    const classOf = (n: string) => byName(rs, NODECLASS, n)!.props as O;
+    expect(classOf("llm-ha-h100").spec.capacityReservationSelectorTerms).toEqual([{ id: "cr-0123456789abcdef0" }]);
+    expect(classOf("llm-ha-a100").spec.capacityReservationSelectorTerms).toHaveLength(3);
+    const types = (n: string) => (byName(rs, NODEPOOL, n)!.props as O).spec.template.spec.requirements.find((r: O) => r.key === "karpenter.sh/capacity-type").values;
+    expect(types("llm-ha-us-east-1a-h100")).toEqual(["reserved", "on-demand"]);
+    expect(types("llm-ha-us-east-1b-h100")).toEqual(["on-demand"]);
+    expect(types("llm-ha-us-east-1b-a100")).toEqual(["reserved"]);
+    for (const r of ofType(rs, NODEPOOL)) expect(() => new NodePool(r.props as never).validate(), r.name).not.toThrow();
+    for (const r of ofType(rs, NODECLASS)) {
+      const o = structuredClone(r.props as O);
+      o.spec.securityGroupSelectorTerms = [{ id: "sg-0123456789abcdef0" }];
+      expect(() => new EC2NodeClass(o as never).validate(), r.name).not.toThrow();
+    }
+    // The standby wakes both classes' pools, no fallback pool without fallback types.
+    expect(controllerEnv(rs).LLMHA_STANDBY_NODEPOOLS).toBe("llm-ha-us-east-1c-h100=8,llm-ha-us-east-1c-a100=8");
+  });
+
+  it("refuses amiAlias and nodeRole beside an adopted nodeClass, and an unknown engine", async () => {
+    const p = await failure({ "llm-ha:capacity": JSON.stringify({ engine: "karpenter", karpenter: { nodeClass: "gpu", amiAlias: "al2023@latest", nodeRole: "r" } }) });
+    expect(p).toEqual([
+      "llm-ha:capacity.karpenter.amiAlias: applies to the EC2NodeClass the stack creates, not to an adopted nodeClass",
+      "llm-ha:capacity.karpenter.nodeRole: applies to the EC2NodeClass the stack creates, not to an adopted nodeClass",
+    ]);
+    expect(await failure({ "llm-ha:capacity": JSON.stringify({ engine: "eks-auto" }) })).toEqual(['llm-ha:capacity.engine: must be "karpenter" or "nodeGroups", got "eks-auto"']);
+  });
+});
