@@ -38,6 +38,8 @@ export interface StackOutputs {
   agentRepositoryUrl: pulumi.Output<string>;
   /** The security group to give Prometheus (a SecurityGroupPolicy in its namespace): it alone scrapes the GPU nodes' fenced ports. */
   scraperSecurityGroupId: pulumi.Output<string>;
+  /** The GPU nodes' only security group (infra/fences.ts): what an adopted EC2NodeClass or node group's launch template must select. */
+  gpuNodeSecurityGroupId: pulumi.Output<string>;
   /**
    * GPU node groups created below their running size (scarce types with no reservation or
    * Capacity Block start at 0), each with the size to scale it to after `pulumi up`:
@@ -259,6 +261,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     kafkaBootstrapBrokers: kafka.bootstrapBrokers,
     agentRepositoryUrl: agentImage.repository.repositoryUrl,
     scraperSecurityGroupId: fences.scrapers.id,
+    gpuNodeSecurityGroupId: fences.gpuNodes.id,
     // What a person scales after `pulumi up`: groups created at zero that nothing sizes. The
     // standby's reach their size at the schedule's next scale-up (a standby AZ always has one),
     // except on a Capacity Block, which the schedule never touches; the leader sizes an active
