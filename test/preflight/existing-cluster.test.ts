@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { stackFile } from "../../infra/capture";
-import { offlineChecks } from "../../infra/preflight/checks";
+import { offlineChecks, onlinePlan } from "../../infra/preflight/checks";
 import { existingClusterRows, imageVersion, type ClusterReader } from "../../infra/preflight/existing-cluster";
 import { readStackFile } from "../../infra/stack-yaml";
 import type { StackConfig } from "../../infra/config";
@@ -124,6 +124,19 @@ describe("preflight on an existing cluster", () => {
     const rows = await existingClusterRows(byoConfig(), r, TODAY);
     expect(rows[0]).toMatchObject({ check: "cluster version", status: "fail", detail: expect.stringContaining("ResourceNotFoundException"), fix: expect.stringContaining("aws eks update-kubeconfig --name ai-platform") });
     expect(rows.length).toBeGreaterThan(5);
+  });
+
+  it("offline: asks for no API endpoint or load balancer controller digest, and plans the cluster's reads", async () => {
+    const { rows } = offlineChecks(readStackFile(stackFile("byo")), "llm-ha", "byo", TODAY);
+    const checks = rows.map((r) => r.check);
+    expect(checks).not.toContain("setting llm-ha:apiEndpoint");
+    expect(checks).not.toContain("setting llm-ha:images.lbControllerDigest");
+    expect(checks).not.toContain("managed add-on versions");
+    expect(rows.find((r) => r.check === "existing cluster")).toMatchObject({ status: "ok" });
+    expect(rows.find((r) => r.check === "stack configuration")).toMatchObject({ status: "ok" });
+    const plan = onlinePlan(byoConfig());
+    expect(plan[0]).toMatch(/^existing cluster ai-platform: eks describe-cluster/);
+    expect(plan.some((l) => l.startsWith("Standard quota") || l.startsWith("add-on versions"))).toBe(false);
   });
 
   it("reads a version from the image tag", () => {
