@@ -14,7 +14,7 @@ import { withStandIns } from "./user-settings";
 /** A stack file that cannot be read or parsed (named, with the line); the offline tools exit 2 on it. */
 export { StackYamlError } from "./stack-yaml";
 
-export type Env = "dev" | "staging" | "prod";
+export type Env = "dev" | "staging" | "prod" | "byo";
 
 /** One resource as the engine would have received it. */
 export interface CapturedResource {
@@ -79,7 +79,58 @@ export function mockAddonVersion(addonName: string, kubernetesVersion: string): 
   return `v${kubernetesVersion}.0-eksbuild.resolved-${addonName}`;
 }
 
+/**
+ * The existing cluster of a byo stack (`llm-ha:existingCluster`), as the mocks describe it: a
+ * cluster in `vpc-0b10c0ffee0000001` (10.50.0.0/16) with its issuer, one private and one public
+ * subnet per AZ (ids name the AZ's letter and role), and node groups with an auto scaling group.
+ */
+export const MOCK_EXISTING = Object.freeze({
+  vpcId: "vpc-0b10c0ffee0000001",
+  vpcCidr: "10.50.0.0/16",
+  issuer: (name: string) => `https://oidc.eks.us-east-1.amazonaws.com/id/EXISTING${name.toUpperCase().replace(/[^A-Z0-9]/g, "")}`,
+  subnet: (az: string, role: "private" | "public") => `subnet-0${role === "private" ? "a" : "b"}${az.slice(-1).charCodeAt(0).toString(16)}00000000000`,
+});
+
+function filterValue(args: Record<string, unknown>, name: string): string | undefined {
+  const f = (args.filters as { name: string; values: string[] }[] | undefined)?.find((x) => x.name === name);
+  return f?.values[0];
+}
+
+function existingClusterInvoke(token: string, args: Record<string, unknown>): Record<string, unknown> | undefined {
+  switch (token) {
+    case "aws:eks/getCluster:getCluster": {
+      const name = String(args.name);
+      return {
+        name, id: name, arn: `arn:aws:eks:us-east-1:123456789012:cluster/${name}`, endpoint: `https://${name}.existing.eks.example`, version: "1.35",
+        certificateAuthorities: [{ data: "Y2VydA==" }],
+        identities: [{ oidcs: [{ issuer: MOCK_EXISTING.issuer(name) }] }],
+        vpcConfig: { vpcId: MOCK_EXISTING.vpcId, clusterSecurityGroupId: `sg-0c1${"0".repeat(14)}`, subnetIds: [], securityGroupIds: [] },
+      };
+    }
+    case "aws:iam/getOpenIdConnectProvider:getOpenIdConnectProvider":
+      return { arn: `arn:aws:iam::123456789012:oidc-provider/${String(args.url).replace(/^https:\/\//, "")}`, url: String(args.url).replace(/^https:\/\//, ""), clientIdLists: ["sts.amazonaws.com"] };
+    case "aws:ec2/getVpc:getVpc":
+      return { id: args.id, cidrBlock: MOCK_EXISTING.vpcCidr };
+    case "aws:ec2/getSubnets:getSubnets": {
+      const az = filterValue(args, "availability-zone") ?? "";
+      const role = filterValue(args, "tag:kubernetes.io/role/elb") !== undefined ? "public" : "private";
+      return { ids: [MOCK_EXISTING.subnet(az, role)] };
+    }
+    case "aws:ec2/getSubnet:getSubnet": {
+      const id = String(args.id);
+      const third = parseInt(id.slice(9, 11), 16) - 0x61;
+      return { id, cidrBlock: `10.50.${240 + third}.0/24` };
+    }
+    case "aws:eks/getNodeGroup:getNodeGroup":
+      return { nodeGroupName: args.nodeGroupName, resources: [{ autoscalingGroups: [{ name: `eks-${String(args.nodeGroupName)}-asg` }] }], scalingConfigs: [{ desiredSize: 1, maxSize: 2, minSize: 0 }], labels: {} };
+    default:
+      return undefined;
+  }
+}
+
 function invoke(token: string, args: Record<string, unknown>): Record<string, unknown> {
+  const existing = existingClusterInvoke(token, args);
+  if (existing !== undefined) return existing;
   if (token === "aws:eks/getAddonVersion:getAddonVersion") {
     return { ...args, id: String(args.addonName), version: mockAddonVersion(String(args.addonName), String(args.kubernetesVersion)) };
   }

@@ -74,7 +74,7 @@ export const NODE_ROLE_POLICIES = Object.freeze({
  * A node role with `NODE_ROLE_POLICIES` and the pull-through cache's right (infra/image-cache.ts).
  * `was`: the logical name the same role had before (its resources are aliased, not replaced).
  */
-function nodeRoleOf(name: string, args: Pick<ClusterArgs, "clusterName" | "region">, parent: pulumi.Resource, was?: string): { role: aws.iam.Role; attachments: pulumi.Resource[] } {
+export function nodeRoleOf(name: string, args: Pick<ClusterArgs, "clusterName" | "region">, parent: pulumi.Resource, was?: string): { role: aws.iam.Role; attachments: pulumi.Resource[] } {
   const aliases = (suffix: string) => (was ? [{ name: `${was}-${suffix}` }] : []);
   const role = new aws.iam.Role(`${name}-role`, { assumeRolePolicy: trustPolicy("ec2.amazonaws.com"), tags: tagged() }, { parent, aliases: aliases("role") });
   const attachments: pulumi.Resource[] = Object.entries(NODE_ROLE_POLICIES).map(

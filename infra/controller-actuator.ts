@@ -1,13 +1,13 @@
 import * as pulumi from "@pulumi/pulumi";
 import { AgentIam, azIdsSetting } from "./agent-iam";
 import { repairSpareSetting, type StackConfig } from "./config";
-import type { GpuNodeGroup } from "./gpu-node-groups";
+import type { CapacityGroup } from "./gpu-node-groups";
 import { EDGE_NAMESPACE } from "./names";
 import type { WorkloadsArgs } from "./workloads";
 import { CONTROLLER_SERVICE_ACCOUNT } from "./workloads/controller";
 
 /** `asg=wakeSize,…` of the groups (`LLMHA_STANDBY_ASGS`, `LLMHA_STANDBY_FALLBACK`), in their order; undefined for none. */
-function asgSetting(groups: GpuNodeGroup[]): pulumi.Output<string> | undefined {
+function asgSetting(groups: CapacityGroup[]): pulumi.Output<string> | undefined {
   if (groups.length === 0) return undefined;
   return pulumi.all(groups.map((g) => g.asgName)).apply((names) => names.map((n, i) => `${n}=${groups[i].wakeSize}`).join(","));
 }
@@ -17,11 +17,11 @@ function asgSetting(groups: GpuNodeGroup[]): pulumi.Output<string> | undefined {
  * active AZ's group on a capacity reservation or Capacity Block, created at zero. A standby
  * group on a Capacity Block is left to the wake (its AZ sleeps by design).
  */
-export function reservedGroups(groups: GpuNodeGroup[]): GpuNodeGroup[] {
+export function reservedGroups(groups: CapacityGroup[]): CapacityGroup[] {
   return groups.filter((g) => g.role === "active" && !g.fallback && g.createSize < g.desiredSize && g.gpuClass.capacityReservations[g.az] !== undefined);
 }
 
-function reservedSetting(groups: GpuNodeGroup[]): pulumi.Output<string> | undefined {
+function reservedSetting(groups: CapacityGroup[]): pulumi.Output<string> | undefined {
   if (groups.length === 0) return undefined;
   return pulumi.all(groups.map((g) => g.asgName)).apply((names) => names.map((n, i) => `${n}=${groups[i].gpuClass.capacityReservations[groups[i].az]}:${groups[i].desiredSize}`).join(","));
 }
@@ -31,7 +31,7 @@ export interface ControllerActuation {
   agentActuator: WorkloadsArgs["agentActuator"];
   repair: NonNullable<WorkloadsArgs["repair"]>;
   /** The reserved groups the leader sizes (not left for a person to scale). */
-  reserved: GpuNodeGroup[];
+  reserved: CapacityGroup[];
 }
 
 /**
@@ -41,7 +41,7 @@ export interface ControllerActuation {
  * role without one of those jobs. No zonal shift: the per-AZ NLBs are single-AZ, which ARC does
  * not shift; DNS's weighted records take a lost AZ out.
  */
-export function controllerActuation(c: StackConfig, oidcProvider: { arn: pulumi.Input<string>; url: pulumi.Input<string> }, groups: GpuNodeGroup[]): ControllerActuation {
+export function controllerActuation(c: StackConfig, oidcProvider: { arn: pulumi.Input<string>; url: pulumi.Input<string> }, groups: CapacityGroup[]): ControllerActuation {
   const standby = groups.filter((g) => g.role === "standby" && !g.fallback);
   const fallbacks = groups.filter((g) => g.fallback);
   const reserved = reservedGroups(groups);

@@ -124,6 +124,9 @@ export interface GpuNodeGroup {
   asgName: pulumi.Output<string>;
 }
 
+/** What the controller's settings and the standby schedule read of a group: the stack's own, or one adopted on an existing cluster. */
+export type CapacityGroup = Omit<GpuNodeGroup, "nodeGroup">;
+
 /**
  * One EKS managed node group per (AZ, GPU class), each pinned to its AZ by a single
  * subnet, so losing an AZ takes out exactly one group per class and the scheduler cannot

@@ -15,6 +15,8 @@ export = async () => {
     redisEndpoint: out.redisEndpoint,
     kafkaBootstrapBrokers: out.kafkaBootstrapBrokers,
     agentRepositoryUrl: out.agentRepositoryUrl,
+    // An existing cluster: the security group an adopted EC2NodeClass or node group must give the GPU nodes.
+    gpuNodeSecurityGroupId: out.gpuNodeSecurityGroupId,
     // docs/infra.md step 13: the GPU groups created at 0 and the size to scale each to.
     gpuScaleUp: out.gpuScaleUp,
   };

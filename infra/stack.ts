@@ -5,15 +5,15 @@ import { IMAGES, pullRef, pullRefOf } from "./images";
 import { verifiedChartArchive, type PinnedChart } from "./chart-archive";
 import { createLbController, LB_CONTROLLER_CHART } from "./lb-controller";
 import { createWeightsReaderRole } from "./weights-iam";
-import { Cluster } from "./cluster";
 import { loadConfig } from "./config";
 import { capacityWeights, Dns } from "./dns";
 import { Fences } from "./fences";
 import { Gameday } from "./gameday";
-import { GpuNodeGroups } from "./gpu-node-groups";
+import { gpuCapacity } from "./capacity";
+import { existingFoundation, ownFoundation } from "./foundation";
+import { createPlaceholder } from "./karpenter-resources";
 import { controllerActuation } from "./controller-actuator";
 import { Kafka } from "./kafka";
-import { Network, publicSubnetCidrs } from "./network";
 import { Observability } from "./observability";
 import { Redis } from "./redis";
 import { StandbySchedule } from "./standby-schedule";
@@ -38,6 +38,8 @@ export interface StackOutputs {
   agentRepositoryUrl: pulumi.Output<string>;
   /** The security group to give Prometheus (a SecurityGroupPolicy in its namespace): it alone scrapes the GPU nodes' fenced ports. */
   scraperSecurityGroupId: pulumi.Output<string>;
+  /** The GPU nodes' only security group (infra/fences.ts): what an adopted EC2NodeClass or node group's launch template must select. */
+  gpuNodeSecurityGroupId: pulumi.Output<string>;
   /**
    * GPU node groups created below their running size (scarce types with no reservation or
    * Capacity Block start at 0), each with the size to scale it to after `pulumi up`:
@@ -63,51 +65,26 @@ export interface StackDeps {
 export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
   const c = loadConfig();
   const chartArchive = deps.chartArchive ?? ((chart, archivePath) => verifiedChartArchive(chart, { archivePath }));
-  const lbChartArchive = await chartArchive(LB_CONTROLLER_CHART, c.charts.lbControllerArchive);
-  const network = new Network("net", { azs: c.azs, cidr: c.vpcCidr, natPerAz: c.natPerAz, clusterName: c.clusterName, region: c.region });
-  const cluster = new Cluster("eks", {
-    clusterName: c.clusterName,
-    region: c.region,
-    privateSubnetIds: network.privateSubnetIds,
-    systemSubnets: network.subnets.map((s) => ({ az: s.az, subnetId: s.privateSubnet.id })),
-    version: c.kubernetesVersion,
-    apiEndpoint: c.apiEndpoint,
-    access: c.clusterAccess,
-    addonVersions: c.addonVersions,
-    systemInstanceType: c.system.instanceType,
-    systemDesiredSize: c.system.desiredSize,
-    systemMaxSize: c.system.maxSize,
-  });
+  // An existing cluster runs its own load balancer controller (preflight checks it): no chart to fetch.
+  const lbChartArchive = c.existingCluster === undefined ? await chartArchive(LB_CONTROLLER_CHART, c.charts.lbControllerArchive) : undefined;
+  const base = c.existingCluster === undefined ? ownFoundation(c) : await existingFoundation(c);
+  const cluster = base.own?.cluster;
   // Security groups for the GPU nodes and the pods that call them, Redis or MSK (docs/security.md "Network fences").
   const fences = new Fences("fence", {
-    vpcId: network.vpc.id,
-    vpcCidr: c.vpcCidr,
+    vpcId: base.vpcId,
+    vpcCidr: base.vpcCidr,
     clusterName: c.clusterName,
-    clusterSecurityGroupId: cluster.nodeSecurityGroupId,
+    clusterSecurityGroupId: base.clusterSecurityGroupId,
     apiPort: c.edge.certificateArn ? 443 : 80,
   });
-  const gpu = new GpuNodeGroups(
-    "gpu",
-    {
-      clusterName: cluster.cluster.name,
-      nodeRoleArn: cluster.gpuNodeRole.arn,
-      securityGroupId: fences.gpuNodes.id,
-      subnets: network.subnets.map((s) => ({ az: s.az, subnetId: s.privateSubnet.id })),
-      gpuClasses: c.gpuClasses,
-      fastImagePull: c.gpuFastImagePull,
-      standbyAz: c.standbyAz,
-      standbyCapacityRatio: c.standbyCapacityRatio,
-      standbyFallback: c.standbyFallback,
-      standbyCapacityWaiver: c.standbyCapacityWaiver,
-      dependsOn: cluster.gpuNodesNeed,
-    },
-    { dependsOn: [cluster] },
-  );
-  if (c.schedule !== undefined) new StandbySchedule("standby", { groups: gpu.groups, schedule: c.schedule });
+  const capacity = await gpuCapacity(c, base, fences.gpuNodes.id);
+  if (c.schedule !== undefined && capacity.groups.length > 0) new StandbySchedule("standby", { groups: capacity.groups, schedule: c.schedule });
 
+  // One private subnet per AZ: MSK puts brokersPerAz brokers in each subnet it is given.
+  const dataSubnetIds = base.azs.map((a) => a.privateSubnetIds[0]);
   const redis = new Redis("redis", {
-    vpcId: network.vpc.id,
-    subnetIds: network.privateSubnetIds,
+    vpcId: base.vpcId,
+    subnetIds: dataSubnetIds,
     // The agents (GPU nodes), the controller, and the L1 pods' fallback and key sync.
     clientSecurityGroupIds: { "gpu-nodes": fences.gpuNodes.id, l1: fences.podGroups.l1.id, controller: fences.podGroups.controller.id },
     authToken: c.redis.authToken,
@@ -118,8 +95,8 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     azs: c.azs,
   });
   const kafka = new Kafka("kafka", {
-    vpcId: network.vpc.id,
-    subnetIds: network.privateSubnetIds,
+    vpcId: base.vpcId,
+    subnetIds: dataSubnetIds,
     // Only the L4 fallback in the L1 pods produces and consumes.
     clientSecurityGroupIds: { l1: fences.podGroups.l1.id },
     brokersPerAz: c.kafka.brokersPerAz,
@@ -129,31 +106,33 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
   });
 
   // The controller's AWS actuator (standby wakes, reserved groups, the repair ladder's reboots) and its repair ladder.
-  const { agentActuator, repair, reserved } = controllerActuation(c, cluster.oidcProvider, gpu.groups);
+  const { agentActuator, repair, reserved } = controllerActuation(c, base.oidcProvider, capacity.groups);
 
   // Docker Hub and ECR Public images come through the stack's pull-through cache, by digest.
   const cache = new ImageCache("images", { clusterName: c.clusterName, region: c.region, dockerHubSecretArn: c.images.dockerHubSecretArn });
   const cached = (name: "haproxy" | "awsCli" | "lbController" | "dcgmExporter") => cache.cacheRoot.apply((root) => pullRef(IMAGES[name].repository, c.images.digests[name], root));
 
   // Everything with an NLB waits for the controller that makes NLBs.
-  const lbController = createLbController("lbc", {
-    chartArchive: lbChartArchive,
-    image: cached("lbController"),
-    provider: cluster.provider,
-    clusterName: cluster.cluster.name,
-    region: c.region,
-    vpcId: network.vpc.id,
-    oidcProviderArn: cluster.oidcProvider.arn,
-    oidcProviderUrl: cluster.oidcProvider.url,
-    dependsOn: [...cluster.systemNodes, ...cluster.addons],
-  }, cluster);
+  const lbController = cluster && lbChartArchive !== undefined
+    ? createLbController("lbc", {
+        chartArchive: lbChartArchive,
+        image: cached("lbController"),
+        provider: cluster.provider,
+        clusterName: cluster.cluster.name,
+        region: c.region,
+        vpcId: base.vpcId,
+        oidcProviderArn: cluster.oidcProvider.arn,
+        oidcProviderUrl: cluster.oidcProvider.url,
+        dependsOn: [...cluster.systemNodes, ...cluster.addons],
+      }, cluster)
+    : undefined;
 
   const agentImage = new AgentImage("agent-image", { repositoryName: `${c.clusterName}/agent`, image: c.agentImage || undefined, build: c.agentImageBuild });
   const weightsRole = c.inference.weightsS3Uri
     ? createWeightsReaderRole("weights", {
         uri: c.inference.weightsS3Uri,
-        oidcProviderArn: cluster.oidcProvider.arn,
-        oidcProviderUrl: cluster.oidcProvider.url,
+        oidcProviderArn: base.oidcProvider.arn,
+        oidcProviderUrl: base.oidcProvider.url,
         namespace: WORKLOADS_NAMESPACE,
         serviceAccount: INFERENCE_SERVICE_ACCOUNT,
       })
@@ -166,8 +145,8 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
       clusterName: c.clusterName,
       cluster: c.clusterName,
       mskClusterArn: kafka.cluster.arn,
-      oidcProviderArn: cluster.oidcProvider.arn,
-      oidcProviderUrl: cluster.oidcProvider.url,
+      oidcProviderArn: base.oidcProvider.arn,
+      oidcProviderUrl: base.oidcProvider.url,
       // The L1 pods' ServiceAccount, in the edge namespace.
       namespace: EDGE_NAMESPACE,
     });
@@ -183,9 +162,9 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
   }
 
   const workloads = new Workloads("app", {
-    provider: cluster.provider,
+    provider: base.provider,
     clusterName: c.clusterName,
-    azs: network.subnets.map((s) => ({ az: s.az, publicSubnetId: s.publicSubnet.id })),
+    azs: base.azs.map((a) => ({ az: a.az, publicSubnetId: a.publicSubnetId })),
     gpuClasses: c.gpuClasses,
     inference: { ...c.inference, image: cache.cacheRoot.apply((root) => pullRefOf(c.inference.image, root)), region: c.region },
     awsCliImage: c.inference.weightsS3Uri && c.inference.weightsLoad === "sync" ? cached("awsCli") : undefined,
@@ -198,9 +177,9 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     lbController,
     redisUrl: redis.url,
     redisRoleUrls: { agent: redis.roleUrls["llmha-agent"], controller: redis.roleUrls["llmha-controller"], fallback: redis.roleUrls["llmha-fallback"], edge: redis.roleUrls["llmha-edge"] },
-    vpcCidr: c.vpcCidr,
-    nlbCidrs: publicSubnetCidrs(c.vpcCidr, c.azs.length),
-    podFences: { groupIds: { l1: fences.podGroups.l1.id, controller: fences.podGroups.controller.id }, dependsOn: cluster.addons },
+    vpcCidr: base.vpcCidr,
+    nlbCidrs: base.nlbCidrs,
+    podFences: { groupIds: { l1: fences.podGroups.l1.id, controller: fences.podGroups.controller.id }, dependsOn: cluster?.addons ?? [] },
     nlbSecurityGroupId: fences.nlbFrontend.id,
     haproxyImage: c.haproxy.image ? cache.cacheRoot.apply((root) => pullRefOf(c.haproxy.image, root)) : cached("haproxy"),
     haproxyReplicas: c.haproxy.replicas,
@@ -211,15 +190,21 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     agentActuator,
     repair,
     // Node identities: the agents enrol with a projected token, verified against the cluster's own issuer.
-    nodeIdentities: c.nodeIdentities ? { issuer: cluster.oidcIssuer } : undefined,
+    nodeIdentities: c.nodeIdentities ? { issuer: base.oidcIssuer } : undefined,
     fallback,
+    karpenter: capacity.karpenter?.workloads,
+    // An existing cluster runs its own NVIDIA device plugin (preflight checks it): a second would fight it.
+    devicePluginImage: base.existing ? null : undefined,
   });
+  if (capacity.karpenter?.placeholder && c.standbyAz !== undefined) {
+    createPlaceholder("standby", { provider: base.provider, standbyAz: c.standbyAz, gpusPerPod: capacity.karpenter.placeholder.gpusPerPod, image: agentImage.ref, namespace: workloads.namespace });
+  }
 
   if (c.observability.enabled) {
     new Observability(
       "obs",
       {
-        provider: cluster.provider,
+        provider: base.provider,
         clusterName: c.clusterName,
         grafanaNamespace: c.observability.grafanaNamespace,
         prometheusOperator: c.observability.prometheusOperator,
@@ -255,11 +240,11 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
       redisAz: c.gameday.redisAz,
       durationMinutes: c.gameday.durationMinutes,
       gpuClasses: c.gpuClasses.map((g) => g.name),
-      cluster: cluster.cluster.name,
-      provider: cluster.provider,
+      cluster: base.clusterName,
+      provider: base.provider,
       namespacesFrom: [workloads],
-      vpcId: network.vpc.id,
-      subnetIds: Object.fromEntries(network.subnets.map((s) => [s.az, s.privateSubnet.id])),
+      vpcId: base.vpcId,
+      subnetIds: Object.fromEntries(base.azs.map((a) => [a.az, a.privateSubnetIds[0]])),
       replicationGroupId: redis.replicationGroup.id,
       redisEndpoint: redis.primaryEndpoint,
       healthCheckIds: dns.healthCheckIds,
@@ -267,8 +252,8 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
   }
 
   return {
-    clusterName: cluster.cluster.name,
-    kubeconfig: cluster.kubeconfig,
+    clusterName: base.clusterName,
+    kubeconfig: base.kubeconfig,
     serviceDnsName: pulumi.output(dns.fqdn),
     nlbNames: pulumi.output(workloads.nlbNames),
     nlbHostnames: pulumi.output(workloads.nlbHostnames),
@@ -276,12 +261,13 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     kafkaBootstrapBrokers: kafka.bootstrapBrokers,
     agentRepositoryUrl: agentImage.repository.repositoryUrl,
     scraperSecurityGroupId: fences.scrapers.id,
+    gpuNodeSecurityGroupId: fences.gpuNodes.id,
     // What a person scales after `pulumi up`: groups created at zero that nothing sizes. The
     // standby's reach their size at the schedule's next scale-up (a standby AZ always has one),
     // except on a Capacity Block, which the schedule never touches; the leader sizes an active
     // AZ's group on a reservation once it is active (`reservedGroups` in controller-actuator.ts).
     gpuScaleUp: pulumi
-      .all(gpu.groups.filter((g) => g.createSize < g.desiredSize && (g.role === "active" || g.gpuClass.capacityType === "CAPACITY_BLOCK") && !reserved.includes(g)).map((g) => g.nodeGroup.nodeGroupName.apply((n) => [n, g.desiredSize] as const)))
+      .all(capacity.own.filter((g) => g.createSize < g.desiredSize && (g.role === "active" || g.gpuClass.capacityType === "CAPACITY_BLOCK") && !reserved.includes(g)).map((g) => g.nodeGroup.nodeGroupName.apply((n) => [n, g.desiredSize] as const)))
       .apply((pairs) => Object.fromEntries(pairs)),
   };
 }

@@ -1,12 +1,12 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
 import { ScheduleConfig } from "./config";
-import { GpuNodeGroup } from "./gpu-node-groups";
+import type { CapacityGroup } from "./gpu-node-groups";
 import { Problems } from "./problems";
 
 export interface StandbyScheduleArgs {
   /** Every GPU node group; actions are created for the `standby` ones only. Required. */
-  groups: GpuNodeGroup[];
+  groups: CapacityGroup[];
   /** Cron expressions and their time zone. Required. */
   schedule: ScheduleConfig;
 }

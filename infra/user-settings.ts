@@ -72,7 +72,8 @@ export const USER_SETTINGS: readonly UserSetting[] = Object.freeze([
   {
     key: "llm-ha:apiEndpoint",
     secret: false,
-    needed: () => true,
+    // An existing cluster's endpoint is the operator's (llm-ha:existingCluster).
+    needed: (values) => values["llm-ha:existingCluster"] === undefined,
     how: "pulumi config set --path 'llm-ha:apiEndpoint.access' public && pulumi config set --path 'llm-ha:apiEndpoint.publicAccessCidrs[0]' <your IP>/32 (or access private + runnerCidrs)",
     standIn: () => ({ access: "public", publicAccessCidrs: ["198.51.100.0/24"] }),
   },
@@ -135,7 +136,8 @@ function digestSettings(): UserSetting[] {
   const needed: Record<string, (values: Record<string, string>, stack: string) => boolean> = {
     haproxy: (values) => json(values, "llm-ha:haproxy").image === undefined,
     awsCli: (values) => weightsS3(values) && json(values, "llm-ha:inference").weightsLoad === "sync",
-    lbController: () => true,
+    // An existing cluster runs its own load balancer controller: the stack installs none.
+    lbController: (values) => values["llm-ha:existingCluster"] === undefined,
   };
   return Object.entries(IMAGES)
     .filter(([, image]) => image.digest === null)

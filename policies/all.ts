@@ -23,6 +23,7 @@ import {
 } from "./gpu";
 import { agentDaemonSetOnGpuNodes, gpuDeploymentPdb, gpuDeploymentSpread, ipTargetsReadinessGate } from "./k8s";
 import { agentNodeIdentity } from "./node-identity";
+import { nodePoolGpuTaint, nodePoolSingleAz, nodePoolStandbyLimits } from "./karpenter";
 import { inferenceOneModel } from "./model";
 import { inferenceRolloutHandover } from "./rollout";
 import { haPortsFenced } from "./fences";
@@ -44,6 +45,9 @@ export const policies: Policies = [
   gpuNodeGroupTaintAndLabels,
   gpuInstanceTypesAllowed,
   gpuLaunchTemplateImdsv2,
+  nodePoolSingleAz,
+  nodePoolGpuTaint,
+  nodePoolStandbyLimits,
   gpuDeploymentSpread,
   gpuDeploymentPdb,
   inferenceOneModel,

@@ -11,15 +11,15 @@ import { policies } from "./all";
 import { flagErrorMessage } from "../contracts/did-you-mean";
 import { PolicyConfigError, policyLevel, runPolicies, type PackConfig, type Violation } from "./runner";
 
-const ENVS: readonly Env[] = ["dev", "staging", "prod"];
+const ENVS: readonly Env[] = ["dev", "staging", "prod", "byo"];
 
-const USAGE = `Usage: llm-ha policy --stack <dev|staging|prod|path/to/Pulumi.<stack>.yaml> [--policy-pack-config <file.json>]
+const USAGE = `Usage: llm-ha policy --stack <dev|staging|prod|byo|path/to/Pulumi.<stack>.yaml> [--policy-pack-config <file.json>]
        (also: npm run policy -- --stack ENV)
 
 Runs the policy pack over what the stack's program registers, offline (Pulumi's mocks: no cloud,
 no Pulumi CLI), as \`pulumi preview --policy-pack policies\` would.
 
-  -s, --stack ENV                dev, staging, prod, or a path to a Pulumi.<stack>.yaml
+  -s, --stack ENV                dev, staging, prod, byo (an existing cluster), or a path to a Pulumi.<stack>.yaml
   --policy-pack-config FILE      per-policy settings (JSON keyed by policy name)
   --json, -o json                one JSON document: policies run, stand-ins, violations
   -h, --help                     this text

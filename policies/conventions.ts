@@ -17,6 +17,33 @@ export const HOSTNAME_KEY = "kubernetes.io/hostname";
 export const ZONE_KEY = "topology.kubernetes.io/zone";
 
 export const NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup";
+/** Karpenter v1's NodePool, as the Kubernetes provider registers it. */
+export const NODEPOOL_TYPE = "kubernetes:karpenter.sh/v1:NodePool";
+/** `llm-ha.io/role` of a NodePool and its nodes: `active`, `standby` or `fallback`. */
+export const POOL_ROLE_LABEL = "llm-ha.io/role";
+/** Pod label of the standby's placeholder (GPU-requesting pause pods that make Karpenter provision): capacity, not inference. */
+export const CAPACITY_PLACEHOLDER_LABEL = "llm-ha.io/capacity-placeholder";
+
+/**
+ * A stack on a cluster it does not own ("bring your own cluster"): it applies Kubernetes objects
+ * but creates no EKS cluster. Its VPC, system nodes, load balancer controller and (adopted) node
+ * groups are the operator's, which `llm-ha preflight` checks against the live cluster instead.
+ */
+export function onExistingCluster(resources: readonly PolicyResource[]): boolean {
+  return !resources.some((r) => r.type === "aws:eks/cluster:Cluster") && resources.some((r) => r.type.startsWith("kubernetes:"));
+}
+
+/** The zones a NodePool's template requires (`topology.kubernetes.io/zone In [...]`); empty when it does not pin any. */
+export function nodePoolAzs(pool: Props): string[] {
+  const reqs = list(record(record(record(pool.spec)?.template)?.spec)?.requirements).map(record);
+  const zone = reqs.find((r) => str(r?.key) === ZONE_KEY && str(r?.operator) === "In");
+  return strings(zone?.values);
+}
+
+/** Whether a workload is the standby's placeholder (by its pod template's label). */
+export function isCapacityPlaceholder(workload: Props): boolean {
+  return stringMap(record(record(record(workload.spec)?.template)?.metadata)?.labels)[CAPACITY_PLACEHOLDER_LABEL] === "true";
+}
 export const SUBNET_TYPE = "aws:ec2/subnet:Subnet";
 export const LAUNCH_TEMPLATE_TYPE = "aws:ec2/launchTemplate:LaunchTemplate";
 

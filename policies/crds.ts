@@ -6,6 +6,7 @@
 // to ship it) or be one EKS itself provides.
 import type { StackValidationPolicy } from "@pulumi/policy";
 import { list, record, str, type Props } from "./props";
+import { onExistingCluster } from "./conventions";
 
 /** API groups Kubernetes serves without any CRD (Pulumi's type tokens name them as here). */
 export const BUILT_IN_GROUPS: readonly string[] = [
@@ -36,6 +37,13 @@ export const BUILT_IN_GROUPS: readonly string[] = [
 
 /** Pulumi's own Kubernetes components (charts, YAML, kustomize): not API objects. */
 const PULUMI_COMPONENT_GROUPS = ["helm.sh", "yaml", "kustomize"];
+
+/**
+ * The API groups an existing cluster brings that llm-ha's objects use there: Karpenter's (its
+ * NodePools and EC2NodeClasses) and the VPC CNI's SecurityGroupPolicy. A stack on a cluster it
+ * does not own installs neither; `llm-ha preflight` checks their CRDs on the live cluster.
+ */
+export const EXISTING_CLUSTER_GROUPS: readonly string[] = ["karpenter.sh", "karpenter.k8s.aws", "vpcresources.k8s.aws"];
 
 /** prometheus-operator's CRDs: what both kube-prometheus-stack and prometheus-operator-crds install. */
 const PROMETHEUS_OPERATOR_CRDS: readonly string[] = [
@@ -109,7 +117,8 @@ export const crdsInstalled: StackValidationPolicy = {
   },
   validateStack: (args, reportViolation) => {
     const cfg = args.getConfig<CrdsInstalledConfig>();
-    const preinstalled = new Set([...BUILT_IN_GROUPS, ...PULUMI_COMPONENT_GROUPS, ...list(cfg.preinstalledGroups).map(String)]);
+    const existing = onExistingCluster(args.resources) ? EXISTING_CLUSTER_GROUPS : [];
+    const preinstalled = new Set([...BUILT_IN_GROUPS, ...PULUMI_COMPONENT_GROUPS, ...existing, ...list(cfg.preinstalledGroups).map(String)]);
     const installed = installedKinds(args.resources);
     for (const r of args.resources) {
       const t = kubernetesType(r.type);

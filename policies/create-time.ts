@@ -146,6 +146,9 @@ function kubeconfigIdentity(provider: PolicyResource): { cluster?: string; roleA
   return exec ? { cluster: after("--cluster-name"), roleArn: after("--role-arn") } : undefined;
 }
 
+/** Access entry types for node roles: EKS grants them the node permissions itself, and refuses an access policy on them. */
+const NODE_ACCESS_ENTRY_TYPES = ["EC2_LINUX", "EC2_WINDOWS", "FARGATE_LINUX", "HYBRID_LINUX", "EC2"];
+
 export const clusterAccessEntries: StackValidationPolicy = {
   name: "cluster-access-entries",
   description:
@@ -164,6 +167,8 @@ export const clusterAccessEntries: StackValidationPolicy = {
       }
     }
     for (const e of entries) {
+      // A node role's entry (EC2_LINUX, …) gets EKS's node permissions by its type; it takes no access policy.
+      if (NODE_ACCESS_ENTRY_TYPES.includes(str((e.props as Props).type) ?? "STANDARD")) continue;
       const principal = str((e.props as Props).principalArn);
       const granted = associations.some((x) => str((x.props as Props).principalArn) === principal) || strings((e.props as Props).kubernetesGroups).length > 0;
       if (!granted) reportViolation(`Access entry ${e.name} for ${principal} has no access policy association or Kubernetes group: the principal authenticates but may do nothing (403).`, e.urn);

@@ -4,7 +4,7 @@
 import { type StackValidationPolicy } from "@pulumi/policy";
 import { chartNameOf } from "../contracts/charts";
 import { EKS_SUPPORT_WARNING_DAYS, eksSupportEndingSoon, eksVersionProblem, isoDay } from "../contracts/eks-versions";
-import { gpuNodeGroupsWithTemplates, nodeGroupAzs, AZ_LABEL } from "./conventions";
+import { gpuNodeGroupsWithTemplates, nodeGroupAzs, onExistingCluster, AZ_LABEL } from "./conventions";
 import { record, str, stringMap, strings, type Props } from "./props";
 import { allowedInstanceTypesProperty } from "./gpu";
 
@@ -142,7 +142,8 @@ export const nlbNeedsLbController: StackValidationPolicy = {
     const nlbs = args.resources.filter(
       (r) => r.type === "kubernetes:core/v1:Service" && str(record((r.props as Props).spec)?.loadBalancerClass) === NLB_CLASS,
     );
-    if (nlbs.length === 0) return;
+    // An existing cluster runs its own load balancer controller (llm-ha preflight checks it is there).
+    if (nlbs.length === 0 || onExistingCluster(args.resources)) return;
     // By name, archive path or OCI reference alike (charts-by-digest wants one of the last two).
     const releases = args.resources.filter((r) => r.type === HELM_RELEASE_TYPE && chartNameOf(str((r.props as Props).chart) ?? "", str((r.props as Props).version)) === LB_CONTROLLER_CHART);
     if (releases.length === 0) {

@@ -13,7 +13,10 @@ import {
   GPU_TAINT_KEY,
   LAUNCH_TEMPLATE_TYPE,
   NODE_GROUP_TYPE,
+  NODEPOOL_TYPE,
   findReferenced,
+  nodePoolAzs,
+  onExistingCluster,
   isGpuNodeGroup,
   nodeGroupAzs,
 } from "./conventions";
@@ -36,11 +39,15 @@ export const gpuNodeGroupsMultiAz: StackValidationPolicy = {
   validateStack: (args, reportViolation) => {
     const { minAzs } = args.getConfig<GpuNodeGroupsMultiAzConfig>();
     const groups = args.resources.filter((r) => r.type === NODE_GROUP_TYPE && isGpuNodeGroup(r.props as Props));
-    if (groups.length === 0) {
+    // Karpenter NodePools count by the one AZ each is pinned to (nodepool-single-az checks the pin).
+    const poolAzs = args.resources.filter((r) => r.type === NODEPOOL_TYPE).map((r) => nodePoolAzs(r.props as Props)).filter((a) => a.length === 1).map((a) => a[0]);
+    if (groups.length === 0 && poolAzs.length === 0) {
+      // On an existing cluster with adopted node groups the groups are the operator's: llm-ha preflight checks them.
+      if (onExistingCluster(args.resources)) return;
       reportViolation(`The stack has no GPU node groups; it needs GPU node groups in at least ${minAzs} AZs.`);
       return;
     }
-    const azs = new Set<string>();
+    const azs = new Set<string>(poolAzs);
     for (const g of groups) {
       const resolved = nodeGroupAzs(args.resources, g);
       // A subnet the stack does not create (or mocks cannot resolve) still names one AZ:

@@ -12,6 +12,7 @@ import {
   GPU_TAINT_KEY,
   HOSTNAME_KEY,
   ZONE_KEY,
+  isCapacityPlaceholder,
   nameOf,
   namespaceOf,
   selectorMatches,
@@ -35,8 +36,13 @@ function containers(spec: Props): Props[] {
     .filter((c): c is Props => c !== undefined);
 }
 
-/** True when any container asks for GPUs (limits or requests). */
+/**
+ * True when any container asks for GPUs (limits or requests): an inference workload. The standby's
+ * placeholder asks for GPUs only to make Karpenter provision (it serves nothing, holds no model,
+ * and any inference pod preempts it), so it is not one.
+ */
 export function requestsGpu(workload: Props): boolean {
+  if (isCapacityPlaceholder(workload)) return false;
   return containers(podSpec(workload)).some((c) => {
     const res = record(c.resources);
     const amount = num(record(res?.limits)?.[GPU_RESOURCE]) ?? num(record(res?.requests)?.[GPU_RESOURCE]);

@@ -6,7 +6,7 @@
 // behaviour"; test/policies/update-time.test.ts keeps each fault as a fixture.
 import type { ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { DESIRED_FROM_TAG } from "../contracts/scarce-gpus";
-import { gpuNodeGroupsWithTemplates, isGpuNodeGroup, NODE_GROUP_TYPE, nodeGroupAzs, ZONE_KEY } from "./conventions";
+import { gpuNodeGroupsWithTemplates, isGpuNodeGroup, NODE_GROUP_TYPE, nodeGroupAzs, onExistingCluster, ZONE_KEY } from "./conventions";
 import { num, record, str, stringMap, strings, type Props } from "./props";
 
 /** Label the system node groups carry and the controller and L1 pods select. */
@@ -83,6 +83,8 @@ export const systemNodeGroupPerAz: StackValidationPolicy = {
       }
       if ((num(record((g.props as Props).scalingConfig)?.minSize) ?? 0) >= 1) azs.forEach((az) => covered.add(az));
     }
+    // On an existing cluster the system nodes are the operator's (labelled llm-ha.io/node-role=system): llm-ha preflight checks each AZ has one.
+    if (onExistingCluster(args.resources)) return;
     const pinned = new Set(args.resources.filter((r) => r.type === DEPLOYMENT).map((r) => pinnedSystemAz(r.props as Props)).filter((az): az is string => az !== undefined));
     for (const az of [...pinned].sort()) {
       if (!covered.has(az)) reportViolation(`AZ ${az} has L1 pods pinned to system nodes but no single-AZ system node group there with minSize ≥ 1: they stay Pending.`);

@@ -75,9 +75,10 @@ export function kubernetesVersionCheck(version: string, day: string): { refuse: 
 }
 
 /** `llm-ha:apiEndpoint`, `addonVersions` and `kubernetesVersion`: the EKS control plane. */
-export function clusterOf(s: Settings, today: Date, warn: (message: string) => void): Pick<StackConfig, "apiEndpoint" | "addonVersions" | "kubernetesVersion"> {
+export function clusterOf(s: Settings, today: Date, warn: (message: string) => void, existing = false): Pick<StackConfig, "apiEndpoint" | "addonVersions" | "kubernetesVersion"> {
   const { cfg, p, key } = s;
-  const apiEndpoint = apiEndpointOf(cfg.getObject<unknown>("apiEndpoint"), key("apiEndpoint"), p);
+  // An existing cluster's endpoint is the operator's (infra/config/existing-cluster.ts refuses the key there).
+  const apiEndpoint: ApiEndpointConfig = existing ? { access: "private", runnerCidrs: [] } : apiEndpointOf(cfg.getObject<unknown>("apiEndpoint"), key("apiEndpoint"), p);
   if (cfg.get("privateEndpointOnly") !== undefined) {
     p.add(key("privateEndpointOnly"), `is replaced by ${key("apiEndpoint")} (access: public with publicAccessCidrs, or access: private with runnerCidrs)`);
   }

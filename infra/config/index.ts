@@ -4,6 +4,7 @@
  * fallback and observability. `resolveConfig` reads them all and reports every problem at once.
  */
 export type { ApiEndpointConfig } from "./cluster";
+export type { CapacityConfig, ExistingClusterConfig } from "./existing-cluster";
 export type { FallbackConfig, FallbackProviderConfig } from "./fallback";
 export type { GamedayConfig } from "./gameday";
 export { GPU_CLASSES, type GpuClassConfig, type GpuClassName } from "./gpu";

@@ -3,6 +3,7 @@ import { Problems } from "../problems";
 import { clusterAccessOf, clusterOf, nodeIdentitiesOf, systemNodesOf } from "./cluster";
 import { kafkaOf, redisOf } from "./data";
 import { dnsOf } from "./dns";
+import { capacityOf, existingClusterOf } from "./existing-cluster";
 import { chartsOf, edgeOf, imagesOf, inferenceKeyOf, requireDigest } from "./edge";
 import { fallbackOf } from "./fallback";
 import { gamedayOf } from "./gameday";
@@ -35,7 +36,9 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   const gpuClasses = gpuClassesOf(s, azs);
   const gpuFastImagePull = gpuFastImagePullOf(s);
   const inference = inferenceOf(s, src.stack);
-  const cluster = clusterOf(s, src.today ?? new Date(), src.warn ?? ((m) => void pulumi.log.warn(m)));
+  const existingCluster = existingClusterOf(s, azs);
+  const capacity = capacityOf(s, existingCluster, azs, standbyAz, gpuClasses);
+  const cluster = clusterOf(s, src.today ?? new Date(), src.warn ?? ((m) => void pulumi.log.warn(m)), existingCluster !== undefined);
   const nodeIdentities = nodeIdentitiesOf(s, cluster.kubernetesVersion);
   const clusterAccess = clusterAccessOf(s, src.aws);
   const agentImage = agentImageOf(s);
@@ -47,7 +50,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   const inferenceApiKey = inferenceKeyOf(s);
   requireDigest(s, images, "haproxy", haproxy.image === "");
   requireDigest(s, images, "awsCli", inference.inference.weightsS3Uri !== undefined && inference.inference.weightsLoad === "sync");
-  requireDigest(s, images, "lbController", true);
+  requireDigest(s, images, "lbController", existingCluster === undefined);
   requireDigest(s, images, "dcgmExporter", true);
   const redis = redisOf(s, azs);
   const kafka = kafkaOf(s, azs);
@@ -60,7 +63,10 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   if (standbyAz !== undefined && schedule === undefined) p.add(s.key("schedule"), "is required when llm-ha:standbyAz is set");
   p.throwIfAny("stack configuration");
   return {
-    clusterName: src.project.get("clusterName") ?? `llm-ha-${src.stack}`,
+    // An existing cluster's name is the one llm-ha's objects and tags name (LLMHA_CLUSTER, the NLBs).
+    clusterName: existingCluster?.name ?? src.project.get("clusterName") ?? `llm-ha-${src.stack}`,
+    existingCluster,
+    capacity,
     ...network,
     ...cluster,
     nodeIdentities,

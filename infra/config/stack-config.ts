@@ -5,6 +5,7 @@ import type { ClusterAccess } from "../cluster";
 import type { ImageName } from "../images";
 import type { ApiEndpointConfig } from "./cluster";
 import type { FallbackConfig } from "./fallback";
+import type { CapacityConfig, ExistingClusterConfig } from "./existing-cluster";
 import type { GamedayConfig } from "./gameday";
 import type { GpuClassConfig, GpuClassName } from "./gpu";
 import type { ObservabilityConfig } from "./observability";
@@ -17,6 +18,10 @@ export type WeightsLoad = "stream" | "sync";
 
 export interface StackConfig {
   clusterName: string;
+  /** An EKS cluster the stack runs on and does not own (`llm-ha:existingCluster`); absent: the stack creates its VPC and cluster. */
+  existingCluster?: ExistingClusterConfig;
+  /** Where the GPU nodes come from (`llm-ha:capacity`): the stack's own groups, or on an existing cluster adopted groups or Karpenter. */
+  capacity: CapacityConfig;
   region: string;
   azs: string[];
   standbyAz?: string;

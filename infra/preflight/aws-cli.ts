@@ -62,7 +62,8 @@ export function ecrImage(ref: string): { account: string; region: string; reposi
 
 /** The add-on versions, the agent image, the weights prefix, the certificate, the pull-through secret and who reads the alert rules, one guarded check each. */
 export async function cliChecks(c: StackConfig, cli: AwsCli, guard: (check: string, f: () => Promise<CheckRow[]>) => Promise<void>): Promise<void> {
-  await guard("add-on versions", async () => {
+  // An existing cluster's add-ons are the operator's: the existing-cluster rows check the ones llm-ha needs.
+  if (c.existingCluster === undefined) await guard("add-on versions", async () => {
     const rows: CheckRow[] = [];
     for (const addon of ADDON_NAMES) {
       const { versions, dflt } = await addonVersions(cli, addon, c.kubernetesVersion);

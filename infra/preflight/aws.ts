@@ -13,6 +13,7 @@ import { quotaValue, STANDARD_QUOTA_CHECK, standardQuotaRows } from "./quotas";
 import { reservationRow, wantedReservations } from "./reservations";
 import { fetchIpRanges, route53RangesRow, type IpRangesFetch } from "./route53-ranges";
 import { capacityBlockMostlyNote } from "../../contracts/scarce-gpus";
+import { cliClusterReader, existingClusterRows, type ClusterReader } from "./existing-cluster";
 
 export interface AwsClients {
   ec2: EC2Client;
@@ -22,10 +23,12 @@ export interface AwsClients {
   cli?: AwsCli;
   /** AWS's ip-ranges.json (no credentials): the Route53 checkers' ranges against the snapshot. Absent: not compared. */
   ipRanges?: IpRangesFetch;
+  /** An existing cluster's reads (`aws eks`, `kubectl`): with `llm-ha:existingCluster` only. Absent: not checked. */
+  cluster?: ClusterReader;
 }
 
 export function awsClients(region: string): AwsClients {
-  return { ec2: new EC2Client({ region }), quotas: new ServiceQuotasClient({ region }), route53: new Route53Client({ region: "us-east-1" }), cli: awsCli(region), ipRanges: fetchIpRanges };
+  return { ec2: new EC2Client({ region }), quotas: new ServiceQuotasClient({ region }), route53: new Route53Client({ region: "us-east-1" }), cli: awsCli(region), ipRanges: fetchIpRanges, cluster: cliClusterReader(region) };
 }
 
 const why = (err: unknown) => (err instanceof Error ? `${err.name}: ${err.message}` : String(err));
@@ -57,7 +60,8 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients, today = 
     ];
   });
 
-  await guard(STANDARD_QUOTA_CHECK, () => standardQuotaRows(c, clients.ec2, clients.quotas));
+  // An existing cluster's system nodes are the operator's: no Standard instances of the stack's own.
+  if (c.existingCluster === undefined) await guard(STANDARD_QUOTA_CHECK, () => standardQuotaRows(c, clients.ec2, clients.quotas));
 
   await guard("instance types offered", async () => {
     const fallbacks = Object.entries(c.standbyFallback) as [string, string[]][];
@@ -138,6 +142,8 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients, today = 
     return [{ check: "hosted zone", status: "ok", detail: `${c.dns.zoneId} is ${zone}, public; ${c.dns.serviceName} is inside it`, fix: "" }];
   });
   if (clients.cli) await cliChecks(c, clients.cli, guard);
+  // An existing cluster: its version, the add-ons and Karpenter llm-ha expects there, the nodes' labels, your access.
+  if (c.existingCluster !== undefined && clients.cluster) rows.push(...(await existingClusterRows(c, clients.cluster, today)));
   // The NLBs' :8081 admits the committed snapshot of the checkers' ranges: warn when AWS has moved them.
   if (clients.ipRanges) rows.push(await route53RangesRow(clients.ipRanges));
   return rows;

@@ -13,6 +13,8 @@ import { resolveConfig, standbySize, type StackConfig } from "../config";
 import { ROLE_PASSWORDS_HOW } from "../config/data";
 import { hasSetting, missingUserSettings, withStandIns } from "../user-settings";
 import { nonGpuGroups, STANDARD_QUOTA_CODE } from "./quotas";
+import { NODE_IDENTITY_MIN_VERSION } from "../config/cluster";
+import { KARPENTER_MIN_VERSION } from "./existing-cluster";
 
 export type CheckStatus = "ok" | "missing" | "invalid" | "warn" | "fail" | "offline";
 
@@ -89,7 +91,9 @@ export function offlineChecks(values: Record<string, string>, project: string, s
     const row = EKS_VERSIONS.find((v) => v.version === config!.kubernetesVersion);
     // A version newer than the table passes validation with a warning: say so here too.
     const daysLeft = row ? Math.floor((Date.parse(row.standardUntil) - Date.parse(isoDay(today))) / 86_400_000) : undefined;
-    rows.push({
+    // An existing cluster's version and add-ons are its own: --online reads them (infra/preflight/existing-cluster.ts).
+    if (config.existingCluster) rows.push({ check: "existing cluster", status: "ok", detail: `${config.existingCluster.name}: its version, add-ons, Karpenter or node groups, system nodes and your access are read with --online`, fix: "" });
+    else rows.push({
       check: `EKS ${config.kubernetesVersion} support`,
       status: daysLeft === undefined || daysLeft < 60 ? "warn" : "ok",
       detail: row ? `standard support until ${row.standardUntil} (${daysLeft} days); upgradePolicy STANDARD` : "not in the support table (contracts/eks-versions.ts): its window is not checked",
@@ -124,7 +128,7 @@ export function offlineChecks(values: Record<string, string>, project: string, s
       });
     }
     const pinned = Object.entries(config.addonVersions);
-    rows.push({
+    if (!config.existingCluster) rows.push({
       check: "managed add-on versions",
       status: "ok",
       detail: `resolved for Kubernetes ${config.kubernetesVersion} at deploy time${pinned.length ? `; pinned: ${pinned.map(([n, v]) => `${n} ${v}`).join(", ")}` : ""}`,
@@ -140,9 +144,18 @@ export function onlinePlan(c: StackConfig | undefined, missing: string[] = []): 
   const or = (key: string, v: string) => (missing.includes(key) ? `<${key}>` : v);
   const types = [...new Set([...c.gpuClasses.flatMap((g) => g.instanceTypes), ...Object.values(c.standbyFallback).flatMap((t) => t ?? [])])];
   const crs = c.gpuClasses.flatMap((g) => Object.entries(g.capacityReservations).map(([az, id]) => `${id} (${az}, ${g.instanceType})`));
+  const e = c.existingCluster;
+  const existing = e && [
+    `existing cluster ${e.name}: eks describe-cluster (Kubernetes version in standard support${c.nodeIdentities ? `, ≥ ${NODE_IDENTITY_MIN_VERSION} for node identities` : ""}); kubectl on the current context: the aws-load-balancer-controller Deployment, an NVIDIA device plugin DaemonSet tolerating nvidia.com/gpu, the SecurityGroupPolicy CRD`,
+    c.capacity.engine === "karpenter"
+      ? `Karpenter: its CRDs (nodepools, nodeclaims, ec2nodeclasses) serving v1, its Deployment's version ≥ ${KARPENTER_MIN_VERSION}${c.capacity.nodeClass ? `, EC2NodeClass ${c.capacity.nodeClass}` : ""}`
+      : `node groups: eks describe-nodegroup for each adopted group: llm-ha.io/gpu-class, llm-ha.io/az, llm-ha.io/az-role labels and the nvidia.com/gpu NoSchedule taint`,
+    "system nodes: a node labelled llm-ha.io/node-role=system in every AZ; access: kubectl auth can-i create for what the stack applies",
+  ];
   return [
+    ...(existing ?? []),
     `GPU quota: service-quotas get-service-quota --service-code ec2 --quota-code ${P_QUOTA_CODE} (Running On-Demand P instances) in ${c.region} ≥ ${pQuotaNeeded(c)} vCPUs`,
-    `Standard quota: service-quotas get-service-quota --service-code ec2 --quota-code ${STANDARD_QUOTA_CODE} (Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances) in ${c.region} ≥ the vCPUs of ${nonGpuGroups(c).map((g) => `${g.name} ${g.maxSize} × ${g.instanceType}`).join(", ")} (ec2 describe-instance-types)`,
+    ...(e ? [] : [`Standard quota: service-quotas get-service-quota --service-code ec2 --quota-code ${STANDARD_QUOTA_CODE} (Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances) in ${c.region} ≥ the vCPUs of ${nonGpuGroups(c).map((g) => `${g.name} ${g.maxSize} × ${g.instanceType}`).join(", ")} (ec2 describe-instance-types)`]),
     `instance types offered: ec2 describe-instance-type-offerings --location-type availability-zone (${types.join(", ")} in ${c.azs.join(", ")})`,
     crs.length ? `capacity reservations: ec2 describe-capacity-reservations ${crs.join(", ")}: each in its AZ, of its type (a Capacity Block for a CAPACITY_BLOCK class), active (a scheduled or pending one blocks) with the group's running size free; warned: holding less than the group's maximum (no overflow), ending within ${RESERVATION_END_WARN_DAYS} days` : "capacity reservations: none configured",
     `hosted zone: route53 get-hosted-zone --id ${or("llm-ha:dns.zoneId", c.dns.zoneId)}: exists, is public and a parent of ${or("llm-ha:dns.serviceName", c.dns.serviceName)}`,
@@ -150,7 +163,7 @@ export function onlinePlan(c: StackConfig | undefined, missing: string[] = []): 
       ? `certificate: acm describe-certificate --certificate-arn ${or("llm-ha:edge.certificateArn", c.edge.certificateArn)}: in ${c.region}, ISSUED, its names cover ${or("llm-ha:dns.serviceName", c.dns.serviceName)}`
       : "certificate: none (llm-ha:edge.plainHttp), nothing to check",
     `pull-through secret: secretsmanager describe-secret --secret-id ${or("llm-ha:images.dockerHubSecretArn", c.images.dockerHubSecretArn)}: exists in ${c.region}, named ecr-pullthroughcache/… (its value is not read)`,
-    `add-on versions: eks describe-addon-versions --kubernetes-version ${c.kubernetesVersion} for ${ADDON_NAMES.join(", ")}: each has a default version${Object.keys(c.addonVersions).length ? ", and each pinned one is offered" : ""}`,
+    ...(e ? [] : [`add-on versions: eks describe-addon-versions --kubernetes-version ${c.kubernetesVersion} for ${ADDON_NAMES.join(", ")}: each has a default version${Object.keys(c.addonVersions).length ? ", and each pinned one is offered" : ""}`]),
     c.agentImageBuild
       ? "agent image: built and pushed by the stack (llm-ha:agentImageBuild), nothing to check"
       : `agent image: ecr describe-images --image-ids imageDigest=… for ${or("llm-ha:agentImage", c.agentImage)}: the digest exists in its repository`,

@@ -2,7 +2,7 @@ import * as k8s from "@pulumi/kubernetes";
 import type * as pulumi from "@pulumi/pulumi";
 import { APP } from "../names";
 import { CONTROLLER_SERVICE_ACCOUNT, controllerNodeReader } from "./controller";
-import type { Role, RoleBinding } from "./common";
+import type { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from "./common";
 import { ROLLOUT_CONFIGMAP } from "../../contracts/rollout-kube";
 
 export interface ControllerAccessArgs {
@@ -14,6 +14,8 @@ export interface ControllerAccessArgs {
   identities: boolean;
   /** The repair ladder acts (`LLMHA_REPAIR_MODE=act`): the inference pods' namespace it drains and restarts in. Default none (advise: no write). */
   repairNamespace?: string;
+  /** The Karpenter engine: the pools the leader wakes and releases, and its placeholder Deployment's name in `namespace` (the inference namespace). */
+  karpenter?: { pools: string[]; placeholder?: string; namespace: string };
   /** The model and engine rollout (always on): the inference namespace and its inference Deployments' names. */
   rollout?: { namespace: string; deployments: string[] };
 }
@@ -38,6 +40,49 @@ export function controllerRolloutAccess(workloadsNamespace: string, controllerNa
     },
     binding: {
       apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name, namespace: workloadsNamespace, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects: [{ kind: "ServiceAccount", name: CONTROLLER_SERVICE_ACCOUNT, namespace: controllerNamespace }],
+    },
+  };
+}
+
+/**
+ * What the Karpenter engine may do (cluster-scoped, as NodePools and NodeClaims are): read and
+ * merge-patch the standby and fallback NodePools by name (their `spec.limits`), list NodePools,
+ * and read, list and delete NodeClaims (release: Karpenter drains and terminates their nodes).
+ * NodeClaims are named by Karpenter, so their verbs cannot be narrowed by name.
+ */
+export function controllerKarpenterAccess(controllerNamespace: string, pools: string[]): { clusterRole: ClusterRole; binding: ClusterRoleBinding } {
+  const name = "llm-ha-controller-karpenter";
+  const labels = { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" };
+  return {
+    clusterRole: {
+      apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRole", metadata: { name, labels },
+      rules: [
+        { apiGroups: ["karpenter.sh"], resources: ["nodepools"], resourceNames: [...pools].sort(), verbs: ["get", "patch"] },
+        { apiGroups: ["karpenter.sh"], resources: ["nodepools"], verbs: ["list"] },
+        { apiGroups: ["karpenter.sh"], resources: ["nodeclaims"], verbs: ["get", "list", "delete"] },
+      ],
+    },
+    binding: {
+      apiVersion: "rbac.authorization.k8s.io/v1", kind: "ClusterRoleBinding", metadata: { name, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name },
+      subjects: [{ kind: "ServiceAccount", name: CONTROLLER_SERVICE_ACCOUNT, namespace: controllerNamespace }],
+    },
+  };
+}
+
+/** The placeholder's scale (wake and release), by name, in its namespace: nothing else of any Deployment. */
+export function controllerPlaceholderAccess(placeholderNamespace: string, placeholder: string, controllerNamespace: string): { role: Role; binding: RoleBinding } {
+  const name = "llm-ha-controller-placeholder";
+  const labels = { "app.kubernetes.io/name": APP.controller, "app.kubernetes.io/part-of": "llm-ha" };
+  return {
+    role: {
+      apiVersion: "rbac.authorization.k8s.io/v1", kind: "Role", metadata: { name, namespace: placeholderNamespace, labels },
+      rules: [{ apiGroups: ["apps"], resources: ["deployments/scale"], resourceNames: [placeholder], verbs: ["get", "patch"] }],
+    },
+    binding: {
+      apiVersion: "rbac.authorization.k8s.io/v1", kind: "RoleBinding", metadata: { name, namespace: placeholderNamespace, labels },
       roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
       subjects: [{ kind: "ServiceAccount", name: CONTROLLER_SERVICE_ACCOUNT, namespace: controllerNamespace }],
     },
@@ -101,6 +146,16 @@ export function createControllerAccess(
     const repair = controllerRepairAccess(a.repairNamespace, a.namespace);
     const r = new k8s.rbac.v1.Role(`${name}-controller-repair`, repair.role, inWorkloads);
     out.push(r, new k8s.rbac.v1.RoleBinding(`${name}-controller-repair`, repair.binding, after(r)));
+  }
+  if (a.karpenter !== undefined) {
+    const kp = controllerKarpenterAccess(a.namespace, a.karpenter.pools);
+    const cr = new k8s.rbac.v1.ClusterRole(`${name}-controller-karpenter`, kp.clusterRole, opts);
+    out.push(cr, new k8s.rbac.v1.ClusterRoleBinding(`${name}-controller-karpenter`, kp.binding, { ...opts, dependsOn: [cr] }));
+    if (a.karpenter.placeholder !== undefined) {
+      const ph = controllerPlaceholderAccess(a.karpenter.namespace, a.karpenter.placeholder, a.namespace);
+      const r = new k8s.rbac.v1.Role(`${name}-controller-placeholder`, ph.role, inWorkloads);
+      out.push(r, new k8s.rbac.v1.RoleBinding(`${name}-controller-placeholder`, ph.binding, after(r)));
+    }
   }
   if (a.rollout !== undefined) {
     const rollout = controllerRolloutAccess(a.rollout.namespace, a.namespace, a.rollout.deployments);

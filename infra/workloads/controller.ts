@@ -27,6 +27,31 @@ export interface AgentActuatorEnv {
   reservedGroups?: pulumi.Input<string>;
 }
 
+/**
+ * The Karpenter engine's settings (`LLMHA_CAPACITY_ENGINE=karpenter`): the standby's NodePools in
+ * wake order, its placeholder, and the schedule the leader parks and wakes it on (Karpenter has no
+ * scheduled scaling; the ASG engine's schedule is EC2 scheduled actions, infra/standby-schedule.ts).
+ */
+export interface KarpenterEnv {
+  /** `LLMHA_STANDBY_NODEPOOLS`: `nodepool=gpus,…`; absent without a standby AZ. */
+  standbyNodePools?: string;
+  /** `LLMHA_STANDBY_PLACEHOLDER`: `namespace/deployment=replicas`. */
+  placeholder?: string;
+  /** `LLMHA_STANDBY_SCHEDULE` (`scaleDown;scaleUp[;weekendDown]`) and `LLMHA_STANDBY_SCHEDULE_TZ`. */
+  schedule?: { scaleDown: string; scaleUp: string; weekendDown?: string; timeZone: string };
+}
+
+function karpenterEnv(k: KarpenterEnv): { name: string; value: string }[] {
+  const env = [{ name: "LLMHA_CAPACITY_ENGINE", value: "karpenter" }];
+  if (k.standbyNodePools !== undefined) env.push({ name: "LLMHA_STANDBY_NODEPOOLS", value: k.standbyNodePools });
+  if (k.placeholder !== undefined) env.push({ name: "LLMHA_STANDBY_PLACEHOLDER", value: k.placeholder });
+  if (k.schedule !== undefined) {
+    const crons = [k.schedule.scaleDown, k.schedule.scaleUp, ...(k.schedule.weekendDown !== undefined ? [k.schedule.weekendDown] : [])];
+    env.push({ name: "LLMHA_STANDBY_SCHEDULE", value: crons.join(";") }, { name: "LLMHA_STANDBY_SCHEDULE_TZ", value: k.schedule.timeZone });
+  }
+  return env;
+}
+
 /** The standby's settings the leader reads: its AZ, its size relative to an active AZ, its practice wakes. */
 function standbyEnv(s: ControllerSpec): { name: string; value: string }[] {
   if (!s.standbyAz) return [];
@@ -100,6 +125,8 @@ export interface ControllerSpec {
   identityIssuer?: pulumi.Input<string>;
   /** The repair ladder (`LLMHA_REPAIR_*`). Default none: the agent's own default (advise). */
   repair?: ControllerRepairEnv;
+  /** The Karpenter capacity engine's settings; absent: the ASG engine (the agent's default). */
+  karpenter?: KarpenterEnv;
   /** `LLMHA_ROLLOUT_NAMESPACE`: the inference Deployments' namespace, where a rollout patches them and reads the `llm-ha-rollout` ConfigMap. Default none (the agent's `llm-ha`). */
   rolloutNamespace?: string;
 }
@@ -195,6 +222,7 @@ export function controllerManifests(s: ControllerSpec): { deployment: Deployment
                 ...redis.env,
                 ...standbyEnv(s),
                 ...(s.actuator ? actuatorEnv(s.actuator) : []),
+                ...(s.karpenter ? karpenterEnv(s.karpenter) : []),
                 ...(s.repair ? repairEnv(s.repair) : []),
                 ...(s.rolloutNamespace !== undefined ? [env("LLMHA_ROLLOUT_NAMESPACE", s.rolloutNamespace)] : []),
               ],

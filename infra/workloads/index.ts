@@ -5,7 +5,7 @@ import { APP, edgeNamespaceOf, NAMESPACE_NAME, WORKLOADS_NAMESPACE, type NetRole
 import { createSecurityGroupPolicies } from "../fences";
 import { Problems } from "../problems";
 import { agentDaemonSet, agentServiceAccount } from "./agent";
-import { controllerManifests, type AgentActuatorEnv, type ControllerRepairEnv } from "./controller";
+import { controllerManifests, type AgentActuatorEnv, type ControllerRepairEnv, type KarpenterEnv } from "./controller";
 import { createControllerAccess } from "./controller-access";
 import { objectName } from "./common";
 import { DEVICE_PLUGIN_IMAGE, devicePluginDaemonSet } from "./device-plugin";
@@ -75,8 +75,8 @@ export interface WorkloadsArgs {
   /** HAProxy pods per AZ (default 2), and HAProxy's CPU limit and threads in each (`llm-ha:haproxy.cpu`, `.nbthread`; default `L1_CPU`: 2 cores, 2 threads). */
   haproxyReplicas?: number;
   haproxyCpu?: L1Cpu;
-  /** NVIDIA device plugin image. Default `DEVICE_PLUGIN_IMAGE`. */
-  devicePluginImage?: string;
+  /** NVIDIA device plugin image; `null`: none (an existing cluster runs its own, which preflight checks). Default `DEVICE_PLUGIN_IMAGE`. */
+  devicePluginImage?: string | null;
   /** NVIDIA DCGM exporter image, by digest (infra/workloads/dcgm-exporter.ts). Default none: no exporter. */
   dcgmExporterImage?: pulumi.Input<string>;
   /** The AZ the schedule scales to zero (`LLMHA_STANDBY_AZ`). Default none. */
@@ -93,6 +93,8 @@ export interface WorkloadsArgs {
   nodeIdentities?: { issuer: pulumi.Input<string> };
   /** The controller's AWS actuator: the IRSA role for its ServiceAccount (never the GPU-node agents') and its settings. Default none. */
   agentActuator?: AgentActuatorEnv & { roleArn: pulumi.Input<string> };
+  /** The Karpenter engine (`llm-ha:capacity.engine: karpenter`): the controller's settings, the pools and placeholder its RBAC names. Default none (ASG). */
+  karpenter?: { env: KarpenterEnv; pools: string[]; placeholder?: string };
   /** The repair ladder (`LLMHA_REPAIR_*`); `act` (needs `agentActuator`) also gets the repair RBAC in the workloads namespace. Default none (the agent's advise). */
   repair?: Omit<ControllerRepairEnv, "namespace">;
   /**
@@ -116,7 +118,6 @@ export interface WorkloadsArgs {
    */
   prometheusNamespace?: string;
 }
-
 
 export { EDGE_POD_SECURITY, WORKLOADS_POD_SECURITY } from "./namespaces";
 export { redisSecretParts, type RedisWorkloadRole } from "./redis-secret";
@@ -221,7 +222,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   const identities = args.nodeIdentities !== undefined;
   // Act-mode repairs (drain/restart inference pods) and rollouts (workloads/rollout.ts) act in the inference namespace only.
   const repairNamespace = args.repair?.mode === "act" ? namespace : undefined;
-  controllerDeps.push(...createControllerAccess(name, { namespace: edgeNamespace, roleArn: args.agentActuator?.roleArn, identities, repairNamespace, rollout: { namespace, deployments: inferenceDeploymentNames(args.azs.map((a) => a.az), args.gpuClasses) } }, opts, inEdge, inNs));
+  controllerDeps.push(...createControllerAccess(name, { namespace: edgeNamespace, roleArn: args.agentActuator?.roleArn, identities, repairNamespace, karpenter: args.karpenter && { ...args.karpenter, namespace }, rollout: { namespace, deployments: inferenceDeploymentNames(args.azs.map((a) => a.az), args.gpuClasses) } }, opts, inEdge, inNs));
   new k8s.core.v1.ConfigMap(`${name}-rollout`, rolloutConfigMap(namespace, modelRevisionOf(args.inference), args.inference.image), inNs);
   // Node identities: the agents' own ServiceAccount (no role bound, no API token), which names their identity tokens.
   if (identities) agentDeps.push(new k8s.core.v1.ServiceAccount(`${name}-agent`, agentServiceAccount(namespace), inNs));
@@ -232,13 +233,12 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     clusterName: args.clusterName,
     redisSecretName: controllerRedis.name,
     replicas: args.azs.length,
-    standbyAz: args.standbyAz,
+    standbyAz: args.standbyAz, practiceWake: args.practiceWake,
     standbyCapacityPercent: Math.round((args.standbyCapacityRatio ?? 1) * 100),
-    practiceWake: args.practiceWake,
     actuator: args.agentActuator,
     identityIssuer: args.nodeIdentities?.issuer,
     repair: args.repair ? { ...args.repair, namespace: repairNamespace } : undefined,
-    rolloutNamespace: namespace,
+    karpenter: args.karpenter?.env, rolloutNamespace: namespace,
   });
   new k8s.apps.v1.Deployment(`${name}-controller`, ctl.deployment, { ...opts, dependsOn: controllerDeps, customTimeouts: { create: "10m", update: "10m" } });
   new k8s.policy.v1.PodDisruptionBudget(`${name}-controller`, ctl.pdb, inEdge);
@@ -279,7 +279,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
     );
   }
   // Runs on GPU nodes only: with none yet (they scale up after creation) it is ready at once.
-  new k8s.apps.v1.DaemonSet(`${name}-device-plugin`, devicePluginDaemonSet(args.devicePluginImage ?? DEVICE_PLUGIN_IMAGE), { ...opts, customTimeouts: { create: "10m", update: "20m" } });
+  if (args.devicePluginImage !== null) new k8s.apps.v1.DaemonSet(`${name}-device-plugin`, devicePluginDaemonSet(args.devicePluginImage ?? DEVICE_PLUGIN_IMAGE), { ...opts, customTimeouts: { create: "10m", update: "20m" } });
   // The GPUs' own telemetry for Prometheus, on GPU nodes only; likewise ready at once with none.
   if (args.dcgmExporterImage !== undefined) new k8s.apps.v1.DaemonSet(`${name}-dcgm-exporter`, dcgmExporterDaemonSet(args.dcgmExporterImage), { ...opts, customTimeouts: { create: "10m", update: "20m" } });
 

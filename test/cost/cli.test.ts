@@ -145,7 +145,7 @@ describe("llm-ha cost", () => {
   it("exits 2 on an unknown stack, listing the stacks found", async () => {
     const { code, stderr } = await cost(["--stack", "qa"]);
     expect(code).toBe(2);
-    expect(stderr).toMatch(/^llm-ha cost: no stack "qa" in \S+; stacks found: dev, prod, staging$/m);
+    expect(stderr).toMatch(/^llm-ha cost: no stack "qa" in \S+; stacks found: byo, dev, prod, staging$/m);
   });
 
   it("exits 2 on a bad cron, naming the config key", async () => {

@@ -74,7 +74,7 @@ describe("npm run policy", () => {
   it("exits 2 with the usage on an unknown stack", async () => {
     const { code, stderr } = await policyCli(["--stack", "qa"]);
     expect(code).toBe(2);
-    expect(stderr).toContain("--stack must be one of dev, staging, prod or a path to a Pulumi.<stack>.yaml (got qa)");
+    expect(stderr).toContain("--stack must be one of dev, staging, prod, byo or a path to a Pulumi.<stack>.yaml (got qa)");
   });
 
   it("exits 2, naming the file and the line, for a stack file that does not parse (not 1: that means violations)", async () => {
