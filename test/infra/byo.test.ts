@@ -7,6 +7,10 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseConfig } from "../../agent/src/config/load";
 import { captureStack, captureStackGraph, MOCK_EXISTING, type CapturedResource } from "../../infra/capture";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
@@ -127,6 +131,15 @@ describe("byo stack, Karpenter", () => {
     expect(env.LLMHA_STANDBY_SCHEDULE_TZ).toBe("America/New_York");
     expect(env.LLMHA_STANDBY_ASGS).toBeUndefined();
     expect(env.LLMHA_IDENTITY_ISSUER).toBe(MOCK_EXISTING.issuer("ai-platform"));
+  });
+
+  it("the controller's Karpenter settings pass the agent's own start-up checks (the two halves of the contract agree)", () => {
+    const env = controllerEnv(rs);
+    const dir = mkdtempSync(join(tmpdir(), "llmha-byo-"));
+    writeFileSync(join(dir, "password"), "pw\n");
+    const plain = Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === "string")) as Record<string, string>;
+    const podOnly = { LLMHA_NODE_ID: "llm-ha-controller-0", LLMHA_REDIS_URL: "rediss://redis:6379", LLMHA_REDIS_PASSWORD_FILE: join(dir, "password"), KUBERNETES_SERVICE_HOST: "10.100.0.1" };
+    expect(parseConfig([], { ...plain, ...podOnly })).toMatchObject({ role: "controller", capacityEngine: "karpenter", standbyAz: "us-east-1c", standbyAsgs: null, standbyNodepools: "llm-ha-us-east-1c-h100=8,llm-ha-us-east-1c-h100-fallback=8" });
   });
 
   it("grants the controller the standby pools by name, NodeClaims, and the placeholder's scale only", () => {
