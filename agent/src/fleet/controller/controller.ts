@@ -83,7 +83,7 @@ export interface ControllerOptions {
   rollout?: RolloutRunner;
   /**
    * The early look (early.ts): a node event that may make an AZ worse evaluates at once, at most
-   * once per `minGapMs` (default a quarter period, at most 250 ms); `false` waits for the period.
+   * once per `minGapMs` (default a quarter period, at most 100 ms); `false` waits for the period.
    */
   early?: { minGapMs?: number } | false;
 }
@@ -212,7 +212,7 @@ export class Controller {
     }, { once: true });
     if (this.o.early !== false && !this.closed && !signal.aborted) {
       // Between periods: only after the evaluation under way, at most once per gap (early.ts).
-      this.early = new EarlyLook(this.o.redis, this.o.keys.events, this.o.early?.minGapMs ?? Math.min(250, Math.floor(this.settings.intervalMs / 4)), () => this.lastStart, this.log, () => {
+      this.early = new EarlyLook(this.o.redis, this.o.keys.events, this.o.early?.minGapMs ?? Math.min(100, Math.floor(this.settings.intervalMs / 4)), () => this.lastStart, this.log, () => {
         if (this.closed || signal.aborted) return;
         this.serial(() => this.tick(Date.now(), true)).catch((err: unknown) => {
           if (!signal.aborted) this.log.warn({ err: (err as Error).message }, "early evaluation failed");
