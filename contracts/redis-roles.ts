@@ -128,6 +128,8 @@ export function redisRoles(cluster: string): RedisRole[] {
       "zadd", "zrem", "zrangebyscore", "zmscore", "smembers", "xadd",
       // Enrolments: read the requests, delete each once answered.
       "xrange", "xdel",
+      // The early look (controller/early.ts): follows `events` for nodes that worsen (read only, a key it already writes).
+      "xread",
     ],
     keys: [
       RW(k.leader), RW(k.fence), RW(k.fenceLast), RW(k.azState("*")), RW(k.tier), RW(k.standbyWake), RW(k.actuation), RW(k.suspect),

@@ -11,16 +11,20 @@ import { runL1Bench } from "./agent-l1";
 import { didYouMean } from "../../contracts/did-you-mean";
 
 const USAGE = `Usage: llm-ha bench [--quick] [--only l1|overhead|fleet|scale|edge|standby|continuation] [--out FILE]
-                 [--sizes 500,1000,2000] [--leader-period MS] [--plot FILE.svg]   (also: npm run bench)
+                 [--sizes 500,1000,2000] [--leader-period MS] [--no-early] [--plot FILE.svg]
+                 [--baseline-cli OLD/dist/agent/src/cli.js]   (also: npm run bench)
 
 Every measured figure as one JSON document on stdout, progress on stderr (docs/bench.md).
 Builds the agent first, so the overhead figure is the compiled agent the image runs.
 --sizes: the fleet sizes of the scale section (default 500,1000,2000; --quick 500,1000).
 --leader-period: the scale section's controller period (default 1000 ms, the controller's default).
+--baseline-cli: the overhead section also measures that compiled CLI (an older build, with its node_modules
+  beside it) in the same window, so the figure stands beside its baseline on the same machine and load.
+--no-early: the scale section's leader without its early look (decisions wait for the period: the figure before it).
 --plot: also draw the scale section's growth as an SVG (docs/bench-scale.svg).
 `;
-const FLAGS = ["--quick", "--only", "--out", "--sizes", "--plot", "--leader-period", "--help"];
-const VALUED = ["--only", "--out", "--sizes", "--plot", "--leader-period"];
+const FLAGS = ["--quick", "--only", "--out", "--sizes", "--plot", "--leader-period", "--no-early", "--baseline-cli", "--help"];
+const VALUED = ["--only", "--out", "--sizes", "--plot", "--leader-period", "--baseline-cli"];
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
@@ -64,8 +68,15 @@ async function main(): Promise<void> {
     log("overhead: the agent's CPU and memory with 8 GPUs, every signal on, against its goal");
     const { measureOverhead } = await import("./overhead.js");
     const dir = mkdtempSync(join(tmpdir(), "llmha-bench-overhead-"));
+    const baselineCli = argv.includes("--baseline-cli") ? argv[argv.indexOf("--baseline-cli") + 1] : null;
+    const seconds = quick ? 15 : 300;
     try {
-      result.overhead = await measureOverhead({ seconds: quick ? 15 : 300, dir, log });
+      const [now, before] = await Promise.all([
+        measureOverhead({ seconds, dir, log }),
+        baselineCli ? measureOverhead({ seconds, dir: mkdtempSync(join(dir, "baseline-")), cli: baselineCli, log: (l) => log(`baseline ${baselineCli}: ${l}`) }) : null,
+      ]);
+      result.overhead = before ? { ...now, baseline: { cli: baselineCli, ...before } } : now;
+      if (before) log(`overhead: agent ${now.cpuPct}% of a core (baseline ${before.cpuPct}%, goal ≤ ${now.goal.cpuPct}%), peak RSS ${now.rssMiB} MiB (baseline ${before.rssMiB} MiB, goal ≤ ${now.goal.rssMiB} MiB): ${now.met ? "met" : "NOT met"}`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -78,7 +89,7 @@ async function main(): Promise<void> {
   if (!only || only === "scale") {
     log("scale: one leader over 500 to 2,000 simulated agents (--quick: 500 and 1,000), an AZ fault at each size");
     const { runScaleBench } = await import("./scale.js");
-    result.scale = await runScaleBench({ sizes: sizes ?? (quick ? [500, 1000] : [500, 1000, 2000]), steadyS: quick ? 5 : 15, faults: quick ? 2 : 4, silentFault: !quick, log, svgOut: plot, leaderPeriodMs: periodArg });
+    result.scale = await runScaleBench({ sizes: sizes ?? (quick ? [500, 1000] : [500, 1000, 2000]), steadyS: quick ? 5 : 15, faults: quick ? 2 : 4, silentFault: !quick, log, svgOut: plot, leaderPeriodMs: periodArg, early: !argv.includes("--no-early") });
   }
   if (!only || only === "edge") {
     log("edge: what client authentication and limits add per request at the proxy");

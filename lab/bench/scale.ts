@@ -58,8 +58,10 @@ export interface ScaleOptions {
   /** Then one more: an AZ falls silent (its heartbeats stop; DOWN once their hashes expire). Default false. */
   silentFault?: boolean;
   log: (l: string) => void;
-  /** The leader's period (ms). Default the controller's default (1 s): the decision waits for the next period. */
+  /** The leader's period (ms). Default the controller's default (1 s). */
   leaderPeriodMs?: number;
+  /** The leader's early look (controller/early.ts): on by default, as the controller runs; false: the decision waits for the next period (the figure before it). */
+  early?: boolean;
   /** Where to write the plot (SVG), if anywhere. */
   svgOut?: string;
 }
@@ -140,6 +142,7 @@ export async function runScaleSize(nodes: number, o: Omit<ScaleOptions, "sizes">
     const writer = new FencedWriter(client.redis, keys, lease);
     const controller = new Controller({
       redis: client.redis, keys, lease, writer, log, inventory, heartbeatTtlMs: 3000, settings: { intervalMs: o.leaderPeriodMs ?? DEFAULT_CONTROLLER_SETTINGS.intervalMs },
+      ...(o.early === false ? { early: false as const } : {}),
       onPublished: (e) => void published.push({ at: Date.now(), e, aggMs: controller.lastAggregationTimeMs }),
     });
     const renewals: number[] = [];
@@ -282,7 +285,7 @@ export async function runScaleBench(o: ScaleOptions): Promise<Record<string, unk
     o.log(`${n} nodes done in ${r1((Date.now() - started) / 1000)} s`);
   }
   const table = growthTable(rows);
-  process.stderr.write(`\nFleet scale: one leader, ${AZS} AZs, heartbeats 1 s, leader period ${o.leaderPeriodMs ?? DEFAULT_CONTROLLER_SETTINGS.intervalMs} ms\n${renderGrowthTable(table)}\n`);
+  process.stderr.write(`\nFleet scale: one leader, ${AZS} AZs, heartbeats 1 s, leader period ${o.leaderPeriodMs ?? DEFAULT_CONTROLLER_SETTINGS.intervalMs} ms, early look ${o.early === false ? "off" : "on"}\n${renderGrowthTable(table)}\n`);
   if (o.svgOut) {
     const { writeFileSync } = await import("node:fs");
     writeFileSync(o.svgOut, renderScaleSvg(table, `Fleet scale: one leader over N nodes (${new Date().toISOString().slice(0, 16)} UTC)`));
@@ -292,7 +295,7 @@ export async function runScaleBench(o: ScaleOptions): Promise<Record<string, unk
     sizes: rows,
     growth: table.map((e) => ({ figure: e.figure, unit: e.unit, target: e.target, exponent: e.exponent, superlinear: e.superlinear, values: e.values })),
     withinTargets: withinTargets(table),
-    setup: { azs: AZS, agentProcesses: WORKERS, heartbeatMs: 1000, leaderPeriodMs: o.leaderPeriodMs ?? DEFAULT_CONTROLLER_SETTINGS.intervalMs, lease: LEASE, steadyS: o.steadyS, faultsPerSize: o.faults, silentFault: Boolean(o.silentFault), redisUsers: "llmha-agent (agents, /az/health), llmha-controller (leader)" },
+    setup: { azs: AZS, agentProcesses: WORKERS, heartbeatMs: 1000, leaderPeriodMs: o.leaderPeriodMs ?? DEFAULT_CONTROLLER_SETTINGS.intervalMs, earlyLook: o.early !== false, lease: LEASE, steadyS: o.steadyS, faultsPerSize: o.faults, silentFault: Boolean(o.silentFault), redisUsers: "llmha-agent (agents, /az/health), llmha-controller (leader)" },
   };
 }
 

@@ -3,6 +3,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { KeepAliveGet } from "../../agent/src/util/keepalive-get";
 import { EngineReader } from "../../agent/src/node/sources/engine-metrics";
+import { KeptAlive } from "../../agent/src/node/sources/kept-alive";
 import { freePort } from "../../agent/src/util/net";
 
 const servers: (Server | HttpServer)[] = [];
@@ -133,5 +134,34 @@ describe("EngineReader", () => {
     expect(await reader.read(2000)).toMatchObject({ family: "vllm", waiting: 2 });
     expect(await reader.read(2000)).toMatchObject({ family: "vllm", waiting: 2 });
     reader.close();
+  });
+});
+
+describe("KeptAlive (the model check and the probe)", () => {
+  it("sends GETs and JSON POSTs over one connection with the caller's headers; an aborted request drops the connection", async () => {
+    const s = await raw((n) => (n === 4 ? null : `HTTP/1.1 200 OK\r\nContent-Length: ${String(n).length + 3}\r\n\r\nok ${n}`));
+    const k = new KeptAlive();
+    try {
+      const base = `http://127.0.0.1:${s.port}`;
+      expect(await k.send(`${base}/health`, 2000)).toEqual({ status: 200, text: "ok 1" });
+      expect(await k.send(`${base}/v1/completions`, 2000, { prompt: "ping" }, undefined, { Authorization: "Bearer k" })).toEqual({ status: 200, text: "ok 2" });
+      expect(await k.send(`${base}/v1/models`, 2000)).toEqual({ status: 200, text: "ok 3" });
+      expect(s.connections()).toBe(1);
+      expect(s.requests[1]).toMatch(/^POST \/v1\/completions HTTP\/1\.1\r\n/);
+      expect(s.requests[1]).toContain("\r\nAuthorization: Bearer k");
+      expect(s.requests[1]).toContain(`\r\nContent-Length: ${JSON.stringify({ prompt: "ping" }).length}`);
+      // The 4th request gets no answer: aborted, it ends as a timeout and the next request opens a new connection.
+      const abort = new AbortController();
+      const pending = k.send(`${base}/v1/completions`, 5000, { prompt: "ping" }, abort.signal);
+      setTimeout(() => abort.abort(), 100);
+      expect(await pending).toMatchObject({ kind: "timeout" });
+      expect(await k.send(`${base}/health`, 2000)).toEqual({ status: 200, text: "ok 5" });
+      expect(s.connections()).toBe(2);
+      // Nothing listening: the same failure as the full client's.
+      const port = await freePort();
+      expect(await k.send(`http://127.0.0.1:${port}/health`, 2000)).toEqual({ kind: "refused", detail: `connection refused: http://127.0.0.1:${port}/health` });
+    } finally {
+      k.close();
+    }
   });
 });

@@ -7,7 +7,8 @@ import { readPciGpus, type GpuReader } from "./sources/gpu";
 import { openGpuReader } from "./sources/gpu-stream";
 import { InferenceCredential, splitUserinfo } from "./sources/credential";
 import { defaultMetricsUrl, EngineReader } from "./sources/engine-metrics";
-import { ADAPTERS, request, type InferenceAdapter } from "./sources/inference";
+import { ADAPTERS, type InferenceAdapter } from "./sources/inference";
+import { KeptAlive } from "./sources/kept-alive";
 import type { EngineObservation, GpuInfo, ModelIdentity, ProbeObservation, Sample, Signals, XidEvent } from "./sources/signals";
 import { ConnectionWatch } from "./sources/watch";
 import { DrainFile } from "./sources/drain-file";
@@ -52,6 +53,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   private suspects: ReadonlySet<string> = new Set();
   private probeAbort: AbortController | null = null;
   private probeTimers: NodeJS.Timeout[] = [];
+  /** The model check's and the probe's own kept-alive connections (they overlap: one each). */
+  private readonly modelHttp = new KeptAlive();
+  private readonly probeHttp = new KeptAlive();
   private servedModel: string | null = null;
   /** Times the inference server became ready after not being ready: a restart the canaries wait for. */
   serverStarts = 0;
@@ -177,6 +181,8 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     for (const l of this.loops) l.stop();
     this.gpu.stop(); // the nvidia-smi stream, a child of the agent, ends with it
     this.engineReader?.close();
+    this.modelHttp.close();
+    this.probeHttp.close();
     this.watch.stop();
     this.probeAbort?.abort();
     for (const t of this.probeTimers) clearTimeout(t);
@@ -207,7 +213,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
 
   private async checkModel(): Promise<void> {
     const t0 = performance.now();
-    const obs = await this.adapter.check(this.inferenceBase, this.cfg.model, this.cfg.modelTimeoutMs, this.credential.headers());
+    const obs = await this.adapter.check(this.inferenceBase, this.cfg.model, this.cfg.modelTimeoutMs, this.credential.headers(), this.modelHttp.send);
     this.metrics.source("model", performance.now() - t0, obs.kind !== "ready");
     this.perf.model(obs.kind === "ready", this.clock());
     const started = obs.kind === "ready" && this.signals.model?.value.kind !== "ready";
@@ -315,7 +321,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     const stuckIn = this.cfg.probeStuckMs - (started - unansweredSince);
     if (stuckIn < this.cfg.probeTimeoutMs) at(Math.max(0, stuckIn), () => this.evaluateNow());
     void (async () => {
-      const r = await request(req.url, this.cfg.probeTimeoutMs, req.body, abort.signal, this.credential.headers());
+      const r = await this.probeHttp.send(req.url, this.cfg.probeTimeoutMs, req.body, abort.signal, this.credential.headers());
       if (abort.signal.aborted) return;
       for (const t of this.probeTimers) clearTimeout(t);
       this.probeTimers = [];

@@ -1,11 +1,11 @@
 /**
- * One kept-alive HTTP/1.1 connection for a GET the agent repeats several times a second (the
- * engine's metrics, every 200 ms). Node's `http` client costs about 0.5 ms of CPU per request
+ * One kept-alive HTTP/1.1 connection for a request the agent repeats several times a second (the
+ * engine's metrics every 200 ms; the model check and the probe every period, KeptAlive below). Node's `http` client costs about 0.5 ms of CPU per request
  * (ClientRequest, IncomingMessage, their streams); writing the request line on a socket and
  * reading the answer here costs about a fifth of that, which at five reads a second was most of
  * the agent's own CPU on a node.
  *
- * Only what such a read needs: plain `http:`, GET, an answer with `Content-Length`, chunked, or
+ * Only what such a read needs: plain `http:`, GET or a POST of a small body, an answer with `Content-Length`, chunked, or
  * ended by the server closing. Anything else (`https:`, a header that cannot be sent as is, an
  * informational 1xx answer, a malformed one) answers `unsupported`, and the caller uses the full
  * client for it. A failure on a reused connection before any byte of the answer is retried once on
@@ -35,45 +35,59 @@ interface Exchange {
   answered: boolean;
 }
 
-export class KeepAliveGet {
+/**
+ * The request head for `method` on `url` with `headers` (and a body's length), or why it cannot be
+ * sent as is (another protocol, a user part, a header with a line break): the full client sends it.
+ */
+export function requestHead(method: "GET" | "POST", url: string, headers: Readonly<Record<string, string>>, bodyBytes?: number): { head: string } | { why: string } {
+  const u = new URL(url);
+  if (u.protocol !== "http:") return { why: `${u.protocol} is read with the full client` };
+  const lines = [`${method} ${u.pathname}${u.search} HTTP/1.1`, `Host: ${u.host}`, "Accept: */*", ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
+  if (bodyBytes !== undefined) lines.push("Content-Type: application/json", `Content-Length: ${bodyBytes}`);
+  if (lines.some((l) => /[\r\n]/.test(l)) || u.username || u.password) return { why: "headers not sendable as is" };
+  return { head: `${lines.join("\r\n")}\r\n\r\n` };
+}
+
+/** One kept-alive connection to one server: one exchange at a time, any request head on it. */
+export class KeepAliveConnection {
   private readonly host: string;
   private readonly port: number;
-  private readonly request: string | null;
-  private readonly why: string;
   private socket: Socket | null = null;
   /** The socket has carried an exchange already (a failure on it may be the server's idle close). */
   private reused = false;
   private x: Exchange | null = null;
 
-  constructor(url: string, headers: Readonly<Record<string, string>> = {}) {
-    const u = new URL(url);
+  /** `origin`: any URL of the server (`http://host:port/...`); only its host and port are used. */
+  constructor(origin: string) {
+    const u = new URL(origin);
     this.host = u.hostname.replace(/^\[|\]$/g, "");
     this.port = Number(u.port || 80);
-    const lines = [`GET ${u.pathname}${u.search} HTTP/1.1`, `Host: ${u.host}`, "Accept: */*", ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`)];
-    const unsafe = lines.some((l) => /[\r\n]/.test(l));
-    this.why = u.protocol !== "http:" ? `${u.protocol} is read with the full client` : unsafe || u.username || u.password ? "headers not sendable as is" : "";
-    this.request = this.why ? null : `${lines.join("\r\n")}\r\n\r\n`;
   }
 
-  /** One GET; never throws. One at a time (the caller's loop does not overlap its reads). */
-  async get(timeoutMs: number): Promise<GetResult> {
-    if (this.request === null) return { kind: "unsupported", detail: this.why };
-    if (this.x) return { kind: "unsupported", detail: "a read is already under way" };
-    const reused = this.socket !== null && this.reused;
-    const first = await this.exchange(timeoutMs);
-    if (reused && "kind" in first && first.kind === "error" && !first.detail.startsWith("answered")) return this.exchange(timeoutMs);
-    return first;
+  /** The connection has carried an answer and is open: a failure before any byte of the next one may be a stale connection. */
+  get isReused(): boolean {
+    return this.socket !== null && this.reused;
   }
 
-  close(): void {
-    this.drop();
+  get busy(): boolean {
+    return this.x !== null;
   }
 
-  private exchange(timeoutMs: number): Promise<GetResult> {
+  /**
+   * Sends `head` (and `body`) and reads the answer; never throws. An aborted `signal` ends the
+   * exchange as a timeout and drops the connection (its answer would come out of step).
+   */
+  send(head: string, body: string | undefined, timeoutMs: number, signal?: AbortSignal): Promise<GetResult> {
+    if (this.x) return Promise.resolve({ kind: "unsupported", detail: "a read is already under way" });
+    if (signal?.aborted) return Promise.resolve({ kind: "timeout", detail: "aborted" });
     return new Promise((resolve) => {
       const s = this.socket ?? this.open();
+      const onAbort = (): void => this.finish({ kind: "timeout", detail: "aborted" }, true);
       const x: Exchange = {
-        resolve,
+        resolve: (r) => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve(r);
+        },
         timer: setTimeout(() => this.finish({ kind: "timeout", detail: `no answer within ${timeoutMs} ms` }, true), timeoutMs),
         buf: Buffer.alloc(0),
         head: null,
@@ -82,8 +96,15 @@ export class KeepAliveGet {
         answered: false,
       };
       this.x = x;
-      s.write(this.request!);
+      signal?.addEventListener("abort", onAbort, { once: true });
+      s.write(body === undefined ? head : head + body);
     });
+  }
+
+  /** Drops the connection; an exchange under way ends as an error. */
+  close(): void {
+    this.finish({ kind: "error", detail: "closed by the agent" }, true);
+    this.drop();
   }
 
   private open(): Socket {
@@ -199,6 +220,34 @@ export class KeepAliveGet {
     this.socket = null;
     this.reused = false;
     s?.destroy();
+  }
+}
+
+/** A GET of one URL with fixed headers over one kept-alive connection (the engine's metrics). */
+export class KeepAliveGet {
+  private readonly conn: KeepAliveConnection;
+  private readonly request: string | null;
+  private readonly why: string;
+
+  constructor(url: string, headers: Readonly<Record<string, string>> = {}) {
+    this.conn = new KeepAliveConnection(url);
+    const h = requestHead("GET", url, headers);
+    this.request = "head" in h ? h.head : null;
+    this.why = "why" in h ? h.why : "";
+  }
+
+  /** One GET; never throws. One at a time (the caller's loop does not overlap its reads). */
+  async get(timeoutMs: number): Promise<GetResult> {
+    if (this.request === null) return { kind: "unsupported", detail: this.why };
+    if (this.conn.busy) return { kind: "unsupported", detail: "a read is already under way" };
+    const reused = this.conn.isReused;
+    const first = await this.conn.send(this.request, undefined, timeoutMs);
+    if (reused && "kind" in first && first.kind === "error" && !first.detail.startsWith("answered")) return this.conn.send(this.request, undefined, timeoutMs);
+    return first;
+  }
+
+  close(): void {
+    this.conn.close();
   }
 }
 

@@ -26,7 +26,6 @@ import {
   emptyControllerMemory,
   evaluate,
   resolveControllerSettings,
-  TIER_LEVELS,
   type ControllerMemory,
   type ControllerSettings,
   type Evaluation,
@@ -34,6 +33,8 @@ import {
 import type { RepairAdvisor } from "../repair/advise";
 import type { RolloutRunner } from "../rollout/runner";
 import { standbyFields } from "./standby";
+import { EarlyLook } from "./early";
+import { logTransitions } from "./transitions";
 
 /** Sweep calls one controller period makes at most (× `SWEEP_CHUNK` nodes). */
 const MAX_SWEEP_CALLS = 20;
@@ -83,6 +84,11 @@ export interface ControllerOptions {
   repair?: RepairAdvisor; // the repair ladder (`LLMHA_REPAIR_MODE=advise`): its plan published each period, fenced
   /** The model or engine rollout (rollout/runner.ts): stepped each period, its hash fenced. */
   rollout?: RolloutRunner;
+  /**
+   * The early look (early.ts): a node event that may make an AZ worse evaluates at once, at most
+   * once per `minGapMs` (default a quarter period, at most 100 ms); `false` waits for the period.
+   */
+  early?: { minGapMs?: number } | false;
 }
 
 export class Controller {
@@ -103,6 +109,12 @@ export class Controller {
   private last: Evaluation | null = null;
   private lastAggregationMs: number | null = null;
   private ticks = 0;
+  /** Evaluations that ran between periods (the early look); they never count as periods. */
+  private earlyTicks = 0;
+  /** Every evaluation, periodic or early, runs after the one before it has ended. */
+  private chain: Promise<unknown> = Promise.resolve();
+  private lastStart = 0;
+  private early: EarlyLook | null = null;
   /** Epoch ms of this controller's last failed period (a Redis error), null when none. */
   private failedAt: number | null = null;
   private readonly onAcquired = (token: number): void => {
@@ -124,8 +136,13 @@ export class Controller {
   get lastAggregationTimeMs(): number | null {
     return this.lastAggregationMs;
   }
+  /** Periodic evaluations published: what `recoverPeriods`, the 2nd and the 10th period count. */
   get tickCount(): number {
     return this.ticks;
+  }
+  /** Early evaluations published (a node's report worsened between periods). */
+  get earlyTickCount(): number {
+    return this.earlyTicks;
   }
 
   start(): void {
@@ -139,6 +156,18 @@ export class Controller {
     this.o.lease.off("acquired", this.onAcquired);
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
+    this.endEarlyLook();
+  }
+
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const p = this.chain.then(fn);
+    this.chain = p.catch(() => undefined);
+    return p;
+  }
+
+  private endEarlyLook(): void {
+    this.early?.stop();
+    this.early = null;
   }
 
   /**
@@ -170,7 +199,7 @@ export class Controller {
     const loop = (): void => {
       if (this.closed || signal.aborted) return;
       const started = performance.now();
-      this.tick()
+      this.serial(() => this.tick())
         .catch((err: unknown) => {
           this.failedAt = Date.now();
           if (!signal.aborted) this.log.warn({ err: (err as Error).message }, "controller period failed");
@@ -184,7 +213,18 @@ export class Controller {
     signal.addEventListener("abort", () => {
       if (this.timer) clearTimeout(this.timer);
       this.timer = null;
+      this.endEarlyLook();
     }, { once: true });
+    if (this.o.early !== false && !this.closed && !signal.aborted) {
+      // Between periods: only after the evaluation under way, at most once per gap (early.ts).
+      this.early = new EarlyLook(this.o.redis, this.o.keys.events, this.o.early?.minGapMs ?? Math.min(100, Math.floor(this.settings.intervalMs / 4)), () => this.lastStart, this.log, () => {
+        if (this.closed || signal.aborted) return;
+        this.serial(() => this.tick(Date.now(), true)).catch((err: unknown) => {
+          if (!signal.aborted) this.log.warn({ err: (err as Error).message }, "early evaluation failed");
+        });
+      });
+      this.early.start();
+    }
     loop();
   }
 
@@ -208,11 +248,16 @@ export class Controller {
     return `Redis trouble ${Math.round((now - at) / 1000)} s ago`;
   }
 
-  /** One period: sweep, read, evaluate, publish (all fenced). */
-  async tick(now = Date.now()): Promise<Evaluation | null> {
+  /**
+   * One period: sweep, read, evaluate, publish (all fenced). `early`: an evaluation between
+   * periods (the early look): states only get worse, and what counts or steps per period (recovery
+   * hysteresis, model sameness, canaries, repair, rollout) waits for the period.
+   */
+  async tick(now = Date.now(), early = false): Promise<Evaluation | null> {
     const { redis, keys, writer, metrics } = this.o;
     const term = this.o.lease.current;
     if (!term) return null;
+    this.lastStart = now;
     if (this.seedDue !== null) await this.seedTerm(now);
     const explained = this.silenceExplained(now);
     // The sweep marks expired nodes and takes them out of the sets: not while their silence is Redis's.
@@ -242,7 +287,7 @@ export class Controller {
     const t0 = performance.now();
     const snap = this.inventory ? await this.inventory.snapshot(writer, now) : await readSnapshot(redis, keys);
     this.reportSkipped(snap);
-    const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now, { silenceExplained: explained, standbyUnavailable: this.o.standbyUnavailable?.() ?? null, standbyBackoff: this.o.standbyBackoff?.() ?? null });
+    const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now, { silenceExplained: explained, standbyUnavailable: this.o.standbyUnavailable?.() ?? null, standbyBackoff: this.o.standbyBackoff?.() ?? null, early });
     const aggMs = performance.now() - t0;
     this.lastAggregationMs = aggMs;
     metrics?.controllerTick.observe(aggMs / 1000);
@@ -303,21 +348,22 @@ export class Controller {
       );
     }
     // Same model everywhere (issue 16): every 10th period, what each live node says it serves.
-    if (this.ticks % 10 === 0) writes.push(this.publishModelSameness(snap, now));
+    if (!early && this.ticks % 10 === 0) writes.push(this.publishModelSameness(snap, now));
     // Correctness canaries (issue 32): the expected answers per model, from the fleet's majority or an operator's record.
     // With an inventory only its nodes vote (answers under other ids are pruned and counted as forged).
-    if (this.o.canary && this.ticks % 2 === 0) writes.push(this.publishCanaryExpectations(this.o.canary, now));
-    if (this.o.repair) writes.push(this.o.repair.round({ snap, azs: evaluation.azs, now, inventory: this.inventory }));
-    if (this.o.rollout) writes.push(this.o.rollout.round({ snap, azs: evaluation.azs, tier: evaluation.tier, now, inventory: this.inventory }));
+    if (!early && this.o.canary && this.ticks % 2 === 0) writes.push(this.publishCanaryExpectations(this.o.canary, now));
+    if (!early && this.o.repair) writes.push(this.o.repair.round({ snap, azs: evaluation.azs, now, inventory: this.inventory }));
+    if (!early && this.o.rollout) writes.push(this.o.rollout.round({ snap, azs: evaluation.azs, tier: evaluation.tier, now, inventory: this.inventory }));
     const results = await Promise.all(writes);
     if (results.some((r) => !r.accepted)) return null;
 
-    this.logTransitions(evaluation);
+    logTransitions(this.log, this.last, evaluation, this.settings.zonalShift);
     this.memory = memory;
     this.practice = practice;
     this.scheduleAwake = scheduleAwake;
     this.last = evaluation;
-    this.ticks += 1;
+    if (early) this.earlyTicks += 1;
+    else this.ticks += 1;
     if (metrics) {
       for (const a of evaluation.azs) metrics.setAz(a.az, a.state, a.healthyCapacity, a.totalCapacity);
       metrics.setTier(evaluation.tier.level);
@@ -358,26 +404,5 @@ export class Controller {
     if (key === this.lastSkipped) return;
     this.lastSkipped = key;
     if (skipped.length) this.log.warn({ skipped: skipped.slice(0, 20), count: skipped.length }, forged ? "node records in Redis for nodes the inventory does not list, or for another AZ than the inventory's, were left out of the AZ states: a node credential is being used against other nodes" : "node records in Redis that no agent could have written were left out of the AZ states");
-  }
-
-  private logTransitions(e: Evaluation): void {
-    const prev = this.last;
-    for (const a of e.azs) {
-      const before = prev?.azs.find((x) => x.az === a.az)?.state;
-      if (before !== a.state) this.log.warn({ az: a.az, from: before ?? null, to: a.state, healthy: a.healthyCapacity, total: a.totalCapacity }, "AZ state");
-    }
-    if (prev?.tier.level !== e.tier.level) {
-      const worse = TIER_LEVELS.indexOf(e.tier.level) > TIER_LEVELS.indexOf(prev?.tier.level ?? "L0");
-      this.log[worse ? "warn" : "info"]({ from: prev?.tier.level ?? null, to: e.tier.level, reason: e.tier.reason }, "tier");
-    }
-    if ((prev?.suspect.join(",") ?? "") !== e.suspect.join(",")) {
-      this.log.warn({ suspect: e.suspect, counts: e.suspectCounts }, "blast-radius cap: suspect checks changed");
-    }
-    if (prev?.standby.wake !== e.standby.wake && e.standby.az) {
-      this.log.warn({ az: e.standby.az, wake: e.standby.wake, reason: e.standby.reason }, "standby desired state");
-    }
-    if ((prev?.shift.az ?? null) !== e.shift.az && this.settings.zonalShift) {
-      this.log.warn({ az: e.shift.az, from: prev?.shift.az ?? null, reason: e.shift.reason }, "zonal shift desired state");
-    }
   }
 }

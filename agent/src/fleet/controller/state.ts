@@ -54,7 +54,8 @@ function stateFor(ratio: number, healthy: number, degradedBelow: number, downBel
 
 /**
  * Next state of one AZ: worse at once, better only past threshold + hysteresis for
- * `recoverPeriods` evaluations; `firstSeen` and `everOk` carried along (cold start).
+ * `recoverPeriods` periodic evaluations (an `early` one only makes it worse); `firstSeen` and
+ * `everOk` carried along (cold start).
  */
 export function nextAzState(
   prev: AzMemory | undefined,
@@ -62,12 +63,15 @@ export function nextAzState(
   total: number,
   s: Pick<ControllerSettings, "degradedBelow" | "downBelow" | "hysteresis" | "recoverPeriods">,
   now: number,
+  early = false,
 ): AzMemory {
   const m = ((): AzMemory => {
     const ratio = total > 0 ? healthy / total : 0;
     const raw = stateFor(ratio, healthy, s.degradedBelow, s.downBelow);
     if (!prev) return { state: raw, better: 0, since: now };
     if (RANK[raw] > RANK[prev.state]) return { state: raw, better: 0, since: now };
+    // Between periods (the early look) nothing gets better and nothing is counted: `recoverPeriods` counts periods.
+    if (early) return { ...prev };
     const up = stateFor(ratio, healthy, s.degradedBelow + s.hysteresis, s.downBelow + s.hysteresis);
     if (RANK[up] < RANK[prev.state]) {
       const better = prev.better + 1;
@@ -258,6 +262,8 @@ export interface EvaluateOptions {
   standbyUnavailable?: string | null;
   /** The reconciler's word that a new wake waits (`backoff until …, because …`), null when it does not. */
   standbyBackoff?: string | null;
+  /** An evaluation between periods (the controller's early look): AZ states only get worse, no period is counted. */
+  early?: boolean;
 }
 
 /**
@@ -311,9 +317,9 @@ export function evaluate(
   for (const [az, a] of [...byAz.entries()].sort(([x], [y]) => x.localeCompare(y))) {
     if (a.total <= 0) continue; // a standby AZ scaled to zero has no capacity to judge
     const prev = mem.az.get(az);
-    let m = nextAzState(prev, a.healthy, a.total, s, now);
+    let m = nextAzState(prev, a.healthy, a.total, s, now, o.early);
     // Silent nodes would only make the AZ worse than it was: hold it until they heartbeat again.
-    const held = a.silent > 0 && prev !== undefined && RANK[m.state] > RANK[prev.state] && RANK[nextAzState(prev, a.healthy + a.silent, a.total, s, now).state] <= RANK[prev.state];
+    const held = a.silent > 0 && prev !== undefined && RANK[m.state] > RANK[prev.state] && RANK[nextAzState(prev, a.healthy + a.silent, a.total, s, now, o.early).state] <= RANK[prev.state];
     if (held) m = { ...prev, better: 0 };
     azMem.set(az, m);
     states.set(az, m.state);

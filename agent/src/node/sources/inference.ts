@@ -14,10 +14,13 @@ type Fail = { kind: "refused" | "timeout" | "error"; detail: string };
 /** Headers every request to the inference server carries: its API key (`Authorization`), where one is set. */
 export type AuthHeaders = Readonly<Record<string, string>>;
 
-interface HttpAnswer {
+export interface HttpAnswer {
   status: number;
   text: string;
 }
+
+/** How an adapter sends a request: `request` below, or the same over a kept-alive connection (kept-alive.ts). */
+export type Send = (url: string, timeoutMs: number, body?: unknown, signal?: AbortSignal, auth?: AuthHeaders) => Promise<HttpAnswer | Fail>;
 
 /**
  * GET/POST with a time limit; failures become observations, never exceptions. A pooled
@@ -138,9 +141,9 @@ function keyRefused(url: string, r: HttpAnswer): ModelObservation | null {
 }
 
 /** `model`: the configured id; its identity is reported when it is served (a server may list several). */
-async function openAiModels(base: string, t: number, model: string | null, auth: AuthHeaders): Promise<ModelObservation> {
+async function openAiModels(base: string, t: number, model: string | null, auth: AuthHeaders, send: Send = request): Promise<ModelObservation> {
   const url = `${base}/v1/models`;
-  const r = await request(url, t, undefined, undefined, auth);
+  const r = await send(url, t, undefined, undefined, auth);
   if (isFail(r)) return r;
   const refused = keyRefused(url, r);
   if (refused) return refused;
@@ -161,8 +164,8 @@ export interface ProbeRequest {
 
 export interface InferenceAdapter {
   readonly kind: InferenceKind;
-  /** Readiness and the served model ids; `auth` goes on every request. */
-  check(base: string, model: string | null, timeoutMs: number, auth?: AuthHeaders): Promise<ModelObservation>;
+  /** Readiness and the served model ids; `auth` goes on every request, each sent with `send` (default `request`). */
+  check(base: string, model: string | null, timeoutMs: number, auth?: AuthHeaders, send?: Send): Promise<ModelObservation>;
   /** The probe: a real tiny completion of `prompt`. Null when there is no model id to ask for yet. */
   probe(base: string, model: string | null, maxTokens: number, prompt?: string): ProbeRequest | null;
 }
@@ -187,12 +190,12 @@ const vllm: InferenceAdapter = {
   kind: "vllm",
   // vLLM does not listen until the model is loaded; /health is 200 with an empty body,
   // 503 once the engine is dead. /v1/models lists the served ids.
-  async check(base, model, t, auth = {}) {
-    const r = await request(`${base}/health`, t, undefined, undefined, auth);
+  async check(base, model, t, auth = {}, send = request) {
+    const r = await send(`${base}/health`, t, undefined, undefined, auth);
     if (isFail(r)) return r;
     if (r.status === 503) return { kind: "not-ready", detail: "vLLM /health 503: engine not running" };
     if (r.status !== 200) return { kind: "error", detail: `vLLM /health answered ${r.status}` };
-    return openAiModels(base, t, model, auth);
+    return openAiModels(base, t, model, auth, send);
   },
   probe: openAiProbe,
 };
@@ -201,12 +204,12 @@ const tgi: InferenceAdapter = {
   kind: "tgi",
   // TGI's router listens once the shards are ready; /health 200 ready, 503 unhealthy;
   // /info carries model_id.
-  async check(base, _model, t, auth = {}) {
-    const r = await request(`${base}/health`, t, undefined, undefined, auth);
+  async check(base, _model, t, auth = {}, send = request) {
+    const r = await send(`${base}/health`, t, undefined, undefined, auth);
     if (isFail(r)) return r;
     if (r.status === 503) return { kind: "not-ready", detail: "TGI /health 503" };
     if (r.status !== 200) return { kind: "error", detail: `TGI /health answered ${r.status}` };
-    const info = await request(`${base}/info`, t, undefined, undefined, auth);
+    const info = await send(`${base}/info`, t, undefined, undefined, auth);
     if (isFail(info)) return info;
     const refused = keyRefused(`${base}/info`, info);
     if (refused) return refused;
@@ -235,16 +238,16 @@ const tgi: InferenceAdapter = {
 const triton: InferenceAdapter = {
   kind: "triton",
   // Triton: /v2/health/ready 200 or 400; /v2/models/{m}/ready 200 or 400 (loading, or not in the repository).
-  async check(base, model, t, auth = {}) {
-    const r = await request(`${base}/v2/health/ready`, t, undefined, undefined, auth);
+  async check(base, model, t, auth = {}, send = request) {
+    const r = await send(`${base}/v2/health/ready`, t, undefined, undefined, auth);
     if (isFail(r)) return r;
-    if (r.status === 400) return (model ? await tritonLoadFailure(base, model, t, auth) : null) ?? { kind: "not-ready", detail: "Triton /v2/health/ready 400" };
+    if (r.status === 400) return (model ? await tritonLoadFailure(base, model, t, auth, send) : null) ?? { kind: "not-ready", detail: "Triton /v2/health/ready 400" };
     if (r.status !== 200) return keyRefused(`${base}/v2/health/ready`, r) ?? { kind: "error", detail: `Triton /v2/health/ready answered ${r.status}` };
     if (!model) return { kind: "ready", served: [] };
-    const m = await request(`${base}/v2/models/${encodeURIComponent(model)}/ready`, t, undefined, undefined, auth);
+    const m = await send(`${base}/v2/models/${encodeURIComponent(model)}/ready`, t, undefined, undefined, auth);
     if (isFail(m)) return m;
     if (m.status === 200) return { kind: "ready", served: [model] };
-    if (m.status === 400 || m.status === 404) return (await tritonLoadFailure(base, model, t, auth)) ?? { kind: "ready", served: [] };
+    if (m.status === 400 || m.status === 404) return (await tritonLoadFailure(base, model, t, auth, send)) ?? { kind: "ready", served: [] };
     return { kind: "error", detail: `Triton model ready answered ${m.status}` };
   },
   probe(base, model, maxTokens, prompt = PROMPT) {
@@ -264,8 +267,8 @@ const triton: InferenceAdapter = {
  * Triton's repository index says why a model is not ready: `UNAVAILABLE` with the load error
  * (corrupted weights, a bad engine file) is a failed load, not a model still loading.
  */
-async function tritonLoadFailure(base: string, model: string, t: number, auth: AuthHeaders): Promise<ModelObservation | null> {
-  const r = await request(`${base}/v2/repository/index`, t, {}, undefined, auth);
+async function tritonLoadFailure(base: string, model: string, t: number, auth: AuthHeaders, send: Send): Promise<ModelObservation | null> {
+  const r = await send(`${base}/v2/repository/index`, t, {}, undefined, auth);
   if (isFail(r) || r.status !== 200) return null;
   const list = json(r.text);
   if (!Array.isArray(list)) return null;
@@ -278,14 +281,14 @@ const llamacpp: InferenceAdapter = {
   kind: "llamacpp",
   // llama.cpp server listens at once and answers /health 503
   // {"error":{"code":503,"message":"Loading model",...}} until the model is in memory.
-  async check(base, model, t, auth = {}) {
-    const r = await request(`${base}/health`, t, undefined, undefined, auth);
+  async check(base, model, t, auth = {}, send = request) {
+    const r = await send(`${base}/health`, t, undefined, undefined, auth);
     if (isFail(r)) return r;
     if (r.status === 503) {
       return /loading model/i.test(r.text) ? { kind: "loading", detail: "llama.cpp: Loading model" } : { kind: "not-ready", detail: "llama.cpp /health 503" };
     }
     if (r.status !== 200) return { kind: "error", detail: `llama.cpp /health answered ${r.status}` };
-    return openAiModels(base, t, model, auth);
+    return openAiModels(base, t, model, auth, send);
   },
   probe: openAiProbe,
 };
@@ -293,7 +296,7 @@ const llamacpp: InferenceAdapter = {
 const openai: InferenceAdapter = {
   kind: "openai",
   // A generic OpenAI-compatible server has no health endpoint: /v1/models is the check.
-  check: (base, model, t, auth = {}) => openAiModels(base, t, model, auth),
+  check: (base, model, t, auth = {}, send = request) => openAiModels(base, t, model, auth, send),
   probe: openAiProbe,
 };
 
