@@ -4,6 +4,7 @@
  * scenario's agent settings), and how a run reads the local cloud's log of repair steps (their
  * order, the most nodes of an AZ in repair at once).
  */
+import { DRILL_KARPENTER_ENV } from "../../lab/drill/settings";
 import { describe, expect, it } from "vitest";
 import { worldNeeds } from "../../lab/drill/command";
 import type { LocalCloud } from "../../lab/drill/local-cloud";
@@ -41,8 +42,10 @@ describe("the drill's world for the repair scenarios", () => {
     expect(worldNeeds(SCENARIOS.filter((s) => s.name === "crash" || s.name === "xid"), 6)).toEqual({ spares: 0, firstAzExtra: 0 });
     expect(worldNeeds(REPAIR_SCENARIOS, 18).firstAzExtra).toBe(0);
     expect(REPAIR_SCENARIOS.every((s) => s.agentEnv?.LLMHA_REPAIR_MODE === "act" && s.needsFleet)).toBe(true);
-    // Only the repair scenarios act, and only the rollout scenarios bake 10 s: every other row runs with the drill's own settings.
-    expect(SCENARIOS.filter((s) => s.agentEnv).map((s) => s.name)).toEqual([...REPAIR_SCENARIOS, ...ROLLOUT_SCENARIOS].map((s) => s.name));
+    // Only the repair scenarios act, only the rollout scenarios bake 10 s, and only standby-wake-karpenter runs the
+    // standby on the Karpenter engine: every other row runs with the drill's own settings.
+    expect(SCENARIOS.filter((s) => s.agentEnv).map((s) => s.name)).toEqual([...REPAIR_SCENARIOS, ...ROLLOUT_SCENARIOS].map((s) => s.name).concat("standby-wake-karpenter"));
+    expect(SCENARIOS.find((s) => s.name === "standby-wake-karpenter")?.agentEnv).toBe(DRILL_KARPENTER_ENV);
     expect(ROLLOUT_SCENARIOS.every((s) => s.agentEnv === DRILL_ROLLOUT_ENV && s.needsFleet)).toBe(true);
   });
 });
