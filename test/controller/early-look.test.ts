@@ -124,3 +124,17 @@ describe("the leader's early look at a worsening node", () => {
     }
   }, 30_000);
 });
+
+describe("which node events are decided at once", () => {
+  const ev = (status: string, soft = "", hard = ""): string[] => ["type", "node", "node", "n1", "az", "a", "from", "HEALTHY", "status", status, "soft", soft, "hard", hard];
+  it("a hard reason or a swept silent node: at once; soft checks alone wait for the period (the blast-radius cap sees them together); a recovery never", async () => {
+    const { worsens } = await import("../../agent/src/fleet/controller/early");
+    expect(worsens(ev("UNHEALTHY", "", "GPU_LOST"))).toBe(true);
+    expect(worsens(ev("UNHEALTHY", "PROBE_LATENCY", "XID_79"))).toBe(true);
+    expect(worsens(["type", "node", "node", "n1", "az", "a", "status", "EXPIRED", "token", "7", "leader", "l"])).toBe(true);
+    expect(worsens(ev("DEGRADED", "PROBE_LATENCY"))).toBe(false);
+    expect(worsens(ev("UNHEALTHY", "PROBE_LATENCY"))).toBe(false);
+    expect(worsens(ev("HEALTHY"))).toBe(false);
+    expect(worsens(["type", "az", "az", "a", "status", "DOWN", "hard", "x"])).toBe(false);
+  });
+});

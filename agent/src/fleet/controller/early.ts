@@ -6,8 +6,8 @@
  *
  * One blocking `XREAD` on a connection of its own (a blocked connection serves nothing else),
  * from the stream's end at the start of the term: only what happens from now on counts. Any node
- * event that is not a node becoming HEALTHY calls `onWorse` (a node back after its hash expired
- * has `from` ""). A failed read (Redis restarting, the connection lost) is tried again after a
+ * event with a hard reason, or a silent node swept, calls `onWorse` (`worsens` below says why
+ * soft-only reports wait for the period). A failed read (Redis restarting, the connection lost) is tried again after a
  * pause; periodic evaluations go on meanwhile, so this only ever makes a decision earlier.
  */
 import type { Redis } from "ioredis";
@@ -63,15 +63,25 @@ export class WorseningWatch {
   }
 }
 
-/** A node event (stream fields as a flat list) that may make its AZ worse: any status but HEALTHY. */
+/**
+ * A node event (stream fields as a flat list) that must be decided at once: a node out for a
+ * hard reason (a lost GPU, an XID, a dead engine: `hard` not empty), or a silent node's record
+ * swept (`EXPIRED`). A node out on soft checks alone waits for the period: the blast-radius
+ * cap (state.ts) keeps nodes in when most of them fail the same soft check — a broken probe or
+ * a shared dependency — and it can only see that once their reports are in, which the period's
+ * batch gives it. Deciding on the first such report published a false DEGRADED that then took
+ * `recoverPeriods` to undo.
+ */
 export function worsens(fields: readonly string[]): boolean {
   let type = "";
   let status = "";
+  let hard = "";
   for (let i = 0; i + 1 < fields.length; i += 2) {
     if (fields[i] === "type") type = fields[i + 1];
     else if (fields[i] === "status") status = fields[i + 1];
+    else if (fields[i] === "hard") hard = fields[i + 1];
   }
-  return type === "node" && status !== "HEALTHY";
+  return type === "node" && status !== "HEALTHY" && (hard !== "" || status === "EXPIRED");
 }
 
 /**
