@@ -116,7 +116,8 @@ function startCanaries(cfg: AgentConfig, agent: Agent, fleet: Fleet | null, log:
       const i = agent.modelIdentity;
       return i ? { id: agent.model, key: modelKey({ id: i.id, revision: i.revision ?? null, dtype: normalizeDtype(i.dtype), maxContext: i.maxContext ?? null }) } : null;
     },
-    ready: () => agent.signals.model?.value.kind === "ready",
+    // Not while the server drains: its preStop hook waits for it to hold no request.
+    ready: () => agent.signals.model?.value.kind === "ready" && !agent.isDraining,
     serverStarts: () => agent.serverStarts,
     fleet: () => (fleet ? { redis: fleet.client.redis, keys: fleet.keys, recordKey: fleet.registry.ownRecordKey } : null),
     log,

@@ -81,7 +81,7 @@ describe("the preStop hook", () => {
 describe("the agent under a planned drain", () => {
   let node: SimNode;
   beforeAll(async () => {
-    node = await SimNode.start({ id: "gpu-d1", az: "az-a", dir, env: { LLMHA_INTERVAL_MS: "250", LLMHA_WARMUP_STEP_MS: "300", LLMHA_RISE: "2" } });
+    node = await SimNode.start({ id: "gpu-d1", az: "az-a", dir, env: { LLMHA_INTERVAL_MS: "250", LLMHA_WARMUP_STEP_MS: "300", LLMHA_RISE: "2", LLMHA_CANARY_INTERVAL_MS: "1000" } });
     await waitFor("serving", async () => (await node.agentCheck()).startsWith("up ready 100%"), { timeoutMs: 20_000, everyMs: 100 });
   }, 30_000);
   afterAll(async () => {
@@ -98,6 +98,21 @@ describe("the agent under a planned drain", () => {
     await waitFor("serving again", async () => (await node.agentCheck()).startsWith("up"), { timeoutMs: 15_000, everyMs: 50 });
     expect((await node.agentGet("/readyz")).status).toBe(200);
   }, 20_000);
+
+  it("sends its server no probe or canary while it drains, so the hook is not kept waiting by the agent itself", async () => {
+    writeFileSync(node.drainFilePath, "inference server stopping\n");
+    await waitFor("drain", async () => (await node.agentCheck()) === "drain", { timeoutMs: 10_000, everyMs: 50 });
+    await new Promise((r) => setTimeout(r, 600)); // a probe or canary begun before it may still finish
+    const before = (await node.stats())?.served ?? 0;
+    await new Promise((r) => setTimeout(r, 3000)); // twelve probe periods, three canary intervals
+    const during = ((await node.stats())?.served ?? 0) - before;
+    rmSync(node.drainFilePath);
+    await waitFor("serving again", async () => (await node.agentCheck()).startsWith("up"), { timeoutMs: 15_000, everyMs: 50 });
+    expect(during).toBe(0);
+    // Once the file is gone it probes again.
+    const after = (await node.stats())?.served ?? 0;
+    await waitFor("probing again", async () => ((await node.stats())?.served ?? 0) > after, { timeoutMs: 10_000, everyMs: 100 });
+  }, 40_000);
 
   it("a planned restart (the shipped hook, SIGTERM, a new server) leaves no drain file and the node serves again", async () => {
     const { preStopMs } = await node.restartInferencePlanned(10);

@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Controller } from "../../agent/src/fleet/controller/controller";
+import { worsens } from "../../agent/src/fleet/controller/early";
 import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
 import { FencedWriter } from "../../agent/src/fleet/redis/fenced";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
@@ -127,8 +128,7 @@ describe("the leader's early look at a worsening node", () => {
 
 describe("which node events are decided at once", () => {
   const ev = (status: string, soft = "", hard = ""): string[] => ["type", "node", "node", "n1", "az", "a", "from", "HEALTHY", "status", status, "soft", soft, "hard", hard];
-  it("a hard reason or a swept silent node: at once; soft checks alone wait for the period (the blast-radius cap sees them together); a recovery never", async () => {
-    const { worsens } = await import("../../agent/src/fleet/controller/early");
+  it("a hard reason or a swept silent node: at once; soft checks alone wait for the period (the blast-radius cap sees them together); a recovery never", () => {
     expect(worsens(ev("UNHEALTHY", "", "GPU_LOST"))).toBe(true);
     expect(worsens(ev("UNHEALTHY", "PROBE_LATENCY", "XID_79"))).toBe(true);
     expect(worsens(["type", "node", "node", "n1", "az", "a", "status", "EXPIRED", "token", "7", "leader", "l"])).toBe(true);

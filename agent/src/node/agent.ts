@@ -297,6 +297,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
    */
   private async runProbe(): Promise<void> {
     if (this.signals.probeInFlightSince != null) return;
+    // A draining server is being stopped on purpose: its preStop hook waits until it holds no
+    // request, and the agent's own probes kept it busy most of the time (a 3 s drain took 25 s).
+    if (this.isDraining) return;
     if (this.signals.model?.value.kind !== "ready") return;
     const req = this.adapter.probe(this.inferenceBase, this.servedModel, this.cfg.probeMaxTokens, this.cfg.probePrompt);
     if (!req) return;
