@@ -100,28 +100,31 @@ export function trustPolicy(service: string): string {
  * Kubernetes resource.
  */
 export function kubeconfigFor(cluster: aws.eks.Cluster, region: string, access: Pick<ClusterAccess, "kubeconfigRoleArn" | "awsProfile"> = {}): pulumi.Output<string> {
-  return pulumi.all([cluster.name, cluster.endpoint, cluster.certificateAuthority]).apply(([name, endpoint, ca]) =>
-    JSON.stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name, cluster: { server: endpoint, "certificate-authority-data": ca.data } }],
-      contexts: [{ name, context: { cluster: name, user: name } }],
-      "current-context": name,
-      users: [
-        {
-          name,
-          user: {
-            exec: {
-              apiVersion: "client.authentication.k8s.io/v1beta1",
-              command: "aws",
-              args: ["eks", "get-token", "--cluster-name", name, "--region", region, ...(access.kubeconfigRoleArn ? ["--role-arn", access.kubeconfigRoleArn] : []), "--output", "json"],
-              ...(access.awsProfile ? { env: [{ name: "AWS_PROFILE", value: access.awsProfile }] } : {}),
-            },
+  return pulumi.all([cluster.name, cluster.endpoint, cluster.certificateAuthority]).apply(([name, endpoint, ca]) => kubeconfigText(name, endpoint, ca.data, region, access));
+}
+
+/** The kubeconfig's text for a cluster's name, endpoint and CA (base64), authenticated as `kubeconfigFor` says; the stack's own cluster and an existing one share it. */
+export function kubeconfigText(name: string, endpoint: string, caData: string, region: string, access: Pick<ClusterAccess, "kubeconfigRoleArn" | "awsProfile"> = {}): string {
+  return JSON.stringify({
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name, cluster: { server: endpoint, "certificate-authority-data": caData } }],
+    contexts: [{ name, context: { cluster: name, user: name } }],
+    "current-context": name,
+    users: [
+      {
+        name,
+        user: {
+          exec: {
+            apiVersion: "client.authentication.k8s.io/v1beta1",
+            command: "aws",
+            args: ["eks", "get-token", "--cluster-name", name, "--region", region, ...(access.kubeconfigRoleArn ? ["--role-arn", access.kubeconfigRoleArn] : []), "--output", "json"],
+            ...(access.awsProfile ? { env: [{ name: "AWS_PROFILE", value: access.awsProfile }] } : {}),
           },
         },
-      ],
-    }),
-  );
+      },
+    ],
+  });
 }
 
 /**

@@ -2,7 +2,7 @@ import * as aws from "@pulumi/aws";
 import * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";
 import type { ExistingClusterConfig } from "./config";
-import type { ClusterAccess } from "./cluster";
+import { kubeconfigText, type ClusterAccess } from "./cluster";
 
 /** One AZ of an existing cluster's VPC: its private subnets and the public subnet of its NLB. */
 export interface ExistingAz {
@@ -85,27 +85,7 @@ export async function discoverCluster(e: ExistingClusterConfig, azs: string[]): 
 
 /** A kubeconfig for the existing cluster through `aws eks get-token`, as the identity the program runs with (no static credentials). */
 export function existingKubeconfig(d: DiscoveredCluster, region: string, access: Pick<ClusterAccess, "kubeconfigRoleArn" | "awsProfile">): string {
-  const name = d.name;
-  return JSON.stringify({
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{ name, cluster: { server: d.endpoint, "certificate-authority-data": d.certificateAuthority } }],
-    contexts: [{ name, context: { cluster: name, user: name } }],
-    "current-context": name,
-    users: [
-      {
-        name,
-        user: {
-          exec: {
-            apiVersion: "client.authentication.k8s.io/v1beta1",
-            command: "aws",
-            args: ["eks", "get-token", "--cluster-name", name, "--region", region, ...(access.kubeconfigRoleArn ? ["--role-arn", access.kubeconfigRoleArn] : []), "--output", "json"],
-            ...(access.awsProfile ? { env: [{ name: "AWS_PROFILE", value: access.awsProfile }] } : {}),
-          },
-        },
-      },
-    ],
-  });
+  return kubeconfigText(d.name, d.endpoint, d.certificateAuthority, region, access);
 }
 
 /**
