@@ -37,7 +37,6 @@ Exit status: 0 plan printed, 2 bad arguments, unknown stack, or stack settings t
 
 interface Args {
   stack: string;
-  dryRun: boolean;
   scenario?: GamedayScenario;
   json: boolean;
 }
@@ -59,9 +58,13 @@ function parseCli(argv: string[]): Args | "help" {
   }
   if (values.help) return "help";
   if (!values.stack) throw new UsageError("--stack is required");
-  const s = values.scenario;
-  if (s !== undefined && !(GAMEDAY_SCENARIOS as readonly string[]).includes(s)) throw new UsageError(`--scenario ${JSON.stringify(s)}: one of ${GAMEDAY_SCENARIOS.join(", ")}${didYouMean(s, GAMEDAY_SCENARIOS)}`);
-  return { stack: values.stack, dryRun: values["dry-run"] === true, scenario: s as GamedayScenario | undefined, json: values.json === true };
+  return { stack: values.stack, scenario: values.scenario === undefined ? undefined : scenarioArg(values.scenario), json: values.json === true };
+}
+
+/** `--scenario`'s value as a scenario, or the usage error naming the known ones (the plan and the run share it). */
+export function scenarioArg(s: string): GamedayScenario {
+  if (!(GAMEDAY_SCENARIOS as readonly string[]).includes(s)) throw new UsageError(`--scenario ${JSON.stringify(s)}: one of ${GAMEDAY_SCENARIOS.join(", ")}${didYouMean(s, GAMEDAY_SCENARIOS)}`);
+  return s as GamedayScenario;
 }
 
 /** One template in the plan. */

@@ -26,11 +26,13 @@ import { cloudView, findHealthChecks } from "./views";
 /** Route53's health-check API lives in us-east-1 whatever the stack's region. */
 const ROUTE53_REGION = "us-east-1";
 
-/** The AZ a scenario takes on this stack; null when it takes none. */
-export function scenarioAz(scenario: GamedayScenario, g: { az: string; redisAz: string }): string | null {
-  if (scenario === "redis-failover") return null;
-  if (scenario === "leader-kill" || scenario === "redis-latency") return null;
-  return g.az;
+/**
+ * The AZ a scenario takes out of service on this stack (`gameday.az`); null for those that take
+ * none: `redis-failover` moves the Redis primary but its AZ keeps serving, and the pod scenarios
+ * hit the controller or the agents' Redis path.
+ */
+export function scenarioAz(scenario: GamedayScenario, g: { az: string }): string | null {
+  return scenario === "redis-failover" || scenario === "leader-kill" || scenario === "redis-latency" ? null : g.az;
 }
 
 export async function runCloudGameday(o: { st: GamedayStack; scenario: GamedayScenario; endpoint?: string; prometheus?: string; json?: string }): Promise<number> {

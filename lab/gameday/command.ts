@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { GAMEDAY_SCENARIOS, inWindow, type GamedayScenario } from "../../contracts/gameday";
-import { didYouMean, flagErrorMessage } from "../../contracts/did-you-mean";
-import { gamedayCommand as planCommand, loadGamedayStack, stackErrorExit } from "../../infra/gameday/command";
+import { flagErrorMessage } from "../../contracts/did-you-mean";
+import { gamedayCommand as planCommand, loadGamedayStack, scenarioArg, stackErrorExit } from "../../infra/gameday/command";
 import { UsageError } from "../../infra/cost/command";
 import { ensureSystemDeps, SystemDepsError } from "../engines/system-deps";
 import { inDrillNetns, netnsSupport, reexecInNetns } from "../engines/netns";
@@ -72,8 +72,7 @@ function scenarioOf(s: string | undefined, dflt?: GamedayScenario): GamedayScena
     if (dflt) return dflt;
     throw new UsageError("--scenario is required");
   }
-  if (!(GAMEDAY_SCENARIOS as readonly string[]).includes(s)) throw new UsageError(`--scenario ${JSON.stringify(s)}: one of ${GAMEDAY_SCENARIOS.join(", ")}${didYouMean(s, GAMEDAY_SCENARIOS)}`);
-  return s as GamedayScenario;
+  return scenarioArg(s);
 }
 
 /** Why a game day may not start now on this stack, or null (confirmation, window). */

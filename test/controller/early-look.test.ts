@@ -6,43 +6,23 @@
  * timed: the AZ is published DOWN with no period passed; early evaluations never make a state
  * better nor count toward `recoverPeriods` (recovery still takes that many periods).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Controller } from "../../agent/src/fleet/controller/controller";
 import { worsens } from "../../agent/src/fleet/controller/early";
-import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import type { RedisClient } from "../../agent/src/fleet/redis/client";
 import { FencedWriter } from "../../agent/src/fleet/redis/fenced";
-import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { LeaderLease } from "../../agent/src/fleet/redis/lease";
 import { heartbeatArgs } from "../../agent/src/fleet/redis/registry";
 import { heartbeatScript } from "../../agent/src/fleet/redis/scripts";
 import type { NodeStatus } from "../../agent/src/types";
 import { sleep, waitFor } from "../../agent/src/util/net";
-import { labRedisAcl } from "../../lab/engines/redis-acl";
-import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
+import { roleRedis } from "../support/role-redis";
 import { testLogger } from "../redis/helpers";
 
 const log = testLogger();
-let server: RedisServerHandle;
-const clients: RedisClient[] = [];
-const acl = labRedisAcl("early");
-const keys = new RedisKeys(acl.cluster);
+const { keys, as } = roleRedis("early");
 const NODES = ["a1", "a2", "b1", "b2", "c1", "c2"];
 const azOf = (id: string): string => `az-${id[0]}`;
-
-beforeAll(async () => {
-  server = await startRedisServer({ acl });
-});
-afterAll(async () => {
-  for (const c of clients) await c.close();
-  await server?.stop();
-});
-
-async function as(role: "llmha-agent" | "llmha-controller" | null): Promise<RedisClient> {
-  const c = createRedisClient(role ? server.urlAs(role) : server.url, { name: `early-${role ?? "admin"}`, log, env: {} });
-  clients.push(c);
-  expect(await c.whenReady(5000)).toBe(true);
-  return c;
-}
 
 function beat(agent: RedisClient, id: string, status: NodeStatus): Promise<unknown> {
   const now = Date.now();

@@ -7,18 +7,16 @@
  * leader (`llmha-controller`) decides every AZ OK; a node served for the first time costs one
  * field, a node leaving the list leaves the hash.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Controller } from "../../agent/src/fleet/controller/controller";
 import type { Inventory, InventoryNode } from "../../agent/src/fleet/inventory/inventory";
-import { createRedisClient, type RedisClient } from "../../agent/src/fleet/redis/client";
+import type { RedisClient } from "../../agent/src/fleet/redis/client";
 import { FencedWriter } from "../../agent/src/fleet/redis/fenced";
-import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { LeaderLease } from "../../agent/src/fleet/redis/lease";
 import { heartbeatArgs } from "../../agent/src/fleet/redis/registry";
 import { heartbeatScript } from "../../agent/src/fleet/redis/scripts";
 import { waitFor } from "../../agent/src/util/net";
-import { labRedisAcl } from "../../lab/engines/redis-acl";
-import { startRedisServer, type RedisServerHandle } from "../../lab/engines/redis-server";
+import { roleRedis } from "../support/role-redis";
 import { testLogger } from "../redis/helpers";
 
 const log = testLogger();
@@ -27,25 +25,7 @@ const log = testLogger();
 const N = 5000;
 const azOf = (i: number): string => `az-${"abc"[i % 3]}`;
 const LAST_AZ = azOf(N - 1);
-let server: RedisServerHandle;
-const clients: RedisClient[] = [];
-const acl = labRedisAcl("invscale");
-const keys = new RedisKeys(acl.cluster);
-
-beforeAll(async () => {
-  server = await startRedisServer({ acl });
-});
-afterAll(async () => {
-  for (const c of clients) await c.close();
-  await server?.stop();
-});
-
-async function as(role: "llmha-agent" | "llmha-controller" | null): Promise<RedisClient> {
-  const c = createRedisClient(role ? server.urlAs(role) : server.url, { name: `invscale-${role ?? "admin"}`, log, env: {} });
-  clients.push(c);
-  expect(await c.whenReady(5000)).toBe(true);
-  return c;
-}
+const { keys, as } = roleRedis("invscale");
 
 function beat(agent: RedisClient, id: string, az: string, serving: boolean): Promise<unknown> {
   const now = Date.now();

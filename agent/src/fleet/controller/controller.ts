@@ -34,7 +34,7 @@ import type { RepairAdvisor } from "../repair/advise";
 import type { RolloutRunner } from "../rollout/runner";
 import { standbyFields } from "./standby";
 import { EarlyLook } from "./early";
-import { logTransitions } from "./transitions";
+import { logTransitions, SkippedRecords } from "./transitions";
 
 /** Sweep calls one controller period makes at most (× `SWEEP_CHUNK` nodes). */
 const MAX_SWEEP_CALLS = 20;
@@ -96,7 +96,7 @@ export class Controller {
   private readonly o: ControllerOptions;
   private readonly log: Logger;
   private lastModelOutliers = "";
-  private lastSkipped = "";
+  private readonly skipped = new SkippedRecords();
   private readonly inventory: InventoryTracker | null;
   private closed = false;
   /** Set while the term's start (the published state) is not read yet: the time past which it starts fresh. */
@@ -286,7 +286,7 @@ export class Controller {
     }
     const t0 = performance.now();
     const snap = this.inventory ? await this.inventory.snapshot(writer, now) : await readSnapshot(redis, keys);
-    this.reportSkipped(snap);
+    this.skipped.report(snap, this.o.metrics, this.log);
     const { evaluation, memory } = evaluate(snap, this.memory, this.settings, now, { silenceExplained: explained, standbyUnavailable: this.o.standbyUnavailable?.() ?? null, standbyBackoff: this.o.standbyBackoff?.() ?? null, early });
     const aggMs = performance.now() - t0;
     this.lastAggregationMs = aggMs;
@@ -392,17 +392,5 @@ export class Controller {
       this.log.warn({ ids: r.outsiders.slice(0, 20), count: r.outsiders.length }, "canary answers under ids the inventory does not list were pruned, no vote: a node credential is being used to forge voters");
     }
     return r;
-  }
-
-  /** Node records that cannot be an agent's (forged or corrupted) were left out: counted every tick, logged when the set changes. */
-  private reportSkipped(snap: RegistrySnapshot): void {
-    const skipped = snap.skipped ?? [];
-    const forged = skipped.filter((s) => s.what === "forged").length;
-    if (forged) this.o.metrics?.distrusted.inc({ what: "forged" }, forged);
-    if (skipped.length - forged) this.o.metrics?.distrusted.inc({ what: "node" }, skipped.length - forged);
-    const key = skipped.map((s) => `${s.nodeId}:${s.reason}`).join(",");
-    if (key === this.lastSkipped) return;
-    this.lastSkipped = key;
-    if (skipped.length) this.log.warn({ skipped: skipped.slice(0, 20), count: skipped.length }, forged ? "node records in Redis for nodes the inventory does not list, or for another AZ than the inventory's, were left out of the AZ states: a node credential is being used against other nodes" : "node records in Redis that no agent could have written were left out of the AZ states");
   }
 }

@@ -1,4 +1,6 @@
 import type { Logger } from "../../util/log";
+import type { RegistrySnapshot } from "../redis/registry";
+import type { FleetMetrics } from "./metrics";
 import { TIER_LEVELS, type Evaluation } from "./state";
 
 /** What changed since the last published evaluation, logged once per change (AZ states, tier, suspects, standby, shift). */
@@ -19,5 +21,21 @@ export function logTransitions(log: Logger, prev: Evaluation | null, e: Evaluati
   }
   if ((prev?.shift.az ?? null) !== e.shift.az && zonalShift) {
     log.warn({ az: e.shift.az, from: prev?.shift.az ?? null, reason: e.shift.reason }, "zonal shift desired state");
+  }
+}
+
+/** Node records that cannot be an agent's (forged or corrupted) were left out: counted every period, logged when the set changes. */
+export class SkippedRecords {
+  private last = "";
+
+  report(snap: RegistrySnapshot, metrics: FleetMetrics | undefined, log: Logger): void {
+    const skipped = snap.skipped ?? [];
+    const forged = skipped.filter((s) => s.what === "forged").length;
+    if (forged) metrics?.distrusted.inc({ what: "forged" }, forged);
+    if (skipped.length - forged) metrics?.distrusted.inc({ what: "node" }, skipped.length - forged);
+    const key = skipped.map((s) => `${s.nodeId}:${s.reason}`).join(",");
+    if (key === this.last) return;
+    this.last = key;
+    if (skipped.length) log.warn({ skipped: skipped.slice(0, 20), count: skipped.length }, forged ? "node records in Redis for nodes the inventory does not list, or for another AZ than the inventory's, were left out of the AZ states: a node credential is being used against other nodes" : "node records in Redis that no agent could have written were left out of the AZ states");
   }
 }
