@@ -260,8 +260,18 @@ export class SimNode {
       });
       p.exited.then(() => reject(new SimNodeError(`fake inference server of ${this.id} exited at start-up (see ${this.opts.dir}/${this.id}.log)`)));
     });
-    await Promise.race([ready, sleep(START_LIMIT_MS).then(() => Promise.reject(new SimNodeError(`fake inference server of ${this.id} did not start in ${START_LIMIT_MS / 1000} s${logTail(this.opts.dir, this.id)}`)))]);
-    rl.close();
+    // The limit's timer ends with the wait: a pending 45 s timer kept the drill's process alive after its report.
+    const limit = new AbortController();
+    const timedOut = sleep(START_LIMIT_MS, limit.signal).then(
+      () => Promise.reject(new SimNodeError(`fake inference server of ${this.id} did not start in ${START_LIMIT_MS / 1000} s${logTail(this.opts.dir, this.id)}`)),
+      () => undefined,
+    );
+    try {
+      await Promise.race([ready, timedOut]);
+    } finally {
+      limit.abort();
+      rl.close();
+    }
   }
 
   agentEnv(): NodeJS.ProcessEnv {
