@@ -40,6 +40,7 @@ export const DRILL_STANDBY_ENV: Readonly<Record<string, string>> = Object.freeze
   LLMHA_ACTUATOR: "local",
   LLMHA_STANDBY_HOLD_MS: "3000",
   LLMHA_STANDBY_HEALTHY_BOUND_MS: "15000",
+  LLMHA_STANDBY_WAKE_BACKOFF_MS: "10000",
 });
 
 /**
@@ -54,6 +55,9 @@ export const DRILL_KARPENTER_ENV: Readonly<Record<string, string>> = Object.free
   LLMHA_STANDBY_NODEPOOLS: "llm-ha-az-c-p5=64,llm-ha-az-c-p4d=64",
   LLMHA_STANDBY_PLACEHOLDER: "llm-ha/llm-ha-standby-placeholder=8",
 });
+
+/** The drill's first wake back-off (ms). */
+export const DRILL_WAKE_BACKOFF_MS = Number(DRILL_STANDBY_ENV.LLMHA_STANDBY_WAKE_BACKOFF_MS);
 
 /** The drill's healthy bound of a woken standby step (ms). */
 export const DRILL_HEALTHY_BOUND_MS = Number(DRILL_STANDBY_ENV.LLMHA_STANDBY_HEALTHY_BOUND_MS);

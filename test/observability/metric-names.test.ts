@@ -81,7 +81,11 @@ beforeAll(async () => {
     ],
   });
   // The agent leads (fleet and controller series set) and a request went through HAProxy.
-  await waitFor("agent leads and publishes a tier", async () => /^llmha_leader\{[^}]*\} 1$/m.test(await scrape(`${node.agentUrl}/metrics`)), { timeoutMs: 30_000, everyMs: 200 });
+  // Leading (the lease) comes before the first evaluation: on a loaded machine a scrape between the two had no AZ state yet.
+  await waitFor("agent leads and publishes its AZ's state", async () => {
+    const text = await scrape(`${node.agentUrl}/metrics`);
+    return /^llmha_leader\{[^}]*\} 1$/m.test(text) && /^llmha_az_state\{az="az-obs-a",[^}]*\} 1$/m.test(text);
+  }, { timeoutMs: 30_000, everyMs: 200 });
   await waitFor("a completion through HAProxy", async () => {
     const r = await fetch(`http://${bind}/v1/completions`, { method: "POST", body: JSON.stringify({ model: "llm-ha/test-model", prompt: "x", max_tokens: 1 }) });
     await r.arrayBuffer();

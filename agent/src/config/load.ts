@@ -208,6 +208,7 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   reservedGroups: null,
   standbyWakeBoundMs: 900_000,
   standbyHealthyBoundMs: 600_000,
+  standbyWakeBackoffMs: 300_000,
   practiceWake: null,
   practiceWakeTz: "UTC",
   practiceWakeBudgetMs: 1_200_000,

@@ -116,6 +116,7 @@ export interface AgentConfig {
   reservedGroups: string | null;
   standbyWakeBoundMs: number;
   standbyHealthyBoundMs: number;
+  standbyWakeBackoffMs: number;
   practiceWake: string | null;
   practiceWakeTz: string;
   practiceWakeBudgetMs: number;
@@ -220,6 +221,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "reservedGroups", env: "LLMHA_RESERVED_GROUPS", type: "string", defaultText: "none", description: "`aws`: GPU groups created at zero on a capacity reservation or Capacity Block, `asg=cr-id:size,…`: the leader sizes each once its reservation is active (to what it holds free, up to `size`), and brings it to zero when the reservation ends" },
   { key: "standbyWakeBoundMs", env: "LLMHA_STANDBY_WAKE_BOUND_MS", type: "int", min: 10_000, max: 86_400_000, defaultText: ms(900_000), description: "a woken standby step with no instance in service this long has failed: the next fallback is woken" },
   { key: "standbyHealthyBoundMs", env: "LLMHA_STANDBY_HEALTHY_BOUND_MS", type: "int", min: 1000, max: 86_400_000, defaultText: ms(600_000), description: "a woken standby step whose instances are in service but whose nodes are not HEALTHY this long after its wake (booted onto bad GPUs) has failed (`unhealthy`): the next fallback is woken, and a later wake backs off" },
+  { key: "standbyWakeBackoffMs", env: "LLMHA_STANDBY_WAKE_BACKOFF_MS", type: "int", min: 1000, max: 3_600_000, defaultText: ms(300_000), description: "a wake released with no healthy standby node ever seen (its nodes booted onto bad GPUs, or every step failed) makes the next wake wait this long, doubling per such wake up to 12 times this (1 h by default); a wake that reaches a healthy node resets it" },
   { key: "practiceWake", env: "LLMHA_PRACTICE_WAKE", type: "string", defaultText: "none", description: "cron (5 fields) on which the leader wakes the standby at zero, times the first standby node serving, records the outcome and releases it (skipped above L0 or when the standby is awake), e.g. `0 4 * * 2`" },
   { key: "practiceWakeTz", env: "LLMHA_PRACTICE_WAKE_TZ", type: "string", defaultText: "UTC", description: "IANA time zone of `LLMHA_PRACTICE_WAKE`" },
   { key: "practiceWakeBudgetMs", env: "LLMHA_PRACTICE_WAKE_BUDGET_MS", type: "int", min: 60_000, max: 86_400_000, defaultText: ms(1_200_000), description: "a practice wake with no standby node serving this long has failed, and is released" },
@@ -274,7 +276,7 @@ export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: re
     keys: ["inferenceUrl", "inferenceKind", "inferenceApiKeyFile", "model", "modelRevision", "modelTimeoutMs", "probeLatencyMs", "probeTimeoutMs", "probeWindow", "probeMaxTokens", "probePrompt", "probeExpect", "probeStuckMs", "wedgeMs", "engineIntervalMs", "metricsUrl"],
   },
   { title: "Redis and the leader lease", keys: ["redisUrl", "redisCaFile", "redisUser", "redisPasswordFile", "leaseTtlMs", "leaseRenewMs", "leaseContendMs"] },
-  { title: "Standby AZ and practice wakes", keys: ["standbyAz", "standbyHoldMs", "standbyCapacityPercent", "coldStartGraceMs", "standbyAsgs", "standbyFallback", "capacityEngine", "standbyNodepools", "standbyPlaceholder", "standbySchedule", "standbyScheduleTz", "standbyWakeBoundMs", "standbyHealthyBoundMs", "practiceWake", "practiceWakeTz", "practiceWakeBudgetMs"] },
+  { title: "Standby AZ and practice wakes", keys: ["standbyAz", "standbyHoldMs", "standbyCapacityPercent", "coldStartGraceMs", "standbyAsgs", "standbyFallback", "capacityEngine", "standbyNodepools", "standbyPlaceholder", "standbySchedule", "standbyScheduleTz", "standbyWakeBoundMs", "standbyHealthyBoundMs", "standbyWakeBackoffMs", "practiceWake", "practiceWakeTz", "practiceWakeBudgetMs"] },
   { title: "Acting on the cloud (the leader)", keys: ["actuator", "zonalShift", "shiftExpiryMs", "awsRegion", "shiftResources", "azIds", "reservedGroups", "localCloudUrl"] },
   { title: "Inventory and node identities", keys: ["inventory", "inventorySelector", "inventoryTokenFile", "inventoryCaFile", "identityTokenFile", "identityJwks", "identityIssuer"] },
   { title: "Deep check before traffic", keys: ["deepCheck", "dcgmi", "deepCheckTimeoutMs", "deepCheckRetryMs"] },

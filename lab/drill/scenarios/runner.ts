@@ -8,7 +8,10 @@
 import type { SimNode } from "../../sim/sim-node";
 import type { Observer } from "../observer";
 import type { LinkCuts } from "../../engines/netns";
-import { DRILL_TIMING } from "../settings";
+import { Redis } from "ioredis";
+import { RedisKeys } from "../../../agent/src/fleet/redis/keys";
+import { sleep } from "../../../agent/src/util/net";
+import { DRILL_TIMING, DRILL_WAKE_BACKOFF_MS } from "../settings";
 import type { LocalCloud } from "../local-cloud";
 import { backendOf, BASELINE_DEFAULT, BASELINE_TUNED, type DrillAz, type DrillStack } from "../stack";
 import { SDK_CLIENT } from "../sdk-traffic";
@@ -191,7 +194,35 @@ export async function standbyReady(ctx: ScenarioContext, r: RunResult): Promise<
     return null;
   }
   if (!(await steady(ctx))) r.notes.push("fleet not steady (or standby not at zero) before injection");
+  await waitOutWakeBackoff(ctx, r);
   return { standby, cloud };
+}
+
+/**
+ * A wake that ended with no healthy standby node (global-outage loses the standby's GPUs too)
+ * makes the leader's next wake wait (LLMHA_STANDBY_WAKE_BACKOFF_MS, scaled down in the drill).
+ * That is the product working, and it must not leak into the next scenario, which would then
+ * measure the back-off instead of its own wake: a standby scenario starts once none is pending,
+ * and notes how long it waited.
+ */
+/** The longest the drill waits for a back-off: the drill's first one doubled twice. */
+const WAKE_BACKOFF_WAIT_CAP_MS = 4 * DRILL_WAKE_BACKOFF_MS;
+
+async function waitOutWakeBackoff(ctx: ScenarioContext, r: RunResult): Promise<void> {
+  const redis = new Redis(ctx.stack.redis.url, { maxRetriesPerRequest: 1, lazyConnect: true, connectTimeout: 1000 });
+  redis.on("error", () => undefined);
+  try {
+    const key = new RedisKeys(ctx.stack.cluster).actuation;
+    const [until_, reason] = await redis.hmget(key, "standby.backoffUntil", "standby.backoffReason").catch(() => [null, null]);
+    const waitMs = Number(until_ || 0) - Date.now();
+    if (!(waitMs > 0)) return;
+    const capped = Math.min(waitMs, WAKE_BACKOFF_WAIT_CAP_MS);
+    ctx.progress(`  waiting ${(capped / 1000).toFixed(1)} s for the wake back-off an earlier scenario left (${reason || "no reason given"})`);
+    await sleep(capped + DRILL_TIMING.intervalMs);
+    r.notes.push(`started ${(capped / 1000).toFixed(1)} s late: a wake back-off left by an earlier scenario (${(reason || "").slice(0, 160)})`);
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /**

@@ -62,12 +62,17 @@ export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, t
   };
 }
 
+/** The longest wake back-off, as a multiple of the first (`LLMHA_STANDBY_WAKE_BACKOFF_MS`): 5 min grows to 1 h. */
+const WAKE_BACKOFF_DOUBLINGS_CAP = 12;
+
 /** Only a process that may lead gets the actuator; every call goes through the fencing gate with its term's token. */
 export async function attachActuator(fleet: Fleet, cfg: AgentConfig): Promise<void> {
   if (cfg.role === "node") return;
   fleet.attachActuator(await createActuator(cfg, fleet.actuatorDeps()), {
     shiftExpiryMs: cfg.shiftExpiryMs,
     reassertMs: Math.min(30_000, Math.floor(cfg.shiftExpiryMs / 3)),
+    backoffBaseMs: cfg.standbyWakeBackoffMs,
+    backoffMaxMs: cfg.standbyWakeBackoffMs * WAKE_BACKOFF_DOUBLINGS_CAP,
   });
 }
 
