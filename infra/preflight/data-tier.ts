@@ -68,7 +68,9 @@ export async function adoptedRedisRows(e: ExistingRedisConfig, cli: AwsCli): Pro
   const pg = String(obj(cc.CacheParameterGroup).CacheParameterGroupName ?? "");
   const params = arr(obj(await cli(["elasticache", "describe-cache-parameters", "--cache-parameter-group-name", pg])).Parameters).map(obj);
   const policy = params.find((p) => p.ParameterName === "maxmemory-policy")?.ParameterValue;
-  const own = `aws elasticache create-cache-parameter-group --cache-parameter-group-name llm-ha-redis${major || 7} --cache-parameter-group-family redis${major || 7} --description 'llm-ha: never evict'; aws elasticache modify-cache-parameter-group --cache-parameter-group-name llm-ha-redis${major || 7} --parameter-name-values ParameterName=maxmemory-policy,ParameterValue=noeviction; ${modify(`--cache-parameter-group-name llm-ha-redis${major || 7}`)}`;
+  // A default group cannot be changed: one of llm-ha's, of the engine's family (7 at least, which the engine needs anyway).
+  const family = Math.max(major || MIN_REDIS_MAJOR, MIN_REDIS_MAJOR);
+  const own = `aws elasticache create-cache-parameter-group --cache-parameter-group-name llm-ha-redis${family} --cache-parameter-group-family redis${family} --description 'llm-ha: never evict'; aws elasticache modify-cache-parameter-group --cache-parameter-group-name llm-ha-redis${family} --parameter-name-values ParameterName=maxmemory-policy,ParameterValue=noeviction; ${modify(`--cache-parameter-group-name llm-ha-redis${family}`)}`;
   row(
     "eviction",
     policy === "noeviction",
