@@ -55,7 +55,8 @@ export const KAFKA_SERVER_PROPERTIES = [
 
 /**
  * MSK, the platform's durable queue for the L4 tier: brokers spread evenly over the AZs,
- * TLS between clients and brokers and inside the cluster, IAM authentication only.
+ * TLS between clients and brokers and inside the cluster, IAM authentication only. Or an
+ * adopted cluster (`existing`, infra/data-adopted.ts), whose settings preflight checks.
  */
 export class Kafka extends pulumi.ComponentResource {
   /** The cluster the stack created; undefined where it adopts one (`existing`). */
@@ -68,7 +69,9 @@ export class Kafka extends pulumi.ComponentResource {
   constructor(name: string, args: KafkaArgs, opts?: pulumi.ComponentResourceOptions) {
     super("llm-ha:infra:Kafka", name, {}, opts);
     if (args.existing) {
-      ({ clusterArn: this.clusterArn, bootstrapBrokers: this.bootstrapBrokers } = adoptKafka(name, args.existing, args.clientSecurityGroupIds, this));
+      const adopted = adoptKafka(name, args.existing, args.clientSecurityGroupIds, this);
+      this.clusterArn = adopted.clusterArn;
+      this.bootstrapBrokers = adopted.bootstrapBrokers;
     } else {
       this.cluster = createKafka(name, args, this);
       this.clusterArn = this.cluster.arn;

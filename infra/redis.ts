@@ -8,7 +8,7 @@ import { Problems } from "./problems";
 import { createRoleUsers, disabledUserPassword } from "./redis-users";
 import { tagged } from "./tags";
 
-/** Kept here, where the ids were first made (the policy redis-ids-per-stack names it so). */
+/** How the stack's ElastiCache ids are made (infra/redis-users.ts), beside the component that makes them. */
 export { stackScopedId } from "./redis-users";
 
 /** The port the stack's replication group listens on. */
@@ -60,7 +60,8 @@ export interface RedisArgs {
 
 /**
  * The registry and leader-election store: a Multi-AZ replication group with automatic
- * failover, TLS required, encryption at rest with its own KMS key, AUTH from a secret.
+ * failover, TLS required, encryption at rest with its own KMS key, a user per role. Or an
+ * adopted group (`existing`, infra/data-adopted.ts): the role users join its user group.
  */
 export class Redis extends pulumi.ComponentResource {
   /** The group the stack created; undefined where it adopts one (`existing`). */
