@@ -1,9 +1,8 @@
 import * as pulumi from "@pulumi/pulumi";
-import type { Settings } from "./read";
 import { WORKLOAD_ROLE_NAMES as WORKLOAD_ROLES, type RoleName } from "../../contracts/redis-roles";
 import type { StackConfig } from "./stack-config";
 import { DEFAULT_KAFKA_VERSION } from "../kafka";
-import { isObj } from "./read";
+import { isObj, type Settings } from "./read";
 
 /**
  * `llm-ha:redis.existing`: an ElastiCache replication group the stack adopts instead of creating
