@@ -30,7 +30,7 @@ const SECURITY_GROUP = /^sg-[0-9a-f]{8,17}$/;
 /** ElastiCache ids: a letter, then letters, digits and single hyphens, 40 at most, lowercase. */
 const ELASTICACHE_ID = /^[a-z](?:[a-z0-9]|-(?!-)){0,39}$/;
 /** arn:aws:kafka:<region>:<account>:cluster/<name>/<uuid>-<n>. */
-export const MSK_CLUSTER_ARN = /^arn:aws[a-z-]*:kafka:([a-z0-9-]+):(\d{12}):cluster\/([A-Za-z0-9-]{1,64})\/[0-9a-f-]{36}-\d+$/;
+const MSK_CLUSTER_ARN = /^arn:aws[a-z-]*:kafka:([a-z0-9-]+):(\d{12}):cluster\/([A-Za-z0-9-]{1,64})\/[0-9a-f-]{36}-\d+$/;
 
 /** The settings that size a created data store: refused beside `existing`, naming why. */
 const CREATE_ONLY = {
