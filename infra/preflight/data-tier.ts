@@ -37,7 +37,7 @@ export async function adoptedRedisRows(e: ExistingRedisConfig, cli: AwsCli): Pro
     return [{ check: check(id), status: "missing", detail: `no replication group ${id} in this account and region`, fix: "set llm-ha:redis.existing.replicationGroupId to one of: aws elasticache describe-replication-groups --query 'ReplicationGroups[].ReplicationGroupId'" }];
   }
   const rows: CheckRow[] = [];
-  const row = (what: string, good: boolean, okDetail: string, badDetail: string, fix: string, bad: CheckRow["status"] = "invalid") => rows.push(good ? { check: check(what), status: "ok", detail: okDetail, fix: "" } : { check: check(what), status: bad, detail: badDetail, fix });
+  const row = (what: string, good: boolean, okDetail: string, badDetail: string, fix: string) => rows.push(good ? { check: check(what), status: "ok", detail: okDetail, fix: "" } : { check: check(what), status: "invalid", detail: badDetail, fix });
   const mode = typeof rg.TransitEncryptionMode === "string" ? rg.TransitEncryptionMode : undefined;
   row(
     "TLS",
