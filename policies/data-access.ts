@@ -4,7 +4,7 @@
 // redis-ha-encrypted and msk-ha-encrypted to read (llm-ha preflight checks those settings);
 // what the stack still creates there, the role users, their memberships and the ingress rules,
 // is checked here.
-import type { StackValidationPolicy } from "@pulumi/policy";
+import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { WORKLOAD_ROLE_NAMES } from "../contracts/redis-roles";
 import { ingressesOf, SG_TYPES, type PortRange } from "./network";
 import { str, strings, type Props } from "./props";
@@ -22,18 +22,19 @@ export const redisRoleUsersInGroup: StackValidationPolicy = {
   validateStack: (args, reportViolation) => {
     const roles = WORKLOAD_ROLE_NAMES as readonly string[];
     const users = args.resources.filter((r) => r.type === USER_TYPE && roles.includes(str((r.props as Props).userName) ?? ""));
-    const listed = new Set(args.resources.filter((r) => r.type === USER_GROUP_TYPE).flatMap((g) => strings((g.props as Props).userIds)));
-    const associations = args.resources.filter((r) => r.type === ASSOCIATION_TYPE).map((a) => ({ group: str((a.props as Props).userGroupId), user: str((a.props as Props).userId) }));
+    const groups = args.resources.filter((r) => r.type === USER_GROUP_TYPE);
+    const associations = args.resources.filter((r) => r.type === ASSOCIATION_TYPE);
+    // Member by value or by reference: a group or association whose property is the user's Output names it even before the id is known.
+    const names = (r: PolicyResource, property: string, u: PolicyResource) => strings((r.props as Props)[property]).includes(str((u.props as Props).userId) ?? "\0") || (r.propertyDependencies[property] ?? []).some((d) => d.urn === u.urn);
+    const memberships = (u: PolicyResource) => [...groups.filter((g) => names(g, "userIds", u)), ...associations.filter((a) => names(a, "userId", u))];
     for (const u of users) {
-      const id = str((u.props as Props).userId);
-      if (id !== undefined && !listed.has(id) && !associations.some((a) => a.user === id)) {
+      if (memberships(u).length === 0) {
         reportViolation(`ElastiCache user ${u.name} (${str((u.props as Props).userName)}) is in no user group: its clients cannot authenticate. List it in the stack's UserGroup, or associate it with the adopted group (llm-ha:redis.existing.userGroupId).`, u.urn);
       }
     }
-    const roleOf = new Map(users.map((u) => [str((u.props as Props).userId), str((u.props as Props).userName)]));
-    for (const group of new Set(associations.map((a) => a.group).filter((g): g is string => g !== undefined))) {
-      const members = new Set(associations.filter((a) => a.group === group).map((a) => roleOf.get(a.user)));
-      const missing = roles.filter((r) => !members.has(r));
+    for (const group of new Set(associations.map((a) => str((a.props as Props).userGroupId)).filter((g): g is string => g !== undefined))) {
+      const inGroup = associations.filter((a) => str((a.props as Props).userGroupId) === group);
+      const missing = roles.filter((role) => !users.some((u) => str((u.props as Props).userName) === role && inGroup.some((a) => names(a, "userId", u))));
       if (missing.length > 0) reportViolation(`The adopted user group ${group} gets no user for ${missing.join(", ")}: those clients cannot authenticate. Set llm-ha:redisRolePasswords for every role.`);
     }
   },
