@@ -9,7 +9,8 @@ import type { ExistingKafkaConfig, ExistingRedisConfig } from "../../infra/confi
 import { KAFKA_SERVER_PROPERTIES } from "../../infra/kafka";
 import { AwsCliError, type AwsCli } from "../../infra/preflight/aws-cli";
 import type { CheckRow } from "../../infra/preflight/checks";
-import { adoptedMskRows, adoptedRedisRows, serverProperties } from "../../infra/preflight/data-tier";
+import type { StackConfig } from "../../infra/config";
+import { adoptedDataChecks, adoptedMskRows, adoptedRedisRows, serverProperties } from "../../infra/preflight/data-tier";
 
 type O = Record<string, unknown>;
 const REDIS: ExistingRedisConfig = { replicationGroupId: "platform-redis", userGroupId: "platform-users", securityGroupId: "sg-0aa11bb22cc33dd44" };
@@ -167,5 +168,36 @@ describe("adopted MSK", () => {
 
   it("reads server.properties lines, skipping comments and blanks", () => {
     expect([...serverProperties("# c\n\n a.b = 1 \nc=d=e\n")]).toEqual([["a.b", "1"], ["c", "d=e"]]);
+  });
+});
+
+describe("adopted data tier in preflight --online", () => {
+  const run = async (c: Pick<StackConfig, "redis" | "kafka">, cli: AwsCli) => {
+    const guarded: string[] = [];
+    const rows: CheckRow[] = [];
+    await adoptedDataChecks(c as StackConfig, cli, async (check, f) => {
+      guarded.push(check);
+      try {
+        rows.push(...(await f()));
+      } catch (err) {
+        rows.push({ check, status: "fail", detail: String(err), fix: "" });
+      }
+    });
+    return { guarded, rows };
+  };
+  const sized = { nodeType: "cache.r7g.large", replicas: 3, version: "3.9.x.kraft", brokersPerAz: 1, instanceType: "kafka.m7g.large", volumeSizeGb: 100 };
+
+  it("reads nothing for a stack that creates its own stores", async () => {
+    const { cli, calls } = fakeCli();
+    expect(await run({ redis: { ...sized }, kafka: { ...sized } }, cli)).toEqual({ guarded: [], rows: [] });
+    expect(calls).toEqual([]);
+  });
+
+  it("checks each adopted store under its own guard: a failed read is that store's row, the other is still read", async () => {
+    const { cli } = fakeCli({ group: new AwsCliError("aws elasticache describe-replication-groups: An error occurred (AccessDenied)", "AccessDenied") });
+    const { guarded, rows } = await run({ redis: { ...sized, existing: REDIS }, kafka: { ...sized, existing: KAFKA } }, cli);
+    expect(guarded).toEqual(["adopted Redis", "adopted MSK"]);
+    expect(rows[0]).toMatchObject({ check: "adopted Redis", status: "fail" });
+    expect(rows.slice(1).map((r) => r.status)).toEqual(["ok", "ok", "ok", "ok", "ok"]);
   });
 });
