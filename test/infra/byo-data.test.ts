@@ -109,6 +109,18 @@ describe("byo stack adopting Redis and MSK", () => {
   });
 });
 
+describe("a stack with its own cluster adopting Redis and MSK (dev)", () => {
+  it("adopts them as the byo stack does: no store of its own, the role users in the given group, the rules on the given groups", async () => {
+    const rs = await captureStack("dev", ADOPT);
+    expect(ofType(rs, "aws:eks/cluster:Cluster")).toHaveLength(1);
+    expect(ofType(rs, "aws:elasticache/replicationGroup:ReplicationGroup")).toEqual([]);
+    expect(ofType(rs, "aws:msk/cluster:Cluster")).toEqual([]);
+    expect(ofType(rs, "aws:elasticache/userGroupAssociation:UserGroupAssociation").map((a) => a.props.userGroupId)).toEqual(WORKLOAD_ROLE_NAMES.map(() => REDIS.userGroupId));
+    expect(ofType(rs, INGRESS).filter((r) => [REDIS.securityGroupId, KAFKA.securityGroupId].includes(String(r.props.securityGroupId)))).toHaveLength(4);
+    expect(secret(rs, "llm-ha-redis-agent").stringData.endpoint).toBe(`rediss://llmha-agent@${MOCK_ADOPTED.primaryEndpoint(REDIS.replicationGroupId)}:6379`);
+  });
+});
+
 describe("llm-ha:redis.existing and llm-ha:kafka.existing refused", () => {
   it("refuse the settings that size a created store, naming why", async () => {
     const errs = await failure({
