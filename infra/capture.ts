@@ -128,8 +128,43 @@ function existingClusterInvoke(token: string, args: Record<string, unknown>): Re
   }
 }
 
+/**
+ * An adopted data tier (`llm-ha:redis.existing`, `llm-ha:kafka.existing`) as the mocks describe
+ * it: a replication group with TLS required, failover and Multi-AZ on, cluster mode off, and its
+ * primary at `master.<id>.<hash>.use1.cache.amazonaws.com:6379`; an MSK cluster whose SASL/IAM
+ * brokers are `b-<n>.<name>.<hash>.c2.kafka.us-east-1.amazonaws.com:9098`, one per AZ.
+ */
+export const MOCK_ADOPTED = Object.freeze({
+  primaryEndpoint: (replicationGroupId: string) => `master.${replicationGroupId}.x1y2z3.use1.cache.amazonaws.com`,
+  bootstrapBrokers: (clusterArn: string) => {
+    const name = /:cluster\/([^/]+)\//.exec(clusterArn)?.[1] ?? "msk";
+    return [1, 2, 3].map((n) => `b-${n}.${name}.a1b2c3.c2.kafka.us-east-1.amazonaws.com:9098`).join(",");
+  },
+});
+
+function adoptedDataInvoke(token: string, args: Record<string, unknown>): Record<string, unknown> | undefined {
+  switch (token) {
+    case "aws:elasticache/getReplicationGroup:getReplicationGroup": {
+      const id = String(args.replicationGroupId);
+      return {
+        id, replicationGroupId: id, arn: `arn:aws:elasticache:us-east-1:123456789012:replicationgroup:${id}`, description: "adopted",
+        primaryEndpointAddress: MOCK_ADOPTED.primaryEndpoint(id), readerEndpointAddress: MOCK_ADOPTED.primaryEndpoint(id).replace(/^master\./, "replica."), port: 6379,
+        automaticFailoverEnabled: true, multiAzEnabled: true, clusterMode: "disabled", numCacheClusters: 3, numNodeGroups: 1, replicasPerNodeGroup: 2,
+        authTokenEnabled: false, transitEncryptionEnabled: true, transitEncryptionMode: "required", atRestEncryptionEnabled: true,
+        memberClusters: [1, 2, 3].map((n) => `${id}-00${n}`), nodeType: "cache.r7g.large", engine: "redis", engineVersion: "7.1",
+      };
+    }
+    case "aws:msk/getBootstrapBrokers:getBootstrapBrokers": {
+      const arn = String(args.clusterArn);
+      return { id: arn, clusterArn: arn, bootstrapBrokersSaslIam: MOCK_ADOPTED.bootstrapBrokers(arn), bootstrapBrokersTls: MOCK_ADOPTED.bootstrapBrokers(arn).replace(/:9098/g, ":9094") };
+    }
+    default:
+      return undefined;
+  }
+}
+
 function invoke(token: string, args: Record<string, unknown>): Record<string, unknown> {
-  const existing = existingClusterInvoke(token, args);
+  const existing = existingClusterInvoke(token, args) ?? adoptedDataInvoke(token, args);
   if (existing !== undefined) return existing;
   if (token === "aws:eks/getAddonVersion:getAddonVersion") {
     return { ...args, id: String(args.addonName), version: mockAddonVersion(String(args.addonName), String(args.kubernetesVersion)) };

@@ -1,5 +1,8 @@
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import { clientIngress } from "./client-ingress";
+import type { ExistingKafkaConfig } from "./config/data";
+import { adoptKafka, MSK_IAM_PORT } from "./data-adopted";
 import { Problems } from "./problems";
 import { tagged } from "./tags";
 
@@ -19,6 +22,12 @@ export interface KafkaArgs {
   instanceType?: string;
   /** EBS per broker, GiB. Default 100. */
   volumeSizeGb?: number;
+  /**
+   * An MSK cluster to adopt instead of creating one (`llm-ha:kafka.existing`): no cluster,
+   * configuration, log group, KMS key or security group of the stack's; the clients' ingress
+   * rules go on `securityGroupId`. Default none (the stack creates its cluster).
+   */
+  existing?: ExistingKafkaConfig;
 }
 
 /**
@@ -46,17 +55,28 @@ export const KAFKA_SERVER_PROPERTIES = [
 
 /**
  * MSK, the platform's durable queue for the L4 tier: brokers spread evenly over the AZs,
- * TLS between clients and brokers and inside the cluster, IAM authentication only.
+ * TLS between clients and brokers and inside the cluster, IAM authentication only. Or an
+ * adopted cluster (`existing`, infra/data-adopted.ts), whose settings preflight checks.
  */
 export class Kafka extends pulumi.ComponentResource {
-  readonly cluster: aws.msk.Cluster;
+  /** The cluster the stack created; undefined where it adopts one (`existing`). */
+  readonly cluster?: aws.msk.Cluster;
+  /** The cluster's ARN, created or adopted (the fallback's IAM policy is scoped to it). */
+  readonly clusterArn: pulumi.Output<string>;
   /** Bootstrap brokers for IAM (SASL) over TLS. */
   readonly bootstrapBrokers: pulumi.Output<string>;
 
   constructor(name: string, args: KafkaArgs, opts?: pulumi.ComponentResourceOptions) {
     super("llm-ha:infra:Kafka", name, {}, opts);
-    this.cluster = createKafka(name, args, this);
-    this.bootstrapBrokers = this.cluster.bootstrapBrokersSaslIam;
+    if (args.existing) {
+      const adopted = adoptKafka(name, args.existing, args.clientSecurityGroupIds, this);
+      this.clusterArn = adopted.clusterArn;
+      this.bootstrapBrokers = adopted.bootstrapBrokers;
+    } else {
+      this.cluster = createKafka(name, args, this);
+      this.clusterArn = this.cluster.arn;
+      this.bootstrapBrokers = this.cluster.bootstrapBrokersSaslIam;
+    }
     this.registerOutputs({ bootstrapBrokers: this.bootstrapBrokers });
   }
 }
@@ -75,14 +95,7 @@ export function createKafka(name: string, args: KafkaArgs, parent: pulumi.Resour
   const kafkaVersion = args.kafkaVersion ?? DEFAULT_KAFKA_VERSION;
 
   const sg = new aws.ec2.SecurityGroup(`${name}-sg`, { vpcId: args.vpcId, description: "MSK IAM/TLS from its clients' security groups only", tags: tagged() }, opts);
-  // Each client group by reference, never a CIDR: a pod outside them has no route in.
-  for (const [client, groupId] of Object.entries(args.clientSecurityGroupIds)) {
-    new aws.vpc.SecurityGroupIngressRule(
-      `${name}-from-${client}`,
-      { securityGroupId: sg.id, referencedSecurityGroupId: groupId, ipProtocol: "tcp", fromPort: 9098, toPort: 9098, description: client, tags: tagged() },
-      opts,
-    );
-  }
+  clientIngress(name, sg.id, args.clientSecurityGroupIds, MSK_IAM_PORT, parent);
   // No kafkaVersions: the configuration then fits every version, the KRaft ones included.
   const configuration = new aws.msk.Configuration(`${name}-config`, { serverProperties: KAFKA_SERVER_PROPERTIES }, opts);
   // The brokers' own logs (a broker's view of an ISR shrink, a rejected produce): without them an L4 incident leaves no trace.

@@ -93,6 +93,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     nodeType: c.redis.nodeType,
     nodes: c.redis.replicas,
     azs: c.azs,
+    existing: c.redis.existing,
   });
   const kafka = new Kafka("kafka", {
     vpcId: base.vpcId,
@@ -103,6 +104,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     kafkaVersion: c.kafka.version,
     instanceType: c.kafka.instanceType,
     volumeSizeGb: c.kafka.volumeSizeGb,
+    existing: c.kafka.existing,
   });
 
   // The controller's AWS actuator (standby wakes, reserved groups, the repair ladder's reboots) and its repair ladder.
@@ -144,7 +146,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     const fallbackIam = new FallbackIam("fallback", {
       clusterName: c.clusterName,
       cluster: c.clusterName,
-      mskClusterArn: kafka.cluster.arn,
+      mskClusterArn: kafka.clusterArn,
       oidcProviderArn: base.oidcProvider.arn,
       oidcProviderUrl: base.oidcProvider.url,
       // The L1 pods' ServiceAccount, in the edge namespace.
@@ -245,7 +247,7 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
       namespacesFrom: [workloads],
       vpcId: base.vpcId,
       subnetIds: Object.fromEntries(base.azs.map((a) => [a.az, a.privateSubnetIds[0]])),
-      replicationGroupId: redis.replicationGroup.id,
+      replicationGroupId: redis.replicationGroupId,
       redisEndpoint: redis.primaryEndpoint,
       healthCheckIds: dns.healthCheckIds,
     });

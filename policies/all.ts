@@ -9,6 +9,7 @@ import { chartsByDigest, imagesByDigest, l1AuthRequired, l1TlsRequired } from ".
 import { fastImagePullRootThroughput, gpuImagesFromEcr } from "./wake";
 import { eksVersionSupported, eksVersionSupportEnding, gpuCapacitySettings, nlbNeedsLbController } from "./deployability";
 import { mskHaEncrypted, mskKraftBrokerLogs, redisHaEncrypted, redisIdsPerStack, redisRolesRequired } from "./data";
+import { dataIngressBySecurityGroup, redisRoleUsersInGroup } from "./data-access";
 import { gamedayTemplates } from "./gameday";
 import { agentRoleLeastPrivilege, mskQueueWriterOnlyFallback } from "./iam";
 import { gpuAgentsHoldNoCloudRole } from "./cloud-holder";
@@ -61,6 +62,8 @@ export const policies: Policies = [
   redisHaEncrypted,
   redisRolesRequired,
   redisIdsPerStack,
+  redisRoleUsersInGroup,
+  dataIngressBySecurityGroup,
   mskHaEncrypted,
   mskKraftBrokerLogs,
   standbyScheduleRules,

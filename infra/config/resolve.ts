@@ -53,7 +53,7 @@ export function resolveConfig(src: ConfigSources): StackConfig {
   requireDigest(s, images, "lbController", existingCluster === undefined);
   requireDigest(s, images, "dcgmExporter", true);
   const redis = redisOf(s, azs);
-  const kafka = kafkaOf(s, azs);
+  const kafka = kafkaOf(s, azs, network.region);
   const fallback = fallbackOf(src.project.getObject<unknown>("fallback"), src.project, inference.inference.model, p);
   const observability = observabilityOf(s);
   const schedule = scheduleOf(s, standbyAz);

@@ -4,6 +4,7 @@ import type { RoleName } from "../../contracts/redis-roles";
 import type { ClusterAccess } from "../cluster";
 import type { ImageName } from "../images";
 import type { ApiEndpointConfig } from "./cluster";
+import type { ExistingKafkaConfig, ExistingRedisConfig } from "./data";
 import type { FallbackConfig } from "./fallback";
 import type { CapacityConfig, ExistingClusterConfig } from "./existing-cluster";
 import type { GamedayConfig } from "./gameday";
@@ -73,10 +74,12 @@ export interface StackConfig {
    * `rolePasswords` (`llm-ha:redisRolePasswords`, secret object role → password, the default):
    * one ElastiCache RBAC user per role (docs/redis-roles.md). `authToken` (`llm-ha:redisAuthToken`):
    * the old AUTH token, alone only as a migration path; beside the roles, the password of the
-   * group's disabled `default` user.
+   * group's disabled `default` user. `existing` (`llm-ha:redis.existing`): an adopted replication
+   * group; the role users join its user group (no AUTH token then) and the sizing fields go unused.
    */
-  redis: { nodeType: string; replicas: number; authToken?: pulumi.Output<string>; rolePasswords?: Partial<Record<RoleName, pulumi.Output<string>>> };
-  kafka: { version: string; brokersPerAz: number; instanceType: string; volumeSizeGb: number };
+  redis: { nodeType: string; replicas: number; authToken?: pulumi.Output<string>; rolePasswords?: Partial<Record<RoleName, pulumi.Output<string>>>; existing?: ExistingRedisConfig };
+  /** `existing` (`llm-ha:kafka.existing`): an adopted MSK cluster; the sizing fields then go unused. */
+  kafka: { version: string; brokersPerAz: number; instanceType: string; volumeSizeGb: number; existing?: ExistingKafkaConfig };
   /** The L4 fallback beside each L1 proxy (`llm-ha:fallback`, docs/fallback.md). */
   fallback: FallbackConfig;
   schedule?: ScheduleConfig;

@@ -8,6 +8,7 @@ import { execFile } from "node:child_process";
 import { ADDON_NAMES } from "../addons";
 import type { StackConfig } from "../config";
 import type { CheckRow } from "./checks";
+import { adoptedDataChecks } from "./data-tier";
 import { CERTIFICATE_CHECK, certificateRows, PULL_THROUGH_SECRET_CHECK, pullThroughSecretRows } from "./edge-checks";
 import { PROMETHEUS_CHECK, prometheusRows } from "./prometheus-check";
 import { WEIGHTS_CHECK, weightsRows } from "./weights-check";
@@ -60,7 +61,7 @@ export function ecrImage(ref: string): { account: string; region: string; reposi
   return m ? { account: m[1], region: m[2], repository: m[3], digest: m[4] } : undefined;
 }
 
-/** The add-on versions, the agent image, the weights prefix, the certificate, the pull-through secret and who reads the alert rules, one guarded check each. */
+/** The add-on versions, the agent image, the weights prefix, the certificate, the pull-through secret, who reads the alert rules and an adopted Redis or MSK, one guarded check each. */
 export async function cliChecks(c: StackConfig, cli: AwsCli, guard: (check: string, f: () => Promise<CheckRow[]>) => Promise<void>): Promise<void> {
   // An existing cluster's add-ons are the operator's: the existing-cluster rows check the ones llm-ha needs.
   if (c.existingCluster === undefined) await guard("add-on versions", async () => {
@@ -98,4 +99,6 @@ export async function cliChecks(c: StackConfig, cli: AwsCli, guard: (check: stri
   await guard(CERTIFICATE_CHECK, () => certificateRows(c, cli));
   await guard(PULL_THROUGH_SECRET_CHECK, () => pullThroughSecretRows(c, cli));
   await guard(PROMETHEUS_CHECK, () => prometheusRows(c, cli));
+  // An adopted Redis or MSK: what llm-ha relies on there, the operator's to set.
+  await adoptedDataChecks(c, cli, guard);
 }

@@ -40,7 +40,7 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients, today = 
     try {
       rows.push(...(await f()));
     } catch (err) {
-      rows.push({ check, status: "fail", detail: `the AWS call failed: ${why(err)}`, fix: "check the credentials and region (read-only calls: ec2:Describe*, servicequotas:GetServiceQuota, servicequotas:GetAWSDefaultServiceQuota, route53:GetHostedZone, eks:DescribeAddonVersions, ecr:DescribeImages, s3:ListBucket, acm:DescribeCertificate, secretsmanager:DescribeSecret)" });
+      rows.push({ check, status: "fail", detail: `the AWS call failed: ${why(err)}`, fix: "check the credentials and region (read-only calls: ec2:Describe*, servicequotas:GetServiceQuota, servicequotas:GetAWSDefaultServiceQuota, route53:GetHostedZone, eks:DescribeAddonVersions, ecr:DescribeImages, s3:ListBucket, acm:DescribeCertificate, secretsmanager:DescribeSecret; with an adopted Redis or MSK: elasticache:DescribeReplicationGroups, elasticache:DescribeCacheClusters, elasticache:DescribeCacheParameters, kafka:DescribeClusterV2, kafka:DescribeConfigurationRevision)" });
     }
   };
 

@@ -92,6 +92,9 @@ export function offlineChecks(values: Record<string, string>, project: string, s
     // A version newer than the table passes validation with a warning: say so here too.
     const daysLeft = row ? Math.floor((Date.parse(row.standardUntil) - Date.parse(isoDay(today))) / 86_400_000) : undefined;
     // An existing cluster's version and add-ons are its own: --online reads them (infra/preflight/existing-cluster.ts).
+    // An adopted Redis or MSK is the operator's: --online reads what llm-ha relies on there (infra/preflight/data-tier.ts).
+    if (config.redis.existing) rows.push({ check: "adopted Redis", status: "ok", detail: `${config.redis.existing.replicationGroupId}: its TLS, failover, Multi-AZ, cluster mode, user group, engine version and maxmemory-policy are read with --online`, fix: "" });
+    if (config.kafka.existing) rows.push({ check: "adopted MSK", status: "ok", detail: `${config.kafka.existing.clusterArn}: its IAM auth, TLS, brokers per AZ and server properties are read with --online`, fix: "" });
     if (config.existingCluster) rows.push({ check: "existing cluster", status: "ok", detail: `${config.existingCluster.name}: its version, add-ons, Karpenter or node groups, system nodes and your access are read with --online`, fix: "" });
     else rows.push({
       check: `EKS ${config.kubernetesVersion} support`,
@@ -152,8 +155,15 @@ export function onlinePlan(c: StackConfig | undefined, missing: string[] = []): 
       : `node groups: eks describe-nodegroup for each adopted group: llm-ha.io/gpu-class, llm-ha.io/az, llm-ha.io/az-role labels and the nvidia.com/gpu NoSchedule taint`,
     "system nodes: a node labelled llm-ha.io/node-role=system in every AZ; access: kubectl auth can-i create for what the stack applies",
   ];
+  const r = c.redis.existing;
+  const k = c.kafka.existing;
+  const adopted = [
+    ...(r ? [`adopted Redis ${r.replicationGroupId}: elasticache describe-replication-groups (TLS required, automatic failover, Multi-AZ, cluster mode disabled, user group ${r.userGroupId} attached), describe-cache-clusters (Redis ≥ 7, ${r.securityGroupId} among its groups), describe-cache-parameters (maxmemory-policy noeviction)`] : []),
+    ...(k ? [`adopted MSK ${k.clusterArn}: kafka describe-cluster-v2 (SASL/IAM, TLS client-broker, ≥ 3 brokers over ≥ 2 AZs, ${k.securityGroupId} among the brokers' groups), describe-configuration-revision (default.replication.factor=3, min.insync.replicas=2, unclean.leader.election.enable=false, auto.create.topics.enable=false, group.min.session.timeout.ms ≤ 2000)`] : []),
+  ];
   return [
     ...(existing ?? []),
+    ...adopted,
     `GPU quota: service-quotas get-service-quota --service-code ec2 --quota-code ${P_QUOTA_CODE} (Running On-Demand P instances) in ${c.region} ≥ ${pQuotaNeeded(c)} vCPUs`,
     ...(e ? [] : [`Standard quota: service-quotas get-service-quota --service-code ec2 --quota-code ${STANDARD_QUOTA_CODE} (Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances) in ${c.region} ≥ the vCPUs of ${nonGpuGroups(c).map((g) => `${g.name} ${g.maxSize} × ${g.instanceType}`).join(", ")} (ec2 describe-instance-types)`]),
     `instance types offered: ec2 describe-instance-type-offerings --location-type availability-zone (${types.join(", ")} in ${c.azs.join(", ")})`,

@@ -40,7 +40,7 @@ const args = (rolePasswords: Record<string, string>) => ({
 describe("Redis ids scoped to the stack", () => {
   it("prefixes every user and group id with the stack's name; user names are the roles'; one node per AZ in turn", async () => {
     const r = new mod.Redis("redis", args(passwords()));
-    await new Promise((ok) => r.replicationGroup.urn.apply(ok));
+    await new Promise((ok) => r.replicationGroup!.urn.apply(ok));
     await new Promise((ok) => setTimeout(ok, 50));
     const users = captured.filter((c) => c.type === "aws:elasticache/user:User");
     expect(users.map((u) => u.inputs.userName).sort()).toEqual(["default", ...WORKLOAD_ROLE_NAMES].sort());

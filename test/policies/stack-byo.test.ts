@@ -65,6 +65,23 @@ describe("policy pack over the byo stack", () => {
     ]);
   });
 
+  it("flags a role's Redis user left out of the stack's user group (by id and by reference), and a Redis rule by CIDR", async () => {
+    const broken = structuredClone(rs);
+    const user = broken.find((r) => r.type === "aws:elasticache/user:User" && (r.props as O).userName === "llmha-edge")!;
+    const group = broken.find((r) => r.type === "aws:elasticache/userGroup:UserGroup")!;
+    (group.props as O).userIds = (group.props as O).userIds.filter((id: string) => id !== (user.props as O).userId);
+    // Still a member while the group references the user's Output.
+    expect(mandatory(await runPolicies(policies, broken))).toEqual([]);
+    group.opts.propertyDependencies.userIds = group.opts.propertyDependencies.userIds.filter((u) => u !== user.urn);
+    const rule = broken.find((r) => r.type === "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule" && r.name === "redis-from-l1")!;
+    delete (rule.props as O).referencedSecurityGroupId;
+    (rule.props as O).cidrIpv4 = "10.50.0.0/16";
+    expect(mandatory(await runPolicies(policies, broken)).map((v) => [v.policy, v.urn, v.message])).toEqual([
+      ["redis-role-users-in-group", user.urn, `ElastiCache user redis-user-llmha-edge (llmha-edge) is in no user group: its clients cannot authenticate. List it in the stack's UserGroup, or associate it with the adopted group (llm-ha:redis.existing.userGroupId).`],
+      ["data-ingress-by-security-group", rule.urn, "redis-from-l1 lets 10.50.0.0/16 in on Redis (6379): let in the clients' security groups by reference only (infra/fences.ts)."],
+    ]);
+  });
+
   it("flags a pool without the GPU taint", async () => {
     const broken = structuredClone(rs);
     const p = pool(broken, "llm-ha-us-east-1b-h100");
