@@ -359,6 +359,11 @@ export class LocalCloud {
     });
   }
 
+  /** The AZ's woken nodes stopped and its groups handed back, as a release does, outside any leader's call (the drill's own reset). */
+  standDown(az: string): void {
+    this.release(az);
+  }
+
   private release(az: string): LocalCloudReply {
     // Every group of the AZ back to the schedule (their launches stop).
     for (const g of this.groupsOf(az)) {

@@ -305,7 +305,20 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     standby: azs.find((a) => a.standby) ?? null,
     cloud,
     running: () => nodes.filter((n) => n.running),
-    setAgentEnv: (env) => agentEnv.set(env),
+    setAgentEnv: async (env) => {
+      const before = agentEnv.current;
+      const ok = await agentEnv.set(env);
+      // Each restarted agent leaves the registry for a moment, its AZ is DEGRADED meanwhile, and the leader of the old
+      // settings may wake the standby: with another capacity engine after the change nobody would release that wake.
+      // The drill puts the standby back at zero itself, so the next scenario starts from the scaled-to-zero fleet.
+      const sb = azs.find((a) => a.standby);
+      if (agentEnv.current !== before && cloud && sb && nodes.some((n) => n.az === sb.name && cloud.powerOf(n.id) !== "stopped")) {
+        o.progress(`  the agents' restart woke the standby ${sb.name} (an AZ DEGRADED while its agent restarted): the drill stops it again`);
+        cloud.standDown(sb.name);
+        await cloud.settled(sb.name);
+      }
+      return ok;
+    },
     azOf: (n) => azs.find((a) => a.name === n.az)!,
     nodeAt: (addr) => byAddress.get(addr.replace(/:\d+$/, "")) ?? null,
     pids: () =>
