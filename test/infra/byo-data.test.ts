@@ -5,13 +5,13 @@
  * groups, the clients pointed at the adopted primary and brokers, and the pack clean over it.
  * Plus the settings the program refuses beside `existing`.
  */
-import * as pulumi from "@pulumi/pulumi";
 import { beforeAll, describe, expect, it } from "vitest";
 import { WORKLOAD_ROLE_NAMES } from "../../contracts/redis-roles";
 import { captureStack, captureStackGraph, MOCK_ADOPTED, type CapturedInvoke, type CapturedResource } from "../../infra/capture";
 import { policies } from "../../policies/all";
 import { mandatory, runPolicies } from "../../policies/runner";
 import { settled } from "../policies/fixtures";
+import { stackFailureLines } from "./stack-failure";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
 
@@ -24,11 +24,7 @@ const ofType = (rs: CapturedResource[], t: string) => rs.filter((r) => r.type ==
 const secret = (rs: CapturedResource[], name: string) => rs.find((r) => r.type === "kubernetes:core/v1:Secret" && (r.props as O).metadata.name === name)!.props as O;
 const INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule";
 
-async function failure(overrides: Record<string, string>): Promise<string[]> {
-  const err: unknown = await captureStack("byo", overrides).then(() => undefined, (e: unknown) => e);
-  expect(pulumi.InputPropertiesError.isInstance(err), String(err)).toBe(true);
-  return (err as pulumi.InputPropertiesError).errors.map((x) => `${x.propertyPath}: ${x.reason}`);
-}
+const failure = (overrides: Record<string, string>): Promise<string[]> => stackFailureLines(overrides, "byo");
 
 describe("byo stack adopting Redis and MSK", () => {
   let rs: CapturedResource[];

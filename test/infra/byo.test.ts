@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseConfig } from "../../agent/src/config/load";
 import { captureStack, captureStackGraph, MOCK_EXISTING, type CapturedResource } from "../../infra/capture";
+import { stackFailureLines } from "./stack-failure";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
 
@@ -24,11 +25,7 @@ const byName = (rs: CapturedResource[], type: string, name: string) => rs.find((
 const NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool";
 const NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass";
 
-async function failure(overrides: Record<string, string>): Promise<string[]> {
-  const err: unknown = await captureStack("byo", overrides).then(() => undefined, (e: unknown) => e);
-  expect(pulumi.InputPropertiesError.isInstance(err), String(err)).toBe(true);
-  return (err as pulumi.InputPropertiesError).errors.map((x) => `${x.propertyPath}: ${x.reason}`);
-}
+const failure = (overrides: Record<string, string>): Promise<string[]> => stackFailureLines(overrides, "byo");
 
 describe("byo stack, Karpenter", () => {
   let rs: CapturedResource[];
