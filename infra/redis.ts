@@ -99,7 +99,7 @@ export class Redis extends pulumi.ComponentResource {
     }
     // Built with every part encoded: a token holding `#`, `?` or `%` stays one token.
     const token = args.authToken;
-    this.url = this.userGroup || args.existing || token === undefined ? undefined : pulumi.secret(pulumi.all([token, this.primaryEndpoint]).apply(([password, host]) => redisUrl({ host, port: REDIS_PORT, tls: true, password })));
+    this.url = this.userGroup || token === undefined ? undefined : pulumi.secret(pulumi.all([token, this.primaryEndpoint]).apply(([password, host]) => redisUrl({ host, port: REDIS_PORT, tls: true, password })));
     this.roleUrls = {};
     for (const [role, pw] of Object.entries(args.rolePasswords ?? {}) as [RoleName, pulumi.Input<string>][]) {
       this.roleUrls[role] = pulumi.secret(pulumi.all([pw, this.primaryEndpoint, port]).apply(([password, host, p]) => redisUrl({ host, port: p, tls: true, username: role, password })));

@@ -10,7 +10,7 @@ import { createInterface } from "node:readline";
 import type { InferenceKind } from "../../agent/src/config/spec";
 import { DRAIN_SETTLE_S, preStopCommand } from "../../contracts/drain";
 import { end, logTail, start, type Proc } from "./node-proc";
-import { freePort, sleep, socketExchange, waitFor } from "../../agent/src/util/net";
+import { freePort, sleep, socketExchange, waitFor, within } from "../../agent/src/util/net";
 import { NVSMI_FAULTS, writeFakeDcgmiWrapper, writeFakeNvidiaSmiWrapper, writeNvsmiState, type NvsmiFault, type NvsmiState } from "./nvsmi-state";
 import { fakeInferenceFlags, fakeInferenceStats, setFakeInferenceMode, type FakeInferenceMode, type FakeInferenceProfile, type FakeInferenceSettings, type FakeInferenceStats } from "./fake-inference";
 
@@ -260,18 +260,8 @@ export class SimNode {
       });
       p.exited.then(() => reject(new SimNodeError(`fake inference server of ${this.id} exited at start-up (see ${this.opts.dir}/${this.id}.log)`)));
     });
-    // The limit's timer ends with the wait: a pending 45 s timer kept the drill's process alive after its report.
-    const limit = new AbortController();
-    const timedOut = sleep(START_LIMIT_MS, limit.signal).then(
-      () => Promise.reject(new SimNodeError(`fake inference server of ${this.id} did not start in ${START_LIMIT_MS / 1000} s${logTail(this.opts.dir, this.id)}`)),
-      () => undefined,
-    );
-    try {
-      await Promise.race([ready, timedOut]);
-    } finally {
-      limit.abort();
-      rl.close();
-    }
+    await within(ready, START_LIMIT_MS, () => new SimNodeError(`fake inference server of ${this.id} did not start in ${START_LIMIT_MS / 1000} s${logTail(this.opts.dir, this.id)}`));
+    rl.close();
   }
 
   agentEnv(): NodeJS.ProcessEnv {

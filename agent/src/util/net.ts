@@ -32,6 +32,23 @@ export async function freePort(): Promise<number> {
   throw new Error(`no free loopback port in ${PORT_LOW}-${PORT_HIGH} after 200 tries`);
 }
 
+/**
+ * `p`'s outcome, or after `ms` the rejection `late()` makes (undefined when no `late` is given),
+ * whichever comes first. The timer ends with the race: a `Promise.race` with a bare `sleep`
+ * left it pending and kept a finished process alive until it fired.
+ */
+export async function within<T>(p: Promise<T>, ms: number, late?: () => Error): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<undefined>((resolve, reject) => {
+    timer = setTimeout(() => (late ? reject(late()) : resolve(undefined)), ms);
+  });
+  try {
+    return await Promise.race([p, timedOut]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {

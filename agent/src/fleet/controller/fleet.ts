@@ -25,7 +25,7 @@ import { RedisKeys } from "../redis/keys";
 import { LeaderLease, type LeaseSettings } from "../redis/lease";
 import { NodeRegistry, type NodeReport } from "../redis/registry";
 import type { Logger } from "../../util/log";
-import { sleep } from "../../util/net";
+import { within } from "../../util/net";
 import { readAzHealth, type AzHealthResponse } from "./az-health";
 import { Controller } from "./controller";
 import { PracticeSchedule, type PracticeSettings } from "../actuators/practice";
@@ -293,7 +293,7 @@ export class Fleet {
     this.foreign?.endTerm();
     this.reserved?.endTerm();
     // A call in flight finishes (or not) on its own; shutdown waits for it a little only.
-    if (this.reconciler) await Promise.race([Promise.all([this.reconciler.idle(), this.reserved?.idle()]), sleep(3000)]);
+    if (this.reconciler) await within(Promise.all([this.reconciler.idle(), this.reserved?.idle()]), 3000);
     await this.actuator?.close();
     await this.lease.release();
     try {
