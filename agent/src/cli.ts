@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { ConfigError, helpText, loadConfig, unknownSettings } from "./config/load";
 import { runRole, StartupError } from "./main";
+import { leanRuntime } from "./node/lean-runtime";
 import { didYouMean } from "../../contracts/did-you-mean";
 import { terminalColumns } from "../../contracts/table";
 
@@ -47,6 +48,8 @@ async function agentCommand(argv: string[]): Promise<number> {
     }
     throw err;
   }
+  // Before the agent's code runs: a process that only checks its node runs without V8's optimising compilers.
+  leanRuntime(cfg);
   let running;
   try {
     running = await runRole(cfg);

@@ -180,6 +180,31 @@ describe("evaluator", () => {
     expect(s.decision.reasons[0].code).toBe("ENGINE_WEDGED");
   });
 
+  it("an idle engine caught with a request just queued is not wedged: the stall counts from the first sample with requests waiting", () => {
+    const d = new Driver();
+    d.healthy();
+    const engine = (tokens: number, waiting: number, at: number) => ({ seq: ++d.seq, at, value: { family: "vllm", running: 0, waiting, kvCacheUsage: 0, tokensTotal: tokens } });
+    d.signals.engine = engine(100, 0, d.now);
+    d.step({}, 0);
+    // A minute idle (the counters still), then a sample that sees a request queued for a moment.
+    d.signals.engine = engine(100, 0, d.now + 60_000);
+    d.step({}, 60_000);
+    d.signals.engine = engine(100, 1, d.now + 1000);
+    expect(d.step({}, 1000).decision.status).toBe("HEALTHY");
+    // Scheduled: nothing waits at the next sample, the run of queued samples ends.
+    d.signals.engine = engine(104, 0, d.now + 1000);
+    expect(d.step({}, 1000).decision.status).toBe("HEALTHY");
+    // Queued again, and this time the counters stay still for wedgeMs (1.5 s here) of queued samples.
+    d.signals.engine = engine(104, 2, d.now + 1000);
+    expect(d.step({}, 1000).decision.status).toBe("HEALTHY");
+    d.signals.engine = engine(104, 2, d.now + 1000);
+    expect(d.step({}, 1000).decision.status).toBe("HEALTHY");
+    d.signals.engine = engine(104, 3, d.now + 500);
+    const s = d.step({}, 500);
+    expect(s.decision.status).toBe("UNHEALTHY");
+    expect(s.decision.reasons[0].code).toBe("ENGINE_WEDGED");
+  });
+
   it("recovery after a fault goes through rise and the ramp again", () => {
     const d = new Driver();
     d.healthy();

@@ -90,6 +90,28 @@ describe("a GPU off the PCI bus", () => {
     const r = pciReasons(readPciGpus(sysfs(ids)), seven, { ...S, gpuCount: null });
     expect(r.map((x) => x.code)).toEqual(["GPU_MISSING"]);
   });
+  it("read every period, each device's files are read once: a GPU that leaves is gone at the next read, one that comes is read then", async () => {
+    const obs = await smi({});
+    const ids = obs.kind === "ok" ? obs.gpus.map((g) => pciKey(g.busId!)) : [];
+    const root = sysfs(ids);
+    const known = new Map<string, boolean>();
+    expect(readPciGpus(root, known)).toEqual({ kind: "ok", busIds: [...ids].sort() });
+    expect(known.size).toBe(ids.length + 5);
+    // The files are not read again: a vendor file emptied now changes nothing for a device already known.
+    writeFileSync(join(root, ids[0], "vendor"), "");
+    expect(readPciGpus(root, known)).toEqual({ kind: "ok", busIds: [...ids].sort() });
+    rmSync(join(root, ids[3]), { recursive: true });
+    expect(readPciGpus(root, known)).toEqual({ kind: "ok", busIds: ids.filter((_, i) => i !== 3).sort() });
+    expect(known.has(ids[3])).toBe(false);
+    // Back on the bus (a new folder): read again.
+    mkdirSync(join(root, ids[3]));
+    writeFileSync(join(root, ids[3], "vendor"), "0x10de\n");
+    writeFileSync(join(root, ids[3], "class"), "0x030200\n");
+    expect(readPciGpus(root, known)).toEqual({ kind: "ok", busIds: [...ids].sort() });
+    // Without the map (a read on its own) the files are read: the emptied vendor is not NVIDIA's.
+    const fresh = readPciGpus(root);
+    expect(fresh.kind === "ok" ? fresh.busIds : []).not.toContain(ids[0]);
+  });
   it("no NVIDIA GPU listed (no sysfs, a test machine) or an unreadable folder: no verdict", () => {
     expect(pciReasons(readPciGpus(join(dir, "nope")), undefined, S)).toEqual([]);
     expect(readPciGpus(join(dir, "nope")).kind).toBe("error");

@@ -172,6 +172,7 @@ const DEFAULTS: Omit<AgentConfig, "nodeId" | "az"> = {
   probeMaxTokens: 1,
   wedgeMs: 500,
   engineIntervalMs: 200,
+  engineIdleIntervalMs: 2000,
   metricsUrl: null,
   probeStuckMs: 4000,
   probePrompt: "ping",

@@ -84,6 +84,7 @@ export interface AgentConfig {
   probeMaxTokens: number;
   wedgeMs: number;
   engineIntervalMs: number;
+  engineIdleIntervalMs: number;
   metricsUrl: string | null;
   probeStuckMs: number;
   probePrompt: string;
@@ -188,7 +189,8 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: "probeWindow", env: "LLMHA_PROBE_WINDOW", type: "int", min: 1, max: 1000, defaultText: "20", description: "probe latencies kept for p50/p95" },
   { key: "probeMaxTokens", env: "LLMHA_PROBE_MAX_TOKENS", type: "int", min: 1, max: 4, defaultText: "1", description: "tokens the probe asks for" },
   { key: "wedgeMs", env: "LLMHA_WEDGE_MS", type: "int", min: 100, max: 600_000, defaultText: ms(500), description: "requests waiting in the engine while its progress counters (tokens, forward passes) stand still this long: engine wedged (needs engine metrics)" },
-  { key: "engineIntervalMs", env: "LLMHA_ENGINE_INTERVAL_MS", type: "int", min: 50, max: 600_000, defaultText: ms(200), description: "how often the engine's Prometheus metrics are read (queue and progress counters)" },
+  { key: "engineIntervalMs", env: "LLMHA_ENGINE_INTERVAL_MS", type: "int", min: 50, max: 600_000, defaultText: ms(200), description: "how often the engine's Prometheus metrics (queue and progress counters) are read while requests wait in the engine: the wedge check's sampling" },
+  { key: "engineIdleIntervalMs", env: "LLMHA_ENGINE_IDLE_INTERVAL_MS", type: "int", min: 50, max: 600_000, defaultText: ms(2000), description: "how often they are read while nothing waits in the engine (never more often than `LLMHA_ENGINE_INTERVAL_MS`); the first read that finds requests waiting switches to that period" },
   { key: "metricsUrl", env: "LLMHA_METRICS_URL", type: "url", defaultText: "the kind's own: `<inference URL>/metrics`; Triton port 8002; `openai` none", description: "the inference server's Prometheus metrics (vLLM, TGI, Triton, llama.cpp `--metrics`, SGLang series are read)" },
   { key: "probeStuckMs", env: "LLMHA_PROBE_STUCK_MS", type: "int", min: 100, max: 600_000, defaultText: ms(4000), description: "a probe unanswered this long while no engine metrics show tokens flowing is a hard fault (`PROBE_STUCK`)" },
   { key: "probePrompt", env: "LLMHA_PROBE_PROMPT", type: "string", defaultText: "ping", description: "prompt the probe sends (greedy, `LLMHA_PROBE_MAX_TOKENS` tokens)" },
@@ -273,7 +275,7 @@ export const OPTION_GROUPS: readonly { readonly title: string; readonly keys: re
   { title: "GPU checks", keys: ["nvidiaSmi", "gpuCount", "gpuTimeoutMs", "gpuQuery", "xidLog", "xidRules", "pciDevices"] },
   {
     title: "Inference server and probe",
-    keys: ["inferenceUrl", "inferenceKind", "inferenceApiKeyFile", "model", "modelRevision", "modelTimeoutMs", "probeLatencyMs", "probeTimeoutMs", "probeWindow", "probeMaxTokens", "probePrompt", "probeExpect", "probeStuckMs", "wedgeMs", "engineIntervalMs", "metricsUrl"],
+    keys: ["inferenceUrl", "inferenceKind", "inferenceApiKeyFile", "model", "modelRevision", "modelTimeoutMs", "probeLatencyMs", "probeTimeoutMs", "probeWindow", "probeMaxTokens", "probePrompt", "probeExpect", "probeStuckMs", "wedgeMs", "engineIntervalMs", "engineIdleIntervalMs", "metricsUrl"],
   },
   { title: "Redis and the leader lease", keys: ["redisUrl", "redisCaFile", "redisUser", "redisPasswordFile", "leaseTtlMs", "leaseRenewMs", "leaseContendMs"] },
   { title: "Standby AZ and practice wakes", keys: ["standbyAz", "standbyHoldMs", "standbyCapacityPercent", "coldStartGraceMs", "standbyAsgs", "standbyFallback", "capacityEngine", "standbyNodepools", "standbyPlaceholder", "standbySchedule", "standbyScheduleTz", "standbyWakeBoundMs", "standbyHealthyBoundMs", "standbyWakeBackoffMs", "practiceWake", "practiceWakeTz", "practiceWakeBudgetMs"] },

@@ -7,13 +7,13 @@ import { readPciGpus, type GpuReader } from "./sources/gpu";
 import { openGpuReader } from "./sources/gpu-stream";
 import { InferenceCredential, splitUserinfo } from "./sources/credential";
 import { defaultMetricsUrl, EngineReader } from "./sources/engine-metrics";
-import { ADAPTERS, type InferenceAdapter } from "./sources/inference";
+import { ADAPTERS, probeOutcome, type InferenceAdapter, type Send } from "./sources/inference";
+import { MODEL_LIST_MAX_AGE_MS, ModelListCache } from "./sources/model-list";
 import { KeptAlive } from "./sources/kept-alive";
-import type { EngineObservation, GpuInfo, ModelIdentity, ProbeObservation, Sample, Signals, XidEvent } from "./sources/signals";
+import type { EngineObservation, GpuInfo, ModelIdentity, ProbeObservation, Sample, Signals } from "./sources/signals";
 import { ConnectionWatch } from "./sources/watch";
 import { DrainFile } from "./sources/drain-file";
-import { XidReader } from "./sources/xid";
-import { parseXidRules, XidJudge } from "./sources/xid-rules";
+import { XidSource } from "./sources/xid-source";
 import { takesTraffic, type Decision, type Reason } from "../types";
 import type { Logger } from "../util/log";
 import { Loop } from "../util/loop";
@@ -33,9 +33,10 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   private readonly settings: EvaluatorSettings;
   private readonly adapter: InferenceAdapter;
   private readonly gpu: GpuReader;
-  private readonly xid: XidReader | null;
-  private readonly xidJudge: XidJudge;
+  private readonly xid: XidSource | null;
   private readonly engineReader: EngineReader | null;
+  /** What each PCI device folder is (GPU or not), from read to read: see `readPciGpus`. */
+  private readonly pciKnown = new Map<string, boolean>();
   /** `LLMHA_INFERENCE_URL` without its user part: what requests go to and what reasons may show. */
   private readonly inferenceBase: string;
   private readonly credential: InferenceCredential;
@@ -43,7 +44,6 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   private servedIdentity: ModelIdentity | null = null;
   private lastGoodGpus: GpuInfo[] = [];
   /** The last error reading the kernel log (null: readable), so it is logged once, not every period. */
-  private xidError: string | null = null;
   private readonly loops: Loop[] = [];
   private readonly watch: ConnectionWatch;
   private readonly modelLoop: Loop;
@@ -55,6 +55,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   private probeTimers: NodeJS.Timeout[] = [];
   /** The model check's and the probe's own kept-alive connections (they overlap: one each). */
   private readonly modelHttp = new KeptAlive();
+  /** The model list between checks (model-list.ts), and the model check's requests through it. */
+  private readonly modelList: ModelListCache;
+  private readonly modelSend: Send;
   private readonly probeHttp = new KeptAlive();
   private servedModel: string | null = null;
   /** Times the inference server became ready after not being ready: a restart the canaries wait for. */
@@ -83,10 +86,11 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     };
     this.perf = new PerfTracker(cfg.probeWindow);
     this.adapter = ADAPTERS[cfg.inferenceKind];
+    this.modelList = new ModelListCache(cfg.inferenceKind, MODEL_LIST_MAX_AGE_MS, clock);
+    this.modelSend = this.modelList.wrap(this.modelHttp.send);
     this.gpu = openGpuReader(cfg, (event, detail) => log.warn({ event }, detail));
-    this.xid = cfg.xidLog ? new XidReader(cfg.xidLog) : null;
+    this.xid = cfg.xidLog ? new XidSource(cfg.xidLog, cfg.xidRules, log) : null;
     this.drainFile = cfg.drainFile ? new DrainFile(cfg.drainFile, cfg.intervalMs, clock, log) : null;
-    this.xidJudge = new XidJudge(parseXidRules(cfg.xidRules));
     const target = splitUserinfo(cfg.inferenceUrl);
     this.inferenceBase = target.url;
     this.credential = new InferenceCredential(cfg.inferenceApiKeyFile, target.basic, log);
@@ -96,7 +100,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     const u = new URL(cfg.inferenceUrl);
     const port = Number(u.port || (u.protocol === "https:" ? 443 : 80));
     this.modelLoop = this.loop("model", () => this.checkModel());
-    this.watch = new ConnectionWatch(u.hostname, port, Math.min(cfg.intervalMs, 500), () => this.modelLoop.kick());
+    this.watch = new ConnectionWatch(u.hostname, port, Math.min(cfg.intervalMs, 500), () => this.serverMayHaveChanged());
     this.deepCheck = new DeepCheck({
       mode: cfg.deepCheck, dcgmi: cfg.dcgmi, timeoutMs: cfg.deepCheckTimeoutMs, retryMs: cfg.deepCheckRetryMs,
       canaryRetryMs: Math.max(1000, Math.min(cfg.canaryIntervalMs || 5000, 5000)),
@@ -161,9 +165,17 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     const i = this.cfg.intervalMs;
     // A stream waits for its next batch by itself (period 0: read again as soon as a read returns).
     this.loops.push(this.loop("gpu", () => this.checkGpu(), this.gpu.paces ? 0 : i), this.modelLoop, this.loop("probe", () => this.runProbe()));
-    if (this.engineReader) this.loops.push(this.loop("engine", () => this.checkEngine(), this.cfg.engineIntervalMs));
+    // Fast only while requests wait: the wedge check needs samples then, and an idle engine read five
+    // times a second was the largest part of the agent's own CPU.
+    const engineQueued = (): boolean => (this.signals.engine?.value?.waiting ?? 0) > 0;
+    const enginePeriod = (): number => (engineQueued() ? this.cfg.engineIntervalMs : Math.max(this.cfg.engineIntervalMs, this.cfg.engineIdleIntervalMs));
+    if (this.engineReader) this.loops.push(this.loop("engine", () => this.checkEngine(), enginePeriod));
     if (this.xid) this.loops.push(this.loop("xid", async () => this.checkXid()));
-    this.loops.push(new Loop(i, async () => this.evaluateNow(), (e) => this.log.error({ err: e }, "evaluation failed")));
+    // The clock's own evaluation, for when no source has reported for a period (each source's result is evaluated as it comes).
+    const clockTick = async (): Promise<void> => {
+      if (this.clock() - this.lastEvaluationAt >= i) this.evaluateNow();
+    };
+    this.loops.push(new Loop(i, clockTick, (e) => this.log.error({ err: e }, "evaluation failed"), true));
     this.deepCheck.start(this.signals);
     for (const l of this.loops) l.start();
     this.watch.start();
@@ -189,11 +201,16 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     this.xid?.close();
   }
 
-  private loop(name: SourceName, task: () => Promise<void>, periodMs = this.cfg.intervalMs): Loop {
-    return new Loop(periodMs, task, (err) => {
-      this.metrics.source(name, 0, true);
-      this.log.error({ err, source: name }, "source failed unexpectedly");
-    });
+  private loop(name: SourceName, task: () => Promise<void>, periodMs: number | (() => number) = this.cfg.intervalMs): Loop {
+    return new Loop(
+      periodMs,
+      task,
+      (err) => {
+        this.metrics.source(name, 0, true);
+        this.log.error({ err, source: name }, "source failed unexpectedly");
+      },
+      true,
+    );
   }
 
   private sample<T>(value: T): Sample<T> {
@@ -204,7 +221,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     const t0 = performance.now();
     const obs = await this.gpu.read();
     if (obs.kind === "ok") this.lastGoodGpus = obs.gpus;
-    if (this.cfg.pciDevices) this.signals.pci = this.sample(readPciGpus(this.cfg.pciDevices));
+    if (this.cfg.pciDevices) this.signals.pci = this.sample(readPciGpus(this.cfg.pciDevices, this.pciKnown));
     this.metrics.source("gpu", performance.now() - t0, obs.kind !== "ok");
     this.signals.gpu = this.sample(obs);
     this.metrics.signals(this.signals, this.cfg.gpuCount);
@@ -212,8 +229,13 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   }
 
   private async checkModel(): Promise<void> {
+    const last = this.signals.model;
+    if (last && this.modelList.answeredWithin(this.signals, this.clock(), this.cfg.intervalMs)) {
+      this.signals.model = this.sample(last.value);
+      return this.evaluateNow();
+    }
     const t0 = performance.now();
-    const obs = await this.adapter.check(this.inferenceBase, this.cfg.model, this.cfg.modelTimeoutMs, this.credential.headers(), this.modelHttp.send);
+    const obs = await this.adapter.check(this.inferenceBase, this.cfg.model, this.cfg.modelTimeoutMs, this.credential.headers(), this.modelSend);
     this.metrics.source("model", performance.now() - t0, obs.kind !== "ready");
     this.perf.model(obs.kind === "ready", this.clock());
     const started = obs.kind === "ready" && this.signals.model?.value.kind !== "ready";
@@ -238,7 +260,10 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     if (rev !== null && want.length > 0 && !want.includes(rev) && rev !== this.refreshedFor && this.revisionRefresh) await this.revisionRefresh().catch(() => undefined);
     this.refreshedFor = rev;
     this.signals.model = this.sample(obs);
-    if (obs.kind !== "ready") this.resetProbe();
+    if (obs.kind !== "ready") {
+      this.modelList.forget();
+      this.resetProbe();
+    }
     this.evaluateNow();
     if (started) this.emit("serverStart");
   }
@@ -254,30 +279,9 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   }
 
   private async checkXid(): Promise<void> {
-    let events: XidEvent[];
-    try {
-      events = this.xid ? this.xid.read() : [];
-    } catch (err) {
-      this.metrics.source("xid", 0, true);
-      // Once per distinct error, not every period: a missing log stays missing.
-      const msg = (err as Error).message;
-      if (msg !== this.xidError) this.log.warn({ err: msg, path: this.cfg.xidLog }, "cannot read the kernel log for XIDs; XID checks are off until it can");
-      this.xidError = msg;
-      return;
-    }
-    if (this.xidError !== null) this.log.info({ path: this.cfg.xidLog }, "kernel log readable again; XID checks are on");
-    this.xidError = null;
-    const now = this.clock();
-    for (const x of events) {
-      const action = this.xidJudge.add(x, now);
-      this.log.warn({ event: "xid", xid: x.code, busId: x.busId, action: typeof action === "string" ? action : `${action.count}/${action.windowMs}ms` }, x.line);
-    }
-    // Windowed rules are judged against the clock: a window that ends clears its fault.
-    const v = this.xidJudge.verdict(now);
-    const before = `${this.signals.fatalXids?.length ?? 0}/${JSON.stringify(this.signals.xidRepeated ?? [])}`;
-    this.signals.fatalXids = v.fatal;
-    this.signals.xidRepeated = v.repeated;
-    if (events.length || before !== `${v.fatal.length}/${JSON.stringify(v.repeated)}`) this.evaluateNow();
+    const r = this.xid?.check(this.signals, this.clock()) ?? false;
+    if (r === "failed") this.metrics.source("xid", 0, true);
+    else if (r) this.evaluateNow();
   }
 
   private resetProbe(): void {
@@ -331,24 +335,25 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
       this.probeAbort = null;
       this.signals.probeInFlightSince = null;
       const elapsed = this.clock() - started;
-      let obs: ProbeObservation;
-      if ("kind" in r) obs = r.kind === "timeout" ? { kind: "timeout", elapsedMs: elapsed } : { kind: "failed", detail: r.detail };
-      else if (r.status !== 200) obs = { kind: "failed", detail: `probe answered ${r.status}` };
-      else if (req.answer(r.text) === null) obs = { kind: "failed", detail: `probe answer is not a completion: ${JSON.stringify(r.text.slice(0, 80))}` };
-      else if (this.probeExpect && !this.probeExpect.test(req.answer(r.text) ?? "")) {
-        obs = { kind: "wrong-answer", latencyMs: elapsed, detail: `probe answer ${JSON.stringify((req.answer(r.text) ?? "").slice(0, 60))} does not match ${this.probeExpect}` };
-      } else {
-        obs = { kind: "ok", latencyMs: elapsed };
+      const obs = probeOutcome(req, r, elapsed, this.probeExpect);
+      if (obs.kind === "ok") {
         this.metrics.probe(elapsed);
-        const lat = [...(this.signals.probeLatencies ?? []), elapsed];
-        this.signals.probeLatencies = lat.slice(-this.cfg.probeWindow);
+        this.signals.probeLatencies = [...(this.signals.probeLatencies ?? []), elapsed].slice(-this.cfg.probeWindow);
       }
       // Any answer — even an error — ends an unanswered run; a timeout continues it.
       if (obs.kind !== "timeout") this.signals.probeUnansweredSince = null;
       this.perf.probe(this.servedIdentity?.revision ?? "", obs.kind === "ok", obs.kind === "ok" ? elapsed : null);
       this.metrics.source("probe", elapsed, obs.kind !== "ok");
       this.setProbe(obs);
+      // A refused probe (a model gone, a server restarted under it): the model check looks again now.
+      if (obs.kind === "failed") this.serverMayHaveChanged();
     })();
+  }
+
+  /** The watch connection closed, or a probe was refused: read the model list afresh, now. */
+  private serverMayHaveChanged(): void {
+    this.modelList.forget();
+    this.modelLoop.kick();
   }
 
   private setProbe(obs: ProbeObservation): void {

@@ -1,12 +1,14 @@
 /**
  * vLLM's OpenAI server as the fake imitates it: `/health`, `/metrics` (the `vllm:` gauges and
- * counters, `vllm:corrupted_requests_total` from the `corruptedRequests` setting), `/v1/models` with vLLM's extra fields (`root`: the
+ * counters, `vllm:corrupted_requests_total` from the `corruptedRequests` setting, and the rest of
+ * a real answer's series: vllm-series.ts), `/v1/models` with vLLM's extra fields (`root`: the
  * `revision` setting where one is set, else the id), completions and chat completions, FastAPI's
  * 404 body, and the port staying closed while the model loads.
  */
 import { MAX_MODEL_LEN, metricsReply, prom, type Engine, type KindApi } from "./kind";
 import { chatCompletions, completions, listModels, OPENAI_REPLIES } from "./openai-compat";
 import { empty, json, type Reply } from "./wire";
+import { vllmOtherSeries } from "./vllm-series";
 
 export const VLLM: KindApi = {
   ...OPENAI_REPLIES,
@@ -46,6 +48,8 @@ function metrics(e: Engine): Reply {
       prom("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.", l, s.promptTokens) +
       prom("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", l, s.generationTokens) +
       // vLLM counts requests whose logits went NaN; versions before it have no such series.
-      (e.settings.corruptedRequests === null ? "" : prom("vllm:corrupted_requests_total", "counter", "Corrupted requests, in terms of NaNs in logits.", l, e.settings.corruptedRequests)),
+      (e.settings.corruptedRequests === null ? "" : prom("vllm:corrupted_requests_total", "counter", "Corrupted requests, in terms of NaNs in logits.", l, e.settings.corruptedRequests)) +
+      // The rest of a real answer (histograms, process and HTTP series): about 40 KB the agent reads past.
+      vllmOtherSeries(l, s.served, s.generationTokens),
   );
 }

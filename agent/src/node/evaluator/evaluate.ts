@@ -39,6 +39,8 @@ export interface EvaluatorState {
    * probe's own prefill.
    */
   readonly progress: { readonly tokens: number; readonly at: number; readonly othersAt: number | null } | null;
+  /** The first engine sample of the current run of samples with requests waiting; null when the last had none. */
+  readonly queuedSince: number | null;
 }
 
 const BLOCKING: ReadonlySet<ReasonEffect> = new Set(["unreachable", "unhealthy", "loading", "unknown"]);
@@ -62,6 +64,7 @@ export function initialState(now: number): EvaluatorState {
     okStreak: 0,
     warmupStartedAt: null,
     progress: null,
+    queuedSince: null,
   };
 }
 
@@ -110,6 +113,9 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
     progress = { tokens: eng.tokensTotal, at, othersAt: eng.running > 1 || eng.waiting > 0 ? at : (progress?.othersAt ?? null) };
   }
 
+  let queuedSince = prev.queuedSince;
+  if (signals.engine && advanced("engine")) queuedSince = eng && eng.waiting > 0 ? (queuedSince ?? signals.engine.at) : null;
+
   const observed: Reason[] = [];
   // No traffic before both nvidia-smi and the model check have answered once: a node whose
   // first GPU reading is slow (a loaded host) would otherwise serve with 0 GPUs in its heartbeat.
@@ -125,7 +131,7 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
     const own = signals.probe ? probeReasons(signals.probe.value, s) : [];
     observed.push(...probeWithEngine(own, signals.probe, signals.probeInFlightSince ?? null, signals.engine, progressAt, now, s, signals.probeUnansweredSince ?? null, progress?.othersAt ?? null));
   }
-  observed.push(...engineReasons(signals.engine, progressAt, s));
+  observed.push(...engineReasons(signals.engine, progressAt, s, queuedSince));
   // Wrong answers with 200 (issue 32): hard, the node is out until its answers match after a restart.
   // The deep check before traffic (deep-check.ts): out until it passes.
   if (signals.deepCheck) observed.push(signals.deepCheck);
@@ -185,6 +191,7 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
           okStreak,
           warmupStartedAt: null,
           progress,
+          queuedSince,
         };
       }
       warmupStartedAt = s.warmupStepMs > 0 ? now : null;
@@ -222,5 +229,6 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
     okStreak,
     warmupStartedAt,
     progress,
+    queuedSince,
   };
 }

@@ -188,12 +188,15 @@ export function probeStartedAt(probe: Sample<ProbeObservation> | undefined, inFl
 /**
  * A wedged engine: requests wait while the engine's progress counters (tokens, forward passes,
  * iterations) have not moved for `wedgeMs`, measured between engine samples — whatever `/health`
- * says. A busy engine moves its counters every step however long its queue is.
+ * says. A busy engine moves its counters every step however long its queue is. The stall counts
+ * from the later of the last progress and `queuedSince`, the first sample of the current run of
+ * samples with requests waiting: an idle engine (no progress for minutes) that a sample catches
+ * with a request just queued has not stalled for minutes.
  */
-export function engineReasons(engine: Sample<EngineObservation | null> | undefined, lastProgressAt: number | null, s: RuleSettings): Reason[] {
+export function engineReasons(engine: Sample<EngineObservation | null> | undefined, lastProgressAt: number | null, s: RuleSettings, queuedSince: number | null = null): Reason[] {
   const e = engine?.value;
   if (!engine || !e || lastProgressAt === null || e.waiting <= 0) return [];
-  const stalledMs = engine.at - lastProgressAt;
+  const stalledMs = engine.at - Math.max(lastProgressAt, queuedSince ?? lastProgressAt);
   if (stalledMs < s.wedgeMs) return [];
   return [r("engine", "ENGINE_WEDGED", true, "unhealthy", `${e.waiting} requests waiting, ${e.running} running, no progress (${e.family} counters) for ${Math.round(stalledMs)} ms`)];
 }

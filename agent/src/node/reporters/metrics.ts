@@ -42,12 +42,19 @@ export class AgentMetrics {
   private decisionShown = "";
   private gpuShown: Signals["gpu"] = undefined;
   private engineShown: Signals["engine"] = undefined;
+  /** The signals the GPU and engine series show, written from them when scraped (`signals`). */
+  private shown: { signals: Signals; expected: number | null } | null = null;
+  /** The last GPU sample that told something about the GPUs: what the GPU series show. */
+  private lastTelling: Signals["gpu"] = undefined;
 
   constructor(nodeId: string, az: string, registry = new Registry()) {
     this.registry = registry;
     registry.setDefaultLabels({ node: nodeId, az });
     collectProcessMetrics(registry, "llmha_process_");
     const r = [registry];
+    // The GPU and engine series are written when scraped, from the latest samples: the sources
+    // read several times a second, a scrape comes every 15 s or so, and each labelled write hashes its labels.
+    const write = (): void => this.writeSources();
     this.status = new Gauge({ name: "llmha_node_status", help: "1 for the node's current status, 0 for the others", labelNames: ["status"], registers: r });
     this.weight = new Gauge({ name: "llmha_node_weight_percent", help: "Share of the HAProxy weight the node asks for", registers: r });
     this.loadScore = new Gauge({ name: "llmha_node_load_score", help: "Load score (lower is better)", registers: r });
@@ -62,22 +69,22 @@ export class AgentMetrics {
       registers: r,
     });
     this.sourceErrors = new Counter({ name: "llmha_source_errors_total", help: "Source results that were errors or timeouts", labelNames: ["source"], registers: r });
-    this.gpus = new Gauge({ name: "llmha_gpus_visible", help: "GPUs nvidia-smi lists", registers: r });
-    this.gpusExpected = new Gauge({ name: "llmha_gpus_expected", help: "GPUs expected (LLMHA_GPU_COUNT; 0 when unset)", registers: r });
-    this.gpuTemp = new Gauge({ name: "llmha_gpu_temperature_celsius", help: "GPU temperature", labelNames: ["gpu"], registers: r });
-    this.gpuPower = new Gauge({ name: "llmha_gpu_power_watts", help: "GPU power draw", labelNames: ["gpu"], registers: r });
-    this.gpuEcc = new Gauge({ name: "llmha_gpu_ecc_uncorrected_volatile", help: "Uncorrected volatile ECC errors", labelNames: ["gpu"], registers: r });
-    this.gpuUtil = new Gauge({ name: "llmha_gpu_utilization_percent", help: "GPU utilization", labelNames: ["gpu"], registers: r });
+    this.gpus = new Gauge({ name: "llmha_gpus_visible", help: "GPUs nvidia-smi lists", registers: r, collect: write });
+    this.gpusExpected = new Gauge({ name: "llmha_gpus_expected", help: "GPUs expected (LLMHA_GPU_COUNT; 0 when unset)", registers: r, collect: write });
+    this.gpuTemp = new Gauge({ name: "llmha_gpu_temperature_celsius", help: "GPU temperature", labelNames: ["gpu"], registers: r, collect: write });
+    this.gpuPower = new Gauge({ name: "llmha_gpu_power_watts", help: "GPU power draw", labelNames: ["gpu"], registers: r, collect: write });
+    this.gpuEcc = new Gauge({ name: "llmha_gpu_ecc_uncorrected_volatile", help: "Uncorrected volatile ECC errors", labelNames: ["gpu"], registers: r, collect: write });
+    this.gpuUtil = new Gauge({ name: "llmha_gpu_utilization_percent", help: "GPU utilization", labelNames: ["gpu"], registers: r, collect: write });
     this.probeLatency = new Histogram({
       name: "llmha_probe_latency_seconds",
       help: "Latency of the probe completion",
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
       registers: r,
     });
-    this.engineRunning = new Gauge({ name: "llmha_engine_requests_running", help: "Requests the engine runs", registers: r });
-    this.engineWaiting = new Gauge({ name: "llmha_engine_requests_waiting", help: "Requests waiting in the engine", registers: r });
-    this.engineKv = new Gauge({ name: "llmha_engine_kv_cache_usage_ratio", help: "KV-cache usage, 0-1", registers: r });
-    this.engineCorrupted = new Gauge({ name: "llmha_engine_corrupted_requests", help: "The engine's count of requests whose logits went NaN (vLLM vllm:corrupted_requests) as last read; 0 where the engine does not export it", registers: r });
+    this.engineRunning = new Gauge({ name: "llmha_engine_requests_running", help: "Requests the engine runs", registers: r, collect: write });
+    this.engineWaiting = new Gauge({ name: "llmha_engine_requests_waiting", help: "Requests waiting in the engine", registers: r, collect: write });
+    this.engineKv = new Gauge({ name: "llmha_engine_kv_cache_usage_ratio", help: "KV-cache usage, 0-1", registers: r, collect: write });
+    this.engineCorrupted = new Gauge({ name: "llmha_engine_corrupted_requests", help: "The engine's count of requests whose logits went NaN (vLLM vllm:corrupted_requests) as last read; 0 where the engine does not export it", registers: r, collect: write });
     this.agentCheckReplies = new Counter({ name: "llmha_agent_check_replies_total", help: "HAProxy agent-check replies", labelNames: ["reply"], registers: r });
     this.lastDetection = new Gauge({
       name: "llmha_detection_seconds",
@@ -132,9 +139,20 @@ export class AgentMetrics {
     }
   }
 
+  /** The signals the GPU and engine series show (the agent's own object: read when scraped). */
   signals(s: Signals, expected: number | null): void {
+    this.shown = { signals: s, expected };
+    // A hung or failing nvidia-smi says nothing about the GPUs (the tool broken is not the GPU broken):
+    // the series show the last sample that did, nvidia-smi's answer or the driver saying they are gone.
+    const k = s.gpu?.value.kind;
+    if (k === "ok" || k === "gpu-lost" || k === "driver-not-loaded" || k === "driver-mismatch") this.lastTelling = s.gpu;
+  }
+
+  private writeSources(): void {
+    if (!this.shown) return;
+    const { signals: s, expected } = this.shown;
     this.gpusExpected.set(expected ?? 0);
-    // Each sample is written once: the GPU and the engine series are refreshed by their own source's reads.
+    // Each sample is written once, at the first scrape that sees it.
     const engine = s.engine;
     if (engine !== this.engineShown) {
       this.engineShown = engine;
@@ -146,9 +164,10 @@ export class AgentMetrics {
         if (e.corruptedRequests != null) this.engineCorrupted.set(e.corruptedRequests);
       }
     }
-    if (s.gpu === this.gpuShown) return;
-    this.gpuShown = s.gpu;
-    const g = s.gpu?.value;
+    const sample = this.lastTelling;
+    if (sample === this.gpuShown) return;
+    this.gpuShown = sample;
+    const g = sample?.value;
     if (g?.kind === "ok") {
       this.gpus.set(g.gpus.length);
       for (const gpu of g.gpus) {
@@ -158,9 +177,7 @@ export class AgentMetrics {
         if (gpu.utilizationPct !== null) this.gpuUtil.set(l, gpu.utilizationPct);
         this.gpuEcc.set(l, gpu.eccUncorrectedVolatile ?? 0);
       }
-    } else if (g && (g.kind === "gpu-lost" || g.kind === "driver-not-loaded" || g.kind === "driver-mismatch")) {
-      // The driver says the GPUs are gone. A hung or failing nvidia-smi says nothing about
-      // them (the tool broken is not the GPU broken): the last count stands.
+    } else if (g) {
       this.gpus.set(0);
     }
   }

@@ -111,16 +111,24 @@ export class GpuStream implements GpuReader {
   }
 
   async read(): Promise<GpuObservation> {
-    const obs = await this.next();
+    let obs = await this.next();
+    // A child that prints far faster than asked (not nvidia-smi's way) must not make the agent evaluate as
+    // fast: a result is returned no sooner than a quarter period after the last, the newest by then. The
+    // wait is taken only for such a result: a timer each period for nothing cost the agent a wake a second.
+    const soon = this.lastReturnAt + this.o.periodMs / 4 - this.clock();
+    if (soon > 0) {
+      await new Promise((r) => setTimeout(r, soon));
+      if (this.unread) {
+        obs = this.unread;
+        this.unread = null;
+      }
+    }
     this.lastReturnAt = this.clock();
     return obs;
   }
 
   private async next(): Promise<GpuObservation> {
     if (this.stopped) return { kind: "failed", exitCode: null, detail: "the GPU reader is stopped" };
-    // A child that prints far faster than asked (not nvidia-smi's way) must not make the agent evaluate as fast.
-    const soon = this.lastReturnAt + this.o.periodMs / 4 - this.clock();
-    if (soon > 0) await new Promise((r) => setTimeout(r, soon));
     if (!this.fallback && !this.stream && !this.hung && !this.restartTimer && !this.unread && !this.failure) this.spawn();
     for (;;) {
       const u = this.unread;

@@ -229,24 +229,40 @@ export function pciKey(busId: string): string {
 /**
  * NVIDIA GPUs in a sysfs PCI device folder (`/sys/bus/pci/devices`): vendor 0x10de with a
  * display-class code. A GPU that fell off the bus is gone from here even when no XID was logged.
+ *
+ * `known` (kept by the caller from read to read) remembers what each device folder is: a folder's
+ * vendor and class do not change while it exists, so each read lists the folder and reads the two
+ * files only for devices it has not seen (a server has a hundred PCI devices or more; read every
+ * second, that was most of the agent's file reads). A device that goes away is forgotten.
  */
-export function readPciGpus(dir: string): PciObservation {
+export function readPciGpus(dir: string, known: Map<string, boolean> = new Map()): PciObservation {
   let names: string[];
   try {
     names = readdirSync(dir);
   } catch (e) {
+    known.clear();
     return { kind: "error", detail: `cannot list ${dir}: ${(e as Error).message}` };
   }
   const busIds: string[] = [];
+  let added = false;
   for (const n of names) {
-    try {
-      const vendor = readFileSync(join(dir, n, "vendor"), "utf8").trim();
-      if (vendor.toLowerCase() !== "0x10de") continue;
-      const cls = readFileSync(join(dir, n, "class"), "utf8").trim();
-      if (GPU_CLASS.test(cls)) busIds.push(pciKey(n));
-    } catch {
-      // a device that vanished while we read, or one without these files: not a GPU we can count
+    let gpu = known.get(n);
+    if (gpu === undefined) {
+      added = true;
+      try {
+        const vendor = readFileSync(join(dir, n, "vendor"), "utf8").trim();
+        gpu = vendor.toLowerCase() === "0x10de" && GPU_CLASS.test(readFileSync(join(dir, n, "class"), "utf8").trim());
+        known.set(n, gpu);
+      } catch {
+        // a device that vanished while we read, or one without these files: not a GPU we can count
+        continue;
+      }
     }
+    if (gpu) busIds.push(pciKey(n));
+  }
+  if (added || known.size > names.length) {
+    const present = new Set(names);
+    for (const n of known.keys()) if (!present.has(n)) known.delete(n);
   }
   return { kind: "ok", busIds: busIds.sort() };
 }

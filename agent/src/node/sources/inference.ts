@@ -2,7 +2,7 @@ import * as http from "node:http";
 import * as https from "node:https";
 import type { InferenceKind } from "../../config/spec";
 import { safeUrl } from "../../util/log";
-import type { ModelIdentity, ModelObservation } from "./signals";
+import type { ModelIdentity, ModelObservation, ProbeObservation } from "./signals";
 
 /**
  * Adapters for each inference server kind: how to ask whether it is ready, which model
@@ -171,6 +171,16 @@ export interface InferenceAdapter {
 }
 
 const PROMPT = "ping";
+
+/** What a probe's answer (`r`, after `elapsedMs`) says: a timeout, a failure, a wrong answer (`expect`), or ok. */
+export function probeOutcome(req: ProbeRequest, r: HttpAnswer | Fail, elapsedMs: number, expect: RegExp | null): ProbeObservation {
+  if ("kind" in r) return r.kind === "timeout" ? { kind: "timeout", elapsedMs } : { kind: "failed", detail: r.detail };
+  if (r.status !== 200) return { kind: "failed", detail: `probe answered ${r.status}` };
+  const answer = req.answer(r.text);
+  if (answer === null) return { kind: "failed", detail: `probe answer is not a completion: ${JSON.stringify(r.text.slice(0, 80))}` };
+  if (expect && !expect.test(answer)) return { kind: "wrong-answer", latencyMs: elapsedMs, detail: `probe answer ${JSON.stringify(answer.slice(0, 60))} does not match ${expect}` };
+  return { kind: "ok", latencyMs: elapsedMs };
+}
 
 function openAiProbe(base: string, model: string | null, maxTokens: number, prompt = PROMPT): ProbeRequest | null {
   if (!model) return null;
