@@ -205,6 +205,21 @@ describe("evaluator", () => {
     expect(s.decision.reasons[0].code).toBe("ENGINE_WEDGED");
   });
 
+  it("an engine holding the agent's probe: the stall counts from the probe's send, not from the first queued sample", () => {
+    const d = new Driver();
+    d.healthy();
+    const engine = (tokens: number, waiting: number, at: number) => ({ seq: ++d.seq, at, value: { family: "vllm", running: 0, waiting, kvCacheUsage: 0, tokensTotal: tokens } });
+    d.signals.engine = engine(100, 0, d.now);
+    d.step({}, 0);
+    const sent = d.now + 1000;
+    d.signals.probeInFlightSince = sent;
+    // First seen queued 100 ms after the send, then 1.5 s (wedgeMs here) after the send: wedged.
+    d.signals.engine = engine(100, 1, sent + 100);
+    expect(d.step({}, 1100).decision.status).toBe("HEALTHY");
+    d.signals.engine = engine(100, 1, sent + 1500);
+    expect(d.step({}, 1400).decision.reasons.map((r) => r.code)).toContain("ENGINE_WEDGED");
+  });
+
   it("recovery after a fault goes through rise and the ramp again", () => {
     const d = new Driver();
     d.healthy();

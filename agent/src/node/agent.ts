@@ -6,7 +6,7 @@ import type { AgentMetrics, SourceName } from "./reporters/metrics";
 import { readPciGpus, type GpuReader } from "./sources/gpu";
 import { openGpuReader } from "./sources/gpu-stream";
 import { InferenceCredential, splitUserinfo } from "./sources/credential";
-import { defaultMetricsUrl, EngineReader } from "./sources/engine-metrics";
+import { defaultMetricsUrl, ENGINE_LOOK_MS, EngineActivity, enginePeriodMs, EngineReader } from "./sources/engine-metrics";
 import { ADAPTERS, probeOutcome, type InferenceAdapter, type Send } from "./sources/inference";
 import { MODEL_LIST_MAX_AGE_MS, ModelListCache } from "./sources/model-list";
 import { KeptAlive } from "./sources/kept-alive";
@@ -35,6 +35,8 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   private readonly gpu: GpuReader;
   private readonly xid: XidSource | null;
   private readonly engineReader: EngineReader | null;
+  private engineLoop: Loop | null = null;
+  private readonly engineActivity = new EngineActivity();
   /** What each PCI device folder is (GPU or not), from read to read: see `readPciGpus`. */
   private readonly pciKnown = new Map<string, boolean>();
   /** `LLMHA_INFERENCE_URL` without its user part: what requests go to and what reasons may show. */
@@ -165,17 +167,14 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     const i = this.cfg.intervalMs;
     // A stream waits for its next batch by itself (period 0: read again as soon as a read returns).
     this.loops.push(this.loop("gpu", () => this.checkGpu(), this.gpu.paces ? 0 : i), this.modelLoop, this.loop("probe", () => this.runProbe()));
-    // Fast only while requests wait: the wedge check needs samples then, and an idle engine read five
-    // times a second was the largest part of the agent's own CPU.
-    const engineQueued = (): boolean => (this.signals.engine?.value?.waiting ?? 0) > 0;
-    const enginePeriod = (): number => (engineQueued() ? this.cfg.engineIntervalMs : Math.max(this.cfg.engineIntervalMs, this.cfg.engineIdleIntervalMs));
-    if (this.engineReader) this.loops.push(this.loop("engine", () => this.checkEngine(), enginePeriod));
+    // Fast only while the engine serves others or holds the probe (enginePeriodMs): an idle engine read five times a second was the agent's largest cost.
+    const period = (): number => enginePeriodMs(this.signals, this.engineActivity.busy, this.cfg.engineIntervalMs, this.cfg.engineIdleIntervalMs, this.clock());
+    this.engineLoop = this.engineReader ? this.loop("engine", () => this.checkEngine(), period) : null;
+    if (this.engineLoop) this.loops.push(this.engineLoop);
     if (this.xid) this.loops.push(this.loop("xid", async () => this.checkXid()));
     // The clock's own evaluation, for when no source has reported for a period (each source's result is evaluated as it comes).
-    const clockTick = async (): Promise<void> => {
-      if (this.clock() - this.lastEvaluationAt >= i) this.evaluateNow();
-    };
-    this.loops.push(new Loop(i, clockTick, (e) => this.log.error({ err: e }, "evaluation failed"), true));
+    const tick = async (): Promise<void> => void (this.clock() - this.lastEvaluationAt >= i && this.evaluateNow());
+    this.loops.push(new Loop(i, tick, (e) => this.log.error({ err: e }, "evaluation failed"), true));
     this.deepCheck.start(this.signals);
     for (const l of this.loops) l.start();
     this.watch.start();
@@ -272,6 +271,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     const t0 = performance.now();
     const e = this.engineReader ? await this.engineReader.read(this.cfg.modelTimeoutMs, this.credential.headers()) : null;
     this.metrics.source("engine", performance.now() - t0, e === null);
+    this.engineActivity.update(e, this.cfg.probeMaxTokens + 64);
     this.signals.engine = this.sample(e);
     this.metrics.signals(this.signals, this.cfg.gpuCount);
     this.evaluateNow();
@@ -324,6 +324,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
       at(step, overdue);
     };
     at(this.cfg.probeLatencyMs, overdue);
+    if (this.engineLoop) at(ENGINE_LOOK_MS, () => this.engineLoop?.kick());
     // The stuck bound (counted from the first probe of an unanswered run) acts when it is passed, not at the next period.
     const stuckIn = this.cfg.probeStuckMs - (started - unansweredSince);
     if (stuckIn < this.cfg.probeTimeoutMs) at(Math.max(0, stuckIn), () => this.evaluateNow());
@@ -336,6 +337,7 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
       this.signals.probeInFlightSince = null;
       const elapsed = this.clock() - started;
       const obs = probeOutcome(req, r, elapsed, this.probeExpect);
+      this.engineActivity.probeAnswered();
       if (obs.kind === "ok") {
         this.metrics.probe(elapsed);
         this.signals.probeLatencies = [...(this.signals.probeLatencies ?? []), elapsed].slice(-this.cfg.probeWindow);

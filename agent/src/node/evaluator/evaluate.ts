@@ -131,7 +131,9 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
     const own = signals.probe ? probeReasons(signals.probe.value, s) : [];
     observed.push(...probeWithEngine(own, signals.probe, signals.probeInFlightSince ?? null, signals.engine, progressAt, now, s, signals.probeUnansweredSince ?? null, progress?.othersAt ?? null));
   }
-  observed.push(...engineReasons(signals.engine, progressAt, s, queuedSince));
+  // The agent's own probe unanswered since before the first queued sample has waited since it was sent.
+  const probeAt = signals.probeInFlightSince ?? null;
+  observed.push(...engineReasons(signals.engine, progressAt, s, queuedSince !== null && probeAt !== null ? Math.min(queuedSince, probeAt) : queuedSince));
   // Wrong answers with 200 (issue 32): hard, the node is out until its answers match after a restart.
   // The deep check before traffic (deep-check.ts): out until it passes.
   if (signals.deepCheck) observed.push(signals.deepCheck);

@@ -1,7 +1,7 @@
 import type { InferenceKind } from "../../config/spec";
 import { isFail, request, type AuthHeaders } from "./inference";
 import { KeepAliveGet } from "../../util/keepalive-get";
-import type { EngineObservation } from "./signals";
+import type { EngineObservation, Signals } from "./signals";
 
 /**
  * The inference server's Prometheus metrics: which series each server family exports for its
@@ -52,6 +52,11 @@ export interface EngineFamily {
    * wins; absent from the family, or from an older server, the signal is null, never an error.
    */
   readonly corrupted?: readonly string[];
+  /**
+   * How far one of the agent's probes moves the progress counters at most, where they do not count
+   * tokens (default: the probe's tokens and its prompt's); more means other work (`EngineActivity`).
+   */
+  readonly perProbe?: number;
 }
 
 /** The families the agent reads, tried in this order; each server exports exactly one. */
@@ -79,6 +84,8 @@ export const ENGINE_FAMILIES: readonly EngineFamily[] = [
     waiting: ["nv_inference_pending_request_count"],
     running: [],
     progress: [["nv_trt_llm_general_metrics", { general_type: "iteration_counter" }], "nv_inference_exec_count"],
+    // Steps and executions, not tokens: a 1-token probe is one execution and a step or two.
+    perProbe: 4,
   },
   {
     // llama.cpp (`--metrics`): deferred requests wait for a slot; decode calls move every step.
@@ -96,6 +103,46 @@ export const ENGINE_FAMILIES: readonly EngineFamily[] = [
     kv: ["sglang:token_usage"],
   },
 ];
+
+/** How long the probe goes unanswered before the engine is read at once, and then at the fast period. */
+export const ENGINE_LOOK_MS = 100;
+
+/**
+ * Whether the engine works for others than the agent's probe, from one read to the next: requests
+ * wait, more than one runs, or its progress counters moved by more than the probes answered in
+ * between account for (each allowed `perProbe` tokens).
+ */
+export class EngineActivity {
+  private last: { tokens: number; probes: number } | null = null;
+  private probes = 0;
+  busy = false;
+
+  /** The agent's probe was answered (its tokens are its own, not others' work). */
+  probeAnswered(): void {
+    this.probes += 1;
+  }
+
+  /** After each read. */
+  update(e: EngineObservation | null, perProbe: number): void {
+    const probes = this.probes;
+    const prev = this.last;
+    this.last = e ? { tokens: e.tokensTotal, probes } : null;
+    const own = ENGINE_FAMILIES.find((f) => f.name === e?.family)?.perProbe ?? perProbe;
+    const others = e !== null && prev !== null && e.tokensTotal - prev.tokens > (probes - prev.probes + 1) * own;
+    this.busy = e !== null && (e.waiting > 0 || e.running > 1 || others);
+  }
+}
+
+/**
+ * The engine source's period now: `fastMs` (`LLMHA_ENGINE_INTERVAL_MS`) while the engine serves others
+ * (`busy`, `EngineActivity`) or the agent's own probe has gone unanswered for `ENGINE_LOOK_MS` (a wedged
+ * engine holds it): the wedge check needs its samples then. Else `idleMs` (`LLMHA_ENGINE_IDLE_INTERVAL_MS`):
+ * reading an idle engine five times a second was the largest part of the agent's own CPU.
+ */
+export function enginePeriodMs(signals: Signals, busy: boolean, fastMs: number, idleMs: number, now: number): number {
+  const held = signals.probeInFlightSince != null && now - signals.probeInFlightSince >= ENGINE_LOOK_MS;
+  return busy || held ? fastMs : Math.max(fastMs, idleMs);
+}
 
 /** Every series any family reads: the only lines of a server's metrics text worth keeping. */
 const WANTED = new Set(ENGINE_FAMILIES.flatMap((f) => [...f.waiting, ...f.running, ...(f.kv ?? []), ...(f.corrupted ?? []), ...f.progress.map((p) => (typeof p === "string" ? p : p[0]))]));
