@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_WARMUP_STEPS, evaluate, initialState, type EvaluatorSettings, type EvaluatorState } from "../../agent/src/node/evaluator/evaluate";
-import type { GpuObservation, ModelObservation, ProbeObservation, Signals } from "../../agent/src/node/sources/signals";
+import type { EngineObservation, GpuObservation, ModelObservation, ProbeObservation, Sample, Signals } from "../../agent/src/node/sources/signals";
 
 const S: EvaluatorSettings = {
   gpuCount: 8,
@@ -58,6 +58,10 @@ class Driver {
     };
     this.state = evaluate(this.signals, this.state, this.now, this.settings, suspects);
     return this.state;
+  }
+  /** An engine sample: `tokens` its progress counter, `waiting` and `running` its queue and batch. */
+  engine(tokens: number, waiting: number, at: number, running = 0): Sample<EngineObservation | null> {
+    return { seq: ++this.seq, at, value: { family: "vllm", running, waiting, kvCacheUsage: 0, tokensTotal: tokens } };
   }
   healthy(): void {
     for (let i = 0; i < 10; i++) this.step({});
@@ -167,7 +171,7 @@ describe("evaluator", () => {
   it("a wedged engine (waiting, no progress for wedgeMs between engine samples) is a hard fault although /health is fine", () => {
     const d = new Driver();
     d.healthy();
-    const engine = (tokens: number, waiting: number, at: number) => ({ seq: ++d.seq, at, value: { family: "vllm", running: 1, waiting, kvCacheUsage: 0.1, tokensTotal: tokens } });
+    const engine = (tokens: number, waiting: number, at: number) => d.engine(tokens, waiting, at, 1);
     d.signals.engine = engine(100, 0, d.now);
     d.step({}, 0);
     d.signals.engine = engine(120, 3, d.now + 200);
@@ -183,7 +187,7 @@ describe("evaluator", () => {
   it("an idle engine caught with a request just queued is not wedged: the stall counts from the first sample with requests waiting", () => {
     const d = new Driver();
     d.healthy();
-    const engine = (tokens: number, waiting: number, at: number) => ({ seq: ++d.seq, at, value: { family: "vllm", running: 0, waiting, kvCacheUsage: 0, tokensTotal: tokens } });
+    const engine = (tokens: number, waiting: number, at: number) => d.engine(tokens, waiting, at);
     d.signals.engine = engine(100, 0, d.now);
     d.step({}, 0);
     // A minute idle (the counters still), then a sample that sees a request queued for a moment.
@@ -208,7 +212,7 @@ describe("evaluator", () => {
   it("an engine holding the agent's probe: the stall counts from the probe's send, not from the first queued sample", () => {
     const d = new Driver();
     d.healthy();
-    const engine = (tokens: number, waiting: number, at: number) => ({ seq: ++d.seq, at, value: { family: "vllm", running: 0, waiting, kvCacheUsage: 0, tokensTotal: tokens } });
+    const engine = (tokens: number, waiting: number, at: number) => d.engine(tokens, waiting, at);
     d.signals.engine = engine(100, 0, d.now);
     d.step({}, 0);
     const sent = d.now + 1000;
