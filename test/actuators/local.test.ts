@@ -119,9 +119,11 @@ describe("LocalActuator over the drill's local cloud", () => {
 
   it("a shift lifts itself at its expiry, as ARC's does", async () => {
     const a = new LocalActuator({ url: cloud.url });
-    await a.startZonalShift("az-a", { ...ctx, expiresInMs: 300 });
+    // Long enough that the first look sees the shift on a loaded machine (300 ms was passed once in a
+    // CI run before the look came back), short enough to wait out.
+    await a.startZonalShift("az-a", { ...ctx, expiresInMs: 2000 });
     expect(await row(active)).toBe("MAINT");
-    await waitFor("expired", async () => (await row(active)) !== "MAINT", { timeoutMs: 5000, everyMs: 50 });
+    await waitFor("expired", async () => (await row(active)) !== "MAINT", { timeoutMs: 10_000, everyMs: 50 });
   });
 
   it("refuses an unknown AZ as a failed call (HTTP 400), which the gate reports as `failed`", async () => {
