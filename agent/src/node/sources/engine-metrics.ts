@@ -152,8 +152,8 @@ const WANTED_LINE = new RegExp(`^(${[...WANTED].map((n) => n.replace(/[.*+?^${}(
 
 /**
  * The lines of the series in `WANTED`, by name. A real server's metrics text is tens of KB
- * (vLLM's histograms: 42 KB, 455 lines in the fake's copy of one) and is read every second, five
- * times a second while requests wait: one regular expression finds the few lines wanted. It runs as
+ * (vLLM's histograms: 42 KB, 455 lines in the fake's copy of one) and is read up to five times a
+ * second (enginePeriodMs): one regular expression finds the few lines wanted. It runs as
  * the regex engine's own compiled code, 0.03 ms for vLLM's text whatever JavaScript tier the agent
  * runs at (a loop over the lines took 0.1 ms optimised, 0.45 ms in the baseline tier the agent now runs).
  */
@@ -230,7 +230,7 @@ export async function readEngine(url: string, timeoutMs: number, headers: AuthHe
 }
 
 /**
- * The engine source's reader: the metrics read five times a second over one kept-alive connection
+ * The engine source's reader: the metrics read up to five times a second over one kept-alive connection
  * (keepalive-get.ts, a fifth of the full client's CPU), the full client where that cannot be used
  * (`https:`, an answer it does not take). Same outcome as `readEngine`: null when unread.
  */
