@@ -130,7 +130,7 @@ export async function closeHttpServer(s: import("node:http").Server | null): Pro
 }
 
 /** Starts `s` listening; resolves with the port it got (useful with port 0), rejects with `wrap(err)` (default: the error itself). */
-export async function listenHttp(s: import("node:http").Server, port: number, host: string, wrap: (err: NodeJS.ErrnoException) => Error = (e) => e): Promise<number> {
+export async function listenHttp(s: import("node:net").Server, port: number, host: string, wrap: (err: NodeJS.ErrnoException) => Error = (e) => e): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     s.once("error", (err: NodeJS.ErrnoException) => reject(wrap(err)));
     s.listen(port, host, () => resolve());

@@ -7,13 +7,17 @@
  * At most two servers per request: a request that killed both is a query of death, and ends
  * with an error. It keeps only the delivered text of each answer.
  */
-import { Agent, createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Server } from "node:net";
+import { StringDecoder } from "node:string_decoder";
 import { CONTINUED_HEADER, PROXY_ANSWER_HEADER } from "../../../../contracts/edge";
 import { CONTINUE_IDLE, type ContinuationKind, type ContinuationOutcome } from "../../../../contracts/continuation";
 import { Delivered, SseSplitter, Splicer, errorEvent, eventData, planContinuation, type Body, type Route } from "./answer";
 import type { ContinuationMetrics } from "./metrics";
-import { closeHttpServer, listenHttp } from "../../util/net";
+import { listenHttp } from "../../util/net";
 import { DEFAULT_UPSTREAM_MAX_SOCKETS } from "./config";
+import { header, type Headers } from "./h1";
+import { H1Pool, type H1Call, type H1Handler } from "./h1-pool";
+import { closeH1Server, createH1Server, type H1Request, type H1Response } from "./h1-server";
 
 export interface RelayOptions {
   /** The proxy's loopback continuation listener. */
@@ -44,21 +48,21 @@ export interface RelayOptions {
 
 const HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "expect", "upgrade", "te", "trailer", PROXY_ANSWER_HEADER]);
 
-function forwardable(h: IncomingHttpHeaders): Record<string, string | string[]> {
-  const out: Record<string, string | string[]> = {};
-  for (const [k, v] of Object.entries(h)) if (v !== undefined && !HOP.has(k)) out[k] = v;
+function forwardable(h: Headers): Headers {
+  const out: Headers = {};
+  for (const k in h) if (!HOP.has(k)) out[k] = h[k];
   return out;
 }
 
-function routeOf(method: string | undefined, url: string | undefined): Route | null {
+function routeOf(method: string, url: string): Route | null {
   if (method !== "POST") return null;
-  const path = (url ?? "").split("?")[0];
+  const path = url.split("?")[0];
   return path === "/v1/chat/completions" ? "chat" : path === "/v1/completions" ? "completions" : null;
 }
 
-function jsonError(res: ServerResponse, status: number, message: string, code: string, extra: Record<string, string> = {}): void {
+function jsonError(res: H1Response, status: number, message: string, code: string, extra: Record<string, string> = {}): void {
   const body = JSON.stringify({ error: { message, type: "server_error", param: null, code } });
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...extra });
+  res.writeHead(status, { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...extra });
   res.end(body);
 }
 
@@ -67,30 +71,26 @@ export class ContinuationRelay {
   /**
    * Connections to the proxy's listener, kept idle for the next request (a new one costs two
    * loopback handshakes before the request even leaves): up to the pool's bounds, the most recent
-   * first (`lifo`: the warm ones), each closed when idle for `CONTINUE_IDLE.relayMs`, before the
+   * first (the warm ones), each closed when idle for `CONTINUE_IDLE.relayMs`, before the
    * listener's own keep-alive bound.
    */
-  private readonly agent: Agent;
+  private readonly pool: H1Pool;
 
   constructor(readonly opts: RelayOptions) {
     const pool = opts.upstreamPool ?? { maxSockets: DEFAULT_UPSTREAM_MAX_SOCKETS, maxFreeSockets: DEFAULT_UPSTREAM_MAX_SOCKETS };
-    this.agent = new Agent({ keepAlive: true, maxSockets: pool.maxSockets, maxFreeSockets: pool.maxFreeSockets, scheduling: "lifo", timeout: CONTINUE_IDLE.relayMs });
+    this.pool = new H1Pool(opts.upstream, { ...pool, idleMs: CONTINUE_IDLE.relayMs });
   }
 
   /** Connections to the listener now: in use and idle (the tests read it). */
   upstreamSockets(): { busy: number; idle: number } {
-    const count = (m: NodeJS.ReadOnlyDict<unknown[]>): number => Object.values(m).reduce((a, l) => a + (l?.length ?? 0), 0);
-    return { busy: count(this.agent.sockets), idle: count(this.agent.freeSockets) };
+    return this.pool.sockets();
   }
 
   async listen(port: number, host: string): Promise<number> {
-    const s = createServer((req, res) => this.onRequest(req, res));
     // HAProxy is the only client and reuses any idle connection for the next request (`http-reuse
     // always` on the relay's backend): the relay never closes one itself, so none is closed just as
     // HAProxy sends on it; HAProxy purges the idle ones it no longer needs.
-    s.keepAliveTimeout = 0;
-    s.headersTimeout = 15_000;
-    s.requestTimeout = 0;
+    const s = createH1Server({ maxBodyBytes: this.opts.maxBodyBytes, headersTimeoutMs: 15_000 }, (req, res) => this.onRequest(req, res));
     const got = await listenHttp(s, port, host, (err) => new Error(`LLMHA_CONTINUE_PORT: cannot listen on ${host}:${port} (${err.code ?? err.message})`));
     this.server = s;
     return got;
@@ -99,45 +99,29 @@ export class ContinuationRelay {
   async close(): Promise<void> {
     const s = this.server;
     this.server = null;
-    await closeHttpServer(s);
-    this.agent.destroy();
+    await closeH1Server(s);
+    this.pool.destroy();
   }
 
-  private onRequest(req: IncomingMessage, res: ServerResponse): void {
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on("data", (b: Buffer) => {
-      size += b.length;
-      if (size <= this.opts.maxBodyBytes) parts.push(b);
-    });
-    req.on("end", () => {
-      if (size > this.opts.maxBodyBytes) return jsonError(res, 413, `request body larger than ${this.opts.maxBodyBytes} bytes`, "request_too_large");
-      const raw = Buffer.concat(parts);
-      const route = routeOf(req.method, req.url);
-      let body: Body | null = null;
-      if (route) {
-        try {
-          const v: unknown = JSON.parse(raw.toString("utf8"));
-          if (typeof v === "object" && v !== null && !Array.isArray(v)) body = v as Body;
-        } catch {
-          // Not JSON: the server answers its own 400.
-        }
+  private onRequest(req: H1Request, res: H1Response): void {
+    const raw = req.body;
+    if (raw === null) return jsonError(res, 413, `request body larger than ${this.opts.maxBodyBytes} bytes`, "request_too_large");
+    const route = routeOf(req.method, req.url);
+    let body: Body | null = null;
+    if (route) {
+      try {
+        const v: unknown = JSON.parse(raw.toString("utf8"));
+        if (typeof v === "object" && v !== null && !Array.isArray(v)) body = v as Body;
+      } catch {
+        // Not JSON: the server answers its own 400.
       }
-      new Exchange(this, req, res, route && body ? { route, body } : null, raw).start();
-    });
-    req.on("error", () => res.destroy());
+    }
+    new Exchange(this, req, res, route && body ? { route, body } : null, raw).start();
   }
 
   /** One request to the continuation listener. */
-  upstream(req: IncomingMessage, payload: Buffer): ReturnType<typeof request> {
-    return request({
-      host: this.opts.upstream.host,
-      port: this.opts.upstream.port,
-      method: req.method,
-      path: req.url,
-      headers: { ...forwardable(req.headers), "content-length": payload.length },
-      agent: this.agent,
-    });
+  upstream(req: H1Request, payload: Buffer, h: H1Handler): H1Call {
+    return this.pool.request({ method: req.method, path: req.url, headers: forwardable(req.headers), body: payload }, h);
   }
 }
 
@@ -156,8 +140,8 @@ class Exchange {
 
   constructor(
     private readonly relay: ContinuationRelay,
-    private readonly req: IncomingMessage,
-    private readonly res: ServerResponse,
+    private readonly req: H1Request,
+    private readonly res: H1Response,
     private readonly watched: { route: Route; body: Body } | null,
     private readonly raw: Buffer,
   ) {
@@ -187,63 +171,70 @@ class Exchange {
   }
 
   private send(payload: Buffer): void {
-    const up = this.relay.upstream(this.req, payload);
     let settled = false;
+    let call: H1Call | null = null;
     const fail = (why: string): void => {
       if (settled) return;
       settled = true;
-      up.destroy();
+      call?.abort();
       this.onFailure(why);
     };
     this.res.on("close", () => {
-      if (!this.res.writableFinished) up.destroy();
+      if (!this.res.writableFinished) call?.abort();
     });
-    up.on("error", () => fail("error"));
-    up.on("response", (r) => {
-      const sse = /^text\/event-stream/i.test(String(r.headers["content-type"] ?? ""));
-      const proxyMade = r.headers[PROXY_ANSWER_HEADER] !== undefined;
-      if (r.statusCode === 502 && proxyMade && this.watched) {
-        r.resume();
-        return fail("no-answer");
-      }
-      if (this.watched && r.statusCode === 200 && sse) return this.onStream(r, () => (settled = true), fail);
-      if (this.res.headersSent) {
-        // The second answer of a cut stream was refused (no server left, an error status).
-        r.resume();
-        settled = true;
-        this.o.log?.("continuation refused", { status: r.statusCode, proxy_made: proxyMade, content_type: r.headers["content-type"] });
-        return this.endWithError("the server answering this stream failed and no other could carry it on", "continuation_failed", "failed");
-      }
-      // A whole answer is small: it is kept until complete, so a server dying mid-body can still be retried.
-      const parts: Buffer[] = [];
-      r.on("data", (b: Buffer) => parts.push(b));
-      r.on("end", () => {
-        if (settled) return;
-        settled = true;
-        const headers: Record<string, string | string[]> = forwardable(r.headers);
-        if (this.phase === "second") headers[CONTINUED_HEADER] = "retried";
-        this.res.writeHead(r.statusCode ?? 502, headers);
-        this.res.end(Buffer.concat(parts));
-        if (this.how === "retry") this.o.metrics.added.observe({ how: "retry" }, (Date.now() - this.failedAt) / 1000);
-      });
-      r.on("aborted", () => fail(this.watched ? "aborted" : "pass"));
-      r.on("error", () => fail("aborted"));
+    // What the answer's body goes to, set by its head: a stream passed on, a whole answer kept,
+    // or nothing (read past, so the connection is kept).
+    let body: { data(b: Buffer): void; end(): void; aborted(): void } = { data: () => {}, end: () => {}, aborted: () => fail("aborted") };
+    call = this.relay.upstream(this.req, payload, {
+      onResponse: (status, headers) => {
+        const sse = /^text\/event-stream/i.test(header(headers, "content-type") ?? "");
+        const proxyMade = headers[PROXY_ANSWER_HEADER] !== undefined;
+        if (status === 502 && proxyMade && this.watched) return fail("no-answer");
+        if (this.watched && status === 200 && sse) {
+          body = this.onStream(headers, () => (settled = true), fail, () => call?.abort());
+          return;
+        }
+        if (this.res.headersSent) {
+          // The second answer of a cut stream was refused (no server left, an error status).
+          settled = true;
+          this.o.log?.("continuation refused", { status, proxy_made: proxyMade, content_type: header(headers, "content-type") });
+          return this.endWithError("the server answering this stream failed and no other could carry it on", "continuation_failed", "failed");
+        }
+        // A whole answer is small: it is kept until complete, so a server dying mid-body can still be retried.
+        const parts: Buffer[] = [];
+        body = {
+          data: (b) => parts.push(b),
+          end: () => {
+            if (settled) return;
+            settled = true;
+            const out = forwardable(headers);
+            if (this.phase === "second") out[CONTINUED_HEADER] = "retried";
+            this.res.writeHead(status, out);
+            this.res.end(Buffer.concat(parts));
+            if (this.how === "retry") this.o.metrics.added.observe({ how: "retry" }, (Date.now() - this.failedAt) / 1000);
+          },
+          aborted: () => fail(this.watched ? "aborted" : "pass"),
+        };
+      },
+      onData: (b) => body.data(b),
+      onEnd: () => body.end(),
+      onError: (kind) => (kind === "error" ? fail("error") : body.aborted()),
     });
-    up.end(payload);
   }
 
   /** An SSE answer: passed on event by event (the first) or spliced (the second). */
-  private onStream(r: IncomingMessage, settle: () => void, fail: (why: string) => void): void {
+  private onStream(headers: Headers, settle: () => void, fail: (why: string) => void, drop: () => void): { data(b: Buffer): void; end(): void; aborted(): void } {
     const d = this.d as Delivered;
     if (!this.res.headersSent) {
-      const headers: Record<string, string | string[]> = forwardable(r.headers);
-      headers.trailer = CONTINUED_HEADER;
-      if (this.phase === "second") headers[CONTINUED_HEADER] = "retried";
-      this.res.writeHead(200, headers);
+      const out = forwardable(headers);
+      out.trailer = CONTINUED_HEADER;
+      if (this.phase === "second") out[CONTINUED_HEADER] = "retried";
+      this.res.writeHead(200, out);
       this.streamOpen = true;
       this.o.metrics.open.inc();
     }
     const split = new SseSplitter();
+    const utf8 = new StringDecoder("utf8");
     let stall: NodeJS.Timeout | null = null;
     // One timer per stream, pushed back on every chunk (`refresh` reuses it: no new timer a token).
     const arm = (): void => {
@@ -256,10 +247,9 @@ class Exchange {
     };
     arm();
     let firstSpliced = false;
-    r.setEncoding("utf8");
-    r.on("data", (text: string) => {
+    const onData = (b: Buffer): void => {
       arm();
-      for (const ev of split.push(text)) {
+      for (const ev of split.push(utf8.write(b))) {
         const data = eventData(ev);
         if (data === "[DONE]") {
           if (this.splicer && !this.splicer.caughtUp) {
@@ -280,7 +270,7 @@ class Exchange {
           if (this.splicer.mismatch) {
             disarm();
             settle();
-            r.destroy();
+            drop();
             return this.endWithError("the answer run again did not match what was already sent", "continuation_mismatch", "mismatch");
           }
           if (!out) continue;
@@ -295,8 +285,8 @@ class Exchange {
           this.res.write(ev);
         }
       }
-    });
-    r.on("end", () => {
+    };
+    const end = (): void => {
       disarm();
       if (d.done) {
         settle();
@@ -305,15 +295,12 @@ class Exchange {
         return;
       }
       fail("ended");
-    });
-    r.on("aborted", () => {
+    };
+    const aborted = (): void => {
       disarm();
       fail("aborted");
-    });
-    r.on("error", () => {
-      disarm();
-      fail("aborted");
-    });
+    };
+    return { data: onData, end, aborted };
   }
 
   private track(chunk: Body): void {
