@@ -21,14 +21,22 @@ export interface HaproxyFallback {
  * backend, and carries an answer on when its server dies under it.
  */
 export interface HaproxyContinuation {
-  /** `address:port` of `llm-ha continue` (`LLMHA_CONTINUE_PORT`), e.g. `127.0.0.1:9420`. */
+  /**
+   * `address:port` of `llm-ha continue` (`LLMHA_CONTINUE_PORT`), e.g. `127.0.0.1:9420`, or
+   * `unix@/path` of its Unix socket (`LLMHA_CONTINUE_SOCKET`).
+   */
   relay: string;
-  /** Loopback `address:port` of the listener the relay sends to (`LLMHA_CONTINUE_UPSTREAM`), e.g. `127.0.0.1:9422`. */
+  /**
+   * Loopback `address:port` of the listener the relay sends to (`LLMHA_CONTINUE_UPSTREAM`), e.g.
+   * `127.0.0.1:9422`, or `unix@/path` of a Unix socket (the L1 pod: a volume both containers mount).
+   */
   bind: string;
 }
 
 const ADDR_RE = /^[A-Za-z0-9_.:[\]-]+:\d{1,5}$/;
 const LOOPBACK_RE = /^(127\.\d+\.\d+\.\d+|\[::1\]):\d{1,5}$/;
+/** A Unix socket in HAProxy's syntax; the path as the relay's config takes it (absolute, ≤ 100 bytes, no spaces). */
+const UNIX_RE = /^unix@\/[^\s]{1,99}$/;
 
 function ms(v: number): string {
   return `${Math.round(v)}ms`;
@@ -56,12 +64,14 @@ export function renderContinuationRoute(name: string): string[] {
 
 /** The relay's backend and the loopback listener it sends to. */
 export function renderContinuation(name: string, c: HaproxyContinuation, t: { timeoutClientMs: number; timeoutServerMs: number }, maxconn: number): string[] {
-  if (!ADDR_RE.test(c.relay)) throw new HaproxyConfigError(`continuation relay ${JSON.stringify(c.relay)} of ${name} must be address:port`);
-  if (!LOOPBACK_RE.test(c.bind)) throw new HaproxyConfigError(`continuation bind ${JSON.stringify(c.bind)} of ${name} must be a loopback address:port`);
+  if (!ADDR_RE.test(c.relay) && !UNIX_RE.test(c.relay)) throw new HaproxyConfigError(`continuation relay ${JSON.stringify(c.relay)} of ${name} must be address:port or unix@/path`);
+  if (!LOOPBACK_RE.test(c.bind) && !UNIX_RE.test(c.bind)) throw new HaproxyConfigError(`continuation bind ${JSON.stringify(c.bind)} of ${name} must be a loopback address:port or unix@/path`);
   return [
     "",
     `frontend ${name}_continuation`,
-    `  bind ${c.bind}`,
+    // A Unix socket is opened by the relay, which runs as another user: readable and writable by
+    // all, inside a volume only the pod's own containers mount.
+    `  bind ${c.bind}${c.bind.startsWith("unix@") ? " mode 666" : ""}`,
     `  maxconn ${maxconn}`,
     `  timeout client ${ms(t.timeoutClientMs)}`,
     // Longer than the relay keeps its idle connections here (CONTINUE_IDLE): it closes them, never this side.

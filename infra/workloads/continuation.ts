@@ -1,8 +1,8 @@
 /**
  * The continuation relay's container in the L1 pod (`llm-ha continue`, docs/continuation.md):
- * HAProxy sends completions to it on the pod's loopback after the edge, and it sends them back
- * to HAProxy's loopback continuation listener over the same servers backend. Fenced like the
- * fallback: its completions listener stays on the pod's loopback, only its metrics-only listener
+ * HAProxy sends completions to it after the edge, and it sends them back to HAProxy's
+ * continuation listener over the same servers backend, both over Unix sockets in a volume the
+ * two containers share. Fenced like the fallback: only its metrics-only listener
  * (`GET /metrics`, `/healthz`) is on the pod's address, where the NetworkPolicy
  * `llmha-continue-metrics` lets the Prometheus namespace alone in; it needs no credentials, no
  * Redis and no Kubernetes API.
@@ -17,9 +17,25 @@ import { CONTINUE_METRICS_PORT_NAME } from "./continuation-names";
 
 type Container = k8s.types.input.core.v1.Container;
 
+/**
+ * Where HAProxy and the relay meet: Unix sockets in a volume only their two containers mount.
+ * A chunk crosses these legs twice and a request four times; a Unix socket costs each crossing
+ * less than loopback TCP (no TCP stack under it), and no other container of the pod can reach
+ * it, where every container shares the loopback.
+ */
+export const CONTINUE_SOCKET_DIR = "/var/run/llm-ha-continue";
+export const CONTINUE_SOCKET_VOLUME = "continue-sockets";
+const RELAY_SOCKET = `${CONTINUE_SOCKET_DIR}/relay.sock`;
+const UPSTREAM_SOCKET = `${CONTINUE_SOCKET_DIR}/upstream.sock`;
+
 /** What the generator renders for the relay in an L1 proxy's config. */
 export function continuationProxyField(): HaproxyContinuation {
-  return { relay: `127.0.0.1:${PORTS.l1Continue}`, bind: `127.0.0.1:${PORTS.l1ContinueUpstream}` };
+  return { relay: `unix@${RELAY_SOCKET}`, bind: `unix@${UPSTREAM_SOCKET}` };
+}
+
+/** The volume the sockets live in, and its mount in HAProxy's container and the relay's. */
+export function continuationVolume(): { volume: k8s.types.input.core.v1.Volume; mount: k8s.types.input.core.v1.VolumeMount } {
+  return { volume: { name: CONTINUE_SOCKET_VOLUME, emptyDir: { medium: "Memory", sizeLimit: "1Mi" } }, mount: { name: CONTINUE_SOCKET_VOLUME, mountPath: CONTINUE_SOCKET_DIR } };
 }
 
 /**
@@ -33,19 +49,16 @@ export function continuationContainer(image: pulumi.Input<string>, kind: Continu
     image,
     args: ["continue"],
     env: [
-      env("LLMHA_CONTINUE_HOST", "127.0.0.1"),
-      env("LLMHA_CONTINUE_PORT", String(PORTS.l1Continue)),
-      env("LLMHA_CONTINUE_UPSTREAM", `127.0.0.1:${PORTS.l1ContinueUpstream}`),
+      env("LLMHA_CONTINUE_SOCKET", RELAY_SOCKET),
+      env("LLMHA_CONTINUE_UPSTREAM", `unix@${UPSTREAM_SOCKET}`),
       env("LLMHA_CONTINUE_KIND", kind),
       // As many connections to the listener as it takes, all kept for reuse (each closed after 20 s idle).
       ...(listenerMaxconn !== undefined ? [env("LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS", String(listenerMaxconn))] : []),
       // Prometheus scrapes this one (the NetworkPolicy lets only its namespace in); completions stay on loopback.
       env("LLMHA_CONTINUE_METRICS_ADDR", `0.0.0.0:${PORTS.l1ContinueMetrics}`),
     ],
-    ports: [
-      { name: "continue", containerPort: PORTS.l1Continue },
-      { name: CONTINUE_METRICS_PORT_NAME, containerPort: PORTS.l1ContinueMetrics },
-    ],
+    ports: [{ name: CONTINUE_METRICS_PORT_NAME, containerPort: PORTS.l1ContinueMetrics }],
+    volumeMounts: [continuationVolume().mount],
     // Still exec probes on 127.0.0.1 (which 0.0.0.0 includes): an httpGet would come from the
     // node, i.e. the cluster security group, and need 9421 opened to it (every node and pod)
     // in infra/fences.ts and the NetworkPolicy; this way only Prometheus reaches the port.

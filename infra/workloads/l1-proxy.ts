@@ -14,7 +14,7 @@ import { appLabels, ConfigMap, Deployment, objectName, onePodAtATime, PodDisrupt
 import { L1_PROXY_NAME, PLAIN_HTTP_WAIVER, PORTS } from "../../contracts/names";
 import { APP, LABELS, NET_ROLE_LABEL } from "../names";
 import { fallbackContainer, fallbackProxyField, fallbackVolumes, FALLBACK_SERVICE_ACCOUNT, type FallbackSidecarSpec } from "./fallback";
-import { continuationContainer, continuationProxyField } from "./continuation";
+import { continuationContainer, continuationProxyField, continuationVolume } from "./continuation";
 import { edgeInitContainer, edgeSyncContainer, edgeVolumes, haproxyEdgeEnv, l1Edge, L1_ADMIN_SOCKET, L1_MAP_SOCKET, L1_MAP_SOCKET_DIR, type L1EdgeSpec } from "./l1-edge";
 
 export interface L1ProxySpec {
@@ -235,6 +235,7 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
                 { name: "run", mountPath: "/var/run/haproxy" },
                 { name: "map-socket", mountPath: L1_MAP_SOCKET_DIR },
                 { name: "edge-map", mountPath: "/var/run/llm-ha-edge", readOnly: true },
+                continuationVolume().mount,
               ],
             },
             edgeSyncContainer(s.edge),
@@ -244,6 +245,7 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
           volumes: [
             { name: "config", configMap: { name } },
             { name: "run", emptyDir: {} },
+            continuationVolume().volume,
             ...edgeVolumes(s.edge),
             ...(s.fallback ? fallbackVolumes(s.fallback) : []),
           ],

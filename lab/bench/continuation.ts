@@ -10,6 +10,8 @@ import { spawn } from "node:child_process";
 import { createServer, request, type Server } from "node:http";
 import { connect } from "node:net";
 import type { AddressInfo } from "node:net";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { startHaproxy } from "../engines/haproxy";
@@ -42,6 +44,11 @@ export interface ContinuationBenchOptions {
    * to show what HAProxy's second pass costs (docs/bench.md).
    */
   relayTo?: "proxy" | "server";
+  /**
+   * The legs between HAProxy and the relay: `unix` (default, as the L1 pod runs them: Unix sockets
+   * in a volume both containers mount) or `tcp` (loopback TCP, what they were before).
+   */
+  sockets?: "unix" | "tcp";
   log: (l: string) => void;
 }
 
@@ -181,10 +188,15 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
   const tuning = { serverMaxconn: o.streams * 2, frontendMaxconn: o.streams * 2 + 16 };
   // The relay's pool sized to the listener it sends to, as infra sizes it in the L1 pod (at the
   // default 992, 1,000 streams open at once queued in the relay for a stream to end: +22 ms p50).
+  const unix = (o.sockets ?? "unix") === "unix" ? await mkdtemp(join(tmpdir(), "llmha-ct-")) : null;
+  const addr = unix
+    ? { relay: `unix@${unix}/relay.sock`, bind: `unix@${unix}/upstream.sock` }
+    : { relay: `127.0.0.1:${relayPort}`, bind: `127.0.0.1:${upstream}` };
   const env = {
     ...process.env,
     LLMHA_CONTINUE_PORT: String(relayPort),
-    LLMHA_CONTINUE_UPSTREAM: `127.0.0.1:${o.relayTo === "server" ? stubPort : upstream}`,
+    ...(unix ? { LLMHA_CONTINUE_SOCKET: `${unix}/relay.sock` } : {}),
+    LLMHA_CONTINUE_UPSTREAM: o.relayTo === "server" ? `127.0.0.1:${stubPort}` : addr.bind,
     LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS: String(tuning.frontendMaxconn),
     LLMHA_CONTINUE_METRICS_ADDR: "off",
     LLMHA_LOG_LEVEL: "warn",
@@ -195,7 +207,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
     ...(o.nbthread ? { nbthread: o.nbthread } : {}),
     proxies: [
       { name: "plain", bind: `127.0.0.1:${plain}`, health: "agent", tuning, servers },
-      { name: "relayed", bind: `127.0.0.1:${relayed}`, health: "agent", tuning, servers, continuation: { relay: `127.0.0.1:${relayPort}`, bind: `127.0.0.1:${upstream}` } },
+      { name: "relayed", bind: `127.0.0.1:${relayed}`, health: "agent", tuning, servers, continuation: addr },
     ],
   });
   try {
@@ -272,6 +284,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
       rounds: o.rounds,
       arrivals: o.arrivals ?? "cold",
       relayTo: o.relayTo ?? "proxy",
+      sockets: o.sockets ?? "unix",
       nbthread: o.nbthread ?? null,
       perRequestMs,
       perChunkMs,
@@ -289,5 +302,6 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
     await hp.stop();
     await stopChild(child);
     await new Promise<void>((r) => stub.close(() => r()));
+    if (unix) await rm(unix, { recursive: true, force: true });
   }
 }

@@ -3,15 +3,17 @@
  * listener's maxconn, idle ones kept for the next request) and HAProxy's toward the relay (any idle
  * one reused, a new client's first request included). Real HAProxy, real relay, stub servers.
  */
-import { createServer, request, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { request } from "node:http";
+import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ContinuationRelay } from "../../agent/src/edge/continuation/relay";
 import { ContinuationMetrics } from "../../agent/src/edge/continuation/metrics";
 import { ContinueConfigError, DEFAULT_UPSTREAM_MAX_SOCKETS, loadContinueConfig } from "../../agent/src/edge/continuation/config";
 import { startHaproxy, type HaproxyHandle } from "../../lab/engines/haproxy";
 import { freePort, waitFor } from "../../agent/src/util/net";
-import { send, staticServer } from "../l1/fixtures";
+import { countingServer, send, staticServer } from "../l1/fixtures";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -20,11 +22,10 @@ afterEach(async () => {
 
 /** A server answering each completion with a short SSE stream, held until `release()`; counts its connections. */
 async function streamingServer(): Promise<{ port: number; connections: () => number; requests: () => number; hold: () => void; release: () => void }> {
-  let connections = 0;
   let requests = 0;
   const held: Array<() => void> = [];
   let open = true;
-  const s: Server = createServer((req, res) => {
+  const s = await countingServer((req, res) => {
     req.resume();
     req.on("end", () => {
       requests++;
@@ -35,18 +36,10 @@ async function streamingServer(): Promise<{ port: number; connections: () => num
       else held.push(finish);
     });
   });
-  s.on("connection", () => connections++);
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  cleanups.push(
-    () =>
-      new Promise<void>((r) => {
-        s.closeAllConnections();
-        s.close(() => r());
-      }),
-  );
+  cleanups.push(s.close);
   return {
-    port: (s.address() as AddressInfo).port,
-    connections: () => connections,
+    port: s.port,
+    connections: s.connections,
     requests: () => requests,
     // From now on each answer stops after its first chunk until `release`.
     hold: () => {
@@ -95,6 +88,15 @@ describe("llm-ha continue: the upstream pool settings", () => {
     expect(() => loadContinueConfig([], { LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS: "-1" })).toThrow(/LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS="-1"/);
     expect(() => loadContinueConfig([], { LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS: "4", LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS: "5" })).toThrow(/LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS=5 must be ≤ LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS=4/);
   });
+
+  it("take Unix sockets for both legs (the L1 pod), refusing a relative or overlong path by name", () => {
+    const cfg = loadContinueConfig(["--socket", "/run/ct/relay.sock"], { LLMHA_CONTINUE_UPSTREAM: "unix@/run/ct/upstream.sock" });
+    expect([cfg.socket, cfg.upstream]).toEqual(["/run/ct/relay.sock", { path: "/run/ct/upstream.sock" }]);
+    expect(loadContinueConfig([], {})).toMatchObject({ socket: null, upstream: { host: "127.0.0.1", port: 9422 } });
+    expect(() => loadContinueConfig([], { LLMHA_CONTINUE_SOCKET: "relay.sock" })).toThrow(/LLMHA_CONTINUE_SOCKET: "relay.sock" must be an absolute Unix socket path/);
+    expect(() => loadContinueConfig([], { LLMHA_CONTINUE_UPSTREAM: `unix@/${"x".repeat(120)}` })).toThrow(/LLMHA_CONTINUE_UPSTREAM: .* at most 100 bytes/);
+    expect(() => loadContinueConfig([], { LLMHA_CONTINUE_UPSTREAM: "unix:/run/x.sock" })).toThrow(/must be host:port or unix@\/path/);
+  });
 });
 
 describe("llm-ha continue: connections to the listener", () => {
@@ -120,13 +122,28 @@ describe("llm-ha continue: connections to the listener", () => {
     expect(relay.upstreamSockets()).toEqual({ busy: 0, idle: 1 });
   });
 
-  it("through HAProxy, a new client connection's request reuses the idle connections to the relay and from it (http-reuse always)", async () => {
+  it.each(["unix", "tcp"] as const)("through HAProxy over %s sockets, a new client connection's request reuses the idle connections to the relay and from it (http-reuse always)", async (sockets) => {
     const up = await streamingServer();
-    const [relayUpstream, bindPort] = [await freePort(), await freePort()];
-    const { port: relayPort } = await relayOver(relayUpstream);
+    const bindPort = await freePort();
+    let continuation: { relay: string; bind: string };
+    if (sockets === "tcp") {
+      const relayUpstream = await freePort();
+      const { port: relayPort } = await relayOver(relayUpstream);
+      continuation = { relay: `127.0.0.1:${relayPort}`, bind: `127.0.0.1:${relayUpstream}` };
+    } else {
+      // As the L1 pod runs it: both legs Unix sockets in one folder; a stale file where the relay listens is replaced.
+      const dir = await mkdtemp(join(tmpdir(), "llmha-ct-"));
+      cleanups.push(() => rm(dir, { recursive: true, force: true }));
+      await writeFile(join(dir, "relay.sock"), "stale");
+      const relay = new ContinuationRelay({ upstream: { path: join(dir, "upstream.sock") }, kind: "vllm", stallMs: 5_000, maxBodyBytes: 1 << 20, metrics: new ContinuationMetrics("vllm") });
+      expect(await relay.listenSocket(join(dir, "relay.sock"))).toBe(0);
+      cleanups.push(() => relay.close());
+      expect((await stat(join(dir, "relay.sock"))).isSocket()).toBe(true);
+      continuation = { relay: `unix@${join(dir, "relay.sock")}`, bind: `unix@${join(dir, "upstream.sock")}` };
+    }
     const hp: HaproxyHandle = await startHaproxy({
       nbthread: 1,
-      proxies: [{ name: "l1", bind: `127.0.0.1:${bindPort}`, health: "agent", servers: { kind: "static", local: [staticServer({ name: "s0", port: up.port }, await freePort())], backup: [] }, continuation: { relay: `127.0.0.1:${relayPort}`, bind: `127.0.0.1:${relayUpstream}` } }],
+      proxies: [{ name: "l1", bind: `127.0.0.1:${bindPort}`, health: "agent", servers: { kind: "static", local: [staticServer({ name: "s0", port: up.port }, await freePort())], backup: [] }, continuation }],
     });
     cleanups.push(() => hp.stop());
     await waitFor("server and relay UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 2, { timeoutMs: 10_000, everyMs: 50 });

@@ -3,13 +3,14 @@
  * byte by byte and refused when it could smuggle a request, the listener driven by Node's own HTTP
  * client, the pool against Node's own HTTP server.
  */
-import { createServer, request, Agent, type Server, type IncomingMessage } from "node:http";
+import { request, Agent, type createServer, type IncomingMessage } from "node:http";
 import { connect, createServer as createNetServer, type AddressInfo, type Server as NetServer } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { BodyReader, H1Error, framingOf, parseHead, headEnd } from "../../agent/src/edge/continuation/h1";
 import { closeH1Server, createH1Server, type H1Request } from "../../agent/src/edge/continuation/h1-server";
 import { H1Pool, type H1Handler } from "../../agent/src/edge/continuation/h1-pool";
 import { freePort, waitFor } from "../../agent/src/util/net";
+import { countingServer } from "../l1/fixtures";
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {
@@ -164,19 +165,10 @@ describe("h1 listener (driven by node:http's client)", () => {
 });
 
 async function nodeServer(handler: Parameters<typeof createServer>[1]): Promise<{ port: number; connections: () => number }> {
-  let connections = 0;
-  const s: Server = createServer(handler);
-  s.keepAliveTimeout = 60_000;
-  s.on("connection", () => connections++);
-  await new Promise<void>((r) => s.listen(0, "127.0.0.1", r));
-  cleanups.push(
-    () =>
-      new Promise<void>((r) => {
-        s.closeAllConnections();
-        s.close(() => r());
-      }),
-  );
-  return { port: (s.address() as AddressInfo).port, connections: () => connections };
+  const s = await countingServer(handler);
+  s.server.keepAliveTimeout = 60_000;
+  cleanups.push(s.close);
+  return s;
 }
 
 function call(pool: H1Pool, body = "{}"): Promise<{ status: number; headers: Record<string, unknown>; text: string } | { failed: "error" | "aborted"; text: string }> {

@@ -75,7 +75,7 @@ describe("the L1 proxy with and without the fallback", () => {
     const env = Object.fromEntries(fb.env.map((e) => [e.name, e.value]));
     expect(env).toMatchObject({ LLMHA_KAFKA_AUTH: "msk-iam", LLMHA_KAFKA_REGION: "eu-west-1", LLMHA_FALLBACK_L1_URL: "http://127.0.0.1:8082", LLMHA_FALLBACK_PORT: "9410", LLMHA_CLUSTER: "prod" });
     expect(JSON.stringify(fb.env)).not.toContain("sk-PULUMI-SECRET");
-    expect(spec.volumes.map((v) => v.name)).toEqual(["config", "run", "edge-map", "map-socket", "edge-redis", "fallback-providers", "fallback-redis", "fallback-keys"]);
+    expect(spec.volumes.map((v) => v.name)).toEqual(["config", "run", "continue-sockets", "edge-map", "map-socket", "edge-redis", "fallback-providers", "fallback-redis", "fallback-keys"]);
   });
 
   it("keys come from a Secret (mounted files), providers.json names only their paths", async () => {
@@ -113,23 +113,27 @@ describe("the L1 pods' metrics listeners (the fallback's, the continuation relay
     expect(cfg.host).toBe("127.0.0.1");
   });
 
-  it("the relay names its metrics port and listens for it on the pod's address; its completions and HAProxy's continuation listener stay on loopback", () => {
+  it("the relay names its metrics port and listens for it on the pod's address; its completions and HAProxy's continuation listener are Unix sockets only the two containers mount", () => {
     const m = l1ProxyManifests(base);
     new K8sDeployment(m.deployment as never).validate();
     const ct = (m.deployment as unknown as { spec: { template: { spec: { containers: C[] } } } }).spec.template.spec.containers.find((c) => c.name === "continue")!;
-    expect(ct.ports).toEqual([{ name: "continue", containerPort: 9420 }, { name: CONTINUE_METRICS_PORT_NAME, containerPort: 9421 }]);
+    expect(ct.ports).toEqual([{ name: CONTINUE_METRICS_PORT_NAME, containerPort: 9421 }]);
     expect(CONTINUE_METRICS_PORT_NAME.length).toBeLessThanOrEqual(15);
     const env = Object.fromEntries(ct.env.map((e) => [e.name, e.value]));
-    expect(env).toMatchObject({ LLMHA_CONTINUE_HOST: "127.0.0.1", LLMHA_CONTINUE_PORT: "9420", LLMHA_CONTINUE_UPSTREAM: "127.0.0.1:9422", LLMHA_CONTINUE_METRICS_ADDR: "0.0.0.0:9421" });
+    expect(env).toMatchObject({ LLMHA_CONTINUE_SOCKET: "/var/run/llm-ha-continue/relay.sock", LLMHA_CONTINUE_UPSTREAM: "unix@/var/run/llm-ha-continue/upstream.sock", LLMHA_CONTINUE_METRICS_ADDR: "0.0.0.0:9421" });
     // What the container is told is what the relay reads.
     const cfg = loadContinueConfig([], env);
     expect(cfg.metricsAddr).toEqual({ host: "0.0.0.0", port: 9421 });
-    expect(cfg.host).toBe("127.0.0.1");
-    expect(cfg.upstream).toEqual({ host: "127.0.0.1", port: 9422 });
-    // HAProxy's side of the relay stays on loopback too.
+    expect(cfg.socket).toBe("/var/run/llm-ha-continue/relay.sock");
+    expect(cfg.upstream).toEqual({ path: "/var/run/llm-ha-continue/upstream.sock" });
+    // HAProxy's side: the same two sockets, in the one volume HAProxy's and the relay's containers mount (no other container).
     const haproxy = (m.configMap.data as Record<string, string>)["haproxy.cfg"];
-    expect(haproxy).toContain("bind 127.0.0.1:9422");
-    expect(haproxy).not.toMatch(/bind (0\.0\.0\.0)?:942[0-2]\b/);
+    expect(haproxy).toContain("bind unix@/var/run/llm-ha-continue/upstream.sock mode 666");
+    expect(haproxy).toContain("server relay unix@/var/run/llm-ha-continue/relay.sock check");
+    expect(haproxy).not.toMatch(/942[02]\b/);
+    const pod = (m.deployment as unknown as { spec: { template: { spec: { containers: (C & { volumeMounts?: { name: string; mountPath: string }[] })[] } } } }).spec.template.spec;
+    const mounting = pod.containers.filter((c) => (c.volumeMounts ?? []).some((v) => v.name === "continue-sockets")).map((c) => c.name);
+    expect(mounting).toEqual(["haproxy", "continue"]);
     // The exec probes still reach the listener (0.0.0.0 includes the pod's 127.0.0.1), and the probes policy passes.
     expect(probeProblems(ct as never, false)).toEqual([]);
   });

@@ -50,7 +50,7 @@ describe("HAProxy's threads in the L1 pod", () => {
 
   it("the relay's pool toward the continuation listener is that listener's maxconn, and the relay's default is the same number", () => {
     const m = l1ProxyManifests(spec);
-    expect(cfgOf(m)).toMatch(new RegExp(`frontend inference_continuation\\n {2}bind 127\\.0\\.0\\.1:9422\\n {2}maxconn ${L1_CONTINUATION_MAXCONN}\\n`));
+    expect(cfgOf(m)).toMatch(new RegExp(`frontend inference_continuation\\n {2}bind unix@/var/run/llm-ha-continue/upstream\\.sock mode 666\\n {2}maxconn ${L1_CONTINUATION_MAXCONN}\\n`));
     const ct = containers(m.deployment).find((c) => c.name === "continue")!;
     const env = Object.fromEntries((ct.env as O[]).map((e) => [e.name, e.value]));
     expect(env.LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS).toBe(String(L1_CONTINUATION_MAXCONN));

@@ -70,6 +70,24 @@ export async function fakeServer(name: string, behaviour: Behaviour): Promise<Fa
   };
 }
 
+/** An HTTP server on a random loopback port that counts its connections; `close` ends every one of them. */
+export async function countingServer(handler: Parameters<typeof createServer>[1]): Promise<{ server: Server; port: number; connections: () => number; close: () => Promise<void> }> {
+  let connections = 0;
+  const server = createServer(handler);
+  server.on("connection", () => connections++);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    connections: () => connections,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
 /**
  * The generator's view of a fake server. Its agent port has nothing listening: an agent
  * HAProxy cannot reach counts for nothing, so the plain `check` alone decides UP/DOWN.

@@ -29,10 +29,11 @@ export async function runContinuation(cfg: ContinueConfig, opts: { log?: Logger 
     // Only what happened and how much was delivered: never the prompt or the answer.
     log: (msg, fields) => log.info(fields, msg),
   });
-  const port = await relay.listen(cfg.port, cfg.host);
+  const port = cfg.socket ? await relay.listenSocket(cfg.socket) : await relay.listen(cfg.port, cfg.host);
   const metricsServer = new FallbackMetricsServer(metrics);
   const metricsPort = cfg.metricsAddr ? await metricsServer.listen(cfg.metricsAddr.port, cfg.metricsAddr.host) : null;
-  log.info({ port, upstream: `${cfg.upstream.host}:${cfg.upstream.port}`, upstreamMaxSockets: cfg.upstreamPool.maxSockets, upstreamMaxFreeSockets: cfg.upstreamPool.maxFreeSockets, kind: cfg.kind, metricsPort }, "continue: listening");
+  const up = cfg.upstream;
+  log.info({ port, socket: cfg.socket, upstream: "path" in up ? `unix@${up.path}` : `${up.host}:${up.port}`, upstreamMaxSockets: cfg.upstreamPool.maxSockets, upstreamMaxFreeSockets: cfg.upstreamPool.maxFreeSockets, kind: cfg.kind, metricsPort }, "continue: listening");
   return {
     port,
     metricsPort,

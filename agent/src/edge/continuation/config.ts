@@ -13,10 +13,15 @@ export class ContinueConfigError extends Error {
   }
 }
 
+/** Where the relay listens or sends: a TCP address, or a Unix socket shared with HAProxy in the pod. */
+export type RelayAddress = { host: string; port: number } | { path: string };
+
 export interface ContinueConfig {
   host: string;
   port: number;
-  upstream: { host: string; port: number };
+  /** A Unix socket to listen on instead of host:port (`LLMHA_CONTINUE_SOCKET`), or null. */
+  socket: string | null;
+  upstream: RelayAddress;
   kind: ContinuationKind;
   stallMs: number;
   /** Pause before the second request after a server vanished (not after a stall). */
@@ -45,7 +50,8 @@ export const CONTINUE_SETTINGS: readonly Setting[] = [
   // Loopback: HAProxy in the same pod is its only client; the edge authenticated the request.
   { env: "LLMHA_CONTINUE_HOST", def: "127.0.0.1", help: "address to listen on (the proxy beside it only)" },
   { env: "LLMHA_CONTINUE_PORT", def: "9420", help: "port HAProxy sends completions to" },
-  { env: "LLMHA_CONTINUE_UPSTREAM", def: "127.0.0.1:9422", help: "the proxy's loopback continuation listener host:port (same servers backend)" },
+  { env: "LLMHA_CONTINUE_SOCKET", def: "", help: "a Unix socket path to listen on instead of host:port (HAProxy beside it in the pod, through a shared emptyDir: cheaper per chunk than loopback TCP)" },
+  { env: "LLMHA_CONTINUE_UPSTREAM", def: "127.0.0.1:9422", help: "the proxy's loopback continuation listener: host:port, or unix@/path of its Unix socket (same servers backend)" },
   { env: "LLMHA_CONTINUE_KIND", def: "vllm", help: `inference server kind, how a chat answer is carried on: ${CONTINUATION_KINDS.join(", ")}` },
   { env: "LLMHA_CONTINUE_STALL_MS", def: "30000", help: "no chunk this long after an answer began: its server is taken for dead" },
   { env: "LLMHA_CONTINUE_RESEND_DELAY_MS", def: "250", help: "pause before asking again after a server vanished under an answer (reset, cut), so the proxy has taken it out first" },
@@ -72,6 +78,12 @@ function int(env: string, raw: string, min: number): number {
   return n;
 }
 
+/** A Unix socket's path: absolute, and short enough for the kernel's 108-byte address. */
+function socketPath(env: string, raw: string): string {
+  if (!raw.startsWith("/") || Buffer.byteLength(raw) > 100 || /\s/.test(raw)) throw new ContinueConfigError(`${env}: ${JSON.stringify(raw)} must be an absolute Unix socket path of at most 100 bytes, without spaces`);
+  return raw;
+}
+
 /** Parses flags (`--x v` or `--x=v`) over the environment. */
 export function loadContinueConfig(argv: string[], env: NodeJS.ProcessEnv): ContinueConfig {
   const v = new Map<string, string>();
@@ -86,8 +98,18 @@ export function loadContinueConfig(argv: string[], env: NodeJS.ProcessEnv): Cont
     v.set(s.env, val.trim());
   }
   const get = (k: string): string => v.get(k) ?? "";
-  const upstream = parseListenAddr("LLMHA_CONTINUE_UPSTREAM", get("LLMHA_CONTINUE_UPSTREAM"));
-  if (!upstream || upstream.port === 0) throw new ContinueConfigError(`LLMHA_CONTINUE_UPSTREAM=${JSON.stringify(get("LLMHA_CONTINUE_UPSTREAM"))} must be host:port of the proxy's continuation listener`);
+  const rawUp = get("LLMHA_CONTINUE_UPSTREAM");
+  let upstream: RelayAddress | null = null;
+  if (rawUp.startsWith("unix@")) upstream = { path: socketPath("LLMHA_CONTINUE_UPSTREAM", rawUp.slice(5)) };
+  else {
+    try {
+      upstream = parseListenAddr("LLMHA_CONTINUE_UPSTREAM", rawUp);
+    } catch {
+      // The message below says what this variable takes (a listen address's says "or off").
+    }
+  }
+  if (!upstream || ("port" in upstream && upstream.port === 0)) throw new ContinueConfigError(`LLMHA_CONTINUE_UPSTREAM=${JSON.stringify(rawUp)} must be host:port or unix@/path of the proxy's continuation listener`);
+  const rawSocket = get("LLMHA_CONTINUE_SOCKET");
   const kind = get("LLMHA_CONTINUE_KIND");
   if (!(CONTINUATION_KINDS as readonly string[]).includes(kind)) throw new ContinueConfigError(`LLMHA_CONTINUE_KIND=${JSON.stringify(kind)} must be one of ${CONTINUATION_KINDS.join(", ")}`);
   const maxSockets = int("LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS", get("LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS"), 1);
@@ -99,6 +121,7 @@ export function loadContinueConfig(argv: string[], env: NodeJS.ProcessEnv): Cont
   return {
     host: get("LLMHA_CONTINUE_HOST"),
     port: int("LLMHA_CONTINUE_PORT", get("LLMHA_CONTINUE_PORT"), 0),
+    socket: rawSocket === "" ? null : socketPath("LLMHA_CONTINUE_SOCKET", rawSocket),
     upstream,
     kind: kind as ContinuationKind,
     stallMs: int("LLMHA_CONTINUE_STALL_MS", get("LLMHA_CONTINUE_STALL_MS"), 100),

@@ -119,7 +119,7 @@ export class H1Pool {
   private closed = false;
 
   constructor(
-    private readonly target: { host: string; port: number },
+    private readonly target: { host: string; port: number } | { path: string },
     private readonly opts: PoolOptions,
   ) {}
 
@@ -130,7 +130,7 @@ export class H1Pool {
 
   request(req: H1Outgoing, h: H1Handler): H1Call {
     // HTTP/1.1 requires a host; the relay forwards the client's, a request without one gets the listener's.
-    if (req.headers.host === undefined) req = { ...req, headers: { host: `${this.target.host}:${this.target.port}`, ...req.headers } };
+    if (req.headers.host === undefined) req = { ...req, headers: { host: "path" in this.target ? "localhost" : `${this.target.host}:${this.target.port}`, ...req.headers } };
     const call = new Call(this, req, h);
     if (this.closed) {
       call.settled = true;
@@ -154,7 +154,8 @@ export class H1Pool {
   }
 
   private open(): Socket {
-    const s = connect({ host: this.target.host, port: this.target.port, noDelay: true });
+    const t = this.target;
+    const s = "path" in t ? connect({ path: t.path }) : connect({ host: t.host, port: t.port, noDelay: true });
     s.on("data", (b: Buffer) => {
       const call = this.busy.get(s);
       // Bytes on an idle connection (nothing asked): it can no longer be trusted to frame the next answer.

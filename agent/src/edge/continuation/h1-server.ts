@@ -35,6 +35,7 @@ export class H1Response {
   private chunked = true;
   private trailers: Headers | null = null;
   private closed = false;
+  private corked = false;
   private readonly onClose: (() => void)[] = [];
 
   constructor(
@@ -111,17 +112,25 @@ export class H1Response {
     return `${h}\r\n`;
   }
 
-  /** The head (on the first write) and `data` in one system call. */
+  /**
+   * Writes wait for the end of the current task, then go out together in one system call: the
+   * head with the first bytes, the events of one read of the server's answer (several when the
+   * relay was busy), the last event with the end of the body.
+   */
   private send(data: string | Buffer, cb: (() => void) | null): boolean {
     const s = this.socket;
+    if (!this.corked) {
+      this.corked = true;
+      s.cork();
+      queueMicrotask(() => {
+        this.corked = false;
+        s.uncork();
+      });
+    }
     const head = this.head;
     if (head !== null) {
       this.head = null;
-      s.cork();
       s.write(this.headText(head.status, head.headers), "latin1");
-      const ok = s.write(data, "utf8", cb ?? undefined);
-      s.uncork();
-      return ok;
     }
     return cb ? s.write(data, "utf8", cb) : s.write(data, "utf8");
   }

@@ -7,6 +7,7 @@
  * At most two servers per request: a request that killed both is a query of death, and ends
  * with an error. It keeps only the delivered text of each answer.
  */
+import { rm } from "node:fs/promises";
 import type { Server } from "node:net";
 import { StringDecoder } from "node:string_decoder";
 import { CONTINUED_HEADER, PROXY_ANSWER_HEADER } from "../../../../contracts/edge";
@@ -14,14 +15,14 @@ import { CONTINUE_IDLE, type ContinuationKind, type ContinuationOutcome } from "
 import { Delivered, SseSplitter, Splicer, errorEvent, eventData, planContinuation, type Body, type Route } from "./answer";
 import type { ContinuationMetrics } from "./metrics";
 import { listenHttp } from "../../util/net";
-import { DEFAULT_UPSTREAM_MAX_SOCKETS } from "./config";
+import { DEFAULT_UPSTREAM_MAX_SOCKETS, type RelayAddress } from "./config";
 import { header, type Headers } from "./h1";
 import { H1Pool, type H1Call, type H1Handler } from "./h1-pool";
 import { closeH1Server, createH1Server, type H1Request, type H1Response } from "./h1-server";
 
 export interface RelayOptions {
-  /** The proxy's loopback continuation listener. */
-  upstream: { host: string; port: number };
+  /** The proxy's loopback continuation listener: its address, or its Unix socket. */
+  upstream: RelayAddress;
   /** The servers' kind: how a chat answer is carried on (contracts/continuation.ts). */
   kind: ContinuationKind;
   /** No chunk for this long after the answer began: the server is taken for dead. */
@@ -96,6 +97,22 @@ export class ContinuationRelay {
     return got;
   }
 
+  /**
+   * Listens on a Unix socket (HAProxy beside it in the pod, through a shared volume): a stale file
+   * of an earlier run is replaced; readable and writable by all, as HAProxy runs as another user and
+   * only the pod's own containers mount the volume. Returns 0 (no port).
+   */
+  async listenSocket(path: string): Promise<number> {
+    const s = createH1Server({ maxBodyBytes: this.opts.maxBodyBytes, headersTimeoutMs: 15_000 }, (req, res) => this.onRequest(req, res));
+    await rm(path, { force: true });
+    await new Promise<void>((resolve, reject) => {
+      s.once("error", (err: NodeJS.ErrnoException) => reject(new Error(`LLMHA_CONTINUE_SOCKET: cannot listen on ${path} (${err.code ?? err.message})`)));
+      s.listen({ path, readableAll: true, writableAll: true }, () => resolve());
+    });
+    this.server = s;
+    return 0;
+  }
+
   async close(): Promise<void> {
     const s = this.server;
     this.server = null;
@@ -106,17 +123,7 @@ export class ContinuationRelay {
   private onRequest(req: H1Request, res: H1Response): void {
     const raw = req.body;
     if (raw === null) return jsonError(res, 413, `request body larger than ${this.opts.maxBodyBytes} bytes`, "request_too_large");
-    const route = routeOf(req.method, req.url);
-    let body: Body | null = null;
-    if (route) {
-      try {
-        const v: unknown = JSON.parse(raw.toString("utf8"));
-        if (typeof v === "object" && v !== null && !Array.isArray(v)) body = v as Body;
-      } catch {
-        // Not JSON: the server answers its own 400.
-      }
-    }
-    new Exchange(this, req, res, route && body ? { route, body } : null, raw).start();
+    new Exchange(this, req, res, raw).start();
   }
 
   /** One request to the continuation listener. */
@@ -133,7 +140,9 @@ class Exchange {
   private splicer: Splicer | null = null;
   private failedAt = 0;
   private how: "continue" | "restart" | "retry" | null = null;
-  private readonly d: Delivered | null;
+  /** The completion being watched (its route and parsed body), or null: passed through as it is. */
+  private watched: { route: Route; body: Body } | null = null;
+  private d: Delivered | null = null;
   private ended = false;
   private streamOpen = false;
   private heldBytes = 0;
@@ -142,20 +151,35 @@ class Exchange {
     private readonly relay: ContinuationRelay,
     private readonly req: H1Request,
     private readonly res: H1Response,
-    private readonly watched: { route: Route; body: Body } | null,
     private readonly raw: Buffer,
   ) {
-    this.d = watched ? new Delivered(watched.route) : null;
   }
 
   private get o(): RelayOptions {
     return this.relay.opts;
   }
 
+  /**
+   * The request goes out first; its body is parsed while the server works on it (a prompt of tens
+   * of KiB takes a JSON parse of tens of microseconds, off the request's path this way). Nothing
+   * reads what was parsed before the answer's first bytes.
+   */
   start(): void {
-    if (this.watched) this.o.metrics.requests.inc({ route: this.watched.route, stream: String(this.watched.body.stream === true) });
     this.res.on("close", () => this.finish());
     this.send(this.raw);
+    const route = routeOf(this.req.method, this.req.url);
+    if (route) {
+      try {
+        const v: unknown = JSON.parse(this.raw.toString("utf8"));
+        if (typeof v === "object" && v !== null && !Array.isArray(v)) this.watched = { route, body: v as Body };
+      } catch {
+        // Not JSON: the server answers its own 400.
+      }
+    }
+    if (this.watched) {
+      this.d = new Delivered(this.watched.route);
+      this.o.metrics.requests.inc({ route: this.watched.route, stream: String(this.watched.body.stream === true) });
+    }
   }
 
   private outcome(o: ContinuationOutcome): void {
