@@ -189,6 +189,32 @@ function call(pool: H1Pool, body = "{}"): Promise<{ status: number; headers: Rec
   });
 }
 
+describe("h1 listener: a peer sending ahead", () => {
+  it("bytes sent while an answer is in progress wait for it, and past one request's worth the connection is cut", async () => {
+    const seen: string[] = [];
+    const { port } = await h1Server((req, res) => {
+      seen.push(req.body?.toString() ?? "");
+      if (seen.length === 2) {
+        res.writeHead(200, { "content-length": "0" });
+        res.end();
+      }
+      // The first is never answered: what comes after it waits.
+    });
+    const closed = await new Promise<boolean>((resolve) => {
+      const s = connect(port, "127.0.0.1", () => {
+        s.write("POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 1\r\n\r\na");
+        s.write("POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 1\r\n\r\nb");
+        setTimeout(() => s.write(Buffer.alloc(70 * 1024, 120)), 50);
+      });
+      s.on("error", () => {});
+      s.on("close", () => resolve(true));
+      setTimeout(() => resolve(false), 3_000);
+    });
+    expect(closed).toBe(true);
+    expect(seen).toEqual(["a"]);
+  });
+});
+
 describe("h1 pool (against node:http's server)", () => {
   it("one connection carries request after request; at most maxSockets open, the rest wait; idle ones closed after idleMs", async () => {
     const held: Array<() => void> = [];

@@ -5,7 +5,7 @@
  * (`http-reuse always`), so the relay never closes one under a request.
  */
 import { createServer, type Server, type Socket } from "node:net";
-import { BodyReader, H1Error, chunk, framingOf, header, headEnd, headerLines, keepsAlive, parseHead, type Headers } from "./h1";
+import { BodyReader, H1Error, MAX_HEAD_BYTES, chunk, framingOf, header, headEnd, headerLines, keepsAlive, parseHead, type Headers } from "./h1";
 
 export interface H1Request {
   method: string;
@@ -224,6 +224,9 @@ function serveConnection(socket: Socket, opts: H1ServerOptions, onRequest: (req:
 
   socket.on("data", (b: Buffer) => {
     buf = buf && buf.length > 0 ? Buffer.concat([buf, b]) : b;
+    // Bytes sent ahead while an answer is in progress wait for it (HAProxy never does; the
+    // connection is still read, so a client that leaves is seen at once), up to one request's worth.
+    if (answering && buf.length > MAX_HEAD_BYTES + opts.maxBodyBytes) return socket.destroy();
     parse();
   });
   socket.on("error", () => socket.destroy());
