@@ -91,7 +91,7 @@ export class ContinuationRelay {
     // HAProxy is the only client and reuses any idle connection for the next request (`http-reuse
     // always` on the relay's backend): the relay never closes one itself, so none is closed just as
     // HAProxy sends on it; HAProxy purges the idle ones it no longer needs.
-    const s = createH1Server({ maxBodyBytes: this.opts.maxBodyBytes, headersTimeoutMs: 15_000 }, (req, res) => this.onRequest(req, res));
+    const s = this.h1Server();
     const got = await listenHttp(s, port, host, (err) => new Error(`LLMHA_CONTINUE_PORT: cannot listen on ${host}:${port} (${err.code ?? err.message})`));
     this.server = s;
     return got;
@@ -103,7 +103,7 @@ export class ContinuationRelay {
    * only the pod's own containers mount the volume. Returns 0 (no port).
    */
   async listenSocket(path: string): Promise<number> {
-    const s = createH1Server({ maxBodyBytes: this.opts.maxBodyBytes, headersTimeoutMs: 15_000 }, (req, res) => this.onRequest(req, res));
+    const s = this.h1Server();
     await rm(path, { force: true });
     await new Promise<void>((resolve, reject) => {
       s.once("error", (err: NodeJS.ErrnoException) => reject(new Error(`LLMHA_CONTINUE_SOCKET: cannot listen on ${path} (${err.code ?? err.message})`)));
@@ -111,6 +111,11 @@ export class ContinuationRelay {
     });
     this.server = s;
     return 0;
+  }
+
+  /** The listener, on a port or a Unix socket: every complete request becomes an Exchange. */
+  private h1Server(): Server {
+    return createH1Server({ maxBodyBytes: this.opts.maxBodyBytes, headersTimeoutMs: 15_000 }, (req, res) => this.onRequest(req, res));
   }
 
   async close(): Promise<void> {
