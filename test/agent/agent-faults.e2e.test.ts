@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SimNode } from "../../lab/sim/sim-node";
 import type { NvsmiFault } from "../../lab/sim/nvsmi-state";
 import type { FakeInferenceMode } from "../../lab/sim/fake-inference";
-import { waitFor } from "../../agent/src/util/net";
+import { sleep, waitFor } from "../../agent/src/util/net";
 
 /**
  * A real `llm-ha agent` process watching a fake nvidia-smi (the recorded H100 capture)
@@ -64,15 +64,19 @@ async function recovered(): Promise<number[]> {
   return weights;
 }
 
+/** Waits for the node out with `status`, the reply naming `code`; a timeout says what was seen last. */
 async function expectOut(status: string, reply: RegExp, code: string): Promise<void> {
+  let last: Seen | null = null;
   await waitFor(
     `${status} ${reply} ${code}`,
     async () => {
-      const s = await look();
+      const s = (last = await look());
       return s.readyz === 503 && s.status === status && reply.test(s.reply) && s.codes.includes(code);
     },
     { timeoutMs: 15_000, everyMs: 40 },
-  );
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}; last seen: ${JSON.stringify(last)}`);
+  });
 }
 
 describe("agent process: faults → /readyz and agent-check → recovery through the ramp", () => {
@@ -91,8 +95,7 @@ describe("agent process: faults → /readyz and agent-check → recovery through
     ["gpuMissing", "UNHEALTHY", "GPU_MISSING"],
   ])("GPU fault %s → %s, down #%s, then back", async (fault, status, code) => {
     await node.gpuFault(fault);
-    await expectOut(status, new RegExp(`^down #${code}$`), code);
-    await node.gpuFault(null);
+    await expectOut(status, new RegExp(`^down #${code}$`), code).finally(() => node.gpuFault(null));
     const w = await recovered();
     expect(w[0]).toBeLessThan(100);
   });
@@ -102,8 +105,7 @@ describe("agent process: faults → /readyz and agent-check → recovery through
     ["garbage", "GPU_QUERY_GARBAGE"],
   ])("nvidia-smi %s → UNKNOWN (never healthy): drain", async (fault, code) => {
     await node.gpuFault(fault);
-    await expectOut("UNKNOWN", /^drain$/, code);
-    await node.gpuFault(null);
+    await expectOut("UNKNOWN", /^drain$/, code).finally(() => node.gpuFault(null));
     await recovered();
   });
 
@@ -123,11 +125,21 @@ describe("agent process: faults → /readyz and agent-check → recovery through
     ["loading503", "UNHEALTHY", /^down #INFERENCE_NOT_READY$/, "INFERENCE_NOT_READY"],
     ["error5xx", "UNHEALTHY", /^down #/, "INFERENCE_ERROR"],
     ["garbage", "UNHEALTHY", /^down #/, "INFERENCE_BAD_ANSWER"],
-    ["wedged", "UNHEALTHY", /^down #ENGINE_WEDGED$/, "ENGINE_WEDGED"],
   ])("inference %s → %s", async (mode, status, reply, code) => {
     await node.setMode(mode);
-    await expectOut(status, reply, code);
-    await node.setMode("ready");
+    // Ready again whatever happens: a fault left on fails every test after this one.
+    await expectOut(status, reply, code).finally(() => node.setMode("ready"));
+    await recovered();
+  });
+
+  it("inference wedged while the agent's probe runs → UNHEALTHY, down #ENGINE_WEDGED", async () => {
+    // A slow first token keeps the probe in flight when the engine wedges: that probe freezes as
+    // running (not waiting), times out, and the next one waits in the queue. The node is down with the
+    // engine's reason, not the probe's (PROBE_SLOW, then PROBE_STUCK, named it when it came first).
+    await node.setMode({ latencyMs: 200 });
+    await sleep(300);
+    await node.setMode("wedged");
+    await expectOut("UNHEALTHY", /^down #ENGINE_WEDGED$/, "ENGINE_WEDGED").finally(() => node.setMode({ mode: "ready", latencyMs: 5 }));
     await recovered();
   });
 

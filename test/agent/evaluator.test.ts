@@ -224,6 +224,25 @@ describe("evaluator", () => {
     expect(d.step({}, 1400).decision.reasons.map((r) => r.code)).toContain("ENGINE_WEDGED");
   });
 
+  it("the first reason is the one that holds the node out: a wedged engine holding a slow, then stuck probe is down #ENGINE_WEDGED", () => {
+    const d = new Driver();
+    d.healthy();
+    const sent = d.now + 500;
+    d.signals.engine = d.engine(100, 0, d.now);
+    d.step({}, 0);
+    // The probe runs past its threshold (soft PROBE_SLOW, active after `fall` results) while the engine holds it queued.
+    d.signals.probeInFlightSince = sent;
+    for (let i = 1; i <= 3; i++) d.step({ probe: { kind: "in-flight", elapsedMs: 1000 + i * 100 } }, i === 1 ? 1600 : 100);
+    d.signals.engine = d.engine(100, 1, sent + 1600);
+    const wedged = d.step({ probe: { kind: "in-flight", elapsedMs: 1600 } }, 0);
+    expect(wedged.decision.status).toBe("UNHEALTHY");
+    expect(wedged.decision.reasons.map((r) => r.code)).toEqual(["ENGINE_WEDGED", "PROBE_SLOW"]);
+    // Past the stuck bound too: both hard and unhealthy, the engine's own evidence (the cause) first.
+    d.signals.engine = d.engine(100, 1, sent + 4300);
+    const stuck = d.step({ probe: { kind: "in-flight", elapsedMs: 4300 } }, 3000);
+    expect(stuck.decision.reasons.map((r) => r.code)).toEqual(["ENGINE_WEDGED", "PROBE_STUCK"]);
+  });
+
   it("recovery after a fault goes through rise and the ramp again", () => {
     const d = new Driver();
     d.healthy();

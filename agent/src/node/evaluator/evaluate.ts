@@ -68,11 +68,6 @@ export function initialState(now: number): EvaluatorState {
   };
 }
 
-function worstEffect(reasons: readonly Reason[]): ReasonEffect | null {
-  for (const e of REASON_EFFECTS) if (reasons.some((x) => x.effect === e)) return e;
-  return null;
-}
-
 function statusOf(effect: ReasonEffect): NodeStatus {
   switch (effect) {
     case "unreachable":
@@ -127,13 +122,15 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
   if (model) observed.push(...modelReasons(model, s, prev.everReady));
   const modelReady = model?.kind === "ready";
   const progressAt = progress?.at ?? null;
+  // The engine's own counters before the probe: a wedged engine also leaves the probe stuck, and
+  // ENGINE_WEDGED (requests waiting, no progress) names the cause where PROBE_STUCK names the symptom.
+  // The agent's own probe unanswered since before the first queued sample has waited since it was sent.
+  const probeAt = signals.probeInFlightSince ?? null;
+  observed.push(...engineReasons(signals.engine, progressAt, s, queuedSince !== null && probeAt !== null ? Math.min(queuedSince, probeAt) : queuedSince));
   if (modelReady) {
     const own = signals.probe ? probeReasons(signals.probe.value, s) : [];
     observed.push(...probeWithEngine(own, signals.probe, signals.probeInFlightSince ?? null, signals.engine, progressAt, now, s, signals.probeUnansweredSince ?? null, progress?.othersAt ?? null));
   }
-  // The agent's own probe unanswered since before the first queued sample has waited since it was sent.
-  const probeAt = signals.probeInFlightSince ?? null;
-  observed.push(...engineReasons(signals.engine, progressAt, s, queuedSince !== null && probeAt !== null ? Math.min(queuedSince, probeAt) : queuedSince));
   // Wrong answers with 200 (issue 32): hard, the node is out until its answers match after a restart.
   // The deep check before traffic (deep-check.ts): out until it passes.
   if (signals.deepCheck) observed.push(signals.deepCheck);
@@ -159,7 +156,11 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
   }
 
   const prevD = prev.decision;
-  const worst = worstEffect(active);
+  // Worst effect first (a stable sort keeps the order observed within one effect): the first reason is
+  // the one that set the status, and the agent-check reply names it (`down #CODE`). Observed order put a
+  // soft PROBE_SLOW first while a hard ENGINE_WEDGED held the node out: `down #PROBE_SLOW`.
+  active.sort((a, b) => REASON_EFFECTS.indexOf(a.effect) - REASON_EFFECTS.indexOf(b.effect));
+  const worst: ReasonEffect | null = active[0]?.effect ?? null;
   let status: NodeStatus;
   let phase: ServingPhase;
   let weight: number;
