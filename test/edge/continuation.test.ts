@@ -187,6 +187,23 @@ describe("stream continuation at the L1 tier", () => {
     expect(await outcome(s.metrics, "retried")).toBe(1);
   }, 30_000);
 
+  it("whole answers that arrive in several reads, several at once, come back intact (each read of the relay's one buffer is copied before the next)", async () => {
+    // A server that writes each answer in pieces 10 ms apart: the answers' reads interleave in the relay.
+    const pieces = await fakeServer("pieces", (_req, res, body) => {
+      const n = Number(/"prompt":"whole (\d+)"/.exec(body.toString())?.[1] ?? 0);
+      const text = ` tok${n}`.repeat(500 + 37 * n);
+      const json = JSON.stringify({ id: `cmpl-${n}`, object: "text_completion", created: 1, model: MODEL, choices: [{ index: 0, text, finish_reason: "length", logprobs: null }] });
+      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(json) });
+      const cuts = [0, 0.3, 0.6, 1].map((f) => Math.floor(f * json.length));
+      cuts.slice(1).forEach((to, i) => setTimeout(() => res.write(json.slice(cuts[i], to)), 10 * i));
+      setTimeout(() => res.end(), 40);
+    });
+    const s = await stack(0, { extra: pieces });
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => s.client.completions.create({ model: MODEL, prompt: `whole ${i}`, max_tokens: 16 })));
+    expect(answers.map((a) => a.choices[0].text)).toEqual(Array.from({ length: 12 }, (_, i) => ` tok${i}`.repeat(500 + 37 * i)));
+    await pieces.close();
+  }, 30_000);
+
   it("a query of death costs at most two servers and ends with an error, not a loop", async () => {
     const s = await stack(3);
     await expect(s.client.completions.create({ model: MODEL, prompt: `boom ${QUERY_OF_DEATH_MARKER}`, max_tokens: 5, stream: true })).rejects.toThrow(/502|failed twice/);

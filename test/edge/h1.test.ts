@@ -125,6 +125,17 @@ describe("h1 listener (driven by node:http's client)", () => {
     expect(seen[1].headers["transfer-encoding"]).toBe("chunked");
   });
 
+  it("a header value outside ASCII goes out as its byte (latin1, as it came in), the body as UTF-8", async () => {
+    const { port } = await h1Server((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream", "x-name": "caf\u00e9" });
+      res.write("data: \u00e9\n\n");
+      res.end();
+    });
+    const a = await post(port, "{}");
+    expect(a.res.headers["x-name"]).toBe("caf\u00e9");
+    expect(a.text).toBe("data: \u00e9\n\n");
+  });
+
   it("a body past the bound is read past and handed on as null; the connection serves the next request", async () => {
     const { port } = await h1Server((req, res) => {
       res.writeHead(req.body === null ? 413 : 200, { "content-length": "0" });

@@ -11,6 +11,7 @@ import { BodyReader, headEnd, headerLines, keepsAlive, parseHead, framingOf, typ
 export interface H1Handler {
   /** The answer's head (informational answers are read past). */
   onResponse(status: number, headers: Headers): void;
+  /** Bytes of the body, valid only during the call (every connection reads into one buffer): copy what is kept. */
   onData(b: Buffer): void;
   onEnd(): void;
   /** `error`: no answer came (refused, reset, closed); `aborted`: the answer broke off. */
@@ -73,7 +74,8 @@ class Call implements H1Call {
       while (!this.body) {
         const end = headEnd(buf.subarray(at));
         if (end < 0) {
-          this.buf = buf.subarray(at);
+          // A copy: `b` is the pool's read buffer, the next read overwrites it.
+          this.buf = Buffer.from(buf.subarray(at));
           return;
         }
         const { start, headers } = parseHead(buf.subarray(at), end);
@@ -110,6 +112,9 @@ class Call implements H1Call {
     this.h.onError(this.body ? "aborted" : "error");
   }
 }
+
+/** The pool's reads: 64 KiB, what one read of a socket asks for. */
+const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
 
 export class H1Pool {
   private readonly idle: { socket: Socket; since: number }[] = [];
@@ -155,13 +160,19 @@ export class H1Pool {
 
   private open(): Socket {
     const t = this.target;
-    const s = "path" in t ? connect({ path: t.path }) : connect({ host: t.host, port: t.port, noDelay: true });
-    s.on("data", (b: Buffer) => {
-      const call = this.busy.get(s);
-      // Bytes on an idle connection (nothing asked): it can no longer be trusted to frame the next answer.
-      if (call) call.data(b);
-      else s.destroy();
-    });
+    // Every connection reads into the one buffer, each read handed on before the next (`onData` copies
+    // what it keeps): not a new buffer and a pass through the socket's stream machinery each read.
+    const onread = {
+      buffer: READ_BUFFER,
+      callback: (n: number): boolean => {
+        const call = this.busy.get(s);
+        // Bytes on an idle connection (nothing asked): it can no longer be trusted to frame the next answer.
+        if (call) call.data(READ_BUFFER.subarray(0, n));
+        else s.destroy();
+        return true;
+      },
+    };
+    const s: Socket = "path" in t ? connect({ path: t.path, onread }) : connect({ host: t.host, port: t.port, noDelay: true, onread });
     s.on("error", () => s.destroy());
     s.on("close", () => this.lost(s));
     // An idle connection the listener closed is dropped at once, not handed a request.

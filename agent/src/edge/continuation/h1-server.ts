@@ -35,8 +35,14 @@ export class H1Response {
   private chunked = true;
   private trailers: Headers | null = null;
   private closed = false;
-  private corked = false;
+  /** Text written in this task, sent as one write when it ends (`flush`). */
+  private queued = "";
+  private flushing = false;
   private readonly onClose: (() => void)[] = [];
+  private readonly flushLater = (): void => {
+    this.flushing = false;
+    this.flush(null);
+  };
 
   constructor(
     private readonly socket: Socket,
@@ -113,28 +119,50 @@ export class H1Response {
   }
 
   /**
-   * Writes wait for the end of the current task, then go out together in one system call: the
-   * head with the first bytes, the events of one read of the server's answer (several when the
-   * relay was busy), the last event with the end of the body.
+   * Writes wait for the end of the current task, then go out together as one write of one string:
+   * the head with the first bytes, the events of one read of the server's answer (several when the
+   * relay was busy), the last event with the end of the body. One `socket.write` a task, not one an
+   * event with a cork around them: each write is a request object and its callback in the socket's
+   * queue, and the allocations were most of what the relay's garbage collector had to do.
    */
   private send(data: string | Buffer, cb: (() => void) | null): boolean {
-    const s = this.socket;
-    if (!this.corked) {
-      this.corked = true;
-      s.cork();
-      queueMicrotask(() => {
-        this.corked = false;
-        s.uncork();
-      });
-    }
     const head = this.head;
     if (head !== null) {
       this.head = null;
-      s.write(this.headText(head.status, head.headers), "latin1");
+      const text = this.headText(head.status, head.headers);
+      // Header values are bytes (latin1): one outside ASCII would change if sent as UTF-8 with the body.
+      if (NON_ASCII.test(text)) {
+        this.flush(null);
+        this.socket.write(text, "latin1");
+      } else this.queued += text;
     }
-    return cb ? s.write(data, "utf8", cb) : s.write(data, "utf8");
+    if (typeof data !== "string") {
+      this.flush(null);
+      return cb ? this.socket.write(data, cb) : this.socket.write(data);
+    }
+    this.queued += data;
+    if (cb) return this.flush(cb);
+    if (!this.flushing) {
+      this.flushing = true;
+      queueMicrotask(this.flushLater);
+    }
+    return !this.socket.writableNeedDrain;
+  }
+
+  private flush(cb: (() => void) | null): boolean {
+    const text = this.queued;
+    this.queued = "";
+    if (this.socket.destroyed) return false;
+    if (text === "") {
+      if (cb) this.socket.write("", cb);
+      return !this.socket.writableNeedDrain;
+    }
+    return cb ? this.socket.write(text, "utf8", cb) : this.socket.write(text, "utf8");
   }
 }
+
+/** A character that is not printable ASCII or the head's own tab, CR and LF. */
+const NON_ASCII = /[^\t\r\n -~]/;
 
 /** A plain-text refusal of a request the relay could not read, then the connection closed. */
 function refuse(socket: Socket, err: H1Error): void {

@@ -232,7 +232,7 @@ class Exchange {
         // A whole answer is small: it is kept until complete, so a server dying mid-body can still be retried.
         const parts: Buffer[] = [];
         body = {
-          data: (b) => parts.push(b),
+          data: (b) => parts.push(Buffer.from(b)),
           end: () => {
             if (settled) return;
             settled = true;
