@@ -262,6 +262,10 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
     if (obs.kind !== "ready") {
       this.modelList.forget();
       this.resetProbe();
+    } else if (this.cfg.model !== null && !obs.served.includes(this.cfg.model)) {
+      // Out for MODEL_MISSING: read the list every period, not once in `MODEL_LIST_MAX_AGE_MS`. The probe
+      // answers again as soon as the model is back, and kept the old list in use: 10 s more out.
+      this.modelList.forget();
     }
     this.evaluateNow();
     if (started) this.emit("serverStart");
