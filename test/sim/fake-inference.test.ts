@@ -5,6 +5,7 @@ import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
 import { setFakeInferenceMode, WRONG_MODEL_ID, FakeInferenceAdminError } from "../../lab/sim/fake-inference";
 import { failure, fakeServers, MODEL } from "./helpers";
+import { waitFor } from "../../agent/src/util/net";
 
 const { fake, track } = fakeServers();
 
@@ -260,14 +261,15 @@ describe("fake inference: progress, queue, wedge, load failure (issue 16)", () =
 
   it("maxRunning queues the rest (waiting) while the batch's tokens flow; held wedged requests run once it ends", async () => {
     const f = await fake({ kind: "vllm", tokenMs: 10, maxRunning: 2 });
-    const all = Array.from({ length: 6 }, () => call(f.url, "/v1/completions", { ...completion, max_tokens: 20 }, 10_000));
-    await new Promise((r) => setTimeout(r, 50));
+    // A batch runs 0.5 s (50 tokens): all six arrive within it on a loaded machine; waited for, not slept on.
+    const all = Array.from({ length: 6 }, () => call(f.url, "/v1/completions", { ...completion, max_tokens: 50 }, 20_000));
+    await waitFor("six in, four waiting", () => f.stats().inFlight === 6, { timeoutMs: 5_000, everyMs: 5 });
     expect(f.stats()).toMatchObject({ inFlight: 6, waiting: 4 });
     expect((await Promise.all(all)).every((a) => a.status === 200)).toBe(true);
     expect(f.stats()).toMatchObject({ inFlight: 0, waiting: 0, served: 6 });
     await f.setMode("wedged");
     const held = call(f.url, "/v1/completions", completion, 10_000);
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor("the request held", () => f.stats().inFlight === 1, { timeoutMs: 5_000, everyMs: 5 });
     expect(f.stats().waiting).toBe(1);
     await f.setMode("ready");
     expect((await held).status).toBe(200);
