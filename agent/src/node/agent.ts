@@ -11,6 +11,7 @@ import { ADAPTERS, probeOutcome, type InferenceAdapter, type Send } from "./sour
 import { MODEL_LIST_MAX_AGE_MS, ModelListCache } from "./sources/model-list";
 import { KeptAlive } from "./sources/kept-alive";
 import type { EngineObservation, GpuInfo, ModelIdentity, ProbeObservation, Sample, Signals } from "./sources/signals";
+import { servedBy } from "./sources/served-model";
 import { ConnectionWatch } from "./sources/watch";
 import { DrainFile } from "./sources/drain-file";
 import { XidSource } from "./sources/xid-source";
@@ -45,7 +46,6 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
   private readonly probeExpect: RegExp | null;
   private servedIdentity: ModelIdentity | null = null;
   private lastGoodGpus: GpuInfo[] = [];
-  /** The last error reading the kernel log (null: readable), so it is logged once, not every period. */
   private readonly loops: Loop[] = [];
   private readonly watch: ConnectionWatch;
   private readonly modelLoop: Loop;
@@ -242,27 +242,24 @@ export class Agent extends EventEmitter<{ decision: [Decision, boolean]; engine:
       this.serverStarts += 1;
       this.deepCheck.serverStarted(this.signals);
     }
-    if (obs.kind === "ready") {
-      // What the probe asks for: the configured model (its absence is MODEL_MISSING), else the first served.
-      this.servedModel = this.cfg.model ?? obs.served[0] ?? null;
-      // What the server really serves (the registry reports it; issue 16): the configured model when it
-      // is served, else the first id it lists — a server on the wrong model shows as that model.
-      const id = this.cfg.model !== null && obs.served.includes(this.cfg.model) ? this.cfg.model : (obs.served[0] ?? null);
-      const identity: ModelIdentity | null = id === null ? null : obs.identity?.id === id ? obs.identity : { id, revision: null, dtype: null, maxContext: null };
+    const served = obs.kind === "ready" ? servedBy(obs, this.cfg.model) : null;
+    if (served) {
+      this.servedModel = served.probeModel;
+      const identity = served.identity;
       if (JSON.stringify(identity) !== JSON.stringify(this.servedIdentity)) this.log.info({ event: "model", ...identity }, `serving ${identity?.id ?? "nothing"}`);
       this.servedIdentity = identity;
     }
     // A revision the check would refuse may be the fleet's rollout's other one: read what it allows now,
     // once per revision, rather than take the node out until the next periodic read.
-    const rev = obs.kind === "ready" ? (this.servedIdentity?.revision ?? null) : null;
+    const rev = served ? (this.servedIdentity?.revision ?? null) : null;
     const want = expectedRevisions(this.settings);
     if (rev !== null && want.length > 0 && !want.includes(rev) && rev !== this.refreshedFor && this.revisionRefresh) await this.revisionRefresh().catch(() => undefined);
     this.refreshedFor = rev;
     this.signals.model = this.sample(obs);
-    if (obs.kind !== "ready") {
+    if (!served) {
       this.modelList.forget();
       this.resetProbe();
-    } else if (this.cfg.model !== null && !obs.served.includes(this.cfg.model)) {
+    } else if (!served.configuredServed) {
       // Out for MODEL_MISSING: read the list every period, not once in `MODEL_LIST_MAX_AGE_MS`. The probe
       // answers again as soon as the model is back, and kept the old list in use: 10 s more out.
       this.modelList.forget();

@@ -153,11 +153,9 @@ export class H1Response {
     const text = this.queued;
     this.queued = "";
     if (this.socket.destroyed) return false;
-    if (text === "") {
-      if (cb) this.socket.write("", cb);
-      return !this.socket.writableNeedDrain;
-    }
-    return cb ? this.socket.write(text, "utf8", cb) : this.socket.write(text, "utf8");
+    if (cb) return this.socket.write(text, "utf8", cb);
+    if (text !== "") this.socket.write(text, "utf8");
+    return !this.socket.writableNeedDrain;
   }
 }
 

@@ -129,7 +129,7 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
   observed.push(...engineReasons(signals.engine, progressAt, s, queuedSince !== null && probeAt !== null ? Math.min(queuedSince, probeAt) : queuedSince));
   if (modelReady) {
     const own = signals.probe ? probeReasons(signals.probe.value, s) : [];
-    observed.push(...probeWithEngine(own, signals.probe, signals.probeInFlightSince ?? null, signals.engine, progressAt, now, s, signals.probeUnansweredSince ?? null, progress?.othersAt ?? null));
+    observed.push(...probeWithEngine(own, signals.probe, probeAt, signals.engine, progressAt, now, s, signals.probeUnansweredSince ?? null, progress?.othersAt ?? null));
   }
   // Wrong answers with 200 (issue 32): hard, the node is out until its answers match after a restart.
   // The deep check before traffic (deep-check.ts): out until it passes.
