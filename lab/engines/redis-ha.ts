@@ -279,7 +279,13 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
       async restoreFirstPrimary() {
         if (await handle.partitionable()) return;
         link.thaw();
-        const current = await handle.primary();
+        // Which server is primary, read until one answers so: a ROLE read that failed on a loaded machine made
+        // the pair's primary unknown, the sync guard below was skipped, and the first server was promoted
+        // mid-sync, empty; the replica then synced from it and the writes since the failover were gone from both.
+        let current: RedisServerHandle | null = null;
+        if (!(await within(10_000, async () => (current = await handle.primary()) !== null, 100))) {
+          throw new Error("no single primary among the two servers in 10 s: the first server is not made primary (writes could be lost)");
+        }
         // In sync with the replica, or made primary again by the sentinels themselves (seen: right after a failover
         // away from it, one back to it while it was still syncing; the wait for its sync then never ended).
         const firstNow = current === replica ? await waitFor("the first server in sync", async () => ((await role(first)) === "master" ? "primary" : (await linkUp(first)) && "synced"), { timeoutMs: 20_000, everyMs: 100 }) : null;

@@ -133,7 +133,10 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
       "--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
       "--dir", dir, "--daemonize", "no", "--loglevel", "warning",
       // As the ElastiCache parameter group (infra/redis.ts): the lease and the fence are never evicted; a full Redis refuses writes instead.
-      "--maxmemory-policy", "noeviction", ...aclArgs, ...extra,
+      "--maxmemory-policy", "noeviction",
+      // A replica's full sync starts at once, not after Redis 7's 5 s wait for more replicas to share it: a server
+      // back as a replica is in sync in milliseconds, which narrows every window in which it holds less than its primary.
+      "--repl-diskless-sync-delay", "0", ...aclArgs, ...extra,
     ];
     const c = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
     child = c;

@@ -25,6 +25,7 @@ const log = testLogger();
 const N = 5000;
 const azOf = (i: number): string => `az-${"abc"[i % 3]}`;
 const LAST_AZ = azOf(N - 1);
+const BEATS_IN_FLIGHT = 250;
 const { keys, as } = roleRedis("invscale");
 
 function beat(agent: RedisClient, id: string, az: string, serving: boolean): Promise<unknown> {
@@ -43,8 +44,12 @@ describe("a leader over hundreds of inventory nodes", () => {
     const admin = await as(null);
     let list: InventoryNode[] = Array.from({ length: N }, (_, i) => ({ nodeId: `n-${i}`, az: azOf(i), gpus: 8 }));
     const inventory: Inventory = { source: "test", list: async () => list };
-    // All serving but the last node, still loading its model.
-    await Promise.all(list.map((n, i) => beat(agent, n.nodeId, n.az, i < N - 1)));
+    // All serving but the last node, still loading its model. A few hundred beats in flight at a
+    // time, as a fleet's agents send them: all 5,000 pipelined on one connection put the last
+    // reply behind every other, past the client's 1 s command timeout on a loaded machine.
+    for (let at = 0; at < N; at += BEATS_IN_FLIGHT) {
+      await Promise.all(list.slice(at, at + BEATS_IN_FLIGHT).map((n, j) => beat(agent, n.nodeId, n.az, at + j < N - 1)));
+    }
     const lease = new LeaderLease({ redis: ctl.redis, keys, holderId: "invscale-leader", settings: { ttlMs: 10_000, renewMs: 3000, contendMs: 200, marginMs: 1000 }, log });
     lease.start();
     try {
