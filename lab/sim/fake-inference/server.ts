@@ -96,7 +96,12 @@ class FakeInferenceServer implements FakeInference, Engine {
     const patch = parseSettingsChange(typeof change === "string" ? { mode: change } : change);
     const next = this.changes.then(async () => {
       const wasWedged = this.current.mode === "wedged";
+      // Another revision is another process on a real node (new weights, a restart): its clients'
+      // connections end, as they would. The agent's watch connection then has it read the model
+      // list at once, as it does after a real restart.
+      const restarted = patch.revision !== undefined && patch.revision !== this.current.revision;
       this.current = { ...this.current, ...patch };
+      if (restarted) this.inference.closeAllConnections();
       // A wedged engine stops every completion it runs, not only the new ones.
       if (!wasWedged && this.current.mode === "wedged") for (const g of this.active) g.frozenAt ??= Date.now();
       if (wasWedged && this.current.mode !== "wedged") this.releaseWedged();
