@@ -70,7 +70,8 @@ describe("L2 spill over a lossy cross-AZ link", () => {
       await waitStatus(l1.hp, ["a1"], /DOWN/);
       await waitStatus(l1.hp, ["b1", "b2"], /^UP$/);
       let out = 0;
-      const watch = setInterval(() => void l1.hp.stats().then((rows) => (out += rows.filter((r) => r.proxy === "l1_servers" && r.server.startsWith("b") && !/^UP/.test(r.status)).length)), 50);
+      // A stats read HAProxy resets under load is a sample missed, not a failure (it was an unhandled rejection).
+      const watch = setInterval(() => void l1.hp.stats().then((rows) => (out += rows.filter((r) => r.proxy === "l1_servers" && r.server.startsWith("b") && !/^UP/.test(r.status)).length), () => undefined), 50);
       const statuses: number[] = [];
       for (let i = 0; i < 80; i++) statuses.push((await send(`${l1.url}/v1/completions`, { body: "{}" })).status);
       clearInterval(watch);
