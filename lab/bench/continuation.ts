@@ -49,6 +49,11 @@ export interface ContinuationBenchOptions {
    * in a volume both containers mount) or `tcp` (loopback TCP, what they were before).
    */
   sockets?: "unix" | "tcp";
+  /**
+   * Bytes of each request's prompt. Default 1: the relay's cost per token. Real prompts run to
+   * KiBs and the relay holds each open stream's request: set this to see what that costs it.
+   */
+  promptBytes?: number;
   log: (l: string) => void;
 }
 
@@ -117,11 +122,18 @@ async function stubServer(chunks: number, chunkMs: number): Promise<Server> {
   return s;
 }
 
+/** A prompt of `bytes` ASCII bytes: words, as a real prompt's text would be. */
+export function promptOf(bytes: number): string {
+  if (bytes <= 1) return "p";
+  const words = "the quick brown fox jumps over a lazy dog and keeps on running ";
+  return words.repeat(Math.ceil(bytes / words.length)).slice(0, bytes);
+}
+
 /** One stream: ms to the first chunk, and each chunk's ms from the server's send to its arrival. */
-function oneStream(port: number, query = ""): Promise<{ ttfb: number; lags: number[] }> {
+function oneStream(port: number, query = "", prompt = "p"): Promise<{ ttfb: number; lags: number[] }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const body = JSON.stringify({ model: "m", prompt: "p", max_tokens: 64, stream: true });
+    const body = JSON.stringify({ model: "m", prompt, max_tokens: 64, stream: true });
     const req = request({ host: "127.0.0.1", port, method: "POST", path: `/v1/completions${query}`, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
       let ttfb = -1;
       const lags: number[] = [];
@@ -213,6 +225,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
   try {
     await waitFor("relay and stub UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 3, { timeoutMs: 60_000, everyMs: 100 });
     const idle = procUsage(child.pid as number);
+    const prompt = promptOf(o.promptBytes ?? 1);
     const res = paths();
     let relayCpuS = 0;
     let relayWallS = 0;
@@ -233,7 +246,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
         const overMs = steady ? 2 * streamMs : streamMs / 2;
         const all = Array.from({ length: arrivals }, (_, i) => {
           const at = (i * overMs) / arrivals;
-          return sleep(at).then(async () => ({ ...(await oneStream(port)), at }));
+          return sleep(at).then(async () => ({ ...(await oneStream(port, "", prompt)), at }));
         });
         // With every stream open: the relay's memory with them all.
         const sample = sleep(steady ? 1.5 * streamMs : overMs + streamMs / 4).then(() => (mode === "relayed" ? (openRss = Math.max(openRss, procUsage(child.pid as number).rss)) : 0));

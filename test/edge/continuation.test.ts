@@ -127,6 +127,19 @@ describe("stream continuation at the L1 tier", () => {
     expect(await outcome(s.metrics, "continued")).toBe(1);
   }, 30_000);
 
+  it("counts each completion once by route and stream, whether it streamed, was continued or not JSON at all", async () => {
+    const s = await stack(3);
+    await completionStream(s, "Tell me about the sea");
+    await completionStream(s, "Tell me about the sea", killer(s, 12));
+    await s.client.chat.completions.create({ model: MODEL, messages: [{ role: "user", content: "hi" }], max_tokens: 5 });
+    // Not JSON: the server's own 400 passes through and nothing is counted (the relay watches JSON completions only).
+    const bad = await fetch(`${s.client.baseURL}/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: "{not json" });
+    expect(bad.status).toBe(400);
+    const counts = (await s.metrics.requests.get()).values.map((v) => `${v.labels.route}/${v.labels.stream}=${v.value}`).sort();
+    expect(counts).toEqual(["chat/false=1", "completions/true=2"]);
+    expect(await outcome(s.metrics, "continued")).toBe(1);
+  }, 30_000);
+
   it("a continued stream says so: an SSE comment in the stream and the x-llmha-continued trailer", async () => {
     const s = await stack(3);
     const kill = killer(s, 10);

@@ -76,8 +76,11 @@ export class Exchange {
   private splicer: Splicer | null = null;
   private failedAt = 0;
   private how: "continue" | "restart" | "retry" | null = null;
-  /** The completion being watched (its route and parsed body), or null: passed through as it is. */
-  private watched: { route: Route; body: Body } | null = null;
+  /** The completion route being watched, or null: passed through as it is. */
+  private route: Route | null = null;
+  /** The request's JSON body once parsed (null: not a JSON object), undefined until something needs it. */
+  private parsed: Body | null | undefined;
+  private counted = false;
   private d: Delivered | null = null;
   private ended = false;
   private streamOpen = false;
@@ -96,31 +99,53 @@ export class Exchange {
   }
 
   /**
-   * The request goes out first; its body is parsed while the server works on it (a prompt of tens
-   * of KiB takes a JSON parse of tens of microseconds, off the request's path this way). Nothing
-   * reads what was parsed before the answer's first bytes.
+   * The request goes out as it came. Its body is kept as bytes (the retry sends them again) and
+   * parsed only when something needs it: a continuation, the query-of-death guard, a whole answer's
+   * count. A stream that is never cut never holds a parsed copy of its prompt, which with real
+   * prompts of tens of KiB is most of what an open stream would cost the relay.
    */
   start(): void {
     this.res.on("close", () => this.finish());
     this.send(this.raw);
-    const route = routeOf(this.req.method, this.req.url);
-    if (route) {
+    this.route = routeOf(this.req.method, this.req.url);
+    if (this.route) this.d = new Delivered(this.route);
+  }
+
+  /** The request's body as a JSON object, parsed once on first need; null when it is not one (the server answers its own 400). */
+  private body(): Body | null {
+    if (this.parsed !== undefined) return this.parsed;
+    this.parsed = null;
+    if (this.route) {
       try {
         const v: unknown = JSON.parse(this.raw.toString("utf8"));
-        if (typeof v === "object" && v !== null && !Array.isArray(v)) this.watched = { route, body: v as Body };
+        if (typeof v === "object" && v !== null && !Array.isArray(v)) this.parsed = v as Body;
       } catch {
-        // Not JSON: the server answers its own 400.
+        // Not JSON: passed through.
       }
     }
-    if (this.watched) {
-      this.d = new Delivered(this.watched.route);
-      this.o.metrics.requests.inc({ route: this.watched.route, stream: String(this.watched.body.stream === true) });
-    }
+    return this.parsed;
+  }
+
+  /** Whether this is a completion the relay carries on when its server fails: its route, and a JSON object body. */
+  private get watched(): boolean {
+    return this.route !== null && this.body() !== null;
+  }
+
+  /**
+   * Counts the request once, by route and whether it streams: an answer streamed (200, SSE) was
+   * asked for as a stream; any other answer, or a failure before one, reads the body's `stream`.
+   */
+  private count(streamed: boolean): void {
+    if (this.counted || !this.route) return;
+    this.counted = true;
+    const body = streamed ? null : this.body();
+    if (!streamed && !body) return;
+    this.o.metrics.requests.inc({ route: this.route, stream: String(streamed || body?.stream === true) });
   }
 
   private outcome(o: ContinuationOutcome): void {
     this.o.metrics.outcomes.inc({ outcome: o, kind: this.o.kind });
-    this.o.log?.("continuation", { outcome: o, route: this.watched?.route, delivered_tokens: this.d?.tokens ?? 0 });
+    this.o.log?.("continuation", { outcome: o, route: this.route ?? undefined, delivered_tokens: this.d?.tokens ?? 0 });
   }
 
   private finish(): void {
@@ -149,8 +174,10 @@ export class Exchange {
       onResponse: (status, headers) => {
         const sse = /^text\/event-stream/i.test(header(headers, "content-type") ?? "");
         const proxyMade = headers[PROXY_ANSWER_HEADER] !== undefined;
+        const streamed = this.route !== null && status === 200 && sse;
+        if (!(status === 502 && proxyMade)) this.count(streamed);
         if (status === 502 && proxyMade && this.watched) return fail("no-answer");
-        if (this.watched && status === 200 && sse) {
+        if (streamed) {
           body = this.onStream(headers, () => (settled = true), fail, () => call?.abort());
           return;
         }
@@ -282,6 +309,7 @@ export class Exchange {
 
   private onFailure(why: string): void {
     if (this.ended || this.res.writableEnded) return;
+    this.count(false);
     if (!this.watched || why === "pass") {
       if (!this.res.headersSent) return jsonError(this.res, 502, "the inference server failed before answering", "upstream_failed");
       this.res.destroy();
@@ -307,8 +335,7 @@ export class Exchange {
       this.res.end("data: [DONE]\n\n");
       return;
     }
-    const w = this.watched;
-    const plan = planContinuation(w.route, this.o.kind, w.body, d);
+    const plan = planContinuation(d.route, this.o.kind, this.body() as Body, d);
     if (plan.how === "none") {
       const msg = plan.outcome === "tool_calls" ? "the server died while emitting tool calls; tool-call streams are not continued" : `the server died mid-answer and ${this.o.kind} servers cannot continue a chat answer that is not greedy with a seed`;
       return this.endWithError(msg, "continuation_unsupported", plan.outcome);
