@@ -279,9 +279,9 @@ export async function startRedisHa(o: RedisHaOptions = {}): Promise<RedisHaHandl
       async restoreFirstPrimary() {
         if (await handle.partitionable()) return;
         link.thaw();
-        // Which server is primary, read until one answers so: a ROLE read that failed on a loaded machine made
-        // the pair's primary unknown, the sync guard below was skipped, and the first server was promoted
-        // mid-sync, empty; the replica then synced from it and the writes since the failover were gone from both.
+        // Which server is primary, read until one answers so. An unknown primary (a ROLE read that failed on a
+        // loaded machine) used to skip the sync guard below: the first server could be promoted mid-sync, empty,
+        // and the replica then synced from it, the writes since the failover gone from both.
         let current: RedisServerHandle | null = null;
         if (!(await within(10_000, async () => (current = await handle.primary()) !== null, 100))) {
           throw new Error("no single primary among the two servers in 10 s: the first server is not made primary (writes could be lost)");
