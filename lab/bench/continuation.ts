@@ -130,7 +130,7 @@ export function promptOf(bytes: number): string {
 }
 
 /** One stream: ms to the first chunk, and each chunk's ms from the server's send to its arrival. */
-function oneStream(port: number, query = "", prompt = "p"): Promise<{ ttfb: number; lags: number[] }> {
+function oneStream(port: number, query = "", prompt = promptOf(1)): Promise<{ ttfb: number; lags: number[] }> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const body = JSON.stringify({ model: "m", prompt, max_tokens: 64, stream: true });

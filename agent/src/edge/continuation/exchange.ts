@@ -76,8 +76,6 @@ export class Exchange {
   private splicer: Splicer | null = null;
   private failedAt = 0;
   private how: "continue" | "restart" | "retry" | null = null;
-  /** The completion route being watched, or null: passed through as it is. */
-  private route: Route | null = null;
   /** The request's JSON body once parsed (null: not a JSON object), undefined until something needs it. */
   private parsed: Body | null | undefined;
   private counted = false;
@@ -107,8 +105,13 @@ export class Exchange {
   start(): void {
     this.res.on("close", () => this.finish());
     this.send(this.raw);
-    this.route = routeOf(this.req.method, this.req.url);
-    if (this.route) this.d = new Delivered(this.route);
+    const route = routeOf(this.req.method, this.req.url);
+    if (route) this.d = new Delivered(route);
+  }
+
+  /** The completion route being watched (what is delivered is kept for it), or null: passed through as it is. */
+  private get route(): Route | null {
+    return this.d?.route ?? null;
   }
 
   /** The request's body as a JSON object, parsed once on first need; null when it is not one (the server answers its own 400). */
@@ -138,9 +141,9 @@ export class Exchange {
   private count(streamed: boolean): void {
     if (this.counted || !this.route) return;
     this.counted = true;
-    const body = streamed ? null : this.body();
-    if (!streamed && !body) return;
-    this.o.metrics.requests.inc({ route: this.route, stream: String(streamed || body?.stream === true) });
+    // Not a JSON completion: not watched, not counted.
+    if (!streamed && this.body() === null) return;
+    this.o.metrics.requests.inc({ route: this.route, stream: String(streamed || this.body()?.stream === true) });
   }
 
   private outcome(o: ContinuationOutcome): void {
@@ -174,9 +177,9 @@ export class Exchange {
       onResponse: (status, headers) => {
         const sse = /^text\/event-stream/i.test(header(headers, "content-type") ?? "");
         const proxyMade = headers[PROXY_ANSWER_HEADER] !== undefined;
-        const streamed = this.route !== null && status === 200 && sse;
-        if (!(status === 502 && proxyMade)) this.count(streamed);
         if (status === 502 && proxyMade && this.watched) return fail("no-answer");
+        const streamed = this.route !== null && status === 200 && sse;
+        this.count(streamed);
         if (streamed) {
           body = this.onStream(headers, () => (settled = true), fail, () => call?.abort());
           return;
