@@ -13,7 +13,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { EngineMissingError, isRunning, stopChild } from "./child";
+import { EngineMissingError, isRunning, pauseProcess, stopChild } from "./child";
 
 export class KcatMissingError extends EngineMissingError {
   constructor(bin: string) {
@@ -59,8 +59,8 @@ export interface KafkaMockHandle {
   readonly pid: number;
   /** SIGTERM, then SIGKILL after 3 s. Idempotent. */
   stop(): Promise<void>;
-  /** SIGSTOP: every broker stops answering, connections stay open. */
-  pause(): void;
+  /** SIGSTOP: every broker stops answering, connections stay open; resolves once all have stopped. */
+  pause(): Promise<void>;
   /** SIGCONT. */
   resume(): void;
   /** With `control: true`; null for kcat. */
@@ -146,8 +146,8 @@ export async function startKafkaMock(opts: KafkaMockOptions = {}): Promise<Kafka
       child.stdin?.end();
       if (isRunning(child)) await stopChild(child);
     },
-    pause() {
-      child.kill("SIGSTOP");
+    async pause() {
+      if (child.pid !== undefined && isRunning(child)) await pauseProcess(child.pid);
     },
     resume() {
       child.kill("SIGCONT");

@@ -13,7 +13,7 @@ import { loadLibrary } from "../../agent/src/fleet/redis/functions";
 import { allLibraries } from "../../agent/src/fleet/redis/libraries";
 import { freePort, sleep } from "../../agent/src/util/net";
 import type { RoleName } from "../../agent/src/fleet/redis/roles";
-import { EngineMissingError, stopChild } from "./child";
+import { EngineMissingError, isRunning, pauseProcess, stopChild } from "./child";
 import { LAB_ADMIN_USER, labUrlAs, writeLabAcl, type LabRedisAcl } from "./redis-acl";
 
 export class RedisServerMissingError extends EngineMissingError {
@@ -73,8 +73,8 @@ export interface RedisServerHandle {
    * arguments from then on (e.g. a failed primary that comes back as a replica of the new one).
    */
   restart(args?: string[]): Promise<void>;
-  /** SIGSTOP: the server stops answering, connections stay open. */
-  pause(): void;
+  /** SIGSTOP: the server stops answering, connections stay open; resolves once it has stopped. */
+  pause(): Promise<void>;
   /** SIGCONT. */
   resume(): void;
 }
@@ -206,8 +206,8 @@ export async function startRedisServer(opts: RedisServerOptions = {}): Promise<R
       await launch();
       await loadFunctions();
     },
-    pause() {
-      child?.kill("SIGSTOP");
+    async pause() {
+      if (child?.pid !== undefined && isRunning(child)) await pauseProcess(child.pid);
     },
     resume() {
       child?.kill("SIGCONT");

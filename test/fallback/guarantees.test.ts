@@ -163,7 +163,7 @@ describe("tenants, idempotency keys, poisoning", () => {
 
   it("a 503 after the broker's acknowledgement timed out is never run, and the retry with the same key runs once", async () => {
     await setTier("L4");
-    kafka.pause();
+    await kafka.pause();
     let refused: Sent;
     try {
       refused = await post("acme", ask("late ack"), { "idempotency-key": "k-late" });

@@ -2,6 +2,7 @@
 import { Kafka, logLevel } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startKafkaMock, type KafkaMockHandle } from "../../lab/engines/kafka-mock";
+import { threadStates } from "../../lab/engines/child";
 import { waitFor } from "../../agent/src/util/net";
 
 let broker: KafkaMockHandle;
@@ -47,6 +48,35 @@ describe("kafka mock broker", () => {
     });
     expect(refused).toBe(true);
   }, 20_000);
+
+  it("pauses: once `pause` resolves every broker thread has stopped and no produce is acknowledged until `resume`", async () => {
+    // `kill` returns before a multi-threaded process has stopped (one thread takes SIGSTOP, the
+    // others run on until it stops them): a broker could still acknowledge what was sent next.
+    const states: string[][] = [];
+    for (let i = 0; i < 50; i++) {
+      await broker.pause();
+      states.push(threadStates(broker.pid));
+      broker.resume();
+    }
+    expect(states.filter((s) => s.length === 0 || !s.every((x) => x === "T" || x === "t"))).toEqual([]);
+    const kafka = new Kafka({ clientId: "t", brokers: broker.brokers, logLevel: logLevel.NOTHING });
+    const p = kafka.producer();
+    await p.connect();
+    try {
+      await p.send({ topic: "t-pause", acks: -1, messages: [{ value: "before" }] });
+      await broker.pause();
+      let acked = false;
+      const sent = p.send({ topic: "t-pause", acks: -1, messages: [{ value: "paused" }] }).then(() => (acked = true));
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(acked).toBe(false);
+      broker.resume();
+      await sent;
+      expect(acked).toBe(true);
+    } finally {
+      broker.resume();
+      await p.disconnect();
+    }
+  }, 30_000);
 });
 
 describe("kafka mock broker with its mock API (python3 host)", () => {

@@ -156,7 +156,7 @@ describe("metrics listener", () => {
 
   it("the lag reads -1 (unknown, below any alert threshold) while Kafka does not answer, and counts the failed samples", async () => {
     const errors0 = value(await scrape(), "llmha_fallback_consumer_lag_errors_total");
-    kafka.pause();
+    await kafka.pause();
     try {
       await waitFor("lag unknown", async () => value(await scrape(), "llmha_fallback_consumer_lag") === -1, { timeoutMs: 20_000, everyMs: 250 });
       expect(value(await scrape(), "llmha_fallback_consumer_lag_errors_total")).toBeGreaterThan(errors0);

@@ -121,7 +121,7 @@ describe("the lease's WAIT for a replica", () => {
     const lease = new LeaderLease({ redis: c.redis, keys: new RedisKeys(freshCluster("wait")), holderId: "w", settings: { ttlMs: 3000, renewMs: 1000, contendMs: 500, marginMs: 500, replicaWaitMs: 500 }, log });
     try {
       await waitFor("replica linked", async () => /connected_slaves:1/.test(await c.redis.info("replication")), { timeoutMs: 10_000 });
-      replica.pause();
+      await replica.pause();
       let worst = 0;
       let pinging = true;
       const pings = (async () => {

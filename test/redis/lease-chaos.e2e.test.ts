@@ -161,7 +161,7 @@ describe("lease chaos", () => {
             restarting = null;
           } else {
             kind = "redis-stall"; // a short SIGSTOP of Redis itself
-            redis.pause();
+            await redis.pause();
             await sleep(Math.random() * S.ttlMs);
             redis.resume();
           }

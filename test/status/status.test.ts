@@ -211,7 +211,7 @@ describe("llm-ha status against a real redis-server and a real fleet", () => {
       try {
         const since = (from: number, pred: (l: string) => boolean) => () => w.lines.slice(from).some(pred);
         await waitFor("a live frame", since(0, (l) => /^ +x1 +HEALTHY/.test(l)), { timeoutMs: 15_000 });
-        other.pause(); // SIGSTOP: connected but silent, every read times out
+        await other.pause(); // SIGSTOP: connected but silent, every read times out
         let mark = w.lines.length;
         await waitFor("the outage banner", since(mark, (l) => l.startsWith(" Redis unreachable at")), { timeoutMs: 10_000 });
         const at = w.lines.findIndex((l, i) => i >= mark && l.startsWith(" Redis unreachable at"));

@@ -103,7 +103,7 @@ export async function duringL4(l4Url: string, kafka: KafkaMockHandle, poisonProm
   // The client's retry of a 503, by hand: the first attempt meets the frozen broker (503 after
   // the 5 s ack timeout, whose late ack must not run it), the retry after the broker is back.
   const once = new OpenAI({ baseURL: `${l4Url}/v1`, apiKey: "llm-ha-drill", defaultHeaders: asTenant("drill-a"), maxRetries: 0 });
-  kafka.pause();
+  await kafka.pause();
   const frozen = await queueVia(once, ask(`l4#r${run}retry503 run me once`), { "idempotency-key": `drill-retry-${run}` }).finally(() => kafka.resume());
   out.retry503Status = frozen.status;
   if (frozen.status !== 503) {

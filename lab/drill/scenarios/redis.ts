@@ -130,7 +130,7 @@ async function runRedisFault(ctx: ScenarioContext, spec: ScenarioSpec, run: numb
   r.injectAt = mark(ctx, "inject", what);
   if (fault === "blackhole") {
     // Every command to it hangs; nothing closes: clients must leave it by themselves.
-    before.pause();
+    await before.pause();
     if (!(await within(45_000, async () => (await ha.sentinelPrimaryPort()) === next.port))) r.notes.push("the sentinels did not promote the replica in 45 s");
     r.extra.promotedMs = ctx.now() - r.injectAt;
     before.kill("SIGKILL");
