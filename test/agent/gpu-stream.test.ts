@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { GpuStream } from "../../agent/src/node/sources/gpu-stream";
 import type { GpuObservation } from "../../agent/src/node/sources/signals";
 import { FAKE_NVIDIA_SMI_PATH, FAULTED_GPU, NVSMI_FAULTS, writeNvsmiState, type NvsmiState } from "../../lab/sim/nvsmi-state";
@@ -157,6 +157,33 @@ describe("nvidia-smi as one long-lived -lms stream (GpuStream)", () => {
     expect(s.mode).toBe("per-tick");
     expect(notes.filter((x) => x.startsWith("gpu-stream-refused"))).toHaveLength(1);
     expect(n.starts().filter((a) => !a.includes("-lms"))).toHaveLength(3);
+  });
+
+  it("a batch that comes whole in one read sets no timer; one cut between reads is ended by its quiet time", async () => {
+    // A timer set at a batch's first row and cleared by its last still woke the process when due.
+    const whole = join(dir, "whole.cjs");
+    const row = (i: number): string => [i, ...Array(19).fill("0")].join(", ");
+    writeFileSync(whole, `#!/usr/bin/env node\nsetInterval(() => process.stdout.write(${JSON.stringify(`${row(0)}\n${row(1)}\n`)}), 200);\n`);
+    chmodSync(whole, 0o755);
+    const s = open(whole, 200, 2000);
+    await s.read(); // the first batch: its width is learned when its quiet time ends it
+    await s.read();
+    const timers = vi.spyOn(globalThis, "setTimeout");
+    try {
+      for (let i = 0; i < 4; i++) expect((await s.read()).kind).toBe("ok");
+      expect(timers.mock.calls.filter(([, ms]) => ms === 50)).toEqual([]); // quietMs at a 200 ms period
+    } finally {
+      timers.mockRestore();
+    }
+    // Rows of one batch in two reads: the second row never comes, the quiet time ends the batch.
+    const cut = join(dir, "cut.cjs");
+    writeFileSync(cut, `#!/usr/bin/env node\nsetInterval(() => process.stdout.write(${JSON.stringify(`${row(0)}\n`)}), 200);\n`);
+    chmodSync(cut, 0o755);
+    const c = open(cut, 200, 2000);
+    const t0 = performance.now();
+    const obs = await c.read();
+    expect(obs.kind === "ok" && obs.gpus.length).toBe(1);
+    expect(performance.now() - t0).toBeLessThan(1500);
   });
 
   it("a child printing far faster than asked does not make the agent read (and evaluate) as fast", async () => {

@@ -43,6 +43,38 @@ describe("Loop", () => {
     expect(together.length).toBeGreaterThanOrEqual(3);
   });
 
+  it("aligned loops due at one grid point share one timer: one wake for all of them", async () => {
+    // Each loop's own timer for the same point woke the process once per loop: Node sets a timer's
+    // expiry from a clock cached per turn of its event loop, so timers armed in different turns for
+    // the same point fell a millisecond apart.
+    const runs = { a: 0, b: 0, c: 0 };
+    const loop = (name: keyof typeof runs, period: number): Loop => new Loop(period, async () => void runs[name]++, () => undefined, true);
+    const loops = [loop("a", 1000), loop("b", 1000), loop("c", 200)];
+    for (const l of loops) l.start();
+    await vi.advanceTimersByTimeAsync(2000);
+    const timers = vi.spyOn(globalThis, "setTimeout");
+    const before = { ...runs };
+    await vi.advanceTimersByTimeAsync(5000);
+    for (const l of loops) l.stop();
+    expect([runs.a - before.a, runs.b - before.b, runs.c - before.c]).toEqual([5, 5, 25]);
+    // 25 grid points of 200 ms in 5 s, the 1 s loops' among them: 25 timers, not 35.
+    expect(timers.mock.calls.length).toBe(25);
+  });
+
+  it("a stopped loop leaves its grid point; the others due there still run", async () => {
+    const runs = { a: 0, b: 0 };
+    const a = new Loop(1000, async () => void runs.a++, () => undefined, true);
+    const b = new Loop(1000, async () => void runs.b++, () => undefined, true);
+    a.start();
+    b.start();
+    await vi.advanceTimersByTimeAsync(1500);
+    a.stop();
+    await vi.advanceTimersByTimeAsync(3000);
+    b.stop();
+    await vi.advanceTimersByTimeAsync(3000);
+    expect(runs).toEqual({ a: 2, b: 5 });
+  });
+
   it("an unaligned loop keeps a steady period from each run's start", async () => {
     const runs: number[] = [];
     const l = new Loop(300, async () => void runs.push(performance.now()), () => undefined);

@@ -5,8 +5,41 @@
  * after the run in progress when it is running (a run that asks for the next one gets it).
  * The period may change from run to run: a function is read as each run ends.
  */
+/**
+ * One timer per grid point for every aligned loop due at it. Each loop arming its own timer for
+ * the same point woke the process two or three times, a millisecond apart: Node sets a timer's
+ * expiry from its loop's cached clock, which had moved on by a millisecond between one loop's
+ * arming and the next. Returns how to leave the point (the timer goes when no loop is left).
+ */
+const gridPoints = new Map<number, { timer: NodeJS.Timeout; runs: Set<() => void> }>();
+
+function atGridPoint(at: number, delayMs: number, run: () => void): () => void {
+  let point = gridPoints.get(at);
+  if (!point) {
+    const runs = new Set<() => void>();
+    const timer = setTimeout(() => {
+      gridPoints.delete(at);
+      for (const r of runs) r();
+    }, delayMs);
+    timer.unref?.();
+    point = { timer, runs };
+    gridPoints.set(at, point);
+  }
+  point.runs.add(run);
+  const p = point;
+  return () => {
+    p.runs.delete(run);
+    if (p.runs.size === 0 && gridPoints.get(at) === p) {
+      clearTimeout(p.timer);
+      gridPoints.delete(at);
+    }
+  };
+}
+
 export class Loop {
   private timer: NodeJS.Timeout | null = null;
+  /** Leaves the grid point this loop waits for (aligned loops). */
+  private leave: (() => void) | null = null;
   private immediate: NodeJS.Immediate | null = null;
   private running = false;
   private closed = true;
@@ -50,21 +83,25 @@ export class Loop {
     this.disarm();
   }
 
-  /** How long to wait for the next run of one that started at `started`. */
-  private delayAfter(started: number, period: number): number {
+  /** How long to wait for the next run of one that started at `started`, and the grid point it waits for (aligned loops). */
+  private delayAfter(started: number, period: number): { delayMs: number; at: number | null } {
     const now = performance.now();
-    if (!this.align || period <= 0) return Math.max(0, period - (now - started));
+    if (!this.align || period <= 0) return { delayMs: Math.max(0, period - (now - started)), at: null };
     // The grid point nearest to a steady period's next start: at most half a period early or late once.
     const at = Math.round((started + period) / period) * period;
-    return Math.max(0, Math.ceil(at - now));
+    return { delayMs: Math.max(0, Math.ceil(at - now)), at };
   }
 
-  private arm(delayMs: number): void {
+  private arm(delayMs: number, at: number | null = null): void {
     if (this.closed) return;
     // No wait: right after this turn of the event loop, not on a 1 ms timer (a wake of its own).
     if (delayMs <= 0) {
       this.immediate = setImmediate(() => void this.run());
       this.immediate.unref();
+      return;
+    }
+    if (at !== null) {
+      this.leave = atGridPoint(at, delayMs, () => void this.run());
       return;
     }
     this.timer = setTimeout(() => void this.run(), delayMs);
@@ -74,13 +111,16 @@ export class Loop {
   private disarm(): void {
     if (this.timer) clearTimeout(this.timer);
     if (this.immediate) clearImmediate(this.immediate);
+    this.leave?.();
     this.timer = null;
     this.immediate = null;
+    this.leave = null;
   }
 
   private async run(): Promise<void> {
     this.timer = null;
     this.immediate = null;
+    this.leave = null;
     if (this.closed || this.running) return;
     this.running = true;
     const started = performance.now();
@@ -92,7 +132,9 @@ export class Loop {
       this.running = false;
       // Keep a steady period: the next run starts `periodMs` after this one started.
       const period = typeof this.periodMs === "function" ? this.periodMs() : this.periodMs;
-      this.arm(this.again ? 0 : this.delayAfter(started, period));
+      const next = this.delayAfter(started, period);
+      if (this.again) this.arm(0);
+      else this.arm(next.delayMs, next.at);
       this.again = false;
     }
   }

@@ -70,6 +70,8 @@ export interface ToolStream {
 export interface ToolStreamHandlers {
   /** Each whole line of standard output, without its line end; a line over the cap arrives cut, with `cut` set. */
   onLine: (line: string, cut: boolean) => void;
+  /** After the lines of one read of standard output (they arrived together): a caller can act once a read, not once a line. */
+  onRead?: () => void;
   /** Standard error as it comes (the caller keeps what it needs). */
   onStderr?: (text: string) => void;
   /** The child ended (or never started: `spawnError`); called once. */
@@ -112,6 +114,7 @@ export function streamTool(path: string, args: readonly string[], h: ToolStreamH
       h.onLine(partial.slice(0, LINE_CAP), true);
       partial = "";
     }
+    h.onRead?.();
   });
   child.stderr?.setEncoding("utf8").on("data", (d: string) => h.onStderr?.(d));
   child.on("error", (e: NodeJS.ErrnoException) => end(null, null, e));

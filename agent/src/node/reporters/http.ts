@@ -96,8 +96,11 @@ export function startHttpServer(host: string, port: number, view: HttpView, opts
       headersTimeout,
       requestTimeout: Math.max(headersTimeout, opts.requestTimeoutMs ?? 3000),
       keepAliveTimeout: 5000,
-      // Node checks the two timeouts above only this often (default 30 s).
-      connectionsCheckingInterval: Math.min(500, headersTimeout),
+      // Node checks the two timeouts above only this often (default 30 s), on a timer that wakes
+      // the agent whether or not a connection is open: every 500 ms was two wakes a second for
+      // nothing on an idle port. At the headers timeout, a head that never ends is cut between
+      // one and two headers timeouts after it began (2–4 s by default).
+      connectionsCheckingInterval: headersTimeout,
     },
     (req, res) => {
       route(view, req, res).catch((err: unknown) => {

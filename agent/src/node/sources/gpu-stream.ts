@@ -202,6 +202,9 @@ export class GpuStream implements GpuReader {
       onLine: (line, cut) => {
         if (this.stream === s) this.row(line, cut);
       },
+      onRead: () => {
+        if (this.stream === s) this.awaitRest();
+      },
       onStderr: (text) => {
         if (this.stream === s && this.stderr.length < STDERR_KEEP) this.stderr += text;
       },
@@ -220,10 +223,17 @@ export class GpuStream implements GpuReader {
     if (index !== null && this.lastIndex !== null && index <= this.lastIndex && this.rows.length) this.endBatch();
     this.rows.push(line);
     this.lastIndex = index;
-    if (cut || this.rows.length >= MAX_ROWS || (this.widest > 0 && this.rows.length >= this.widest)) {
-      this.endBatch();
-      return;
-    }
+    if (cut || this.rows.length >= MAX_ROWS || (this.widest > 0 && this.rows.length >= this.widest)) this.endBatch();
+  }
+
+  /**
+   * After a read: a batch still short of its rows ends when none follows within `quietMs`.
+   * Armed once a read, and only then: a timer set at a batch's first row and cleared by its last,
+   * in the same read, would still wake the process when it was due (Node leaves a cleared
+   * timer's wake-up in place) — one wake a second for nothing.
+   */
+  private awaitRest(): void {
+    if (!this.rows.length) return;
     if (this.quiet) this.quiet.refresh();
     else {
       this.quiet = setTimeout(() => this.endBatch(), this.quietMs);
