@@ -1,11 +1,4 @@
 /**
- * A periodic task: re-armed with `setTimeout` after each run behind a `closed` flag, so a
- * slow run never overlaps the next; errors are handed to `onError`, never thrown out of
- * the timer. `kick()` runs it now (unless it is running); `kickAfter()` runs it now, or right
- * after the run in progress when it is running (a run that asks for the next one gets it).
- * The period may change from run to run: a function is read as each run ends.
- */
-/**
  * One timer per grid point for every aligned loop due at it. Each loop arming its own timer for
  * the same point woke the process two or three times, a millisecond apart: Node sets a timer's
  * expiry from its loop's cached clock, which had moved on by a millisecond between one loop's
@@ -36,11 +29,16 @@ function atGridPoint(at: number, delayMs: number, run: () => void): () => void {
   };
 }
 
+/**
+ * A periodic task: re-armed with `setTimeout` after each run behind a `closed` flag, so a
+ * slow run never overlaps the next; errors are handed to `onError`, never thrown out of
+ * the timer. `kick()` runs it now (unless it is running); `kickAfter()` runs it now, or right
+ * after the run in progress when it is running (a run that asks for the next one gets it).
+ * The period may change from run to run: a function is read as each run ends.
+ */
 export class Loop {
-  private timer: NodeJS.Timeout | null = null;
-  /** Leaves the grid point this loop waits for (aligned loops). */
-  private leave: (() => void) | null = null;
-  private immediate: NodeJS.Immediate | null = null;
+  /** Cancels the next run armed (its timer, its place at a grid point, or its immediate). */
+  private cancel: (() => void) | null = null;
   private running = false;
   private closed = true;
   /** `kickAfter()` was called during a run: run again as soon as it ends. */
@@ -94,33 +92,27 @@ export class Loop {
 
   private arm(delayMs: number, at: number | null = null): void {
     if (this.closed) return;
+    const run = (): void => void this.run();
     // No wait: right after this turn of the event loop, not on a 1 ms timer (a wake of its own).
     if (delayMs <= 0) {
-      this.immediate = setImmediate(() => void this.run());
-      this.immediate.unref();
-      return;
+      const immediate = setImmediate(run).unref();
+      this.cancel = () => clearImmediate(immediate);
+    } else if (at !== null) {
+      this.cancel = atGridPoint(at, delayMs, run);
+    } else {
+      const timer = setTimeout(run, delayMs);
+      timer.unref?.();
+      this.cancel = () => clearTimeout(timer);
     }
-    if (at !== null) {
-      this.leave = atGridPoint(at, delayMs, () => void this.run());
-      return;
-    }
-    this.timer = setTimeout(() => void this.run(), delayMs);
-    this.timer.unref?.();
   }
 
   private disarm(): void {
-    if (this.timer) clearTimeout(this.timer);
-    if (this.immediate) clearImmediate(this.immediate);
-    this.leave?.();
-    this.timer = null;
-    this.immediate = null;
-    this.leave = null;
+    this.cancel?.();
+    this.cancel = null;
   }
 
   private async run(): Promise<void> {
-    this.timer = null;
-    this.immediate = null;
-    this.leave = null;
+    this.cancel = null;
     if (this.closed || this.running) return;
     this.running = true;
     const started = performance.now();
@@ -132,9 +124,11 @@ export class Loop {
       this.running = false;
       // Keep a steady period: the next run starts `periodMs` after this one started.
       const period = typeof this.periodMs === "function" ? this.periodMs() : this.periodMs;
-      const next = this.delayAfter(started, period);
       if (this.again) this.arm(0);
-      else this.arm(next.delayMs, next.at);
+      else {
+        const next = this.delayAfter(started, period);
+        this.arm(next.delayMs, next.at);
+      }
       this.again = false;
     }
   }
