@@ -1,6 +1,6 @@
 /**
- * The planned-drain protocol between an inference pod and its node's agent (issue 17: a
- * planned move cuts nothing). The inference container's preStop hook writes `DRAIN_FILE`
+ * The planned-drain protocol between an inference pod and its node's agent (a planned
+ * move cuts nothing). The inference container's preStop hook writes `DRAIN_FILE`
  * (a hostPath both pods mount); the agent answers `drain` / 503 while it exists
  * (`PLANNED_DRAIN`); the hook waits until the server holds no request, then the kubelet sends
  * SIGTERM; the next inference pod's init container removes the file. infra renders these
@@ -25,7 +25,7 @@ export const DRAIN_MAX_S = Math.ceil(DEFAULT_HAPROXY_TUNING.timeoutServerMs / 10
 export const INFERENCE_TERMINATION_GRACE_S = DRAIN_MAX_S + 30;
 
 /**
- * The inference container's preStop hook (issue 17: a planned move cuts nothing): write the
+ * The inference container's preStop hook (a planned move cuts nothing): write the
  * drain file — the node's agent answers `drain` while it exists, so HAProxy sends no new
  * request — wait `settleS`, then until the server holds no request (vLLM's
  * `num_requests_running` + `num_requests_waiting` on its own `/metrics`; a server that no

@@ -43,7 +43,7 @@ export const REASON_CODES = [
   "PROBE_WRONG_ANSWER",
   "ENGINE_WEDGED",
   "ENGINE_BUSY",
-  // Wrong answers with 200 (issue 32): the node's canary answers differ from the expected ones.
+  // Wrong answers with 200: the node's canary answers differ from the expected ones.
   "CANARY_MISMATCH",
 ] as const;
 

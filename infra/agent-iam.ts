@@ -7,7 +7,7 @@ import { LABELS } from "./names";
 /**
  * What the controller's actuator may call (docs/actuators.md), and nothing else. The policy
  * pack (policies/iam.ts) holds the role to this list. Only the controller Deployment on the
- * system nodes holds the role (issue 26): GPU-node agents hold no AWS credential.
+ * system nodes holds the role: GPU-node agents hold no AWS credential.
  */
 export const AGENT_ACTIONS = Object.freeze({
   /** Reads; Auto Scaling has no resource-level permission for Describe, and ARC none for List. */

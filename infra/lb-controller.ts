@@ -8,11 +8,11 @@ import { tagged } from "./tags";
 
 /**
  * The Helm chart (eks-charts) and version the stack installs. From 3.0 the chart's version is
- * the controller's (chart 3.5.0 runs controller v3.5.0; 1.14.0 ran v2.14.0, two majors behind:
- * issue 27). `lbControllerPolicy` below matches that release's docs/install/iam_policy.json
- * (unchanged from v2.14.0 to v3.5.0), and every value set here exists in its values.yaml.
+ * the controller's (chart 3.5.0 runs controller v3.5.0; 1.14.0 ran v2.14.0, two majors behind).
+ * `lbControllerPolicy` below matches that release's docs/install/iam_policy.json (unchanged
+ * from v2.14.0 to v3.5.0), and every value set here exists in its values.yaml.
  * `digest` is the sha256 of aws-load-balancer-controller-3.5.0.tgz as the repository's
- * index.yaml lists it (three sources agreed, issue 25): the stack installs that archive or
+ * index.yaml lists it (three sources agreed): the stack installs that archive or
  * nothing (infra/chart-archive.ts). A new version needs its new digest beside it.
  */
 export const LB_CONTROLLER_CHART = Object.freeze({

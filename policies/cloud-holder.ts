@@ -1,4 +1,4 @@
-// Who holds the cloud (issue 26): the actuator's IAM role (tagged `llm-ha.io/identity: agent`)
+// Who holds the cloud: the actuator's IAM role (tagged `llm-ha.io/identity: agent`)
 // may be assumed only by the controller's ServiceAccount. A pod on a GPU node (it tolerates the
 // `nvidia.com/gpu` taint) whose ServiceAccount the role trusts puts the cloud on every GPU node:
 // root on one of them could shift every zone away and resize the standby groups.

@@ -2,7 +2,7 @@
 // can reach a probe, whether EC2 has the GPUs a new node group asks for, whether EKS offers
 // an add-on version for the cluster's, whether the principal applying the Kubernetes objects
 // may, and whether a wait has a bound somebody chose. Each guards a blocker found by reading
-// `pulumi up` on an empty account (issue 27); test/policies/create-time.test.ts keeps each
+// `pulumi up` on an empty account; test/policies/create-time.test.ts keeps each
 // blocker as a regression fixture.
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from "@pulumi/policy";
 import { DESIRED_FROM_TAG, isScarceGpuType, SCARCE_GPU_FAMILIES } from "../contracts/scarce-gpus";

@@ -1,4 +1,4 @@
-// The public edge (issue 25): what faces the internet is the L1 NLB and HAProxy behind it. It
+// The public edge: what faces the internet is the L1 NLB and HAProxy behind it. It
 // speaks only TLS, HAProxy authenticates every client before anything reaches a server or
 // the fallback, and every container and Helm chart the stack runs is the one that was
 // reviewed (by digest).

@@ -1,4 +1,4 @@
-// Same model everywhere (issue 16): a failover moves users to another AZ's servers, and if
+// Same model everywhere: a failover moves users to another AZ's servers, and if
 // those serve another image, model, revision or precision the answers change under them.
 import type { PolicyResource, StackValidationPolicy } from "@pulumi/policy";
 import { AZ_LABEL, GPU_RESOURCE, ZONE_KEY, nameOf } from "./conventions";

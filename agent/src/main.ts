@@ -65,7 +65,7 @@ function publishReports(cfg: AgentConfig, agent: Agent, fleet: Fleet, servedRepo
     decision: agent.decision,
     gpus: takesTraffic(agent.decision) ? agent.gpus.length : 0,
     gpusExpected: cfg.gpuCount ?? agent.gpus.length,
-    // What the server says it serves, not what is configured (issue 16: the leader compares them).
+    // What the server says it serves, not what is configured (the leader compares them).
     ...servedReport(agent.modelIdentity),
     // Which XID, what the driver asks for, row remaps, warnings: the leader's repair ladder picks the cheapest fix from them.
     gpuFault: gpuFault(),
@@ -99,7 +99,7 @@ function canaryTolerance(cfg: AgentConfig): CanaryTolerance {
   return { prefixTokens: cfg.canaryPrefixTokens, logprobDelta: cfg.canaryLogprobTolerance };
 }
 
-/** Correctness canaries (issue 32): the runner, fed by the agent's view of its server and sharing answers through the fleet's Redis. */
+/** Correctness canaries: the runner, fed by the agent's view of its server and sharing answers through the fleet's Redis. */
 function startCanaries(cfg: AgentConfig, agent: Agent, fleet: Fleet | null, log: Logger, metrics: AgentMetrics): CanaryRunner {
   return new CanaryRunner({
     kind: cfg.inferenceKind,

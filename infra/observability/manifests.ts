@@ -82,7 +82,7 @@ export const L1_SCRAPE_PARAMS = Object.freeze({ "no-maint": [""] });
 export function scrapeTargets(l1Keep: readonly string[], opts: { fallback?: boolean } = {}): ScrapeTarget[] {
   return [
     { app: APP.agent, port: "http", honorLabels: true },
-    // The controller Deployment (issue 26): the leader's series come from here; its own `node` (the pod) wins.
+    // The controller Deployment: the leader's series come from here; its own `node` (the pod) wins.
     { app: APP.controller, port: "http", honorLabels: true, edge: true },
     { app: APP.l1, port: "monitor", honorLabels: false, params: { ...L1_SCRAPE_PARAMS }, keep: l1Keep, edge: true },
     { app: APP.inference, port: "http", honorLabels: false },

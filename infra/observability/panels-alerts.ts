@@ -1,7 +1,7 @@
 /**
- * The rows that give each alert without a panel of its own one (issue 29: the dashboard had
- * none for the L4 fallback, practice wakes, model mismatch or standby capacity though alerts
- * page on each): the standby AZ and its practice wakes, the L4 fallback service, and the
+ * The rows that give each alert without a panel of its own one (without them the dashboard
+ * shows nothing of the L4 fallback, practice wakes, model mismatch or standby capacity though
+ * alerts page on each): the standby AZ and its practice wakes, the L4 fallback service, and the
  * agents, models and cloud actions. Each panel names the alerts it shows.
  */
 import { type AlertThresholds } from "./thresholds";

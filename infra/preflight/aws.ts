@@ -87,7 +87,7 @@ export async function onlineChecks(c: StackConfig, clients: AwsClients, today = 
         }
       }
     }
-    // The standby's fallback group (issue 15) launches only when the standby group cannot: not blocking, but it must be able to.
+    // The standby's fallback group launches only when the standby group cannot: not blocking, but it must be able to.
     for (const [cls, fb] of fallbacks) {
       const az = c.standbyAz!;
       if (!fb.some((t) => offered.has(`${t}@${az}`))) {

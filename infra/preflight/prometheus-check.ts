@@ -1,5 +1,5 @@
 /**
- * Who reads the shipped alert rules and dashboard (issue 27): the stack installs no Prometheus,
+ * Who reads the shipped alert rules and dashboard: the stack installs no Prometheus,
  * so preflight looks for the user's. What the AWS API can see it checks — an Amazon Managed
  * Service for Prometheus scraper pointed at this cluster; an in-cluster Prometheus it cannot
  * see from outside the cluster, and says so with the command that checks it.

@@ -7,7 +7,7 @@ import { APP } from "../names";
 import { redisCredential } from "./redis-secret";
 
 /**
- * XIDs in Kubernetes (issues 16, 26). The kernel log is read through syslog(2)
+ * XIDs in Kubernetes, with no privileged container. The kernel log is read through syslog(2)
  * (`dmesg --syslog`), not `/dev/kmsg`: the device file needs the device cgroup to allow char
  * device 1:11, which only `privileged` lifts, while syslog(2)'s read-all needs CAP_SYSLOG alone
  * (with `kernel.dmesg_restrict=1`), and containerd's default seccomp profile allows the call
@@ -137,7 +137,7 @@ export function agentDaemonSet(s: AgentSpec): DaemonSet {
           nodeSelector: gpuNodeSelector(s.az, s.gpuClass.name),
           tolerations: [GPU_TOLERATION],
           terminationGracePeriodSeconds: 15,
-          // No ServiceAccount with a cloud role (issue 26): the controller Deployment alone acts.
+          // No ServiceAccount with a cloud role: the controller Deployment alone acts.
           // The agent never calls the Kubernetes API either: no API token. With node identities its
           // own ServiceAccount (no role bound) names the projected identity token below.
           ...(identity ? { serviceAccountName: AGENT_SERVICE_ACCOUNT } : {}),

@@ -5,7 +5,7 @@ import { onePodAtATime, type ClusterRole, type ClusterRoleBinding, type Deployme
 import { redisCredential } from "./redis-secret";
 
 /**
- * The controller apart from the GPU nodes (issue 26): `llm-ha agent` with `LLMHA_ROLE=controller`,
+ * The controller apart from the GPU nodes: `llm-ha agent` with `LLMHA_ROLE=controller`,
  * the agent image, on the system nodes, one replica per AZ (spread by zone). The replicas contend
  * for the same fenced Redis lease the agents used to; the leader publishes AZ states and the tier
  * and, alone in the cluster, holds the actuator's IAM role (IRSA on `CONTROLLER_SERVICE_ACCOUNT`).

@@ -1,5 +1,5 @@
 /**
- * The L4 fallback in Kubernetes (issue 14): `llm-ha fallback` (the agent image) as a second
+ * The L4 fallback in Kubernetes: `llm-ha fallback` (the agent image) as a second
  * container in each AZ's L1 proxy pod, on 127.0.0.1:9410, which the pod's HAProxy sends a
  * request to only while no inference server of any AZ is usable; its AWS identity (IRSA)
  * with exactly the MSK IAM actions the queue needs (connect and describe the cluster; describe,

@@ -226,7 +226,7 @@ export function createWorkloads(name: string, args: WorkloadsArgs, parent: pulum
   new k8s.core.v1.ConfigMap(`${name}-rollout`, rolloutConfigMap(namespace, modelRevisionOf(args.inference), args.inference.image), inNs);
   // Node identities: the agents' own ServiceAccount (no role bound, no API token), which names their identity tokens.
   if (identities) agentDeps.push(new k8s.core.v1.ServiceAccount(`${name}-agent`, agentServiceAccount(namespace), inNs));
-  // The controller on the system nodes, one replica per AZ: it alone leads and acts (issue 26).
+  // The controller on the system nodes, one replica per AZ: it alone leads and acts.
   const ctl = controllerManifests({
     namespace: edgeNamespace,
     image: args.agentImage,

@@ -1,5 +1,5 @@
 /**
- * The stack's two namespaces and their Pod Security Admission levels (issue 26, docs/security.md
+ * The stack's two namespaces and their Pod Security Admission levels (docs/security.md
  * "Pod security"). Kubernetes can only grant host access per namespace, so what needs the host
  * and what does not live apart:
  * - the workloads namespace (`llm-ha`): the agent DaemonSets (host network: HAProxy reaches

@@ -1,5 +1,5 @@
 /**
- * L1 numbers (issue 2): fault → /readyz 503 and fault → HAProxy DOWN/DRAIN per fault kind,
+ * L1 numbers: fault → /readyz 503 and fault → HAProxy DOWN/DRAIN per fault kind,
  * beside HAProxy `httpchk GET /health` baselines (default inter 2s fall 3; tuned inter
  * 500ms fall 2) over the same servers in the same HAProxy, in the same run; failed client
  * requests during inference crashes; the agent's own CPU and memory (overhead.ts).

@@ -1,5 +1,5 @@
 /**
- * What the public edge costs per request (issue 25): one HAProxy with two identical proxies
+ * What the public edge costs per request: one HAProxy with two identical proxies
  * in front of the same upstream — `plain` without the edge, `edge` with the allow-list, a
  * key lookup (SHA-256 + map), the per-key stick table and the header rewrites — driven by
  * the same keep-alive client in alternating rounds, so drift of a shared machine falls on

@@ -38,7 +38,7 @@ export interface ScaleRow {
   heartbeatP99Ms: number;
 }
 
-/** The figures of a row the table shows, each with its unit and, where the issue set one, its target (at most). */
+/** The figures of a row the table shows, each with its unit and, where it has one, its target (at most). */
 export const FIGURES: readonly { key: keyof ScaleRow; label: string; unit: string; target: number | null }[] = [
   { key: "decisionMaxMs", label: "AZ decision max", unit: "ms", target: 1000 },
   { key: "decisionP50Ms", label: "AZ decision p50", unit: "ms", target: null },

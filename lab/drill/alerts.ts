@@ -1,5 +1,5 @@
 /**
- * The shipped alert rules judged against the drill's real series (issue 19): a real Prometheus
+ * The shipped alert rules judged against the drill's real series: a real Prometheus
  * scrapes every active node's agent and every AZ proxy's HAProxy exporter, as the production
  * scrape jobs do, evaluates `infra/observability`'s rules, and the drill reports which alerts
  * fired during each scenario. Optional: without the `prometheus` binary the drill says so and

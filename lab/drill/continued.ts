@@ -1,5 +1,5 @@
 /**
- * What a client of the drill can tell about a continued stream (issue 31). The official SDK
+ * What a client of the drill can tell about a continued stream. The official SDK
  * ignores SSE comments, so the relay's `: x-llmha-continued …` line is read here, from a copy of
  * the bytes on their way to the SDK (a `fetch` wrapper): the SDK parses the same stream. And
  * what an undisturbed run of a seeded greedy request answers, from the fakes' own decoder: the

@@ -1,4 +1,4 @@
-/** The correctness canaries' rows of the fault matrix (issue 32; injectors in scenarios/correctness.ts), in the matrix's order. */
+/** The correctness canaries' rows of the fault matrix (injectors in scenarios/correctness.ts), in the matrix's order. */
 import type { ScenarioSpec } from "./scenarios";
 
 export const CORRECTNESS_SCENARIOS: readonly ScenarioSpec[] = [

@@ -1,5 +1,5 @@
 /**
- * Streams cut, and the ones that had to be (issue 17): a stream whose response had begun and
+ * Streams cut, and the ones that had to be: a stream whose response had begun and
  * then broke cannot be replayed by any client or proxy, so the drill counts them per scenario
  * and client class and tells apart those nothing could have saved — the stream's own server
  * died under it (SIGKILL, a query of death), or the AZ proxy it went through did — from those a
@@ -40,7 +40,7 @@ export function countCuts(failures: readonly FailedRequest[], client: string | n
 }
 
 export interface ContinuedCount {
-  /** Answers the continuation relay carried on (issue 31). */
+  /** Answers the continuation relay carried on. */
   n: number;
   /** Of those, greedy seeded ones, and how many of them read exactly as an undisturbed run. */
   greedy: number;

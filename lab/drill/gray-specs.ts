@@ -1,5 +1,5 @@
 /**
- * Faults as the field has them (issue 30): compound faults, partitions and slow links. Targets
+ * Faults as the field has them: compound faults, partitions and slow links. Targets
  * and why in docs/drill.md (Gray failures); injectors in scenarios/<name>.ts, wired in
  * scenarios/gray.ts. The ones that cut links need the drill's own network namespace.
  */

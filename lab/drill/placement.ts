@@ -1,5 +1,5 @@
 /**
- * Placement as AWS has it (issue 30): every Redis member, Kafka broker and L1 proxy belongs to
+ * Placement as AWS has it: every Redis member, Kafka broker and L1 proxy belongs to
  * an AZ, so an AZ fault can take its share of each; and every node reaches Redis over a path
  * of its own — a LossyLink on the node's own loopback address whose upstream leg leaves from
  * that address — so the drill can cut one node, an AZ or everyone from Redis (iptables on

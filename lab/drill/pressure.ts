@@ -2,8 +2,8 @@
  * How busy the machine was during a run: the kernel's CPU pressure (PSI, `/proc/pressure/cpu`
  * "some": the share of wall time at least one runnable task waited for a CPU) and the drill's
  * own event-loop delay. A timing target missed while the machine was saturated says more about
- * the machine than about llm-ha; the report names it (issue 29: robust on a loaded machine, or
- * the overload named as the cause of a miss).
+ * the machine than about llm-ha; the report names it (the drill must hold its targets on a
+ * loaded machine, or name the overload as the cause of a miss).
  */
 import { readFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";

@@ -153,7 +153,7 @@ export function checkTargets(targets: Targets, runs: readonly RunResult[]): { pa
   if (avoidableCuts > (targets.avoidableCuts ?? 0)) misses.push(`streams cut that did not have to be: ${avoidableCuts} > ${targets.avoidableCuts ?? 0}`);
   const sdkAvoidable = sum(sdkAvoidableOf);
   if (sdkAvoidable > (targets.sdkAvoidable ?? 0)) misses.push(`SDK-class failures that did not have to be: ${sdkAvoidable} > ${targets.sdkAvoidable ?? 0}`);
-  // Every scenario: a continued greedy answer reads exactly as an undisturbed run (issue 31).
+  // Every scenario: a continued greedy answer reads exactly as an undisturbed run.
   const inexact = sum((r) => (r.continued?.greedy ?? 0) - (r.continued?.exact ?? 0));
   if (inexact > 0) misses.push(`continued greedy answers whose text differs from an undisturbed run: ${inexact} of ${sum((r) => r.continued?.greedy ?? 0)}`);
   if (targets.falseFailovers !== undefined && sum((r) => r.falseFailovers) > targets.falseFailovers) {

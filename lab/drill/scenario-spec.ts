@@ -62,7 +62,7 @@ export interface Targets {
   /**
    * Every scenario, 0 unless set: streams cut that did not have to be (neither their server
    * nor their AZ proxy died under them), and SDK-class failures beyond its cuts that had to be
-   * and the requests made while no server was left anywhere (issue 17).
+   * and the requests made while no server was left anywhere.
    */
   avoidableCuts?: number;
   sdkAvoidable?: number;
@@ -70,7 +70,7 @@ export interface Targets {
   firstL4Ms?: number;
   /** Fallback group woken after the standby's first type failed to launch (from that failure). */
   fallbackMs?: number;
-  /** A practice wake that did not record `served` (issue 15). */
+  /** A practice wake that did not record `served`. */
   practiceNotServed?: number;
   /** A woken standby not back at zero after the hold. */
   notReleased?: number;
@@ -80,7 +80,7 @@ export interface Targets {
   wedgedPlainMs?: number;
   /** A crashed server of each kind other than vLLM out of its AZ proxy, worst of them. */
   crashKindsMs?: number;
-  /** Refused requests (no key, bad key, malformed) that reached a server, or were not answered 401 (issue 25). */
+  /** Refused requests (no key, bad key, malformed) that reached a server, or were not answered 401. */
   refusedReached?: number;
   refusedNot401?: number;
   /** Requests a revoked key got through once the revocation reached every proxy. */
@@ -95,7 +95,7 @@ export interface Targets {
   noisyUnlimited?: number;
   /** Flood requests answered other than 401 (none may reach a server). */
   floodNot401?: number;
-  /** Writes a stolen credential got through (issue 26: every one must be refused). */
+  /** Writes a stolen credential got through (every one must be refused). */
   forgedWrites?: number;
   /** AZ states or tier changed while only forgeries happened. */
   azStatesChanged?: number;
@@ -107,9 +107,9 @@ export interface Targets {
   probesFailed?: number;
   /** HAProxy agent-checks seen unanswered (a Layer4 problem in `agent_desc`) during the flood. */
   checksUnanswered?: number;
-  /** Canaries short of the number a scenario must send (issue 32's canary-noise: ≥ 1,000). */
+  /** Canaries short of the number a scenario must send (`canary-noise`: ≥ 1,000). */
   canariesShort?: number;
-  /** Further counts a scenario records in `extra` under these names, each measured and at most its value (issue 30's scenarios). */
+  /** Further counts a scenario records in `extra` under these names, each measured and at most its value (the gray-failure scenarios). */
   extraCounts?: Readonly<Record<string, number>>;
   /** Further times (ms) a scenario records in `extra` under these names, each seen and at most its value. */
   extraTimes?: Readonly<Record<string, number>>;
@@ -145,7 +145,7 @@ export interface ScenarioSpec {
 }
 
 /**
- * What a Redis failover must keep (issue 17): no false failover, no `/az/health` 503 for a
+ * What a Redis failover must keep: no false failover, no `/az/health` 503 for a
  * live AZ, fencing tokens never lower, no stale write, a leader again within TTL + contend and
  * every node hash back within two heartbeats of the endpoint reaching the new primary.
  */

@@ -1,7 +1,8 @@
 /**
  * The fault matrix: one row per scenario with its tier, whether `--quick` runs it, how
- * often it repeats, and its targets (docs/design.md's failure-tier table and issue 4). Pure
- * data and selection; the injectors live in `scenarios/` (one file per family).
+ * often it repeats, and its targets (docs/design.md's failure-tier table and docs/drill.md's
+ * fault matrix). Pure data and selection; the injectors live in `scenarios/` (one file per
+ * family).
  */
 import { DRILL_KARPENTER_ENV, DRILL_TIMING } from "./settings";
 import { SECURITY_SCENARIOS } from "./security-specs";
@@ -244,7 +245,7 @@ export const SCENARIOS: readonly ScenarioSpec[] = [
     quick: false,
     repeat: { full: 1, quick: 1 },
     needsFleet: true,
-    // Issue 15: fallback started ≤ 30 s after the first capacity failure; no request fails meanwhile.
+    // Fallback started ≤ 30 s after the first capacity failure; no request fails meanwhile.
     targets: { wakeDecisionMs: 10_000, fallbackMs: 30_000, failed: 0 },
   },
   {

@@ -7,7 +7,7 @@
  * completion and a streamed chat of about a second; a failure is what the application would
  * have seen after the SDK's own retries. A stream cut after its first chunk is never retried.
  * The chats are greedy and seeded: a stream the continuation relay carried on must read exactly
- * as an undisturbed run of it (issue 31), which the drill records in the timeline.
+ * as an undisturbed run of it, which the drill records in the timeline.
  */
 import { OpenAI } from "openai";
 import type { TrafficClient } from "./traffic";

@@ -1,4 +1,4 @@
-/** The security scenarios' rows of the fault matrix: the public edge (issue 25; injectors in scenarios/edge.ts) and least privilege inside (issue 26; scenarios/security.ts). */
+/** The security scenarios' rows of the fault matrix: the public edge (injectors in scenarios/edge.ts) and least privilege inside (scenarios/security.ts). */
 import type { ScenarioSpec } from "./scenarios";
 
 export const SECURITY_SCENARIOS: readonly ScenarioSpec[] = [

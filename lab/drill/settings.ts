@@ -22,7 +22,7 @@ export const DRILL_AGENT_ENV: Readonly<Record<string, string>> = Object.freeze({
   LLMHA_LEASE_RENEW_MS: "1000",
   LLMHA_LEASE_CONTEND_MS: "500",
   LLMHA_LOG_LEVEL: "info",
-  // Correctness canaries (issue 32) every second (production: a minute), 12 tokens of which 8 are compared:
+  // Correctness canaries every second (production: a minute), 12 tokens of which 8 are compared:
   // a round of 3 takes the fake about 0.7 s, so canary-noise reaches 1,000 canaries in under 2 minutes.
   LLMHA_CANARY_INTERVAL_MS: "1000",
   LLMHA_CANARY_MAX_TOKENS: "12",

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """
-The drill's Kafka cluster with brokers that can fail one at a time (issue 30): librdkafka's
+The drill's Kafka cluster with brokers that can fail one at a time: librdkafka's
 mock cluster (the same one kcat hosts), hosted here through ctypes so its mock API can be
 called — rd_kafka_mock_broker_set_down / _set_up (a broker's connections closed and new ones
 refused, as a broker whose AZ lost power) and rd_kafka_mock_partition_set_leader (what MSK's

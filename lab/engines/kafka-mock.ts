@@ -6,7 +6,7 @@
  *
  * Two hosts run the same cluster. Debian's `kcat` (the default): it runs a consumer on a
  * throw-away topic against the mock cluster and prints its `bootstrap.servers` on stderr
- * (`-d mock`). `kafka-mock-host.py` (`control: true`, issue 30): python3 calling librdkafka
+ * (`-d mock`). `kafka-mock-host.py` (`control: true`): python3 calling librdkafka
  * through ctypes, so the drill can fail one broker and move its partitions' leaders as MSK's
  * controller would — kcat's command line cannot.
  */

@@ -1,5 +1,5 @@
 /**
- * A slow or lossy loopback link (issue 30): `tc netem` is not in this kernel (no qdisc
+ * A slow or lossy loopback link: `tc netem` is not in this kernel (no qdisc
  * modules), so latency and partial loss are a userspace TCP proxy on the path. Every byte
  * waits `delayMs` in each direction, in order (a link 300 ms away is 600 ms a round trip);
  * a share `loss` of new connections is lost as a dropped SYN would be: accepted, never

@@ -1,5 +1,5 @@
 /**
- * The drill's own network (issue 30): as root the drill re-executes itself under
+ * The drill's own network: as root the drill re-executes itself under
  * `unshare -n`, a network namespace with nothing but its own loopback, and cuts links between
  * two of its loopback addresses with `iptables` rules inside it (removed on heal). Nothing it
  * does reaches the host's network namespace: every rule is refused unless this process runs in

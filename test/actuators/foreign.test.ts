@@ -1,4 +1,4 @@
-// Cloud changes the controller did not make are reported (issue 26): a zonal shift without
+// Cloud changes the controller did not make are reported: a zonal shift without
 // llm-ha's comment, a standby group resized with no llm-ha wake. The AWS actuator over the
 // in-memory ARC and Auto Scaling fakes, behind the fencing gate, with a real leader lease and
 // the events stream on a real redis-server.

@@ -1,5 +1,5 @@
 /**
- * Practice wakes (issue 15): the pure schedule step, and the controller publishing the
+ * Practice wakes: the pure schedule step, and the controller publishing the
  * practice's standby decision, its record and its events (real redis-server and lease).
  */
 import type { Redis } from "ioredis";

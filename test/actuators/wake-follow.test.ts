@@ -1,5 +1,5 @@
 /**
- * Issue 15: the standby wake followed through Auto Scaling's scaling activities and instance
+ * The standby wake followed through Auto Scaling's scaling activities and instance
  * states, its failures classified from AWS's own status messages (recorded shapes, below),
  * the fallback order walked one fenced step at a time, "capacity unavailable" in the tier,
  * and the time from the first failed launch to the fallback measured through the reconciler

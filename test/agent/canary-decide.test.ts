@@ -1,5 +1,5 @@
 /**
- * Correctness canaries (issue 32), the pure parts: comparing answers within tolerance, the
+ * Correctness canaries, the pure parts: comparing answers within tolerance, the
  * decision with a clock (SUSPECT, re-check, MISMATCH held until a restart, the blast-radius cap),
  * and learning the expectation from the fleet's majority.
  */

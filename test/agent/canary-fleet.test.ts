@@ -1,5 +1,5 @@
 /**
- * Correctness canaries (issue 32) against real engines: three canary runners (the agent's) on
+ * Correctness canaries against real engines: three canary runners (the agent's) on
  * three fake vLLM servers share their answers through a real redis-server; a leader's fenced step
  * learns the expectation from their majority; then one fake answers wrongly — garbage, drift,
  * NaN logprobs — and its runner goes SUSPECT, re-checks with the second set at once, and ends at

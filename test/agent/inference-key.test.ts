@@ -8,9 +8,9 @@ import { startFakeInference } from "../../lab/sim/fake-inference";
 import { SimNode } from "../../lab/sim/sim-node";
 
 /**
- * Issue 25.5: vLLM's `--api-key` on. The agent reads the key from `LLMHA_INFERENCE_API_KEY_FILE`
+ * vLLM's `--api-key` on. The agent reads the key from `LLMHA_INFERENCE_API_KEY_FILE`
  * and sends it on the model check, the probe and the engine metrics; a wrong key is a clear hard
- * reason, never healthy; the key never shows in `/status`, `/readyz` or the log. Issue 26: a
+ * reason, never healthy; the key never shows in `/status`, `/readyz` or the log. A
  * password in `LLMHA_INFERENCE_URL` never shows either. Real agent processes, fake vLLM.
  */
 const KEY = "sk-llmha-test-Zq8vN3pR7tK2";
@@ -80,7 +80,7 @@ describe("the agent sends the inference API key from a file", () => {
   });
 });
 
-describe("a password in LLMHA_INFERENCE_URL never shows (issue 26)", () => {
+describe("a password in LLMHA_INFERENCE_URL never shows", () => {
   it("reasons, /status, /readyz and the log name the server without the password", async () => {
     const closed = await freePort();
     const n = await node("gpu-url-pw", KEY, { LLMHA_INFERENCE_URL: `http://llmha:url-pass-Xy9w@127.0.0.1:${closed}` });

@@ -16,7 +16,7 @@ import { SimNode } from "../../lab/sim/sim-node";
 import { freshCluster, testLogger } from "../redis/helpers";
 
 /**
- * Issue 16, same model everywhere, at agent level: a real `llm-ha agent` process in front of
+ * Same model everywhere, at agent level: a real `llm-ha agent` process in front of
  * a fake TGI (its `/info` tells id, dtype and context) on a real redis-server. The node hash
  * carries what the server serves — not the configured model — and a server on the wrong model
  * is taken out and flagged by the leader. Two more nodes (in-process fleet members serving the

@@ -16,7 +16,7 @@ import { renderFleetView } from "../../agent/src/ops/status/render";
 import { readFleetView } from "../../agent/src/ops/status/view";
 import { freshCluster, testLogger } from "../redis/helpers";
 
-/** Issue 16: same model everywhere — what each server serves, the fleet's majority, the odd one out. */
+/** Same model everywhere — what each server serves, the fleet's majority, the odd one out. */
 const S = { gpuCount: 8, model: "m", probeLatencyMs: 1000, wedgeMs: 500, probeStuckMs: 4000 };
 
 describe("model sameness: the fleet's majority and the odd ones", () => {

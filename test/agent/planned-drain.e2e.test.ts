@@ -1,5 +1,5 @@
 /**
- * A planned move cuts nothing (issue 17): the drain protocol of `contracts/drain.ts` end to end
+ * A planned move cuts nothing: the drain protocol of `contracts/drain.ts` end to end
  * with real processes. The shipped preStop script (python3, as in the vLLM image) writes the
  * drain file and waits while a fake vLLM holds requests; a real agent answers `drain` / 503
  * (`PLANNED_DRAIN`) while the file exists and serves again once it is gone; the manifests carry

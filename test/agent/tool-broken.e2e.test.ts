@@ -7,7 +7,7 @@ import { NVSMI_FAULTS } from "../../lab/sim/nvsmi-state";
 import { sleep, waitFor } from "../../agent/src/util/net";
 
 /**
- * Issue 16: the tool broken is not the GPU broken. A hanging or failing nvidia-smi makes the
+ * The tool broken is not the GPU broken. A hanging or failing nvidia-smi makes the
  * node UNKNOWN (HAProxy `drain`), never a GPU fault in the metrics (no GPU reason active, the
  * visible-GPU count stands), and the node serves again by itself once nvidia-smi answers.
  * A real agent at the default settings (1 s period, 5 s nvidia-smi limit, fall 3, rise 2; only

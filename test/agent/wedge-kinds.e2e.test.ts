@@ -7,7 +7,7 @@ import { INFERENCE_KINDS, type InferenceKind } from "../../agent/src/config/spec
 import { freePort, sleep, waitFor } from "../../agent/src/util/net";
 
 /**
- * Issue 16: a wedged engine is caught for every server kind, and a busy one is not taken for
+ * A wedged engine is caught for every server kind, and a busy one is not taken for
  * dead. A real agent process at its DEFAULT timing settings (1 s period, engine metrics every
  * 200 ms, wedge 500 ms, probe stuck 4 s) watches a fake server of each kind under steady
  * client traffic; the fake's wedged mode freezes every completion (running and new) while
@@ -83,7 +83,7 @@ const figures: string[] = [];
 
 describe("wedged engine, every kind (default settings, steady traffic)", () => {
   afterAll(() => {
-    // The measured figures, for the issue's report.
+    // The measured figures, printed with the run.
     console.log(`wedge → agent says down:\n${figures.join("\n")}`);
   });
 

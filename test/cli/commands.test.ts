@@ -1,5 +1,5 @@
 /**
- * One CLI (issue 29): every command behind `bin/llm-ha` has its own help (`llm-ha CMD --help`
+ * One CLI: every command behind `bin/llm-ha` has its own help (`llm-ha CMD --help`
  * and `llm-ha help CMD`, on stdout, exit 0), `--version` prints the package's version, a
  * mistyped command or flag gets "did you mean", every usage error goes to stderr with exit 2,
  * the fleet flags have one name everywhere (`--redis-ca-file`; `--ca-file` still works), and

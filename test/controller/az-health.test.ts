@@ -1,5 +1,5 @@
 /**
- * `/az/health` judges a publication's age on Redis's clock (issue 17): the leader's fenced
+ * `/az/health` judges a publication's age on Redis's clock: the leader's fenced
  * write stamps `at` with Redis TIME, and the reader compares it with TIME in the same round
  * trip. Real redis-server; hosts' clocks are made to disagree through the stored fields.
  */

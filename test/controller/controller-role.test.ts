@@ -1,5 +1,5 @@
 /**
- * Who holds the cloud (issue 26): the controller runs apart from the GPU nodes. Real
+ * Who holds the cloud: the controller runs apart from the GPU nodes. Real
  * processes against a real redis-server with the rendered ACL file: a `LLMHA_ROLE=controller`
  * agent logged in as `llmha-controller` takes the lease and publishes the AZ states from the
  * node's record, registering no node of its own; a `LLMHA_ROLE=node` agent logged in as

@@ -317,7 +317,7 @@ describe("zonal shift decision", () => {
   });
 });
 
-describe("silence Redis explains (issue 18: writes refused, a failover that lost heartbeats)", () => {
+describe("silence Redis explains (writes refused, a failover that lost heartbeats)", () => {
   const snap = (nodes: NodeView[]) => ({ nodes, azs: [...new Set(nodes.map((n) => n.az))] }) as unknown as Parameters<typeof evaluate>[0];
   const settled = (): ReturnType<typeof emptyControllerMemory> => {
     let mem = emptyControllerMemory();
@@ -347,7 +347,7 @@ describe("silence Redis explains (issue 18: writes refused, a failover that lost
   });
 });
 
-describe("partial redundancy (issue 15, seed 004 §5.1): a standby smaller than an active AZ", () => {
+describe("partial redundancy (seed 004 §5.1): a standby smaller than an active AZ", () => {
   // a and b active with 4 nodes × 8 GPUs each; c is the standby.
   const active = (n: number, az: string, down: number) => Array.from({ length: n }, (_, i) => (i < down ? out(`${az}${i}`, az) : node(`${az}${i}`, az)));
 

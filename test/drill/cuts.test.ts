@@ -1,5 +1,5 @@
 /**
- * Streams cut and the ones that had to be (issue 17): the accounting over hand-made timelines,
+ * Streams cut and the ones that had to be: the accounting over hand-made timelines,
  * and a real stream cut by its server dying, read with the official `openai` client as the
  * drill's clients read it — the failure names the server that answered.
  */

@@ -1,5 +1,5 @@
 /**
- * The registry watch of issue 30's scenarios against a real redis-server: a node whose hash
+ * The registry watch of the gray scenarios against a real redis-server: a node whose hash
  * was there and then is gone has expired; a node never seen (a standby still booting, its
  * first heartbeat not written) has not — `leader-isolated` counted two of those once.
  */

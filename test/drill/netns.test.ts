@@ -1,5 +1,5 @@
 /**
- * The drill's own network (issue 30): a cut and a heal between two loopback addresses with
+ * The drill's own network: a cut and a heal between two loopback addresses with
  * iptables inside a namespace of its own, on a real redis-server, a delay and a lost
  * connection through the LossyLink, and — while the link is cut in there — the same
  * addresses on the host's loopback still talking (nothing leaves the namespace). Needs root

@@ -48,7 +48,7 @@ function run(over: Partial<RunResult> = {}): RunResult {
 }
 
 describe("scenario table", () => {
-  it("holds the whole fault matrix of issue 4 and a quick subset with crash, GPU lost, wedged and AZ GPU loss", () => {
+  it("holds the whole fault matrix and a quick subset with crash, GPU lost, wedged and AZ GPU loss", () => {
     expect(SCENARIOS.map((s) => s.name)).toEqual([
       "crash", "gpu-lost", "xid", "ecc", "model-unloaded", "wedged", "latency-creep", "az-gpu-loss", "standby-wake", "az-loss",
       "leader-kill", "leader-pause", "node-drain", "rolling-restart",
@@ -84,7 +84,7 @@ describe("scenario table", () => {
     expect(t("leader-pause").staleWrites).toBe(0);
     expect(t("standby-wake").wakeDecisionMs).toBe(10_000); // DESIGN: L2 wake-up decided ≤ 10 s
   });
-  it("silent-corruption: out of L1 ≤ 30 s with no failed request; canary-noise: 0 false drains over ≥ 1,000 canaries (issue 32)", () => {
+  it("silent-corruption: out of L1 ≤ 30 s with no failed request; canary-noise: 0 false drains over ≥ 1,000 canaries", () => {
     const sc = SCENARIOS.find((x) => x.name === "silent-corruption")!;
     expect(sc.targets).toEqual({ l1Ms: 30_000, failed: 0 });
     expect(checkTargets(sc.targets, [run({ scenario: "silent-corruption", l1Ms: 31_000, failed: 0 })]).misses).toEqual(["L1: max 31.00s > 30.00s"]);
@@ -92,7 +92,7 @@ describe("scenario table", () => {
     expect(checkTargets(cn.targets, [run({ scenario: "canary-noise", falseFailovers: 0, extra: { canariesShort: 0 } })]).pass).toBe(true);
     expect(checkTargets(cn.targets, [run({ scenario: "canary-noise", falseFailovers: 0, extra: { canariesShort: 200 } })]).misses).toEqual(["canaries short of the number to send: 200 > 0"]);
   });
-  it("every scenario: a continued greedy answer must read as an undisturbed run (issue 31)", () => {
+  it("every scenario: a continued greedy answer must read as an undisturbed run", () => {
     const spec = SCENARIOS.find((x) => x.name === "crash")!;
     expect(checkTargets(spec.targets, [run({ continued: { n: 3, greedy: 2, exact: 2 } })]).pass).toBe(true);
     expect(checkTargets(spec.targets, [run({ continued: { n: 3, greedy: 2, exact: 1 } })]).misses).toEqual(["continued greedy answers whose text differs from an undisturbed run: 1 of 2"]);
@@ -128,7 +128,7 @@ describe("target checks", () => {
     expect(c.pass).toBe(false);
     expect(c.misses).toEqual(["L1: not seen in 1 of 3 run(s) (target ≤ 1.20s)", "L1: max 1.30s > 1.20s", "failed requests beyond those in flight at the kill: 2 > 0", "L1: p50 0.80s > 0.70s"]);
   });
-  it("judges issue 30's extra counts and times: measured and within, by name", () => {
+  it("judges the gray scenarios' extra counts and times: measured and within, by name", () => {
     const t = { extraCounts: { oldNodeClients: 0 }, extraTimes: { redisWritableMs: 5000 } };
     expect(checkTargets(t, [run({ extra: { oldNodeClients: 0, redisWritableMs: 4000 } })]).pass).toBe(true);
     expect(checkTargets(t, [run({ extra: { oldNodeClients: 2, redisWritableMs: 6000 } }), run({ extra: {} })]).misses).toEqual([
@@ -270,7 +270,7 @@ describe("command line and system deps", () => {
 
 describe("proxy scenarios: targets and figures", () => {
   const t = (n: string) => SCENARIOS.find((s) => s.name === n)!.targets;
-  it("carries issue 20's targets", () => {
+  it("carries the targets of each proxy and failover scenario", () => {
     expect(t("query-of-death")).toMatchObject({ crashedServers: 2 });
     expect(t("long-prompt-crash")).toMatchObject({ failedBeyondInFlight: 0 });
     expect(t("overload")).toMatchObject({ healthMs: 1000, retryAfterMissing: 0, otherFailures: 0, falseFailovers: 0 });

@@ -1,5 +1,5 @@
 /**
- * Issue 30's pieces that need no root: placement as AWS has it, the AZ proxy connecting from
+ * The gray scenarios' pieces that need no root: placement as AWS has it, the AZ proxy connecting from
  * its own address, the delay/loss link (bytes held in order, a lost connection hears nothing), and
  * the queue probe that fails the Kafka broker placed in an AZ.
  */

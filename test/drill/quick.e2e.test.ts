@@ -37,7 +37,7 @@ describe("llm-ha drill --quick", () => {
     // and neither sees a wedged engine.
     expect(crash.baselineDefault.p50 === null || crash.baselineDefault.p50 > crash.l1.p50!).toBe(true);
     expect(report.scenarios[2].baselineDefault.p50).toBeNull();
-    expect(out).toMatch(/^result\s+scenario\s+runs\s+detect\s+L1/m); // the verdict first (issue 29)
+    expect(out).toMatch(/^result\s+scenario\s+runs\s+detect\s+L1/m); // the verdict first
     // the standby AZ starts at zero; the leader wakes it through the local cloud within DESIGN's 10 s
     const wake = report.scenarios[4].runs_detail[0].extra;
     expect(wake.wakeDecisionMs).toBeLessThanOrEqual(10_000);

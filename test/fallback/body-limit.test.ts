@@ -1,5 +1,5 @@
 /**
- * A refused body always gets its status (issue 28.3): a 10 MB body against a 1 MiB limit is
+ * A refused body always gets its status: a 10 MB body against a 1 MiB limit is
  * answered 413, complete, to the `openai` SDK, to a plain `node:http` client and to curl, and
  * the connection then closes cleanly (the rest of the body is read and dropped, bounded).
  */

@@ -1,5 +1,5 @@
 /**
- * Replay after a crash (issue 28.6): a fallback holding the replay group's partitions is killed
+ * Replay after a crash: a fallback holding the replay group's partitions is killed
  * with SIGKILL (no LeaveGroup) while requests wait in the queue; the restarted fallback must be
  * replaying within 5 s, and every request is answered once (0 lost, 0 duplicates). Real
  * redis-server, the kcat broker, the fallback as its own process; the L1 proxy is a fake.

@@ -1,5 +1,5 @@
 /**
- * What a client of L4 relies on (issue 28), against the real fallback, a real redis-server and
+ * What a client of L4 relies on, against the real fallback, a real redis-server and
  * the kcat broker: results only for the tenant that queued them, an idempotency key runs once,
  * a 503 is never run later, answers never cross tenants (the `guided_choice` poisoning), a
  * misconfigured provider is skipped without leaking anything, over-deep JSON is a 400, and the

@@ -142,7 +142,7 @@ describe("fallback backend on a real HAProxy", () => {
   }, 30_000);
 });
 
-describe("queued results through the proxy (issue 28.1)", () => {
+describe("queued results through the proxy", () => {
   it("fetches a queued request's result through HAProxy once the inference server is back, for its tenant only", async () => {
     const [redis, kafka] = await Promise.all([startRedisServer(), startKafkaMock()]);
     const r = new Redis(redis.url);

@@ -1,5 +1,5 @@
 /**
- * The L4 queue through one broker's loss (issue 30): MSK keeps a lost broker's partitions on it
+ * The L4 queue through one broker's loss: MSK keeps a lost broker's partitions on it
  * until the controller gives up on its session; meanwhile the fallback produces each request
  * whose key maps there to a partition another broker leads, so every opted-in request still gets
  * its 202. Real Kafka protocol: librdkafka's mock cluster with its mock API (python3 host).

@@ -1,5 +1,5 @@
 /**
- * `llm-ha:fallback` in the stack (issue 14): upstreams in order of priority, model mapping,
+ * `llm-ha:fallback` in the stack: upstreams in order of priority, model mapping,
  * keys from stack secrets (a Secret mounted as files, never in providers.json or an env var),
  * every bad setting named by its key; `enabled: false` leaves the L1 proxies as before.
  */
@@ -109,7 +109,7 @@ describe("llm-ha:fallback in the stack", () => {
 
   it("enabled: false leaves no fallback: no role, no container, no nbsrv rule", async () => {
     const rs = await captureStack("dev", { "llm-ha:fallback": JSON.stringify({ enabled: false }) });
-    // (The GPU node groups' own "fallback" groups of issue 15, `gpu-<az>-<class>-fallback`, are another thing.)
+    // (The standby's capacity fallback groups, `gpu-<az>-<class>-fallback`, are another thing.)
     // (Nor is the Redis role llmha-fallback's ElastiCache user: every role of contracts/redis-roles.ts has one.)
     expect(rs.filter((r) => /fallback/.test(r.name) && !r.name.startsWith("gpu-") && !r.name.startsWith("redis-user-")).map((r) => r.name)).toEqual([]);
     const cfg = k8s(rs, "ConfigMap", "l1-us-east-1a")!.data["haproxy.cfg"] as string;

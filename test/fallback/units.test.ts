@@ -165,7 +165,7 @@ describe("providers and settings", () => {
 
   it("LLMHA_FALLBACK_METRICS_ADDR: default 0.0.0.0:9411, host:port or [v6]:port, off; bad values and a clash with the API port are named", () => {
     expect(loadFallbackConfig([], {}).metricsAddr).toEqual({ host: "0.0.0.0", port: 9411 });
-    // The API (no authentication of its own) listens on loopback unless told otherwise (issue 26); metrics stay on every address for Prometheus.
+    // The API (no authentication of its own) listens on loopback unless told otherwise; metrics stay on every address for Prometheus.
     expect(loadFallbackConfig([], {}).host).toBe("127.0.0.1");
     expect(loadFallbackConfig(["--metrics-addr", "127.0.0.1:0"], {}).metricsAddr).toEqual({ host: "127.0.0.1", port: 0 });
     expect(loadFallbackConfig([], { LLMHA_FALLBACK_METRICS_ADDR: "[::]:9411" }).metricsAddr).toEqual({ host: "::", port: 9411 });

@@ -1,5 +1,5 @@
 /**
- * Issue 26 (7): nvidia-smi runs with a minimal environment. The stand-in below records the
+ * nvidia-smi runs with a minimal environment. The stand-in below records the
  * environment it was given; none of the agent's settings or secrets may be in it.
  */
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * Issue 18 (3, 4, 5): bad settings exit 2 naming the right variable; empty values are
+ * Bad settings exit 2 naming the right variable; empty values are
  * refused, unknown LLMHA_* names warned about; no URL credential reaches a log line,
  * an error message or /status.
  */

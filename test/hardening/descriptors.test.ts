@@ -1,5 +1,5 @@
 /**
- * Issue 18 (1), on a real agent process: 10,000 agent-check clients that send bytes (as
+ * On a real agent process: 10,000 agent-check clients that send bytes (as
  * HAProxy's `agent-send` does) leave the agent's descriptor count flat, and every reply
  * stays right. Before the fix each such client leaked one socket until EMFILE.
  */
@@ -33,7 +33,7 @@ function agentSend(port: number): Promise<string> {
     s.on("connect", () => s.write("x\n"));
     s.on("data", (b) => {
       got += b.toString();
-      if (got.endsWith("\n")) s.destroy(); // read the line, then close, as the issue's probe does
+      if (got.endsWith("\n")) s.destroy(); // read the line, then close, as HAProxy does
     });
     s.on("close", () => resolve(got));
     s.on("error", reject);

@@ -1,5 +1,5 @@
 /**
- * Issue 18 (8): while nvidia-smi hangs, the node's heartbeat in Redis and its agent-check
+ * While nvidia-smi hangs, the node's heartbeat in Redis and its agent-check
  * reply agree — the heartbeat does not drop to 0 GPUs while HAProxy is still told `up` —
  * and the drain comes within 10 s at the default settings (1 s period, 5 s nvidia-smi
  * timeout, fall 3). Real agent, real redis-server, the fake nvidia-smi hanging.

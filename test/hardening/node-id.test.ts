@@ -1,5 +1,5 @@
 /**
- * Issue 18 (9): one live agent per node id. A second agent with a running agent's
+ * One live agent per node id. A second agent with a running agent's
  * LLMHA_NODE_ID refuses to start and says why; one that slips past (or an old instance)
  * neither overwrites nor removes the live node; an agent restarted after a crash takes
  * its id back once the dead instance's heartbeat expires.

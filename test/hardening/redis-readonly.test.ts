@@ -1,5 +1,5 @@
 /**
- * Issue 18 (2): Redis refuses writes for a while (`maxmemory 1`, `noeviction`), then takes
+ * Redis refuses writes for a while (`maxmemory 1`, `noeviction`), then takes
  * them again. Every node hash expires meanwhile, but no node stopped serving: the leader
  * must not publish an AZ worse than it was, nor a tier at L2+, and /az/health must not
  * answer 503. Real redis-server, real Fleet (registry + lease + controller) per node.

@@ -1,5 +1,5 @@
 /**
- * Issue 18 (3) on a real agent process: a token in the user part of LLMHA_INFERENCE_URL
+ * On a real agent process: a token in the user part of LLMHA_INFERENCE_URL
  * (`http://svc:TOKEN@host`) or of LLMHA_REDIS_URL (`redis://TOKEN@host`, which redis-cli
  * accepts) appears in no log line and nowhere in /status or /readyz.
  */
@@ -45,7 +45,7 @@ describe("secrets in URLs", () => {
       await waitFor("agent /livez", async () => (await fetch(`${node.agentUrl}/livez`, { signal: AbortSignal.timeout(500) })).ok, { timeoutMs: 20_000 });
       await new Promise((r) => setTimeout(r, 2000)); // a few evaluations, Redis errors and all
       const status = await (await fetch(`${node.agentUrl}/status`)).text();
-      // /readyz's body names the verdict and its reasons, never the URL's user part (issue 26).
+      // /readyz's body names the verdict and its reasons, never the URL's user part.
       const readyz = await (await fetch(`${node.agentUrl}/readyz`)).text();
       for (const secret of ["InfTok3n", "RedTok3n"]) expect(readyz).not.toContain(secret);
       expect(status).toContain("redacted");

@@ -1,5 +1,5 @@
 /**
- * Issue 18 (1): every agent-check socket is closed after the reply, whatever the client
+ * Every agent-check socket is closed after the reply, whatever the client
  * sends; both ports cap their connections and time idle ones out.
  */
 import { connect, type Server } from "node:net";
@@ -15,7 +15,7 @@ afterEach(async () => {
 
 const connections = (s: Server): Promise<number> => new Promise((res, rej) => s.getConnections((e, n) => (e ? rej(e) : res(n))));
 
-/** One client: optionally sends `send`, reads the reply line, closes (as HAProxy and the issue's probe do). */
+/** One client: optionally sends `send`, reads the reply line, closes (as HAProxy's agent-check does). */
 function client(port: number, send: string | null): Promise<string> {
   return new Promise((resolve, reject) => {
     const s = connect(port, "127.0.0.1");

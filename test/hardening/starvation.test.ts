@@ -1,5 +1,5 @@
 /**
- * Issue 26.5: the kubelet's probes and HAProxy's agent-checks keep getting answers whatever
+ * The kubelet's probes and HAProxy's agent-checks keep getting answers whatever
  * another client does. One loopback address (127.0.0.9, a pod) holds 300 slowloris HTTP
  * sockets and 600 idle agent-check sockets, reconnecting whenever one is cut; another
  * address (127.0.0.5: the kubelet, HAProxy) probes `/livez` and the agent-check port the

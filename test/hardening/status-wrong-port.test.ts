@@ -1,4 +1,4 @@
-/** Issue 18 (10): `llm-ha status` pointed at a port that is not Redis says so, instead of ioredis' "Please report this". */
+/** `llm-ha status` pointed at a port that is not Redis says so, instead of ioredis' "Please report this". */
 import { spawn } from "node:child_process";
 import { createServer as createHttp } from "node:http";
 import { createServer as createTcp, type Server } from "node:net";

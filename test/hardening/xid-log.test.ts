@@ -1,4 +1,4 @@
-/** Issue 18 (7): a missing LLMHA_XID_LOG is warned about once, not every period, and its return is logged. */
+/** A missing LLMHA_XID_LOG is warned about once, not every period, and its return is logged. */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -9,7 +9,7 @@ import { parseConfig } from "../../agent/src/config/load";
 import { XidReader } from "../../agent/src/node/sources/xid";
 
 /**
- * Issue 16: XIDs are on in production. The shipped DaemonSet relays the kernel log's XID lines
+ * XIDs are on in production. The shipped DaemonSet relays the kernel log's XID lines
  * into a volume the unprivileged agent reads as `LLMHA_XID_LOG`; the relay's own pipeline runs
  * here against a stand-in `dmesg`, and the agent's reader reads what it wrote.
  */

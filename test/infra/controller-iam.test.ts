@@ -1,5 +1,5 @@
 /**
- * The controller's IAM policy on its own (issue 26): what IAM can hold, it holds — no zonal
+ * The controller's IAM policy on its own: what IAM can hold, it holds — no zonal
  * shift, the one tag the actuator writes is the one the policy allows.
  */
 import { describe, expect, it } from "vitest";

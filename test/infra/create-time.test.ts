@@ -1,8 +1,9 @@
 /**
- * Issue 27's blockers, as the program registers its resources under Pulumi's mocks: each
- * assertion fails on the program before the fix (the Route53 create order, probes the kubelet
- * cannot reach, GPU groups created at a size EC2 may not have, cluster access for the
- * principals that run the program, the cluster's policy attachment, explicit waits).
+ * What stops a first `pulumi up` on an empty account, checked as the program registers its
+ * resources under Pulumi's mocks: each assertion fails on the program before the fix (the
+ * Route53 create order, probes the kubelet cannot reach, GPU groups created at a size EC2 may
+ * not have, cluster access for the principals that run the program, the cluster's policy
+ * attachment, explicit waits).
  */
 import { execFile } from "node:child_process";
 import { createServer, type Server } from "node:http";

@@ -1,5 +1,5 @@
 /**
- * What issue 13 asks of every environment's captured stack: the program installs what it
+ * What a fresh account needs of every environment's captured stack: the program installs what it
  * relies on (load balancer controller, managed add-ons), pins and supports its versions,
  * never waits on what cannot come up, and keeps tokens in Secrets. Called inside
  * `describeStack`, so each runs for dev, staging and prod.
@@ -25,10 +25,10 @@ export function describeDeployability(env: Env, resources: () => CapturedResourc
     const [release] = ofType(resources(), "kubernetes:helm.sh/v3:Release");
     expect(release, "a Helm release of the controller").toBeDefined();
     const p = release.props as O;
-    // Issue 25.5: the archive checked against the pinned digest, by path; no repository for Helm to download from.
+    // The archive checked against the pinned digest, by path; no repository for Helm to download from.
     expect(p).toMatchObject({ chart: verifiedArchivePath(OFFLINE_CHART_ROOT, LB_CONTROLLER_CHART.digest, "aws-load-balancer-controller-3.5.0.tgz"), version: LB_CONTROLLER_CHART.version, namespace: "kube-system" });
     expect(p.repositoryOpts).toBeUndefined();
-    // Issue 27: a current chart (3.x, whose version is the controller's), running that release's image.
+    // A current chart (3.x, whose version is the controller's), running that release's image.
     expect(Number(LB_CONTROLLER_CHART.version.split(".")[0])).toBeGreaterThanOrEqual(3);
     expect(IMAGES.lbController.tag).toBe(`v${LB_CONTROLLER_CHART.version}`);
     expect(p.values).toMatchObject({ clusterName: `llm-ha-${env}`, region: "us-east-1", vpcId: "net-vpc-id" });
@@ -59,7 +59,7 @@ export function describeDeployability(env: Env, resources: () => CapturedResourc
     expect(cluster.upgradePolicy).toEqual({ supportType: "STANDARD" });
   });
 
-  it("installs the managed add-ons at versions resolved for the cluster's version (issue 27), with vpc-cni enforcing NetworkPolicy", () => {
+  it("installs the managed add-ons at versions resolved for the cluster's version, with vpc-cni enforcing NetworkPolicy", () => {
     const addons = ofType(resources(), "aws:eks/addon:Addon").map((r) => r.props as O);
     expect(addons.map((a) => a.addonName).sort()).toEqual([...ADDON_NAMES].sort());
     // The mock answers getAddonVersion with a version naming what it was asked for: each

@@ -1,5 +1,5 @@
 /**
- * Issue 13: a fresh account gets a stack that can come up. Placeholders and half-done
+ * A fresh account gets a stack that can come up. Placeholders and half-done
  * settings are refused with the key named; the stack files carry none of them.
  */
 import { readFileSync } from "node:fs";
@@ -166,7 +166,7 @@ describe("user settings are refused with the key named", () => {
     expect(e.message).toMatch(/NVLink/);
   });
 
-  it("EKS version: defaults to one in standard support; one past its support warns (issue 27: the stack still runs), an unknown one is refused", async () => {
+  it("EKS version: defaults to one in standard support; one past its support warns (the stack still runs), an unknown one is refused", async () => {
     const values = { ...withStandIns(stackConfig("dev"), "dev").values };
     const resolveOn = (version: string, warnings: string[]) => {
       pulumi.runtime.setAllConfig({ ...values, "llm-ha:kubernetesVersion": version }, ["llm-ha:redisAuthToken"]);
@@ -175,7 +175,7 @@ describe("user settings are refused with the key named", () => {
     const warned: string[] = [];
     expect(resolveOn("1.31", warned).kubernetesVersion).toBe("1.31");
     expect(warned).toEqual([expect.stringMatching(/^llm-ha:kubernetesVersion: EKS version 1.31 left standard support on 2025-11-26/)]);
-    // 1.36 is in the table (issue 27) and in standard support: no warning.
+    // 1.36 is in the table and in standard support: no warning.
     const current: string[] = [];
     expect(resolveOn("1.36", current).kubernetesVersion).toBe("1.36");
     expect(current).toEqual([]);
@@ -242,7 +242,7 @@ describe("capacity settings that match AWS", () => {
       expect(g.capacityType).toBe("CAPACITY_BLOCK");
       expect(g.instanceTypes).toBeUndefined();
     }
-    // dev's standby AZ (us-east-1b) on a block is not parked: no scheduled action fights the block's end (issue 27).
+    // dev's standby AZ (us-east-1b) on a block is not parked: no scheduled action fights the block's end.
     expect(rs.filter((r) => r.type === "aws:autoscaling/schedule:Schedule").map((r) => r.name)).toEqual([]);
     const missing = await failure(gpu({ capacityType: "CAPACITY_BLOCK", capacityReservations: { "us-east-1a": "cr-0aaaaaaaaaaaaaaa1" } }));
     expect(missing.message).toMatch(/CAPACITY_BLOCK needs a capacity block reservation in every AZ; missing: us-east-1b/);

@@ -1,5 +1,5 @@
 /**
- * Issue 25 at the infrastructure: TLS on the NLBs (dev may waive it, nobody else), Route53's
+ * The public edge at the infrastructure: TLS on the NLBs (dev may waive it, nobody else), Route53's
  * checks over HTTPS, every image by digest through the stack's pull-through cache, vLLM with
  * its API key from a Secret and the agents reading it from a file.
  */

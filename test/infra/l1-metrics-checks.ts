@@ -1,5 +1,5 @@
 /**
- * Issue 31: Prometheus reaches the L1 pods' metrics ports (HAProxy's 8404 to the fallback's
+ * Prometheus reaches the L1 pods' metrics ports (HAProxy's 8404 to the fallback's
  * 9411, the continuation relay's 9421) by security group and NetworkPolicy, and nothing opens
  * the relay's loopback ports (its completions on 9420, HAProxy's continuation listener on 9422).
  * Called inside `describeStack`, so it runs for dev, staging and prod.

@@ -1,5 +1,5 @@
 /**
- * Issue 26.6, "restricted wherever possible": the host's pods (agents, vLLM) in the workloads
+ * Pod security, "restricted wherever possible": the host's pods (agents, vLLM) in the workloads
  * namespace at Pod Security Admission `privileged`, the L1 tier and the controller in the edge
  * namespace at `restricted`, and everything that crosses the two still named where it is.
  * Called inside `describeStack`, so each runs for dev, staging and prod.

@@ -1,4 +1,4 @@
-// Issue 26.6 over the prod stack: who holds what inside the pods and on the nodes.
+// Pod security over the prod stack: who holds what inside the pods and on the nodes.
 import { beforeAll, describe, expect, it } from "vitest";
 import { Deployment } from "kubernetes-models/apps/v1";
 import { captureStack, ofType, type CapturedResource } from "../../infra/capture";

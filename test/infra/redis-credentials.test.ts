@@ -1,5 +1,5 @@
 /**
- * Issue 26 (least privilege): every workload that reaches Redis does so with its own role's
+ * Least privilege: every workload that reaches Redis does so with its own role's
  * user where roles are on — the L1 pod's fallback and key sync included, which used to take the
  * one superuser URL — and no container gets a password in an environment variable or a URL.
  */

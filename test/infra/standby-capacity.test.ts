@@ -1,5 +1,5 @@
 /**
- * The standby AZ's capacity settings under Pulumi's mocks (issue 15): fallback groups,
+ * The standby AZ's capacity settings under Pulumi's mocks: fallback groups,
  * partial redundancy, practice wakes and the waiver, each bad value named by its key.
  */
 import * as pulumi from "@pulumi/pulumi";
@@ -14,7 +14,7 @@ const failure = stackFailure;
 const problems = (e: pulumi.InputPropertiesError) => e.errors.map((x) => `${x.propertyPath}: ${x.reason}`);
 
 const group = (rs: CapturedResource[], name: string) => rs.find((r) => r.type === "aws:eks/nodeGroup:NodeGroup" && r.name === name)?.props as O | undefined;
-/** The controller's settings (issue 26: the controller Deployment reads them, not the GPU-node agents). */
+/** The controller's settings (the controller Deployment reads them, not the GPU-node agents, which hold no cloud role). */
 const agentEnv = (rs: CapturedResource[]): Record<string, unknown> => {
   const ds = rs.find((r) => r.type === "kubernetes:apps/v1:Deployment" && (r.props as O).metadata.labels["app.kubernetes.io/name"] === "llm-ha-controller")!.props as O;
   return Object.fromEntries(ds.spec.template.spec.containers[0].env.map((e: O) => [e.name, e.value ?? e.valueFrom]));
@@ -35,8 +35,8 @@ describe("standby capacity in the stack", () => {
   it("partial redundancy: prod's standby at half an active AZ — groups, schedule, inference replicas, wake sizes and the agents' setting", async () => {
     const rs = await captureStack("prod", { "llm-ha:standbyCapacityRatio": "0.5" });
     // a100: 4 per AZ (max 8) → 2 (max 4); h100: 2 (max 4) → 1 (max 2); the active AZs keep theirs.
-    // Scarce groups without a reservation are created at 0 (issue 27): the sizes are the maxima here,
-    // the running ones in the schedule below and in the gpuScaleUp output.
+    // Scarce groups without a reservation are created at 0 (EC2 may not have them at creation):
+    // the sizes are the maxima here, the running ones in the schedule below and in the gpuScaleUp output.
     expect(group(rs, "gpu-us-east-1c-a100")?.scalingConfig).toEqual({ minSize: 0, desiredSize: 0, maxSize: 4 });
     expect(group(rs, "gpu-us-east-1c-h100")?.scalingConfig).toEqual({ minSize: 0, desiredSize: 0, maxSize: 2 });
     expect(group(rs, "gpu-us-east-1c-h100-fallback")?.scalingConfig).toEqual({ minSize: 0, desiredSize: 0, maxSize: 2 });

@@ -25,7 +25,7 @@ describe("import boundaries (npm run lint)", () => {
     ["infra importing the agent's runtime", "infra/probe.ts", 'import { evaluate } from "../agent/src/node/evaluator/evaluate";\nexport const x = evaluate;\n'],
     ["a policy importing a test", "policies/probe.ts", 'import { PROJECT } from "../test/infra/stack-yaml";\nexport const x = PROJECT;\n'],
     ["contracts importing the runtime", "contracts/probe.ts", 'import { evaluate } from "../agent/src/node/evaluator/evaluate";\nexport const x = evaluate;\n'],
-    // Inside the runtime, the folders say where each part runs (issue 26 item 8).
+    // Inside the runtime, the folders say where each part runs.
     ["a GPU node's part importing the actuators", "agent/src/node/sources/probe.ts", 'import { FencedActuator } from "../../fleet/actuators/gate";\nexport const x = FencedActuator;\n'],
     ["a GPU node's part importing an operator command", "agent/src/node/probe.ts", 'import { STATUS_USAGE } from "../ops/status/command";\nexport const x = STATUS_USAGE;\n'],
     ["the edge importing the controller", "agent/src/edge/fallback/probe.ts", 'import { Controller } from "../../fleet/controller/controller";\nexport const x = Controller;\n'],

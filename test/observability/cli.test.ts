@@ -1,5 +1,5 @@
 /**
- * `npm run observability` (issue 19 item 7): the stack's standby AZ and the Prometheus'
+ * `npm run observability`: the stack's standby AZ and the Prometheus'
  * selector labels from the command line, so `--cluster prod --standby-az us-east-1c`
  * writes rules that do not fire LlmHaAzCapacityLow for the standby at zero (replayed in
  * promtool), and the operator objects carry the labels the selectors need.

@@ -1,5 +1,5 @@
 /**
- * The continuation relay's alerts (issue 31): `LlmHaQueryOfDeath` and `LlmHaContinuationMismatch`
+ * The continuation relay's alerts: `LlmHaQueryOfDeath` and `LlmHaContinuationMismatch`
  * under the real `promtool test rules` — each fires on its outcome within 15 minutes and stays
  * silent on continuations that worked — and every `llmha_continue_*` name a rule or a panel
  * reads is one a REAL relay serves on its metrics listener.

@@ -28,8 +28,8 @@ function inRow(row: string): DashboardPanel[] {
 }
 
 describe("Grafana dashboard", () => {
-  it("has the rows and panels the issue asks for", () => {
-    // User impact first (issue 19 item 6), then the tier and AZ states, then the alerts table.
+  it("has the rows and panels an on-call engineer reads first", () => {
+    // User impact first, then the tier and AZ states, then the alerts table.
     expect(rows.map((r) => r.title)).toEqual(["User impact", "Fleet at a glance", "Alerts", "Nodes and AZs", "Detection and failover", "Probe and engine", "GPUs", "L1 proxy (HAProxy)", "Standby AZ and practice wakes", "L4 fallback (llm-ha fallback)", "Stream continuation (llm-ha continue)", "Agents, models and cloud actions", "Rollout"]);
     const titles = (row: string) => inRow(row).map((p) => p.title);
     expect(titles("User impact")).toEqual([

@@ -1,5 +1,5 @@
 /**
- * The L4 fallback's alerts (issue 14): `LlmHaFallbackQueueLag` and `LlmHaFallbackQueueNearCap`
+ * The L4 fallback's alerts: `LlmHaFallbackQueueLag` and `LlmHaFallbackQueueNearCap`
  * under the real `promtool test rules` — they fire on a stalled replay below L4 and on a queue
  * near its cap, and stay silent at L4 (the queue is meant to fill), while a backlog drains, on
  * an unreadable lag (-1) and below the cap — and every `llmha_fallback_*` name a rule or a
@@ -153,7 +153,7 @@ describe("metric names against a real fallback", () => {
     expect(names.filter((n) => !isExported(n, page))).toEqual([]);
     // The check can fail.
     expect(isExported("llmha_fallback_no_such", page)).toBe(false);
-    // What the issue asks for is there: outcomes by kind, depth and lag, replay latency.
+    // What an operator of L4 watches is there: outcomes by kind, depth and lag, replay latency.
     for (const f of ["llmha_fallback_requests_total", "llmha_fallback_queue_depth", "llmha_fallback_consumer_lag", "llmha_fallback_replay_seconds", "llmha_fallback_replay_attempt_seconds", "llmha_fallback_tier_l4"]) {
       expect(page.families.has(f), f).toBe(true);
     }

@@ -1,6 +1,6 @@
 /**
  * The stack's observability switches (`llm-ha:observability`) under Pulumi's mocks: on by
- * default with ConfigMaps only (issue 13 item 2: no stack installs prometheus-operator, so
+ * default with ConfigMaps only (no stack installs prometheus-operator, so
  * none references its CRDs), the operator objects when asked for (and then the policy
  * `crds-installed` refuses the stack), off entirely, thresholds and selector labels from
  * config, bad values named. The per-environment suites check the

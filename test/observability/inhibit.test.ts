@@ -1,5 +1,5 @@
 /**
- * Alertmanager inhibition rules shipped beside the alerts (issue 19 item 9), in a REAL
+ * Alertmanager inhibition rules shipped beside the alerts, in a REAL
  * Alertmanager (Debian `prometheus-alertmanager`): `amtool check-config` accepts them, and
  * with alerts posted as Prometheus would, a global outage mutes per-node and capacity
  * alerts of its cluster (not of another), a cluster-wide burn mutes the same burn per AZ,

@@ -1,5 +1,5 @@
 /**
- * The L1 scrape's cardinality (issue 19 item 8) on a REAL HAProxy rendered by the
+ * The L1 scrape's cardinality on a REAL HAProxy rendered by the
  * production generator with DNS discovery (3 AZs × 12 `server-template` slots, as a prod
  * pod): the full exporter page carries thousands of series, most of them per-server slots
  * nobody reads; the shipped scrape (`no-maint` + the keep-list of names a rule or panel
@@ -19,7 +19,7 @@ import { dnsGroup } from "../../infra/workloads/l1-proxy";
 import { havePromtool, promtool } from "./promql";
 
 const AZS = ["us-east-1a", "us-east-1b", "us-east-1c"];
-// The prod stack: 12 slots per AZ (the node groups' maxSize), 3 AZs — the pod the issue measured (2,926 series).
+// The prod stack: 12 slots per AZ (the node groups' maxSize), 3 AZs — the largest L1 pod (2,926 series measured).
 const SLOTS = 12;
 const objs = observabilityObjects({ namespace: "llm-ha", clusterName: "prod", prometheusOperator: false, selectorLabels: {} });
 let hp: HaproxyHandle;

@@ -61,7 +61,7 @@ beforeAll(async () => {
       LLMHA_ACTUATOR: "local",
       LLMHA_LOCAL_CLOUD_URL: "http://127.0.0.1:9",
       LLMHA_STANDBY_AZ: "az-obs-b",
-      // Practice wakes export their series (issue 15's alerts read them); the cron never fires in the test.
+      // Practice wakes export their series (the practice-wake alerts read them); the cron never fires in the test.
       LLMHA_PRACTICE_WAKE: "0 4 29 2 *",
     },
   });

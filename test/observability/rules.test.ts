@@ -27,7 +27,7 @@ const fires = cases.fires.bind(cases);
 const TESTS: TestGroup[] = [
   ...nodeAlertCases(fires),
   {
-    name: "L1 data missing: no proxy scraped, a proxy down, an AZ's proxy with no usable server (issue 19 item 5)",
+    name: "L1 data missing: no proxy scraped, a proxy down, an AZ's proxy with no usable server",
     interval: "15s",
     input_series: [
       // c1: proxies up; the one in az a has neither own-AZ nor backup servers UP after 1 minute.
@@ -56,7 +56,7 @@ const TESTS: TestGroup[] = [
     alert_rule_test: [at("4m", "LlmHaL1ProxiesMissing"), at("7m", "LlmHaL1ProxiesMissing", fires("LlmHaL1ProxiesMissing", {}))],
   },
   {
-    name: "model loading is no page (issue 19 item 4): UNHEALTHY while MODEL_LOADING stays silent; a load past 30m fires LlmHaModelLoadStuck",
+    name: "model loading is no page: UNHEALTHY while MODEL_LOADING stays silent; a load past 30m fires LlmHaModelLoadStuck",
     interval: "1m",
     input_series: [
       // n1 loads for 10 minutes (scale-out), then serves.
@@ -78,7 +78,7 @@ const TESTS: TestGroup[] = [
     ],
   },
   {
-    name: "leader change (issue 19 item 3): the tier held at L2 across a hand-over keeps LlmHaTierElevated firing",
+    name: "leader change: the tier held at L2 across a hand-over keeps LlmHaTierElevated firing",
     interval: "15s",
     input_series: [
       // n1 leads until 5m, nobody for 30 s, then n2.
@@ -119,7 +119,7 @@ const TESTS: TestGroup[] = [
     ],
   },
   {
-    name: "standby capacity unavailable (issue 15): the leader's word under L2 fires after a minute; a former leader's stale gauge and a practice at L0 do not",
+    name: "standby capacity unavailable: the leader's word under L2 fires after a minute; a former leader's stale gauge and a practice at L0 do not",
     interval: "1m",
     input_series: [
       ...leaderSeries("n1", "n2", "1x30", "0x30"),
@@ -140,7 +140,7 @@ const TESTS: TestGroup[] = [
     ],
   },
   {
-    name: "foreign cloud actions (issue 26): the leader's audit seeing one fires at once and holds while it stands; a former leader's stale gauge does not; a sighting counted and gone within 15 m still fires",
+    name: "foreign cloud actions: the leader's audit seeing one fires at once and holds while it stands; a former leader's stale gauge does not; a sighting counted and gone within 15 m still fires",
     interval: "1m",
     input_series: [
       ...leaderSeries("n1", "n2", "1x30", "0x30"),
@@ -161,7 +161,7 @@ const TESTS: TestGroup[] = [
     ],
   },
   {
-    name: "practice wakes (issue 15): a failed practice fires until one serves, whichever agent recorded it; the last served practice slower than 15 m fires",
+    name: "practice wakes: a failed practice fires until one serves, whichever agent recorded it; the last served practice slower than 15 m fires",
     interval: "1m",
     input_series: [
       // c1: served at t=1000 s, failed at 5 m (t=2000 s), served again at 20 m (t=3000 s) by another agent.
@@ -200,7 +200,7 @@ const TESTS: TestGroup[] = [
   },
 ];
 
-// Issue 16: the leader's count of nodes serving another model than the majority.
+// Same model everywhere: the leader's count of nodes serving another model than the majority.
 TESTS.push({
   name: "model mismatch: the leader's outlier count for 30 minutes fires; a shorter roll-out and a former leader's stale count do not",
   interval: "1m",
@@ -219,7 +219,7 @@ TESTS.push({
   ],
 });
 
-// Issue 32: a node drained for wrong canary answers; most of the fleet disagreeing with the expectation (capped, no drain).
+// Canaries: a node drained for wrong canary answers; most of the fleet disagreeing with the expectation (capped, no drain).
 TESTS.push({
   name: "canaries: a CANARY_MISMATCH drain fires at once; capped nodes for 5 minutes fire the fleet alert",
   interval: "1m",

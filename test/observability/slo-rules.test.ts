@@ -1,6 +1,6 @@
 /**
  * The SLOs and their multi-window, multi-burn-rate alerts under the real `promtool test
- * rules` (issue 19 items 1 and 2): a steady error rate that spends a month's budget in
+ * rules`: a steady error rate that spends a month's budget in
  * days pages; one failure in ten requests at night does not; streams cut after their 200
  * count; time to first token from vLLM's histogram, or from the probe's where a server
  * exports none; a slow burn opens a ticket and does not page.
@@ -116,7 +116,7 @@ function proxy(cluster: string, az: string, step: number, phases: [up: 0 | 1, pe
   ];
 }
 
-/** Issue 19, the drill's az-loss: a proxy that is gone counts nothing, yet its clients fail. */
+/** The drill's az-loss: a proxy that is gone counts nothing, yet its clients fail. */
 const LOST_TESTS: TestGroup[] = [
   {
     name: "availability: an L1 proxy whose scrape fails while it carries traffic pages within 2 minutes; it counts for l1LostFor (5 m) at most",

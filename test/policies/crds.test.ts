@@ -1,5 +1,5 @@
 /**
- * crds-installed (issue 13 item 2): a stack may not reference a CRD it does not install.
+ * crds-installed: a stack may not reference a CRD it does not install.
  * Starts from the valid fixture stack, adds one custom resource, then what installs it.
  */
 import { describe, expect, it } from "vitest";

@@ -1,7 +1,7 @@
 /**
  * The create-time checks (policies/create-order.ts, policies/create-time.ts) over prod's
  * captured graph, with the dependencies and timeouts the register requests carried. Each is
- * clean on the program as it is, and each keeps the blocker it guards (issue 27) as a
+ * clean on the program as it is, and each keeps the deploy blocker it guards as a
  * regression fixture: the same graph with that one thing put back as it was.
  */
 import { beforeAll, describe, expect, it } from "vitest";

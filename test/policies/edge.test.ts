@@ -79,7 +79,7 @@ describe("charts-by-digest", () => {
     expect(await messages(chartsByDigest, [release({ chart: `oci://public.ecr.aws/eks-charts/aws-load-balancer-controller@sha256:${HEX}` })])).toEqual([]);
   });
 
-  // What the stack did before issue 25.5: name and version from the repository, nothing pinning the archive.
+  // What the stack did before the chart was pinned by digest: name and version from the repository, nothing pinning the archive.
   it("fails a chart referenced by version only", async () => {
     expect(await messages(chartsByDigest, [release({ chart: "aws-load-balancer-controller", repositoryOpts: { repo: "https://aws.github.io/eks-charts" } })])).toEqual([
       "lbc-release: chart aws-load-balancer-controller 3.5.0 from https://aws.github.io/eks-charts is referenced by version only, not by digest: install the archive checked against a pinned sha256 (infra/chart-archive.ts) or oci://…@sha256:<64 hex>.",

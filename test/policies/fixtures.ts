@@ -7,7 +7,7 @@ import { failoverRecord, healthCheck, weightedRecord } from "./dns-fixtures";
 import { res, TAGS } from "./fixture-base";
 
 /**
- * Client authentication at L1 is rendered by the HAProxy generator (issue 25.2); until then its
+ * Client authentication at L1 is rendered by the HAProxy generator; until then its
  * policy is advisory and known to fire on every captured stack. Once it is mandatory, it counts again.
  */
 export const settled = (v: Violation): boolean => !(v.policy === "l1-auth-required" && L1_AUTH_ENFORCEMENT === "advisory");
@@ -260,7 +260,7 @@ const httpsIn = res("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
 
 const agentRole = res("aws:iam/role:Role", "agent-role", {
   name: "llm-agent",
-  // Only the controller's ServiceAccount (issue 26): GPU-node agents hold no cloud role.
+  // Only the controller's ServiceAccount: GPU-node agents hold no cloud role.
   assumeRolePolicy: JSON.stringify({
     Version: "2012-10-17",
     Statement: [

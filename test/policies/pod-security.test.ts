@@ -46,7 +46,7 @@ describe("pod-security", () => {
   });
 });
 
-describe("pod-security with the two namespaces (issue 26: restricted wherever possible)", () => {
+describe("pod-security with the two namespaces (restricted wherever possible)", () => {
   const PSA = (enforce: string) => ({ "pod-security.kubernetes.io/enforce": enforce, "pod-security.kubernetes.io/audit": "restricted", "pod-security.kubernetes.io/warn": "restricted" });
   const layout = () => [...happyStack(), namespace("llm-ha", PSA("privileged")), namespace("llm-ha-edge", PSA("restricted")), edgeDeployment()];
 

@@ -49,7 +49,7 @@ describe("standby-schedule-rules", () => {
     ]);
   });
 
-  it("fails a schedule on a group that runs on a Capacity Block (issue 27: the block ends and AWS scales it down; a weekly scale-up would fight it)", async () => {
+  it("fails a schedule on a group that runs on a Capacity Block (the block ends and AWS scales it down; a weekly scale-up would fight it)", async () => {
     const rs = changed("gpu-us-east-1c-h100", (p) => (p.capacityType = "CAPACITY_BLOCK"));
     const m = await messages(standbyScheduleRules, rs);
     expect(m).toHaveLength(2);

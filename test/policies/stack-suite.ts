@@ -77,7 +77,7 @@ export function describeStackPolicies(env: Env): void {
       if (env !== "dev") expect(found).toEqual(expect.arrayContaining([["l1-tls-required", svc.urn]]));
     });
 
-    // Issue 25.5: the chart as the stack named it before, by repository, name and version.
+    // The chart as the stack named it before it was pinned by digest: by repository, name and version.
     it("flags the stack once the controller's chart is referenced by version only", async () => {
       const broken = structuredClone(rs);
       const release = broken.find((r) => r.type === "kubernetes:helm.sh/v3:Release")!;

@@ -42,7 +42,7 @@ describe("llm-ha preflight offline", () => {
     // The Docker Hub token goes in from a file, never on the command line (shell history, ps).
     expect(stdout).toContain("aws secretsmanager create-secret --name ecr-pullthroughcache/docker-hub --secret-string file://docker-hub.json");
     expect(stdout).toContain("Online checks (read-only; run with --online");
-    // 4,608 for the groups at their maximum, and 768 for the standby's fallback groups (issue 27).
+    // 4,608 for the groups at their maximum, and 768 for the standby's fallback groups.
     expect(stdout).toContain("quota-code L-417A185B (Running On-Demand P instances) in us-east-1 ≥ 5376 vCPUs");
     expect(stdout).toContain("quota-code L-1216C47A (Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances) in us-east-1 ≥ the vCPUs of system node groups (4 in each of 3 AZs) 12 × m6i.xlarge");
     expect(stdout).toContain("certificate: acm describe-certificate --certificate-arn <llm-ha:edge.certificateArn>: in us-east-1, ISSUED, its names cover <llm-ha:dns.serviceName>");
@@ -50,7 +50,7 @@ describe("llm-ha preflight offline", () => {
     expect(stdout).toContain("add-on versions: eks describe-addon-versions --kubernetes-version 1.36 for vpc-cni, coredns, kube-proxy, eks-pod-identity-agent, aws-ebs-csi-driver, eks-node-monitoring-agent: each has a default version");
     expect(stdout).toContain("agent image: ecr describe-images --image-ids imageDigest=… for <llm-ha:agentImage>: the digest exists in its repository");
     expect(stdout).toMatch(/warn\s+capacity h100\s+p5\.48xlarge On-Demand without a reservation/);
-    // Nothing in the stack reads the shipped rules and dashboards unless the user's Prometheus does (issue 27).
+    // Nothing in the stack reads the shipped rules and dashboards unless the user's Prometheus does.
     expect(stdout).toMatch(/warn\s+observability\s+(alert rules, scrape jobs and the dashboard ship as ConfigMaps|PrometheusRule and PodMonitors need)/);
     expect(stdout).toMatch(/13 blocking \(offline checks only\)\n$/);
   });
@@ -80,7 +80,7 @@ describe("llm-ha preflight offline", () => {
     expect(offlineChecks(roles, "llm-ha", "prod").rows.filter((r) => r.check.includes("redis"))).toEqual([]);
   });
 
-  it("a Kubernetes version newer than the support table: a warning row, not a crash (issue 27)", () => {
+  it("a Kubernetes version newer than the support table: a warning row, not a crash", () => {
     const values = { ...stackConfig("dev"), "llm-ha:kubernetesVersion": "1.37" };
     const row = offlineChecks(values, "llm-ha", "dev").rows.find((r) => r.check === "EKS 1.37 support");
     expect(row).toMatchObject({ status: "warn", detail: "not in the support table (contracts/eks-versions.ts): its window is not checked" });
@@ -183,7 +183,7 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     expect(out).toMatch(/3 blocking\n$/);
   });
 
-  it("a service name at the zone's apex is invalid: its records are CNAMEs (issue 27)", async () => {
+  it("a service name at the zone's apex is invalid: its records are CNAMEs", async () => {
     route53.on(GetHostedZoneCommand).resolves({ HostedZone: { Id: "/hostedzone/Z04217753KQ3ZPLMVTB2", Name: "infer.qa.llm-ha.net.", CallerReference: "x", Config: { PrivateZone: false } } });
     expect(await preflightCommand(["--stack", variant(), "--online"], clients)).toBe(1);
     expect(out).toMatch(/invalid\s+hosted zone\s+infer\.qa\.llm-ha\.net is the zone's apex: Route53 refuses a CNAME record there/);
@@ -198,7 +198,7 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
     expect(out).toMatch(/invalid\s+reservation cr-0123456789abcdef0\s+it is in us-east-1b, configured for us-east-1a/);
   });
 
-  it("capacity semantics (issue 27): a maximum above the reservation's count, a block about to end, a plain reservation for a block class", () => {
+  it("capacity semantics: a maximum above the reservation's count, a block about to end, a plain reservation for a block class", () => {
     const today = new Date("2026-12-02T00:00:00Z");
     const want = { id: "cr-0123456789abcdef0", az: "us-east-1a", type: "p5.48xlarge", cls: "h100", block: false, max: 4, desired: 2, createSize: 2 };
     const cr = { CapacityReservationId: want.id, AvailabilityZone: "us-east-1a", InstanceType: "p5.48xlarge", State: "active" as const, TotalInstanceCount: 2 };
@@ -234,7 +234,7 @@ describe("llm-ha preflight --online (aws-sdk-client-mock)", () => {
   });
 });
 
-describe("llm-ha preflight --online: add-on versions, agent image, weights (issue 27; the aws CLI, faked)", () => {
+describe("llm-ha preflight --online: add-on versions, agent image, weights (the aws CLI, faked)", () => {
   const ec2 = mockClient(EC2Client);
   const quotas = mockClient(ServiceQuotasClient);
   const route53 = mockClient(Route53Client);

@@ -1,5 +1,5 @@
 /**
- * What is read from Redis is not trusted (issue 26.2), on a real redis-server: a forged or
+ * What is read from Redis is not trusted, on a real redis-server: a forged or
  * corrupted fence value (`HSET fence:last token 1e400`) neither gives the next leader the
  * token `inf` nor freezes every fenced write — the acquisition leaves it out, heals the fence
  * and reports it; a node record no agent could have written is left out of the snapshot the

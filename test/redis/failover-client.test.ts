@@ -1,5 +1,5 @@
 /**
- * The Redis client and the lease through a failover's rough edges (issue 17, part 2), on real
+ * The Redis client and the lease through a failover's rough edges, on real
  * redis-server processes: a primary that goes silent without closing its connections while
  * the endpoint's name moves to a new primary; an acquire the client gave up on that Redis ran
  * later (CLIENT PAUSE WRITE); a frozen replica while the lease waits for it (`WAIT 1`).

@@ -1,5 +1,5 @@
 /**
- * Every connection follows the endpoint (issue 30): after a failover a connection that never
+ * Every connection follows the endpoint: after a failover a connection that never
  * writes — the lease's own, which acquires only when the key is free — must not stay on the old
  * server, whether that one turned replica or, on the far side of a partition, is a primary again
  * while the endpoint's name points at the new one. Real redis-servers behind a loopback link

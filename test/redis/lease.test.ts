@@ -162,7 +162,7 @@ describe("leader lease (in-process)", () => {
     expect(() => resolveLeaseSettings({ ttlMs: 3000 })).toThrow(LeaseSettingsError); // renew 7 s ≥ TTL − margin
   });
 
-  it("after losing the lease to a takeover, no longer names itself (or anyone stale) as the leader (issue 26)", async () => {
+  it("after losing the lease to a takeover, no longer names itself (or anyone stale) as the leader", async () => {
     const log = testLogger();
     const c = createRedisClient(redis.url, { name: "takeover-test", log });
     const keys = new RedisKeys(freshCluster());

@@ -1,5 +1,5 @@
 /**
- * The leader's sweep at scale (issue 17): with 5,000 dead nodes (one AZ of a large fleet lost),
+ * The leader's sweep at scale: with 5,000 dead nodes (one AZ of a large fleet lost),
  * a period's sweep must cost Redis next to nothing — the dead are kept apart (`dead` zset) and
  * read once when they die and once when forgotten, never on every tick; the tick on which they
  * all die is worked off in chunks. Redis's own time (`INFO commandstats`) is what is measured.

@@ -240,7 +240,7 @@ describe("fake inference as a process", () => {
   });
 });
 
-describe("fake inference: progress, queue, wedge, load failure (issue 16)", () => {
+describe("fake inference: progress, queue, wedge, load failure", () => {
   const tokens = async (url: string): Promise<number> => Number(/vllm:generation_tokens_total\{[^}]*\} ([\d.]+)/.exec((await call(url, "/metrics")).text)![1]);
 
   it("counts tokens while a completion generates, and a wedge freezes the ones already running", async () => {

@@ -1,5 +1,5 @@
 /**
- * `llm-ha status` shows L4 (issue 14): whether the tier is L4, so the L1 proxies answer from
+ * `llm-ha status` shows L4: whether the tier is L4, so the L1 proxies answer from
  * `llm-ha fallback`, and the queue depth the fallback publishes in
  * `llmha:<cluster>:fallback:queue` {depth, topic, updatedAt} — text view and `--json`.
  */

@@ -4,7 +4,7 @@ import { eventRow } from "../../agent/src/ops/status/events";
 import { renderFleetView, stripAnsi } from "../../agent/src/ops/status/render";
 import type { FleetView, ModelsView } from "../../agent/src/ops/status/types";
 
-/** Issue 16: the `model` line of `llm-ha status` — the fleet's majority model and what differs. */
+/** The `model` line of `llm-ha status` — the fleet's majority model and what differs. */
 const NOW = 1_800_000_000_000;
 const keys = new RedisKeys("prod");
 

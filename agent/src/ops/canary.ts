@@ -1,5 +1,5 @@
 /**
- * `llm-ha canary show` / `llm-ha canary record` (issue 32), an operator's commands next to
+ * `llm-ha canary show` / `llm-ha canary record`, an operator's commands next to
  * `llm-ha practice`: show the expected canary answers per model key (learned from the fleet or
  * recorded, capped or not, who disagrees), and record one — the answers one node gave lately
  * (`--node`), or the fleet's current majority — as the expectation of a model (`--model`; it may

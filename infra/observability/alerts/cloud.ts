@@ -1,5 +1,5 @@
 /**
- * Who holds the cloud (issue 26): the controller alone acts on AWS, and reports what it did
+ * Who holds the cloud: the controller alone acts on AWS, and reports what it did
  * not do — a zonal shift without its comment, a standby or fallback group resized or held off
  * its schedule with no llm-ha wake (`llmha_foreign_actions_active{kind}`, from the leader's
  * audit; `llmha_foreign_actions_total{kind}`, one per change). llm-ha never undoes them: a

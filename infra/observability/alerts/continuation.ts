@@ -1,5 +1,5 @@
 /**
- * The continuation relay's alerts (issue 31), from its own metrics listener in every L1 pod
+ * The continuation relay's alerts, from its own metrics listener in every L1 pod
  * (job `llm-ha-continue`). A continuation that works is not alerted on: the client saw one
  * answer. Two outcomes need a person: the query-of-death guard stopping a request that took two
  * servers down, and a greedy seeded answer that came out different when run again (the servers

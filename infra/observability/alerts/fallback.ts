@@ -1,5 +1,5 @@
 /**
- * The L4 fallback's queue (issue 14), from its own metrics listener (job `llm-ha-fallback`,
+ * The L4 fallback's queue, from its own metrics listener (job `llm-ha-fallback`,
  * one target per L1 pod; every one reads the same topic and replay group, so the lag is
  * taken as the highest any of them reports). L4 itself is `LlmHaGlobalOutage` (fleet.ts):
  * the controller's tier, the one signal every part acts on, is not alerted on twice.
@@ -50,7 +50,7 @@ export function fallbackRules(t: AlertThresholds): RuleGroupSpec {
       },
       {
         alert: "LlmHaFallbackProviderMisconfigured",
-        // A provider answered 401, 403 or 404 (issue 28): its key, its permissions or our model
+        // A provider answered 401, 403 or 404: its key, its permissions or our model
         // mapping is wrong. Requests went on to the next provider, so nothing failed yet — but
         // the failover the outage plan counts on is one provider short.
         expr: "sum by (cluster, provider) (increase(llmha_fallback_provider_misconfigured_total[15m])) > 0",

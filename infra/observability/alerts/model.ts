@@ -1,5 +1,5 @@
 /**
- * Same model everywhere (issue 16): a failover to a node serving another model, revision or
+ * Same model everywhere: a failover to a node serving another model, revision or
  * precision changes the answers users get. The leader compares what every node's server says
  * it serves and publishes `llmha_model_outlier_nodes` (leader-only, so read from the lease
  * holder and bridged over a leader change like `leader-view.ts`'s series).
@@ -37,7 +37,7 @@ export function modelRules(): RuleGroupSpec {
             "llm-ha status (model line) names the odd nodes and AZs; compare their inference Deployment's image and --model/--revision/--dtype args; roll the odd ones to the fleet's model, or pin LLMHA_MODEL_REVISION so a wrong one is taken out.",
         },
       },
-      // Correctness canaries (issue 32): a node answering wrongly with 200 is out; most of the fleet disagreeing is a change, not a GPU.
+      // Correctness canaries: a node answering wrongly with 200 is out; most of the fleet disagreeing is a change, not a GPU.
       {
         alert: "LlmHaCanaryMismatch",
         expr: `max by (cluster, az, node) (llmha_node_reason_active{code="CANARY_MISMATCH"}) > 0`,

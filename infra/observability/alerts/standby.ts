@@ -1,5 +1,5 @@
 /**
- * The standby AZ on the day it is needed (issue 15): capacity the wake could not get, and the
+ * The standby AZ on the day it is needed: capacity the wake could not get, and the
  * weekly practice wakes that prove it can. Read from the series the agents export:
  * `llmha_standby_capacity_unavailable` (the leader's reconciler: every step of the fallback
  * order failed to launch) and the practice's `llmha_practice_last_timestamp_seconds{outcome}`

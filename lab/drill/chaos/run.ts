@@ -1,5 +1,5 @@
 /**
- * `llm-ha drill --chaos` (issue 30): a seeded campaign of overlapping random faults from the
+ * `llm-ha drill --chaos`: a seeded campaign of overlapping random faults from the
  * drill's catalogue (`schedule.ts`, `faults.ts`) on the drill's fleet with its steady traffic
  * throughout, the invariants (`invariants.ts`) checked at every observer sample, then the
  * fleet's return to L0 and the absence of anything left running. A broken invariant prints the

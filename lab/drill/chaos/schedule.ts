@@ -1,5 +1,5 @@
 /**
- * The chaos campaign's schedule (issue 30): from a seed and the fleet's shape, a list of
+ * The chaos campaign's schedule: from a seed and the fleet's shape, a list of
  * overlapping faults drawn from the drill's catalogue — when each starts, on what, for how long.
  * Pure and deterministic: the same seed and shape give the same schedule (mulberry32, no
  * `Math.random`), so a seed that broke an invariant replays the same faults.

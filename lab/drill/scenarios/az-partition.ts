@@ -1,5 +1,5 @@
 /**
- * `az-partition` (issue 30): `az-a` keeps serving its own proxy but is cut from Redis (every
+ * `az-partition`: `az-a` keeps serving its own proxy but is cut from Redis (every
  * az-a node's path to the endpoint) and from the other AZs (az-a's proxy ↔ their nodes, their
  * proxies ↔ az-a's nodes), iptables inside the drill's namespace, for 15 s.
  *

@@ -1,5 +1,5 @@
 /**
- * `az-power-interruption` (issue 30), as AWS FIS's "AZ Availability: Power Interruption":
+ * `az-power-interruption`, as AWS FIS's "AZ Availability: Power Interruption":
  * everything placed in `az-a` fails at once — its proxy, its nodes' inference servers and
  * agents (SIGKILL), the leader (placed on an `az-a` node first), the Redis primary (placed
  * in `az-a`: SIGKILL; the sentinels in the other AZs promote the replica in `az-b`) and the

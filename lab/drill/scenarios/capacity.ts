@@ -1,5 +1,5 @@
 /**
- * Capacity scenarios (issue 15): the standby wake when the cloud has no capacity for the
+ * Capacity scenarios: the standby wake when the cloud has no capacity for the
  * standby's first instance type. The local cloud gives the standby AZ two node groups
  * (`p5.48xlarge` first, `p4d.24xlarge` as its fallback) and makes every launch of the
  * first fail with AWS's `InsufficientInstanceCapacity` message; the leader's actuator must

@@ -1,5 +1,5 @@
 /**
- * Issue 32's correctness scenarios: wrong answers with HTTP 200.
+ * The correctness scenarios: wrong answers with HTTP 200.
  * - `silent-corruption`: one node's server starts answering wrongly, still 200 — `garbage` (fluent
  *   wrong text), `drift` (one token in k), `nan` (NaN logprobs), one mode a run in turn. Its agent's
  *   canaries must take it out (≤ 30 s, stretch ≤ 10 s), with no failed request; the wrong answers
@@ -124,7 +124,7 @@ export async function runCanaryNoise(ctx: ScenarioContext, spec: ScenarioSpec, r
   r.extra.canaries = sent;
   r.extra.canariesShort = Math.max(0, NOISE_CANARIES - sent);
   r.extra.seconds = Math.round((r.healAt - r.injectAt) / 1000);
-  // The cost (issue 32): the servers' time on canaries as a share of wall time, at the drill's
+  // The cost: the servers' time on canaries as a share of wall time, at the drill's
   // cadence, and scaled to the production default (one round a minute instead of one a second).
   const share = nodes.length && windowS > 0 ? busy / (nodes.length * windowS) : null;
   r.extra.canaryMsPerRound = sent > 0 ? Math.round((busy * 1000 * 3) / sent) : null;

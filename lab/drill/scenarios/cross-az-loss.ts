@@ -1,5 +1,5 @@
 /**
- * `cross-az-loss` (issue 30): 20 % of the connections between AZs lost — every AZ proxy's new
+ * `cross-az-loss`: 20 % of the connections between AZs lost — every AZ proxy's new
  * connections to another AZ's nodes (requests and agent-checks alike) refused one SYN in five
  * (iptables `statistic`, inside the drill's namespace; each AZ proxy connects from its own
  * address) — while every GPU of `az-a` is lost, so `az-a`'s proxy spills its traffic to the

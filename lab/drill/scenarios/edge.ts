@@ -1,5 +1,5 @@
 /**
- * The public edge under attack and under change (issue 25):
+ * The public edge under attack and under change:
  *   `edge-auth`  — no key, a bad key, malformed headers and a key revoked mid-run are refused
  *                  by the proxy (0 requests reach a server), and a key rotated under traffic
  *                  costs its client 0 failed requests;

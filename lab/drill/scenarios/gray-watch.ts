@@ -1,5 +1,5 @@
 /**
- * What issue 30's scenarios watch beside the observer: the registry read straight from Redis
+ * What the gray-failure scenarios watch beside the observer: the registry read straight from Redis
  * as the lab admin (through the endpoint, never over a node's path, so a slowed or cut path
  * does not slow the watch) — node hashes that expired and how late heartbeats ran — and the
  * lease holder's changes over a window.

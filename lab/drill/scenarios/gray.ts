@@ -1,4 +1,4 @@
-/** The runs of issue 30's scenarios (specs in ../gray-specs.ts), one file each; run-scenario.ts spreads this table into its own. */
+/** The runs of the gray-failure scenarios (specs in ../gray-specs.ts), one file each; run-scenario.ts spreads this table into its own. */
 import type { ScenarioSpec } from "../scenarios";
 import type { RunResult, ScenarioContext } from "./runner";
 import { runRedisFailoverThenLeaderKill } from "./redis-failover-then-leader-kill";

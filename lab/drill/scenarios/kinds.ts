@@ -1,9 +1,9 @@
 /**
- * Every server kind, not only vLLM (issue 16): one active node is made a TGI, a Triton (with its
+ * Every server kind, not only vLLM: one active node is made a TGI, a Triton (with its
  * OpenAI-compatible frontend), a llama.cpp and a plain OpenAI-compatible server in turn, each
  * under the drill's traffic; on each, the engine is wedged (completions hang, `/health` stays
- * 200) and then the server crashed, and the time to leave its AZ proxy is measured. Targets
- * from the issue: a wedge out within 1.5 s where the server exports progress metrics (TGI,
+ * 200) and then the server crashed, and the time to leave its AZ proxy is measured. The
+ * targets: a wedge out within 1.5 s where the server exports progress metrics (TGI,
  * Triton, llama.cpp), within 6 s for a plain OpenAI-compatible server (the probe alone); a crash
  * within the crash scenario's 1.2 s. The node is a vLLM again at the end.
  */

@@ -1,5 +1,5 @@
 /**
- * `leader-isolated` (issue 30): the leader's node cut from Redis (iptables on its path to the
+ * `leader-isolated`: the leader's node cut from Redis (iptables on its path to the
  * endpoint, inside the drill's namespace) while everything else runs — its node keeps serving
  * its AZ proxy. Held two lease TTLs plus 2 s, then healed.
  *

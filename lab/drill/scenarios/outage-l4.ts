@@ -1,5 +1,5 @@
 /**
- * What `global-outage` checks of L4 as a client relies on it (issue 28), with the `openai` SDK
+ * What `global-outage` checks of L4 as a client relies on it, with the `openai` SDK
  * class: an idempotency key repeated runs once, a 503 the SDK retries (the broker frozen past the
  * acknowledgement timeout) runs once, a poisoning attempt by one tenant is never served to
  * another, and — with a second fallback in the replay group killed with SIGKILL as the tier

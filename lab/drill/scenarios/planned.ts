@@ -1,5 +1,5 @@
 /**
- * Planned moves cut nothing (issue 17). `node-drain`: one active node drained as a scale-in or
+ * Planned moves cut nothing. `node-drain`: one active node drained as a scale-in or
  * a node drain does it — its agent answers `drain` and leaves, the inference server stops once
  * the requests it holds have finished — then booted again. `rolling-restart`: the inference server of every
  * node of one active AZ in turn, the next only once the last is back at full weight, as a

@@ -93,8 +93,8 @@ export const LONG_GENERATIONS = [
 
 /**
  * A 15 s non-streaming generation (the proxy sees no byte of the answer until it is whole) and a
- * 12 s stream, through one AZ's proxy: HAProxy's `timeout server` must not cut either (issue 20,
- * item 5). No fault is injected; the scenario fails when either request fails or comes back short.
+ * 12 s stream, through one AZ's proxy: HAProxy's `timeout server` must not cut either. No
+ * fault is injected; the scenario fails when either request fails or comes back short.
  */
 export async function runLongGeneration(ctx: ScenarioContext, spec: ScenarioSpec, run: number): Promise<RunResult> {
   const r = blank(spec.name, run);

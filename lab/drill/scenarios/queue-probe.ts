@@ -1,5 +1,5 @@
 /**
- * The L4 queue as the L1 pods hold it, through an AZ's loss (issue 30): a Kafka cluster whose
+ * The L4 queue as the L1 pods hold it, through an AZ's loss: a Kafka cluster whose
  * brokers are placed in the AZs (placement.brokers, broker i+1 in brokers[i]), a topic of six
  * partitions with replication factor 3 and its leaders spread over the brokers (as MSK keeps
  * them), and the fallback's own `RequestQueue` enqueuing a request every 100 ms throughout.

@@ -1,5 +1,5 @@
 /**
- * `redis-failover-then-leader-kill` (issue 30): the compound fault a black-box check found.
+ * `redis-failover-then-leader-kill`: the compound fault a black-box check found.
  * The Redis primary moves (Sentinel failover; the endpoint follows the promoted replica),
  * the old node stays reachable and later takes writes again — as a Sentinel setup does on the
  * far side of a partition until it demotes it: here `REPLICAOF NO ONE` on it while the

@@ -1,5 +1,5 @@
 /**
- * `redis-latency` (issue 30): Redis 300 ms away for 30 s — every node's path to the endpoint
+ * `redis-latency`: Redis 300 ms away for 30 s — every node's path to the endpoint
  * (placement.ts) holds each byte 150 ms each way, so every command's answer comes 300 ms late
  * (as a congested or far link would make it), then back to none.
  *

@@ -1,5 +1,5 @@
 /**
- * Redis failovers as ElastiCache Multi-AZ has them (issue 17), on the drill's primary +
+ * Redis failovers as ElastiCache Multi-AZ has them, on the drill's primary +
  * replica + sentinels behind one endpoint (`lab/engines/redis-ha.ts`):
  *
  * - `redis-failover`: a Sentinel failover to a replica that is caught up; the old primary is

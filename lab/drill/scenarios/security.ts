@@ -1,5 +1,5 @@
 /**
- * Least privilege inside (issue 26): what one stolen credential or one hostile pod can do.
+ * Least privilege inside: what one stolen credential or one hostile pod can do.
  *
  * - `redis-forgery`: with the fallback's Redis credentials (a compromised internet-facing
  *   pod) forge two healthy nodes' hashes as failed, take the lease, poison the fence, write

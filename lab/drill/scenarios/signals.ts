@@ -1,5 +1,5 @@
 /**
- * Issue 16's signals in the drill: `burst` (busy ≠ dead: a queue of 1,000 requests while tokens
+ * The engine signals in the drill: `burst` (busy ≠ dead: a queue of 1,000 requests while tokens
  * flow must not take the node out) and `corrupt-weights` (the inference server restarts on
  * corrupted weights and fails to load: the node leaves and stays out until good weights load).
  */
@@ -87,7 +87,7 @@ export async function runBurst(ctx: ScenarioContext, spec: ScenarioSpec, run: nu
   r.extra.burstRequests = BURST_REQUESTS;
   r.extra.reasonsAtEnd = codes.join(",") || "none";
   r.extra.degradedSamples = ctx.tl.samples.filter((s) => s.t >= r.injectAt && s.t <= r.healAt && s.nodes[n.id]?.status === "DEGRADED").length;
-  // Through the end, not only the hold: the false failover issue 32 found came just after the burst ended.
+  // Through the end, not only the hold: the false failover `burst` once counted in every run came just after it ended.
   r.extra.victimRemoved = ctx.tl.samples.some((s) => s.t >= r.injectAt && s.t <= r.endAt && l1Removed(s.l1[rowOf(ctx, n)])) ? 1 : 0;
   return r;
 }

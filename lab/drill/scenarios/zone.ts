@@ -57,7 +57,7 @@ export async function runAzGpuLoss(ctx: ScenarioContext, spec: ScenarioSpec, run
   const backupTotal = (s: Sample): number => backups.reduce((a, k) => a + (s.l1[k]?.total ?? 0), 0);
   // The cross-zone figure needs requests reaching the AZ's proxy after its nodes left it. The
   // main client follows DNS, which can drop the AZ before HAProxy's agent-checks take its nodes
-  // out (the AZ state went DOWN 1.2 s before them under load, issue 29): then nothing of the
+  // out (the AZ state went DOWN 1.2 s before them under load): then nothing of the
   // main traffic crossed and cross-zone read "not seen". A client with the AZ's address cached
   // keeps sending to the proxy; two of them do here.
   const direct = shortThroughProxy(ctx, az, 2);

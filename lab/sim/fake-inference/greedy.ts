@@ -1,5 +1,5 @@
 /**
- * Greedy decoding as the fake imitates it, for correctness canaries (issue 32): a seeded request
+ * Greedy decoding as the fake imitates it, for correctness canaries: a seeded request
  * at temperature 0 gets a deterministic answer — the same tokens, ids and logprobs from every
  * healthy server of the fleet, derived from the prompt alone — and the silent-corruption modes
  * change it the way broken arithmetic does, still with 200:

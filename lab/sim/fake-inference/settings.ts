@@ -77,7 +77,7 @@ export interface FakeInferenceSettings {
    */
   maxRunning: number;
   /**
-   * Silent corruption (issue 32): the server loads and answers 200, wrongly. `garbage`: fluent wrong
+   * Silent corruption: the server loads and answers 200, wrongly. `garbage`: fluent wrong
    * text; `drift`: one token in `driftEvery` of a greedy answer differs; `nan`: logprobs NaN. Default `none`.
    */
   corruption: Corruption;

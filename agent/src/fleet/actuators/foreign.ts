@@ -1,5 +1,5 @@
 /**
- * Changes to the cloud the controller did not make (issue 26): the leader reads the world
+ * Changes to the cloud the controller did not make: the leader reads the world
  * through its actuator (`audit`, reads only) every `everyMs`, and reports what no llm-ha action
  * explains — a zonal shift without llm-ha's comment, a standby or fallback group resized or held
  * off its schedule by someone else. llm-ha never undoes them (an operator's shift is theirs);

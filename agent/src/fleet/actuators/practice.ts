@@ -1,5 +1,5 @@
 /**
- * Practice wakes (issue 15): scale-to-zero of the standby AZ is only safe if waking it works
+ * Practice wakes: scale-to-zero of the standby AZ is only safe if waking it works
  * on the day it is needed, so on a schedule (a cron in a time zone, default weekly at a quiet
  * hour) — or when an operator asks (`llm-ha practice`) — the leader wakes the standby at zero, waits for the first standby node serving,
  * records the wake time and the outcome, and releases it. Skipped when the tier is above L0

@@ -13,7 +13,7 @@
  * - Every call carries the term's token through `FencedActuator`; a new term starts from
  *   what the last one recorded in the `actuation` hash; a lost term (or a `refused-stale`)
  *   stops the actions of that term at once.
- * - A wake is followed (issue 15): until a standby node is healthy, the wake is asked
+ * - A wake is followed: until a standby node is healthy, the wake is asked
  *   again every `wakeFollowMs`, and each call reads the launches and wakes the next fallback
  *   step when the last one failed (one fenced, recorded call per step). When every step
  *   failed, `standbyUnavailable()` gives the reason the controller puts in the tier.

@@ -91,7 +91,7 @@ export interface WakeReport {
 }
 
 /**
- * A change to the cloud the controller did not make (issue 26): a zonal shift without llm-ha's
+ * A change to the cloud the controller did not make: a zonal shift without llm-ha's
  * comment, a standby or fallback group resized or held off its schedule by someone else.
  * Reported (metric, event, alert), never undone by llm-ha: it may be an operator's.
  */

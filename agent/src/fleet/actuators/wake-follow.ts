@@ -1,5 +1,5 @@
 /**
- * Following a standby wake (issue 15): after the wake call, whether the groups launched, and
+ * Following a standby wake: after the wake call, whether the groups launched, and
  * what to do when they cannot — provider-neutral and pure, so the AWS actuator (Auto Scaling
  * groups, scaling activities) and the drill's local cloud run the same decision.
  *

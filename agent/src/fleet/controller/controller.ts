@@ -347,9 +347,9 @@ export class Controller {
         }, { changeField: "shiftAz", eventType: "shift" }),
       );
     }
-    // Same model everywhere (issue 16): every 10th period, what each live node says it serves.
+    // Same model everywhere: every 10th period, what each live node says it serves.
     if (!early && this.ticks % 10 === 0) writes.push(this.publishModelSameness(snap, now));
-    // Correctness canaries (issue 32): the expected answers per model, from the fleet's majority or an operator's record.
+    // Correctness canaries: the expected answers per model, from the fleet's majority or an operator's record.
     // With an inventory only its nodes vote (answers under other ids are pruned and counted as forged).
     if (!early && this.o.canary && this.ticks % 2 === 0) writes.push(this.publishCanaryExpectations(this.o.canary, now));
     if (!early && this.o.repair) writes.push(this.o.repair.round({ snap, azs: evaluation.azs, now, inventory: this.inventory }));

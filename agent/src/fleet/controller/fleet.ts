@@ -78,7 +78,7 @@ export interface FleetOptions {
   contend?: boolean;
   /** Heartbeat a node record. Default true; false for the controller (`LLMHA_ROLE=controller`), which checks no node. */
   register?: boolean;
-  /** Correctness canaries: the leader learns and publishes the expected answers (issue 32); none when off. */
+  /** Correctness canaries: the leader learns and publishes the expected answers; none when off. */
   canary?: CanaryLearning;
   /** The repair ladder (`LLMHA_REPAIR_MODE`, `LLMHA_REPAIR_SPARE`): with `advise` the leader publishes its plan each period. Default off. */
   repair?: { mode: "off" | "advise" | "act"; spare?: ReadonlyMap<string, number>; actuator?: RepairActuator | null; act?: Partial<RepairActSettings>; settings?: Partial<RepairSettings>; warningScanMs?: number };

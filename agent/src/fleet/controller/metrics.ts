@@ -149,7 +149,7 @@ export class FleetMetrics {
     this.blastSuspectChecks.set(now.size);
   }
 
-  /** Same model everywhere (issue 16): outlier nodes, outlier AZs among `azs`, the majority as an info series. */
+  /** Same model everywhere: outlier nodes, outlier AZs among `azs`, the majority as an info series. */
   setModels(same: ModelSameness, azs: readonly string[]): void {
     this.modelOutlierNodes.set(same.outliers.length);
     const odd = new Set(same.outlierAzs);

@@ -1,5 +1,5 @@
 /**
- * The controller apart from the GPU nodes (`LLMHA_ROLE=controller`, issue 26): the same image
+ * The controller apart from the GPU nodes (`LLMHA_ROLE=controller`): the same image
  * and the same fenced lease as every agent, but no node to check. It contends, and whichever
  * replica leads runs the controller and the actuator; GPU-node agents (`LLMHA_ROLE=node`)
  * never contend, so the cloud credential lives only here. Its HTTP port answers `/livez`,
@@ -43,7 +43,7 @@ export function fleetOptions(cfg: AgentConfig, log: Logger, metrics: Registry, t
     ...redisAuthFromEnv({ LLMHA_REDIS_USER: cfg.redisUser ?? undefined, LLMHA_REDIS_PASSWORD_FILE: cfg.redisPasswordFile ?? undefined }),
     // A node's answers older than 5 rounds are a node gone or a model changed: no vote.
     canary: cfg.canaryIntervalMs > 0 ? { tolerance, maxAgeMs: 5 * cfg.canaryIntervalMs } : undefined,
-    // Node agents never lead; the controller checks no node (issue 26).
+    // Node agents never lead; the controller checks no node.
     contend: cfg.role !== "node",
     // Only a process that may lead reads the inventory (a GPU node's agent holds no cluster credential).
     inventory: cfg.role === "node" ? undefined : inventoryFromSetting(cfg.inventory, { selector: cfg.inventorySelector, tokenFile: cfg.inventoryTokenFile, caFile: cfg.inventoryCaFile, env: process.env }) ?? undefined,

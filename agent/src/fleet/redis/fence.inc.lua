@@ -12,7 +12,7 @@
 
   fenceAdmit(fenceKey, token, holder) → nil when admitted, else the highest token seen.
 
-  What is read is not trusted (issue 26): a token is a whole number from 0 to the server clock
+  What is read is not trusted: a token is a whole number from 0 to the server clock
   plus a day (tokens follow the clock in ms and grow by one per acquisition). Anything else —
   `1e400` (Lua reads it as inf: every later write refused, the next token inf), a negative or
   fractional number, a date far ahead — is treated as lost data: fence:last is seeded from the

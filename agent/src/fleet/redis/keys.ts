@@ -40,7 +40,7 @@
  * | `enrolled`             | hash   | leader                | node id → JSON `{seal, key, at}`: the node's capability sealed to its public key (`key`: SHA-256 of that key, first 16 hex) |
  * | `enrolled:digests`     | hash   | leader                | node id → the first 16 hex of SHA-256 of its capability: how readers (`llm-ha status`, `llm-ha canary`) find the node's record among `node:<id>:*` without the capability; any other `node:<id>:<x>` is not the node's. Agents may not write it |
  * | `llmha-caps:<cluster>` | hash   | leader only           | node id → capability. Outside the `llmha:<cluster>:` prefix so that no role reading that prefix (`llmha-reader`, `llmha-operator`) reads it |
- * | `canary:answers`       | hash   | each agent; leader prunes | node id → JSON `{az, model, at, answers}`: its latest correctness-canary answers per prompt id (issue 32); with an inventory only its nodes' fields vote, the leader deletes the others |
+ * | `canary:answers`       | hash   | each agent; leader prunes | node id → JSON `{az, model, at, answers}`: its latest correctness-canary answers per prompt id; with an inventory only its nodes' fields vote, the leader deletes the others |
  * | `canary:expect`        | hash   | leader (fenced)       | `m:<model key>` → JSON expectation `{source, at, answers, nodes, agreeing, disagreeing, capped}`, learned from the fleet's majority or recorded; `leader, token, updatedAt` |
  * | `canary:recorded`      | hash   | `llm-ha canary record` | `m:<model key>` → JSON expectation an operator recorded; it takes precedence over the fleet's |
  *
@@ -171,7 +171,7 @@ export class RedisKeys {
   get fallbackQueue(): string {
     return `${this.prefix}fallback:queue`;
   }
-  // Correctness canaries (issue 32).
+  // Correctness canaries.
   get canaryAnswers(): string {
     return `${this.prefix}canary:answers`;
   }

@@ -31,7 +31,7 @@ export interface NodeReport {
   /** Model id the server says it serves, null when none (yet). */
   model: string | null;
   /**
-   * What the server says about that model beyond the id (issue 16, same model everywhere):
+   * What the server says about that model beyond the id (same model everywhere):
    * revision or weights hash, dtype, max context; null or absent when it does not tell.
    */
   modelRevision?: string | null;

@@ -220,7 +220,7 @@ export interface HeartbeatArgs {
   prefix: string;
   /** This agent process's random id ("" = no claim). */
   instance: string;
-  /** What the server says beyond the id (issue 16): revision, dtype, max context; "" or absent = unknown. */
+  /** What the server says beyond the id, for the same-model check: revision, dtype, max context; "" or absent = unknown. */
   modelRevision?: string;
   modelDtype?: string;
   maxContext?: number | "";

@@ -54,7 +54,7 @@ const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**
  * Why a node record cannot be what an agent wrote, or null when it can. What is read from
- * Redis is not trusted (issue 26): a forged hash (a stolen credential) or a corrupted one must
+ * Redis is not trusted: a forged hash (a stolen credential) or a corrupted one must
  * not move an AZ's state. The AZ must be one agents registered (`azs`) and the member entry's;
  * counts bounded and whole; weight 0–100; status and phase known.
  */

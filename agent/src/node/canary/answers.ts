@@ -1,5 +1,5 @@
 /**
- * Correctness canaries (issue 32): the known-answer requests an agent sends its own server, how
+ * Correctness canaries: the known-answer requests an agent sends its own server, how
  * each kind is asked (greedy: temperature 0, a fixed seed, a short output) and what comes back —
  * the text, and the tokens and logprobs where the kind returns them — and how two answers are
  * compared within the nondeterminism real servers have (batch-dependent kernels: a prefix of

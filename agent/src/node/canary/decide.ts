@@ -1,5 +1,5 @@
 /**
- * The canary decision (issue 32), a pure function of (previous state, one round's outcome, clock):
+ * The canary decision, a pure function of (previous state, one round's outcome, clock):
  * - rounds alternate the two sets (so the fleet learns both); a round that differs from the
  *   expectation makes the node SUSPECT, and the next round (at once) runs the other set;
  * - that set differing too makes it MISMATCH: drained with the hard reason `CANARY_MISMATCH`;

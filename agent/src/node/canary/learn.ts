@@ -1,5 +1,5 @@
 /**
- * Expected canary answers per model (issue 32), learned from the fleet the way "same model
+ * Expected canary answers per model, learned from the fleet the way "same model
  * everywhere" learns the model (`evaluator/model-sameness.ts`): per model key (`id@revision …`,
  * so the two revisions of a rollout are two expectations), per prompt, the answer most nodes give
  * within tolerance — a strict majority of at least two nodes, ties to the answer seen in more AZs.

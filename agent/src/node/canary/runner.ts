@@ -1,5 +1,5 @@
 /**
- * The agent's canary loop (issue 32): every `LLMHA_CANARY_INTERVAL_MS` one round — the set the
+ * The agent's canary loop: every `LLMHA_CANARY_INTERVAL_MS` one round — the set the
  * decision asks for, one request at a time to the node's own server — then the answers go to
  * Redis (the fleet learns from them), the expectation for the served model is read back, and the
  * pure decision (`decide.ts`) steps. A SUSPECT node's re-check runs at once, not a period later,

@@ -1,5 +1,5 @@
 /**
- * Canary answers and expectations in Redis (issue 32; keys in `redis/keys.ts`): each agent writes
+ * Canary answers and expectations in Redis (keys in `redis/keys.ts`): each agent writes
  * its latest answers, the leader learns and publishes the expectations (fenced, as the `models`
  * hash), an operator records one (`llm-ha canary record`), and each agent reads the one for the
  * model its server serves.

@@ -131,7 +131,7 @@ export function evaluate(signals: Signals, prev: EvaluatorState, now: number, s:
     const own = signals.probe ? probeReasons(signals.probe.value, s) : [];
     observed.push(...probeWithEngine(own, signals.probe, probeAt, signals.engine, progressAt, now, s, signals.probeUnansweredSince ?? null, progress?.othersAt ?? null));
   }
-  // Wrong answers with 200 (issue 32): hard, the node is out until its answers match after a restart.
+  // Wrong answers with 200: hard, the node is out until its answers match after a restart.
   // The deep check before traffic (deep-check.ts): out until it passes.
   if (signals.deepCheck) observed.push(signals.deepCheck);
   if (signals.canaryMismatch) observed.push({ source: "probe", code: "CANARY_MISMATCH", hard: true, effect: "unhealthy", detail: `canary answers differ from the expected ones: ${signals.canaryMismatch}` });

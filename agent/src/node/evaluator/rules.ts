@@ -255,7 +255,7 @@ export function probeWithEngine(
   // The bound counts stillness, not the run: tokens that moved after the run began (other than the
   // probe's own prefill, within wedgeMs of its start) restart it. Without this a queue that has just
   // drained (a burst ending) left a run of busy timeouts behind, and the first engine sample with
-  // nothing queued made the node PROBE_STUCK before the next probe could answer (issue 32: `burst`).
+  // nothing queued made the node PROBE_STUCK before the next probe could answer (seen in `burst`).
   // Progress with other work in the engine (`othersProgressAt`) is never the probe's own prefill: it counts
   // too. Without it, a new probe started just before a burst's last tokens hid them, and the run's first
   // timeout (seconds before) made a node that had just drained its queue PROBE_STUCK (seen in `burst`).

@@ -1,5 +1,5 @@
 /**
- * Connection limits for the health listeners (issue 26.5): one client address may hold only
+ * Connection limits for the health listeners: one client address may hold only
  * a few sockets at once, so 300 slowloris HTTP sockets or 600 idle agent-check sockets from
  * one pod cannot take the room the kubelet's probes and HAProxy's checks need. The node's
  * own loopback (`127.0.0.1`, `::1`: a local probe) is never refused for the total.

@@ -125,7 +125,7 @@ export interface Signals {
   pci?: Sample<PciObservation>;
   /** Probe latencies of the last N successful probes. */
   probeLatencies?: number[];
-  /** The canaries' word (issue 32): what differed while the node's answers are a mismatch, else null. */
+  /** The canaries' word: what differed while the node's answers are a mismatch, else null. */
   canaryMismatch?: string | null;
   /** The deep check before traffic while it has not passed (`DEEP_CHECK_PENDING`, `GPU_DIAG_FAILED`), else null. */
   deepCheck?: Reason | null;

@@ -77,12 +77,12 @@ export function eventRow(id: string, flat: string[], now: number, keys: RedisKey
       tone = f.outcome === "failed" || f.outcome === "refused-stale" ? "bad" : "info";
       break;
     case "foreign-action":
-      // Issue 26: a cloud change the controller did not make (actuators/foreign.ts).
+      // A cloud change the controller did not make (actuators/foreign.ts).
       summary = `not made by llm-ha: ${f.kind} change${f.az ? ` in ${f.az}` : ""}: ${f.detail ?? f.id ?? ""}`;
       tone = "bad";
       break;
     case "model": {
-      // The leader's `models` hash (issue 16): written when the odd nodes change.
+      // The leader's `models` hash: written when the odd nodes change.
       const n = Number(f.outlierCount ?? (f.outliers ? f.outliers.split(",").length : 0));
       const azs = f.outlierAzs ? `; AZ ${f.outlierAzs} serves none of it` : "";
       summary = f.outliers

@@ -1,5 +1,5 @@
 /**
- * `llm-ha practice`: asks the leader for a practice wake of the standby now (issue 15), as an
+ * `llm-ha practice`: asks the leader for a practice wake of the standby now, as an
  * SRE would after changing a launch template or a reservation, instead of waiting for the
  * schedule. It reads the fleet first — tier, standby, leader, a practice already running — and
  * refuses what the leader would skip (the tier above L0, the standby awake) or could not do (no

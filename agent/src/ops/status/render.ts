@@ -76,7 +76,7 @@ function standbyLine(v: FleetView): Line {
 
 const PHASE_STYLE: Record<string, Style> = { serving: "green", waiting: "yellow", fallback: "yellow", unavailable: "red" };
 
-/** The followed wake: which step of the fallback order is in charge, and why (issue 15). */
+/** The followed wake: which step of the fallback order is in charge, and why. */
 function wakeLine(v: FleetView): Line[] {
   const w = v.actuation?.wake;
   if (!w) return [];
@@ -86,7 +86,7 @@ function wakeLine(v: FleetView): Line[] {
   return [line];
 }
 
-/** The last practice wake (issue 15): when, outcome, wake time. */
+/** The last practice wake: when, outcome, wake time. */
 function practiceLine(v: FleetView, now: number): Line[] {
   const p = v.practice;
   if (!p) return [];
@@ -159,7 +159,7 @@ function inventoryLine(v: FleetView): Line[] {
 }
 
 /**
- * Same model everywhere (issue 16): the fleet's majority model, or first what differs — the
+ * Same model everywhere: the fleet's majority model, or first what differs — the
  * count and the AZs serving none of it (what a long line must not lose), then the majority
  * and the odd nodes.
  */

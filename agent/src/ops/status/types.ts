@@ -60,7 +60,7 @@ export interface NodeRow {
   soft: string[];
   /** Hard reason codes: act at once. */
   hard: string[];
-  /** The model id the node's server says it serves (issue 16: not the configured one). */
+  /** The model id the node's server says it serves (not the configured one). */
   model: string | null;
   /** What the server says beyond the id, where it tells (absent from older agents' hashes). */
   modelRevision?: string | null;
@@ -90,13 +90,13 @@ export interface StandbyView {
   token: number | null;
   updatedAt: number | null;
   ageMs: number | null;
-  /** Set while it is wanted awake and cannot be woken (every fallback step failed): why (issue 15). */
+  /** Set while it is wanted awake and cannot be woken (every fallback step failed): why. */
   unavailable?: string;
   /** Set while it is wanted awake and a new wake waits: `backoff until …, because …` (the last wake had no healthy node). */
   backoff?: string;
 }
 
-/** The followed standby wake (issue 15), from the `actuation` hash. */
+/** The followed standby wake, from the `actuation` hash. */
 export interface WakeView {
   /** `waiting`, `fallback`, `serving`, `unavailable`. */
   phase: string;
@@ -109,7 +109,7 @@ export interface WakeView {
   servedMs: number | null;
 }
 
-/** The last practice wake (issue 15), from the `practice` hash. */
+/** The last practice wake, from the `practice` hash. */
 export interface PracticeView {
   /** `served`, `failed`, `skipped`, `interrupted`; null before the first one. */
   outcome: string | null;
@@ -157,7 +157,7 @@ export interface SuspectView {
   ageMs: number | null;
 }
 
-/** Same model everywhere (issue 16): the leader's `models` hash, refreshed every 10 periods. */
+/** Same model everywhere: the leader's `models` hash, refreshed every 10 periods. */
 export interface ModelsView {
   /** The fleet's majority: `id@revision dtype:… ctx:…` (unknown parts left out); null when no node serves one. */
   majority: string | null;
@@ -249,7 +249,7 @@ export interface FleetView {
   suspect: SuspectView | null;
   /** L4 state and the fallback's queue depth. */
   fallback: FallbackView;
-  /** The fleet's majority model and the odd nodes (issue 16); null when no leader published it yet, absent in older documents. */
+  /** The fleet's majority model and the odd nodes; null when no leader published it yet, absent in older documents. */
   models?: ModelsView | null;
   /** The last practice wake; absent when none was ever scheduled. */
   practice?: PracticeView;

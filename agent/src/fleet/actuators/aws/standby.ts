@@ -247,7 +247,7 @@ export class StandbyActions {
   }
 
   /**
-   * Groups in a state no llm-ha wake explains (issue 26), from one read of the groups and, for a
+   * Groups in a state no llm-ha wake explains, from one read of the groups and, for a
    * group llm-ha did not wake, its schedule's last say: its scheduled actions held off with no
    * `llm-ha:pre-wake` tag; sizes other than the schedule last set; a fallback group (desired 0
    * until llm-ha wakes it) raised; a woken group raised past its wake or taken below it.

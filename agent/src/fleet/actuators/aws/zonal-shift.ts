@@ -113,7 +113,7 @@ export class ZonalShiftActions {
     return { outcome: "applied", detail: changes.join("; ") };
   }
 
-  /** Active shifts on the configured load balancers without llm-ha's comment: someone else's (issue 26). */
+  /** Active shifts on the configured load balancers without llm-ha's comment: someone else's. */
   async foreign(trace: CallTrace): Promise<ForeignAction[]> {
     const names = new Map(Object.entries(this.o.azIds).map(([name, id]) => [id, name]));
     const out: ForeignAction[] = [];

@@ -7,9 +7,10 @@ import { pciKey } from "../../agent/src/node/sources/gpu";
 import { sleep, waitFor } from "../../agent/src/util/net";
 
 /**
- * Issue 16, agent level: a real `llm-ha agent` process with the fake nvidia-smi (the H100
- * capture), a fake vLLM, a sysfs PCI folder holding the capture's 8 GPUs, and a kernel log
- * file: each new signal must reach the agent-check reply and clear (or not) as documented.
+ * The GPU and engine signals at agent level: a real `llm-ha agent` process with the fake
+ * nvidia-smi (the H100 capture), a fake vLLM, a sysfs PCI folder holding the capture's 8 GPUs,
+ * and a kernel log file: each new signal must reach the agent-check reply and clear (or not)
+ * as documented.
  */
 const dir = mkdtempSync(join(tmpdir(), "llmha-signals16-agent-"));
 const pci = join(dir, "pci");
@@ -61,7 +62,7 @@ async function down(code: string): Promise<void> {
 const xidLine = (code: number, pid: boolean): string =>
   `[${(performance.now() / 1000).toFixed(6)}] NVRM: Xid (PCI:0000:53:00): ${code}, ${pid ? "pid=4242, name=python3" : "pid='<unknown>', name=<unknown>"}, Ch 00000008\n`;
 
-describe("issue 16 signals through a real agent", () => {
+describe("GPU and engine signals through a real agent", () => {
   it("/status reports what the server serves (same model everywhere)", async () => {
     const s = await node.agentGet("/status");
     expect(s.body.modelIdentity).toEqual({ id: "llm-ha/test-model", revision: null, dtype: null, maxContext: 8192 });

@@ -13,7 +13,10 @@ import { ConfigError, parseConfig } from "../../agent/src/config/load";
 import { FAKE_NVIDIA_SMI_PATH, NVSMI_FAULTS, writeNvsmiState, type NvsmiState } from "../../lab/sim/nvsmi-state";
 import { startFakeInference, type FakeInference } from "../../lab/sim/fake-inference";
 
-/** Issue 16's signals, each on real-shaped input. */
+/**
+ * The GPU and engine signals (NVLink fabric, GPUs off the bus, windowed XIDs, busy is not dead,
+ * engine progress for every kind, corrupted weights), each on real-shaped input.
+ */
 const dir = mkdtempSync(join(tmpdir(), "llmha-signals16-"));
 const fakes: FakeInference[] = [];
 afterAll(async () => {
@@ -238,7 +241,7 @@ describe("busy ≠ dead, stuck for every kind", () => {
     const ok = probe(5000, { kind: "ok", latencyMs: 200 });
     expect(probeWithEngine(probeReasons(ok.value, S), ok, null, undefined, null, 5000, S, null)).toEqual([]);
   });
-  it("a queue that has just drained after a run of busy timeouts is not PROBE_STUCK: the bound counts from the last progress (issue 32, burst)", () => {
+  it("a queue that has just drained after a run of busy timeouts is not PROBE_STUCK: the bound counts from the last progress (the `burst` fault)", () => {
     // Timeouts since 1000 while 1,000 requests queued; the burst ended at 9000 (last progress), the queue is empty now.
     const timedOut = probe(9100, { kind: "timeout", elapsedMs: 1500 });
     const idle = eng(9200, 0, 50_000, 0);
