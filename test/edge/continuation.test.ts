@@ -207,9 +207,15 @@ describe("stream continuation at the L1 tier", () => {
       const text = ` tok${n}`.repeat(500 + 37 * n);
       const json = JSON.stringify({ id: `cmpl-${n}`, object: "text_completion", created: 1, model: MODEL, choices: [{ index: 0, text, finish_reason: "length", logprobs: null }] });
       res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(json) });
+      // Each piece 10 ms after the one before, from the one before: timers of different lengths set at once
+      // do not run in the order they fall due when the loop runs late (a late 20 ms one can run before a 10 ms one).
       const cuts = [0, 0.3, 0.6, 1].map((f) => Math.floor(f * json.length));
-      cuts.slice(1).forEach((to, i) => setTimeout(() => res.write(json.slice(cuts[i], to)), 10 * i));
-      setTimeout(() => res.end(), 40);
+      const piece = (i: number): void => {
+        if (i === cuts.length - 1) return void res.end();
+        res.write(json.slice(cuts[i], cuts[i + 1]));
+        setTimeout(() => piece(i + 1), 10);
+      };
+      piece(0);
     });
     const s = await stack(0, { extra: pieces });
     const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => s.client.completions.create({ model: MODEL, prompt: `whole ${i}`, max_tokens: 16 })));
