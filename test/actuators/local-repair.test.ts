@@ -8,7 +8,7 @@
  * instance replaced, none at the group's max, and fails its launch with AWS's capacity message
  * under a capacity fault; a terminate stops the instance for good and takes it out of DNS.
  */
-import { mkdtempSync, existsSync, readFileSync } from "node:fs";
+import { mkdtempSync, existsSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -51,6 +51,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await cloud?.stop();
   await Promise.all([a1?.stop(), a2?.stop(), spare?.stop()]);
+  rmSync(dir, { recursive: true, force: true });
 });
 
 async function nodes(): Promise<{ nodeId: string; instanceId?: string; unschedulable: boolean }[]> {

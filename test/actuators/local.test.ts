@@ -4,7 +4,7 @@
  * real PowerDNS (the headless Services), and shifting in a real HAProxy that finds its servers
  * through `server-template` + `resolvers`, through its runtime API.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -48,6 +48,7 @@ afterAll(async () => {
   await proxy?.stop();
   await dns?.stop();
   await Promise.all([active?.stop(), spare?.stop()]);
+  rmSync(dir, { recursive: true, force: true });
 });
 
 /** Status of the server slot DNS filled with this node's address (undefined: no slot has it). */

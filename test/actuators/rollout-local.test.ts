@@ -8,7 +8,7 @@
  * rollback); a stopped node boots with it; bad requests and an unreachable cloud are `failed`;
  * an AZ as a whole moves every node of it, running ones one after another.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -41,6 +41,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await cloud?.stop();
   await Promise.all([a1?.stop(), a2?.stop(), b1?.stop()]);
+  rmSync(dir, { recursive: true, force: true });
 });
 
 const state = async (n: SimNode): Promise<FakeInferenceState | null> => {

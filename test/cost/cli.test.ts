@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import type { CostReport } from "../../infra/cost/estimate";
 import { main } from "../../lab/cli";
 import { runInProcess, type Ran } from "../support/in-process";
+import { testTempDir } from "../support/temp-dir";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 
@@ -21,9 +22,9 @@ function costEnv(args: string[], env: Record<string, string>, cwd = ROOT): Promi
   return runInProcess(main, ["cost", ...args], { env: { COLUMNS: undefined, ...env }, cwd });
 }
 
-/** A copy of dev's stack file with `edit` applied, as its own project folder. */
+/** A copy of dev's stack file with `edit` applied, as its own project folder (removed when the calling test finishes). */
 function devVariant(edit: (yaml: string) => string): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "llmha-cost-"));
+  const dir = testTempDir("llmha-cost-");
   fs.copyFileSync(path.join(ROOT, "Pulumi.yaml"), path.join(dir, "Pulumi.yaml"));
   const file = path.join(dir, "Pulumi.qa.yaml");
   // Only a stack named dev may waive TLS at the edge: the copy names a certificate instead.

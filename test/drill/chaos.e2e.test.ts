@@ -4,11 +4,11 @@
  * agents. Checks that the printed schedule is the seed's, that every fault was injected and
  * healed or skipped saying why, the safety invariants, and that nothing it started is left running.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli-run";
+import { testTempDir } from "../support/temp-dir";
 import { INVARIANT } from "../../lab/drill/chaos/invariants";
 import type { ChaosReport } from "../../lab/drill/chaos/run";
 import { formatSchedule, makeSchedule } from "../../lab/drill/chaos/schedule";
@@ -24,7 +24,8 @@ describe("llm-ha drill --chaos", () => {
   // nothing left running. What a starved host bends (a false DOWN when agents cannot answer in time, the return to
   // L0 within its bound, an injector timing out) is printed with the run, not asserted.
   it("replays the seed's schedule, injects and heals every fault, keeps the invariants and leaves nothing running", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "llmha-chaos-test-"));
+    // The report and the run's logs: removed on a pass, kept on a failure for a person to read.
+    const dir = testTempDir("llmha-chaos-test-", { keepOnFailure: true });
     const json = join(dir, "chaos.json");
     // In the caller's network namespace, as CI (not root) runs it: no link faults, and no Redis paths in the drill's own
     // process (on a loaded host their event loop starves every agent's Redis traffic: docs/drill.md, redis-latency).

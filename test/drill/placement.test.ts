@@ -80,7 +80,14 @@ describe("LossyLink", () => {
     return new Promise((resolve) => {
       const t = Date.now();
       let got = "";
-      const c = connect(l.port, "127.0.0.1", () => chunks.forEach((x, i) => setTimeout(() => c.write(x), i * 5)));
+      // Each chunk 5 ms after the one before, set from the one before: timers of different lengths set at once
+      // can run out of order when the loop runs late, and the test is about order.
+      const send = (i: number): void => {
+        if (i >= chunks.length || c.destroyed) return;
+        c.write(chunks[i]);
+        setTimeout(() => send(i + 1), 5);
+      };
+      const c = connect(l.port, "127.0.0.1", () => send(0));
       const timer = setTimeout(() => (c.destroy(), resolve(null)), limitMs);
       c.on("data", (d) => {
         got += d.toString();

@@ -3,11 +3,11 @@
  * simulated GPU nodes with real agents. The drill's own exit code is the verdict; the
  * test also checks the report and that nothing it started is left running.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli-run";
+import { testTempDir } from "../support/temp-dir";
 import type { DrillReport } from "../../lab/drill/command";
 import { pidAlive } from "../../lab/cli-process";
 
@@ -17,7 +17,8 @@ describe("llm-ha drill --quick", () => {
   // the other suites the test keeps generous bounds: twice each time target, and no request
   // lost beyond those the killed server held.
   it("stays within twice the L1 and L2 targets, loses nothing beyond the killed server's requests, and leaves nothing running", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "llmha-drill-test-"));
+    // The report and the run's logs: removed on a pass, kept on a failure for a person to read.
+    const dir = testTempDir("llmha-drill-test-", { keepOnFailure: true });
     const json = join(dir, "report.json");
     const { code, out, err } = await runCli(["drill", "--quick", "--json", json, "--out", join(dir, "out")]);
     expect(code, `${out}\n${err}`).toBe(0);

@@ -4,7 +4,7 @@
  * running agent one at a time) once left an agent running on a stopped node, with the old
  * settings, which went on to lead the fleet and ran a rollout with a 300 s bake.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -14,6 +14,7 @@ const dir = mkdtempSync(join(tmpdir(), "llmha-simnode-halt-"));
 let n: SimNode | null = null;
 afterAll(async () => {
   await n?.stop();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 const alive = (pid: number | null): boolean => {

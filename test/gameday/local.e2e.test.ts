@@ -3,11 +3,11 @@
  * answering FIS, the runner finding the template by its tags, starting it through the AWS SDK,
  * and writing the report in the drill's schema; nothing it started is left running.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli-run";
+import { testTempDir } from "../support/temp-dir";
 import type { GamedayReport } from "../../lab/gameday/report";
 import { pidAlive } from "../../lab/cli-process";
 
@@ -16,7 +16,8 @@ describe("llm-ha gameday --local", () => {
   // The targets are the drill's (--check's verdict on a quiet machine); beside other suites the
   // test keeps generous bounds: twice the DNS and leader targets.
   it("runs az-power-interruption through the local FIS and reports it in the drill's schema", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "llmha-gameday-test-"));
+    // The report and the run's logs: removed on a pass, kept on a failure for a person to read.
+    const dir = testTempDir("llmha-gameday-test-", { keepOnFailure: true });
     const json = join(dir, "report.json");
     const { code, out, err } = await runCli(["gameday", "--local", "--no-drill", "--hold", "6", "--json", json, "--out", join(dir, "out")]);
     expect([0, 1], `${out}\n${err}`).toContain(code);

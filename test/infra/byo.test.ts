@@ -7,12 +7,12 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig } from "../../agent/src/config/load";
 import { captureStack, captureStackGraph, MOCK_EXISTING, type CapturedResource } from "../../infra/capture";
 import { stackFailureLines } from "./stack-failure";
+import { testTempDir } from "../support/temp-dir";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
 
@@ -132,7 +132,7 @@ describe("byo stack, Karpenter", () => {
 
   it("the controller's Karpenter settings pass the agent's own start-up checks (the two halves of the contract agree)", () => {
     const env = controllerEnv(rs);
-    const dir = mkdtempSync(join(tmpdir(), "llmha-byo-"));
+    const dir = testTempDir("llmha-byo-");
     writeFileSync(join(dir, "password"), "pw\n");
     const plain = Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === "string")) as Record<string, string>;
     const podOnly = { LLMHA_NODE_ID: "llm-ha-controller-0", LLMHA_REDIS_URL: "rediss://redis:6379", LLMHA_REDIS_PASSWORD_FILE: join(dir, "password"), KUBERNETES_SERVICE_HOST: "10.100.0.1" };

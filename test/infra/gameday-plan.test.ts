@@ -5,12 +5,12 @@
  * once on, said so; bad input (a scenario, a region without Route53's metrics, no --dry-run)
  * exits 2 naming the thing.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { GAMEDAY_SCENARIOS } from "../../contracts/gameday";
 import { gamedayCommand, type GamedayPlan } from "../../infra/gameday/command";
+import { testTempDir } from "../support/temp-dir";
 
 async function run(argv: string[]): Promise<{ code: number; out: string; err: string }> {
   let out = "";
@@ -57,7 +57,7 @@ describe("llm-ha gameday --dry-run", () => {
     const bad = await run(["--stack", "prod", "--dry-run", "--scenario", "gpu-lots"]);
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/--scenario "gpu-lots": one of gpu-lost, .* \(did you mean gpu-lost\?\)/);
-    const dir = mkdtempSync(join(tmpdir(), "llmha-gameday-"));
+    const dir = testTempDir("llmha-gameday-");
     const file = join(dir, "Pulumi.eu.yaml");
     writeFileSync(file, readFileSync("Pulumi.dev.yaml", "utf8").replace("aws:region: us-east-1", "aws:region: eu-west-1").replace(/us-east-1([a-c])/g, "eu-west-1$1"));
     const eu = await run(["--stack", file, "--dry-run"]);

@@ -9,11 +9,11 @@ import { alertNames, alertRuleGroups, runbookAnchor } from "../../infra/observab
 import { havePromtool } from "./promql";
 import { at, Cases, runPromtoolTests, s, type TestGroup } from "./promtool-cases";
 import { C, leaderSeries, node, nodeAlertCases } from "./node-alert-cases";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RULES_FILE, rulesFileText } from "../../infra/observability/manifests";
 import { promtool } from "./promql";
+import { testTempDir } from "../support/temp-dir";
 
 const HAVE = havePromtool();
 if (!HAVE) console.warn("promtool not found: skipping the promtool tests (apt-get install -y prometheus)");
@@ -249,11 +249,10 @@ describe("runbooks", () => {
 });
 
 describe.skipIf(!HAVE)("alert rules under promtool", () => {
-  const dir = mkdtempSync(join(tmpdir(), "llmha-check-"));
   it("promtool check rules accepts the generated file", () => {
+    const dir = testTempDir("llmha-check-");
     writeFileSync(join(dir, RULES_FILE), rulesFileText(groups));
     const r = promtool(["check", "rules", RULES_FILE], dir);
-    rmSync(dir, { recursive: true, force: true });
     expect(r.out).toContain(`SUCCESS: ${groups.flatMap((g) => g.rules).length} rules found`);
     expect(r.code).toBe(0);
   });

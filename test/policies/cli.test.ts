@@ -3,7 +3,6 @@
  * bin/llm-ha's scripts is test/cli/commands.test.ts's): argv in, exit code, table or JSON out.
  */
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { policies } from "../../policies/all";
@@ -11,6 +10,7 @@ import { main } from "../../policies/cli";
 import { PENDING_ADVISORY } from "./fixtures";
 import { stackStandIns } from "../../infra/capture";
 import { runInProcess, type Ran } from "../support/in-process";
+import { testTempDir } from "../support/temp-dir";
 
 const ROOT = path.resolve(__dirname, "..", "..");
 
@@ -20,7 +20,7 @@ function policyCli(args: string[]): Promise<Ran> {
 
 describe("npm run policy", () => {
   it("prints mandatory violations as a table and exits 1", async () => {
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "policy-cli-")), "config.json");
+    const file = path.join(testTempDir("policy-cli-"), "config.json");
     fs.writeFileSync(file, JSON.stringify({ "failover-record-ttl": { maxTtl: 10 }, "required-tags": "disabled" }));
     const { code, stdout } = await policyCli(["--stack", "dev", "--policy-pack-config", file]);
     expect(code).toBe(1);
@@ -55,7 +55,7 @@ describe("npm run policy", () => {
   }, 180_000);
 
   it("a setting the stack file gives is not a stand-in", () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "policy-cli-"));
+    const dir = testTempDir("policy-cli-");
     const file = path.join(dir, "Pulumi.prod.yaml");
     const prod = fs.readFileSync(path.join(ROOT, "Pulumi.prod.yaml"), "utf8");
     // Prod takes no hub token (its weights come from S3): the agent image stands for any user setting.
@@ -78,7 +78,7 @@ describe("npm run policy", () => {
   });
 
   it("exits 2, naming the file and the line, for a stack file that does not parse (not 1: that means violations)", async () => {
-    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "policy-cli-")), "Pulumi.broken.yaml");
+    const file = path.join(testTempDir("policy-cli-"), "Pulumi.broken.yaml");
     fs.writeFileSync(file, "config:\n  llm-ha:region: us-east-1\n  llm-ha:azs: [a, b\n  aws:region: us-east-1\n");
     const { code, stderr } = await policyCli(["--stack", file]);
     expect(code).toBe(2);
@@ -87,7 +87,7 @@ describe("npm run policy", () => {
   });
 
   it("exits 2 for stack settings the program refuses", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "policy-cli-"));
+    const dir = testTempDir("policy-cli-");
     const file = path.join(dir, "Pulumi.dev.yaml");
     const dev = fs.readFileSync(path.join(ROOT, "Pulumi.dev.yaml"), "utf8");
     fs.writeFileSync(file, dev.replace("llm-ha:standbyAz: us-east-1b", "llm-ha:standbyAz: us-east-1z"));

@@ -6,13 +6,13 @@
  */
 import { execFile } from "node:child_process";
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { promisify } from "node:util";
 import { beforeAll, describe, expect, it } from "vitest";
 import { policies } from "../../policies/all";
 import { mandatory, runPolicies } from "../../policies/runner";
 import { captureStack, TEST_REDIS_TOKEN, type CapturedResource } from "../../infra/capture";
+import { testTempDir } from "../support/temp-dir";
 
 type O = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- captured props are untyped JSON
 
@@ -89,7 +89,7 @@ describe("the pack refuses each opening an attacker used, over the prod stack", 
 
 describe("npm run policy -- --stack <a token-only prod file>", () => {
   it("exits 1 on redis-roles-required", async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "policy-refusal-"));
+    const dir = testTempDir("policy-refusal-");
     const file = path.join(dir, "Pulumi.prod.yaml");
     const yaml = fs.readFileSync(path.join(ROOT, "Pulumi.prod.yaml"), "utf8").replace("config:\n", "config:\n  llm-ha:redisAuthToken:\n    secure: v1:AAAABBBBCCCCDDDDEEEEFFFF\n");
     fs.writeFileSync(file, yaml);

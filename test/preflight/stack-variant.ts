@@ -3,9 +3,9 @@
  * a project folder of its own (a stack named qa, so TLS is required). Shared by the preflight tests.
  */
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { WORKLOAD_ROLE_NAMES } from "../../contracts/redis-roles";
+import { testTempDir } from "../support/temp-dir";
 
 export const ROOT = path.resolve(__dirname, "..", "..");
 
@@ -41,9 +41,9 @@ export const FILLED = [
   "    dcgmExporterDigest: sha256:" + "a7".repeat(32),
 ].join("\n");
 
-/** dev's stack file with the user settings filled in and `edit` applied, as its own project folder. */
+/** dev's stack file with the user settings filled in and `edit` applied, as its own project folder (removed when the calling test finishes). */
 export function variant(edit: (yaml: string) => string = (y) => y): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "llmha-preflight-"));
+  const dir = testTempDir("llmha-preflight-");
   fs.copyFileSync(path.join(ROOT, "Pulumi.yaml"), path.join(dir, "Pulumi.yaml"));
   const file = path.join(dir, "Pulumi.qa.yaml");
   const yaml = fs

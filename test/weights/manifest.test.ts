@@ -1,16 +1,16 @@
 /** `llm-ha weights manifest`: the file the S3 copy carries and preflight reads back. */
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { describe, expect, it } from "vitest";
 import { copySteps, parseManifest, WEIGHTS_MANIFEST } from "../../infra/weights/manifest";
 import { main } from "../../lab/cli";
 import { runInProcess } from "../support/in-process";
+import { testTempDir } from "../support/temp-dir";
 
 const REV = "a09a35458c702b33eeacc393d103063234e8bc28";
 
 function download(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "llmha-weights-"));
+  const dir = testTempDir("llmha-weights-");
   fs.writeFileSync(path.join(dir, "config.json"), "{}");
   fs.writeFileSync(path.join(dir, "model-00001-of-00002.safetensors"), Buffer.alloc(1024, 1));
   fs.mkdirSync(path.join(dir, ".cache", "huggingface"), { recursive: true });
