@@ -371,13 +371,22 @@ export function localRunCommand(command: string): { command: string; skipped: st
   return { command: parts.filter((p) => !/^\s*npm\s+cache\s+clean\b/.test(p)).join("&&").trim(), skipped };
 }
 
+/** The stages `s` copies from (`COPY --from`), in the order it names them. */
+export function stageDeps(df: Dockerfile, s: Stage): Stage[] {
+  const out: Stage[] = [];
+  for (const i of s.instructions) {
+    if (i.keyword !== "COPY") continue;
+    const c = parseCopy(i);
+    if (c.from === null) continue;
+    const d = /^\d+$/.test(c.from) ? df.stages[Number(c.from)] : df.stages.find((x) => x.name === c.from);
+    if (!d) throw new DockerfileError(`line ${c.line}: COPY --from=${c.from} names no stage of this Dockerfile (external images are not supported)`);
+    if (!out.includes(d)) out.push(d);
+  }
+  return out;
+}
+
 /** The stages the last stage needs (through `COPY --from`), in Dockerfile order, the last one included; BuildKit builds only these. */
 export function neededStages(df: Dockerfile): Stage[] {
-  const byRef = (ref: string, line: number): Stage => {
-    const s = /^\d+$/.test(ref) ? df.stages[Number(ref)] : df.stages.find((x) => x.name === ref);
-    if (!s) throw new DockerfileError(`line ${line}: COPY --from=${ref} names no stage of this Dockerfile (external images are not supported)`);
-    return s;
-  };
   const need = new Set<number>();
   const visit = (s: Stage): void => {
     if (need.has(s.index)) return;
@@ -385,11 +394,7 @@ export function neededStages(df: Dockerfile): Stage[] {
     if (df.stages.some((x) => x.name !== null && x.name === s.base.toLowerCase())) {
       throw new DockerfileError(`stage ${s.name ?? s.index}: FROM another stage is not supported by scripts/dockerfile.ts`);
     }
-    for (const i of s.instructions) {
-      if (i.keyword !== "COPY") continue;
-      const c = parseCopy(i);
-      if (c.from !== null) visit(byRef(c.from, c.line));
-    }
+    for (const d of stageDeps(df, s)) visit(d);
   };
   visit(df.stages[df.stages.length - 1]);
   return df.stages.filter((s) => need.has(s.index));

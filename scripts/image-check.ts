@@ -23,7 +23,7 @@ import { FAKE_NVIDIA_SMI_PATH, writeNvsmiState } from "../lab/sim/nvsmi-state";
 import { startFakeInference } from "../lab/sim/fake-inference";
 import { children, cleanup, ImageCheckError, log, READY_TIMEOUT_MS, runCommand, setFake, step, stepNow, STOP_TIMEOUT_MS, t0, tail, tempDir } from "./image-run";
 import { biggestPackages, BUILTINS, buildStage, duMiB, hostPath, requiredPackages, stageLabel, type BuiltStage } from "./image-stages";
-import { DOCKERFILE_PATH, REPO, dockerignorePath, neededStages, parseDockerfile, parseDockerignore } from "./dockerfile";
+import { DOCKERFILE_PATH, REPO, dockerignorePath, neededStages, parseDockerfile, parseDockerignore, stageDeps } from "./dockerfile";
 
 /**
  * The agent's runtime node_modules measured 32.8 MiB (ioredis, prom-client, pino, kafkajs, the
@@ -139,17 +139,38 @@ async function check(): Promise<void> {
     const ignore = dockerignorePath(REPO, DOCKERFILE_PATH);
     const patterns = ignore ? parseDockerignore(readFileSync(ignore, "utf8")) : [];
     const stages = neededStages(df);
-    log(`stages to build: ${stages.map(stageLabel).join(" → ")}; ${patterns.length} ignore patterns from ${ignore ?? "(no .dockerignore)"}`);
+    const order = stages.map((s) => {
+      const after = stageDeps(df, s).map(stageLabel);
+      return after.length ? `${stageLabel(s)} (after ${after.join(" and ")})` : stageLabel(s);
+    });
+    log(`stages to build: ${order.join(", ")}; ${patterns.length} ignore patterns from ${ignore ?? "(no .dockerignore)"}`);
     const nodeVersion = df.globalArgs.NODE_VERSION;
     if (nodeVersion && process.versions.node.split(".")[0] !== nodeVersion.split(".")[0]) {
       log(`warning: the image uses node ${nodeVersion}, this check runs node ${process.versions.node}`);
     }
     return { df, patterns, stages };
   });
+  // Each stage starts once the stages it copies from are built, so stages that need nothing of
+  // each other build at once (BuildKit does the same): build and deps share the wait on npm.
   const built = new Map<number, BuiltStage>();
-  for (const s of stages) {
-    built.set(s.index, await step(`stage ${stageLabel(s)}: COPY and RUN as the Dockerfile does`, () => buildStage(df, s, built, patterns)));
-  }
+  const building = new Map<number, Promise<BuiltStage>>();
+  await step(`stages ${stages.map(stageLabel).join(", ")}: COPY and RUN as the Dockerfile does`, async () => {
+    for (const s of stages) {
+      const before = stageDeps(df, s).map((d) => building.get(d.index) as Promise<BuiltStage>);
+      building.set(
+        s.index,
+        Promise.all(before).then(async () => {
+          const b = await buildStage(df, s, built, patterns);
+          built.set(s.index, b);
+          return b;
+        }),
+      );
+    }
+    // The first failure fails the check at once; the cleanup stops the builds still running, whose
+    // own failures then are no news.
+    for (const p of building.values()) p.catch(() => undefined);
+    await Promise.all(building.values());
+  });
   const final = built.get(stages[stages.length - 1].index)!;
   const app = hostPath(final.root, final.workdir);
 

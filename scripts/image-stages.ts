@@ -63,7 +63,10 @@ async function copyFromStage(src: BuiltStage, sources: readonly string[], dest: 
 export async function buildStage(df: Dockerfile, stage: Stage, built: ReadonlyMap<number, BuiltStage>, patterns: readonly IgnorePattern[]): Promise<BuiltStage> {
   const started = Date.now();
   const b: BuiltStage = { stage, root: await tempDir(stageLabel(stage)), workdir: "/", env: {}, user: null, entrypoint: null, cmd: null, seconds: 0 };
-  log(`stage ${stageLabel(stage)} (FROM ${stage.base}) in ${b.root}`);
+  const label = stageLabel(stage);
+  // Stages with nothing between them build at once, as BuildKit builds them: each line names its stage.
+  const say = (line: string): void => log(`${label}: ${line}`);
+  say(`FROM ${stage.base} in ${b.root}`);
   // ARG and ENV values, for substitution in later instructions and for RUN's environment.
   const args: Record<string, string> = {};
   const vars = (): Record<string, string> => ({ ...args, ...b.env });
@@ -87,23 +90,23 @@ export async function buildStage(df: Dockerfile, stage: Stage, built: ReadonlyMa
           const src = byRef(c.from);
           if (!src) throw new DockerfileError(`line ${ins.line}: COPY --from=${c.from}: stage not built`);
           await copyFromStage(src, c.sources, c.dest, b, ins.line);
-          log(`  ${where}`);
+          say(where);
         } else {
           const files = resolveCopy(c, REPO, patterns, b.workdir);
           for (const f of files) await copyEntry(join(REPO, f.src), hostPath(b.root, f.dest));
-          log(`  ${where}  (${files.length} file${files.length === 1 ? "" : "s"})`);
+          say(`${where}  (${files.length} file${files.length === 1 ? "" : "s"})`);
         }
         break;
       }
       case "RUN": {
         const json = jsonForm(ins.args, ins.line);
         const { command, skipped } = json ? { command: "", skipped: [] } : localRunCommand(ins.args);
-        for (const s of skipped) log(`  (not run here: ${s}: it would empty this machine's npm cache; it only keeps the cache out of the layer)`);
+        for (const s of skipped) say(`(not run here: ${s}: it would empty this machine's npm cache; it only keeps the cache out of the layer)`);
         const argv = json ?? ["/bin/sh", "-c", command];
         const t = Date.now();
-        log(`  line ${ins.line}: RUN ${json ? JSON.stringify(json) : command}`);
-        await runCommand(argv, hostPath(b.root, b.workdir), runEnv(vars()), `stage ${stageLabel(stage)}, Dockerfile line ${ins.line}: RUN`);
-        log(`    done in ${((Date.now() - t) / 1000).toFixed(1)} s`);
+        say(`line ${ins.line}: RUN ${json ? JSON.stringify(json) : command}`);
+        await runCommand(argv, hostPath(b.root, b.workdir), runEnv(vars()), `stage ${label}, Dockerfile line ${ins.line}: RUN`);
+        say(`  done in ${((Date.now() - t) / 1000).toFixed(1)} s`);
         break;
       }
       case "USER":
@@ -130,7 +133,7 @@ export async function buildStage(df: Dockerfile, stage: Stage, built: ReadonlyMa
     }
   }
   b.seconds = (Date.now() - started) / 1000;
-  log(`stage ${stageLabel(stage)} built in ${b.seconds.toFixed(1)} s`);
+  say(`built in ${b.seconds.toFixed(1)} s`);
   return b;
 }
 

@@ -21,6 +21,7 @@ import {
   parseDockerignore,
   parseInstructions,
   resolveCopy,
+  stageDeps,
 } from "../../scripts/dockerfile";
 const df = parseDockerfile(readFileSync(DOCKERFILE_PATH, "utf8"));
 const ignorePath = dockerignorePath(REPO, DOCKERFILE_PATH);
@@ -55,6 +56,8 @@ describe("agent/Dockerfile as image:check reads it", () => {
   it("builds build and deps for a final stage that runs as a non-root user", () => {
     expect(neededStages(df).map((s) => s.name)).toEqual(["build", "deps", null]);
     const final = df.stages[df.stages.length - 1];
+    // build and deps copy from no stage, so the check builds them at once; the final one waits for both.
+    expect(neededStages(df).map((s) => stageDeps(df, s).map((d) => d.name))).toEqual([[], [], ["deps", "build"]]);
     const user = final.instructions.find((i) => i.keyword === "USER")?.args ?? "root";
     expect(user).not.toMatch(/^(root|0)(:|$)/);
     // The copies from other stages are the final stage's, not the context's.
