@@ -189,8 +189,8 @@ export async function runDrill(args: DrillArgs, io: { out: (s: string) => void; 
   if (skipped.length) progress(`skipping ${skipped.join(", ")}: they cut or slow links between drill members, which needs the drill's own network namespace (${why})`);
   const runs = plan.reduce((n, p) => n + p.runs, 0);
   progress(
-    `${plan.length} scenario${plan.length === 1 ? "" : "s"}, ${runs} run${runs === 1 ? "" : "s"}: about ${Math.ceil(estimateSeconds(plan) / 60)} min on 2 quiet cores` +
-      (drillMode(args) === "first" && !args.scenario ? ` (--full: all ${SCENARIOS.length} scenarios, about ${Math.ceil(estimateSeconds(selectScenarios({ mode: "full" })) / 60)} min)` : ""),
+    `${plan.length} scenario${plan.length === 1 ? "" : "s"}, ${runs} run${runs === 1 ? "" : "s"}: about ${Math.max(1, Math.round(estimateSeconds(plan) / 60))} min on 2 quiet cores` +
+      (drillMode(args) === "first" && !args.scenario ? ` (--full: all ${SCENARIOS.length} scenarios, about ${Math.round(estimateSeconds(selectScenarios({ mode: "full" })) / 60)} min)` : ""),
   );
   const outDir = resolve(args.out ?? mkdtempSync(join(tmpdir(), "llmha-drill-")));
   mkdirSync(outDir, { recursive: true });

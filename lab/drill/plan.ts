@@ -13,19 +13,20 @@ export type DrillMode = "first" | "quick" | "full";
 
 /**
  * Seconds a run of a scenario took in a quiet full run (fault to end, plus the settling before
- * the next), for the estimate printed at the start; 20 s for one not listed.
+ * the next), for the estimate printed at the start; 18 s for one not listed. The first run's six
+ * from a first drill on 2 quiet cores (2026-12-06: 2 min 9 s in all).
  */
 const TYPICAL_S: Readonly<Record<string, number>> = {
-  crash: 22, "standby-wake": 28, xid: 28, "rolling-restart": 42, "redis-failover": 45, "redis-failover-lag": 45, "redis-blackhole": 60,
-  "redis-readonly": 35, overload: 44, "server-kinds": 120, "silent-corruption": 26, "canary-noise": 90, "global-outage": 45, "standby-ice": 32, "standby-wake-karpenter": 75,
-  "l2-spread": 25, "az-loss": 25, "practice-wake": 25, "wake-onto-bad-gpus": 60, "agent-starve": 20, "health-flood": 24, "node-compromise": 30,
+  crash: 15, "az-gpu-loss": 10, "leader-kill": 11, "edge-auth": 9, "standby-wake": 28, xid: 28, "rolling-restart": 42, "redis-failover": 45, "redis-failover-lag": 45, "redis-blackhole": 60,
+  "redis-readonly": 35, overload: 44, "server-kinds": 120, "silent-corruption": 26, "canary-noise": 90, "global-outage": 25, "standby-ice": 32, "standby-wake-karpenter": 75,
+  "l2-spread": 25, "az-loss": 24, "practice-wake": 25, "wake-onto-bad-gpus": 60, "agent-starve": 20, "health-flood": 24, "node-compromise": 30,
   "repair-reboot": 60, "repair-replace": 70, "repair-capacity-short": 100, "bad-host-returns": 110, "repair-storm": 200,
   "rollout-good": 110, "rollout-bad-weights": 60, "rollout-slow": 80, "rollout-leader-kill": 120,
 };
 
-/** About how long the plan takes, start-up included, in seconds. */
+/** About how long the plan takes, in seconds: the world's start (about 26 s) and stop (about 6 s) included. */
 export function estimateSeconds(plan: readonly { spec: ScenarioSpec; runs: number }[]): number {
-  return 45 + plan.reduce((sum, p) => sum + p.runs * (TYPICAL_S[p.spec.name] ?? 18), 0);
+  return 32 + plan.reduce((sum, p) => sum + p.runs * (TYPICAL_S[p.spec.name] ?? 18), 0);
 }
 
 /** The scenarios to run: by name, the first run, the quick subset, or all; with how many runs each (`runs` overrides). */
