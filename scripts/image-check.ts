@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { freePort, sleep } from "../agent/src/util/net";
 import { FAKE_NVIDIA_SMI_PATH, writeNvsmiState } from "../lab/sim/nvsmi-state";
 import { startFakeInference } from "../lab/sim/fake-inference";
-import { children, cleanup, ImageCheckError, log, READY_TIMEOUT_MS, runCommand, setFake, step, stepNow, STOP_TIMEOUT_MS, t0, tail, tempDir } from "./image-run";
+import { children, cleanup, ImageCheckError, log, READY_TIMEOUT_MS, refuseAfterCleanup, runCommand, setFake, step, stepNow, STOP_TIMEOUT_MS, t0, tail, tempDir } from "./image-run";
 import { biggestPackages, BUILTINS, buildStage, duMiB, hostPath, requiredPackages, stageLabel, type BuiltStage } from "./image-stages";
 import { DOCKERFILE_PATH, REPO, dockerignorePath, neededStages, parseDockerfile, parseDockerignore, stageDeps } from "./dockerfile";
 
@@ -62,6 +62,7 @@ async function runAgent(final: BuiltStage): Promise<number> {
   const gpuCount = 8;
   await writeNvsmiState(nvsmiState, { gpuCount });
   await appendFile(xidLog, "");
+  refuseAfterCleanup();
   const fake = await startFakeInference({ kind: "vllm", model });
   setFake(fake);
   log(`fake inference server (vllm, ${model}) on ${fake.url}; fake nvidia-smi ${FAKE_NVIDIA_SMI_PATH} with ${gpuCount} GPUs`);
@@ -83,6 +84,7 @@ async function runAgent(final: BuiltStage): Promise<number> {
   });
   const cwd = hostPath(final.root, final.workdir);
   log(`starting ${argv.join(" ")} in ${cwd} (http 127.0.0.1:${httpPort})`);
+  refuseAfterCleanup();
   const child = spawn(argv[0], argv.slice(1), { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
   children.set(child, false);
   let out = "";
@@ -221,7 +223,7 @@ async function check(): Promise<void> {
 async function main(): Promise<void> {
   let failed = false;
   let interruptedBy: NodeJS.Signals | null = null;
-  const exitCode = (): number => (interruptedBy === "SIGINT" ? 130 : interruptedBy ? 143 : failed ? 1 : 0);
+  const exitCode = (): number => (interruptedBy === "SIGINT" ? 130 : interruptedBy === "SIGPIPE" ? 141 : interruptedBy ? 143 : failed ? 1 : 0);
   const interrupted = (sig: NodeJS.Signals): void => {
     interruptedBy = sig;
     log(`interrupted by ${sig} during "${stepNow()}": stopping what it started, removing its temp folders`);
@@ -229,6 +231,11 @@ async function main(): Promise<void> {
   };
   process.once("SIGINT", interrupted);
   process.once("SIGTERM", interrupted);
+  // Output read by something that went away (`| head`): stop as on Ctrl-C, the builds stopped and
+  // the temp folders removed, rather than die on EPIPE with both left behind.
+  process.stdout.on("error", () => {
+    if (!interruptedBy) interrupted("SIGPIPE");
+  });
   try {
     await check();
   } catch (err) {

@@ -35,13 +35,29 @@ export function setFake(f: FakeInference | null): void {
   fake = f;
 }
 
-export async function tempDir(label: string): Promise<string> {
-  const d = await mkdtemp(join(tmpdir(), `llm-ha-image-${label}-`));
-  tempDirs.push(d);
-  return d;
+let cleaning: Promise<void> | null = null;
+
+/** Once the cleanup began (an interrupt, a failure), the check starts nothing more: what it made after the sweep would be left behind. */
+export function refuseAfterCleanup(): void {
+  if (cleaning) throw new ImageCheckError("stopped: the check was interrupted or failed");
 }
 
-let cleaning: Promise<void> | null = null;
+/** Folders being made: the cleanup waits for them, so one made as it begins is removed too. */
+const making = new Set<Promise<string>>();
+
+export async function tempDir(label: string): Promise<string> {
+  refuseAfterCleanup();
+  const made = mkdtemp(join(tmpdir(), `llm-ha-image-${label}-`));
+  making.add(made);
+  try {
+    const d = await made;
+    tempDirs.push(d);
+    refuseAfterCleanup();
+    return d;
+  } finally {
+    making.delete(made);
+  }
+}
 
 /**
  * Stops every process this check started (by pid; RUN commands by their own process group,
@@ -54,8 +70,10 @@ export function cleanup(): Promise<void> {
 }
 
 async function doCleanup(): Promise<void> {
+  const stopping: Promise<void>[] = [];
   for (const [c, group] of children) {
     if (c.pid === undefined || c.exitCode !== null || c.signalCode !== null) continue;
+    stopping.push(new Promise<void>((r) => c.once("close", () => r())));
     try {
       process.kill(group ? -c.pid : c.pid, "SIGKILL");
     } catch {
@@ -63,9 +81,12 @@ async function doCleanup(): Promise<void> {
     }
   }
   children.clear();
+  // Folders are removed once what wrote in them is gone (5 s at most): not under a dying `npm ci`.
+  await Promise.race([Promise.all(stopping), new Promise((r) => setTimeout(r, 5_000).unref())]);
   if (fake) await fake.close().catch(() => undefined);
   fake = null;
-  await Promise.all(tempDirs.splice(0).map((d) => rm(d, { recursive: true, force: true })));
+  await Promise.allSettled([...making]);
+  await Promise.all(tempDirs.splice(0).map((d) => rm(d, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined)));
 }
 
 // ---- output -------------------------------------------------------------------------------
@@ -111,6 +132,7 @@ export function runEnv(stageEnv: Readonly<Record<string, string>>): NodeJS.Proce
 /** Runs a command to completion, capturing its output; rejects with the output when it fails. */
 export function runCommand(argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv, what: string): Promise<string> {
   return new Promise((resolve, reject) => {
+    if (cleaning) return reject(new ImageCheckError(`${what}: not started, the check was interrupted or failed`));
     // Its own process group, so that cleanup can stop npm and whatever npm started.
     const child = spawn(argv[0], argv.slice(1), { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     children.set(child, true);
