@@ -5,7 +5,7 @@ import { SlowestReporter } from "./test/support/slowest-reporter";
 //
 // - `*.test.ts`: unit and contract tests, with real engines where a contract needs them (a
 //   redis-server, an HAProxy, the kcat broker), and the stack tests (below). `npm test`: about
-//   eight minutes on 2 cores.
+//   six minutes on 2 cores.
 // - `*.e2e.test.ts`: the drill-scale suites. They run simulated nodes (each an agent, a fake
 //   nvidia-smi and a fake inference server as processes), wait for real failovers and crash
 //   recoveries, or run the bench and the drill. `npm run test:e2e`.
