@@ -1,24 +1,17 @@
 /**
- * Reads agent/Dockerfile and .dockerignore the way `docker build` does, for the subset of the
- * syntax the image uses, so that `npm run image:check` builds from the very instructions the
- * image is built from: the file list, the RUN commands and the entrypoint cannot drift from a
- * copy kept in the check. Anything outside that subset is an error, not a silent skip, so a
- * new Dockerfile feature makes the check fail loudly until it learns it.
+ * Reads agent/Dockerfile the way `docker build` does (its .dockerignore: ./dockerignore), for
+ * the subset of the syntax the image uses, so that `npm run image:check` builds from the very
+ * instructions the image is built from: the file list, the RUN commands and the entrypoint
+ * cannot drift from a copy kept in the check. Anything outside that subset is an error, not a
+ * silent skip, so a new Dockerfile feature makes the check fail loudly until it learns it.
  */
-import { existsSync, lstatSync, readdirSync } from "node:fs";
+import { lstatSync, readdirSync } from "node:fs";
 import { join, posix } from "node:path";
+import { isIgnored, patternRegExp, type IgnorePattern } from "./dockerignore";
 
 /** The repository root: the build context of the image. */
 export const REPO = join(__dirname, "..");
 export const DOCKERFILE_PATH = join(REPO, "agent", "Dockerfile");
-
-/** BuildKit prefers `<Dockerfile>.dockerignore` next to the Dockerfile over the context's `.dockerignore`. */
-export function dockerignorePath(contextDir: string, dockerfilePath: string): string | null {
-  const beside = `${dockerfilePath}.dockerignore`;
-  if (existsSync(beside)) return beside;
-  const root = join(contextDir, ".dockerignore");
-  return existsSync(root) ? root : null;
-}
 
 /** The Dockerfile or .dockerignore uses something this reader does not understand. */
 export class DockerfileError extends Error {
@@ -211,75 +204,6 @@ export function contextCopies(df: Dockerfile): CopyInstruction[] {
     .filter((c) => c.from === null);
 }
 
-// ---- .dockerignore ------------------------------------------------------------------------
-
-export interface IgnorePattern {
-  /** The cleaned pattern text. */
-  readonly text: string;
-  /** A `!` line: re-includes what earlier lines excluded. */
-  readonly exception: boolean;
-  readonly re: RegExp;
-}
-
-/** Docker's pattern → regular expression (moby/patternmatcher): `*` and `?` stop at `/`, `**` crosses it. */
-function patternRegExp(pattern: string): RegExp {
-  let re = "^";
-  for (let i = 0; i < pattern.length; i++) {
-    const ch = pattern[i];
-    if (ch === "*") {
-      if (pattern[i + 1] === "*") {
-        i++;
-        if (pattern[i + 1] === "/") i++;
-        re += i + 1 >= pattern.length ? ".*" : "(.*/)?";
-      } else {
-        re += "[^/]*";
-      }
-    } else if (ch === "?") {
-      re += "[^/]";
-    } else if (ch === "\\" && i + 1 < pattern.length) {
-      re += `\\${pattern[++i]}`;
-    } else if (ch === "[" || ch === "]" || ch === "-" || ch === "^") {
-      // Character classes pass through as in Go's filepath.Match.
-      re += ch;
-    } else {
-      re += ch.replace(/[.+()|{}$]/g, "\\$&");
-    }
-  }
-  return new RegExp(`${re}$`);
-}
-
-/** The patterns of a .dockerignore, in order: comments and blank lines dropped, each cleaned and anchored at the context root. */
-export function parseDockerignore(text: string): IgnorePattern[] {
-  const out: IgnorePattern[] = [];
-  for (const raw of text.split(/\r?\n/)) {
-    let p = raw.trim();
-    if (p === "" || p.startsWith("#")) continue;
-    const exception = p.startsWith("!");
-    if (exception) p = p.slice(1).trim();
-    p = posix.normalize(p).replace(/^\/+/, "").replace(/\/+$/, "");
-    if (p === "" || p === ".") continue;
-    out.push({ text: p, exception, re: patternRegExp(p) });
-  }
-  return out;
-}
-
-/**
- * Whether the context path (relative, `/`-separated) is left out of the build context: the
- * last pattern that matches it or one of its parent folders decides (Docker's
- * MatchesOrParentMatches), so `*` then `!agent/src` keeps agent/src and nothing else of agent/.
- */
-export function isIgnored(path: string, patterns: readonly IgnorePattern[]): boolean {
-  const parts = path.split("/");
-  const candidates = parts.map((_p, i) => parts.slice(0, i + 1).join("/"));
-  let ignored = false;
-  for (const p of patterns) {
-    // As in Docker: an exclusion cannot change an excluded path, an exception an included one.
-    if (p.exception !== ignored) continue;
-    if (candidates.some((c) => p.re.test(c))) ignored = !p.exception;
-  }
-  return ignored;
-}
-
 // ---- resolving COPY sources against the context -------------------------------------------
 
 export interface ContextFile {
@@ -371,6 +295,11 @@ export function localRunCommand(command: string): { command: string; skipped: st
   return { command: parts.filter((p) => !/^\s*npm\s+cache\s+clean\b/.test(p)).join("&&").trim(), skipped };
 }
 
+/** The stage a `COPY --from` names, by index or by name (lower-cased, as parseCopy gives it). */
+export function stageByRef(df: Dockerfile, ref: string): Stage | undefined {
+  return /^\d+$/.test(ref) ? df.stages[Number(ref)] : df.stages.find((x) => x.name === ref);
+}
+
 /** The stages `s` copies from (`COPY --from`), in the order it names them. */
 export function stageDeps(df: Dockerfile, s: Stage): Stage[] {
   const out: Stage[] = [];
@@ -378,7 +307,7 @@ export function stageDeps(df: Dockerfile, s: Stage): Stage[] {
     if (i.keyword !== "COPY") continue;
     const c = parseCopy(i);
     if (c.from === null) continue;
-    const d = /^\d+$/.test(c.from) ? df.stages[Number(c.from)] : df.stages.find((x) => x.name === c.from);
+    const d = stageByRef(df, c.from);
     if (!d) throw new DockerfileError(`line ${c.line}: COPY --from=${c.from} names no stage of this Dockerfile (external images are not supported)`);
     if (!out.includes(d)) out.push(d);
   }

@@ -1,13 +1,13 @@
 /**
  * `npm run image:check`: proves agent/Dockerfile without a Docker daemon. It reads the
- * Dockerfile and .dockerignore (scripts/dockerfile.ts), so the files, commands and entrypoint
- * it uses are the image's own, never a second list that could drift; then, for each stage the
- * final one needs, it copies that stage's context files into a fresh temporary folder that
- * stands for the stage's file system and runs its RUN commands there (a compile error in
- * agent/src, such as an import of ../../infra, fails here with tsc's message). It assembles
- * the final stage from the others, prints the size of what the image adds to the node base
- * image, checks the compiled CLI and the Lua scripts in that layout alone, and starts the
- * entrypoint against a fake nvidia-smi and a fake inference server until `/readyz` answers
+ * Dockerfile and .dockerignore (scripts/dockerfile.ts, scripts/dockerignore.ts), so the files,
+ * commands and entrypoint it uses are the image's own, never a second list that could drift;
+ * then, for each stage the final one needs, it copies that stage's context files into a fresh
+ * temporary folder that stands for the stage's file system and runs its RUN commands there (a
+ * compile error in agent/src, such as an import of ../../infra, fails here with tsc's message).
+ * It assembles the final stage from the others, prints the size of what the image adds to the
+ * node base image, checks the compiled CLI and the Lua scripts in that layout alone, and starts
+ * the entrypoint against a fake nvidia-smi and a fake inference server until `/readyz` answers
  * 200, then stops it with SIGTERM and expects exit 0.
  *
  * What it cannot prove: the base image itself (it runs the local node and npm, whose major
@@ -23,7 +23,8 @@ import { FAKE_NVIDIA_SMI_PATH, writeNvsmiState } from "../lab/sim/nvsmi-state";
 import { startFakeInference } from "../lab/sim/fake-inference";
 import { children, cleanup, ImageCheckError, log, READY_TIMEOUT_MS, refuseAfterCleanup, runCommand, setFake, step, stepNow, STOP_TIMEOUT_MS, t0, tail, tempDir } from "./image-run";
 import { biggestPackages, BUILTINS, buildStage, duMiB, hostPath, requiredPackages, stageLabel, type BuiltStage } from "./image-stages";
-import { DOCKERFILE_PATH, REPO, dockerignorePath, neededStages, parseDockerfile, parseDockerignore, stageDeps } from "./dockerfile";
+import { DOCKERFILE_PATH, REPO, neededStages, parseDockerfile, stageDeps } from "./dockerfile";
+import { dockerignorePath, parseDockerignore } from "./dockerignore";
 
 /**
  * The agent's runtime node_modules measured 32.8 MiB (ioredis, prom-client, pino, kafkajs, the

@@ -132,7 +132,8 @@ export function runEnv(stageEnv: Readonly<Record<string, string>>): NodeJS.Proce
 /** Runs a command to completion, capturing its output; rejects with the output when it fails. */
 export function runCommand(argv: readonly string[], cwd: string, env: NodeJS.ProcessEnv, what: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    if (cleaning) return reject(new ImageCheckError(`${what}: not started, the check was interrupted or failed`));
+    // Thrown in the executor: the promise rejects, nothing is started.
+    refuseAfterCleanup();
     // Its own process group, so that cleanup can stop npm and whatever npm started.
     const child = spawn(argv[0], argv.slice(1), { cwd, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
     children.set(child, true);

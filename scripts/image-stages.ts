@@ -7,7 +7,8 @@ import { readFileSync, readdirSync } from "node:fs";
 import { copyFile, cp, lstat, mkdir, readlink, symlink } from "node:fs/promises";
 import { builtinModules } from "node:module";
 import { dirname, join, posix } from "node:path";
-import { DockerfileError, REPO, jsonForm, localRunCommand, parseAssignments, parseCopy, resolveCopy, substitute, type Dockerfile, type IgnorePattern, type Stage } from "./dockerfile";
+import { DockerfileError, REPO, jsonForm, localRunCommand, parseAssignments, parseCopy, resolveCopy, stageByRef, substitute, type Dockerfile, type Stage } from "./dockerfile";
+import type { IgnorePattern } from "./dockerignore";
 import { ImageCheckError, log, runCommand, runEnv, tempDir } from "./image-run";
 
 // ---- building the stages ------------------------------------------------------------------
@@ -70,7 +71,10 @@ export async function buildStage(df: Dockerfile, stage: Stage, built: ReadonlyMa
   // ARG and ENV values, for substitution in later instructions and for RUN's environment.
   const args: Record<string, string> = {};
   const vars = (): Record<string, string> => ({ ...args, ...b.env });
-  const byRef = (ref: string): BuiltStage | undefined => [...built.values()].find((x) => (/^\d+$/.test(ref) ? x.stage.index === Number(ref) : x.stage.name === ref));
+  const byRef = (ref: string): BuiltStage | undefined => {
+    const s = stageByRef(df, ref);
+    return s && built.get(s.index);
+  };
   for (const ins of stage.instructions) {
     const where = `line ${ins.line}: ${ins.keyword} ${ins.args}`;
     switch (ins.keyword) {

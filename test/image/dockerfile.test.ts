@@ -13,16 +13,14 @@ import {
   DockerfileError,
   REPO,
   contextCopies,
-  dockerignorePath,
-  isIgnored,
   localRunCommand,
   neededStages,
   parseDockerfile,
-  parseDockerignore,
   parseInstructions,
   resolveCopy,
   stageDeps,
 } from "../../scripts/dockerfile";
+import { dockerignorePath, isIgnored, parseDockerignore } from "../../scripts/dockerignore";
 const df = parseDockerfile(readFileSync(DOCKERFILE_PATH, "utf8"));
 const ignorePath = dockerignorePath(REPO, DOCKERFILE_PATH);
 const patterns = parseDockerignore(ignorePath ? readFileSync(ignorePath, "utf8") : "");
