@@ -104,3 +104,30 @@ export const CONTINUATION_OUTCOMES = [
   "failed",
 ] as const;
 export type ContinuationOutcome = (typeof CONTINUATION_OUTCOMES)[number];
+
+/** The most relay processes one pod runs (`LLMHA_CONTINUE_WORKERS`). */
+export const MAX_CONTINUE_WORKERS = 16;
+
+/**
+ * Where relay worker `index` of `workers` listens (`LLMHA_CONTINUE_WORKERS`), as the relay and
+ * HAProxy's generator both name it: with one worker the configured address itself; with several,
+ * a listener each, so HAProxy balances the streams over them by its own count (`leastconn`)
+ * and checks each. A Unix socket `relay.sock` becomes `relay-0.sock`, `relay-1.sock`, …; a TCP
+ * port P becomes P, P + 1, ….
+ */
+export function relayWorkerSocket(path: string, index: number, workers: number): string {
+  if (workers <= 1) return path;
+  const dot = path.lastIndexOf(".");
+  return dot > path.lastIndexOf("/") ? `${path.slice(0, dot)}-${index}${path.slice(dot)}` : `${path}-${index}`;
+}
+
+export function relayWorkerPort(port: number, index: number, workers: number): number {
+  return workers <= 1 ? port : port + index;
+}
+
+/** The same for an address in HAProxy's syntax: `unix@/path` or `host:port`. */
+export function relayWorkerAddress(address: string, index: number, workers: number): string {
+  if (address.startsWith("unix@")) return `unix@${relayWorkerSocket(address.slice(5), index, workers)}`;
+  const colon = address.lastIndexOf(":");
+  return `${address.slice(0, colon)}:${relayWorkerPort(Number(address.slice(colon + 1)), index, workers)}`;
+}

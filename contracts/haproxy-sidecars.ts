@@ -3,7 +3,7 @@
  * the L1 pod: the L4 fallback (`llm-ha fallback`) and the continuation relay (`llm-ha
  * continue`, docs/continuation.md), each a loopback backend of its own.
  */
-import { CONTINUE_IDLE } from "./continuation";
+import { CONTINUE_IDLE, MAX_CONTINUE_WORKERS, relayWorkerAddress } from "./continuation";
 import { PROXY_ANSWER_HEADER } from "./edge";
 import { HaproxyConfigError } from "./haproxy-tuning";
 
@@ -31,6 +31,12 @@ export interface HaproxyContinuation {
    * `127.0.0.1:9422`, or `unix@/path` of a Unix socket (the L1 pod: a volume both containers mount).
    */
   bind: string;
+  /**
+   * Relay processes (`LLMHA_CONTINUE_WORKERS`), each on a listener of its own derived from `relay`
+   * (`relayWorkerAddress`). Default 1: `relay` itself. Above 1 the relay's backend lists one server
+   * per worker and balances by `leastconn`: HAProxy counts each worker's open streams itself.
+   */
+  workers?: number;
 }
 
 const ADDR_RE = /^[A-Za-z0-9_.:[\]-]+:\d{1,5}$/;
@@ -65,6 +71,8 @@ export function renderContinuationRoute(name: string): string[] {
 /** The relay's backend and the loopback listener it sends to. */
 export function renderContinuation(name: string, c: HaproxyContinuation, t: { timeoutClientMs: number; timeoutServerMs: number }, maxconn: number): string[] {
   if (!ADDR_RE.test(c.relay) && !UNIX_RE.test(c.relay)) throw new HaproxyConfigError(`continuation relay ${JSON.stringify(c.relay)} of ${name} must be address:port or unix@/path`);
+  const workers = c.workers ?? 1;
+  if (!Number.isInteger(workers) || workers < 1 || workers > MAX_CONTINUE_WORKERS) throw new HaproxyConfigError(`continuation workers ${workers} of ${name} must be an integer from 1 to ${MAX_CONTINUE_WORKERS}`);
   if (!LOOPBACK_RE.test(c.bind) && !UNIX_RE.test(c.bind)) throw new HaproxyConfigError(`continuation bind ${JSON.stringify(c.bind)} of ${name} must be a loopback address:port or unix@/path`);
   return [
     "",
@@ -96,6 +104,7 @@ export function renderContinuation(name: string, c: HaproxyContinuation, t: { ti
     // is closed under a request. Measured: with `safe` every new client connection cost one
     // accept in the relay (lab/bench/continuation.ts, docs/bench.md).
     "  http-reuse always",
-    `  server relay ${c.relay} check inter 1s fall 2 rise 1`,
+    ...(workers > 1 ? ["  balance leastconn"] : []),
+    ...Array.from({ length: workers }, (_, i) => `  server ${workers > 1 ? `relay-${i}` : "relay"} ${relayWorkerAddress(c.relay, i, workers)} check inter 1s fall 2 rise 1`),
   ];
 }

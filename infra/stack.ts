@@ -185,7 +185,11 @@ export async function createStack(deps: StackDeps = {}): Promise<StackOutputs> {
     nlbSecurityGroupId: fences.nlbFrontend.id,
     haproxyImage: c.haproxy.image ? cache.cacheRoot.apply((root) => pullRefOf(c.haproxy.image, root)) : cached("haproxy"),
     haproxyReplicas: c.haproxy.replicas,
-    haproxyCpu: { limitMillis: c.haproxy.cpuMillis, ...(c.haproxy.nbthread !== undefined ? { nbthread: c.haproxy.nbthread } : {}) },
+    haproxyCpu: {
+      limitMillis: c.haproxy.cpuMillis,
+      ...(c.haproxy.nbthread !== undefined ? { nbthread: c.haproxy.nbthread } : {}),
+      ...(c.haproxy.relayWorkers !== undefined ? { relayWorkers: c.haproxy.relayWorkers } : {}),
+    },
     standbyAz: c.standbyAz,
     standbyCapacityRatio: c.standbyCapacityRatio,
     practiceWake: c.practiceWake,

@@ -61,8 +61,11 @@ export interface StackConfig {
   inferenceApiKey: pulumi.Output<string>;
   /** Hugging Face token for gated models (`pulumi config set --secret llm-ha:hfToken`). */
   hfToken?: pulumi.Output<string>;
-  /** `cpuMillis`: the HAProxy container's CPU limit; `nbthread`: its threads, default the limit rounded up (infra/workloads/l1-proxy.ts `L1Cpu`). */
-  haproxy: { image: string; replicas: number; cpuMillis: number; nbthread?: number };
+  /**
+   * `cpuMillis`: the HAProxy container's CPU limit; `nbthread`: its threads, default the limit rounded up;
+   * `relayWorkers`: the continuation relay's processes, default 1 (infra/workloads/l1-proxy.ts `L1Cpu`).
+   */
+  haproxy: { image: string; replicas: number; cpuMillis: number; nbthread?: number; relayWorkers?: number };
   dns: { zoneId: string; serviceName: string; ttl: number; failureThreshold: number };
   /** The NLBs' TLS listeners (`llm-ha:edge`): the ACM certificate, or clear text where a dev stack waived it. */
   edge: { certificateArn: string | null; plainHttp: boolean; sslPolicy: string };

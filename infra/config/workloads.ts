@@ -1,4 +1,5 @@
 import { L1_CPU } from "../workloads/l1-proxy";
+import { MAX_CONTINUE_WORKERS } from "../../contracts/continuation";
 import { IMAGES } from "../images";
 import { digestRefProblem } from "./edge";
 import { isPosInt, type Settings } from "./read";
@@ -101,7 +102,15 @@ export function haproxyOf(s: Settings): StackConfig["haproxy"] {
   // Empty default: the ECR Public mirror of Docker's haproxy at `llm-ha:images.haproxyDigest` (resolve.ts requires it then).
   const cpuMillis = cpuMillisOf(s, hap.cpu, s.key("haproxy.cpu"));
   const nbthread = hap.nbthread === undefined ? undefined : s.int(hap, "nbthread", s.key("haproxy.nbthread"), 1);
-  return { image: imageRef(s, hap, "image", s.key("haproxy.image"), ""), replicas: s.int(hap, "replicas", s.key("haproxy.replicas"), 2), cpuMillis, ...(nbthread !== undefined ? { nbthread } : {}) };
+  const relayWorkers = hap.relayWorkers === undefined ? undefined : s.int(hap, "relayWorkers", s.key("haproxy.relayWorkers"), 1);
+  if (relayWorkers !== undefined && relayWorkers > MAX_CONTINUE_WORKERS) s.p.add(s.key("haproxy.relayWorkers"), `must be at most ${MAX_CONTINUE_WORKERS} (the continuation relay's processes in each L1 pod)`);
+  return {
+    image: imageRef(s, hap, "image", s.key("haproxy.image"), ""),
+    replicas: s.int(hap, "replicas", s.key("haproxy.replicas"), 2),
+    cpuMillis,
+    ...(nbthread !== undefined ? { nbthread } : {}),
+    ...(relayWorkers !== undefined ? { relayWorkers } : {}),
+  };
 }
 
 /**

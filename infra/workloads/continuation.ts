@@ -28,9 +28,9 @@ export const CONTINUE_SOCKET_VOLUME = "continue-sockets";
 const RELAY_SOCKET = `${CONTINUE_SOCKET_DIR}/relay.sock`;
 const UPSTREAM_SOCKET = `${CONTINUE_SOCKET_DIR}/upstream.sock`;
 
-/** What the generator renders for the relay in an L1 proxy's config. */
-export function continuationProxyField(): HaproxyContinuation {
-  return { relay: `unix@${RELAY_SOCKET}`, bind: `unix@${UPSTREAM_SOCKET}` };
+/** What the generator renders for the relay in an L1 proxy's config: `workers` relay processes, a socket each. */
+export function continuationProxyField(workers = 1): HaproxyContinuation {
+  return { relay: `unix@${RELAY_SOCKET}`, bind: `unix@${UPSTREAM_SOCKET}`, workers };
 }
 
 /** The volume the sockets live in, and its mount in HAProxy's container and the relay's. */
@@ -39,10 +39,23 @@ export function continuationVolume(): { volume: k8s.types.input.core.v1.Volume; 
 }
 
 /**
+ * The relay container's memory: Node's own ~60 MiB per process (the workers, and their primary
+ * when there are several) plus the open streams' delivered text (about 50 KiB each, measured:
+ * docs/bench.md), requested for a thousand; the limit leaves as much again.
+ */
+export function continuationMemory(workers: number): { requestMi: number; limitMi: number } {
+  const processes = workers > 1 ? workers + 1 : 1;
+  const requestMi = 64 * processes + 64;
+  return { requestMi, limitMi: Math.max(512, 2 * requestMi) };
+}
+
+/**
  * The container beside HAProxy, from the agent image. `listenerMaxconn`: the continuation
  * listener's maxconn in the rendered config, which the relay's pool toward it is sized to.
+ * `workers`: relay processes (`LLMHA_CONTINUE_WORKERS`, `llm-ha:haproxy.relayWorkers`).
  */
-export function continuationContainer(image: pulumi.Input<string>, kind: ContinuationKind = "vllm", listenerMaxconn?: number): Container {
+export function continuationContainer(image: pulumi.Input<string>, kind: ContinuationKind = "vllm", listenerMaxconn?: number, workers = 1): Container {
+  const memory = continuationMemory(workers);
   const env = (name: string, value: string) => ({ name, value });
   return {
     name: "continue",
@@ -54,6 +67,9 @@ export function continuationContainer(image: pulumi.Input<string>, kind: Continu
       env("LLMHA_CONTINUE_KIND", kind),
       // As many connections to the listener as it takes, all kept for reuse (each closed after 20 s idle).
       ...(listenerMaxconn !== undefined ? [env("LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS", String(listenerMaxconn))] : []),
+      // One relay process uses one core at most; above 1 each listens on its own socket beside
+      // RELAY_SOCKET (relay-0.sock, …), which HAProxy's config lists (continuationProxyField).
+      env("LLMHA_CONTINUE_WORKERS", String(workers)),
       // Prometheus scrapes this one (the NetworkPolicy lets only its namespace in); completions stay on loopback.
       env("LLMHA_CONTINUE_METRICS_ADDR", `0.0.0.0:${PORTS.l1ContinueMetrics}`),
     ],
@@ -64,8 +80,7 @@ export function continuationContainer(image: pulumi.Input<string>, kind: Continu
     // in infra/fences.ts and the NetworkPolicy; this way only Prometheus reaches the port.
     readinessProbe: { exec: { command: loopbackProbeCommand(PORTS.l1ContinueMetrics, "/healthz") }, periodSeconds: 5, failureThreshold: 2, timeoutSeconds: 3 },
     livenessProbe: { exec: { command: loopbackProbeCommand(PORTS.l1ContinueMetrics, "/healthz") }, periodSeconds: 10, failureThreshold: 3, timeoutSeconds: 3 },
-    // Memory: the delivered text of each open stream (a few KiB) plus Node's own ~60 MiB.
-    resources: { requests: { cpu: "100m", memory: "128Mi" }, limits: { memory: "512Mi" } },
+    resources: { requests: { cpu: "100m", memory: `${memory.requestMi}Mi` }, limits: { memory: `${memory.limitMi}Mi` } },
     securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ["ALL"] } },
   };
 }

@@ -65,9 +65,21 @@ export interface L1Cpu {
   limitMillis: number;
   /** Threads; default `l1Nbthread(limitMillis)`. */
   nbthread?: number;
+  /**
+   * The continuation relay's processes beside it (`LLMHA_CONTINUE_WORKERS`, `llm-ha:haproxy.relayWorkers`),
+   * default 1. One relay process relays on one core at most (roughly 11,000–13,000 tokens/s on the
+   * bench's machine, docs/bench.md); a pod that carries more sets more. Not derived from the CPU limit:
+   * on the 2-core bench two workers added latency rather than removed it (docs/bench.md).
+   */
+  relayWorkers?: number;
 }
 
 export const L1_CPU: Readonly<L1Cpu> = Object.freeze({ limitMillis: 2000 });
+
+/** The continuation relay's processes in an L1 pod: `relayWorkers`, default 1. */
+export function l1RelayWorkers(cpu: L1Cpu = L1_CPU): number {
+  return cpu.relayWorkers ?? 1;
+}
 
 /** Threads for a CPU limit: one per core it may use, rounded up, at least 1. */
 export function l1Nbthread(cpu: L1Cpu = L1_CPU): number {
@@ -168,8 +180,8 @@ export function l1HaproxyConfig(s: Pick<L1ProxySpec, "serversNamespace" | "az" |
         },
         // The fallback replays through a loopback frontend without the edge (it holds no client key).
         ...(s.fallback ? { fallback: fallbackProxyField(), internalBind: `127.0.0.1:${PORTS.l1Internal}` } : {}),
-        // Completions go through `llm-ha continue` (the container beside HAProxy).
-        continuation: continuationProxyField(),
+        // Completions go through `llm-ha continue` (the container beside HAProxy), a socket per relay process.
+        continuation: continuationProxyField(l1RelayWorkers(s.cpu)),
       },
     ],
   });
@@ -240,7 +252,7 @@ export function l1ProxyManifests(s: L1ProxySpec): { configMap: ConfigMap; deploy
             },
             edgeSyncContainer(s.edge),
             ...(s.fallback ? [fallbackContainer(s.fallback, PORTS.l1Internal)] : []),
-            continuationContainer(s.edge.image, "vllm", L1_CONTINUATION_MAXCONN),
+            continuationContainer(s.edge.image, "vllm", L1_CONTINUATION_MAXCONN, l1RelayWorkers(s.cpu)),
           ],
           volumes: [
             { name: "config", configMap: { name } },

@@ -17,7 +17,7 @@ import { performance } from "node:perf_hooks";
 import { startHaproxy } from "../engines/haproxy";
 import { stopChild } from "../engines/child";
 import { freePort, sleep, waitFor } from "../../agent/src/util/net";
-import { procUsage } from "./proc";
+import { treeUsage } from "./proc";
 import { builtCli } from "./built";
 
 export interface ContinuationBenchOptions {
@@ -54,6 +54,12 @@ export interface ContinuationBenchOptions {
    * KiBs and the relay holds each open stream's request: set this to see what that costs it.
    */
   promptBytes?: number;
+  /**
+   * Relay processes (`LLMHA_CONTINUE_WORKERS`), each on its own socket behind HAProxy's
+   * `leastconn`. Default 1, as the L1 pod runs it unless `llm-ha:haproxy.relayWorkers` says more.
+   * CPU and memory are the whole relay's: the primary and its workers.
+   */
+  workers?: number;
   log: (l: string) => void;
 }
 
@@ -211,6 +217,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
     LLMHA_CONTINUE_UPSTREAM: o.relayTo === "server" ? `127.0.0.1:${stubPort}` : addr.bind,
     LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS: String(tuning.frontendMaxconn),
     LLMHA_CONTINUE_METRICS_ADDR: "off",
+    LLMHA_CONTINUE_WORKERS: String(o.workers ?? 1),
     LLMHA_LOG_LEVEL: "warn",
   };
   const child = spawn(process.execPath, args, { env, stdio: "ignore" });
@@ -219,12 +226,12 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
     ...(o.nbthread ? { nbthread: o.nbthread } : {}),
     proxies: [
       { name: "plain", bind: `127.0.0.1:${plain}`, health: "agent", tuning, servers },
-      { name: "relayed", bind: `127.0.0.1:${relayed}`, health: "agent", tuning, servers, continuation: addr },
+      { name: "relayed", bind: `127.0.0.1:${relayed}`, health: "agent", tuning, servers, continuation: { ...addr, workers: o.workers ?? 1 } },
     ],
   });
   try {
-    await waitFor("relay and stub UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 3, { timeoutMs: 60_000, everyMs: 100 });
-    const idle = procUsage(child.pid as number);
+    await waitFor("relay and stub UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 2 + (o.workers ?? 1), { timeoutMs: 60_000, everyMs: 100 });
+    const idle = treeUsage(child.pid as number);
     const prompt = promptOf(o.promptBytes ?? 1);
     const res = paths();
     let relayCpuS = 0;
@@ -233,7 +240,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
     let openRss = 0;
     for (let round = 0; round < o.rounds; round++) {
       for (const mode of ["plain", "relayed"] as const) {
-        const before = procUsage(child.pid as number);
+        const before = treeUsage(child.pid as number);
         const t0 = performance.now();
         const port = mode === "plain" ? plain : relayed;
         // Cold: streams start spread over half a stream's length, as clients arrive: from then on
@@ -249,7 +256,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
           return sleep(at).then(async () => ({ ...(await oneStream(port, "", prompt)), at }));
         });
         // With every stream open: the relay's memory with them all.
-        const sample = sleep(steady ? 1.5 * streamMs : overMs + streamMs / 4).then(() => (mode === "relayed" ? (openRss = Math.max(openRss, procUsage(child.pid as number).rss)) : 0));
+        const sample = sleep(steady ? 1.5 * streamMs : overMs + streamMs / 4).then(() => (mode === "relayed" ? (openRss = Math.max(openRss, treeUsage(child.pid as number).rss)) : 0));
         const done = await Promise.all(all);
         await sample;
         for (const d of done) {
@@ -258,7 +265,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
           res[mode].lag.push(...d.lags);
         }
         if (mode === "relayed") {
-          relayCpuS += procUsage(child.pid as number).cpuS - before.cpuS;
+          relayCpuS += treeUsage(child.pid as number).cpuS - before.cpuS;
           relayWallS += (performance.now() - t0) / 1000;
           relayTokens += done.reduce((a, d) => a + d.lags.length, 0);
         }
@@ -308,6 +315,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
       relayTokensPerS: Math.round(tokensPerS),
       // Cores the relay used per 1,000 tokens/s relayed.
       relayCoresPer1000TokensPerS: r3(relayCpuS / relayWallS / (tokensPerS / 1000)),
+      relayWorkers: o.workers ?? 1,
       relayIdleRssMiB: r3(idle.rss / 2 ** 20),
       relayBytesPerOpenStream: Math.round((openRss - idle.rss) / o.streams),
     };

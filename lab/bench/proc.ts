@@ -27,6 +27,25 @@ export function procUsage(pid: number): ProcUsage {
 }
 
 /**
+ * A process and its living children together (a primary and its workers): CPU (utime + stime
+ * of each, and what each has waited for) and resident set now, summed.
+ */
+export function treeUsage(pid: number): { cpuS: number; rss: number } {
+  const own = procUsage(pid);
+  let cpuS = own.cpuS + own.childrenCpuS;
+  let rss = own.rss;
+  for (const [child, cpu] of liveChildrenCpu(pid)) {
+    cpuS += cpu;
+    try {
+      rss += procUsage(child).rss;
+    } catch {
+      // a child that ended while we read
+    }
+  }
+  return { cpuS, rss };
+}
+
+/**
  * CPU (utime + stime, seconds) of each living child of `pid`, by child pid: a long-lived child
  * (the nvidia-smi stream) is never waited for while it runs, so `childrenCpuS` alone would miss it.
  */

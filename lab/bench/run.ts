@@ -100,8 +100,10 @@ async function main(): Promise<void> {
     log("continuation: what llm-ha continue adds to streams nobody cut, against HAProxy alone");
     const { runContinuationBench, goalLines } = await import("./continuation.js");
     // HAProxy at the L1 pod's threads (nbthread from its CPU limit, infra/workloads/l1-proxy.ts).
-    const { l1Nbthread } = await import("../../infra/workloads/l1-proxy.js");
+    const { l1Nbthread, l1RelayWorkers } = await import("../../infra/workloads/l1-proxy.js");
     const nbthread = l1Nbthread();
+    // And the relay's processes as the pod runs them by default (`llm-ha:haproxy.relayWorkers`).
+    const workers = l1RelayWorkers();
     const show = (name: string, r: Record<string, unknown>): void => {
       for (const l of goalLines(name, r.goals as Parameters<typeof goalLines>[1])) log(l);
     };
@@ -109,16 +111,16 @@ async function main(): Promise<void> {
     // all open together for the second half. At 4 tokens/s each (4,000 chunks/s in all) the
     // 2-core machine that runs the client, HAProxy, the relay and the stub is not saturated; at 20
     // tokens/s each (20,000/s) HAProxy alone already delays a chunk by ~110 ms p50 there.
-    result.continuation = await runContinuationBench(quick ? { streams: 50, chunks: 50, chunkMs: 20, rounds: 2, nbthread, log } : { streams: 1000, chunks: 40, chunkMs: 250, rounds: 3, nbthread, log });
+    result.continuation = await runContinuationBench(quick ? { streams: 50, chunks: 50, chunkMs: 20, rounds: 2, nbthread, workers, log } : { streams: 1000, chunks: 40, chunkMs: 250, rounds: 3, nbthread, workers, log });
     show("continuation", result.continuation as Record<string, unknown>);
     // The same 1,000 open at once under constant arrivals (a pod in service): idle connections reused.
     if (!quick) {
-      result.continuationSteady = await runContinuationBench({ streams: 1000, chunks: 40, chunkMs: 250, rounds: 2, arrivals: "steady", nbthread, log });
+      result.continuationSteady = await runContinuationBench({ streams: 1000, chunks: 40, chunkMs: 250, rounds: 2, arrivals: "steady", nbthread, workers, log });
       show("continuationSteady", result.continuationSteady as Record<string, unknown>);
     }
     // The design not taken: the relay straight to the server, HAProxy's second pass skipped (its health checks,
     // agent weights, retries and per-server queue with it). Measured so the price of that pass is a figure.
-    if (!quick) result.continuationToServer = await runContinuationBench({ streams: 1000, chunks: 40, chunkMs: 250, rounds: 2, relayTo: "server", nbthread, log });
+    if (!quick) result.continuationToServer = await runContinuationBench({ streams: 1000, chunks: 40, chunkMs: 250, rounds: 2, relayTo: "server", nbthread, workers, log });
   }
   if (!only || only === "standby") {
     log("standby: wake-up of the standby AZ on the drill's real pieces");

@@ -129,6 +129,7 @@ describe("the L1 pods' metrics listeners (the fallback's, the continuation relay
     // HAProxy's side: the same two sockets, in the one volume HAProxy's and the relay's containers mount (no other container).
     const haproxy = (m.configMap.data as Record<string, string>)["haproxy.cfg"];
     expect(haproxy).toContain("bind unix@/var/run/llm-ha-continue/upstream.sock mode 666");
+    expect(cfg.workers).toBe(1);
     expect(haproxy).toContain("server relay unix@/var/run/llm-ha-continue/relay.sock check");
     expect(haproxy).not.toMatch(/942[02]\b/);
     const pod = (m.deployment as unknown as { spec: { template: { spec: { containers: (C & { volumeMounts?: { name: string; mountPath: string }[] })[] } } } }).spec.template.spec;

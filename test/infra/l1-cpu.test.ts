@@ -7,6 +7,7 @@ import * as pulumi from "@pulumi/pulumi";
 import { describe, expect, it } from "vitest";
 import { captureStack } from "../../infra/capture";
 import { L1_CONTINUATION_MAXCONN, L1_CPU, l1Nbthread, l1ProxyManifests, type L1ProxySpec } from "../../infra/workloads/l1-proxy";
+import { continuationMemory } from "../../infra/workloads/continuation";
 import { DEFAULT_UPSTREAM_MAX_SOCKETS, loadContinueConfig } from "../../agent/src/edge/continuation/config";
 import { checkHaproxyConfig } from "../../lab/engines/haproxy";
 import { stackFailure } from "./stack-failure";
@@ -57,6 +58,29 @@ describe("HAProxy's threads in the L1 pod", () => {
     expect(loadContinueConfig([], env).upstreamPool).toEqual({ maxSockets: L1_CONTINUATION_MAXCONN, maxFreeSockets: L1_CONTINUATION_MAXCONN });
     expect(DEFAULT_UPSTREAM_MAX_SOCKETS).toBe(L1_CONTINUATION_MAXCONN);
   });
+
+  it("the relay runs one process unless relayWorkers says more: a socket each in HAProxy's config, memory sized to them", () => {
+    const relay = (m: ReturnType<typeof l1ProxyManifests>): O => containers(m.deployment).find((c) => c.name === "continue")!;
+    const envOf = (c: O): Record<string, string> => Object.fromEntries((c.env as O[]).map((e) => [e.name, e.value]));
+    const one = l1ProxyManifests(spec);
+    expect(envOf(relay(one)).LLMHA_CONTINUE_WORKERS).toBe("1");
+    expect(loadContinueConfig([], envOf(relay(one))).workers).toBe(1);
+    expect(relay(one).resources.requests.memory).toBe("128Mi");
+    expect(relay(one).resources.limits.memory).toBe("512Mi");
+    expect(cfgOf(one)).toContain("  server relay unix@/var/run/llm-ha-continue/relay.sock check");
+    const three = l1ProxyManifests({ ...spec, cpu: { limitMillis: 4000, relayWorkers: 3 } });
+    expect(envOf(relay(three)).LLMHA_CONTINUE_WORKERS).toBe("3");
+    // Four processes (three workers and their primary) at ~60 MiB, and the streams.
+    expect(relay(three).resources.requests.memory).toBe("320Mi");
+    expect(relay(three).resources.limits.memory).toBe("640Mi");
+    expect(continuationMemory(3)).toEqual({ requestMi: 320, limitMi: 640 });
+    const cfg = cfgOf(three);
+    expect(cfg).toContain("  balance leastconn\n  server relay-0 unix@/var/run/llm-ha-continue/relay-0.sock check");
+    expect(cfg).toContain("  server relay-2 unix@/var/run/llm-ha-continue/relay-2.sock check");
+    // HAProxy's threads stay the CPU limit's.
+    expect(nbthreadIn(cfg)).toBe(4);
+    expect(() => checkHaproxyConfig(cfg.replace(/resolvers cluster\n {2}parse-resolv-conf/, "resolvers cluster\n  nameserver ns1 127.0.0.1:53"))).not.toThrow();
+  });
 });
 
 describe("llm-ha:haproxy.cpu and .nbthread (Pulumi mocks)", () => {
@@ -81,9 +105,19 @@ describe("llm-ha:haproxy.cpu and .nbthread (Pulumi mocks)", () => {
     expect(pinned.limits).toEqual(pinned.limits.map(() => "4000m"));
   });
 
-  it("refuses a CPU amount it cannot read and an nbthread below 1, naming the key", async () => {
-    const e = await stackFailure({ "llm-ha:haproxy": JSON.stringify({ cpu: "two", nbthread: 0 }) });
-    expect(e.errors.map((x: pulumi.InputPropertyErrorDetails) => x.propertyPath)).toEqual(["llm-ha:haproxy.cpu", "llm-ha:haproxy.nbthread"]);
+  it("relayWorkers sets the relay's processes in every AZ's pod and config", async () => {
+    const rs = await captureStack("dev", { "llm-ha:haproxy": JSON.stringify({ relayWorkers: 2 }) });
+    const relays = rs.filter((r) => r.type === "kubernetes:apps/v1:Deployment").flatMap((r) => containers(r.props).filter((c) => c.name === "continue"));
+    expect(relays.length).toBeGreaterThanOrEqual(2);
+    for (const c of relays) expect((c.env as O[]).find((e) => e.name === "LLMHA_CONTINUE_WORKERS")?.value).toBe("2");
+    const cfgs = rs.filter((r) => r.type === "kubernetes:core/v1:ConfigMap").map((r) => (r.props as O).data?.["haproxy.cfg"] as string | undefined).filter((c): c is string => !!c);
+    for (const cfg of cfgs) expect(cfg).toContain("server relay-1 unix@/var/run/llm-ha-continue/relay-1.sock check");
+  });
+
+  it("refuses a CPU amount it cannot read, an nbthread below 1 and relayWorkers past 16, naming the key", async () => {
+    const e = await stackFailure({ "llm-ha:haproxy": JSON.stringify({ cpu: "two", nbthread: 0, relayWorkers: 17 }) });
+    expect(e.errors.map((x: pulumi.InputPropertyErrorDetails) => x.propertyPath)).toEqual(["llm-ha:haproxy.cpu", "llm-ha:haproxy.nbthread", "llm-ha:haproxy.relayWorkers"]);
+    expect(e.message).toMatch(/llm-ha:haproxy\.relayWorkers.*must be at most 16/);
     expect(e.message).toMatch(/"two" must be a CPU amount of at least 100m, e\.g\. 2, 1\.5 or 1500m/);
     expect(e.message).toMatch(/llm-ha:haproxy\.nbthread.*must be an integer ≥ 1/);
   });

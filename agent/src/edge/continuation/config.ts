@@ -2,7 +2,7 @@
  * Settings of `llm-ha continue`: environment variables, each also a `--flag`. Bad values stop
  * start-up with a message naming the variable (exit code 2).
  */
-import { CONTINUATION_KINDS, type ContinuationKind } from "../../../../contracts/continuation";
+import { CONTINUATION_KINDS, MAX_CONTINUE_WORKERS, type ContinuationKind } from "../../../../contracts/continuation";
 import { didYouMean } from "../../../../contracts/did-you-mean";
 import { parseListenAddr } from "../fallback/config";
 
@@ -34,8 +34,17 @@ export interface ContinueConfig {
    */
   upstreamPool: { maxSockets: number; maxFreeSockets: number };
   metricsAddr: { host: string; port: number } | null;
+  /**
+   * Relay processes (`LLMHA_CONTINUE_WORKERS`): one Node process relays on one core at most, so a
+   * pod given more CPU runs more of them, as HAProxy runs a thread per core. Above 1, a primary
+   * process forks them, each on a listener of its own (`relayWorkerSocket`/`relayWorkerPort`:
+   * HAProxy balances over them), serves their metrics summed, and replaces one that dies.
+   */
+  workers: number;
   logLevel: string;
 }
+
+export { MAX_CONTINUE_WORKERS };
 
 /** The continuation listener's maxconn in an L1 pod of the default globals (2048 connections): (2048 − 64) / 2. */
 export const DEFAULT_UPSTREAM_MAX_SOCKETS = 992;
@@ -60,6 +69,7 @@ export const CONTINUE_SETTINGS: readonly Setting[] = [
   { env: "LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS", def: "", help: "idle connections to the listener kept for the next request (each closed after 20 s idle) (default: the max sockets)" },
   { env: "LLMHA_CONTINUE_MAX_BODY_BYTES", def: "8388608", help: "largest request body (the edge's limit)" },
   { env: "LLMHA_CONTINUE_METRICS_ADDR", def: "0.0.0.0:9421", help: "metrics listener host:port (GET /metrics, /healthz); off = none" },
+  { env: "LLMHA_CONTINUE_WORKERS", def: "1", help: `relay processes, one core each at most (1–${MAX_CONTINUE_WORKERS}; the L1 pod: HAProxy's threads): above 1 a primary forks them, worker i on the socket named with -i before its extension (relay-0.sock, …) or on port + i, sums their metrics and replaces one that dies` },
   { env: "LLMHA_LOG_LEVEL", def: "info", help: "log level" },
 ];
 
@@ -76,6 +86,21 @@ function int(env: string, raw: string, min: number): number {
   const n = Number(raw);
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min) throw new ContinueConfigError(`${env}=${JSON.stringify(raw)} must be an integer ≥ ${min}`);
   return n;
+}
+
+function workers(raw: string): number {
+  const n = int("LLMHA_CONTINUE_WORKERS", raw, 1);
+  if (n > MAX_CONTINUE_WORKERS) throw new ContinueConfigError(`LLMHA_CONTINUE_WORKERS=${n} must be at most ${MAX_CONTINUE_WORKERS} (one relay process per core of the pod)`);
+  return n;
+}
+
+/**
+ * One worker's share of the pool toward the listener when `workers` processes share it: the
+ * listener's maxconn bounds them together, so each may open and keep idle its part of it (an
+ * idle connection held by one worker would otherwise keep another from opening one).
+ */
+export function workerPool(pool: ContinueConfig["upstreamPool"], workers: number): ContinueConfig["upstreamPool"] {
+  return { maxSockets: Math.max(1, Math.ceil(pool.maxSockets / workers)), maxFreeSockets: Math.ceil(pool.maxFreeSockets / workers) };
 }
 
 /** A Unix socket's path: absolute, and short enough for the kernel's 108-byte address. */
@@ -129,6 +154,7 @@ export function loadContinueConfig(argv: string[], env: NodeJS.ProcessEnv): Cont
     maxBodyBytes: int("LLMHA_CONTINUE_MAX_BODY_BYTES", get("LLMHA_CONTINUE_MAX_BODY_BYTES"), 1024),
     upstreamPool: { maxSockets, maxFreeSockets },
     metricsAddr: parseListenAddr("LLMHA_CONTINUE_METRICS_ADDR", get("LLMHA_CONTINUE_METRICS_ADDR")),
+    workers: workers(get("LLMHA_CONTINUE_WORKERS")),
     logLevel: get("LLMHA_LOG_LEVEL"),
   };
 }

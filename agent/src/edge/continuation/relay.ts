@@ -10,7 +10,6 @@
 import { rm } from "node:fs/promises";
 import type { Server } from "node:net";
 import { CONTINUE_IDLE } from "../../../../contracts/continuation";
-import { listenHttp } from "../../util/net";
 import { DEFAULT_UPSTREAM_MAX_SOCKETS } from "./config";
 import { Exchange, forwardable, jsonError, type ExchangeHost, type RelayOptions } from "./exchange";
 import { H1Pool, type H1Call, type H1Handler } from "./h1-pool";
@@ -38,27 +37,35 @@ export class ContinuationRelay implements ExchangeHost {
     return this.pool.sockets();
   }
 
-  async listen(port: number, host: string): Promise<number> {
+  /**
+   * `exclusive`: in a worker of several, a listener the worker makes and accepts on itself (a
+   * cluster worker's listener is otherwise the primary's, each connection passed over its pipe).
+   */
+  async listen(port: number, host: string, o: { exclusive?: boolean } = {}): Promise<number> {
     // HAProxy is the only client and reuses any idle connection for the next request (`http-reuse
     // always` on the relay's backend): the relay never closes one itself, so none is closed just as
     // HAProxy sends on it; HAProxy purges the idle ones it no longer needs.
     const s = this.h1Server();
-    const got = await listenHttp(s, port, host, (err) => new Error(`LLMHA_CONTINUE_PORT: cannot listen on ${host}:${port} (${err.code ?? err.message})`));
+    await new Promise<void>((resolve, reject) => {
+      s.once("error", (err: NodeJS.ErrnoException) => reject(new Error(`LLMHA_CONTINUE_PORT: cannot listen on ${host}:${port} (${err.code ?? err.message})`)));
+      s.listen({ port, host, exclusive: o.exclusive ?? false }, () => resolve());
+    });
     this.server = s;
-    return got;
+    const a = s.address();
+    return typeof a === "object" && a ? a.port : port;
   }
 
   /**
    * Listens on a Unix socket (HAProxy beside it in the pod, through a shared volume): a stale file
    * of an earlier run is replaced; readable and writable by all, as HAProxy runs as another user and
-   * only the pod's own containers mount the volume. Returns 0 (no port).
+   * only the pod's own containers mount the volume. Returns 0 (no port). `exclusive`: as `listen`.
    */
-  async listenSocket(path: string): Promise<number> {
+  async listenSocket(path: string, o: { exclusive?: boolean } = {}): Promise<number> {
     const s = this.h1Server();
     await rm(path, { force: true });
     await new Promise<void>((resolve, reject) => {
       s.once("error", (err: NodeJS.ErrnoException) => reject(new Error(`LLMHA_CONTINUE_SOCKET: cannot listen on ${path} (${err.code ?? err.message})`)));
-      s.listen({ path, readableAll: true, writableAll: true }, () => resolve());
+      s.listen({ path, readableAll: true, writableAll: true, exclusive: o.exclusive ?? false }, () => resolve());
     });
     this.server = s;
     return 0;

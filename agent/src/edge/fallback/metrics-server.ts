@@ -6,13 +6,22 @@
  * L1 pod), so opening this port to Prometheus opens no way to send or read requests.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { FallbackMetrics } from "./metrics";
 import { closeHttpServer, listenHttp } from "../../util/net";
+
+/** What the listener serves: a registry, or anything that renders one (the relay's workers summed). */
+export interface MetricsSource {
+  metrics(): Promise<string>;
+  readonly contentType: string;
+}
 
 export class FallbackMetricsServer {
   private server: Server | null = null;
 
-  constructor(private readonly metrics: { readonly registry: FallbackMetrics["registry"] }) {}
+  /** `unhealthy`: why `/healthz` answers 503 now, or null (200); by default always healthy. */
+  constructor(
+    private readonly metrics: { readonly registry: MetricsSource },
+    private readonly unhealthy: () => string | null = () => null,
+  ) {}
 
   private readonly handler = (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? "/").split("?")[0];
@@ -24,7 +33,10 @@ export class FallbackMetricsServer {
     req.resume();
     if (path !== "/metrics" && path !== "/healthz") return send(404, "text/plain; charset=utf-8", "not found: this listener serves GET /metrics and /healthz only\n");
     if (req.method !== "GET" && req.method !== "HEAD") return send(405, "text/plain; charset=utf-8", "method not allowed: GET or HEAD\n", { allow: "GET, HEAD" });
-    if (path === "/healthz") return send(200, "text/plain; charset=utf-8", "ok\n");
+    if (path === "/healthz") {
+      const why = this.unhealthy();
+      return why === null ? send(200, "text/plain; charset=utf-8", "ok\n") : send(503, "text/plain; charset=utf-8", `${why}\n`);
+    }
     this.metrics.registry.metrics().then(
       (text) => send(200, this.metrics.registry.contentType, text),
       (err: unknown) => send(500, "text/plain; charset=utf-8", `metrics unavailable: ${(err as Error).message}\n`),
