@@ -24,9 +24,9 @@ const TYPICAL_S: Readonly<Record<string, number>> = {
   "rollout-good": 110, "rollout-bad-weights": 60, "rollout-slow": 80, "rollout-leader-kill": 120,
 };
 
-/** About how long the plan takes, in seconds: the world's start (about 26 s) and stop (about 6 s) included. */
+/** About how long the plan takes, in seconds: the world's start (about 26 s) and stop (about 2 s, its nodes together) included. */
 export function estimateSeconds(plan: readonly { spec: ScenarioSpec; runs: number }[]): number {
-  return 32 + plan.reduce((sum, p) => sum + p.runs * (TYPICAL_S[p.spec.name] ?? 18), 0);
+  return 28 + plan.reduce((sum, p) => sum + p.runs * (TYPICAL_S[p.spec.name] ?? 18), 0);
 }
 
 /** The scenarios to run: by name, the first run, the quick subset, or all; with how many runs each (`runs` overrides). */

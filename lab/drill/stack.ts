@@ -125,8 +125,11 @@ export interface StackOptions {
   azs?: number;
   dir: string;
   progress(line: string): void;
-  /** Registers a stop function at once (for Ctrl-C during start-up). */
-  track(stop: () => Promise<void>): void;
+  /**
+   * Registers a stop function at once (for Ctrl-C during start-up). Stops of one `group` that
+   * follow each other run together (the nodes: each agent drains for a second when stopped).
+   */
+  track(stop: () => Promise<void>, group?: string): void;
   /** Drill clock (the local cloud's action log). */
   now?(): number;
   /**
@@ -215,7 +218,7 @@ export async function startStack(o: StackOptions): Promise<DrillStack> {
     );
     (spare ? spares : nodes).push(node);
     hosts.push(node);
-    o.track(() => node.stop());
+    o.track(() => node.stop(), "nodes");
     o.progress(`  node ${node.id} (${az}, ${node.address}) ${spare ? "stopped (spare slot)" : node.running ? "up" : "stopped (standby)"}`);
   };
   await pool(placement, 3, (az) => startOne(az, false));

@@ -50,17 +50,28 @@ export interface DrillWorld {
   /** Every pid seen so far (call `notePids` after anything that starts processes). */
   pids: Set<number>;
   notePids(): void;
-  /** Registers one more stop (last registered, first stopped). */
-  track(stop: () => Promise<void>): void;
+  /** Registers one more stop (last registered, first stopped; one `group`'s neighbours together). */
+  track(stop: () => Promise<void>, group?: string): void;
   /** Stops the traffic and the observer (the figures are final after this). */
   stopTraffic(): Promise<void>;
   /** Stops everything and writes `pids.json`; idempotent. */
   close(): Promise<void>;
 }
 
+/** Stops in order, as waves: neighbours of one group together, every other stop alone. */
+export function stopWaves(stops: readonly { stop: () => Promise<void>; group?: string }[]): (() => Promise<void>)[][] {
+  const waves: { group?: string; stops: (() => Promise<void>)[] }[] = [];
+  for (const s of stops) {
+    const last = waves[waves.length - 1];
+    if (last && s.group !== undefined && last.group === s.group) last.stops.push(s.stop);
+    else waves.push({ group: s.group, stops: [s.stop] });
+  }
+  return waves.map((w) => w.stops);
+}
+
 /** The world, not started yet; from now on a Ctrl-C or SIGTERM stops everything it started and exits 130. */
 export function createWorld(o: WorldOptions): DrillWorld {
-  const stops: (() => Promise<void>)[] = [];
+  const stops: { stop: () => Promise<void>; group?: string }[] = [];
   const pids = new Set<number>();
   const tl = emptyTimeline();
   let traffic: Traffic | null = null;
@@ -82,8 +93,9 @@ export function createWorld(o: WorldOptions): DrillWorld {
       } catch {
         // the namespace goes with the drill
       }
-      // Last started, first stopped; each stop is idempotent.
-      for (const s of stops.reverse()) await s().catch(() => undefined);
+      // Last started, first stopped; each stop is idempotent. Neighbours of one group (the nodes,
+      // whose agents each drain for a second) stop together: one after another they took 5 s.
+      for (const wave of stopWaves(stops.reverse())) await Promise.all(wave.map((s) => s().catch(() => undefined)));
       await stack?.stop().catch(() => undefined);
     })());
   const close = async (): Promise<void> => {
@@ -103,7 +115,7 @@ export function createWorld(o: WorldOptions): DrillWorld {
   };
   const start = async (): Promise<ScenarioContext> => {
     stack = await startStack({
-      nodes: o.nodes, dir: o.outDir, progress: o.progress, now: o.now, track: (s) => void stops.push(s), redisPaths: o.redisPaths,
+      nodes: o.nodes, dir: o.outDir, progress: o.progress, now: o.now, track: (stop, group) => void stops.push({ stop, group }), redisPaths: o.redisPaths,
       spares: o.spares, firstAzExtra: o.firstAzExtra, agentEnv: o.agentEnv,
     });
     tl.standbyAddress = stack.azs.find((a) => a.standby)?.address;
@@ -127,10 +139,11 @@ export function createWorld(o: WorldOptions): DrillWorld {
         await new Promise((r) => setTimeout(r, 250));
       }
     })();
-    stops.push(async () => {
+    const stopDns = async (): Promise<void> => {
       dnsClosed = true;
       await dnsLoop;
-    });
+    };
+    stops.push({ stop: stopDns });
     traffic = startTraffic({
       timeline: tl,
       now: o.now,
@@ -146,5 +159,5 @@ export function createWorld(o: WorldOptions): DrillWorld {
     });
     return { stack: st, tl, observer, now: o.now, progress: o.progress, fleetWired, cuts };
   };
-  return { tl, start, pids, notePids, track: (s) => void stops.push(s), stopTraffic, close };
+  return { tl, start, pids, notePids, track: (stop, group) => void stops.push({ stop, group }), stopTraffic, close };
 }
