@@ -65,10 +65,10 @@ interface Relay {
 }
 
 /** `llm-ha continue` with `workers` processes on a Unix socket in a folder of the test's own. */
-async function startRelay(workers: number, upstreamPort: number, socketDir?: string): Promise<Relay> {
+async function startRelay(workers: number, upstreamPort: number, socketDir?: string, metricsPortIn?: number): Promise<Relay> {
   const dir = testTempDir("llmha-ct-workers-");
   const socket = join(socketDir ?? dir, "relay.sock");
-  const metricsPort = await freePort();
+  const metricsPort = metricsPortIn ?? (await freePort());
   const env: NodeJS.ProcessEnv = {
     ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("LLMHA_"))),
     LLMHA_CONTINUE_SOCKET: socket,
@@ -179,6 +179,20 @@ describe("llm-ha continue with several workers", () => {
     expect(r.log()).toMatch(/relay worker \d exited with code \d+ before it listened/);
     expect(r.log()).toContain("LLMHA_CONTINUE_SOCKET: cannot listen on");
   }, 90_000);
+});
+
+describe("llm-ha continue whose metrics address is taken", () => {
+  it.each([1, 2])("exits 1 naming the setting, with %i worker(s), before any worker starts", async (workers) => {
+    const up = await upstream();
+    const taken = await countingServer((_req, res) => void res.end());
+    cleanups.push(taken.close);
+    const r = await startRelay(workers, up.port, undefined, taken.port);
+    const code = await new Promise<number | null>((resolve) => r.child.once("exit", (c) => resolve(c)));
+    expect(code).toBe(1);
+    expect(r.log()).toContain(`llm-ha continue: LLMHA_CONTINUE_METRICS_ADDR: cannot listen on 127.0.0.1:${taken.port} (EADDRINUSE)`);
+    expect(r.log()).not.toMatch(/\n\s+at /);
+    expect(r.log()).not.toContain("worker 0");
+  }, 60_000);
 });
 
 describe("LLMHA_CONTINUE_WORKERS", () => {

@@ -9,7 +9,10 @@ export interface ServiceCommand {
   isConfigError: (err: unknown) => boolean;
 }
 
-/** `--help`, start-up (a bad setting exits 2 with the message), then running until SIGTERM/SIGINT (-1: keep running). */
+/**
+ * `--help`, start-up (a bad setting exits 2 with the message; a listener it cannot open exits
+ * the process with 1 and the message), then running until SIGTERM/SIGINT (-1: keep running).
+ */
 export async function serveCommand(argv: string[], c: ServiceCommand): Promise<number> {
   if (argv.includes("--help") || argv.includes("-h")) {
     process.stdout.write(c.help());
@@ -22,6 +25,13 @@ export async function serveCommand(argv: string[], c: ServiceCommand): Promise<n
     if (c.isConfigError(err)) {
       process.stderr.write(`llm-ha ${c.name}: bad configuration: ${(err as Error).message}\n`);
       return 2;
+    }
+    // A listener that cannot be opened names its setting ("LLMHA_…: cannot listen on …"): the
+    // message says it all, without a stack trace under it. What did start (another listener, a
+    // cluster worker's channel) would keep the process alive: it exits here, as on any error.
+    if (err instanceof Error && /^LLMHA_[A-Z0-9_]+: /.test(err.message)) {
+      process.stderr.write(`llm-ha ${c.name}: ${err.message}\n`);
+      process.exit(1);
     }
     throw err;
   }

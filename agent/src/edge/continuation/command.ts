@@ -53,7 +53,7 @@ export async function runContinuation(cfg: ContinueConfig, opts: { log?: Logger 
   const port = cfg.socket ? await relay.listenSocket(cfg.socket, { exclusive }) : await relay.listen(cfg.port, cfg.host, { exclusive });
   if (worker !== null) tellPrimaryListening();
   const metricsServer = new FallbackMetricsServer(metrics);
-  const metricsPort = cfg.metricsAddr ? await metricsServer.listen(cfg.metricsAddr.port, cfg.metricsAddr.host) : null;
+  const metricsPort = cfg.metricsAddr ? await metricsServer.listen(cfg.metricsAddr.port, cfg.metricsAddr.host, "LLMHA_CONTINUE_METRICS_ADDR") : null;
   const up = cfg.upstream;
   log.info({ port, socket: cfg.socket, upstream: "path" in up ? `unix@${up.path}` : `${up.host}:${up.port}`, upstreamMaxSockets: cfg.upstreamPool.maxSockets, upstreamMaxFreeSockets: cfg.upstreamPool.maxFreeSockets, kind: cfg.kind, metricsPort }, "continue: listening");
   return {

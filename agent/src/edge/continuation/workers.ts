@@ -50,7 +50,7 @@ export function serveMetricsToPrimary(registry: Registry): void {
   AggregatorRegistry.setRegistries([registry]);
 }
 
-/** Forks `cfg.workers` relays over the one listener and serves their metrics. */
+/** Forks `cfg.workers` relays, each on its own listener, and serves their metrics. */
 export async function runContinuationPrimary(cfg: ContinueConfig, log: Logger): Promise<RunningPrimary> {
   const aggregate = new AggregatorRegistry();
   const up = new Set<Worker>();
@@ -77,11 +77,11 @@ export async function runContinuationPrimary(cfg: ContinueConfig, log: Logger): 
       setTimeout(() => !stopping && fork(slot), RESPAWN_MS).unref();
     });
   };
-  for (let slot = 0; slot < cfg.workers; slot++) fork(slot);
-
   const unhealthy = (): string | null => (up.size === cfg.workers ? null : `${up.size} of ${cfg.workers} relay workers listening`);
   const metricsServer = new FallbackMetricsServer({ registry: { metrics: () => aggregate.clusterMetrics(), contentType: aggregate.contentType } }, unhealthy);
-  const metricsPort = cfg.metricsAddr ? await metricsServer.listen(cfg.metricsAddr.port, cfg.metricsAddr.host) : null;
+  // Before any worker exists: a metrics address in use stops start-up with nothing forked.
+  const metricsPort = cfg.metricsAddr ? await metricsServer.listen(cfg.metricsAddr.port, cfg.metricsAddr.host, "LLMHA_CONTINUE_METRICS_ADDR") : null;
+  for (let slot = 0; slot < cfg.workers; slot++) fork(slot);
   return {
     metricsPort,
     failed,

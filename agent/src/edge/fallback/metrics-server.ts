@@ -43,12 +43,15 @@ export class FallbackMetricsServer {
     );
   };
 
-  /** Listens; resolves with the port (useful with port 0). A port in use fails with the address named. */
-  async listen(port: number, host: string): Promise<number> {
+  /**
+   * Listens; resolves with the port (useful with port 0). A port in use fails with the address
+   * and the setting named (`setting`: the command's own, the fallback's by default).
+   */
+  async listen(port: number, host: string, setting = "LLMHA_FALLBACK_METRICS_ADDR"): Promise<number> {
     const s = createServer(this.handler);
     s.requestTimeout = 10_000;
     s.headersTimeout = 5_000;
-    const got = await listenHttp(s, port, host, (err) => new Error(`LLMHA_FALLBACK_METRICS_ADDR: cannot listen on ${host}:${port} (${err.code ?? err.message})`));
+    const got = await listenHttp(s, port, host, (err) => new Error(`${setting}: cannot listen on ${host}:${port} (${err.code ?? err.message})`));
     this.server = s;
     return got;
   }
