@@ -129,11 +129,15 @@ export async function closeHttpServer(s: import("node:http").Server | null): Pro
   await new Promise<void>((r) => s.close(() => r()));
 }
 
-/** Starts `s` listening; resolves with the port it got (useful with port 0), rejects with `wrap(err)` (default: the error itself). */
-export async function listenHttp(s: import("node:net").Server, port: number, host: string, wrap: (err: NodeJS.ErrnoException) => Error = (e) => e): Promise<number> {
+/**
+ * Starts `s` listening; resolves with the port it got (useful with port 0), rejects with
+ * `wrap(err)` (default: the error itself). `exclusive`: in a cluster worker, a listener of the
+ * worker's own rather than one shared through the primary.
+ */
+export async function listenHttp(s: import("node:net").Server, port: number, host: string, wrap: (err: NodeJS.ErrnoException) => Error = (e) => e, o: { exclusive?: boolean } = {}): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     s.once("error", (err: NodeJS.ErrnoException) => reject(wrap(err)));
-    s.listen(port, host, () => resolve());
+    s.listen({ port, host, exclusive: o.exclusive ?? false }, () => resolve());
   });
   const a = s.address();
   return typeof a === "object" && a ? a.port : port;

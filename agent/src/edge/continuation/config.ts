@@ -36,7 +36,7 @@ export interface ContinueConfig {
   metricsAddr: { host: string; port: number } | null;
   /**
    * Relay processes (`LLMHA_CONTINUE_WORKERS`): one Node process relays on one core at most, so a
-   * pod given more CPU runs more of them, as HAProxy runs a thread per core. Above 1, a primary
+   * pod that carries more streams than one core relays runs more of them. Above 1, a primary
    * process forks them, each on a listener of its own (`relayWorkerSocket`/`relayWorkerPort`:
    * HAProxy balances over them), serves their metrics summed, and replaces one that dies.
    */
@@ -69,7 +69,7 @@ export const CONTINUE_SETTINGS: readonly Setting[] = [
   { env: "LLMHA_CONTINUE_UPSTREAM_MAX_FREE_SOCKETS", def: "", help: "idle connections to the listener kept for the next request (each closed after 20 s idle) (default: the max sockets)" },
   { env: "LLMHA_CONTINUE_MAX_BODY_BYTES", def: "8388608", help: "largest request body (the edge's limit)" },
   { env: "LLMHA_CONTINUE_METRICS_ADDR", def: "0.0.0.0:9421", help: "metrics listener host:port (GET /metrics, /healthz); off = none" },
-  { env: "LLMHA_CONTINUE_WORKERS", def: "1", help: `relay processes, one core each at most (1–${MAX_CONTINUE_WORKERS}; the L1 pod: HAProxy's threads): above 1 a primary forks them, worker i on the socket named with -i before its extension (relay-0.sock, …) or on port + i, sums their metrics and replaces one that dies` },
+  { env: "LLMHA_CONTINUE_WORKERS", def: "1", help: `relay processes, one core each at most (1–${MAX_CONTINUE_WORKERS}; the L1 pod: llm-ha:haproxy.relayWorkers): above 1 a primary forks them, worker i on the socket named with -i before its extension (relay-0.sock, …) or on port + i, sums their metrics and replaces one that dies` },
   { env: "LLMHA_LOG_LEVEL", def: "info", help: "log level" },
 ];
 

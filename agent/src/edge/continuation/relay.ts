@@ -10,6 +10,7 @@
 import { rm } from "node:fs/promises";
 import type { Server } from "node:net";
 import { CONTINUE_IDLE } from "../../../../contracts/continuation";
+import { listenHttp } from "../../util/net";
 import { DEFAULT_UPSTREAM_MAX_SOCKETS } from "./config";
 import { Exchange, forwardable, jsonError, type ExchangeHost, type RelayOptions } from "./exchange";
 import { H1Pool, type H1Call, type H1Handler } from "./h1-pool";
@@ -46,13 +47,9 @@ export class ContinuationRelay implements ExchangeHost {
     // always` on the relay's backend): the relay never closes one itself, so none is closed just as
     // HAProxy sends on it; HAProxy purges the idle ones it no longer needs.
     const s = this.h1Server();
-    await new Promise<void>((resolve, reject) => {
-      s.once("error", (err: NodeJS.ErrnoException) => reject(new Error(`LLMHA_CONTINUE_PORT: cannot listen on ${host}:${port} (${err.code ?? err.message})`)));
-      s.listen({ port, host, exclusive: o.exclusive ?? false }, () => resolve());
-    });
+    const got = await listenHttp(s, port, host, (err) => new Error(`LLMHA_CONTINUE_PORT: cannot listen on ${host}:${port} (${err.code ?? err.message})`), o);
     this.server = s;
-    const a = s.address();
-    return typeof a === "object" && a ? a.port : port;
+    return got;
   }
 
   /**

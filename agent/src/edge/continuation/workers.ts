@@ -21,14 +21,12 @@ import type { Logger } from "../../util/log";
 import type { ContinueConfig } from "./config";
 
 /** How long a stopping primary waits for its workers to close before it kills them. */
-export const WORKER_STOP_MS = 10_000;
+const WORKER_STOP_MS = 10_000;
 /** Pause before a dead worker is replaced (a worker that dies at once every time is not forked in a tight loop). */
 const RESPAWN_MS = 1000;
 
 export interface RunningPrimary {
   metricsPort: number | null;
-  /** Workers listening now. */
-  listening(): number;
   /** Stops the workers (SIGTERM, then SIGKILL after `WORKER_STOP_MS`) and the metrics listener. */
   close(): Promise<void>;
   /** Settles when a worker exits before it ever listened: start-up failed (the message says which worker and how). */
@@ -85,7 +83,6 @@ export async function runContinuationPrimary(cfg: ContinueConfig, log: Logger): 
   return {
     metricsPort,
     failed,
-    listening: () => up.size,
     async close() {
       stopping = true;
       const all = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
