@@ -13,6 +13,10 @@
  *   report; `done` with the heartbeat latencies.
  * - `--az-health URL CLUSTER AZ`: the agent's real HTTP reporter (`startHttpServer`) serving
  *   `GET /az/health` from `readAzHealth`, as every agent does; prints its port.
+ * - `--status URL CLUSTER READS`: an operator's `llm-ha status` (its own process, as on the
+ *   operator's machine): `ready` once connected; on `{"cmd":"go"}` the whole view read READS
+ *   times back to back, as the command reads it, then `status` with each read's ms and the lines
+ *   of the default text view and of the view listing every node.
  */
 import { createInterface } from "node:readline";
 import pino from "pino";
@@ -23,6 +27,8 @@ import { heartbeatArgs, type NodeReport } from "../../agent/src/fleet/redis/regi
 import { heartbeatScript } from "../../agent/src/fleet/redis/scripts";
 import { readAzHealth } from "../../agent/src/fleet/controller/az-health";
 import { startHttpServer } from "../../agent/src/node/reporters/http";
+import { readFleetView } from "../../agent/src/ops/status/view";
+import { renderFleetView } from "../../agent/src/ops/status/render";
 import { createLogger } from "../../agent/src/util/log";
 import { sleep } from "../../agent/src/util/net";
 import { Registry } from "prom-client";
@@ -147,12 +153,36 @@ async function azHealthServer(url: string, cluster: string, az: string): Promise
   });
 }
 
+async function statusReads(url: string, cluster: string, reads: number): Promise<void> {
+  const keys = new RedisKeys(cluster);
+  const client = createRedisClient(url, { name: "scale-status", log, commandTimeoutMs: 10_000 });
+  if (!(await client.whenReady(10_000))) throw new Error(`Redis at ${client.safeUrl} not ready in 10 s`);
+  await emit({ event: "ready" });
+  await new Promise<void>((resolve) => createInterface({ input: process.stdin }).once("line", () => resolve()));
+  const readMs: number[] = [];
+  let view = null;
+  for (let i = 0; i < reads; i++) {
+    const s = performance.now();
+    view = await readFleetView(client.redis, keys, { events: 10, url: "bench" });
+    readMs.push(Math.round((performance.now() - s) * 10) / 10);
+  }
+  await client.close();
+  const v = view as NonNullable<typeof view>;
+  await emit({ event: "status", readMs, lines: renderFleetView(v).length, linesAll: renderFleetView(v, { nodes: "all" }).length });
+}
+
+const MODES: Record<string, (a: string[]) => Promise<void>> = {
+  "--agents": (a) => agents(a[0], a[1], Number(a[2]), Number(a[3]), Number(a[4])),
+  "--az-health": (a) => azHealthServer(a[0], a[1], a[2]),
+  "--status": (a) => statusReads(a[0], a[1], Number(a[2])),
+};
+
 if (require.main === module) {
   const [mode, ...args] = process.argv.slice(2);
-  const run = mode === "--agents" ? agents(args[0], args[1], Number(args[2]), Number(args[3]), Number(args[4])) : mode === "--az-health" ? azHealthServer(args[0], args[1], args[2]) : Promise.reject(new Error(`unknown mode ${mode}`));
+  const run = MODES[mode]?.(args) ?? Promise.reject(new Error(`unknown mode ${mode}`));
   run.then(
     () => {
-      if (mode === "--agents") process.exit(0);
+      if (mode !== "--az-health") process.exit(0);
     },
     (err: unknown) => {
       process.stderr.write(`scale bench child: ${(err as Error).message}\n`);

@@ -36,6 +36,10 @@ export interface ScaleRow {
   registryReadP99Ms: number;
   azHealthP99Ms: number;
   heartbeatP99Ms: number;
+  /** An operator's `llm-ha status`: the whole view read from Redis as `llmha-reader` (ms, p99 of its reads). Absent: not run. */
+  statusReadP99Ms?: number;
+  /** Lines of its default text view (nodes listed only when they need a look, above `AUTO_LIST_ALL`). Absent: not run. */
+  statusLines?: number;
 }
 
 /** The figures of a row the table shows, each with its unit and, where it has one, its target (at most). */
@@ -51,6 +55,8 @@ export const FIGURES: readonly { key: keyof ScaleRow; label: string; unit: strin
   { key: "registryReadP99Ms", label: "registry read p99", unit: "ms", target: 100 },
   { key: "azHealthP99Ms", label: "/az/health p99", unit: "ms", target: 300 },
   { key: "heartbeatP99Ms", label: "heartbeat p99", unit: "ms", target: null },
+  { key: "statusReadP99Ms", label: "llm-ha status read p99", unit: "ms", target: 1000 },
+  { key: "statusLines", label: "llm-ha status lines", unit: "", target: null },
 ];
 
 /**

@@ -15,6 +15,10 @@
  * published, fenced), fault → DOWN, redis-server's CPU (/proc, over the whole measured time),
  * its commands per second (`INFO stats`), lease renewals and any missed (a renewal failed or the
  * term lost), the leader's per-period read + evaluation (p99), `/az/health` p99, heartbeat p99.
+ * After the window, apart from it: an operator's `llm-ha status` in its own process (as
+ * `llmha-reader`), its whole read ten times back to back (p99), the Redis CPU each read costs,
+ * the leader's reads in the meantime, and how many lines its text view has by default and with
+ * every node listed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -43,6 +47,8 @@ const log = createLogger({ level: process.env.LLMHA_BENCH_LOG ?? "silent", desti
 const CLUSTER = "scale";
 const AZS = 3;
 const WORKERS = 2;
+/** Back-to-back reads of an operator's `llm-ha status` after the measured window (its own process). */
+const STATUS_READS = 10;
 /** Fast lease: renewed every second, so a window of tens of seconds holds tens of renewals. */
 const LEASE: LeaseSettings = { ttlMs: 3000, renewMs: 1000, contendMs: 1000, marginMs: 500, replicaWaitMs: 500 };
 
@@ -228,6 +234,18 @@ export async function runScaleSize(nodes: number, o: Omit<ScaleOptions, "sizes">
     const renewRtt = renewals.slice(renew0);
     const agg = published.slice(from).map((p) => p.aggMs).filter((x): x is number => x !== null);
     const periodGapMs = published.slice(from).map((p, i, a) => (i ? p.at - a[i - 1].at : 0)).slice(1);
+    // After the window: an operator's reads share the one Redis with the leader, measured apart.
+    const reader = child(["--status", srv.urlAs("llmha-reader"), CLUSTER, String(STATUS_READS)]);
+    children.push(reader);
+    await reader.waitFor("ready", 30_000);
+    const statusFrom = published.length;
+    const statusCpu0 = procUsage(srv.pid).cpuS;
+    const statusT0 = performance.now();
+    reader.send({ cmd: "go" });
+    const status = (await reader.waitFor("status", 120_000)) as unknown as { readMs: number[]; lines: number; linesAll: number };
+    // Redis CPU per read beyond what the agents and the leader kept it busy with (the window's rate).
+    const statusRedisMs = ((procUsage(srv.pid).cpuS - statusCpu0) * 1000 - (cpuS / wallS) * (performance.now() - statusT0)) / STATUS_READS;
+    const leaderDuring = published.slice(statusFrom).map((p) => p.aggMs).filter((x): x is number => x !== null);
     for (const c of children.slice(0, WORKERS)) c.send({ cmd: "stop" });
     const done = await Promise.all(children.slice(0, WORKERS).map((c) => c.waitFor("done", 30_000)));
     const lat = done.flatMap((d) => d.lat as number[]);
@@ -254,6 +272,8 @@ export async function runScaleSize(nodes: number, o: Omit<ScaleOptions, "sizes">
       registryReadP99Ms: r1(pct(agg, 99)),
       azHealthP99Ms: r1(pct(azHealthMs, 99)),
       heartbeatP99Ms: r1(pct(lat, 99)),
+      statusReadP99Ms: r1(pct(status.readMs, 99)),
+      statusLines: status.lines,
       detail: {
         faults,
         windowS: r1(wallS),
@@ -262,6 +282,8 @@ export async function runScaleSize(nodes: number, o: Omit<ScaleOptions, "sizes">
         leader: { periods: agg.length, readP50Ms: r1(pct(agg, 50)), readMaxMs: r1(Math.max(0, ...agg)), periodGapMaxMs: r1(Math.max(0, ...periodGapMs)) },
         azHealth: { n: azHealthMs.length, p50Ms: r1(pct(azHealthMs, 50)), codes: Object.fromEntries(azCodes) },
         redisCpuSeconds: r1(cpuS),
+        // Redis CPU per read (beyond the window's rate of the agents' and the leader's work), and the leader's reads in the meantime.
+        status: { reads: STATUS_READS, p50Ms: r1(pct(status.readMs, 50)), redisCpuMsPerRead: r1(statusRedisMs), leaderReadMaxMsDuring: r1(Math.max(0, ...leaderDuring)), linesEveryNode: status.linesAll },
       },
     };
   } finally {

@@ -9,7 +9,7 @@ import { downCrossingAt, FIGURES, growthExponent, growthTable, renderGrowthTable
 function row(nodes: number, over: Partial<ScaleRow> = {}): ScaleRow {
   return {
     nodes, decisionP50Ms: 400, decisionMaxMs: 900, faultToDownMaxMs: 1500, silentToDownMs: 3500, redisCpuPercent: nodes / 200, redisOpsPerSec: nodes * 2,
-    leaseRenewals: 40, leaseMissed: 0, registryReadP99Ms: nodes / 100, azHealthP99Ms: 3, heartbeatP99Ms: 2, ...over,
+    leaseRenewals: 40, leaseMissed: 0, registryReadP99Ms: nodes / 100, azHealthP99Ms: 3, heartbeatP99Ms: 2, statusReadP99Ms: nodes / 50, statusLines: 30, ...over,
   };
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { ansiSpans, terminalSvg } from "../../lab/status/picture";
-import { formatAge, renderFleetView, stripAnsi } from "../../agent/src/ops/status/render";
+import { AUTO_LIST_ALL, formatAge, needsAttention, renderFleetView, stripAnsi } from "../../agent/src/ops/status/render";
 import type { FleetView, NodeRow } from "../../agent/src/ops/status/types";
 import { eventRow } from "../../agent/src/ops/status/events";
 
@@ -108,6 +108,64 @@ describe("status renderer", () => {
       summary: "not made by llm-ha: shift change in a: l1-a shifted away from use1-az1 by zs-9", tone: "bad",
     });
     expect(ev(["type", "future", "x", "1"]).summary).toBe("type=future x=1");
+  });
+});
+
+describe("status at fleet scale", () => {
+  /** 2,000 nodes over three AZs, all healthy but the few given. */
+  function bigView(odd: Record<string, Partial<NodeRow>>): FleetView {
+    const azs = ["us-east-1a", "us-east-1b", "us-east-1c"].map((az, k) => ({
+      az, standby: false,
+      published: { state: "OK" as const, healthyCapacity: 5000, totalCapacity: 5336, nodes: 667, nodesIn: 665, since: NOW - 95_000, updatedAt: NOW, ageMs: 0, token: 42, stale: false },
+      nodes: Array.from({ length: k === 2 ? 666 : 667 }, (_, i) => {
+        const id = `${az.slice(-1)}${String(i).padStart(4, "0")}`;
+        return node(id, { az, ...odd[id] });
+      }),
+    }));
+    return view({ azs });
+  }
+
+  it("lists only the nodes to look at when the fleet is large, the rest counted per AZ, and every node when asked", () => {
+    const v = bigView({ a0007: { status: "UNHEALTHY", weight: 0, hard: ["GPU_MISSING"], gpus: 7 }, b0100: { phase: "warmup" }, b0200: { soft: ["PROBE_SLOW"] }, c0300: { alive: false, status: "EXPIRED" } });
+    const lines = renderFleetView(v);
+    const rows = lines.filter((l) => /^ {2}[abc]\d{4} /.test(l));
+    // b0200's only reason is a code the leader holds as suspect fleet-wide: not the node's own.
+    expect(rows.map((l) => l.trim().split(/\s+/)[0])).toEqual(["a0007", "b0100", "c0300"]);
+    expect(lines).toContain("  666 more nodes HEALTHY and serving, not listed  (--nodes all lists them)");
+    expect(lines).toContain("  665 more nodes HEALTHY and serving, not listed  (--nodes all lists them)");
+    expect(lines.length).toBeLessThan(50);
+    const all = renderFleetView(v, { nodes: "all" });
+    expect(all.filter((l) => /^ {2}[abc]\d{4} /.test(l))).toHaveLength(2000);
+    expect(all.join("\n")).not.toContain("not listed");
+    // One AZ, every node of it.
+    const one = renderFleetView(v, { nodes: "all", az: "us-east-1b" });
+    expect(one.filter((l) => /^ {2}[abc]\d{4} /.test(l)).every((l) => l.startsWith("  b"))).toBe(true);
+    expect(one.filter((l) => /^ {2}b\d{4} /.test(l))).toHaveLength(667);
+    expect(renderFleetView(v, { az: "us-east-1z" })).toContain("no AZ us-east-1z in cluster prod (AZs: us-east-1a, us-east-1b, us-east-1c)");
+  });
+
+  it("an AZ with nothing to look at is one line; a small fleet lists every node unless asked otherwise", () => {
+    const lines = renderFleetView(bigView({}));
+    expect(lines.filter((l) => /^ {2}NODE /.test(l))).toHaveLength(0);
+    expect(lines).toContain("  667 nodes HEALTHY and serving, not listed  (--nodes all lists them)");
+    const small = view();
+    expect(small.azs[0].nodes.length).toBeLessThanOrEqual(AUTO_LIST_ALL);
+    expect(renderFleetView(small).filter((l) => /^ {2}a\d /.test(l))).toHaveLength(3);
+    const att = renderFleetView(small, { nodes: "attention" });
+    expect(att.filter((l) => /^ {2}a\d /.test(l)).map((l) => l.trim().split(/\s+/)[0])).toEqual(["a2", "a3"]);
+    expect(att).toContain("  1 more node HEALTHY and serving, not listed  (--nodes all lists them)");
+  });
+
+  it("a node needs a look when it is not HEALTHY, not serving, short of GPUs, silent, or has a reason of its own", () => {
+    const suspect = new Set(["PROBE_SLOW"]);
+    expect(needsAttention(node("x"), suspect)).toBe(false);
+    expect(needsAttention(node("x", { soft: ["PROBE_SLOW"] }), suspect)).toBe(false);
+    expect(needsAttention(node("x", { soft: ["PROBE_SLOW"] }), new Set())).toBe(true);
+    expect(needsAttention(node("x", { status: "DEGRADED" }), suspect)).toBe(true);
+    expect(needsAttention(node("x", { phase: "draining" }), suspect)).toBe(true);
+    expect(needsAttention(node("x", { gpus: 7 }), suspect)).toBe(true);
+    expect(needsAttention(node("x", { alive: false }), suspect)).toBe(true);
+    expect(needsAttention(node("x", { hard: ["XID_79"] }), suspect)).toBe(true);
   });
 });
 

@@ -125,6 +125,28 @@ describe("llm-ha status against a real redis-server and a real fleet", () => {
     expect(Math.max(...wide.stdout.split("\n").map((l) => [...l].length))).toBeGreaterThan(60);
   });
 
+  it("--nodes attention lists the nodes to look at and counts the rest; --az shows one AZ; an AZ it does not have is exit 2", async () => {
+    const env = cleanEnv({ LLMHA_REDIS_URL: redis.url });
+    const r = await cli(["--cluster", cluster, "--nodes", "attention"], env);
+    expect(r.code, r.stderr).toBe(0);
+    for (const id of ["a2", "a3", "b3", "b4"]) expect(r.stdout).toMatch(new RegExp(`\n +${id} +`));
+    for (const id of ["a1", "b1", "b2"]) expect(r.stdout).not.toMatch(new RegExp(`\n +${id} +`));
+    expect(r.stdout).toMatch(/\n {2}1 more node HEALTHY and serving, not listed {2}\(--nodes all lists them\)\n/);
+    expect(r.stdout).toMatch(/\n {2}2 more nodes HEALTHY and serving, not listed/);
+    const one = await cli(["--cluster", cluster, "--az", "us-east-1b"], env);
+    expect(one.code, one.stderr).toBe(0);
+    expect(one.stdout).toMatch(/us-east-1b +OK/);
+    expect(one.stdout).not.toMatch(/\nus-east-1a /);
+    expect(one.stdout).not.toMatch(/\n +a1 +/);
+    expect(one.stdout).toMatch(/\n +b1 +HEALTHY/);
+    // The fleet's own lines stay above the one AZ.
+    expect(one.stdout).toMatch(/tier +L2 +AZ degraded: us-east-1a/);
+    const none = await cli(["--cluster", cluster, "--az", "us-east-1z"], env);
+    expect(none.code).toBe(2);
+    expect(none.stdout).toBe("");
+    expect(none.stderr).toBe(`llm-ha status: --az us-east-1z: no such AZ in cluster ${cluster} (AZs: us-east-1a, us-east-1b, us-east-1c)\n`);
+  });
+
   it("--json: one document with a version and the values a script needs", async () => {
     const leader = fleet.leader();
     const r = await cli(["--redis-url", redis.url, "--cluster", cluster, "--json", "--events", "30"]);
@@ -176,6 +198,8 @@ describe("llm-ha status against a real redis-server and a real fleet", () => {
       [["--redis-url", redis.url, "--events", "lots"], cleanEnv(), /--events must be a whole number from 0 to 1000/],
       [["--redis-url", redis.url, "--interval", "200"], cleanEnv(), /--interval only applies with --watch/],
       [["--redis-url", redis.url, "--cluster", "a:b"], cleanEnv(), /--cluster: cluster name must match/],
+      [["--redis-url", redis.url, "--nodes", "some"], cleanEnv(), /--nodes must be all, attention, auto, got "some"/],
+      [["--redis-url", redis.url, "--az", " "], cleanEnv(), /--az needs an AZ name/],
     ];
     const runs = await Promise.all(cases.map(([args, env]) => cli(args, env)));
     runs.forEach((r, i) => {

@@ -14,7 +14,7 @@ import { OutputFlagError, outputMode, terminalColumns } from "../../../../contra
 import { createRedisClient, describeRedisError, RedisUrlError, speaksResp, type RedisClient } from "../../fleet/redis/client";
 import { RedisKeys } from "../../fleet/redis/keys";
 import { createLogger, safeUrl } from "../../util/log";
-import { formatAge, renderBanner, renderFleetView, STATUS_WIDTH } from "./render";
+import { formatAge, NODE_LISTINGS, renderBanner, renderFleetView, STATUS_WIDTH, type FleetRenderOptions, type NodeListing } from "./render";
 import { findClusters, readFleetView, StatusReadError } from "./view";
 import { STATUS_JSON_VERSION, type FleetView } from "./types";
 
@@ -32,6 +32,11 @@ one is active or ended within the hour), the last events.
                     also when the cluster is empty or Redis cannot be reached
   -o wide           every line whole (by default lines fit $COLUMNS, else the terminal,
                     else 100 columns, long reasons ending in "…")
+  --nodes WHICH     the nodes each AZ lists: all, attention (not HEALTHY, not serving, a
+                    reason of its own, a GPU or its heartbeat missing; the rest counted on one
+                    line) or auto (default: all in a fleet of up to 40 nodes, attention above)
+  --az NAME         only this AZ's nodes (the fleet's lines above them stay)
+                    (--nodes and --az shape the text view; --json always has every node)
   --watch           redraw until Ctrl-C; a Redis outage shows a banner and keeps trying
   --interval MS     refresh period with --watch (default 2000, at least 100)
   --help            this text
@@ -57,6 +62,10 @@ export interface StatusArgs {
   width: number;
   watch: boolean;
   intervalMs: number;
+  /** The nodes each AZ's table lists (`--nodes`). */
+  nodes: NodeListing;
+  /** Only this AZ's table (`--az`), or every AZ. */
+  az: string | null;
 }
 
 /** The fleet flags every command reading Redis takes, as `llm-ha agent` names them. */
@@ -93,6 +102,8 @@ export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv, otherFla
     output: { type: "string", short: "o" },
     watch: { type: "boolean" },
     interval: { type: "string" },
+    nodes: { type: "string" },
+    az: { type: "string" },
     help: { type: "boolean", short: "h" },
   } as const;
   let values;
@@ -115,6 +126,9 @@ export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv, otherFla
   } catch (e) {
     throw e instanceof OutputFlagError ? new StatusUsageError(e.message) : e;
   }
+  const nodes = values.nodes ?? "auto";
+  if (!(NODE_LISTINGS as readonly string[]).includes(nodes)) throw new StatusUsageError(`--nodes must be ${NODE_LISTINGS.join(", ")}, got ${JSON.stringify(nodes)}`);
+  if (values.az !== undefined && values.az.trim() === "") throw new StatusUsageError("--az needs an AZ name");
   const columns = terminalColumns(env);
   return {
     redisUrl,
@@ -125,6 +139,8 @@ export function parseStatusArgs(argv: string[], env: NodeJS.ProcessEnv, otherFla
     width: mode === "wide" ? Infinity : Number.isFinite(columns) ? columns : STATUS_WIDTH,
     watch: values.watch ?? false,
     intervalMs: values.interval === undefined ? 2000 : int("--interval", values.interval, 100, 3_600_000),
+    nodes: nodes as NodeListing,
+    az: values.az ?? null,
   };
 }
 
@@ -254,6 +270,11 @@ function errorDocument(a: StatusArgs, shown: string, error: string): { version: 
   return { version: STATUS_JSON_VERSION, cluster: a.cluster, redis: shown, now: Date.now(), error };
 }
 
+/** How the text view is drawn for these flags. */
+function textOptions(a: StatusArgs, color: boolean): FleetRenderOptions {
+  return { color, width: a.width, nodes: a.nodes, az: a.az };
+}
+
 async function once(client: RedisClient, keys: RedisKeys, a: StatusArgs, shown: string, err: (l: string) => void): Promise<number> {
   // With --json a pipe into jq always gets a document: the error rides in it, the message on stderr.
   const fail = (message: string, code: number): number => {
@@ -275,8 +296,12 @@ async function once(client: RedisClient, keys: RedisKeys, a: StatusArgs, shown: 
   } catch (e) {
     return fail(`Redis at ${shown} failed the read: ${(e as Error).message}`, 1);
   }
+  if (a.az !== null && !a.json && !view.azs.some((z) => z.az === a.az)) {
+    err(`--az ${a.az}: no such AZ in cluster ${a.cluster} (AZs: ${view.azs.map((z) => z.az).join(", ") || "none"})`);
+    return 2;
+  }
   const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;
-  process.stdout.write(a.json ? JSON.stringify(view, null, 2) + "\n" : renderFleetView(view, { color, width: a.width }).join("\n") + "\n");
+  process.stdout.write(a.json ? JSON.stringify(view, null, 2) + "\n" : renderFleetView(view, textOptions(a, color)).join("\n") + "\n");
   return 0;
 }
 
@@ -311,7 +336,7 @@ function watch(client: RedisClient, keys: RedisKeys, a: StatusArgs, shown: strin
       lastGood = view;
       lastGoodAt = Date.now();
       if (a.json) return write([JSON.stringify(view)]);
-      const lines = renderFleetView(view, { color, width: a.width });
+      const lines = renderFleetView(view, textOptions(a, color));
       if (view.empty) lines.unshift(renderBanner(`${emptyMessage(a.cluster, await findClusters(client.redis))}; waiting for it`, { color }));
       write(lines);
     } catch (e) {
@@ -324,7 +349,7 @@ function watch(client: RedisClient, keys: RedisKeys, a: StatusArgs, shown: strin
       write([
         renderBanner(`Redis unreachable at ${shown}: ${msg}`, { color }),
         renderBanner(`retrying every ${a.intervalMs} ms${since}`, { color }),
-        ...(lastGood ? renderFleetView(lastGood, { color, width: a.width }) : []),
+        ...(lastGood ? renderFleetView(lastGood, textOptions(a, color)) : []),
       ]);
     }
   };

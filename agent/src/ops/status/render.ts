@@ -247,8 +247,35 @@ function nodeLine(n: NodeRow, idW: number, suspect: ReadonlySet<string>): Line {
   return line;
 }
 
+/**
+ * Which nodes the AZ tables list: `all`; `attention`, only those a reader has to look at (the
+ * others counted on one line); `auto` (the default), every node in a fleet of up to
+ * `AUTO_LIST_ALL` nodes and `attention` above it, where a table of every node would bury the few
+ * that matter and a watch could not redraw it on one screen.
+ */
+export type NodeListing = "all" | "attention" | "auto";
+export const NODE_LISTINGS: readonly NodeListing[] = ["all", "attention", "auto"];
+export const AUTO_LIST_ALL = 40;
+
+export interface FleetRenderOptions extends RenderOptions {
+  /** Default `auto`. */
+  nodes?: NodeListing;
+  /** Only this AZ's table (the fleet's lines above the tables stay). Default every AZ. */
+  az?: string | null;
+}
+
+/**
+ * Whether a node needs a look: not HEALTHY, not serving (warming up, loading, draining, down),
+ * a hard reason or a soft one of its own (a code the leader holds as suspect fleet-wide is not
+ * the node's), fewer GPUs than expected, or no heartbeat.
+ */
+export function needsAttention(n: NodeRow, suspect: ReadonlySet<string>): boolean {
+  if (n.status !== "HEALTHY" || !n.alive || n.phase !== "serving" || n.hard.length > 0 || n.gpus < n.gpusExpected) return true;
+  return n.soft.some((c) => !suspect.has(c));
+}
+
 /** The whole view as lines (no trailing newline). */
-export function renderFleetView(v: FleetView, o: RenderOptions = {}): string[] {
+export function renderFleetView(v: FleetView, o: FleetRenderOptions = {}): string[] {
   const width = o.width ?? STATUS_WIDTH;
   const color = o.color ?? false;
   const lines: Line[] = [];
@@ -257,17 +284,29 @@ export function renderFleetView(v: FleetView, o: RenderOptions = {}): string[] {
   lines.push([]);
   lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v), modelLine(v), ...rolloutSection(v.rollout, v.now), ...repairLines(v), ...inventoryLine(v), ...identityLine(v));
 
-  const all = v.azs.flatMap((a) => a.nodes);
-  const idW = Math.min(24, Math.max(4, ...all.map((n) => [...n.id].length)));
   const suspect = new Set(v.suspect?.codes ?? []);
-  for (const a of v.azs) {
+  const total = v.azs.reduce((sum, a) => sum + a.nodes.length, 0);
+  const listing = o.nodes ?? "auto";
+  const every = listing === "all" || (listing === "auto" && total <= AUTO_LIST_ALL);
+  const azs = o.az ? v.azs.filter((a) => a.az === o.az) : v.azs;
+  if (o.az && !azs.length) lines.push([], [{ t: `no AZ ${o.az} in cluster ${v.cluster}`, s: "red" }, { t: ` (AZs: ${v.azs.map((a) => a.az).join(", ") || "none"})`, s: "dim" }]);
+  const listed = azs.map((a) => (every ? a.nodes : a.nodes.filter((n) => needsAttention(n, suspect))));
+  const idW = Math.min(24, Math.max(4, ...listed.flat().map((n) => [...n.id].length)));
+  azs.forEach((a, i) => {
     lines.push([], azHeader(a, v.now));
-    if (!a.nodes.length) continue;
-    lines.push([
-      { t: "  " + pad("NODE", idW) + "  " + pad("STATUS", 11) + "  " + padL("WEIGHT", 6) + "  " + padL("LOAD", 6) + "  " + padL("GPUS", 5) + "  " + padL("HEARTBEAT", 9) + "  REASONS", s: "dim" },
-    ]);
-    for (const n of a.nodes) lines.push(nodeLine(n, idW, suspect));
-  }
+    if (!a.nodes.length) return;
+    if (listed[i].length) {
+      lines.push([
+        { t: "  " + pad("NODE", idW) + "  " + pad("STATUS", 11) + "  " + padL("WEIGHT", 6) + "  " + padL("LOAD", 6) + "  " + padL("GPUS", 5) + "  " + padL("HEARTBEAT", 9) + "  REASONS", s: "dim" },
+      ]);
+      for (const n of listed[i]) lines.push(nodeLine(n, idW, suspect));
+    }
+    const rest = a.nodes.length - listed[i].length;
+    if (rest > 0) {
+      const more = listed[i].length ? "more " : "";
+      lines.push([{ t: `  ${rest} ${more}node${rest === 1 ? "" : "s"} HEALTHY and serving, not listed`, s: "green" }, { t: "  (--nodes all lists them)", s: "dim" }]);
+    }
+  });
 
   lines.push([], [{ t: `events`, s: "bold" }, { t: `  last ${v.events.length}, newest first; tokens shown when not the current leader's`, s: "dim" }]);
   if (!v.events.length) lines.push([{ t: "  none", s: "dim" }]);
