@@ -4,7 +4,10 @@
  * nothing else), outcomes by kind, queue depth and its cap, and the replay group's consumer lag
  * rising while requests are queued at L4 and falling to 0 once the replay has drained them.
  */
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { createServer, type AddressInfo } from "node:net";
+import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { request as httpRequest } from "node:http";
@@ -165,4 +168,37 @@ describe("metrics listener", () => {
     }
     await waitFor("lag read again", async () => value(await scrape(), "llmha_fallback_consumer_lag") === 0, { timeoutMs: 30_000, everyMs: 250 });
   }, 60_000);
+});
+
+describe("llm-ha fallback with an address already in use", () => {
+  const CLI = join(__dirname, "..", "..", "agent", "src", "cli.ts");
+
+  /** The CLI as the pod runs it, with `args`; resolves with its exit code and everything it printed. */
+  function run(args: string[]): Promise<{ code: number | null; out: string }> {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("LLMHA_")));
+    const child = spawn(process.execPath, ["--import", "tsx", CLI, "fallback", "--models", "m", "--host", "127.0.0.1", ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    const kill = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    return new Promise((resolve) => child.once("close", (code) => (clearTimeout(kill), resolve({ code, out }))));
+  }
+
+  it("exits 1 with one line naming the setting, the API's port or the metrics', and no stack trace", async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, "127.0.0.1", () => r()));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const api = await run(["--metrics-addr", "off", "--port", String(port)]);
+      expect(api.code).toBe(1);
+      expect(api.out).toContain(`llm-ha fallback: LLMHA_FALLBACK_PORT: cannot listen on 127.0.0.1:${port} (EADDRINUSE)`);
+      expect(api.out).not.toMatch(/\n\s+at /);
+      const metrics = await run(["--metrics-addr", `127.0.0.1:${port}`, "--port", "0"]);
+      expect(metrics.code).toBe(1);
+      expect(metrics.out).toContain(`llm-ha fallback: LLMHA_FALLBACK_METRICS_ADDR: cannot listen on 127.0.0.1:${port} (EADDRINUSE)`);
+      expect(metrics.out).not.toMatch(/\n\s+at /);
+    } finally {
+      await new Promise<void>((r) => taken.close(() => r()));
+    }
+  }, 90_000);
 });

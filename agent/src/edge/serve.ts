@@ -1,4 +1,5 @@
 /** How the L1 pod's long-running commands (`llm-ha fallback`, `llm-ha continue`) start and stop. */
+import { ListenError } from "../util/net";
 
 export interface ServiceCommand {
   /** The command's name in messages (`llm-ha <name>`). */
@@ -26,10 +27,10 @@ export async function serveCommand(argv: string[], c: ServiceCommand): Promise<n
       process.stderr.write(`llm-ha ${c.name}: bad configuration: ${(err as Error).message}\n`);
       return 2;
     }
-    // A listener that cannot be opened names its setting ("LLMHA_…: cannot listen on …"): the
-    // message says it all, without a stack trace under it. What did start (another listener, a
-    // cluster worker's channel) would keep the process alive: it exits here, as on any error.
-    if (err instanceof Error && /^LLMHA_[A-Z0-9_]+: /.test(err.message)) {
+    // A listener that cannot be opened names its setting: the message says it all, without a
+    // stack trace under it. What did start (another listener, a cluster worker's channel) would
+    // keep the process alive: it exits here, as on any error.
+    if (err instanceof ListenError) {
       process.stderr.write(`llm-ha ${c.name}: ${err.message}\n`);
       process.exit(1);
     }

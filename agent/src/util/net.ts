@@ -130,13 +130,29 @@ export async function closeHttpServer(s: import("node:http").Server | null): Pro
 }
 
 /**
- * Starts `s` listening; resolves with the port it got (useful with port 0), rejects with
- * `wrap(err)` (default: the error itself). `exclusive`: in a cluster worker, a listener of the
- * worker's own rather than one shared through the primary.
+ * A listener that could not be opened, named by the setting that chose its address: the message
+ * (`LLMHA_…: cannot listen on ADDRESS (EADDRINUSE)`) is all a user needs, so a command prints it
+ * as one line and exits 1, without a stack trace.
  */
-export async function listenHttp(s: import("node:net").Server, port: number, host: string, wrap: (err: NodeJS.ErrnoException) => Error = (e) => e, o: { exclusive?: boolean } = {}): Promise<number> {
+export class ListenError extends Error {
+  constructor(
+    readonly setting: string,
+    where: string,
+    cause: NodeJS.ErrnoException,
+  ) {
+    super(`${setting}: cannot listen on ${where} (${cause.code ?? cause.message})`);
+    this.name = "ListenError";
+  }
+}
+
+/**
+ * Starts `s` listening; resolves with the port it got (useful with port 0). A failure rejects
+ * with a `ListenError` naming `setting` when given, else with the error itself. `exclusive`: in
+ * a cluster worker, a listener of the worker's own rather than one shared through the primary.
+ */
+export async function listenHttp(s: import("node:net").Server, port: number, host: string, o: { setting?: string; exclusive?: boolean } = {}): Promise<number> {
   await new Promise<void>((resolve, reject) => {
-    s.once("error", (err: NodeJS.ErrnoException) => reject(wrap(err)));
+    s.once("error", (err: NodeJS.ErrnoException) => reject(o.setting ? new ListenError(o.setting, `${host}:${port}`, err) : err));
     s.listen({ port, host, exclusive: o.exclusive ?? false }, () => resolve());
   });
   const a = s.address();

@@ -10,7 +10,7 @@
 import { rm } from "node:fs/promises";
 import type { Server } from "node:net";
 import { CONTINUE_IDLE } from "../../../../contracts/continuation";
-import { listenHttp } from "../../util/net";
+import { ListenError, listenHttp } from "../../util/net";
 import { DEFAULT_UPSTREAM_MAX_SOCKETS } from "./config";
 import { Exchange, forwardable, jsonError, type ExchangeHost, type RelayOptions } from "./exchange";
 import { H1Pool, type H1Call, type H1Handler } from "./h1-pool";
@@ -47,7 +47,7 @@ export class ContinuationRelay implements ExchangeHost {
     // always` on the relay's backend): the relay never closes one itself, so none is closed just as
     // HAProxy sends on it; HAProxy purges the idle ones it no longer needs.
     const s = this.h1Server();
-    const got = await listenHttp(s, port, host, (err) => new Error(`LLMHA_CONTINUE_PORT: cannot listen on ${host}:${port} (${err.code ?? err.message})`), o);
+    const got = await listenHttp(s, port, host, { setting: "LLMHA_CONTINUE_PORT", exclusive: o.exclusive });
     this.server = s;
     return got;
   }
@@ -61,7 +61,7 @@ export class ContinuationRelay implements ExchangeHost {
     const s = this.h1Server();
     await rm(path, { force: true });
     await new Promise<void>((resolve, reject) => {
-      s.once("error", (err: NodeJS.ErrnoException) => reject(new Error(`LLMHA_CONTINUE_SOCKET: cannot listen on ${path} (${err.code ?? err.message})`)));
+      s.once("error", (err: NodeJS.ErrnoException) => reject(new ListenError("LLMHA_CONTINUE_SOCKET", path, err)));
       s.listen({ path, readableAll: true, writableAll: true, exclusive: o.exclusive ?? false }, () => resolve());
     });
     this.server = s;

@@ -112,7 +112,8 @@ export async function runFallback(cfg: FallbackConfig, opts: { log?: Logger; env
     metrics.misconfigured.inc({ provider: p.name }, 0);
     metrics.providerMisconfigured.set({ provider: p.name }, 0);
   }
-  const port = await service.listen(cfg.port, cfg.host);
+  // A port in use ends start-up with one line naming the setting (serveCommand), as the metrics listener's does.
+  const port = await service.listen(cfg.port, cfg.host, "LLMHA_FALLBACK_PORT");
   let metricsServer: FallbackMetricsServer | null = null;
   let metricsPort: number | null = null;
   if (cfg.metricsAddr) {

@@ -51,7 +51,7 @@ export class FallbackMetricsServer {
     const s = createServer(this.handler);
     s.requestTimeout = 10_000;
     s.headersTimeout = 5_000;
-    const got = await listenHttp(s, port, host, (err) => new Error(`${setting}: cannot listen on ${host}:${port} (${err.code ?? err.message})`));
+    const got = await listenHttp(s, port, host, { setting });
     this.server = s;
     return got;
   }

@@ -276,7 +276,8 @@ export class FallbackService {
     });
   }
 
-  async listen(port: number, host: string): Promise<number> {
+  /** Listens; resolves with the port (useful with port 0). `setting`: what a failure names (`ListenError`). */
+  async listen(port: number, host: string, setting?: string): Promise<number> {
     const s = createServer(this.handler);
     // `Expect: 100-continue` (curl above 1 MB): a body over the limit is refused before it is sent.
     s.on("checkContinue", (req: IncomingMessage, res: ServerResponse) => {
@@ -285,7 +286,7 @@ export class FallbackService {
     });
     s.keepAliveTimeout = 65_000;
     this.server = s;
-    return listenHttp(s, port, host);
+    return listenHttp(s, port, host, { setting });
   }
 
   async close(): Promise<void> {
