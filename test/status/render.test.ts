@@ -142,6 +142,11 @@ describe("status at fleet scale", () => {
     expect(one.filter((l) => /^ {2}[abc]\d{4} /.test(l)).every((l) => l.startsWith("  b"))).toBe(true);
     expect(one.filter((l) => /^ {2}b\d{4} /.test(l))).toHaveLength(667);
     expect(renderFleetView(v, { az: "us-east-1z" })).toContain("no AZ us-east-1z in cluster prod (AZs: us-east-1a, us-east-1b, us-east-1c)");
+    // `auto` counts the AZs shown: a small AZ of a large fleet is listed whole.
+    const small = bigView({});
+    small.azs.push({ ...small.azs[0], az: "us-east-1d", nodes: [node("d0001", { az: "us-east-1d" }), node("d0002", { az: "us-east-1d" })] });
+    expect(renderFleetView(small, { az: "us-east-1d" }).filter((l) => /^ {2}d\d{4} /.test(l))).toHaveLength(2);
+    expect(renderFleetView(small).filter((l) => /^ {2}d\d{4} /.test(l))).toHaveLength(0);
   });
 
   it("an AZ with nothing to look at is one line; a small fleet lists every node unless asked otherwise", () => {

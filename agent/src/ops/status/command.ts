@@ -34,7 +34,8 @@ one is active or ended within the hour), the last events.
                     else 100 columns, long reasons ending in "…")
   --nodes WHICH     the nodes each AZ lists: all, attention (not HEALTHY, not serving, a
                     reason of its own, a GPU or its heartbeat missing; the rest counted on one
-                    line) or auto (default: all in a fleet of up to 40 nodes, attention above)
+                    line) or auto (default: all when the AZs shown hold up to 40 nodes,
+                    attention above)
   --az NAME         only this AZ's nodes (the fleet's lines above them stay)
                     (--nodes and --az shape the text view; --json always has every node)
   --watch           redraw until Ctrl-C; a Redis outage shows a banner and keeps trying

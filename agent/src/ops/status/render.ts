@@ -249,7 +249,7 @@ function nodeLine(n: NodeRow, idW: number, suspect: ReadonlySet<string>): Line {
 
 /**
  * Which nodes the AZ tables list: `all`; `attention`, only those a reader has to look at (the
- * others counted on one line); `auto` (the default), every node in a fleet of up to
+ * others counted on one line); `auto` (the default), every node when the AZs shown hold up to
  * `AUTO_LIST_ALL` nodes and `attention` above it, where a table of every node would bury the few
  * that matter and a watch could not redraw it on one screen.
  */
@@ -285,10 +285,11 @@ export function renderFleetView(v: FleetView, o: FleetRenderOptions = {}): strin
   lines.push(leaderLine(v), tierLine(v), l4Line(v), standbyLine(v), ...actionLines(v), ...wakeLine(v), ...practiceLine(v, v.now), suspectLine(v), modelLine(v), ...rolloutSection(v.rollout, v.now), ...repairLines(v), ...inventoryLine(v), ...identityLine(v));
 
   const suspect = new Set(v.suspect?.codes ?? []);
-  const total = v.azs.reduce((sum, a) => sum + a.nodes.length, 0);
+  const azs = o.az ? v.azs.filter((a) => a.az === o.az) : v.azs;
+  // `auto` counts the nodes of the AZs shown: one small AZ of a large fleet is listed whole.
+  const total = azs.reduce((sum, a) => sum + a.nodes.length, 0);
   const listing = o.nodes ?? "auto";
   const every = listing === "all" || (listing === "auto" && total <= AUTO_LIST_ALL);
-  const azs = o.az ? v.azs.filter((a) => a.az === o.az) : v.azs;
   if (o.az && !azs.length) lines.push([], [{ t: `no AZ ${o.az} in cluster ${v.cluster}`, s: "red" }, { t: ` (AZs: ${v.azs.map((a) => a.az).join(", ") || "none"})`, s: "dim" }]);
   const listed = azs.map((a) => (every ? a.nodes : a.nodes.filter((n) => needsAttention(n, suspect))));
   const idW = Math.min(24, Math.max(4, ...listed.flat().map((n) => [...n.id].length)));
