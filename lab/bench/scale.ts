@@ -282,8 +282,8 @@ export async function runScaleSize(nodes: number, o: Omit<ScaleOptions, "sizes">
         leader: { periods: agg.length, readP50Ms: r1(pct(agg, 50)), readMaxMs: r1(Math.max(0, ...agg)), periodGapMaxMs: r1(Math.max(0, ...periodGapMs)) },
         azHealth: { n: azHealthMs.length, p50Ms: r1(pct(azHealthMs, 50)), codes: Object.fromEntries(azCodes) },
         redisCpuSeconds: r1(cpuS),
-        // Redis CPU per read (beyond the window's rate of the agents' and the leader's work), and the leader's reads in the meantime.
-        status: { reads: STATUS_READS, p50Ms: r1(pct(status.readMs, 50)), redisCpuMsPerRead: r1(statusRedisMs), leaderReadMaxMsDuring: r1(Math.max(0, ...leaderDuring)), linesEveryNode: status.linesAll },
+        // Redis CPU per read (beyond the window's rate of the agents' and the leader's work), and the leader's reads in the meantime (null: no period fell in it).
+        status: { reads: STATUS_READS, p50Ms: r1(pct(status.readMs, 50)), redisCpuMsPerRead: r1(statusRedisMs), leaderReadMaxMsDuring: leaderDuring.length ? r1(Math.max(...leaderDuring)) : null, linesEveryNode: status.linesAll },
       },
     };
   } finally {
