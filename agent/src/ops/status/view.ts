@@ -96,7 +96,9 @@ export async function readFleetView(redis: Redis, keys: RedisKeys, o: ReadFleetV
   const listed = Object.entries(r[15] as Record<string, string>).filter(([id]) => !FENCE_FIELDS.includes(id));
   const inventoryAzs = new Set(listed.map(([, v]) => v.split("|")[0]).filter(Boolean));
   const from = listed.length ? { members: keys.inventory, knownAzs: inventoryAzs } : undefined;
-  const notListed = from ? Object.keys(r[16] as Record<string, string>).filter((id) => !listed.some(([l]) => l === id)).sort() : [];
+  // A set, not a scan of the list per member: at 5,000 nodes that scan was 12 million comparisons a read.
+  const listedIds = new Set(listed.map(([id]) => id));
+  const notListed = from ? Object.keys(r[16] as Record<string, string>).filter((id) => !listedIds.has(id)).sort() : [];
   const snap = await readSnapshot(redis, keys, 1000, bound ? recordKey : undefined, from);
   const ids = snap.nodes.map((n) => n.nodeId);
   const azNames = new Set([...(from ? inventoryAzs : azSet), ...snap.nodes.map((n) => n.az)]);
