@@ -73,6 +73,12 @@ const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 /** Per path, ms to each stream's first chunk (`ttfb`) and each chunk's lag from the server's send. */
 type Paths = Record<"plain" | "relayed", { ttfb: number[]; lag: number[] }>;
 const paths = (): Paths => ({ plain: { ttfb: [], lag: [] }, relayed: { ttfb: [], lag: [] } });
+/** The rounds' samples pooled, per path. */
+const pooled = (rounds: readonly Paths[]): Paths => {
+  const all = paths();
+  for (const r of rounds) for (const path of ["plain", "relayed"] as const) for (const what of ["ttfb", "lag"] as const) all[path][what].push(...r[path][what]);
+  return all;
+};
 
 /** p50 and p99 of one measure on each path, and what the relay added. */
 function compare(r: Paths, what: "ttfb" | "lag"): Record<string, number> {
@@ -207,6 +213,7 @@ async function loopbackRoundTrip(samples: number, gapMs: number): Promise<{ p50:
 }
 
 export async function runContinuationBench(o: ContinuationBenchOptions): Promise<Record<string, unknown>> {
+  const workers = o.workers ?? 1;
   const stub = await stubServer(o.chunks, o.chunkMs);
   const stubPort = (stub.address() as AddressInfo).port;
   const [plain, relayed, relayPort, upstream] = [await freePort(), await freePort(), await freePort(), await freePort()];
@@ -228,7 +235,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
     LLMHA_CONTINUE_UPSTREAM: o.relayTo === "server" ? `127.0.0.1:${stubPort}` : addr.bind,
     LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS: String(tuning.frontendMaxconn),
     LLMHA_CONTINUE_METRICS_ADDR: "off",
-    LLMHA_CONTINUE_WORKERS: String(o.workers ?? 1),
+    LLMHA_CONTINUE_WORKERS: String(workers),
     LLMHA_LOG_LEVEL: "warn",
   };
   const child = spawn(process.execPath, args, { env, stdio: "ignore" });
@@ -237,15 +244,14 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
     ...(o.nbthread ? { nbthread: o.nbthread } : {}),
     proxies: [
       { name: "plain", bind: `127.0.0.1:${plain}`, health: "agent", tuning, servers },
-      { name: "relayed", bind: `127.0.0.1:${relayed}`, health: "agent", tuning, servers, continuation: { ...addr, workers: o.workers ?? 1 } },
+      { name: "relayed", bind: `127.0.0.1:${relayed}`, health: "agent", tuning, servers, continuation: { ...addr, workers } },
     ],
   });
   try {
-    await waitFor("relay and stub UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 2 + (o.workers ?? 1), { timeoutMs: 60_000, everyMs: 100 });
+    await waitFor("relay and stub UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 2 + workers, { timeoutMs: 60_000, everyMs: 100 });
     const idle = treeUsage(child.pid as number);
     const prompt = promptOf(o.promptBytes ?? 1);
-    const res = paths();
-    /** Each round's samples alone, for the spread between rounds. */
+    /** Each round's samples; the figures pool them, and each round alone shows the spread. */
     const byRound: Paths[] = [];
     let relayCpuS = 0;
     let relayWallS = 0;
@@ -276,10 +282,8 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
         await sample;
         for (const d of done) {
           if (steady && d.at < streamMs) continue;
-          for (const into of [res[mode], own[mode]]) {
-            into.ttfb.push(d.ttfb);
-            into.lag.push(...d.lags);
-          }
+          own[mode].ttfb.push(d.ttfb);
+          own[mode].lag.push(...d.lags);
         }
         if (mode === "relayed") {
           relayCpuS += treeUsage(child.pid as number).cpuS - before.cpuS;
@@ -302,6 +306,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
     }
     const hop = await loopbackRoundTrip(400, 5);
     const tokensPerS = relayTokens / relayWallS;
+    const res = pooled(byRound);
     const perRequestMs = compare(res, "ttfb");
     const perChunkMs = compare(res, "lag");
     const oneInFlight = { perRequestMs: compare(one, "ttfb"), perChunkMs: compare(one, "lag") };
@@ -332,7 +337,7 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
       relayTokensPerS: Math.round(tokensPerS),
       // Cores the relay used per 1,000 tokens/s relayed.
       relayCoresPer1000TokensPerS: r3(relayCpuS / relayWallS / (tokensPerS / 1000)),
-      relayWorkers: o.workers ?? 1,
+      relayWorkers: workers,
       relayIdleRssMiB: r3(idle.rss / 2 ** 20),
       relayBytesPerOpenStream: Math.round((openRss - idle.rss) / o.streams),
     };

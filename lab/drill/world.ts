@@ -72,6 +72,7 @@ export function stopWaves(stops: readonly { stop: () => Promise<void>; group?: s
 /** The world, not started yet; from now on a Ctrl-C or SIGTERM stops everything it started and exits 130. */
 export function createWorld(o: WorldOptions): DrillWorld {
   const stops: { stop: () => Promise<void>; group?: string }[] = [];
+  const track = (stop: () => Promise<void>, group?: string): void => void stops.push({ stop, group });
   const pids = new Set<number>();
   const tl = emptyTimeline();
   let traffic: Traffic | null = null;
@@ -115,7 +116,7 @@ export function createWorld(o: WorldOptions): DrillWorld {
   };
   const start = async (): Promise<ScenarioContext> => {
     stack = await startStack({
-      nodes: o.nodes, dir: o.outDir, progress: o.progress, now: o.now, track: (stop, group) => void stops.push({ stop, group }), redisPaths: o.redisPaths,
+      nodes: o.nodes, dir: o.outDir, progress: o.progress, now: o.now, track, redisPaths: o.redisPaths,
       spares: o.spares, firstAzExtra: o.firstAzExtra, agentEnv: o.agentEnv,
     });
     tl.standbyAddress = stack.azs.find((a) => a.standby)?.address;
@@ -139,11 +140,10 @@ export function createWorld(o: WorldOptions): DrillWorld {
         await new Promise((r) => setTimeout(r, 250));
       }
     })();
-    const stopDns = async (): Promise<void> => {
+    track(async () => {
       dnsClosed = true;
       await dnsLoop;
-    };
-    stops.push({ stop: stopDns });
+    });
     traffic = startTraffic({
       timeline: tl,
       now: o.now,
@@ -159,5 +159,5 @@ export function createWorld(o: WorldOptions): DrillWorld {
     });
     return { stack: st, tl, observer, now: o.now, progress: o.progress, fleetWired, cuts };
   };
-  return { tl, start, pids, notePids, track: (stop, group) => void stops.push({ stop, group }), stopTraffic, close };
+  return { tl, start, pids, notePids, track, stopTraffic, close };
 }

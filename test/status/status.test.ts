@@ -144,7 +144,7 @@ describe("llm-ha status against a real redis-server and a real fleet", () => {
     const none = await cli(["--cluster", cluster, "--az", "us-east-1z"], env);
     expect(none.code).toBe(2);
     expect(none.stdout).toBe("");
-    expect(none.stderr).toBe(`llm-ha status: --az us-east-1z: no such AZ in cluster ${cluster} (AZs: us-east-1a, us-east-1b, us-east-1c)\n`);
+    expect(none.stderr).toBe(`llm-ha status: --az: no AZ us-east-1z in cluster ${cluster} (AZs: us-east-1a, us-east-1b, us-east-1c)\n`);
   });
 
   it("--json: one document with a version and the values a script needs", async () => {

@@ -146,15 +146,23 @@ export class ListenError extends Error {
 }
 
 /**
- * Starts `s` listening; resolves with the port it got (useful with port 0). A failure rejects
- * with a `ListenError` naming `setting` when given, else with the error itself. `exclusive`: in
- * a cluster worker, a listener of the worker's own rather than one shared through the primary.
+ * Starts `s` listening on `at` (a port or a Unix socket; `where` names it in an error). A failure
+ * rejects with a `ListenError` naming `setting` when given, else with the error itself.
+ */
+export function listenOn(s: import("node:net").Server, at: import("node:net").ListenOptions, where: string, setting?: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    s.once("error", (err: NodeJS.ErrnoException) => reject(setting ? new ListenError(setting, where, err) : err));
+    s.listen(at, () => resolve());
+  });
+}
+
+/**
+ * Starts `s` listening on a port; resolves with the port it got (useful with port 0). A failure
+ * as `listenOn`. `exclusive`: in a cluster worker, a listener of the worker's own rather than one
+ * shared through the primary.
  */
 export async function listenHttp(s: import("node:net").Server, port: number, host: string, o: { setting?: string; exclusive?: boolean } = {}): Promise<number> {
-  await new Promise<void>((resolve, reject) => {
-    s.once("error", (err: NodeJS.ErrnoException) => reject(o.setting ? new ListenError(o.setting, `${host}:${port}`, err) : err));
-    s.listen({ port, host, exclusive: o.exclusive ?? false }, () => resolve());
-  });
+  await listenOn(s, { port, host, exclusive: o.exclusive ?? false }, `${host}:${port}`, o.setting);
   const a = s.address();
   return typeof a === "object" && a ? a.port : port;
 }

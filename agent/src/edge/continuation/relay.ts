@@ -10,7 +10,7 @@
 import { rm } from "node:fs/promises";
 import type { Server } from "node:net";
 import { CONTINUE_IDLE } from "../../../../contracts/continuation";
-import { ListenError, listenHttp } from "../../util/net";
+import { listenHttp, listenOn } from "../../util/net";
 import { DEFAULT_UPSTREAM_MAX_SOCKETS } from "./config";
 import { Exchange, forwardable, jsonError, type ExchangeHost, type RelayOptions } from "./exchange";
 import { H1Pool, type H1Call, type H1Handler } from "./h1-pool";
@@ -60,10 +60,7 @@ export class ContinuationRelay implements ExchangeHost {
   async listenSocket(path: string, o: { exclusive?: boolean } = {}): Promise<number> {
     const s = this.h1Server();
     await rm(path, { force: true });
-    await new Promise<void>((resolve, reject) => {
-      s.once("error", (err: NodeJS.ErrnoException) => reject(new ListenError("LLMHA_CONTINUE_SOCKET", path, err)));
-      s.listen({ path, readableAll: true, writableAll: true, exclusive: o.exclusive ?? false }, () => resolve());
-    });
+    await listenOn(s, { path, readableAll: true, writableAll: true, exclusive: o.exclusive ?? false }, path, "LLMHA_CONTINUE_SOCKET");
     this.server = s;
     return 0;
   }

@@ -14,7 +14,7 @@ import { OutputFlagError, outputMode, terminalColumns } from "../../../../contra
 import { createRedisClient, describeRedisError, RedisUrlError, speaksResp, type RedisClient } from "../../fleet/redis/client";
 import { RedisKeys } from "../../fleet/redis/keys";
 import { createLogger, safeUrl } from "../../util/log";
-import { formatAge, NODE_LISTINGS, renderBanner, renderFleetView, STATUS_WIDTH, type FleetRenderOptions, type NodeListing } from "./render";
+import { formatAge, missingAz, NODE_LISTINGS, renderBanner, renderFleetView, STATUS_WIDTH, type FleetRenderOptions, type NodeListing } from "./render";
 import { findClusters, readFleetView, StatusReadError } from "./view";
 import { STATUS_JSON_VERSION, type FleetView } from "./types";
 
@@ -297,8 +297,9 @@ async function once(client: RedisClient, keys: RedisKeys, a: StatusArgs, shown: 
   } catch (e) {
     return fail(`Redis at ${shown} failed the read: ${(e as Error).message}`, 1);
   }
-  if (a.az !== null && !a.json && !view.azs.some((z) => z.az === a.az)) {
-    err(`--az ${a.az}: no such AZ in cluster ${a.cluster} (AZs: ${view.azs.map((z) => z.az).join(", ") || "none"})`);
+  const missing = a.json ? null : missingAz(view, a.az);
+  if (missing) {
+    err(`--az: ${missing}`);
     return 2;
   }
   const color = Boolean(process.stdout.isTTY) && !process.env.NO_COLOR;

@@ -274,6 +274,12 @@ export function needsAttention(n: NodeRow, suspect: ReadonlySet<string>): boolea
   return n.soft.some((c) => !suspect.has(c));
 }
 
+/** Why `--az` shows nothing (the cluster has no such AZ, naming those it has), or null. */
+export function missingAz(v: FleetView, az: string | null | undefined): string | null {
+  if (!az || v.azs.some((a) => a.az === az)) return null;
+  return `no AZ ${az} in cluster ${v.cluster} (AZs: ${v.azs.map((a) => a.az).join(", ") || "none"})`;
+}
+
 /** The whole view as lines (no trailing newline). */
 export function renderFleetView(v: FleetView, o: FleetRenderOptions = {}): string[] {
   const width = o.width ?? STATUS_WIDTH;
@@ -290,7 +296,8 @@ export function renderFleetView(v: FleetView, o: FleetRenderOptions = {}): strin
   const total = azs.reduce((sum, a) => sum + a.nodes.length, 0);
   const listing = o.nodes ?? "auto";
   const every = listing === "all" || (listing === "auto" && total <= AUTO_LIST_ALL);
-  if (o.az && !azs.length) lines.push([], [{ t: `no AZ ${o.az} in cluster ${v.cluster}`, s: "red" }, { t: ` (AZs: ${v.azs.map((a) => a.az).join(", ") || "none"})`, s: "dim" }]);
+  const missing = missingAz(v, o.az);
+  if (missing) lines.push([], [{ t: missing, s: "red" }]);
   const listed = azs.map((a) => (every ? a.nodes : a.nodes.filter((n) => needsAttention(n, suspect))));
   const idW = Math.min(24, Math.max(4, ...listed.flat().map((n) => [...n.id].length)));
   azs.forEach((a, i) => {
