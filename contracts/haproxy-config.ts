@@ -16,11 +16,15 @@ import {
   type HaproxyGlobals,
   type HaproxyTuning,
   HaproxyConfigError,
+  ms,
 } from "./haproxy-tuning";
 import { RESULT_ROUTE_PATTERN } from "./edge";
 import { renderAzHealthBackend, renderAzHealthFrontend } from "./haproxy-az-health";
-import { renderEdgeRules, renderEdgeTables, renderUpstreamKey, type HaproxyEdge } from "./haproxy-edge";
-import { renderContinuation, renderContinuationRoute, renderFallbackBackend, type HaproxyContinuation, type HaproxyFallback } from "./haproxy-sidecars";
+import { renderEdgeRules, renderEdgeTables, type HaproxyEdge } from "./haproxy-edge";
+import { renderContinuation, renderContinuationRoute, renderFallbackBackend, socksHop, type HaproxyContinuation, type HaproxyFallback } from "./haproxy-sidecars";
+import { checkName, renderServersBackend } from "./haproxy-servers";
+
+export { serverOptions } from "./haproxy-servers";
 
 export type { HaproxyContinuation, HaproxyFallback } from "./haproxy-sidecars";
 
@@ -152,68 +156,6 @@ export interface HaproxyConfigArgs {
   proxies: HaproxyProxy[];
 }
 
-const NAME_RE = /^[A-Za-z0-9_.:-]+$/;
-
-function ms(v: number): string {
-  return `${Math.round(v)}ms`;
-}
-
-/** Options shared by every server line of a proxy: the heart of the L1 tier. */
-export function serverOptions(health: HaproxyHealthMode, t: HaproxyTuning, agentPort: number, backup = false): string {
-  // A GPU node serves a bounded batch: past `serverMaxconn` requests wait in the backend
-  // queue (then a fast 503) instead of piling onto the node.
-  const limit = `maxconn ${t.serverMaxconn}`;
-  if (health === "httpchk-default") {
-    // HAProxy's defaults: inter 2s, fall 3, rise 2.
-    return `weight 100 check inter 2s fall 3 rise 2 ${limit}`;
-  }
-  if (health === "httpchk-tuned") {
-    return `weight 100 check inter ${ms(t.checkInterMs)} fall ${t.fall} rise ${t.rise} ${limit}`;
-  }
-  const parts = [
-    "weight 100",
-    // A plain check catches a dead node: an agent HAProxy cannot reach counts for nothing.
-    `check inter ${ms(t.checkInterMs)} fall ${backup ? t.backupFall : t.fall} rise ${t.rise}`,
-    `agent-check agent-port ${agentPort} agent-inter ${ms(t.agentInterMs)}`,
-    // A refused or reset connection in live traffic marks a local server down at once (a
-    // crash is out of rotation in milliseconds). A backup is across the inter-AZ network,
-    // where a connection lost now and then is the link, not the node: two in a row count as
-    // one failed check, and `backupFall` of those take it out (the drill's cross-az-loss).
-    backup ? "observe layer4 error-limit 2 on-error fail-check" : "observe layer4 error-limit 1 on-error mark-down",
-  ];
-  if (t.slowstartMs > 0) parts.push(`slowstart ${ms(t.slowstartMs)}`);
-  parts.push(limit);
-  return parts.join(" ");
-}
-
-function checkName(what: string, value: string): void {
-  if (!NAME_RE.test(value)) throw new HaproxyConfigError(`${what} ${JSON.stringify(value)} has characters HAProxy does not accept`);
-}
-
-function renderServers(p: HaproxyProxy, t: HaproxyTuning): string[] {
-  const lines: string[] = [];
-  const s = p.servers;
-  if (s.kind === "static") {
-    if (s.local.length + s.backup.length === 0) throw new HaproxyConfigError(`proxy ${p.name} has no servers`);
-    for (const [list, backup] of [[s.local, false], [s.backup, true]] as const) {
-      for (const srv of list) {
-        checkName("server name", srv.name);
-        const opts = serverOptions(p.health, t, srv.agentPort, backup);
-        lines.push(`  server ${srv.name} ${srv.address}:${srv.port} ${opts}${backup ? " backup" : ""}`);
-      }
-    }
-  } else {
-    for (const [g, backup] of [[s.local, false], ...s.backup.map((b) => [b, true] as const)] as const) {
-      checkName("server prefix", g.prefix);
-      const opts = serverOptions(p.health, t, g.agentPort, backup);
-      lines.push(
-        `  server-template ${g.prefix} 1-${g.slots} ${g.fqdn}:${g.port} resolvers cluster init-addr none resolve-prefer ipv4 ${opts}${backup ? " backup" : ""}`,
-      );
-    }
-  }
-  return lines;
-}
-
 function positiveInt(what: string, v: number, min = 1): void {
   if (!Number.isInteger(v) || v < min) throw new HaproxyConfigError(`${what} ${v} must be an integer ≥ ${min}`);
 }
@@ -277,7 +219,7 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
     // means no inference server anywhere can take the request.
     out.push(`  use_backend ${p.name}_fallback if { nbsrv(${p.name}_servers) eq 0 }`);
   }
-  if (p.continuation) out.push(...renderContinuationRoute(p.name));
+  if (p.continuation) out.push(...renderContinuationRoute(p.name, p.continuation));
   out.push(`  default_backend ${p.name}_servers`);
   if (p.continuation) out.push(...renderContinuation(p.name, p.continuation, t, feMax));
   if (p.azHealthBind) out.push(...renderAzHealthFrontend({ ...p, azHealthBind: p.azHealthBind }, Math.max(1, Math.floor(healthReserve(g) / 2))));
@@ -285,27 +227,11 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
     if (!/^(127\.\d+\.\d+\.\d+|\[::1\]):\d{1,5}$/.test(p.internalBind)) throw new HaproxyConfigError(`internalBind ${JSON.stringify(p.internalBind)} of ${p.name} must be a loopback address:port`);
     out.push("", `frontend ${p.name}_internal`, `  bind ${p.internalBind}`, `  maxconn ${Math.max(1, Math.floor(healthReserve(g) / 2))}`, `  timeout client ${ms(t.timeoutClientMs)}`, `  default_backend ${p.name}_servers`);
   }
-  out.push("", `backend ${p.name}_servers`, "  balance leastconn");
-  const s = p.servers;
-  // When every local server is down, spread over ALL the backups (the other AZs' nodes):
-  // without it HAProxy sends everything to the first backup alone.
-  if (s.backup.length > 0) out.push("  option allbackups");
-  out.push(`  timeout connect ${ms(t.timeoutConnectMs)}`, `  timeout server ${ms(t.timeoutServerMs)}`, `  timeout queue ${ms(t.timeoutQueueMs)}`);
-  out.push(`  retries ${t.retries}`, "  option redispatch 1");
-  if (p.health === "agent") {
-    // What is retried (once, on another server) is what a server did not take on:
-    // conn-failure (refused or no connection: the request never reached it), 0rtt-rejected,
-    // 404 (model unloaded) and 503 (loading) in the agent's ~0.3 s before the node leaves
-    // rotation. Never empty-response or junk-response: a server that dropped the connection
-    // after taking the request may have been killed BY it (a query of death); replaying it
-    // would take down the next server too. A client asking for a model no server has gets
-    // its 404 after the one retry.
-    out.push("  retry-on conn-failure 0rtt-rejected 404 503", "  option http-buffer-request");
-  } else {
-    out.push("  option httpchk GET /health");
-  }
-  out.push(...renderUpstreamKey(p.edge));
-  out.push(...renderServers(p, t));
+  out.push(...renderServersBackend(p, t));
+  // The relay as HAProxy's SOCKS4 hop (docs/continuation.md): completions to the same servers,
+  // picked here by the same rules, each connection made through the relay.
+  const hop = p.continuation ? socksHop(p.name, p.continuation) : null;
+  if (hop) out.push(...renderServersBackend(p, t, hop));
   if (p.forwardAzHealth) out.push("", ...renderAzHealthBackend(p));
   if (p.fallback) out.push("", ...renderFallbackBackend(p.name, p.fallback));
   if (p.edge) out.push(...renderEdgeTables(p.name, p.edge));

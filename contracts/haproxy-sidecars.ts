@@ -5,7 +5,7 @@
  */
 import { CONTINUE_IDLE, MAX_CONTINUE_WORKERS, relayWorkerAddress } from "./continuation";
 import { PROXY_ANSWER_HEADER } from "./edge";
-import { HaproxyConfigError } from "./haproxy-tuning";
+import { HaproxyConfigError, ms } from "./haproxy-tuning";
 
 /** Where `llm-ha fallback` listens, beside the proxy. */
 export interface HaproxyFallback {
@@ -16,14 +16,16 @@ export interface HaproxyFallback {
 }
 
 /**
- * The continuation relay: completions go from the public frontend (after the edge) to
- * `llm-ha continue`, which sends them to a loopback listener of their own over the same servers
- * backend, and carries an answer on when its server dies under it.
+ * The continuation relay: completions go from the public frontend (after the edge) through
+ * `llm-ha continue` to the server HAProxy picked (the relay as its SOCKS4 hop), and the relay
+ * carries an answer on when its server dies under it, through a loopback listener of its own
+ * over the same servers.
  */
 export interface HaproxyContinuation {
   /**
-   * `address:port` of `llm-ha continue` (`LLMHA_CONTINUE_PORT`), e.g. `127.0.0.1:9420`, or
-   * `unix@/path` of its Unix socket (`LLMHA_CONTINUE_SOCKET`).
+   * `address:port` of `llm-ha continue` (`LLMHA_CONTINUE_PORT`), e.g. `127.0.0.1:9420`: a loopback
+   * address with one worker (HAProxy's `socks4` takes TCP). With several workers also `unix@/path`
+   * of its Unix socket (`LLMHA_CONTINUE_SOCKET`).
    */
   relay: string;
   /**
@@ -44,10 +46,6 @@ const LOOPBACK_RE = /^(127\.\d+\.\d+\.\d+|\[::1\]):\d{1,5}$/;
 /** A Unix socket in HAProxy's syntax; the path as the relay's config takes it (absolute, ≤ 100 bytes, no spaces). */
 const UNIX_RE = /^unix@\/[^\s]{1,99}$/;
 
-function ms(v: number): string {
-  return `${Math.round(v)}ms`;
-}
-
 export function renderFallbackBackend(name: string, f: HaproxyFallback): string[] {
   if (!ADDR_RE.test(f.address)) throw new HaproxyConfigError(`fallback address ${JSON.stringify(f.address)} of ${name} must be address:port`);
   const timeout = f.timeoutServerMs ?? 60_000;
@@ -63,12 +61,33 @@ export function renderFallbackBackend(name: string, f: HaproxyFallback): string[
   ];
 }
 
-/** The public frontend's rule: completions to the relay while it is up (otherwise straight to the servers, as without it). */
-export function renderContinuationRoute(name: string): string[] {
-  return [`  use_backend ${name}_continuation if METH_POST { path /v1/chat/completions /v1/completions } { nbsrv(${name}_continuation) gt 0 }`];
+/**
+ * The relay's address as HAProxy's SOCKS4 hop to the servers (`socks4` on the server lines of
+ * the `_relayed` backend), or null when completions go to the relay's own backend instead. One
+ * relay process (the default) is the hop: a completion crosses it once each way and HAProxy
+ * once, and HAProxy still picks the server. `socks4` takes one TCP address, so several workers
+ * (each on a listener of its own) take the other way: HAProxy → a worker by `leastconn` →
+ * HAProxy's continuation listener → the server, HAProxy crossed twice.
+ */
+export function socksHop(name: string, c: HaproxyContinuation): string | null {
+  if ((c.workers ?? 1) > 1) return null;
+  if (!LOOPBACK_RE.test(c.relay)) {
+    throw new HaproxyConfigError(`continuation relay ${JSON.stringify(c.relay)} of ${name} must be a loopback address:port with one worker: HAProxy reaches it as its SOCKS4 hop to the servers, which takes a TCP address (Unix sockets serve several workers)`);
+  }
+  return c.relay;
 }
 
-/** The relay's backend and the loopback listener it sends to. */
+/** The public frontend's rule: completions through the relay while it is up (otherwise straight to the servers, as without it). */
+export function renderContinuationRoute(name: string, c: HaproxyContinuation): string[] {
+  const to = socksHop(name, c) ? `${name}_relayed` : `${name}_continuation`;
+  return [`  use_backend ${to} if METH_POST { path /v1/chat/completions /v1/completions } { nbsrv(${name}_continuation) gt 0 }`];
+}
+
+/**
+ * The relay's backend and the loopback listener it sends to. With the relay as the SOCKS4 hop
+ * the backend carries no request: its check is what the public frontend's rule reads (the relay
+ * up), and the listener takes only the second request of a cut answer.
+ */
 export function renderContinuation(name: string, c: HaproxyContinuation, t: { timeoutClientMs: number; timeoutServerMs: number }, maxconn: number): string[] {
   if (!ADDR_RE.test(c.relay) && !UNIX_RE.test(c.relay)) throw new HaproxyConfigError(`continuation relay ${JSON.stringify(c.relay)} of ${name} must be address:port or unix@/path`);
   const workers = c.workers ?? 1;

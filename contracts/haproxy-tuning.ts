@@ -171,3 +171,8 @@ export class HaproxyConfigError extends Error {
     this.name = "HaproxyConfigError";
   }
 }
+
+/** A duration in HAProxy's syntax: whole milliseconds. */
+export function ms(v: number): string {
+  return `${Math.round(v)}ms`;
+}

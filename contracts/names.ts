@@ -12,8 +12,12 @@ export const PORTS = Object.freeze({ inference: 8000, agentHttp: 9400, agentChec
 
 /** Frontend name of the L1 proxy; HAProxy's exporter labels its backend `proxy="inference_servers"`. */
 export const L1_PROXY_NAME = "inference";
-/** The backend whose responses the L1 alerts and dashboard count. */
+/** The backend straight to the servers: its server rows are what the L1 alerts and dashboard read for the servers' states. */
 export const L1_BACKEND = `${L1_PROXY_NAME}_servers`;
+/** The backend over the same servers through the continuation relay (its SOCKS4 hop): completions, while the relay is up. */
+export const L1_RELAYED_BACKEND = `${L1_PROXY_NAME}_relayed`;
+/** The label matcher of both, whose responses, retries and queues the L1 alerts and dashboard sum. */
+export const L1_BACKENDS_MATCHER = `proxy=~"${L1_BACKEND}|${L1_RELAYED_BACKEND}"`;
 
 /**
  * Annotation (value `waived`) of an L1 NLB Service that serves clear text on purpose: a dev

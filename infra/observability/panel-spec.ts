@@ -4,7 +4,7 @@
  * the agent that leads now.
  */
 import { fromLeader } from "./alerts";
-import { L1_BACKEND } from "../../contracts/names";
+import { L1_BACKENDS_MATCHER } from "../../contracts/names";
 
 /** The data source variable every panel and query uses. */
 export const DS = { type: "prometheus" as const, uid: "${datasource}" };
@@ -58,5 +58,5 @@ export function hq(q: number, by: string, histogram: string, sel: (name: string)
 
 /** The L1 proxies' responses (of one status class when given). */
 export function l1(code?: string): string {
-  return m("haproxy_backend_http_responses_total", `proxy="${L1_BACKEND}"${code ? `, code="${code}"` : ""}`);
+  return m("haproxy_backend_http_responses_total", `${L1_BACKENDS_MATCHER}${code ? `, code="${code}"` : ""}`);
 }

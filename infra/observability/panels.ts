@@ -8,7 +8,7 @@
  */
 import { sloSeries } from "./alerts/slo";
 import { type AlertThresholds } from "./thresholds";
-import { L1_BACKEND } from "../../contracts/names";
+import { L1_BACKEND, L1_BACKENDS_MATCHER, L1_RELAYED_BACKEND } from "../../contracts/names";
 import { hq, l1, leader, leaderFleet, m, mc, type RowSpec } from "./panel-spec";
 import { nodeRows } from "./panels-node";
 import { alertRows } from "./panels-alerts";
@@ -18,7 +18,7 @@ export { DS, type PanelSpec, type RowSpec } from "./panel-spec";
 
 export function dashboardRows(t: AlertThresholds): RowSpec[] {
   const azState = `max by (az) ${leader("llmha_az_state", 'state="DEGRADED"')} + 2 * max by (az) ${leader("llmha_az_state", 'state="DOWN"')}`;
-  const l1b = (name: string) => m(name, `proxy="${L1_BACKEND}"`);
+  const l1b = (name: string) => m(name, L1_BACKENDS_MATCHER);
   const rec = (name: string) => `${name}{cluster=~"$cluster"}`;
   const recAz = (name: string) => m(name);
   const availBudget = 1 - t.availabilityObjective;
@@ -32,7 +32,7 @@ export function dashboardRows(t: AlertThresholds): RowSpec[] {
       {
         type: "timeseries",
         title: "Requests",
-        description: `Inference requests answered through the L1 proxies (${L1_BACKEND}), per AZ`,
+        description: `Inference requests answered through the L1 proxies (${L1_BACKEND} and, through the continuation relay, ${L1_RELAYED_BACKEND}), per AZ`,
         w: 6,
         unit: "reqps",
         queries: [{ expr: `sum by (az) (rate(${l1()}[$__rate_interval]))`, legend: "{{az}}" }],

@@ -1,8 +1,8 @@
 /**
  * The continuation relay's container in the L1 pod (`llm-ha continue`, docs/continuation.md):
- * HAProxy sends completions to it after the edge, and it sends them back to HAProxy's
- * continuation listener over the same servers backend, both over Unix sockets in a volume the
- * two containers share. Fenced like the fallback: only its metrics-only listener
+ * HAProxy picks a completion's server after the edge and connects to it through the relay (its
+ * SOCKS4 hop, on loopback TCP); the relay sends a cut answer's second request to HAProxy's
+ * continuation listener, on a Unix socket in a volume the two containers share. Fenced like the fallback: only its metrics-only listener
  * (`GET /metrics`, `/healthz`) is on the pod's address, where the NetworkPolicy
  * `llmha-continue-metrics` lets the Prometheus namespace alone in; it needs no credentials, no
  * Redis and no Kubernetes API.
@@ -18,19 +18,23 @@ import { CONTINUE_METRICS_PORT_NAME } from "./continuation-names";
 type Container = k8s.types.input.core.v1.Container;
 
 /**
- * Where HAProxy and the relay meet: Unix sockets in a volume only their two containers mount.
- * A chunk crosses these legs twice and a request four times; a Unix socket costs each crossing
- * less than loopback TCP (no TCP stack under it), and no other container of the pod can reach
- * it, where every container shares the loopback.
+ * Where HAProxy and the relay meet. One relay process is HAProxy's SOCKS4 hop to the servers on
+ * loopback TCP (`socks4` takes no Unix socket), where the other containers of the pod could
+ * reach it too, as they already reach the servers themselves from the same network namespace.
+ * The continuation listener (second requests only), and the listeners of several workers, are
+ * Unix sockets in a volume only the two containers mount: cheaper per crossing than loopback TCP.
  */
 export const CONTINUE_SOCKET_DIR = "/var/run/llm-ha-continue";
 export const CONTINUE_SOCKET_VOLUME = "continue-sockets";
 const RELAY_SOCKET = `${CONTINUE_SOCKET_DIR}/relay.sock`;
 const UPSTREAM_SOCKET = `${CONTINUE_SOCKET_DIR}/upstream.sock`;
 
-/** What the generator renders for the relay in an L1 proxy's config: `workers` relay processes, a socket each. */
+/** Where one relay process listens: HAProxy's SOCKS4 hop. */
+const RELAY_ADDRESS = `127.0.0.1:${PORTS.l1Continue}`;
+
+/** What the generator renders for the relay in an L1 proxy's config: one relay on loopback TCP, or `workers` relay processes, a socket each. */
 export function continuationProxyField(workers = 1): HaproxyContinuation {
-  return { relay: `unix@${RELAY_SOCKET}`, bind: `unix@${UPSTREAM_SOCKET}`, workers };
+  return { relay: workers > 1 ? `unix@${RELAY_SOCKET}` : RELAY_ADDRESS, bind: `unix@${UPSTREAM_SOCKET}`, workers };
 }
 
 /** The volume the sockets live in, and its mount in HAProxy's container and the relay's. */
@@ -62,7 +66,7 @@ export function continuationContainer(image: pulumi.Input<string>, kind: Continu
     image,
     args: ["continue"],
     env: [
-      env("LLMHA_CONTINUE_SOCKET", RELAY_SOCKET),
+      ...(workers > 1 ? [env("LLMHA_CONTINUE_SOCKET", RELAY_SOCKET)] : [env("LLMHA_CONTINUE_HOST", "127.0.0.1"), env("LLMHA_CONTINUE_PORT", String(PORTS.l1Continue))]),
       env("LLMHA_CONTINUE_UPSTREAM", `unix@${UPSTREAM_SOCKET}`),
       env("LLMHA_CONTINUE_KIND", kind),
       // As many connections to the listener as it takes, all kept for reuse (each closed after 20 s idle).

@@ -39,14 +39,9 @@ export interface ContinuationBenchOptions {
   /** HAProxy's threads. Default none: one per CPU, as `nbthread` unset does. */
   nbthread?: number;
   /**
-   * Where the relay sends: `proxy` (default, as the L1 pod runs it: HAProxy's continuation
-   * listener, the same backend) or `server` (straight to the stub): the design not taken, measured
-   * to show what HAProxy's second pass costs (docs/bench.md).
-   */
-  relayTo?: "proxy" | "server";
-  /**
-   * The legs between HAProxy and the relay: `unix` (default, as the L1 pod runs them: Unix sockets
-   * in a volume both containers mount) or `tcp` (loopback TCP, what they were before).
+   * The continuation listener's leg (and several workers' own): `unix` (default, as the L1 pod
+   * runs them: Unix sockets in a volume both containers mount) or `tcp` (loopback TCP). One relay
+   * is HAProxy's SOCKS4 hop, on loopback TCP either way.
    */
   sockets?: "unix" | "tcp";
   /**
@@ -225,14 +220,15 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
   // The relay's pool sized to the listener it sends to, as infra sizes it in the L1 pod (at the
   // default 992, 1,000 streams open at once queued in the relay for a stream to end: +22 ms p50).
   const unix = (o.sockets ?? "unix") === "unix" ? await mkdtemp(join(tmpdir(), "llmha-ct-")) : null;
+  // One relay is HAProxy's SOCKS4 hop on loopback TCP; several take a Unix socket each.
   const addr = unix
-    ? { relay: `unix@${unix}/relay.sock`, bind: `unix@${unix}/upstream.sock` }
+    ? { relay: workers > 1 ? `unix@${unix}/relay.sock` : `127.0.0.1:${relayPort}`, bind: `unix@${unix}/upstream.sock` }
     : { relay: `127.0.0.1:${relayPort}`, bind: `127.0.0.1:${upstream}` };
   const env = {
     ...process.env,
     LLMHA_CONTINUE_PORT: String(relayPort),
-    ...(unix ? { LLMHA_CONTINUE_SOCKET: `${unix}/relay.sock` } : {}),
-    LLMHA_CONTINUE_UPSTREAM: o.relayTo === "server" ? `127.0.0.1:${stubPort}` : addr.bind,
+    ...(unix && workers > 1 ? { LLMHA_CONTINUE_SOCKET: `${unix}/relay.sock` } : {}),
+    LLMHA_CONTINUE_UPSTREAM: addr.bind,
     LLMHA_CONTINUE_UPSTREAM_MAX_SOCKETS: String(tuning.frontendMaxconn),
     LLMHA_CONTINUE_METRICS_ADDR: "off",
     LLMHA_CONTINUE_WORKERS: String(workers),
@@ -247,8 +243,10 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
       { name: "relayed", bind: `127.0.0.1:${relayed}`, health: "agent", tuning, servers, continuation: { ...addr, workers } },
     ],
   });
+  // The stub in each servers backend (the relayed one too with one relay), and the relay's own rows.
+  const rowsUp = (workers > 1 ? 2 : 3) + workers;
   try {
-    await waitFor("relay and stub UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 2 + workers, { timeoutMs: 60_000, everyMs: 100 });
+    await waitFor("relay and stub UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === rowsUp, { timeoutMs: 60_000, everyMs: 100 });
     const idle = treeUsage(child.pid as number);
     const prompt = promptOf(o.promptBytes ?? 1);
     /** Each round's samples; the figures pool them, and each round alone shows the spread. */
@@ -325,7 +323,6 @@ export async function runContinuationBench(o: ContinuationBenchOptions): Promise
       chunkMs: o.chunkMs,
       rounds: o.rounds,
       arrivals: o.arrivals ?? "cold",
-      relayTo: o.relayTo ?? "proxy",
       sockets: o.sockets ?? "unix",
       nbthread: o.nbthread ?? null,
       perRequestMs,

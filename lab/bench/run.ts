@@ -120,7 +120,6 @@ async function main(): Promise<void> {
     }
     // The design not taken: the relay straight to the server, HAProxy's second pass skipped (its health checks,
     // agent weights, retries and per-server queue with it). Measured so the price of that pass is a figure.
-    if (!quick) result.continuationToServer = await runContinuationBench({ streams: 1000, chunks: 40, chunkMs: 250, rounds: 2, relayTo: "server", nbthread, workers, log });
   }
   if (!only || only === "standby") {
     log("standby: wake-up of the standby AZ on the drill's real pieces");

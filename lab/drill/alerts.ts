@@ -31,7 +31,7 @@ export function drillScrapeTargets(st: DrillStack): PrometheusTarget[] {
       labels: { cluster: st.cluster, az: a.name },
       // The drill names each AZ's proxy after its AZ; production's is `inference`.
       metricRelabelConfigs: [
-        { source_labels: ["proxy"], regex: "az_.+_servers", target_label: "proxy", replacement: "inference_servers" },
+        { source_labels: ["proxy"], regex: "az_.+_(servers|relayed)", target_label: "proxy", replacement: "inference_$1" },
         { source_labels: ["proxy"], regex: "az_[a-z0-9_]+", target_label: "proxy", replacement: "inference" },
       ],
     })),

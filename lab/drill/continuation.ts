@@ -1,6 +1,7 @@
 /**
  * The drill's continuation relays: one `llm-ha continue` process beside each AZ's HAProxy, on
- * the AZ proxy's address, as the L1 pod runs it (its own process from the same image's CLI).
+ * the AZ proxy's address, as the L1 pod runs it (its own process from the same image's CLI):
+ * HAProxy's SOCKS4 hop to the AZ's servers, its connections to them leaving from that address.
  */
 import { spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
@@ -31,6 +32,9 @@ export async function startDrillRelay(address: string, ports: { relay: number; u
     LLMHA_CONTINUE_HOST: address,
     LLMHA_CONTINUE_PORT: String(ports.relay),
     LLMHA_CONTINUE_UPSTREAM: `${address}:${ports.upstream}`,
+    // As the AZ proxy's own connections (`source` in its config): a cut of the links between AZs
+    // (cross-az-loss) tells this AZ's connections to the servers apart by their address.
+    LLMHA_CONTINUE_SOURCE: address,
     LLMHA_CONTINUE_KIND: "vllm",
     // The drill's servers stream a chunk every few tens of ms: a second without one is a dead server.
     LLMHA_CONTINUE_STALL_MS: "3000",

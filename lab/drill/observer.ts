@@ -9,7 +9,7 @@ import { parseLeaseValue } from "../../agent/src/fleet/redis/lease";
 import { RedisKeys } from "../../agent/src/fleet/redis/keys";
 import { Loop } from "../../agent/src/util/loop";
 import type { DrillStack } from "./stack";
-import type { FleetSample, L1Sample, NodeSample, Sample, Timeline } from "./timeline";
+import { mergeRows, sampleKey, type FleetSample, type L1Sample, type NodeSample, type Sample, type Timeline } from "./timeline";
 
 export interface Observer {
   /** Resolves after the next complete sample (a scenario waits on it). */
@@ -92,9 +92,15 @@ export function startObserver(stack: DrillStack, tl: Timeline, now: () => number
       ]);
       for (const [id, s] of nodeRows) nodes[id] = s;
       // A `server-template` slot is keyed by the node DNS gave it (`<backend>/<node id>`), as
-      // a static server is by its name; an empty slot keeps its own name.
+      // a static server is by its name; an empty slot keeps its own name. The rows of a proxy's
+      // backend through the continuation relay fold into its straight backend's (mergeRows).
       for (const rows of statRows) {
-        for (const r of rows) l1[`${r.proxy}/${(r.addr && stack.nodeAt(r.addr)?.id) || r.server}`] = { status: r.status, weight: r.weight, total: r.total };
+        for (const r of rows) {
+          const key = sampleKey(r.proxy, (r.addr && stack.nodeAt(r.addr)?.id) || r.server);
+          const row = { status: r.status, weight: r.weight, total: r.total };
+          const had = l1[key];
+          l1[key] = had ? mergeRows(had, row) : row;
+        }
       }
       const s: Sample = { t, nodes, l1, dns };
       tl.samples.push(s);

@@ -99,6 +99,22 @@ export function l1Removed(s: L1Sample | undefined): boolean {
   return /^(DOWN|DRAIN|MAINT|NOLB)/.test(s.status) || s.weight === 0;
 }
 
+/**
+ * One node's row as an AZ proxy sends to it, from its row in the backend straight to the servers
+ * and, with the continuation relay, its row in the backend through the relay (`_relayed`,
+ * completions): requests summed; out of rotation when either backend has it out (the two check
+ * the same server, and the one carrying the traffic takes it out first), at the lower weight.
+ */
+export function mergeRows(a: L1Sample, b: L1Sample): L1Sample {
+  const out = l1Removed(a) ? a : b;
+  return { status: out.status, weight: Math.min(a.weight, b.weight), total: a.total + b.total };
+}
+
+/** The key a stats row is sampled under: a relayed backend's rows fold into its straight backend's (`<proxy>_servers/<node>`). */
+export function sampleKey(proxy: string, server: string): string {
+  return `${proxy.replace(/_relayed$/, "_servers")}/${server}`;
+}
+
 /** A server that HAProxy considers failing or whose weight dropped (a DEGRADED node). */
 export function l1Reduced(s: L1Sample | undefined, full = 100): boolean {
   return l1Removed(s) || (s !== undefined && s.weight < full);

@@ -43,7 +43,7 @@ export interface PrometheusTarget {
   /**
    * Prometheus `metric_relabel_configs`, e.g. the drill's per-AZ proxy names onto the
    * production backend name the rules select:
-   * `[{ source_labels: ["proxy"], regex: "az_.+_servers", target_label: "proxy", replacement: "inference_servers" }]`.
+   * `[{ source_labels: ["proxy"], regex: "az_.+_(servers|relayed)", target_label: "proxy", replacement: "inference_$1" }]`.
    */
   metricRelabelConfigs?: Record<string, unknown>[];
 }

@@ -122,31 +122,36 @@ describe("llm-ha continue: connections to the listener", () => {
     expect(relay.upstreamSockets()).toEqual({ busy: 0, idle: 1 });
   });
 
-  it.each(["unix", "tcp"] as const)("through HAProxy over %s sockets, a new client connection's request reuses the idle connections to the relay and from it (http-reuse always)", async (sockets) => {
+  it.each(["socks4", "workers"] as const)("through HAProxy (%s), a new client connection's request reuses an idle connection (http-reuse always)", async (way) => {
     const up = await streamingServer();
     const bindPort = await freePort();
-    let continuation: { relay: string; bind: string };
-    if (sockets === "tcp") {
+    let continuation: { relay: string; bind: string; workers?: number };
+    if (way === "socks4") {
+      // One relay: HAProxy's SOCKS4 hop to the server, on loopback TCP.
       const relayUpstream = await freePort();
       const { port: relayPort } = await relayOver(relayUpstream);
       continuation = { relay: `127.0.0.1:${relayPort}`, bind: `127.0.0.1:${relayUpstream}` };
     } else {
-      // As the L1 pod runs it: both legs Unix sockets in one folder; a stale file where the relay listens is replaced.
+      // Several workers, each on a Unix socket of its own in one folder, sending through the
+      // listener; a stale file where a relay listens is replaced.
       const dir = await mkdtemp(join(tmpdir(), "llmha-ct-"));
       cleanups.push(() => rm(dir, { recursive: true, force: true }));
-      await writeFile(join(dir, "relay.sock"), "stale");
-      const relay = new ContinuationRelay({ upstream: { path: join(dir, "upstream.sock") }, kind: "vllm", stallMs: 5_000, maxBodyBytes: 1 << 20, metrics: new ContinuationMetrics("vllm") });
-      expect(await relay.listenSocket(join(dir, "relay.sock"))).toBe(0);
-      cleanups.push(() => relay.close());
-      expect((await stat(join(dir, "relay.sock"))).isSocket()).toBe(true);
-      continuation = { relay: `unix@${join(dir, "relay.sock")}`, bind: `unix@${join(dir, "upstream.sock")}` };
+      await writeFile(join(dir, "relay-0.sock"), "stale");
+      for (const i of [0, 1]) {
+        const relay = new ContinuationRelay({ upstream: { path: join(dir, "upstream.sock") }, kind: "vllm", stallMs: 5_000, maxBodyBytes: 1 << 20, metrics: new ContinuationMetrics("vllm") });
+        expect(await relay.listenSocket(join(dir, `relay-${i}.sock`))).toBe(0);
+        cleanups.push(() => relay.close());
+      }
+      expect((await stat(join(dir, "relay-0.sock"))).isSocket()).toBe(true);
+      continuation = { relay: `unix@${join(dir, "relay.sock")}`, bind: `unix@${join(dir, "upstream.sock")}`, workers: 2 };
     }
     const hp: HaproxyHandle = await startHaproxy({
       nbthread: 1,
       proxies: [{ name: "l1", bind: `127.0.0.1:${bindPort}`, health: "agent", servers: { kind: "static", local: [staticServer({ name: "s0", port: up.port }, await freePort())], backup: [] }, continuation }],
     });
     cleanups.push(() => hp.stop());
-    await waitFor("server and relay UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 2, { timeoutMs: 10_000, everyMs: 50 });
+    // The server in its backends (also the relayed one with the SOCKS4 hop) and the relay's rows.
+    await waitFor("server and relay UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 3, { timeoutMs: 10_000, everyMs: 50 });
     const body = JSON.stringify({ model: "m", prompt: "p", max_tokens: 2, stream: true });
     for (let i = 0; i < 10; i++) {
       // Each on a connection of its own (Connection: close, no agent).
@@ -161,12 +166,22 @@ describe("llm-ha continue: connections to the listener", () => {
       if (!f) throw new Error(`no stats row ${px}/${sv}`);
       return Object.fromEntries(head.map((h, i) => [h, f[i]]));
     };
-    const relay = row("l1_continuation", "relay");
-    expect(Number(relay.req_tot)).toBe(10);
-    // `http-reuse safe` (HAProxy's default) opened one per client connection: 10.
-    expect(Number(relay.connect)).toBe(1);
-    expect(Number(relay.reuse)).toBe(9);
-    // And the relay's own connection to the listener carried all ten.
-    expect(Number(row("l1_continuation", "FRONTEND").conn_tot)).toBe(1);
+    if (way === "socks4") {
+      // HAProxy's connections to the server, each through the relay: one, reused for the other nine
+      // (`http-reuse safe`, HAProxy's default, opened one per client connection: 10).
+      const srv = row("l1_relayed", "s0");
+      expect([Number(srv.req_tot), Number(srv.connect), Number(srv.reuse)]).toEqual([10, 1, 9]);
+      // So the server saw one connection, and the continuation listener none (no second request).
+      expect(up.connections()).toBe(1);
+      expect(Number(row("l1_continuation", "FRONTEND").conn_tot)).toBe(0);
+      expect(Number(row("l1_servers", "s0").req_tot)).toBe(0);
+    } else {
+      const relays = [row("l1_continuation", "relay-0"), row("l1_continuation", "relay-1")];
+      expect(relays.reduce((a, r) => a + Number(r.req_tot), 0)).toBe(10);
+      // One connection to each worker, reused.
+      expect(relays.reduce((a, r) => a + Number(r.connect), 0)).toBe(2);
+      // And each worker's own connection to the listener carried its share.
+      expect(Number(row("l1_continuation", "FRONTEND").conn_tot)).toBe(2);
+    }
   });
 });

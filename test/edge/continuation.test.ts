@@ -52,7 +52,8 @@ async function stack(n: number, opts: { relay?: boolean; kind?: ContinuationKind
   }
   const hp: HaproxyHandle = await startHaproxy({ proxies: [{ name: "l1", bind, health: "agent", continuation, servers: { kind: "static", ...rows } }] });
   const all = rows.local.length + rows.backup.length;
-  await waitFor("servers and relay UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === all + (relay ? 1 : 0), { timeoutMs: 10_000, everyMs: 50 });
+  // With the relay each server is in two backends (straight, and through the relay as HAProxy's SOCKS4 hop), and the relay has a row.
+  await waitFor("servers and relay UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === (relay ? 2 * all + 1 : all), { timeoutMs: 10_000, everyMs: 50 });
   const client = new OpenAI({ baseURL: `http://${bind}/v1`, apiKey: "unused", maxRetries: 0, timeout: 20_000 });
   const s: Stack = {
     fakes,

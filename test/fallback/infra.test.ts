@@ -113,25 +113,29 @@ describe("the L1 pods' metrics listeners (the fallback's, the continuation relay
     expect(cfg.host).toBe("127.0.0.1");
   });
 
-  it("the relay names its metrics port and listens for it on the pod's address; its completions and HAProxy's continuation listener are Unix sockets only the two containers mount", () => {
+  it("the relay names its metrics port and listens for it on the pod's address; it is HAProxy's SOCKS4 hop on loopback, and HAProxy's continuation listener a Unix socket only the two containers mount", () => {
     const m = l1ProxyManifests(base);
     new K8sDeployment(m.deployment as never).validate();
     const ct = (m.deployment as unknown as { spec: { template: { spec: { containers: C[] } } } }).spec.template.spec.containers.find((c) => c.name === "continue")!;
     expect(ct.ports).toEqual([{ name: CONTINUE_METRICS_PORT_NAME, containerPort: 9421 }]);
     expect(CONTINUE_METRICS_PORT_NAME.length).toBeLessThanOrEqual(15);
     const env = Object.fromEntries(ct.env.map((e) => [e.name, e.value]));
-    expect(env).toMatchObject({ LLMHA_CONTINUE_SOCKET: "/var/run/llm-ha-continue/relay.sock", LLMHA_CONTINUE_UPSTREAM: "unix@/var/run/llm-ha-continue/upstream.sock", LLMHA_CONTINUE_METRICS_ADDR: "0.0.0.0:9421" });
+    expect(env).toMatchObject({ LLMHA_CONTINUE_HOST: "127.0.0.1", LLMHA_CONTINUE_PORT: "9420", LLMHA_CONTINUE_UPSTREAM: "unix@/var/run/llm-ha-continue/upstream.sock", LLMHA_CONTINUE_METRICS_ADDR: "0.0.0.0:9421" });
+    expect(env.LLMHA_CONTINUE_SOCKET).toBeUndefined();
     // What the container is told is what the relay reads.
     const cfg = loadContinueConfig([], env);
     expect(cfg.metricsAddr).toEqual({ host: "0.0.0.0", port: 9421 });
-    expect(cfg.socket).toBe("/var/run/llm-ha-continue/relay.sock");
+    expect([cfg.host, cfg.port, cfg.socket]).toEqual(["127.0.0.1", 9420, null]);
     expect(cfg.upstream).toEqual({ path: "/var/run/llm-ha-continue/upstream.sock" });
-    // HAProxy's side: the same two sockets, in the one volume HAProxy's and the relay's containers mount (no other container).
+    // HAProxy's side: the listener's socket in the one volume HAProxy's and the relay's containers
+    // mount (no other container), and the relay on loopback as the relayed backend's SOCKS4 hop.
     const haproxy = (m.configMap.data as Record<string, string>)["haproxy.cfg"];
     expect(haproxy).toContain("bind unix@/var/run/llm-ha-continue/upstream.sock mode 666");
     expect(cfg.workers).toBe(1);
-    expect(haproxy).toContain("server relay unix@/var/run/llm-ha-continue/relay.sock check");
-    expect(haproxy).not.toMatch(/942[02]\b/);
+    expect(haproxy).toContain("server relay 127.0.0.1:9420 check");
+    expect(haproxy).toMatch(/backend inference_relayed\n[^]*server-template [^\n]* socks4 127\.0\.0\.1:9420\n/);
+    expect(haproxy).toMatch(/use_backend inference_relayed if METH_POST/);
+    expect(haproxy).not.toMatch(/9422\b/);
     const pod = (m.deployment as unknown as { spec: { template: { spec: { containers: (C & { volumeMounts?: { name: string; mountPath: string }[] })[] } } } }).spec.template.spec;
     const mounting = pod.containers.filter((c) => (c.volumeMounts ?? []).some((v) => v.name === "continue-sockets")).map((c) => c.name);
     expect(mounting).toEqual(["haproxy", "continue"]);

@@ -102,7 +102,7 @@ describe("llm-ha:fallback in the stack", () => {
         const ct = (d.props as O).spec.template.spec.containers.find((c: O) => c.name === "continue");
         expect(ct.ports).toContainEqual({ name: port, containerPort: 9421 });
         expect(ct.env).toContainEqual({ name: "LLMHA_CONTINUE_METRICS_ADDR", value: "0.0.0.0:9421" });
-        expect(ct.env).toContainEqual({ name: "LLMHA_CONTINUE_SOCKET", value: "/var/run/llm-ha-continue/relay.sock" });
+        expect(ct.env).toContainEqual({ name: "LLMHA_CONTINUE_PORT", value: "9420" });
       }
     }
   });

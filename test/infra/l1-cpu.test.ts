@@ -59,7 +59,7 @@ describe("HAProxy's threads in the L1 pod", () => {
     expect(DEFAULT_UPSTREAM_MAX_SOCKETS).toBe(L1_CONTINUATION_MAXCONN);
   });
 
-  it("the relay runs one process unless relayWorkers says more: a socket each in HAProxy's config, memory sized to them", () => {
+  it("the relay runs one process unless relayWorkers says more: HAProxy's SOCKS4 hop on loopback, or a socket each in HAProxy's config; memory sized to them", () => {
     const relay = (m: ReturnType<typeof l1ProxyManifests>): O => containers(m.deployment).find((c) => c.name === "continue")!;
     const envOf = (c: O): Record<string, string> => Object.fromEntries((c.env as O[]).map((e) => [e.name, e.value]));
     const one = l1ProxyManifests(spec);
@@ -67,7 +67,8 @@ describe("HAProxy's threads in the L1 pod", () => {
     expect(loadContinueConfig([], envOf(relay(one))).workers).toBe(1);
     expect(relay(one).resources.requests.memory).toBe("128Mi");
     expect(relay(one).resources.limits.memory).toBe("512Mi");
-    expect(cfgOf(one)).toContain("  server relay unix@/var/run/llm-ha-continue/relay.sock check");
+    expect(cfgOf(one)).toContain("  server relay 127.0.0.1:9420 check");
+    expect(cfgOf(one)).toContain("use_backend inference_relayed if");
     const three = l1ProxyManifests({ ...spec, cpu: { limitMillis: 4000, relayWorkers: 3 } });
     expect(envOf(relay(three)).LLMHA_CONTINUE_WORKERS).toBe("3");
     // Four processes (three workers and their primary) at ~60 MiB, and the streams.
@@ -75,6 +76,9 @@ describe("HAProxy's threads in the L1 pod", () => {
     expect(relay(three).resources.limits.memory).toBe("640Mi");
     expect(continuationMemory(3)).toEqual({ requestMi: 320, limitMi: 640 });
     const cfg = cfgOf(three);
+    // Several workers: completions to them, and on through the continuation listener (no relayed backend).
+    expect(cfg).toContain("use_backend inference_continuation if");
+    expect(cfg).not.toContain("socks4");
     expect(cfg).toContain("  balance leastconn\n  server relay-0 unix@/var/run/llm-ha-continue/relay-0.sock check");
     expect(cfg).toContain("  server relay-2 unix@/var/run/llm-ha-continue/relay-2.sock check");
     // HAProxy's threads stay the CPU limit's.

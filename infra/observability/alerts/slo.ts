@@ -22,7 +22,7 @@
  * (1 d and 2 h) or 1× (3 d and 6 h), and only with `sloMinRequests` requests in the long
  * window (one failure in ten requests at night is not an outage).
  */
-import { L1_BACKEND } from "../../../contracts/names";
+import { L1_BACKENDS_MATCHER } from "../../../contracts/names";
 import { durationSeconds, type AlertThresholds } from "../thresholds";
 import { pct, type AlertSpec, type RecordingRule, type RuleGroupSpec } from "./common";
 
@@ -89,7 +89,7 @@ export function l1LostRules(t: AlertThresholds): RecordingRule[] {
   return [
     {
       record: L1_TARGET_RATE,
-      expr: `sum by (cluster, az, instance) (irate(haproxy_backend_http_responses_total{proxy="${L1_BACKEND}"}[2m])) and ${on} (${up} == 1)`,
+      expr: `sum by (cluster, az, instance) (irate(haproxy_backend_http_responses_total{${L1_BACKENDS_MATCHER}}[2m])) and ${on} (${up} == 1)`,
     },
     {
       record: L1_LOST_RATE,
@@ -103,7 +103,7 @@ export function l1LostRules(t: AlertThresholds): RecordingRule[] {
 /** The SLIs' recording rules for every window. */
 export function sloRecordingRules(t: AlertThresholds): RecordingRule[] {
   const by = "sum by (cluster, az)";
-  const l1 = `haproxy_backend_http_responses_total{proxy="${L1_BACKEND}"`;
+  const l1 = `haproxy_backend_http_responses_total{${L1_BACKENDS_MATCHER}`;
   const le = leMatcher(t.latencySeconds);
   return [
     ...l1LostRules(t),
@@ -117,7 +117,7 @@ export function sloRecordingRules(t: AlertThresholds): RecordingRule[] {
         w,
         plus(rate(`${l1}}`), lost),
         // Streams cut after their 200 are failures the status counters never see; a gone proxy's clients fail unseen.
-        plus(`(${http5xx} + ${rate(`haproxy_backend_response_errors_total{proxy="${L1_BACKEND}"}`)}) or ${http5xx}`, lost),
+        plus(`(${http5xx} + ${rate(`haproxy_backend_response_errors_total{${L1_BACKENDS_MATCHER}}`)}) or ${http5xx}`, lost),
       );
       const slow = (h: string) => `(${rate(`${h}_count`)} - ${rate(`${h}_bucket{${le}}`)})`;
       const ttftRules = windowRules(

@@ -43,6 +43,7 @@ export async function runContinuation(cfg: ContinueConfig, opts: { log?: Logger 
     resendDelayMs: cfg.resendDelayMs,
     maxBodyBytes: cfg.maxBodyBytes,
     upstreamPool: cfg.upstreamPool,
+    ...(cfg.source ? { source: cfg.source } : {}),
     metrics,
     // Only what happened and how much was delivered: never the prompt or the answer.
     log: (msg, fields) => log.info(fields, msg),

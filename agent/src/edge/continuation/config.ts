@@ -3,6 +3,7 @@
  * start-up with a message naming the variable (exit code 2).
  */
 import { CONTINUATION_KINDS, MAX_CONTINUE_WORKERS, type ContinuationKind } from "../../../../contracts/continuation";
+import { isIP } from "node:net";
 import { didYouMean } from "../../../../contracts/did-you-mean";
 import { parseListenAddr } from "../fallback/config";
 
@@ -41,6 +42,11 @@ export interface ContinueConfig {
    * HAProxy balances over them), serves their metrics summed, and replaces one that dies.
    */
   workers: number;
+  /**
+   * The local address the relay's connections to the servers leave from (`LLMHA_CONTINUE_SOURCE`),
+   * as HAProxy's `source` would set its own; null: the kernel's choice (the pod's address).
+   */
+  source: string | null;
   logLevel: string;
 }
 
@@ -70,6 +76,7 @@ export const CONTINUE_SETTINGS: readonly Setting[] = [
   { env: "LLMHA_CONTINUE_MAX_BODY_BYTES", def: "8388608", help: "largest request body (the edge's limit)" },
   { env: "LLMHA_CONTINUE_METRICS_ADDR", def: "0.0.0.0:9421", help: "metrics listener host:port (GET /metrics, /healthz); off = none" },
   { env: "LLMHA_CONTINUE_WORKERS", def: "1", help: `relay processes, one core each at most (1–${MAX_CONTINUE_WORKERS}; the L1 pod: llm-ha:haproxy.relayWorkers): above 1 a primary forks them, worker i on the socket named with -i before its extension (relay-0.sock, …) or on port + i, sums their metrics and replaces one that dies` },
+  { env: "LLMHA_CONTINUE_SOURCE", def: "", help: "local IP address the relay's connections to the servers (as HAProxy's SOCKS4 hop) leave from (default: the kernel's choice, the pod's address)" },
   { env: "LLMHA_LOG_LEVEL", def: "info", help: "log level" },
 ];
 
@@ -106,6 +113,12 @@ export function workerPool(pool: ContinueConfig["upstreamPool"], workers: number
 /** A Unix socket's path: absolute, and short enough for the kernel's 108-byte address. */
 function socketPath(env: string, raw: string): string {
   if (!raw.startsWith("/") || Buffer.byteLength(raw) > 100 || /\s/.test(raw)) throw new ContinueConfigError(`${env}: ${JSON.stringify(raw)} must be an absolute Unix socket path of at most 100 bytes, without spaces`);
+  return raw;
+}
+
+function sourceAddress(raw: string): string | null {
+  if (raw === "") return null;
+  if (isIP(raw) === 0) throw new ContinueConfigError(`LLMHA_CONTINUE_SOURCE=${JSON.stringify(raw)} must be an IP address of this host (or empty: the kernel's choice)`);
   return raw;
 }
 
@@ -155,6 +168,7 @@ export function loadContinueConfig(argv: string[], env: NodeJS.ProcessEnv): Cont
     upstreamPool: { maxSockets, maxFreeSockets },
     metricsAddr: parseListenAddr("LLMHA_CONTINUE_METRICS_ADDR", get("LLMHA_CONTINUE_METRICS_ADDR")),
     workers: workers(get("LLMHA_CONTINUE_WORKERS")),
+    source: sourceAddress(get("LLMHA_CONTINUE_SOURCE")),
     logLevel: get("LLMHA_LOG_LEVEL"),
   };
 }

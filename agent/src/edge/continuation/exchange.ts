@@ -38,6 +38,8 @@ export interface RelayOptions {
    * accept queue), `maxFreeSockets` of them kept idle. Default both the config's default (992).
    */
   upstreamPool?: { maxSockets: number; maxFreeSockets: number };
+  /** Local address of the connections to the servers (the SOCKS4 tunnels). Default the kernel's choice. */
+  source?: string;
   metrics: ContinuationMetrics;
   log?: (msg: string, fields: Record<string, unknown>) => void;
 }
@@ -65,7 +67,8 @@ export function jsonError(res: H1Response, status: number, message: string, code
 /** What an Exchange needs of its relay: the settings, and a request to the continuation listener. */
 export interface ExchangeHost {
   readonly opts: RelayOptions;
-  upstream(req: H1Request, payload: Buffer, h: H1Handler): H1Call;
+  /** `first`: the request's first attempt (over its tunnel when it came through one). */
+  upstream(req: H1Request, payload: Buffer, h: H1Handler, first: boolean): H1Call;
 }
 
 type Phase = "first" | "second";
@@ -209,7 +212,7 @@ export class Exchange {
       onData: (b) => body.data(b),
       onEnd: () => body.end(),
       onError: (kind) => (kind === "error" ? fail("error") : body.aborted()),
-    });
+    }, this.phase === "first");
   }
 
   /** An SSE answer: passed on event by event (the first) or spliced (the second). */

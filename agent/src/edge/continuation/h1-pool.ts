@@ -36,7 +36,16 @@ export interface H1Call {
   abort(): void;
 }
 
-class Call implements H1Call {
+/** What holds a request's connection: a pool of them, or a SOCKS tunnel's one (socks.ts). */
+export interface CallOwner {
+  /** The answer ended; `reusable`: the connection may carry another request. */
+  finished(call: Call, reusable: boolean): void;
+  /** The request gave up or its connection failed. */
+  dropped(call: Call): void;
+}
+
+/** One request on one connection: written, then its answer read as it comes. */
+export class Call implements H1Call {
   socket: Socket | null = null;
   settled = false;
   private buf: Buffer | null = null;
@@ -44,7 +53,7 @@ class Call implements H1Call {
   private keepAlive = false;
 
   constructor(
-    private readonly pool: H1Pool,
+    private readonly pool: CallOwner,
     readonly req: H1Outgoing,
     private readonly h: H1Handler,
   ) {}
@@ -113,10 +122,36 @@ class Call implements H1Call {
   }
 }
 
-/** The pool's reads: 64 KiB, what one read of a socket asks for. */
+/** HTTP/1.1 requires a host: the relay forwards the client's; a request without one gets its peer's. */
+export function withHost(req: H1Outgoing, t: { host: string; port: number } | { path: string }): H1Outgoing {
+  if (req.headers.host !== undefined) return req;
+  return { ...req, headers: { host: "path" in t ? "localhost" : `${t.host}:${t.port}`, ...req.headers } };
+}
+
+/** Every upstream connection's reads: 64 KiB, what one read of a socket asks for. */
 const READ_BUFFER = Buffer.allocUnsafe(64 * 1024);
 
-export class H1Pool {
+/**
+ * A connection whose every read goes to the request it carries, through the one read buffer,
+ * each read handed on before the next (`onData` copies what it keeps): not a new buffer and a
+ * pass through the socket's stream machinery each read. Bytes on a connection that carries no
+ * request (nothing asked) mean it can no longer be trusted to frame the next answer: closed.
+ */
+export function upstreamConnection(t: { host: string; port: number; localAddress?: string } | { path: string }, carrying: (s: Socket) => Call | undefined): Socket {
+  const onread = {
+    buffer: READ_BUFFER,
+    callback: (n: number): boolean => {
+      const call = carrying(s);
+      if (call) call.data(READ_BUFFER.subarray(0, n));
+      else s.destroy();
+      return true;
+    },
+  };
+  const s: Socket = "path" in t ? connect({ path: t.path, onread }) : connect({ host: t.host, port: t.port, noDelay: true, onread, ...(t.localAddress ? { localAddress: t.localAddress } : {}) });
+  return s;
+}
+
+export class H1Pool implements CallOwner {
   private readonly idle: { socket: Socket; since: number }[] = [];
   private readonly busy = new Map<Socket, Call>();
   private readonly waiting: Call[] = [];
@@ -134,9 +169,7 @@ export class H1Pool {
   }
 
   request(req: H1Outgoing, h: H1Handler): H1Call {
-    // HTTP/1.1 requires a host; the relay forwards the client's, a request without one gets the listener's.
-    if (req.headers.host === undefined) req = { ...req, headers: { host: "path" in this.target ? "localhost" : `${this.target.host}:${this.target.port}`, ...req.headers } };
-    const call = new Call(this, req, h);
+    const call = new Call(this, withHost(req, this.target), h);
     if (this.closed) {
       call.settled = true;
       queueMicrotask(() => h.onError("error"));
@@ -159,20 +192,7 @@ export class H1Pool {
   }
 
   private open(): Socket {
-    const t = this.target;
-    // Every connection reads into the one buffer, each read handed on before the next (`onData` copies
-    // what it keeps): not a new buffer and a pass through the socket's stream machinery each read.
-    const onread = {
-      buffer: READ_BUFFER,
-      callback: (n: number): boolean => {
-        const call = this.busy.get(s);
-        // Bytes on an idle connection (nothing asked): it can no longer be trusted to frame the next answer.
-        if (call) call.data(READ_BUFFER.subarray(0, n));
-        else s.destroy();
-        return true;
-      },
-    };
-    const s: Socket = "path" in t ? connect({ path: t.path, onread }) : connect({ host: t.host, port: t.port, noDelay: true, onread });
+    const s = upstreamConnection(this.target, (c) => this.busy.get(c));
     s.on("error", () => s.destroy());
     s.on("close", () => this.lost(s));
     // An idle connection the listener closed is dropped at once, not handed a request.

@@ -6,6 +6,7 @@
  */
 import { createServer, type Server, type Socket } from "node:net";
 import { BodyReader, H1Error, MAX_HEAD_BYTES, chunk, framingOf, header, headEnd, headerLines, keepsAlive, parseHead, type Headers } from "./h1";
+import { SOCKS4_GRANTED, SOCKS4_REJECTED, parseSocks4, startsSocks4, type SocksTarget, type Tunnel } from "./socks";
 
 export interface H1Request {
   method: string;
@@ -13,12 +14,20 @@ export interface H1Request {
   headers: Headers;
   /** The body, or null when it was larger than `maxBodyBytes` (read past, not kept). */
   body: Buffer | null;
+  /** The server HAProxy chose, when the connection began with a SOCKS4 CONNECT (socks.ts); else null. */
+  tunnel: Tunnel | null;
 }
 
 export interface H1ServerOptions {
   maxBodyBytes: number;
   /** From a request's first byte to its head's end (a client trickling a head is cut). */
   headersTimeoutMs: number;
+  /**
+   * A connection that begins with a SOCKS4 CONNECT (HAProxy's `socks4` server option): the tunnel
+   * to its destination, opened before the CONNECT is granted (a rejection is HAProxy's connection
+   * failure). Without it such a connection is closed.
+   */
+  tunnel?: (target: SocksTarget) => Promise<Tunnel>;
 }
 
 const STATUS: Record<number, string> = { 200: "OK", 400: "Bad Request", 413: "Payload Too Large", 431: "Request Header Fields Too Large", 502: "Bad Gateway" };
@@ -195,6 +204,9 @@ function serveConnection(socket: Socket, opts: H1ServerOptions, onRequest: (req:
   let reading: { method: string; url: string; version: string; headers: Headers; body: BodyReader; parts: Buffer[]; size: number } | null = null;
   /** The answer in progress: no further request is read until it is done. */
   let answering: H1Response | null = null;
+  /** `start`: the first bytes decide; `socks`: a CONNECT read, its tunnel opening; `http`: requests. */
+  let phase: "start" | "socks" | "http" = opts.tunnel ? "start" : "http";
+  let tunnel: Tunnel | null = null;
 
   const clearHeadTimer = (): void => {
     if (headTimer) clearTimeout(headTimer);
@@ -233,12 +245,13 @@ function serveConnection(socket: Socket, opts: H1ServerOptions, onRequest: (req:
         const keepAlive = keepsAlive(r.version, r.headers);
         const res = new H1Response(socket, keepAlive, (reusable) => {
           answering = null;
-          if (!reusable) socket.end();
+          // A tunnel whose server closed carries no further request: HAProxy's side closes too.
+          if (!reusable || tunnel?.closed) socket.end();
           else parse();
         });
         answering = res;
         const body = r.size <= opts.maxBodyBytes ? (r.parts.length === 1 ? r.parts[0] : Buffer.concat(r.parts)) : null;
-        onRequest({ method: r.method, url: r.url, headers: r.headers, body }, res);
+        onRequest({ method: r.method, url: r.url, headers: r.headers, body, tunnel }, res);
       }
     } catch (err) {
       clearHeadTimer();
@@ -248,8 +261,46 @@ function serveConnection(socket: Socket, opts: H1ServerOptions, onRequest: (req:
     }
   };
 
+  /** A SOCKS4 CONNECT at the connection's start: its tunnel opened, then granted (or rejected and closed). */
+  const socks = (open: (t: SocksTarget) => Promise<Tunnel>): void => {
+    let got: ReturnType<typeof parseSocks4>;
+    try {
+      got = parseSocks4(buf as Buffer);
+    } catch {
+      return void socket.destroy();
+    }
+    if (!got) {
+      if (!headTimer) headTimer = setTimeout(() => socket.destroy(), opts.headersTimeoutMs);
+      return;
+    }
+    clearHeadTimer();
+    phase = "socks";
+    buf = got.used < (buf as Buffer).length ? (buf as Buffer).subarray(got.used) : null;
+    open(got.target).then(
+      (t) => {
+        if (socket.destroyed) return t.destroy();
+        tunnel = t;
+        t.onClose = () => {
+          if (!answering) socket.end();
+        };
+        phase = "http";
+        socket.write(SOCKS4_GRANTED);
+        parse();
+      },
+      () => {
+        if (!socket.destroyed) socket.end(SOCKS4_REJECTED);
+      },
+    );
+  };
+
   socket.on("data", (b: Buffer) => {
     buf = buf && buf.length > 0 ? Buffer.concat([buf, b]) : b;
+    if (phase === "start" && opts.tunnel) {
+      if (!startsSocks4(buf)) phase = "http";
+      else return socks(opts.tunnel);
+    }
+    // HAProxy sends nothing before the CONNECT is answered; anything early waits for the tunnel, bounded.
+    if (phase === "socks") return void (buf.length > MAX_HEAD_BYTES + opts.maxBodyBytes ? socket.destroy() : undefined);
     // Bytes sent ahead while an answer is in progress wait for it (HAProxy never does; the
     // connection is still read, so a client that leaves is seen at once), up to one request's worth.
     if (answering && buf.length > MAX_HEAD_BYTES + opts.maxBodyBytes) return socket.destroy();
@@ -258,6 +309,7 @@ function serveConnection(socket: Socket, opts: H1ServerOptions, onRequest: (req:
   socket.on("error", () => socket.destroy());
   socket.on("close", () => {
     clearHeadTimer();
+    tunnel?.destroy();
     answering?.socketClosed();
     answering = null;
   });

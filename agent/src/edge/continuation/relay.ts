@@ -15,6 +15,13 @@ import { DEFAULT_UPSTREAM_MAX_SOCKETS } from "./config";
 import { Exchange, forwardable, jsonError, type ExchangeHost, type RelayOptions } from "./exchange";
 import { H1Pool, type H1Call, type H1Handler } from "./h1-pool";
 import { closeH1Server, createH1Server, type H1Request, type H1Response } from "./h1-server";
+import { Tunnel } from "./socks";
+
+/**
+ * How long the relay tries to reach the server HAProxy chose before rejecting the CONNECT;
+ * HAProxy's own `timeout connect` (1 s in the L1 pod) gives up first and retries elsewhere.
+ */
+const TUNNEL_CONNECT_MS = 5_000;
 
 export type { RelayOptions } from "./exchange";
 
@@ -67,7 +74,7 @@ export class ContinuationRelay implements ExchangeHost {
 
   /** The listener, on a port or a Unix socket: every complete request becomes an Exchange. */
   private h1Server(): Server {
-    return createH1Server({ maxBodyBytes: this.opts.maxBodyBytes, headersTimeoutMs: 15_000 }, (req, res) => this.onRequest(req, res));
+    return createH1Server({ maxBodyBytes: this.opts.maxBodyBytes, headersTimeoutMs: 15_000, tunnel: (t) => Tunnel.open(t, TUNNEL_CONNECT_MS, this.opts.source) }, (req, res) => this.onRequest(req, res));
   }
 
   async close(): Promise<void> {
@@ -83,8 +90,13 @@ export class ContinuationRelay implements ExchangeHost {
     new Exchange(this, req, res, raw).start();
   }
 
-  /** One request to the continuation listener. */
-  upstream(req: H1Request, payload: Buffer, h: H1Handler): H1Call {
-    return this.pool.request({ method: req.method, path: req.url, headers: forwardable(req.headers), body: payload }, h);
+  /**
+   * One request upstream: the first of a tunnel's request to the server HAProxy chose, over the
+   * tunnel; any other (a second request, a request not through a tunnel) to the continuation
+   * listener, for HAProxy to pick the server.
+   */
+  upstream(req: H1Request, payload: Buffer, h: H1Handler, first: boolean): H1Call {
+    const out = { method: req.method, path: req.url, headers: forwardable(req.headers), body: payload };
+    return first && req.tunnel ? req.tunnel.request(out, h) : this.pool.request(out, h);
   }
 }

@@ -1,0 +1,220 @@
+/**
+ * The relay as HAProxy's SOCKS4 hop to the servers (agent/src/edge/continuation/socks.ts): the
+ * CONNECT read and answered, a refused server answered rejected (which HAProxy counts as its own
+ * connection failure: marked down, the request sent elsewhere), the server's close mirrored on
+ * HAProxy's side, and a cut answer carried on through the continuation listener. Real HAProxy,
+ * real relay, stub servers.
+ */
+import { connect, type Socket } from "node:net";
+import { request } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { ContinuationRelay } from "../../agent/src/edge/continuation/relay";
+import { ContinuationMetrics } from "../../agent/src/edge/continuation/metrics";
+import { loadContinueConfig } from "../../agent/src/edge/continuation/config";
+import { SOCKS4_GRANTED, SOCKS4_REJECTED, SocksError, parseSocks4 } from "../../agent/src/edge/continuation/socks";
+import { startHaproxy, type HaproxyHandle } from "../../lab/engines/haproxy";
+import { freePort, waitFor } from "../../agent/src/util/net";
+import { countingServer, staticServer } from "../l1/fixtures";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const EVENT = (text: string, finish: string | null): string => `data: {"id":"c","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"${text}","finish_reason":${finish ? `"${finish}"` : "null"}}]}\n\n`;
+
+/** A completion server: two chunks; with `dieFirst`, its first answer is cut after one chunk (the socket destroyed). */
+async function server(o: { dieFirst?: boolean; keepAliveMs?: number } = {}): Promise<{ port: number; requests: () => number; connections: () => number; close: () => Promise<void> }> {
+  let requests = 0;
+  const s = await countingServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      const n = ++requests;
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write(EVENT(" a", null));
+      if (o.dieFirst && n === 1) return void setTimeout(() => req.socket.destroy(), 20);
+      setTimeout(() => res.end(`${EVENT(" b", "length")}data: [DONE]\n\n`), 20);
+    });
+  });
+  if (o.keepAliveMs) s.server.keepAliveTimeout = o.keepAliveMs;
+  cleanups.push(s.close);
+  return { port: s.port, requests: () => requests, connections: s.connections, close: s.close };
+}
+
+async function relayOn(upstreamPort: number, source?: string): Promise<{ relay: ContinuationRelay; port: number }> {
+  const relay = new ContinuationRelay({ upstream: { host: "127.0.0.1", port: upstreamPort }, kind: "vllm", stallMs: 5_000, maxBodyBytes: 1 << 20, metrics: new ContinuationMetrics("vllm"), ...(source ? { source } : {}) });
+  const port = await relay.listen(0, "127.0.0.1");
+  cleanups.push(() => relay.close());
+  return { relay, port };
+}
+
+function connectRequest(port: number, ip = [127, 0, 0, 1]): Buffer {
+  const b = Buffer.from([4, 1, 0, 0, ...ip, 0]);
+  b.writeUInt16BE(port, 2);
+  return b;
+}
+
+/** A raw client of the relay: CONNECT to `port`, then what the relay answers and whether it closed. */
+async function socksClient(relayPort: number, port: number): Promise<{ s: Socket; reply: Buffer; bytes: () => string; closed: () => boolean }> {
+  const s = connect(relayPort, "127.0.0.1");
+  let got = Buffer.alloc(0);
+  let closed = false;
+  s.on("data", (d: Buffer) => (got = Buffer.concat([got, d])));
+  s.on("close", () => (closed = true));
+  s.on("error", () => undefined);
+  await new Promise<void>((r) => s.once("connect", () => r()));
+  s.write(connectRequest(port));
+  await waitFor("the CONNECT answered", () => got.length >= 8 || closed, { timeoutMs: 5_000, everyMs: 5 });
+  cleanups.push(async () => void s.destroy());
+  return { s, reply: got.subarray(0, 8), bytes: () => got.subarray(8).toString("latin1"), closed: () => closed };
+}
+
+function completion(port: number): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model: "m", prompt: "p", max_tokens: 2, stream: true });
+    const req = request({ host: "127.0.0.1", port, method: "POST", path: "/v1/completions", agent: false, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+type Row = Record<string, string>;
+async function statRows(hp: HaproxyHandle): Promise<(px: string, sv: string) => Row> {
+  const csv = (await hp.command("show stat")).trim().split("\n");
+  const head = csv[0].replace(/^# /, "").split(",");
+  return (px, sv) => {
+    const f = csv.slice(1).map((l) => l.split(",")).find((x) => x[0] === px && x[1] === sv);
+    if (!f) throw new Error(`no stats row ${px}/${sv}`);
+    return Object.fromEntries(head.map((h, i) => [h, f[i]]));
+  };
+}
+
+describe("the relay's SOCKS4 CONNECT", () => {
+  it("is read whole, incomplete, or refused for what HAProxy never sends", () => {
+    expect(parseSocks4(connectRequest(8000))).toEqual({ target: { host: "127.0.0.1", port: 8000 }, used: 9 });
+    // A user id, and the request's bytes that follow it, left for the HTTP reader.
+    const withUser = Buffer.concat([connectRequest(8000, [10, 1, 2, 3]).subarray(0, 8), Buffer.from("haproxy\0GET")]);
+    expect(parseSocks4(withUser)).toEqual({ target: { host: "10.1.2.3", port: 8000 }, used: 16 });
+    expect(parseSocks4(connectRequest(8000).subarray(0, 5))).toBeNull();
+    expect(parseSocks4(connectRequest(8000).subarray(0, 8))).toBeNull();
+    expect(() => parseSocks4(Buffer.from([4, 2, 0, 80, 127, 0, 0, 1, 0]))).toThrow(/command 2 is not CONNECT/);
+    expect(() => parseSocks4(Buffer.from([5, 1, 0]))).toThrow(SocksError);
+    expect(() => parseSocks4(connectRequest(0))).toThrow(/port 0/);
+    expect(() => parseSocks4(connectRequest(80, [0, 0, 0, 1]))).toThrow(/SOCKS4a/);
+    expect(() => parseSocks4(Buffer.concat([connectRequest(80).subarray(0, 8), Buffer.alloc(300, 0x41)]))).toThrow(/user id too long/);
+  });
+
+  it("is granted once the server's connection is open, rejected and closed when it is refused", async () => {
+    const up = await server();
+    const { port } = await relayOn(await freePort());
+    const ok = await socksClient(port, up.port);
+    expect(ok.reply).toEqual(SOCKS4_GRANTED);
+    expect(up.connections()).toBe(1);
+    const dead = await freePort();
+    const no = await socksClient(port, dead);
+    expect(no.reply).toEqual(SOCKS4_REJECTED);
+    await waitFor("the rejected connection closed", () => no.closed(), { timeoutMs: 5_000, everyMs: 5 });
+  });
+
+  it("carries requests to the server over its one connection, and closes HAProxy's side when the server closes its own", async () => {
+    const up = await server({ keepAliveMs: 300 });
+    const { port } = await relayOn(await freePort());
+    const c = await socksClient(port, up.port);
+    const body = JSON.stringify({ model: "m", prompt: "p", stream: true });
+    const ask = (): void => void c.s.write(`POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+    ask();
+    await waitFor("the first answer", () => c.bytes().includes("[DONE]"), { timeoutMs: 5_000, everyMs: 5 });
+    ask();
+    await waitFor("the second answer", () => c.bytes().split("[DONE]").length === 3, { timeoutMs: 5_000, everyMs: 5 });
+    expect([up.requests(), up.connections()]).toEqual([2, 1]);
+    // The server closes its idle connection after 300 ms: the relay closes HAProxy's side, which then opens a new one.
+    expect(c.closed()).toBe(false);
+    await waitFor("HAProxy's side closed", () => c.closed(), { timeoutMs: 5_000, everyMs: 10 });
+  });
+});
+
+describe("LLMHA_CONTINUE_SOURCE", () => {
+  it("sets where the relay's connections to the servers leave from; anything but an IP address stops start-up, named", async () => {
+    expect(loadContinueConfig([], {}).source).toBeNull();
+    expect(loadContinueConfig(["--source", "127.0.0.2"], {}).source).toBe("127.0.0.2");
+    expect(() => loadContinueConfig([], { LLMHA_CONTINUE_SOURCE: "az-a" })).toThrow(/LLMHA_CONTINUE_SOURCE="az-a" must be an IP address/);
+    let from = "";
+    const s = await countingServer((req, res) => {
+      from = req.socket.remoteAddress ?? "";
+      res.end("ok");
+    });
+    cleanups.push(s.close);
+    const { port } = await relayOn(await freePort(), "127.0.0.2");
+    const c = await socksClient(port, s.port);
+    expect(c.reply).toEqual(SOCKS4_GRANTED);
+    c.s.write("GET / HTTP/1.1\r\nhost: x\r\n\r\n");
+    await waitFor("the answer", () => c.bytes().endsWith("ok"), { timeoutMs: 5_000, everyMs: 5 });
+    expect(from).toBe("127.0.0.2");
+  });
+});
+
+describe("HAProxy through the relay (socks4 on the relayed backend's servers)", () => {
+  async function l1(servers: { name: string; port: number }[], tuning = {}): Promise<{ hp: HaproxyHandle; port: number }> {
+    const bindPort = await freePort();
+    const listener = await freePort();
+    const { port: relayPort } = await relayOn(listener);
+    const hp = await startHaproxy({
+      nbthread: 1,
+      proxies: [
+        {
+          name: "l1",
+          bind: `127.0.0.1:${bindPort}`,
+          health: "agent",
+          tuning,
+          servers: { kind: "static", local: await Promise.all(servers.map(async (s) => staticServer(s, await freePort()))), backup: [] },
+          continuation: { relay: `127.0.0.1:${relayPort}`, bind: `127.0.0.1:${listener}` },
+        },
+      ],
+    });
+    cleanups.push(() => hp.stop());
+    await waitFor("servers and relay UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 2 * servers.length + 1, { timeoutMs: 10_000, everyMs: 50 });
+    return { hp, port: bindPort };
+  }
+
+  it("a server that refuses: the relay rejects the CONNECT, HAProxy counts its connection error, marks it down and sends the request to another", async () => {
+    const gone = await server();
+    const alive = await server();
+    // Checks far apart: what takes the refusing server out is the live traffic, not a check.
+    const { hp, port } = await l1([{ name: "s0", port: gone.port }, { name: "s1", port: alive.port }], { checkInterMs: 20_000, agentInterMs: 20_000 });
+    await gone.close();
+    for (let i = 0; i < 4; i++) {
+      const r = await completion(port);
+      expect(r.status).toBe(200);
+      expect(r.body).toContain("[DONE]");
+    }
+    const row = await statRows(hp);
+    const s0 = row("l1_relayed", "s0");
+    // Taken out by HAProxy's analysis of live traffic (`observe layer4`: "L4 unsuccessful
+    // connection"), not by a check, and the request redispatched.
+    expect(s0.status).toMatch(/^DOWN/);
+    expect([s0.check_status, Number(s0.hanafail) >= 1, Number(s0.wredis) >= 1]).toEqual(["HANA", true, true]);
+    expect(Number(row("l1_relayed", "s1").req_tot)).toBe(4);
+    expect(alive.requests()).toBe(4);
+  });
+
+  it("an answer cut mid-stream is carried on through the continuation listener, whose backend goes straight to the servers", async () => {
+    const up = await server({ dieFirst: true });
+    const { hp, port } = await l1([{ name: "s0", port: up.port }]);
+    const r = await completion(port);
+    expect(r.status).toBe(200);
+    expect(r.body).toContain(": x-llmha-continued continue after 1 tokens");
+    expect(r.body).toContain("[DONE]");
+    const row = await statRows(hp);
+    // The first request through the relay's tunnel, the second through the listener and the straight backend.
+    expect(Number(row("l1_relayed", "s0").req_tot)).toBe(1);
+    expect(Number(row("l1_servers", "s0").req_tot)).toBe(1);
+    expect(Number(row("l1_continuation", "FRONTEND").req_tot)).toBe(1);
+    expect(up.requests()).toBe(2);
+  });
+});
