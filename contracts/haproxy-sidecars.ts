@@ -77,10 +77,16 @@ export function socksHop(name: string, c: HaproxyContinuation): string | null {
   return c.relay;
 }
 
-/** The public frontend's rule: completions through the relay while it is up (otherwise straight to the servers, as without it). */
+/**
+ * The public frontend's rule: completions through the relay while it is up (otherwise straight to
+ * the servers, as without it). Through the relay as the SOCKS4 hop, also while the relayed backend
+ * has a server up: a relay that was down made every connection through it fail, which took its
+ * servers out of that backend (`observe layer4`) until their checks bring them back.
+ */
 export function renderContinuationRoute(name: string, c: HaproxyContinuation): string[] {
-  const to = socksHop(name, c) ? `${name}_relayed` : `${name}_continuation`;
-  return [`  use_backend ${to} if METH_POST { path /v1/chat/completions /v1/completions } { nbsrv(${name}_continuation) gt 0 }`];
+  const route = `METH_POST { path /v1/chat/completions /v1/completions } { nbsrv(${name}_continuation) gt 0 }`;
+  if (socksHop(name, c)) return [`  use_backend ${name}_relayed if ${route} { nbsrv(${name}_relayed) gt 0 }`];
+  return [`  use_backend ${name}_continuation if ${route}`];
 }
 
 /**

@@ -122,20 +122,44 @@ describe("the relay's SOCKS4 CONNECT", () => {
     await waitFor("the rejected connection closed", () => no.closed(), { timeoutMs: 5_000, everyMs: 5 });
   });
 
-  it("carries requests to the server over its one connection, and closes HAProxy's side when the server closes its own", async () => {
+  it("carries requests to the server over its one connection; after the server closed it, the next request opens another", async () => {
     const up = await server({ keepAliveMs: 300 });
     const { port } = await relayOn(await freePort());
     const c = await socksClient(port, up.port);
     const body = JSON.stringify({ model: "m", prompt: "p", stream: true });
     const ask = (): void => void c.s.write(`POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+    const answers = (): number => c.bytes().split("[DONE]").length - 1;
     ask();
-    await waitFor("the first answer", () => c.bytes().includes("[DONE]"), { timeoutMs: 5_000, everyMs: 5 });
+    await waitFor("the first answer", () => answers() === 1, { timeoutMs: 5_000, everyMs: 5 });
     ask();
-    await waitFor("the second answer", () => c.bytes().split("[DONE]").length === 3, { timeoutMs: 5_000, everyMs: 5 });
+    await waitFor("the second answer", () => answers() === 2, { timeoutMs: 5_000, everyMs: 5 });
     expect([up.requests(), up.connections()]).toEqual([2, 1]);
-    // The server closes its idle connection after 300 ms: the relay closes HAProxy's side, which then opens a new one.
+    // The server closes its idle connection after 300 ms; HAProxy's side stays open (it may be
+    // sending on it that very moment), and the next request reaches the server anew.
+    await new Promise((r) => setTimeout(r, 1_500));
     expect(c.closed()).toBe(false);
-    await waitFor("HAProxy's side closed", () => c.closed(), { timeoutMs: 5_000, everyMs: 10 });
+    ask();
+    await waitFor("the third answer", () => answers() === 3, { timeoutMs: 5_000, everyMs: 5 });
+    expect([up.requests(), up.connections()]).toEqual([3, 2]);
+    expect(c.closed()).toBe(false);
+  });
+
+  it("a server gone from under its tunnel: the request gets the relay's answer, then HAProxy's side closes (its next CONNECT is HAProxy's to judge)", async () => {
+    const up = await server();
+    const { port } = await relayOn(await freePort());
+    const c = await socksClient(port, up.port);
+    await up.close();
+    // The relay sees the server's connection close first, and its next request must connect anew.
+    await new Promise((r) => setTimeout(r, 200));
+    const body = JSON.stringify({ model: "m", prompt: "p", stream: true });
+    c.s.write(`POST /v1/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`);
+    // The retry through the continuation listener finds nothing there either (no listener in this test).
+    await waitFor("the relay's answer", () => /^HTTP\/1\.1 502 /.test(c.bytes()), { timeoutMs: 5_000, everyMs: 5 }).catch((e) => {
+      throw new Error(`${String(e)}: ${JSON.stringify(c.bytes())} closed=${c.closed()}`);
+    });
+    await waitFor("HAProxy's side closed", () => c.closed(), { timeoutMs: 5_000, everyMs: 5 }).catch((e) => {
+      throw new Error(`${String(e)}: ${JSON.stringify(c.bytes())}`);
+    });
   });
 });
 
@@ -160,10 +184,10 @@ describe("LLMHA_CONTINUE_SOURCE", () => {
 });
 
 describe("HAProxy through the relay (socks4 on the relayed backend's servers)", () => {
-  async function l1(servers: { name: string; port: number }[], tuning = {}): Promise<{ hp: HaproxyHandle; port: number }> {
+  async function l1(servers: { name: string; port: number }[], tuning = {}): Promise<{ hp: HaproxyHandle; port: number; relay: ContinuationRelay; relayPort: number; listener: number }> {
     const bindPort = await freePort();
     const listener = await freePort();
-    const { port: relayPort } = await relayOn(listener);
+    const { relay, port: relayPort } = await relayOn(listener);
     const hp = await startHaproxy({
       nbthread: 1,
       proxies: [
@@ -179,8 +203,37 @@ describe("HAProxy through the relay (socks4 on the relayed backend's servers)", 
     });
     cleanups.push(() => hp.stop());
     await waitFor("servers and relay UP", async () => (await hp.stats()).filter((r) => r.status.startsWith("UP")).length === 2 * servers.length + 1, { timeoutMs: 10_000, everyMs: 50 });
-    return { hp, port: bindPort };
+    return { hp, port: bindPort, relay, relayPort, listener };
   }
+
+  it("a relay that goes away: straight to the servers once HAProxy sees it down, and still straight after it is back until its backend has a server up again", async () => {
+    const up = await server();
+    // The servers' checks far apart: a server taken out of the relayed backend stays out for this
+    // test, while the relay's own check (every second) sees it go and come back.
+    const { hp, port, relay, relayPort, listener } = await l1([{ name: "s0", port: up.port }], { checkInterMs: 20_000, agentInterMs: 20_000 });
+    const status = async (px: string, sv: string): Promise<string> => (await statRows(hp))(px, sv).status;
+    const total = async (px: string): Promise<number> => Number((await statRows(hp))(px, "s0").req_tot);
+    expect((await completion(port)).status).toBe(200);
+    expect(await total("l1_relayed")).toBe(1);
+    await relay.close();
+    // Before HAProxy's check sees the relay gone, a request through it fails to connect: that takes
+    // the server out of the relayed backend (only), and the request has nowhere else to go there.
+    expect([200, 503]).toContain((await completion(port)).status);
+    await waitFor("the relayed backend's server out", async () => (await status("l1_relayed", "s0")).startsWith("DOWN"), { timeoutMs: 10_000, everyMs: 20 });
+    expect(await status("l1_servers", "s0")).toMatch(/^UP/);
+    await waitFor("the relay seen DOWN", async () => (await status("l1_continuation", "relay")).startsWith("DOWN"), { timeoutMs: 10_000, everyMs: 50 });
+    for (let i = 0; i < 3; i++) expect((await completion(port)).status).toBe(200);
+    expect(await total("l1_servers")).toBe(3);
+    // Back on the same port: seen up at its next check, while the relayed backend's server is still
+    // out; completions keep going straight until it is back (HAProxy's checks bring it).
+    const again = new ContinuationRelay({ upstream: { host: "127.0.0.1", port: listener }, kind: "vllm", stallMs: 5_000, maxBodyBytes: 1 << 20, metrics: new ContinuationMetrics("vllm") });
+    await again.listen(relayPort, "127.0.0.1");
+    cleanups.push(() => again.close());
+    await waitFor("the relay UP", async () => (await status("l1_continuation", "relay")).startsWith("UP"), { timeoutMs: 10_000, everyMs: 20 });
+    expect(await status("l1_relayed", "s0")).toMatch(/^DOWN/);
+    for (let i = 0; i < 3; i++) expect((await completion(port)).status).toBe(200);
+    expect([await total("l1_relayed"), await total("l1_servers")]).toEqual([1, 6]);
+  });
 
   it("a server that refuses: the relay rejects the CONNECT, HAProxy counts its connection error, marks it down and sends the request to another", async () => {
     const gone = await server();

@@ -245,8 +245,9 @@ function serveConnection(socket: Socket, opts: H1ServerOptions, onRequest: (req:
         const keepAlive = keepsAlive(r.version, r.headers);
         const res = new H1Response(socket, keepAlive, (reusable) => {
           answering = null;
-          // A tunnel whose server closed carries no further request: HAProxy's side closes too.
-          if (!reusable || tunnel?.closed) socket.end();
+          // A tunnel whose server could not be reached again carries no further request: HAProxy's
+          // side closes, and its next connection to that server asks the relay to CONNECT anew.
+          if (!reusable || tunnel?.broken) socket.end();
           else parse();
         });
         answering = res;
@@ -280,9 +281,6 @@ function serveConnection(socket: Socket, opts: H1ServerOptions, onRequest: (req:
       (t) => {
         if (socket.destroyed) return t.destroy();
         tunnel = t;
-        t.onClose = () => {
-          if (!answering) socket.end();
-        };
         phase = "http";
         socket.write(SOCKS4_GRANTED);
         parse();

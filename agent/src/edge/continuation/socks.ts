@@ -13,9 +13,7 @@
  *
  * A refused or failed connect is answered rejected, which HAProxy counts as its own connection
  * failure to that server: `observe layer4` marks it down and `retry-on conn-failure` sends the
- * request elsewhere, as without the relay. When the server closes the paired connection, the
- * relay closes HAProxy's side (after the answer in progress), so HAProxy's idle connections are
- * the servers' own.
+ * request elsewhere, as without the relay.
  *
  * Reach: the relay connects where HAProxy asks, from inside the pod's network namespace, on a
  * loopback port; every container of the pod already shares that namespace and its reach.
@@ -62,25 +60,30 @@ export function parseSocks4(buf: Buffer): { target: SocksTarget; used: number } 
 }
 
 /**
- * One tunnel's connection to its server: one request at a time, as HTTP/1.1 on the HAProxy
- * side carries them. `onClose` runs once when the server's side closed (or was closed).
+ * One tunnel's connection to its server: one request at a time, as HTTP/1.1 on the HAProxy side
+ * carries them. When the server closes it (its keep-alive bound, a cut answer), the next request
+ * on the tunnel opens a new one to the same server: HAProxy may already be sending on its side,
+ * and closing that side under it would cost the request. A reconnection that fails marks the
+ * tunnel `broken`: after that request's answer (carried on or retried through the continuation
+ * listener) HAProxy's side is closed, and HAProxy's next connection to that server goes through
+ * a CONNECT again, whose rejection HAProxy counts itself.
  */
 export class Tunnel implements CallOwner {
   private call: Call | null = null;
-  /** The server's connection is gone: no further request can use it. */
-  closed = false;
-  onClose: (() => void) | null = null;
+  private socket: Socket | null = null;
+  /** A reconnection to the server failed: HAProxy's side closes after the answer in progress. */
+  broken = false;
 
   private constructor(
-    private readonly socket: Socket,
     readonly target: SocksTarget,
+    private readonly source: string | undefined,
   ) {}
 
   /** Connects to `target` (from `source` when given); rejects when the connection is refused, fails or takes past `timeoutMs`. */
   static open(target: SocksTarget, timeoutMs: number, source?: string): Promise<Tunnel> {
+    const t = new Tunnel(target, source);
     return new Promise((resolve, reject) => {
-      const s = upstreamConnection(source ? { ...target, localAddress: source } : target, () => t.call ?? undefined);
-      const t = new Tunnel(s, target);
+      const s = t.connect();
       let connected = false;
       const timer = setTimeout(() => s.destroy(), timeoutMs);
       s.once("connect", () => {
@@ -88,51 +91,58 @@ export class Tunnel implements CallOwner {
         clearTimeout(timer);
         resolve(t);
       });
-      s.on("error", () => s.destroy());
-      // A server closing its side ends the connection: no half-open tunnels.
-      s.on("end", () => s.destroy());
-      s.on("close", () => {
+      s.once("close", () => {
         clearTimeout(timer);
-        if (!connected) return reject(new SocksError(`cannot connect to ${target.host}:${target.port}`));
-        t.lost();
+        if (!connected) reject(new SocksError(`cannot connect to ${target.host}:${target.port}`));
       });
     });
   }
 
+  private connect(): Socket {
+    const s = upstreamConnection(this.source ? { ...this.target, localAddress: this.source } : this.target, () => (this.socket === s ? (this.call ?? undefined) : undefined));
+    this.socket = s;
+    let connected = false;
+    s.once("connect", () => (connected = true));
+    s.on("error", () => s.destroy());
+    // A server closing its side ends the connection: no half-open ones.
+    s.on("end", () => s.destroy());
+    s.on("close", () => {
+      if (this.socket !== s) return;
+      this.socket = null;
+      const c = this.call;
+      this.call = null;
+      if (c && !connected) this.broken = true;
+      c?.fail();
+    });
+    return s;
+  }
+
   request(req: H1Outgoing, h: H1Handler): H1Call {
     const call = new Call(this, withHost(req, this.target), h);
-    if (this.closed || this.call) {
+    if (this.call) {
       call.settled = true;
       queueMicrotask(() => h.onError("error"));
       return call;
     }
     this.call = call;
-    call.start(this.socket);
+    // Written at once; a new connection sends it when it opens.
+    call.start(this.socket ?? this.connect());
     return call;
   }
 
   finished(call: Call, reusable: boolean): void {
     if (this.call === call) this.call = null;
-    if (!reusable) this.socket.destroy();
+    if (!reusable) this.socket?.destroy();
   }
 
   dropped(call: Call): void {
     if (this.call !== call) return;
     this.call = null;
-    this.socket.destroy();
+    this.socket?.destroy();
   }
 
   /** HAProxy's side closed: the server's goes too. */
   destroy(): void {
-    this.socket.destroy();
-  }
-
-  private lost(): void {
-    if (this.closed) return;
-    this.closed = true;
-    const c = this.call;
-    this.call = null;
-    c?.fail();
-    this.onClose?.();
+    this.socket?.destroy();
   }
 }
