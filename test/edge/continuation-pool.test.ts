@@ -3,7 +3,6 @@
  * listener's maxconn, idle ones kept for the next request) and HAProxy's toward the relay (any idle
  * one reused, a new client's first request included). Real HAProxy, real relay, stub servers.
  */
-import { request } from "node:http";
 import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,7 +12,7 @@ import { ContinuationMetrics } from "../../agent/src/edge/continuation/metrics";
 import { ContinueConfigError, DEFAULT_UPSTREAM_MAX_SOCKETS, loadContinueConfig } from "../../agent/src/edge/continuation/config";
 import { startHaproxy, type HaproxyHandle } from "../../lab/engines/haproxy";
 import { freePort, waitFor } from "../../agent/src/util/net";
-import { countingServer, send, staticServer } from "../l1/fixtures";
+import { completion, countingServer, send, staticServer, statRows } from "../l1/fixtures";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -49,21 +48,6 @@ async function streamingServer(): Promise<{ port: number; connections: () => num
       for (const f of held.splice(0)) f();
     },
   };
-}
-
-function completion(port: number, agent: false | undefined = undefined): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ model: "m", prompt: "p", max_tokens: 2, stream: true });
-    const req = request({ host: "127.0.0.1", port, method: "POST", path: "/v1/completions", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (d: string) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
 }
 
 async function relayOver(upstreamPort: number, pool?: { maxSockets: number; maxFreeSockets: number }): Promise<{ relay: ContinuationRelay; port: number }> {
@@ -159,13 +143,7 @@ describe("llm-ha continue: connections to the listener", () => {
       expect(a.status).toBe(200);
       expect(a.body).toContain("[DONE]");
     }
-    const csv = (await hp.command("show stat")).trim().split("\n");
-    const head = csv[0].replace(/^# /, "").split(",");
-    const row = (px: string, sv: string): Record<string, string> => {
-      const f = csv.slice(1).map((l) => l.split(",")).find((x) => x[0] === px && x[1] === sv);
-      if (!f) throw new Error(`no stats row ${px}/${sv}`);
-      return Object.fromEntries(head.map((h, i) => [h, f[i]]));
-    };
+    const row = await statRows(hp);
     if (way === "socks4") {
       // HAProxy's connections to the server, each through the relay: one, reused for the other nine
       // (`http-reuse safe`, HAProxy's default, opened one per client connection: 10).

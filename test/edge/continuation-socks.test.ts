@@ -6,7 +6,6 @@
  * real relay, stub servers.
  */
 import { connect, type Socket } from "node:net";
-import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { ContinuationRelay } from "../../agent/src/edge/continuation/relay";
 import { ContinuationMetrics } from "../../agent/src/edge/continuation/metrics";
@@ -14,7 +13,7 @@ import { loadContinueConfig } from "../../agent/src/edge/continuation/config";
 import { SOCKS4_GRANTED, SOCKS4_REJECTED, SocksError, parseSocks4 } from "../../agent/src/edge/continuation/socks";
 import { startHaproxy, type HaproxyHandle } from "../../lab/engines/haproxy";
 import { freePort, waitFor } from "../../agent/src/util/net";
-import { countingServer, staticServer } from "../l1/fixtures";
+import { completion, countingServer, staticServer, statRows } from "../l1/fixtures";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -67,32 +66,6 @@ async function socksClient(relayPort: number, port: number): Promise<{ s: Socket
   await waitFor("the CONNECT answered", () => got.length >= 8 || closed, { timeoutMs: 5_000, everyMs: 5 });
   cleanups.push(async () => void s.destroy());
   return { s, reply: got.subarray(0, 8), bytes: () => got.subarray(8).toString("latin1"), closed: () => closed };
-}
-
-function completion(port: number): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ model: "m", prompt: "p", max_tokens: 2, stream: true });
-    const req = request({ host: "127.0.0.1", port, method: "POST", path: "/v1/completions", agent: false, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (d: string) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
-type Row = Record<string, string>;
-async function statRows(hp: HaproxyHandle): Promise<(px: string, sv: string) => Row> {
-  const csv = (await hp.command("show stat")).trim().split("\n");
-  const head = csv[0].replace(/^# /, "").split(",");
-  return (px, sv) => {
-    const f = csv.slice(1).map((l) => l.split(",")).find((x) => x[0] === px && x[1] === sv);
-    if (!f) throw new Error(`no stats row ${px}/${sv}`);
-    return Object.fromEntries(head.map((h, i) => [h, f[i]]));
-  };
 }
 
 describe("the relay's SOCKS4 CONNECT", () => {

@@ -147,3 +147,30 @@ export function send(url: string, opts: { method?: string; body?: Buffer | strin
     req.end(opts.body);
   });
 }
+
+/** A streamed completion POSTed to `port` (`agent: false`: a connection of its own): its status and whole body. */
+export function completion(port: number, agent: false | undefined = undefined): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model: "m", prompt: "p", max_tokens: 2, stream: true });
+    const req = request({ host: "127.0.0.1", port, method: "POST", path: "/v1/completions", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (d: string) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** HAProxy's `show stat` now, as a lookup of one row (proxy, server) by its CSV column names. */
+export async function statRows(hp: HaproxyHandle): Promise<(px: string, sv: string) => Record<string, string>> {
+  const csv = (await hp.command("show stat")).trim().split("\n");
+  const head = csv[0].replace(/^# /, "").split(",");
+  return (px, sv) => {
+    const f = csv.slice(1).map((l) => l.split(",")).find((x) => x[0] === px && x[1] === sv);
+    if (!f) throw new Error(`no stats row ${px}/${sv}`);
+    return Object.fromEntries(head.map((h, i) => [h, f[i]]));
+  };
+}

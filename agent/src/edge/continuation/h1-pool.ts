@@ -58,6 +58,13 @@ export class Call implements H1Call {
     private readonly h: H1Handler,
   ) {}
 
+  /** A request that cannot be sent (its pool closed, its tunnel busy): settled, its handler told on the next tick. */
+  refused(): Call {
+    this.settled = true;
+    queueMicrotask(() => this.h.onError("error"));
+    return this;
+  }
+
   abort(): void {
     if (this.settled) return;
     this.settled = true;
@@ -170,11 +177,7 @@ export class H1Pool implements CallOwner {
 
   request(req: H1Outgoing, h: H1Handler): H1Call {
     const call = new Call(this, withHost(req, this.target), h);
-    if (this.closed) {
-      call.settled = true;
-      queueMicrotask(() => h.onError("error"));
-      return call;
-    }
+    if (this.closed) return call.refused();
     const kept = this.idle.pop();
     if (kept) this.assign(kept.socket, call);
     else if (this.busy.size < this.opts.maxSockets) this.assign(this.open(), call);

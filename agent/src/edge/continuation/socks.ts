@@ -119,11 +119,7 @@ export class Tunnel implements CallOwner {
 
   request(req: H1Outgoing, h: H1Handler): H1Call {
     const call = new Call(this, withHost(req, this.target), h);
-    if (this.call) {
-      call.settled = true;
-      queueMicrotask(() => h.onError("error"));
-      return call;
-    }
+    if (this.call) return call.refused();
     this.call = call;
     // Written at once; a new connection sends it when it opens.
     call.start(this.socket ?? this.connect());
