@@ -51,7 +51,7 @@ function renderServers(p: HaproxyProxy, t: HaproxyTuning, extra = ""): string[] 
       for (const srv of list) {
         checkName("server name", srv.name);
         const opts = serverOptions(p.health, t, srv.agentPort, backup);
-        lines.push(`  server ${srv.name} ${srv.address}:${srv.port} ${opts}${backup ? " backup" : ""}${extra}`);
+        lines.push(`  server ${srv.name} ${srv.address}:${srv.port} ${opts}${extra}${backup ? " backup" : ""}`);
       }
     }
   } else {
@@ -59,7 +59,7 @@ function renderServers(p: HaproxyProxy, t: HaproxyTuning, extra = ""): string[] 
       checkName("server prefix", g.prefix);
       const opts = serverOptions(p.health, t, g.agentPort, backup);
       lines.push(
-        `  server-template ${g.prefix} 1-${g.slots} ${g.fqdn}:${g.port} resolvers cluster init-addr none resolve-prefer ipv4 ${opts}${backup ? " backup" : ""}${extra}`,
+        `  server-template ${g.prefix} 1-${g.slots} ${g.fqdn}:${g.port} resolvers cluster init-addr none resolve-prefer ipv4 ${opts}${extra}${backup ? " backup" : ""}`,
       );
     }
   }

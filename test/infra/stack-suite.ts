@@ -175,9 +175,14 @@ export function describeStack(env: Env, expected: { resources: number }): void {
         expect(cfgText).toMatch(/^\s*http-request return status 401 /m);
         expect(cfgText).toContain('http-request set-header authorization "Bearer ${LLMHA_INFERENCE_API_KEY}"');
         expect(cfgText).toContain("use_backend inference_fallback if { nbsrv(inference_servers) eq 0 }");
-        const lines = cfgText.split("\n").filter((l) => l.includes("server-template") && l.includes(":8000"));
-        expect(lines.filter((l) => !l.endsWith(" backup"))).toEqual([expect.stringContaining(`inference-${az}.llm-ha.svc.cluster.local:8000`)]);
-        expect(lines.filter((l) => l.endsWith(" backup"))).toHaveLength(azs.length - 1);
+        // Both backends over the servers: straight, and through the continuation relay (its SOCKS4 hop).
+        for (const backend of ["inference_servers", "inference_relayed"]) {
+          const section = cfgText.split(`\nbackend ${backend}\n`)[1]?.split("\n\n")[0] ?? "";
+          const lines = section.split("\n").filter((l) => l.includes("server-template") && l.includes(":8000"));
+          expect(lines.filter((l) => !l.endsWith(" backup"))).toEqual([expect.stringContaining(`inference-${az}.llm-ha.svc.cluster.local:8000`)]);
+          expect(lines.filter((l) => l.endsWith(" backup"))).toHaveLength(azs.length - 1);
+          for (const l of lines) expect(l.includes(" socks4 127.0.0.1:9420")).toBe(backend === "inference_relayed");
+        }
         // /az/health only on its own listener (what Route53 checks), healthy or not and nothing else.
         expect(cfgText).toContain("frontend inference_az_health\n");
         expect(cfgText).not.toContain("use_backend inference_az_health if { path /az/health }");

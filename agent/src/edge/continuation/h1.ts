@@ -1,8 +1,9 @@
 /**
- * The HTTP/1.1 framing the continuation relay speaks on its two loopback legs (HAProxy → relay,
- * relay → HAProxy's continuation listener): a message head and its body's framing
- * (`content-length`, `chunked`, or to the close). Both peers are the pod's own HAProxy, which
- * sends normalized HTTP/1.1; anything else is refused, not guessed at.
+ * The HTTP/1.1 framing the continuation relay speaks on its legs (HAProxy → relay; relay → the
+ * server HAProxy picked, or → HAProxy's continuation listener): a message head and its body's
+ * framing (`content-length`, `chunked`, or to the close). Its client is the pod's own HAProxy,
+ * which sends normalized HTTP/1.1, and anything else is refused, not guessed at; an answer is
+ * read as HTTP/1.1 frames it, whether HAProxy or the inference server sends it.
  *
  * Why not `node:http`: its server and client cost about 0.25 ms of CPU a request on top of the
  * bytes' own system calls on the L1 pod's small cores (measured: a 20-line `node:http` proxy

@@ -1,9 +1,11 @@
 /**
- * The continuation relay (`llm-ha continue`), in the L1 pod between HAProxy's public frontend
- * and its loopback continuation listener: it forwards a completion, watches the answer, and when
- * the server dies under it — a reset, an end without the final event, no chunk within the stall
- * bound — it asks once more through the same listener (same backend: health checks, agent-check,
- * retries) with what was already delivered, and splices the second answer into the first.
+ * The continuation relay (`llm-ha continue`), in the L1 pod: HAProxy's SOCKS4 hop to the server
+ * it picked for a completion (socks.ts; with several workers, between HAProxy's public frontend
+ * and its loopback continuation listener instead). It forwards the completion, watches the
+ * answer, and when the server dies under it — a reset, an end without the final event, no chunk
+ * within the stall bound — it asks once more through HAProxy's continuation listener (the same
+ * servers: health checks, agent-check, retries) with what was already delivered, and splices the
+ * second answer into the first.
  * At most two servers per request: a request that killed both is a query of death, and ends
  * with an error. It keeps only the delivered text of each answer.
  */

@@ -76,23 +76,24 @@ export class Tunnel implements CallOwner {
 
   private constructor(
     readonly target: SocksTarget,
+    private readonly connectMs: number,
     private readonly source: string | undefined,
   ) {}
 
-  /** Connects to `target` (from `source` when given); rejects when the connection is refused, fails or takes past `timeoutMs`. */
+  /**
+   * Connects to `target` (from `source` when given); rejects when the connection is refused, fails
+   * or takes past `timeoutMs` (a reconnection has the same bound).
+   */
   static open(target: SocksTarget, timeoutMs: number, source?: string): Promise<Tunnel> {
-    const t = new Tunnel(target, source);
+    const t = new Tunnel(target, timeoutMs, source);
     return new Promise((resolve, reject) => {
       const s = t.connect();
       let connected = false;
-      const timer = setTimeout(() => s.destroy(), timeoutMs);
       s.once("connect", () => {
         connected = true;
-        clearTimeout(timer);
         resolve(t);
       });
       s.once("close", () => {
-        clearTimeout(timer);
         if (!connected) reject(new SocksError(`cannot connect to ${target.host}:${target.port}`));
       });
     });
@@ -102,7 +103,13 @@ export class Tunnel implements CallOwner {
     const s = upstreamConnection(this.source ? { ...this.target, localAddress: this.source } : this.target, () => (this.socket === s ? (this.call ?? undefined) : undefined));
     this.socket = s;
     let connected = false;
-    s.once("connect", () => (connected = true));
+    // A server that never answers the connect (its address gone, packets dropped) fails it in time.
+    const timer = setTimeout(() => s.destroy(), this.connectMs);
+    s.once("connect", () => {
+      connected = true;
+      clearTimeout(timer);
+    });
+    s.once("close", () => clearTimeout(timer));
     s.on("error", () => s.destroy());
     // A server closing its side ends the connection: no half-open ones.
     s.on("end", () => s.destroy());
