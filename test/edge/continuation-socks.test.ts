@@ -12,6 +12,9 @@ import { ContinuationMetrics } from "../../agent/src/edge/continuation/metrics";
 import { loadContinueConfig } from "../../agent/src/edge/continuation/config";
 import { SOCKS4_GRANTED, SOCKS4_REJECTED, SocksError, parseSocks4 } from "../../agent/src/edge/continuation/socks";
 import { startHaproxy, type HaproxyHandle } from "../../lab/engines/haproxy";
+import { renderHaproxyConfig } from "../../contracts/haproxy-config";
+import { renderContinuationRoute } from "../../contracts/haproxy-sidecars";
+import { HaproxyConfigError } from "../../contracts/haproxy-tuning";
 import { freePort, waitFor } from "../../agent/src/util/net";
 import { completion, countingServer, staticServer, statRows } from "../l1/fixtures";
 
@@ -133,6 +136,23 @@ describe("the relay's SOCKS4 CONNECT", () => {
     await waitFor("HAProxy's side closed", () => c.closed(), { timeoutMs: 5_000, everyMs: 5 }).catch((e) => {
       throw new Error(`${String(e)}: ${JSON.stringify(c.bytes())}`);
     });
+  });
+});
+
+describe("the generator's relayed backend", () => {
+  it("takes one relay on IPv4 loopback as the SOCKS4 hop, several workers on Unix sockets the listener's way, and refuses a Unix socket for one", () => {
+    const one = renderHaproxyConfig({ proxies: [{ name: "p", bind: "127.0.0.1:1", health: "agent", servers: { kind: "static", local: [staticServer({ name: "s0", port: 2 }, 3)], backup: [] }, continuation: { relay: "127.0.0.1:9420", bind: "127.0.0.1:9422" } }] });
+    expect(one).toContain("  use_backend p_relayed if METH_POST { path /v1/chat/completions /v1/completions } { nbsrv(p_continuation) gt 0 } { nbsrv(p_relayed) gt 0 }");
+    expect(one).toMatch(/\nbackend p_relayed\n[^]*http-reuse always\n {2}server s0 127\.0\.0\.1:2 [^\n]* socks4 127\.0\.0\.1:9420\n/);
+    expect(one.split("\nbackend p_servers\n")[1].split("\n\n")[0]).not.toContain("socks4");
+    // The listener (second requests) goes straight to the servers.
+    expect(one).toMatch(/frontend p_continuation\n[^]*default_backend p_servers\n/);
+    const two = renderHaproxyConfig({ proxies: [{ name: "p", bind: "127.0.0.1:1", health: "agent", servers: { kind: "static", local: [staticServer({ name: "s0", port: 2 }, 3)], backup: [] }, continuation: { relay: "unix@/run/c/relay.sock", bind: "unix@/run/c/up.sock", workers: 2 } }] });
+    expect(two).toContain("  use_backend p_continuation if METH_POST");
+    expect(two).not.toContain("socks4");
+    const unix = { relay: "unix@/run/c/relay.sock", bind: "unix@/run/c/up.sock" };
+    expect(() => renderContinuationRoute("p", unix)).toThrow(/continuation relay "unix@\/run\/c\/relay.sock" of p must be an IPv4 loopback address:port with one worker/);
+    expect(() => renderContinuationRoute("p", { ...unix, relay: "[::1]:9420" })).toThrow(HaproxyConfigError);
   });
 });
 
