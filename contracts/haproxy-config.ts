@@ -219,7 +219,10 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
     // means no inference server anywhere can take the request.
     out.push(`  use_backend ${p.name}_fallback if { nbsrv(${p.name}_servers) eq 0 }`);
   }
-  if (p.continuation) out.push(...renderContinuationRoute(p.name, p.continuation));
+  // The relay as HAProxy's SOCKS4 hop (docs/continuation.md): completions to the same servers,
+  // picked here by the same rules, each connection made through the relay.
+  const hop = p.continuation ? socksHop(p.name, p.continuation) : null;
+  if (p.continuation) out.push(...renderContinuationRoute(p.name, hop !== null));
   out.push(`  default_backend ${p.name}_servers`);
   if (p.continuation) out.push(...renderContinuation(p.name, p.continuation, t, feMax));
   if (p.azHealthBind) out.push(...renderAzHealthFrontend({ ...p, azHealthBind: p.azHealthBind }, Math.max(1, Math.floor(healthReserve(g) / 2))));
@@ -228,9 +231,6 @@ function renderProxy(p: HaproxyProxy, g: HaproxyGlobals): string[] {
     out.push("", `frontend ${p.name}_internal`, `  bind ${p.internalBind}`, `  maxconn ${Math.max(1, Math.floor(healthReserve(g) / 2))}`, `  timeout client ${ms(t.timeoutClientMs)}`, `  default_backend ${p.name}_servers`);
   }
   out.push(...renderServersBackend(p, t));
-  // The relay as HAProxy's SOCKS4 hop (docs/continuation.md): completions to the same servers,
-  // picked here by the same rules, each connection made through the relay.
-  const hop = p.continuation ? socksHop(p.name, p.continuation) : null;
   if (hop) out.push(...renderServersBackend(p, t, hop));
   if (p.forwardAzHealth) out.push("", ...renderAzHealthBackend(p));
   if (p.fallback) out.push("", ...renderFallbackBackend(p.name, p.fallback));

@@ -67,8 +67,8 @@ function renderServers(p: HaproxyProxy, t: HaproxyTuning, extra = ""): string[] 
 }
 
 /**
- * A proxy's backend over its servers: \`_servers\` (straight to them), or with \`hop\` the relay's
- * address, \`_relayed\` (every connection through the relay: \`socks4\` on each server line).
+ * A proxy's backend over its servers: `_servers` (straight to them), or with `hop` the relay's
+ * address, `_relayed` (every connection through the relay: `socks4` on each server line).
  */
 export function renderServersBackend(p: HaproxyProxy, t: HaproxyTuning, hop: string | null = null): string[] {
   const out = ["", `backend ${p.name}_${hop ? "relayed" : "servers"}`, "  balance leastconn"];
@@ -92,13 +92,12 @@ export function renderServersBackend(p: HaproxyProxy, t: HaproxyTuning, hop: str
   }
   out.push(...renderUpstreamKey(p.edge));
   if (hop) {
-    // The relay keeps no state between requests and closes HAProxy's side when the server
-    // closes its own, and a request that meets a closed connection is asked again through the
-    // continuation listener: any idle connection may take a new client's first request
-    // (`safe`, the default, opens a new one for it: a SOCKS handshake and a connect each).
+    // The relay keeps no state between requests, reconnects a tunnel whose server closed its
+    // side, and asks a request that still fails there again through the continuation listener:
+    // any idle connection may take a new client's first request (`safe`, the default, opens a
+    // new one for it: a SOCKS handshake and a connect each).
     out.push("  http-reuse always");
   }
   out.push(...renderServers(p, t, hop ? ` socks4 ${hop}` : ""));
   return out;
 }
-

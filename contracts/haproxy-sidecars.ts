@@ -84,9 +84,9 @@ export function socksHop(name: string, c: HaproxyContinuation): string | null {
  * has a server up: a relay that was down made every connection through it fail, which took its
  * servers out of that backend (`observe layer4`) until their checks bring them back.
  */
-export function renderContinuationRoute(name: string, c: HaproxyContinuation): string[] {
+export function renderContinuationRoute(name: string, viaHop: boolean): string[] {
   const route = `METH_POST { path /v1/chat/completions /v1/completions } { nbsrv(${name}_continuation) gt 0 }`;
-  if (socksHop(name, c)) return [`  use_backend ${name}_relayed if ${route} { nbsrv(${name}_relayed) gt 0 }`];
+  if (viaHop) return [`  use_backend ${name}_relayed if ${route} { nbsrv(${name}_relayed) gt 0 }`];
   return [`  use_backend ${name}_continuation if ${route}`];
 }
 

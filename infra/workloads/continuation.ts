@@ -2,10 +2,10 @@
  * The continuation relay's container in the L1 pod (`llm-ha continue`, docs/continuation.md):
  * HAProxy picks a completion's server after the edge and connects to it through the relay (its
  * SOCKS4 hop, on loopback TCP); the relay sends a cut answer's second request to HAProxy's
- * continuation listener, on a Unix socket in a volume the two containers share. Fenced like the fallback: only its metrics-only listener
- * (`GET /metrics`, `/healthz`) is on the pod's address, where the NetworkPolicy
- * `llmha-continue-metrics` lets the Prometheus namespace alone in; it needs no credentials, no
- * Redis and no Kubernetes API.
+ * continuation listener, on a Unix socket in a volume the two containers share. Fenced like the
+ * fallback: only its metrics-only listener (`GET /metrics`, `/healthz`) is on the pod's address,
+ * where the NetworkPolicy `llmha-continue-metrics` lets the Prometheus namespace alone in; it
+ * needs no credentials, no Redis and no Kubernetes API.
  */
 import type * as k8s from "@pulumi/kubernetes";
 import * as pulumi from "@pulumi/pulumi";

@@ -13,7 +13,7 @@ import { loadContinueConfig } from "../../agent/src/edge/continuation/config";
 import { SOCKS4_GRANTED, SOCKS4_REJECTED, SocksError, parseSocks4 } from "../../agent/src/edge/continuation/socks";
 import { startHaproxy, type HaproxyHandle } from "../../lab/engines/haproxy";
 import { renderHaproxyConfig } from "../../contracts/haproxy-config";
-import { renderContinuationRoute } from "../../contracts/haproxy-sidecars";
+import { socksHop } from "../../contracts/haproxy-sidecars";
 import { HaproxyConfigError } from "../../contracts/haproxy-tuning";
 import { freePort, waitFor } from "../../agent/src/util/net";
 import { completion, countingServer, staticServer, statRows } from "../l1/fixtures";
@@ -151,8 +151,9 @@ describe("the generator's relayed backend", () => {
     expect(two).toContain("  use_backend p_continuation if METH_POST");
     expect(two).not.toContain("socks4");
     const unix = { relay: "unix@/run/c/relay.sock", bind: "unix@/run/c/up.sock" };
-    expect(() => renderContinuationRoute("p", unix)).toThrow(/continuation relay "unix@\/run\/c\/relay.sock" of p must be an IPv4 loopback address:port with one worker/);
-    expect(() => renderContinuationRoute("p", { ...unix, relay: "[::1]:9420" })).toThrow(HaproxyConfigError);
+    expect(() => socksHop("p", unix)).toThrow(/continuation relay "unix@\/run\/c\/relay.sock" of p must be an IPv4 loopback address:port with one worker/);
+    expect(() => renderHaproxyConfig({ proxies: [{ name: "p", bind: "127.0.0.1:1", health: "agent", servers: { kind: "static", local: [staticServer({ name: "s0", port: 2 }, 3)], backup: [] }, continuation: unix }] })).toThrow(/must be an IPv4 loopback address:port/);
+    expect(() => socksHop("p", { ...unix, relay: "[::1]:9420" })).toThrow(HaproxyConfigError);
   });
 });
 

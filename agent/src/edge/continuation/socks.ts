@@ -88,14 +88,9 @@ export class Tunnel implements CallOwner {
     const t = new Tunnel(target, timeoutMs, source);
     return new Promise((resolve, reject) => {
       const s = t.connect();
-      let connected = false;
-      s.once("connect", () => {
-        connected = true;
-        resolve(t);
-      });
-      s.once("close", () => {
-        if (!connected) reject(new SocksError(`cannot connect to ${target.host}:${target.port}`));
-      });
+      s.once("connect", () => resolve(t));
+      // After the connect, a close settles nothing (the promise is already resolved).
+      s.once("close", () => reject(new SocksError(`cannot connect to ${target.host}:${target.port}`)));
     });
   }
 
@@ -109,11 +104,11 @@ export class Tunnel implements CallOwner {
       connected = true;
       clearTimeout(timer);
     });
-    s.once("close", () => clearTimeout(timer));
     s.on("error", () => s.destroy());
     // A server closing its side ends the connection: no half-open ones.
     s.on("end", () => s.destroy());
     s.on("close", () => {
+      clearTimeout(timer);
       if (this.socket !== s) return;
       this.socket = null;
       const c = this.call;
